@@ -1,0 +1,228 @@
+//===- SDAttrs.td - sd attributes ---------------------------*- tablegen -*-===//
+//
+// Typed attributes: the device mesh, tensor shardings, logical axis names and
+// the roles of a model's arguments. Each is parsed once and verified; nothing
+// here is a string re-parsed at each use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_IR_SDATTRS_TD
+#define SD_IR_SDATTRS_TD
+
+include "sd/IR/SDDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+class SD_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<SD_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def SD_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
+    I32EnumAttrCase<"zeros", 0>,
+    I32EnumAttrCase<"ones", 1>,
+    I32EnumAttrCase<"constant", 2>,
+    I32EnumAttrCase<"normal", 3>,
+    I32EnumAttrCase<"uniform", 4>,
+    I32EnumAttrCase<"xavier_uniform", 5>]> {
+  let cppNamespace = "::mlir::sd";
+  let genSpecializedAttr = 0;
+}
+
+def SD_InputKind : I32EnumAttr<"InputKind", "model input kind", [
+    I32EnumAttrCase<"latents", 0>,
+    I32EnumAttrCase<"noise", 1>,
+    I32EnumAttrCase<"timestep", 2>,
+    I32EnumAttrCase<"context", 3>,
+    I32EnumAttrCase<"labels", 4>]> {
+  let cppNamespace = "::mlir::sd";
+  let genSpecializedAttr = 0;
+}
+
+def SD_CompareDirection : I32EnumAttr<"CompareDirection",
+    "comparison direction", [
+    I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::mlir::sd";
+  let genSpecializedAttr = 0;
+}
+
+def SD_CompareDirectionAttr
+    : EnumAttr<SD_Dialect, SD_CompareDirection, "compare_direction">;
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
+
+def SD_MeshAxisAttr : SD_Attr<"MeshAxis", "mesh_axis"> {
+  let summary = "A named mesh axis with its size and DCN part";
+  let description = [{
+    One axis of a device mesh, e.g. `"data"=8` or, when part of the axis
+    spans processes/hosts, `"data"=8(dcn=2)`: 8 devices along `data`, of which
+    the major factor 2 is across processes (DCN) and 4 inside a process (ICI),
+    as MaxDiffusion's `dcn_data_parallelism × ici_data_parallelism`.
+
+    Constraints:
+    * the name is a non-empty identifier (`[A-Za-z_][A-Za-z0-9_]*`)
+    * the size is positive
+    * the DCN part is positive and divides the size
+  }];
+  let parameters = (ins "::mlir::StringAttr":$name, "int64_t":$size,
+                        DefaultValuedParameter<"int64_t", "1">:$dcn);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Devices along this axis inside one process.
+    int64_t getIci() const { return getSize() / getDcn(); }
+  }];
+}
+
+def SD_MeshAttr : SD_Attr<"Mesh", "mesh"> {
+  let summary = "The axes of a device mesh, major to minor";
+  let description = [{
+    `<["data"=8, "fsdp"=4]>`: a 32-device mesh. Devices are numbered
+    row-major over the axes (the first axis is the most major).
+
+    Constraints:
+    * axis names are unique
+  }];
+  let parameters = (ins ArrayRefParameter<"MeshAxisAttr">:$axes);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The axis called `name`, or null.
+    MeshAxisAttr getAxis(::llvm::StringRef name) const;
+    /// Product of all axis sizes.
+    int64_t getNumDevices() const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding
+//===----------------------------------------------------------------------===//
+
+def SD_DimShardingAttr : SD_Attr<"DimSharding", "dim_sharding"> {
+  let summary = "The mesh axes one tensor dimension is split over";
+  let description = [{
+    Printed inside a `#sd.sharding`: `{"data", "fsdp"}` splits the dimension
+    over `data` (major) then `fsdp` (minor); `{}` leaves it whole. A trailing
+    `?` (`{"data", ?}`, `{?}`) marks the dimension *open*: propagation may
+    append further axes; without it the dimension is *closed*. A suffix
+    `p<N>` gives the dimension a user priority (0 is the highest).
+
+    Constraints:
+    * the priority, when present, is not negative
+  }];
+  let parameters = (ins
+      ArrayRefParameter<"::mlir::StringAttr">:$axes,
+      "bool":$is_closed,
+      OptionalParameter<"std::optional<int64_t>">:$priority);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def SD_ShardingAttr : SD_Attr<"Sharding", "sharding"> {
+  let summary = "How a tensor is laid out over a device mesh";
+  let description = [{
+    `#sd.sharding<@mesh, [{"data"}, {}, {"fsdp", "tensor"} ], replicated = ["context"]>`:
+    dimension 0 is split over mesh axis `data`, dimension 2 over `fsdp` and
+    then `tensor`, and the tensor is explicitly replicated over `context`.
+    Axes that appear nowhere are implicitly replicated.
+
+    Constraints (checked against the tensor and the mesh where the sharding
+    is used):
+    * the mesh symbol names an `sd.mesh` op
+    * there is one dimension sharding per tensor dimension
+    * every axis exists in the mesh
+    * no axis is used twice (over all dimensions and the replicated list)
+    * each static dimension is divisible by the product of its axes' sizes
+  }];
+  let parameters = (ins
+      "::mlir::FlatSymbolRefAttr":$mesh_name,
+      ArrayRefParameter<"DimShardingAttr">:$dim_shardings,
+      OptionalArrayRefParameter<"::mlir::StringAttr">:$replicated_axes);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    int64_t getRank() const { return getDimShardings().size(); }
+    /// True when no dimension is split.
+    bool isFullyReplicated() const;
+    /// Checks the constraints that need the tensor type and the mesh; reports
+    /// through `emitError` naming `valueName`.
+    ::llvm::LogicalResult verifyFor(
+        ::mlir::Type type, MeshAttr mesh, ::llvm::StringRef valueName,
+        ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError) const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Logical axes and argument roles
+//===----------------------------------------------------------------------===//
+
+def SD_LogicalAxesAttr : SD_Attr<"LogicalAxes", "logical_axes"> {
+  let summary = "A logical axis name per tensor dimension";
+  let description = [{
+    `#sd.logical_axes<[batch, activation_length, embed]>` names each dimension
+    the way MaxDiffusion's models do; `_` leaves a dimension unnamed. Logical
+    axis rules map the names to mesh axes.
+
+    Constraints:
+    * each name is `_` or an identifier
+  }];
+  let parameters = (ins ArrayRefParameter<"::mlir::StringAttr">:$names);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getRank() const { return getNames().size(); }
+  }];
+}
+
+def SD_InitAttr : SD_Attr<"Init", "init"> {
+  let summary = "How a parameter is initialized";
+  let description = [{
+    Printed inside `#sd.param`: `zeros`, `ones`, `constant(0.5)`,
+    `normal(0.02)` (mean 0, the given standard deviation), `uniform(0.1)`
+    (uniform in ±0.1), `xavier_uniform` (uniform in ±sqrt(6/(fan_in+fan_out)),
+    fans from the last two dimensions).
+
+    Constraints:
+    * `normal` and `uniform` have a positive scale
+    * `zeros`, `ones` and `xavier_uniform` take no scale
+  }];
+  let parameters = (ins "InitKind":$kind, APFloatParameter<"the scale">:$scale);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def SD_ParamAttr : SD_Attr<"Param", "param"> {
+  let summary = "Marks a function argument as a trainable parameter";
+  let description = [{
+    `#sd.param<"blocks.0.attn.q.weight", xavier_uniform>`: the parameter's
+    name (as in a checkpoint) and its initializer.
+
+    Constraints:
+    * the name is not empty
+    * parameter names are unique within a function (checked on the function)
+  }];
+  let parameters = (ins "::mlir::StringAttr":$name, "InitAttr":$init);
+  let assemblyFormat = "`<` $name `,` $init `>`";
+  let genVerifyDecl = 1;
+}
+
+def SD_InputAttr : SD_Attr<"Input", "input"> {
+  let summary = "Marks a function argument as a model input";
+  let description = [{
+    `#sd.input<latents>`: clean latents x0; `noise`: the Gaussian noise;
+    `timestep`: the diffusion time t per sample; `context`: conditioning
+    (text embeddings); `labels`: one-hot class labels.
+  }];
+  let parameters = (ins "InputKind":$kind);
+  let hasCustomAssemblyFormat = 1;
+}
+
+#endif // SD_IR_SDATTRS_TD

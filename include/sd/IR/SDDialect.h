@@ -1,0 +1,9 @@
+//===- SDDialect.h - the sd dialect -----------------------------*- C++ -*-===//
+#ifndef SD_IR_SDDIALECT_H
+#define SD_IR_SDDIALECT_H
+
+#include "mlir/IR/Dialect.h"
+
+#include "sd/IR/SDOpsDialect.h.inc"
+
+#endif // SD_IR_SDDIALECT_H

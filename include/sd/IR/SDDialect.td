@@ -1,0 +1,70 @@
+//===- SDDialect.td - the sd dialect ------------------------*- tablegen -*-===//
+//
+// The sd dialect: diffusion-model programs (forward loss, later the training
+// step) over static-shape tensors, with the mesh and shardings that the
+// propagation and partitioning passes work on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_IR_SDDIALECT_TD
+#define SD_IR_SDDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def SD_Dialect : Dialect {
+  let name = "sd";
+  let cppNamespace = "::mlir::sd";
+  let summary = "Diffusion-model programs and their shardings over a device mesh";
+  let description = [{
+    A model is a `func.func @loss(params..., inputs...) -> tensor<f32>`. Its
+    arguments carry discardable attributes of this dialect:
+
+    * `sd.role`: `#sd.param<"name", init>` for a trainable parameter, or
+      `#sd.input<kind>` for a model input (`latents`, `noise`, `timestep`,
+      `context`, `labels`).
+    * `sd.logical_axes`: `#sd.logical_axes<[batch, _, embed]>`, one logical
+      axis name per dimension (`_` = unnamed); logical axis rules turn them
+      into shardings.
+    * `sd.sharding`: `#sd.sharding<@mesh, [{"data"}, {}, {"fsdp"} ]>`, the
+      per-dimension mesh axes of the argument.
+
+    Any op result may be named with `sd.name = "query_proj"` so that remat
+    policies can refer to it. The function may carry `sd.default_batch` (an
+    integer), the batch used when a program with a dynamic batch dimension is
+    specialized without an explicit `--batch`.
+
+    Pipeline stages: ops are valid from the start unless their description
+    says otherwise; `sd.mesh` is created by `sd-materialize-mesh` (or written
+    by hand); shardings appear after `sd-apply-logical-rules`.
+
+    Constraints (discardable attributes):
+    * `sd.role`, `sd.logical_axes` and `sd.sharding` may only appear as
+      function argument attributes (and `sd.sharding` also as a result
+      attribute), each with its own attribute kind.
+    * `sd.logical_axes` and `sd.sharding` have one entry per dimension of the
+      argument's tensor type.
+    * `sd.name` is a string attribute.
+    * `sd.default_batch` is a positive integer on a function.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Names of the discardable attributes this dialect understands.
+    static constexpr ::llvm::StringLiteral kRoleAttrName = "sd.role";
+    static constexpr ::llvm::StringLiteral kLogicalAxesAttrName = "sd.logical_axes";
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "sd.sharding";
+    static constexpr ::llvm::StringLiteral kNameAttrName = "sd.name";
+    static constexpr ::llvm::StringLiteral kDefaultBatchAttrName = "sd.default_batch";
+
+  private:
+    void registerAttributes();
+  public:
+  }];
+}
+
+class SD_Op<string mnemonic, list<Trait> traits = []>
+    : Op<SD_Dialect, mnemonic, traits>;
+
+#endif // SD_IR_SDDIALECT_TD

@@ -1,0 +1,650 @@
+//===- SDOps.td - sd operations -----------------------------*- tablegen -*-===//
+//
+// The ops of diffusion-model programs. Tensors are ranked, of f32 or bf16
+// (i1 for predicates); shapes are static except for the batch dimension,
+// which may be dynamic (`?`) until `sd-specialize-batch` fixes it. There is
+// no implicit broadcasting: `broadcast_in_dim` makes it explicit, so each op
+// has a simple per-dimension sharding rule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_IR_SDOPS_TD
+#define SD_IR_SDOPS_TD
+
+include "sd/IR/SDDialect.td"
+include "sd/IR/SDAttrs.td"
+include "sd/IR/SDInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def SD_FloatTensor : RankedTensorOf<[F32, BF16]>;
+def SD_PredTensor : RankedTensorOf<[I1]>;
+def SD_Tensor : RankedTensorOf<[F32, BF16, I1]>;
+def SD_LossTensor : 0DTensorOf<[F32]>;
+
+// Ops whose single result type follows from the operands and attributes.
+// ODS writes `inferReturnTypes` itself where a trait such as
+// SameOperandsAndResultType implies it; the others define it in SDOps.cpp.
+class SD_InferredOp<string mnemonic, list<Trait> traits = []>
+    : SD_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)>;
+
+// Ops whose result type equals an operand's: ODS generates the inference.
+class SD_SameTypeOp<string mnemonic, list<Trait> traits = []>
+    : SD_Op<mnemonic, !listconcat([Pure, InferTypeOpInterface], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
+
+def SD_MeshOp : SD_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "A named device mesh";
+  let description = [{
+    ```mlir
+    sd.mesh @mesh = <["data"=2, "fsdp"=4(dcn=2)]>
+    ```
+    Declares the mesh that shardings refer to by symbol. Created by
+    `sd-materialize-mesh` from `--mesh`/`--dcn-mesh`, or written by hand.
+    May appear at every stage.
+
+    Constraints:
+    * the mesh attribute's own constraints (unique axis names, sizes)
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, SD_MeshAttr:$mesh);
+  let assemblyFormat = "$sym_name `=` $mesh attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class SD_UnaryOp<string mnemonic, string formula>
+    : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Elementwise " # formula;
+  let description = [{
+    Computes }] # formula # [{ for every element. All stages.
+  }];
+  let arguments = (ins SD_FloatTensor:$operand);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+def SD_NegOp : SD_UnaryOp<"neg", "-x">;
+def SD_ExpOp : SD_UnaryOp<"exp", "e^x">;
+def SD_LogOp : SD_UnaryOp<"log", "the natural logarithm ln(x)">;
+def SD_SqrtOp : SD_UnaryOp<"sqrt", "the square root">;
+def SD_RsqrtOp : SD_UnaryOp<"rsqrt", "the reciprocal square root 1/sqrt(x)">;
+def SD_TanhOp : SD_UnaryOp<"tanh", "the hyperbolic tangent">;
+def SD_SinOp : SD_UnaryOp<"sin", "the sine">;
+def SD_CosOp : SD_UnaryOp<"cos", "the cosine">;
+def SD_SigmoidOp : SD_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+e^-x)">;
+def SD_SiluOp : SD_UnaryOp<"silu", "SiLU (swish) x·sigmoid(x)">;
+
+def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType]> {
+  let summary = "Elementwise GELU";
+  let description = [{
+    `approximate = true` (the default, as in DiT and MaxDiffusion's models)
+    uses the tanh approximation
+    0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))); `false` the exact
+    0.5·x·(1 + erf(x/sqrt(2))). All stages.
+  }];
+  let arguments = (ins SD_FloatTensor:$operand,
+                       DefaultValuedAttr<BoolAttr, "true">:$approximate);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+class SD_BinaryOp<string mnemonic, string formula>
+    : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "Elementwise " # formula;
+  let description = [{
+    Computes }] # formula # [{ elementwise. Both operands have the result's
+    type; broadcast explicitly with `sd.broadcast_in_dim`. All stages.
+  }];
+  let arguments = (ins SD_FloatTensor:$lhs, SD_FloatTensor:$rhs);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def SD_AddOp : SD_BinaryOp<"add", "lhs + rhs">;
+def SD_SubOp : SD_BinaryOp<"sub", "lhs - rhs">;
+def SD_MulOp : SD_BinaryOp<"mul", "lhs · rhs">;
+def SD_DivOp : SD_BinaryOp<"div", "lhs / rhs">;
+def SD_MaxOp : SD_BinaryOp<"max", "max(lhs, rhs)">;
+def SD_MinOp : SD_BinaryOp<"min", "min(lhs, rhs)">;
+def SD_PowOp : SD_BinaryOp<"pow", "lhs raised to the power rhs">;
+
+def SD_CompareOp : SD_InferredOp<"compare",
+    [SameTypeOperands, SameOperandsAndResultShape]> {
+  let summary = "Elementwise comparison producing i1";
+  let description = [{
+    ```mlir
+    %m = sd.compare lt, %a, %b : tensor<4x4xf32>
+    ```
+    Compares elementwise with `eq`, `ne`, `lt`, `le`, `gt` or `ge`; the
+    result is a tensor of i1 of the operands' shape. All stages.
+  }];
+  let arguments = (ins SD_CompareDirectionAttr:$direction,
+                       SD_FloatTensor:$lhs, SD_FloatTensor:$rhs);
+  let results = (outs SD_PredTensor:$result);
+  let assemblyFormat = "$direction `,` $lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+
+def SD_SelectOp : SD_InferredOp<"select",
+    [AllTypesMatch<["on_true", "on_false"]>]> {
+  let summary = "Elementwise choice by a predicate";
+  let description = [{
+    `result[i] = pred[i] ? on_true[i] : on_false[i]`. All stages.
+
+    Constraints:
+    * `pred` has the shape of the other operands
+  }];
+  let arguments = (ins SD_PredTensor:$pred, SD_FloatTensor:$on_true,
+                       SD_FloatTensor:$on_false);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $pred `,` $on_true `,` $on_false attr-dict `:` type($pred) `,` type($on_true)
+  }];
+  let hasVerifier = 1;
+}
+
+def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>]> {
+  let summary = "Element type conversion";
+  let description = [{
+    ```mlir
+    %h = sd.convert %x : tensor<8x384xf32> -> tensor<8x384xbf16>
+    ```
+    Converts between f32 and bf16 (rounding to nearest even), or from i1 to
+    a float type (true → 1, false → 0). All stages.
+
+    Constraints:
+    * the result element type is f32 or bf16 (i1 only converts to a float)
+  }];
+  let arguments = (ins SD_Tensor:$operand);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class SD_ReduceOp<string mnemonic, string what> : SD_InferredOp<mnemonic> {
+  let summary = "The " # what # " over some dimensions";
+  let description = [{
+    ```mlir
+    %r = sd.}] # mnemonic # [{ %x dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+    ```
+    Reduces with the }] # what # [{ over `dims`, which disappear from the
+    result shape. A sharded reduced dimension leaves a partial result for
+    the partitioner to resolve. All stages.
+
+    Constraints:
+    * `dims` are in range, unique and sorted ascending
+  }];
+  let arguments = (ins SD_FloatTensor:$operand, DenseI64ArrayAttr:$dims);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `dims` `=` $dims attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::sd::inferReduceType(getOperationName(), loc,
+          adaptor.getOperand().getType(), adaptor.getDims(), types);
+    }
+  }];
+}
+
+def SD_ReduceSumOp : SD_ReduceOp<"reduce_sum", "sum">;
+def SD_ReduceMaxOp : SD_ReduceOp<"reduce_max", "maximum">;
+def SD_ReduceMeanOp : SD_ReduceOp<"reduce_mean", "mean">;
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def SD_BroadcastInDimOp : SD_Op<"broadcast_in_dim", [Pure,
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>]> {
+  let summary = "Broadcast into a larger shape";
+  let description = [{
+    ```mlir
+    %b = sd.broadcast_in_dim %bias dims = [2] : (tensor<384xf32>) -> tensor<8x256x384xf32>
+    ```
+    Operand dimension `i` becomes result dimension `dims[i]`; its size is the
+    result's or 1 (then repeated). Other result dimensions are new.
+    All stages.
+
+    Constraints:
+    * `dims` has one entry per operand dimension
+    * `dims` are in range of the result rank and strictly increasing
+    * each operand dimension has the size of its result dimension, or 1
+    * operand and result element types match
+  }];
+  let arguments = (ins SD_FloatTensor:$operand, DenseI64ArrayAttr:$dims);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `dims` `=` $dims attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def SD_ReshapeOp : SD_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>]> {
+  let summary = "Row-major reshape";
+  let description = [{
+    ```mlir
+    %r = sd.reshape %x : (tensor<8x256x384xf32>) -> tensor<8x256x6x64xf32>
+    ```
+    Reinterprets the elements in row-major order. At most one result
+    dimension may be dynamic; `sd-specialize-batch` infers it from the
+    element count. All stages.
+
+    Constraints:
+    * element types match
+    * at most one result dimension is dynamic
+    * when both shapes are static, the element counts are equal
+  }];
+  let arguments = (ins SD_FloatTensor:$operand);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def SD_TransposeOp : SD_InferredOp<"transpose"> {
+  let summary = "Permute dimensions";
+  let description = [{
+    Result dimension `i` is operand dimension `permutation[i]`. All stages.
+
+    Constraints:
+    * `permutation` is a permutation of `[0, rank)`
+  }];
+  let arguments = (ins SD_FloatTensor:$operand, DenseI64ArrayAttr:$permutation);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `permutation` `=` $permutation attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def SD_SliceOp : SD_InferredOp<"slice"> {
+  let summary = "A strided slice";
+  let description = [{
+    ```mlir
+    %s = sd.slice %x start = [0, 0] limit = [8, 192] strides = [1, 1] : (tensor<8x384xf32>) -> tensor<8x192xf32>
+    ```
+    Takes elements `start[d], start[d]+strides[d], ... < limit[d]` along
+    each dimension. All stages.
+
+    Constraints:
+    * `start`, `limit` and `strides` have one entry per dimension
+    * `0 <= start <= limit <= size` on static dimensions, strides positive
+    * a dynamic dimension is taken whole (start 0, stride 1, limit -1)
+  }];
+  let arguments = (ins SD_FloatTensor:$operand, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$strides);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `start` `=` $start `limit` `=` $limit `strides` `=` $strides attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def SD_ConcatOp : SD_InferredOp<"concat"> {
+  let summary = "Concatenate along one dimension";
+  let description = [{
+    All stages.
+
+    Constraints:
+    * at least one input
+    * all inputs have the same rank and element type
+    * `dim` is in range
+    * all inputs agree on every other dimension
+  }];
+  let arguments = (ins Variadic<SD_FloatTensor>:$inputs, I64Attr:$dim);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` `=` $dim attr-dict `:` functional-type($inputs, results)
+  }];
+}
+
+def SD_PadOp : SD_InferredOp<"pad"> {
+  let summary = "Pad with a constant";
+  let description = [{
+    Adds `low[d]` elements before and `high[d]` after each dimension, filled
+    with `padding_value` (default 0). All stages.
+
+    Constraints:
+    * `low` and `high` have one entry per dimension and are not negative
+  }];
+  let arguments = (ins SD_FloatTensor:$operand, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high,
+                       DefaultValuedAttr<F64Attr, "0.0">:$padding_value);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `low` `=` $low `high` `=` $high attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra, normalization, attention, convolution
+//===----------------------------------------------------------------------===//
+
+def SD_DotGeneralOp : SD_Op<"dot_general",
+    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+  let summary = "Generalized matrix product (einsum with one contraction)";
+  let description = [{
+    ```mlir
+    %y = sd.dot_general %x, %w batch = [] x [] contract = [2] x [0]
+        : (tensor<8x256x384xf32>, tensor<384x1152xf32>) -> tensor<8x256x1152xf32>
+    ```
+    As StableHLO's dot_general: the result dimensions are the batch
+    dimensions, then the lhs free dimensions, then the rhs free dimensions,
+    each in order. bf16 operands may produce an f32 result (f32
+    accumulation). A projection `x·W` has no batch dimensions; attention's
+    `QKᵀ` has. All stages.
+
+    Constraints:
+    * batch lists have equal length, contracting lists have equal length
+    * all listed dimensions are in range and no dimension is listed twice
+    * paired batch and contracting dimensions have equal sizes
+    * operands have the same element type; the result has it too, or f32
+  }];
+  let arguments = (ins SD_FloatTensor:$lhs, SD_FloatTensor:$rhs,
+                       DenseI64ArrayAttr:$lhs_batch,
+                       DenseI64ArrayAttr:$rhs_batch,
+                       DenseI64ArrayAttr:$lhs_contract,
+                       DenseI64ArrayAttr:$rhs_contract);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `batch` `=` $lhs_batch `x` $rhs_batch
+    `contract` `=` $lhs_contract `x` $rhs_contract attr-dict
+    `:` functional-type(operands, results)
+  }];
+  // The result element type is not implied by the operands (f32 accumulation
+  // of bf16): isCompatibleReturnTypes accepts f32 besides the operands' type.
+}
+
+def SD_LayerNormOp : SD_InferredOp<"layer_norm", [AttrSizedOperandSegments]> {
+  let summary = "Layer normalization over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) · scale + bias`, statistics over the
+    last dimension (biased variance). `scale` and `bias` are optional (DiT's
+    adaLN blocks have neither). All stages.
+
+    Constraints:
+    * the operand has rank at least 1
+    * `scale` and `bias`, when present, are 1-D of the last dimension's size
+      and the operand's element type
+    * `epsilon` is positive
+  }];
+  let arguments = (ins SD_FloatTensor:$operand,
+                       Optional<SD_FloatTensor>:$scale,
+                       Optional<SD_FloatTensor>:$bias,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$epsilon);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`scale` $scale^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def SD_RmsNormOp : SD_InferredOp<"rms_norm"> {
+  let summary = "RMS normalization over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x²) + epsilon) · scale` over the last dimension (Flux and
+    Wan normalize q and k this way). All stages.
+
+    Constraints:
+    * the operand has rank at least 1
+    * `scale`, when present, is 1-D of the last dimension's size and the
+      operand's element type
+    * `epsilon` is positive
+  }];
+  let arguments = (ins SD_FloatTensor:$operand, Optional<SD_FloatTensor>:$scale,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$epsilon);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`scale` $scale^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def SD_GroupNormOp : SD_InferredOp<"group_norm", [AttrSizedOperandSegments]> {
+  let summary = "Group normalization, channels last";
+  let description = [{
+    The operand is `[N, ..., C]` (NHWC for images). The C channels form
+    `num_groups` groups; each sample's group is normalized over all its
+    non-batch elements, then scaled and shifted per channel. All stages.
+
+    Constraints:
+    * the operand has rank at least 2
+    * `num_groups` is positive and divides the channel count
+    * `scale` and `bias`, when present, are 1-D of the channel count and the
+      operand's element type
+    * `epsilon` is positive
+  }];
+  let arguments = (ins SD_FloatTensor:$operand,
+                       Optional<SD_FloatTensor>:$scale,
+                       Optional<SD_FloatTensor>:$bias, I64Attr:$num_groups,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$epsilon);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`scale` $scale^)? (`bias` $bias^)? `groups` `=` $num_groups attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def SD_SoftmaxOp : SD_SameTypeOp<"softmax", [SameOperandsAndResultType]> {
+  let summary = "Softmax along one dimension";
+  let description = [{
+    Numerically stable softmax along `dim`. All stages.
+
+    Constraints:
+    * `dim` is in range
+  }];
+  let arguments = (ins SD_FloatTensor:$operand, I64Attr:$dim);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "$operand `dim` `=` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def SD_AttentionOp : SD_InferredOp<"attention"> {
+  let summary = "Multi-head scaled dot-product attention";
+  let description = [{
+    ```mlir
+    %o = sd.attention %q, %k, %v scale = 0.125
+        : (tensor<8x6x256x64xf32>, tensor<8x6x256x64xf32>, tensor<8x6x256x64xf32>)
+        -> tensor<8x6x256x64xf32>
+    ```
+    Layout `[batch, heads, length, head_dim]`: query `[B, H, Sq, D]`, key
+    `[B, H, Skv, D]`, value `[B, H, Skv, Dv]`, result `[B, H, Sq, Dv]` =
+    `softmax(scale · Q·Kᵀ)·V` per batch and head. The optional i1 `mask`,
+    `[B or 1, H or 1, Sq, Skv]`, is true where a query may attend a key; a
+    query with no key to attend yields zeros. `scale` defaults to
+    `1/sqrt(D)`. Later stages tile it into flash-attention blocks.
+    All stages.
+
+    Constraints:
+    * query, key and value have rank 4 and one element type
+    * batch and heads agree; key and value agree on Skv; query and key on D
+    * the mask is `[B or 1, H or 1, Sq, Skv]`
+    * `scale`, when given, is positive
+  }];
+  let arguments = (ins SD_FloatTensor:$query, SD_FloatTensor:$key,
+                       SD_FloatTensor:$value, Optional<SD_PredTensor>:$mask,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? (`scale` `=` $scale^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The scale actually applied: the attribute or 1/sqrt(head_dim).
+    double getEffectiveScale();
+  }];
+}
+
+def SD_Conv2DOp : SD_InferredOp<"conv2d"> {
+  let summary = "2-D convolution, NHWC with HWIO kernels";
+  let description = [{
+    ```mlir
+    %y = sd.conv2d %x, %w bias %b strides = [2, 2] padding = [1, 1, 1, 1] groups = 1
+        : (tensor<8x64x64x4xf32>, tensor<3x3x4x320xf32>, tensor<320xf32>) -> tensor<8x32x32x320xf32>
+    ```
+    Input `[N, H, W, Cin]`, kernel `[KH, KW, Cin/groups, Cout]`, optional bias
+    `[Cout]`, zero padding `[top, bottom, left, right]`. Output size
+    `(H + top + bottom − KH) / sh + 1` (and likewise for W). All stages.
+
+    Constraints:
+    * input and kernel have rank 4 and one element type
+    * `strides` has 2 positive entries, `padding` 4 non-negative ones
+    * `groups` is positive and divides Cin and Cout
+    * the kernel's input-channel dimension is Cin/groups
+    * the bias, when present, is `[Cout]`
+    * the padded input is at least as large as the kernel
+  }];
+  let arguments = (ins SD_FloatTensor:$input, SD_FloatTensor:$kernel,
+                       Optional<SD_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       I64Attr:$groups);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $kernel (`bias` $bias^)? `strides` `=` $strides `padding` `=` $padding
+    `groups` `=` $groups attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest"> {
+  let summary = "Nearest-neighbour upsampling of NHWC images";
+  let description = [{
+    Repeats each pixel `scale[0]` times along H and `scale[1]` times along W.
+    All stages.
+
+    Constraints:
+    * the operand has rank 4
+    * `scale` has 2 positive entries
+  }];
+  let arguments = (ins SD_FloatTensor:$operand, DenseI64ArrayAttr:$scale);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `scale` `=` $scale attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and random numbers
+//===----------------------------------------------------------------------===//
+
+def SD_ConstantOp : SD_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor";
+  let description = [{
+    ```mlir
+    %c = sd.constant dense<1.0> : tensor<384xf32>
+    ```
+    All stages.
+
+    Constraints:
+    * the type is static
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def SD_IotaOp : SD_Op<"iota", [Pure]> {
+  let summary = "Indices along one dimension";
+  let description = [{
+    `result[i0, ..., in] = i_dim` as a float. All stages.
+
+    Constraints:
+    * the type is static
+    * `dim` is in range
+  }];
+  let arguments = (ins I64Attr:$dim);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "`dim` `=` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def SD_RngNormalOp : SD_Op<"rng_normal", [Pure]> {
+  let summary = "Normally distributed random numbers from a seed";
+  let description = [{
+    Counter-based: element `i` (row-major) is a function of `(seed, i)` only,
+    so every device computes its own block of the same global tensor and
+    results never depend on the mesh. All stages.
+
+    Constraints:
+    * the type is static
+    * `stddev` is positive
+  }];
+  let arguments = (ins I64Attr:$seed, DefaultValuedAttr<F64Attr, "0.0">:$mean,
+                       DefaultValuedAttr<F64Attr, "1.0">:$stddev);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "`seed` `=` $seed attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def SD_RngUniformOp : SD_Op<"rng_uniform", [Pure]> {
+  let summary = "Uniformly distributed random numbers from a seed";
+  let description = [{
+    Uniform in `[low, high)`, counter-based like `sd.rng_normal`. All stages.
+
+    Constraints:
+    * the type is static
+    * `low < high`
+  }];
+  let arguments = (ins I64Attr:$seed, DefaultValuedAttr<F64Attr, "0.0">:$low,
+                       DefaultValuedAttr<F64Attr, "1.0">:$high);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = "`seed` `=` $seed attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Loss and sharding annotations
+//===----------------------------------------------------------------------===//
+
+def SD_MseLossOp : SD_InferredOp<"mse_loss", [SameTypeOperands]> {
+  let summary = "Mean squared error, an f32 scalar";
+  let description = [{
+    `mean((predictions - targets)²)` over all elements, accumulated in f32.
+    All stages.
+  }];
+  let arguments = (ins SD_FloatTensor:$predictions, SD_FloatTensor:$targets);
+  let results = (outs SD_LossTensor:$result);
+  let assemblyFormat = "$predictions `,` $targets attr-dict `:` type($predictions)";
+}
+
+def SD_ShardingConstraintOp : SD_SameTypeOp<"sharding_constraint",
+    [SameOperandsAndResultType,
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Pins the sharding of a value";
+  let description = [{
+    ```mlir
+    %y = sd.sharding_constraint %x logical = <[batch, activation_length, embed]> : tensor<8x256x384xf32>
+    %z = sd.sharding_constraint %x sharding = <@mesh, [{"data"}, {}, {} ]> : tensor<8x256x384xf32>
+    ```
+    Like `jax.lax.with_sharding_constraint`: propagation must give the
+    result this sharding. Written with logical axis names, which
+    `sd-apply-logical-rules` turns into a mesh sharding. Numerically the
+    identity. Valid until partitioning removes it.
+
+    Constraints:
+    * at least one of `sharding` and `logical` is given
+    * `logical` has one name per dimension
+    * `sharding` satisfies the `#sd.sharding` constraints for the type
+  }];
+  let arguments = (ins SD_FloatTensor:$input,
+                       OptionalAttr<SD_ShardingAttr>:$sharding,
+                       OptionalAttr<SD_LogicalAxesAttr>:$logical);
+  let results = (outs SD_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`sharding` `=` $sharding^)? (`logical` `=` $logical^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // SD_IR_SDOPS_TD

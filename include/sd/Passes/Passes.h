@@ -1,0 +1,39 @@
+//===- Passes.h - sd passes -------------------------------------*- C++ -*-===//
+#ifndef SD_PASSES_PASSES_H
+#define SD_PASSES_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "sd/IR/SDDialect.h"
+
+namespace mlir::sd {
+
+#define GEN_PASS_DECL
+#include "sd/Passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "sd/Passes/Passes.h.inc"
+
+/// What the default sdopt pipeline does with a program; mirrors sdopt's
+/// flags.
+struct PipelineOptions {
+  std::string mesh;
+  std::string dcnMesh;
+  int64_t devices = 0;
+  int64_t processes = 0;
+  std::string rules = "dit";
+  /// Global batch (0: the program's default).
+  int64_t batch = 0;
+};
+
+/// Specializes the batch, makes the mesh and applies the logical axis rules.
+void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// Registers the passes and the `sd-default-pipeline` pipeline.
+void registerSDPipelines();
+
+} // namespace mlir::sd
+
+#endif // SD_PASSES_PASSES_H

@@ -1,0 +1,98 @@
+//===- Passes.td - sd passes --------------------------------*- tablegen -*-===//
+
+#ifndef SD_PASSES_TD
+#define SD_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MaterializeMesh : Pass<"sd-materialize-mesh", "::mlir::ModuleOp"> {
+  let summary = "Create the sd.mesh op from a mesh specification";
+  let description = [{
+    Parses a mesh in MaxDiffusion's terms — ICI axis sizes (`mesh`), an
+    optional DCN part (`dcn-mesh`), `-1` filled from the device count — and
+    adds (or replaces) `sd.mesh @<mesh-name>` at the top of the module.
+
+    ```mlir
+    // sd-materialize-mesh{mesh=data:2,fsdp:-1 devices=8}
+    module {}
+    // becomes
+    module { sd.mesh @mesh = <["data"=2, "fsdp"=4]> }
+    ```
+
+    A malformed specification, two `-1` axes, or a device count the mesh
+    does not match is an error on the module.
+  }];
+  let options = [
+    Option<"meshSpec", "mesh", "std::string", "\"\"",
+           "ICI mesh: comma-separated axis:size, e.g. data:8,fsdp:4 (-1 fills)">,
+    Option<"dcnMeshSpec", "dcn-mesh", "std::string", "\"\"",
+           "DCN mesh (across processes/hosts), e.g. data:2">,
+    Option<"devices", "devices", "int64_t", "0",
+           "Total device count (0: the product of the mesh)">,
+    Option<"processes", "processes", "int64_t", "0",
+           "Process count, to fill a -1 DCN axis (0: unknown)">,
+    Option<"meshName", "mesh-name", "std::string", "\"mesh\"",
+           "Symbol name of the mesh op">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
+def ApplyLogicalRules : Pass<"sd-apply-logical-rules", "::mlir::func::FuncOp"> {
+  let summary = "Turn logical axis names into mesh shardings";
+  let description = [{
+    For every function argument with `sd.logical_axes` and every
+    `sd.sharding_constraint` with `logical`, resolves the logical names
+    with the logical axis rules (a preset — `dit`, `sdxl`, `flux`, `wan` — or
+    a MaxDiffusion YAML file) against the module's mesh, and records the
+    resulting `#sd.sharding` (closed dimensions). An argument that already
+    has `sd.sharding` keeps it. Rules follow flax/MaxDiffusion: for each
+    dimension the first rule for its name whose mesh axes are not yet used
+    by the tensor wins; mesh axes absent from the mesh are dropped.
+
+    ```mlir
+    func.func @loss(%w: tensor<384x1536xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>})
+    // with rules=dit on sd.mesh @mesh = <["fsdp"=4, "tensor"=2]> becomes
+    func.func @loss(%w: tensor<384x1536xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>,
+                                              sd.sharding = #sd.sharding<@mesh, [{"fsdp"}, {"tensor"} ]>})
+    ```
+
+    A dimension whose size is not divisible by the product of its mesh axes
+    is an error naming the tensor, dimension, size and axes.
+  }];
+  let options = [
+    Option<"rules", "rules", "std::string", "\"dit\"",
+           "Logical axis rules: dit, sdxl, flux, wan, or a YAML file path">,
+    Option<"meshName", "mesh-name", "std::string", "\"mesh\"",
+           "Symbol name of the mesh op">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
+def SpecializeBatch : Pass<"sd-specialize-batch", "::mlir::ModuleOp"> {
+  let summary = "Fix the dynamic batch dimension and make all shapes static";
+  let description = [{
+    sd programs may leave the batch dimension dynamic (`?`). This pass sets
+    every dynamic dimension of the entry functions' arguments (functions no
+    other function calls) to `batch`, or to the function's
+    `sd.default_batch` when `batch` is 0, then recomputes every result type
+    in order: through InferTypeOpInterface, through RefineShapesOpInterface,
+    and through calls (each callee is specialized once; calls with other
+    types are an error). Function signatures are updated.
+
+    ```mlir
+    func.func @loss(%x: tensor<?x16xf32>) ... { %y = sd.exp %x : tensor<?x16xf32> ... }
+    // with batch=8 becomes
+    func.func @loss(%x: tensor<8x16xf32>) ... { %y = sd.exp %x : tensor<8x16xf32> ... }
+    ```
+
+    A program already static at another batch size, a non-positive batch,
+    or no batch at all is an error.
+  }];
+  let options = [
+    Option<"batch", "batch", "int64_t", "0",
+           "Global batch size (0: the function's sd.default_batch)">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
+#endif // SD_PASSES_TD

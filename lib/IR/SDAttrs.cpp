@@ -1,0 +1,441 @@
+//===- SDAttrs.cpp - sd attributes ----------------------------------------===//
+//
+// Custom syntax and verifiers of the mesh, sharding, logical-axes and role
+// attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDAttrs.h"
+#include "sd/IR/SDDialect.h"
+#include "sd/IR/SDOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+#include "sd/IR/SDEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "sd/IR/SDAttrs.cpp.inc"
+
+void SDDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "sd/IR/SDAttrs.cpp.inc"
+      >();
+}
+
+/// True for `[A-Za-z_][A-Za-z0-9_]*`, the names of mesh and logical axes.
+static bool isIdentifier(StringRef name) {
+  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
+    return false;
+  return llvm::all_of(name.drop_front(),
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
+/// Prints `["a", "b"]`.
+static void printStringList(AsmPrinter &printer, ArrayRef<StringAttr> names) {
+  printer << '[';
+  llvm::interleaveComma(names, printer,
+                        [&](StringAttr name) { printer << name; });
+  printer << ']';
+}
+
+/// Parses `["a", "b"]`.
+static ParseResult parseStringList(AsmParser &parser,
+                                   SmallVectorImpl<StringAttr> &names) {
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+    std::string name;
+    if (parser.parseString(&name))
+      return failure();
+    names.push_back(parser.getBuilder().getStringAttr(name));
+    return success();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// MeshAxisAttr / MeshAttr
+//===----------------------------------------------------------------------===//
+
+Attribute MeshAxisAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  int64_t size = 0, dcn = 1;
+  if (parser.parseString(&name) || parser.parseEqual() ||
+      parser.parseInteger(size))
+    return {};
+  if (succeeded(parser.parseOptionalLParen())) {
+    if (parser.parseKeyword("dcn") || parser.parseEqual() ||
+        parser.parseInteger(dcn) || parser.parseRParen())
+      return {};
+  }
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(),
+                    StringAttr::get(parser.getContext(), name), size, dcn);
+}
+
+void MeshAxisAttr::print(AsmPrinter &printer) const {
+  printer << getName() << '=' << getSize();
+  if (getDcn() != 1)
+    printer << "(dcn=" << getDcn() << ')';
+}
+
+LogicalResult
+MeshAxisAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     StringAttr name, int64_t size, int64_t dcn) {
+  if (!isIdentifier(name.getValue()))
+    return emitError() << "mesh axis name " << name
+                       << " is not an identifier";
+  if (size <= 0)
+    return emitError() << "mesh axis " << name << " has size " << size
+                       << "; sizes must be positive";
+  if (dcn <= 0 || size % dcn != 0)
+    return emitError() << "mesh axis " << name << " has DCN part " << dcn
+                       << ", which does not divide its size " << size;
+  return success();
+}
+
+Attribute MeshAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<MeshAxisAttr> axes;
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        auto axis = MeshAxisAttr::parse(parser, {});
+        if (!axis)
+          return failure();
+        axes.push_back(cast<MeshAxisAttr>(axis));
+        return success();
+      }) ||
+      parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), axes);
+}
+
+void MeshAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(getAxes(), printer,
+                        [&](MeshAxisAttr axis) { axis.print(printer); });
+  printer << "]>";
+}
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<MeshAxisAttr> axes) {
+  llvm::StringSet<> seen;
+  for (MeshAxisAttr axis : axes)
+    if (!seen.insert(axis.getName().getValue()).second)
+      return emitError() << "mesh axis " << axis.getName()
+                         << " appears twice";
+  return success();
+}
+
+MeshAxisAttr MeshAttr::getAxis(StringRef name) const {
+  for (MeshAxisAttr axis : getAxes())
+    if (axis.getName().getValue() == name)
+      return axis;
+  return {};
+}
+
+int64_t MeshAttr::getNumDevices() const {
+  int64_t n = 1;
+  for (MeshAxisAttr axis : getAxes())
+    n *= axis.getSize();
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// DimShardingAttr / ShardingAttr
+//===----------------------------------------------------------------------===//
+
+Attribute DimShardingAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<StringAttr> axes;
+  bool isClosed = true;
+  if (parser.parseLBrace())
+    return {};
+  if (failed(parser.parseOptionalRBrace())) {
+    while (true) {
+      if (succeeded(parser.parseOptionalQuestion())) {
+        isClosed = false;
+        if (parser.parseRBrace())
+          return {};
+        break;
+      }
+      std::string name;
+      if (parser.parseString(&name))
+        return {};
+      axes.push_back(parser.getBuilder().getStringAttr(name));
+      if (succeeded(parser.parseOptionalRBrace()))
+        break;
+      if (parser.parseComma())
+        return {};
+    }
+  }
+  // An optional priority suffix `p<N>` lexes as one bare identifier.
+  std::optional<int64_t> priority;
+  StringRef keyword;
+  SMLoc priorityLoc = parser.getCurrentLocation();
+  if (succeeded(parser.parseOptionalKeyword(&keyword))) {
+    int64_t value;
+    if (!keyword.consume_front("p") || keyword.getAsInteger(10, value)) {
+      parser.emitError(priorityLoc, "expected a priority such as 'p0'");
+      return {};
+    }
+    priority = value;
+  }
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), axes, isClosed, priority);
+}
+
+void DimShardingAttr::print(AsmPrinter &printer) const {
+  printer << '{';
+  llvm::interleaveComma(getAxes(), printer,
+                        [&](StringAttr axis) { printer << axis; });
+  if (!getIsClosed())
+    printer << (getAxes().empty() ? "?" : ", ?");
+  printer << '}';
+  if (getPriority())
+    printer << 'p' << *getPriority();
+}
+
+LogicalResult
+DimShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        ArrayRef<StringAttr> axes, bool isClosed,
+                        std::optional<int64_t> priority) {
+  if (priority && *priority < 0)
+    return emitError() << "dimension priority " << *priority
+                       << " is negative";
+  return success();
+}
+
+Attribute ShardingAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  FlatSymbolRefAttr meshName;
+  SmallVector<DimShardingAttr> dims;
+  SmallVector<StringAttr> replicated;
+  if (parser.parseLess() || parser.parseAttribute(meshName) ||
+      parser.parseComma() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        auto dim = DimShardingAttr::parse(parser, {});
+        if (!dim)
+          return failure();
+        dims.push_back(cast<DimShardingAttr>(dim));
+        return success();
+      }))
+    return {};
+  if (succeeded(parser.parseOptionalComma())) {
+    if (parser.parseKeyword("replicated") || parser.parseEqual() ||
+        parseStringList(parser, replicated))
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), meshName, dims, replicated);
+}
+
+void ShardingAttr::print(AsmPrinter &printer) const {
+  printer << '<' << getMeshName() << ", [";
+  llvm::interleaveComma(getDimShardings(), printer,
+                        [&](DimShardingAttr dim) { dim.print(printer); });
+  printer << ']';
+  if (!getReplicatedAxes().empty()) {
+    printer << ", replicated = ";
+    printStringList(printer, getReplicatedAxes());
+  }
+  printer << '>';
+}
+
+bool ShardingAttr::isFullyReplicated() const {
+  return llvm::all_of(getDimShardings(), [](DimShardingAttr dim) {
+    return dim.getAxes().empty();
+  });
+}
+
+LogicalResult ShardingAttr::verifyFor(
+    Type type, MeshAttr mesh, StringRef valueName,
+    function_ref<InFlightDiagnostic()> emitError) const {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType)
+    return emitError() << "sharding of " << valueName
+                       << " needs a ranked tensor, not " << type;
+  if (tensorType.getRank() != getRank())
+    return emitError() << "sharding of " << valueName << " has " << getRank()
+                       << " dimensions but the tensor has rank "
+                       << tensorType.getRank();
+  llvm::StringSet<> used;
+  auto useAxis = [&](StringAttr axis) -> FailureOr<int64_t> {
+    MeshAxisAttr meshAxis = mesh.getAxis(axis.getValue());
+    if (!meshAxis)
+      return emitError() << "sharding of " << valueName << " names mesh axis "
+                         << axis << ", which mesh " << getMeshName()
+                         << " does not have";
+    if (!used.insert(axis.getValue()).second)
+      return emitError() << "sharding of " << valueName << " uses mesh axis "
+                         << axis << " twice";
+    return meshAxis.getSize();
+  };
+  for (auto [dim, dimSharding] : llvm::enumerate(getDimShardings())) {
+    int64_t product = 1;
+    for (StringAttr axis : dimSharding.getAxes()) {
+      FailureOr<int64_t> size = useAxis(axis);
+      if (failed(size))
+        return failure();
+      product *= *size;
+    }
+    int64_t dimSize = tensorType.getDimSize(dim);
+    if (!ShapedType::isDynamic(dimSize) && dimSize % product != 0) {
+      InFlightDiagnostic diag = emitError();
+      diag << "dimension " << dim << " of " << valueName << " of size "
+           << dimSize << " is not divisible by mesh ";
+      if (dimSharding.getAxes().size() == 1)
+        diag << "axis " << dimSharding.getAxes()[0] << " of size " << product;
+      else {
+        diag << "axes ";
+        llvm::interleaveComma(dimSharding.getAxes(), diag);
+        diag << " of total size " << product;
+      }
+      return diag;
+    }
+  }
+  for (StringAttr axis : getReplicatedAxes())
+    if (failed(useAxis(axis)))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LogicalAxesAttr
+//===----------------------------------------------------------------------===//
+
+Attribute LogicalAxesAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<StringAttr> names;
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        std::string name;
+        StringRef keyword;
+        if (succeeded(parser.parseOptionalKeyword(&keyword)))
+          name = keyword == "_" ? "" : keyword.str();
+        else if (parser.parseString(&name))
+          return failure();
+        names.push_back(parser.getBuilder().getStringAttr(name));
+        return success();
+      }) ||
+      parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), names);
+}
+
+void LogicalAxesAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(getNames(), printer, [&](StringAttr name) {
+    printer << (name.getValue().empty() ? "_" : name.getValue());
+  });
+  printer << "]>";
+}
+
+LogicalResult
+LogicalAxesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        ArrayRef<StringAttr> names) {
+  for (StringAttr name : names)
+    if (!name.getValue().empty() && !isIdentifier(name.getValue()))
+      return emitError() << "logical axis name " << name
+                         << " is not an identifier";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// InitAttr / ParamAttr / InputAttr
+//===----------------------------------------------------------------------===//
+
+/// Initializers that take a scale in parentheses.
+static bool takesScale(InitKind kind) {
+  return kind == InitKind::constant || kind == InitKind::normal ||
+         kind == InitKind::uniform;
+}
+
+Attribute InitAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return {};
+  std::optional<InitKind> kind = symbolizeInitKind(keyword);
+  if (!kind) {
+    parser.emitError(loc) << "unknown initializer '" << keyword << "'";
+    return {};
+  }
+  double scale = 0.0;
+  if (succeeded(parser.parseOptionalLParen())) {
+    if (parser.parseFloat(scale) || parser.parseRParen())
+      return {};
+    if (!takesScale(*kind)) {
+      parser.emitError(loc) << "initializer '" << keyword
+                            << "' takes no scale";
+      return {};
+    }
+  } else if (takesScale(*kind)) {
+    parser.emitError(loc) << "initializer '" << keyword
+                          << "' needs a scale, e.g. " << keyword << "(0.02)";
+    return {};
+  }
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), *kind, llvm::APFloat(scale));
+}
+
+void InitAttr::print(AsmPrinter &printer) const {
+  printer << stringifyInitKind(getKind());
+  if (takesScale(getKind())) {
+    printer << '(';
+    printer.printFloat(getScale());
+    printer << ')';
+  }
+}
+
+LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               InitKind kind, llvm::APFloat scaleValue) {
+  double scale = scaleValue.convertToDouble();
+  if ((kind == InitKind::normal || kind == InitKind::uniform) &&
+      !(scale > 0.0))
+    return emitError() << "initializer '" << stringifyInitKind(kind)
+                       << "' needs a positive scale, not " << scale;
+  if (!takesScale(kind) && scale != 0.0)
+    return emitError() << "initializer '" << stringifyInitKind(kind)
+                       << "' takes no scale";
+  return success();
+}
+
+LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringAttr name, InitAttr init) {
+  if (name.getValue().empty())
+    return emitError() << "parameter name is empty";
+  return success();
+}
+
+Attribute InputAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseLess() || parser.parseKeyword(&keyword) ||
+      parser.parseGreater())
+    return {};
+  std::optional<InputKind> kind = symbolizeInputKind(keyword);
+  if (!kind) {
+    parser.emitError(loc) << "unknown input kind '" << keyword
+                          << "'; expected latents, noise, timestep, context "
+                             "or labels";
+    return {};
+  }
+  return get(parser.getContext(), *kind);
+}
+
+void InputAttr::print(AsmPrinter &printer) const {
+  printer << '<' << stringifyInputKind(getKind()) << '>';
+}

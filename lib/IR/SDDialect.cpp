@@ -1,0 +1,149 @@
+//===- SDDialect.cpp - the sd dialect -------------------------------------===//
+//
+// Dialect registration and the verification of sd's discardable attributes
+// on functions, their arguments and results, and op results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDDialect.h"
+#include "sd/IR/SDOps.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/InliningUtils.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+#include "sd/IR/SDOpsDialect.cpp.inc"
+
+namespace {
+/// All sd ops are pure tensor computations without regions, so calls of
+/// block functions can always be inlined.
+struct SDInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
+void SDDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "sd/IR/SDOps.cpp.inc"
+      >();
+  addInterfaces<SDInlinerInterface>();
+}
+
+/// Describes function argument `index` for messages: `argument #3
+/// ("blocks.0.attn.q.weight")` when it is a named parameter.
+static std::string describeArgument(FunctionOpInterface func,
+                                    unsigned index) {
+  std::string text = "argument #" + std::to_string(index);
+  if (auto param = func.getArgAttrOfType<ParamAttr>(
+          index, SDDialect::kRoleAttrName))
+    text += " (\"" + param.getName().getValue().str() + "\")";
+  return text;
+}
+
+/// Checks a sharding annotation on a value of `type`.
+static LogicalResult verifySharding(Operation *op, Attribute attr, Type type,
+                                    StringRef valueName) {
+  auto sharding = dyn_cast<ShardingAttr>(attr);
+  if (!sharding)
+    return op->emitError() << "'" << SDDialect::kShardingAttrName
+                           << "' must be a #sd.sharding, not " << attr;
+  auto emit = [&] { return op->emitError(); };
+  MeshAttr mesh = lookupMesh(op, sharding.getMeshName(), emit);
+  if (!mesh)
+    return failure();
+  return sharding.verifyFor(type, mesh, valueName, emit);
+}
+
+LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
+                                                  unsigned regionIndex,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return op->emitError() << "'" << attr.getName()
+                           << "' is only valid on function arguments";
+  Type type = func.getArgumentTypes()[argIndex];
+  std::string name = describeArgument(func, argIndex);
+  StringRef attrName = attr.getName().getValue();
+
+  if (attrName == kRoleAttrName) {
+    if (auto param = dyn_cast<ParamAttr>(attr.getValue())) {
+      // Report a duplicate name once, at its second occurrence.
+      for (unsigned i = 0; i < argIndex; ++i)
+        if (auto other = func.getArgAttrOfType<ParamAttr>(i, kRoleAttrName))
+          if (other.getName() == param.getName())
+            return op->emitError()
+                   << "parameter name " << param.getName()
+                   << " is used by argument #" << i << " and argument #"
+                   << argIndex;
+      return success();
+    }
+    if (isa<InputAttr>(attr.getValue()))
+      return success();
+    return op->emitError() << "'" << kRoleAttrName << "' of " << name
+                           << " must be #sd.param or #sd.input, not "
+                           << attr.getValue();
+  }
+  if (attrName == kLogicalAxesAttrName) {
+    auto axes = dyn_cast<LogicalAxesAttr>(attr.getValue());
+    if (!axes)
+      return op->emitError() << "'" << kLogicalAxesAttrName << "' of " << name
+                             << " must be #sd.logical_axes";
+    auto tensorType = dyn_cast<RankedTensorType>(type);
+    if (!tensorType || tensorType.getRank() != axes.getRank())
+      return op->emitError()
+             << "logical axes of " << name << " name " << axes.getRank()
+             << " dimensions but its type is " << type;
+    return success();
+  }
+  if (attrName == kShardingAttrName)
+    return verifySharding(op, attr.getValue(), type, name);
+  return op->emitError() << "unknown sd argument attribute '" << attrName
+                         << "'";
+}
+
+LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned resultIndex,
+                                                     NamedAttribute attr) {
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    return op->emitError() << "'" << attr.getName()
+                           << "' is only valid on function results";
+  if (attr.getName().getValue() != kShardingAttrName)
+    return op->emitError() << "unknown sd result attribute '"
+                           << attr.getName().getValue() << "'";
+  return verifySharding(op, attr.getValue(),
+                        func.getResultTypes()[resultIndex],
+                        "result #" + std::to_string(resultIndex));
+}
+
+LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  StringRef attrName = attr.getName().getValue();
+  if (attrName == kNameAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kNameAttrName
+                             << "' must be a string, not " << attr.getValue();
+    return success();
+  }
+  if (attrName == kDefaultBatchAttrName) {
+    auto batch = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !batch || batch.getInt() <= 0)
+      return op->emitError() << "'" << kDefaultBatchAttrName
+                             << "' must be a positive integer on a function";
+    return success();
+  }
+  if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName ||
+      attrName == kShardingAttrName)
+    return op->emitError() << "'" << attrName
+                           << "' belongs on a function argument, not on an op";
+  return op->emitError() << "unknown sd attribute '" << attrName << "'";
+}

@@ -1,0 +1,702 @@
+//===- SDOps.cpp - sd operations ------------------------------------------===//
+//
+// Result-type inference and verifiers. Inference doubles as verification for
+// ops with InferTypeOpInterface: it reports each broken constraint through
+// the op's location before the inferred and declared types are compared.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::sd;
+
+#include "sd/IR/SDInterfaces.cpp.inc"
+
+namespace {
+/// Emits `'sd.op' op <message>` at an optional location, like emitOpError
+/// does for an op that already exists.
+class InferError {
+public:
+  InferError(std::optional<Location> loc, StringRef opName)
+      : loc(loc), opName(opName) {}
+  template <typename... Args>
+  LogicalResult operator()(Args &&...args) const {
+    return emitOptionalError(loc, "'", opName, "' op ",
+                             std::forward<Args>(args)...);
+  }
+
+private:
+  std::optional<Location> loc;
+  StringRef opName;
+};
+} // namespace
+
+static bool isDyn(int64_t size) { return ShapedType::isDynamic(size); }
+
+/// Two sizes that may be equal once dynamic ones are known.
+static bool compatible(int64_t a, int64_t b) {
+  return isDyn(a) || isDyn(b) || a == b;
+}
+
+static std::string formatList(ArrayRef<int64_t> values) {
+  std::string text = "[";
+  for (auto [i, v] : llvm::enumerate(values))
+    text += (i ? ", " : "") + (isDyn(v) ? std::string("?") : std::to_string(v));
+  return text + "]";
+}
+
+/// Checks that `dims` are distinct and in `[0, rank)`; `what` names them.
+static LogicalResult checkDimList(const InferError &error, StringRef what,
+                                  ArrayRef<int64_t> dims, int64_t rank) {
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank)
+      return error(what, " ", formatList(dims),
+                   " has a dimension out of range for rank ", rank);
+    if (!seen.insert(d).second)
+      return error(what, " ", formatList(dims), " lists dimension ", d,
+                   " twice");
+  }
+  return success();
+}
+
+/// A 1-D per-channel operand (norm scale/bias, conv bias) of `size`.
+static LogicalResult checkChannelOperand(const InferError &error,
+                                         StringRef what, Value operand,
+                                         int64_t size, Type elementType) {
+  if (!operand)
+    return success();
+  auto type = cast<RankedTensorType>(operand.getType());
+  if (type.getRank() != 1 || !compatible(type.getDimSize(0), size) ||
+      type.getElementType() != elementType)
+    return error(what, " must be a 1-D tensor of ", size, " ", elementType,
+                 ", not ", type);
+  return success();
+}
+
+static LogicalResult checkEpsilon(const InferError &error, FloatAttr eps) {
+  if (eps && !(eps.getValueAsDouble() > 0.0))
+    return error("epsilon must be positive, not ", eps.getValueAsDouble());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult mlir::sd::inferReduceType(StringRef opName,
+                                        std::optional<Location> loc,
+                                        Type operandType,
+                                        ArrayRef<int64_t> dims,
+                                        SmallVectorImpl<Type> &types) {
+  InferError error(loc, opName);
+  auto type = cast<RankedTensorType>(operandType);
+  if (failed(checkDimList(error, "dims", dims, type.getRank())))
+    return failure();
+  if (!llvm::is_sorted(dims))
+    return error("dims ", formatList(dims), " must be sorted ascending");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(dims, d))
+      shape.push_back(type.getDimSize(d));
+  types.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto type = cast<RankedTensorType>(adaptor.getLhs().getType());
+  types.push_back(type.clone(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  types.push_back(adaptor.getOnTrue().getType());
+  return success();
+}
+
+LogicalResult SelectOp::verify() {
+  auto predType = cast<RankedTensorType>(getPred().getType());
+  auto type = cast<RankedTensorType>(getOnTrue().getType());
+  if (failed(verifyCompatibleShape(predType, type)))
+    return emitOpError("predicate shape ")
+           << formatList(predType.getShape())
+           << " differs from the operands' shape "
+           << formatList(type.getShape());
+  return success();
+}
+
+LogicalResult ConvertOp::refineResultTypes(SmallVectorImpl<Type> &types) {
+  auto type = cast<RankedTensorType>(getOperand().getType());
+  types.push_back(type.clone(getResult().getType().getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastInDimOp::verify() {
+  auto operandType = getOperand().getType();
+  auto resultType = getResult().getType();
+  ArrayRef<int64_t> dims = getDims();
+  if (operandType.getElementType() != resultType.getElementType())
+    return emitOpError("element type ")
+           << resultType.getElementType() << " differs from the operand's "
+           << operandType.getElementType();
+  if (static_cast<int64_t>(dims.size()) != operandType.getRank())
+    return emitOpError("dims ")
+           << formatList(dims) << " must have one entry per operand dimension ("
+           << operandType.getRank() << ")";
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    if (d < 0 || d >= resultType.getRank())
+      return emitOpError("dims ") << formatList(dims)
+                                  << " has a dimension out of range for rank "
+                                  << resultType.getRank();
+    if (i > 0 && dims[i - 1] >= d)
+      return emitOpError("dims ")
+             << formatList(dims) << " must be strictly increasing";
+    int64_t from = operandType.getDimSize(i), to = resultType.getDimSize(d);
+    if (from != 1 && !compatible(from, to))
+      return emitOpError("operand dimension ")
+             << i << " of size " << from << " cannot broadcast to size " << to;
+  }
+  return success();
+}
+
+LogicalResult
+BroadcastInDimOp::refineResultTypes(SmallVectorImpl<Type> &types) {
+  auto operandType = getOperand().getType();
+  auto resultType = getResult().getType();
+  SmallVector<int64_t> shape(resultType.getShape());
+  for (auto [i, d] : llvm::enumerate(getDims()))
+    if (isDyn(shape[d]))
+      shape[d] = operandType.getDimSize(i);
+  if (llvm::any_of(shape, isDyn))
+    return emitOpError("cannot determine dynamic result dimensions of ")
+           << resultType << " from operand " << operandType;
+  types.push_back(resultType.clone(shape));
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto operandType = getOperand().getType();
+  auto resultType = getResult().getType();
+  if (operandType.getElementType() != resultType.getElementType())
+    return emitOpError("element type ")
+           << resultType.getElementType() << " differs from the operand's "
+           << operandType.getElementType();
+  if (llvm::count_if(resultType.getShape(), isDyn) > 1)
+    return emitOpError("result type ")
+           << resultType << " has more than one dynamic dimension";
+  if (operandType.hasStaticShape() && resultType.hasStaticShape() &&
+      operandType.getNumElements() != resultType.getNumElements())
+    return emitOpError("cannot reshape ")
+           << operandType << " (" << operandType.getNumElements()
+           << " elements) into " << resultType << " ("
+           << resultType.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult ReshapeOp::refineResultTypes(SmallVectorImpl<Type> &types) {
+  auto operandType = getOperand().getType();
+  auto resultType = getResult().getType();
+  if (resultType.hasStaticShape()) {
+    types.push_back(resultType);
+    return success();
+  }
+  if (!operandType.hasStaticShape())
+    return emitOpError("cannot infer the dynamic dimension of ")
+           << resultType << " from " << operandType;
+  int64_t known = 1;
+  for (int64_t d : resultType.getShape())
+    if (!isDyn(d))
+      known *= d;
+  if (known == 0 || operandType.getNumElements() % known != 0)
+    return emitOpError("cannot reshape ")
+           << operandType << " into " << resultType;
+  SmallVector<int64_t> shape(resultType.getShape());
+  for (int64_t &d : shape)
+    if (isDyn(d))
+      d = operandType.getNumElements() / known;
+  types.push_back(resultType.clone(shape));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  auto type = cast<RankedTensorType>(adaptor.getOperand().getType());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  if (static_cast<int64_t>(perm.size()) != type.getRank() ||
+      failed(checkDimList(error, "permutation", perm, type.getRank())))
+    return error("permutation ", formatList(perm),
+                 " is not a permutation of rank ", type.getRank());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  types.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  auto type = cast<RankedTensorType>(adaptor.getOperand().getType());
+  ArrayRef<int64_t> start = adaptor.getStart(), limit = adaptor.getLimit(),
+                    strides = adaptor.getStrides();
+  int64_t rank = type.getRank();
+  if (static_cast<int64_t>(start.size()) != rank ||
+      static_cast<int64_t>(limit.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    return error("start, limit and strides need ", rank,
+                 " entries each (one per dimension)");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = type.getDimSize(d);
+    if (isDyn(size)) {
+      if (start[d] != 0 || limit[d] != -1 || strides[d] != 1)
+        return error("dynamic dimension ", d,
+                     " must be taken whole (start 0, limit -1, stride 1)");
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
+    if (strides[d] <= 0)
+      return error("stride ", strides[d], " of dimension ", d,
+                   " must be positive");
+    if (start[d] < 0 || start[d] > limit[d] || limit[d] > size)
+      return error("slice [", start[d], ", ", limit[d], ") of dimension ", d,
+                   " is out of bounds for size ", size);
+    shape.push_back((limit[d] - start[d] + strides[d] - 1) / strides[d]);
+  }
+  types.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  if (adaptor.getInputs().empty())
+    return error("needs at least one input");
+  auto first = cast<RankedTensorType>(adaptor.getInputs().front().getType());
+  int64_t dim = static_cast<int64_t>(adaptor.getDim());
+  if (dim < 0 || dim >= first.getRank())
+    return error("dim ", dim, " is out of range for rank ", first.getRank());
+  SmallVector<int64_t> shape(first.getShape());
+  for (auto [i, input] : llvm::enumerate(adaptor.getInputs().drop_front())) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getRank() != first.getRank() ||
+        type.getElementType() != first.getElementType())
+      return error("input #", i + 1, " of type ", type,
+                   " does not match the rank and element type of ", first);
+    for (int64_t d = 0; d < first.getRank(); ++d) {
+      if (d == dim) {
+        shape[d] = isDyn(shape[d]) || type.isDynamicDim(d)
+                       ? ShapedType::kDynamic
+                       : shape[d] + type.getDimSize(d);
+      } else if (!compatible(shape[d], type.getDimSize(d))) {
+        return error("input #", i + 1, " has size ", type.getDimSize(d),
+                     " in dimension ", d, " where input #0 has ", shape[d]);
+      }
+    }
+  }
+  types.push_back(first.clone(shape));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  auto type = cast<RankedTensorType>(adaptor.getOperand().getType());
+  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
+  if (static_cast<int64_t>(low.size()) != type.getRank() ||
+      static_cast<int64_t>(high.size()) != type.getRank())
+    return error("low and high need ", type.getRank(),
+                 " entries each (one per dimension)");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (low[d] < 0 || high[d] < 0)
+      return error("padding of dimension ", d, " must not be negative");
+    int64_t size = type.getDimSize(d);
+    shape.push_back(isDyn(size) ? size : low[d] + size + high[d]);
+  }
+  types.push_back(type.clone(shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra, normalization, attention, convolution
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
+  ArrayRef<int64_t> lb = adaptor.getLhsBatch(), rb = adaptor.getRhsBatch(),
+                    lc = adaptor.getLhsContract(),
+                    rc = adaptor.getRhsContract();
+  if (lhs.getElementType() != rhs.getElementType())
+    return error("operand element types ", lhs.getElementType(), " and ",
+                 rhs.getElementType(), " differ");
+  if (lb.size() != rb.size())
+    return error("batch dimension lists ", formatList(lb), " and ",
+                 formatList(rb), " have different lengths");
+  if (lc.size() != rc.size())
+    return error("contracting dimension lists ", formatList(lc), " and ",
+                 formatList(rc), " have different lengths");
+  SmallVector<int64_t> lhsDims(lb), rhsDims(rb);
+  lhsDims.append(lc.begin(), lc.end());
+  rhsDims.append(rc.begin(), rc.end());
+  if (failed(checkDimList(error, "lhs batch and contracting dimensions",
+                          lhsDims, lhs.getRank())) ||
+      failed(checkDimList(error, "rhs batch and contracting dimensions",
+                          rhsDims, rhs.getRank())))
+    return failure();
+  for (auto [l, r] : llvm::zip(lhsDims, rhsDims))
+    if (!compatible(lhs.getDimSize(l), rhs.getDimSize(r)))
+      return error("lhs dimension ", l, " of size ", lhs.getDimSize(l),
+                   " does not match rhs dimension ", r, " of size ",
+                   rhs.getDimSize(r));
+  SmallVector<int64_t> shape;
+  for (auto [l, r] : llvm::zip(lb, rb))
+    shape.push_back(lhs.isDynamicDim(l) ? rhs.getDimSize(r)
+                                        : lhs.getDimSize(l));
+  for (int64_t d = 0; d < lhs.getRank(); ++d)
+    if (!llvm::is_contained(lhsDims, d))
+      shape.push_back(lhs.getDimSize(d));
+  for (int64_t d = 0; d < rhs.getRank(); ++d)
+    if (!llvm::is_contained(rhsDims, d))
+      shape.push_back(rhs.getDimSize(d));
+  types.push_back(lhs.clone(shape));
+  return success();
+}
+
+bool DotGeneralOp::isCompatibleReturnTypes(TypeRange inferred,
+                                           TypeRange actual) {
+  if (inferred.size() != 1 || actual.size() != 1)
+    return false;
+  auto want = cast<RankedTensorType>(inferred.front());
+  auto have = dyn_cast<RankedTensorType>(actual.front());
+  return have && want.getShape() == have.getShape() &&
+         (have.getElementType() == want.getElementType() ||
+          have.getElementType().isF32());
+}
+
+/// Shared checks of layer_norm / rms_norm: rank >= 1, affine operands of the
+/// last dimension's size.
+static LogicalResult inferLastDimNorm(StringRef opName,
+                                      std::optional<Location> loc,
+                                      Value operand, Value scale, Value bias,
+                                      FloatAttr eps,
+                                      SmallVectorImpl<Type> &types) {
+  InferError error(loc, opName);
+  auto type = cast<RankedTensorType>(operand.getType());
+  if (type.getRank() < 1)
+    return error("operand must have rank at least 1");
+  int64_t size = type.getDimSize(type.getRank() - 1);
+  if (failed(checkChannelOperand(error, "scale", scale, size,
+                                 type.getElementType())) ||
+      failed(checkChannelOperand(error, "bias", bias, size,
+                                 type.getElementType())) ||
+      failed(checkEpsilon(error, eps)))
+    return failure();
+  types.push_back(type);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferLastDimNorm(getOperationName(), loc, adaptor.getOperand(),
+                          adaptor.getScale(), adaptor.getBias(),
+                          adaptor.getEpsilonAttr(), types);
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferLastDimNorm(getOperationName(), loc, adaptor.getOperand(),
+                          adaptor.getScale(), Value(),
+                          adaptor.getEpsilonAttr(), types);
+}
+
+LogicalResult GroupNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  auto type = cast<RankedTensorType>(adaptor.getOperand().getType());
+  if (type.getRank() < 2)
+    return error("operand must have rank at least 2 ([N, ..., C])");
+  int64_t channels = type.getDimSize(type.getRank() - 1);
+  int64_t groups = static_cast<int64_t>(adaptor.getNumGroups());
+  if (groups <= 0 || (!isDyn(channels) && channels % groups != 0))
+    return error("groups = ", groups, " must be positive and divide the ",
+                 channels, " channels");
+  if (failed(checkChannelOperand(error, "scale", adaptor.getScale(), channels,
+                                 type.getElementType())) ||
+      failed(checkChannelOperand(error, "bias", adaptor.getBias(), channels,
+                                 type.getElementType())) ||
+      failed(checkEpsilon(error, adaptor.getEpsilonAttr())))
+    return failure();
+  types.push_back(type);
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= getType().getRank())
+    return emitOpError("dim ") << dim << " is out of range for rank "
+                               << getType().getRank();
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
+  auto k = cast<RankedTensorType>(adaptor.getKey().getType());
+  auto v = cast<RankedTensorType>(adaptor.getValue().getType());
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
+    return error("query, key and value must have rank 4 "
+                 "([batch, heads, length, head_dim])");
+  if (q.getElementType() != k.getElementType() ||
+      q.getElementType() != v.getElementType())
+    return error("query, key and value must have one element type");
+  auto check = [&](RankedTensorType a, int64_t da, RankedTensorType b,
+                   int64_t db, StringRef what) -> LogicalResult {
+    if (compatible(a.getDimSize(da), b.getDimSize(db)))
+      return success();
+    return error(what, " sizes ", a.getDimSize(da), " and ", b.getDimSize(db),
+                 " differ");
+  };
+  if (failed(check(q, 0, k, 0, "query and key batch")) ||
+      failed(check(q, 0, v, 0, "query and value batch")) ||
+      failed(check(q, 1, k, 1, "query and key head")) ||
+      failed(check(q, 1, v, 1, "query and value head")) ||
+      failed(check(k, 2, v, 2, "key and value length")) ||
+      failed(check(q, 3, k, 3, "query and key head_dim")))
+    return failure();
+  if (Value mask = adaptor.getMask()) {
+    auto m = cast<RankedTensorType>(mask.getType());
+    if (m.getRank() != 4 ||
+        (m.getDimSize(0) != 1 && !compatible(m.getDimSize(0), q.getDimSize(0))) ||
+        (m.getDimSize(1) != 1 && !compatible(m.getDimSize(1), q.getDimSize(1))) ||
+        !compatible(m.getDimSize(2), q.getDimSize(2)) ||
+        !compatible(m.getDimSize(3), k.getDimSize(2)))
+      return error("mask of type ", m,
+                   " must be [batch or 1, heads or 1, query length, key "
+                   "length]");
+  }
+  if (FloatAttr scale = adaptor.getScaleAttr())
+    if (!(scale.getValueAsDouble() > 0.0))
+      return error("scale must be positive, not ", scale.getValueAsDouble());
+  types.push_back(RankedTensorType::get(
+      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
+      q.getElementType()));
+  return success();
+}
+
+double AttentionOp::getEffectiveScale() {
+  if (FloatAttr scale = getScaleAttr())
+    return scale.getValueAsDouble();
+  int64_t headDim = getQuery().getType().getDimSize(3);
+  return 1.0 / std::sqrt(static_cast<double>(headDim));
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  auto x = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto w = cast<RankedTensorType>(adaptor.getKernel().getType());
+  if (x.getRank() != 4 || w.getRank() != 4)
+    return error("input ([N, H, W, Cin]) and kernel ([KH, KW, Cin/groups, "
+                 "Cout]) must have rank 4");
+  if (x.getElementType() != w.getElementType())
+    return error("input and kernel element types differ");
+  ArrayRef<int64_t> strides = adaptor.getStrides(),
+                    padding = adaptor.getPadding();
+  if (strides.size() != 2 || llvm::any_of(strides, [](int64_t s) {
+        return s <= 0;
+      }))
+    return error("strides ", formatList(strides),
+                 " must be 2 positive numbers");
+  if (padding.size() != 4 ||
+      llvm::any_of(padding, [](int64_t p) { return p < 0; }))
+    return error("padding ", formatList(padding),
+                 " must be 4 non-negative numbers [top, bottom, left, right]");
+  int64_t groups = static_cast<int64_t>(adaptor.getGroups());
+  int64_t cin = x.getDimSize(3), cout = w.getDimSize(3);
+  if (groups <= 0 || (!isDyn(cin) && cin % groups) ||
+      (!isDyn(cout) && cout % groups))
+    return error("groups = ", groups, " must be positive and divide Cin = ",
+                 cin, " and Cout = ", cout);
+  if (!isDyn(cin) && !compatible(w.getDimSize(2), cin / groups))
+    return error("kernel input channels ", w.getDimSize(2),
+                 " must be Cin/groups = ", cin / groups);
+  if (failed(checkChannelOperand(error, "bias", adaptor.getBias(), cout,
+                                 x.getElementType())))
+    return failure();
+  SmallVector<int64_t> shape = {x.getDimSize(0), 0, 0, cout};
+  for (int64_t i = 0; i < 2; ++i) {
+    int64_t in = x.getDimSize(1 + i), k = w.getDimSize(i);
+    int64_t padded = in + padding[2 * i] + padding[2 * i + 1];
+    if (isDyn(in) || isDyn(k)) {
+      shape[1 + i] = ShapedType::kDynamic;
+      continue;
+    }
+    if (padded < k)
+      return error("padded input size ", padded, " is smaller than kernel ",
+                   "size ", k);
+    shape[1 + i] = (padded - k) / strides[i] + 1;
+  }
+  types.push_back(x.clone(shape));
+  return success();
+}
+
+LogicalResult UpsampleNearestOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  auto type = cast<RankedTensorType>(adaptor.getOperand().getType());
+  ArrayRef<int64_t> scale = adaptor.getScale();
+  if (type.getRank() != 4)
+    return error("operand must have rank 4 ([N, H, W, C])");
+  if (scale.size() != 2 ||
+      llvm::any_of(scale, [](int64_t s) { return s <= 0; }))
+    return error("scale ", formatList(scale), " must be 2 positive numbers");
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t i = 0; i < 2; ++i)
+    if (!isDyn(shape[1 + i]))
+      shape[1 + i] *= scale[i];
+  types.push_back(type.clone(shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and random numbers
+//===----------------------------------------------------------------------===//
+
+/// Ops that create values from nothing need a static type.
+static LogicalResult verifyStatic(Operation *op, Type type) {
+  if (!cast<RankedTensorType>(type).hasStaticShape())
+    return op->emitOpError("result type ") << type << " must be static";
+  return success();
+}
+
+LogicalResult ConstantOp::verify() {
+  return verifyStatic(*this, getType());
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+LogicalResult IotaOp::verify() {
+  if (failed(verifyStatic(*this, getType())))
+    return failure();
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= getType().getRank())
+    return emitOpError("dim ") << dim << " is out of range for rank "
+                               << getType().getRank();
+  return success();
+}
+
+LogicalResult RngNormalOp::verify() {
+  if (failed(verifyStatic(*this, getType())))
+    return failure();
+  if (!(getStddev().convertToDouble() > 0.0))
+    return emitOpError("stddev must be positive, not ")
+           << getStddev().convertToDouble();
+  return success();
+}
+
+LogicalResult RngUniformOp::verify() {
+  if (failed(verifyStatic(*this, getType())))
+    return failure();
+  if (!(getLow().convertToDouble() < getHigh().convertToDouble()))
+    return emitOpError("low (")
+           << getLow().convertToDouble() << ") must be below high ("
+           << getHigh().convertToDouble() << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Loss and sharding annotations
+//===----------------------------------------------------------------------===//
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location>, Adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  types.push_back(RankedTensorType::get({}, Float32Type::get(ctx)));
+  return success();
+}
+
+LogicalResult ShardingConstraintOp::verify() {
+  if (!getShardingAttr() && !getLogicalAttr())
+    return emitOpError("needs a sharding or logical axes");
+  if (LogicalAxesAttr logical = getLogicalAttr())
+    if (logical.getRank() != getType().getRank())
+      return emitOpError("logical axes name ")
+             << logical.getRank() << " dimensions but the type is "
+             << getType();
+  return success();
+}
+
+LogicalResult
+ShardingConstraintOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  ShardingAttr sharding = getShardingAttr();
+  if (!sharding)
+    return success();
+  auto emit = [&] { return emitOpError(); };
+  MeshAttr mesh = lookupMesh(*this, sharding.getMeshName(), emit);
+  if (!mesh)
+    return failure();
+  return sharding.verifyFor(getType(), mesh, "the constrained value", emit);
+}
+
+MeshAttr mlir::sd::lookupMesh(Operation *from, FlatSymbolRefAttr meshName,
+                              function_ref<InFlightDiagnostic()> emitError) {
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, meshName);
+  if (!mesh) {
+    emitError() << "sharding refers to " << meshName
+                << ", which is not an sd.mesh";
+    return {};
+  }
+  return mesh.getMesh();
+}
+
+#define GET_OP_CLASSES
+#include "sd/IR/SDOps.cpp.inc"

@@ -1,0 +1,144 @@
+//===- ApplyLogicalRules.cpp - logical axis names to shardings ------------===//
+//
+// Resolves `sd.logical_axes` on function arguments and `logical` on
+// sharding constraints into `#sd.sharding`s with MaxDiffusion's logical axis
+// rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDOps.h"
+#include "sd/Passes/Passes.h"
+#include "sd/Sharding/LogicalRules.h"
+#include "sd/Sharding/Mesh.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::sd {
+#define GEN_PASS_DEF_APPLYLOGICALRULES
+#include "sd/Passes/Passes.h.inc"
+} // namespace mlir::sd
+
+using namespace mlir;
+using namespace mlir::sd;
+
+namespace {
+/// The mesh attribute in the MLIR-free form the rules library works on.
+::sd::MeshSpec toMeshSpec(MeshAttr mesh) {
+  std::vector<::sd::MeshAxis> axes;
+  for (MeshAxisAttr axis : mesh.getAxes())
+    axes.push_back({axis.getName().str(), axis.getIci(), axis.getDcn()});
+  return ::sd::MeshSpec(std::move(axes));
+}
+
+struct ApplyLogicalRulesPass
+    : public mlir::sd::impl::ApplyLogicalRulesBase<ApplyLogicalRulesPass> {
+  using ApplyLogicalRulesBase::ApplyLogicalRulesBase;
+
+  LogicalResult initialize(MLIRContext *ctx) override {
+    absl::StatusOr<::sd::LogicalAxisRules> loaded = ::sd::loadRules(rules);
+    if (!loaded.ok())
+      return emitError(UnknownLoc::get(ctx)) << std::string(loaded.status().message());
+    parsedRules = std::move(*loaded);
+    return success();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    auto meshOp =
+        SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, getMeshRef());
+    bool needsMesh = false;
+    func.walk([&](ShardingConstraintOp op) {
+      needsMesh |= op.getLogicalAttr() != nullptr;
+    });
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+      needsMesh |= func.getArgAttr(i, SDDialect::kLogicalAxesAttrName) !=
+                   nullptr;
+    if (!needsMesh)
+      return;
+    if (!meshOp) {
+      func.emitError() << "no sd.mesh @" << meshName
+                       << " to apply logical axis rules against; pass "
+                          "--mesh or run sd-materialize-mesh";
+      return signalPassFailure();
+    }
+    mesh = meshOp.getMesh();
+    spec = toMeshSpec(mesh);
+
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+      auto logical = func.getArgAttrOfType<LogicalAxesAttr>(
+          i, SDDialect::kLogicalAxesAttrName);
+      if (!logical || func.getArgAttr(i, SDDialect::kShardingAttrName))
+        continue;
+      ShardingAttr sharding =
+          resolve(func.getLoc(), argumentName(func, i), logical,
+                  func.getArgumentTypes()[i]);
+      if (!sharding)
+        return signalPassFailure();
+      func.setArgAttr(i, SDDialect::kShardingAttrName, sharding);
+    }
+
+    WalkResult result = func.walk([&](ShardingConstraintOp op) {
+      LogicalAxesAttr logical = op.getLogicalAttr();
+      if (!logical || op.getShardingAttr())
+        return WalkResult::advance();
+      std::string name = "sharding constraint";
+      if (auto named = op->getAttrOfType<StringAttr>(SDDialect::kNameAttrName))
+        name = named.str();
+      ShardingAttr sharding =
+          resolve(op.getLoc(), name, logical, op.getType());
+      if (!sharding)
+        return WalkResult::interrupt();
+      op.setShardingAttr(sharding);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+
+private:
+  FlatSymbolRefAttr getMeshRef() {
+    return FlatSymbolRefAttr::get(&getContext(), meshName);
+  }
+
+  /// The parameter name, or the input kind, of argument `i` for messages.
+  static std::string argumentName(func::FuncOp func, unsigned i) {
+    Attribute role = func.getArgAttr(i, SDDialect::kRoleAttrName);
+    if (auto param = dyn_cast_or_null<ParamAttr>(role))
+      return param.getName().str();
+    if (auto input = dyn_cast_or_null<InputAttr>(role))
+      return stringifyInputKind(input.getKind()).str();
+    return "argument #" + std::to_string(i);
+  }
+
+  /// The sharding the rules give a tensor of `type` with `logical` names;
+  /// null after an error at `loc`.
+  ShardingAttr resolve(Location loc, const std::string &name,
+                       LogicalAxesAttr logical, Type type) {
+    auto tensorType = cast<RankedTensorType>(type);
+    std::vector<std::string> names;
+    for (StringAttr n : logical.getNames())
+      names.push_back(n.str());
+    std::vector<int64_t> shape(tensorType.getShape().begin(),
+                               tensorType.getShape().end());
+    auto axes = parsedRules.resolve(spec, name, names, shape);
+    if (!axes.ok()) {
+      emitError(loc) << std::string(axes.status().message());
+      return {};
+    }
+    MLIRContext *ctx = &getContext();
+    SmallVector<DimShardingAttr> dims;
+    for (const std::vector<std::string> &dimAxes : *axes) {
+      SmallVector<StringAttr> axisNames;
+      for (const std::string &axis : dimAxes)
+        axisNames.push_back(StringAttr::get(ctx, axis));
+      dims.push_back(DimShardingAttr::get(ctx, axisNames, /*is_closed=*/true,
+                                          std::nullopt));
+    }
+    return ShardingAttr::get(ctx, getMeshRef(), dims, {});
+  }
+
+  ::sd::LogicalAxisRules parsedRules;
+  MeshAttr mesh;
+  ::sd::MeshSpec spec;
+};
+} // namespace

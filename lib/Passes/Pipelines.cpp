@@ -1,0 +1,66 @@
+//===- Pipelines.cpp - sdopt's default pipeline ---------------------------===//
+
+#include "sd/Passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
+                                    const PipelineOptions &options) {
+  SpecializeBatchOptions batch;
+  batch.batch = options.batch;
+  pm.addPass(createSpecializeBatch(batch));
+  // Without a mesh there is nothing to shard: the pipeline only specializes.
+  if (options.mesh.empty())
+    return;
+
+  MaterializeMeshOptions mesh;
+  mesh.meshSpec = options.mesh;
+  mesh.dcnMeshSpec = options.dcnMesh;
+  mesh.devices = options.devices;
+  mesh.processes = options.processes;
+  pm.addPass(createMaterializeMesh(mesh));
+
+  ApplyLogicalRulesOptions rules;
+  rules.rules = options.rules;
+  pm.addNestedPass<func::FuncOp>(createApplyLogicalRules(rules));
+}
+
+namespace {
+/// The default pipeline's options as a textual pipeline's options.
+struct DefaultPipelineOptions
+    : public PassPipelineOptions<DefaultPipelineOptions> {
+  Option<std::string> mesh{*this, "mesh", llvm::cl::desc("ICI mesh")};
+  Option<std::string> dcnMesh{*this, "dcn-mesh", llvm::cl::desc("DCN mesh")};
+  Option<int64_t> devices{*this, "devices", llvm::cl::desc("Device count"),
+                          llvm::cl::init(0)};
+  Option<int64_t> processes{*this, "processes",
+                            llvm::cl::desc("Process count"),
+                            llvm::cl::init(0)};
+  Option<std::string> rules{*this, "rules",
+                            llvm::cl::desc("Logical axis rules"),
+                            llvm::cl::init("dit")};
+  Option<int64_t> batch{*this, "batch", llvm::cl::desc("Global batch"),
+                        llvm::cl::init(0)};
+};
+} // namespace
+
+void mlir::sd::registerSDPipelines() {
+  registerSDPasses();
+  PassPipelineRegistration<DefaultPipelineOptions>(
+      "sd-default-pipeline",
+      "Specialize the batch, materialize the mesh and apply logical rules",
+      [](OpPassManager &pm, const DefaultPipelineOptions &o) {
+        PipelineOptions options;
+        options.mesh = o.mesh;
+        options.dcnMesh = o.dcnMesh;
+        options.devices = o.devices;
+        options.processes = o.processes;
+        options.rules = o.rules;
+        options.batch = o.batch;
+        buildDefaultPipeline(pm, options);
+      });
+}

@@ -1,0 +1,180 @@
+//===- SpecializeBatch.cpp - make a batch-polymorphic program static ------===//
+//
+// sd programs may leave the batch dimension dynamic; the batch is a run-time
+// choice. This pass fixes it and recomputes every type, through calls of
+// block functions, in program order (no recursion along use-def chains).
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDOps.h"
+#include "sd/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::sd {
+#define GEN_PASS_DEF_SPECIALIZEBATCH
+#include "sd/Passes/Passes.h.inc"
+} // namespace mlir::sd
+
+using namespace mlir;
+using namespace mlir::sd;
+
+namespace {
+class BatchSpecializer {
+public:
+  explicit BatchSpecializer(ModuleOp module) : symbols(module) {}
+
+  /// Gives `func` the argument types `argTypes` and recomputes its body.
+  /// Each function is specialized once; a second request must agree.
+  LogicalResult specialize(func::FuncOp func, TypeRange argTypes,
+                           Location requestLoc) {
+    if (done.contains(func)) {
+      if (TypeRange(func.getArgumentTypes()) == argTypes)
+        return success();
+      return emitError(requestLoc)
+             << "@" << func.getSymName()
+             << " is called with different argument types; block functions "
+                "must be called with one batch size";
+    }
+    done.insert(func);
+    if (func.isExternal())
+      return func.emitError("cannot specialize external function @")
+             << func.getSymName();
+    Block &entry = func.getBody().front();
+    for (auto [arg, type] : llvm::zip(entry.getArguments(), argTypes))
+      arg.setType(type);
+    SmallVector<Type> resultTypes;
+    for (Operation &op : entry) {
+      if (failed(refine(&op)))
+        return failure();
+      if (auto ret = dyn_cast<func::ReturnOp>(op))
+        resultTypes.assign(ret.getOperandTypes().begin(),
+                           ret.getOperandTypes().end());
+    }
+    func.setFunctionType(
+        FunctionType::get(func.getContext(), argTypes, resultTypes));
+    return success();
+  }
+
+private:
+  /// Recomputes the result types of one op from its operands.
+  LogicalResult refine(Operation *op) {
+    SmallVector<Type> types;
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (!callee)
+        return call.emitOpError("calls unknown function @") << call.getCallee();
+      if (failed(specialize(callee, call.getOperandTypes(), call.getLoc())))
+        return failure();
+      llvm::append_range(types, callee.getResultTypes());
+    } else if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+      if (failed(infer.inferReturnTypes(
+              op->getContext(), op->getLoc(), op->getOperands(),
+              op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+              op->getRegions(), types)))
+        return failure();
+    } else if (auto refinable = dyn_cast<RefineShapesOpInterface>(op)) {
+      if (failed(refinable.refineResultTypes(types)))
+        return failure();
+    } else {
+      for (Type type : op->getResultTypes())
+        if (auto shaped = dyn_cast<ShapedType>(type);
+            shaped && !shaped.hasStaticShape())
+          return op->emitOpError("has dynamic result type ")
+                 << type << " that sd-specialize-batch cannot refine";
+      return success();
+    }
+    for (auto [result, type] : llvm::zip(op->getResults(), types))
+      result.setType(type);
+    return success();
+  }
+
+  SymbolTable symbols;
+  llvm::DenseSet<Operation *> done;
+};
+
+struct SpecializeBatchPass
+    : public mlir::sd::impl::SpecializeBatchBase<SpecializeBatchPass> {
+  using SpecializeBatchBase::SpecializeBatchBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (batch < 0) {
+      module.emitError() << "batch " << batch << " must be positive";
+      return signalPassFailure();
+    }
+    // Entry functions are those no call in the module refers to.
+    llvm::DenseSet<StringAttr> called;
+    module.walk([&](func::CallOp call) {
+      called.insert(call.getCalleeAttr().getAttr());
+    });
+    BatchSpecializer specializer(module);
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || called.contains(func.getSymNameAttr()))
+        continue;
+      FailureOr<SmallVector<Type>> argTypes = entryArgTypes(func);
+      if (failed(argTypes) ||
+          failed(specializer.specialize(func, *argTypes, func.getLoc())))
+        return signalPassFailure();
+    }
+  }
+
+private:
+  /// The entry function's argument types with the batch filled in.
+  FailureOr<SmallVector<Type>> entryArgTypes(func::FuncOp func) {
+    int64_t n = batch;
+    if (n == 0)
+      if (auto def = func->getAttrOfType<IntegerAttr>(
+              SDDialect::kDefaultBatchAttrName))
+        n = def.getInt();
+    SmallVector<Type> types;
+    bool anyDynamic = false;
+    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor || tensor.hasStaticShape()) {
+        if (failed(checkStaticBatch(func, i, tensor)))
+          return failure();
+        types.push_back(type);
+        continue;
+      }
+      anyDynamic = true;
+      if (n == 0)
+        return func.emitError("@")
+               << func.getSymName()
+               << " has a dynamic batch dimension; pass --batch=N (or "
+                  "give the function sd.default_batch)";
+      SmallVector<int64_t> shape(tensor.getShape());
+      for (int64_t &d : shape)
+        if (ShapedType::isDynamic(d))
+          d = n;
+      types.push_back(tensor.clone(shape));
+    }
+    (void)anyDynamic;
+    return types;
+  }
+
+  /// A static program can only run the batch it was written for.
+  LogicalResult checkStaticBatch(func::FuncOp func, unsigned i,
+                                 RankedTensorType tensor) {
+    if (batch == 0 || !tensor)
+      return success();
+    auto logical = func.getArgAttrOfType<LogicalAxesAttr>(
+        i, SDDialect::kLogicalAxesAttrName);
+    if (!logical)
+      return success();
+    for (auto [d, name] : llvm::enumerate(logical.getNames())) {
+      StringRef n = name.getValue();
+      if (n != "batch" && n != "activation_batch" && n != "conv_batch")
+        continue;
+      if (tensor.getDimSize(d) != batch)
+        return func.emitError("program is specialized to batch ")
+               << tensor.getDimSize(d) << " (argument #" << i
+               << "), not " << batch
+               << "; generate it with a dynamic batch (sdgen) to choose the "
+                  "batch later";
+    }
+    return success();
+  }
+};
+} // namespace

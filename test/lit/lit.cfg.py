@@ -1,0 +1,20 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "sd"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.sd_obj_root, "test", "lit")
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+config.substitutions.append(("%sd_src_root", config.sd_src_root))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+tool_dirs = [config.sd_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["sdopt", "sdgen", "not", "count"], tool_dirs)

@@ -1,0 +1,126 @@
+//===- sdopt.cpp - the sd optimizer driver --------------------------------===//
+//
+// mlir-opt for sd: every sd-* pass runs alone (lit tests), and --mesh (with
+// --dcn-mesh, --devices, --rules, --batch) runs the default pipeline, which
+// prints the program with its mesh and a sharding on every argument.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDDialect.h"
+#include "sd/Passes/Passes.h"
+#include "sd/Sharding/Mesh.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <cmath>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory sdCategory("sd pipeline options");
+static cl::opt<std::string>
+    meshFlag("mesh", cl::desc("Device mesh (ICI), e.g. data:8,fsdp:4; -1 "
+                              "fills from --devices. Runs the default "
+                              "pipeline"),
+             cl::cat(sdCategory));
+static cl::opt<std::string>
+    dcnMeshFlag("dcn-mesh",
+                cl::desc("Mesh part across processes/hosts, e.g. data:2"),
+                cl::cat(sdCategory));
+static cl::opt<int64_t>
+    devicesFlag("devices", cl::desc("Total device count (fills a -1 axis)"),
+                cl::init(0), cl::cat(sdCategory));
+static cl::opt<int64_t>
+    processesFlag("processes",
+                  cl::desc("Process count (fills a -1 DCN axis)"),
+                  cl::init(0), cl::cat(sdCategory));
+static cl::opt<std::string>
+    rulesFlag("rules",
+              cl::desc("Logical axis rules: dit (default), sdxl, flux, wan, "
+                       "or a MaxDiffusion YAML file"),
+              cl::init("dit"), cl::cat(sdCategory));
+static cl::opt<int64_t> batchFlag("batch", cl::desc("Global batch size"),
+                                  cl::init(0), cl::cat(sdCategory));
+static cl::opt<double> perDeviceBatchFlag(
+    "per-device-batch",
+    cl::desc("MaxDiffusion's per_device_batch_size (may be fractional); "
+             "global batch = this × devices"),
+    cl::init(0.0), cl::cat(sdCategory));
+
+int main(int argc, char **argv) {
+  DialectRegistry registry;
+  registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
+  mlir::sd::registerSDPipelines();
+  registerTransformsPasses();
+
+  auto [inputFilename, outputFilename] =
+      registerAndParseCLIOptions(argc, argv, "sd optimizer driver\n", registry);
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+
+  bool usePipeline = !meshFlag.empty() || batchFlag != 0 ||
+                     perDeviceBatchFlag != 0.0;
+  if (usePipeline) {
+    mlir::sd::PipelineOptions options;
+    options.mesh = meshFlag;
+    options.dcnMesh = dcnMeshFlag;
+    options.devices = devicesFlag;
+    options.processes = processesFlag;
+    options.rules = rulesFlag;
+    options.batch = batchFlag;
+    if (perDeviceBatchFlag != 0.0) {
+      if (batchFlag != 0) {
+        llvm::errs() << "error: give --batch or --per-device-batch, not both\n";
+        return 1;
+      }
+      int64_t devices = devicesFlag;
+      if (devices <= 0) {
+        ::sd::MeshOptions meshOptions;
+        if (processesFlag > 0)
+          meshOptions.processes = processesFlag;
+        auto spec = ::sd::parseMesh(meshFlag, dcnMeshFlag, meshOptions);
+        if (!spec.ok()) {
+          llvm::errs() << "error: --per-device-batch needs the device count: "
+                       << std::string(spec.status().message()) << "\n";
+          return 1;
+        }
+        devices = spec->numDevices();
+      }
+      double global = perDeviceBatchFlag * static_cast<double>(devices);
+      if (!(global >= 1.0) || std::fabs(global - std::round(global)) > 1e-9) {
+        llvm::errs() << "error: --per-device-batch=" << perDeviceBatchFlag
+                     << " × " << devices << " devices = " << global
+                     << " is not a whole, positive global batch\n";
+        return 1;
+      }
+      options.batch = static_cast<int64_t>(std::llround(global));
+    }
+    config.setPassPipelineSetupFn([options](PassManager &pm) {
+      mlir::sd::buildDefaultPipeline(pm, options);
+      return success();
+    });
+  }
+
+  std::string errorMessage;
+  auto input = openInputFile(inputFilename, &errorMessage);
+  if (!input) {
+    llvm::errs() << "error: " << errorMessage << "\n";
+    return 1;
+  }
+  auto output = openOutputFile(outputFilename, &errorMessage);
+  if (!output) {
+    llvm::errs() << "error: " << errorMessage << "\n";
+    return 1;
+  }
+  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
+}
