@@ -101,7 +101,8 @@ struct SpecializeBatchPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (batch < 0) {
-      module.emitError() << "batch " << batch << " must be positive";
+      module.emitError() << "batch " << static_cast<int64_t>(batch)
+                         << " must be positive";
       return signalPassFailure();
     }
     // Entry functions are those no call in the module refers to.
@@ -129,7 +130,6 @@ private:
               SDDialect::kDefaultBatchAttrName))
         n = def.getInt();
     SmallVector<Type> types;
-    bool anyDynamic = false;
     for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
       auto tensor = dyn_cast<RankedTensorType>(type);
       if (!tensor || tensor.hasStaticShape()) {
@@ -138,7 +138,6 @@ private:
         types.push_back(type);
         continue;
       }
-      anyDynamic = true;
       if (n == 0)
         return func.emitError("@")
                << func.getSymName()
@@ -150,7 +149,6 @@ private:
           d = n;
       types.push_back(tensor.clone(shape));
     }
-    (void)anyDynamic;
     return types;
   }
 
@@ -170,7 +168,7 @@ private:
       if (tensor.getDimSize(d) != batch)
         return func.emitError("program is specialized to batch ")
                << tensor.getDimSize(d) << " (argument #" << i
-               << "), not " << batch
+               << "), not " << static_cast<int64_t>(batch)
                << "; generate it with a dynamic batch (sdgen) to choose the "
                   "batch later";
     }

@@ -1,0 +1,75 @@
+// RUN: sdopt %s -split-input-file -verify-diagnostics -sd-apply-logical-rules | FileCheck %s
+// RUN: sdopt %s -split-input-file -sd-apply-logical-rules="rules=%sd_src_root/test/data/rules/custom.yml" | FileCheck %s --check-prefix=YAML
+
+// The dit preset: parameters split embed over fsdp and heads/mlp over
+// tensor; the batch goes over data then fsdp.
+sd.mesh @mesh = <["data"=2, "fsdp"=2, "tensor"=2]>
+// CHECK-LABEL: func.func @dit_preset
+// CHECK-SAME: sd.sharding = #sd.sharding<@mesh, [{"fsdp"}, {"tensor"}]>
+// CHECK-SAME: sd.sharding = #sd.sharding<@mesh, [{"data", "fsdp"}, {}, {}, {}]>
+// YAML-LABEL: func.func @dit_preset
+// YAML-SAME: sd.sharding = #sd.sharding<@mesh, [{"fsdp"}, {"tensor"}]>
+// YAML-SAME: sd.sharding = #sd.sharding<@mesh, [{"data", "fsdp"}, {}, {}, {}]>
+func.func @dit_preset(
+    %w: tensor<64x128xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>},
+    %x: tensor<8x4x4x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>}) {
+  return
+}
+
+// -----
+
+// A mesh axis is used once per tensor: the batch takes data and fsdp, so
+// embed (fsdp) stays whole.
+sd.mesh @mesh = <["data"=2, "fsdp"=2]>
+// CHECK-LABEL: func.func @axis_used_once
+// CHECK-SAME: sd.sharding = #sd.sharding<@mesh, [{"data", "fsdp"}, {}, {}]>
+func.func @axis_used_once(
+    %x: tensor<8x16x64xf32> {sd.logical_axes = #sd.logical_axes<[activation_batch, activation_length, embed]>}) {
+  return
+}
+
+// -----
+
+// Axes a rule names but the mesh lacks are dropped; names without a rule
+// and unnamed dimensions stay whole.
+sd.mesh @mesh = <["data"=4]>
+// CHECK-LABEL: func.func @missing_axes
+// CHECK-SAME: sd.sharding = #sd.sharding<@mesh, [{"data"}, {}, {}]>
+// CHECK-SAME: sd.sharding = #sd.sharding<@mesh, [{}, {}]>
+func.func @missing_axes(
+    %x: tensor<8x3x64xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, embed]>},
+    %w: tensor<64x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, unknown_name]>}) {
+  return
+}
+
+// -----
+
+// An explicit sharding wins over the rules.
+sd.mesh @mesh = <["fsdp"=2, "tensor"=2]>
+// CHECK-LABEL: func.func @explicit_kept
+// CHECK-SAME: sd.sharding = #sd.sharding<@mesh, [{"tensor"}, {}]>
+func.func @explicit_kept(
+    %w: tensor<64x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>,
+                           sd.sharding = #sd.sharding<@mesh, [{"tensor"}, {}]>}) {
+  return
+}
+
+// -----
+
+// Sharding constraints written with logical names get a mesh sharding.
+sd.mesh @mesh = <["data"=2, "tensor"=2]>
+// CHECK-LABEL: func.func @constraint
+// CHECK: sd.sharding_constraint %{{.*}} sharding = <@mesh, [{"data"}, {}, {"tensor"}]> logical = <[activation_batch, activation_length, activation_heads]>
+func.func @constraint(%x: tensor<8x16x4xf32>) -> tensor<8x16x4xf32> {
+  %y = sd.sharding_constraint %x logical = <[activation_batch, activation_length, activation_heads]> : tensor<8x16x4xf32>
+  return %y : tensor<8x16x4xf32>
+}
+
+// -----
+
+// Functions without logical names need no mesh.
+// CHECK-LABEL: func.func @nothing_to_do
+// CHECK-NOT: sd.sharding
+func.func @nothing_to_do(%x: tensor<8xf32>) -> tensor<8xf32> {
+  return %x : tensor<8xf32>
+}
