@@ -17,6 +17,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -95,8 +96,10 @@ int main(int argc, char **argv) {
       }
       double global = perDeviceBatchFlag * static_cast<double>(devices);
       if (!(global >= 1.0) || std::fabs(global - std::round(global)) > 1e-9) {
-        llvm::errs() << "error: --per-device-batch=" << perDeviceBatchFlag
-                     << " × " << devices << " devices = " << global
+        llvm::errs() << "error: --per-device-batch="
+                     << llvm::format("%g", perDeviceBatchFlag.getValue())
+                     << " × " << devices
+                     << " devices = " << llvm::format("%g", global)
                      << " is not a whole, positive global batch\n";
         return 1;
       }

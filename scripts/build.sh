@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures (once) and builds sd with ninja and ccache in ./build.
+# Usage: scripts/build.sh [ninja targets...]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${SD_BUILD_DIR:-$ROOT/build}"
+JOBS="${SD_JOBS:-$(nproc)}"
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+    ${SD_CMAKE_ARGS:-}
+fi
+ninja -C "$BUILD" -j "$JOBS" "$@"
