@@ -323,9 +323,12 @@ Attribute LogicalAxesAttr::parse(AsmParser &parser, Type) {
         std::string name;
         StringRef keyword;
         if (succeeded(parser.parseOptionalKeyword(&keyword)))
-          name = keyword == "_" ? "" : keyword.str();
+          name = keyword.str();
         else if (parser.parseString(&name))
           return failure();
+        // `_` and `"_"` both leave the dimension unnamed, as printed.
+        if (name == "_")
+          name.clear();
         names.push_back(parser.getBuilder().getStringAttr(name));
         return success();
       }) ||

@@ -117,9 +117,14 @@ LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
   if (!func)
     return op->emitError() << "'" << attr.getName()
                            << "' is only valid on function results";
-  if (attr.getName().getValue() != kShardingAttrName)
-    return op->emitError() << "unknown sd result attribute '"
-                           << attr.getName().getValue() << "'";
+  StringRef attrName = attr.getName().getValue();
+  if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)
+    return op->emitError() << "'" << attrName
+                           << "' belongs on a function argument, not on a "
+                              "result";
+  if (attrName != kShardingAttrName)
+    return op->emitError() << "unknown sd result attribute '" << attrName
+                           << "'";
   return verifySharding(op, attr.getValue(),
                         func.getResultTypes()[resultIndex],
                         "result #" + std::to_string(resultIndex));

@@ -247,8 +247,17 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   InferError error(loc, getOperationName());
   auto type = cast<RankedTensorType>(adaptor.getOperand().getType());
   ArrayRef<int64_t> perm = adaptor.getPermutation();
-  if (static_cast<int64_t>(perm.size()) != type.getRank() ||
-      failed(checkDimList(error, "permutation", perm, type.getRank())))
+  // One message for a wrong length, an out-of-range or a repeated entry.
+  SmallVector<bool> seen(type.getRank(), false);
+  bool isPermutation =
+      static_cast<int64_t>(perm.size()) == type.getRank() &&
+      llvm::all_of(perm, [&](int64_t p) {
+        if (p < 0 || p >= type.getRank() || seen[p])
+          return false;
+        seen[p] = true;
+        return true;
+      });
+  if (!isPermutation)
     return error("permutation ", formatList(perm),
                  " is not a permutation of rank ", type.getRank());
   SmallVector<int64_t> shape;
