@@ -1,0 +1,40 @@
+//===- EvaluableOpInterface.td - reference evaluation ------*- tablegen -*-===//
+//
+// How an op computes its results in the reference evaluator. Every sd op that
+// may appear in a function body implements it (as an external model attached
+// by `registerEvaluatorInterfaces`), so the evaluator driver knows no op
+// names: it looks operands up, calls `evaluate`, and rounds the results.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_EVALUATOR_EVALUABLEOPINTERFACE_TD
+#define SD_EVALUATOR_EVALUABLEOPINTERFACE_TD
+
+include "mlir/IR/OpBase.td"
+
+def SD_EvaluableOpInterface : OpInterface<"EvaluableOpInterface"> {
+  let cppNamespace = "::mlir::sd";
+  let description = [{
+    An op that one device can evaluate on its own, from its operands' values
+    alone (every op except the collectives, which see all devices' operands
+    at once through a separate interface).
+
+    The evaluator passes one tensor per operand, in operand order (absent
+    optional operands are simply not there: use the ODS operand segments to
+    find an optional operand), and expects one tensor per result. Results
+    are in double and need not be rounded or tagged with their element type:
+    the driver does both according to its precision mode.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Computes the results from `operands` (one per operand, never null).
+        Fails, after an error on the op, on what the reference cannot
+        evaluate (e.g. an unsupported constant attribute).
+      }],
+      "::llvm::LogicalResult", "evaluate",
+      (ins "::llvm::ArrayRef<const ::sd::ref::Tensor *>":$operands,
+           "::llvm::SmallVectorImpl<::sd::ref::Tensor> &":$results)>,
+  ];
+}
+
+#endif // SD_EVALUATOR_EVALUABLEOPINTERFACE_TD
