@@ -146,6 +146,14 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a positive integer on a function";
     return success();
   }
+  if (attrName == kShardingRuleAttrName) {
+    auto rule = dyn_cast<OpShardingRuleAttr>(attr.getValue());
+    if (!rule)
+      return op->emitError() << "'" << kShardingRuleAttrName
+                             << "' must be a #sd.sharding_rule, not "
+                             << attr.getValue();
+    return rule.verifyFor(op, [&] { return op->emitError(); });
+  }
   if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName ||
       attrName == kShardingAttrName)
     return op->emitError() << "'" << attrName

@@ -225,4 +225,103 @@ def SD_InputAttr : SD_Attr<"Input", "input"> {
   let hasCustomAssemblyFormat = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Sharding rules
+//===----------------------------------------------------------------------===//
+
+def SD_DimMappingAttr : SD_Attr<"DimMapping", "dim_mapping"> {
+  let summary = "The factors one tensor dimension is made of, major to minor";
+  let description = [{
+    Part of a `#sd.sharding_rule`; standalone `#sd.dim_mapping<jk>`. Factors
+    are written by name (see `#sd.sharding_rule`); several names written
+    together (`jk`) form a compound factor: the dimension is `j` (major)
+    times `k` (minor), as for a reshape that merges two dimensions. `1` is a
+    dimension of size 1 that maps to no factor (a broadcast or reshaped unit
+    dimension).
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$factor_indices);
+  let hasCustomAssemblyFormat = 1;
+}
+
+def SD_TensorMappingAttr : SD_Attr<"TensorMapping", "tensor_mapping"> {
+  let summary = "The factors of each dimension of one operand or result";
+  let description = [{
+    Part of a `#sd.sharding_rule`; standalone `#sd.tensor_mapping<[i, jk, 1]>`:
+    one `#sd.dim_mapping` per dimension.
+  }];
+  let parameters = (ins ArrayRefParameter<"DimMappingAttr">:$dim_mappings);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    int64_t getRank() const { return getDimMappings().size(); }
+    /// True when some dimension is made of factor `factor`.
+    bool containsFactor(int64_t factor) const;
+  }];
+}
+
+def SD_OpShardingRuleAttr : SD_Attr<"OpShardingRule", "sharding_rule"> {
+  let summary = "How an op's operand and result dimensions map to factors";
+  let description = [{
+    ```mlir
+    #sd.sharding_rule<([i, j], [j, k]) -> ([i, k]) {i=8, j=16, k=32}, reduction={j}>
+    ```
+    An einsum-like description of an op (here a 8x16 by 16x32 matmul) in
+    Shardy's terms: the op's iteration space is a set of *factors*, each
+    with a size; every operand and result dimension is made of factors,
+    major to minor. Sharding propagation projects each tensor's sharding
+    onto the factors, merges them, and projects back, so it needs no
+    knowledge of the op.
+
+    Syntax: the operand mappings in parentheses, `->`, the result mappings,
+    then the factor sizes in braces. Factors are named by position: `i`,
+    `j`, ..., `z`, then `z_1`, `z_2`, ...; the sizes list them in that
+    order. Per dimension: one name; several names written together (`jk`)
+    for a compound factor (a reshape merging dimensions: `j` major, `k`
+    minor); or `1` for a size-1 dimension that maps to no factor. After the
+    sizes, optionally `, reduction={...}` and `, need_replication={...}`
+    (printed only when not empty) give factor kinds; other factors are
+    *pass-through*:
+
+    * pass-through: the factor may be sharded; operands and results sharded
+      alike along it need no communication (batch, non-contracting
+      dimensions, elementwise dimensions).
+    * reduction: the op sums (or maxes) over the factor (a contracted or
+      reduced dimension); sharding it leaves a partial result that the
+      partitioner resolves with an all-reduce or reduce-scatter.
+    * need_replication: the op cannot run with the factor sharded (a sliced,
+      padded or concatenated dimension, the softmax dimension); the
+      partitioner gathers it first.
+
+    Ops state their rule through `ShardingRuleOpInterface`; the
+    `sd.sharding_rule` attribute records one on an op.
+
+    Constraints:
+    * factor sizes are positive
+    * every factor a mapping names has a size (the index is in range)
+    * no tensor uses a factor twice
+    * `reduction` and `need_replication` name factors that have a size,
+      none twice, and no factor is in both
+    * (on an op) there is one mapping per operand and per result
+    * (on an op) each mapping has one entry per dimension of its tensor
+    * (on an op) each static dimension's size is the product of its
+      factors' sizes (1 for a dimension without factors)
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$factor_sizes,
+                        ArrayRefParameter<"TensorMappingAttr">:$operand_mappings,
+                        ArrayRefParameter<"TensorMappingAttr">:$result_mappings,
+                        ArrayRefParameter<"int64_t">:$reduction_factors,
+                        ArrayRefParameter<"int64_t">:$need_replication_factors);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumFactors() const { return getFactorSizes().size(); }
+    /// The kind of factor `factor`.
+    FactorKind getFactorKind(int64_t factor) const;
+    /// Checks the constraints that relate the rule to `op`'s operand and
+    /// result types; reports through `emitError`.
+    ::llvm::LogicalResult verifyFor(
+        ::mlir::Operation *op,
+        ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError) const;
+  }];
+}
+
 #endif // SD_IR_SDATTRS_TD

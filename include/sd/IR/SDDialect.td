@@ -28,6 +28,10 @@ def SD_Dialect : Dialect {
     * `sd.sharding`: `#sd.sharding<@mesh, [{"data"}, {}, {"fsdp"} ]>`, the
       per-dimension mesh axes of the argument.
 
+    Any op may carry `sd.sharding_rule`, a `#sd.sharding_rule` for its
+    operand and result types (the test pass `sd-test-print-sharding-rules`
+    records each op's rule this way).
+
     Any op result may be named with `sd.name = "query_proj"` so that remat
     policies can refer to it. The function may carry `sd.default_batch` (an
     integer), the batch used when a program with a dynamic batch dimension is
@@ -45,6 +49,8 @@ def SD_Dialect : Dialect {
       argument's tensor type.
     * `sd.name` is a string attribute.
     * `sd.default_batch` is a positive integer on a function.
+    * `sd.sharding_rule` is a `#sd.sharding_rule` that fits the op's
+      operand and result types (see the attribute's constraints).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
@@ -57,6 +63,7 @@ def SD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kShardingAttrName = "sd.sharding";
     static constexpr ::llvm::StringLiteral kNameAttrName = "sd.name";
     static constexpr ::llvm::StringLiteral kDefaultBatchAttrName = "sd.default_batch";
+    static constexpr ::llvm::StringLiteral kShardingRuleAttrName = "sd.sharding_rule";
 
   private:
     void registerAttributes();

@@ -13,8 +13,6 @@
 #include "sd/IR/SDAttrs.h"
 #include "sd/IR/SDDialect.h"
 
-#include "sd/IR/SDInterfaces.h.inc"
-
 namespace mlir::sd {
 /// Shared result-type inference of the reductions: the operand shape without
 /// `dims`. Reports through `loc` as `opName`.
@@ -22,11 +20,25 @@ LogicalResult inferReduceType(StringRef opName, std::optional<Location> loc,
                               Type operandType, ArrayRef<int64_t> dims,
                               SmallVectorImpl<Type> &types);
 
+/// The elementwise sharding rule of `op` (ShardingRuleOpInterface's
+/// default): one pass-through factor per dimension shared by all operands
+/// and results of rank > 0. Null after an error on `op` when shapes are not
+/// static and positive or differ.
+OpShardingRuleAttr getPointwiseShardingRule(Operation *op);
+
+/// The sharding rule of the reductions over `dims` of their one operand:
+/// reduced dimensions are reduction factors, the others pass through.
+OpShardingRuleAttr getReduceShardingRule(Operation *op, ArrayRef<int64_t> dims);
+
 /// The mesh a symbol reference names, looked up from `from`; null (after an
 /// error through `emitError`) when there is none.
 MeshAttr lookupMesh(Operation *from, FlatSymbolRefAttr meshName,
                     function_ref<InFlightDiagnostic()> emitError);
 } // namespace mlir::sd
+
+// After the declarations above: the interfaces' default implementations
+// call them.
+#include "sd/IR/SDInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "sd/IR/SDOps.h.inc"

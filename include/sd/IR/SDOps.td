@@ -23,6 +23,14 @@ def SD_PredTensor : RankedTensorOf<[I1]>;
 def SD_Tensor : RankedTensorOf<[F32, BF16, I1]>;
 def SD_LossTensor : 0DTensorOf<[F32]>;
 
+// Sharding rules (ShardingRuleOpInterface): elementwise ops take the
+// interface's default, the one elementwise rule; every other op defines its
+// own getShardingRule in ShardingRules.cpp.
+defvar SD_ElementwiseShardingRule =
+    DeclareOpInterfaceMethods<SD_ShardingRuleOpInterface>;
+defvar SD_OwnShardingRule =
+    DeclareOpInterfaceMethods<SD_ShardingRuleOpInterface, ["getShardingRule"]>;
+
 // Ops whose single result type follows from the operands and attributes.
 // ODS writes `inferReturnTypes` itself where a trait such as
 // SameOperandsAndResultType implies it; the others define it in SDOps.cpp.
@@ -59,7 +67,8 @@ def SD_MeshOp : SD_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 //===----------------------------------------------------------------------===//
 
 class SD_UnaryOp<string mnemonic, string formula>
-    : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType]> {
+    : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType,
+                               SD_ElementwiseShardingRule]> {
   let summary = "Elementwise " # formula;
   let description = [{
     Computes }] # formula # [{ for every element. All stages.
@@ -80,7 +89,8 @@ def SD_CosOp : SD_UnaryOp<"cos", "the cosine">;
 def SD_SigmoidOp : SD_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+e^-x)">;
 def SD_SiluOp : SD_UnaryOp<"silu", "SiLU (swish) x·sigmoid(x)">;
 
-def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType]> {
+def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType,
+                                      SD_ElementwiseShardingRule]> {
   let summary = "Elementwise GELU";
   let description = [{
     `approximate = true` (the default, as in DiT and MaxDiffusion's models)
@@ -95,7 +105,8 @@ def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType]> {
 }
 
 class SD_BinaryOp<string mnemonic, string formula>
-    : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType]> {
+    : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType,
+                               SD_ElementwiseShardingRule]> {
   let summary = "Elementwise " # formula;
   let description = [{
     Computes }] # formula # [{ elementwise. Both operands have the result's
@@ -115,7 +126,8 @@ def SD_MinOp : SD_BinaryOp<"min", "min(lhs, rhs)">;
 def SD_PowOp : SD_BinaryOp<"pow", "lhs raised to the power rhs">;
 
 def SD_CompareOp : SD_InferredOp<"compare",
-    [SameTypeOperands, SameOperandsAndResultShape]> {
+    [SameTypeOperands, SameOperandsAndResultShape,
+     SD_ElementwiseShardingRule]> {
   let summary = "Elementwise comparison producing i1";
   let description = [{
     ```mlir
@@ -131,7 +143,7 @@ def SD_CompareOp : SD_InferredOp<"compare",
 }
 
 def SD_SelectOp : SD_InferredOp<"select",
-    [AllTypesMatch<["on_true", "on_false"]>]> {
+    [AllTypesMatch<["on_true", "on_false"]>, SD_ElementwiseShardingRule]> {
   let summary = "Elementwise choice by a predicate";
   let description = [{
     `result[i] = pred[i] ? on_true[i] : on_false[i]`. All stages.
@@ -149,7 +161,8 @@ def SD_SelectOp : SD_InferredOp<"select",
 }
 
 def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
-    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>]> {
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>,
+    SD_ElementwiseShardingRule]> {
   let summary = "Element type conversion";
   let description = [{
     ```mlir
@@ -170,7 +183,8 @@ def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class SD_ReduceOp<string mnemonic, string what> : SD_InferredOp<mnemonic> {
+class SD_ReduceOp<string mnemonic, string what>
+    : SD_InferredOp<mnemonic, [SD_OwnShardingRule]> {
   let summary = "The " # what # " over some dimensions";
   let description = [{
     ```mlir
@@ -195,6 +209,9 @@ class SD_ReduceOp<string mnemonic, string what> : SD_InferredOp<mnemonic> {
       return ::mlir::sd::inferReduceType(getOperationName(), loc,
           adaptor.getOperand().getType(), adaptor.getDims(), types);
     }
+    ::mlir::sd::OpShardingRuleAttr $cppClass::getShardingRule() {
+      return ::mlir::sd::getReduceShardingRule(*this, getDims());
+    }
   }];
 }
 
@@ -207,7 +224,7 @@ def SD_ReduceMeanOp : SD_ReduceOp<"reduce_mean", "mean">;
 //===----------------------------------------------------------------------===//
 
 def SD_BroadcastInDimOp : SD_Op<"broadcast_in_dim", [Pure,
-    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>]> {
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule]> {
   let summary = "Broadcast into a larger shape";
   let description = [{
     ```mlir
@@ -232,7 +249,7 @@ def SD_BroadcastInDimOp : SD_Op<"broadcast_in_dim", [Pure,
 }
 
 def SD_ReshapeOp : SD_Op<"reshape", [Pure,
-    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>]> {
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule]> {
   let summary = "Row-major reshape";
   let description = [{
     ```mlir
@@ -253,7 +270,7 @@ def SD_ReshapeOp : SD_Op<"reshape", [Pure,
   let hasVerifier = 1;
 }
 
-def SD_TransposeOp : SD_InferredOp<"transpose"> {
+def SD_TransposeOp : SD_InferredOp<"transpose", [SD_OwnShardingRule]> {
   let summary = "Permute dimensions";
   let description = [{
     Result dimension `i` is operand dimension `permutation[i]`. All stages.
@@ -268,7 +285,7 @@ def SD_TransposeOp : SD_InferredOp<"transpose"> {
   }];
 }
 
-def SD_SliceOp : SD_InferredOp<"slice"> {
+def SD_SliceOp : SD_InferredOp<"slice", [SD_OwnShardingRule]> {
   let summary = "A strided slice";
   let description = [{
     ```mlir
@@ -291,7 +308,7 @@ def SD_SliceOp : SD_InferredOp<"slice"> {
   }];
 }
 
-def SD_ConcatOp : SD_InferredOp<"concat"> {
+def SD_ConcatOp : SD_InferredOp<"concat", [SD_OwnShardingRule]> {
   let summary = "Concatenate along one dimension";
   let description = [{
     All stages.
@@ -309,7 +326,7 @@ def SD_ConcatOp : SD_InferredOp<"concat"> {
   }];
 }
 
-def SD_PadOp : SD_InferredOp<"pad"> {
+def SD_PadOp : SD_InferredOp<"pad", [SD_OwnShardingRule]> {
   let summary = "Pad with a constant";
   let description = [{
     Adds `low[d]` elements before and `high[d]` after each dimension, filled
@@ -332,7 +349,7 @@ def SD_PadOp : SD_InferredOp<"pad"> {
 //===----------------------------------------------------------------------===//
 
 def SD_DotGeneralOp : SD_Op<"dot_general",
-    [Pure, InferTypeOpAdaptorWithIsCompatible]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible, SD_OwnShardingRule]> {
   let summary = "Generalized matrix product (einsum with one contraction)";
   let description = [{
     ```mlir
@@ -366,7 +383,8 @@ def SD_DotGeneralOp : SD_Op<"dot_general",
   // of bf16): isCompatibleReturnTypes accepts f32 besides the operands' type.
 }
 
-def SD_LayerNormOp : SD_InferredOp<"layer_norm", [AttrSizedOperandSegments]> {
+def SD_LayerNormOp : SD_InferredOp<"layer_norm",
+    [AttrSizedOperandSegments, SD_OwnShardingRule]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) · scale + bias`, statistics over the
@@ -389,7 +407,7 @@ def SD_LayerNormOp : SD_InferredOp<"layer_norm", [AttrSizedOperandSegments]> {
   }];
 }
 
-def SD_RmsNormOp : SD_InferredOp<"rms_norm"> {
+def SD_RmsNormOp : SD_InferredOp<"rms_norm", [SD_OwnShardingRule]> {
   let summary = "RMS normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x²) + epsilon) · scale` over the last dimension (Flux and
@@ -409,7 +427,8 @@ def SD_RmsNormOp : SD_InferredOp<"rms_norm"> {
   }];
 }
 
-def SD_GroupNormOp : SD_InferredOp<"group_norm", [AttrSizedOperandSegments]> {
+def SD_GroupNormOp : SD_InferredOp<"group_norm",
+    [AttrSizedOperandSegments, SD_OwnShardingRule]> {
   let summary = "Group normalization, channels last";
   let description = [{
     The operand is `[N, ..., C]` (NHWC for images). The C channels form
@@ -434,7 +453,8 @@ def SD_GroupNormOp : SD_InferredOp<"group_norm", [AttrSizedOperandSegments]> {
   }];
 }
 
-def SD_SoftmaxOp : SD_SameTypeOp<"softmax", [SameOperandsAndResultType]> {
+def SD_SoftmaxOp : SD_SameTypeOp<"softmax",
+    [SameOperandsAndResultType, SD_OwnShardingRule]> {
   let summary = "Softmax along one dimension";
   let description = [{
     Numerically stable softmax along `dim`. All stages.
@@ -448,7 +468,7 @@ def SD_SoftmaxOp : SD_SameTypeOp<"softmax", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
-def SD_AttentionOp : SD_InferredOp<"attention"> {
+def SD_AttentionOp : SD_InferredOp<"attention", [SD_OwnShardingRule]> {
   let summary = "Multi-head scaled dot-product attention";
   let description = [{
     ```mlir
@@ -463,6 +483,12 @@ def SD_AttentionOp : SD_InferredOp<"attention"> {
     query with no key to attend yields zeros. `scale` defaults to
     `1/sqrt(D)`. Later stages tile it into flash-attention blocks.
     All stages.
+
+    Sharding rule: batch, heads, Sq and Dv pass through. Skv and D need
+    replication for now: softmax normalizes over Skv (and Q·Kᵀ sums over D)
+    before any partial sum could be completed, so sharding them needs the
+    online-softmax exchange of context parallelism (ring or Ulysses), which
+    comes with attention tiling.
 
     Constraints:
     * query, key and value have rank 4 and one element type
@@ -484,7 +510,7 @@ def SD_AttentionOp : SD_InferredOp<"attention"> {
   }];
 }
 
-def SD_Conv2DOp : SD_InferredOp<"conv2d"> {
+def SD_Conv2DOp : SD_InferredOp<"conv2d", [SD_OwnShardingRule]> {
   let summary = "2-D convolution, NHWC with HWIO kernels";
   let description = [{
     ```mlir
@@ -514,7 +540,7 @@ def SD_Conv2DOp : SD_InferredOp<"conv2d"> {
   }];
 }
 
-def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest"> {
+def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest", [SD_OwnShardingRule]> {
   let summary = "Nearest-neighbour upsampling of NHWC images";
   let description = [{
     Repeats each pixel `scale[0]` times along H and `scale[1]` times along W.
@@ -536,7 +562,8 @@ def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest"> {
 //===----------------------------------------------------------------------===//
 
 def SD_ConstantOp : SD_Op<"constant",
-    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>,
+     SD_OwnShardingRule]> {
   let summary = "A constant tensor";
   let description = [{
     ```mlir
@@ -554,7 +581,7 @@ def SD_ConstantOp : SD_Op<"constant",
   let hasFolder = 1;
 }
 
-def SD_IotaOp : SD_Op<"iota", [Pure]> {
+def SD_IotaOp : SD_Op<"iota", [Pure, SD_OwnShardingRule]> {
   let summary = "Indices along one dimension";
   let description = [{
     `result[i0, ..., in] = i_dim` as a float. All stages.
@@ -569,7 +596,7 @@ def SD_IotaOp : SD_Op<"iota", [Pure]> {
   let hasVerifier = 1;
 }
 
-def SD_RngNormalOp : SD_Op<"rng_normal", [Pure]> {
+def SD_RngNormalOp : SD_Op<"rng_normal", [Pure, SD_OwnShardingRule]> {
   let summary = "Normally distributed random numbers from a seed";
   let description = [{
     Counter-based: element `i` (row-major) is a function of `(seed, i)` only,
@@ -587,7 +614,7 @@ def SD_RngNormalOp : SD_Op<"rng_normal", [Pure]> {
   let hasVerifier = 1;
 }
 
-def SD_RngUniformOp : SD_Op<"rng_uniform", [Pure]> {
+def SD_RngUniformOp : SD_Op<"rng_uniform", [Pure, SD_OwnShardingRule]> {
   let summary = "Uniformly distributed random numbers from a seed";
   let description = [{
     Uniform in `[low, high)`, counter-based like `sd.rng_normal`. All stages.
@@ -607,7 +634,8 @@ def SD_RngUniformOp : SD_Op<"rng_uniform", [Pure]> {
 // Loss and sharding annotations
 //===----------------------------------------------------------------------===//
 
-def SD_MseLossOp : SD_InferredOp<"mse_loss", [SameTypeOperands]> {
+def SD_MseLossOp : SD_InferredOp<"mse_loss",
+    [SameTypeOperands, SD_OwnShardingRule]> {
   let summary = "Mean squared error, an f32 scalar";
   let description = [{
     `mean((predictions - targets)²)` over all elements, accumulated in f32.
@@ -620,7 +648,8 @@ def SD_MseLossOp : SD_InferredOp<"mse_loss", [SameTypeOperands]> {
 
 def SD_ShardingConstraintOp : SD_SameTypeOp<"sharding_constraint",
     [SameOperandsAndResultType,
-     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     SD_ElementwiseShardingRule]> {
   let summary = "Pins the sharding of a value";
   let description = [{
     ```mlir

@@ -95,4 +95,28 @@ def SpecializeBatch : Pass<"sd-specialize-batch", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def TestPrintShardingRules
+    : Pass<"sd-test-print-sharding-rules", "::mlir::func::FuncOp"> {
+  let summary = "Test only: record each op's sharding rule on the op";
+  let description = [{
+    Sets `sd.sharding_rule` on every op that implements
+    `ShardingRuleOpInterface` to the rule the op states, so that FileCheck
+    tests can check the rules that propagation will use.
+
+    ```mlir
+    %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0]
+        : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+    // becomes
+    %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0]
+        {sd.sharding_rule = #sd.sharding_rule<([i, j], [j, k]) -> ([i, k])
+                                              {i=8, j=16, k=32}, reduction={j}>}
+        : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+    ```
+
+    An sd op without the interface, or one that cannot give a rule (a
+    dynamic shape), is an error.
+  }];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 #endif // SD_PASSES_TD

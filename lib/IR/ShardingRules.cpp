@@ -1,0 +1,471 @@
+//===- ShardingRules.cpp - each op's sharding rule ------------------------===//
+//
+// ShardingRuleOpInterface implementations: each op says which factors its
+// dimensions are made of and what kind each factor is (#sd.sharding_rule).
+// Elementwise ops share the interface's default, getPointwiseShardingRule.
+// Factors are added in the order their dimensions first appear in the
+// operands, so that printed rules read like einsums ([i, j], [j, k]).
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDOps.h"
+#include "sd/IR/ShardingRuleBuilder.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+static constexpr int64_t kNoDim = ShardingRuleBuilder::kNoDim;
+static constexpr FactorKind kPassThrough = FactorKind::PassThrough;
+static constexpr FactorKind kReduction = FactorKind::Reduction;
+static constexpr FactorKind kNeedReplication = FactorKind::NeedReplication;
+
+/// Rules need every dimension's size: fails (after an error on `op`) on a
+/// dynamic or zero-size dimension, the only ops without a rule.
+static LogicalResult checkShapes(Operation *op) {
+  auto check = [&](Type type, StringRef what, unsigned index) -> LogicalResult {
+    auto tensorType = dyn_cast<RankedTensorType>(type);
+    if (tensorType && tensorType.hasStaticShape() &&
+        tensorType.getNumElements() > 0)
+      return success();
+    return op->emitOpError("has no sharding rule while ")
+           << what << " #" << index << " has type " << type
+           << "; shapes must be static and non-empty (run "
+              "sd-specialize-batch first)";
+  };
+  for (auto [index, type] : llvm::enumerate(op->getOperandTypes()))
+    if (failed(check(type, "operand", index)))
+      return failure();
+  for (auto [index, type] : llvm::enumerate(op->getResultTypes()))
+    if (failed(check(type, "result", index)))
+      return failure();
+  return success();
+}
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+/// Operand dimensions for ShardingRuleBuilder::addFactor: kNoDim for every
+/// operand but those set afterwards.
+static SmallVector<int64_t> noDims(Operation *op) {
+  return SmallVector<int64_t>(op->getNumOperands(), kNoDim);
+}
+
+/// The position among all operands of optional operand group `odsIndex`, or
+/// -1 when the optional operand is absent.
+template <typename OpTy>
+static int64_t optionalOperandIndex(OpTy op, unsigned odsIndex) {
+  auto [start, length] = op.getODSOperandIndexAndLength(odsIndex);
+  return length == 0 ? -1 : static_cast<int64_t>(start);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise (the interface default), softmax, reductions, loss
+//===----------------------------------------------------------------------===//
+
+OpShardingRuleAttr mlir::sd::getPointwiseShardingRule(Operation *op) {
+  if (failed(checkShapes(op)))
+    return {};
+  // Scalars (none today) take part in no factor; all others share a shape.
+  std::optional<ArrayRef<int64_t>> shape;
+  for (Type type :
+       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
+    ArrayRef<int64_t> current = cast<RankedTensorType>(type).getShape();
+    if (current.empty())
+      continue;
+    if (shape && *shape != current) {
+      op->emitOpError("is not elementwise (its tensors differ in shape) and "
+                      "needs a sharding rule of its own");
+      return {};
+    }
+    shape = current;
+  }
+  return ShardingRuleBuilder(op)
+      .addPointwise(shape.value_or(ArrayRef<int64_t>()))
+      .build();
+}
+
+OpShardingRuleAttr SoftmaxOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  // Each row needs all its elements for the max and the sum.
+  int64_t softmaxDim = getDim();
+  return ShardingRuleBuilder(*this)
+      .addPointwise(shapeOf(getOperand()),
+                    [&](int64_t dim) {
+                      return dim == softmaxDim ? kNeedReplication
+                                               : kPassThrough;
+                    })
+      .build();
+}
+
+OpShardingRuleAttr mlir::sd::getReduceShardingRule(Operation *op,
+                                                   ArrayRef<int64_t> dims) {
+  if (failed(checkShapes(op)))
+    return {};
+  ShardingRuleBuilder builder(op);
+  int64_t resultDim = 0;
+  for (auto [dim, size] : llvm::enumerate(shapeOf(op->getOperand(0)))) {
+    int64_t d = dim;
+    if (llvm::is_contained(dims, d))
+      builder.addFactor({d}, {kNoDim}, size, kReduction);
+    else
+      builder.addFactor({d}, {resultDim++}, size);
+  }
+  return builder.build();
+}
+
+OpShardingRuleAttr MseLossOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  // The scalar loss sums over every element of both operands.
+  ShardingRuleBuilder builder(*this);
+  for (auto [dim, size] : llvm::enumerate(shapeOf(getPredictions()))) {
+    int64_t d = dim;
+    builder.addFactor({d, d}, {kNoDim}, size, kReduction);
+  }
+  return builder.build();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+OpShardingRuleAttr BroadcastInDimOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  ArrayRef<int64_t> inShape = shapeOf(getOperand());
+  ArrayRef<int64_t> outShape = shapeOf(getResult());
+  // Result dimension -> the operand dimension that becomes it.
+  SmallVector<int64_t> operandDimOf(outShape.size(), kNoDim);
+  for (auto [operandDim, resultDim] : llvm::enumerate(getDims()))
+    operandDimOf[resultDim] = operandDim;
+  ShardingRuleBuilder builder(*this);
+  for (auto [resultDim, size] : llvm::enumerate(outShape)) {
+    int64_t operandDim = operandDimOf[resultDim];
+    // A size-1 operand dimension that is repeated maps to no factor: its
+    // one element is needed by every shard of the result dimension.
+    if (operandDim != kNoDim && inShape[operandDim] != size)
+      operandDim = kNoDim;
+    builder.addFactor({operandDim}, {static_cast<int64_t>(resultDim)}, size);
+  }
+  return builder.build();
+}
+
+OpShardingRuleAttr ReshapeOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  ShardingRuleBuilder builder(*this);
+  if (failed(builder.addReshape(shapeOf(getOperand()), shapeOf(getResult())))) {
+    emitOpError("has no sharding rule: its shapes have different element "
+                "counts");
+    return {};
+  }
+  return builder.build();
+}
+
+OpShardingRuleAttr TransposeOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  // Factors follow the operand's dimensions; the result permutes them.
+  ArrayRef<int64_t> permutation = getPermutation();
+  ShardingRuleBuilder builder(*this);
+  for (auto [operandDim, size] : llvm::enumerate(shapeOf(getOperand()))) {
+    int64_t resultDim =
+        llvm::find(permutation, operandDim) - permutation.begin();
+    builder.addFactor({static_cast<int64_t>(operandDim)}, {resultDim}, size);
+  }
+  return builder.build();
+}
+
+/// Operand `operand` and result 0 share a pass-through factor on each
+/// dimension of equal size; on the others, each gets a need_replication
+/// factor of its own (slice, pad: the data moves between shards).
+static void addWholeOrReplicated(ShardingRuleBuilder &builder, Operation *op,
+                                 ArrayRef<bool> changed) {
+  ArrayRef<int64_t> inShape = shapeOf(op->getOperand(0));
+  ArrayRef<int64_t> outShape = shapeOf(op->getResult(0));
+  for (auto [dim, isChanged] : llvm::enumerate(changed)) {
+    int64_t d = dim;
+    if (!isChanged) {
+      builder.addFactor({d}, {d}, inShape[d]);
+      continue;
+    }
+    builder.addFactor({d}, {kNoDim}, inShape[d], kNeedReplication);
+    builder.addFactor({kNoDim}, {d}, outShape[d], kNeedReplication);
+  }
+}
+
+OpShardingRuleAttr SliceOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  // A dimension keeps its size exactly when it is taken whole.
+  SmallVector<bool> changed;
+  for (auto [in, out] :
+       llvm::zip_equal(shapeOf(getOperand()), shapeOf(getResult())))
+    changed.push_back(in != out);
+  ShardingRuleBuilder builder(*this);
+  addWholeOrReplicated(builder, *this, changed);
+  return builder.build();
+}
+
+OpShardingRuleAttr PadOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  SmallVector<bool> changed;
+  for (auto [low, high] : llvm::zip_equal(getLow(), getHigh()))
+    changed.push_back(low != 0 || high != 0);
+  ShardingRuleBuilder builder(*this);
+  addWholeOrReplicated(builder, *this, changed);
+  return builder.build();
+}
+
+OpShardingRuleAttr ConcatOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  int64_t concatDim = getDim();
+  ArrayRef<int64_t> outShape = shapeOf(getResult());
+  ShardingRuleBuilder builder(*this);
+  for (auto [dim, size] : llvm::enumerate(outShape)) {
+    int64_t d = dim;
+    if (d != concatDim) {
+      builder.addFactor(SmallVector<int64_t>(getNumOperands(), d), {d}, size);
+      continue;
+    }
+    // Each input covers its own range of the concatenated dimension.
+    for (auto [index, input] : llvm::enumerate(getInputs())) {
+      SmallVector<int64_t> dims = noDims(*this);
+      dims[index] = d;
+      builder.addFactor(dims, {kNoDim}, shapeOf(input)[d], kNeedReplication);
+    }
+    builder.addFactor(noDims(*this), {d}, size, kNeedReplication);
+  }
+  return builder.build();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra, normalization, attention, convolution
+//===----------------------------------------------------------------------===//
+
+OpShardingRuleAttr DotGeneralOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  ArrayRef<int64_t> lhsShape = shapeOf(getLhs());
+  ArrayRef<int64_t> rhsShape = shapeOf(getRhs());
+  ArrayRef<int64_t> lhsBatch = getLhsBatch(), rhsBatch = getRhsBatch();
+  ArrayRef<int64_t> lhsContract = getLhsContract();
+  ArrayRef<int64_t> rhsContract = getRhsContract();
+  auto isFree = [](int64_t dim, ArrayRef<int64_t> batch,
+                   ArrayRef<int64_t> contract) {
+    return !llvm::is_contained(batch, dim) &&
+           !llvm::is_contained(contract, dim);
+  };
+  int64_t numLhsFree = 0;
+  for (int64_t dim = 0, e = lhsShape.size(); dim < e; ++dim)
+    numLhsFree += isFree(dim, lhsBatch, lhsContract);
+
+  // Result: batch dimensions, lhs free dimensions, rhs free dimensions.
+  // Factors follow the lhs dimensions, then the rhs free ones.
+  ShardingRuleBuilder builder(*this);
+  int64_t nextLhsFree = lhsBatch.size();
+  for (int64_t dim = 0, e = lhsShape.size(); dim < e; ++dim) {
+    int64_t size = lhsShape[dim];
+    if (const int64_t *it = llvm::find(lhsBatch, dim); it != lhsBatch.end()) {
+      int64_t pos = it - lhsBatch.begin();
+      builder.addFactor({dim, rhsBatch[pos]}, {pos}, size);
+    } else if (const int64_t *it = llvm::find(lhsContract, dim);
+               it != lhsContract.end()) {
+      builder.addFactor({dim, rhsContract[it - lhsContract.begin()]}, {kNoDim},
+                        size, kReduction);
+    } else {
+      builder.addFactor({dim, kNoDim}, {nextLhsFree++}, size);
+    }
+  }
+  int64_t nextRhsFree = lhsBatch.size() + numLhsFree;
+  for (int64_t dim = 0, e = rhsShape.size(); dim < e; ++dim)
+    if (isFree(dim, rhsBatch, rhsContract))
+      builder.addFactor({kNoDim, dim}, {nextRhsFree++}, rhsShape[dim]);
+  return builder.build();
+}
+
+/// layer_norm / rms_norm: statistics over the last dimension, which
+/// therefore needs replication (scale and bias are per last-dimension
+/// element); every other dimension passes through.
+static OpShardingRuleAttr getLastDimNormRule(Operation *op, int64_t scaleIndex,
+                                             int64_t biasIndex) {
+  if (failed(checkShapes(op)))
+    return {};
+  ArrayRef<int64_t> shape = shapeOf(op->getOperand(0));
+  int64_t last = shape.size() - 1;
+  ShardingRuleBuilder builder(op);
+  for (int64_t dim = 0; dim <= last; ++dim) {
+    SmallVector<int64_t> dims = noDims(op);
+    dims[0] = dim;
+    if (dim < last) {
+      builder.addFactor(dims, {dim}, shape[dim]);
+      continue;
+    }
+    for (int64_t index : {scaleIndex, biasIndex})
+      if (index >= 0)
+        dims[index] = 0;
+    builder.addFactor(dims, {dim}, shape[dim], kNeedReplication);
+  }
+  return builder.build();
+}
+
+OpShardingRuleAttr LayerNormOp::getShardingRule() {
+  return getLastDimNormRule(*this, optionalOperandIndex(*this, 1),
+                            optionalOperandIndex(*this, 2));
+}
+
+OpShardingRuleAttr RmsNormOp::getShardingRule() {
+  return getLastDimNormRule(*this, optionalOperandIndex(*this, 1), -1);
+}
+
+OpShardingRuleAttr GroupNormOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  // Each sample's group statistics span all its non-batch elements.
+  ArrayRef<int64_t> shape = shapeOf(getOperand());
+  int64_t channels = shape.size() - 1;
+  int64_t scaleIndex = optionalOperandIndex(*this, 1);
+  int64_t biasIndex = optionalOperandIndex(*this, 2);
+  ShardingRuleBuilder builder(*this);
+  for (int64_t dim = 0; dim <= channels; ++dim) {
+    SmallVector<int64_t> dims = noDims(*this);
+    dims[0] = dim;
+    if (dim == channels)
+      for (int64_t index : {scaleIndex, biasIndex})
+        if (index >= 0)
+          dims[index] = 0;
+    builder.addFactor(dims, {dim}, shape[dim],
+                      dim == 0 ? kPassThrough : kNeedReplication);
+  }
+  return builder.build();
+}
+
+OpShardingRuleAttr AttentionOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  // Operands: query [b, h, sq, d], key [b, h, skv, d], value [b, h, skv, dv],
+  // optional mask [b|1, h|1, sq, skv]; result [b, h, sq, dv].
+  ArrayRef<int64_t> q = shapeOf(getQuery());
+  ArrayRef<int64_t> v = shapeOf(getValue());
+  int64_t maskIndex = getMask() ? 3 : -1;
+  ArrayRef<int64_t> mask = getMask() ? shapeOf(getMask()) : ArrayRef<int64_t>();
+  ShardingRuleBuilder builder(*this);
+  auto addFactor = [&](int64_t qDim, int64_t kDim, int64_t vDim,
+                       int64_t maskDim, int64_t resultDim, int64_t size,
+                       FactorKind kind) {
+    SmallVector<int64_t> dims = {qDim, kDim, vDim};
+    // A mask broadcast along batch or heads (size 1) has no such factor.
+    if (maskIndex >= 0)
+      dims.push_back(maskDim != kNoDim && mask[maskDim] == size ? maskDim
+                                                                : kNoDim);
+    builder.addFactor(dims, {resultDim}, size, kind);
+  };
+  addFactor(0, 0, 0, 0, 0, q[0], kPassThrough);           // b
+  addFactor(1, 1, 1, 1, 1, q[1], kPassThrough);           // h
+  addFactor(2, kNoDim, kNoDim, 2, 2, q[2], kPassThrough); // sq
+  // skv: softmax normalizes over it and P·V sums over it; sharding it needs
+  // an online softmax with a ring or all-to-all exchange (context
+  // parallelism, added with attention tiling), not a plain partial sum.
+  addFactor(kNoDim, 2, 2, 3, kNoDim, v[2], kNeedReplication); // skv
+  // d: Q·Kᵀ sums over it, but softmax follows before any sum could be
+  // completed, so a partial sum cannot pass through: it needs replication.
+  addFactor(3, 3, kNoDim, kNoDim, kNoDim, q[3], kNeedReplication); // d
+  addFactor(kNoDim, kNoDim, 3, kNoDim, 3, v[3], kPassThrough);     // dv
+  return builder.build();
+}
+
+OpShardingRuleAttr Conv2DOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  // input [N, H, W, Cin], kernel [KH, KW, Cin/groups, Cout], bias [Cout],
+  // result [N, Ho, Wo, Cout].
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  ArrayRef<int64_t> kernel = shapeOf(getKernel());
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  bool grouped = getGroups() > 1;
+  // Operand lists: {input, kernel, bias} (bias only when present).
+  auto dims = [&](int64_t inDim, int64_t kernelDim, int64_t biasDim) {
+    SmallVector<int64_t> list = {inDim, kernelDim};
+    if (getBias())
+      list.push_back(biasDim);
+    return list;
+  };
+  // Spatial dimensions need a halo exchange once sharded (a later stage);
+  // until then H, W, KH, KW, Ho and Wo are factors of their own that need
+  // replication. Cin is summed over; with groups, each output channel sees
+  // only its group's inputs, so neither channel dimension can be split on
+  // its own.
+  ShardingRuleBuilder builder(*this);
+  builder.addFactor(dims(0, kNoDim, kNoDim), {0}, in[0]); // N
+  for (int64_t dim : {1, 2})                              // H, W
+    builder.addFactor(dims(dim, kNoDim, kNoDim), {kNoDim}, in[dim],
+                      kNeedReplication);
+  if (!grouped) {
+    builder.addFactor(dims(3, 2, kNoDim), {kNoDim}, in[3], kReduction);
+  } else {
+    builder.addFactor(dims(3, kNoDim, kNoDim), {kNoDim}, in[3],
+                      kNeedReplication);
+  }
+  for (int64_t dim : {0, 1}) // KH, KW
+    builder.addFactor(dims(kNoDim, dim, kNoDim), {kNoDim}, kernel[dim],
+                      kNeedReplication);
+  if (grouped) // Cin / groups
+    builder.addFactor(dims(kNoDim, 2, kNoDim), {kNoDim}, kernel[2],
+                      kNeedReplication);
+  builder.addFactor(dims(kNoDim, 3, 0), {3}, out[3], // Cout
+                    grouped ? kNeedReplication : kPassThrough);
+  for (int64_t dim : {1, 2}) // Ho, Wo
+    builder.addFactor(dims(kNoDim, kNoDim, kNoDim), {dim}, out[dim],
+                      kNeedReplication);
+  return builder.build();
+}
+
+OpShardingRuleAttr UpsampleNearestOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  // Result H is [h, scale]: pixel (h, r) copies operand pixel h, so both
+  // the operand's rows and the repetitions may be split.
+  ArrayRef<int64_t> in = shapeOf(getOperand());
+  ShardingRuleBuilder builder(*this);
+  builder.addFactor({0}, {0}, in[0]); // N
+  for (int64_t dim : {1, 2}) {
+    builder.addFactor({dim}, {dim}, in[dim]);
+    int64_t scale = getScale()[dim - 1];
+    if (scale > 1)
+      builder.addFactor({kNoDim}, {dim}, scale);
+  }
+  builder.addFactor({3}, {3}, in[3]); // C
+  return builder.build();
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and random numbers
+//===----------------------------------------------------------------------===//
+
+/// One pass-through factor per result dimension: a constant is sliced,
+/// iota and the counter-based rng compute from global indices, so every
+/// device can make its own block.
+static OpShardingRuleAttr getSourceRule(Operation *op) {
+  if (failed(checkShapes(op)))
+    return {};
+  return ShardingRuleBuilder(op)
+      .addPointwise(shapeOf(op->getResult(0)))
+      .build();
+}
+
+OpShardingRuleAttr ConstantOp::getShardingRule() {
+  return getSourceRule(*this);
+}
+OpShardingRuleAttr IotaOp::getShardingRule() { return getSourceRule(*this); }
+OpShardingRuleAttr RngNormalOp::getShardingRule() {
+  return getSourceRule(*this);
+}
+OpShardingRuleAttr RngUniformOp::getShardingRule() {
+  return getSourceRule(*this);
+}
