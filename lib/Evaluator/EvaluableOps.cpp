@@ -190,8 +190,12 @@ static LogicalResult evalOp(TransposeOp op, Operands o, Results &r) {
   return produce(r, ref::transpose(*o[0], toVector(op.getPermutation())));
 }
 static LogicalResult evalOp(SliceOp op, Operands o, Results &r) {
-  return produce(r, ref::slice(*o[0], toVector(op.getStart()),
-                               toVector(op.getLimit()),
+  // A limit of -1 is the end of the dimension.
+  std::vector<int64_t> limit = toVector(op.getLimit());
+  for (size_t d = 0; d < limit.size(); ++d)
+    if (limit[d] == -1)
+      limit[d] = o[0]->dim(static_cast<int64_t>(d));
+  return produce(r, ref::slice(*o[0], toVector(op.getStart()), limit,
                                toVector(op.getStrides())));
 }
 static LogicalResult evalOp(ConcatOp op, Operands o, Results &r) {

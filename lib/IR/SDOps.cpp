@@ -143,7 +143,8 @@ LogicalResult SelectOp::verify() {
   return success();
 }
 
-LogicalResult ConvertOp::refineResultTypes(SmallVectorImpl<Type> &types) {
+LogicalResult ConvertOp::refineResultTypes(int64_t,
+                                           SmallVectorImpl<Type> &types) {
   auto type = cast<RankedTensorType>(getOperand().getType());
   types.push_back(type.clone(getResult().getType().getElementType()));
   return success();
@@ -182,13 +183,19 @@ LogicalResult BroadcastInDimOp::verify() {
 }
 
 LogicalResult
-BroadcastInDimOp::refineResultTypes(SmallVectorImpl<Type> &types) {
+BroadcastInDimOp::refineResultTypes(int64_t batch,
+                                    SmallVectorImpl<Type> &types) {
   auto operandType = getOperand().getType();
   auto resultType = getResult().getType();
   SmallVector<int64_t> shape(resultType.getShape());
   for (auto [i, d] : llvm::enumerate(getDims()))
-    if (isDyn(shape[d]))
+    if (isDyn(shape[d]) && operandType.getDimSize(i) != 1)
       shape[d] = operandType.getDimSize(i);
+  // The only dynamic dimension of sd programs is the batch: one that the
+  // broadcast creates (e.g. a bias broadcast to [batch, features]) is it.
+  for (int64_t &d : shape)
+    if (isDyn(d) && batch > 0)
+      d = batch;
   if (llvm::any_of(shape, isDyn))
     return emitOpError("cannot determine dynamic result dimensions of ")
            << resultType << " from operand " << operandType;
@@ -215,7 +222,8 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
-LogicalResult ReshapeOp::refineResultTypes(SmallVectorImpl<Type> &types) {
+LogicalResult ReshapeOp::refineResultTypes(int64_t,
+                                           SmallVectorImpl<Type> &types) {
   auto operandType = getOperand().getType();
   auto resultType = getResult().getType();
   if (resultType.hasStaticShape()) {
@@ -294,10 +302,13 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     if (strides[d] <= 0)
       return error("stride ", strides[d], " of dimension ", d,
                    " must be positive");
-    if (start[d] < 0 || start[d] > limit[d] || limit[d] > size)
+    // A limit of -1 is the end of the dimension (so a whole batch dimension
+    // stays valid once sd-specialize-batch makes it static).
+    int64_t lim = limit[d] == -1 ? size : limit[d];
+    if (start[d] < 0 || start[d] > lim || lim > size)
       return error("slice [", start[d], ", ", limit[d], ") of dimension ", d,
                    " is out of bounds for size ", size);
-    shape.push_back((limit[d] - start[d] + strides[d] - 1) / strides[d]);
+    shape.push_back((lim - start[d] + strides[d] - 1) / strides[d]);
   }
   types.push_back(type.clone(shape));
   return success();

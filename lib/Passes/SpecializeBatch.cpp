@@ -25,6 +25,9 @@ class BatchSpecializer {
 public:
   explicit BatchSpecializer(ModuleOp module) : symbols(module) {}
 
+  /// The batch of the entry function being specialized next.
+  void setBatch(int64_t n) { batch = n; }
+
   /// Gives `func` the argument types `argTypes` and recomputes its body.
   /// Each function is specialized once; a second request must agree.
   LogicalResult specialize(func::FuncOp func, TypeRange argTypes,
@@ -75,7 +78,7 @@ private:
               op->getRegions(), types)))
         return failure();
     } else if (auto refinable = dyn_cast<RefineShapesOpInterface>(op)) {
-      if (failed(refinable.refineResultTypes(types)))
+      if (failed(refinable.refineResultTypes(batch, types)))
         return failure();
     } else {
       for (Type type : op->getResultTypes())
@@ -91,6 +94,8 @@ private:
   }
 
   SymbolTable symbols;
+  /// The batch being specialized, for dimensions only a broadcast creates.
+  int64_t batch = 0;
   llvm::DenseSet<Operation *> done;
 };
 
@@ -115,6 +120,7 @@ struct SpecializeBatchPass
       if (func.isExternal() || called.contains(func.getSymNameAttr()))
         continue;
       FailureOr<SmallVector<Type>> argTypes = entryArgTypes(func);
+      specializer.setBatch(entryBatch(func));
       if (failed(argTypes) ||
           failed(specializer.specialize(func, *argTypes, func.getLoc())))
         return signalPassFailure();
@@ -122,13 +128,20 @@ struct SpecializeBatchPass
   }
 
 private:
+  /// The batch an entry function is specialized to: the option, else its
+  /// sd.default_batch, else 0 (unknown).
+  int64_t entryBatch(func::FuncOp func) {
+    if (batch != 0)
+      return batch;
+    if (auto def = func->getAttrOfType<IntegerAttr>(
+            SDDialect::kDefaultBatchAttrName))
+      return def.getInt();
+    return 0;
+  }
+
   /// The entry function's argument types with the batch filled in.
   FailureOr<SmallVector<Type>> entryArgTypes(func::FuncOp func) {
-    int64_t n = batch;
-    if (n == 0)
-      if (auto def = func->getAttrOfType<IntegerAttr>(
-              SDDialect::kDefaultBatchAttrName))
-        n = def.getInt();
+    int64_t n = entryBatch(func);
     SmallVector<Type> types;
     for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
       auto tensor = dyn_cast<RankedTensorType>(type);

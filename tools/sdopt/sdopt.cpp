@@ -10,6 +10,7 @@
 #include "sd/Passes/Passes.h"
 #include "sd/Sharding/Mesh.h"
 
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -59,6 +60,8 @@ static cl::opt<double> perDeviceBatchFlag(
 int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
+  // Lets --inline inline calls of block functions.
+  func::registerInlinerExtension(registry);
   mlir::sd::registerSDPipelines();
   registerTransformsPasses();
 
@@ -105,9 +108,12 @@ int main(int argc, char **argv) {
       }
       options.batch = static_cast<int64_t>(std::llround(global));
     }
-    config.setPassPipelineSetupFn([options](PassManager &pm) {
+    // The default pipeline runs first, then any passes named on the command
+    // line (e.g. `--mesh=... --inline`).
+    MlirOptMainConfig explicitPasses = config;
+    config.setPassPipelineSetupFn([options, explicitPasses](PassManager &pm) {
       mlir::sd::buildDefaultPipeline(pm, options);
-      return success();
+      return explicitPasses.setupPassPipeline(pm);
     });
   }
 

@@ -20,12 +20,14 @@ def SD_RefineShapesOpInterface : OpInterface<"RefineShapesOpInterface"> {
   }];
   let methods = [
     InterfaceMethod<[{
-        Computes the result types from the current operand types. Fails
-        (after emitting an error) when a dynamic result dimension cannot be
-        determined.
+        Computes the result types from the current operand types. `batch` is
+        the batch size being specialized: a dynamic result dimension that no
+        operand determines (a batch dimension a broadcast creates) takes it.
+        Fails (after emitting an error) when a dynamic result dimension
+        cannot be determined.
       }],
       "::llvm::LogicalResult", "refineResultTypes",
-      (ins "::llvm::SmallVectorImpl<::mlir::Type> &":$types)>,
+      (ins "int64_t":$batch, "::llvm::SmallVectorImpl<::mlir::Type> &":$types)>,
   ];
 }
 

@@ -292,11 +292,13 @@ def SD_SliceOp : SD_InferredOp<"slice", [SD_OwnShardingRule]> {
     %s = sd.slice %x start = [0, 0] limit = [8, 192] strides = [1, 1] : (tensor<8x384xf32>) -> tensor<8x192xf32>
     ```
     Takes elements `start[d], start[d]+strides[d], ... < limit[d]` along
-    each dimension. All stages.
+    each dimension; a limit of -1 means the end of the dimension. All
+    stages.
 
     Constraints:
     * `start`, `limit` and `strides` have one entry per dimension
-    * `0 <= start <= limit <= size` on static dimensions, strides positive
+    * `0 <= start <= limit <= size` on static dimensions (limit -1 = size),
+      strides positive
     * a dynamic dimension is taken whole (start 0, stride 1, limit -1)
   }];
   let arguments = (ins SD_FloatTensor:$operand, DenseI64ArrayAttr:$start,

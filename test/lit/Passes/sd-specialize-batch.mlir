@@ -59,3 +59,15 @@ func.func @loss(%w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>, %x: tensor<?x8xf32>)
 func.func @already_static(%x: tensor<4x2xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>}) {
   return
 }
+
+// -----
+
+// A batch dimension that only a broadcast creates takes the batch size.
+// CHECK-LABEL: func.func @broadcast_creates_batch
+// CHECK: sd.broadcast_in_dim %{{.*}} dims = [1] : (tensor<16xf32>) -> tensor<4x16xf32>
+// CHECK: sd.add %{{.*}}, %{{.*}} : tensor<4x16xf32>
+func.func @broadcast_creates_batch(%x: tensor<?x16xf32>, %b: tensor<16xf32>) -> tensor<?x16xf32> {
+  %bb = sd.broadcast_in_dim %b dims = [1] : (tensor<16xf32>) -> tensor<?x16xf32>
+  %y = sd.add %x, %bb : tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# How sdopt's time grows with program size: for each preset, the op count of
+# the inlined program and the wall time of sdopt parsing + verifying +
+# printing it, alone and through the default pipeline (mesh + logical rules).
+# Target (issue: foundation): well under 1 s per 10k ops.
+#
+# Usage: bench/sdopt_scale.sh [build dir]   (prints a Markdown table)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${1:-$ROOT/build}"
+SDGEN="$BUILD/bin/sdgen"
+SDOPT="$BUILD/bin/sdopt"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+# Best of three wall times of a command, in seconds.
+best_of_three() {
+  local best=""
+  for _ in 1 2 3; do
+    local start end t
+    start=$(date +%s.%N)
+    "$@" > /dev/null
+    end=$(date +%s.%N)
+    t=$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')
+    if [ -z "$best" ] || awk -v t="$t" -v b="$best" 'BEGIN { exit !(t < b) }'; then
+      best=$t
+    fi
+  done
+  printf '%.3f' "$best"
+}
+
+echo "| preset | mesh | ops (inlined) | sdopt parse+verify+print (s) | s / 10k ops | default pipeline (s) | s / 10k ops |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+for spec in "dit-s2 data:2,fsdp:4" "dit-xl2 fsdp:8" "flux-dev fsdp:4,tensor:2" "wan2.1-14b fsdp:4,context:2"; do
+  read -r preset mesh <<< "$spec"
+  "$SDGEN" --preset="$preset" -o "$WORK/$preset.mlir" 2> /dev/null
+  "$SDOPT" "$WORK/$preset.mlir" --inline -o "$WORK/$preset.inlined.mlir"
+  ops=$(grep -cE '^\s+(%[^ ]+ = )?(sd|func)\.|^\s+return' "$WORK/$preset.inlined.mlir" || true)
+  parse=$(best_of_three "$SDOPT" "$WORK/$preset.inlined.mlir" -o /dev/null)
+  pipeline=$(best_of_three "$SDOPT" "$WORK/$preset.inlined.mlir" --mesh="$mesh" -o /dev/null)
+  per=$(awk -v t="$parse" -v n="$ops" 'BEGIN { print t * 10000 / n }')
+  perp=$(awk -v t="$pipeline" -v n="$ops" 'BEGIN { print t * 10000 / n }')
+  printf '| %s | %s | %d | %s | %.3f | %s | %.3f |\n' "$preset" "$mesh" "$ops" "$parse" "$per" "$pipeline" "$perp"
+done

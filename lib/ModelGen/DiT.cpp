@@ -1,0 +1,155 @@
+//===- DiT.cpp - Diffusion Transformer (Peebles & Xie) --------------------===//
+//
+// DiT with adaLN-Zero blocks, as facebookresearch/DiT models.py: patch
+// embedding plus the fixed 2-D sin-cos position embedding, timestep and
+// class embeddings summed into the conditioning c, N blocks, and the
+// adaLN final layer. learn_sigma doubles the output channels; the loss
+// regresses only the first half (the sigma half trains through DiT's
+// variational bound, which is not modelled), so only those columns of the
+// final projection are computed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelBuilder.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::modelgen;
+
+namespace {
+
+ParamSpecs ditBlockParams(const ModelConfig &c) {
+  int64_t d = c.hidden, m = c.mlpHidden;
+  ParamSpecs specs;
+  addLinear(specs, "attn.qkv", d, 3 * d, "embed", "heads");
+  addLinear(specs, "attn.proj", d, d, "heads", "embed");
+  addLinear(specs, "mlp.fc1", d, m, "embed", "mlp");
+  addLinear(specs, "mlp.fc2", m, d, "mlp", "embed");
+  // adaLN-Zero: every block starts as the identity.
+  addLinear(specs, "adaLN_modulation.1", d, 6 * d, "embed", "mlp",
+            InitKind::zeros);
+  return specs;
+}
+
+/// One DiT block: (x [B, S, D], c [B, D]) → x.
+SmallVector<Value> ditBlock(FnBuilder &f, const ModelConfig &c,
+                            ArrayRef<Value> in, const ParamMap &p) {
+  Value x = in[0], cond = in[1];
+  // shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp.
+  Value silu = f.silu(cond);
+  SmallVector<Value, 6> mod;
+  for (int64_t i = 0; i < 6; ++i)
+    mod.push_back(linearChunk(f, silu, p.lookup("adaLN_modulation.1.weight"),
+                              p.lookup("adaLN_modulation.1.bias"), i, 6));
+
+  Value h = modulate(f, f.layerNorm(x), mod[0], mod[1]);
+  Value qkvW = p.lookup("attn.qkv.weight"), qkvB = p.lookup("attn.qkv.bias");
+  Value q = f.name(linearChunk(f, h, qkvW, qkvB, 0, 3), "query_proj");
+  Value k = f.name(linearChunk(f, h, qkvW, qkvB, 1, 3), "key_proj");
+  Value v = f.name(linearChunk(f, h, qkvW, qkvB, 2, 3), "value_proj");
+  Value q4 = f.name(headsFirst(f, splitHeads(f, q, c.heads)), "xq_out");
+  Value k4 = f.name(headsFirst(f, splitHeads(f, k, c.heads)), "xk_out");
+  Value v4 = headsFirst(f, splitHeads(f, v, c.heads));
+  Value o = mergeHeads(f, f.attention(q4, k4, v4));
+  Value attn =
+      f.linear(o, p.lookup("attn.proj.weight"), p.lookup("attn.proj.bias"));
+  x = gatedResidual(f, x, mod[2], attn);
+
+  h = modulate(f, f.layerNorm(x), mod[3], mod[4]);
+  Value act = f.name(
+      f.gelu(f.linear(h, p.lookup("mlp.fc1.weight"), p.lookup("mlp.fc1.bias"))),
+      "ffn_activation");
+  Value mlp =
+      f.linear(act, p.lookup("mlp.fc2.weight"), p.lookup("mlp.fc2.bias"));
+  return {f.name(gatedResidual(f, x, mod[5], mlp), "hidden_states")};
+}
+
+} // namespace
+
+Value modelgen::buildDiT(ModelBuilder &mb) {
+  const ModelConfig &c = mb.getConfig();
+  FnBuilder &f = mb.loss();
+  Type dtype = mb.getDType();
+  int64_t b = mb.getBatchDim(), d = c.hidden, p = c.patch;
+  int64_t gridH = c.latentHeight / p, gridW = c.latentWidth / p;
+  int64_t tokens = gridH * gridW, patchDim = p * p * c.latentChannels;
+  SmallVector<int64_t> latentShape = {b, c.latentHeight, c.latentWidth,
+                                      c.latentChannels};
+
+  ParamSpecs embedSpecs;
+  addLinear(embedSpecs, "x_embedder.proj", patchDim, d, "_", "embed");
+  addLinear(embedSpecs, "t_embedder.mlp.0", c.freqDim, d, "embed", "mlp",
+            InitKind::normal, 0.02);
+  addLinear(embedSpecs, "t_embedder.mlp.2", d, d, "mlp", "embed",
+            InitKind::normal, 0.02);
+  // One more row than classes: the null class of classifier-free guidance.
+  addParam(embedSpecs, "y_embedder.embedding_table.weight",
+           {c.numClasses + 1, d}, {"_", "embed"}, InitKind::normal, 0.02);
+  ParamMap ep = mb.params(embedSpecs);
+
+  Value x0 = mb.input(InputKind::latents, latentShape, dtype,
+                      {"batch", "_", "_", "_"});
+  Value noise =
+      mb.input(InputKind::noise, latentShape, dtype, {"batch", "_", "_", "_"});
+  Value t = mb.input(InputKind::timestep, {b}, f.getF32(), {"batch"});
+  Value labels =
+      mb.input(InputKind::labels, {b, c.numClasses + 1}, dtype, {"batch", "_"});
+  f.setBatchSource(t);
+  NoisedLatents noised = addNoise(f, c.loss, x0, noise, t);
+
+  // Patch embedding; the fixed position embedding joins its bias.
+  Value patches = patchify(f, noised.input, 1, p, PatchOrder::ChannelMajor);
+  Value pos = f.convert(sinCos2D(f, gridH, gridW, d), dtype);
+  Value bias = f.add(
+      f.broadcast(ep.lookup("x_embedder.proj.bias"), {tokens, d}, {1}), pos);
+  Value x = f.dot(patches, ep.lookup("x_embedder.proj.weight"));
+  x = f.add(x, f.expand(bias, {b, tokens, d}, {1, 2}));
+
+  Value temb = timestepEmbedding(f, t, c.freqDim);
+  temb = f.silu(f.linear(temb, ep.lookup("t_embedder.mlp.0.weight"),
+                         ep.lookup("t_embedder.mlp.0.bias")));
+  temb = f.linear(temb, ep.lookup("t_embedder.mlp.2.weight"),
+                  ep.lookup("t_embedder.mlp.2.bias"));
+  Value yemb = f.dot(labels, ep.lookup("y_embedder.embedding_table.weight"));
+  Value cond = f.add(temb, yemb);
+
+  ParamSpecs blockSpecs = ditBlockParams(c);
+  func::FuncOp block = mb.blockFunction(
+      "dit_block", {x.getType(), cond.getType()}, blockSpecs,
+      [&](FnBuilder &bf, ArrayRef<Value> in, const ParamMap &bp) {
+        return ditBlock(bf, c, in, bp);
+      });
+  for (int64_t i = 0; i < c.depth; ++i)
+    x = mb.callBlock(block, {x, cond}, blockSpecs,
+                     "blocks." + std::to_string(i) + ".")[0];
+
+  ParamSpecs finalSpecs;
+  int64_t outDim = p * p * c.outChannels;
+  addLinear(finalSpecs, "final_layer.linear", d, outDim, "embed", "_",
+            InitKind::zeros);
+  addLinear(finalSpecs, "final_layer.adaLN_modulation.1", d, 2 * d, "embed",
+            "mlp", InitKind::zeros);
+  ParamMap fp = mb.params(finalSpecs);
+  Value silu = f.silu(cond);
+  Value modW = fp.lookup("final_layer.adaLN_modulation.1.weight");
+  Value modB = fp.lookup("final_layer.adaLN_modulation.1.bias");
+  Value shift = linearChunk(f, silu, modW, modB, 0, 2);
+  Value scale = linearChunk(f, silu, modW, modB, 1, 2);
+  Value h = modulate(f, f.layerNorm(x), shift, scale);
+
+  // Columns of the predicted noise: the first latentChannels of each
+  // patch position's outChannels (DiT's output is channel-minor).
+  Value w = fp.lookup("final_layer.linear.weight");
+  Value wb = fp.lookup("final_layer.linear.bias");
+  if (c.outChannels != c.latentChannels) {
+    int64_t cells = p * p, keep = cells * c.latentChannels;
+    w = f.slice(f.reshape(w, {d, cells, c.outChannels}), 2, 0,
+                c.latentChannels);
+    w = f.reshape(w, {d, keep});
+    wb = f.slice(f.reshape(wb, {cells, c.outChannels}), 1, 0, c.latentChannels);
+    wb = f.reshape(wb, {keep});
+  }
+  Value pred = unpatchify(f, f.linear(h, w, wb), latentShape, 1, p,
+                          PatchOrder::ChannelMinor);
+  return f.mseLoss(pred, noised.target);
+}

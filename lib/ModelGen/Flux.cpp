@@ -1,0 +1,278 @@
+//===- Flux.cpp - Flux.1 rectified-flow transformer -----------------------===//
+//
+// As black-forest-labs/flux src/flux/model.py (Flux, guidance_embed): image
+// and text streams through double-stream blocks (each stream its own
+// modulation, fused qkv, per-head RMS q/k norm and MLP; one joint
+// attention), then the concatenated sequence [text; image] through
+// single-stream blocks (parallel attention and MLP from one linear1), and
+// the adaLN final layer. RoPE over (0, row, column) ids, text ids zero.
+//
+// Two rewrites keep every slice off batch-carrying values (see
+// Layers.cpp): the joint attention is one attention per stream's queries
+// over the shared keys and values (the same numbers), and the loss covers
+// the image tokens by masking the text positions of the final output and
+// rescaling the mean by L / L_image, instead of slicing the image tokens
+// out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelBuilder.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::modelgen;
+
+namespace {
+
+void addMlpEmbedder(ParamSpecs &specs, const std::string &name, int64_t in,
+                    int64_t d) {
+  addLinear(specs, name + ".in_layer", in, d, "embed", "mlp");
+  addLinear(specs, name + ".out_layer", d, d, "mlp", "embed");
+}
+
+Value mlpEmbedder(FnBuilder &f, const ParamMap &p, const std::string &name,
+                  Value x) {
+  Value h = f.silu(f.linear(x, p.lookup(name + ".in_layer.weight"),
+                            p.lookup(name + ".in_layer.bias")));
+  return f.linear(h, p.lookup(name + ".out_layer.weight"),
+                  p.lookup(name + ".out_layer.bias"));
+}
+
+void addQKNorm(ParamSpecs &specs, const std::string &prefix, int64_t dh) {
+  addParam(specs, prefix + ".query_norm.scale", {dh}, {"norm"}, InitKind::ones);
+  addParam(specs, prefix + ".key_norm.scale", {dh}, {"norm"}, InitKind::ones);
+}
+
+/// In the order DoubleStreamBlock registers them.
+ParamSpecs doubleBlockParams(const ModelConfig &c) {
+  int64_t d = c.hidden;
+  ParamSpecs specs;
+  for (const std::string s : {"img", "txt"}) {
+    addLinear(specs, s + "_mod.lin", d, 6 * d, "embed", "mlp");
+    addLinear(specs, s + "_attn.qkv", d, 3 * d, "embed", "heads");
+    addQKNorm(specs, s + "_attn.norm", c.headDim());
+    addLinear(specs, s + "_attn.proj", d, d, "heads", "embed");
+    addLinear(specs, s + "_mlp.0", d, c.mlpHidden, "embed", "mlp");
+    addLinear(specs, s + "_mlp.2", c.mlpHidden, d, "mlp", "embed");
+  }
+  return specs;
+}
+
+ParamSpecs singleBlockParams(const ModelConfig &c) {
+  int64_t d = c.hidden;
+  ParamSpecs specs;
+  addLinear(specs, "linear1", d, 3 * d + c.mlpHidden, "embed", "mlp");
+  addLinear(specs, "linear2", d + c.mlpHidden, d, "mlp", "embed");
+  addQKNorm(specs, "norm", c.headDim());
+  addLinear(specs, "modulation.lin", d, 3 * d, "embed", "mlp");
+  return specs;
+}
+
+/// q or k [B, S, D] → RMS-normed per head, rotated, [B, H, S, Dh].
+Value normRotate(FnBuilder &f, const ModelConfig &c, Value x, Value scale,
+                 Value rotation, StringRef name) {
+  Value h = f.rmsNorm(splitHeads(f, x, c.heads), scale);
+  return f.name(headsFirst(f, applyRope(f, h, rotation)), name);
+}
+
+/// One stream of a double block up to its attention inputs.
+struct Stream {
+  Value x, q, k, v;
+  SmallVector<Value, 6> mod;
+};
+
+Stream prepareStream(FnBuilder &f, const ModelConfig &c, const ParamMap &p,
+                     const std::string &s, Value x, Value vecSilu,
+                     Value rotation) {
+  Stream st;
+  st.x = x;
+  // shift, scale, gate of attention, then of the MLP.
+  for (int64_t i = 0; i < 6; ++i)
+    st.mod.push_back(linearChunk(f, vecSilu, p.lookup(s + "_mod.lin.weight"),
+                                 p.lookup(s + "_mod.lin.bias"), i, 6));
+  Value h = modulate(f, f.layerNorm(x), st.mod[0], st.mod[1]);
+  Value w = p.lookup(s + "_attn.qkv.weight"),
+        b = p.lookup(s + "_attn.qkv.bias");
+  std::string qkvName = s + "_qkv_proj";
+  Value q = f.name(linearChunk(f, h, w, b, 0, 3), qkvName);
+  Value k = f.name(linearChunk(f, h, w, b, 1, 3), qkvName);
+  Value v = f.name(linearChunk(f, h, w, b, 2, 3), qkvName);
+  st.q = normRotate(f, c, q, p.lookup(s + "_attn.norm.query_norm.scale"),
+                    rotation, "xq_out");
+  st.k = normRotate(f, c, k, p.lookup(s + "_attn.norm.key_norm.scale"),
+                    rotation, "xk_out");
+  st.v = headsFirst(f, splitHeads(f, v, c.heads));
+  return st;
+}
+
+/// The stream's residual updates after attention over the joint keys.
+Value finishStream(FnBuilder &f, const ParamMap &p, const std::string &s,
+                   const Stream &st, Value keys, Value values) {
+  Value o = mergeHeads(f, f.attention(st.q, keys, values));
+  Value attn = f.linear(o, p.lookup(s + "_attn.proj.weight"),
+                        p.lookup(s + "_attn.proj.bias"));
+  Value x = gatedResidual(f, st.x, st.mod[2], attn);
+  Value h = modulate(f, f.layerNorm(x), st.mod[3], st.mod[4]);
+  Value act = f.name(f.gelu(f.linear(h, p.lookup(s + "_mlp.0.weight"),
+                                     p.lookup(s + "_mlp.0.bias"))),
+                     "ffn_activation");
+  Value mlp =
+      f.linear(act, p.lookup(s + "_mlp.2.weight"), p.lookup(s + "_mlp.2.bias"));
+  return f.name(gatedResidual(f, x, st.mod[5], mlp), "hidden_states");
+}
+
+/// (img, txt, vec, img rotation, txt rotation) → (img, txt).
+SmallVector<Value> doubleBlock(FnBuilder &f, const ModelConfig &c,
+                               ArrayRef<Value> in, const ParamMap &p) {
+  Value vecSilu = f.silu(in[2]);
+  Stream img = prepareStream(f, c, p, "img", in[0], vecSilu, in[3]);
+  Stream txt = prepareStream(f, c, p, "txt", in[1], vecSilu, in[4]);
+  // The joint sequence is [txt; img].
+  Value keys = f.concat({txt.k, img.k}, 2);
+  Value values = f.concat({txt.v, img.v}, 2);
+  Value imgOut = finishStream(f, p, "img", img, keys, values);
+  Value txtOut = finishStream(f, p, "txt", txt, keys, values);
+  return {imgOut, txtOut};
+}
+
+/// (x [B, L, D], vec, rotation) → x.
+SmallVector<Value> singleBlock(FnBuilder &f, const ModelConfig &c,
+                               ArrayRef<Value> in, const ParamMap &p) {
+  Value x = in[0], vecSilu = f.silu(in[1]), rotation = in[2];
+  int64_t d = c.hidden;
+  Value modW = p.lookup("modulation.lin.weight");
+  Value modB = p.lookup("modulation.lin.bias");
+  Value shift = linearChunk(f, vecSilu, modW, modB, 0, 3);
+  Value scale = linearChunk(f, vecSilu, modW, modB, 1, 3);
+  Value gate = linearChunk(f, vecSilu, modW, modB, 2, 3);
+  Value h = f.name(modulate(f, f.layerNorm(x), shift, scale),
+                   "lin1_norm_hidden_states");
+
+  Value w1 = p.lookup("linear1.weight"), b1 = p.lookup("linear1.bias");
+  Value q = f.name(linearColumns(f, h, w1, b1, 0, d), "query_proj");
+  Value k = f.name(linearColumns(f, h, w1, b1, d, 2 * d), "key_proj");
+  Value v = f.name(linearColumns(f, h, w1, b1, 2 * d, 3 * d), "value_proj");
+  Value mlp = linearColumns(f, h, w1, b1, 3 * d, 3 * d + c.mlpHidden);
+  Value q4 = normRotate(f, c, q, p.lookup("norm.query_norm.scale"), rotation,
+                        "xq_out");
+  Value k4 =
+      normRotate(f, c, k, p.lookup("norm.key_norm.scale"), rotation, "xk_out");
+  Value v4 = headsFirst(f, splitHeads(f, v, c.heads));
+  Value o = mergeHeads(f, f.attention(q4, k4, v4));
+  Value act = f.name(f.gelu(mlp), "ffn_activation");
+  Value out = f.linear(f.concat({o, act}, 2), p.lookup("linear2.weight"),
+                       p.lookup("linear2.bias"));
+  return {f.name(gatedResidual(f, x, gate, out), "hidden_states")};
+}
+
+} // namespace
+
+Value modelgen::buildFlux(ModelBuilder &mb) {
+  const ModelConfig &c = mb.getConfig();
+  FnBuilder &f = mb.loss();
+  Type dtype = mb.getDType();
+  int64_t b = mb.getBatchDim(), d = c.hidden, p = c.patch;
+  int64_t gridH = c.latentHeight / p, gridW = c.latentWidth / p;
+  int64_t imgTokens = gridH * gridW, txtTokens = c.textLength;
+  int64_t tokens = txtTokens + imgTokens;
+  int64_t patchDim = p * p * c.latentChannels;
+  SmallVector<int64_t> latentShape = {b, c.latentHeight, c.latentWidth,
+                                      c.latentChannels};
+
+  ParamSpecs embedSpecs;
+  addLinear(embedSpecs, "img_in", patchDim, d, "_", "embed");
+  addMlpEmbedder(embedSpecs, "time_in", c.freqDim, d);
+  addMlpEmbedder(embedSpecs, "vector_in", c.pooledDim, d);
+  addMlpEmbedder(embedSpecs, "guidance_in", c.freqDim, d);
+  addLinear(embedSpecs, "txt_in", c.textDim, d, "_", "embed");
+  ParamMap ep = mb.params(embedSpecs);
+
+  Value x0 = mb.input(InputKind::latents, latentShape, dtype,
+                      {"batch", "_", "_", "_"});
+  Value noise =
+      mb.input(InputKind::noise, latentShape, dtype, {"batch", "_", "_", "_"});
+  Value t = mb.input(InputKind::timestep, {b}, f.getF32(), {"batch"});
+  Value text = mb.input(InputKind::context, {b, txtTokens, c.textDim}, dtype,
+                        {"batch", "activation_length", "embed"});
+  Value pooled =
+      mb.input(InputKind::context, {b, c.pooledDim}, dtype, {"batch", "_"});
+  f.setBatchSource(t);
+  NoisedLatents noised = addNoise(f, c.loss, x0, noise, t);
+
+  Value img =
+      f.linear(patchify(f, noised.input, 1, p, PatchOrder::ChannelMajor),
+               ep.lookup("img_in.weight"), ep.lookup("img_in.bias"));
+  Value vec = mlpEmbedder(f, ep, "time_in", timestepEmbedding(f, t, c.freqDim));
+  // The guidance strength is one constant for the whole batch: its
+  // embedding is computed once, batch-free, then broadcast.
+  Value guidance =
+      timestepEmbedding(f, f.splat(c.guidance, {1}, f.getF32()), c.freqDim);
+  guidance = mlpEmbedder(f, ep, "guidance_in", guidance);
+  vec = f.add(vec, f.expand(guidance, {b, d}, {1}));
+  vec = f.add(vec, mlpEmbedder(f, ep, "vector_in", pooled));
+  Value txt =
+      f.linear(text, ep.lookup("txt_in.weight"), ep.lookup("txt_in.bias"));
+
+  // RoPE axes (id, row, column) = (16, 56, 56) of Dh = 128: pairs 8, 28, 28.
+  int64_t pairs = c.headDim() / 2, spatialPairs = (7 * c.headDim()) / 32;
+  Value imgRotation = ropeMatrix(
+      f, ropeAngles(f, {1, gridH, gridW},
+                    {pairs - 2 * spatialPairs, spatialPairs, spatialPairs}));
+  Value txtRotation =
+      ropeMatrix(f, f.splat(0.0, {txtTokens, pairs}, f.getF32()));
+
+  ParamSpecs doubleSpecs = doubleBlockParams(c);
+  SmallVector<Value> doubleInputs = {img, txt, vec, imgRotation, txtRotation};
+  func::FuncOp doubleFn = mb.blockFunction(
+      "flux_double_block", ValueRange(doubleInputs).getTypes(), doubleSpecs,
+      [&](FnBuilder &bf, ArrayRef<Value> in, const ParamMap &bp) {
+        return doubleBlock(bf, c, in, bp);
+      });
+  for (int64_t i = 0; i < c.depth; ++i) {
+    SmallVector<Value> out =
+        mb.callBlock(doubleFn, doubleInputs, doubleSpecs,
+                     "double_blocks." + std::to_string(i) + ".");
+    doubleInputs[0] = out[0];
+    doubleInputs[1] = out[1];
+  }
+
+  Value x = f.concat({doubleInputs[1], doubleInputs[0]}, 1);
+  Value rotation = f.concat({txtRotation, imgRotation}, 0);
+  ParamSpecs singleSpecs = singleBlockParams(c);
+  func::FuncOp singleFn = mb.blockFunction(
+      "flux_single_block",
+      TypeRange{x.getType(), vec.getType(), rotation.getType()}, singleSpecs,
+      [&](FnBuilder &bf, ArrayRef<Value> in, const ParamMap &bp) {
+        return singleBlock(bf, c, in, bp);
+      });
+  for (int64_t i = 0; i < c.singleDepth; ++i)
+    x = mb.callBlock(singleFn, {x, vec, rotation}, singleSpecs,
+                     "single_blocks." + std::to_string(i) + ".")[0];
+
+  ParamSpecs finalSpecs;
+  addLinear(finalSpecs, "final_layer.linear", d, patchDim, "embed", "_");
+  addLinear(finalSpecs, "final_layer.adaLN_modulation.1", d, 2 * d, "embed",
+            "mlp");
+  ParamMap fp = mb.params(finalSpecs);
+  Value vecSilu = f.silu(vec);
+  Value modW = fp.lookup("final_layer.adaLN_modulation.1.weight");
+  Value modB = fp.lookup("final_layer.adaLN_modulation.1.bias");
+  Value shift = linearChunk(f, vecSilu, modW, modB, 0, 2);
+  Value scale = linearChunk(f, vecSilu, modW, modB, 1, 2);
+  Value h = modulate(f, f.layerNorm(x), shift, scale);
+  Value pred = f.linear(h, fp.lookup("final_layer.linear.weight"),
+                        fp.lookup("final_layer.linear.bias"));
+
+  // MSE over the image tokens: text positions are zero in both operands,
+  // and the mean over all tokens is rescaled to the mean over the image.
+  SmallVector<int64_t> all = {b, tokens, patchDim};
+  Value textZeros = f.splat(0.0, {txtTokens, patchDim});
+  Value mask = f.concat({textZeros, f.splat(1.0, {imgTokens, patchDim})}, 0);
+  Value target =
+      f.concat({f.expand(textZeros, {b, txtTokens, patchDim}, {1, 2}),
+                patchify(f, noised.target, 1, p, PatchOrder::ChannelMajor)},
+               1);
+  Value masked = f.mul(pred, f.expand(mask, all, {1, 2}));
+  Value loss = f.mseLoss(masked, target);
+  return f.scale(loss, static_cast<double>(tokens) / imgTokens);
+}

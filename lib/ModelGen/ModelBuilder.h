@@ -1,0 +1,251 @@
+//===- ModelBuilder.h - building blocks of model programs ------*- C++ -*-===//
+//
+// Private to SDModelGen. `FnBuilder` writes the ops of one function with
+// inferred types; `ModelBuilder` owns the module, declares @loss's
+// parameters and inputs, and creates block functions and their calls. The
+// layer helpers (linear, attention, adaLN, embeddings, RoPE, loss) are the
+// pieces the model families share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_LIB_MODELGEN_MODELBUILDER_H
+#define SD_LIB_MODELGEN_MODELBUILDER_H
+
+#include "sd/IR/SDOps.h"
+#include "sd/ModelGen/ModelGen.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+
+namespace mlir::sd::modelgen {
+
+/// A trainable parameter to declare. `axes` holds one logical axis name per
+/// dimension (`_` for none).
+struct ParamSpec {
+  std::string name;
+  SmallVector<int64_t> shape;
+  InitKind init = InitKind::xavier_uniform;
+  double scale = 0.0;
+  SmallVector<std::string> axes;
+};
+using ParamSpecs = SmallVector<ParamSpec>;
+
+/// Appends `name.weight` [in, out] and `name.bias` [out] (zeros).
+void addLinear(ParamSpecs &specs, const std::string &name, int64_t in,
+               int64_t out, StringRef inAxis, StringRef outAxis,
+               InitKind init = InitKind::xavier_uniform, double scale = 0.0);
+/// Appends a 1-D parameter of `size` (a norm scale or bias, an embedding).
+void addParam(ParamSpecs &specs, const std::string &name,
+              ArrayRef<int64_t> shape, ArrayRef<StringRef> axes, InitKind init,
+              double scale = 0.0);
+
+/// Parameters by local name (`attn.qkv.weight`).
+using ParamMap = llvm::StringMap<Value>;
+
+/// Writes the ops of one function body at the end of its entry block.
+class FnBuilder {
+public:
+  /// `batch` is the batch size in types: ShapedType::kDynamic or static.
+  FnBuilder(Block *block, Type dtype, int64_t batch);
+
+  OpBuilder &getBuilder() { return builder; }
+  Location getLoc() const { return loc; }
+  /// The activation element type (f32 or bf16).
+  Type getDType() const { return dtype; }
+  Type getF32() { return builder.getF32Type(); }
+  /// The batch size in types: dynamic unless the program is static.
+  int64_t getBatch() const { return batch; }
+
+  /// A tensor with a dynamic batch dimension (dim 0) from which the
+  /// function derives a batch-shaped vector of ones (see `expand`).
+  void setBatchSource(Value source) { batchSource = source; }
+
+  /// Names a value for remat policies (`sd.name` on its defining op).
+  Value name(Value value, StringRef name);
+
+  // Elementwise.
+  Value add(Value a, Value b);
+  Value sub(Value a, Value b);
+  Value mul(Value a, Value b);
+  Value neg(Value a);
+  Value exp(Value a);
+  Value sin(Value a);
+  Value cos(Value a);
+  Value silu(Value a);
+  Value gelu(Value a);
+  Value convert(Value a, Type elementType);
+  /// `value · factor` for a batch-free or batch-carrying value.
+  Value scale(Value value, double factor);
+
+  // Constants (static shapes only).
+  Value splat(double value, ArrayRef<int64_t> shape, Type elementType = {});
+  /// Indices along `dim` of an f32 tensor of `shape`.
+  Value iota(ArrayRef<int64_t> shape, int64_t dim);
+
+  // Shapes.
+  Value reshape(Value value, ArrayRef<int64_t> shape);
+  Value transpose(Value value, ArrayRef<int64_t> permutation);
+  /// `value[start:limit]` along `dim` of a batch-free value.
+  Value slice(Value value, int64_t dim, int64_t start, int64_t limit);
+  Value concat(ValueRange values, int64_t dim);
+  /// broadcast_in_dim to `shape` (operand dim i → result dim dims[i]).
+  Value broadcast(Value value, ArrayRef<int64_t> shape, ArrayRef<int64_t> dims);
+  /// Broadcasts a batch-free `value` into `shape`, whose dim 0 is the batch:
+  /// the value, viewed (reshaped) as the sizes of `shape` at `dims` (each
+  /// ≥ 1), fills those dimensions. With a static batch this is one
+  /// broadcast_in_dim. With a dynamic batch, sd-specialize-batch could not size
+  /// a batch dimension that no operand carries, so the batch comes in through
+  /// an outer product with a [B, 1] vector of ones: dot_general(ones, value as
+  /// [1, n]) → [B, n], reshaped and broadcast.
+  Value expand(Value value, ArrayRef<int64_t> shape, ArrayRef<int64_t> dims);
+
+  // Linear algebra and normalization.
+  /// Contracts the last dimension of `x` with dim 0 of `w`.
+  Value dot(Value x, Value w);
+  /// `x·W + b` with the bias broadcast over the leading dimensions.
+  Value linear(Value x, Value w, Value b);
+  /// Adds a 1-D `bias` along the last dimension of `x`.
+  Value addBias(Value x, Value bias);
+  Value layerNorm(Value x, Value scale = {}, Value bias = {});
+  Value rmsNorm(Value x, Value scale);
+  Value attention(Value q, Value k, Value v);
+  Value mseLoss(Value pred, Value target);
+
+private:
+  /// A [B, 1] tensor of ones of `elementType`, derived from batchSource.
+  Value ones(Type elementType);
+
+  OpBuilder builder;
+  Location loc;
+  Type dtype;
+  int64_t batch;
+  Value batchSource;
+  /// Vectors of ones by element type, made on first use.
+  DenseMap<Type, Value> onesCache;
+};
+
+/// The module under construction and its @loss function.
+class ModelBuilder {
+public:
+  ModelBuilder(MLIRContext &context, const ModelConfig &config);
+
+  const ModelConfig &getConfig() const { return config; }
+  /// The builder of @loss's body.
+  FnBuilder &loss() { return *lossFn; }
+  Type getDType() const { return dtype; }
+  /// The batch dimension of types: dynamic, or the static batch.
+  int64_t getBatchDim() const {
+    return config.staticBatch ? config.batch : ShapedType::kDynamic;
+  }
+
+  /// Appends a model input to @loss.
+  Value input(InputKind kind, ArrayRef<int64_t> shape, Type elementType,
+              ArrayRef<StringRef> axes);
+  /// Declares a parameter of @loss (before the inputs), named
+  /// `prefix + spec.name`.
+  Value param(const ParamSpec &spec, StringRef prefix = "");
+  /// Declares all of `specs`; the map is keyed by `spec.name`.
+  ParamMap params(ArrayRef<ParamSpec> specs, StringRef prefix = "");
+
+  /// The body of a block function: its leading arguments and parameters in,
+  /// its results out.
+  using BlockBody = std::function<SmallVector<Value>(
+      FnBuilder &, ArrayRef<Value> leading, const ParamMap &)>;
+  /// Creates private function @name(leading..., params in spec order).
+  func::FuncOp blockFunction(StringRef name, TypeRange leadingTypes,
+                             ArrayRef<ParamSpec> specs, const BlockBody &body);
+  /// Declares the parameters `prefix + spec.name` and calls `func`.
+  SmallVector<Value> callBlock(func::FuncOp func, ValueRange leading,
+                               ArrayRef<ParamSpec> specs, StringRef prefix);
+
+  /// Returns `lossValue` from @loss, verifies and hands the module over.
+  OwningOpRef<ModuleOp> finish(Value lossValue);
+
+private:
+  MLIRContext &context;
+  const ModelConfig &config;
+  Type dtype;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp lossFunc;
+  std::unique_ptr<FnBuilder> lossFn;
+  unsigned numParams = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Layers shared by the model families (Layers.cpp)
+//===----------------------------------------------------------------------===//
+
+/// `x·(1 + scale) + shift`, written `x + x·scale + shift` (no constant of
+/// batch shape); x is [B, S, D], shift and scale [B, D].
+Value modulate(FnBuilder &f, Value x, Value shift, Value scale);
+/// `x + gate·y` with gate [B, D] broadcast over the sequence.
+Value gatedResidual(FnBuilder &f, Value x, Value gate, Value y);
+/// Chunk `index` of `count` of a linear layer whose output is chunked
+/// (adaLN modulation, fused qkv): the weight and bias columns are sliced,
+/// so the projection never slices a batch-carrying value.
+Value linearChunk(FnBuilder &f, Value x, Value w, Value b, int64_t index,
+                  int64_t count);
+/// Columns [begin, end) of a linear layer.
+Value linearColumns(FnBuilder &f, Value x, Value w, Value b, int64_t begin,
+                    int64_t end);
+
+/// Sinusoidal embedding [cos, sin] of t·1000 with `dim` frequencies as in
+/// DiT, Wan and Flux; `t` is f32 [B] (or static [1]); result in the dtype.
+Value timestepEmbedding(FnBuilder &f, Value t, int64_t dim);
+/// DiT's fixed 2-D sin-cos position embedding [gh·gw, dim], f32.
+Value sinCos2D(FnBuilder &f, int64_t gridH, int64_t gridW, int64_t dim);
+
+/// RoPE rotation angles [F·H·W, pairs] of a token grid: axis a of the grid
+/// gets `axisPairs[a]` frequencies theta^(−2k/(2·axisPairs[a])).
+Value ropeAngles(FnBuilder &f, ArrayRef<int64_t> grid,
+                 ArrayRef<int64_t> axisPairs, double theta = 10000.0);
+/// The 2×2 rotation per position and pair, [S, P, 2, 2] in the dtype, from
+/// angles [S, P]: [[cos, sin], [−sin, cos]].
+Value ropeMatrix(FnBuilder &f, Value angles);
+/// Rotates adjacent pairs of x [B, S, H, Dh] by `rotation` [S, Dh/2, 2, 2]:
+/// one dot_general with batch dimensions (S, pair).
+Value applyRope(FnBuilder &f, Value x, Value rotation);
+
+/// [B, S, H·Dh] → [B, S, H, Dh].
+Value splitHeads(FnBuilder &f, Value x, int64_t heads);
+/// [B, S, H, Dh] → [B, H, S, Dh].
+Value headsFirst(FnBuilder &f, Value x);
+/// Attention output [B, H, S, Dh] → [B, S, H·Dh], named attn_output.
+Value mergeHeads(FnBuilder &f, Value o);
+
+/// How the values of one patch are ordered in a token: channel-major
+/// (c, [t,] i, j), as a flattened convolution weight [D, C, ...] and Flux's
+/// "(c ph pw)"; or channel-minor ([t,] i, j, c), as DiT and Wan unpatchify.
+enum class PatchOrder { ChannelMajor, ChannelMinor };
+
+/// Patchifies latents [B, F, H, W, C] (or [B, H, W, C]) with patch
+/// (pf, p, p) into tokens [B, S, pf·p·p·C], tokens row-major over the grid.
+Value patchify(FnBuilder &f, Value latents, int64_t patchFrames, int64_t patch,
+               PatchOrder order);
+/// The inverse of patchify into `latentShape` (with the batch).
+Value unpatchify(FnBuilder &f, Value tokens, ArrayRef<int64_t> latentShape,
+                 int64_t patchFrames, int64_t patch, PatchOrder order);
+
+/// The noised input and the regression target of the configured loss.
+struct NoisedLatents {
+  Value input;
+  Value target;
+};
+NoisedLatents addNoise(FnBuilder &f, LossKind kind, Value latents, Value noise,
+                       Value t);
+
+//===----------------------------------------------------------------------===//
+// Model families
+//===----------------------------------------------------------------------===//
+
+/// Each writes the whole model into `mb` and returns the loss value.
+Value buildDiT(ModelBuilder &mb);
+Value buildWan(ModelBuilder &mb);
+Value buildFlux(ModelBuilder &mb);
+
+} // namespace mlir::sd::modelgen
+
+#endif // SD_LIB_MODELGEN_MODELBUILDER_H

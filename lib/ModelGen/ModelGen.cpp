@@ -1,0 +1,326 @@
+//===- ModelGen.cpp - presets, overrides, generation and statistics -------===//
+//
+// The presets are the published model sizes; overrides change them, and
+// every combination is checked here so that the builders never see a
+// configuration they cannot write.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/ModelGen/ModelGen.h"
+
+#include "ModelBuilder.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::sd;
+
+namespace {
+/// A preset with its default FFN ratio (the FFN width follows --hidden).
+struct Preset {
+  ModelConfig config;
+  double mlpRatio;
+};
+
+/// VAE downsampling: 8× in space, 4× in time (latent frames (f − 1)/4 + 1).
+constexpr int64_t kVaeSpatial = 8;
+constexpr int64_t kVaeTemporal = 4;
+
+Preset makeDiT(StringRef name, int64_t depth, int64_t hidden, int64_t heads) {
+  ModelConfig c;
+  c.preset = name.str();
+  c.family = ModelFamily::DiT;
+  c.depth = depth;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.mlpHidden = 4 * hidden;
+  c.batch = 8;
+  c.latentHeight = c.latentWidth = 32;
+  c.latentChannels = 4;
+  c.outChannels = 8; // learn_sigma
+  c.patch = 2;
+  return {c, 4.0};
+}
+
+Preset makeWan() {
+  ModelConfig c;
+  c.preset = "wan2.1-14b";
+  c.family = ModelFamily::Wan;
+  c.depth = 40;
+  c.hidden = 5120;
+  c.heads = 40;
+  c.mlpHidden = 13824;
+  c.batch = 1;
+  // 81 frames of 1280×720 → 21×90×160 latents → 21×45×80 = 75,600 tokens.
+  c.latentFrames = (81 - 1) / kVaeTemporal + 1;
+  c.latentHeight = 720 / kVaeSpatial;
+  c.latentWidth = 1280 / kVaeSpatial;
+  c.latentChannels = c.outChannels = 16;
+  c.patchFrames = 1;
+  c.patch = 2;
+  c.textLength = 512;
+  return {c, 13824.0 / 5120.0};
+}
+
+Preset makeFlux() {
+  ModelConfig c;
+  c.preset = "flux-dev";
+  c.family = ModelFamily::Flux;
+  c.depth = 19;
+  c.singleDepth = 38;
+  c.hidden = 3072;
+  c.heads = 24;
+  c.mlpHidden = 4 * 3072;
+  c.batch = 1;
+  // 1024×1024 pixels → 128×128×16 latents → 64×64 = 4096 tokens of 64.
+  c.latentHeight = c.latentWidth = 1024 / kVaeSpatial;
+  c.latentChannels = c.outChannels = 16;
+  c.patch = 2;
+  c.textLength = 512;
+  return {c, 4.0};
+}
+
+std::optional<Preset> lookupPreset(StringRef name) {
+  if (name == "dit-tiny")
+    return makeDiT(name, 2, 64, 4);
+  if (name == "dit-s2")
+    return makeDiT(name, 12, 384, 6);
+  if (name == "dit-b2")
+    return makeDiT(name, 12, 768, 12);
+  if (name == "dit-xl2")
+    return makeDiT(name, 28, 1152, 16);
+  if (name == "wan2.1-14b")
+    return makeWan();
+  if (name == "flux-dev")
+    return makeFlux();
+  return std::nullopt;
+}
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Pixels → latent positions; the size must cover whole patches.
+llvm::Error pixelsToLatent(StringRef what, int64_t pixels, int64_t patch,
+                           int64_t &latent) {
+  int64_t unit = kVaeSpatial * patch;
+  if (pixels <= 0 || pixels % unit != 0)
+    return fail(llvm::formatv("{0} {1} must be a positive multiple of {2} "
+                              "(VAE factor {3} × patch {4})",
+                              what, pixels, unit, kVaeSpatial, patch));
+  latent = pixels / kVaeSpatial;
+  return llvm::Error::success();
+}
+} // namespace
+
+ArrayRef<StringRef> mlir::sd::getPresetNames() {
+  static const StringRef names[] = {"dit-tiny", "dit-s2",     "dit-b2",
+                                    "dit-xl2",  "wan2.1-14b", "flux-dev"};
+  return names;
+}
+
+llvm::Expected<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
+                                                      const ModelOverrides &o) {
+  std::optional<Preset> preset = lookupPreset(presetName);
+  if (!preset) {
+    std::string known;
+    for (StringRef name : getPresetNames())
+      known += (known.empty() ? "" : ", ") + name.str();
+    return fail("unknown preset '" + presetName + "'; expected one of " +
+                known);
+  }
+  ModelConfig c = preset->config;
+  bool isDiT = c.family == ModelFamily::DiT;
+  bool isWan = c.family == ModelFamily::Wan;
+
+  if (o.dtype) {
+    if (*o.dtype != "f32" && *o.dtype != "bf16")
+      return fail("unknown --dtype '" + *o.dtype + "'; expected f32 or bf16");
+    c.bf16 = *o.dtype == "bf16";
+  }
+  if (o.loss) {
+    if (*o.loss != "flow" && *o.loss != "epsilon")
+      return fail("unknown --loss '" + *o.loss + "'; expected flow or epsilon");
+    c.loss = *o.loss == "flow" ? LossKind::Flow : LossKind::Epsilon;
+  }
+
+  if (o.depth) {
+    if (*o.depth <= 0)
+      return fail(llvm::formatv("depth {0} must be positive", *o.depth));
+    c.depth = *o.depth;
+    // Flux keeps its 1:2 ratio of double- to single-stream blocks.
+    if (c.family == ModelFamily::Flux)
+      c.singleDepth = 2 * c.depth;
+  }
+  if (o.hidden) {
+    if (*o.hidden <= 0)
+      return fail(llvm::formatv("hidden size {0} must be positive", *o.hidden));
+    c.hidden = *o.hidden;
+  }
+  if (o.heads) {
+    if (*o.heads <= 0)
+      return fail(llvm::formatv("heads {0} must be positive", *o.heads));
+    c.heads = *o.heads;
+  }
+  if (c.hidden % c.heads != 0)
+    return fail(llvm::formatv("hidden size {0} is not divisible by {1} heads",
+                              c.hidden, c.heads));
+  if (isDiT && c.hidden % 4 != 0)
+    return fail(llvm::formatv("hidden size {0} must be a multiple of 4 (the "
+                              "2-D sin-cos position embedding)",
+                              c.hidden));
+  if (!isDiT && c.headDim() % 2 != 0)
+    return fail(llvm::formatv("head dimension {0} (hidden {1} / {2} heads) "
+                              "must be even for the rotary embedding",
+                              c.headDim(), c.hidden, c.heads));
+  double ratio = o.mlpRatio.value_or(preset->mlpRatio);
+  std::string ratioText;
+  llvm::raw_string_ostream(ratioText) << llvm::format("%g", ratio);
+  if (!(ratio > 0.0))
+    return fail("mlp ratio " + ratioText + " must be positive");
+  c.mlpHidden = std::llround(static_cast<double>(c.hidden) * ratio);
+  if (c.mlpHidden <= 0)
+    return fail(llvm::formatv("mlp ratio {0} leaves no FFN width for hidden "
+                              "size {1}",
+                              ratioText, c.hidden));
+
+  if (o.batch) {
+    if (*o.batch <= 0)
+      return fail(llvm::formatv("batch {0} must be positive", *o.batch));
+    c.batch = *o.batch;
+  }
+  c.staticBatch = o.staticBatch;
+
+  if (o.frames && !isWan)
+    return fail("--frames applies to video models (wan2.1-14b) only");
+  if (o.latentSize && isWan)
+    return fail("--latent-size applies to image models; give wan2.1-14b "
+                "--frames, --height and --width");
+  if ((o.height || o.width) && isDiT)
+    return fail("--height and --width (pixels) apply to wan2.1-14b and "
+                "flux-dev; give DiT --latent-size");
+  if (o.latentSize && (o.height || o.width))
+    return fail("give --latent-size or --height/--width, not both");
+  if (o.textLength && isDiT)
+    return fail("--text-length applies to text-conditioned models "
+                "(wan2.1-14b, flux-dev)");
+
+  if (o.latentSize) {
+    if (*o.latentSize <= 0 || *o.latentSize % c.patch != 0)
+      return fail(llvm::formatv("latent size {0} is not divisible by the "
+                                "patch size {1}",
+                                *o.latentSize, c.patch));
+    c.latentHeight = c.latentWidth = *o.latentSize;
+  }
+  if (o.height)
+    if (llvm::Error e =
+            pixelsToLatent("height", *o.height, c.patch, c.latentHeight))
+      return std::move(e);
+  if (o.width)
+    if (llvm::Error e =
+            pixelsToLatent("width", *o.width, c.patch, c.latentWidth))
+      return std::move(e);
+  if (o.frames) {
+    if (*o.frames <= 0 || (*o.frames - 1) % kVaeTemporal != 0)
+      return fail(llvm::formatv("frames {0} must be 4k+1 (the VAE keeps the "
+                                "first frame and compresses time by {1})",
+                                *o.frames, kVaeTemporal));
+    c.latentFrames = (*o.frames - 1) / kVaeTemporal + 1;
+  }
+  if (o.textLength) {
+    if (*o.textLength <= 0)
+      return fail(
+          llvm::formatv("text length {0} must be positive", *o.textLength));
+    c.textLength = *o.textLength;
+  }
+  return c;
+}
+
+OwningOpRef<ModuleOp> mlir::sd::generateModel(MLIRContext &context,
+                                              const ModelConfig &config) {
+  modelgen::ModelBuilder mb(context, config);
+  Value loss;
+  switch (config.family) {
+  case ModelFamily::DiT:
+    loss = modelgen::buildDiT(mb);
+    break;
+  case ModelFamily::Wan:
+    loss = modelgen::buildWan(mb);
+    break;
+  case ModelFamily::Flux:
+    loss = modelgen::buildFlux(mb);
+    break;
+  }
+  return mb.finish(loss);
+}
+
+//===----------------------------------------------------------------------===//
+// Statistics
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Ops of `func`'s body with calls replaced by their callees' bodies (the
+/// callee's return disappears with the call).
+int64_t countInlined(func::FuncOp func, SymbolTable &symbols,
+                     llvm::DenseMap<Operation *, int64_t> &memo) {
+  auto it = memo.find(func);
+  if (it != memo.end())
+    return it->second;
+  int64_t count = 0;
+  func.walk([&](Operation *op) {
+    if (op == func.getOperation())
+      return;
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      count += callee ? countInlined(callee, symbols, memo) - 1 : 1;
+      return;
+    }
+    ++count;
+  });
+  memo[func] = count;
+  return count;
+}
+} // namespace
+
+ModelStats mlir::sd::computeModelStats(ModuleOp module) {
+  ModelStats stats;
+  module.walk([&](Operation *op) {
+    if (!isa<ModuleOp, func::FuncOp>(op))
+      ++stats.numOps;
+  });
+  SymbolTable symbols(module);
+  auto loss = symbols.lookup<func::FuncOp>("loss");
+  if (!loss)
+    return stats;
+  for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
+    if (!loss.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName))
+      continue;
+    auto type = cast<RankedTensorType>(loss.getArgument(i).getType());
+    stats.numParams += type.getNumElements();
+    ++stats.numParamTensors;
+  }
+  llvm::DenseMap<Operation *, int64_t> memo;
+  stats.numOpsInlined = countInlined(loss, symbols, memo);
+  return stats;
+}
+
+std::string mlir::sd::formatModelSummary(const ModelConfig &config,
+                                         const ModelStats &stats) {
+  double n = static_cast<double>(stats.numParams);
+  std::string count;
+  if (n >= 1e9)
+    count = llvm::formatv("{0:F2}B", n / 1e9);
+  else if (n >= 1e6)
+    count = llvm::formatv("{0:F2}M", n / 1e6);
+  else
+    count = llvm::formatv("{0:F1}K", n / 1e3);
+  return llvm::formatv("{0}: {1} parameters ({2} tensors), {3} ops ({4} "
+                       "inlined)",
+                       config.preset, count, stats.numParamTensors,
+                       stats.numOps, stats.numOpsInlined);
+}

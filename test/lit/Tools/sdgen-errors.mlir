@@ -1,0 +1,46 @@
+// Bad presets and overrides: one clear error naming the value, exit code 1,
+// and nothing on stdout.
+// RUN: not sdgen 2>&1 | FileCheck %s --check-prefix=NOPRESET
+// RUN: not sdgen --preset=dit-xs 2>&1 | FileCheck %s --check-prefix=PRESET
+// RUN: not sdgen --preset=dit-s2 --heads=5 2>&1 | FileCheck %s --check-prefix=HEADS
+// RUN: not sdgen --preset=dit-s2 --depth=0 2>&1 | FileCheck %s --check-prefix=DEPTH
+// RUN: not sdgen --preset=dit-s2 --hidden=-4 2>&1 | FileCheck %s --check-prefix=HIDDEN
+// RUN: not sdgen --preset=dit-s2 --hidden=66 --heads=6 2>&1 | FileCheck %s --check-prefix=POSEMBED
+// RUN: not sdgen --preset=flux-dev --hidden=3069 --heads=3 2>&1 | FileCheck %s --check-prefix=ROPE
+// RUN: not sdgen --preset=dit-s2 --latent-size=33 2>&1 | FileCheck %s --check-prefix=LATENT
+// RUN: not sdgen --preset=dit-s2 --mlp-ratio=0 2>&1 | FileCheck %s --check-prefix=RATIO
+// RUN: not sdgen --preset=dit-s2 --batch=0 2>&1 | FileCheck %s --check-prefix=BATCH
+// RUN: not sdgen --preset=dit-s2 --dtype=f16 2>&1 | FileCheck %s --check-prefix=DTYPE
+// RUN: not sdgen --preset=dit-s2 --loss=v 2>&1 | FileCheck %s --check-prefix=LOSS
+// RUN: not sdgen --preset=dit-s2 --frames=9 2>&1 | FileCheck %s --check-prefix=FRAMES-DIT
+// RUN: not sdgen --preset=dit-s2 --height=256 2>&1 | FileCheck %s --check-prefix=HEIGHT-DIT
+// RUN: not sdgen --preset=dit-s2 --text-length=4 2>&1 | FileCheck %s --check-prefix=TEXT-DIT
+// RUN: not sdgen --preset=wan2.1-14b --frames=80 2>&1 | FileCheck %s --check-prefix=FRAMES
+// RUN: not sdgen --preset=wan2.1-14b --height=100 2>&1 | FileCheck %s --check-prefix=HEIGHT
+// RUN: not sdgen --preset=wan2.1-14b --latent-size=32 2>&1 | FileCheck %s --check-prefix=LATENT-WAN
+// RUN: not sdgen --preset=flux-dev --latent-size=64 --width=512 2>&1 | FileCheck %s --check-prefix=BOTH
+// RUN: not sdgen --preset=flux-dev --text-length=0 2>&1 | FileCheck %s --check-prefix=TEXT
+// Nothing reaches stdout, and the exit code is exactly 1.
+// RUN: not sdgen --preset=dit-s2 --heads=5 2>/dev/null | count 0
+// RUN: %python -c "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:], capture_output=True).returncode != 1)" sdgen --preset=dit-s2 --latent-size=33
+
+// NOPRESET: error: give --preset=NAME (dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, flux-dev)
+// PRESET: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, flux-dev
+// HEADS: error: hidden size 384 is not divisible by 5 heads
+// DEPTH: error: depth 0 must be positive
+// HIDDEN: error: hidden size -4 must be positive
+// POSEMBED: error: hidden size 66 must be a multiple of 4 (the 2-D sin-cos position embedding)
+// ROPE: error: head dimension 1023 (hidden 3069 / 3 heads) must be even for the rotary embedding
+// LATENT: error: latent size 33 is not divisible by the patch size 2
+// RATIO: error: mlp ratio 0 must be positive
+// BATCH: error: batch 0 must be positive
+// DTYPE: error: unknown --dtype 'f16'; expected f32 or bf16
+// LOSS: error: unknown --loss 'v'; expected flow or epsilon
+// FRAMES-DIT: error: --frames applies to video models (wan2.1-14b) only
+// HEIGHT-DIT: error: --height and --width (pixels) apply to wan2.1-14b and flux-dev; give DiT --latent-size
+// TEXT-DIT: error: --text-length applies to text-conditioned models (wan2.1-14b, flux-dev)
+// FRAMES: error: frames 80 must be 4k+1 (the VAE keeps the first frame and compresses time by 4)
+// HEIGHT: error: height 100 must be a positive multiple of 16 (VAE factor 8 × patch 2)
+// LATENT-WAN: error: --latent-size applies to image models; give wan2.1-14b --frames, --height and --width
+// BOTH: error: give --latent-size or --height/--width, not both
+// TEXT: error: text length 0 must be positive

@@ -1,0 +1,78 @@
+// Flux at a small size: double-stream blocks (two streams, joint attention
+// as one attention per stream over the shared keys), single-stream blocks
+// (parallel attention and MLP), RoPE, and the image-token loss.
+// RUN: sdgen --preset=flux-dev --depth=1 --hidden=256 --heads=2 --height=64 --width=64 --text-length=8 2>%t.log | FileCheck %s
+// RUN: FileCheck %s --check-prefix=SUM < %t.log
+// RUN: sdgen --preset=flux-dev --depth=1 --hidden=256 --heads=2 --height=64 --width=64 --text-length=8 2>/dev/null | sdopt --batch=2 | FileCheck %s --check-prefix=BATCH2
+// RUN: sdgen --preset=flux-dev --depth=1 --hidden=256 --heads=2 --height=64 --width=64 --text-length=8 2>/dev/null | sdopt --batch=2 | not grep 'tensor<?'
+
+// 64×64 pixels → 8×8×16 latents → 16 image tokens of 64; 8 text tokens.
+// SUM: sdgen: flux-dev: 6.08M parameters (60 tensors)
+
+// CHECK-LABEL: func.func private @flux_double_block
+// CHECK-SAME: (%{{.*}}: tensor<?x16x256xf32>, %{{.*}}: tensor<?x8x256xf32>, %{{.*}}: tensor<?x256xf32>, %[[IMG_ROPE:.*]]: tensor<16x64x2x2xf32>, %[[TXT_ROPE:[a-z0-9]+]]: tensor<8x64x2x2xf32>
+// CHECK-SAME: -> (tensor<?x16x256xf32>, tensor<?x8x256xf32>)
+// CHECK-COUNT-3: {sd.name = "img_qkv_proj"} : tensor<?x16x256xf32>
+// CHECK: sd.rms_norm %{{.*}} scale %{{.*}} : (tensor<?x16x2x128xf32>, tensor<128xf32>)
+// CHECK: sd.dot_general %{{.*}}, %[[IMG_ROPE]] batch = [1, 3] x [0, 1] contract = [4] x [2]
+// CHECK: %[[IMG_Q:.*]] = sd.transpose {{.*}} {sd.name = "xq_out"} : (tensor<?x16x2x128xf32>) -> tensor<?x2x16x128xf32>
+// CHECK: %[[IMG_K:.*]] = sd.transpose {{.*}} {sd.name = "xk_out"}
+// CHECK-COUNT-3: {sd.name = "txt_qkv_proj"} : tensor<?x8x256xf32>
+// CHECK: sd.dot_general %{{.*}}, %[[TXT_ROPE]] batch = [1, 3] x [0, 1] contract = [4] x [2]
+// CHECK: %[[TXT_Q:.*]] = sd.transpose {{.*}} {sd.name = "xq_out"} : (tensor<?x8x2x128xf32>) -> tensor<?x2x8x128xf32>
+// CHECK: %[[TXT_K:.*]] = sd.transpose {{.*}} {sd.name = "xk_out"}
+// The joint sequence is [txt; img].
+// CHECK: %[[KEYS:.*]] = sd.concat %[[TXT_K]], %[[IMG_K]] dim = 2 : {{.*}} -> tensor<?x2x24x128xf32>
+// CHECK: %[[VALUES:.*]] = sd.concat
+// CHECK: sd.attention %[[IMG_Q]], %[[KEYS]], %[[VALUES]] : {{.*}} -> tensor<?x2x16x128xf32>
+// CHECK: sd.reshape {{.*}} {sd.name = "attn_output"} : (tensor<?x16x2x128xf32>) -> tensor<?x16x256xf32>
+// CHECK: sd.gelu {{.*}} {sd.name = "ffn_activation"} : tensor<?x16x1024xf32>
+// CHECK: %[[IMG:.*]] = sd.add {{.*}} {sd.name = "hidden_states"} : tensor<?x16x256xf32>
+// CHECK: sd.attention %[[TXT_Q]], %[[KEYS]], %[[VALUES]] : {{.*}} -> tensor<?x2x8x128xf32>
+// CHECK: %[[TXT:.*]] = sd.add {{.*}} {sd.name = "hidden_states"} : tensor<?x8x256xf32>
+// CHECK: return %[[IMG]], %[[TXT]]
+
+// CHECK-LABEL: func.func private @flux_single_block
+// CHECK-SAME: (%[[X:.*]]: tensor<?x24x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<24x64x2x2xf32>, %[[W1:[a-z0-9]+]]: tensor<256x1792xf32>
+// CHECK: sd.add {{.*}} {sd.name = "lin1_norm_hidden_states"} : tensor<?x24x256xf32>
+// CHECK: sd.slice %[[W1]] start = [0, 0] limit = [256, 256]
+// CHECK: sd.add {{.*}} {sd.name = "query_proj"}
+// CHECK: sd.add {{.*}} {sd.name = "key_proj"}
+// CHECK: sd.add {{.*}} {sd.name = "value_proj"}
+// CHECK: sd.slice %[[W1]] start = [0, 768] limit = [256, 1792]
+// CHECK: sd.transpose {{.*}} {sd.name = "xq_out"}
+// CHECK: sd.transpose {{.*}} {sd.name = "xk_out"}
+// CHECK: %[[ATTN:.*]] = sd.reshape {{.*}} {sd.name = "attn_output"} : (tensor<?x24x2x128xf32>) -> tensor<?x24x256xf32>
+// CHECK: %[[ACT:.*]] = sd.gelu {{.*}} {sd.name = "ffn_activation"} : tensor<?x24x1024xf32>
+// CHECK: sd.concat %[[ATTN]], %[[ACT]] dim = 2 : {{.*}} -> tensor<?x24x1280xf32>
+// CHECK: sd.add %[[X]], %{{.*}} {sd.name = "hidden_states"} : tensor<?x24x256xf32>
+
+// CHECK-LABEL: func.func @loss
+// CHECK-SAME: sd.role = #sd.param<"img_in.weight", xavier_uniform>
+// CHECK-SAME: sd.role = #sd.param<"guidance_in.in_layer.weight", xavier_uniform>
+// CHECK-SAME: tensor<256x768xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"double_blocks.0.img_attn.qkv.weight", xavier_uniform>}
+// CHECK-SAME: tensor<128xf32> {sd.logical_axes = #sd.logical_axes<[norm]>, sd.role = #sd.param<"double_blocks.0.txt_attn.norm.key_norm.scale", ones>}
+// CHECK-SAME: tensor<1280x256xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"single_blocks.1.linear2.weight", xavier_uniform>}
+// CHECK-SAME: sd.role = #sd.param<"final_layer.adaLN_modulation.1.weight", xavier_uniform>
+// CHECK-SAME: tensor<?x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
+// CHECK-SAME: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
+// CHECK-SAME: tensor<?x768xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<context>}
+// The guidance embedding is batch-free: t = 3.5 as a constant.
+// CHECK: sd.constant dense<3.500000e+00> : tensor<1xf32>
+// Image RoPE ids (0, row, column): 8, 28 and 28 pairs.
+// CHECK: sd.iota dim = 0 : tensor<1x4x4x8xf32>
+// CHECK: sd.iota dim = 1 : tensor<1x4x4x28xf32>
+// CHECK: sd.iota dim = 2 : tensor<1x4x4x28xf32>
+// CHECK: %[[BOTH:.*]]:2 = call @flux_double_block
+// CHECK: sd.concat %[[BOTH]]#1, %[[BOTH]]#0 dim = 1 : (tensor<?x8x256xf32>, tensor<?x16x256xf32>) -> tensor<?x24x256xf32>
+// CHECK-COUNT-2: call @flux_single_block
+// The loss covers the image tokens: text positions are masked, the mean
+// rescaled by 24 / 16.
+// CHECK: %[[LOSS:.*]] = sd.mse_loss %{{.*}}, %{{.*}} : tensor<?x24x64xf32>
+// CHECK: %[[SCALE:.*]] = sd.constant dense<1.500000e+00> : tensor<f32>
+// CHECK: sd.mul %[[LOSS]], %[[SCALE]] : tensor<f32>
+
+// BATCH2-LABEL: func.func private @flux_double_block
+// BATCH2-SAME: tensor<2x16x256xf32>, %{{.*}}: tensor<2x8x256xf32>
+// BATCH2-LABEL: func.func @loss
+// BATCH2: sd.mse_loss %{{.*}}, %{{.*}} : tensor<2x24x64xf32>

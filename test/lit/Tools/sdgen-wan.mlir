@@ -1,0 +1,64 @@
+// Wan2.1 at a small size: the block's self-attention (RMS-normed q/k, 3-D
+// RoPE), cross-attention to the text and FFN, with the names remat
+// policies use; the program specializes to a static batch.
+// RUN: sdgen --preset=wan2.1-14b --depth=2 --hidden=256 --heads=2 --frames=5 --height=64 --width=64 --text-length=8 2>%t.log | FileCheck %s
+// RUN: FileCheck %s --check-prefix=SUM < %t.log
+// RUN: sdgen --preset=wan2.1-14b --depth=2 --hidden=256 --heads=2 --frames=5 --height=64 --width=64 --text-length=8 2>/dev/null | sdopt --batch=2 | FileCheck %s --check-prefix=BATCH2
+// RUN: sdgen --preset=wan2.1-14b --depth=2 --hidden=256 --heads=2 --frames=5 --height=64 --width=64 --text-length=8 2>/dev/null | sdopt --batch=2 | not grep 'tensor<?'
+
+// 5 frames of 64×64 → latents 2×8×8 → 2×4×4 = 32 tokens of 1·2·2·16 = 64.
+// SUM: sdgen: wan2.1-14b: 3.44M parameters (69 tensors)
+
+// CHECK-LABEL: func.func private @wan_block
+// CHECK-SAME: (%[[X:.*]]: tensor<?x32x256xf32>, %[[CTX:.*]]: tensor<?x8x256xf32>, %[[E0:.*]]: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %[[ROPE:.*]]: tensor<32x64x2x2xf32>,
+// CHECK-SAME: %[[MOD:[a-z0-9]+]]: tensor<1x6x256xf32>) -> tensor<?x32x256xf32>
+// The block's modulation offsets the time projection.
+// CHECK: sd.slice %[[MOD]] start = [0, 0, 0] limit = [1, 1, 256]
+// CHECK: sd.add %[[E0]], %{{.*}} : tensor<?x256xf32>
+// Self-attention.
+// CHECK: %[[Q:.*]] = sd.add {{.*}} {sd.name = "query_proj"} : tensor<?x32x256xf32>
+// CHECK: sd.add {{.*}} {sd.name = "key_proj"} : tensor<?x32x256xf32>
+// CHECK: sd.add {{.*}} {sd.name = "value_proj"} : tensor<?x32x256xf32>
+// CHECK: sd.rms_norm %[[Q]] scale %{{.*}} : (tensor<?x32x256xf32>, tensor<256xf32>)
+// CHECK: sd.dot_general %{{.*}}, %[[ROPE]] batch = [1, 3] x [0, 1] contract = [4] x [2] : (tensor<?x32x2x64x2xf32>, tensor<32x64x2x2xf32>) -> tensor<32x64x?x2x2xf32>
+// CHECK: sd.transpose {{.*}} {sd.name = "xq_out"} : (tensor<?x32x2x128xf32>) -> tensor<?x2x32x128xf32>
+// CHECK: sd.transpose {{.*}} {sd.name = "xk_out"}
+// CHECK: sd.attention {{.*}} : (tensor<?x2x32x128xf32>, tensor<?x2x32x128xf32>, tensor<?x2x32x128xf32>) -> tensor<?x2x32x128xf32>
+// CHECK: sd.reshape {{.*}} {sd.name = "attn_output"}
+// CHECK: sd.add {{.*}} {sd.name = "self_attn"} : tensor<?x32x256xf32>
+// Cross-attention: keys and values from the text, no RoPE.
+// CHECK: sd.layer_norm %{{.*}} scale %{{.*}} bias %{{.*}} : (tensor<?x32x256xf32>, tensor<256xf32>, tensor<256xf32>)
+// CHECK: sd.add {{.*}} {sd.name = "query_proj"} : tensor<?x32x256xf32>
+// CHECK: sd.dot_general %[[CTX]], %{{.*}} batch = [] x [] contract = [2] x [0]
+// CHECK: sd.add {{.*}} {sd.name = "key_proj"} : tensor<?x8x256xf32>
+// CHECK: sd.add {{.*}} {sd.name = "value_proj"} : tensor<?x8x256xf32>
+// CHECK-NOT: batch = [1, 3]
+// CHECK: sd.attention {{.*}} : (tensor<?x2x32x128xf32>, tensor<?x2x8x128xf32>, tensor<?x2x8x128xf32>) -> tensor<?x2x32x128xf32>
+// CHECK: sd.add {{.*}} {sd.name = "cross_attn"} : tensor<?x32x256xf32>
+// FFN: 256 × 2.7 = 691 wide.
+// CHECK: sd.gelu {{.*}} {sd.name = "ffn_activation"} : tensor<?x32x691xf32>
+// CHECK: %[[OUT:.*]] = sd.add {{.*}} {sd.name = "hidden_states"} : tensor<?x32x256xf32>
+// CHECK: return %[[OUT]]
+
+// CHECK-LABEL: func.func @loss
+// CHECK-SAME: sd.role = #sd.param<"patch_embedding.weight", xavier_uniform>
+// CHECK-SAME: sd.role = #sd.param<"time_projection.1.weight", xavier_uniform>
+// CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"blocks.0.self_attn.q.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[norm]>, sd.role = #sd.param<"blocks.0.self_attn.norm_q.weight", ones>}
+// CHECK-SAME: tensor<1x6x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"blocks.1.modulation", normal(6.250000e-02)>}
+// CHECK-SAME: sd.role = #sd.param<"head.head.weight", zeros>
+// CHECK-SAME: tensor<?x2x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _, _]>, sd.role = #sd.input<latents>}
+// CHECK-SAME: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
+// CHECK-SAME: attributes {sd.default_batch = 1 : i64}
+// The RoPE table is computed once from iota: 22 frame, 21 row, 21 column pairs.
+// CHECK: sd.iota dim = 0 : tensor<2x4x4x22xf32>
+// CHECK: sd.iota dim = 1 : tensor<2x4x4x21xf32>
+// CHECK: sd.iota dim = 2 : tensor<2x4x4x21xf32>
+// CHECK-COUNT-2: call @wan_block
+// CHECK: sd.mse_loss %{{.*}}, %{{.*}} : tensor<?x2x8x8x16xf32>
+
+// BATCH2-LABEL: func.func private @wan_block
+// BATCH2-SAME: tensor<2x32x256xf32>
+// BATCH2: sd.attention {{.*}} -> tensor<2x2x32x128xf32>
+// BATCH2-LABEL: func.func @loss
+// BATCH2: sd.mse_loss %{{.*}}, %{{.*}} : tensor<2x2x8x8x16xf32>

@@ -1,0 +1,139 @@
+//===- sdgen.cpp - write diffusion-model programs -------------------------===//
+//
+// `sdgen --preset=dit-s2 [overrides] [-o file]` writes the model's @loss
+// program in the sd dialect and a one-line summary (parameters, ops) to
+// stderr. All logic lives in SDModelGen.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/ModelGen/ModelGen.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+/// sdgen's own flags; --help lists only these.
+static cl::OptionCategory sdgenCategory("sdgen options");
+
+static cl::opt<std::string>
+    presetFlag("preset",
+               cl::desc("Model: dit-tiny, dit-s2, dit-b2, dit-xl2, "
+                        "wan2.1-14b, flux-dev"),
+               cl::value_desc("name"), cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    depthFlag("depth",
+              cl::desc("Layers (Flux: double blocks; single = 2 × depth)"), cl::cat(sdgenCategory));
+static cl::opt<int64_t> hiddenFlag("hidden", cl::desc("Model width"), cl::cat(sdgenCategory));
+static cl::opt<int64_t> headsFlag("heads", cl::desc("Attention heads"), cl::cat(sdgenCategory));
+static cl::opt<double> mlpRatioFlag("mlp-ratio",
+                                    cl::desc("FFN width / model width"), cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    batchFlag("batch",
+              cl::desc("Default batch (sd.default_batch; DiT 8, Wan/Flux 1)"), cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    latentSizeFlag("latent-size",
+                   cl::desc("Latent height = width (DiT, Flux)"), cl::cat(sdgenCategory));
+static cl::opt<int64_t> framesFlag("frames",
+                                   cl::desc("Video frames, 4k+1 (Wan)"), cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    heightFlag("height", cl::desc("Pixel height (Wan, Flux; VAE factor 8)"), cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    widthFlag("width", cl::desc("Pixel width (Wan, Flux; VAE factor 8)"), cl::cat(sdgenCategory));
+static cl::opt<int64_t> textLengthFlag("text-length",
+                                       cl::desc("Text tokens (Wan, Flux)"), cl::cat(sdgenCategory));
+static cl::opt<std::string>
+    dtypeFlag("dtype", cl::desc("Parameters and activations: f32 or bf16"),
+              cl::value_desc("type"), cl::cat(sdgenCategory));
+static cl::opt<std::string>
+    lossFlag("loss", cl::desc("Objective: flow (default) or epsilon"),
+             cl::value_desc("kind"), cl::cat(sdgenCategory));
+static cl::opt<bool>
+    staticBatchFlag("static-batch",
+                    cl::desc("Write the batch statically instead of '?'"), cl::cat(sdgenCategory));
+static cl::opt<std::string> outputFlag("o", cl::desc("Output file"),
+                                       cl::value_desc("filename"),
+                                       cl::init("-"), cl::cat(sdgenCategory));
+
+/// The flag's value when it was given on the command line.
+template <typename T> static std::optional<T> given(const cl::opt<T> &flag) {
+  if (flag.getNumOccurrences() == 0)
+    return std::nullopt;
+  return flag.getValue();
+}
+
+/// The arguments that shaped the program (all but the output file).
+static std::string commandLine(int argc, char **argv) {
+  std::string text;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg == "-o" || arg == "--o") {
+      ++i;
+      continue;
+    }
+    if (arg.starts_with("-o=") || arg.starts_with("--o=") ||
+        (arg.starts_with("-o") && !arg.starts_with("--")))
+      continue;
+    text += " " + arg.str();
+  }
+  return text;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(sdgenCategory);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "sdgen: write a diffusion-model program\n");
+  if (presetFlag.empty()) {
+    llvm::errs() << "error: give --preset=NAME (dit-tiny, dit-s2, dit-b2, "
+                    "dit-xl2, wan2.1-14b, flux-dev)\n";
+    return 1;
+  }
+  sd::ModelOverrides overrides;
+  overrides.depth = given(depthFlag);
+  overrides.hidden = given(hiddenFlag);
+  overrides.heads = given(headsFlag);
+  overrides.mlpRatio = given(mlpRatioFlag);
+  overrides.batch = given(batchFlag);
+  overrides.latentSize = given(latentSizeFlag);
+  overrides.frames = given(framesFlag);
+  overrides.height = given(heightFlag);
+  overrides.width = given(widthFlag);
+  overrides.textLength = given(textLengthFlag);
+  overrides.dtype = given(dtypeFlag);
+  overrides.loss = given(lossFlag);
+  overrides.staticBatch = staticBatchFlag;
+
+  llvm::Expected<sd::ModelConfig> config =
+      sd::makeModelConfig(presetFlag, overrides);
+  if (!config) {
+    llvm::errs() << "error: " << llvm::toString(config.takeError()) << "\n";
+    return 1;
+  }
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module = sd::generateModel(context, *config);
+  if (!module)
+    return 1;
+
+  std::string errorMessage;
+  auto output = openOutputFile(outputFlag, &errorMessage);
+  if (!output) {
+    llvm::errs() << "error: " << errorMessage << "\n";
+    return 1;
+  }
+  // A header that says how to regenerate the file.
+  output->os() << "// sdgen" << commandLine(argc, argv) << "\n";
+  module->print(output->os());
+  output->keep();
+  llvm::errs() << "sdgen: "
+               << sd::formatModelSummary(*config,
+                                         sd::computeModelStats(*module))
+               << "\n";
+  return 0;
+}
