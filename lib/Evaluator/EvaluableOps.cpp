@@ -309,6 +309,11 @@ static LogicalResult evalOp(MseLossOp, Operands o, Results &r) {
 static LogicalResult evalOp(ShardingConstraintOp, Operands o, Results &r) {
   return produce(r, *o[0]);
 }
+/// The identity too: a reshard appears in global programs, where each
+/// device holds the whole value.
+static LogicalResult evalOp(ReshardOp, Operands o, Results &r) {
+  return produce(r, *o[0]);
+}
 
 //===----------------------------------------------------------------------===//
 // Registration
@@ -346,6 +351,7 @@ void mlir::sd::registerEvaluatorInterfaces(DialectRegistry &registry) {
         AttentionOp, Conv2DOp, UpsampleNearestOp,
         // Constants, random numbers, loss, annotations.
         ConstantOp, IotaOp, RngNormalOp, RngUniformOp, MseLossOp,
-        ShardingConstraintOp>(context);
+        ShardingConstraintOp, ReshardOp>(context);
   });
+  registerCollectiveEvaluatorInterfaces(registry);
 }

@@ -2,10 +2,12 @@
 //
 // Walks a function body op by op (a straight-line block), keeps one tensor
 // per device for every live value, hands each op its operands through
-// `EvaluableOpInterface`, rounds the results to their element types in
-// Native mode, and drops every value right after its last use. `func.call`
-// evaluates the callee's body with the caller's tensors borrowed, so calls
-// copy nothing; the C++ recursion depth is the program's call depth.
+// `EvaluableOpInterface` (device by device) or, for collectives,
+// `CollectiveEvaluableOpInterface` (all devices at once), rounds the results
+// to their element types in Native mode, and drops every value right after
+// its last use. `func.call` evaluates the callee's body with the caller's
+// tensors borrowed, so calls copy nothing; the C++ recursion depth is the
+// program's call depth.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +62,25 @@ static std::string describeArgument(func::FuncOp func, unsigned index) {
           func.getArgAttrOfType<ParamAttr>(index, SDDialect::kRoleAttrName))
     text += " (\"" + param.getName().getValue().str() + "\")";
   return text;
+}
+
+/// The mesh of `collective` as a spec; fails, after an error on the op, when
+/// its symbol names no mesh or the mesh does not have `numDevices` devices
+/// (device i of the run is mesh device i, so the counts must agree).
+static FailureOr<::sd::MeshSpec>
+getCollectiveMeshSpec(CollectiveEvaluableOpInterface collective,
+                      int64_t numDevices) {
+  MeshAttr meshAttr = collective.getCollectiveMesh();
+  if (!meshAttr)
+    return failure();
+  ::sd::MeshSpec mesh = getMeshSpec(meshAttr);
+  if (mesh.numDevices() != numDevices)
+    return collective->emitOpError()
+           << "runs on mesh " << mesh.toString() << " of " << mesh.numDevices()
+           << " devices, but the evaluator simulates " << numDevices
+           << "; a program with collectives runs on one "
+           << "simulated device per mesh device";
+  return mesh;
 }
 
 //===----------------------------------------------------------------------===//
@@ -184,8 +205,14 @@ Evaluator::getPlan(func::FuncOp func) {
              << ", which the reference evaluator does not support";
   }
 
-  // Last use of every value, by position in the body.
+  // Collectives need exactly their mesh's devices: say so before running.
   Block &body = func.getBody().front();
+  for (Operation &op : body)
+    if (auto collective = dyn_cast<CollectiveEvaluableOpInterface>(op))
+      if (failed(getCollectiveMeshSpec(collective, options.numDevices)))
+        return failure();
+
+  // Last use of every value, by position in the body.
   DenseMap<Value, unsigned> lastUse;
   unsigned numOps = 0;
   for (Operation &op : body) {
@@ -288,9 +315,9 @@ LogicalResult Evaluator::evaluateOp(Operation *op, Frame &frame) {
   if (auto call = dyn_cast<func::CallOp>(op))
     return evaluateCall(call, frame);
 
-  // Collectives (after partitioning) will implement a second interface whose
-  // method sees every device's operands at once and produces every device's
-  // results; they are dispatched here, before the per-device interface.
+  // Collectives (after partitioning) see every device's operands at once.
+  if (auto collective = dyn_cast<CollectiveEvaluableOpInterface>(op))
+    return evaluateCollective(collective, frame);
 
   auto evaluable = dyn_cast<EvaluableOpInterface>(op);
   if (!evaluable)
@@ -316,6 +343,42 @@ LogicalResult Evaluator::evaluateOp(Operation *op, Frame &frame) {
   }
   // Results enter the frame only now: inserting may move the slots that the
   // operand pointers above point into.
+  frame.defineResults(op, results);
+  return success();
+}
+
+LogicalResult
+Evaluator::evaluateCollective(CollectiveEvaluableOpInterface collective,
+                              Frame &frame) {
+  Operation *op = collective;
+  FailureOr<::sd::MeshSpec> mesh =
+      getCollectiveMeshSpec(collective, options.numDevices);
+  if (failed(mesh))
+    return failure();
+  SmallVector<SmallVector<const Tensor *>> operands;
+  for (int64_t device = 0; device < options.numDevices; ++device) {
+    FailureOr<SmallVector<const Tensor *>> deviceOperands =
+        frame.lookupOperands(op, device);
+    if (failed(deviceOperands))
+      return failure();
+    operands.push_back(std::move(*deviceOperands));
+  }
+  PerDeviceTensors results;
+  if (failed(collective.evaluateCollective(*mesh, operands, results)))
+    return failure();
+  if (static_cast<int64_t>(results.size()) != options.numDevices)
+    return op->emitOpError()
+           << "reference evaluation produced results for " << results.size()
+           << " devices instead of " << options.numDevices;
+  for (std::vector<Tensor> &deviceResults : results) {
+    if (deviceResults.size() != op->getNumResults())
+      return op->emitOpError()
+             << "reference evaluation produced " << deviceResults.size()
+             << " results instead of " << op->getNumResults();
+    for (auto [index, tensor] : llvm::enumerate(deviceResults))
+      if (failed(finalizeResult(op, index, tensor)))
+        return failure();
+  }
   frame.defineResults(op, results);
   return success();
 }

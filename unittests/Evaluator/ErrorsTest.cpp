@@ -84,18 +84,25 @@ TEST_F(ErrorsTest, SingleDeviceEntryRejectsSeveralDevices) {
 }
 
 /// Every sd op that can appear in a function body has a reference
-/// evaluation, so the oracle covers the whole dialect. (Collectives, once
-/// they exist, implement the all-devices interface instead.)
+/// evaluation, so the oracle covers the whole dialect: exactly one of the
+/// per-device interface and the all-devices one (collectives).
 TEST_F(ErrorsTest, EveryComputeOpIsEvaluable) {
-  int64_t numOps = 0;
+  int64_t numOps = 0, numCollectives = 0;
   for (mlir::RegisteredOperationName name : context.getRegisteredOperations()) {
     if (name.getDialectNamespace() != "sd" || name.getStringRef() == "sd.mesh")
       continue;
     ++numOps;
-    EXPECT_TRUE(name.hasInterface<mlir::sd::EvaluableOpInterface>())
+    bool perDevice = name.hasInterface<mlir::sd::EvaluableOpInterface>();
+    bool collective =
+        name.hasInterface<mlir::sd::CollectiveEvaluableOpInterface>();
+    numCollectives += collective;
+    EXPECT_TRUE(perDevice || collective)
         << name.getStringRef().str() << " has no reference evaluation";
+    EXPECT_FALSE(perDevice && collective)
+        << name.getStringRef().str() << " has two reference evaluations";
   }
-  EXPECT_GE(numOps, 44);
+  EXPECT_GE(numOps, 51);
+  EXPECT_EQ(numCollectives, 6);
 }
 
 /// Without the evaluator's interfaces no op can be evaluated, and the

@@ -1,7 +1,8 @@
 //===- EvaluableOpInterface.h - reference evaluation of ops -----*- C++ -*-===//
 //
-// The op interface through which each sd op evaluates itself in the
-// reference evaluator, and the registration of its implementations.
+// The op interfaces through which each sd op evaluates itself in the
+// reference evaluator (per device, or across all devices for collectives),
+// and the registration of their implementations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,7 +11,11 @@
 
 #include "mlir/IR/OpDefinition.h"
 
+#include "sd/IR/SDAttrs.h"
 #include "sd/Reference/Tensor.h"
+#include "sd/Sharding/Mesh.h"
+
+#include <vector>
 
 #include "sd/Evaluator/EvaluableOpInterface.h.inc"
 
@@ -18,9 +23,18 @@ namespace mlir {
 class DialectRegistry;
 
 namespace sd {
-/// Attaches `EvaluableOpInterface` to every sd op that computes values (all
-/// but `sd.mesh`). Add to the registry before the context loads the dialect.
+/// Attaches `EvaluableOpInterface` to every sd op that computes values on
+/// one device, and `CollectiveEvaluableOpInterface` to the collectives (all
+/// ops but `sd.mesh` get one of them). Add to the registry before the
+/// context loads the dialect.
 void registerEvaluatorInterfaces(DialectRegistry &registry);
+
+/// The collectives' part of `registerEvaluatorInterfaces`.
+void registerCollectiveEvaluatorInterfaces(DialectRegistry &registry);
+
+/// The MLIR-free form of a mesh attribute, whose device numbering the
+/// evaluator uses (device i of a run is the mesh's device id i).
+::sd::MeshSpec getMeshSpec(MeshAttr mesh);
 } // namespace sd
 } // namespace mlir
 

@@ -4,9 +4,11 @@
 // numerical oracle of every test. The program runs on N simulated devices;
 // each holds its own value of every SSA value, and each op is evaluated for
 // every device in turn. Ops evaluate themselves through
-// `EvaluableOpInterface`; the driver only looks operands up, rounds results
-// to their element types and frees values after their last use, so a
-// DiT-S/2-sized program fits in memory.
+// `EvaluableOpInterface`, collectives (after partitioning) through
+// `CollectiveEvaluableOpInterface`, which sees all devices at once; the
+// driver only looks operands up, rounds results to their element types and
+// frees values after their last use, so a DiT-S/2-sized program fits in
+// memory.
 //
 // Also here: the deterministic initialization of a model's arguments from
 // their `sd.role` attributes (see `initializeArguments`).
@@ -30,6 +32,8 @@
 
 namespace mlir::sd {
 
+class CollectiveEvaluableOpInterface;
+
 /// How results are rounded.
 enum class Precision {
   /// Every op result is rounded to its element type (f32, bf16), as the
@@ -42,7 +46,9 @@ enum class Precision {
 
 struct EvalOptions {
   Precision precision = Precision::Native;
-  /// Number of simulated devices; each gets its own arguments.
+  /// Number of simulated devices; each gets its own arguments. A function
+  /// with collectives runs on exactly its mesh's devices: device i is the
+  /// mesh device with id i (`::sd::MeshSpec::coordinates`).
   int64_t numDevices = 1;
 };
 
@@ -65,7 +71,8 @@ public:
 
   /// Runs `func` with `args[device][argument]` and returns
   /// `results[device][result]`. Fails, after an error on the function or on
-  /// the offending op, on a wrong number of devices or arguments, an
+  /// the offending op, on a wrong number of devices or arguments (a
+  /// collective's mesh must have exactly `numDevices` devices), an
   /// argument of the wrong shape or element type, a dynamic shape (run
   /// `sd-specialize-batch` first), or an op without a reference evaluation.
   /// In Native mode arguments are rounded to their element types first.
@@ -95,6 +102,9 @@ private:
           ArrayRef<SmallVector<const ::sd::ref::Tensor *>> args);
   /// Evaluates one op of the current frame for every device.
   LogicalResult evaluateOp(Operation *op, Frame &frame);
+  /// Evaluates a collective for all devices at once.
+  LogicalResult evaluateCollective(CollectiveEvaluableOpInterface collective,
+                                   Frame &frame);
   LogicalResult evaluateCall(func::CallOp call, Frame &frame);
   /// Sets the element type tag of result `index` of `op` and rounds it in
   /// Native mode; fails when its shape is not the op's result shape.

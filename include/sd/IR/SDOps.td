@@ -678,4 +678,10 @@ def SD_ShardingConstraintOp : SD_SameTypeOp<"sharding_constraint",
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives and reshards
+//===----------------------------------------------------------------------===//
+
+include "sd/IR/SDCollectiveOps.td"
+
 #endif // SD_IR_SDOPS_TD
