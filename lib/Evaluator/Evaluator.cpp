@@ -181,25 +181,25 @@ Evaluator::getPlan(func::FuncOp func) {
     return it->second.get();
 
   if (func.isExternal())
-    return func.emitError()
+    return emitError(func.getLoc())
            << "function @" << func.getSymName() << " has no body to evaluate";
   if (!func.getBody().hasOneBlock())
-    return func.emitError()
+    return emitError(func.getLoc())
            << "function @" << func.getSymName()
            << " has more than one block; the reference evaluator runs "
               "straight-line functions only";
   for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
     auto tensorType = dyn_cast<RankedTensorType>(type);
     if (!tensorType)
-      return func.emitError()
+      return emitError(func.getLoc())
              << describeArgument(func, index) << " has type " << type
              << "; the reference evaluator only evaluates ranked tensors";
     if (!tensorType.hasStaticShape())
-      return func.emitError()
+      return emitError(func.getLoc())
              << describeArgument(func, index) << " has dynamic type " << type
              << "; run sd-specialize-batch first";
     if (failed(getReferenceDType(tensorType.getElementType())))
-      return func.emitError()
+      return emitError(func.getLoc())
              << describeArgument(func, index) << " has element type "
              << tensorType.getElementType()
              << ", which the reference evaluator does not support";
@@ -292,7 +292,7 @@ Evaluator::runBody(func::FuncOp func,
       frame.release(value);
     ++index;
   }
-  return func.emitError() << "function @" << func.getSymName()
+  return emitError(func.getLoc()) << "function @" << func.getSymName()
                           << " does not end in func.return";
 }
 
@@ -444,10 +444,10 @@ FailureOr<PerDeviceTensors> Evaluator::run(func::FuncOp func,
   liveElements = 0;
   peakLiveElements = 0;
   if (options.numDevices < 1)
-    return func.emitError()
+    return emitError(func.getLoc())
            << "cannot evaluate on " << options.numDevices << " devices";
   if (static_cast<int64_t>(args.size()) != options.numDevices)
-    return func.emitError() << "expected arguments for " << options.numDevices
+    return emitError(func.getLoc()) << "expected arguments for " << options.numDevices
                             << " devices, got " << args.size();
   if (failed(getPlan(func)))
     return failure();
@@ -461,7 +461,7 @@ FailureOr<PerDeviceTensors> Evaluator::run(func::FuncOp func,
     std::string onDevice =
         options.numDevices > 1 ? " on device " + std::to_string(device) : "";
     if (args[device].size() != numArgs)
-      return func.emitError()
+      return emitError(func.getLoc())
              << "@" << func.getSymName() << " expects " << numArgs
              << " arguments, got " << args[device].size() << onDevice;
     roundedCopies[device].reserve(numArgs);
@@ -470,11 +470,11 @@ FailureOr<PerDeviceTensors> Evaluator::run(func::FuncOp func,
       auto type = cast<RankedTensorType>(func.getArgumentTypes()[index]);
       ref::DType dtype = *getReferenceDType(type.getElementType());
       if (!arg.isValid())
-        return func.emitError()
+        return emitError(func.getLoc())
                << describeArgument(func, index) << " has no value" << onDevice;
       if (ArrayRef<int64_t>(arg.shape()) != type.getShape() ||
           arg.dtype() != dtype)
-        return func.emitError()
+        return emitError(func.getLoc())
                << describeArgument(func, index) << " has type " << type
                << " but the given tensor is " << formatShape(arg.shape())
                << " of " << ref::dtypeName(arg.dtype()) << onDevice;
@@ -502,7 +502,7 @@ FailureOr<std::vector<Tensor>> mlir::sd::evaluate(func::FuncOp func,
                                                   ArrayRef<Tensor> args,
                                                   const EvalOptions &options) {
   if (options.numDevices != 1)
-    return func.emitError() << "evaluate runs on one device, not "
+    return emitError(func.getLoc()) << "evaluate runs on one device, not "
                             << options.numDevices << "; use evaluatePerDevice";
   Evaluator evaluator(options);
   FailureOr<PerDeviceTensors> results =

@@ -89,7 +89,7 @@ static FailureOr<Tensor> initializeParameter(func::FuncOp func, unsigned index,
     return ref::rngUniform(shape, stream, -scale, scale, dtype);
   case InitKind::xavier_uniform: {
     if (shape.size() < 2)
-      return func.emitError()
+      return emitError(func.getLoc())
              << describeArgument(func, index, param)
              << " is initialized with xavier_uniform, which needs rank >= 2, "
                 "not rank "
@@ -100,7 +100,7 @@ static FailureOr<Tensor> initializeParameter(func::FuncOp func, unsigned index,
     return ref::rngUniform(shape, stream, -bound, bound, dtype);
   }
   }
-  return func.emitError() << describeArgument(func, index, param)
+  return emitError(func.getLoc()) << describeArgument(func, index, param)
                           << " has an unknown initializer";
 }
 
@@ -119,7 +119,7 @@ static FailureOr<Tensor> initializeInput(func::FuncOp func, unsigned index,
     return ref::rngUniform(shape, stream, 0.0, 1.0, dtype);
   case InputKind::labels: {
     if (shape.empty())
-      return func.emitError()
+      return emitError(func.getLoc())
              << describeArgument(func, index, {})
              << " holds one-hot labels and needs a class dimension, but is a "
                 "scalar";
@@ -137,7 +137,7 @@ static FailureOr<Tensor> initializeInput(func::FuncOp func, unsigned index,
     return labels;
   }
   }
-  return func.emitError() << describeArgument(func, index, {})
+  return emitError(func.getLoc()) << describeArgument(func, index, {})
                           << " has an unknown input kind";
 }
 
@@ -154,15 +154,15 @@ FailureOr<std::vector<Tensor>> mlir::sd::initializeArguments(func::FuncOp func,
     Type type = func.getArgumentTypes()[index];
     auto tensorType = dyn_cast<RankedTensorType>(type);
     if (!tensorType)
-      return func.emitError() << name << " has type " << type
+      return emitError(func.getLoc()) << name << " has type " << type
                               << "; only ranked tensors can be initialized";
     if (!tensorType.hasStaticShape())
-      return func.emitError() << name << " has dynamic type " << type
+      return emitError(func.getLoc()) << name << " has dynamic type " << type
                               << "; run sd-specialize-batch first";
     FailureOr<ref::DType> dtype =
         getReferenceDType(tensorType.getElementType());
     if (failed(dtype) || *dtype == ref::DType::I1)
-      return func.emitError()
+      return emitError(func.getLoc())
              << name << " has element type " << tensorType.getElementType()
              << "; only float arguments can be initialized";
     std::vector<int64_t> shape(tensorType.getShape().begin(),
@@ -176,7 +176,7 @@ FailureOr<std::vector<Tensor>> mlir::sd::initializeArguments(func::FuncOp func,
       value = initializeInput(func, index, input.getKind(), ordinal, shape,
                               *dtype, seed);
     } else {
-      return func.emitError()
+      return emitError(func.getLoc())
              << name << " has no '" << SDDialect::kRoleAttrName
              << "' (#sd.param or #sd.input), so it cannot be initialized";
     }

@@ -56,7 +56,7 @@ struct ApplyLogicalRulesPass
     if (!needsMesh)
       return;
     if (!meshOp) {
-      func.emitError() << "no sd.mesh @" << meshName
+      emitError(func.getLoc()) << "no sd.mesh @" << meshName
                        << " to apply logical axis rules against; pass "
                           "--mesh or run sd-materialize-mesh";
       return signalPassFailure();

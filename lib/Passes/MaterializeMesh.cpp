@@ -33,7 +33,7 @@ struct MaterializeMeshPass
     absl::StatusOr<::sd::MeshSpec> spec =
         ::sd::parseMesh(meshSpec, dcnMeshSpec, options);
     if (!spec.ok()) {
-      module.emitError() << std::string(spec.status().message());
+      emitError(module.getLoc()) << std::string(spec.status().message());
       return signalPassFailure();
     }
 

@@ -42,7 +42,7 @@ public:
     }
     done.insert(func);
     if (func.isExternal())
-      return func.emitError("cannot specialize external function @")
+      return emitError(func.getLoc(), "cannot specialize external function @")
              << func.getSymName();
     Block &entry = func.getBody().front();
     for (auto [arg, type] : llvm::zip(entry.getArguments(), argTypes))
@@ -106,7 +106,7 @@ struct SpecializeBatchPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (batch < 0) {
-      module.emitError() << "batch " << static_cast<int64_t>(batch)
+      emitError(module.getLoc()) << "batch " << static_cast<int64_t>(batch)
                          << " must be positive";
       return signalPassFailure();
     }
@@ -152,7 +152,7 @@ private:
         continue;
       }
       if (n == 0)
-        return func.emitError("@")
+        return emitError(func.getLoc(), "@")
                << func.getSymName()
                << " has a dynamic batch dimension; pass --batch=N (or "
                   "give the function sd.default_batch)";
@@ -179,7 +179,7 @@ private:
       if (n != "batch" && n != "activation_batch" && n != "conv_batch")
         continue;
       if (tensor.getDimSize(d) != batch)
-        return func.emitError("program is specialized to batch ")
+        return emitError(func.getLoc(), "program is specialized to batch ")
                << tensor.getDimSize(d) << " (argument #" << i
                << "), not " << static_cast<int64_t>(batch)
                << "; generate it with a dynamic batch (sdgen) to choose the "

@@ -23,10 +23,10 @@ func.func @mesh_forms() {
 // CHECK-LABEL: func.func @init_kinds
 // CHECK-SAME: {sd.role = #sd.param<"zeros", zeros>}
 // CHECK-SAME: {sd.role = #sd.param<"ones", ones>}
-// CHECK-SAME: {sd.role = #sd.param<"constant", constant(5.000000e-01)>}
-// CHECK-SAME: {sd.role = #sd.param<"negative", constant(-1.000000e+00)>}
-// CHECK-SAME: {sd.role = #sd.param<"normal", normal(2.000000e-02)>}
-// CHECK-SAME: {sd.role = #sd.param<"uniform", uniform(1.000000e-01)>}
+// CHECK-SAME: {sd.role = #sd.param<"constant", constant(0.5)>}
+// CHECK-SAME: {sd.role = #sd.param<"negative", constant(-1.0)>}
+// CHECK-SAME: {sd.role = #sd.param<"normal", normal(0.02)>}
+// CHECK-SAME: {sd.role = #sd.param<"uniform", uniform(0.1)>}
 // CHECK-SAME: {sd.role = #sd.param<"blocks.0.attn.q.weight", xavier_uniform>}
 func.func @init_kinds(
     %a: tensor<4xf32> {sd.role = #sd.param<"zeros", zeros>},
@@ -89,6 +89,23 @@ func.func @sharding_forms(
     %b: tensor<8x8xf32> {sd.sharding = #sd.sharding<@mesh, [{"data", ?}, {?}]>},
     %c: tensor<8x8x8xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}p0, {"fsdp", ?}p1, {?} p12]>},
     %d: tensor<8x8xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}], replicated = ["context", "tensor"]>}) {
+  return
+}
+
+// -----
+
+// Partial sums (unreduced axes, alone and after replicated ones) and the
+// per-result shardings that propagation records on ops.
+sd.mesh @mesh = <["data"=2, "fsdp"=2, "tensor"=2]>
+// CHECK-LABEL: func.func @unreduced_and_per_value
+// CHECK-SAME: {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}], unreduced = ["fsdp"]>}
+// CHECK-SAME: {sd.sharding = #sd.sharding<@mesh, [{}, {}], replicated = ["data"], unreduced = ["fsdp", "tensor"]>}
+// CHECK: sd.neg %{{.*}} {sd.provenance = ["data on dim 0 from input noise"], sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data", ?}, {?}], unreduced = ["fsdp"]>]>}
+func.func @unreduced_and_per_value(
+    %a: tensor<8x8xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}], unreduced = ["fsdp"]>},
+    %b: tensor<8x8xf32> {sd.sharding = #sd.sharding<@mesh, [{}, {}], replicated = ["data"], unreduced = ["fsdp", "tensor"]>}) {
+  %y = sd.neg %a {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data", ?}, {?}], unreduced = ["fsdp"]>]>,
+                  sd.provenance = ["data on dim 0 from input noise"]} : tensor<8x8xf32>
   return
 }
 

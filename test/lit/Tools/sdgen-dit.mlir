@@ -26,8 +26,8 @@
 // the inputs; the batch is dynamic with a default.
 // CHECK-LABEL: func.func @loss
 // CHECK-SAME: tensor<16x64xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform>}
-// CHECK-SAME: tensor<256x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"t_embedder.mlp.0.weight", normal(2.000000e-02)>}
-// CHECK-SAME: tensor<1001x64xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"y_embedder.embedding_table.weight", normal(2.000000e-02)>}
+// CHECK-SAME: tensor<256x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"t_embedder.mlp.0.weight", normal(0.02)>}
+// CHECK-SAME: tensor<1001x64xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"y_embedder.embedding_table.weight", normal(0.02)>}
 // CHECK-SAME: tensor<64x192xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"blocks.0.attn.qkv.weight", xavier_uniform>}
 // CHECK-SAME: tensor<192xf32> {sd.logical_axes = #sd.logical_axes<[heads]>, sd.role = #sd.param<"blocks.0.attn.qkv.bias", zeros>}
 // CHECK-SAME: tensor<64x64xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"blocks.0.attn.proj.weight", xavier_uniform>}

@@ -45,7 +45,7 @@
 // CHECK-SAME: sd.role = #sd.param<"time_projection.1.weight", xavier_uniform>
 // CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"blocks.0.self_attn.q.weight", xavier_uniform>}
 // CHECK-SAME: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[norm]>, sd.role = #sd.param<"blocks.0.self_attn.norm_q.weight", ones>}
-// CHECK-SAME: tensor<1x6x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"blocks.1.modulation", normal(6.250000e-02)>}
+// CHECK-SAME: tensor<1x6x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"blocks.1.modulation", normal(0.0625)>}
 // CHECK-SAME: sd.role = #sd.param<"head.head.weight", zeros>
 // CHECK-SAME: tensor<?x2x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
