@@ -29,7 +29,7 @@ best_of_three() {
   printf '%.3f' "$best"
 }
 
-echo "| preset | mesh | ops (inlined) | sdopt parse+verify+print (s) | s / 10k ops | default pipeline (s) | s / 10k ops |"
+echo "| preset | mesh | ops (inlined) | sdopt parse+verify+print (s) | s / 10k ops | default pipeline, batch 8 (s) | s / 10k ops |"
 echo "|---|---|---:|---:|---:|---:|---:|"
 for spec in "dit-s2 data:2,fsdp:4" "dit-xl2 fsdp:8" "flux-dev fsdp:4,tensor:2" "wan2.1-14b fsdp:4,context:2"; do
   read -r preset mesh <<< "$spec"
@@ -37,7 +37,7 @@ for spec in "dit-s2 data:2,fsdp:4" "dit-xl2 fsdp:8" "flux-dev fsdp:4,tensor:2" "
   "$SDOPT" "$WORK/$preset.mlir" --inline -o "$WORK/$preset.inlined.mlir"
   ops=$(grep -cE '^\s+(%[^ ]+ = )?(sd|func)\.|^\s+return' "$WORK/$preset.inlined.mlir" || true)
   parse=$(best_of_three "$SDOPT" "$WORK/$preset.inlined.mlir" -o /dev/null)
-  pipeline=$(best_of_three "$SDOPT" "$WORK/$preset.inlined.mlir" --mesh="$mesh" -o /dev/null)
+  pipeline=$(best_of_three "$SDOPT" "$WORK/$preset.inlined.mlir" --mesh="$mesh" --batch=8 -o /dev/null)
   per=$(awk -v t="$parse" -v n="$ops" 'BEGIN { print t * 10000 / n }')
   perp=$(awk -v t="$pipeline" -v n="$ops" 'BEGIN { print t * 10000 / n }')
   printf '| %s | %s | %d | %s | %.3f | %s | %.3f |\n' "$preset" "$mesh" "$ops" "$parse" "$per" "$pipeline" "$perp"

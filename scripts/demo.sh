@@ -12,13 +12,11 @@ BUILD="${SD_BUILD_DIR:-$ROOT/build}"
 echo "== sdgen --preset=dit-tiny (summary on stderr) =="
 "$BUILD/bin/sdgen" --preset=dit-tiny > /dev/null
 echo
-echo "== sdopt models/dit_s2.mlir --mesh=data:2,fsdp:4 (arguments and their shardings) =="
+echo "== sdopt models/dit_s2.mlir --mesh=data:2,fsdp:4 (each argument's sharding) =="
 "$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:4 \
   -o "$BUILD/dit_s2.sharded.mlir"
-head -n 3 "$BUILD/dit_s2.sharded.mlir" | cut -c1-300
-echo "   ... (full program in $BUILD/dit_s2.sharded.mlir)"
-grep -o 'sd.role = #sd.param<"[^"]*"[^>]*>, sd.sharding = #sd.sharding<[^>]*>' \
-  "$BUILD/dit_s2.sharded.mlir" | head -n 12 || true
+/usr/bin/python3 "$ROOT/scripts/summarize_shardings.py" "$BUILD/dit_s2.sharded.mlir" 16
+echo "   (the whole program: $BUILD/dit_s2.sharded.mlir)"
 echo
 echo "== sdopt on a bad mesh: one clear error, exit code 1 =="
 if "$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:-1,tensor:-1 \
