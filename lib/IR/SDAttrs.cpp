@@ -16,6 +16,10 @@
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -219,7 +223,7 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   FlatSymbolRefAttr meshName;
   SmallVector<DimShardingAttr> dims;
-  SmallVector<StringAttr> replicated;
+  SmallVector<StringAttr> replicated, unreduced;
   if (parser.parseLess() || parser.parseAttribute(meshName) ||
       parser.parseComma() ||
       parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
@@ -230,15 +234,30 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
         return success();
       }))
     return {};
-  if (succeeded(parser.parseOptionalComma())) {
-    if (parser.parseKeyword("replicated") || parser.parseEqual() ||
-        parseStringList(parser, replicated))
+  // Optional `, replicated = [...]` then `, unreduced = [...]`, in order.
+  // `next` is the first list still allowed: 0 replicated, 1 unreduced.
+  int next = 0;
+  while (succeeded(parser.parseOptionalComma())) {
+    SMLoc keywordLoc = parser.getCurrentLocation();
+    StringRef keyword;
+    if (parser.parseKeyword(&keyword))
+      return {};
+    int list = keyword == "replicated" ? 0 : keyword == "unreduced" ? 1 : -1;
+    if (list < next) {
+      parser.emitError(keywordLoc, "expected 'replicated' or 'unreduced', "
+                                   "each at most once and in this order");
+      return {};
+    }
+    next = list + 1;
+    bool isReplicated = list == 0;
+    if (parser.parseEqual() ||
+        parseStringList(parser, isReplicated ? replicated : unreduced))
       return {};
   }
   if (parser.parseGreater())
     return {};
-  return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), meshName, dims, replicated);
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    meshName, dims, replicated, unreduced);
 }
 
 void ShardingAttr::print(AsmPrinter &printer) const {
@@ -249,6 +268,10 @@ void ShardingAttr::print(AsmPrinter &printer) const {
   if (!getReplicatedAxes().empty()) {
     printer << ", replicated = ";
     printStringList(printer, getReplicatedAxes());
+  }
+  if (!getUnreducedAxes().empty()) {
+    printer << ", unreduced = ";
+    printStringList(printer, getUnreducedAxes());
   }
   printer << '>';
 }
@@ -308,7 +331,36 @@ LogicalResult ShardingAttr::verifyFor(
   for (StringAttr axis : getReplicatedAxes())
     if (failed(useAxis(axis)))
       return failure();
+  for (StringAttr axis : getUnreducedAxes())
+    if (failed(useAxis(axis)))
+      return failure();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ShardingPerValueAttr
+//===----------------------------------------------------------------------===//
+
+Attribute ShardingPerValueAttr::parse(AsmParser &parser, Type) {
+  SmallVector<ShardingAttr> shardings;
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        auto sharding = ShardingAttr::parse(parser, {});
+        if (!sharding)
+          return failure();
+        shardings.push_back(cast<ShardingAttr>(sharding));
+        return success();
+      }) ||
+      parser.parseGreater())
+    return {};
+  return get(parser.getContext(), shardings);
+}
+
+void ShardingPerValueAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(getShardings(), printer,
+                        [&](ShardingAttr sharding) { sharding.print(printer); });
+  printer << "]>";
 }
 
 //===----------------------------------------------------------------------===//
@@ -360,6 +412,20 @@ LogicalAxesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // InitAttr / ParamAttr / InputAttr
 //===----------------------------------------------------------------------===//
 
+/// The shortest decimal that reads back as exactly `value`, always with a
+/// dot or exponent so MLIR parses it as a float: `0.02`, `-1.0`, `1e-08`.
+static std::string shortestFloat(double value) {
+  std::string text;
+  for (int precision = 1; precision <= 17; ++precision) {
+    text = llvm::formatv("{0}", llvm::format("%.*g", precision, value)).str();
+    if (std::strtod(text.c_str(), nullptr) == value)
+      break;
+  }
+  if (text.find_first_of(".eEn") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
 /// Initializers that take a scale in parentheses.
 static bool takesScale(InitKind kind) {
   return kind == InitKind::constant || kind == InitKind::normal ||
@@ -397,9 +463,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
 void InitAttr::print(AsmPrinter &printer) const {
   printer << stringifyInitKind(getKind());
   if (takesScale(getKind())) {
-    printer << '(';
-    printer.printFloat(getScale());
-    printer << ')';
+    printer << '(' << shortestFloat(getScale().convertToDouble()) << ')';
   }
 }
 

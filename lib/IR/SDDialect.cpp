@@ -52,9 +52,9 @@ static LogicalResult verifySharding(Operation *op, Attribute attr, Type type,
                                     StringRef valueName) {
   auto sharding = dyn_cast<ShardingAttr>(attr);
   if (!sharding)
-    return op->emitError() << "'" << SDDialect::kShardingAttrName
+    return emitError(op->getLoc()) << "'" << SDDialect::kShardingAttrName
                            << "' must be a #sd.sharding, not " << attr;
-  auto emit = [&] { return op->emitError(); };
+  auto emit = [&] { return emitError(op->getLoc()); };
   MeshAttr mesh = lookupMesh(op, sharding.getMeshName(), emit);
   if (!mesh)
     return failure();
@@ -67,7 +67,7 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
                                                   NamedAttribute attr) {
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func)
-    return op->emitError() << "'" << attr.getName()
+    return emitError(op->getLoc()) << "'" << attr.getName()
                            << "' is only valid on function arguments";
   Type type = func.getArgumentTypes()[argIndex];
   std::string name = describeArgument(func, argIndex);
@@ -79,7 +79,7 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
       for (unsigned i = 0; i < argIndex; ++i)
         if (auto other = func.getArgAttrOfType<ParamAttr>(i, kRoleAttrName))
           if (other.getName() == param.getName())
-            return op->emitError()
+            return emitError(op->getLoc())
                    << "parameter name " << param.getName()
                    << " is used by argument #" << i << " and argument #"
                    << argIndex;
@@ -87,25 +87,25 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
     }
     if (isa<InputAttr>(attr.getValue()))
       return success();
-    return op->emitError() << "'" << kRoleAttrName << "' of " << name
+    return emitError(op->getLoc()) << "'" << kRoleAttrName << "' of " << name
                            << " must be #sd.param or #sd.input, not "
                            << attr.getValue();
   }
   if (attrName == kLogicalAxesAttrName) {
     auto axes = dyn_cast<LogicalAxesAttr>(attr.getValue());
     if (!axes)
-      return op->emitError() << "'" << kLogicalAxesAttrName << "' of " << name
+      return emitError(op->getLoc()) << "'" << kLogicalAxesAttrName << "' of " << name
                              << " must be #sd.logical_axes";
     auto tensorType = dyn_cast<RankedTensorType>(type);
     if (!tensorType || tensorType.getRank() != axes.getRank())
-      return op->emitError()
+      return emitError(op->getLoc())
              << "logical axes of " << name << " name " << axes.getRank()
              << " dimensions but its type is " << type;
     return success();
   }
   if (attrName == kShardingAttrName)
     return verifySharding(op, attr.getValue(), type, name);
-  return op->emitError() << "unknown sd argument attribute '" << attrName
+  return emitError(op->getLoc()) << "unknown sd argument attribute '" << attrName
                          << "'";
 }
 
@@ -115,15 +115,15 @@ LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
                                                      NamedAttribute attr) {
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func)
-    return op->emitError() << "'" << attr.getName()
+    return emitError(op->getLoc()) << "'" << attr.getName()
                            << "' is only valid on function results";
   StringRef attrName = attr.getName().getValue();
   if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)
-    return op->emitError() << "'" << attrName
+    return emitError(op->getLoc()) << "'" << attrName
                            << "' belongs on a function argument, not on a "
                               "result";
   if (attrName != kShardingAttrName)
-    return op->emitError() << "unknown sd result attribute '" << attrName
+    return emitError(op->getLoc()) << "unknown sd result attribute '" << attrName
                            << "'";
   return verifySharding(op, attr.getValue(),
                         func.getResultTypes()[resultIndex],
@@ -135,28 +135,52 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
   StringRef attrName = attr.getName().getValue();
   if (attrName == kNameAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << kNameAttrName
+      return emitError(op->getLoc()) << "'" << kNameAttrName
                              << "' must be a string, not " << attr.getValue();
     return success();
   }
   if (attrName == kDefaultBatchAttrName) {
     auto batch = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !batch || batch.getInt() <= 0)
-      return op->emitError() << "'" << kDefaultBatchAttrName
+      return emitError(op->getLoc()) << "'" << kDefaultBatchAttrName
                              << "' must be a positive integer on a function";
     return success();
   }
   if (attrName == kShardingRuleAttrName) {
     auto rule = dyn_cast<OpShardingRuleAttr>(attr.getValue());
     if (!rule)
-      return op->emitError() << "'" << kShardingRuleAttrName
+      return emitError(op->getLoc()) << "'" << kShardingRuleAttrName
                              << "' must be a #sd.sharding_rule, not "
                              << attr.getValue();
-    return rule.verifyFor(op, [&] { return op->emitError(); });
+    return rule.verifyFor(op, [&] { return emitError(op->getLoc()); });
   }
-  if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName ||
-      attrName == kShardingAttrName)
-    return op->emitError() << "'" << attrName
+  if (attrName == kShardingAttrName) {
+    auto perValue = dyn_cast<ShardingPerValueAttr>(attr.getValue());
+    if (!perValue)
+      return emitError(op->getLoc()) << "'" << kShardingAttrName
+                             << "' on an op must be a #sd.sharding_per_value, "
+                                "not "
+                             << attr.getValue();
+    if (perValue.getShardings().size() != op->getNumResults())
+      return emitError(op->getLoc())
+             << "'" << kShardingAttrName << "' has "
+             << perValue.getShardings().size() << " shardings but the op has "
+             << op->getNumResults() << " results";
+    for (auto [index, sharding] : llvm::enumerate(perValue.getShardings()))
+      if (failed(verifySharding(op, sharding, op->getResult(index).getType(),
+                                "result #" + std::to_string(index))))
+        return failure();
+    return success();
+  }
+  if (attrName == kProvenanceAttrName) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
+      return emitError(op->getLoc()) << "'" << kProvenanceAttrName
+                             << "' must be an array of strings";
+    return success();
+  }
+  if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)
+    return emitError(op->getLoc()) << "'" << attrName
                            << "' belongs on a function argument, not on an op";
-  return op->emitError() << "unknown sd attribute '" << attrName << "'";
+  return emitError(op->getLoc()) << "unknown sd attribute '" << attrName << "'";
 }

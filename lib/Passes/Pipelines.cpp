@@ -4,6 +4,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -27,6 +28,14 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   ApplyLogicalRulesOptions rules;
   rules.rules = options.rules;
   pm.addNestedPass<func::FuncOp>(createApplyLogicalRules(rules));
+  if (!options.propagate)
+    return;
+  // Propagation works on one call-free function.
+  pm.addPass(createInlinerPass());
+  PropagateShardingOptions propagation;
+  propagation.recordProvenance = options.recordProvenance;
+  propagation.explain = options.explain;
+  pm.addNestedPass<func::FuncOp>(createPropagateSharding(propagation));
 }
 
 namespace {
@@ -45,6 +54,9 @@ struct DefaultPipelineOptions
                             llvm::cl::init("dit")};
   Option<int64_t> batch{*this, "batch", llvm::cl::desc("Global batch"),
                         llvm::cl::init(0)};
+  Option<bool> propagate{*this, "propagate",
+                         llvm::cl::desc("Inline and propagate shardings"),
+                         llvm::cl::init(false)};
 };
 } // namespace
 
@@ -61,6 +73,7 @@ void mlir::sd::registerSDPipelines() {
         options.processes = o.processes;
         options.rules = o.rules;
         options.batch = o.batch;
+        options.propagate = o.propagate;
         buildDefaultPipeline(pm, options);
       });
 }

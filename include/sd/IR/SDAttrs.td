@@ -135,18 +135,38 @@ def SD_ShardingAttr : SD_Attr<"Sharding", "sharding"> {
     then `tensor`, and the tensor is explicitly replicated over `context`.
     Axes that appear nowhere are implicitly replicated.
 
+    An optional `unreduced = ["fsdp"]` (after `replicated`, when both are
+    given) marks a partial sum: each device along the listed axes holds a
+    summand, and the value is their sum. Sharding propagation records it on
+    the result of an op whose reduction factor (a contracted dimension) is
+    sharded; the partitioner resolves it with an all-reduce or a
+    reduce-scatter.
+
     Constraints (checked against the tensor and the mesh where the sharding
     is used):
     * the mesh symbol names an `sd.mesh` op
     * there is one dimension sharding per tensor dimension
-    * every axis exists in the mesh
-    * no axis is used twice (over all dimensions and the replicated list)
+    * every axis exists in the mesh (dimension, replicated and unreduced
+      axes)
+    * no axis is used twice (over all dimensions, the replicated and the
+      unreduced lists)
     * each static dimension is divisible by the product of its axes' sizes
   }];
   let parameters = (ins
       "::mlir::FlatSymbolRefAttr":$mesh_name,
       ArrayRefParameter<"DimShardingAttr">:$dim_shardings,
-      OptionalArrayRefParameter<"::mlir::StringAttr">:$replicated_axes);
+      OptionalArrayRefParameter<"::mlir::StringAttr">:$replicated_axes,
+      OptionalArrayRefParameter<"::mlir::StringAttr">:$unreduced_axes);
+  let builders = [
+    // Without unreduced axes: the common case, and the form callers used
+    // before partial sums existed.
+    AttrBuilder<(ins "::mlir::FlatSymbolRefAttr":$meshName,
+                     "::llvm::ArrayRef<DimShardingAttr>":$dimShardings,
+                     CArg<"::llvm::ArrayRef<::mlir::StringAttr>", "{}">:$replicatedAxes), [{
+      return $_get($_ctxt, meshName, dimShardings, replicatedAxes,
+                   ::llvm::ArrayRef<::mlir::StringAttr>());
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     int64_t getRank() const { return getDimShardings().size(); }
@@ -158,6 +178,24 @@ def SD_ShardingAttr : SD_Attr<"Sharding", "sharding"> {
         ::mlir::Type type, MeshAttr mesh, ::llvm::StringRef valueName,
         ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError) const;
   }];
+}
+
+def SD_ShardingPerValueAttr
+    : SD_Attr<"ShardingPerValue", "sharding_per_value"> {
+  let summary = "The sharding of each result of an op";
+  let description = [{
+    `#sd.sharding_per_value<[<@mesh, [{"data", ?}, {?} ]>]>`: one
+    `#sd.sharding` per op result, in result order. `sd-propagate-sharding`
+    records each op's result shardings in the op's discardable attribute
+    `sd.sharding`; an op that carries one before propagation gives its
+    results these shardings as annotations.
+
+    Constraints (checked on the op that carries it):
+    * there is one sharding per op result
+    * each sharding satisfies the `#sd.sharding` constraints for its result
+  }];
+  let parameters = (ins ArrayRefParameter<"ShardingAttr">:$shardings);
+  let hasCustomAssemblyFormat = 1;
 }
 
 //===----------------------------------------------------------------------===//

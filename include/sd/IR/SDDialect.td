@@ -32,6 +32,11 @@ def SD_Dialect : Dialect {
     operand and result types (the test pass `sd-test-print-sharding-rules`
     records each op's rule this way).
 
+    After `sd-propagate-sharding`, every op carries `sd.sharding`, a
+    `#sd.sharding_per_value` with one sharding per result, and, when asked
+    for, `sd.provenance`: an array of strings saying which annotation each
+    sharded dimension of its results came from.
+
     Any op result may be named with `sd.name = "query_proj"` so that remat
     policies can refer to it. The function may carry `sd.default_batch` (an
     integer), the batch used when a program with a dynamic batch dimension is
@@ -42,9 +47,12 @@ def SD_Dialect : Dialect {
     by hand); shardings appear after `sd-apply-logical-rules`.
 
     Constraints (discardable attributes):
-    * `sd.role`, `sd.logical_axes` and `sd.sharding` may only appear as
-      function argument attributes (and `sd.sharding` also as a result
-      attribute), each with its own attribute kind.
+    * `sd.role` and `sd.logical_axes` may only appear as function argument
+      attributes, each with its own attribute kind.
+    * `sd.sharding` is a `#sd.sharding` on a function argument or result,
+      and a `#sd.sharding_per_value` on an op, with one sharding per op
+      result, each of which fits its result's type.
+    * `sd.provenance` is an array of strings on an op.
     * `sd.logical_axes` and `sd.sharding` have one entry per dimension of the
       argument's tensor type.
     * `sd.name` is a string attribute.
@@ -64,6 +72,7 @@ def SD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kNameAttrName = "sd.name";
     static constexpr ::llvm::StringLiteral kDefaultBatchAttrName = "sd.default_batch";
     static constexpr ::llvm::StringLiteral kShardingRuleAttrName = "sd.sharding_rule";
+    static constexpr ::llvm::StringLiteral kProvenanceAttrName = "sd.provenance";
 
   private:
     void registerAttributes();

@@ -26,9 +26,16 @@ struct PipelineOptions {
   std::string rules = "dit";
   /// Global batch (0: the program's default).
   int64_t batch = 0;
+  /// Inline block functions and propagate shardings (sd-propagate-sharding)
+  /// after the logical axis rules.
+  bool propagate = false;
+  /// sd-propagate-sharding's record-provenance and explain options.
+  bool recordProvenance = false;
+  std::string explain;
 };
 
-/// Specializes the batch, makes the mesh and applies the logical axis rules.
+/// Specializes the batch, makes the mesh and applies the logical axis rules;
+/// with `propagate`, then inlines and propagates shardings.
 void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &options);
 
 /// Registers the passes and the `sd-default-pipeline` pipeline.

@@ -95,6 +95,65 @@ def SpecializeBatch : Pass<"sd-specialize-batch", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def PropagateSharding
+    : Pass<"sd-propagate-sharding", "::mlir::func::FuncOp"> {
+  let summary = "Propagate shardings through the program with factor rules";
+  let description = [{
+    Gives every op result a sharding (`sd.sharding`, a
+    `#sd.sharding_per_value`) from the annotations: argument shardings
+    (from the logical axis rules), `sd.sharding_constraint`s, function
+    result shardings and op results that carry `sd.sharding` already. Open
+    dimensions may gain mesh axes; closed ones never change.
+
+    The algorithm is Shardy's: each op's sharding rule
+    (ShardingRuleOpInterface) maps its dimensions to factors; shardings are
+    projected onto the factors, merged (a prefix merges with its extension;
+    on a conflict the larger tensor wins, or the common prefix stays), and
+    projected back, forward and backward to a fixed point. User priorities
+    (`p0` first) are propagated in order, and within each, pass-through
+    ops first, then the pass-through factors of all ops (broadcasts only
+    backward), then everything. A mesh axis is used once per tensor,
+    dimensions stay divisible by their axes, need_replication factors stay
+    unsharded, and a sharded reduction factor makes the op's results
+    partial sums (`unreduced`).
+
+    Where an operand still disagrees with what its op's rule requires, an
+    `sd.reshard` to the required sharding is inserted before the op (and
+    after it for a result that its consumers want sharded otherwise).
+
+    ```mlir
+    func.func @f(%x: tensor<8x16xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {} ]>},
+                 %w: tensor<16x32xf32> {sd.sharding = #sd.sharding<@mesh, [{}, {"tensor"} ]>}) -> tensor<8x32xf32> {
+      %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0] : ...
+    // becomes
+      %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0]
+          {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data", ?}, {"tensor", ?} ]>]>} : ...
+    ```
+
+    With `record-provenance`, each op gets `sd.provenance`: for each sharded
+    result dimension, which annotation the axes came from and through which
+    op. `explain=<name>` reports (as remarks) how the value or parameter of
+    that name got its sharding.
+
+    The program must be static and free of calls (run `--inline` and
+    `sd-specialize-batch` first) and the module must have the mesh.
+  }];
+  let options = [
+    Option<"meshName", "mesh-name", "std::string", "\"mesh\"",
+           "Symbol name of the mesh op">,
+    Option<"recordProvenance", "record-provenance", "bool", "false",
+           "Record in sd.provenance where each sharding came from">,
+    Option<"explain", "explain", "std::string", "\"\"",
+           "Emit remarks on how the named value (sd.name, parameter name "
+           "or input kind) got its sharding">,
+  ];
+  let statistics = [
+    Statistic<"numReshards", "num-reshards", "Number of sd.reshard ops inserted">,
+    Statistic<"numVisits", "num-visits", "Number of op visits until the fixed point">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 def TestPrintShardingRules
     : Pass<"sd-test-print-sharding-rules", "::mlir::func::FuncOp"> {
   let summary = "Test only: record each op's sharding rule on the op";

@@ -130,6 +130,38 @@ func.func @axis_twice_in_dims(%x: tensor<8x4xf32> {sd.sharding = #sd.sharding<@m
 // -----
 
 sd.mesh @mesh = <["data"=2, "tensor"=2]>
+// expected-error @+1 {{sharding of argument #0 names mesh axis "fsdp", which mesh @mesh does not have}}
+func.func @unreduced_unknown_axis(%x: tensor<8x4xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}], unreduced = ["fsdp"]>}) {
+  return
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2, "tensor"=2]>
+// expected-error @+1 {{sharding of argument #0 uses mesh axis "data" twice}}
+func.func @axis_in_dim_and_unreduced(%x: tensor<8x4xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}], unreduced = ["data"]>}) {
+  return
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2, "tensor"=2]>
+// expected-error @+1 {{sharding of argument #0 uses mesh axis "tensor" twice}}
+func.func @axis_replicated_and_unreduced(%x: tensor<8x4xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}], replicated = ["tensor"], unreduced = ["tensor"]>}) {
+  return
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2, "tensor"=2]>
+// expected-error @+1 {{expected 'replicated' or 'unreduced', each at most once and in this order}}
+func.func @unreduced_before_replicated(%x: tensor<8x4xf32> {sd.sharding = #sd.sharding<@mesh, [{}, {}], unreduced = ["tensor"], replicated = ["data"]>}) {
+  return
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2, "tensor"=2]>
 // expected-error @+1 {{sharding of argument #0 uses mesh axis "data" twice}}
 func.func @axis_in_dim_and_replicated(%x: tensor<8x4xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}], replicated = ["data"]>}) {
   return
@@ -320,8 +352,43 @@ func.func @logical_axes_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 sd.mesh @mesh = <["data"=2]>
 func.func @sharding_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'sd.sharding' belongs on a function argument, not on an op}}
+  // expected-error @+1 {{'sd.sharding' on an op must be a #sd.sharding_per_value, not #sd.sharding<@mesh, [{"data"}]>}}
   %y = sd.neg %x {sd.sharding = #sd.sharding<@mesh, [{"data"}]>} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2]>
+func.func @per_value_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.sharding' has 2 shardings but the op has 1 results}}
+  %y = sd.neg %x {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data"}]>, <@mesh, [{}]>]>} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2]>
+func.func @per_value_rank(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{sharding of result #0 has 2 dimensions but the tensor has rank 1}}
+  %y = sd.neg %x {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data"}, {}]>]>} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=4]>
+func.func @per_value_divisibility(%x: tensor<6xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{dimension 0 of result #0 of size 6 is not divisible by mesh axis "data" of size 4}}
+  %y = sd.neg %x {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data"}]>]>} : tensor<6xf32>
+  return %y : tensor<6xf32>
+}
+
+// -----
+
+func.func @provenance_not_strings(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.provenance' must be an array of strings}}
+  %y = sd.neg %x {sd.provenance = [1]} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
 

@@ -1,0 +1,261 @@
+//===- ShardingPropagation.h - factor-based propagation ---------*- C++ -*-===//
+//
+// The algorithm behind sd-propagate-sharding, kept apart from the IR so that
+// it can be tested on hand-made rules: a program is a list of nodes (ops)
+// over values (tensors); each node has a factor rule (#sd.sharding_rule in
+// plain form). Shardings are projected onto the factors, merged per factor
+// and projected back, in the order of Shardy's user-priority and
+// op-priority propagation, until nothing changes. Mesh axes are small
+// integers (their position in the mesh).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_PASSES_SHARDINGPROPAGATION_H
+#define SD_PASSES_SHARDINGPROPAGATION_H
+
+#include "sd/IR/SDAttrs.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <vector>
+
+#include <optional>
+
+namespace mlir::sd::propagation {
+
+/// A mesh axis, by its position in the mesh (0 is the most major).
+using AxisId = int;
+/// Mesh axes, major to minor.
+using AxisList = SmallVector<AxisId, 4>;
+
+/// The sizes of a mesh's axes, indexed by AxisId.
+struct MeshShape {
+  SmallVector<int64_t> axisSizes;
+
+  int64_t numAxes() const { return axisSizes.size(); }
+  /// The product of the sizes of `axes`.
+  int64_t product(ArrayRef<AxisId> axes) const;
+};
+
+/// The axes one tensor dimension is split over. An open dimension may gain
+/// axes (appended at the minor end); a closed one never changes.
+struct DimSharding {
+  AxisList axes;
+  bool closed = false;
+  std::optional<int64_t> priority;
+
+  bool operator==(const DimSharding &other) const {
+    return axes == other.axes && closed == other.closed &&
+           priority == other.priority;
+  }
+};
+
+/// The plain form of #sd.sharding.
+struct TensorSharding {
+  SmallVector<DimSharding> dims;
+  AxisList replicated;
+  /// Partial-sum axes: the value is the sum over the devices along them.
+  AxisList unreduced;
+
+  /// A sharding of `rank` open, unsharded dimensions: unannotated values.
+  static TensorSharding open(int64_t rank);
+  /// Same axes on every dimension and same unreduced axes: the same data on
+  /// every device (closedness, priorities and replicated marks aside).
+  bool sameLayout(const TensorSharding &other) const;
+  bool operator==(const TensorSharding &other) const {
+    return dims == other.dims && replicated == other.replicated &&
+           unreduced == other.unreduced;
+  }
+};
+
+/// The plain form of #sd.sharding_rule.
+struct FactorRule {
+  /// Per dimension, its factors major to minor.
+  using TensorMapping = SmallVector<SmallVector<int64_t, 2>>;
+
+  SmallVector<int64_t> factorSizes;
+  SmallVector<FactorKind> factorKinds;
+  SmallVector<TensorMapping> operands;
+  SmallVector<TensorMapping> results;
+
+  static FactorRule fromAttr(OpShardingRuleAttr rule);
+  int64_t numFactors() const { return factorSizes.size(); }
+  int64_t numTensors() const { return operands.size() + results.size(); }
+  /// Tensor `t`: operands first, then results.
+  const TensorMapping &tensor(int64_t t) const;
+  bool isResult(int64_t t) const { return t >= (int64_t)operands.size(); }
+  /// True when every factor is pass-through and in every tensor (elementwise
+  /// ops, reshapes, transposes): Shardy propagates these first.
+  bool isPassThroughOp() const;
+  /// True when some pass-through factor is in a result but in no operand
+  /// (broadcast_in_dim, upsampling): propagated only backward at first, so
+  /// that a small operand does not decide the layout of a large result.
+  bool isBroadcastLike() const;
+};
+
+/// One tensor's sharding along one factor.
+struct FactorSharding {
+  AxisList axes;
+  /// The tensor has the factor.
+  bool present = false;
+  /// The axes may not change: a closed dimension, or a dimension whose axes
+  /// do not fit its factors.
+  bool closed = false;
+};
+
+/// A tensor sharding projected onto the factors of a rule.
+struct TensorFactorShardings {
+  /// Indexed by factor.
+  SmallVector<FactorSharding> factors;
+  /// Axes the tensor uses outside its factors: replicated, unreduced, and
+  /// axes of dimensions that do not fit their factors. No factor may take
+  /// them.
+  AxisList otherAxes;
+  /// Per dimension: false when its axes could not be split over its factors
+  /// (an axis size that does not divide what is left of a factor); such a
+  /// dimension keeps its sharding as it is.
+  SmallVector<bool> dimFits;
+};
+
+/// Splits each dimension's axes over its factors, major to minor: a factor
+/// takes axes while their product divides its size, and the next factor
+/// starts once it is full.
+TensorFactorShardings projectToFactors(const TensorSharding &sharding,
+                                       const FactorRule::TensorMapping &mapping,
+                                       ArrayRef<int64_t> factorSizes,
+                                       const MeshShape &mesh);
+
+/// The inverse of projectToFactors: a dimension's axes are its factors' axes,
+/// up to the first factor that is not full. Closedness, priorities and
+/// replicated and unreduced axes come from `original`, and so do dimensions
+/// that did not fit.
+TensorSharding projectFromFactors(const TensorFactorShardings &factors,
+                                  const FactorRule::TensorMapping &mapping,
+                                  ArrayRef<int64_t> factorSizes,
+                                  const MeshShape &mesh,
+                                  const TensorSharding &original);
+
+/// One tensor's axes along a factor, as input to a merge.
+struct MergeCandidate {
+  ArrayRef<AxisId> axes;
+  /// The tensor's size: on a conflict the larger tensor's axes win.
+  int64_t bytes = 0;
+  /// Whether the candidate may lengthen the result (its side propagates in
+  /// the current direction); otherwise it can only cut it short.
+  bool canExpand = true;
+};
+
+struct MergeResult {
+  AxisList axes;
+  /// The candidate whose axes the result is (a prefix of), or -1.
+  int winner = -1;
+};
+
+/// Merges the candidates' axes along one factor. Candidates are taken
+/// larger tensor first (then in order); a compatible candidate (one list a
+/// prefix of the other) lengthens the result; on a conflict with a tensor of
+/// the same size the result is cut to the longest common prefix and stops
+/// growing; a smaller tensor never overrides a larger one.
+MergeResult mergeFactorAxes(ArrayRef<MergeCandidate> candidates);
+
+/// Which way a node propagates along a factor.
+enum class Direction { None, Forward, Backward, Both };
+
+/// A value of the program.
+struct ValueInfo {
+  int64_t bytes = 0;
+  /// The current sharding; for an annotated value (a source), initially its
+  /// annotation with priorities.
+  TensorSharding sharding;
+  /// True for an annotated value: an argument, a constraint's result, a
+  /// function result, an op result that carried a sharding.
+  bool isSource = false;
+};
+
+/// An op of the program: its rule and the values it reads and defines.
+struct Node {
+  FactorRule rule;
+  SmallVector<int> operands;
+  SmallVector<int> results;
+};
+
+/// Where a value dimension's axes came from (record-provenance).
+struct Provenance {
+  /// The source value whose annotation they come from, or -1.
+  int source = -1;
+  /// The node that last gave them to this dimension, or -1 for the source.
+  int node = -1;
+  /// The value and dimension that node took them from.
+  int fromValue = -1;
+  int fromDim = -1;
+};
+
+/// The shardings a node's operands must have and its results get so that
+/// the node is consistent with its rule.
+struct NodeLayout {
+  SmallVector<TensorSharding> operands;
+  SmallVector<TensorSharding> results;
+};
+
+class Propagator {
+public:
+  Propagator(MeshShape mesh, SmallVector<ValueInfo> values,
+             std::vector<Node> nodes, bool recordProvenance);
+
+  /// Propagates to a fixed point: for each user priority (p0 first, then
+  /// p1, ..., then unprioritized annotations), the three op-priority phases
+  /// (pass-through ops; pass-through factors of every op with broadcasts
+  /// backward only; everything), each with forward and backward sweeps
+  /// over the nodes in order until nothing changes.
+  void run();
+
+  const TensorSharding &getSharding(int value) const {
+    return values[value].sharding;
+  }
+  /// Provenance of dimension `dim` of `value` (empty unless recorded).
+  Provenance getProvenance(int value, int dim) const;
+  /// The layout that makes `node` consistent with its rule: results keep
+  /// their shardings where the rule allows, operand-only factors are merged
+  /// from the operands, need_replication factors are unsharded, and sharded
+  /// reduction factors make the results unreduced.
+  NodeLayout getConsistentLayout(int node) const;
+  /// Number of node visits, for statistics and tests.
+  int64_t getNumVisits() const { return numVisits; }
+
+private:
+  enum class Phase { PassThroughOps, PassThroughFactors, All };
+
+  Direction getDirection(int node, int64_t factor, Phase phase) const;
+  /// Propagates through one node; true when a value changed.
+  bool visit(int node, Phase phase);
+  /// Sweeps to a fixed point in one phase.
+  void runPhase(Phase phase);
+  /// Sets the shardings of sources for user-priority level `level` (an
+  /// index into `levels`): dimensions of a later level are closed and empty,
+  /// their axes marked replicated so that no other dimension takes them.
+  void applyLevel(size_t level);
+  void markNeighborsDirty(int value);
+
+  MeshShape mesh;
+  SmallVector<ValueInfo> values;
+  std::vector<Node> nodes;
+  /// The annotations of the sources, with priorities.
+  SmallVector<std::optional<TensorSharding>> annotations;
+  /// Distinct user priorities, ascending; unprioritized is INT64_MAX.
+  SmallVector<int64_t> levels;
+  /// Per value: producer node (-1 for arguments) and users.
+  SmallVector<int> producers;
+  SmallVector<SmallVector<int, 2>> users;
+  SmallVector<bool> dirty;
+  /// Per node: FactorRule::isPassThroughOp and isBroadcastLike.
+  SmallVector<bool> passThroughOps, broadcastLike;
+  bool recordProvenance;
+  /// Per value, per dimension (only when recording).
+  SmallVector<SmallVector<Provenance>> provenance;
+  int64_t numVisits = 0;
+};
+
+} // namespace mlir::sd::propagation
+
+#endif // SD_PASSES_SHARDINGPROPAGATION_H

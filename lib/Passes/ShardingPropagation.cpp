@@ -1,0 +1,656 @@
+//===- ShardingPropagation.cpp - factor-based sharding propagation --------===//
+//
+// Projection of tensor shardings onto rule factors and back, the per-factor
+// merge with its conflict rules, and the fixed point over a program's nodes
+// (see ShardingPropagation.h). Nothing here touches the IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Passes/ShardingPropagation.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <limits>
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::propagation;
+
+static constexpr int64_t kUnprioritized = std::numeric_limits<int64_t>::max();
+
+//===----------------------------------------------------------------------===//
+// Plain shardings and rules
+//===----------------------------------------------------------------------===//
+
+int64_t MeshShape::product(ArrayRef<AxisId> axes) const {
+  int64_t result = 1;
+  for (AxisId axis : axes)
+    result *= axisSizes[axis];
+  return result;
+}
+
+TensorSharding TensorSharding::open(int64_t rank) {
+  TensorSharding sharding;
+  sharding.dims.resize(rank);
+  return sharding;
+}
+
+bool TensorSharding::sameLayout(const TensorSharding &other) const {
+  if (dims.size() != other.dims.size() || unreduced != other.unreduced)
+    return false;
+  return llvm::all_of(llvm::zip_equal(dims, other.dims), [](auto pair) {
+    return std::get<0>(pair).axes == std::get<1>(pair).axes;
+  });
+}
+
+FactorRule FactorRule::fromAttr(OpShardingRuleAttr attr) {
+  FactorRule rule;
+  rule.factorSizes.assign(attr.getFactorSizes().begin(),
+                          attr.getFactorSizes().end());
+  for (int64_t f = 0, e = attr.getNumFactors(); f < e; ++f)
+    rule.factorKinds.push_back(attr.getFactorKind(f));
+  auto convert = [](TensorMappingAttr mapping) {
+    TensorMapping result;
+    for (DimMappingAttr dim : mapping.getDimMappings())
+      result.emplace_back(dim.getFactorIndices().begin(),
+                          dim.getFactorIndices().end());
+    return result;
+  };
+  for (TensorMappingAttr mapping : attr.getOperandMappings())
+    rule.operands.push_back(convert(mapping));
+  for (TensorMappingAttr mapping : attr.getResultMappings())
+    rule.results.push_back(convert(mapping));
+  return rule;
+}
+
+const FactorRule::TensorMapping &FactorRule::tensor(int64_t t) const {
+  int64_t numOperands = operands.size();
+  return t < numOperands ? operands[t] : results[t - numOperands];
+}
+
+/// True when `mapping` has factor `factor` in some dimension.
+static bool hasFactor(const FactorRule::TensorMapping &mapping,
+                      int64_t factor) {
+  return llvm::any_of(mapping, [&](const SmallVector<int64_t, 2> &factors) {
+    return llvm::is_contained(factors, factor);
+  });
+}
+
+/// The dimension of `mapping` that has `factor`, or -1.
+static int64_t dimOfFactor(const FactorRule::TensorMapping &mapping,
+                           int64_t factor) {
+  for (auto [dim, factors] : llvm::enumerate(mapping))
+    if (llvm::is_contained(factors, factor))
+      return dim;
+  return -1;
+}
+
+bool FactorRule::isPassThroughOp() const {
+  for (int64_t f = 0, e = numFactors(); f < e; ++f) {
+    if (factorKinds[f] != FactorKind::PassThrough)
+      return false;
+    for (int64_t t = 0, te = numTensors(); t < te; ++t)
+      if (!hasFactor(tensor(t), f))
+        return false;
+  }
+  return true;
+}
+
+bool FactorRule::isBroadcastLike() const {
+  for (int64_t f = 0, e = numFactors(); f < e; ++f) {
+    if (factorKinds[f] != FactorKind::PassThrough)
+      continue;
+    bool inResult = llvm::any_of(
+        results, [&](const TensorMapping &m) { return hasFactor(m, f); });
+    bool inOperand = llvm::any_of(
+        operands, [&](const TensorMapping &m) { return hasFactor(m, f); });
+    if (inResult && !inOperand)
+      return true;
+  }
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Projection
+//===----------------------------------------------------------------------===//
+
+TensorFactorShardings propagation::projectToFactors(
+    const TensorSharding &sharding, const FactorRule::TensorMapping &mapping,
+    ArrayRef<int64_t> factorSizes, const MeshShape &mesh) {
+  TensorFactorShardings result;
+  result.factors.resize(factorSizes.size());
+  result.dimFits.assign(mapping.size(), true);
+  result.otherAxes.append(sharding.replicated.begin(),
+                          sharding.replicated.end());
+  for (auto [dim, factors] : llvm::enumerate(mapping)) {
+    const DimSharding &dimSharding = sharding.dims[dim];
+    ArrayRef<AxisId> axes = dimSharding.axes;
+    size_t next = 0;
+    for (int64_t factor : factors) {
+      FactorSharding &factorSharding = result.factors[factor];
+      factorSharding.present = true;
+      factorSharding.closed = dimSharding.closed;
+      // Take axes while their product divides the factor; the next factor
+      // starts only once this one is full.
+      int64_t remaining = factorSizes[factor];
+      while (next < axes.size() && remaining != 1 &&
+             remaining % mesh.axisSizes[axes[next]] == 0) {
+        remaining /= mesh.axisSizes[axes[next]];
+        factorSharding.axes.push_back(axes[next++]);
+      }
+      if (remaining != 1)
+        break;
+    }
+    if (next == axes.size())
+      continue;
+    // The axes do not fit the factors: the dimension stays as it is, and
+    // the axes no factor took belong to no factor.
+    result.dimFits[dim] = false;
+    result.otherAxes.append(axes.begin() + next, axes.end());
+    for (int64_t factor : factors) {
+      result.factors[factor].present = true;
+      result.factors[factor].closed = true;
+    }
+  }
+  return result;
+}
+
+TensorSharding propagation::projectFromFactors(
+    const TensorFactorShardings &factors,
+    const FactorRule::TensorMapping &mapping, ArrayRef<int64_t> factorSizes,
+    const MeshShape &mesh, const TensorSharding &original) {
+  TensorSharding result = original;
+  for (auto [dim, dimFactors] : llvm::enumerate(mapping)) {
+    if (!factors.dimFits[dim])
+      continue;
+    AxisList axes;
+    for (int64_t factor : dimFactors) {
+      ArrayRef<AxisId> factorAxes = factors.factors[factor].axes;
+      axes.append(factorAxes.begin(), factorAxes.end());
+      // A factor that is not full leaves no room for the minor ones.
+      if (mesh.product(factorAxes) != factorSizes[factor])
+        break;
+    }
+    result.dims[dim].axes = axes;
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Merge and conflicts
+//===----------------------------------------------------------------------===//
+
+/// True when `prefix` is a prefix of `axes` (or equal).
+static bool isPrefix(ArrayRef<AxisId> prefix, ArrayRef<AxisId> axes) {
+  return prefix.size() <= axes.size() &&
+         prefix == axes.take_front(prefix.size());
+}
+
+static size_t commonPrefixLength(ArrayRef<AxisId> a, ArrayRef<AxisId> b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n])
+    ++n;
+  return n;
+}
+
+MergeResult propagation::mergeFactorAxes(ArrayRef<MergeCandidate> candidates) {
+  // Larger tensors first; ties keep the candidates' order (determinism).
+  SmallVector<int> order(candidates.size());
+  std::iota(order.begin(), order.end(), 0);
+  llvm::stable_sort(order, [&](int a, int b) {
+    return candidates[a].bytes > candidates[b].bytes;
+  });
+  MergeResult result;
+  int64_t winnerBytes = 0;
+  bool frozen = false;
+  // Expanding candidates build the result; the others can only cut it.
+  for (bool expanding : {true, false}) {
+    for (int index : order) {
+      const MergeCandidate &candidate = candidates[index];
+      ArrayRef<AxisId> axes = candidate.axes;
+      if (candidate.canExpand != expanding || axes.empty())
+        continue;
+      if (isPrefix(axes, result.axes))
+        continue;
+      if (isPrefix(result.axes, axes)) {
+        if (expanding && !frozen) {
+          result.axes.assign(axes.begin(), axes.end());
+          result.winner = index;
+          winnerBytes = candidate.bytes;
+        }
+        continue;
+      }
+      // A conflict. A smaller expanding tensor yields to the larger one.
+      if (expanding && candidate.bytes < winnerBytes)
+        continue;
+      result.axes.truncate(commonPrefixLength(result.axes, axes));
+      frozen = true;
+    }
+  }
+  if (result.axes.empty())
+    result.winner = -1;
+  return result;
+}
+
+/// Cuts `axes` to the longest prefix whose product divides `size`.
+static void truncateToDivisor(AxisList &axes, int64_t size,
+                              const MeshShape &mesh) {
+  int64_t product = 1;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    product *= mesh.axisSizes[axes[i]];
+    if (size % product != 0) {
+      axes.truncate(i);
+      return;
+    }
+  }
+}
+
+namespace {
+/// Who holds a mesh axis in one tensor while factors claim axes.
+constexpr int kFree = -1;
+constexpr int kOther = -2;
+constexpr int kUnreduced = -3;
+
+/// Makes the factors' axes disjoint within every tensor: factors in `order`
+/// keep the longest prefix of their axes that no earlier factor (and no
+/// axis held outside the factors, in `owners`) uses in a tensor they share.
+/// A reduction factor counts as part of every result (whose unreduced axes
+/// it defines).
+void resolveClaims(const FactorRule &rule,
+                   ArrayRef<TensorFactorShardings> projections,
+                   SmallVectorImpl<SmallVector<int, 4>> &owners,
+                   MutableArrayRef<AxisList> axesPerFactor,
+                   ArrayRef<int64_t> order) {
+  auto contains = [&](int64_t t, int64_t factor) {
+    return projections[t].factors[factor].present ||
+           (rule.isResult(t) &&
+            rule.factorKinds[factor] == FactorKind::Reduction);
+  };
+  for (int64_t factor : order) {
+    bool isReduction = rule.factorKinds[factor] == FactorKind::Reduction;
+    AxisList &axes = axesPerFactor[factor];
+    size_t keep = axes.size();
+    for (size_t i = 0; i < keep; ++i)
+      for (int64_t t = 0, e = rule.numTensors(); t < e; ++t) {
+        if (!contains(t, factor))
+          continue;
+        int owner = owners[t][axes[i]];
+        if (owner != kFree && owner != factor &&
+            !(owner == kUnreduced && isReduction)) {
+          keep = i;
+          break;
+        }
+      }
+    axes.truncate(keep);
+    for (int64_t t = 0, e = rule.numTensors(); t < e; ++t)
+      if (contains(t, factor))
+        for (AxisId axis : axes)
+          owners[t][axis] = factor;
+  }
+}
+
+/// Factors ordered by weight (descending), then index.
+SmallVector<int64_t> orderByWeight(ArrayRef<int64_t> weights) {
+  SmallVector<int64_t> order(weights.size());
+  std::iota(order.begin(), order.end(), 0);
+  llvm::stable_sort(
+      order, [&](int64_t a, int64_t b) { return weights[a] > weights[b]; });
+  return order;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Propagator
+//===----------------------------------------------------------------------===//
+
+Propagator::Propagator(MeshShape mesh, SmallVector<ValueInfo> values,
+                       std::vector<Node> nodes, bool recordProvenance)
+    : mesh(std::move(mesh)), values(std::move(values)), nodes(std::move(nodes)),
+      recordProvenance(recordProvenance) {
+  producers.assign(this->values.size(), -1);
+  users.resize(this->values.size());
+  for (auto [index, node] : llvm::enumerate(this->nodes)) {
+    passThroughOps.push_back(node.rule.isPassThroughOp());
+    broadcastLike.push_back(node.rule.isBroadcastLike());
+    for (int value : node.results)
+      producers[value] = index;
+    for (int value : node.operands)
+      if (!llvm::is_contained(users[value], (int)index))
+        users[value].push_back(index);
+  }
+  annotations.resize(this->values.size());
+  for (auto [index, value] : llvm::enumerate(this->values)) {
+    if (!value.isSource)
+      continue;
+    annotations[index] = value.sharding;
+    for (const DimSharding &dim : value.sharding.dims)
+      levels.push_back(dim.priority.value_or(kUnprioritized));
+  }
+  levels.push_back(kUnprioritized);
+  llvm::sort(levels);
+  levels.erase(llvm::unique(levels), levels.end());
+  if (recordProvenance) {
+    provenance.resize(this->values.size());
+    for (auto [index, value] : llvm::enumerate(this->values))
+      provenance[index].resize(value.sharding.dims.size());
+  }
+}
+
+Provenance Propagator::getProvenance(int value, int dim) const {
+  if (!recordProvenance)
+    return {};
+  return provenance[value][dim];
+}
+
+void Propagator::applyLevel(size_t level) {
+  int64_t limit = levels[level];
+  int64_t previous = level == 0 ? -1 : levels[level - 1];
+  for (auto [index, annotation] : llvm::enumerate(annotations)) {
+    if (!annotation)
+      continue;
+    TensorSharding &current = values[index].sharding;
+    for (auto [dim, dimSharding] : llvm::enumerate(annotation->dims)) {
+      int64_t priority = dimSharding.priority.value_or(kUnprioritized);
+      if (priority > limit) {
+        // Not yet: closed and empty, its axes kept from other dimensions.
+        if (level == 0) {
+          current.dims[dim] = DimSharding{{}, /*closed=*/true, std::nullopt};
+          current.replicated.append(dimSharding.axes.begin(),
+                                    dimSharding.axes.end());
+        }
+        continue;
+      }
+      if (level != 0 && priority <= previous)
+        continue;
+      current.dims[dim] = dimSharding;
+      if (level != 0)
+        llvm::erase_if(current.replicated, [&](AxisId axis) {
+          return llvm::is_contained(dimSharding.axes, axis) &&
+                 !llvm::is_contained(annotation->replicated, axis);
+        });
+      if (recordProvenance && !dimSharding.axes.empty())
+        provenance[index][dim] = Provenance{(int)index, -1, -1, -1};
+    }
+  }
+}
+
+void Propagator::run() {
+  for (size_t level = 0; level < levels.size(); ++level) {
+    applyLevel(level);
+    for (Phase phase :
+         {Phase::PassThroughOps, Phase::PassThroughFactors, Phase::All})
+      runPhase(phase);
+  }
+}
+
+void Propagator::runPhase(Phase phase) {
+  dirty.assign(nodes.size(), true);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    // Forward then backward, so that both directions settle quickly
+    // without recursion along use-def chains.
+    for (int n = 0, e = nodes.size(); n < e; ++n)
+      if (dirty[n]) {
+        dirty[n] = false;
+        changed |= visit(n, phase);
+      }
+    for (int n = nodes.size() - 1; n >= 0; --n)
+      if (dirty[n]) {
+        dirty[n] = false;
+        changed |= visit(n, phase);
+      }
+  }
+}
+
+void Propagator::markNeighborsDirty(int value) {
+  if (producers[value] >= 0)
+    dirty[producers[value]] = true;
+  for (int user : users[value])
+    dirty[user] = true;
+}
+
+Direction Propagator::getDirection(int node, int64_t factor,
+                                   Phase phase) const {
+  switch (phase) {
+  case Phase::PassThroughOps:
+    return passThroughOps[node] ? Direction::Both : Direction::None;
+  case Phase::PassThroughFactors:
+    if (passThroughOps[node])
+      return Direction::Both;
+    if (nodes[node].rule.factorKinds[factor] != FactorKind::PassThrough)
+      return Direction::None;
+    return broadcastLike[node] ? Direction::Backward : Direction::Both;
+  case Phase::All:
+    return Direction::Both;
+  }
+  return Direction::None;
+}
+
+//===----------------------------------------------------------------------===//
+// One node
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The current shardings of a node's tensors (operands, then results)
+/// projected onto its rule's factors.
+struct NodeView {
+  const Node &node;
+  const FactorRule &rule;
+  SmallVector<TensorFactorShardings> projections;
+
+  NodeView(const Node &node, ArrayRef<ValueInfo> values, const MeshShape &mesh)
+      : node(node), rule(node.rule) {
+    for (int64_t t = 0, e = rule.numTensors(); t < e; ++t)
+      projections.push_back(projectToFactors(
+          values[valueOf(t)].sharding, rule.tensor(t), rule.factorSizes, mesh));
+  }
+
+  int valueOf(int64_t t) const {
+    int64_t numOperands = node.operands.size();
+    return t < numOperands ? node.operands[t] : node.results[t - numOperands];
+  }
+
+  /// Merges factor `factor` over the tensors `include` accepts.
+  /// `canExpand(t)` says which may lengthen it. Returns the merged axes
+  /// (cut to a divisor of the factor size) and the winning tensor.
+  template <typename IncludeFn, typename ExpandFn>
+  std::pair<AxisList, int64_t> merge(int64_t factor, ArrayRef<ValueInfo> values,
+                                     const MeshShape &mesh, IncludeFn include,
+                                     ExpandFn canExpand) const {
+    SmallVector<MergeCandidate> candidates;
+    SmallVector<int64_t> tensors;
+    for (int64_t t = 0, e = rule.numTensors(); t < e; ++t) {
+      const FactorSharding &sharding = projections[t].factors[factor];
+      if (!sharding.present || !include(t))
+        continue;
+      candidates.push_back(MergeCandidate{
+          sharding.axes, values[valueOf(t)].bytes, canExpand(t)});
+      tensors.push_back(t);
+    }
+    MergeResult merged = mergeFactorAxes(candidates);
+    truncateToDivisor(merged.axes, rule.factorSizes[factor], mesh);
+    int64_t winner = merged.winner >= 0 ? tensors[merged.winner] : -1;
+    return {std::move(merged.axes), winner};
+  }
+};
+} // namespace
+
+bool Propagator::visit(int n, Phase phase) {
+  const Node &node = nodes[n];
+  const FactorRule &rule = node.rule;
+  int64_t numFactors = rule.numFactors(), numTensors = rule.numTensors();
+  SmallVector<Direction> directions;
+  for (int64_t f = 0; f < numFactors; ++f)
+    directions.push_back(getDirection(n, f, phase));
+  if (llvm::all_of(directions,
+                   [](Direction d) { return d == Direction::None; }))
+    return false;
+  ++numVisits;
+  NodeView view(node, values, mesh);
+
+  // Merge each factor that propagates in this phase.
+  SmallVector<AxisList> merged(numFactors);
+  SmallVector<int64_t> winners(numFactors, -1), weights(numFactors, 0);
+  for (int64_t f = 0; f < numFactors; ++f) {
+    Direction direction = directions[f];
+    if (direction == Direction::None ||
+        rule.factorKinds[f] == FactorKind::NeedReplication)
+      continue;
+    auto canExpand = [&](int64_t t) {
+      return direction == Direction::Both ||
+             (direction == Direction::Backward) == rule.isResult(t);
+    };
+    std::tie(merged[f], winners[f]) = view.merge(
+        f, values, mesh, [](int64_t) { return true; }, canExpand);
+    if (winners[f] >= 0)
+      weights[f] = values[view.valueOf(winners[f])].bytes;
+  }
+
+  // An axis is used once per tensor: what the tensors hold now stays, and
+  // new axes go to the factor with the larger source first.
+  SmallVector<SmallVector<int, 4>> owners(
+      numTensors, SmallVector<int, 4>(mesh.numAxes(), kFree));
+  for (int64_t t = 0; t < numTensors; ++t) {
+    for (auto [f, sharding] : llvm::enumerate(view.projections[t].factors))
+      for (AxisId axis : sharding.axes)
+        owners[t][axis] = f;
+    for (AxisId axis : view.projections[t].otherAxes)
+      owners[t][axis] = kOther;
+    for (AxisId axis : values[view.valueOf(t)].sharding.unreduced)
+      owners[t][axis] = rule.isResult(t) ? kUnreduced : kOther;
+  }
+  resolveClaims(rule, view.projections, owners, merged, orderByWeight(weights));
+
+  // Extend every open factor sharding that the merge extends.
+  bool changed = false;
+  for (int64_t t = 0; t < numTensors; ++t) {
+    TensorFactorShardings &projection = view.projections[t];
+    const FactorRule::TensorMapping &mapping = rule.tensor(t);
+    int value = view.valueOf(t);
+    SmallVector<std::pair<int64_t, int64_t>> updated; // (dim, factor)
+    for (auto [dim, factors] : llvm::enumerate(mapping)) {
+      if (!projection.dimFits[dim])
+        continue;
+      bool full = true;
+      for (int64_t f : factors) {
+        FactorSharding &sharding = projection.factors[f];
+        if (full && directions[f] != Direction::None && !sharding.closed &&
+            sharding.axes.size() < merged[f].size() &&
+            isPrefix(sharding.axes, merged[f])) {
+          sharding.axes = merged[f];
+          updated.emplace_back(dim, f);
+        }
+        full = full && mesh.product(sharding.axes) == rule.factorSizes[f];
+      }
+    }
+    const TensorSharding &current = values[value].sharding;
+    TensorSharding next =
+        updated.empty() ? current
+                        : projectFromFactors(projection, mapping,
+                                             rule.factorSizes, mesh, current);
+    // A sharded reduction factor leaves the results partial sums.
+    if (rule.isResult(t))
+      for (int64_t f = 0; f < numFactors; ++f)
+        if (rule.factorKinds[f] == FactorKind::Reduction)
+          for (AxisId axis : merged[f])
+            if (!llvm::is_contained(next.unreduced, axis))
+              next.unreduced.push_back(axis);
+    if (next == current)
+      continue;
+    values[value].sharding = std::move(next);
+    changed = true;
+    markNeighborsDirty(value);
+    if (!recordProvenance)
+      continue;
+    for (auto [dim, f] : updated) {
+      int64_t winner = winners[f];
+      if (winner < 0)
+        continue;
+      int fromValue = view.valueOf(winner);
+      int fromDim = dimOfFactor(rule.tensor(winner), f);
+      provenance[value][dim] = Provenance{provenance[fromValue][fromDim].source,
+                                          n, fromValue, fromDim};
+    }
+  }
+  return changed;
+}
+
+NodeLayout Propagator::getConsistentLayout(int n) const {
+  const Node &node = nodes[n];
+  const FactorRule &rule = node.rule;
+  int64_t numFactors = rule.numFactors(), numTensors = rule.numTensors();
+  NodeView view(node, values, mesh);
+
+  // Results keep their shardings where they can: a factor in a result takes
+  // the results' axes, an operand-only factor the operands' merge.
+  SmallVector<AxisList> axes(numFactors);
+  SmallVector<int64_t> weights(numFactors, 0);
+  SmallVector<int64_t> resultFactors, operandFactors;
+  for (int64_t f = 0; f < numFactors; ++f) {
+    if (rule.factorKinds[f] == FactorKind::NeedReplication)
+      continue;
+    bool inResult = false;
+    for (int64_t t = 0; t < numTensors; ++t)
+      inResult |= rule.isResult(t) && view.projections[t].factors[f].present;
+    int64_t winner;
+    std::tie(axes[f], winner) = view.merge(
+        f, values, mesh,
+        [&](int64_t t) { return rule.isResult(t) == inResult; },
+        [](int64_t) { return true; });
+    if (winner >= 0)
+      weights[f] = values[view.valueOf(winner)].bytes;
+    (inResult ? resultFactors : operandFactors).push_back(f);
+  }
+  SmallVector<int64_t> order = resultFactors;
+  llvm::stable_sort(operandFactors, [&](int64_t a, int64_t b) {
+    return weights[a] > weights[b];
+  });
+  order.append(operandFactors.begin(), operandFactors.end());
+  SmallVector<SmallVector<int, 4>> owners(
+      numTensors, SmallVector<int, 4>(mesh.numAxes(), kFree));
+  resolveClaims(rule, view.projections, owners, axes, order);
+
+  // Within a dimension, a factor after one that is not full stays whole.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (int64_t t = 0; t < numTensors; ++t)
+      for (const SmallVector<int64_t, 2> &factors : rule.tensor(t)) {
+        bool full = true;
+        for (int64_t f : factors) {
+          if (!full && !axes[f].empty()) {
+            axes[f].clear();
+            changed = true;
+          }
+          full = full && mesh.product(axes[f]) == rule.factorSizes[f];
+        }
+      }
+  }
+
+  NodeLayout layout;
+  for (int64_t t = 0; t < numTensors; ++t) {
+    TensorSharding sharding = values[view.valueOf(t)].sharding;
+    sharding.replicated.clear();
+    sharding.unreduced.clear();
+    for (auto [dim, factors] : llvm::enumerate(rule.tensor(t))) {
+      AxisList dimAxes;
+      for (int64_t f : factors) {
+        dimAxes.append(axes[f].begin(), axes[f].end());
+        if (mesh.product(axes[f]) != rule.factorSizes[f])
+          break;
+      }
+      sharding.dims[dim].axes = std::move(dimAxes);
+    }
+    if (rule.isResult(t)) {
+      for (int64_t f = 0; f < numFactors; ++f)
+        if (rule.factorKinds[f] == FactorKind::Reduction)
+          sharding.unreduced.append(axes[f].begin(), axes[f].end());
+      layout.results.push_back(std::move(sharding));
+    } else {
+      layout.operands.push_back(std::move(sharding));
+    }
+  }
+  return layout;
+}
