@@ -57,6 +57,23 @@ static cl::opt<double> perDeviceBatchFlag(
              "global batch = this × devices"),
     cl::init(0.0), cl::cat(sdCategory));
 
+/// How far the default pipeline goes.
+enum class Stage { Rules, Sharded };
+static cl::opt<Stage> stageFlag(
+    "stage", cl::desc("Where the default pipeline stops"),
+    cl::values(clEnumValN(Stage::Rules, "rules",
+                          "arguments sharded by the logical axis rules"),
+               clEnumValN(Stage::Sharded, "sharded",
+                          "block functions inlined and every value sharded "
+                          "by sd-propagate-sharding (global program)")),
+    cl::init(Stage::Rules), cl::cat(sdCategory));
+static cl::opt<std::string> explainFlag(
+    "explain",
+    cl::desc("Explain, as remarks, where the sharding of the named value "
+             "(parameter name, input kind or sd.name) comes from; implies "
+             "--stage=sharded"),
+    cl::value_desc("name"), cl::cat(sdCategory));
+
 int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
@@ -70,7 +87,8 @@ int main(int argc, char **argv) {
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
 
   bool usePipeline = !meshFlag.empty() || batchFlag != 0 ||
-                     perDeviceBatchFlag != 0.0;
+                     perDeviceBatchFlag != 0.0 || !explainFlag.empty() ||
+                     stageFlag != Stage::Rules;
   if (usePipeline) {
     mlir::sd::PipelineOptions options;
     options.mesh = meshFlag;
@@ -79,6 +97,13 @@ int main(int argc, char **argv) {
     options.processes = processesFlag;
     options.rules = rulesFlag;
     options.batch = batchFlag;
+    options.propagate = stageFlag == Stage::Sharded || !explainFlag.empty();
+    options.recordProvenance = !explainFlag.empty();
+    options.explain = explainFlag;
+    if (options.propagate && options.mesh.empty()) {
+      llvm::errs() << "error: --stage=sharded and --explain need --mesh\n";
+      return 1;
+    }
     if (perDeviceBatchFlag != 0.0) {
       if (batchFlag != 0) {
         llvm::errs() << "error: give --batch or --per-device-batch, not both\n";
