@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Install what is missing, build everything and run every test: GoogleTest
 # suites and the lit suite, both through ctest.
+#   scripts/test.sh              Release build in ./build
+#   scripts/test.sh --sanitize   ASan + UBSan build in ./build-asan
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD="${SD_BUILD_DIR:-$ROOT/build}"
 
 "$ROOT/scripts/install-deps.sh"
+if [ "${1:-}" = "--sanitize" ]; then
+  export SD_BUILD_DIR="${SD_BUILD_DIR:-$ROOT/build-asan}"
+  export SD_CMAKE_ARGS="-DSD_ENABLE_SANITIZERS=ON"
+  # libMLIR.so is not instrumented, so the allocator poisoning that LLVM's
+  # headers compile into our code would give false reports: ignore it.
+  export ASAN_OPTIONS="detect_leaks=0:allow_user_poisoning=0"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+fi
+BUILD="${SD_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/build.sh"
 cd "$BUILD"
 ctest --output-on-failure -j "$(nproc)"
