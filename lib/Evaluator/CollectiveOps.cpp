@@ -348,6 +348,22 @@ static LogicalResult evalCollective(CollectivePermuteOp op,
   return success();
 }
 
+/// Each device's row-major index on the op's axes: no communication, but a
+/// value that differs per device.
+static LogicalResult evalCollective(AxisIndexOp op, const MeshSpec &mesh,
+                                    DeviceOperands, DeviceResults &results) {
+  FailureOr<AxisList> axes = getAxisIndices(op, mesh, op.getAxes());
+  if (failed(axes))
+    return failure();
+  results.assign(mesh.numDevices(), {});
+  for (int64_t device = 0; device < mesh.numDevices(); ++device) {
+    auto index = static_cast<double>(
+        groupIndex(mesh, mesh.coordinates(device), *axes));
+    results[device].push_back(Tensor({}, ref::DType::F32, index));
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
@@ -386,7 +402,7 @@ void mlir::sd::registerCollectiveEvaluatorInterfaces(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
     attachCollectiveModels<AllGatherOp, AllSliceOp, ReduceScatterOp,
-                           AllReduceOp, AllToAllOp, CollectivePermuteOp>(
-        context);
+                           AllReduceOp, AllToAllOp, CollectivePermuteOp,
+                           AxisIndexOp>(context);
   });
 }

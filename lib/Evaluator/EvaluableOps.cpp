@@ -290,17 +290,52 @@ static LogicalResult evalOp(IotaOp op, Operands, Results &r) {
                               static_cast<int64_t>(op.getDim()),
                               dtypeOf(op.getResult())));
 }
-static LogicalResult evalOp(RngNormalOp op, Operands, Results &r) {
-  return produce(r, ref::rngNormal(shapeOf(op.getResult()), op.getSeed(),
-                                   op.getMean().convertToDouble(),
-                                   op.getStddev().convertToDouble(),
-                                   dtypeOf(op.getResult())));
+/// The block offsets of an rng op's offsets form, checked to be whole
+/// numbers that keep the block inside the global shape.
+template <typename OpTy>
+static FailureOr<std::vector<int64_t>> rngOffsets(OpTy op, Operands o) {
+  std::vector<int64_t> offsets, local = shapeOf(op.getResult());
+  ArrayRef<int64_t> global = *op.getGlobalShape();
+  for (auto [dim, tensor] : llvm::enumerate(o)) {
+    double value = (*tensor)[0];
+    auto offset = static_cast<int64_t>(value);
+    if (static_cast<double>(offset) != value || offset < 0 ||
+        offset + local[dim] > global[dim])
+      return op.emitOpError("offset ")
+             << value << " of dimension " << dim
+             << " does not place the block inside the global shape";
+    offsets.push_back(offset);
+  }
+  return offsets;
 }
-static LogicalResult evalOp(RngUniformOp op, Operands, Results &r) {
-  return produce(r, ref::rngUniform(shapeOf(op.getResult()), op.getSeed(),
-                                    op.getLow().convertToDouble(),
-                                    op.getHigh().convertToDouble(),
-                                    dtypeOf(op.getResult())));
+
+static LogicalResult evalOp(RngNormalOp op, Operands o, Results &r) {
+  double mean = op.getMean().convertToDouble();
+  double stddev = op.getStddev().convertToDouble();
+  if (o.empty())
+    return produce(r, ref::rngNormal(shapeOf(op.getResult()), op.getSeed(),
+                                     mean, stddev, dtypeOf(op.getResult())));
+  FailureOr<std::vector<int64_t>> offsets = rngOffsets(op, o);
+  if (failed(offsets))
+    return failure();
+  return produce(r, ref::rngNormalSlice(toVector(*op.getGlobalShape()),
+                                        *offsets, shapeOf(op.getResult()),
+                                        op.getSeed(), mean, stddev,
+                                        dtypeOf(op.getResult())));
+}
+static LogicalResult evalOp(RngUniformOp op, Operands o, Results &r) {
+  double low = op.getLow().convertToDouble();
+  double high = op.getHigh().convertToDouble();
+  if (o.empty())
+    return produce(r, ref::rngUniform(shapeOf(op.getResult()), op.getSeed(),
+                                      low, high, dtypeOf(op.getResult())));
+  FailureOr<std::vector<int64_t>> offsets = rngOffsets(op, o);
+  if (failed(offsets))
+    return failure();
+  return produce(r, ref::rngUniformSlice(toVector(*op.getGlobalShape()),
+                                         *offsets, shapeOf(op.getResult()),
+                                         op.getSeed(), low, high,
+                                         dtypeOf(op.getResult())));
 }
 static LogicalResult evalOp(MseLossOp, Operands o, Results &r) {
   return produce(r, ref::mseLoss(*o[0], *o[1]));

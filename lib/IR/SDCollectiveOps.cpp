@@ -208,7 +208,7 @@ SD_PER_DIM_COLLECTIVE(ReduceScatterOp, DimChange::Split)
 #undef SD_PER_DIM_COLLECTIVE
 
 //===----------------------------------------------------------------------===//
-// all_reduce, all_to_all, collective_permute
+// all_reduce, all_to_all, collective_permute, axis_index
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllReduceOp::verify() {
@@ -271,6 +271,17 @@ CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (!mesh)
     return failure();
   return axesProduct(*this, mesh, getMeshAttr(), {getAxis()});
+}
+
+LogicalResult AxisIndexOp::verify() {
+  return verifyAxesList(*this, toStringRefs(getAxes()));
+}
+
+LogicalResult AxisIndexOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  MeshAttr mesh = lookupCollectiveMesh(*this, getMeshAttr(), symbols);
+  if (!mesh)
+    return failure();
+  return axesProduct(*this, mesh, getMeshAttr(), toStringRefs(getAxes()));
 }
 
 //===----------------------------------------------------------------------===//

@@ -61,6 +61,32 @@ static LogicalResult verifySharding(Operation *op, Attribute attr, Type type,
   return sharding.verifyFor(type, mesh, valueName, emit);
 }
 
+/// Checks the sharding of a partitioned function's argument or result of
+/// local `type` against the global type it is a block of.
+static LogicalResult verifyLocalSharding(Operation *op, Attribute attr,
+                                         Type type, StringRef valueName) {
+  auto sharding = dyn_cast<ShardingAttr>(attr);
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!sharding || !tensorType || !tensorType.hasStaticShape())
+    return emitError(op->getLoc())
+           << "'" << SDDialect::kLocalShardingAttrName
+           << "' must be a #sd.sharding of a static tensor, not " << attr;
+  auto emit = [&] { return emitError(op->getLoc()); };
+  MeshAttr mesh = lookupMesh(op, sharding.getMeshName(), emit);
+  if (!mesh)
+    return failure();
+  if (sharding.getRank() != tensorType.getRank())
+    return emit() << "local sharding of " << valueName << " has "
+                  << sharding.getRank() << " dimensions but its type is "
+                  << type;
+  SmallVector<int64_t> global(tensorType.getShape());
+  for (auto [dim, dimSharding] : llvm::enumerate(sharding.getDimShardings()))
+    for (StringAttr name : dimSharding.getAxes())
+      if (MeshAxisAttr axis = mesh.getAxis(name))
+        global[dim] *= axis.getSize();
+  return sharding.verifyFor(tensorType.clone(global), mesh, valueName, emit);
+}
+
 LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -105,6 +131,8 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
   }
   if (attrName == kShardingAttrName)
     return verifySharding(op, attr.getValue(), type, name);
+  if (attrName == kLocalShardingAttrName)
+    return verifyLocalSharding(op, attr.getValue(), type, name);
   return emitError(op->getLoc()) << "unknown sd argument attribute '" << attrName
                          << "'";
 }
@@ -122,6 +150,10 @@ LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
     return emitError(op->getLoc()) << "'" << attrName
                            << "' belongs on a function argument, not on a "
                               "result";
+  if (attrName == kLocalShardingAttrName)
+    return verifyLocalSharding(op, attr.getValue(),
+                               func.getResultTypes()[resultIndex],
+                               "result #" + std::to_string(resultIndex));
   if (attrName != kShardingAttrName)
     return emitError(op->getLoc()) << "unknown sd result attribute '" << attrName
                            << "'";

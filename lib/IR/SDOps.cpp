@@ -654,8 +654,31 @@ LogicalResult IotaOp::verify() {
   return success();
 }
 
+/// The offsets form of the rng ops: offsets and global_shape together, one
+/// per dimension, and the global shape holds the result.
+static LogicalResult verifyRngOffsets(Operation *op, RankedTensorType type,
+                                      size_t numOffsets,
+                                      std::optional<ArrayRef<int64_t>> global) {
+  if (numOffsets == 0 && !global)
+    return success();
+  auto rank = static_cast<size_t>(type.getRank());
+  if (numOffsets != rank || !global || global->size() != rank)
+    return op->emitOpError("offsets form needs one offset and one "
+                           "global_shape entry per dimension (rank ")
+           << rank << "), not " << numOffsets << " and "
+           << (global ? global->size() : 0);
+  for (size_t dim = 0; dim < rank; ++dim)
+    if ((*global)[dim] < type.getDimSize(dim))
+      return op->emitOpError("global_shape dimension ")
+             << dim << " of size " << (*global)[dim]
+             << " is smaller than the result's " << type.getDimSize(dim);
+  return success();
+}
+
 LogicalResult RngNormalOp::verify() {
-  if (failed(verifyStatic(*this, getType())))
+  if (failed(verifyStatic(*this, getType())) ||
+      failed(verifyRngOffsets(*this, getType(), getOffsets().size(),
+                              getGlobalShape())))
     return failure();
   if (!(getStddev().convertToDouble() > 0.0))
     return emitOpError("stddev must be positive, not ")
@@ -664,7 +687,9 @@ LogicalResult RngNormalOp::verify() {
 }
 
 LogicalResult RngUniformOp::verify() {
-  if (failed(verifyStatic(*this, getType())))
+  if (failed(verifyStatic(*this, getType())) ||
+      failed(verifyRngOffsets(*this, getType(), getOffsets().size(),
+                              getGlobalShape())))
     return failure();
   if (!(getLow().convertToDouble() < getHigh().convertToDouble()))
     return emitOpError("low (")

@@ -28,7 +28,7 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   ApplyLogicalRulesOptions rules;
   rules.rules = options.rules;
   pm.addNestedPass<func::FuncOp>(createApplyLogicalRules(rules));
-  if (!options.propagate)
+  if (!options.propagate && !options.partition)
     return;
   // Propagation works on one call-free function.
   pm.addPass(createInlinerPass());
@@ -36,6 +36,10 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   propagation.recordProvenance = options.recordProvenance;
   propagation.explain = options.explain;
   pm.addNestedPass<func::FuncOp>(createPropagateSharding(propagation));
+  if (!options.partition)
+    return;
+  pm.addNestedPass<func::FuncOp>(createPartition());
+  pm.addNestedPass<func::FuncOp>(createOptimizeCollectives());
 }
 
 namespace {
@@ -57,6 +61,11 @@ struct DefaultPipelineOptions
   Option<bool> propagate{*this, "propagate",
                          llvm::cl::desc("Inline and propagate shardings"),
                          llvm::cl::init(false)};
+  Option<bool> partition{
+      *this, "partition",
+      llvm::cl::desc("Propagate, then partition into the per-device program "
+                     "and optimize its collectives"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -74,6 +83,7 @@ void mlir::sd::registerSDPipelines() {
         options.rules = o.rules;
         options.batch = o.batch;
         options.propagate = o.propagate;
+        options.partition = o.partition;
         buildDefaultPipeline(pm, options);
       });
 }

@@ -3,6 +3,7 @@
 // mlir-opt for sd: every sd-* pass runs alone (lit tests), and --mesh (with
 // --dcn-mesh, --devices, --rules, --batch) runs the default pipeline, which
 // prints the program with its mesh and a sharding on every argument.
+// --report and --show-sharding print a report or a picture instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +73,24 @@ static cl::opt<std::string> explainFlag(
     cl::desc("Explain, as remarks, where the sharding of the named value "
              "(parameter name, input kind or sd.name) comes from; implies "
              "--stage=sharded"),
+    cl::value_desc("name"), cl::cat(sdCategory));
+
+// --report and --show-sharding print what they say instead of the IR.
+static cl::opt<mlir::sd::ReportFormat> reportFlag(
+    "report", cl::ValueOptional,
+    cl::desc("After the passes, print the per-device report of @loss "
+             "(memory, FLOPs, collectives) instead of the IR"),
+    cl::values(clEnumValN(mlir::sd::ReportFormat::Text, "text",
+                          "a table with human units (the default)"),
+               clEnumValN(mlir::sd::ReportFormat::Json, "json",
+                          "JSON with exact numbers"),
+               clEnumValN(mlir::sd::ReportFormat::Text, "", "")),
+    cl::init(mlir::sd::ReportFormat::Text), cl::cat(sdCategory));
+static cl::opt<std::string> showShardingFlag(
+    "show-sharding",
+    cl::desc("After the passes, draw which device holds which block of the "
+             "named value (parameter name, input kind or sd.name) instead "
+             "of printing the IR"),
     cl::value_desc("name"), cl::cat(sdCategory));
 
 int main(int argc, char **argv) {
@@ -153,7 +172,31 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: " << errorMessage << "\n";
     return 1;
   }
-  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+  // The printing passes run last and write to the output file; the IR goes
+  // nowhere.
+  bool printInstead =
+      reportFlag.getNumOccurrences() > 0 || !showShardingFlag.empty();
+  if (printInstead) {
+    MlirOptMainConfig passes = config;
+    llvm::raw_ostream *os = &output->os();
+    config.setPassPipelineSetupFn([passes, os](PassManager &pm) {
+      if (failed(passes.setupPassPipeline(pm)))
+        return failure();
+      if (reportFlag.getNumOccurrences() > 0) {
+        mlir::sd::PrintReportOptions report;
+        report.format = reportFlag;
+        pm.addPass(mlir::sd::createPrintReport(*os, report));
+      }
+      if (!showShardingFlag.empty()) {
+        mlir::sd::ShowShardingOptions show;
+        show.value = showShardingFlag;
+        pm.addPass(mlir::sd::createShowSharding(*os, show));
+      }
+      return success();
+    });
+  }
+  if (failed(MlirOptMain(printInstead ? llvm::nulls() : output->os(),
+                         std::move(input), registry, config)))
     return 1;
   output->keep();
   return 0;

@@ -32,7 +32,10 @@ def SD_DimAxesAttr
 // stay SPMD-consistent) and a user of the mesh symbol it names.
 class SD_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : SD_Op<mnemonic, !listconcat([Pure,
-          DeclareOpInterfaceMethods<SymbolUserOpInterface>], traits)>;
+          DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+          DeclareOpInterfaceMethods<SD_CostOpInterface,
+                                    ["getFlops", "getCommunication"]>],
+          traits)>;
 
 // all_gather, all_slice and reduce_scatter: one list of axes per dimension,
 // a result of the operand's rank and element type.
@@ -248,6 +251,34 @@ def SD_CollectivePermuteOp : SD_CollectiveOp<"collective_permute",
   }];
 }
 
+def SD_AxisIndexOp : SD_CollectiveOp<"axis_index"> {
+  let summary = "The device's block index along some mesh axes";
+  let description = [{
+    ```mlir
+    %i = sd.axis_index @mesh axes = ["data", "fsdp"] : tensor<f32>
+    ```
+    The row-major index of the device's coordinates on `axes` (major to
+    minor as listed), as an f32 scalar: the block a device holds of a
+    dimension sharded over `axes` (with `data`=2, `fsdp`=2, the device at
+    data 1, fsdp 0 gets 2). sd-partition multiplies it by a block's size to
+    give iota and the rng ops the offset of the device's block. Sends
+    nothing, but depends on the device, so it is evaluated with the
+    collectives.
+
+    Pipeline stage: after sd-partition (local types).
+
+    Constraints:
+    * at least one axis is listed
+    * no axis is listed twice
+    * the mesh symbol names an `sd.mesh`
+    * every listed axis exists in the mesh
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "$mesh `axes` `=` $axes attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reshard (global programs)
 //===----------------------------------------------------------------------===//
@@ -255,7 +286,7 @@ def SD_CollectivePermuteOp : SD_CollectiveOp<"collective_permute",
 def SD_ReshardOp : SD_SameTypeOp<"reshard",
     [SameOperandsAndResultType,
      DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     SD_ElementwiseShardingRule]> {
+     SD_ElementwiseShardingRule, SD_OwnCost]> {
   let summary = "Changes the sharding of a value";
   let description = [{
     ```mlir

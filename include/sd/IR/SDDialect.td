@@ -53,6 +53,11 @@ def SD_Dialect : Dialect {
       and a `#sd.sharding_per_value` on an op, with one sharding per op
       result, each of which fits its result's type.
     * `sd.provenance` is an array of strings on an op.
+    * `sd.local_sharding` is a `#sd.sharding` on an argument or result of
+      a partitioned function (after `sd-partition`): the argument is each
+      device's block of a global tensor laid out so (its global shape is
+      the local one times the dimensions' axes), the constraints of
+      `#sd.sharding` holding for that global shape.
     * `sd.logical_axes` and `sd.sharding` have one entry per dimension of the
       argument's tensor type.
     * `sd.name` is a string attribute.
@@ -73,6 +78,7 @@ def SD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kDefaultBatchAttrName = "sd.default_batch";
     static constexpr ::llvm::StringLiteral kShardingRuleAttrName = "sd.sharding_rule";
     static constexpr ::llvm::StringLiteral kProvenanceAttrName = "sd.provenance";
+    static constexpr ::llvm::StringLiteral kLocalShardingAttrName = "sd.local_sharding";
 
   private:
     void registerAttributes();

@@ -85,4 +85,145 @@ def SD_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
   ];
 }
 
+def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::mlir::sd";
+  let description = [{
+    Every sd op that may appear in a function body (all but `sd.mesh`)
+    states what it costs on the device that runs it, so that the cost model
+    (`sd/Analysis/CostModel.h`, behind `sdopt --report`) is one generic
+    walk that knows no op names. Costs are computed from the op's own
+    operand and result types: per device in a partitioned program (local
+    types), for the whole tensor in a global one. Shapes must be static
+    (run sd-specialize-batch first); the cost model checks that before it
+    asks.
+
+    FLOPs count each arithmetic operation (add, multiply, compare, ...) and
+    each elementary function (exp, log, sqrt, tanh, sin, cos, erf, pow) of
+    the op's defining formula as one FLOP; a fused multiply-add is two:
+    * dot_general: 2·M·N·K = 2 × result elements × contracted size.
+    * attention: 2·B·H·Sq·Skv·(D + Dv) for Q·Kᵀ and P·V (4·B·H·Sq·Skv·D
+      when Dv = D), plus 6 per score for the scale and the softmax, plus 1
+      per score for the mask when there is one.
+    * conv2d: 2·N·Ho·Wo·Cout·KH·KW·Cin/groups, plus N·Ho·Wo·Cout for the
+      bias.
+    * elementwise ops (the default): FLOPs per element × result elements,
+      with FLOPs per element 1 (add, sub, mul, div, max, min, pow, neg, exp,
+      log, sqrt, tanh, sin, cos, compare, select, convert), rsqrt 2,
+      sigmoid 4 (1/(1+e^-x)), silu 5, gelu 9 with the tanh approximation
+      and 5 exact (erf).
+    * softmax 5 per element (max, subtract, exp, sum, divide); layer_norm
+      and group_norm 5 per element (mean, centre, square, variance,
+      normalize) + 1 with scale + 1 with bias; rms_norm 3 + 1 with scale.
+      Per-row work (a reciprocal square root per row) is not counted.
+    * reductions: 1 per operand element; mse_loss: 3 per operand element
+      (subtract, square, sum).
+    * rng_uniform 2 per element (scale, shift), rng_normal 8 (Box–Muller);
+      the integer work of the counter-based generator is not counted.
+    * shape and data-movement ops (broadcast_in_dim, reshape, transpose,
+      slice, concat, pad, upsample_nearest), constant, iota,
+      sharding_constraint, reshard: 0.
+    * collectives: 0 (the additions of a reduction are not counted); what
+      they send is `getCommunication`.
+
+    Bytes accessed are the bytes of all operands plus all results (one read
+    of each input, one write of each output): the memory term of a
+    roofline. Element sizes: f32 4 bytes, bf16 2, i1 1.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        FLOPs per result element of an elementwise op (see the table above);
+        used by the default `getFlops`. 1 unless the op says otherwise.
+      }],
+      "int64_t", "getFlopsPerElement", (ins), [{}],
+      [{ return 1; }]>,
+    InterfaceMethod<[{
+        The floating-point operations the op performs. The default is the
+        elementwise count: result elements × `getFlopsPerElement()`.
+      }],
+      "int64_t", "getFlops", (ins), [{}],
+      [{ return ::mlir::sd::getElementwiseFlops($_op,
+                                                $_op.getFlopsPerElement()); }]>,
+    InterfaceMethod<[{
+        Bytes read and written in the device's memory: all operands plus all
+        results.
+      }],
+      "int64_t", "getBytesAccessed", (ins), [{}],
+      [{ return ::mlir::sd::getOperandAndResultBytes($_op); }]>,
+    InterfaceMethod<[{
+        What a collective sends between devices: its communication pattern,
+        the mesh axes that form its groups, the group size N and the tensor
+        size S in bytes that the pattern's ring formula applies to (see
+        `CommunicationInfo`). `std::nullopt` for every op that does not
+        communicate (the default). `symbols` caches mesh lookups.
+      }],
+      "std::optional<::mlir::sd::CommunicationInfo>", "getCommunication",
+      (ins "::mlir::SymbolTableCollection &":$symbols), [{}],
+      [{ return std::nullopt; }]>,
+  ];
+}
+
+def SD_PartitionOpInterface : OpInterface<"PartitionOpInterface"> {
+  let cppNamespace = "::mlir::sd";
+  let description = [{
+    How an op of a propagated global program becomes its per-device form in
+    `sd-partition`. The pass gives the op its operands' local values (each
+    device's block of the global operand, laid out as `operandShardings`
+    say) and the local result types (each global dimension divided by the
+    product of its axes' sizes), and the op builds what computes its
+    results' local values as `resultShardings` lay them out, partial sums
+    (`unreduced` axes) included. The pass has checked beforehand that the
+    shardings agree with the op's sharding rule (ShardingRuleOpInterface):
+    every factor has the same axes in every tensor that has it,
+    need_replication factors are whole, no operand is a partial sum, and
+    the results are partial sums over exactly the axes of the sharded
+    reduction factors.
+
+    The default clones the op with the local operands and result types:
+    right for every op whose result block is the same function of the
+    operand blocks as the global result is of the global operands
+    (elementwise ops, shape ops along unsharded dimensions, dot_general,
+    whose sharded contraction leaves the partial sum the result's sharding
+    asks for, normalizations and attention along their whole dimensions).
+    Ops that need more override it (SDPartition.cpp):
+    * slice: the sharded (untouched) dimensions take their local extent.
+    * reduce_mean, mse_loss: over a sharded dimension the local mean is
+      divided by the shard count, so that the partial sums add up to the
+      global mean. reduce_max: a partial maximum cannot be summed, so a
+      sharded reduced dimension is an error.
+    * conv2d: with a sharded input-channel dimension each device adds the
+      bias divided by the shard count.
+    * iota: along a sharded `dim`, the device's offset (`sd.axis_index`
+      times the local size) is added.
+    * rng_normal, rng_uniform: the offsets form of the op generates the
+      device's block of the global random tensor.
+    * constant: a splat becomes the local splat; another sharded constant
+      is kept whole and sliced with `sd.all_slice`.
+    * sharding_constraint: its operand, unchanged (it ends here).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds, at `builder`'s insertion point, what computes the op's local
+        results from `localOperands`; returns one value per result, of
+        `localResultTypes`. Fails, after an error on the op, where the op
+        cannot be partitioned with these shardings.
+      }],
+      "::mlir::FailureOr<::llvm::SmallVector<::mlir::Value>>", "partition",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ValueRange":$localOperands,
+           "::mlir::TypeRange":$localResultTypes,
+           "::llvm::ArrayRef<::mlir::sd::ShardingAttr>":$operandShardings,
+           "::llvm::ArrayRef<::mlir::sd::ShardingAttr>":$resultShardings),
+      [{}],
+      [{
+        // A clone keeps attributes and properties; only the types change.
+        ::mlir::Operation *clone = builder.clone(*$_op.getOperation());
+        clone->setOperands(localOperands);
+        for (auto [result, type] :
+             ::llvm::zip_equal(clone->getResults(), localResultTypes))
+          result.setType(type);
+        return ::llvm::SmallVector<::mlir::Value>(clone->getResults());
+      }]>,
+  ];
+}
+
 #endif // SD_IR_SDINTERFACES_TD

@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "sd/IR/SDAttrs.h"
+#include "sd/IR/SDCost.h"
 #include "sd/IR/SDDialect.h"
 
 namespace mlir::sd {

@@ -31,6 +31,22 @@ defvar SD_ElementwiseShardingRule =
 defvar SD_OwnShardingRule =
     DeclareOpInterfaceMethods<SD_ShardingRuleOpInterface, ["getShardingRule"]>;
 
+// Costs (CostOpInterface): elementwise ops take the default FLOP count,
+// result elements × getFlopsPerElement (1 unless the op states its own);
+// ops with another formula define getFlops. Definitions in SDCost.cpp
+// unless given here.
+defvar SD_ElementwiseCost = DeclareOpInterfaceMethods<SD_CostOpInterface>;
+defvar SD_PerElementCost =
+    DeclareOpInterfaceMethods<SD_CostOpInterface, ["getFlopsPerElement"]>;
+defvar SD_OwnCost = DeclareOpInterfaceMethods<SD_CostOpInterface, ["getFlops"]>;
+
+// Partitioning (PartitionOpInterface): most ops become their per-device form
+// by being cloned with local types (the default); the others define
+// `partition` in SDPartition.cpp.
+defvar SD_DefaultPartition = SD_PartitionOpInterface;
+defvar SD_OwnPartition =
+    DeclareOpInterfaceMethods<SD_PartitionOpInterface, ["partition"]>;
+
 // Ops whose single result type follows from the operands and attributes.
 // ODS writes `inferReturnTypes` itself where a trait such as
 // SameOperandsAndResultType implies it; the others define it in SDOps.cpp.
@@ -66,9 +82,10 @@ def SD_MeshOp : SD_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class SD_UnaryOp<string mnemonic, string formula>
+class SD_UnaryOp<string mnemonic, string formula, int flopsPerElement = 1>
     : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType,
-                               SD_ElementwiseShardingRule]> {
+                               SD_ElementwiseShardingRule, SD_PerElementCost,
+                               SD_DefaultPartition]> {
   let summary = "Elementwise " # formula;
   let description = [{
     Computes }] # formula # [{ for every element. All stages.
@@ -76,21 +93,25 @@ class SD_UnaryOp<string mnemonic, string formula>
   let arguments = (ins SD_FloatTensor:$operand);
   let results = (outs SD_FloatTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($result)";
+  let extraClassDefinition = [{
+    int64_t $cppClass::getFlopsPerElement() { return }] # flopsPerElement # [{; }
+  }];
 }
 
 def SD_NegOp : SD_UnaryOp<"neg", "-x">;
 def SD_ExpOp : SD_UnaryOp<"exp", "e^x">;
 def SD_LogOp : SD_UnaryOp<"log", "the natural logarithm ln(x)">;
 def SD_SqrtOp : SD_UnaryOp<"sqrt", "the square root">;
-def SD_RsqrtOp : SD_UnaryOp<"rsqrt", "the reciprocal square root 1/sqrt(x)">;
+def SD_RsqrtOp : SD_UnaryOp<"rsqrt", "the reciprocal square root 1/sqrt(x)", 2>;
 def SD_TanhOp : SD_UnaryOp<"tanh", "the hyperbolic tangent">;
 def SD_SinOp : SD_UnaryOp<"sin", "the sine">;
 def SD_CosOp : SD_UnaryOp<"cos", "the cosine">;
-def SD_SigmoidOp : SD_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+e^-x)">;
-def SD_SiluOp : SD_UnaryOp<"silu", "SiLU (swish) x·sigmoid(x)">;
+def SD_SigmoidOp : SD_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+e^-x)", 4>;
+def SD_SiluOp : SD_UnaryOp<"silu", "SiLU (swish) x·sigmoid(x)", 5>;
 
 def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType,
-                                      SD_ElementwiseShardingRule]> {
+                                      SD_ElementwiseShardingRule,
+                                      SD_PerElementCost, SD_DefaultPartition]> {
   let summary = "Elementwise GELU";
   let description = [{
     `approximate = true` (the default, as in DiT and MaxDiffusion's models)
@@ -106,7 +127,8 @@ def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType,
 
 class SD_BinaryOp<string mnemonic, string formula>
     : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType,
-                               SD_ElementwiseShardingRule]> {
+                               SD_ElementwiseShardingRule, SD_ElementwiseCost,
+                               SD_DefaultPartition]> {
   let summary = "Elementwise " # formula;
   let description = [{
     Computes }] # formula # [{ elementwise. Both operands have the result's
@@ -127,7 +149,7 @@ def SD_PowOp : SD_BinaryOp<"pow", "lhs raised to the power rhs">;
 
 def SD_CompareOp : SD_InferredOp<"compare",
     [SameTypeOperands, SameOperandsAndResultShape,
-     SD_ElementwiseShardingRule]> {
+     SD_ElementwiseShardingRule, SD_ElementwiseCost, SD_DefaultPartition]> {
   let summary = "Elementwise comparison producing i1";
   let description = [{
     ```mlir
@@ -143,7 +165,8 @@ def SD_CompareOp : SD_InferredOp<"compare",
 }
 
 def SD_SelectOp : SD_InferredOp<"select",
-    [AllTypesMatch<["on_true", "on_false"]>, SD_ElementwiseShardingRule]> {
+    [AllTypesMatch<["on_true", "on_false"]>, SD_ElementwiseShardingRule,
+     SD_ElementwiseCost, SD_DefaultPartition]> {
   let summary = "Elementwise choice by a predicate";
   let description = [{
     `result[i] = pred[i] ? on_true[i] : on_false[i]`. All stages.
@@ -162,7 +185,7 @@ def SD_SelectOp : SD_InferredOp<"select",
 
 def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
     DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>,
-    SD_ElementwiseShardingRule]> {
+    SD_ElementwiseShardingRule, SD_ElementwiseCost, SD_DefaultPartition]> {
   let summary = "Element type conversion";
   let description = [{
     ```mlir
@@ -184,7 +207,8 @@ def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
 //===----------------------------------------------------------------------===//
 
 class SD_ReduceOp<string mnemonic, string what>
-    : SD_InferredOp<mnemonic, [SD_OwnShardingRule]> {
+    : SD_InferredOp<mnemonic, [SD_OwnShardingRule, SD_OwnCost,
+                               SD_OwnPartition]> {
   let summary = "The " # what # " over some dimensions";
   let description = [{
     ```mlir
@@ -212,6 +236,9 @@ class SD_ReduceOp<string mnemonic, string what>
     ::mlir::sd::OpShardingRuleAttr $cppClass::getShardingRule() {
       return ::mlir::sd::getReduceShardingRule(*this, getDims());
     }
+    int64_t $cppClass::getFlops() {
+      return ::mlir::sd::getNumElements(getOperand().getType());
+    }
   }];
 }
 
@@ -224,7 +251,8 @@ def SD_ReduceMeanOp : SD_ReduceOp<"reduce_mean", "mean">;
 //===----------------------------------------------------------------------===//
 
 def SD_BroadcastInDimOp : SD_Op<"broadcast_in_dim", [Pure,
-    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule]> {
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule,
+    SD_OwnCost, SD_DefaultPartition]> {
   let summary = "Broadcast into a larger shape";
   let description = [{
     ```mlir
@@ -249,7 +277,8 @@ def SD_BroadcastInDimOp : SD_Op<"broadcast_in_dim", [Pure,
 }
 
 def SD_ReshapeOp : SD_Op<"reshape", [Pure,
-    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule]> {
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule,
+    SD_OwnCost, SD_DefaultPartition]> {
   let summary = "Row-major reshape";
   let description = [{
     ```mlir
@@ -270,7 +299,8 @@ def SD_ReshapeOp : SD_Op<"reshape", [Pure,
   let hasVerifier = 1;
 }
 
-def SD_TransposeOp : SD_InferredOp<"transpose", [SD_OwnShardingRule]> {
+def SD_TransposeOp : SD_InferredOp<"transpose",
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
   let summary = "Permute dimensions";
   let description = [{
     Result dimension `i` is operand dimension `permutation[i]`. All stages.
@@ -285,7 +315,8 @@ def SD_TransposeOp : SD_InferredOp<"transpose", [SD_OwnShardingRule]> {
   }];
 }
 
-def SD_SliceOp : SD_InferredOp<"slice", [SD_OwnShardingRule]> {
+def SD_SliceOp : SD_InferredOp<"slice",
+    [SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
   let summary = "A strided slice";
   let description = [{
     ```mlir
@@ -310,7 +341,8 @@ def SD_SliceOp : SD_InferredOp<"slice", [SD_OwnShardingRule]> {
   }];
 }
 
-def SD_ConcatOp : SD_InferredOp<"concat", [SD_OwnShardingRule]> {
+def SD_ConcatOp : SD_InferredOp<"concat",
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
   let summary = "Concatenate along one dimension";
   let description = [{
     All stages.
@@ -328,7 +360,8 @@ def SD_ConcatOp : SD_InferredOp<"concat", [SD_OwnShardingRule]> {
   }];
 }
 
-def SD_PadOp : SD_InferredOp<"pad", [SD_OwnShardingRule]> {
+def SD_PadOp : SD_InferredOp<"pad",
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
   let summary = "Pad with a constant";
   let description = [{
     Adds `low[d]` elements before and `high[d]` after each dimension, filled
@@ -351,7 +384,8 @@ def SD_PadOp : SD_InferredOp<"pad", [SD_OwnShardingRule]> {
 //===----------------------------------------------------------------------===//
 
 def SD_DotGeneralOp : SD_Op<"dot_general",
-    [Pure, InferTypeOpAdaptorWithIsCompatible, SD_OwnShardingRule]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible, SD_OwnShardingRule,
+    SD_OwnCost, SD_DefaultPartition]> {
   let summary = "Generalized matrix product (einsum with one contraction)";
   let description = [{
     ```mlir
@@ -386,7 +420,8 @@ def SD_DotGeneralOp : SD_Op<"dot_general",
 }
 
 def SD_LayerNormOp : SD_InferredOp<"layer_norm",
-    [AttrSizedOperandSegments, SD_OwnShardingRule]> {
+    [AttrSizedOperandSegments, SD_OwnShardingRule, SD_PerElementCost,
+    SD_DefaultPartition]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) · scale + bias`, statistics over the
@@ -409,7 +444,8 @@ def SD_LayerNormOp : SD_InferredOp<"layer_norm",
   }];
 }
 
-def SD_RmsNormOp : SD_InferredOp<"rms_norm", [SD_OwnShardingRule]> {
+def SD_RmsNormOp : SD_InferredOp<"rms_norm",
+    [SD_OwnShardingRule, SD_PerElementCost, SD_DefaultPartition]> {
   let summary = "RMS normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x²) + epsilon) · scale` over the last dimension (Flux and
@@ -430,7 +466,8 @@ def SD_RmsNormOp : SD_InferredOp<"rms_norm", [SD_OwnShardingRule]> {
 }
 
 def SD_GroupNormOp : SD_InferredOp<"group_norm",
-    [AttrSizedOperandSegments, SD_OwnShardingRule]> {
+    [AttrSizedOperandSegments, SD_OwnShardingRule, SD_PerElementCost,
+    SD_DefaultPartition]> {
   let summary = "Group normalization, channels last";
   let description = [{
     The operand is `[N, ..., C]` (NHWC for images). The C channels form
@@ -456,7 +493,8 @@ def SD_GroupNormOp : SD_InferredOp<"group_norm",
 }
 
 def SD_SoftmaxOp : SD_SameTypeOp<"softmax",
-    [SameOperandsAndResultType, SD_OwnShardingRule]> {
+    [SameOperandsAndResultType, SD_OwnShardingRule, SD_PerElementCost,
+    SD_DefaultPartition]> {
   let summary = "Softmax along one dimension";
   let description = [{
     Numerically stable softmax along `dim`. All stages.
@@ -470,7 +508,8 @@ def SD_SoftmaxOp : SD_SameTypeOp<"softmax",
   let hasVerifier = 1;
 }
 
-def SD_AttentionOp : SD_InferredOp<"attention", [SD_OwnShardingRule]> {
+def SD_AttentionOp : SD_InferredOp<"attention",
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
   let summary = "Multi-head scaled dot-product attention";
   let description = [{
     ```mlir
@@ -512,7 +551,8 @@ def SD_AttentionOp : SD_InferredOp<"attention", [SD_OwnShardingRule]> {
   }];
 }
 
-def SD_Conv2DOp : SD_InferredOp<"conv2d", [SD_OwnShardingRule]> {
+def SD_Conv2DOp : SD_InferredOp<"conv2d",
+    [SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
   let summary = "2-D convolution, NHWC with HWIO kernels";
   let description = [{
     ```mlir
@@ -542,7 +582,8 @@ def SD_Conv2DOp : SD_InferredOp<"conv2d", [SD_OwnShardingRule]> {
   }];
 }
 
-def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest", [SD_OwnShardingRule]> {
+def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest",
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
   let summary = "Nearest-neighbour upsampling of NHWC images";
   let description = [{
     Repeats each pixel `scale[0]` times along H and `scale[1]` times along W.
@@ -565,7 +606,7 @@ def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest", [SD_OwnShardingRule
 
 def SD_ConstantOp : SD_Op<"constant",
     [ConstantLike, Pure, AllTypesMatch<["value", "result"]>,
-     SD_OwnShardingRule]> {
+     SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
   let summary = "A constant tensor";
   let description = [{
     ```mlir
@@ -583,7 +624,8 @@ def SD_ConstantOp : SD_Op<"constant",
   let hasFolder = 1;
 }
 
-def SD_IotaOp : SD_Op<"iota", [Pure, SD_OwnShardingRule]> {
+def SD_IotaOp : SD_Op<"iota",
+    [Pure, SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
   let summary = "Indices along one dimension";
   let description = [{
     `result[i0, ..., in] = i_dim` as a float. All stages.
@@ -598,37 +640,68 @@ def SD_IotaOp : SD_Op<"iota", [Pure, SD_OwnShardingRule]> {
   let hasVerifier = 1;
 }
 
-def SD_RngNormalOp : SD_Op<"rng_normal", [Pure, SD_OwnShardingRule]> {
+// An f32 scalar, written without its type: the offsets of the rng ops.
+def SD_OffsetScalar : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
+
+def SD_RngNormalOp : SD_Op<"rng_normal",
+    [Pure, SD_OwnShardingRule, SD_PerElementCost, SD_OwnPartition]> {
   let summary = "Normally distributed random numbers from a seed";
   let description = [{
     Counter-based: element `i` (row-major) is a function of `(seed, i)` only,
     so every device computes its own block of the same global tensor and
     results never depend on the mesh. All stages.
 
+    The *offsets form*, which sd-partition creates, computes one device's
+    block of the global tensor:
+    ```mlir
+    %r = sd.rng_normal seed = 7 offsets(%o0, %o1) global_shape = [8, 16] : tensor<4x16xf32>
+    ```
+    Element `j` of the result is element `offsets + j` of the tensor of
+    `global_shape`; each offset is an f32 scalar holding a whole number
+    (the device's block index times the block size, from `sd.axis_index`).
+
     Constraints:
     * the type is static
     * `stddev` is positive
+    * `offsets` (one per dimension) and `global_shape` (one entry per
+      dimension, each at least the result's) come together
   }];
-  let arguments = (ins I64Attr:$seed, DefaultValuedAttr<F64Attr, "0.0">:$mean,
+  let arguments = (ins I64Attr:$seed, Variadic<SD_OffsetScalar>:$offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape,
+                       DefaultValuedAttr<F64Attr, "0.0">:$mean,
                        DefaultValuedAttr<F64Attr, "1.0">:$stddev);
   let results = (outs SD_FloatTensor:$result);
-  let assemblyFormat = "`seed` `=` $seed attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    `seed` `=` $seed (`offsets` `(` $offsets^ `)`)?
+    (`global_shape` `=` $global_shape^)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 
-def SD_RngUniformOp : SD_Op<"rng_uniform", [Pure, SD_OwnShardingRule]> {
+def SD_RngUniformOp : SD_Op<"rng_uniform",
+    [Pure, SD_OwnShardingRule, SD_PerElementCost, SD_OwnPartition]> {
   let summary = "Uniformly distributed random numbers from a seed";
   let description = [{
-    Uniform in `[low, high)`, counter-based like `sd.rng_normal`. All stages.
+    Uniform in `[low, high)`, counter-based like `sd.rng_normal`, with the
+    same offsets form for one device's block. All stages.
 
     Constraints:
     * the type is static
     * `low < high`
+    * `offsets` (one per dimension) and `global_shape` (one entry per
+      dimension, each at least the result's) come together
   }];
-  let arguments = (ins I64Attr:$seed, DefaultValuedAttr<F64Attr, "0.0">:$low,
+  let arguments = (ins I64Attr:$seed, Variadic<SD_OffsetScalar>:$offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape,
+                       DefaultValuedAttr<F64Attr, "0.0">:$low,
                        DefaultValuedAttr<F64Attr, "1.0">:$high);
   let results = (outs SD_FloatTensor:$result);
-  let assemblyFormat = "`seed` `=` $seed attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    `seed` `=` $seed (`offsets` `(` $offsets^ `)`)?
+    (`global_shape` `=` $global_shape^)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 
@@ -637,7 +710,7 @@ def SD_RngUniformOp : SD_Op<"rng_uniform", [Pure, SD_OwnShardingRule]> {
 //===----------------------------------------------------------------------===//
 
 def SD_MseLossOp : SD_InferredOp<"mse_loss",
-    [SameTypeOperands, SD_OwnShardingRule]> {
+    [SameTypeOperands, SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
   let summary = "Mean squared error, an f32 scalar";
   let description = [{
     `mean((predictions - targets)²)` over all elements, accumulated in f32.
@@ -651,7 +724,7 @@ def SD_MseLossOp : SD_InferredOp<"mse_loss",
 def SD_ShardingConstraintOp : SD_SameTypeOp<"sharding_constraint",
     [SameOperandsAndResultType,
      DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     SD_ElementwiseShardingRule]> {
+     SD_ElementwiseShardingRule, SD_OwnCost, SD_OwnPartition]> {
   let summary = "Pins the sharding of a value";
   let description = [{
     ```mlir

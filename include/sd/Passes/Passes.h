@@ -7,6 +7,8 @@
 #include "mlir/Pass/Pass.h"
 
 #include "sd/IR/SDDialect.h"
+// Option types of sd-print-report (LayoutChoice, ReportFormat).
+#include "sd/Analysis/Report.h"
 
 namespace mlir::sd {
 
@@ -32,11 +34,23 @@ struct PipelineOptions {
   /// sd-propagate-sharding's record-provenance and explain options.
   bool recordProvenance = false;
   std::string explain;
+  /// Inline, propagate, then make the per-device program (sd-partition)
+  /// and optimize its collectives (sd-optimize-collectives); implies
+  /// `propagate`.
+  bool partition = false;
 };
 
 /// Specializes the batch, makes the mesh and applies the logical axis rules;
-/// with `propagate`, then inlines and propagates shardings.
+/// with `propagate`, then inlines and propagates shardings; with
+/// `partition`, then partitions and optimizes the collectives.
 void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// sd-print-report and sd-show-sharding writing to `os` rather than
+/// llvm::outs(): sdopt sends them to its output file instead of the IR.
+std::unique_ptr<Pass> createPrintReport(llvm::raw_ostream &os,
+                                        const PrintReportOptions &options);
+std::unique_ptr<Pass> createShowSharding(llvm::raw_ostream &os,
+                                         const ShowShardingOptions &options);
 
 /// Registers the passes and the `sd-default-pipeline` pipeline.
 void registerSDPipelines();

@@ -178,4 +178,180 @@ def TestPrintShardingRules
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def PrintReport : Pass<"sd-print-report", "::mlir::ModuleOp"> {
+  let summary = "Print the per-device cost report of a function";
+  let description = [{
+    A printing pass, like MLIR's `-test-print-liveness` or
+    `-view-op-graph`: it leaves the IR unchanged and writes the cost model's
+    report (sd/Analysis/CostModel.h) of `@loss` (or the function named by
+    `function`, or the only public function) to stdout, or to the stream
+    `sdopt --report` gives it (then instead of the IR). Per device: parameter
+    and input bytes, the activation peak (linear-scan liveness, values
+    freed after their last use; calls costed through their callees, once
+    per call), FLOPs and bytes accessed (CostOpInterface), and the
+    collectives by kind and mesh axes with their count and the bytes each
+    device sends under the ring convention.
+
+    ```
+    sd report: @loss, mesh @mesh fsdp:2 (2 devices)
+    program: partitioned; types are local, every number is per device
+    memory per device
+      parameters                 64 B   1 tensor, 16 elements
+    ...
+    ```
+
+    `layout=auto` decides from the program: collectives mean local types
+    (partitioned), otherwise shardings mean global types whose per-device
+    blocks follow from the shardings, otherwise one device runs it all.
+    `local` and `global` force one reading. An op without CostOpInterface,
+    a dynamic shape or a recursive call is an error on that op.
+  }];
+  let options = [
+    Option<"format", "format", "::mlir::sd::ReportFormat",
+           "::mlir::sd::ReportFormat::Text", "Report format",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::sd::ReportFormat::Text, "text",
+                          "a table with human units"),
+               clEnumValN(::mlir::sd::ReportFormat::Json, "json",
+                          "JSON with exact numbers"))}]>,
+    Option<"function", "function", "std::string", "\"\"",
+           "The function to report on (default: @loss, or the only public "
+           "function)">,
+    Option<"layout", "layout", "::mlir::sd::LayoutChoice",
+           "::mlir::sd::LayoutChoice::Auto",
+           "Whether types are per device (local) or global",
+           [{::llvm::cl::values(
+               clEnumValN(::mlir::sd::LayoutChoice::Auto, "auto",
+                          "local with collectives, else global with "
+                          "shardings"),
+               clEnumValN(::mlir::sd::LayoutChoice::Local, "local",
+                          "types are what one device holds"),
+               clEnumValN(::mlir::sd::LayoutChoice::Global, "global",
+                          "per-device blocks from the shardings"))}]>,
+  ];
+}
+
+def ShowSharding : Pass<"sd-show-sharding", "::mlir::ModuleOp"> {
+  let summary = "Draw which device holds which block of a tensor";
+  let description = [{
+    A printing pass (see `sd-print-report`): writes a picture of the
+    sharding of the value named `value` — a parameter name, an input kind
+    or an `sd.name` — like `jax.debug.visualize_array_sharding`: a grid of
+    the blocks of dimensions 0 (rows) and 1 (columns), each labelled with
+    the devices that hold it (device ids as in the mesh: row-major over the
+    axes, process-major with DCN parts); replicas share a cell ("0,4").
+    Dimensions past the second are described, not drawn.
+
+    ```
+    x_embedder.proj.weight: tensor<16x384xf32> #sd.sharding<@mesh, [{}, {"fsdp"} ]>
+    rows: dimension 0 (16): whole
+    columns: dimension 1 (384): 4 blocks of 96 over fsdp
+    +-----+-----+-----+-----+
+    | 0,4 | 1,5 | 2,6 | 3,7 |
+    +-----+-----+-----+-----+
+    ```
+
+    Arguments of the report function (`function`, default as for
+    `sd-print-report`) are found by parameter name or input kind; other
+    values by `sd.name` anywhere in the module (the first in program order;
+    the count is given when there are more). A name that matches nothing,
+    or a value without a sharding (op results get one from
+    sd-propagate-sharding), is an error.
+  }];
+  let options = [
+    Option<"value", "value", "std::string", "\"\"",
+           "Parameter name, input kind or sd.name of the value to draw">,
+    Option<"function", "function", "std::string", "\"\"",
+           "The function whose arguments are searched (default: @loss, or "
+           "the only public function)">,
+  ];
+}
+
+def Partition : Pass<"sd-partition", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite a propagated global program into its per-device form";
+  let description = [{
+    Turns a function whose values carry shardings (after
+    `sd-propagate-sharding`) into the SPMD program every device of the mesh
+    runs on its own block of each tensor:
+
+    * Types become local: each dimension is divided by the product of its
+      mesh axes' sizes. Arguments and results keep their global layout as
+      `sd.local_sharding` (what a runtime needs to hand out and collect
+      blocks); ops lose `sd.sharding`.
+    * Each op builds its local form through `PartitionOpInterface` (cloned
+      with local types by default; reduce_mean and mse_loss scale their
+      partial means, iota and the rng ops offset their block with
+      `sd.axis_index`, constants are cut, `sd.sharding_constraint`
+      disappears). Its shardings must agree with its sharding rule.
+    * Each `sd.reshard`, and each returned value whose layout differs from
+      its result's, becomes the cheapest sequence of collectives from the
+      reshard planner (ReshardPlanner.h): partial sums become `all_reduce`
+      or, where the target shards the axis, `reduce_scatter`; axes leave a
+      dimension with `all_gather`, join one with `all_slice`, and move
+      between dimensions with `all_to_all`. `collective_permute` is not
+      produced: it rotates along one axis (ring attention), while a change
+      of axis order within a dimension is a permutation across several
+      axes, done here by a gather and a slice.
+
+    ```mlir
+    func.func @f(%x: tensor<8x16xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {"tensor"} ]>})
+        -> (tensor<8x16xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {} ]>}) {
+      %y = sd.exp %x {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data"}, {"tensor"} ]>]>} : tensor<8x16xf32>
+      %r = sd.reshard %y sharding = <@mesh, [{"data"}, {} ]> : tensor<8x16xf32>
+      return %r : tensor<8x16xf32>
+    }
+    // on data=2, tensor=2 becomes
+    func.func @f(%x: tensor<4x8xf32> {sd.local_sharding = #sd.sharding<@mesh, [{"data"}, {"tensor"} ]>})
+        -> (tensor<4x16xf32> {sd.local_sharding = #sd.sharding<@mesh, [{"data"}, {} ]>}) {
+      %y = sd.exp %x : tensor<4x8xf32>
+      %r = sd.all_gather %y @mesh [{}, {"tensor"} ] : (tensor<4x8xf32>) -> tensor<4x16xf32>
+      return %r : tensor<4x16xf32>
+    }
+    ```
+
+    The function must be static and free of calls (run `--inline` and
+    `sd-specialize-batch` first), use one mesh, and have no collectives yet.
+    Values without a sharding are replicated. A dimension that is not
+    divisible by its axes is an error naming the value, dimension, size and
+    axes: uneven shards would need padding, which sd-partition does not do
+    yet.
+  }];
+  let statistics = [
+    Statistic<"numCollectives", "num-collectives",
+              "Number of collectives created">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
+def OptimizeCollectives
+    : Pass<"sd-optimize-collectives", "::mlir::func::FuncOp"> {
+  let summary = "Merge, cancel and fuse the collectives of a local program";
+  let description = [{
+    Rewrites the collectives of a partitioned program into fewer and
+    cheaper ones, until nothing changes:
+
+    * no-ops go: mesh axes of size 1 are dropped from every collective, and
+      one left without axes (or a `collective_permute` by a multiple of its
+      axis size) is replaced by its operand;
+    * chains merge: `all_gather` of an `all_gather`, `all_slice` of an
+      `all_slice`, `all_reduce` of an `all_reduce` over other axes become
+      one op; identical collectives of one value become one;
+    * pairs cancel: `all_slice` of an `all_gather` over the same axes (or a
+      prefix of them: the rest stays gathered), `all_gather` of an
+      `all_slice` over the same axes (or a suffix);
+    * an `all_reduce` whose only user slices over reduced axes becomes a
+      `reduce_scatter` (after an `all_reduce` over the remaining axes); a
+      slice over other axes moves before the `all_reduce`, which then sums
+      less data.
+
+    ```mlir
+    %s = sd.all_reduce %x @mesh axes = ["fsdp"] : tensor<8x16xf32>
+    %y = sd.all_slice %s @mesh [{"fsdp"}, {} ] : (tensor<8x16xf32>) -> tensor<4x16xf32>
+    // becomes
+    %y = sd.reduce_scatter %x @mesh [{"fsdp"}, {} ] : (tensor<8x16xf32>) -> tensor<4x16xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 #endif // SD_PASSES_TD

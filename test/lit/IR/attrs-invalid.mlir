@@ -499,3 +499,30 @@ func.func @unknown_argument_attribute(%x: tensor<4xf32> {sd.nmae = "x"}) {
 func.func @unknown_result_attribute(%x: tensor<4xf32>) -> (tensor<4xf32> {sd.name = "y"}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// sd.local_sharding (partitioned functions): checked against the global
+// type, the local one times the axes.
+sd.mesh @mesh = <["data"=4]>
+// expected-error @+1 {{local sharding of argument #0 has 1 dimensions but its type is 'tensor<2x4xf32>'}}
+func.func @local_sharding_rank(%x: tensor<2x4xf32> {sd.local_sharding = #sd.sharding<@mesh, [{"data"}]>}) {
+  return
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=4]>
+// expected-error @+1 {{'sd.local_sharding' must be a #sd.sharding of a static tensor, not #sd.logical_axes<[batch]>}}
+func.func @local_sharding_kind(%x: tensor<2xf32> {sd.local_sharding = #sd.logical_axes<[batch]>}) {
+  return
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=4]>
+// expected-error @+1 {{sharding of result #0 names mesh axis "tensor", which mesh @mesh does not have}}
+func.func @local_sharding_axis() -> (tensor<2xf32> {sd.local_sharding = #sd.sharding<@mesh, [{"tensor"}]>}) {
+  %c = sd.constant dense<1.0> : tensor<2xf32>
+  return %c : tensor<2xf32>
+}

@@ -580,3 +580,38 @@ func.func @reshard_type(%x: tensor<8x4xf32>) -> tensor<8x4xbf16> {
   %y = "sd.reshard"(%x) <{sharding = #sd.sharding<@mesh, [{"data"}, {}]>}> : (tensor<8x4xf32>) -> tensor<8x4xbf16>
   return %y : tensor<8x4xbf16>
 }
+
+// -----
+
+sd.mesh @mesh = <["data"=2]>
+func.func @axis_index_none() -> tensor<f32> {
+  // expected-error @+1 {{'sd.axis_index' op lists no mesh axis}}
+  %i = sd.axis_index @mesh axes = [] : tensor<f32>
+  return %i : tensor<f32>
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2]>
+func.func @axis_index_twice() -> tensor<f32> {
+  // expected-error @+1 {{'sd.axis_index' op lists mesh axis "data" twice}}
+  %i = sd.axis_index @mesh axes = ["data", "data"] : tensor<f32>
+  return %i : tensor<f32>
+}
+
+// -----
+
+func.func @axis_index_no_mesh() -> tensor<f32> {
+  // expected-error @+1 {{'sd.axis_index' op refers to @mesh, which is not an sd.mesh}}
+  %i = sd.axis_index @mesh axes = ["data"] : tensor<f32>
+  return %i : tensor<f32>
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2]>
+func.func @axis_index_unknown_axis() -> tensor<f32> {
+  // expected-error @+1 {{'sd.axis_index' op names mesh axis "tensor", which mesh @mesh does not have}}
+  %i = sd.axis_index @mesh axes = ["tensor"] : tensor<f32>
+  return %i : tensor<f32>
+}

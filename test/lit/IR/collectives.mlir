@@ -97,3 +97,14 @@ func.func @reshard(%x: tensor<?x384xf32>) -> tensor<?x384xf32> {
   %b = sd.reshard %a sharding = <@mesh, [{}, {}], replicated = ["fsdp"]> : tensor<?x384xf32>
   return %b : tensor<?x384xf32>
 }
+
+// -----
+
+// axis_index: the device's block index along axes, for iota and rng.
+// CHECK-LABEL: func.func @axis_index
+// CHECK: sd.axis_index @mesh axes = ["data", "fsdp"] : tensor<f32>
+sd.mesh @mesh = <["data"=2, "fsdp"=4]>
+func.func @axis_index() -> tensor<f32> {
+  %i = sd.axis_index @mesh axes = ["data", "fsdp"] : tensor<f32>
+  return %i : tensor<f32>
+}

@@ -693,6 +693,22 @@ func.func @rng_uniform_bounds() -> tensor<8xf32> {
   return %y : tensor<8xf32>
 }
 
+// -----
+
+func.func @rng_offsets_count(%a: tensor<f32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'sd.rng_normal' op offsets form needs one offset and one global_shape entry per dimension (rank 2), not 1 and 2}}
+  %y = sd.rng_normal seed = 0 offsets(%a) global_shape = [8, 4] : tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @rng_offsets_global(%a: tensor<f32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.rng_uniform' op global_shape dimension 0 of size 2 is smaller than the result's 4}}
+  %y = sd.rng_uniform seed = 0 offsets(%a) global_shape = [2] : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
 //===----------------------------------------------------------------------===//
 // sd.sharding_constraint
 //===----------------------------------------------------------------------===//

@@ -523,6 +523,20 @@ func.func @rng() -> tensor<8x4xf32> {
 
 // -----
 
+// The offsets form (after sd-partition): a device's block of the global
+// random tensor.
+// CHECK-LABEL: func.func @rng_offsets
+// CHECK-SAME: (%[[A:.*]]: tensor<f32>, %[[B:.*]]: tensor<f32>)
+// CHECK: sd.rng_normal seed = 3 offsets(%[[A]], %[[B]]) global_shape = [8, 4] : tensor<4x4xf32>
+// CHECK: sd.rng_uniform seed = 3 offsets(%[[A]]) global_shape = [8] {high = 2.000000e+00 : f64} : tensor<2xf32>
+func.func @rng_offsets(%a: tensor<f32>, %b: tensor<f32>) -> tensor<4x4xf32> {
+  %0 = sd.rng_normal seed = 3 offsets(%a, %b) global_shape = [8, 4] : tensor<4x4xf32>
+  %1 = sd.rng_uniform seed = 3 offsets(%a) global_shape = [8] {low = 0.0, high = 2.0} : tensor<2xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
 // The loss is an f32 scalar, also of bf16 operands.
 // CHECK-LABEL: func.func @mse_loss
 // CHECK-SAME: (%[[P:.*]]: tensor<?x8x8x4xbf16>, %[[T:.*]]: tensor<?x8x8x4xbf16>) -> tensor<f32>

@@ -1,0 +1,499 @@
+//===- CostModel.cpp - per-device memory, FLOPs and communication ---------===//
+//
+// One walk over a function in program order: each op's FLOPs, bytes and
+// communication come from CostOpInterface, calls from their callees (each
+// callee costed once, added per call), and the activation peak from a
+// linear-scan liveness over the op results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Analysis/CostModel.h"
+
+#include "sd/IR/SDDialect.h"
+#include "sd/IR/SDOps.h"
+#include "sd/Sharding/Mesh.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+using namespace mlir;
+using namespace mlir::sd;
+
+//===----------------------------------------------------------------------===//
+// Pure parts
+//===----------------------------------------------------------------------===//
+
+LivePeak mlir::sd::computeLivePeak(ArrayRef<LiveRange> ranges,
+                                   ArrayRef<int64_t> extra,
+                                   int64_t numPositions) {
+  LivePeak peak;
+  if (numPositions <= 0)
+    return peak;
+  // Bytes entering at each position, leaving after it: a prefix sum gives
+  // the live bytes at every position.
+  std::vector<int64_t> delta(numPositions + 1, 0);
+  for (const LiveRange &range : ranges) {
+    int64_t start = std::clamp<int64_t>(range.start, 0, numPositions - 1);
+    int64_t end = std::clamp<int64_t>(range.end, start, numPositions - 1);
+    delta[start] += range.bytes;
+    delta[end + 1] -= range.bytes;
+  }
+  int64_t live = 0;
+  for (int64_t position = 0; position < numPositions; ++position) {
+    live += delta[position];
+    int64_t total =
+        live +
+        (position < static_cast<int64_t>(extra.size()) ? extra[position] : 0);
+    if (peak.position < 0 || total > peak.bytes)
+      peak = {total, position};
+  }
+  return peak;
+}
+
+int64_t mlir::sd::getRingBytesPerDevice(CommunicationPattern pattern,
+                                        int64_t tensorBytes,
+                                        int64_t groupSize) {
+  if (groupSize <= 1)
+    return 0;
+  int64_t chunk = (tensorBytes + groupSize - 1) / groupSize;
+  switch (pattern) {
+  case CommunicationPattern::None:
+    return 0;
+  case CommunicationPattern::AllGather:
+  case CommunicationPattern::ReduceScatter:
+  case CommunicationPattern::AllToAll:
+    return (groupSize - 1) * chunk;
+  case CommunicationPattern::AllReduce:
+    return 2 * (groupSize - 1) * chunk;
+  case CommunicationPattern::Permute:
+    return tensorBytes;
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Functions and meshes
+//===----------------------------------------------------------------------===//
+
+func::FuncOp mlir::sd::findReportFunction(ModuleOp module, StringRef name) {
+  if (!name.empty()) {
+    auto func = module.lookupSymbol<func::FuncOp>(name);
+    if (!func || func.isExternal())
+      emitError(module.getLoc())
+          << "no function @" << name << " with a body to report on";
+    return func && !func.isExternal() ? func : func::FuncOp();
+  }
+  if (auto loss = module.lookupSymbol<func::FuncOp>("loss"))
+    if (!loss.isExternal())
+      return loss;
+  SmallVector<func::FuncOp> candidates;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func.isPublic() && !func.isExternal())
+      candidates.push_back(func);
+  if (candidates.size() == 1)
+    return candidates.front();
+  emitError(module.getLoc())
+      << "no @loss function and " << candidates.size()
+      << " public functions; name the function to report on";
+  return {};
+}
+
+/// The functions `entry` calls, directly or not, entry first, each once.
+/// Iterative: call chains may be deep.
+static SmallVector<func::FuncOp>
+reachableFunctions(func::FuncOp entry, SymbolTableCollection &symbols) {
+  SmallVector<func::FuncOp> order = {entry};
+  DenseSet<Operation *> seen = {entry};
+  for (size_t next = 0; next < order.size(); ++next)
+    order[next].walk([&](func::CallOp call) {
+      auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (callee && seen.insert(callee).second)
+        order.push_back(callee);
+    });
+  return order;
+}
+
+/// Collectives make a program partitioned; shardings without them, global.
+static ProgramLayout detectLayout(func::FuncOp entry,
+                                  SymbolTableCollection &symbols) {
+  bool sharded = false;
+  for (unsigned i = 0, e = entry.getNumArguments(); i < e; ++i)
+    sharded |=
+        static_cast<bool>(entry.getArgAttr(i, SDDialect::kShardingAttrName));
+  for (func::FuncOp func : reachableFunctions(entry, symbols)) {
+    WalkResult result = func.walk([&](Operation *op) {
+      if (auto cost = dyn_cast<CostOpInterface>(op))
+        if (cost.getCommunication(symbols))
+          return WalkResult::interrupt();
+      sharded |= op->hasAttr(SDDialect::kShardingAttrName);
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return ProgramLayout::Partitioned;
+  }
+  return sharded ? ProgramLayout::Global : ProgramLayout::Unsharded;
+}
+
+//===----------------------------------------------------------------------===//
+// The walk
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The cost of one function's body, calls included.
+struct FunctionCost {
+  int64_t flops = 0;
+  int64_t bytesAccessed = 0;
+  int64_t peakBytes = 0;
+  std::string peakOp;
+  int64_t numValues = 0;
+  int64_t numValuesWithoutSharding = 0;
+  int64_t numOpsWithoutSharding = 0;
+  int64_t numReshards = 0;
+  /// Keyed by (kind, axes joined by ","): sorted, deterministic.
+  std::map<std::pair<std::string, std::string>, CollectiveSummary> collectives;
+  std::map<std::string, int64_t> calls;
+
+  /// Adds a callee's cost for one call.
+  void addCall(StringRef callee, const FunctionCost &other) {
+    flops += other.flops;
+    bytesAccessed += other.bytesAccessed;
+    numValues += other.numValues;
+    numValuesWithoutSharding += other.numValuesWithoutSharding;
+    numOpsWithoutSharding += other.numOpsWithoutSharding;
+    numReshards += other.numReshards;
+    for (const auto &[key, summary] : other.collectives) {
+      CollectiveSummary &mine = collectives[key];
+      if (mine.count == 0)
+        mine = summary;
+      else {
+        mine.count += summary.count;
+        mine.tensorBytes += summary.tensorBytes;
+        mine.bytesPerDevice += summary.bytesPerDevice;
+      }
+    }
+    ++calls[callee.str()];
+    for (const auto &[name, count] : other.calls)
+      calls[name] += count;
+  }
+};
+
+class CostAnalysis {
+public:
+  CostAnalysis(ProgramLayout layout, MeshAttr mesh)
+      : layout(layout), mesh(mesh) {}
+
+  /// The cost of `func`, computed once.
+  FailureOr<const FunctionCost *> analyze(func::FuncOp func);
+
+  /// Bytes of `value` on one device; `fromSharding` tells whether its type
+  /// or a sharding decided them (false: a global value without a sharding,
+  /// counted whole).
+  int64_t valueBytes(Value value, bool *fromSharding = nullptr);
+
+  SymbolTableCollection symbols;
+
+private:
+  ShardingAttr shardingOf(Value value);
+  /// Devices sharing the work of one block: product of the axes' sizes.
+  int64_t axesProduct(Operation *anchor, ShardingAttr sharding,
+                      ArrayRef<StringAttr> axes);
+  LogicalResult costOp(Operation *op, FunctionCost &cost);
+  void addCollective(Operation *op, const CommunicationInfo &info,
+                     FunctionCost &cost);
+
+  ProgramLayout layout;
+  MeshAttr mesh;
+  DenseMap<Operation *, std::unique_ptr<FunctionCost>> costs;
+  DenseSet<Operation *> inProgress;
+};
+} // namespace
+
+ShardingAttr CostAnalysis::shardingOf(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    return func ? func.getArgAttrOfType<ShardingAttr>(
+                      arg.getArgNumber(), SDDialect::kShardingAttrName)
+                : ShardingAttr();
+  }
+  Operation *op = value.getDefiningOp();
+  auto perValue =
+      op->getAttrOfType<ShardingPerValueAttr>(SDDialect::kShardingAttrName);
+  unsigned index = cast<OpResult>(value).getResultNumber();
+  if (!perValue || perValue.getShardings().size() <= index)
+    return {};
+  return perValue.getShardings()[index];
+}
+
+int64_t CostAnalysis::axesProduct(Operation *anchor, ShardingAttr sharding,
+                                  ArrayRef<StringAttr> axes) {
+  auto meshOp =
+      symbols.lookupNearestSymbolFrom<MeshOp>(anchor, sharding.getMeshName());
+  int64_t product = 1;
+  for (StringAttr name : axes)
+    if (MeshAxisAttr axis =
+            meshOp ? meshOp.getMesh().getAxis(name.getValue()) : MeshAxisAttr())
+      product *= axis.getSize();
+  return product;
+}
+
+int64_t CostAnalysis::valueBytes(Value value, bool *fromSharding) {
+  auto type = cast<ShapedType>(value.getType());
+  ShardingAttr sharding =
+      layout == ProgramLayout::Global ? shardingOf(value) : ShardingAttr();
+  if (fromSharding)
+    *fromSharding = layout != ProgramLayout::Global || sharding;
+  if (!sharding || sharding.getRank() != type.getRank())
+    return getTensorBytes(type);
+  Operation *anchor = value.getParentBlock()->getParentOp();
+  int64_t elements = 1;
+  for (auto [size, dim] :
+       llvm::zip(type.getShape(), sharding.getDimShardings())) {
+    int64_t parts = axesProduct(anchor, sharding, dim.getAxes());
+    elements *= (size + parts - 1) / parts;
+  }
+  return elements * getElementBytes(type);
+}
+
+void CostAnalysis::addCollective(Operation *op, const CommunicationInfo &info,
+                                 FunctionCost &cost) {
+  // Axes in mesh order, so that {"fsdp", "data"} and {"data", "fsdp"} (one
+  // group) aggregate together.
+  std::vector<std::string> axes;
+  for (StringRef axis : info.axes)
+    axes.push_back(axis.str());
+  auto rank = [&](const std::string &name) -> size_t {
+    if (mesh)
+      for (auto [index, axis] : llvm::enumerate(mesh.getAxes()))
+        if (axis.getName().getValue() == name)
+          return index;
+    return SIZE_MAX;
+  };
+  std::stable_sort(axes.begin(), axes.end(),
+                   [&](const std::string &a, const std::string &b) {
+                     return rank(a) < rank(b);
+                   });
+  std::string kind = op->getName().stripDialect().str();
+  CollectiveSummary &summary = cost.collectives[{kind, llvm::join(axes, ",")}];
+  if (summary.count == 0) {
+    summary.kind = kind;
+    summary.axes = axes;
+    summary.groupSize = info.groupSize;
+  }
+  ++summary.count;
+  summary.tensorBytes += info.tensorBytes;
+  summary.bytesPerDevice +=
+      getRingBytesPerDevice(info.pattern, info.tensorBytes, info.groupSize);
+}
+
+/// `sd.dot_general "query_proj"`: the op and its sd.name, for messages.
+static std::string describeOp(Operation *op) {
+  std::string text = op->getName().getStringRef().str();
+  if (auto name = op->getAttrOfType<StringAttr>(SDDialect::kNameAttrName))
+    text += " \"" + name.getValue().str() + "\"";
+  return text;
+}
+
+static LogicalResult checkStaticTypes(Operation *op) {
+  for (Type type :
+       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!shaped || !shaped.hasStaticShape())
+      return op->emitOpError("cannot be costed: type ")
+             << type
+             << " is not a static shape (run sd-specialize-batch first)";
+  }
+  return success();
+}
+
+LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
+  auto costOp = dyn_cast<CostOpInterface>(op);
+  if (!costOp)
+    return op->emitOpError("has no cost model (CostOpInterface)");
+  if (failed(checkStaticTypes(op)))
+    return failure();
+  int64_t flops = costOp.getFlops();
+  int64_t bytes = costOp.getBytesAccessed();
+  // A global program's op computes one block per device: the result's
+  // sharded dimensions and unreduced (partial-sum) axes split its work.
+  if (layout == ProgramLayout::Global && op->getNumResults() > 0) {
+    if (ShardingAttr sharding = shardingOf(op->getResult(0))) {
+      int64_t parts = axesProduct(op, sharding, sharding.getUnreducedAxes());
+      for (DimShardingAttr dim : sharding.getDimShardings())
+        parts *= axesProduct(op, sharding, dim.getAxes());
+      flops /= parts;
+      bytes /= parts;
+    } else if (flops > 0) {
+      ++cost.numOpsWithoutSharding;
+    }
+  }
+  cost.flops += flops;
+  cost.bytesAccessed += bytes;
+  // Communication a global program still owes: sd-partition turns each
+  // reshard into collectives (not costed here).
+  cost.numReshards += isa<ReshardOp>(op) ? 1 : 0;
+  if (std::optional<CommunicationInfo> info = costOp.getCommunication(symbols))
+    addCollective(op, *info, cost);
+  return success();
+}
+
+FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
+  if (auto it = costs.find(func); it != costs.end())
+    return it->second.get();
+  // Errors on functions name them rather than dump them.
+  auto fail = [&]() {
+    return emitError(func.getLoc())
+           << "function @" << func.getSymName() << " cannot be costed: ";
+  };
+  if (func.isExternal())
+    return fail() << "it has no body";
+  if (!func.getBody().hasOneBlock())
+    return fail() << "its body has more than one block";
+  if (!inProgress.insert(func).second)
+    return fail() << "it calls itself";
+
+  auto cost = std::make_unique<FunctionCost>();
+  Block &body = func.front();
+  // Liveness: one position per op; each result's range grows to its last
+  // use. Arguments are not activations.
+  std::vector<LiveRange> ranges;
+  std::vector<int64_t> extra;
+  std::vector<Operation *> ops;
+  std::vector<std::string> callPeakOps;
+  DenseMap<Value, size_t> rangeOf;
+  for (Operation &op : body) {
+    int64_t position = static_cast<int64_t>(ops.size());
+    ops.push_back(&op);
+    extra.push_back(0);
+    callPeakOps.emplace_back();
+    for (Value operand : op.getOperands())
+      if (auto it = rangeOf.find(operand); it != rangeOf.end())
+        ranges[it->second].end = position;
+
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (!callee)
+        return call.emitOpError("calls ")
+               << call.getCalleeAttr() << ", which is not a function";
+      FailureOr<const FunctionCost *> calleeCost = analyze(callee);
+      if (failed(calleeCost))
+        return failure();
+      cost->addCall(callee.getSymName(), **calleeCost);
+      // While the callee runs its own activations are alive; its results
+      // are among them, so they are not counted twice.
+      int64_t resultBytes = 0;
+      for (Value result : call.getResults())
+        resultBytes += valueBytes(result);
+      extra.back() =
+          std::max<int64_t>(0, (*calleeCost)->peakBytes - resultBytes);
+      callPeakOps.back() = (*calleeCost)->peakOp;
+    } else if (!op.hasTrait<OpTrait::IsTerminator>()) {
+      if (failed(costOp(&op, *cost)))
+        return failure();
+    }
+
+    for (Value result : op.getResults()) {
+      bool fromSharding = true;
+      int64_t bytes = valueBytes(result, &fromSharding);
+      rangeOf[result] = ranges.size();
+      ranges.push_back({bytes, position, position});
+      ++cost->numValues;
+      cost->numValuesWithoutSharding += fromSharding ? 0 : 1;
+    }
+  }
+
+  LivePeak peak = computeLivePeak(ranges, extra, ops.size());
+  cost->peakBytes = peak.bytes;
+  if (peak.position >= 0) {
+    cost->peakOp = describeOp(ops[peak.position]);
+    if (auto call = dyn_cast<func::CallOp>(ops[peak.position]))
+      cost->peakOp = "func.call @" + call.getCallee().str() +
+                     (callPeakOps[peak.position].empty()
+                          ? ""
+                          : " > " + callPeakOps[peak.position]);
+  }
+  inProgress.erase(func);
+  return (costs[func] = std::move(cost)).get();
+}
+
+//===----------------------------------------------------------------------===//
+// The report
+//===----------------------------------------------------------------------===//
+
+FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
+                                                  LayoutChoice choice) {
+  CostReport report;
+  report.function = func.getSymName().str();
+  auto module = func->getParentOfType<ModuleOp>();
+  MeshAttr mesh;
+  if (module)
+    for (MeshOp meshOp : module.getOps<MeshOp>()) {
+      mesh = meshOp.getMesh();
+      report.meshName = meshOp.getSymName().str();
+      break;
+    }
+  if (mesh) {
+    std::vector<::sd::MeshAxis> axes;
+    for (MeshAxisAttr axis : mesh.getAxes())
+      axes.push_back({axis.getName().str(), axis.getIci(), axis.getDcn()});
+    ::sd::MeshSpec spec(std::move(axes));
+    report.meshSpec = spec.toString();
+    report.numDevices = spec.numDevices();
+  }
+
+  SymbolTableCollection detection;
+  ProgramLayout layout = detectLayout(func, detection);
+  if (choice == LayoutChoice::Local && layout == ProgramLayout::Global)
+    layout = ProgramLayout::Partitioned;
+  if (choice == LayoutChoice::Global)
+    layout = ProgramLayout::Global;
+  report.layout = layout;
+
+  CostAnalysis analysis(layout, mesh);
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<ShapedType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return emitError(func.getLoc())
+             << "function @" << func.getSymName()
+             << " cannot be costed: argument #" << arg.getArgNumber()
+             << " has type " << arg.getType()
+             << ", not a static shape (run sd-specialize-batch first)";
+    int64_t bytes = analysis.valueBytes(arg);
+    if (func.getArgAttrOfType<ParamAttr>(arg.getArgNumber(),
+                                         SDDialect::kRoleAttrName)) {
+      ++report.numParameters;
+      report.parameterBytes += bytes;
+      report.parameterElements += bytes / getElementBytes(type);
+    } else {
+      ++report.numInputs;
+      report.inputBytes += bytes;
+    }
+  }
+
+  FailureOr<const FunctionCost *> cost = analysis.analyze(func);
+  if (failed(cost))
+    return failure();
+  const FunctionCost &body = **cost;
+  report.peakActivationBytes = body.peakBytes;
+  report.peakOp = body.peakOp;
+  report.numValues = body.numValues;
+  report.numValuesWithoutSharding = body.numValuesWithoutSharding;
+  report.flops = body.flops;
+  report.bytesAccessed = body.bytesAccessed;
+  report.numOpsWithoutSharding = body.numOpsWithoutSharding;
+  report.numReshards = body.numReshards;
+  report.calls.assign(body.calls.begin(), body.calls.end());
+  for (const auto &[key, summary] : body.collectives) {
+    report.collectives.push_back(summary);
+    report.collectiveBytesPerDevice += summary.bytesPerDevice;
+  }
+  return report;
+}

@@ -1,0 +1,232 @@
+//===- Report.cpp - printing sdopt's report -------------------------------===//
+//
+// The text table (human units, one section per resource) and the JSON
+// document (exact numbers) of a CostReport.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Analysis/Report.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+/// `value` in `unit` with SI prefixes: below 1000 as an integer, above with
+/// one decimal and the prefix that keeps the mantissa below 1000.
+static std::string formatSI(int64_t value, llvm::StringRef unit) {
+  if (value < 1000 && value > -1000)
+    return std::to_string(value) + " " + unit.str();
+  static const char *const prefixes[] = {"k", "M", "G", "T", "P", "E"};
+  double scaled = static_cast<double>(value) / 1000.0;
+  size_t prefix = 0;
+  // Compare with what "%.1f" would print, so 999.96 kB becomes 1.0 MB.
+  while (prefix + 1 < std::size(prefixes) &&
+         (scaled >= 999.95 || scaled <= -999.95)) {
+    scaled /= 1000.0;
+    ++prefix;
+  }
+  return llvm::formatv("{0:F1} {1}{2}", scaled, prefixes[prefix], unit).str();
+}
+
+std::string mlir::sd::formatBytes(int64_t bytes) {
+  return formatSI(bytes, "B");
+}
+
+std::string mlir::sd::formatFlops(int64_t flops) {
+  return formatSI(flops, "FLOP");
+}
+
+static llvm::StringRef layoutName(ProgramLayout layout) {
+  switch (layout) {
+  case ProgramLayout::Partitioned:
+    return "partitioned";
+  case ProgramLayout::Global:
+    return "global";
+  case ProgramLayout::Unsharded:
+    return "unsharded";
+  }
+  return "";
+}
+
+/// 8262080 as "8,262,080".
+static std::string groupDigits(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  for (int64_t i = static_cast<int64_t>(digits.size()) - 3; i > 0; i -= 3)
+    digits.insert(i, ",");
+  return (value < 0 ? "-" : "") + digits;
+}
+
+static std::string plural(int64_t count, llvm::StringRef noun) {
+  return groupDigits(count) + " " + noun.str() + (count == 1 ? "" : "s");
+}
+
+//===----------------------------------------------------------------------===//
+// Text
+//===----------------------------------------------------------------------===//
+
+/// `  label   value   note`: the label left in 20 columns, the value right
+/// in 12.
+static void printRow(llvm::raw_ostream &os, llvm::StringRef label,
+                     const std::string &value, const std::string &note) {
+  os << "  " << llvm::left_justify(label, 20) << llvm::right_justify(value, 12);
+  if (!note.empty())
+    os << "   " << note;
+  os << "\n";
+}
+
+static void printLayout(const CostReport &report, llvm::raw_ostream &os) {
+  switch (report.layout) {
+  case ProgramLayout::Partitioned:
+    os << "program: partitioned; types are local, every number is per "
+          "device\n";
+    return;
+  case ProgramLayout::Unsharded:
+    os << "program: not sharded; every device runs the whole program\n";
+    return;
+  case ProgramLayout::Global:
+    os << "program: global (not partitioned); per-device numbers follow the "
+          "shardings\n"
+          "         of the arguments and, after sd-propagate-sharding, of "
+          "the ops;\n         ";
+    if (report.numValuesWithoutSharding == 0 &&
+        report.numOpsWithoutSharding == 0) {
+      os << "every value has one\n";
+      return;
+    }
+    os << groupDigits(report.numValuesWithoutSharding) << " of "
+       << plural(report.numValues, "value") << " and "
+       << plural(report.numOpsWithoutSharding, "op")
+       << " with FLOPs have none and count whole\n";
+    return;
+  }
+}
+
+static void printText(const CostReport &report, llvm::raw_ostream &os) {
+  os << "sd report: @" << report.function;
+  if (report.meshName.empty())
+    os << ", no mesh (1 device)\n";
+  else
+    os << ", mesh @" << report.meshName << " " << report.meshSpec << " ("
+       << plural(report.numDevices, "device") << ")\n";
+  printLayout(report, os);
+  if (!report.calls.empty()) {
+    os << "calls:";
+    for (const auto &[callee, count] : report.calls)
+      os << " @" << callee << " x" << count;
+    os << " (each costed through its callee, once per call)\n";
+  }
+
+  os << "\nmemory per device\n";
+  printRow(os, "parameters", formatBytes(report.parameterBytes),
+           plural(report.numParameters, "tensor") + ", " +
+               plural(report.parameterElements, "element"));
+  printRow(os, "inputs", formatBytes(report.inputBytes),
+           plural(report.numInputs, "tensor"));
+  printRow(os, "activations (peak)", formatBytes(report.peakActivationBytes),
+           report.peakOp.empty() ? "" : "at " + report.peakOp);
+  printRow(os, "total", formatBytes(report.totalBytes()),
+           "parameters + inputs + activation peak (no optimizer state yet)");
+
+  os << "\ncompute per device\n";
+  printRow(os, "FLOPs", formatFlops(report.flops), "");
+  printRow(os, "bytes accessed", formatBytes(report.bytesAccessed),
+           "operands read + results written");
+
+  if (report.collectives.empty()) {
+    os << "\ncollectives per device: none";
+    if (report.layout == ProgramLayout::Global)
+      os << " yet (sd-partition turns "
+         << plural(report.numReshards, "sd.reshard op")
+         << " and any partial sums into collectives)";
+    os << "\n";
+    return;
+  }
+  os << "\ncollectives per device (ring convention: bytes each device "
+        "sends)\n";
+  os << "  " << llvm::left_justify("kind", 20)
+     << llvm::left_justify("mesh axes", 16) << llvm::right_justify("N", 5)
+     << llvm::right_justify("count", 8) << llvm::right_justify("bytes sent", 13)
+     << "\n";
+  int64_t count = 0;
+  for (const CollectiveSummary &summary : report.collectives) {
+    os << "  " << llvm::left_justify(summary.kind, 20)
+       << llvm::left_justify(llvm::join(summary.axes, ","), 16)
+       << llvm::right_justify(std::to_string(summary.groupSize), 5)
+       << llvm::right_justify(std::to_string(summary.count), 8)
+       << llvm::right_justify(formatBytes(summary.bytesPerDevice), 13) << "\n";
+    count += summary.count;
+  }
+  os << "  " << llvm::left_justify("total", 41)
+     << llvm::right_justify(std::to_string(count), 8)
+     << llvm::right_justify(formatBytes(report.collectiveBytesPerDevice), 13)
+     << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+llvm::json::Value mlir::sd::reportToJson(const CostReport &report) {
+  llvm::json::Array collectives;
+  for (const CollectiveSummary &summary : report.collectives) {
+    llvm::json::Array axes;
+    for (const std::string &axis : summary.axes)
+      axes.push_back(axis);
+    collectives.push_back(llvm::json::Object{
+        {"kind", summary.kind},
+        {"axes", std::move(axes)},
+        {"group_size", summary.groupSize},
+        {"count", summary.count},
+        {"tensor_bytes", summary.tensorBytes},
+        {"bytes_per_device", summary.bytesPerDevice},
+    });
+  }
+  llvm::json::Object calls;
+  for (const auto &[callee, count] : report.calls)
+    calls[callee] = count;
+  llvm::json::Value mesh = nullptr;
+  if (!report.meshName.empty())
+    mesh = llvm::json::Object{{"name", report.meshName},
+                              {"spec", report.meshSpec},
+                              {"devices", report.numDevices}};
+  return llvm::json::Object{
+      {"function", report.function},
+      {"mesh", std::move(mesh)},
+      {"program", layoutName(report.layout)},
+      {"calls", std::move(calls)},
+      {"per_device",
+       llvm::json::Object{
+           {"parameters",
+            llvm::json::Object{{"tensors", report.numParameters},
+                               {"elements", report.parameterElements},
+                               {"bytes", report.parameterBytes}}},
+           {"inputs", llvm::json::Object{{"tensors", report.numInputs},
+                                         {"bytes", report.inputBytes}}},
+           {"activations",
+            llvm::json::Object{
+                {"peak_bytes", report.peakActivationBytes},
+                {"peak_op", report.peakOp},
+                {"values", report.numValues},
+                {"values_without_sharding", report.numValuesWithoutSharding}}},
+           {"total_bytes", report.totalBytes()},
+           {"flops", report.flops},
+           {"ops_without_sharding", report.numOpsWithoutSharding},
+           {"reshards", report.numReshards},
+           {"bytes_accessed", report.bytesAccessed},
+           {"collective_bytes", report.collectiveBytesPerDevice},
+       }},
+      {"collectives", std::move(collectives)},
+  };
+}
+
+void mlir::sd::printReport(const CostReport &report, ReportFormat format,
+                           llvm::raw_ostream &os) {
+  if (format == ReportFormat::Text) {
+    printText(report, os);
+    return;
+  }
+  os << llvm::formatv("{0:2}", reportToJson(report)) << "\n";
+}

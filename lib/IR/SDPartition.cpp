@@ -1,0 +1,316 @@
+//===- SDPartition.cpp - how each op partitions ---------------------------===//
+//
+// PartitionOpInterface implementations of the ops that cannot simply be
+// cloned with local types (the interface's default), and what they need:
+// the block offset of a device along sharded axes (`sd.axis_index`) and
+// scaling of partial means.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+using PartitionResult = FailureOr<SmallVector<Value>>;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// The product of the sizes of `axes` in the mesh `sharding` names; failure
+/// after an error on `op` when there is no such mesh.
+static FailureOr<int64_t> axesSize(Operation *op, ShardingAttr sharding,
+                                   ArrayRef<StringAttr> axes) {
+  MeshAttr mesh =
+      lookupMesh(op, sharding.getMeshName(), [&] { return op->emitOpError(); });
+  if (!mesh)
+    return failure();
+  int64_t size = 1;
+  for (StringAttr name : axes) {
+    MeshAxisAttr axis = mesh.getAxis(name);
+    if (!axis)
+      return op->emitOpError()
+             << "sharding names mesh axis " << name << ", which "
+             << sharding.getMeshName() << " does not have";
+    size *= axis.getSize();
+  }
+  return size;
+}
+
+/// The product of the sizes of the axes of `dims` of `sharding`.
+static FailureOr<int64_t> dimsSize(Operation *op, ShardingAttr sharding,
+                                   ArrayRef<int64_t> dims) {
+  SmallVector<StringAttr> axes;
+  for (int64_t dim : dims) {
+    ArrayRef<StringAttr> dimAxes = sharding.getDimShardings()[dim].getAxes();
+    axes.append(dimAxes.begin(), dimAxes.end());
+  }
+  return axesSize(op, sharding, axes);
+}
+
+/// The interface's default: `op` cloned with local operands and types.
+static SmallVector<Value> cloneLocal(OpBuilder &builder, Operation *op,
+                                     ValueRange operands, TypeRange types) {
+  Operation *clone = builder.clone(*op);
+  clone->setOperands(operands);
+  for (auto [result, type] : llvm::zip_equal(clone->getResults(), types))
+    result.setType(type);
+  return SmallVector<Value>(clone->getResults());
+}
+
+/// A constant of `type` (f32 or bf16) with every element `value`.
+static Value splat(OpBuilder &builder, Location loc, RankedTensorType type,
+                   double value) {
+  auto element = FloatAttr::get(type.getElementType(), value);
+  return ConstantOp::create(builder, loc, type,
+                            DenseElementsAttr::get(type, {Attribute(element)}));
+}
+
+/// `value` times `factor`, elementwise.
+static Value scale(OpBuilder &builder, Location loc, Value value,
+                   double factor) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return MulOp::create(builder, loc, value, splat(builder, loc, type, factor));
+}
+
+/// The offset (an f32 scalar) of the device's block of a dimension sharded
+/// over `axes` with local extent `localSize`: its block index times the
+/// extent; zero for a whole dimension.
+static Value blockOffset(OpBuilder &builder, Location loc,
+                         FlatSymbolRefAttr mesh, ArrayRef<StringAttr> axes,
+                         int64_t localSize) {
+  auto scalar = RankedTensorType::get({}, builder.getF32Type());
+  if (axes.empty())
+    return splat(builder, loc, scalar, 0.0);
+  SmallVector<Attribute> names(axes.begin(), axes.end());
+  Value index = AxisIndexOp::create(builder, loc, scalar, mesh,
+                                    builder.getArrayAttr(names));
+  return MulOp::create(builder, loc, index,
+                       splat(builder, loc, scalar, localSize));
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+PartitionResult SliceOp::partition(OpBuilder &builder, ValueRange operands,
+                                   TypeRange types,
+                                   ArrayRef<ShardingAttr> operandShardings,
+                                   ArrayRef<ShardingAttr>) {
+  auto global = getOperand().getType();
+  auto local = cast<RankedTensorType>(operands[0].getType());
+  SmallVector<int64_t> start(getStart()), limit(getLimit()),
+      strides(getStrides());
+  for (int64_t dim = 0; dim < global.getRank(); ++dim) {
+    if (local.getDimSize(dim) == global.getDimSize(dim))
+      continue;
+    // Only a dimension taken whole may be sharded (its factor passes
+    // through); it stays whole locally.
+    bool whole = start[dim] == 0 && strides[dim] == 1 &&
+                 (limit[dim] == -1 || limit[dim] == global.getDimSize(dim));
+    if (!whole)
+      return emitOpError("slices dimension ")
+             << dim << ", which is sharded over "
+             << operandShardings[0].getDimShardings()[dim]
+             << "; gather it first (run sd-propagate-sharding)";
+    limit[dim] = local.getDimSize(dim);
+  }
+  auto slice = cast<SliceOp>(
+      cloneLocal(builder, *this, operands, types)[0].getDefiningOp());
+  slice.setLimit(limit);
+  return SmallVector<Value>{slice.getResult()};
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and the loss
+//===----------------------------------------------------------------------===//
+
+PartitionResult ReduceSumOp::partition(OpBuilder &builder, ValueRange operands,
+                                       TypeRange types, ArrayRef<ShardingAttr>,
+                                       ArrayRef<ShardingAttr>) {
+  // Over a sharded dimension the local sum is the partial sum.
+  return cloneLocal(builder, *this, operands, types);
+}
+
+PartitionResult ReduceMaxOp::partition(OpBuilder &builder, ValueRange operands,
+                                       TypeRange types,
+                                       ArrayRef<ShardingAttr> operandShardings,
+                                       ArrayRef<ShardingAttr>) {
+  FailureOr<int64_t> shards = dimsSize(*this, operandShardings[0], getDims());
+  if (failed(shards))
+    return failure();
+  if (*shards != 1)
+    return emitOpError("reduces dimensions sharded over ")
+           << *shards
+           << " devices; a partial maximum cannot be completed "
+              "by summing, so the reduced dimensions must be gathered first";
+  return cloneLocal(builder, *this, operands, types);
+}
+
+PartitionResult ReduceMeanOp::partition(OpBuilder &builder, ValueRange operands,
+                                        TypeRange types,
+                                        ArrayRef<ShardingAttr> operandShardings,
+                                        ArrayRef<ShardingAttr>) {
+  FailureOr<int64_t> shards = dimsSize(*this, operandShardings[0], getDims());
+  if (failed(shards))
+    return failure();
+  SmallVector<Value> results = cloneLocal(builder, *this, operands, types);
+  // The local mean over 1/n of the elements, divided by n: the partial sums
+  // add up to the global mean.
+  if (*shards != 1)
+    results[0] = scale(builder, getLoc(), results[0], 1.0 / *shards);
+  return results;
+}
+
+PartitionResult MseLossOp::partition(OpBuilder &builder, ValueRange operands,
+                                     TypeRange types,
+                                     ArrayRef<ShardingAttr> operandShardings,
+                                     ArrayRef<ShardingAttr>) {
+  SmallVector<int64_t> all = llvm::to_vector(
+      llvm::seq<int64_t>(0, getPredictions().getType().getRank()));
+  FailureOr<int64_t> shards = dimsSize(*this, operandShardings[0], all);
+  if (failed(shards))
+    return failure();
+  // Local sum of squares over the global element count, as for reduce_mean.
+  SmallVector<Value> results = cloneLocal(builder, *this, operands, types);
+  if (*shards != 1)
+    results[0] = scale(builder, getLoc(), results[0], 1.0 / *shards);
+  return results;
+}
+
+PartitionResult Conv2DOp::partition(OpBuilder &builder, ValueRange operands,
+                                    TypeRange types,
+                                    ArrayRef<ShardingAttr> operandShardings,
+                                    ArrayRef<ShardingAttr>) {
+  SmallVector<Value> local(operands);
+  FailureOr<int64_t> shards = dimsSize(*this, operandShardings[0], {3});
+  if (failed(shards))
+    return failure();
+  // Each device sums over its input channels only; the partial results add
+  // up, so each adds 1/n of the bias.
+  if (getBias() && *shards != 1)
+    local[2] = scale(builder, getLoc(), local[2], 1.0 / *shards);
+  return cloneLocal(builder, *this, local, types);
+}
+
+//===----------------------------------------------------------------------===//
+// Sources: constant, iota, rng
+//===----------------------------------------------------------------------===//
+
+PartitionResult ConstantOp::partition(OpBuilder &builder, ValueRange operands,
+                                      TypeRange types, ArrayRef<ShardingAttr>,
+                                      ArrayRef<ShardingAttr> resultShardings) {
+  auto localType = cast<RankedTensorType>(types[0]);
+  if (localType == getType())
+    return cloneLocal(builder, *this, operands, types);
+  // Every block of a splat is the local splat.
+  if (auto dense = dyn_cast<DenseElementsAttr>(getValue());
+      dense && dense.isSplat()) {
+    auto value = ConstantOp::create(builder, getLoc(), localType,
+                                    dense.resizeSplat(localType));
+    value->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
+    return SmallVector<Value>{value};
+  }
+  // Otherwise the whole constant, sliced: each device keeps its block.
+  Value whole = cloneLocal(builder, *this, operands, getType())[0];
+  ShardingAttr sharding = resultShardings[0];
+  SmallVector<Attribute> dimAxes;
+  for (DimShardingAttr dim : sharding.getDimShardings()) {
+    SmallVector<Attribute> axes(dim.getAxes().begin(), dim.getAxes().end());
+    dimAxes.push_back(builder.getArrayAttr(axes));
+  }
+  Value block =
+      AllSliceOp::create(builder, getLoc(), localType, whole,
+                         sharding.getMeshName(), builder.getArrayAttr(dimAxes));
+  return SmallVector<Value>{block};
+}
+
+PartitionResult IotaOp::partition(OpBuilder &builder, ValueRange operands,
+                                  TypeRange types, ArrayRef<ShardingAttr>,
+                                  ArrayRef<ShardingAttr> resultShardings) {
+  auto localType = cast<RankedTensorType>(types[0]);
+  int64_t dim = getDim();
+  ArrayRef<StringAttr> axes =
+      resultShardings[0].getDimShardings()[dim].getAxes();
+  // Sharded along other dimensions only, every block has the same values.
+  if (axes.empty())
+    return cloneLocal(builder, *this, operands, types);
+  // The local indices plus the block's offset, in f32 (exact below 2^24)
+  // and converted once, so that bf16 rounds like the global iota.
+  Location loc = getLoc();
+  auto f32Type = localType.clone(builder.getF32Type());
+  Value indices = cloneLocal(builder, *this, operands, {f32Type})[0];
+  Value offset = blockOffset(builder, loc, resultShardings[0].getMeshName(),
+                             axes, localType.getDimSize(dim));
+  Value spread = BroadcastInDimOp::create(builder, loc, f32Type, offset,
+                                          builder.getDenseI64ArrayAttr({}));
+  Value result = AddOp::create(builder, loc, indices, spread);
+  if (f32Type != localType)
+    result = ConvertOp::create(builder, loc, localType, result);
+  return SmallVector<Value>{result};
+}
+
+/// The offsets form of a counter-based rng op `op` (an `OpTy`): each device
+/// generates its block of the global tensor.
+template <typename OpTy>
+static PartitionResult partitionRng(OpTy op, OpBuilder &builder,
+                                    TypeRange types, ShardingAttr sharding) {
+  auto localType = cast<RankedTensorType>(types[0]);
+  if (localType == op.getType())
+    return cloneLocal(builder, op, {}, types);
+  SmallVector<Value> offsets;
+  for (auto [dim, dimSharding] : llvm::enumerate(sharding.getDimShardings()))
+    offsets.push_back(blockOffset(builder, op.getLoc(), sharding.getMeshName(),
+                                  dimSharding.getAxes(),
+                                  localType.getDimSize(dim)));
+  auto local =
+      cast<OpTy>(cloneLocal(builder, op, offsets, types)[0].getDefiningOp());
+  local.setGlobalShape(op.getType().getShape());
+  return SmallVector<Value>{local.getResult()};
+}
+
+PartitionResult RngNormalOp::partition(OpBuilder &builder, ValueRange,
+                                       TypeRange types, ArrayRef<ShardingAttr>,
+                                       ArrayRef<ShardingAttr> resultShardings) {
+  if (!getOffsets().empty())
+    return emitOpError("is already in its per-device (offsets) form");
+  return partitionRng(*this, builder, types, resultShardings[0]);
+}
+
+PartitionResult
+RngUniformOp::partition(OpBuilder &builder, ValueRange, TypeRange types,
+                        ArrayRef<ShardingAttr>,
+                        ArrayRef<ShardingAttr> resultShardings) {
+  if (!getOffsets().empty())
+    return emitOpError("is already in its per-device (offsets) form");
+  return partitionRng(*this, builder, types, resultShardings[0]);
+}
+
+//===----------------------------------------------------------------------===//
+// Annotations
+//===----------------------------------------------------------------------===//
+
+PartitionResult ShardingConstraintOp::partition(OpBuilder &,
+                                                ValueRange operands, TypeRange,
+                                                ArrayRef<ShardingAttr>,
+                                                ArrayRef<ShardingAttr>) {
+  // Its operand already has the constrained layout; the constraint ends.
+  return SmallVector<Value>{operands[0]};
+}
+
+//===----------------------------------------------------------------------===//
+// axis_index (CostOpInterface, which every collective-like op implements)
+//===----------------------------------------------------------------------===//
+
+int64_t AxisIndexOp::getFlops() { return 0; }
+
+std::optional<CommunicationInfo>
+AxisIndexOp::getCommunication(SymbolTableCollection &) {
+  // Each device knows its own coordinates: nothing is sent.
+  return std::nullopt;
+}

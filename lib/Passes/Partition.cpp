@@ -1,0 +1,569 @@
+//===- Partition.cpp - global program to per-device program ---------------===//
+//
+// The shell of sd-partition: gives every value of a propagated function its
+// local type, lets each op build its local form (PartitionOpInterface) after
+// checking that its shardings agree with its sharding rule, and turns
+// reshards (and returned values whose layout differs from the result's)
+// into the collectives the reshard planner chooses.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDOps.h"
+#include "sd/Passes/Passes.h"
+#include "sd/Passes/ReshardPlanner.h"
+#include "sd/Passes/ShardingPropagation.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::sd {
+#define GEN_PASS_DEF_PARTITION
+#include "sd/Passes/Passes.h.inc"
+} // namespace mlir::sd
+
+using namespace mlir;
+using namespace mlir::sd;
+
+namespace {
+constexpr StringLiteral kRerunHint =
+    "run --inline, sd-specialize-batch and sd-propagate-sharding first";
+
+class FunctionPartitioner {
+public:
+  explicit FunctionPartitioner(func::FuncOp func) : func(func) {}
+
+  /// Partitions the function; fails after an error.
+  LogicalResult run();
+  int64_t getNumCollectives() const { return numCollectives; }
+
+private:
+  LogicalResult findMesh();
+  LogicalResult checkProgram();
+  /// The sharding of a value of rank `rank` as annotated, or replicated.
+  ShardingAttr orReplicated(ShardingAttr sharding, int64_t rank) const;
+  reshard::Layout toLayout(ShardingAttr sharding) const;
+  propagation::TensorSharding toPlain(ShardingAttr sharding) const;
+  /// The local type of a `global` value laid out as `sharding`; an error
+  /// naming `what` when a dimension does not divide.
+  FailureOr<RankedTensorType> localType(RankedTensorType global,
+                                        ShardingAttr sharding,
+                                        const std::string &what,
+                                        Location loc) const;
+  RankedTensorType localType(RankedTensorType global,
+                             const reshard::Layout &layout) const;
+  /// Collectives that turn `value` (local, a block of a `global` tensor) from
+  /// layout `from` to layout `to`.
+  FailureOr<Value> reshardValue(OpBuilder &builder, Location loc, Value value,
+                                RankedTensorType global, ShardingAttr from,
+                                ShardingAttr to, const std::string &what);
+  /// Checks that `op`'s shardings agree with its sharding rule.
+  LogicalResult checkRule(Operation *op, ArrayRef<ShardingAttr> operands,
+                          ArrayRef<ShardingAttr> results) const;
+  LogicalResult partitionOp(Operation *op);
+  std::string describe(Value value) const;
+
+  /// Mutable: const queries of an op handle are not const methods.
+  mutable func::FuncOp func;
+  FlatSymbolRefAttr meshRef;
+  MeshAttr mesh;
+  propagation::MeshShape meshShape;
+  /// Global value -> its local value and its layout.
+  DenseMap<Value, Value> locals;
+  DenseMap<Value, ShardingAttr> shardings;
+  /// The local types of the arguments.
+  SmallVector<Type> localArgs;
+  /// Each op's sharding rule, taken while its operands are still global.
+  DenseMap<Operation *, OpShardingRuleAttr> rules;
+  int64_t numCollectives = 0;
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Shardings and layouts
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionPartitioner::findMesh() {
+  auto consider = [&](ShardingAttr sharding, Operation *at) -> LogicalResult {
+    if (!sharding)
+      return success();
+    if (!meshRef) {
+      meshRef = sharding.getMeshName();
+      return success();
+    }
+    if (sharding.getMeshName() == meshRef)
+      return success();
+    return at->emitError("sd-partition works on one mesh, but the function "
+                         "uses ")
+           << meshRef << " and " << sharding.getMeshName();
+  };
+  StringRef key = SDDialect::kShardingAttrName;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (failed(consider(func.getArgAttrOfType<ShardingAttr>(i, key), func)))
+      return failure();
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (failed(consider(func.getResultAttrOfType<ShardingAttr>(i, key), func)))
+      return failure();
+  for (Operation &op : func.getBody().front()) {
+    if (auto perValue = op.getAttrOfType<ShardingPerValueAttr>(key))
+      for (ShardingAttr sharding : perValue.getShardings())
+        if (failed(consider(sharding, &op)))
+          return failure();
+    if (auto reshard = dyn_cast<ReshardOp>(op))
+      if (failed(consider(reshard.getSharding(), &op)))
+        return failure();
+  }
+  if (!meshRef)
+    return success();
+  mesh = lookupMesh(func, meshRef, [&] { return func.emitError(); });
+  if (!mesh)
+    return failure();
+  for (MeshAxisAttr axis : mesh.getAxes())
+    meshShape.axisSizes.push_back(axis.getSize());
+  return success();
+}
+
+ShardingAttr FunctionPartitioner::orReplicated(ShardingAttr sharding,
+                                               int64_t rank) const {
+  if (sharding)
+    return sharding;
+  MLIRContext *ctx = func.getContext();
+  SmallVector<DimShardingAttr> dims(
+      rank, DimShardingAttr::get(ctx, {}, /*is_closed=*/true, std::nullopt));
+  return ShardingAttr::get(ctx, meshRef, dims);
+}
+
+reshard::Layout FunctionPartitioner::toLayout(ShardingAttr sharding) const {
+  propagation::TensorSharding plain = toPlain(sharding);
+  reshard::Layout layout;
+  for (const propagation::DimSharding &dim : plain.dims)
+    layout.dims.emplace_back(dim.axes.begin(), dim.axes.end());
+  layout.unreduced.assign(plain.unreduced.begin(), plain.unreduced.end());
+  llvm::sort(layout.unreduced);
+  return layout;
+}
+
+propagation::TensorSharding
+FunctionPartitioner::toPlain(ShardingAttr sharding) const {
+  auto ids = [&](ArrayRef<StringAttr> names) {
+    propagation::AxisList axes;
+    for (StringAttr name : names)
+      for (auto [index, axis] : llvm::enumerate(mesh.getAxes()))
+        if (axis.getName() == name)
+          axes.push_back(index);
+    return axes;
+  };
+  propagation::TensorSharding plain;
+  for (DimShardingAttr dim : sharding.getDimShardings())
+    plain.dims.push_back({ids(dim.getAxes()), true, std::nullopt});
+  plain.replicated = ids(sharding.getReplicatedAxes());
+  plain.unreduced = ids(sharding.getUnreducedAxes());
+  return plain;
+}
+
+FailureOr<RankedTensorType>
+FunctionPartitioner::localType(RankedTensorType global, ShardingAttr sharding,
+                               const std::string &what, Location loc) const {
+  SmallVector<int64_t> shape(global.getShape());
+  for (auto [dim, dimSharding] : llvm::enumerate(sharding.getDimShardings())) {
+    int64_t product = 1;
+    for (StringAttr name : dimSharding.getAxes()) {
+      MeshAxisAttr axis = mesh.getAxis(name);
+      if (!axis)
+        return emitError(loc)
+               << "the sharding of " << what << " names mesh axis " << name
+               << ", which " << meshRef << " does not have";
+      product *= axis.getSize();
+    }
+    if (shape[dim] % product == 0) {
+      shape[dim] /= product;
+      continue;
+    }
+    InFlightDiagnostic diag = emitError(loc);
+    diag << "dimension " << dim << " of " << what << " has size " << shape[dim]
+         << ", which is not divisible by mesh "
+         << (dimSharding.getAxes().size() == 1 ? "axis " : "axes ");
+    llvm::interleaveComma(dimSharding.getAxes(), diag);
+    diag << " of " << (dimSharding.getAxes().size() == 1 ? "" : "total ")
+         << "size " << product
+         << "; sd-partition does not pad uneven shards yet";
+    return diag;
+  }
+  return global.clone(shape);
+}
+
+RankedTensorType
+FunctionPartitioner::localType(RankedTensorType global,
+                               const reshard::Layout &layout) const {
+  SmallVector<int64_t> shape(global.getShape());
+  for (auto [dim, axes] : llvm::enumerate(layout.dims))
+    for (reshard::AxisId axis : axes)
+      shape[dim] /= meshShape.axisSizes[axis];
+  return global.clone(shape);
+}
+
+std::string FunctionPartitioner::describe(Value value) const {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    std::string text = "argument #" + std::to_string(arg.getArgNumber());
+    if (auto param = func.getArgAttrOfType<ParamAttr>(arg.getArgNumber(),
+                                                      SDDialect::kRoleAttrName))
+      text += " (\"" + param.getName().str() + "\")";
+    return text;
+  }
+  auto result = cast<OpResult>(value);
+  Operation *op = result.getOwner();
+  std::string text = "result #" + std::to_string(result.getResultNumber()) +
+                     " of " + op->getName().getStringRef().str();
+  if (auto name = op->getAttrOfType<StringAttr>(SDDialect::kNameAttrName))
+    text += " \"" + name.str() + "\"";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Reshards
+//===----------------------------------------------------------------------===//
+
+/// `[{"data"}, {}]`: per-dimension axes for the collectives.
+static ArrayAttr dimAxesAttr(MLIRContext *ctx, MeshAttr mesh,
+                             ArrayRef<reshard::AxisList> dims) {
+  SmallVector<Attribute> result;
+  for (const reshard::AxisList &axes : dims) {
+    SmallVector<Attribute> names;
+    for (reshard::AxisId axis : axes)
+      names.push_back(mesh.getAxes()[axis].getName());
+    result.push_back(ArrayAttr::get(ctx, names));
+  }
+  return ArrayAttr::get(ctx, result);
+}
+
+static ArrayAttr axesAttr(MLIRContext *ctx, MeshAttr mesh,
+                          ArrayRef<reshard::AxisId> axes) {
+  SmallVector<Attribute> names;
+  for (reshard::AxisId axis : axes)
+    names.push_back(mesh.getAxes()[axis].getName());
+  return ArrayAttr::get(ctx, names);
+}
+
+FailureOr<Value>
+FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
+                                  RankedTensorType global, ShardingAttr from,
+                                  ShardingAttr to, const std::string &what) {
+  reshard::ReshardProblem problem;
+  problem.shape.assign(global.getShape().begin(), global.getShape().end());
+  problem.elementBytes =
+      std::max<int64_t>(global.getElementTypeBitWidth() / 8, 1);
+  problem.axisSizes = meshShape.axisSizes;
+  problem.source = toLayout(from);
+  problem.target = toLayout(to);
+  if (problem.source == problem.target)
+    return value;
+  if (!isa<FloatType>(global.getElementType()))
+    return emitError(loc) << "cannot reshard " << what << " of type " << global
+                          << ": collectives move f32 and bf16 tensors only";
+  std::string error;
+  FailureOr<reshard::ReshardPlan> plan = reshard::planReshard(problem, &error);
+  if (failed(plan))
+    return emitError(loc) << "cannot reshard " << what << " from " << from
+                          << " to " << to << ": " << error;
+  MLIRContext *ctx = func.getContext();
+  reshard::Layout layout = problem.source;
+  for (const reshard::Step &step : plan->steps) {
+    layout = *reshard::applyStep(layout, step);
+    RankedTensorType type = localType(global, layout);
+    switch (step.kind) {
+    case reshard::StepKind::AllGather:
+      value = AllGatherOp::create(builder, loc, type, value, meshRef,
+                                  dimAxesAttr(ctx, mesh, step.dimAxes));
+      break;
+    case reshard::StepKind::AllSlice:
+      value = AllSliceOp::create(builder, loc, type, value, meshRef,
+                                 dimAxesAttr(ctx, mesh, step.dimAxes));
+      break;
+    case reshard::StepKind::ReduceScatter:
+      value = ReduceScatterOp::create(builder, loc, type, value, meshRef,
+                                      dimAxesAttr(ctx, mesh, step.dimAxes));
+      break;
+    case reshard::StepKind::AllReduce:
+      value = AllReduceOp::create(builder, loc, type, value, meshRef,
+                                  axesAttr(ctx, mesh, step.axes));
+      break;
+    case reshard::StepKind::AllToAll:
+      value = AllToAllOp::create(builder, loc, type, value, meshRef,
+                                 axesAttr(ctx, mesh, step.axes),
+                                 builder.getI64IntegerAttr(step.srcDim),
+                                 builder.getI64IntegerAttr(step.tgtDim));
+      break;
+    }
+    ++numCollectives;
+  }
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+FunctionPartitioner::checkRule(Operation *op, ArrayRef<ShardingAttr> operands,
+                               ArrayRef<ShardingAttr> results) const {
+  OpShardingRuleAttr ruleAttr = rules.lookup(op);
+  if (!ruleAttr)
+    return op->emitOpError("has no sharding rule (ShardingRuleOpInterface), "
+                           "so sd-partition cannot check its shardings");
+  propagation::FactorRule rule = propagation::FactorRule::fromAttr(ruleAttr);
+  auto name = [&](int64_t t) {
+    return rule.isResult(t)
+               ? "result #" + std::to_string(t - rule.operands.size())
+               : "operand #" + std::to_string(t);
+  };
+  auto sharding = [&](int64_t t) {
+    return rule.isResult(t) ? results[t - rule.operands.size()] : operands[t];
+  };
+  auto disagree = [&](const std::string &why) {
+    return op->emitOpError("has shardings that its sharding rule ")
+           << ruleAttr << " does not allow: " << why << " (" << kRerunHint
+           << ")";
+  };
+  SmallVector<propagation::TensorFactorShardings> projected;
+  for (int64_t t = 0; t < rule.numTensors(); ++t) {
+    if (!rule.isResult(t) && !sharding(t).getUnreducedAxes().empty())
+      return disagree(name(t) + " is a partial sum");
+    projected.push_back(propagation::projectToFactors(
+        toPlain(sharding(t)), rule.tensor(t), rule.factorSizes, meshShape));
+    for (auto [dim, fits] : llvm::enumerate(projected.back().dimFits))
+      if (!fits)
+        return disagree("the axes of dimension " + std::to_string(dim) +
+                        " of " + name(t) + " do not fit its factors");
+  }
+  propagation::AxisList reduced;
+  for (int64_t f = 0; f < rule.numFactors(); ++f) {
+    int64_t first = -1;
+    for (int64_t t = 0; t < rule.numTensors(); ++t) {
+      const propagation::FactorSharding &factor = projected[t].factors[f];
+      if (!factor.present)
+        continue;
+      if (first < 0)
+        first = t;
+      else if (factor.axes != projected[first].factors[f].axes)
+        return disagree(name(first) + " and " + name(t) + " split factor " +
+                        getFactorName(f) + " differently");
+    }
+    if (first < 0 || projected[first].factors[f].axes.empty())
+      continue;
+    if (rule.factorKinds[f] == FactorKind::NeedReplication)
+      return disagree("factor " + getFactorName(f) +
+                      " needs replication but is sharded");
+    if (rule.factorKinds[f] == FactorKind::Reduction)
+      reduced.append(projected[first].factors[f].axes.begin(),
+                     projected[first].factors[f].axes.end());
+  }
+  llvm::sort(reduced);
+  for (int64_t t = rule.operands.size(); t < rule.numTensors(); ++t)
+    if (toLayout(sharding(t)).unreduced != reduced)
+      return disagree(name(t) + " must be a partial sum over exactly the "
+                                "axes of its sharded reduction factors");
+  return success();
+}
+
+LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
+  OpBuilder builder(op);
+  SmallVector<Value> localOperands;
+  SmallVector<ShardingAttr> operandShardings;
+  for (Value operand : op->getOperands()) {
+    localOperands.push_back(locals.lookup(operand));
+    operandShardings.push_back(shardings.lookup(operand));
+  }
+
+  if (auto reshard = dyn_cast<ReshardOp>(op)) {
+    FailureOr<Value> local =
+        reshardValue(builder, op->getLoc(), localOperands[0], reshard.getType(),
+                     operandShardings[0], reshard.getSharding(),
+                     describe(reshard.getInput()));
+    if (failed(local))
+      return failure();
+    locals[reshard.getResult()] = *local;
+    shardings[reshard.getResult()] = reshard.getSharding();
+    return success();
+  }
+
+  auto partitionable = dyn_cast<PartitionOpInterface>(op);
+  if (!partitionable)
+    return op->emitOpError("has no partitioning (PartitionOpInterface); "
+                           "sd-partition cannot make it per-device");
+  auto perValue =
+      op->getAttrOfType<ShardingPerValueAttr>(SDDialect::kShardingAttrName);
+  SmallVector<ShardingAttr> resultShardings;
+  SmallVector<Type> localTypes;
+  for (OpResult result : op->getResults()) {
+    auto global = cast<RankedTensorType>(result.getType());
+    ShardingAttr sharding = orReplicated(
+        perValue ? perValue.getShardings()[result.getResultNumber()]
+                 : ShardingAttr(),
+        global.getRank());
+    FailureOr<RankedTensorType> local =
+        localType(global, sharding, describe(result), op->getLoc());
+    if (failed(local))
+      return failure();
+    resultShardings.push_back(sharding);
+    localTypes.push_back(*local);
+  }
+  if (failed(checkRule(op, operandShardings, resultShardings)))
+    return failure();
+  FailureOr<SmallVector<Value>> results = partitionable.partition(
+      builder, localOperands, localTypes, operandShardings, resultShardings);
+  if (failed(results))
+    return failure();
+  for (auto [result, local, type, sharding] : llvm::zip_equal(
+           op->getResults(), *results, localTypes, resultShardings)) {
+    if (local.getType() != type)
+      return op->emitOpError("partitioned into a value of type ")
+             << local.getType() << " instead of the local type " << type;
+    locals[result] = local;
+    shardings[result] = sharding;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The function
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionPartitioner::checkProgram() {
+  for (Operation &op : func.getBody().front()) {
+    if (isa<CallOpInterface>(op))
+      return op.emitError("sd-partition needs a program without calls; ")
+             << kRerunHint;
+    if (op.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    if (op.getNumRegions() != 0)
+      return op.emitOpError("has regions, which sd-partition does not handle");
+    for (Type type :
+         llvm::concat<const Type>(op.getOperandTypes(), op.getResultTypes())) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor || !tensor.hasStaticShape())
+        return op.emitOpError("has type ")
+               << type << "; sd-partition needs static tensor shapes ("
+               << kRerunHint << ")";
+    }
+    if (auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op);
+        ruleOp && !isa<ReshardOp>(op)) {
+      OpShardingRuleAttr rule = ruleOp.getShardingRule();
+      if (!rule)
+        return failure();
+      rules[&op] = rule;
+    }
+  }
+  return success();
+}
+
+LogicalResult FunctionPartitioner::run() {
+  if (failed(findMesh()))
+    return failure();
+  if (!meshRef)
+    return success(); // Nothing is sharded: every device runs the program.
+  if (failed(checkProgram()))
+    return failure();
+  Block &body = func.getBody().front();
+  StringRef key = SDDialect::kShardingAttrName;
+
+  for (BlockArgument arg : body.getArguments()) {
+    auto global = dyn_cast<RankedTensorType>(arg.getType());
+    if (!global || !global.hasStaticShape())
+      return func.emitError() << describe(arg) << " has type " << arg.getType()
+                              << "; sd-partition needs static tensor shapes ("
+                              << kRerunHint << ")";
+    ShardingAttr sharding = orReplicated(
+        func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), key),
+        global.getRank());
+    FailureOr<RankedTensorType> local =
+        localType(global, sharding, describe(arg), func.getLoc());
+    if (failed(local))
+      return failure();
+    shardings[arg] = sharding;
+    localArgs.push_back(*local);
+  }
+  // Local arguments are new block arguments, so that the global ops keep
+  // their types until they are erased; the global ones go at the end.
+  unsigned numArgs = body.getNumArguments();
+  for (unsigned i = 0; i < numArgs; ++i)
+    locals[body.getArgument(i)] =
+        body.addArgument(localArgs[i], body.getArgument(i).getLoc());
+
+  SmallVector<Operation *> original;
+  for (Operation &op : body.without_terminator())
+    original.push_back(&op);
+  for (Operation *op : original)
+    if (failed(partitionOp(op)))
+      return failure();
+
+  // Returned values take the layouts of the function's results.
+  Operation *ret = body.getTerminator();
+  OpBuilder builder(ret);
+  SmallVector<ShardingAttr> resultShardings;
+  for (OpOperand &operand : ret->getOpOperands()) {
+    unsigned index = operand.getOperandNumber();
+    auto global = cast<RankedTensorType>(operand.get().getType());
+    ShardingAttr target = orReplicated(
+        func.getResultAttrOfType<ShardingAttr>(index, key), global.getRank());
+    FailureOr<Value> local =
+        reshardValue(builder, ret->getLoc(), locals.lookup(operand.get()),
+                     global, shardings.lookup(operand.get()), target,
+                     "result #" + std::to_string(index));
+    if (failed(local))
+      return failure();
+    resultShardings.push_back(target);
+    operand.set(*local);
+  }
+  for (Operation *op : original)
+    op->dropAllReferences();
+  for (Operation *op : llvm::reverse(original))
+    op->erase();
+  SmallVector<ShardingAttr> argShardings;
+  for (unsigned i = 0; i < numArgs; ++i)
+    argShardings.push_back(shardings[body.getArgument(i)]);
+  body.eraseArguments(0, numArgs);
+
+  // The signature is local; the boundary keeps its global layouts, closed.
+  auto closed = [&](ShardingAttr sharding) {
+    SmallVector<DimShardingAttr> dims;
+    for (DimShardingAttr dim : sharding.getDimShardings())
+      dims.push_back(DimShardingAttr::get(func.getContext(), dim.getAxes(),
+                                          /*is_closed=*/true, std::nullopt));
+    return ShardingAttr::get(func.getContext(), meshRef, dims,
+                             sharding.getReplicatedAxes(),
+                             sharding.getUnreducedAxes());
+  };
+  func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
+                                 ret->getOperandTypes()));
+  for (auto [index, sharding] : llvm::enumerate(argShardings)) {
+    func.removeArgAttr(index, StringAttr::get(func.getContext(), key));
+    func.setArgAttr(index, SDDialect::kLocalShardingAttrName, closed(sharding));
+  }
+  for (auto [index, sharding] : llvm::enumerate(resultShardings)) {
+    func.removeResultAttr(index, StringAttr::get(func.getContext(), key));
+    func.setResultAttr(index, SDDialect::kLocalShardingAttrName,
+                       closed(sharding));
+  }
+  // Global shardings and rules do not describe local ops.
+  for (Operation &op : body) {
+    op.removeAttr(key);
+    op.removeAttr(SDDialect::kShardingRuleAttrName);
+  }
+  return success();
+}
+
+namespace {
+struct PartitionPass : public mlir::sd::impl::PartitionBase<PartitionPass> {
+  using PartitionBase::PartitionBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    FunctionPartitioner partitioner(func);
+    if (failed(partitioner.run()))
+      return signalPassFailure();
+    numCollectives += partitioner.getNumCollectives();
+  }
+};
+} // namespace

@@ -1,0 +1,48 @@
+//===- PrintReport.cpp - print the per-device cost report -----------------===//
+//
+// A printing pass (as MLIR's -test-print-liveness): computes the cost model's
+// report of one function and writes it to a stream, llvm::outs() unless
+// sdopt gives its output file. The IR is left unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Analysis/CostModel.h"
+#include "sd/Analysis/Report.h"
+#include "sd/Passes/Passes.h"
+
+namespace mlir::sd {
+#define GEN_PASS_DEF_PRINTREPORT
+#include "sd/Passes/Passes.h.inc"
+} // namespace mlir::sd
+
+using namespace mlir;
+using namespace mlir::sd;
+
+namespace {
+struct PrintReportPass
+    : public mlir::sd::impl::PrintReportBase<PrintReportPass> {
+  using Base::Base;
+  PrintReportPass(llvm::raw_ostream &os, const PrintReportOptions &options)
+      : Base(options), os(&os) {}
+
+  void runOnOperation() override {
+    func::FuncOp func = findReportFunction(getOperation(), function);
+    if (!func)
+      return signalPassFailure();
+    FailureOr<CostReport> report = computeCostReport(func, layout);
+    if (failed(report))
+      return signalPassFailure();
+    printReport(*report, format, *os);
+    markAllAnalysesPreserved();
+  }
+
+  /// Where the report goes; not owned.
+  llvm::raw_ostream *os = &llvm::outs();
+};
+} // namespace
+
+std::unique_ptr<Pass>
+mlir::sd::createPrintReport(llvm::raw_ostream &os,
+                            const PrintReportOptions &options) {
+  return std::make_unique<PrintReportPass>(os, options);
+}

@@ -1,0 +1,213 @@
+//===- CostModelTest.cpp - Tests for the cost model -----------------------===//
+
+#include "sd/Analysis/CostModel.h"
+
+#include "sd/IR/SDDialect.h"
+#include "sd/IR/SDOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Liveness
+//===----------------------------------------------------------------------===//
+
+TEST(LivePeakTest, EmptyProgramHasNoPeak) {
+  LivePeak peak = computeLivePeak({}, {}, 0);
+  EXPECT_EQ(peak.bytes, 0);
+  EXPECT_EQ(peak.position, -1);
+}
+
+// A chain a → b → c: each op holds its operand and its result.
+TEST(LivePeakTest, ChainHoldsTwoValuesAtOnce) {
+  std::vector<LiveRange> ranges = {{100, 0, 1}, {10, 1, 2}, {1, 2, 2}};
+  LivePeak peak = computeLivePeak(ranges, {}, 3);
+  EXPECT_EQ(peak.bytes, 110);
+  EXPECT_EQ(peak.position, 1);
+}
+
+// A value used late stays alive over everything in between.
+TEST(LivePeakTest, LongLivedValueAddsEverywhere) {
+  std::vector<LiveRange> ranges = {
+      {1000, 0, 3}, {10, 1, 2}, {20, 2, 3}, {5, 3, 3}};
+  LivePeak peak = computeLivePeak(ranges, {}, 4);
+  EXPECT_EQ(peak.bytes, 1030);
+  EXPECT_EQ(peak.position, 2);
+}
+
+// A value nobody uses is alive only where it is made; the first of equal
+// peaks wins.
+TEST(LivePeakTest, DeadValuesAndTies) {
+  std::vector<LiveRange> ranges = {{7, 0, 0}, {7, 1, 1}};
+  LivePeak peak = computeLivePeak(ranges, {}, 2);
+  EXPECT_EQ(peak.bytes, 7);
+  EXPECT_EQ(peak.position, 0);
+}
+
+// A callee's own activations count only while it runs.
+TEST(LivePeakTest, ExtraMemoryAtOnePosition) {
+  std::vector<LiveRange> ranges = {{10, 0, 2}, {10, 1, 2}, {10, 2, 2}};
+  LivePeak peak = computeLivePeak(ranges, {0, 500, 0}, 3);
+  EXPECT_EQ(peak.bytes, 520);
+  EXPECT_EQ(peak.position, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Ring convention
+//===----------------------------------------------------------------------===//
+
+TEST(RingBytesTest, FollowsTheRingFormulas) {
+  using P = CommunicationPattern;
+  // The worked example of the lit test: all_gather 2x8 → 4x8 f32 over 2.
+  EXPECT_EQ(getRingBytesPerDevice(P::AllGather, 128, 2), 64);
+  EXPECT_EQ(getRingBytesPerDevice(P::ReduceScatter, 128, 4), 96);
+  EXPECT_EQ(getRingBytesPerDevice(P::AllReduce, 128, 4), 192);
+  EXPECT_EQ(getRingBytesPerDevice(P::AllToAll, 128, 8), 112);
+  EXPECT_EQ(getRingBytesPerDevice(P::Permute, 128, 8), 128);
+  EXPECT_EQ(getRingBytesPerDevice(P::None, 128, 8), 0);
+}
+
+TEST(RingBytesTest, GroupsOfOneSendNothing) {
+  EXPECT_EQ(getRingBytesPerDevice(CommunicationPattern::AllReduce, 128, 1), 0);
+  EXPECT_EQ(getRingBytesPerDevice(CommunicationPattern::Permute, 128, 1), 0);
+}
+
+// A tensor that does not split evenly is sent in chunks of ⌈S/N⌉ bytes: an
+// f32 scalar all-reduced over 8 devices.
+TEST(RingBytesTest, RoundsChunksUp) {
+  EXPECT_EQ(getRingBytesPerDevice(CommunicationPattern::AllReduce, 4, 8), 14);
+  EXPECT_EQ(getRingBytesPerDevice(CommunicationPattern::AllGather, 10, 3), 8);
+}
+
+//===----------------------------------------------------------------------===//
+// Every op states its cost
+//===----------------------------------------------------------------------===//
+
+// The cost model knows no op names: an sd op without CostOpInterface would
+// be an error in every report. Only the mesh, which is no computation, has
+// none.
+TEST(CostOpInterfaceTest, EverySdOpHasACost) {
+  MLIRContext context;
+  context.loadDialect<SDDialect>();
+  int64_t numOps = 0;
+  for (RegisteredOperationName name : context.getRegisteredOperations()) {
+    if (name.getDialectNamespace() != "sd" || name.getStringRef() == "sd.mesh")
+      continue;
+    ++numOps;
+    EXPECT_TRUE(name.hasInterface<CostOpInterface>())
+        << name.getStringRef().str();
+  }
+  EXPECT_GT(numOps, 50);
+}
+
+//===----------------------------------------------------------------------===//
+// Reports of small programs
+//===----------------------------------------------------------------------===//
+
+class CostReportTest : public ::testing::Test {
+protected:
+  CostReportTest() { context.loadDialect<SDDialect, func::FuncDialect>(); }
+
+  FailureOr<CostReport> report(StringRef source,
+                               LayoutChoice layout = LayoutChoice::Auto) {
+    module = parseSourceString<ModuleOp>(source, &context);
+    if (!module)
+      return failure();
+    func::FuncOp func = findReportFunction(*module, "");
+    if (!func)
+      return failure();
+    return computeCostReport(func, layout);
+  }
+
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+};
+
+TEST_F(CostReportTest, CountsFlopsMemoryAndCollectives) {
+  FailureOr<CostReport> result = report(R"mlir(
+    sd.mesh @mesh = <["data"=2, "fsdp"=2]>
+    func.func @loss(%w: tensor<8x4xf32> {sd.role = #sd.param<"w", zeros>},
+                    %x: tensor<2x8xf32> {sd.role = #sd.input<latents>}) -> tensor<f32> {
+      %g = sd.all_gather %w @mesh [{"fsdp"}, {}] : (tensor<8x4xf32>) -> tensor<16x4xf32>
+      %s = sd.slice %g start = [0, 0] limit = [8, 4] strides = [1, 1] : (tensor<16x4xf32>) -> tensor<8x4xf32>
+      %y = sd.dot_general %x, %s batch = [] x [] contract = [1] x [0] : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+      %l = sd.reduce_sum %y dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+      %r = sd.all_reduce %l @mesh axes = ["data"] : tensor<f32>
+      return %r : tensor<f32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  EXPECT_EQ(result->layout, ProgramLayout::Partitioned);
+  EXPECT_EQ(result->numDevices, 4);
+  EXPECT_EQ(result->parameterBytes, 128);
+  EXPECT_EQ(result->inputBytes, 64);
+  // dot 2·2·4·8 = 128, reduce_sum 8.
+  EXPECT_EQ(result->flops, 136);
+  // At the slice: %g (256) and %s (128).
+  EXPECT_EQ(result->peakActivationBytes, 384);
+  EXPECT_EQ(result->peakOp, "sd.slice");
+  ASSERT_EQ(result->collectives.size(), 2u);
+  EXPECT_EQ(result->collectives[0].kind, "all_gather");
+  EXPECT_EQ(result->collectives[0].bytesPerDevice, 128);
+  EXPECT_EQ(result->collectives[1].kind, "all_reduce");
+  EXPECT_EQ(result->collectives[1].axes, std::vector<std::string>{"data"});
+  EXPECT_EQ(result->collectives[1].bytesPerDevice, 4);
+  EXPECT_EQ(result->collectiveBytesPerDevice, 132);
+}
+
+// A global program: the arguments' shardings give the per-device blocks.
+TEST_F(CostReportTest, GlobalProgramsUseShardings) {
+  FailureOr<CostReport> result = report(R"mlir(
+    sd.mesh @mesh = <["data"=2, "fsdp"=4]>
+    func.func @loss(%w: tensor<16x32xf32> {sd.role = #sd.param<"w", zeros>, sd.sharding = #sd.sharding<@mesh, [{"fsdp"}, {}]>},
+                    %x: tensor<8x16xf32> {sd.role = #sd.input<latents>, sd.sharding = #sd.sharding<@mesh, [{"data", "fsdp"}, {}]>}) -> tensor<f32> {
+      %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0] {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data"}, {}], unreduced = ["fsdp"]>]>} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+      %l = sd.reduce_sum %y dims = [0, 1] : (tensor<8x32xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  EXPECT_EQ(result->layout, ProgramLayout::Global);
+  EXPECT_EQ(result->parameterBytes, 16 * 32 * 4 / 4);
+  EXPECT_EQ(result->inputBytes, 8 * 16 * 4 / 8);
+  // dot: 2·8·32·16 / (data 2 × unreduced fsdp 4); reduce_sum whole.
+  EXPECT_EQ(result->flops, 8192 / 8 + 256);
+  EXPECT_EQ(result->numOpsWithoutSharding, 1);
+  EXPECT_EQ(result->numValues, 2);
+  EXPECT_EQ(result->numValuesWithoutSharding, 1);
+  // At the reduction: the dot's block (8·32·4 / 2) and the scalar.
+  EXPECT_EQ(result->peakActivationBytes, 512 + 4);
+}
+
+// Calls cost their callee once per call; the callee's own activations add
+// to the caller's live values while it runs.
+TEST_F(CostReportTest, CallsCountTheirCallee) {
+  FailureOr<CostReport> result = report(R"mlir(
+    func.func private @block(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+      %a = sd.exp %x : tensor<4x4xf32>
+      %b = sd.exp %a : tensor<4x4xf32>
+      return %b : tensor<4x4xf32>
+    }
+    func.func @loss(%x: tensor<4x4xf32> {sd.role = #sd.input<latents>}) -> tensor<f32> {
+      %h = call @block(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+      %k = call @block(%h) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+      %l = sd.reduce_sum %k dims = [0, 1] : (tensor<4x4xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  EXPECT_EQ(result->layout, ProgramLayout::Unsharded);
+  EXPECT_EQ(result->flops, 2 * 32 + 16);
+  // Second call: %h (64) plus the callee's peak (%a and %b, 128).
+  EXPECT_EQ(result->peakActivationBytes, 192);
+  EXPECT_EQ(result->peakOp, "func.call @block > sd.exp");
+  ASSERT_EQ(result->calls.size(), 1u);
+  EXPECT_EQ(result->calls[0], (std::pair<std::string, int64_t>{"block", 2}));
+}
+
+} // namespace

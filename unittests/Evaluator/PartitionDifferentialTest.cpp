@@ -1,0 +1,509 @@
+//===- PartitionDifferentialTest.cpp - partitioned vs global --------------===//
+//
+// The executable test of sd-partition: a program runs once unpartitioned on
+// one device and once partitioned on every device of a mesh, and the two
+// must agree. The partitioned run gets each device's block of the global
+// arguments (cut by the arguments' `sd.local_sharding`); its results are
+// put back together from the devices' blocks (replicas must agree bitwise,
+// partial sums are added) and compared with the global results: relative
+// error (largest difference over largest magnitude) at most 1e-5.
+//
+// Programs: small ones written with logical axes, so that the dit rules
+// shard them on every mesh (an MLP with a loss and a mean, attention over
+// heads, iota / rng / constants, reshards of every kind), and
+// models/dit_tiny.mlir's forward loss. Each runs on the meshes data:2,
+// fsdp:2, tensor:2, context:2, data:2,fsdp:2, data:2,tensor:2,
+// fsdp:2,tensor:2 and data:2,fsdp:2,context:2,tensor:2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtils.h"
+
+#include "sd/Evaluator/EvaluableOpInterface.h"
+#include "sd/IR/SDOps.h"
+#include "sd/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace sd::testing;
+using llvm::SmallVector;
+using mlir::sd::ShardingAttr;
+
+namespace {
+
+/// The layout of a partitioned function's value, per mesh axis: the
+/// dimension it splits, or -1 (replicated) or -2 (partial sum).
+struct AxisUse {
+  std::vector<int64_t> dimOf;
+  /// Per dimension, its axes (indices into the mesh), major to minor.
+  std::vector<std::vector<int64_t>> dims;
+};
+
+AxisUse axisUse(ShardingAttr sharding, const ::sd::MeshSpec &mesh) {
+  auto index = [&](mlir::StringAttr name) {
+    for (size_t i = 0; i < mesh.axes().size(); ++i)
+      if (mesh.axes()[i].name == name.getValue())
+        return static_cast<int64_t>(i);
+    return int64_t(-1);
+  };
+  AxisUse use;
+  use.dimOf.assign(mesh.axes().size(), -1);
+  for (auto [dim, dimSharding] : llvm::enumerate(sharding.getDimShardings())) {
+    use.dims.emplace_back();
+    for (mlir::StringAttr name : dimSharding.getAxes()) {
+      use.dims.back().push_back(index(name));
+      use.dimOf[index(name)] = dim;
+    }
+  }
+  for (mlir::StringAttr name : sharding.getUnreducedAxes())
+    use.dimOf[index(name)] = -2;
+  return use;
+}
+
+/// The offset of `device`'s block along each dimension of a `local` block.
+std::vector<int64_t> blockOffsets(const AxisUse &use,
+                                  const ::sd::MeshSpec &mesh, int64_t device,
+                                  const std::vector<int64_t> &local) {
+  std::vector<int64_t> coords = mesh.coordinates(device), offsets;
+  for (auto [dim, axes] : llvm::enumerate(use.dims)) {
+    int64_t block = 0;
+    for (int64_t axis : axes)
+      block = block * mesh.axes()[axis].size() + coords[axis];
+    offsets.push_back(block * local[dim]);
+  }
+  return offsets;
+}
+
+/// Calls `fn(localIndex, globalIndex)` for each element of a block of
+/// `local` shape at `offsets` in a tensor of `global` shape.
+template <typename Fn>
+void forEachInBlock(const std::vector<int64_t> &local,
+                    const std::vector<int64_t> &global,
+                    const std::vector<int64_t> &offsets, Fn fn) {
+  std::vector<int64_t> strides = ::sd::ref::rowMajorStrides(global);
+  std::vector<int64_t> index(local.size(), 0);
+  for (int64_t n = 0, e = ::sd::ref::shapeProduct(local); n < e; ++n) {
+    int64_t to = 0;
+    for (size_t d = 0; d < local.size(); ++d)
+      to += (offsets[d] + index[d]) * strides[d];
+    fn(n, to);
+    for (size_t d = local.size(); d-- > 0;) {
+      if (++index[d] < local[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+/// `(largest |a - b|) / (largest |b|)`.
+double relativeError(const Tensor &actual, const Tensor &expected) {
+  double scale = 0;
+  for (double v : expected.values())
+    scale = std::max(scale, std::abs(v));
+  return ::sd::ref::maxAbsoluteDifference(actual, expected) /
+         std::max(scale, 1e-30);
+}
+
+class PartitionDifferentialTest
+    : public EvaluatorTest,
+      public ::testing::WithParamInterface<const char *> {
+protected:
+  PartitionDifferentialTest() {
+    // The pipeline inlines DiT's block calls.
+    mlir::DialectRegistry registry;
+    mlir::func::registerInlinerExtension(registry);
+    context.appendDialectRegistry(registry);
+  }
+
+  /// Runs `source`'s @`entry` globally and partitioned on the test's mesh
+  /// with `batch`, and compares; returns the partitioned program's
+  /// collectives by op name.
+  std::map<std::string, int> check(llvm::StringRef source,
+                                   llvm::StringRef entry, int64_t batch);
+};
+
+/// Zero-initialized parameters (DiT's adaLN and final layers) get small
+/// random values, so that every layer changes the loss.
+void randomizeZeroInits(mlir::func::FuncOp func) {
+  mlir::MLIRContext *ctx = func.getContext();
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto param = func.getArgAttrOfType<mlir::sd::ParamAttr>(
+        i, mlir::sd::SDDialect::kRoleAttrName);
+    if (!param || param.getInit().getKind() != mlir::sd::InitKind::zeros)
+      continue;
+    auto init = mlir::sd::InitAttr::get(ctx, mlir::sd::InitKind::normal,
+                                        llvm::APFloat(0.05));
+    func.setArgAttr(i, mlir::sd::SDDialect::kRoleAttrName,
+                    mlir::sd::ParamAttr::get(ctx, param.getName(), init));
+  }
+}
+
+std::map<std::string, int>
+PartitionDifferentialTest::check(llvm::StringRef source, llvm::StringRef entry,
+                                 int64_t batch) {
+  std::map<std::string, int> collectives;
+  // The test's mesh, for programs whose annotations name mesh axes (the
+  // pipeline replaces it with the same one); a whole module brings its own.
+  std::string meshText = "sd.mesh @mesh = <[";
+  SmallVector<llvm::StringRef> axes;
+  llvm::StringRef(GetParam()).split(axes, ',');
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    auto [name, size] = axis.split(':');
+    meshText += (i ? ", \"" : "\"") + name.str() + "\"=" + size.str();
+  }
+  meshText += "]>\n";
+  bool wrapped = source.ltrim().starts_with("module");
+  mlir::OwningOpRef<mlir::ModuleOp> global =
+      parse(wrapped ? source.str() : meshText + source.str());
+  EXPECT_TRUE(global) << diagnostics;
+  if (!global)
+    return collectives;
+  mlir::OwningOpRef<mlir::ModuleOp> partitioned = global->clone();
+
+  // Global: inline and fix the batch; partitioned: the whole pipeline.
+  mlir::sd::SpecializeBatchOptions specialize;
+  specialize.batch = batch;
+  mlir::PassManager globalPm(&context);
+  globalPm.addPass(mlir::createInlinerPass());
+  globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
+  EXPECT_TRUE(mlir::succeeded(globalPm.run(*global))) << diagnostics;
+  mlir::PassManager pm(&context);
+  mlir::sd::PipelineOptions options;
+  options.mesh = GetParam();
+  options.batch = batch;
+  options.partition = true;
+  mlir::sd::buildDefaultPipeline(pm, options);
+  EXPECT_TRUE(mlir::succeeded(pm.run(*partitioned))) << diagnostics;
+  if (!diagnostics.empty())
+    return collectives;
+  if (getenv("SD_DUMP_PARTITIONED"))
+    partitioned->print(llvm::errs());
+
+  mlir::func::FuncOp globalFunc = lookup(*global, entry);
+  mlir::func::FuncOp localFunc = lookup(*partitioned, entry);
+  EXPECT_TRUE(globalFunc && localFunc) << "no @" << entry.str();
+  if (!globalFunc || !localFunc)
+    return collectives;
+  localFunc.walk([&](mlir::Operation *op) {
+    if (mlir::isa<mlir::sd::CollectiveEvaluableOpInterface>(op))
+      ++collectives[op->getName().getStringRef().str()];
+  });
+  auto args = mlir::sd::initializeArguments(globalFunc, /*seed=*/7);
+  EXPECT_TRUE(mlir::succeeded(args)) << diagnostics;
+  if (mlir::failed(args))
+    return collectives;
+  auto expected = mlir::sd::evaluate(globalFunc, *args);
+  EXPECT_TRUE(mlir::succeeded(expected)) << diagnostics;
+
+  auto meshOp = partitioned->lookupSymbol<mlir::sd::MeshOp>("mesh");
+  ::sd::MeshSpec mesh = mlir::sd::getMeshSpec(meshOp.getMesh());
+  int64_t devices = mesh.numDevices();
+  auto localSharding = [](mlir::func::FuncOp func, unsigned index, bool arg) {
+    llvm::StringRef key = mlir::sd::SDDialect::kLocalShardingAttrName;
+    return arg ? func.getArgAttrOfType<ShardingAttr>(index, key)
+               : func.getResultAttrOfType<ShardingAttr>(index, key);
+  };
+
+  // Each device's block of every argument; of a partial sum, the member
+  // at coordinate 0 of the partial-sum axes holds it all, the others zeros.
+  std::vector<std::vector<Tensor>> perDevice(devices);
+  for (unsigned i = 0; i < localFunc.getNumArguments(); ++i) {
+    AxisUse use = axisUse(localSharding(localFunc, i, true), mesh);
+    auto type =
+        mlir::cast<mlir::RankedTensorType>(localFunc.getArgumentTypes()[i]);
+    std::vector<int64_t> local(type.getShape().begin(), type.getShape().end());
+    const Tensor &whole = (*args)[i];
+    for (int64_t device = 0; device < devices; ++device) {
+      std::vector<int64_t> coords = mesh.coordinates(device);
+      bool holds = true;
+      for (size_t axis = 0; axis < coords.size(); ++axis)
+        holds &= use.dimOf[axis] != -2 || coords[axis] == 0;
+      Tensor block(local, whole.dtype());
+      if (holds)
+        forEachInBlock(
+            local, whole.shape(), blockOffsets(use, mesh, device, local),
+            [&](int64_t from, int64_t to) { block[from] = whole[to]; });
+      perDevice[device].push_back(std::move(block));
+    }
+  }
+  mlir::sd::EvalOptions evalOptions;
+  evalOptions.numDevices = devices;
+  auto actual = mlir::sd::evaluatePerDevice(localFunc, perDevice, evalOptions);
+  EXPECT_TRUE(mlir::succeeded(actual)) << diagnostics;
+  if (mlir::failed(actual) || mlir::failed(expected))
+    return collectives;
+
+  // Results: the devices that are coordinate 0 on every replicated axis
+  // hold the blocks (partial sums added); the others must equal them.
+  for (unsigned r = 0; r < localFunc.getNumResults(); ++r) {
+    AxisUse use = axisUse(localSharding(localFunc, r, false), mesh);
+    const Tensor &want = (*expected)[r];
+    Tensor got(want.shape(), want.dtype());
+    std::map<std::vector<int64_t>, const Tensor *> representative;
+    for (int64_t device = 0; device < devices; ++device) {
+      const Tensor &block = (*actual)[device][r];
+      std::vector<int64_t> coords = mesh.coordinates(device), key;
+      bool isRepresentative = true;
+      for (size_t axis = 0; axis < coords.size(); ++axis) {
+        if (use.dimOf[axis] == -1 && coords[axis] != 0)
+          isRepresentative = false;
+        if (use.dimOf[axis] != -1)
+          key.push_back(coords[axis]);
+      }
+      if (!isRepresentative) {
+        // Compared after the loop, once every representative is known.
+        continue;
+      }
+      representative[key] = &block;
+      forEachInBlock(block.shape(), want.shape(),
+                     blockOffsets(use, mesh, device, block.shape()),
+                     [&](int64_t from, int64_t to) { got[to] += block[from]; });
+    }
+    for (int64_t device = 0; device < devices; ++device) {
+      std::vector<int64_t> coords = mesh.coordinates(device), key;
+      for (size_t axis = 0; axis < coords.size(); ++axis)
+        if (use.dimOf[axis] != -1)
+          key.push_back(coords[axis]);
+      EXPECT_EQ((*actual)[device][r].values(), representative[key]->values())
+          << "replicas of result #" << r << " differ on device " << device;
+    }
+    EXPECT_LE(relativeError(got, want), 1e-5)
+        << "result #" << r << ": " << got.toString() << " vs "
+        << want.toString();
+  }
+  return collectives;
+}
+
+//===----------------------------------------------------------------------===//
+// Programs
+//===----------------------------------------------------------------------===//
+
+// Megatron MLP with a residual, its mean over the sequence and an MSE loss.
+constexpr llvm::StringLiteral kMlp = R"mlir(
+func.func @main(
+    %x: tensor<8x16x32xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<latents>},
+    %t: tensor<8x16x32xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<noise>},
+    %w1: tensor<32x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"w1", normal(0.2)>},
+    %b1: tensor<64xf32> {sd.logical_axes = #sd.logical_axes<[mlp]>, sd.role = #sd.param<"b1", normal(0.1)>},
+    %w2: tensor<64x32xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"w2", normal(0.2)>})
+    -> (tensor<8x16x32xf32>, tensor<f32>, tensor<8x32xf32>) {
+  %h = sd.dot_general %x, %w1 batch = [] x [] contract = [2] x [0] : (tensor<8x16x32xf32>, tensor<32x64xf32>) -> tensor<8x16x64xf32>
+  %b = sd.broadcast_in_dim %b1 dims = [2] : (tensor<64xf32>) -> tensor<8x16x64xf32>
+  %hb = sd.add %h, %b : tensor<8x16x64xf32>
+  %g = sd.gelu %hb : tensor<8x16x64xf32>
+  %o = sd.dot_general %g, %w2 batch = [] x [] contract = [2] x [0] : (tensor<8x16x64xf32>, tensor<64x32xf32>) -> tensor<8x16x32xf32>
+  %y = sd.add %o, %x : tensor<8x16x32xf32>
+  %l = sd.mse_loss %y, %t : tensor<8x16x32xf32>
+  %m = sd.reduce_mean %y dims = [1] : (tensor<8x16x32xf32>) -> tensor<8x32xf32>
+  return %y, %l, %m : tensor<8x16x32xf32>, tensor<f32>, tensor<8x32xf32>
+}
+)mlir";
+
+// Self-attention over 4 heads with layer norm and an output projection.
+constexpr llvm::StringLiteral kAttention = R"mlir(
+func.func @main(
+    %x: tensor<8x16x32xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<latents>},
+    %wq: tensor<32x32xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"wq", normal(0.2)>},
+    %wk: tensor<32x32xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"wk", normal(0.2)>},
+    %wv: tensor<32x32xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"wv", normal(0.2)>},
+    %wo: tensor<32x32xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"wo", normal(0.2)>})
+    -> tensor<8x16x32xf32> {
+  %n = sd.layer_norm %x : (tensor<8x16x32xf32>) -> tensor<8x16x32xf32>
+  %q = sd.dot_general %n, %wq batch = [] x [] contract = [2] x [0] : (tensor<8x16x32xf32>, tensor<32x32xf32>) -> tensor<8x16x32xf32>
+  %k = sd.dot_general %n, %wk batch = [] x [] contract = [2] x [0] : (tensor<8x16x32xf32>, tensor<32x32xf32>) -> tensor<8x16x32xf32>
+  %v = sd.dot_general %n, %wv batch = [] x [] contract = [2] x [0] : (tensor<8x16x32xf32>, tensor<32x32xf32>) -> tensor<8x16x32xf32>
+  %q4 = sd.reshape %q : (tensor<8x16x32xf32>) -> tensor<8x16x4x8xf32>
+  %k4 = sd.reshape %k : (tensor<8x16x32xf32>) -> tensor<8x16x4x8xf32>
+  %v4 = sd.reshape %v : (tensor<8x16x32xf32>) -> tensor<8x16x4x8xf32>
+  %qt = sd.transpose %q4 permutation = [0, 2, 1, 3] : (tensor<8x16x4x8xf32>) -> tensor<8x4x16x8xf32>
+  %kt = sd.transpose %k4 permutation = [0, 2, 1, 3] : (tensor<8x16x4x8xf32>) -> tensor<8x4x16x8xf32>
+  %vt = sd.transpose %v4 permutation = [0, 2, 1, 3] : (tensor<8x16x4x8xf32>) -> tensor<8x4x16x8xf32>
+  %a = sd.attention %qt, %kt, %vt : (tensor<8x4x16x8xf32>, tensor<8x4x16x8xf32>, tensor<8x4x16x8xf32>) -> tensor<8x4x16x8xf32>
+  %at = sd.transpose %a permutation = [0, 2, 1, 3] : (tensor<8x4x16x8xf32>) -> tensor<8x16x4x8xf32>
+  %a3 = sd.reshape %at : (tensor<8x16x4x8xf32>) -> tensor<8x16x32xf32>
+  %o = sd.dot_general %a3, %wo batch = [] x [] contract = [2] x [0] : (tensor<8x16x32xf32>, tensor<32x32xf32>) -> tensor<8x16x32xf32>
+  %y = sd.add %o, %x : tensor<8x16x32xf32>
+  return %y : tensor<8x16x32xf32>
+}
+)mlir";
+
+// Values made on each device: iota and rng along sharded dimensions, a
+// splat and a non-splat constant, combined with a sharded input.
+constexpr llvm::StringLiteral kSources = R"mlir(
+func.func @main(%x: tensor<8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length]>, sd.role = #sd.input<latents>})
+    -> tensor<8x16xf32> {
+  %i0 = sd.iota dim = 0 : tensor<8x16xf32>
+  %i = sd.sharding_constraint %i0 logical = <[batch, activation_length]> : tensor<8x16xf32>
+  %j0 = sd.iota dim = 1 : tensor<8x16xbf16>
+  %j = sd.convert %j0 : tensor<8x16xbf16> -> tensor<8x16xf32>
+  %r0 = sd.rng_normal seed = 5 : tensor<8x16xf32>
+  %r = sd.sharding_constraint %r0 logical = <[batch, activation_length]> : tensor<8x16xf32>
+  %u = sd.rng_uniform seed = 6 {high = 2.0 : f64, low = -1.0 : f64} : tensor<8x16xf32>
+  %two = sd.constant dense<2.0> : tensor<8x16xf32>
+  %c = sd.constant dense<[0.5, 1.5, -2.0, 3.0, 0.25, -1.0, 4.0, 8.0]> : tensor<8xf32>
+  %cb = sd.broadcast_in_dim %c dims = [0] : (tensor<8xf32>) -> tensor<8x16xf32>
+  %a = sd.mul %x, %two : tensor<8x16xf32>
+  %b = sd.add %a, %i : tensor<8x16xf32>
+  %d = sd.add %b, %j : tensor<8x16xf32>
+  %e = sd.add %d, %r : tensor<8x16xf32>
+  %f = sd.mul %e, %cb : tensor<8x16xf32>
+  %g = sd.add %f, %u : tensor<8x16xf32>
+  return %g : tensor<8x16xf32>
+}
+)mlir";
+
+// Layout changes: the sequence axis moves to another dimension
+// (all-to-all), the batch axes too, a reduction over sharded dimensions is
+// all-reduced, a sharded value is gathered, and a replicated parameter
+// sliced.
+constexpr llvm::StringLiteral kReshards = R"mlir(
+func.func @main(%x: tensor<8x16x32xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, heads]>, sd.role = #sd.input<latents>},
+                %w: tensor<8x32xf32> {sd.role = #sd.param<"w", normal(1.0)>, sd.sharding = #sd.sharding<@mesh, [{}, {}]>})
+    -> (tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<16x32xf32>, tensor<f32>, tensor<8x32xf32>) {
+  %e = sd.exp %x : tensor<8x16x32xf32>
+  %moved = sd.sharding_constraint %e logical = <[batch, heads, activation_length]> : tensor<8x16x32xf32>
+  %n = sd.neg %moved : tensor<8x16x32xf32>
+  %swapped = sd.sharding_constraint %n logical = <[activation_length, batch, heads]> : tensor<8x16x32xf32>
+  %s = sd.reduce_sum %x dims = [0] : (tensor<8x16x32xf32>) -> tensor<16x32xf32>
+  %scattered = sd.sharding_constraint %s logical = <[batch, _]> : tensor<16x32xf32>
+  %total = sd.reduce_sum %x dims = [0, 1, 2] : (tensor<8x16x32xf32>) -> tensor<f32>
+  %ws = sd.sharding_constraint %w logical = <[_, heads]> : tensor<8x32xf32>
+  %wx = sd.sin %ws : tensor<8x32xf32>
+  return %moved, %swapped, %scattered, %total, %wx : tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<16x32xf32>, tensor<f32>, tensor<8x32xf32>
+}
+)mlir";
+
+// Partial sums handed in (as gradients are in a training step): one is
+// reduce-scattered onto fsdp and all-reduced over data, one all-reduced.
+constexpr llvm::StringLiteral kPartialSums = R"mlir(
+func.func @main(%g: tensor<16x32xf32> {sd.sharding = #sd.sharding<@mesh, [{}, {}], unreduced = ["data", "fsdp"]>, sd.role = #sd.input<latents>},
+                %h: tensor<16x32xf32> {sd.sharding = #sd.sharding<@mesh, [{}, {}], unreduced = ["data"]>, sd.role = #sd.input<noise>})
+    -> (tensor<16x32xf32> {sd.sharding = #sd.sharding<@mesh, [{"fsdp"}, {}]>}, tensor<16x32xf32>) {
+  return %g, %h : tensor<16x32xf32>, tensor<16x32xf32>
+}
+)mlir";
+
+TEST_P(PartitionDifferentialTest, Mlp) { check(kMlp, "main", 8); }
+
+TEST_P(PartitionDifferentialTest, Attention) { check(kAttention, "main", 8); }
+
+TEST_P(PartitionDifferentialTest, Sources) {
+  std::map<std::string, int> ops = check(kSources, "main", 8);
+  if (llvm::StringRef(GetParam()).contains("data")) {
+    EXPECT_GT(ops["sd.axis_index"], 0) << "iota and rng need offsets";
+  }
+}
+
+TEST_P(PartitionDifferentialTest, Reshards) {
+  std::map<std::string, int> ops = check(kReshards, "main", 8);
+  if (llvm::StringRef(GetParam()) == "data:2,fsdp:2,context:2,tensor:2") {
+    for (const char *kind :
+         {"sd.all_gather", "sd.all_slice", "sd.all_to_all", "sd.all_reduce"})
+      EXPECT_GT(ops[kind], 0) << kind;
+  }
+}
+
+TEST_P(PartitionDifferentialTest, PartialSums) {
+  llvm::StringRef mesh = GetParam();
+  if (!mesh.contains("data") || !mesh.contains("fsdp"))
+    GTEST_SKIP() << "the program names mesh axes data and fsdp";
+  std::map<std::string, int> ops = check(kPartialSums, "main", 8);
+  EXPECT_EQ(ops["sd.reduce_scatter"], 1);
+  EXPECT_EQ(ops["sd.all_reduce"], 2);
+}
+
+TEST_P(PartitionDifferentialTest, DitTinyForward) {
+  std::string path = std::string(SD_MODELS_DIR) + "/dit_tiny.mlir";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(bool(buffer)) << path;
+  // Parsed here so that zero-initialized parameters can be randomized.
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse((*buffer)->getBuffer());
+  ASSERT_TRUE(module) << diagnostics;
+  randomizeZeroInits(lookup(*module, "loss"));
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  module->print(os);
+  check(source, "loss", 8);
+}
+
+// sd-optimize-collectives keeps every device's results: a local program
+// with each pattern's input, evaluated before and after on data=2, fsdp=2,
+// tensor=2 with the same per-device arguments.
+constexpr llvm::StringLiteral kCollectives = R"mlir(
+sd.mesh @mesh = <["data"=2, "fsdp"=2, "tensor"=2, "unit"=1]>
+func.func @main(%x: tensor<4x8xf32>, %y: tensor<16x8xf32>)
+    -> (tensor<16x16xf32>, tensor<8x8xf32>, tensor<4x8xf32>, tensor<16x4xf32>,
+        tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x8xf32>) {
+  %g1 = sd.all_gather %x @mesh [{"fsdp"}, {"tensor"}] : (tensor<4x8xf32>) -> tensor<8x16xf32>
+  %g2 = sd.all_gather %g1 @mesh [{"data"}, {}] : (tensor<8x16xf32>) -> tensor<16x16xf32>
+  %g3 = sd.all_gather %x @mesh [{"data", "fsdp"}, {}] : (tensor<4x8xf32>) -> tensor<16x8xf32>
+  %s1 = sd.all_slice %g3 @mesh [{"data"}, {}] : (tensor<16x8xf32>) -> tensor<8x8xf32>
+  %g4 = sd.all_gather %x @mesh [{"tensor"}, {}] : (tensor<4x8xf32>) -> tensor<8x8xf32>
+  %s2 = sd.all_slice %g4 @mesh [{"tensor"}, {}] : (tensor<8x8xf32>) -> tensor<4x8xf32>
+  %r1 = sd.all_reduce %y @mesh axes = ["data", "tensor"] : tensor<16x8xf32>
+  %s3 = sd.all_slice %r1 @mesh [{}, {"tensor"}] : (tensor<16x8xf32>) -> tensor<16x4xf32>
+  %r2 = sd.all_reduce %x @mesh axes = ["fsdp"] : tensor<4x8xf32>
+  %r3 = sd.all_reduce %r2 @mesh axes = ["data", "unit"] : tensor<4x8xf32>
+  %r4 = sd.all_reduce %y @mesh axes = ["fsdp"] : tensor<16x8xf32>
+  %s4 = sd.all_slice %r4 @mesh [{"data", "tensor"}, {}] : (tensor<16x8xf32>) -> tensor<4x8xf32>
+  %r5 = sd.all_reduce %s4 @mesh axes = ["unit"] : tensor<4x8xf32>
+  return %g2, %s1, %s2, %s3, %r3, %r4, %r5 : tensor<16x16xf32>, tensor<8x8xf32>, tensor<4x8xf32>, tensor<16x4xf32>, tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x8xf32>
+}
+)mlir";
+
+TEST_F(EvaluatorTest, OptimizeCollectivesKeepsValues) {
+  mlir::OwningOpRef<mlir::ModuleOp> before = parse(kCollectives);
+  ASSERT_TRUE(before) << diagnostics;
+  mlir::OwningOpRef<mlir::ModuleOp> after = before->clone();
+  mlir::PassManager pm(&context);
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::sd::createOptimizeCollectives());
+  ASSERT_TRUE(mlir::succeeded(pm.run(*after))) << diagnostics;
+  int64_t collectives = 0;
+  after->walk([&](mlir::sd::CollectiveEvaluableOpInterface) { ++collectives; });
+  EXPECT_LT(collectives, 13);
+
+  // Distinct values per device, so that a wrong block or sum shows.
+  std::vector<std::vector<Tensor>> args;
+  for (int64_t device = 0; device < 8; ++device) {
+    std::vector<Tensor> deviceArgs;
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{4, 8}, {16, 8}}) {
+      Tensor arg(shape, DType::F32);
+      for (int64_t i = 0; i < arg.numElements(); ++i)
+        arg[i] = static_cast<double>((i * 7 + device * 13) % 29) - 14.0;
+      deviceArgs.push_back(std::move(arg));
+    }
+    args.push_back(std::move(deviceArgs));
+  }
+  mlir::sd::EvalOptions options;
+  options.numDevices = 8;
+  auto want = mlir::sd::evaluatePerDevice(lookup(*before), args, options);
+  auto got = mlir::sd::evaluatePerDevice(lookup(*after), args, options);
+  ASSERT_TRUE(mlir::succeeded(want) && mlir::succeeded(got)) << diagnostics;
+  for (int64_t device = 0; device < 8; ++device)
+    for (size_t r = 0; r < (*want)[device].size(); ++r)
+      EXPECT_EQ((*got)[device][r].values(), (*want)[device][r].values())
+          << "result #" << r << " on device " << device;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Meshes, PartitionDifferentialTest,
+    ::testing::Values("data:2", "fsdp:2", "tensor:2", "context:2",
+                      "data:2,fsdp:2", "data:2,tensor:2", "fsdp:2,tensor:2",
+                      "data:2,fsdp:2,context:2,tensor:2"),
+    [](const ::testing::TestParamInfo<const char *> &info) {
+      std::string name = info.param;
+      std::replace(name.begin(), name.end(), ':', '_');
+      std::replace(name.begin(), name.end(), ',', '_');
+      return name;
+    });
+
+} // namespace
