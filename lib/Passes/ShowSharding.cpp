@@ -50,12 +50,20 @@ struct ShowShardingPass
     // An argument by role, else the results of ops with this sd.name.
     Value target;
     ShardingAttr sharding;
+    bool localType = false;
     int64_t matches = 0;
     for (BlockArgument arg : func.getArguments())
       if (!target && argumentIsNamed(func, arg.getArgNumber(), value)) {
         target = arg;
         sharding = func.getArgAttrOfType<ShardingAttr>(
             arg.getArgNumber(), SDDialect::kShardingAttrName);
+        // A partitioned program keeps the argument's layout as its local
+        // sharding; its type is then one device's block.
+        if (!sharding) {
+          sharding = func.getArgAttrOfType<ShardingAttr>(
+              arg.getArgNumber(), SDDialect::kLocalShardingAttrName);
+          localType = static_cast<bool>(sharding);
+        }
         matches = 1;
       }
     if (!target)
@@ -103,6 +111,13 @@ struct ShowShardingPass
         dimAxes.back().push_back(axis.str());
     }
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    if (localType) {
+      // Back from one device's block to the global tensor.
+      for (auto [d, dim] : llvm::enumerate(sharding.getDimShardings()))
+        for (StringAttr axis : dim.getAxes())
+          shape[d] *= mesh.findAxis(axis.str())->size();
+      type = type.clone(llvm::ArrayRef<int64_t>(shape));
+    }
 
     *os << value << ": " << type << " " << sharding << " on mesh @"
         << meshOp.getSymName() << " " << mesh.toString() << " ("

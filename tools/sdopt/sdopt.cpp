@@ -59,15 +59,18 @@ static cl::opt<double> perDeviceBatchFlag(
     cl::init(0.0), cl::cat(sdCategory));
 
 /// How far the default pipeline goes.
-enum class Stage { Rules, Sharded };
+enum class Stage { Rules, Sharded, Partitioned };
 static cl::opt<Stage> stageFlag(
     "stage", cl::desc("Where the default pipeline stops"),
     cl::values(clEnumValN(Stage::Rules, "rules",
                           "arguments sharded by the logical axis rules"),
                clEnumValN(Stage::Sharded, "sharded",
                           "block functions inlined and every value sharded "
-                          "by sd-propagate-sharding (global program)")),
-    cl::init(Stage::Rules), cl::cat(sdCategory));
+                          "by sd-propagate-sharding (global program)"),
+               clEnumValN(Stage::Partitioned, "partitioned",
+                          "the per-device program with collectives "
+                          "(sd-partition, sd-optimize-collectives)")),
+    cl::init(Stage::Partitioned), cl::cat(sdCategory));
 static cl::opt<std::string> explainFlag(
     "explain",
     cl::desc("Explain, as remarks, where the sharding of the named value "
@@ -107,7 +110,7 @@ int main(int argc, char **argv) {
 
   bool usePipeline = !meshFlag.empty() || batchFlag != 0 ||
                      perDeviceBatchFlag != 0.0 || !explainFlag.empty() ||
-                     stageFlag != Stage::Rules;
+                     stageFlag.getNumOccurrences() > 0;
   if (usePipeline) {
     mlir::sd::PipelineOptions options;
     options.mesh = meshFlag;
@@ -116,11 +119,18 @@ int main(int argc, char **argv) {
     options.processes = processesFlag;
     options.rules = rulesFlag;
     options.batch = batchFlag;
-    options.propagate = stageFlag == Stage::Sharded || !explainFlag.empty();
+    // Without a mesh there is nothing to shard: the pipeline only fixes the
+    // batch, whatever the stage.
+    bool shard = !meshFlag.empty();
+    options.propagate = (shard && stageFlag != Stage::Rules) ||
+                        !explainFlag.empty();
+    options.partition = shard && stageFlag == Stage::Partitioned &&
+                        explainFlag.empty();
     options.recordProvenance = !explainFlag.empty();
     options.explain = explainFlag;
-    if (options.propagate && options.mesh.empty()) {
-      llvm::errs() << "error: --stage=sharded and --explain need --mesh\n";
+    if (options.mesh.empty() && (!explainFlag.empty() ||
+                                 stageFlag.getNumOccurrences() > 0)) {
+      llvm::errs() << "error: --stage and --explain need --mesh\n";
       return 1;
     }
     if (perDeviceBatchFlag != 0.0) {

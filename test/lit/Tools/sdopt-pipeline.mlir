@@ -1,10 +1,10 @@
 // The default pipeline: --mesh materializes the mesh, the batch is fixed and
 // every argument gets a sharding from the logical axis rules.
-// RUN: sdopt %S/Inputs/small_model.mlir --mesh=data:2,fsdp:2,tensor:2 | FileCheck %s --check-prefix=DIT
-// RUN: sdopt %S/Inputs/small_model.mlir --mesh=data:2,fsdp:-1 --devices=8 --batch=16 | FileCheck %s --check-prefix=FILL
-// RUN: sdopt %S/Inputs/small_model.mlir --mesh=fsdp:2 --dcn-mesh=data:2 | FileCheck %s --check-prefix=DCN
-// RUN: sdopt %S/Inputs/small_model.mlir --mesh=context:2,fsdp:2,tensor:2 --rules=wan | FileCheck %s --check-prefix=WAN
-// RUN: sdopt %S/Inputs/small_model.mlir --mesh=context:4 --per-device-batch=0.25 | FileCheck %s --check-prefix=FRACTION
+// RUN: sdopt %S/Inputs/small_model.mlir --mesh=data:2,fsdp:2,tensor:2 --stage=rules | FileCheck %s --check-prefix=DIT
+// RUN: sdopt %S/Inputs/small_model.mlir --mesh=data:2,fsdp:-1 --devices=8 --batch=16 --stage=rules | FileCheck %s --check-prefix=FILL
+// RUN: sdopt %S/Inputs/small_model.mlir --mesh=fsdp:2 --dcn-mesh=data:2 --stage=rules | FileCheck %s --check-prefix=DCN
+// RUN: sdopt %S/Inputs/small_model.mlir --mesh=context:2,fsdp:2,tensor:2 --rules=wan --stage=rules | FileCheck %s --check-prefix=WAN
+// RUN: sdopt %S/Inputs/small_model.mlir --mesh=context:4 --per-device-batch=0.25 --stage=rules | FileCheck %s --check-prefix=FRACTION
 // RUN: sdopt %S/Inputs/small_model.mlir --batch=2 | FileCheck %s --check-prefix=BATCHONLY
 
 // DIT: sd.mesh @mesh = <["data"=2, "fsdp"=2, "tensor"=2]>

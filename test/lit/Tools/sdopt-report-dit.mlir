@@ -1,7 +1,7 @@
 // The report of DiT-S/2 (batch 8) on data=2 × fsdp=4, a global program:
 // parameters and inputs per device from the shardings the dit rules give.
-// RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=data:2,fsdp:4 --report | FileCheck %s
-// RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=data:2,fsdp:4 --report=json | FileCheck %s --check-prefix=JSON
+// RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=data:2,fsdp:4 --stage=rules --report | FileCheck %s
+// RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=data:2,fsdp:4 --stage=rules --report=json | FileCheck %s --check-prefix=JSON
 // RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=data:2,fsdp:4 --stage=sharded --report | FileCheck %s --check-prefix=SHARDED
 
 // Parameters: 32.87M in 131 tensors; the per-device sum of each argument's

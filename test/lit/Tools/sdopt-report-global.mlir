@@ -2,7 +2,7 @@
 // shardings: arguments from the logical axis rules, op results once
 // sd-propagate-sharding ran (--stage=sharded). Values and ops without a
 // sharding count whole, and the report says how many.
-// RUN: sdopt %S/Inputs/small_model.mlir --mesh=data:2,fsdp:2,tensor:2 --report | FileCheck %s --check-prefix=RULES
+// RUN: sdopt %S/Inputs/small_model.mlir --mesh=data:2,fsdp:2,tensor:2 --stage=rules --report | FileCheck %s --check-prefix=RULES
 // RUN: sdopt %S/Inputs/small_model.mlir --mesh=data:2,fsdp:2,tensor:2 --stage=sharded --report | FileCheck %s --check-prefix=SHARDED
 // RUN: sdopt %S/Inputs/small_model.mlir --batch=8 --report | FileCheck %s --check-prefix=NOMESH
 

@@ -11,4 +11,4 @@
 // EXPLAIN: remark: 'ffn_activation' is sharded
 // EXPLAIN-SAME: from parameter proj.weight
 
-// NOMESH: error: --stage=sharded and --explain need --mesh
+// NOMESH: error: --stage and --explain need --mesh
