@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, then show sd at work on the
-# bundled DiT-S/2 model — sdgen writes a program, sdopt materializes a mesh
-# and shards every argument with MaxDiffusion's logical axis rules.
+# bundled DiT-S/2 model — sdgen writes a program; sdopt materializes a mesh,
+# shards every argument with MaxDiffusion's logical axis rules, propagates,
+# partitions into the per-device program and reports its cost.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${SD_BUILD_DIR:-$ROOT/build}"
@@ -12,11 +13,20 @@ BUILD="${SD_BUILD_DIR:-$ROOT/build}"
 echo "== sdgen --preset=dit-tiny (summary on stderr) =="
 "$BUILD/bin/sdgen" --preset=dit-tiny > /dev/null
 echo
-echo "== sdopt models/dit_s2.mlir --mesh=data:2,fsdp:4 (each argument's sharding) =="
-"$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:4 \
+echo "== sdopt models/dit_s2.mlir --mesh=data:2,fsdp:4 --stage=rules (each argument's sharding) =="
+"$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:4 --stage=rules \
   -o "$BUILD/dit_s2.sharded.mlir"
 /usr/bin/python3 "$ROOT/scripts/summarize_shardings.py" "$BUILD/dit_s2.sharded.mlir" 16
-echo "   (the whole program: $BUILD/dit_s2.sharded.mlir)"
+echo
+echo "== sdopt models/dit_s2.mlir --mesh=data:2,fsdp:4: the per-device program =="
+"$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:4 \
+  -o "$BUILD/dit_s2.partitioned.mlir"
+grep -m 6 -E 'sd\.(all_gather|all_reduce|reduce_scatter|all_to_all)' \
+  "$BUILD/dit_s2.partitioned.mlir" | cut -c1-150
+echo "   ... (the whole program: $BUILD/dit_s2.partitioned.mlir)"
+echo
+echo "== sdopt models/dit_s2.mlir --mesh=data:2,fsdp:4 --report =="
+"$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:4 --report
 echo
 echo "== sdopt on a bad mesh: one clear error, exit code 1 =="
 if "$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:-1,tensor:-1 \
