@@ -128,9 +128,12 @@ protected:
 
   /// After `check`: the names of the ops of which some instance has an
   /// operand whose per-device type is smaller than its global type (the
-  /// operand is really sharded), found by matching the partitioned
-  /// program's ops, in order, with those of the propagated global one.
+  /// operand is really sharded): a block (same rank, dimensions dividing)
+  /// of the same operand of some instance of the op in the propagated,
+  /// unpartitioned program.
   std::set<std::string> shardedOps;
+  /// Likewise for a result (the ops without operands: iota, rng, constant).
+  std::set<std::string> shardedResultOps;
 };
 
 /// Zero-initialized parameters (DiT's adaLN and final layers) get small
@@ -193,6 +196,7 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
   // The propagated, unpartitioned program has the global types of the
   // partitioned program's ops, one for one in order (collectives aside).
   shardedOps.clear();
+  shardedResultOps.clear();
   if (mlir::OwningOpRef<mlir::ModuleOp> propagated =
           parse(wrapped ? source.str() : meshText + source.str())) {
     mlir::PassManager propagatePm(&context);
@@ -212,20 +216,33 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
         return ops;
       };
       auto globalOps = opsOf(*propagated), localOps = opsOf(*partitioned);
+      // A local type is a block of a global one: same rank, every dimension
+      // dividing the global one, fewer elements.
+      auto isBlock = [](mlir::Type local, mlir::Type global) {
+        auto l = mlir::dyn_cast<mlir::RankedTensorType>(local);
+        auto g = mlir::dyn_cast<mlir::RankedTensorType>(global);
+        if (!l || !g || l.getRank() != g.getRank() ||
+            l.getNumElements() >= g.getNumElements())
+          return false;
+        for (int64_t d = 0; d < l.getRank(); ++d)
+          if (l.getDimSize(d) == 0 || g.getDimSize(d) % l.getDimSize(d))
+            return false;
+        return true;
+      };
       for (auto &[name, locals] : localOps) {
-        const auto &globals = globalOps[name];
-        for (size_t i = 0; i < locals.size() && i < globals.size(); ++i) {
-          mlir::Operation *l = locals[i], *g = globals[i];
-          if (l->getNumOperands() != g->getNumOperands())
-            continue;
-          for (unsigned o = 0; o < l->getNumOperands(); ++o) {
-            auto lt = mlir::dyn_cast<mlir::RankedTensorType>(
-                l->getOperand(o).getType());
-            auto gt = mlir::dyn_cast<mlir::RankedTensorType>(
-                g->getOperand(o).getType());
-            if (lt && gt && lt.getRank() == gt.getRank() &&
-                lt.getNumElements() < gt.getNumElements())
-              shardedOps.insert(name);
+        for (mlir::Operation *l : locals) {
+          for (mlir::Operation *g : globalOps[name]) {
+            for (unsigned r = 0;
+                 r < l->getNumResults() && r < g->getNumResults(); ++r)
+              if (isBlock(l->getResult(r).getType(),
+                          g->getResult(r).getType()))
+                shardedResultOps.insert(name);
+            if (l->getNumOperands() != g->getNumOperands())
+              continue;
+            for (unsigned o = 0; o < l->getNumOperands(); ++o)
+              if (isBlock(l->getOperand(o).getType(),
+                          g->getOperand(o).getType()))
+                shardedOps.insert(name);
           }
         }
       }
