@@ -112,20 +112,30 @@ struct DropUnitAxesPerDim : public OpRewritePattern<OpTy> {
   }
 };
 
+/// Drops size-1 axes from a collective's flat axis list (all_reduce's
+/// reduction axes, all_to_all's axes); `set` stores what is kept, and an
+/// op left with no axes is replaced by its operand.
+template <typename OpTy>
+static LogicalResult dropUnitAxesFlat(OpTy op, ArrayAttr axesAttr,
+                                      PatternRewriter &rewriter,
+                                      function_ref<void(ArrayAttr)> set) {
+  AxisNames axes = toNames(axesAttr);
+  AxisNames kept = dropUnitAxes(op, op.getMeshAttr(), axes);
+  if (kept == axes)
+    return failure();
+  if (kept.empty())
+    rewriter.replaceOp(op, op.getOperand());
+  else
+    rewriter.modifyOpInPlace(op, [&] { set(toAttr(op.getContext(), kept)); });
+  return success();
+}
+
 struct DropUnitAxesAllReduce : public OpRewritePattern<AllReduceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AllReduceOp op,
                                 PatternRewriter &rewriter) const override {
-    AxisNames axes = toNames(op.getReductionAxes());
-    AxisNames kept = dropUnitAxes(op, op.getMeshAttr(), axes);
-    if (kept == axes)
-      return failure();
-    if (kept.empty())
-      rewriter.replaceOp(op, op.getOperand());
-    else
-      rewriter.modifyOpInPlace(
-          op, [&] { op.setReductionAxesAttr(toAttr(op.getContext(), kept)); });
-    return success();
+    return dropUnitAxesFlat(op, op.getReductionAxes(), rewriter,
+                            [&](ArrayAttr a) { op.setReductionAxesAttr(a); });
   }
 };
 
@@ -133,16 +143,8 @@ struct DropUnitAxesAllToAll : public OpRewritePattern<AllToAllOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AllToAllOp op,
                                 PatternRewriter &rewriter) const override {
-    AxisNames axes = toNames(op.getAxes());
-    AxisNames kept = dropUnitAxes(op, op.getMeshAttr(), axes);
-    if (kept == axes)
-      return failure();
-    if (kept.empty())
-      rewriter.replaceOp(op, op.getOperand());
-    else
-      rewriter.modifyOpInPlace(
-          op, [&] { op.setAxesAttr(toAttr(op.getContext(), kept)); });
-    return success();
+    return dropUnitAxesFlat(op, op.getAxes(), rewriter,
+                            [&](ArrayAttr a) { op.setAxesAttr(a); });
   }
 };
 
