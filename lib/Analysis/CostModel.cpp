@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Analysis/CostModel.h"
+#include "sd/IR/MeshSpec.h"
 
 #include "sd/IR/SDDialect.h"
 #include "sd/IR/SDOps.h"
@@ -441,10 +442,7 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
       break;
     }
   if (mesh) {
-    std::vector<::sd::MeshAxis> axes;
-    for (MeshAxisAttr axis : mesh.getAxes())
-      axes.push_back({axis.getName().str(), axis.getIci(), axis.getDcn()});
-    ::sd::MeshSpec spec(std::move(axes));
+    ::sd::MeshSpec spec = toMeshSpec(mesh);
     report.meshSpec = spec.toString();
     report.numDevices = spec.numDevices();
   }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Evaluator/EvaluableOpInterface.h"
+#include "sd/IR/MeshSpec.h"
 #include "sd/IR/SDOps.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -31,12 +32,7 @@ using DeviceResults = std::vector<std::vector<Tensor>>;
 using AxisList = SmallVector<int64_t>;
 } // namespace
 
-::sd::MeshSpec mlir::sd::getMeshSpec(MeshAttr mesh) {
-  std::vector<::sd::MeshAxis> axes;
-  for (MeshAxisAttr axis : mesh.getAxes())
-    axes.push_back({axis.getName().str(), axis.getIci(), axis.getDcn()});
-  return MeshSpec(std::move(axes));
-}
+::sd::MeshSpec mlir::sd::getMeshSpec(MeshAttr mesh) { return toMeshSpec(mesh); }
 
 //===----------------------------------------------------------------------===//
 // Groups and blocks

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/IR/MeshSpec.h"
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Sharding/LogicalRules.h"
@@ -22,14 +23,6 @@ using namespace mlir;
 using namespace mlir::sd;
 
 namespace {
-/// The mesh attribute in the MLIR-free form the rules library works on.
-::sd::MeshSpec toMeshSpec(MeshAttr mesh) {
-  std::vector<::sd::MeshAxis> axes;
-  for (MeshAxisAttr axis : mesh.getAxes())
-    axes.push_back({axis.getName().str(), axis.getIci(), axis.getDcn()});
-  return ::sd::MeshSpec(std::move(axes));
-}
-
 struct ApplyLogicalRulesPass
     : public mlir::sd::impl::ApplyLogicalRulesBase<ApplyLogicalRulesPass> {
   using ApplyLogicalRulesBase::ApplyLogicalRulesBase;

@@ -8,6 +8,7 @@
 
 #include "sd/Analysis/CostModel.h"
 #include "sd/Analysis/ShardingViz.h"
+#include "sd/IR/MeshSpec.h"
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Passes.h"
 
@@ -100,10 +101,7 @@ struct ShowShardingPass
       return signalPassFailure();
     }
 
-    std::vector<::sd::MeshAxis> axes;
-    for (MeshAxisAttr axis : meshOp.getMesh().getAxes())
-      axes.push_back({axis.getName().str(), axis.getIci(), axis.getDcn()});
-    ::sd::MeshSpec mesh(std::move(axes));
+    ::sd::MeshSpec mesh = toMeshSpec(meshOp.getMesh());
     ::sd::DimAxes dimAxes;
     for (DimShardingAttr dim : sharding.getDimShardings()) {
       dimAxes.emplace_back();
