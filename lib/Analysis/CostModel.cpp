@@ -151,8 +151,11 @@ namespace {
 /// The cost of one function's body, calls included.
 struct FunctionCost {
   int64_t flops = 0;
+  int64_t recomputeFlops = 0;
   int64_t bytesAccessed = 0;
   int64_t peakBytes = 0;
+  int64_t peakHostBytes = 0;
+  int64_t hostTransferBytes = 0;
   std::string peakOp;
   int64_t numValues = 0;
   int64_t numValuesWithoutSharding = 0;
@@ -161,10 +164,15 @@ struct FunctionCost {
   /// Keyed by (kind, axes joined by ","): sorted, deterministic.
   std::map<std::pair<std::string, std::string>, CollectiveSummary> collectives;
   std::map<std::string, int64_t> calls;
+  /// All_gathers of this function's arguments, by argument number: how
+  /// many and the bytes each device sends (calls included).
+  std::map<unsigned, std::pair<int64_t, int64_t>> argumentGathers;
 
   /// Adds a callee's cost for one call.
   void addCall(StringRef callee, const FunctionCost &other) {
     flops += other.flops;
+    recomputeFlops += other.recomputeFlops;
+    hostTransferBytes += other.hostTransferBytes;
     bytesAccessed += other.bytesAccessed;
     numValues += other.numValues;
     numValuesWithoutSharding += other.numValuesWithoutSharding;
@@ -302,6 +310,21 @@ static std::string describeOp(Operation *op) {
   return text;
 }
 
+/// The number of the function argument `value` is a view of: the argument
+/// itself, or reached through ops that only reshape, convert, slice or
+/// transpose one operand (iterative).
+static std::optional<unsigned> tracedArgument(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (!isa<ReshapeOp, ConvertOp, SliceOp, TransposeOp>(op))
+      return std::nullopt;
+    value = op->getOperand(0);
+  }
+  auto arg = cast<BlockArgument>(value);
+  if (!isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+    return std::nullopt;
+  return arg.getArgNumber();
+}
+
 static LogicalResult checkStaticTypes(Operation *op) {
   for (Type type :
        llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
@@ -336,12 +359,23 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
     }
   }
   cost.flops += flops;
+  if (op->hasAttr(SDDialect::kRecomputeAttrName))
+    cost.recomputeFlops += flops;
   cost.bytesAccessed += bytes;
   // Communication a global program still owes: sd-partition turns each
   // reshard into collectives (not costed here).
   cost.numReshards += isa<ReshardOp>(op) ? 1 : 0;
-  if (std::optional<CommunicationInfo> info = costOp.getCommunication(symbols))
+  if (std::optional<CommunicationInfo> info =
+          costOp.getCommunication(symbols)) {
     addCollective(op, *info, cost);
+    if (info->pattern == CommunicationPattern::AllGather)
+      if (std::optional<unsigned> arg = tracedArgument(op->getOperand(0))) {
+        auto &[count, bytes] = cost.argumentGathers[*arg];
+        ++count;
+        bytes += getRingBytesPerDevice(info->pattern, info->tensorBytes,
+                                       info->groupSize);
+      }
+  }
   return success();
 }
 
@@ -364,19 +398,31 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
   Block &body = func.front();
   // Liveness: one position per op; each result's range grows to its last
   // use. Arguments are not activations.
-  std::vector<LiveRange> ranges;
+  std::vector<LiveRange> ranges, hostRanges;
   std::vector<int64_t> extra;
   std::vector<Operation *> ops;
   std::vector<std::string> callPeakOps;
-  DenseMap<Value, size_t> rangeOf;
+  // Device-resident values index `ranges`, host-resident ones (offloaded)
+  // `hostRanges`.
+  DenseMap<Value, std::pair<bool, size_t>> rangeOf;
   for (Operation &op : body) {
     int64_t position = static_cast<int64_t>(ops.size());
     ops.push_back(&op);
     extra.push_back(0);
     callPeakOps.emplace_back();
+    bool operandOnHost = false;
     for (Value operand : op.getOperands())
-      if (auto it = rangeOf.find(operand); it != rangeOf.end())
-        ranges[it->second].end = position;
+      if (auto it = rangeOf.find(operand); it != rangeOf.end()) {
+        operandOnHost |= it->second.first;
+        (it->second.first ? hostRanges : ranges)[it->second.second].end =
+            position;
+      }
+    auto costOpIface = dyn_cast<CostOpInterface>(op);
+    bool onHost = costOpIface &&
+                  costOpIface.getResultMemory() == MemorySpace::Host;
+    // An op whose results live in the other memory than its operands moves
+    // their bytes between device and host (sd.offload, sd.reload).
+    bool moves = op.getNumOperands() > 0 && onHost != operandOnHost;
 
     if (auto call = dyn_cast<func::CallOp>(op)) {
       auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
@@ -388,6 +434,14 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
       if (failed(calleeCost))
         return failure();
       cost->addCall(callee.getSymName(), **calleeCost);
+      // The callee's gathers of its arguments gather the call's operands.
+      for (const auto &[index, gathers] : (*calleeCost)->argumentGathers)
+        if (std::optional<unsigned> arg =
+                tracedArgument(call.getOperand(index))) {
+          auto &[count, bytes] = cost->argumentGathers[*arg];
+          count += gathers.first;
+          bytes += gathers.second;
+        }
       // While the callee runs its own activations are alive; its results
       // are among them, so they are not counted twice.
       int64_t resultBytes = 0;
@@ -404,15 +458,28 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
     for (Value result : op.getResults()) {
       bool fromSharding = true;
       int64_t bytes = valueBytes(result, &fromSharding);
-      rangeOf[result] = ranges.size();
-      ranges.push_back({bytes, position, position});
+      std::vector<LiveRange> &into = onHost ? hostRanges : ranges;
+      rangeOf[result] = {onHost, into.size()};
+      into.push_back({bytes, position, position});
+      cost->hostTransferBytes += moves ? bytes : 0;
       ++cost->numValues;
       cost->numValuesWithoutSharding += fromSharding ? 0 : 1;
     }
   }
 
+  // A result written into a donated argument's buffer (sd.aliases) takes
+  // no memory of its own: the argument is counted already.
+  if (Operation *terminator = body.empty() ? nullptr : &body.back();
+      terminator && terminator->hasTrait<OpTrait::IsTerminator>())
+    for (auto [index, returned] : llvm::enumerate(terminator->getOperands()))
+      if (func.getResultAttr(index, SDDialect::kAliasesAttrName))
+        if (auto it = rangeOf.find(returned);
+            it != rangeOf.end() && !it->second.first)
+          ranges[it->second.second].bytes = 0;
   LivePeak peak = computeLivePeak(ranges, extra, ops.size());
   cost->peakBytes = peak.bytes;
+  cost->peakHostBytes =
+      computeLivePeak(hostRanges, /*extra=*/{}, ops.size()).bytes;
   if (peak.position >= 0) {
     cost->peakOp = describeOp(ops[peak.position]);
     if (auto call = dyn_cast<func::CallOp>(ops[peak.position]))
@@ -428,6 +495,62 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
 //===----------------------------------------------------------------------===//
 // The report
 //===----------------------------------------------------------------------===//
+
+/// Each parameter's all_gathers against its sharding: the local sharding
+/// of a partitioned program's argument, else its sharding.
+static ParameterGathers summarizeParameterGathers(
+    func::FuncOp func, ProgramLayout layout, MeshAttr mesh,
+    const std::map<unsigned, std::pair<int64_t, int64_t>> &gathers) {
+  ParameterGathers result;
+  std::optional<int64_t> groupSize;
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned index = arg.getArgNumber();
+    auto param =
+        func.getArgAttrOfType<ParamAttr>(index, SDDialect::kRoleAttrName);
+    if (!param)
+      continue;
+    ++result.numParameters;
+    auto sharding = func.getArgAttrOfType<ShardingAttr>(
+        index, SDDialect::kLocalShardingAttrName);
+    if (!sharding)
+      sharding = func.getArgAttrOfType<ShardingAttr>(
+          index, SDDialect::kShardingAttrName);
+    auto type = cast<ShapedType>(arg.getType());
+    // Devices one block is split over, and the global bytes (a partitioned
+    // program's type is the local block).
+    int64_t parts = 1;
+    int64_t bytes = getTensorBytes(type);
+    if (sharding && mesh)
+      for (DimShardingAttr dim : sharding.getDimShardings())
+        for (StringAttr name : dim.getAxes())
+          if (MeshAxisAttr axis = mesh.getAxis(name.getValue())) {
+            parts *= axis.getSize();
+            bytes *= layout == ProgramLayout::Partitioned ? axis.getSize() : 1;
+          }
+    if (parts == 1)
+      continue;
+    ++result.numSharded;
+    result.shardedBytes += bytes;
+    result.zeroBoundBytes +=
+        getRingBytesPerDevice(CommunicationPattern::AllGather, bytes, parts);
+    groupSize = !groupSize || *groupSize == parts ? parts : 0;
+    // Before partitioning there are no collectives to count.
+    if (layout != ProgramLayout::Partitioned)
+      continue;
+    auto it = gathers.find(index);
+    int64_t count = it == gathers.end() ? 0 : it->second.first;
+    result.numGathers += count;
+    result.gatherBytes += it == gathers.end() ? 0 : it->second.second;
+    result.numGatheredOnce += count == 1 ? 1 : 0;
+    result.numGatheredMoreThanOnce += count > 1 ? 1 : 0;
+    result.numNeverGathered += count == 0 ? 1 : 0;
+    if (count != 1)
+      result.exceptions.push_back(
+          {param.getName().getValue().str(), count, bytes});
+  }
+  result.groupSize = groupSize.value_or(0);
+  return result;
+}
 
 FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
                                                   LayoutChoice choice) {
@@ -470,6 +593,10 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
       ++report.numParameters;
       report.parameterBytes += bytes;
       report.parameterElements += bytes / getElementBytes(type);
+    } else if (func.getArgAttrOfType<OptimizerStateAttr>(
+                   arg.getArgNumber(), SDDialect::kRoleAttrName)) {
+      ++report.numOptimizerStates;
+      report.optimizerStateBytes += bytes;
     } else {
       ++report.numInputs;
       report.inputBytes += bytes;
@@ -485,6 +612,9 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
   report.numValues = body.numValues;
   report.numValuesWithoutSharding = body.numValuesWithoutSharding;
   report.flops = body.flops;
+  report.recomputeFlops = body.recomputeFlops;
+  report.peakHostBytes = body.peakHostBytes;
+  report.hostTransferBytes = body.hostTransferBytes;
   report.bytesAccessed = body.bytesAccessed;
   report.numOpsWithoutSharding = body.numOpsWithoutSharding;
   report.numReshards = body.numReshards;
@@ -493,5 +623,7 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
     report.collectives.push_back(summary);
     report.collectiveBytesPerDevice += summary.bytesPerDevice;
   }
+  report.parameterGathers =
+      summarizeParameterGathers(func, layout, mesh, body.argumentGathers);
   return report;
 }

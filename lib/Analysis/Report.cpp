@@ -104,6 +104,45 @@ static void printLayout(const CostReport &report, llvm::raw_ostream &os) {
   }
 }
 
+/// Each sharded parameter's all_gathers against ZeRO's bound; printed for
+/// programs with collectives and sharded parameters.
+static void printParameterGathers(const CostReport &report,
+                                  llvm::raw_ostream &os) {
+  const ParameterGathers &g = report.parameterGathers;
+  if (report.layout != ProgramLayout::Partitioned || g.numSharded == 0)
+    return;
+  os << "\nparameter all_gathers per device (ZeRO-3 gathers each sharded "
+        "parameter once)\n";
+  printRow(os, "sharded parameters", groupDigits(g.numSharded),
+           "of " + groupDigits(g.numParameters) +
+               ", Ψ = " + formatBytes(g.shardedBytes));
+  // Up to three names of the parameters in a row, then how many more.
+  auto names = [&](bool once) {
+    std::string text;
+    int64_t shown = 0, more = 0;
+    for (const ParameterGathers::Exception &e : g.exceptions) {
+      if ((e.gathers > 1) != once)
+        continue;
+      if (shown == 3) {
+        ++more;
+        continue;
+      }
+      text += (shown++ ? ", " : "") + e.name +
+              (e.gathers > 1 ? " x" + std::to_string(e.gathers) : "");
+    }
+    return more ? text + ", " + groupDigits(more) + " more" : text;
+  };
+  printRow(os, "gathered once", groupDigits(g.numGatheredOnce), "");
+  printRow(os, "more than once", groupDigits(g.numGatheredMoreThanOnce),
+           names(/*once=*/true));
+  printRow(os, "never", groupDigits(g.numNeverGathered), names(false));
+  printRow(os, "all_gather bytes", formatBytes(g.gatherBytes),
+           plural(g.numGathers, "all_gather"));
+  printRow(os, "ZeRO bound", formatBytes(g.zeroBoundBytes),
+           g.groupSize ? "Ψ(N−1)/N, N = " + std::to_string(g.groupSize)
+                       : "Σ S(N−1)/N over the parameters' groups");
+}
+
 static void printText(const CostReport &report, llvm::raw_ostream &os) {
   os << "sd report: @" << report.function;
   if (report.meshName.empty())
@@ -123,15 +162,31 @@ static void printText(const CostReport &report, llvm::raw_ostream &os) {
   printRow(os, "parameters", formatBytes(report.parameterBytes),
            plural(report.numParameters, "tensor") + ", " +
                plural(report.parameterElements, "element"));
+  if (report.numOptimizerStates > 0)
+    printRow(os, "optimizer state", formatBytes(report.optimizerStateBytes),
+             plural(report.numOptimizerStates, "tensor") +
+                 " (AdamW moments)");
   printRow(os, "inputs", formatBytes(report.inputBytes),
            plural(report.numInputs, "tensor"));
   printRow(os, "activations (peak)", formatBytes(report.peakActivationBytes),
            report.peakOp.empty() ? "" : "at " + report.peakOp);
   printRow(os, "total", formatBytes(report.totalBytes()),
-           "parameters + inputs + activation peak (no optimizer state yet)");
+           report.numOptimizerStates > 0
+               ? "parameters + optimizer state + inputs + activation peak"
+               : "parameters + inputs + activation peak");
+  if (report.hostTransferBytes > 0) {
+    printRow(os, "host memory (peak)", formatBytes(report.peakHostBytes),
+             "offloaded values");
+    printRow(os, "host transfers", formatBytes(report.hostTransferBytes),
+             "offloads + reloads");
+  }
 
   os << "\ncompute per device\n";
   printRow(os, "FLOPs", formatFlops(report.flops), "");
+  if (report.recomputeFlops > 0)
+    printRow(os, "recompute FLOPs", formatFlops(report.recomputeFlops),
+             "forward values recomputed for the backward pass (included "
+             "above)");
   printRow(os, "bytes accessed", formatBytes(report.bytesAccessed),
            "operands read + results written");
 
@@ -142,6 +197,7 @@ static void printText(const CostReport &report, llvm::raw_ostream &os) {
          << plural(report.numReshards, "sd.reshard op")
          << " and any partial sums into collectives)";
     os << "\n";
+    printParameterGathers(report, os);
     return;
   }
   os << "\ncollectives per device (ring convention: bytes each device "
@@ -163,6 +219,7 @@ static void printText(const CostReport &report, llvm::raw_ostream &os) {
      << llvm::right_justify(std::to_string(count), 8)
      << llvm::right_justify(formatBytes(report.collectiveBytesPerDevice), 13)
      << "\n";
+  printParameterGathers(report, os);
 }
 
 //===----------------------------------------------------------------------===//
@@ -187,6 +244,11 @@ llvm::json::Value mlir::sd::reportToJson(const CostReport &report) {
   llvm::json::Object calls;
   for (const auto &[callee, count] : report.calls)
     calls[callee] = count;
+  const ParameterGathers &g = report.parameterGathers;
+  llvm::json::Array exceptions;
+  for (const ParameterGathers::Exception &e : g.exceptions)
+    exceptions.push_back(llvm::json::Object{
+        {"name", e.name}, {"gathers", e.gathers}, {"bytes", e.bytes}});
   llvm::json::Value mesh = nullptr;
   if (!report.meshName.empty())
     mesh = llvm::json::Object{{"name", report.meshName},
@@ -203,8 +265,15 @@ llvm::json::Value mlir::sd::reportToJson(const CostReport &report) {
             llvm::json::Object{{"tensors", report.numParameters},
                                {"elements", report.parameterElements},
                                {"bytes", report.parameterBytes}}},
+           {"optimizer_state",
+            llvm::json::Object{{"tensors", report.numOptimizerStates},
+                               {"bytes", report.optimizerStateBytes}}},
            {"inputs", llvm::json::Object{{"tensors", report.numInputs},
                                          {"bytes", report.inputBytes}}},
+           {"host",
+            llvm::json::Object{{"peak_bytes", report.peakHostBytes},
+                               {"transfer_bytes", report.hostTransferBytes}}},
+           {"recompute_flops", report.recomputeFlops},
            {"activations",
             llvm::json::Object{
                 {"peak_bytes", report.peakActivationBytes},
@@ -219,6 +288,20 @@ llvm::json::Value mlir::sd::reportToJson(const CostReport &report) {
            {"collective_bytes", report.collectiveBytesPerDevice},
        }},
       {"collectives", std::move(collectives)},
+      {"parameter_gathers",
+       llvm::json::Object{
+           {"parameters", g.numParameters},
+           {"sharded", g.numSharded},
+           {"gathered_once", g.numGatheredOnce},
+           {"gathered_more_than_once", g.numGatheredMoreThanOnce},
+           {"never_gathered", g.numNeverGathered},
+           {"exceptions", std::move(exceptions)},
+           {"all_gathers", g.numGathers},
+           {"all_gather_bytes", g.gatherBytes},
+           {"sharded_bytes", g.shardedBytes},
+           {"group_size", g.groupSize},
+           {"zero_bound_bytes", g.zeroBoundBytes},
+       }},
   };
 }
 

@@ -323,22 +323,30 @@ static LogicalResult evalCollective(AllToAllOp op, const MeshSpec &mesh,
   return success();
 }
 
+/// Member `t` of each group receives the operand of the member that the
+/// pair targeting `t` names; a member no pair targets keeps its own.
 static LogicalResult evalCollective(CollectivePermuteOp op,
                                     const MeshSpec &mesh,
                                     DeviceOperands operands,
                                     DeviceResults &results) {
-  FailureOr<AxisList> axis = getAxisIndices(op, mesh, {op.getAxis()});
-  if (failed(axis))
+  FailureOr<AxisList> axes = getAxisIndices(op, mesh, op.getAxes());
+  if (failed(axes))
     return failure();
-  int64_t size = mesh.axes()[axis->front()].size();
-  // Normalized to [0, size) without overflow for any int64 shift.
-  int64_t shift = ((static_cast<int64_t>(op.getShift()) % size) + size) % size;
+  int64_t size = groupSize(mesh, *axes);
+  std::map<int64_t, int64_t> sourceOf;
+  for (auto [source, target] : op.getPairList()) {
+    if (source < 0 || source >= size || target < 0 || target >= size)
+      return op.emitOpError()
+             << "pair [" << source << ", " << target
+             << "] names a member outside groups of size " << size;
+    sourceOf[target] = source;
+  }
   results.assign(mesh.numDevices(), {});
   for (int64_t device = 0; device < mesh.numDevices(); ++device) {
-    // Device c receives what the device at c - shift sends.
     std::vector<int64_t> coords = mesh.coordinates(device);
-    int64_t &c = coords[axis->front()];
-    c = (c - shift + size) % size;
+    auto it = sourceOf.find(groupIndex(mesh, coords, *axes));
+    if (it != sourceOf.end())
+      setGroupIndex(mesh, coords, *axes, it->second);
     results[device].push_back(*operands[mesh.deviceId(coords)][0]);
   }
   return success();

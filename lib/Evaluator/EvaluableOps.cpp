@@ -101,6 +101,9 @@ static LogicalResult evalOp(SigmoidOp, Operands o, Results &r) {
 static LogicalResult evalOp(SiluOp, Operands o, Results &r) {
   return unaryOp(ref::UnaryKind::Silu, o, r);
 }
+static LogicalResult evalOp(ErfOp, Operands o, Results &r) {
+  return unaryOp(ref::UnaryKind::Erf, o, r);
+}
 static LogicalResult evalOp(GeluOp op, Operands o, Results &r) {
   return produce(r, ref::gelu(*o[0], op.getApproximate()));
 }
@@ -350,6 +353,14 @@ static LogicalResult evalOp(ReshardOp, Operands o, Results &r) {
   return produce(r, *o[0]);
 }
 
+/// Moves between device and host memory do not change values.
+static LogicalResult evalOp(OffloadOp, Operands o, Results &r) {
+  return produce(r, *o[0]);
+}
+static LogicalResult evalOp(ReloadOp, Operands o, Results &r) {
+  return produce(r, *o[0]);
+}
+
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
@@ -376,7 +387,7 @@ void mlir::sd::registerEvaluatorInterfaces(DialectRegistry &registry) {
     attachEvaluableModels<
         // Elementwise.
         NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, SigmoidOp,
-        SiluOp, GeluOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
+        SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
         CompareOp, SelectOp, ConvertOp,
         // Reductions and shapes.
         ReduceSumOp, ReduceMaxOp, ReduceMeanOp, BroadcastInDimOp, ReshapeOp,
@@ -386,7 +397,9 @@ void mlir::sd::registerEvaluatorInterfaces(DialectRegistry &registry) {
         AttentionOp, Conv2DOp, UpsampleNearestOp,
         // Constants, random numbers, loss, annotations.
         ConstantOp, IotaOp, RngNormalOp, RngUniformOp, MseLossOp,
-        ShardingConstraintOp, ReshardOp>(context);
+        ShardingConstraintOp, ReshardOp,
+        // Memory moves.
+        OffloadOp, ReloadOp>(context);
   });
   registerCollectiveEvaluatorInterfaces(registry);
 }

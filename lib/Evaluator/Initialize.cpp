@@ -14,6 +14,7 @@
 #include "sd/Reference/Random.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 #include <cmath>
@@ -94,8 +95,13 @@ static FailureOr<Tensor> initializeParameter(func::FuncOp func, unsigned index,
              << " is initialized with xavier_uniform, which needs rank >= 2, "
                 "not rank "
              << shape.size();
-    double fanIn = static_cast<double>(shape[shape.size() - 2]);
-    double fanOut = static_cast<double>(shape.back());
+    // A weight [in, out], or a fused projection [in, k, out] initialized
+    // as the Linear(in, k·out) it replaces: fan_in is the contracted first
+    // dimension, fan_out the product of the others.
+    double fanIn = static_cast<double>(shape.front());
+    double fanOut = 1.0;
+    for (int64_t size : llvm::drop_begin(shape))
+      fanOut *= static_cast<double>(size);
     double bound = std::sqrt(6.0 / (fanIn + fanOut));
     return ref::rngUniform(shape, stream, -bound, bound, dtype);
   }
@@ -115,6 +121,9 @@ static FailureOr<Tensor> initializeInput(func::FuncOp func, unsigned index,
   case InputKind::noise:
   case InputKind::context:
     return ref::rngNormal(shape, stream, 0.0, 1.0, dtype);
+  case InputKind::step:
+    // A training run starts at step 0.
+    return Tensor(shape, dtype);
   case InputKind::timestep:
     return ref::rngUniform(shape, stream, 0.0, 1.0, dtype);
   case InputKind::labels: {
@@ -171,6 +180,9 @@ FailureOr<std::vector<Tensor>> mlir::sd::initializeArguments(func::FuncOp func,
     FailureOr<Tensor> value = failure();
     if (param) {
       value = initializeParameter(func, index, param, shape, *dtype, seed);
+    } else if (isa_and_nonnull<OptimizerStateAttr>(role)) {
+      // AdamW's moments start at zero.
+      value = Tensor(shape, *dtype);
     } else if (auto input = dyn_cast_or_null<InputAttr>(role)) {
       int64_t ordinal = ordinals[input.getKind()]++;
       value = initializeInput(func, index, input.getKind(), ordinal, shape,

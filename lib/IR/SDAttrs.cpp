@@ -496,8 +496,8 @@ Attribute InputAttr::parse(AsmParser &parser, Type) {
   std::optional<InputKind> kind = symbolizeInputKind(keyword);
   if (!kind) {
     parser.emitError(loc) << "unknown input kind '" << keyword
-                          << "'; expected latents, noise, timestep, context "
-                             "or labels";
+                          << "'; expected latents, noise, timestep, context, "
+                             "labels or step";
     return {};
   }
   return get(parser.getContext(), *kind);
@@ -505,4 +505,32 @@ Attribute InputAttr::parse(AsmParser &parser, Type) {
 
 void InputAttr::print(AsmPrinter &printer) const {
   printer << '<' << stringifyInputKind(getKind()) << '>';
+}
+
+//===----------------------------------------------------------------------===//
+// OptimizerStateAttr
+//===----------------------------------------------------------------------===//
+
+Attribute OptimizerStateAttr::parse(AsmParser &parser, Type) {
+  std::string param;
+  StringRef keyword;
+  if (parser.parseLess() || parser.parseString(&param) || parser.parseComma())
+    return {};
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&keyword) || parser.parseGreater())
+    return {};
+  std::optional<MomentKind> kind = symbolizeMomentKind(keyword);
+  if (!kind) {
+    parser.emitError(loc) << "unknown optimizer moment '" << keyword
+                          << "'; expected mu or nu";
+    return {};
+  }
+  return get(parser.getContext(), StringAttr::get(parser.getContext(), param),
+             *kind);
+}
+
+void OptimizerStateAttr::print(AsmPrinter &printer) const {
+  printer << '<';
+  printer.printString(getParam().getValue());
+  printer << ", " << stringifyMomentKind(getKind()) << '>';
 }

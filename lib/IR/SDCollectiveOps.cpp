@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -208,7 +209,7 @@ SD_PER_DIM_COLLECTIVE(ReduceScatterOp, DimChange::Split)
 #undef SD_PER_DIM_COLLECTIVE
 
 //===----------------------------------------------------------------------===//
-// all_reduce, all_to_all, collective_permute, axis_index
+// all_reduce, all_to_all, axis_index
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllReduceOp::verify() {
@@ -265,14 +266,6 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success();
 }
 
-LogicalResult
-CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  MeshAttr mesh = lookupCollectiveMesh(*this, getMeshAttr(), symbols);
-  if (!mesh)
-    return failure();
-  return axesProduct(*this, mesh, getMeshAttr(), {getAxis()});
-}
-
 LogicalResult AxisIndexOp::verify() {
   return verifyAxesList(*this, toStringRefs(getAxes()));
 }
@@ -282,6 +275,106 @@ LogicalResult AxisIndexOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (!mesh)
     return failure();
   return axesProduct(*this, mesh, getMeshAttr(), toStringRefs(getAxes()));
+}
+
+//===----------------------------------------------------------------------===//
+// collective_permute
+//===----------------------------------------------------------------------===//
+
+void CollectivePermuteOp::build(OpBuilder &builder, OperationState &state,
+                                Value operand, FlatSymbolRefAttr mesh,
+                                ArrayRef<StringRef> axes,
+                                ArrayRef<std::pair<int64_t, int64_t>> pairs) {
+  SmallVector<int64_t> flat;
+  for (auto [source, target] : pairs)
+    flat.append({source, target});
+  build(builder, state, operand.getType(), operand, mesh,
+        builder.getStrArrayAttr(axes), builder.getDenseI64ArrayAttr(flat));
+}
+
+SmallVector<std::pair<int64_t, int64_t>> CollectivePermuteOp::getPairList() {
+  ArrayRef<int64_t> flat = getPairs();
+  SmallVector<std::pair<int64_t, int64_t>> pairs;
+  for (size_t i = 0; i + 1 < flat.size(); i += 2)
+    pairs.push_back({flat[i], flat[i + 1]});
+  return pairs;
+}
+
+SmallVector<std::pair<int64_t, int64_t>>
+CollectivePermuteOp::getRingShiftPairs(int64_t size, int64_t shift) {
+  SmallVector<std::pair<int64_t, int64_t>> pairs;
+  if (size <= 0)
+    return pairs;
+  // Normalized to [0, size) without overflow for any shift.
+  int64_t k = ((shift % size) + size) % size;
+  if (k == 0)
+    return pairs;
+  for (int64_t i = 0; i < size; ++i)
+    pairs.push_back({i, (i + k) % size});
+  return pairs;
+}
+
+ParseResult CollectivePermuteOp::parsePermutePairs(OpAsmParser &parser,
+                                                   DenseI64ArrayAttr &pairs) {
+  SmallVector<int64_t> flat;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        int64_t source, target;
+        if (parser.parseLSquare() || parser.parseInteger(source) ||
+            parser.parseComma() || parser.parseInteger(target) ||
+            parser.parseRSquare())
+          return failure();
+        flat.append({source, target});
+        return success();
+      }))
+    return failure();
+  pairs = parser.getBuilder().getDenseI64ArrayAttr(flat);
+  return success();
+}
+
+void CollectivePermuteOp::printPermutePairs(OpAsmPrinter &printer, Operation *,
+                                            DenseI64ArrayAttr pairs) {
+  ArrayRef<int64_t> flat = pairs.asArrayRef();
+  printer << '[';
+  for (size_t i = 0; i + 1 < flat.size(); i += 2)
+    printer << (i ? ", [" : "[") << flat[i] << ", " << flat[i + 1] << ']';
+  printer << ']';
+}
+
+LogicalResult CollectivePermuteOp::verify() {
+  if (failed(verifyAxesList(*this, toStringRefs(getAxes()))))
+    return failure();
+  if (getPairs().size() % 2 != 0)
+    return emitOpError() << "has " << getPairs().size()
+                         << " integers in pairs; expected an even number";
+  llvm::SmallDenseSet<int64_t> sources, targets;
+  for (auto [source, target] : getPairList()) {
+    if (!sources.insert(source).second)
+      return emitOpError() << "lists member " << source
+                           << " as the source of two pairs";
+    if (!targets.insert(target).second)
+      return emitOpError() << "lists member " << target
+                           << " as the target of two pairs";
+  }
+  return success();
+}
+
+LogicalResult
+CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  MeshAttr mesh = lookupCollectiveMesh(*this, getMeshAttr(), symbols);
+  if (!mesh)
+    return failure();
+  SmallVector<StringRef> axes = toStringRefs(getAxes());
+  FailureOr<int64_t> size = axesProduct(*this, mesh, getMeshAttr(), axes);
+  if (failed(size))
+    return failure();
+  for (auto [source, target] : getPairList())
+    for (int64_t member : {source, target})
+      if (member < 0 || member >= *size)
+        return emitOpError()
+               << "pair [" << source << ", " << target << "] names member "
+               << member << ", outside the groups of "
+               << describeAxes(axes, *size);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -223,14 +223,16 @@ AllToAllOp::getCommunication(SymbolTableCollection &symbols) {
                   getTensorBytes(getOperand().getType()));
 }
 
-// A shift by a multiple of the axis size leaves every value in place.
+// Each device sends its S bytes at most once; a permute whose pairs all
+// keep blocks in place (or that has none) sends nothing.
 std::optional<CommunicationInfo>
 CollectivePermuteOp::getCommunication(SymbolTableCollection &symbols) {
-  StringRef axis = getAxis();
   CommunicationInfo info =
       makeInfo(*this, getMeshAttr(), symbols, CommunicationPattern::Permute,
-               axis, getTensorBytes(getOperand().getType()));
-  if (getShift() % info.groupSize == 0)
+               toStringRefs(getAxes()), getTensorBytes(getOperand().getType()));
+  if (llvm::all_of(getPairList(), [](std::pair<int64_t, int64_t> pair) {
+        return pair.first == pair.second;
+      }))
     info.pattern = CommunicationPattern::None;
   return info;
 }

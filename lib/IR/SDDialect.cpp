@@ -111,11 +111,12 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
                    << argIndex;
       return success();
     }
-    if (isa<InputAttr>(attr.getValue()))
+    if (isa<InputAttr, OptimizerStateAttr>(attr.getValue()))
       return success();
-    return emitError(op->getLoc()) << "'" << kRoleAttrName << "' of " << name
-                           << " must be #sd.param or #sd.input, not "
-                           << attr.getValue();
+    return emitError(op->getLoc())
+           << "'" << kRoleAttrName << "' of " << name
+           << " must be #sd.param, #sd.input or #sd.optimizer_state, not "
+           << attr.getValue();
   }
   if (attrName == kLogicalAxesAttrName) {
     auto axes = dyn_cast<LogicalAxesAttr>(attr.getValue());
@@ -154,6 +155,20 @@ LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
     return verifyLocalSharding(op, attr.getValue(),
                                func.getResultTypes()[resultIndex],
                                "result #" + std::to_string(resultIndex));
+  if (attrName == kAliasesAttrName) {
+    auto index = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!index || index.getInt() < 0 ||
+        index.getInt() >= static_cast<int64_t>(func.getNumArguments()))
+      return emitError(op->getLoc())
+             << "'" << kAliasesAttrName << "' of result #" << resultIndex
+             << " must be the index of an argument";
+    if (func.getArgumentTypes()[index.getInt()] !=
+        func.getResultTypes()[resultIndex])
+      return emitError(op->getLoc())
+             << "result #" << resultIndex << " aliases argument #"
+             << index.getInt() << " of another type";
+    return success();
+  }
   if (attrName != kShardingAttrName)
     return emitError(op->getLoc()) << "unknown sd result attribute '" << attrName
                            << "'";
@@ -209,6 +224,13 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
     if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
       return emitError(op->getLoc()) << "'" << kProvenanceAttrName
                              << "' must be an array of strings";
+    return success();
+  }
+  if (attrName == kBackwardAttrName || attrName == kRecomputeAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return emitError(op->getLoc())
+             << "'" << attrName << "' is a unit attribute, not "
+             << attr.getValue();
     return success();
   }
   if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)

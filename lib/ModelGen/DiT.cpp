@@ -5,8 +5,8 @@
 // class embeddings summed into the conditioning c, N blocks, and the
 // adaLN final layer. learn_sigma doubles the output channels; the loss
 // regresses only the first half (the sigma half trains through DiT's
-// variational bound, which is not modelled), so only those columns of the
-// final projection are computed.
+// variational bound, which is not modelled). Fused projections (qkv,
+// adaLN) are [in, k, out] weights, chunked after the projection.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,32 +21,34 @@ namespace {
 ParamSpecs ditBlockParams(const ModelConfig &c) {
   int64_t d = c.hidden, m = c.mlpHidden;
   ParamSpecs specs;
-  addLinear(specs, "attn.qkv", d, 3 * d, "embed", "heads");
+  addFusedLinear(specs, "attn.qkv", d, 3, d, "embed", "heads");
   addLinear(specs, "attn.proj", d, d, "heads", "embed");
   addLinear(specs, "mlp.fc1", d, m, "embed", "mlp");
   addLinear(specs, "mlp.fc2", m, d, "mlp", "embed");
-  // adaLN-Zero: every block starts as the identity.
-  addLinear(specs, "adaLN_modulation.1", d, 6 * d, "embed", "mlp",
-            InitKind::zeros);
+  // adaLN-Zero: every block starts as the identity. The six vectors are
+  // not split over `tensor`: they scale whole activations.
+  addFusedLinear(specs, "adaLN_modulation.1", d, 6, d, "embed", "_",
+                 InitKind::zeros);
   return specs;
 }
 
-/// One DiT block: (x [B, S, D], c [B, D]) → x.
+/// One DiT block: (x [B, S, D], SiLU(c) [B, D]) → x. The block uses c only
+/// through adaLN_modulation = Linear(SiLU(c)), so SiLU(c) is computed once
+/// for all blocks: one value, resharded once for all of them.
 SmallVector<Value> ditBlock(FnBuilder &f, const ModelConfig &c,
                             ArrayRef<Value> in, const ParamMap &p) {
-  Value x = in[0], cond = in[1];
+  Value x = in[0], condSilu = in[1];
   // shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp.
-  Value silu = f.silu(cond);
-  SmallVector<Value, 6> mod;
-  for (int64_t i = 0; i < 6; ++i)
-    mod.push_back(linearChunk(f, silu, p.lookup("adaLN_modulation.1.weight"),
-                              p.lookup("adaLN_modulation.1.bias"), i, 6));
+  SmallVector<Value> mod =
+      linearChunks(f, condSilu, p.lookup("adaLN_modulation.1.weight"),
+                   p.lookup("adaLN_modulation.1.bias"));
 
   Value h = modulate(f, f.layerNorm(x), mod[0], mod[1]);
-  Value qkvW = p.lookup("attn.qkv.weight"), qkvB = p.lookup("attn.qkv.bias");
-  Value q = f.name(linearChunk(f, h, qkvW, qkvB, 0, 3), "query_proj");
-  Value k = f.name(linearChunk(f, h, qkvW, qkvB, 1, 3), "key_proj");
-  Value v = f.name(linearChunk(f, h, qkvW, qkvB, 2, 3), "value_proj");
+  SmallVector<Value> qkv = linearChunks(f, h, p.lookup("attn.qkv.weight"),
+                                        p.lookup("attn.qkv.bias"));
+  Value q = f.name(qkv[0], "query_proj");
+  Value k = f.name(qkv[1], "key_proj");
+  Value v = f.name(qkv[2], "value_proj");
   Value q4 = f.name(headsFirst(f, splitHeads(f, q, c.heads)), "xq_out");
   Value k4 = f.name(headsFirst(f, splitHeads(f, k, c.heads)), "xk_out");
   Value v4 = headsFirst(f, splitHeads(f, v, c.heads));
@@ -97,13 +99,14 @@ Value modelgen::buildDiT(ModelBuilder &mb) {
   f.setBatchSource(t);
   NoisedLatents noised = addNoise(f, c.loss, x0, noise, t);
 
-  // Patch embedding; the fixed position embedding joins its bias.
+  // Patch embedding, then the fixed position embedding. The bias is added
+  // to the projection, not folded into the [S, D] position table: a sharded
+  // bias would shard the table, which would then be gathered.
   Value patches = patchify(f, noised.input, 1, p, PatchOrder::ChannelMajor);
+  Value x = f.linear(patches, ep.lookup("x_embedder.proj.weight"),
+                     ep.lookup("x_embedder.proj.bias"));
   Value pos = f.convert(sinCos2D(f, gridH, gridW, d), dtype);
-  Value bias = f.add(
-      f.broadcast(ep.lookup("x_embedder.proj.bias"), {tokens, d}, {1}), pos);
-  Value x = f.dot(patches, ep.lookup("x_embedder.proj.weight"));
-  x = f.add(x, f.expand(bias, {b, tokens, d}, {1, 2}));
+  x = f.add(x, f.expand(pos, {b, tokens, d}, {1, 2}));
 
   Value temb = timestepEmbedding(f, t, c.freqDim);
   temb = f.silu(f.linear(temb, ep.lookup("t_embedder.mlp.0.weight"),
@@ -112,44 +115,38 @@ Value modelgen::buildDiT(ModelBuilder &mb) {
                   ep.lookup("t_embedder.mlp.2.bias"));
   Value yemb = f.dot(labels, ep.lookup("y_embedder.embedding_table.weight"));
   Value cond = f.add(temb, yemb);
+  Value condSilu = f.silu(cond);
 
   ParamSpecs blockSpecs = ditBlockParams(c);
   func::FuncOp block = mb.blockFunction(
-      "dit_block", {x.getType(), cond.getType()}, blockSpecs,
+      "dit_block", {x.getType(), condSilu.getType()}, blockSpecs,
       [&](FnBuilder &bf, ArrayRef<Value> in, const ParamMap &bp) {
         return ditBlock(bf, c, in, bp);
       });
   for (int64_t i = 0; i < c.depth; ++i)
-    x = mb.callBlock(block, {x, cond}, blockSpecs,
+    x = mb.callBlock(block, {x, condSilu}, blockSpecs,
                      "blocks." + std::to_string(i) + ".")[0];
 
   ParamSpecs finalSpecs;
   int64_t outDim = p * p * c.outChannels;
   addLinear(finalSpecs, "final_layer.linear", d, outDim, "embed", "_",
             InitKind::zeros);
-  addLinear(finalSpecs, "final_layer.adaLN_modulation.1", d, 2 * d, "embed",
-            "mlp", InitKind::zeros);
+  addFusedLinear(finalSpecs, "final_layer.adaLN_modulation.1", d, 2, d, "embed",
+                 "_", InitKind::zeros);
   ParamMap fp = mb.params(finalSpecs);
-  Value silu = f.silu(cond);
-  Value modW = fp.lookup("final_layer.adaLN_modulation.1.weight");
-  Value modB = fp.lookup("final_layer.adaLN_modulation.1.bias");
-  Value shift = linearChunk(f, silu, modW, modB, 0, 2);
-  Value scale = linearChunk(f, silu, modW, modB, 1, 2);
-  Value h = modulate(f, f.layerNorm(x), shift, scale);
+  Value h = modulatedNorm(f, fp, "final_layer.adaLN_modulation.1", x, condSilu);
 
-  // Columns of the predicted noise: the first latentChannels of each
-  // patch position's outChannels (DiT's output is channel-minor).
-  Value w = fp.lookup("final_layer.linear.weight");
-  Value wb = fp.lookup("final_layer.linear.bias");
+  // The predicted noise is the first latentChannels of each patch
+  // position's outChannels (DiT's output is channel-minor), sliced from
+  // the output rather than from the weight, which stays whole.
+  Value out = f.linear(h, fp.lookup("final_layer.linear.weight"),
+                       fp.lookup("final_layer.linear.bias"));
   if (c.outChannels != c.latentChannels) {
-    int64_t cells = p * p, keep = cells * c.latentChannels;
-    w = f.slice(f.reshape(w, {d, cells, c.outChannels}), 2, 0,
-                c.latentChannels);
-    w = f.reshape(w, {d, keep});
-    wb = f.slice(f.reshape(wb, {cells, c.outChannels}), 1, 0, c.latentChannels);
-    wb = f.reshape(wb, {keep});
+    int64_t cells = p * p;
+    out = f.slice(f.reshape(out, {b, tokens, cells, c.outChannels}), 3, 0,
+                  c.latentChannels);
+    out = f.reshape(out, {b, tokens, cells * c.latentChannels});
   }
-  Value pred = unpatchify(f, f.linear(h, w, wb), latentShape, 1, p,
-                          PatchOrder::ChannelMinor);
+  Value pred = unpatchify(f, out, latentShape, 1, p, PatchOrder::ChannelMinor);
   return f.mseLoss(pred, noised.target);
 }

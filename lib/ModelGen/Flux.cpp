@@ -4,15 +4,18 @@
 // and text streams through double-stream blocks (each stream its own
 // modulation, fused qkv, per-head RMS q/k norm and MLP; one joint
 // attention), then the concatenated sequence [text; image] through
-// single-stream blocks (parallel attention and MLP from one linear1), and
+// single-stream blocks (parallel attention and MLP from one modulated
+// input), and
 // the adaLN final layer. RoPE over (0, row, column) ids, text ids zero.
 //
-// Two rewrites keep every slice off batch-carrying values (see
-// Layers.cpp): the joint attention is one attention per stream's queries
-// over the shared keys and values (the same numbers), and the loss covers
-// the image tokens by masking the text positions of the final output and
-// rescaling the mean by L / L_image, instead of slicing the image tokens
-// out.
+// Fused projections (modulations, qkv) are [in, k, out] weights chunked
+// after the projection (see Layers.cpp), and the single block's linear1
+// and linear2 are split into their qkv / MLP and attention / MLP parts, so
+// no weight is sliced and no activation is concatenated for linear2. The
+// joint attention is one attention per stream's queries over the shared
+// keys and values (the same numbers), and the loss covers the image tokens
+// by masking the text positions of the final output and rescaling the
+// mean by L / L_image, instead of slicing the image tokens out.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,8 +51,8 @@ ParamSpecs doubleBlockParams(const ModelConfig &c) {
   int64_t d = c.hidden;
   ParamSpecs specs;
   for (const std::string s : {"img", "txt"}) {
-    addLinear(specs, s + "_mod.lin", d, 6 * d, "embed", "mlp");
-    addLinear(specs, s + "_attn.qkv", d, 3 * d, "embed", "heads");
+    addFusedLinear(specs, s + "_mod.lin", d, 6, d, "embed", "_");
+    addFusedLinear(specs, s + "_attn.qkv", d, 3, d, "embed", "heads");
     addQKNorm(specs, s + "_attn.norm", c.headDim());
     addLinear(specs, s + "_attn.proj", d, d, "heads", "embed");
     addLinear(specs, s + "_mlp.0", d, c.mlpHidden, "embed", "mlp");
@@ -61,10 +64,17 @@ ParamSpecs doubleBlockParams(const ModelConfig &c) {
 ParamSpecs singleBlockParams(const ModelConfig &c) {
   int64_t d = c.hidden;
   ParamSpecs specs;
-  addLinear(specs, "linear1", d, 3 * d + c.mlpHidden, "embed", "mlp");
-  addLinear(specs, "linear2", d + c.mlpHidden, d, "mlp", "embed");
+  // linear1 = [qkv | mlp] and linear2 = [attention; mlp] of the checkpoint,
+  // split (one bias for linear2).
+  addFusedLinear(specs, "linear1_qkv", d, 3, d, "embed", "heads");
+  addLinear(specs, "linear1_mlp", d, c.mlpHidden, "embed", "mlp");
+  addParam(specs, "linear2_attn.weight", {d, d}, {"heads", "embed"},
+           InitKind::xavier_uniform);
+  addParam(specs, "linear2_mlp.weight", {c.mlpHidden, d}, {"mlp", "embed"},
+           InitKind::xavier_uniform);
+  addParam(specs, "linear2.bias", {d}, {"embed"}, InitKind::zeros);
   addQKNorm(specs, "norm", c.headDim());
-  addLinear(specs, "modulation.lin", d, 3 * d, "embed", "mlp");
+  addFusedLinear(specs, "modulation.lin", d, 3, d, "embed", "_");
   return specs;
 }
 
@@ -78,7 +88,7 @@ Value normRotate(FnBuilder &f, const ModelConfig &c, Value x, Value scale,
 /// One stream of a double block up to its attention inputs.
 struct Stream {
   Value x, q, k, v;
-  SmallVector<Value, 6> mod;
+  SmallVector<Value> mod;
 };
 
 Stream prepareStream(FnBuilder &f, const ModelConfig &c, const ParamMap &p,
@@ -87,21 +97,20 @@ Stream prepareStream(FnBuilder &f, const ModelConfig &c, const ParamMap &p,
   Stream st;
   st.x = x;
   // shift, scale, gate of attention, then of the MLP.
-  for (int64_t i = 0; i < 6; ++i)
-    st.mod.push_back(linearChunk(f, vecSilu, p.lookup(s + "_mod.lin.weight"),
-                                 p.lookup(s + "_mod.lin.bias"), i, 6));
+  st.mod = linearChunks(f, vecSilu, p.lookup(s + "_mod.lin.weight"),
+                        p.lookup(s + "_mod.lin.bias"));
   Value h = modulate(f, f.layerNorm(x), st.mod[0], st.mod[1]);
-  Value w = p.lookup(s + "_attn.qkv.weight"),
-        b = p.lookup(s + "_attn.qkv.bias");
-  std::string qkvName = s + "_qkv_proj";
-  Value q = f.name(linearChunk(f, h, w, b, 0, 3), qkvName);
-  Value k = f.name(linearChunk(f, h, w, b, 1, 3), qkvName);
-  Value v = f.name(linearChunk(f, h, w, b, 2, 3), qkvName);
-  st.q = normRotate(f, c, q, p.lookup(s + "_attn.norm.query_norm.scale"),
+  // The fused projection [B, S, 3, D] is what MaxDiffusion names.
+  Value qkvProj;
+  SmallVector<Value> qkv =
+      linearChunks(f, h, p.lookup(s + "_attn.qkv.weight"),
+                   p.lookup(s + "_attn.qkv.bias"), &qkvProj);
+  f.name(qkvProj, s + "_qkv_proj");
+  st.q = normRotate(f, c, qkv[0], p.lookup(s + "_attn.norm.query_norm.scale"),
                     rotation, "xq_out");
-  st.k = normRotate(f, c, k, p.lookup(s + "_attn.norm.key_norm.scale"),
+  st.k = normRotate(f, c, qkv[1], p.lookup(s + "_attn.norm.key_norm.scale"),
                     rotation, "xk_out");
-  st.v = headsFirst(f, splitHeads(f, v, c.heads));
+  st.v = headsFirst(f, splitHeads(f, qkv[2], c.heads));
   return st;
 }
 
@@ -121,12 +130,12 @@ Value finishStream(FnBuilder &f, const ParamMap &p, const std::string &s,
   return f.name(gatedResidual(f, x, st.mod[5], mlp), "hidden_states");
 }
 
-/// (img, txt, vec, img rotation, txt rotation) → (img, txt).
+/// (img, txt, SiLU(vec), img rotation, txt rotation) → (img, txt). Blocks
+/// use vec only through SiLU, computed once for all of them.
 SmallVector<Value> doubleBlock(FnBuilder &f, const ModelConfig &c,
                                ArrayRef<Value> in, const ParamMap &p) {
-  Value vecSilu = f.silu(in[2]);
-  Stream img = prepareStream(f, c, p, "img", in[0], vecSilu, in[3]);
-  Stream txt = prepareStream(f, c, p, "txt", in[1], vecSilu, in[4]);
+  Stream img = prepareStream(f, c, p, "img", in[0], in[2], in[3]);
+  Stream txt = prepareStream(f, c, p, "txt", in[1], in[2], in[4]);
   // The joint sequence is [txt; img].
   Value keys = f.concat({txt.k, img.k}, 2);
   Value values = f.concat({txt.v, img.v}, 2);
@@ -135,24 +144,24 @@ SmallVector<Value> doubleBlock(FnBuilder &f, const ModelConfig &c,
   return {imgOut, txtOut};
 }
 
-/// (x [B, L, D], vec, rotation) → x.
+/// (x [B, L, D], SiLU(vec), rotation) → x.
 SmallVector<Value> singleBlock(FnBuilder &f, const ModelConfig &c,
                                ArrayRef<Value> in, const ParamMap &p) {
-  Value x = in[0], vecSilu = f.silu(in[1]), rotation = in[2];
-  int64_t d = c.hidden;
-  Value modW = p.lookup("modulation.lin.weight");
-  Value modB = p.lookup("modulation.lin.bias");
-  Value shift = linearChunk(f, vecSilu, modW, modB, 0, 3);
-  Value scale = linearChunk(f, vecSilu, modW, modB, 1, 3);
-  Value gate = linearChunk(f, vecSilu, modW, modB, 2, 3);
-  Value h = f.name(modulate(f, f.layerNorm(x), shift, scale),
+  Value x = in[0], rotation = in[2];
+  // shift, scale, gate.
+  SmallVector<Value> mod =
+      linearChunks(f, in[1], p.lookup("modulation.lin.weight"),
+                   p.lookup("modulation.lin.bias"));
+  Value h = f.name(modulate(f, f.layerNorm(x), mod[0], mod[1]),
                    "lin1_norm_hidden_states");
 
-  Value w1 = p.lookup("linear1.weight"), b1 = p.lookup("linear1.bias");
-  Value q = f.name(linearColumns(f, h, w1, b1, 0, d), "query_proj");
-  Value k = f.name(linearColumns(f, h, w1, b1, d, 2 * d), "key_proj");
-  Value v = f.name(linearColumns(f, h, w1, b1, 2 * d, 3 * d), "value_proj");
-  Value mlp = linearColumns(f, h, w1, b1, 3 * d, 3 * d + c.mlpHidden);
+  SmallVector<Value> qkv = linearChunks(f, h, p.lookup("linear1_qkv.weight"),
+                                        p.lookup("linear1_qkv.bias"));
+  Value q = f.name(qkv[0], "query_proj");
+  Value k = f.name(qkv[1], "key_proj");
+  Value v = f.name(qkv[2], "value_proj");
+  Value mlp =
+      f.linear(h, p.lookup("linear1_mlp.weight"), p.lookup("linear1_mlp.bias"));
   Value q4 = normRotate(f, c, q, p.lookup("norm.query_norm.scale"), rotation,
                         "xq_out");
   Value k4 =
@@ -160,9 +169,11 @@ SmallVector<Value> singleBlock(FnBuilder &f, const ModelConfig &c,
   Value v4 = headsFirst(f, splitHeads(f, v, c.heads));
   Value o = mergeHeads(f, f.attention(q4, k4, v4));
   Value act = f.name(f.gelu(mlp), "ffn_activation");
-  Value out = f.linear(f.concat({o, act}, 2), p.lookup("linear2.weight"),
-                       p.lookup("linear2.bias"));
-  return {f.name(gatedResidual(f, x, gate, out), "hidden_states")};
+  // linear2 on [o; act] as the sum of its two row blocks' products.
+  Value attnOut = f.dot(o, p.lookup("linear2_attn.weight"));
+  Value mlpOut = f.dot(act, p.lookup("linear2_mlp.weight"));
+  Value out = f.addBias(f.add(attnOut, mlpOut), p.lookup("linear2.bias"));
+  return {f.name(gatedResidual(f, x, mod[2], out), "hidden_states")};
 }
 
 } // namespace
@@ -222,7 +233,9 @@ Value modelgen::buildFlux(ModelBuilder &mb) {
       ropeMatrix(f, f.splat(0.0, {txtTokens, pairs}, f.getF32()));
 
   ParamSpecs doubleSpecs = doubleBlockParams(c);
-  SmallVector<Value> doubleInputs = {img, txt, vec, imgRotation, txtRotation};
+  Value vecSilu = f.silu(vec);
+  SmallVector<Value> doubleInputs = {img, txt, vecSilu, imgRotation,
+                                     txtRotation};
   func::FuncOp doubleFn = mb.blockFunction(
       "flux_double_block", ValueRange(doubleInputs).getTypes(), doubleSpecs,
       [&](FnBuilder &bf, ArrayRef<Value> in, const ParamMap &bp) {
@@ -241,25 +254,20 @@ Value modelgen::buildFlux(ModelBuilder &mb) {
   ParamSpecs singleSpecs = singleBlockParams(c);
   func::FuncOp singleFn = mb.blockFunction(
       "flux_single_block",
-      TypeRange{x.getType(), vec.getType(), rotation.getType()}, singleSpecs,
-      [&](FnBuilder &bf, ArrayRef<Value> in, const ParamMap &bp) {
+      TypeRange{x.getType(), vecSilu.getType(), rotation.getType()},
+      singleSpecs, [&](FnBuilder &bf, ArrayRef<Value> in, const ParamMap &bp) {
         return singleBlock(bf, c, in, bp);
       });
   for (int64_t i = 0; i < c.singleDepth; ++i)
-    x = mb.callBlock(singleFn, {x, vec, rotation}, singleSpecs,
+    x = mb.callBlock(singleFn, {x, vecSilu, rotation}, singleSpecs,
                      "single_blocks." + std::to_string(i) + ".")[0];
 
   ParamSpecs finalSpecs;
   addLinear(finalSpecs, "final_layer.linear", d, patchDim, "embed", "_");
-  addLinear(finalSpecs, "final_layer.adaLN_modulation.1", d, 2 * d, "embed",
-            "mlp");
+  addFusedLinear(finalSpecs, "final_layer.adaLN_modulation.1", d, 2, d, "embed",
+                 "_");
   ParamMap fp = mb.params(finalSpecs);
-  Value vecSilu = f.silu(vec);
-  Value modW = fp.lookup("final_layer.adaLN_modulation.1.weight");
-  Value modB = fp.lookup("final_layer.adaLN_modulation.1.bias");
-  Value shift = linearChunk(f, vecSilu, modW, modB, 0, 2);
-  Value scale = linearChunk(f, vecSilu, modW, modB, 1, 2);
-  Value h = modulate(f, f.layerNorm(x), shift, scale);
+  Value h = modulatedNorm(f, fp, "final_layer.adaLN_modulation.1", x, vecSilu);
   Value pred = f.linear(h, fp.lookup("final_layer.linear.weight"),
                         fp.lookup("final_layer.linear.bias"));
 

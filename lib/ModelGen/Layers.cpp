@@ -2,9 +2,11 @@
 //
 // adaLN modulation, chunked projections, timestep and position embeddings,
 // rotary embeddings, head reshapes, patchify and the noising of the loss.
-// None slices a batch-carrying value: sd-specialize-batch keeps a slice's
-// limits, so a slice written against `?` would not specialize. Chunked
-// projections slice their weights instead.
+// No weight is sliced: a fused projection (qkv, adaLN) is one dot_general
+// with its whole [in, k, out] weight, and its chunks are slices of the
+// activation, whose batch dimension is taken whole with limit -1 so that
+// sd-specialize-batch can size it. Slicing a sharded weight would make the
+// partitioner gather it once per slice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,19 +39,32 @@ Value modelgen::gatedResidual(FnBuilder &f, Value x, Value gate, Value y) {
   return f.add(x, f.mul(f.broadcast(gate, shapeOf(x), {0, 2}), y));
 }
 
-Value modelgen::linearColumns(FnBuilder &f, Value x, Value w, Value b,
-                              int64_t begin, int64_t end) {
-  // One op per statement: C++ leaves the order of arguments unspecified,
-  // and the program must not depend on the compiler.
-  Value columns = f.slice(w, 1, begin, end);
-  Value bias = f.slice(b, 0, begin, end);
-  return f.linear(x, columns, bias);
+Value modelgen::modulatedNorm(FnBuilder &f, const ParamMap &p, StringRef name,
+                              Value x, Value condSilu) {
+  SmallVector<Value> mod =
+      linearChunks(f, condSilu, p.lookup((name + ".weight").str()),
+                   p.lookup((name + ".bias").str()));
+  return modulate(f, f.layerNorm(x), mod[0], mod[1]);
 }
 
-Value modelgen::linearChunk(FnBuilder &f, Value x, Value w, Value b,
-                            int64_t index, int64_t count) {
-  int64_t size = shapeOf(w)[1] / count;
-  return linearColumns(f, x, w, b, index * size, (index + 1) * size);
+Value modelgen::chunk(FnBuilder &f, Value fused, int64_t index) {
+  SmallVector<int64_t> shape(shapeOf(fused));
+  int64_t dim = static_cast<int64_t>(shape.size()) - 2;
+  Value slice = f.slice(fused, dim, index, index + 1);
+  shape.erase(shape.begin() + dim);
+  return f.reshape(slice, shape);
+}
+
+SmallVector<Value> modelgen::linearChunks(FnBuilder &f, Value x, Value w,
+                                          Value b, Value *fused) {
+  Value y = f.linear(x, w, b);
+  if (fused)
+    *fused = y;
+  int64_t count = shapeOf(w)[1];
+  SmallVector<Value> chunks;
+  for (int64_t i = 0; i < count; ++i)
+    chunks.push_back(chunk(f, y, i));
+  return chunks;
 }
 
 //===----------------------------------------------------------------------===//

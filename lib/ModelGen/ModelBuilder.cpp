@@ -42,6 +42,19 @@ void modelgen::addLinear(ParamSpecs &specs, const std::string &name, int64_t in,
       {name + ".bias", {out}, InitKind::zeros, 0.0, {outAxis.str()}});
 }
 
+void modelgen::addFusedLinear(ParamSpecs &specs, const std::string &name,
+                              int64_t in, int64_t k, int64_t out,
+                              StringRef inAxis, StringRef outAxis,
+                              InitKind init) {
+  specs.push_back({name + ".weight",
+                   {in, k, out},
+                   init,
+                   0.0,
+                   {inAxis.str(), "_", outAxis.str()}});
+  specs.push_back(
+      {name + ".bias", {k, out}, InitKind::zeros, 0.0, {"_", outAxis.str()}});
+}
+
 void modelgen::addParam(ParamSpecs &specs, const std::string &name,
                         ArrayRef<int64_t> shape, ArrayRef<StringRef> axes,
                         InitKind init, double scale) {
@@ -135,10 +148,14 @@ Value FnBuilder::transpose(Value value, ArrayRef<int64_t> permutation) {
 
 Value FnBuilder::slice(Value value, int64_t dim, int64_t start, int64_t limit) {
   auto type = tensorType(value);
-  assert(type.hasStaticShape() && "slices of batch values do not specialize");
   SmallVector<int64_t> starts(type.getRank(), 0);
   SmallVector<int64_t> limits(type.getShape());
   SmallVector<int64_t> strides(type.getRank(), 1);
+  // -1 is the end of a dimension: a dynamic batch stays whole, whatever
+  // sd-specialize-batch makes it.
+  for (int64_t &end : limits)
+    if (ShapedType::isDynamic(end))
+      end = -1;
   starts[dim] = start;
   limits[dim] = limit;
   return SliceOp::create(builder, loc, value, starts, limits, strides);
@@ -197,8 +214,10 @@ Value FnBuilder::dot(Value x, Value w) {
 
 Value FnBuilder::addBias(Value x, Value bias) {
   auto type = tensorType(x);
-  int64_t rank = type.getRank();
-  return add(x, broadcast(bias, type.getShape(), {rank - 1}));
+  int64_t rank = type.getRank(), biasRank = tensorType(bias).getRank();
+  SmallVector<int64_t> dims =
+      llvm::to_vector(llvm::seq<int64_t>(rank - biasRank, rank));
+  return add(x, broadcast(bias, type.getShape(), dims));
 }
 
 Value FnBuilder::linear(Value x, Value w, Value b) {

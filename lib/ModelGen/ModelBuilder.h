@@ -37,7 +37,15 @@ using ParamSpecs = SmallVector<ParamSpec>;
 void addLinear(ParamSpecs &specs, const std::string &name, int64_t in,
                int64_t out, StringRef inAxis, StringRef outAxis,
                InitKind init = InitKind::xavier_uniform, double scale = 0.0);
-/// Appends a 1-D parameter of `size` (a norm scale or bias, an embedding).
+/// Appends a fused projection: `name.weight` [in, k, out] with logical axes
+/// (inAxis, _, outAxis) and `name.bias` [k, out] (zeros). It replaces a
+/// PyTorch Linear(in, k·out) whose output is chunked (qkv, adaLN): the
+/// chunks are taken from the activation (`linearChunks`), so the weight is
+/// used whole and never sliced.
+void addFusedLinear(ParamSpecs &specs, const std::string &name, int64_t in,
+                    int64_t k, int64_t out, StringRef inAxis, StringRef outAxis,
+                    InitKind init = InitKind::xavier_uniform);
+/// Appends a parameter of any shape (a norm scale or bias, an embedding).
 void addParam(ParamSpecs &specs, const std::string &name,
               ArrayRef<int64_t> shape, ArrayRef<StringRef> axes, InitKind init,
               double scale = 0.0);
@@ -88,7 +96,8 @@ public:
   // Shapes.
   Value reshape(Value value, ArrayRef<int64_t> shape);
   Value transpose(Value value, ArrayRef<int64_t> permutation);
-  /// `value[start:limit]` along `dim` of a batch-free value.
+  /// `value[start:limit]` along `dim`, every other dimension whole (a
+  /// dynamic one with limit -1, the end, so the slice specializes).
   Value slice(Value value, int64_t dim, int64_t start, int64_t limit);
   Value concat(ValueRange values, int64_t dim);
   /// broadcast_in_dim to `shape` (operand dim i → result dim dims[i]).
@@ -103,11 +112,12 @@ public:
   Value expand(Value value, ArrayRef<int64_t> shape, ArrayRef<int64_t> dims);
 
   // Linear algebra and normalization.
-  /// Contracts the last dimension of `x` with dim 0 of `w`.
+  /// Contracts the last dimension of `x` with dim 0 of `w`: [..., in] ·
+  /// [in, out] → [..., out], or [in, k, out] → [..., k, out].
   Value dot(Value x, Value w);
   /// `x·W + b` with the bias broadcast over the leading dimensions.
   Value linear(Value x, Value w, Value b);
-  /// Adds a 1-D `bias` along the last dimension of `x`.
+  /// Adds `bias` ([out] or [k, out]) along the trailing dimensions of `x`.
   Value addBias(Value x, Value bias);
   Value layerNorm(Value x, Value scale = {}, Value bias = {});
   Value rmsNorm(Value x, Value scale);
@@ -183,14 +193,18 @@ private:
 Value modulate(FnBuilder &f, Value x, Value shift, Value scale);
 /// `x + gate·y` with gate [B, D] broadcast over the sequence.
 Value gatedResidual(FnBuilder &f, Value x, Value gate, Value y);
-/// Chunk `index` of `count` of a linear layer whose output is chunked
-/// (adaLN modulation, fused qkv): the weight and bias columns are sliced,
-/// so the projection never slices a batch-carrying value.
-Value linearChunk(FnBuilder &f, Value x, Value w, Value b, int64_t index,
-                  int64_t count);
-/// Columns [begin, end) of a linear layer.
-Value linearColumns(FnBuilder &f, Value x, Value w, Value b, int64_t begin,
-                    int64_t end);
+/// layerNorm(x) modulated by the shift and scale of the fused linear
+/// `name` [D, 2, D] of SiLU(c) (the final layers of DiT and Flux).
+Value modulatedNorm(FnBuilder &f, const ParamMap &p, StringRef name, Value x,
+                    Value condSilu);
+/// Chunk `index` of a fused value [..., k, out]: [..., out].
+Value chunk(FnBuilder &f, Value fused, int64_t index);
+/// The k chunks [..., out] of a fused projection (`addFusedLinear`): one
+/// dot_general of x [..., in] with the whole weight [in, k, out], the bias
+/// [k, out], then a slice of the activation per chunk. `fused`, when given,
+/// receives the projection [..., k, out] (to name it).
+SmallVector<Value> linearChunks(FnBuilder &f, Value x, Value w, Value b,
+                                Value *fused = nullptr);
 
 /// Sinusoidal embedding [cos, sin] of t·1000 with `dim` frequencies as in
 /// DiT, Wan and Flux; `t` is f32 [B] (or static [1]); result in the dtype.

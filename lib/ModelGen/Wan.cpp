@@ -71,21 +71,24 @@ Value wanAttention(FnBuilder &f, const ModelConfig &c, const ParamMap &p,
   return f.linear(o, param("o.weight"), param("o.bias"));
 }
 
-/// `e + modulation[0, index]`: the block's own offset of a time vector.
-Value modulationVector(FnBuilder &f, Value e, Value table, int64_t index) {
-  int64_t d = cast<RankedTensorType>(table.getType()).getDimSize(2);
-  Value row = f.slice(table, 1, index, index + 1);
-  return f.add(e, f.expand(row, {f.getBatch(), d}, {1}));
+/// The chunks [B, D] of `e + modulation` (e [B, k, D], the table [1, k,
+/// D]): the table is added whole and the sum is chunked, so the parameter
+/// is never sliced.
+SmallVector<Value> modulationChunks(FnBuilder &f, Value e, Value table) {
+  SmallVector<int64_t> shape(cast<RankedTensorType>(e.getType()).getShape());
+  Value sum = f.add(e, f.expand(table, shape, {1, 2}));
+  SmallVector<Value> chunks;
+  for (int64_t i = 0; i < shape[1]; ++i)
+    chunks.push_back(chunk(f, sum, i));
+  return chunks;
 }
 
-/// (x [B, S, D], context [B, L, D], e0..e5 [B, D], rotation) → x.
+/// (x [B, S, D], context [B, L, D], e [B, 6, D], rotation) → x.
 SmallVector<Value> wanBlock(FnBuilder &f, const ModelConfig &c,
                             ArrayRef<Value> in, const ParamMap &p) {
-  Value x = in[0], context = in[1], rotation = in[8];
+  Value x = in[0], context = in[1], rotation = in[3];
   // shift, scale, gate of self-attention, then of the FFN.
-  SmallVector<Value, 6> mod;
-  for (int64_t i = 0; i < 6; ++i)
-    mod.push_back(modulationVector(f, in[2 + i], p.lookup("modulation"), i));
+  SmallVector<Value> mod = modulationChunks(f, in[2], p.lookup("modulation"));
 
   Value h = modulate(f, f.layerNorm(x), mod[0], mod[1]);
   Value selfAttn =
@@ -129,7 +132,8 @@ Value modelgen::buildWan(ModelBuilder &mb) {
             InitKind::normal, 0.02);
   addLinear(embedSpecs, "time_embedding.2", d, d, "mlp", "embed",
             InitKind::normal, 0.02);
-  addLinear(embedSpecs, "time_projection.1", d, 6 * d, "embed", "mlp");
+  // The six modulation vectors [B, 6, D], not split over `tensor`.
+  addFusedLinear(embedSpecs, "time_projection.1", d, 6, d, "embed", "_");
   ParamMap ep = mb.params(embedSpecs);
 
   SmallVector<StringRef> latentAxes = {"batch", "_", "_", "_", "_"};
@@ -153,12 +157,9 @@ Value modelgen::buildWan(ModelBuilder &mb) {
                       ep.lookup("time_embedding.0.bias")));
   e = f.linear(e, ep.lookup("time_embedding.2.weight"),
                ep.lookup("time_embedding.2.bias"));
-  Value eSilu = f.silu(e);
-  SmallVector<Value> blockInputs = {x, context};
-  for (int64_t i = 0; i < 6; ++i)
-    blockInputs.push_back(
-        linearChunk(f, eSilu, ep.lookup("time_projection.1.weight"),
-                    ep.lookup("time_projection.1.bias"), i, 6));
+  Value e6 = f.linear(f.silu(e), ep.lookup("time_projection.1.weight"),
+                      ep.lookup("time_projection.1.bias"));
+  SmallVector<Value> blockInputs = {x, context, e6};
 
   // 3-D RoPE: of the head's Dh/2 pairs, Dh/6 go to rows, Dh/6 to columns
   // and the rest to frames (Wan's d − 4·(d/6) : 2·(d/6) : 2·(d/6) split).
@@ -184,9 +185,10 @@ Value modelgen::buildWan(ModelBuilder &mb) {
   addParam(headSpecs, "head.modulation", {1, 2, d}, {"_", "_", "embed"},
            InitKind::normal, 1.0 / std::sqrt(static_cast<double>(d)));
   ParamMap hp = mb.params(headSpecs);
-  Value shift = modulationVector(f, e, hp.lookup("head.modulation"), 0);
-  Value scale = modulationVector(f, e, hp.lookup("head.modulation"), 1);
-  Value h = modulate(f, f.layerNorm(x), shift, scale);
+  Value e2 = f.broadcast(e, {b, 2, d}, {0, 2});
+  SmallVector<Value> mod =
+      modulationChunks(f, e2, hp.lookup("head.modulation"));
+  Value h = modulate(f, f.layerNorm(x), mod[0], mod[1]);
   Value out =
       f.linear(h, hp.lookup("head.head.weight"), hp.lookup("head.head.bias"));
   Value pred = unpatchify(f, out, latentShape, pf, p, PatchOrder::ChannelMinor);

@@ -139,24 +139,37 @@ struct DropUnitAxesAllReduce : public OpRewritePattern<AllReduceOp> {
   }
 };
 
-struct DropUnitAxesAllToAll : public OpRewritePattern<AllToAllOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AllToAllOp op,
+/// all_to_all and collective_permute, whose axes are `axes`. Size-1 axes
+/// add nothing to a member's row-major index, so a permute's pairs stay as
+/// they are (all [0, 0] when no axis is left).
+template <typename OpTy>
+struct DropUnitAxesNamed : public OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     return dropUnitAxesFlat(op, op.getAxes(), rewriter,
                             [&](ArrayAttr a) { op.setAxesAttr(a); });
   }
 };
 
-/// A rotation by a multiple of the axis size leaves every value in place.
+/// A pair `[s, s]` keeps member s's block where it is, as no pair would:
+/// such pairs go, and a permute left without pairs is its operand.
 struct DropIdentityPermute : public OpRewritePattern<CollectivePermuteOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CollectivePermuteOp op,
                                 PatternRewriter &rewriter) const override {
-    int64_t size = axesSize(op, op.getMeshAttr(), {op.getAxis()});
-    if (static_cast<int64_t>(op.getShift()) % size != 0)
+    SmallVector<int64_t> moving;
+    for (auto [source, target] : op.getPairList())
+      if (source != target)
+        moving.append({source, target});
+    if (moving.empty()) {
+      rewriter.replaceOp(op, op.getOperand());
+      return success();
+    }
+    if (moving.size() == op.getPairs().size())
       return failure();
-    rewriter.replaceOp(op, op.getOperand());
+    rewriter.modifyOpInPlace(
+        op, [&] { op.setPairsAttr(rewriter.getDenseI64ArrayAttr(moving)); });
     return success();
   }
 };
@@ -378,16 +391,17 @@ struct OptimizeCollectivesPass
 
   LogicalResult initialize(MLIRContext *context) override {
     RewritePatternSet set(context);
-    set.add<DropUnitAxesPerDim<AllGatherOp>, DropUnitAxesPerDim<AllSliceOp>,
-            DropUnitAxesPerDim<ReduceScatterOp>, DropUnitAxesAllReduce,
-            DropUnitAxesAllToAll, DropIdentityPermute,
-            DeduplicateCollective<AllGatherOp>,
-            DeduplicateCollective<AllSliceOp>,
-            DeduplicateCollective<AllReduceOp>,
-            DeduplicateCollective<ReduceScatterOp>,
-            DeduplicateCollective<AllToAllOp>, MergeAllGathers, MergeAllSlices,
-            MergeAllReduces, SliceOfGather, GatherOfSlice, ReduceThenSlice>(
-        context);
+    set.add<
+        DropUnitAxesPerDim<AllGatherOp>, DropUnitAxesPerDim<AllSliceOp>,
+        DropUnitAxesPerDim<ReduceScatterOp>, DropUnitAxesAllReduce,
+        DropUnitAxesNamed<AllToAllOp>, DropUnitAxesNamed<CollectivePermuteOp>,
+        DropIdentityPermute, DeduplicateCollective<AllGatherOp>,
+        DeduplicateCollective<AllSliceOp>, DeduplicateCollective<AllReduceOp>,
+        DeduplicateCollective<ReduceScatterOp>,
+        DeduplicateCollective<AllToAllOp>,
+        DeduplicateCollective<CollectivePermuteOp>, MergeAllGathers,
+        MergeAllSlices, MergeAllReduces, SliceOfGather, GatherOfSlice,
+        ReduceThenSlice>(context);
     patterns = FrozenRewritePatternSet(std::move(set));
     return success();
   }

@@ -255,6 +255,9 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
   problem.axisSizes = meshShape.axisSizes;
   problem.source = toLayout(from);
   problem.target = toLayout(to);
+  // sd.collective_permute names its source/target pairs, so any permutation
+  // of blocks the planner finds can be expressed.
+  problem.allowPermute = true;
   if (problem.source == problem.target)
     return value;
   if (!isa<FloatType>(global.getElementType()))
@@ -268,6 +271,7 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
   MLIRContext *ctx = func.getContext();
   reshard::Layout layout = problem.source;
   for (const reshard::Step &step : plan->steps) {
+    reshard::Layout previous = layout;
     layout = *reshard::applyStep(layout, step);
     RankedTensorType type = localType(global, layout);
     switch (step.kind) {
@@ -293,6 +297,23 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
                                  builder.getI64IntegerAttr(step.srcDim),
                                  builder.getI64IntegerAttr(step.tgtDim));
       break;
+    case reshard::StepKind::Permute: {
+      FailureOr<reshard::Permutation> perm =
+          reshard::getPermutation(meshShape.axisSizes, previous, layout);
+      if (failed(perm))
+        return emitError(loc)
+               << "cannot reshard " << what << " from " << from << " to " << to
+               << ": the planner's permute moves no whole blocks";
+      // Only size-1 axes changed: every device already holds its block.
+      if (perm->pairs.empty())
+        continue;
+      SmallVector<StringRef> axes;
+      for (reshard::AxisId axis : perm->axes)
+        axes.push_back(mesh.getAxes()[axis].getName().getValue());
+      value = CollectivePermuteOp::create(builder, loc, value, meshRef, axes,
+                                          perm->pairs);
+      break;
+    }
     }
     ++numCollectives;
   }
@@ -375,12 +396,21 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
   }
 
   if (auto reshard = dyn_cast<ReshardOp>(op)) {
+    Operation *previous = op->getPrevNode();
     FailureOr<Value> local =
         reshardValue(builder, op->getLoc(), localOperands[0], reshard.getType(),
                      operandShardings[0], reshard.getSharding(),
                      describe(reshard.getInput()));
     if (failed(local))
       return failure();
+    // The collectives of a backward-pass reshard belong to the backward
+    // pass: sd-optimize-collectives then keeps FSDP's second gather of a
+    // parameter apart from the forward one.
+    if (op->hasAttr(SDDialect::kBackwardAttrName))
+      for (Operation *created =
+               previous ? previous->getNextNode() : &op->getBlock()->front();
+           created != op; created = created->getNextNode())
+        created->setAttr(SDDialect::kBackwardAttrName, builder.getUnitAttr());
     locals[reshard.getResult()] = *local;
     shardings[reshard.getResult()] = reshard.getSharding();
     return success();

@@ -12,11 +12,18 @@ using namespace mlir::sd;
 void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
                                     const PipelineOptions &options) {
   SpecializeBatchOptions batch;
+  // The training step runs the program once per microbatch.
   batch.batch = options.batch;
+  if (options.train && options.batch > 0)
+    batch.batch = options.batch / options.differentiate.gradAccum;
   pm.addPass(createSpecializeBatch(batch));
-  // Without a mesh there is nothing to shard: the pipeline only specializes.
-  if (options.mesh.empty())
+  // Without a mesh there is nothing to shard: the pipeline only specializes
+  // (and differentiates).
+  if (options.mesh.empty()) {
+    if (options.train)
+      pm.addPass(createDifferentiate(options.differentiate));
     return;
+  }
 
   MaterializeMeshOptions mesh;
   mesh.meshSpec = options.mesh;
@@ -28,6 +35,8 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   ApplyLogicalRulesOptions rules;
   rules.rules = options.rules;
   pm.addNestedPass<func::FuncOp>(createApplyLogicalRules(rules));
+  if (options.train)
+    pm.addPass(createDifferentiate(options.differentiate));
   if (!options.propagate && !options.partition)
     return;
   // Propagation works on one call-free function.

@@ -322,8 +322,11 @@ FailureOr<int64_t>
 ShardingPropagationDriver::apply(const Propagator &propagator) {
   SmallVector<ReshardOp> created;
   // Reshards of one value to one sharding are shared by later ops (all in
-  // one block, in order, so the first dominates the others).
-  DenseMap<std::pair<Value, Attribute>, Value> reshards;
+  // one block, in order, so the first dominates the others) of the same
+  // pass: the backward pass makes its own, so that under FSDP a parameter
+  // is gathered again for backward instead of being kept gathered from the
+  // forward pass (ZeRO-3, PyTorch FSDP's reshard_after_forward).
+  DenseMap<std::tuple<Value, Attribute, int>, Value> reshards;
   OpBuilder builder(func.getContext());
   auto reshardBefore = [&](Operation *user, OpOperand &operand,
                            const TensorSharding &required) -> LogicalResult {
@@ -332,11 +335,14 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
              << operand.getOperandNumber() << " resharded, but "
              << operand.get().getType() << " cannot be resharded";
     ShardingAttr sharding = toAttr(required, /*closeAll=*/true);
-    Value &reshard = reshards[{operand.get(), sharding}];
+    bool backward = user->hasAttr(SDDialect::kBackwardAttrName);
+    Value &reshard = reshards[{operand.get(), sharding, backward ? 1 : 0}];
     if (!reshard) {
       builder.setInsertionPoint(user);
       auto op =
           ReshardOp::create(builder, user->getLoc(), operand.get(), sharding);
+      if (backward)
+        op->setAttr(SDDialect::kBackwardAttrName, builder.getUnitAttr());
       op->setAttr(SDDialect::kShardingAttrName,
                   ShardingPerValueAttr::get(func.getContext(), {sharding}));
       reshard = op.getResult();
@@ -397,6 +403,9 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
       builder.setInsertionPointAfter(op);
       ShardingAttr target = toAttr(sharding, /*closeAll=*/true);
       auto reshard = ReshardOp::create(builder, op->getLoc(), result, target);
+      // It belongs to its producer's pass (a gradient's reduction).
+      if (op->hasAttr(SDDialect::kBackwardAttrName))
+        reshard->setAttr(SDDialect::kBackwardAttrName, builder.getUnitAttr());
       reshard->setAttr(SDDialect::kShardingAttrName,
                        ShardingPerValueAttr::get(func.getContext(), {target}));
       result.replaceAllUsesExcept(reshard.getResult(), reshard);

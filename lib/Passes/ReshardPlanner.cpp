@@ -2,9 +2,10 @@
 //
 // Dijkstra over layouts (see ReshardPlanner.h). Moves are restricted to
 // those that can be part of a cheapest plan: axes are only appended where
-// the target wants them next, and only axes outside the common prefix of a
-// dimension and its target are gathered, so the search stays small (a few
-// hundred layouts for four axes).
+// the target wants them next, only axes outside the common prefix of a
+// dimension and its target are gathered, and a permute gives each dimension
+// a prefix of its target followed by some of its own axes, so the search
+// stays small (a few hundred layouts for four axes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <queue>
 #include <tuple>
@@ -47,9 +50,9 @@ FailureOr<Layout> mlir::sd::reshard::applyStep(const Layout &layout,
                                                const Step &step) {
   Layout result = layout;
   int64_t rank = layout.dims.size();
-  bool perDim = step.kind == StepKind::AllGather ||
-                step.kind == StepKind::AllSlice ||
-                step.kind == StepKind::ReduceScatter;
+  bool perDim =
+      step.kind == StepKind::AllGather || step.kind == StepKind::AllSlice ||
+      step.kind == StepKind::ReduceScatter || step.kind == StepKind::Permute;
   if (perDim && static_cast<int64_t>(step.dimAxes.size()) != rank)
     return failure();
   switch (step.kind) {
@@ -90,8 +93,112 @@ FailureOr<Layout> mlir::sd::reshard::applyStep(const Layout &layout,
     result.dims[step.tgtDim].append(step.axes.begin(), step.axes.end());
     return result;
   }
+  case StepKind::Permute: {
+    // The new dimensions name every axis at most once, and no partial-sum
+    // axis: a permute moves blocks, it does not reduce them.
+    result.dims = step.dimAxes;
+    AxisList all(result.unreduced);
+    for (const AxisList &dim : result.dims)
+      all.append(dim.begin(), dim.end());
+    llvm::sort(all);
+    if ((!all.empty() && all.front() < 0) ||
+        std::adjacent_find(all.begin(), all.end()) != all.end())
+      return failure();
+    return result;
+  }
   }
   return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// Permutations
+//===----------------------------------------------------------------------===//
+
+FailureOr<Permutation>
+mlir::sd::reshard::getPermutation(ArrayRef<int64_t> axisSizes,
+                                  const Layout &from, const Layout &to) {
+  int64_t numAxes = axisSizes.size();
+  AxisList fromUnreduced(from.unreduced), toUnreduced(to.unreduced);
+  llvm::sort(fromUnreduced);
+  llvm::sort(toUnreduced);
+  if (from.dims.size() != to.dims.size() || fromUnreduced != toUnreduced)
+    return failure();
+  // Where each axis sits in a layout: its dimension (-1 for none) and its
+  // stride, the product of the sizes of the axes minor to it.
+  struct Place {
+    int64_t dim = -1;
+    int64_t stride = 0;
+  };
+  auto places =
+      [&](const Layout &layout,
+          SmallVectorImpl<int64_t> &products) -> FailureOr<SmallVector<Place>> {
+    SmallVector<Place> result(numAxes);
+    for (auto [dim, axes] : llvm::enumerate(layout.dims)) {
+      int64_t stride = 1;
+      for (AxisId axis : llvm::reverse(axes)) {
+        if (axis < 0 || axis >= numAxes || result[axis].dim >= 0)
+          return failure();
+        result[axis] = Place{static_cast<int64_t>(dim), stride};
+        stride *= axisSizes[axis];
+      }
+      products.push_back(stride);
+    }
+    return result;
+  };
+  SmallVector<int64_t> fromProducts, toProducts;
+  FailureOr<SmallVector<Place>> fromPlaces = places(from, fromProducts);
+  FailureOr<SmallVector<Place>> toPlaces = places(to, toProducts);
+  if (failed(fromPlaces) || failed(toPlaces) || fromProducts != toProducts)
+    return failure();
+
+  // An axis in the same place in both layouts adds the same offset to both
+  // blocks, so holders and needers of a block agree on it: it stays out.
+  Permutation perm;
+  for (AxisId axis = 0; axis < numAxes; ++axis) {
+    const Place &a = (*fromPlaces)[axis], &b = (*toPlaces)[axis];
+    bool used = a.dim >= 0 || b.dim >= 0;
+    bool aligned = a.dim == b.dim && a.stride == b.stride;
+    if (used && !aligned)
+      perm.axes.push_back(axis);
+  }
+  int64_t groupSize = 1;
+  for (AxisId axis : perm.axes)
+    groupSize *= axisSizes[axis];
+  // The block (per-dimension offsets from the group's axes) that member `g`
+  // holds in a layout.
+  int64_t rank = from.dims.size();
+  auto block = [&](ArrayRef<Place> where, int64_t g) {
+    std::vector<int64_t> offsets(rank, 0);
+    for (AxisId axis : llvm::reverse(perm.axes)) {
+      int64_t coord = g % axisSizes[axis];
+      g /= axisSizes[axis];
+      if (where[axis].dim >= 0)
+        offsets[where[axis].dim] += coord * where[axis].stride;
+    }
+    return offsets;
+  };
+  // Per block, its holders and its needers in ascending order.
+  std::map<std::vector<int64_t>,
+           std::pair<std::vector<int64_t>, std::vector<int64_t>>>
+      blocks;
+  for (int64_t g = 0; g < groupSize; ++g) {
+    blocks[block(*fromPlaces, g)].first.push_back(g);
+    blocks[block(*toPlaces, g)].second.push_back(g);
+  }
+  for (auto &[offsets, members] : blocks) {
+    auto &[holders, needers] = members;
+    std::vector<int64_t> senders, receivers;
+    std::set_difference(holders.begin(), holders.end(), needers.begin(),
+                        needers.end(), std::back_inserter(senders));
+    std::set_difference(needers.begin(), needers.end(), holders.begin(),
+                        holders.end(), std::back_inserter(receivers));
+    if (senders.size() != receivers.size())
+      return failure();
+    for (auto [sender, receiver] : llvm::zip_equal(senders, receivers))
+      perm.pairs.push_back({sender, receiver});
+  }
+  llvm::sort(perm.pairs);
+  return perm;
 }
 
 //===----------------------------------------------------------------------===//
@@ -158,6 +265,8 @@ private:
     return true;
   }
   void expand(int node, SmallVectorImpl<std::pair<Step, Cost>> &moves) const;
+  void addPermutes(const Layout &cur,
+                   SmallVectorImpl<std::pair<Step, Cost>> &moves) const;
   static std::vector<int> key(const Layout &layout, int lastKind);
 
   const ReshardProblem &p;
@@ -296,12 +405,80 @@ void Planner::expand(int node,
                        Cost{ringCost(bytes * n, n), 1}});
     }
   }
+  if (p.allowPermute)
+    addPermutes(cur, moves);
+}
+
+void Planner::addPermutes(const Layout &cur,
+                          SmallVectorImpl<std::pair<Step, Cost>> &moves) const {
+  // Per dimension, the axes a permute may give it, each of the product of
+  // its current axes: its own, or a prefix of its target followed by some of
+  // its own axes in their order (those a later gather removes).
+  int64_t rank = cur.dims.size();
+  SmallVector<SmallVector<AxisList>> options(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    ArrayRef<AxisId> have = cur.dims[d], want = p.target.dims[d];
+    int64_t n = product(have);
+    options[d].push_back(AxisList(have));
+    for (size_t k = 1; k <= want.size(); ++k) {
+      ArrayRef<AxisId> prefix = want.take_front(k);
+      // Longer prefixes have larger products that do not divide either.
+      if (n % product(prefix) != 0)
+        break;
+      AxisList rest;
+      for (AxisId axis : have)
+        if (!llvm::is_contained(prefix, axis))
+          rest.push_back(axis);
+      if (rest.size() > 8)
+        continue;
+      for (unsigned mask = 0; mask < (1u << rest.size()); ++mask) {
+        AxisList option(prefix);
+        for (auto [i, axis] : llvm::enumerate(rest))
+          if (mask & (1u << i))
+            option.push_back(axis);
+        if (product(option) == n && !llvm::is_contained(options[d], option))
+          options[d].push_back(std::move(option));
+      }
+    }
+  }
+  // Every combination but the first (the current layout) whose dimensions
+  // do not share axes.
+  constexpr int64_t kMaxCombinations = 4096;
+  int64_t combinations = 1;
+  for (const SmallVector<AxisList> &dimOptions : options)
+    combinations =
+        std::min(combinations * static_cast<int64_t>(dimOptions.size()),
+                 kMaxCombinations);
+  int64_t bytes = localBytes(cur);
+  for (int64_t c = 1; c < combinations; ++c) {
+    Step step{StepKind::Permute, SmallVector<AxisList>(rank), {}, -1, -1};
+    for (int64_t d = rank - 1, rem = c; d >= 0; --d) {
+      int64_t size = options[d].size();
+      step.dimAxes[d] = options[d][rem % size];
+      rem /= size;
+    }
+    FailureOr<Layout> next = applyStep(cur, step);
+    if (failed(next))
+      continue;
+    FailureOr<Permutation> perm = getPermutation(p.axisSizes, cur, *next);
+    if (failed(perm))
+      continue;
+    // Devices that keep their block send nothing; a layout that moves no
+    // block at all (size-1 axes) costs nothing.
+    moves.push_back(
+        {step, Cost{perm->pairs.empty() ? 0 : bytes * meshProduct, 1}});
+  }
+}
+
+/// Whether consecutive steps of `kind` merge into one collective.
+static bool merges(StepKind kind) {
+  return kind != StepKind::AllToAll && kind != StepKind::Permute;
 }
 
 /// Folds `step` into `last` when both are of a kind that merges; false
 /// otherwise.
 static bool mergeInto(Step &last, const Step &step) {
-  if (last.kind != step.kind || step.kind == StepKind::AllToAll)
+  if (last.kind != step.kind || !merges(step.kind))
     return false;
   if (step.kind == StepKind::AllReduce) {
     last.axes.append(step.axes.begin(), step.axes.end());
@@ -353,9 +530,8 @@ FailureOr<ReshardPlan> Planner::run(std::string *error) {
       if (failed(layout) || !fits(*layout))
         continue;
       int kind = static_cast<int>(step.kind);
-      bool merges =
-          kind == nodes[node].lastKind && step.kind != StepKind::AllToAll;
-      Cost total{cost.bytes + stepCost.bytes, cost.ops + (merges ? 0 : 1)};
+      bool merged = kind == nodes[node].lastKind && merges(step.kind);
+      Cost total{cost.bytes + stepCost.bytes, cost.ops + (merged ? 0 : 1)};
       std::vector<int> k = key(*layout, kind);
       auto it = best.find(k);
       if (it != best.end() && !(total < it->second))
@@ -449,6 +625,8 @@ std::string mlir::sd::reshard::toString(const Step &step,
     return perDim("all_slice");
   case StepKind::ReduceScatter:
     return perDim("reduce_scatter");
+  case StepKind::Permute:
+    return perDim("collective_permute");
   case StepKind::AllReduce:
     return "all_reduce [" + axesToString(step.axes, names) + "]";
   case StepKind::AllToAll:

@@ -603,11 +603,51 @@ NodeLayout Propagator::getConsistentLayout(int n) const {
       weights[f] = values[view.valueOf(winner)].bytes;
     (inResult ? resultFactors : operandFactors).push_back(f);
   }
-  SmallVector<int64_t> order = resultFactors;
   llvm::stable_sort(operandFactors, [&](int64_t a, int64_t b) {
     return weights[a] > weights[b];
   });
-  order.append(operandFactors.begin(), operandFactors.end());
+  // Results keep their axes first, except where a result factor's axes are
+  // held by the results alone (they came from the results' users, no
+  // operand has them) and the operands holding the same axes on a reduction
+  // factor are larger: then the reduction factor keeps the axes and the
+  // results become partial sums, reduced after the op, so that the smaller
+  // side moves. In FSDP training this is the weight gradient dW = x^T dy,
+  // which contracts the batch that x and dy hold and whose result got the
+  // parameter's sharding from the optimizer update: the small dW is
+  // reduce-scattered instead of x and dy being gathered. Where an operand
+  // shares the results' axes (x in y = x W), the operands holding the
+  // reduction factor (W) move, as before.
+  auto overlaps = [](ArrayRef<AxisId> a, ArrayRef<AxisId> b) {
+    return llvm::any_of(
+        a, [&](AxisId axis) { return llvm::is_contained(b, axis); });
+  };
+  SmallVector<int64_t> order;
+  for (int64_t f : operandFactors) {
+    if (rule.factorKinds[f] != FactorKind::Reduction || axes[f].empty())
+      continue;
+    bool contested = false, resultOnly = true;
+    int64_t operandBytes = 0, resultBytes = 0;
+    for (int64_t t = 0; t < numTensors; ++t) {
+      const SmallVector<FactorSharding> &held = view.projections[t].factors;
+      bool holdsResultFactor = llvm::any_of(resultFactors, [&](int64_t g) {
+        return overlaps(axes[g], axes[f]) && overlaps(held[g].axes, axes[f]);
+      });
+      int64_t bytes = values[view.valueOf(t)].bytes;
+      if (rule.isResult(t)) {
+        contested |= holdsResultFactor;
+        resultBytes += holdsResultFactor ? bytes : 0;
+        continue;
+      }
+      resultOnly &= !holdsResultFactor;
+      operandBytes += overlaps(held[f].axes, axes[f]) ? bytes : 0;
+    }
+    if (contested && resultOnly && operandBytes > resultBytes)
+      order.push_back(f);
+  }
+  order.append(resultFactors.begin(), resultFactors.end());
+  for (int64_t f : operandFactors)
+    if (!llvm::is_contained(order, f))
+      order.push_back(f);
   SmallVector<SmallVector<int, 4>> owners(
       numTensors, SmallVector<int, 4>(mesh.numAxes(), kFree));
   resolveClaims(rule, view.projections, owners, axes, order);

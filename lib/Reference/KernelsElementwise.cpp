@@ -55,6 +55,8 @@ double applyUnary(UnaryKind kind, double x) {
   }
   case UnaryKind::GeluErf:
     return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  case UnaryKind::Erf:
+    return std::erf(x);
   }
   return std::numeric_limits<double>::quiet_NaN();
 }

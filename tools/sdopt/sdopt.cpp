@@ -71,6 +71,43 @@ static cl::opt<Stage> stageFlag(
                           "the per-device program with collectives "
                           "(sd-partition, sd-optimize-collectives)")),
     cl::init(Stage::Partitioned), cl::cat(sdCategory));
+static cl::OptionCategory trainCategory("sd training-step options");
+static cl::opt<bool> trainFlag(
+    "train",
+    cl::desc("Build the training step (forward, backward, AdamW) from @loss "
+             "before sharding it"),
+    cl::init(false), cl::cat(trainCategory));
+static cl::opt<std::string>
+    rematFlag("remat",
+              cl::desc("Remat policy: NONE (default), FULL, "
+                       "MATMUL_WITHOUT_BATCH, OFFLOAD_MATMUL_WITHOUT_BATCH, "
+                       "HIDDEN_STATE_WITH_OFFLOAD, FLUX_OPTIMIZED, CUSTOM"),
+              cl::init("NONE"), cl::cat(trainCategory));
+static cl::list<std::string> namesSavedFlag(
+    "names-saved", cl::CommaSeparated,
+    cl::desc("CUSTOM: names_which_can_be_saved (comma-separated sd.names)"),
+    cl::cat(trainCategory));
+static cl::list<std::string> namesOffloadedFlag(
+    "names-offloaded", cl::CommaSeparated,
+    cl::desc("CUSTOM: names_which_can_be_offloaded (comma-separated)"),
+    cl::cat(trainCategory));
+static cl::opt<double> lrFlag("lr", cl::desc("Peak learning rate"),
+                              cl::init(1e-4), cl::cat(trainCategory));
+static cl::opt<int64_t> warmupFlag("warmup-steps",
+                                   cl::desc("Linear warm-up steps"),
+                                   cl::init(0), cl::cat(trainCategory));
+static cl::opt<double> weightDecayFlag("weight-decay",
+                                       cl::desc("AdamW weight decay"),
+                                       cl::init(1e-2), cl::cat(trainCategory));
+static cl::opt<double>
+    maxGradNormFlag("max-grad-norm",
+                    cl::desc("Clip gradients to this global norm (0: off)"),
+                    cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<int64_t>
+    gradAccumFlag("grad-accum",
+                  cl::desc("Microbatches accumulated per training step"),
+                  cl::init(1), cl::cat(trainCategory));
+
 static cl::opt<std::string> explainFlag(
     "explain",
     cl::desc("Explain, as remarks, where the sharding of the named value "
@@ -110,7 +147,7 @@ int main(int argc, char **argv) {
 
   bool usePipeline = !meshFlag.empty() || batchFlag != 0 ||
                      perDeviceBatchFlag != 0.0 || !explainFlag.empty() ||
-                     stageFlag.getNumOccurrences() > 0;
+                     stageFlag.getNumOccurrences() > 0 || trainFlag;
   if (usePipeline) {
     mlir::sd::PipelineOptions options;
     options.mesh = meshFlag;
@@ -161,6 +198,33 @@ int main(int argc, char **argv) {
         return 1;
       }
       options.batch = static_cast<int64_t>(std::llround(global));
+    }
+    options.train = trainFlag;
+    mlir::sd::DifferentiateOptions &train = options.differentiate;
+    train.remat = rematFlag;
+    train.namesSaved.assign(namesSavedFlag.begin(), namesSavedFlag.end());
+    train.namesOffloaded.assign(namesOffloadedFlag.begin(),
+                                namesOffloadedFlag.end());
+    train.learningRate = lrFlag;
+    train.warmupSteps = warmupFlag;
+    train.weightDecay = weightDecayFlag;
+    train.maxGradNorm = maxGradNormFlag;
+    train.gradAccum = gradAccumFlag;
+    if (gradAccumFlag < 1) {
+      llvm::errs() << "error: --grad-accum must be at least 1, not "
+                   << gradAccumFlag << "\n";
+      return 1;
+    }
+    if (gradAccumFlag > 1 && options.batch == 0) {
+      llvm::errs() << "error: --grad-accum needs the global batch "
+                      "(--batch or --per-device-batch)\n";
+      return 1;
+    }
+    if (options.batch % gradAccumFlag != 0) {
+      llvm::errs() << "error: global batch " << options.batch
+                   << " does not split into --grad-accum=" << gradAccumFlag
+                   << " microbatches\n";
+      return 1;
     }
     // The default pipeline runs first, then any passes named on the command
     // line (e.g. `--mesh=... --inline`).

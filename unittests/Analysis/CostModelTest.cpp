@@ -210,4 +210,46 @@ TEST_F(CostReportTest, CallsCountTheirCallee) {
   EXPECT_EQ(result->calls[0], (std::pair<std::string, int64_t>{"block", 2}));
 }
 
+// All_gathers are attributed to the parameter they gather, through views
+// and calls; replicated parameters are not counted.
+TEST_F(CostReportTest, CountsAllGathersPerParameter) {
+  FailureOr<CostReport> result = report(R"mlir(
+    sd.mesh @mesh = <["fsdp"=4]>
+    func.func private @block(%w: tensor<2x8xf32>) -> tensor<8x8xf32> {
+      %g = sd.all_gather %w @mesh [{"fsdp"}, {}] : (tensor<2x8xf32>) -> tensor<8x8xf32>
+      return %g : tensor<8x8xf32>
+    }
+    func.func @loss(%a: tensor<2x8xf32> {sd.role = #sd.param<"a", zeros>, sd.local_sharding = #sd.sharding<@mesh, [{"fsdp"}, {}]>},
+                    %b: tensor<2x8xf32> {sd.role = #sd.param<"b", zeros>, sd.local_sharding = #sd.sharding<@mesh, [{"fsdp"}, {}]>},
+                    %c: tensor<8x2xf32> {sd.role = #sd.param<"c", zeros>, sd.local_sharding = #sd.sharding<@mesh, [{}, {"fsdp"}]>},
+                    %d: tensor<8xf32> {sd.role = #sd.param<"d", zeros>, sd.local_sharding = #sd.sharding<@mesh, [{}]>}) -> tensor<f32> {
+      %r = sd.reshape %a : (tensor<2x8xf32>) -> tensor<16xf32>
+      %ga = sd.all_gather %r @mesh [{"fsdp"}] : (tensor<16xf32>) -> tensor<64xf32>
+      %b1 = call @block(%b) : (tensor<2x8xf32>) -> tensor<8x8xf32>
+      %b2 = call @block(%b) : (tensor<2x8xf32>) -> tensor<8x8xf32>
+      %l = sd.reduce_sum %ga dims = [0] : (tensor<64xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  const ParameterGathers &g = result->parameterGathers;
+  EXPECT_EQ(g.numParameters, 4);
+  EXPECT_EQ(g.numSharded, 3);
+  EXPECT_EQ(g.numGatheredOnce, 1);
+  EXPECT_EQ(g.numGatheredMoreThanOnce, 1);
+  EXPECT_EQ(g.numNeverGathered, 1);
+  ASSERT_EQ(g.exceptions.size(), 2u);
+  EXPECT_EQ(g.exceptions[0].name, "b");
+  EXPECT_EQ(g.exceptions[0].gathers, 2);
+  EXPECT_EQ(g.exceptions[0].bytes, 256);
+  EXPECT_EQ(g.exceptions[1].name, "c");
+  EXPECT_EQ(g.exceptions[1].gathers, 0);
+  // Three gathers of 256-byte tensors over 4 devices: 3 × 192 bytes.
+  EXPECT_EQ(g.numGathers, 3);
+  EXPECT_EQ(g.gatherBytes, 576);
+  // Ψ: a, b and c are 256 bytes whole; each gathered once would send 192.
+  EXPECT_EQ(g.shardedBytes, 768);
+  EXPECT_EQ(g.groupSize, 4);
+  EXPECT_EQ(g.zeroBoundBytes, 576);
+}
+
 } // namespace

@@ -60,6 +60,53 @@ TEST(ReportTest, JsonHasExactNumbers) {
   EXPECT_EQ(first->getString("kind"), "all_gather");
   EXPECT_EQ(first->getInteger("bytes_per_device"), 192);
   EXPECT_EQ(first->getInteger("count"), 3);
+  const llvm::json::Object *gathers = root->getObject("parameter_gathers");
+  ASSERT_NE(gathers, nullptr);
+  EXPECT_EQ(gathers->getInteger("zero_bound_bytes"), 0);
+}
+
+TEST(ReportTest, ParameterGathersListTheExceptions) {
+  CostReport report;
+  report.function = "loss";
+  report.layout = ProgramLayout::Partitioned;
+  ParameterGathers &g = report.parameterGathers;
+  g.numParameters = 3;
+  g.numSharded = 2;
+  g.numGatheredMoreThanOnce = 1;
+  g.numNeverGathered = 1;
+  g.exceptions = {{"qkv", 3, 600'000}, {"table", 0, 400'000}};
+  g.numGathers = 3;
+  g.gatherBytes = 2'100'000;
+  g.shardedBytes = 1'600'000;
+  g.groupSize = 8;
+  g.zeroBoundBytes = 1'400'000;
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printReport(report, ReportFormat::Text, os);
+  EXPECT_NE(text.find("more than once" + std::string(17, ' ') + "1   qkv x3"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("never" + std::string(26, ' ') + "1   table"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("all_gather bytes" + std::string(10, ' ') +
+                      "2.1 MB   3 all_gathers"),
+            std::string::npos)
+      << text;
+
+  llvm::json::Value json = reportToJson(report);
+  const llvm::json::Object *gathers =
+      json.getAsObject()->getObject("parameter_gathers");
+  ASSERT_NE(gathers, nullptr);
+  EXPECT_EQ(gathers->getInteger("group_size"), 8);
+  EXPECT_EQ(gathers->getInteger("all_gather_bytes"), 2'100'000);
+  const llvm::json::Array *exceptions = gathers->getArray("exceptions");
+  ASSERT_NE(exceptions, nullptr);
+  ASSERT_EQ(exceptions->size(), 2u);
+  EXPECT_EQ((*exceptions)[0].getAsObject()->getString("name"), "qkv");
+  EXPECT_EQ((*exceptions)[0].getAsObject()->getInteger("gathers"), 3);
+  EXPECT_EQ((*exceptions)[0].getAsObject()->getInteger("bytes"), 600'000);
 }
 
 } // namespace

@@ -10,6 +10,8 @@
 
 #include "TestUtils.h"
 
+#include "sd/IR/SDOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <cmath>
@@ -325,30 +327,52 @@ TEST_F(CollectivesTest, AllToAll) {
 
 TEST_F(CollectivesTest, CollectivePermuteOnTwoByTwo) {
   std::string source = std::string(kMesh2x2) + R"mlir(
-    func.func @main(%x: tensor<1xf32>) -> (tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) {
-      %a = sd.collective_permute %x @mesh axis = "fsdp" shift = 1 : tensor<1xf32>
-      %b = sd.collective_permute %x @mesh axis = "fsdp" shift = -1 : tensor<1xf32>
-      %c = sd.collective_permute %x @mesh axis = "data" shift = 1 : tensor<1xf32>
-      return %a, %b, %c : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>
+    func.func @main(%x: tensor<1xf32>) -> (tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) {
+      %a = sd.collective_permute %x @mesh axes = ["fsdp"] pairs = [[0, 1], [1, 0]] : tensor<1xf32>
+      %b = sd.collective_permute %x @mesh axes = ["data"] pairs = [[0, 1], [1, 0]] : tensor<1xf32>
+      %c = sd.collective_permute %x @mesh axes = ["data", "fsdp"] pairs = [[0, 3], [3, 0]] : tensor<1xf32>
+      %d = sd.collective_permute %x @mesh axes = ["fsdp", "data"] pairs = [[1, 2]] : tensor<1xf32>
+      return %a, %b, %c, %d : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>
     }
   )mlir";
   PerDeviceTensors results = runOk(source, deviceIds(4));
-  // On an axis of size 2, shifts 1 and -1 both swap the pair.
+  // Over both axes, devices 0 and 3 swap and 1 and 2, which no pair
+  // targets, keep their values. Listed fsdp first, member 1 is device 2
+  // (data 1, fsdp 0) and member 2 device 1: device 1 receives device 2's
+  // value, device 2 (sending only) keeps its own.
   std::vector<double> overFsdp = {1, 0, 3, 2}, overData = {2, 3, 0, 1};
+  std::vector<double> corners = {3, 1, 2, 0}, oneWay = {0, 2, 2, 3};
   for (int64_t device = 0; device < 4; ++device) {
     expectTensor(results[device][0], {1}, DType::F32, {overFsdp[device]});
-    expectTensor(results[device][1], {1}, DType::F32, {overFsdp[device]});
-    expectTensor(results[device][2], {1}, DType::F32, {overData[device]});
+    expectTensor(results[device][1], {1}, DType::F32, {overData[device]});
+    expectTensor(results[device][2], {1}, DType::F32, {corners[device]});
+    expectTensor(results[device][3], {1}, DType::F32, {oneWay[device]});
   }
 }
 
+/// `[[0, 1], [1, 2], ...]`: the pairs of a ring shift, as the op prints them.
+std::string ringShift(int64_t size, int64_t shift) {
+  std::string text = "[";
+  for (auto [i, pair] : llvm::enumerate(
+           mlir::sd::CollectivePermuteOp::getRingShiftPairs(size, shift)))
+    text += (i ? ", [" : "[") + std::to_string(pair.first) + ", " +
+            std::to_string(pair.second) + "]";
+  return text + "]";
+}
+
 TEST_F(CollectivesTest, CollectivePermuteRing) {
+  EXPECT_EQ(ringShift(4, 1), "[[0, 1], [1, 2], [2, 3], [3, 0]]");
+  EXPECT_EQ(ringShift(4, -1), "[[0, 3], [1, 0], [2, 1], [3, 2]]");
+  EXPECT_EQ(ringShift(4, 8), "[]");
   std::string source = R"mlir(
     sd.mesh @mesh = <["data"=2, "context"=4]>
     func.func @main(%x: tensor<1xf32>) -> (tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) {
-      %a = sd.collective_permute %x @mesh axis = "context" shift = 1 : tensor<1xf32>
-      %b = sd.collective_permute %x @mesh axis = "context" shift = -1 : tensor<1xf32>
-      %c = sd.collective_permute %x @mesh axis = "context" shift = 6 : tensor<1xf32>
+      %a = sd.collective_permute %x @mesh axes = ["context"] pairs = )mlir" +
+                       ringShift(4, 1) + R"mlir( : tensor<1xf32>
+      %b = sd.collective_permute %x @mesh axes = ["context"] pairs = )mlir" +
+                       ringShift(4, -1) + R"mlir( : tensor<1xf32>
+      %c = sd.collective_permute %x @mesh axes = ["context"] pairs = )mlir" +
+                       ringShift(4, 6) + R"mlir( : tensor<1xf32>
       return %a, %b, %c : tensor<1xf32>, tensor<1xf32>, tensor<1xf32>
     }
   )mlir";
@@ -487,7 +511,7 @@ TEST_F(CollectivesTest, DeviceCountMustMatchTheMesh) {
 TEST_F(CollectivesTest, SingleDeviceEntryRejectsAFourDeviceMesh) {
   auto results = run(std::string(kMesh2x2) + R"mlir(
     func.func @main(%x: tensor<1xf32>) -> tensor<1xf32> {
-      %y = sd.collective_permute %x @mesh axis = "fsdp" shift = 1 : tensor<1xf32>
+      %y = sd.collective_permute %x @mesh axes = ["fsdp"] pairs = [[0, 1], [1, 0]] : tensor<1xf32>
       return %y : tensor<1xf32>
     }
   )mlir",

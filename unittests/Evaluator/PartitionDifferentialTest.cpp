@@ -10,10 +10,11 @@
 //
 // Programs: small ones written with logical axes, so that the dit rules
 // shard them on every mesh (an MLP with a loss and a mean, attention over
-// heads, iota / rng / constants, reshards of every kind), and
-// models/dit_tiny.mlir's forward loss. Each runs on the meshes data:2,
-// fsdp:2, tensor:2, context:2, data:2,fsdp:2, data:2,tensor:2,
-// fsdp:2,tensor:2 and data:2,fsdp:2,context:2,tensor:2.
+// heads, iota / rng / constants, reshards of every kind, layout changes
+// that permute blocks among devices), and models/dit_tiny.mlir's forward
+// loss. Each runs on the meshes data:2, fsdp:2, tensor:2, context:2,
+// data:2,fsdp:2, data:2,tensor:2, fsdp:2,tensor:2 and
+// data:2,fsdp:2,context:2,tensor:2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +28,14 @@ using namespace sd::testing::partition;
 namespace {
 
 /// The fixture of the programs below, on the meshes instantiated at the end.
-class PartitionDifferentialTest : public PartitionTestBase {};
+class PartitionDifferentialTest : public PartitionTestBase {
+protected:
+  /// Whether the mesh has axes data and fsdp, which some programs name.
+  static bool hasDataAndFsdp() {
+    llvm::StringRef mesh = GetParam();
+    return mesh.contains("data") && mesh.contains("fsdp");
+  }
+};
 
 //===----------------------------------------------------------------------===//
 // Programs
@@ -138,6 +146,23 @@ func.func @main(%g: tensor<16x32xf32> {sd.sharding = #sd.sharding<@mesh, [{}, {}
 }
 )mlir";
 
+// Layout changes that permute whole blocks among devices: a dimension moves
+// from data to fsdp, a dimension's axes change order, and two dimensions
+// trade axes, each with a consumer on the new layout.
+constexpr llvm::StringLiteral kBlockPermutations = R"mlir(
+func.func @main(%x: tensor<16x32xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}]>, sd.role = #sd.input<latents>},
+                %y: tensor<16x32xf32> {sd.sharding = #sd.sharding<@mesh, [{"data", "fsdp"}, {}]>, sd.role = #sd.input<noise>},
+                %z: tensor<16x32xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {"fsdp"}]>, sd.role = #sd.input<context>})
+    -> (tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32> {sd.sharding = #sd.sharding<@mesh, [{"fsdp"}, {"data"}]>}) {
+  %ex = sd.exp %x : tensor<16x32xf32>
+  %a = sd.sharding_constraint %ex sharding = <@mesh, [{"fsdp"}, {}]> : tensor<16x32xf32>
+  %sa = sd.sin %a : tensor<16x32xf32>
+  %b = sd.sharding_constraint %y sharding = <@mesh, [{"fsdp", "data"}, {}]> : tensor<16x32xf32>
+  %cb = sd.cos %b : tensor<16x32xf32>
+  return %sa, %cb, %z : tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>
+}
+)mlir";
+
 TEST_P(PartitionDifferentialTest, Mlp) { check(kMlp, "main", 8); }
 
 TEST_P(PartitionDifferentialTest, Attention) { check(kAttention, "main", 8); }
@@ -159,25 +184,29 @@ TEST_P(PartitionDifferentialTest, Reshards) {
 }
 
 TEST_P(PartitionDifferentialTest, PartialSums) {
-  llvm::StringRef mesh = GetParam();
-  if (!mesh.contains("data") || !mesh.contains("fsdp"))
+  if (!hasDataAndFsdp())
     GTEST_SKIP() << "the program names mesh axes data and fsdp";
   std::map<std::string, int> ops = check(kPartialSums, "main", 8);
   EXPECT_EQ(ops["sd.reduce_scatter"], 1);
   EXPECT_EQ(ops["sd.all_reduce"], 2);
 }
 
+TEST_P(PartitionDifferentialTest, BlockPermutations) {
+  if (!hasDataAndFsdp())
+    GTEST_SKIP() << "the program names mesh axes data and fsdp";
+  std::map<std::string, int> ops = check(kBlockPermutations, "main", 8);
+  // Each of the three sends every block once, with one permute (swapping
+  // the devices at data 0, fsdp 1 and data 1, fsdp 0) instead of a gather
+  // and a slice.
+  EXPECT_EQ(ops["sd.collective_permute"], 3);
+  EXPECT_EQ(ops["sd.all_gather"], 0);
+  EXPECT_EQ(ops["sd.all_slice"], 0);
+}
+
 TEST_P(PartitionDifferentialTest, DitTinyForward) {
-  std::string path = std::string(SD_MODELS_DIR) + "/dit_tiny.mlir";
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  ASSERT_TRUE(bool(buffer)) << path;
-  // Parsed here so that zero-initialized parameters can be randomized.
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse((*buffer)->getBuffer());
-  ASSERT_TRUE(module) << diagnostics;
-  randomizeZeroInits(lookup(*module, "loss"));
-  std::string source;
-  llvm::raw_string_ostream os(source);
-  module->print(os);
+  std::string source =
+      ditTinySource([&](llvm::StringRef text) { return parse(text); });
+  ASSERT_FALSE(source.empty()) << diagnostics;
   check(source, "loss", 8);
 }
 
@@ -188,7 +217,7 @@ constexpr llvm::StringLiteral kCollectives = R"mlir(
 sd.mesh @mesh = <["data"=2, "fsdp"=2, "tensor"=2, "unit"=1]>
 func.func @main(%x: tensor<4x8xf32>, %y: tensor<16x8xf32>)
     -> (tensor<16x16xf32>, tensor<8x8xf32>, tensor<4x8xf32>, tensor<16x4xf32>,
-        tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x8xf32>) {
+        tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %g1 = sd.all_gather %x @mesh [{"fsdp"}, {"tensor"}] : (tensor<4x8xf32>) -> tensor<8x16xf32>
   %g2 = sd.all_gather %g1 @mesh [{"data"}, {}] : (tensor<8x16xf32>) -> tensor<16x16xf32>
   %g3 = sd.all_gather %x @mesh [{"data", "fsdp"}, {}] : (tensor<4x8xf32>) -> tensor<16x8xf32>
@@ -202,7 +231,8 @@ func.func @main(%x: tensor<4x8xf32>, %y: tensor<16x8xf32>)
   %r4 = sd.all_reduce %y @mesh axes = ["fsdp"] : tensor<16x8xf32>
   %s4 = sd.all_slice %r4 @mesh [{"data", "tensor"}, {}] : (tensor<16x8xf32>) -> tensor<4x8xf32>
   %r5 = sd.all_reduce %s4 @mesh axes = ["unit"] : tensor<4x8xf32>
-  return %g2, %s1, %s2, %s3, %r3, %r4, %r5 : tensor<16x16xf32>, tensor<8x8xf32>, tensor<4x8xf32>, tensor<16x4xf32>, tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x8xf32>
+  %p = sd.collective_permute %x @mesh axes = ["fsdp", "unit", "data"] pairs = [[0, 0], [1, 3], [3, 2], [2, 1]] : tensor<4x8xf32>
+  return %g2, %s1, %s2, %s3, %r3, %r4, %r5, %p : tensor<16x16xf32>, tensor<8x8xf32>, tensor<4x8xf32>, tensor<16x4xf32>, tensor<4x8xf32>, tensor<16x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
 )mlir";
 
@@ -215,7 +245,7 @@ TEST_F(EvaluatorTest, OptimizeCollectivesKeepsValues) {
   ASSERT_TRUE(mlir::succeeded(pm.run(*after))) << diagnostics;
   int64_t collectives = 0;
   after->walk([&](mlir::sd::CollectiveEvaluableOpInterface) { ++collectives; });
-  EXPECT_LT(collectives, 13);
+  EXPECT_LT(collectives, 14);
 
   // Distinct values per device, so that a wrong block or sum shows.
   std::vector<std::vector<Tensor>> args;
@@ -242,14 +272,7 @@ TEST_F(EvaluatorTest, OptimizeCollectivesKeepsValues) {
 
 INSTANTIATE_TEST_SUITE_P(
     Meshes, PartitionDifferentialTest,
-    ::testing::Values("data:2", "fsdp:2", "tensor:2", "context:2",
-                      "data:2,fsdp:2", "data:2,tensor:2", "fsdp:2,tensor:2",
-                      "data:2,fsdp:2,context:2,tensor:2"),
-    [](const ::testing::TestParamInfo<const char *> &info) {
-      std::string name = info.param;
-      std::replace(name.begin(), name.end(), ':', '_');
-      std::replace(name.begin(), name.end(), ',', '_');
-      return name;
-    });
+    ::testing::Values(SD_PARTITION_TEST_MESHES),
+    meshTestName);
 
 } // namespace

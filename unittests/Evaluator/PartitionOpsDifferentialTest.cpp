@@ -389,11 +389,6 @@ INSTANTIATE_TEST_SUITE_P(
     Meshes, PartitionOpsDifferentialTest,
     ::testing::Values("data:2", "fsdp:2", "tensor:2", "context:2",
                       "data:2,fsdp:2,context:2,tensor:2"),
-    [](const ::testing::TestParamInfo<const char *> &info) {
-      std::string name = info.param;
-      std::replace(name.begin(), name.end(), ':', '_');
-      std::replace(name.begin(), name.end(), ',', '_');
-      return name;
-    });
+    meshTestName);
 
 } // namespace

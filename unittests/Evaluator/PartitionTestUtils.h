@@ -21,11 +21,13 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -109,6 +111,20 @@ inline double relativeError(const Tensor &actual, const Tensor &expected) {
          std::max(scale, 1e-30);
 }
 
+/// The meshes of the partitioning issue's differential tests.
+#define SD_PARTITION_TEST_MESHES                                              \
+  "data:2", "fsdp:2", "tensor:2", "context:2", "data:2,fsdp:2",              \
+      "data:2,tensor:2", "fsdp:2,tensor:2", "data:2,fsdp:2,context:2,tensor:2"
+
+/// A test name from a mesh parameter: `data:2,fsdp:2` → `data_2_fsdp_2`.
+inline std::string
+meshTestName(const ::testing::TestParamInfo<const char *> &info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), ':', '_');
+  std::replace(name.begin(), name.end(), ',', '_');
+  return name;
+}
+
 class PartitionTestBase
     : public EvaluatorTest,
       public ::testing::WithParamInterface<const char *> {
@@ -125,6 +141,13 @@ protected:
   /// collectives by op name.
   std::map<std::string, int> check(llvm::StringRef source,
                                    llvm::StringRef entry, int64_t batch);
+
+  /// With options, both programs are first turned into a training step by
+  /// sd-differentiate (the partitioned one through the default pipeline's
+  /// `train`).
+  std::optional<mlir::sd::DifferentiateOptions> train;
+  /// How both programs are evaluated.
+  mlir::sd::Precision precision = mlir::sd::Precision::Native;
 
   /// After `check`: the names of the ops of which some instance has an
   /// operand whose per-device type is smaller than its global type (the
@@ -150,6 +173,26 @@ inline void randomizeZeroInits(mlir::func::FuncOp func) {
     func.setArgAttr(i, mlir::sd::SDDialect::kRoleAttrName,
                     mlir::sd::ParamAttr::get(ctx, param.getName(), init));
   }
+}
+
+/// A checked-in program of models/, as text (empty if unreadable).
+inline std::string readModel(llvm::StringRef name) {
+  std::string path = std::string(SD_MODELS_DIR) + "/" + name.str();
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+
+/// models/dit_tiny.mlir with its zero-initialized parameters randomized (so
+/// that every layer matters), as text; `parse` is the fixture's parser.
+template <typename ParseFn> std::string ditTinySource(ParseFn parse) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(readModel("dit_tiny.mlir"));
+  if (!module)
+    return {};
+  randomizeZeroInits(module->lookupSymbol<mlir::func::FuncOp>("loss"));
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  module->print(os);
+  return source;
 }
 
 inline std::map<std::string, int>
@@ -179,13 +222,23 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
   specialize.batch = batch;
   mlir::PassManager globalPm(&context);
   globalPm.addPass(mlir::createInlinerPass());
-  globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
+  if (train) {
+    specialize.batch = batch / train->gradAccum;
+    globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
+    globalPm.addPass(mlir::sd::createDifferentiate(*train));
+  } else {
+    globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
+  }
   EXPECT_TRUE(mlir::succeeded(globalPm.run(*global))) << diagnostics;
   mlir::PassManager pm(&context);
   mlir::sd::PipelineOptions options;
   options.mesh = GetParam();
   options.batch = batch;
   options.partition = true;
+  if (train) {
+    options.train = true;
+    options.differentiate = *train;
+  }
   mlir::sd::buildDefaultPipeline(pm, options);
   EXPECT_TRUE(mlir::succeeded(pm.run(*partitioned))) << diagnostics;
   if (!diagnostics.empty())
@@ -262,7 +315,9 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
   EXPECT_TRUE(mlir::succeeded(args)) << diagnostics;
   if (mlir::failed(args))
     return collectives;
-  auto expected = mlir::sd::evaluate(globalFunc, *args);
+  mlir::sd::EvalOptions globalOptions;
+  globalOptions.precision = precision;
+  auto expected = mlir::sd::evaluate(globalFunc, *args, globalOptions);
   EXPECT_TRUE(mlir::succeeded(expected)) << diagnostics;
 
   auto meshOp = partitioned->lookupSymbol<mlir::sd::MeshOp>("mesh");
@@ -298,6 +353,7 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
   }
   mlir::sd::EvalOptions evalOptions;
   evalOptions.numDevices = devices;
+  evalOptions.precision = precision;
   auto actual = mlir::sd::evaluatePerDevice(localFunc, perDevice, evalOptions);
   EXPECT_TRUE(mlir::succeeded(actual)) << diagnostics;
   if (mlir::failed(actual) || mlir::failed(expected))

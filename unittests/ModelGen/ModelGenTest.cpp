@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/ModelGen/ModelGen.h"
+#include "sd/IR/SDOps.h"
 
 #include "gtest/gtest.h"
 
@@ -98,6 +99,44 @@ TEST_F(ModelGenTest, DitTinyShape) {
   // 4 embedder tensors + 3 + 10 per block + 4 final.
   EXPECT_EQ(stats.numParamTensors, 7 + 2 * 10 + 4);
   EXPECT_GT(stats.numOpsInlined, stats.numOps);
+}
+
+// Fused projections (qkv, adaLN, Flux's linear1/linear2) keep their
+// weights whole: every slice takes a value computed from the batch, never
+// a function argument of static shape (parameters, tables).
+TEST_F(ModelGenTest, NoWeightIsSliced) {
+  ModelOverrides small;
+  small.depth = 1;
+  small.hidden = 64;
+  small.heads = 2;
+  ModelOverrides video = small;
+  video.frames = 5;
+  video.height = 32;
+  video.width = 32;
+  video.textLength = 4;
+  ModelOverrides image = small;
+  image.height = 32;
+  image.width = 32;
+  image.textLength = 4;
+  for (auto [preset, overrides] :
+       {std::pair{"dit-tiny", ModelOverrides{}}, std::pair{"wan2.1-14b", video},
+        std::pair{"flux-dev", image}}) {
+    auto config = makeModelConfig(preset, overrides);
+    ASSERT_TRUE(static_cast<bool>(config))
+        << llvm::toString(config.takeError());
+    OwningOpRef<ModuleOp> module = generateModel(context, *config);
+    ASSERT_TRUE(module) << preset;
+    int64_t slices = 0;
+    module->walk([&](SliceOp slice) {
+      ++slices;
+      auto arg = dyn_cast<BlockArgument>(slice.getOperand());
+      auto type = cast<RankedTensorType>(slice.getOperand().getType());
+      EXPECT_FALSE(arg && type.hasStaticShape())
+          << preset << " slices argument #" << arg.getArgNumber();
+    });
+    // The chunks of the modulation vectors, at least.
+    EXPECT_GT(slices, 0) << preset;
+  }
 }
 
 TEST_F(ModelGenTest, PresetGeometry) {

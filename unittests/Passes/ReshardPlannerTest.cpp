@@ -4,14 +4,19 @@
 // case per collective kind, several axes per dimension, partial sums
 // (all-reduce, reduce-scatter, both), the preferences (all-to-all over
 // gather + slice, slice before gather, reduce before gather), all four
-// MaxDiffusion axes at once, and the errors. Every plan is also replayed
-// with applyStep to check that it reaches the target.
+// MaxDiffusion axes at once, permutes where the problem allows them, and
+// the errors. Every plan is also replayed with applyStep to check that it
+// reaches the target, every permute is checked device by device, and every
+// problem is planned again with permutes allowed, which must not cost more.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/Passes/ReshardPlanner.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::sd::reshard;
@@ -36,8 +41,64 @@ ReshardProblem problem(SmallVector<int64_t> shape, Layout source, Layout target,
   return p;
 }
 
-/// Plans `p`, checks that replaying the plan reaches the target, and
-/// returns the plan's text.
+/// The block (per dimension) that a device with mesh coordinates `coords`
+/// holds in `layout`.
+SmallVector<int64_t> blockOf(const Layout &layout, ArrayRef<int64_t> sizes,
+                             ArrayRef<int64_t> coords) {
+  SmallVector<int64_t> block;
+  for (const AxisList &axes : layout.dims) {
+    int64_t index = 0;
+    for (AxisId axis : axes)
+      index = index * sizes[axis] + coords[axis];
+    block.push_back(index);
+  }
+  return block;
+}
+
+/// Checks on every device of the mesh that getPermutation hands each device
+/// its block of `to`, that no member sends or receives twice, and that
+/// partial-sum axes stay out of the groups.
+void expectPermutes(ArrayRef<int64_t> sizes, const Layout &from,
+                    const Layout &to) {
+  FailureOr<Permutation> perm = getPermutation(sizes, from, to);
+  ASSERT_TRUE(succeeded(perm));
+  std::set<int64_t> senders;
+  std::map<int64_t, int64_t> senderOf;
+  for (auto [sender, receiver] : perm->pairs) {
+    EXPECT_NE(sender, receiver);
+    EXPECT_TRUE(senders.insert(sender).second) << sender << " sends twice";
+    EXPECT_TRUE(senderOf.emplace(receiver, sender).second)
+        << receiver << " receives twice";
+  }
+  for (AxisId axis : from.unreduced)
+    EXPECT_FALSE(llvm::is_contained(perm->axes, axis));
+  int64_t numDevices = 1;
+  for (int64_t size : sizes)
+    numDevices *= size;
+  for (int64_t device = 0; device < numDevices; ++device) {
+    SmallVector<int64_t> coords(sizes.size());
+    for (int64_t axis = sizes.size() - 1, rest = device; axis >= 0; --axis) {
+      coords[axis] = rest % sizes[axis];
+      rest /= sizes[axis];
+    }
+    int64_t member = 0;
+    for (AxisId axis : perm->axes)
+      member = member * sizes[axis] + coords[axis];
+    SmallVector<int64_t> source = coords;
+    if (auto it = senderOf.find(member); it != senderOf.end())
+      for (int64_t i = perm->axes.size() - 1, rest = it->second; i >= 0; --i) {
+        source[perm->axes[i]] = rest % sizes[perm->axes[i]];
+        rest /= sizes[perm->axes[i]];
+      }
+    EXPECT_EQ(blockOf(from, sizes, source), blockOf(to, sizes, coords))
+        << "device " << device;
+  }
+}
+
+/// Plans `p`, checks that replaying the plan reaches the target (and that
+/// each permute hands every device its block), and returns the plan's text.
+/// A problem without permutes is planned again with them, which must not
+/// cost more.
 std::string plan(const ReshardProblem &p, double *bytes = nullptr) {
   std::string error;
   FailureOr<ReshardPlan> result = planReshard(p, &error);
@@ -51,6 +112,8 @@ std::string plan(const ReshardProblem &p, double *bytes = nullptr) {
     EXPECT_TRUE(succeeded(next)) << toString(step, kNames);
     if (failed(next))
       return "<invalid>";
+    if (step.kind == StepKind::Permute)
+      expectPermutes(p.axisSizes, cur, *next);
     cur = *next;
   }
   Layout target = p.target;
@@ -58,7 +121,20 @@ std::string plan(const ReshardProblem &p, double *bytes = nullptr) {
   EXPECT_TRUE(cur == target) << toString(*result, kNames);
   if (bytes)
     *bytes = result->bytes;
+  if (!p.allowPermute) {
+    ReshardProblem withPermute = p;
+    withPermute.allowPermute = true;
+    double permuteBytes = 0;
+    plan(withPermute, &permuteBytes);
+    EXPECT_LE(permuteBytes, result->bytes);
+  }
   return toString(*result, kNames);
+}
+
+/// `p` with permutes allowed.
+ReshardProblem permuting(ReshardProblem p) {
+  p.allowPermute = true;
+  return p;
 }
 
 TEST(ReshardPlannerTest, SameLayoutNeedsNothing) {
@@ -156,8 +232,8 @@ TEST(ReshardPlannerTest, SliceBeforeGather) {
 }
 
 TEST(ReshardPlannerTest, ReorderWithinDimension) {
-  // [data, fsdp] -> [fsdp, data] is a permutation of devices, not a
-  // rotation along one axis: gather the minor axis, move the other.
+  // Without permutes, [data, fsdp] -> [fsdp, data] gathers both axes and
+  // slices them again (PermuteReordersDimension: one permute sends L).
   double bytes = 0;
   std::string text = plan(
       problem({8, 8}, layout({{data, fsdp}, {}}), layout({{fsdp, data}, {}})),
@@ -210,6 +286,132 @@ TEST(ReshardPlannerTest, IntermediatesStayDivisible) {
       plan(problem({8, 2}, layout({{data}, {fsdp}}), layout({{fsdp}, {data}}))),
       "all_gather [{data}, {}]; all_to_all [fsdp] 1->0; "
       "all_slice [{}, {data}]");
+}
+
+TEST(ReshardPlannerTest, PermuteReplacesAxis) {
+  // Each device takes the block of the device whose data coordinate is its
+  // fsdp coordinate: one permute of L = 128 bytes. Gather + slice sends as
+  // much on axes of size 2, in two collectives.
+  double bytes = 0;
+  EXPECT_EQ(plan(permuting(problem({8, 8}, layout({{data}, {}}),
+                                   layout({{fsdp}, {}}))),
+                 &bytes),
+            "collective_permute [{fsdp}, {}]");
+  EXPECT_DOUBLE_EQ(bytes, 128);
+  // On axes of size 4 the gather sends 3 L; the permute still L.
+  ReshardProblem four =
+      problem({8, 8}, layout({{data}, {}}), layout({{fsdp}, {}}), {4, 4, 2, 2});
+  EXPECT_EQ(plan(four, &bytes),
+            "all_gather [{data}, {}]; all_slice [{fsdp}, {}]");
+  EXPECT_DOUBLE_EQ(bytes, 192);
+  EXPECT_EQ(plan(permuting(four), &bytes), "collective_permute [{fsdp}, {}]");
+  EXPECT_DOUBLE_EQ(bytes, 64);
+  // Devices (0, 0) and (1, 1) keep their block; (0, 1) and (1, 0) trade.
+  FailureOr<Permutation> perm =
+      getPermutation({2, 2, 2, 2}, layout({{data}, {}}), layout({{fsdp}, {}}));
+  ASSERT_TRUE(succeeded(perm));
+  EXPECT_EQ(perm->axes, (AxisList{data, fsdp}));
+  EXPECT_EQ(perm->pairs,
+            (SmallVector<std::pair<int64_t, int64_t>>{{1, 2}, {2, 1}}));
+  // Size 4: member data·4 + fsdp sends to the transposed member.
+  perm =
+      getPermutation({4, 4, 2, 2}, layout({{data}, {}}), layout({{fsdp}, {}}));
+  ASSERT_TRUE(succeeded(perm));
+  EXPECT_EQ(perm->pairs.size(), 12u);
+  EXPECT_EQ(perm->pairs.front(), (std::pair<int64_t, int64_t>{1, 4}));
+}
+
+TEST(ReshardPlannerTest, PermuteReordersDimension) {
+  // [data, fsdp] -> [fsdp, data]: L = 64 instead of gathering both (192).
+  double bytes = 0;
+  EXPECT_EQ(plan(permuting(problem({8, 8}, layout({{data, fsdp}, {}}),
+                                   layout({{fsdp, data}, {}}))),
+                 &bytes),
+            "collective_permute [{fsdp, data}, {}]");
+  EXPECT_DOUBLE_EQ(bytes, 64);
+  // All four axes reversed: still one block per device (960 by gathers).
+  EXPECT_EQ(plan(permuting(problem(
+                     {16, 16}, layout({{data, fsdp, context, tensor}, {}}),
+                     layout({{tensor, context, fsdp, data}, {}}))),
+                 &bytes),
+            "collective_permute [{tensor, context, fsdp, data}, {}]");
+  EXPECT_DOUBLE_EQ(bytes, 64);
+}
+
+TEST(ReshardPlannerTest, PermuteSwapsDimensions) {
+  // Axes trading dimensions: 64 bytes instead of gather + all-to-all (128).
+  double bytes = 0;
+  EXPECT_EQ(plan(permuting(problem({8, 8}, layout({{data}, {tensor}}),
+                                   layout({{tensor}, {data}}))),
+                 &bytes),
+            "collective_permute [{tensor}, {data}]");
+  EXPECT_DOUBLE_EQ(bytes, 64);
+  // No intermediate layout needs to fit: dimension 1 has size 2.
+  EXPECT_EQ(plan(permuting(problem({8, 2}, layout({{data}, {fsdp}}),
+                                   layout({{fsdp}, {data}})))),
+            "collective_permute [{fsdp}, {data}]");
+}
+
+TEST(ReshardPlannerTest, PermuteBeforeGatherOrSlice) {
+  // [data, fsdp] -> [fsdp]: move data to the minor end, then gather it
+  // (64 + 64) instead of gathering both (192).
+  double bytes = 0;
+  EXPECT_EQ(plan(permuting(problem({8, 8}, layout({{data, fsdp}, {}}),
+                                   layout({{fsdp}, {}}))),
+                 &bytes),
+            "collective_permute [{fsdp, data}, {}]; all_gather [{data}, {}]");
+  EXPECT_DOUBLE_EQ(bytes, 128);
+  // data (4) -> [fsdp (4), tensor]: replace, then slice (128 instead of 384).
+  EXPECT_EQ(plan(permuting(problem({16, 8}, layout({{data}, {}}),
+                                   layout({{fsdp, tensor}, {}}), {4, 4, 2, 2})),
+                 &bytes),
+            "collective_permute [{fsdp}, {}]; all_slice [{tensor}, {}]");
+  EXPECT_DOUBLE_EQ(bytes, 128);
+}
+
+TEST(ReshardPlannerTest, PermuteKeepsPartialSums) {
+  // The partial-sum axis stays out of the groups, so every device receives
+  // a partial sum over the same tensor coordinate.
+  EXPECT_EQ(plan(permuting(problem({8, 8}, layout({{data}, {}}, {tensor}),
+                                   layout({{fsdp}, {}}, {tensor})))),
+            "collective_permute [{fsdp}, {}]");
+  double bytes = 0;
+  EXPECT_EQ(plan(permuting(problem({8, 8}, layout({{data}, {}}, {tensor}),
+                                   layout({{fsdp}, {}}))),
+                 &bytes),
+            "all_reduce [tensor]; collective_permute [{fsdp}, {}]");
+  EXPECT_DOUBLE_EQ(bytes, 256);
+}
+
+TEST(ReshardPlannerTest, Permutations) {
+  // An axis in the same place in both layouts stays out of the groups.
+  FailureOr<Permutation> perm = getPermutation(
+      {2, 2, 2, 2}, layout({{tensor}, {data}}), layout({{tensor}, {fsdp}}));
+  ASSERT_TRUE(succeeded(perm));
+  EXPECT_EQ(perm->axes, (AxisList{data, fsdp}));
+  perm = getPermutation({2, 2, 2, 2}, layout({{data, context}}),
+                        layout({{fsdp, context}}));
+  ASSERT_TRUE(succeeded(perm));
+  EXPECT_EQ(perm->axes, (AxisList{data, fsdp}));
+  expectPermutes({2, 2, 2, 2}, layout({{data, context}}),
+                 layout({{fsdp, context}}));
+  // Uneven axes: [data (4), fsdp (2)] -> [tensor (2), context (4)].
+  expectPermutes({4, 2, 4, 2}, layout({{data, fsdp}, {}}),
+                 layout({{tensor, context}, {}}));
+  expectPermutes({4, 2, 4, 2}, layout({{data, fsdp}, {tensor}}),
+                 layout({{tensor, context}, {fsdp}}));
+  // The same layout moves nothing.
+  perm =
+      getPermutation({2, 2, 2, 2}, layout({{data}, {}}), layout({{data}, {}}));
+  ASSERT_TRUE(succeeded(perm));
+  EXPECT_TRUE(perm->pairs.empty());
+  // No permutation changes a dimension's product or a partial sum.
+  EXPECT_TRUE(failed(getPermutation({2, 2, 2, 2}, layout({{data}, {}}),
+                                    layout({{data, fsdp}, {}}))));
+  EXPECT_TRUE(failed(getPermutation({2, 2, 2, 2}, layout({{data}, {}}),
+                                    layout({{}, {data}}))));
+  EXPECT_TRUE(failed(getPermutation({2, 2, 2, 2}, layout({{data}}, {tensor}),
+                                    layout({{fsdp}}))));
 }
 
 TEST(ReshardPlannerTest, Errors) {

@@ -103,6 +103,41 @@ struct CollectiveSummary {
   int64_t bytesPerDevice = 0;
 };
 
+/// How often each parameter is all-gathered, against ZeRO's bound. An
+/// all_gather counts for a parameter when its operand is the parameter's
+/// argument, through reshape, convert, slice and transpose, and through
+/// calls (a callee's argument is the call's operand). Counts are of the
+/// sharded parameters (split over at least one mesh axis of size > 1),
+/// the only ones an all_gather can apply to, and are zero unless the
+/// program is partitioned (before, there are no collectives).
+struct ParameterGathers {
+  /// Parameters, and those sharded.
+  int64_t numParameters = 0, numSharded = 0;
+  /// Sharded parameters gathered once, more than once and never.
+  int64_t numGatheredOnce = 0, numGatheredMoreThanOnce = 0,
+          numNeverGathered = 0;
+  /// A sharded parameter not gathered exactly once: its number of
+  /// all_gathers and its global bytes.
+  struct Exception {
+    std::string name;
+    int64_t gathers = 0;
+    int64_t bytes = 0;
+  };
+  /// In argument order.
+  std::vector<Exception> exceptions;
+  /// The all_gathers of parameters (calls counted) and the bytes each
+  /// device sends in them.
+  int64_t numGathers = 0, gatherBytes = 0;
+  /// Ψ: the global bytes of the sharded parameters.
+  int64_t shardedBytes = 0;
+  /// N: devices per gather group when every sharded parameter has the same
+  /// (the product of the sizes of the axes it is split over); 0 otherwise.
+  int64_t groupSize = 0;
+  /// ZeRO-3's forward volume, each sharded parameter gathered once:
+  /// Σ S(N−1)/N under the ring convention, Ψ(N−1)/N for one N.
+  int64_t zeroBoundBytes = 0;
+};
+
 /// What one device holds, computes and sends when it runs a function.
 struct CostReport {
   std::string function;
@@ -120,6 +155,10 @@ struct CostReport {
   int64_t parameterBytes = 0;
   int64_t numInputs = 0;
   int64_t inputBytes = 0;
+  /// Arguments with `#sd.optimizer_state` (AdamW's moments in a training
+  /// step).
+  int64_t numOptimizerStates = 0;
+  int64_t optimizerStateBytes = 0;
 
   /// The activation peak: op results only, arguments excluded.
   int64_t peakActivationBytes = 0;
@@ -131,7 +170,16 @@ struct CostReport {
   int64_t numValues = 0;
   int64_t numValuesWithoutSharding = 0;
 
+  /// Values held in host memory (results of sd.offload): the peak of
+  /// their live bytes, and the bytes moved between device and host memory
+  /// (offloads plus reloads).
+  int64_t peakHostBytes = 0;
+  int64_t hostTransferBytes = 0;
+
   int64_t flops = 0;
+  /// The part of `flops` spent recomputing forward values for the backward
+  /// pass (ops marked `sd.recompute`).
+  int64_t recomputeFlops = 0;
   int64_t bytesAccessed = 0;
   /// (global layout) Ops with FLOPs counted whole for lack of a sharding.
   int64_t numOpsWithoutSharding = 0;
@@ -147,9 +195,13 @@ struct CostReport {
   std::vector<CollectiveSummary> collectives;
   int64_t collectiveBytesPerDevice = 0;
 
-  /// Parameters + inputs + the activation peak (no optimizer state yet).
+  ParameterGathers parameterGathers;
+
+  /// Device memory at the peak: parameters, optimizer state, inputs and
+  /// the activation peak (host-resident values excluded).
   int64_t totalBytes() const {
-    return parameterBytes + inputBytes + peakActivationBytes;
+    return parameterBytes + optimizerStateBytes + inputBytes +
+           peakActivationBytes;
   }
 };
 

@@ -162,7 +162,9 @@ evaluatePerDevice(func::FuncOp func,
 //   normal(s):         s * normalAt(stream, i)
 //   uniform(a):        -a + 2a * uniformAt(stream, i)
 //   xavier_uniform:    as uniform(a) with a = sqrt(6 / (fan_in + fan_out)),
-//                      fan_in and fan_out the last two dimensions (rank >= 2)
+//                      fan_in dimension 0 and fan_out the product of the
+//                      others (rank >= 2: [in, out], or a fused projection
+//                      [in, k, out] as the Linear(in, k·out) it replaces)
 //   latents, noise, context: normalAt(stream, i)
 //   timestep:          uniformAt(stream, i), in [0, 1)
 //   labels:            one-hot over the last dimension (C classes): sample j

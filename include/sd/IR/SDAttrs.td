@@ -39,7 +39,8 @@ def SD_InputKind : I32EnumAttr<"InputKind", "model input kind", [
     I32EnumAttrCase<"noise", 1>,
     I32EnumAttrCase<"timestep", 2>,
     I32EnumAttrCase<"context", 3>,
-    I32EnumAttrCase<"labels", 4>]> {
+    I32EnumAttrCase<"labels", 4>,
+    I32EnumAttrCase<"step", 5>]> {
   let cppNamespace = "::mlir::sd";
   let genSpecializedAttr = 0;
 }
@@ -226,7 +227,8 @@ def SD_InitAttr : SD_Attr<"Init", "init"> {
     Printed inside `#sd.param`: `zeros`, `ones`, `constant(0.5)`,
     `normal(0.02)` (mean 0, the given standard deviation), `uniform(0.1)`
     (uniform in ±0.1), `xavier_uniform` (uniform in ±sqrt(6/(fan_in+fan_out)),
-    fans from the last two dimensions).
+    fan_in dimension 0, fan_out the product of the others: [in, out], or a
+    fused projection [in, k, out] as the Linear(in, k·out) it replaces).
 
     Constraints:
     * `normal` and `uniform` have a positive scale
@@ -257,9 +259,30 @@ def SD_InputAttr : SD_Attr<"Input", "input"> {
   let description = [{
     `#sd.input<latents>`: clean latents x0; `noise`: the Gaussian noise;
     `timestep`: the diffusion time t per sample; `context`: conditioning
-    (text embeddings); `labels`: one-hot class labels.
+    (text embeddings); `labels`: one-hot class labels; `step`: the number of
+    optimizer steps taken so far (a scalar, an input of `@train_step`).
   }];
   let parameters = (ins "InputKind":$kind);
+  let hasCustomAssemblyFormat = 1;
+}
+
+def SD_MomentKind : I32EnumAttr<"MomentKind", "optimizer moment", [
+    I32EnumAttrCase<"mu", 0>,
+    I32EnumAttrCase<"nu", 1>]> {
+  let cppNamespace = "::mlir::sd";
+  let genSpecializedAttr = 0;
+}
+
+def SD_OptimizerStateAttr : SD_Attr<"OptimizerState", "optimizer_state"> {
+  let summary = "Marks a function argument as a parameter's optimizer state";
+  let description = [{
+    `#sd.optimizer_state<"blocks.0.attn.proj.weight", mu>`: AdamW's first
+    moment (`mu`) or second moment (`nu`) of the named parameter, as
+    `sd-differentiate` adds them to `@train_step`. It has the parameter's
+    shape, logical axes and sharding (ZeRO: the state lives where the
+    parameter's shard lives) and starts at zero.
+  }];
+  let parameters = (ins "::mlir::StringAttr":$param, "MomentKind":$kind);
   let hasCustomAssemblyFormat = 1;
 }
 

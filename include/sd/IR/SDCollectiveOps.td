@@ -226,28 +226,69 @@ def SD_AllToAllOp : SD_CollectiveOp<"all_to_all",
 
 def SD_CollectivePermuteOp : SD_CollectiveOp<"collective_permute",
     [SameOperandsAndResultType, InferTypeOpInterface]> {
-  let summary = "Rotates values along one mesh axis";
+  let summary = "Sends whole blocks between the members of each group";
   let description = [{
     ```mlir
-    %kv = sd.collective_permute %x @mesh axis = "context" shift = 1 : tensor<2x8x64x64xf32>
+    %y = sd.collective_permute %x @mesh axes = ["data", "fsdp"] pairs = [[1, 2], [2, 1]] : tensor<4x8xf32>
     ```
-    Each device sends its operand to the device whose coordinate on `axis`
-    is `(c + shift) mod size(axis)`, all other coordinates equal: the
-    rotation of K/V blocks in ring attention. `shift` may be negative; a
-    multiple of the axis size leaves every value in place.
+    Within each group (the devices whose coordinates differ only on
+    `axes`), a member is numbered by the row-major index of its
+    coordinates on `axes`, major to minor as listed (with `data`=2,
+    `fsdp`=2, the device at data 1, fsdp 0 is member 2). A pair `[s, t]`
+    makes member `s` send its operand to member `t`, whose result it
+    becomes. A member that no pair targets keeps its own operand (so
+    `[s, s]` and a permute without pairs change nothing). The pairs are
+    the same for every group.
+
+    sd-partition emits it where a layout change moves whole blocks: an axis
+    replaced by another of the same size, the axes of a dimension
+    reordered, axes trading dimensions (see ReshardPlanner.h). A ring shift
+    by `k` along an axis of size `n` (ring attention's K/V rotation) is the
+    pairs `[i, (i + k) mod n]` (`getRingShiftPairs`).
 
     Pipeline stage: after sd-partition (local types).
 
     Constraints:
     * operand and result are one static f32 or bf16 tensor type
+    * at least one axis is listed
+    * no axis is listed twice
+    * `pairs` holds an even number of integers (printed as pairs)
+    * no member is the source of two pairs
+    * no member is the target of two pairs
     * the mesh symbol names an `sd.mesh`
-    * `axis` exists in the mesh
+    * every listed axis exists in the mesh
+    * every source and target is a member index in `[0, N)`, N the product
+      of the axes' sizes
   }];
   let arguments = (ins SD_LocalTensor:$operand, FlatSymbolRefAttr:$mesh,
-                       StrAttr:$axis, I64Attr:$shift);
+                       StrArrayAttr:$axes, DenseI64ArrayAttr:$pairs);
   let results = (outs SD_LocalTensor:$result);
   let assemblyFormat = [{
-    $operand $mesh `axis` `=` $axis `shift` `=` $shift attr-dict `:` type($result)
+    $operand $mesh `axes` `=` $axes `pairs` `=` custom<PermutePairs>($pairs)
+    attr-dict `:` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$operand,
+                   "::mlir::FlatSymbolRefAttr":$mesh,
+                   "::llvm::ArrayRef<::llvm::StringRef>":$axes,
+                   "::llvm::ArrayRef<std::pair<int64_t, int64_t>>":$pairs)>
+  ];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The (source, target) pairs of member indices.
+    ::llvm::SmallVector<std::pair<int64_t, int64_t>> getPairList();
+    /// The pairs of a rotation by `shift` (any sign) along a group of
+    /// `size` members: `[i, (i + shift) mod size]`; none for a multiple of
+    /// `size`.
+    static ::llvm::SmallVector<std::pair<int64_t, int64_t>>
+    getRingShiftPairs(int64_t size, int64_t shift);
+    /// The `custom<PermutePairs>` directive: `[[0, 1], [1, 0]]`.
+    static ::mlir::ParseResult
+    parsePermutePairs(::mlir::OpAsmParser &parser,
+                      ::mlir::DenseI64ArrayAttr &pairs);
+    static void printPermutePairs(::mlir::OpAsmPrinter &printer,
+                                  ::mlir::Operation *op,
+                                  ::mlir::DenseI64ArrayAttr pairs);
   }];
 }
 
@@ -286,7 +327,7 @@ def SD_AxisIndexOp : SD_CollectiveOp<"axis_index"> {
 def SD_ReshardOp : SD_SameTypeOp<"reshard",
     [SameOperandsAndResultType,
      DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     SD_ElementwiseShardingRule, SD_OwnCost]> {
+     SD_ElementwiseShardingRule, SD_OwnCost, SD_OwnVjp]> {
   let summary = "Changes the sharding of a value";
   let description = [{
     ```mlir

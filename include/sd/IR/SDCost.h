@@ -22,7 +22,7 @@ namespace mlir::sd {
 /// model applies the ring convention to each pattern; see
 /// sd/Analysis/CostModel.h).
 enum class CommunicationPattern {
-  /// Nothing is sent (all_slice; a permutation by a multiple of the axis).
+  /// Nothing is sent (all_slice; a permute that moves no block).
   None,
   /// Every device ends up with the whole S-byte tensor (all_gather).
   AllGather,
@@ -48,6 +48,15 @@ struct CommunicationInfo {
   /// full (gathered, unscattered) local tensor for all_gather and
   /// reduce_scatter, the operand for the others.
   int64_t tensorBytes = 0;
+};
+
+/// Where an op's results live (CostOpInterface::getResultMemory).
+enum class MemorySpace {
+  /// The device's own memory: every op's results unless it says otherwise.
+  Device,
+  /// Host memory, where offloaded values wait for the backward pass
+  /// (sd.offload).
+  Host,
 };
 
 /// Bytes of one element of `type`'s element type: whole bytes, so i1 is 1.

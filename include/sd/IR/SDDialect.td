@@ -61,6 +61,9 @@ def SD_Dialect : Dialect {
     * `sd.logical_axes` and `sd.sharding` have one entry per dimension of the
       argument's tensor type.
     * `sd.name` is a string attribute.
+    * `sd.backward` and `sd.recompute` are unit attributes.
+    * `sd.aliases` on a function result is the index of an argument of the
+      same type (the argument's buffer is reused for the result).
     * `sd.default_batch` is a positive integer on a function.
     * `sd.sharding_rule` is a `#sd.sharding_rule` that fits the op's
       operand and result types (see the attribute's constraints).
@@ -79,6 +82,17 @@ def SD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kShardingRuleAttrName = "sd.sharding_rule";
     static constexpr ::llvm::StringLiteral kProvenanceAttrName = "sd.provenance";
     static constexpr ::llvm::StringLiteral kLocalShardingAttrName = "sd.local_sharding";
+    /// On ops sd-differentiate builds for the backward pass and the
+    /// optimizer update (sharding propagation shares reshards only among
+    /// ops of one pass, so FSDP gathers a parameter again for backward).
+    static constexpr ::llvm::StringLiteral kBackwardAttrName = "sd.backward";
+    /// On ops that recompute a forward value for the backward pass (the
+    /// remat policy did not keep it); the cost model counts their FLOPs.
+    static constexpr ::llvm::StringLiteral kRecomputeAttrName = "sd.recompute";
+    /// On a function result: the index of the argument whose buffer it
+    /// reuses (a donated argument, as JAX's donate_argnums): the training
+    /// step writes new parameters and optimizer state in place.
+    static constexpr ::llvm::StringLiteral kAliasesAttrName = "sd.aliases";
 
   private:
     void registerAttributes();

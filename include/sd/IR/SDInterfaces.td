@@ -150,6 +150,14 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
       "int64_t", "getBytesAccessed", (ins), [{}],
       [{ return ::mlir::sd::getOperandAndResultBytes($_op); }]>,
     InterfaceMethod<[{
+        Where the op's results live: device memory (the default) or host
+        memory (`sd.offload`). The cost model counts host-resident values
+        apart from the device peak, and the bytes that move between the two
+        memories.
+      }],
+      "::mlir::sd::MemorySpace", "getResultMemory", (ins), [{}],
+      [{ return ::mlir::sd::MemorySpace::Device; }]>,
+    InterfaceMethod<[{
         What a collective sends between devices: its communication pattern,
         the mesh axes that form its groups, the group size N and the tensor
         size S in bytes that the pattern's ring formula applies to (see
@@ -223,6 +231,44 @@ def SD_PartitionOpInterface : OpInterface<"PartitionOpInterface"> {
           result.setType(type);
         return ::llvm::SmallVector<::mlir::Value>(clone->getResults());
       }]>,
+  ];
+}
+
+def SD_VjpOpInterface : OpInterface<"VjpOpInterface"> {
+  let cppNamespace = "::mlir::sd";
+  let description = [{
+    How an op is differentiated in reverse mode (`sd-differentiate`): given
+    the cotangents of its results, the op builds the cotangents of its
+    operands (its vector-Jacobian product) from sd ops. Every op with a
+    float operand implements it; ops with no operands (constant, iota) need
+    not.
+
+    The VJP may use the op's own operands and results: `sd-differentiate`
+    calls it on a copy of the op placed in the backward pass, whose
+    operands are the values the remat policy makes available there (kept,
+    reloaded from host memory, or recomputed), and whose results are
+    replaced by the kept values where the policy keeps them. So a VJP that
+    uses the result (exp, softmax, sigmoid) costs no recomputation when the
+    result is kept, and one that does not (dot_general) never needs it.
+
+    VJPs are written with the ops the partitioner already knows, so the
+    backward pass is sharded, partitioned, evaluated and costed like the
+    forward pass; none adds an op of its own.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds, at `builder`'s insertion point, the cotangent of each operand
+        from `resultCotangents` (one per result; a null value is a zero
+        cotangent, and at least one is not null). Fills `operandCotangents`
+        with one value per operand, of the operand's type, or null where no
+        gradient flows (a non-differentiable operand such as an i1 mask, an
+        rng offset, or a zero cotangent). Fails, after an error on the op,
+        where the op cannot be differentiated.
+      }],
+      "::llvm::LogicalResult", "buildVjp",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ValueRange":$resultCotangents,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandCotangents)>,
   ];
 }
 

@@ -47,6 +47,10 @@ defvar SD_DefaultPartition = SD_PartitionOpInterface;
 defvar SD_OwnPartition =
     DeclareOpInterfaceMethods<SD_PartitionOpInterface, ["partition"]>;
 
+// Differentiation (VjpOpInterface): every op with a float operand builds its
+// own VJP; definitions in SDVjp.cpp.
+defvar SD_OwnVjp = DeclareOpInterfaceMethods<SD_VjpOpInterface>;
+
 // Ops whose single result type follows from the operands and attributes.
 // ODS writes `inferReturnTypes` itself where a trait such as
 // SameOperandsAndResultType implies it; the others define it in SDOps.cpp.
@@ -85,7 +89,7 @@ def SD_MeshOp : SD_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 class SD_UnaryOp<string mnemonic, string formula, int flopsPerElement = 1>
     : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType,
                                SD_ElementwiseShardingRule, SD_PerElementCost,
-                               SD_DefaultPartition]> {
+                               SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Elementwise " # formula;
   let description = [{
     Computes }] # formula # [{ for every element. All stages.
@@ -108,10 +112,12 @@ def SD_SinOp : SD_UnaryOp<"sin", "the sine">;
 def SD_CosOp : SD_UnaryOp<"cos", "the cosine">;
 def SD_SigmoidOp : SD_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+e^-x)", 4>;
 def SD_SiluOp : SD_UnaryOp<"silu", "SiLU (swish) x·sigmoid(x)", 5>;
+def SD_ErfOp : SD_UnaryOp<"erf", "the error function erf(x)", 4>;
 
 def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType,
                                       SD_ElementwiseShardingRule,
-                                      SD_PerElementCost, SD_DefaultPartition]> {
+                                      SD_PerElementCost, SD_DefaultPartition,
+                                      SD_OwnVjp]> {
   let summary = "Elementwise GELU";
   let description = [{
     `approximate = true` (the default, as in DiT and MaxDiffusion's models)
@@ -128,7 +134,7 @@ def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType,
 class SD_BinaryOp<string mnemonic, string formula>
     : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType,
                                SD_ElementwiseShardingRule, SD_ElementwiseCost,
-                               SD_DefaultPartition]> {
+                               SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Elementwise " # formula;
   let description = [{
     Computes }] # formula # [{ elementwise. Both operands have the result's
@@ -149,7 +155,8 @@ def SD_PowOp : SD_BinaryOp<"pow", "lhs raised to the power rhs">;
 
 def SD_CompareOp : SD_InferredOp<"compare",
     [SameTypeOperands, SameOperandsAndResultShape,
-     SD_ElementwiseShardingRule, SD_ElementwiseCost, SD_DefaultPartition]> {
+     SD_ElementwiseShardingRule, SD_ElementwiseCost, SD_DefaultPartition,
+     SD_OwnVjp]> {
   let summary = "Elementwise comparison producing i1";
   let description = [{
     ```mlir
@@ -166,7 +173,7 @@ def SD_CompareOp : SD_InferredOp<"compare",
 
 def SD_SelectOp : SD_InferredOp<"select",
     [AllTypesMatch<["on_true", "on_false"]>, SD_ElementwiseShardingRule,
-     SD_ElementwiseCost, SD_DefaultPartition]> {
+     SD_ElementwiseCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Elementwise choice by a predicate";
   let description = [{
     `result[i] = pred[i] ? on_true[i] : on_false[i]`. All stages.
@@ -185,7 +192,8 @@ def SD_SelectOp : SD_InferredOp<"select",
 
 def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
     DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>,
-    SD_ElementwiseShardingRule, SD_ElementwiseCost, SD_DefaultPartition]> {
+    SD_ElementwiseShardingRule, SD_ElementwiseCost, SD_DefaultPartition,
+    SD_OwnVjp]> {
   let summary = "Element type conversion";
   let description = [{
     ```mlir
@@ -208,7 +216,7 @@ def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
 
 class SD_ReduceOp<string mnemonic, string what>
     : SD_InferredOp<mnemonic, [SD_OwnShardingRule, SD_OwnCost,
-                               SD_OwnPartition]> {
+                               SD_OwnPartition, SD_OwnVjp]> {
   let summary = "The " # what # " over some dimensions";
   let description = [{
     ```mlir
@@ -252,7 +260,7 @@ def SD_ReduceMeanOp : SD_ReduceOp<"reduce_mean", "mean">;
 
 def SD_BroadcastInDimOp : SD_Op<"broadcast_in_dim", [Pure,
     DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule,
-    SD_OwnCost, SD_DefaultPartition]> {
+    SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Broadcast into a larger shape";
   let description = [{
     ```mlir
@@ -278,7 +286,7 @@ def SD_BroadcastInDimOp : SD_Op<"broadcast_in_dim", [Pure,
 
 def SD_ReshapeOp : SD_Op<"reshape", [Pure,
     DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule,
-    SD_OwnCost, SD_DefaultPartition]> {
+    SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Row-major reshape";
   let description = [{
     ```mlir
@@ -300,7 +308,7 @@ def SD_ReshapeOp : SD_Op<"reshape", [Pure,
 }
 
 def SD_TransposeOp : SD_InferredOp<"transpose",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Permute dimensions";
   let description = [{
     Result dimension `i` is operand dimension `permutation[i]`. All stages.
@@ -316,7 +324,7 @@ def SD_TransposeOp : SD_InferredOp<"transpose",
 }
 
 def SD_SliceOp : SD_InferredOp<"slice",
-    [SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
+    [SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition, SD_OwnVjp]> {
   let summary = "A strided slice";
   let description = [{
     ```mlir
@@ -342,7 +350,7 @@ def SD_SliceOp : SD_InferredOp<"slice",
 }
 
 def SD_ConcatOp : SD_InferredOp<"concat",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Concatenate along one dimension";
   let description = [{
     All stages.
@@ -361,7 +369,7 @@ def SD_ConcatOp : SD_InferredOp<"concat",
 }
 
 def SD_PadOp : SD_InferredOp<"pad",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Pad with a constant";
   let description = [{
     Adds `low[d]` elements before and `high[d]` after each dimension, filled
@@ -385,7 +393,7 @@ def SD_PadOp : SD_InferredOp<"pad",
 
 def SD_DotGeneralOp : SD_Op<"dot_general",
     [Pure, InferTypeOpAdaptorWithIsCompatible, SD_OwnShardingRule,
-    SD_OwnCost, SD_DefaultPartition]> {
+    SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Generalized matrix product (einsum with one contraction)";
   let description = [{
     ```mlir
@@ -421,7 +429,7 @@ def SD_DotGeneralOp : SD_Op<"dot_general",
 
 def SD_LayerNormOp : SD_InferredOp<"layer_norm",
     [AttrSizedOperandSegments, SD_OwnShardingRule, SD_PerElementCost,
-    SD_DefaultPartition]> {
+    SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) · scale + bias`, statistics over the
@@ -445,7 +453,7 @@ def SD_LayerNormOp : SD_InferredOp<"layer_norm",
 }
 
 def SD_RmsNormOp : SD_InferredOp<"rms_norm",
-    [SD_OwnShardingRule, SD_PerElementCost, SD_DefaultPartition]> {
+    [SD_OwnShardingRule, SD_PerElementCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "RMS normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x²) + epsilon) · scale` over the last dimension (Flux and
@@ -467,7 +475,7 @@ def SD_RmsNormOp : SD_InferredOp<"rms_norm",
 
 def SD_GroupNormOp : SD_InferredOp<"group_norm",
     [AttrSizedOperandSegments, SD_OwnShardingRule, SD_PerElementCost,
-    SD_DefaultPartition]> {
+    SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Group normalization, channels last";
   let description = [{
     The operand is `[N, ..., C]` (NHWC for images). The C channels form
@@ -494,7 +502,7 @@ def SD_GroupNormOp : SD_InferredOp<"group_norm",
 
 def SD_SoftmaxOp : SD_SameTypeOp<"softmax",
     [SameOperandsAndResultType, SD_OwnShardingRule, SD_PerElementCost,
-    SD_DefaultPartition]> {
+    SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Softmax along one dimension";
   let description = [{
     Numerically stable softmax along `dim`. All stages.
@@ -509,7 +517,7 @@ def SD_SoftmaxOp : SD_SameTypeOp<"softmax",
 }
 
 def SD_AttentionOp : SD_InferredOp<"attention",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Multi-head scaled dot-product attention";
   let description = [{
     ```mlir
@@ -552,7 +560,7 @@ def SD_AttentionOp : SD_InferredOp<"attention",
 }
 
 def SD_Conv2DOp : SD_InferredOp<"conv2d",
-    [SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
+    [SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition, SD_OwnVjp]> {
   let summary = "2-D convolution, NHWC with HWIO kernels";
   let description = [{
     ```mlir
@@ -583,7 +591,7 @@ def SD_Conv2DOp : SD_InferredOp<"conv2d",
 }
 
 def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition]> {
+    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
   let summary = "Nearest-neighbour upsampling of NHWC images";
   let description = [{
     Repeats each pixel `scale[0]` times along H and `scale[1]` times along W.
@@ -646,7 +654,7 @@ def SD_OffsetScalar : 0DTensorOf<[F32]> {
 }
 
 def SD_RngNormalOp : SD_Op<"rng_normal",
-    [Pure, SD_OwnShardingRule, SD_PerElementCost, SD_OwnPartition]> {
+    [Pure, SD_OwnShardingRule, SD_PerElementCost, SD_OwnPartition, SD_OwnVjp]> {
   let summary = "Normally distributed random numbers from a seed";
   let description = [{
     Counter-based: element `i` (row-major) is a function of `(seed, i)` only,
@@ -681,7 +689,7 @@ def SD_RngNormalOp : SD_Op<"rng_normal",
 }
 
 def SD_RngUniformOp : SD_Op<"rng_uniform",
-    [Pure, SD_OwnShardingRule, SD_PerElementCost, SD_OwnPartition]> {
+    [Pure, SD_OwnShardingRule, SD_PerElementCost, SD_OwnPartition, SD_OwnVjp]> {
   let summary = "Uniformly distributed random numbers from a seed";
   let description = [{
     Uniform in `[low, high)`, counter-based like `sd.rng_normal`, with the
@@ -710,7 +718,8 @@ def SD_RngUniformOp : SD_Op<"rng_uniform",
 //===----------------------------------------------------------------------===//
 
 def SD_MseLossOp : SD_InferredOp<"mse_loss",
-    [SameTypeOperands, SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
+    [SameTypeOperands, SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition,
+     SD_OwnVjp]> {
   let summary = "Mean squared error, an f32 scalar";
   let description = [{
     `mean((predictions - targets)²)` over all elements, accumulated in f32.
@@ -724,7 +733,7 @@ def SD_MseLossOp : SD_InferredOp<"mse_loss",
 def SD_ShardingConstraintOp : SD_SameTypeOp<"sharding_constraint",
     [SameOperandsAndResultType,
      DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     SD_ElementwiseShardingRule, SD_OwnCost, SD_OwnPartition]> {
+     SD_ElementwiseShardingRule, SD_OwnCost, SD_OwnPartition, SD_OwnVjp]> {
   let summary = "Pins the sharding of a value";
   let description = [{
     ```mlir
@@ -756,5 +765,6 @@ def SD_ShardingConstraintOp : SD_SameTypeOp<"sharding_constraint",
 //===----------------------------------------------------------------------===//
 
 include "sd/IR/SDCollectiveOps.td"
+include "sd/IR/SDMemoryOps.td"
 
 #endif // SD_IR_SDOPS_TD

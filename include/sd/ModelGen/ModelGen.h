@@ -14,16 +14,23 @@
 // * Parameters come first, named as in the PyTorch checkpoints
 //   (`blocks.3.attn.qkv.weight`), each with `sd.role = #sd.param<name,
 //   init>` and `sd.logical_axes` using MaxDiffusion's names:
-//     q/k/v (also fused qkv) weight [embed, heads], bias [heads];
+//     q/k/v weight [embed, heads], bias [heads]; fused qkv weight
+//       [D, 3, D] with [embed, _, heads], bias [3, D] with [_, heads];
 //     attention output weight [heads, embed], bias [embed];
 //     FFN in weight [embed, mlp], bias [mlp]; FFN out [mlp, embed], [embed];
-//     modulation linears (adaLN, Wan time_projection, Flux *_mod.lin) weight
-//       [embed, mlp], bias [mlp]; Wan's modulation tables [_, _, embed];
+//     modulation linears (adaLN, Wan time_projection, Flux *_mod.lin and
+//       modulation.lin) weight [D, k, D] with [embed, _, _], bias [k, D]
+//       with [_, _] (k = 6, 3 or 2 vectors; their width is not split over
+//       `tensor`, since they scale whole activations); Wan's modulation
+//       tables [_, _, embed];
 //     embedder MLPs (timestep, Wan text, Flux vector): first layer
 //       [embed, mlp] (bias [mlp]), second [mlp, embed] (bias [embed]);
 //     single-layer input embeddings (patches, Flux txt_in) [_, embed];
 //       DiT's class table [_, embed]; final projections [embed, _], [_];
-//     Flux single blocks: linear1 [embed, mlp], linear2 [mlp, embed];
+//     Flux single blocks: the checkpoint's linear1 split into linear1_qkv
+//       (fused qkv, as above) and linear1_mlp [embed, mlp]; linear2 into
+//       linear2_attn.weight [heads, embed], linear2_mlp.weight [mlp, embed]
+//       and linear2.bias [embed];
 //     norm scales and biases [norm].
 //   Patch embeddings that are convolutions in PyTorch (DiT x_embedder.proj,
 //   Wan patch_embedding) are linear weights [C·patch, D]: the convolution
@@ -38,19 +45,26 @@
 //   text vector as a second context input `[B, 768]` `[batch, _]`. Flux's
 //   guidance is folded in as the constant `guidance` (3.5).
 // * Projections are `sd.dot_general` contracting the activation's last
-//   dimension with dim 0 of an `[in, out]` weight (no batch dimensions);
-//   attention is `sd.attention` on `[B, H, S, D]`.
+//   dimension with dim 0 of an `[in, out]` or fused `[in, k, out]` weight
+//   (no batch dimensions); attention is `sd.attention` on `[B, H, S, D]`.
 // * Values are named (`sd.name`) as MaxDiffusion names them: query_proj,
 //   key_proj, value_proj (projections with bias, [B, S, D]), xq_out, xk_out
 //   (after norm and RoPE, [B, H, S, Dh]), attn_output (attention result as
 //   [B, S, D]), ffn_activation (after GELU), hidden_states (block output);
 //   Wan self_attn and cross_attn (sublayer outputs); Flux img_qkv_proj and
-//   txt_qkv_proj (double blocks: the q, k and v projections of each
-//   stream), lin1_norm_hidden_states (single blocks: linear1's input).
-// * No slice touches a batch-carrying value (sd-specialize-batch keeps slice
-//   limits): fused projections (qkv, adaLN chunks, Flux linear1) slice
-//   their weights, Flux's joint attention is one attention per stream over
-//   the shared keys, and Flux's loss masks the text tokens.
+//   txt_qkv_proj (double blocks: each stream's fused projection
+//   [B, S, 3, D]), lin1_norm_hidden_states (single blocks: linear1's
+//   input).
+// * No weight is sliced (a sharded weight would be gathered once per
+//   slice): a fused projection is one dot_general with its whole weight
+//   and its chunks are slices of the activation, the batch taken whole
+//   (limit -1); Wan's modulation tables are added whole before chunking;
+//   DiT's learn_sigma output is sliced after the final projection. Flux's
+//   joint attention is one attention per stream over the shared keys, and
+//   Flux's loss masks the text tokens.
+// * Blocks that use the conditioning vector only through SiLU (DiT's c,
+//   Flux's vec) take SiLU(c), computed once in `@loss`: one value, so it
+//   is resharded once for all blocks.
 // * With a dynamic batch, batch-free values (biases, DiT's position
 //   embedding, Flux's guidance embedding and loss mask) enter batch shapes
 //   through an outer product with a [B, 1] vector of ones, because

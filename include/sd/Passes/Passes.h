@@ -38,6 +38,11 @@ struct PipelineOptions {
   /// and optimize its collectives (sd-optimize-collectives); implies
   /// `propagate`.
   bool partition = false;
+  /// Build the training step (sd-differentiate) after the logical axis
+  /// rules; `differentiate` holds its options (policy, optimizer,
+  /// microbatches). The batch is specialized to the microbatch.
+  bool train = false;
+  DifferentiateOptions differentiate;
 };
 
 /// Specializes the batch, makes the mesh and applies the logical axis rules;

@@ -95,6 +95,96 @@ def SpecializeBatch : Pass<"sd-specialize-batch", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def Differentiate : Pass<"sd-differentiate", "::mlir::ModuleOp"> {
+  let summary = "Build the training step from @loss by reverse-mode AD";
+  let description = [{
+    Replaces `@loss(params..., inputs...) -> loss` by
+
+    ```mlir
+    func.func @train_step(params..., mu..., nu..., inputs..., %step) -> (loss, new_params..., new_mu..., new_nu...)
+    ```
+
+    (or, with `mode=grad`, `@loss_grad(params..., inputs...) -> (loss,
+    grads...)`). The forward program is `@loss` with its block calls
+    inlined; the backward pass asks each op for its VJP
+    (VjpOpInterface), in reverse order, and sums cotangents; AdamW updates
+    each parameter. Inputs (latents, noise, timestep, labels, context)
+    and random numbers get no gradient. Optimizer state arguments carry
+    `#sd.optimizer_state` and the parameter's logical axes and sharding,
+    so propagation shards them like the parameter (ZeRO); new parameters
+    and state are returned with the parameter's sharding.
+
+    AdamW as optax/MaxDiffusion: with t = step + 1,
+    mu' = b1·mu + (1−b1)·g, nu' = b2·nu + (1−b2)·g²,
+    p' = p − lr_t·(mu'/(1−b1^t) / (sqrt(nu'/(1−b2^t)) + eps) + wd·p),
+    lr_t = lr·min(1, t/warmup-steps) (constant after warm-up). With
+    `max-grad-norm` > 0 the gradients are first scaled by
+    min(1, max-grad-norm / global norm). With `grad-accum` = K > 1 the
+    batch is split into K microbatches (sample i goes to microbatch
+    i mod K, so a batch sharded over devices splits locally), forward and
+    backward run once per microbatch and the gradients (and the loss)
+    are averaged.
+
+    The remat policy decides, for each forward value the backward pass
+    needs, whether it is kept on device, offloaded (`sd.offload` after it
+    is computed, `sd.reload` before the backward pass uses it) or
+    recomputed (ops marked `sd.recompute`). It applies inside the layers
+    (the functions `@loss` calls); values outside layers and each layer's
+    inputs and outputs are kept, as under JAX's `jax.checkpoint` of each
+    layer:
+    * `NONE`: keep everything.
+    * `FULL`: keep nothing inside layers (recompute each layer).
+    * `MATMUL_WITHOUT_BATCH`: keep dot_general results without batch
+      dimensions (projections, not attention's batched products).
+    * `OFFLOAD_MATMUL_WITHOUT_BATCH`: offload those instead.
+    * `HIDDEN_STATE_WITH_OFFLOAD`: offload values named `hidden_states`,
+      `self_attn`, `cross_attn` (a layer's output included).
+    * `CUSTOM`: keep `names-saved`, offload `names-offloaded`.
+    * `FLUX_OPTIMIZED`: in layers whose function name contains `double`
+      keep all but `img_qkv_proj` / `txt_qkv_proj`; in `single` layers keep
+      only `attn_output` and `lin1_norm_hidden_states`; elsewhere as
+      `MATMUL_WITHOUT_BATCH`.
+    Names are `sd.name`s. An unknown policy, a name no value carries, or
+    names given to a policy other than CUSTOM is an error.
+
+    Ops of the backward pass and the update carry `sd.backward`.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"train\"",
+           "train: @train_step with AdamW; grad: @loss_grad returning the "
+           "loss and the gradients">,
+    Option<"remat", "remat", "std::string", "\"NONE\"",
+           "Remat policy: NONE, FULL, MATMUL_WITHOUT_BATCH, "
+           "OFFLOAD_MATMUL_WITHOUT_BATCH, HIDDEN_STATE_WITH_OFFLOAD, "
+           "FLUX_OPTIMIZED, CUSTOM">,
+    ListOption<"namesSaved", "names-saved", "std::string",
+               "CUSTOM: names of values kept for the backward pass">,
+    ListOption<"namesOffloaded", "names-offloaded", "std::string",
+               "CUSTOM: names of values offloaded to host memory">,
+    Option<"learningRate", "learning-rate", "double", "1e-4",
+           "Peak learning rate">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "Steps of linear learning-rate warm-up (0: none)">,
+    Option<"beta1", "adam-b1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "adam-b2", "double", "0.999", "AdamW beta2">,
+    Option<"epsilon", "adam-eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "adam-weight-decay", "double", "1e-2",
+           "AdamW decoupled weight decay">,
+    Option<"maxGradNorm", "max-grad-norm", "double", "0.0",
+           "Clip gradients to this global norm (0: no clipping)">,
+    Option<"gradAccum", "grad-accum", "int64_t", "1",
+           "Microbatches whose gradients are accumulated per step">,
+  ];
+  let statistics = [
+    Statistic<"numRecomputed", "num-recomputed",
+              "Forward ops recomputed in the backward pass">,
+    Statistic<"numOffloaded", "num-offloaded",
+              "Values offloaded to host memory">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def PropagateSharding
     : Pass<"sd-propagate-sharding", "::mlir::func::FuncOp"> {
   let summary = "Propagate shardings through the program with factor rules";
@@ -288,10 +378,10 @@ def Partition : Pass<"sd-partition", "::mlir::func::FuncOp"> {
       reshard planner (ReshardPlanner.h): partial sums become `all_reduce`
       or, where the target shards the axis, `reduce_scatter`; axes leave a
       dimension with `all_gather`, join one with `all_slice`, and move
-      between dimensions with `all_to_all`. `collective_permute` is not
-      produced: it rotates along one axis (ring attention), while a change
-      of axis order within a dimension is a permutation across several
-      axes, done here by a gather and a slice.
+      between dimensions with `all_to_all`; where whole blocks only change
+      devices (an axis replaced by another of the same size, a dimension's
+      axes reordered, axes trading dimensions) one `collective_permute`
+      sends each block once, with the pairs of `reshard::getPermutation`.
 
     ```mlir
     func.func @f(%x: tensor<8x16xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {"tensor"} ]>})
@@ -331,8 +421,9 @@ def OptimizeCollectives
     cheaper ones, until nothing changes:
 
     * no-ops go: mesh axes of size 1 are dropped from every collective, and
-      one left without axes (or a `collective_permute` by a multiple of its
-      axis size) is replaced by its operand;
+      one left without axes is replaced by its operand; a
+      `collective_permute` loses its pairs `[s, s]`, and one left without
+      pairs is replaced by its operand;
     * chains merge: `all_gather` of an `all_gather`, `all_slice` of an
       `all_slice`, `all_reduce` of an `all_reduce` over other axes become
       one op; identical collectives of one value become one;

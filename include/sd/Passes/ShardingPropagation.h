@@ -218,7 +218,11 @@ public:
   /// The layout that makes `node` consistent with its rule: results keep
   /// their shardings where the rule allows, operand-only factors are merged
   /// from the operands, need_replication factors are unsharded, and sharded
-  /// reduction factors make the results unreduced.
+  /// reduction factors make the results unreduced. A reduction factor
+  /// takes an axis from the results when only the results hold it (on a
+  /// result factor) and its operands holding the axis are larger: the
+  /// smaller results are then reduced after the op instead of the operands
+  /// being resharded before it.
   NodeLayout getConsistentLayout(int node) const;
   /// Number of node visits, for statistics and tests.
   int64_t getNumVisits() const { return numVisits; }

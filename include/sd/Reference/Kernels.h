@@ -53,6 +53,9 @@ enum class UnaryKind {
   GeluTanh,
   /// 0.5 x (1 + erf(x / sqrt(2))), the exact gelu.
   GeluErf,
+  /// The error function (2/sqrt(pi)) ∫_0^x e^(-t²) dt, which the exact
+  /// gelu's derivative needs.
+  Erf,
 };
 
 /// The scalar function behind `unary`; exposed so tests and the evaluator can

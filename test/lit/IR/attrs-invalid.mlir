@@ -323,7 +323,7 @@ func.func @param_duplicate_name(
 
 // -----
 
-// expected-error @+1 {{unknown input kind 'weights'; expected latents, noise, timestep, context or labels}}
+// expected-error @+1 {{unknown input kind 'weights'; expected latents, noise, timestep, context, labels or step}}
 func.func @unknown_input_kind(%x: tensor<4xf32> {sd.role = #sd.input<weights>}) {
   return
 }
@@ -408,7 +408,7 @@ func.func @logical_axes_on_result(%x: tensor<4xf32>) -> (tensor<4xf32> {sd.logic
 
 // -----
 
-// expected-error @+1 {{'sd.role' of argument #0 must be #sd.param or #sd.input, not #sd.logical_axes<[batch]>}}
+// expected-error @+1 {{'sd.role' of argument #0 must be #sd.param, #sd.input or #sd.optimizer_state, not #sd.logical_axes<[batch]>}}
 func.func @role_wrong_kind(%x: tensor<4xf32> {sd.role = #sd.logical_axes<[batch]>}) {
   return
 }

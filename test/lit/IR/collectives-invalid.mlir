@@ -476,7 +476,7 @@ func.func @all_to_all_result_type(%x: tensor<4x8xf32>) -> tensor<4x4xf32> {
 sd.mesh @mesh = <["context"=4]>
 func.func @collective_permute_type(%x: tensor<4x8xf32>) -> tensor<4x4xf32> {
   // expected-error @+1 {{'sd.collective_permute' op requires the same type for all operands and results}}
-  %y = "sd.collective_permute"(%x) <{mesh = @mesh, axis = "context", shift = 1 : i64}> : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  %y = "sd.collective_permute"(%x) <{mesh = @mesh, axes = ["context"], pairs = array<i64: 0, 1>}> : (tensor<4x8xf32>) -> tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
 
@@ -485,15 +485,60 @@ func.func @collective_permute_type(%x: tensor<4x8xf32>) -> tensor<4x4xf32> {
 sd.mesh @mesh = <["context"=4]>
 func.func @collective_permute_dynamic(%x: tensor<?x8xbf16>) -> tensor<?x8xbf16> {
   // expected-error @+1 {{'sd.collective_permute' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<?x8xbf16>'}}
-  %y = sd.collective_permute %x @mesh axis = "context" shift = 1 : tensor<?x8xbf16>
+  %y = sd.collective_permute %x @mesh axes = ["context"] pairs = [[0, 1]] : tensor<?x8xbf16>
   return %y : tensor<?x8xbf16>
+}
+
+// -----
+
+sd.mesh @mesh = <["context"=4]>
+func.func @collective_permute_no_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute' op lists no mesh axis}}
+  %y = sd.collective_permute %x @mesh axes = [] pairs = [] : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2, "context"=4]>
+func.func @collective_permute_axis_twice(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute' op lists mesh axis "context" twice}}
+  %y = sd.collective_permute %x @mesh axes = ["context", "data", "context"] pairs = [[0, 1]] : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["context"=4]>
+func.func @collective_permute_odd_pairs(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute' op has 3 integers in pairs; expected an even number}}
+  %y = "sd.collective_permute"(%x) <{mesh = @mesh, axes = ["context"], pairs = array<i64: 0, 1, 2>}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["context"=4]>
+func.func @collective_permute_source_twice(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute' op lists member 0 as the source of two pairs}}
+  %y = sd.collective_permute %x @mesh axes = ["context"] pairs = [[0, 1], [0, 2]] : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["context"=4]>
+func.func @collective_permute_target_twice(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute' op lists member 3 as the target of two pairs}}
+  %y = sd.collective_permute %x @mesh axes = ["context"] pairs = [[1, 3], [2, 3]] : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
 }
 
 // -----
 
 func.func @collective_permute_mesh_missing(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{'sd.collective_permute' op refers to @mesh, which is not an sd.mesh}}
-  %y = sd.collective_permute %x @mesh axis = "context" shift = 1 : tensor<4x8xf32>
+  %y = sd.collective_permute %x @mesh axes = ["context"] pairs = [[0, 1]] : tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
 
@@ -502,7 +547,16 @@ func.func @collective_permute_mesh_missing(%x: tensor<4x8xf32>) -> tensor<4x8xf3
 sd.mesh @mesh = <["context"=4]>
 func.func @collective_permute_unknown_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{'sd.collective_permute' op names mesh axis "ring", which mesh @mesh does not have}}
-  %y = sd.collective_permute %x @mesh axis = "ring" shift = -1 : tensor<4x8xf32>
+  %y = sd.collective_permute %x @mesh axes = ["ring"] pairs = [[1, 0]] : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2, "fsdp"=2]>
+func.func @collective_permute_member_out_of_range(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute' op pair [3, 4] names member 4, outside the groups of mesh axes "data", "fsdp" of total size 4}}
+  %y = sd.collective_permute %x @mesh axes = ["data", "fsdp"] pairs = [[0, 3], [3, 4]] : tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
 

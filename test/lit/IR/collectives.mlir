@@ -72,16 +72,20 @@ func.func @all_to_all(%x: tensor<2x6x64x64xf32>) -> tensor<2x6x64x64xf32> {
 
 // -----
 
-// collective_permute forward and backward along the ring.
+// collective_permute: a ring shift forward along one axis, a swap of
+// blocks across two axes (members are row-major over the listed axes, here
+// fsdp major), and one without pairs.
 // CHECK-LABEL: func.func @collective_permute
 // CHECK-SAME: (%[[KV:.*]]: tensor<2x8x64x64xbf16>)
-// CHECK: %[[A:.*]] = sd.collective_permute %[[KV]] @mesh axis = "context" shift = 1 : tensor<2x8x64x64xbf16>
-// CHECK: sd.collective_permute %[[A]] @mesh axis = "context" shift = -1 : tensor<2x8x64x64xbf16>
-sd.mesh @mesh = <["context"=4]>
+// CHECK: %[[A:.*]] = sd.collective_permute %[[KV]] @mesh axes = ["context"] pairs = {{\[}}[0, 1], [1, 2], [2, 3], [3, 0]] : tensor<2x8x64x64xbf16>
+// CHECK: %[[B:.*]] = sd.collective_permute %[[A]] @mesh axes = ["fsdp", "context"] pairs = {{\[}}[1, 4], [4, 1]] : tensor<2x8x64x64xbf16>
+// CHECK: sd.collective_permute %[[B]] @mesh axes = ["context"] pairs = [] : tensor<2x8x64x64xbf16>
+sd.mesh @mesh = <["fsdp"=2, "context"=4]>
 func.func @collective_permute(%kv: tensor<2x8x64x64xbf16>) -> tensor<2x8x64x64xbf16> {
-  %a = sd.collective_permute %kv @mesh axis = "context" shift = 1 : tensor<2x8x64x64xbf16>
-  %b = sd.collective_permute %a @mesh axis = "context" shift = -1 : tensor<2x8x64x64xbf16>
-  return %b : tensor<2x8x64x64xbf16>
+  %a = sd.collective_permute %kv @mesh axes = ["context"] pairs = [[0, 1], [1, 2], [2, 3], [3, 0]] : tensor<2x8x64x64xbf16>
+  %b = sd.collective_permute %a @mesh axes = ["fsdp", "context"] pairs = [[1, 4], [4, 1]] : tensor<2x8x64x64xbf16>
+  %c = sd.collective_permute %b @mesh axes = ["context"] pairs = [] : tensor<2x8x64x64xbf16>
+  return %c : tensor<2x8x64x64xbf16>
 }
 
 // -----

@@ -157,6 +157,8 @@ func.func @names_and_default_batch(%x: tensor<?x4xf32>) -> tensor<?x4xf32>
 // CHECK: %[[SIG:.*]] = sd.sigmoid %[[COS]] : tensor<?x4xf32>
 // CHECK: %[[SILU:.*]] = sd.silu %[[SIG]] : tensor<?x4xf32>
 // CHECK: sd.silu %[[H]] : tensor<2x4xbf16>
+// CHECK: %[[ERF:.*]] = sd.erf %[[SILU]] : tensor<?x4xf32>
+// CHECK: return %[[ERF]]
 func.func @unary(%x: tensor<?x4xf32>, %h: tensor<2x4xbf16>) -> tensor<?x4xf32> {
   %0 = sd.neg %x : tensor<?x4xf32>
   %1 = sd.exp %0 : tensor<?x4xf32>
@@ -169,7 +171,8 @@ func.func @unary(%x: tensor<?x4xf32>, %h: tensor<2x4xbf16>) -> tensor<?x4xf32> {
   %8 = sd.sigmoid %7 : tensor<?x4xf32>
   %9 = sd.silu %8 : tensor<?x4xf32>
   %10 = sd.silu %h : tensor<2x4xbf16>
-  return %9 : tensor<?x4xf32>
+  %11 = sd.erf %9 : tensor<?x4xf32>
+  return %11 : tensor<?x4xf32>
 }
 
 // -----

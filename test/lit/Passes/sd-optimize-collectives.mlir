@@ -128,7 +128,7 @@ func.func @reduce_then_slice(%x: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<
 // -----
 
 // Axes of size 1 do nothing: collectives over only such axes go, others
-// lose them; so does a rotation by the axis size.
+// lose them; so does a permute whose pairs keep every block in place.
 sd.mesh @mesh = <["data"=1, "fsdp"=2, "context"=2]>
 // CHECK-LABEL: func.func @no_ops
 // CHECK-SAME: %[[X:[^:]*]]: tensor<4x4xf32>
@@ -138,8 +138,24 @@ func.func @no_ops(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<8x4xf32>, ten
   %r = sd.all_reduce %x @mesh axes = ["data"] : tensor<4x4xf32>
   %g = sd.all_gather %x @mesh [{"data", "fsdp"}, {}] : (tensor<4x4xf32>) -> tensor<8x4xf32>
   %a = sd.all_to_all %x @mesh axes = ["data"] src_dim = 0 tgt_dim = 1 : (tensor<4x4xf32>) -> tensor<4x4xf32>
-  %p = sd.collective_permute %x @mesh axis = "context" shift = 2 : tensor<4x4xf32>
+  %p = sd.collective_permute %x @mesh axes = ["context"] pairs = [[0, 0], [1, 1]] : tensor<4x4xf32>
   return %r, %g, %a, %p : tensor<4x4xf32>, tensor<8x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// A permute loses its size-1 axes (member indices stay) and its pairs
+// [s, s]; one without pairs, or only over size-1 axes, goes.
+sd.mesh @mesh = <["data"=1, "fsdp"=2, "context"=2]>
+// CHECK-LABEL: func.func @permute_no_ops
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x4xf32>
+// CHECK-NEXT: %[[P:.*]] = sd.collective_permute %[[X]] @mesh axes = ["fsdp", "context"] pairs = {{\[}}[1, 2], [2, 1]] : tensor<4x4xf32>
+// CHECK-NEXT: return %[[P]], %[[X]], %[[X]]
+func.func @permute_no_ops(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %p = sd.collective_permute %x @mesh axes = ["fsdp", "data", "context"] pairs = [[0, 0], [1, 2], [2, 1], [3, 3]] : tensor<4x4xf32>
+  %q = sd.collective_permute %x @mesh axes = ["fsdp"] pairs = [] : tensor<4x4xf32>
+  %r = sd.collective_permute %x @mesh axes = ["data"] pairs = [[0, 0]] : tensor<4x4xf32>
+  return %p, %q, %r : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
 
 // -----

@@ -67,13 +67,15 @@ func.func @all_to_all(%x: tensor<8x16x4xf32> {sd.sharding = #sd.sharding<@mesh, 
 
 // -----
 
-// Four axes at once: two move together, one is gathered, one sliced.
+// Four axes at once: two move together, and tensor takes data's place,
+// the devices at (data 0, tensor 1) and (data 1, tensor 0) swapping blocks
+// (128 B each, as a gather of data then a slice of tensor would send, in
+// one op instead of two).
 sd.mesh @mesh = <["data"=2, "fsdp"=2, "context"=2, "tensor"=2]>
 // CHECK-LABEL: func.func @four_axes
 // CHECK-NEXT: %[[A:.*]] = sd.all_to_all %{{.*}} @mesh axes = ["fsdp", "context"] src_dim = 0 tgt_dim = 1 : (tensor<2x16xf32>) -> tensor<8x4xf32>
-// CHECK-NEXT: %[[G:.*]] = sd.all_gather %[[A]] @mesh [{"data"}, {}] : (tensor<8x4xf32>) -> tensor<16x4xf32>
-// CHECK-NEXT: %[[S:.*]] = sd.all_slice %[[G]] @mesh [{"tensor"}, {}] : (tensor<16x4xf32>) -> tensor<8x4xf32>
-// CHECK-NEXT: return %[[S]]
+// CHECK-NEXT: %[[P:.*]] = sd.collective_permute %[[A]] @mesh axes = ["data", "tensor"] pairs = {{\[}}[1, 2], [2, 1]] : tensor<8x4xf32>
+// CHECK-NEXT: return %[[P]]
 func.func @four_axes(%x: tensor<16x16xf32> {sd.sharding = #sd.sharding<@mesh, [{"data", "fsdp", "context"}, {}], replicated = ["tensor"]>})
     -> (tensor<16x16xf32> {sd.sharding = #sd.sharding<@mesh, [{"tensor"}, {"fsdp", "context"}]>}) {
   %r = sd.reshard %x sharding = <@mesh, [{"tensor"}, {"fsdp", "context"}]> : tensor<16x16xf32>

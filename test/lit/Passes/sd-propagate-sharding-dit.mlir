@@ -9,7 +9,7 @@
 // partial sum over fsdp until it is reduced for the return.
 
 // CHECK-LABEL: func.func @loss
-// CHECK: sd.add {{.*}} {sd.name = "query_proj", sd.sharding = #sd.sharding_per_value<[<@mesh, [{"fsdp", ?}, {?}, {"tensor", ?}]>]>}
+// CHECK: sd.reshape {{.*}} {sd.name = "query_proj", sd.sharding = #sd.sharding_per_value<[<@mesh, [{"fsdp", ?}, {?}, {"tensor", ?}]>]>}
 // CHECK: sd.transpose {{.*}} {sd.name = "xq_out", sd.sharding = #sd.sharding_per_value<[<@mesh, [{"fsdp", ?}, {"tensor", ?}, {?}, {?}]>]>}
 // CHECK: sd.attention {{.*}} {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"fsdp", ?}, {"tensor", ?}, {?}, {?}]>]>}
 // CHECK: sd.reshape {{.*}} {sd.name = "attn_output", sd.sharding = #sd.sharding_per_value<[<@mesh, [{"fsdp", ?}, {?}, {"tensor", ?}]>]>}

@@ -5,19 +5,24 @@
 // RUN: FileCheck %s --check-prefix=SUM < %t.log
 // RUN: sdgen --preset=flux-dev --depth=1 --hidden=256 --heads=2 --height=64 --width=64 --text-length=8 2>/dev/null | sdopt --batch=2 | FileCheck %s --check-prefix=BATCH2
 // RUN: sdgen --preset=flux-dev --depth=1 --hidden=256 --heads=2 --height=64 --width=64 --text-length=8 2>/dev/null | sdopt --batch=2 | not grep 'tensor<?'
+// No weight is sliced and no activation concatenated for linear2.
+// RUN: sdgen --preset=flux-dev --depth=1 --hidden=256 --heads=2 --height=64 --width=64 --text-length=8 2>/dev/null | not grep 'sd.slice %arg'
 
 // 64×64 pixels → 8×8×16 latents → 16 image tokens of 64; 8 text tokens.
-// SUM: sdgen: flux-dev: 6.08M parameters (60 tensors)
+// SUM: sdgen: flux-dev: 6.08M parameters (66 tensors)
 
 // CHECK-LABEL: func.func private @flux_double_block
 // CHECK-SAME: (%{{.*}}: tensor<?x16x256xf32>, %{{.*}}: tensor<?x8x256xf32>, %{{.*}}: tensor<?x256xf32>, %[[IMG_ROPE:.*]]: tensor<16x64x2x2xf32>, %[[TXT_ROPE:[a-z0-9]+]]: tensor<8x64x2x2xf32>
 // CHECK-SAME: -> (tensor<?x16x256xf32>, tensor<?x8x256xf32>)
-// CHECK-COUNT-3: {sd.name = "img_qkv_proj"} : tensor<?x16x256xf32>
+// Each stream's modulation and qkv are one projection each with the whole
+// [D, k, D] weight; the fused qkv projection is what MaxDiffusion names.
+// CHECK: sd.dot_general {{.*}} -> tensor<?x6x256xf32>
+// CHECK: sd.add {{.*}} {sd.name = "img_qkv_proj"} : tensor<?x16x3x256xf32>
 // CHECK: sd.rms_norm %{{.*}} scale %{{.*}} : (tensor<?x16x2x128xf32>, tensor<128xf32>)
 // CHECK: sd.dot_general %{{.*}}, %[[IMG_ROPE]] batch = [1, 3] x [0, 1] contract = [4] x [2]
 // CHECK: %[[IMG_Q:.*]] = sd.transpose {{.*}} {sd.name = "xq_out"} : (tensor<?x16x2x128xf32>) -> tensor<?x2x16x128xf32>
 // CHECK: %[[IMG_K:.*]] = sd.transpose {{.*}} {sd.name = "xk_out"}
-// CHECK-COUNT-3: {sd.name = "txt_qkv_proj"} : tensor<?x8x256xf32>
+// CHECK: sd.add {{.*}} {sd.name = "txt_qkv_proj"} : tensor<?x8x3x256xf32>
 // CHECK: sd.dot_general %{{.*}}, %[[TXT_ROPE]] batch = [1, 3] x [0, 1] contract = [4] x [2]
 // CHECK: %[[TXT_Q:.*]] = sd.transpose {{.*}} {sd.name = "xq_out"} : (tensor<?x8x2x128xf32>) -> tensor<?x2x8x128xf32>
 // CHECK: %[[TXT_K:.*]] = sd.transpose {{.*}} {sd.name = "xk_out"}
@@ -32,27 +37,41 @@
 // CHECK: %[[TXT:.*]] = sd.add {{.*}} {sd.name = "hidden_states"} : tensor<?x8x256xf32>
 // CHECK: return %[[IMG]], %[[TXT]]
 
+// The checkpoint's linear1 is split into linear1_qkv [D, 3, D] and
+// linear1_mlp [D, mlp], its linear2 into linear2_attn [D, D] and
+// linear2_mlp [mlp, D] whose products are summed (one bias).
 // CHECK-LABEL: func.func private @flux_single_block
-// CHECK-SAME: (%[[X:.*]]: tensor<?x24x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<24x64x2x2xf32>, %[[W1:[a-z0-9]+]]: tensor<256x1792xf32>
-// CHECK: sd.add {{.*}} {sd.name = "lin1_norm_hidden_states"} : tensor<?x24x256xf32>
-// CHECK: sd.slice %[[W1]] start = [0, 0] limit = [256, 256]
-// CHECK: sd.add {{.*}} {sd.name = "query_proj"}
-// CHECK: sd.add {{.*}} {sd.name = "key_proj"}
-// CHECK: sd.add {{.*}} {sd.name = "value_proj"}
-// CHECK: sd.slice %[[W1]] start = [0, 768] limit = [256, 1792]
+// CHECK-SAME: (%[[X:.*]]: tensor<?x24x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<24x64x2x2xf32>, %[[W1QKV:[a-z0-9]+]]: tensor<256x3x256xf32>, %{{.*}}: tensor<3x256xf32>,
+// CHECK-SAME: %[[W1MLP:[a-z0-9]+]]: tensor<256x1024xf32>, %{{.*}}: tensor<1024xf32>, %[[W2ATTN:[a-z0-9]+]]: tensor<256x256xf32>, %[[W2MLP:[a-z0-9]+]]: tensor<1024x256xf32>, %[[B2:[a-z0-9]+]]: tensor<256xf32>
+// CHECK: %[[H:.*]] = sd.add {{.*}} {sd.name = "lin1_norm_hidden_states"} : tensor<?x24x256xf32>
+// CHECK: sd.dot_general %[[H]], %[[W1QKV]] {{.*}} -> tensor<?x24x3x256xf32>
+// CHECK: sd.reshape {{.*}} {sd.name = "query_proj"} : (tensor<?x24x1x256xf32>) -> tensor<?x24x256xf32>
+// CHECK: sd.reshape {{.*}} {sd.name = "key_proj"}
+// CHECK: sd.reshape {{.*}} {sd.name = "value_proj"}
+// CHECK: sd.dot_general %[[H]], %[[W1MLP]] {{.*}} -> tensor<?x24x1024xf32>
 // CHECK: sd.transpose {{.*}} {sd.name = "xq_out"}
 // CHECK: sd.transpose {{.*}} {sd.name = "xk_out"}
 // CHECK: %[[ATTN:.*]] = sd.reshape {{.*}} {sd.name = "attn_output"} : (tensor<?x24x2x128xf32>) -> tensor<?x24x256xf32>
 // CHECK: %[[ACT:.*]] = sd.gelu {{.*}} {sd.name = "ffn_activation"} : tensor<?x24x1024xf32>
-// CHECK: sd.concat %[[ATTN]], %[[ACT]] dim = 2 : {{.*}} -> tensor<?x24x1280xf32>
+// CHECK: %[[OUT_ATTN:.*]] = sd.dot_general %[[ATTN]], %[[W2ATTN]]
+// CHECK: %[[OUT_MLP:.*]] = sd.dot_general %[[ACT]], %[[W2MLP]]
+// CHECK: %[[PROJ:.*]] = sd.add %[[OUT_ATTN]], %[[OUT_MLP]] : tensor<?x24x256xf32>
+// CHECK: %[[BIAS:.*]] = sd.broadcast_in_dim %[[B2]] dims = [2]
+// CHECK: sd.add %[[PROJ]], %[[BIAS]] : tensor<?x24x256xf32>
 // CHECK: sd.add %[[X]], %{{.*}} {sd.name = "hidden_states"} : tensor<?x24x256xf32>
 
 // CHECK-LABEL: func.func @loss
 // CHECK-SAME: sd.role = #sd.param<"img_in.weight", xavier_uniform>
 // CHECK-SAME: sd.role = #sd.param<"guidance_in.in_layer.weight", xavier_uniform>
-// CHECK-SAME: tensor<256x768xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"double_blocks.0.img_attn.qkv.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256x6x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"double_blocks.0.img_mod.lin.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256x3x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, heads]>, sd.role = #sd.param<"double_blocks.0.img_attn.qkv.weight", xavier_uniform>}
 // CHECK-SAME: tensor<128xf32> {sd.logical_axes = #sd.logical_axes<[norm]>, sd.role = #sd.param<"double_blocks.0.txt_attn.norm.key_norm.scale", ones>}
-// CHECK-SAME: tensor<1280x256xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"single_blocks.1.linear2.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256x3x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, heads]>, sd.role = #sd.param<"single_blocks.1.linear1_qkv.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256x1024xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"single_blocks.1.linear1_mlp.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"single_blocks.1.linear2_attn.weight", xavier_uniform>}
+// CHECK-SAME: tensor<1024x256xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"single_blocks.1.linear2_mlp.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[embed]>, sd.role = #sd.param<"single_blocks.1.linear2.bias", zeros>}
+// CHECK-SAME: tensor<256x3x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"single_blocks.1.modulation.lin.weight", xavier_uniform>}
 // CHECK-SAME: sd.role = #sd.param<"final_layer.adaLN_modulation.1.weight", xavier_uniform>
 // CHECK-SAME: tensor<?x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}

@@ -5,16 +5,21 @@
 // RUN: FileCheck %s --check-prefix=SUM < %t.log
 // RUN: sdgen --preset=wan2.1-14b --depth=2 --hidden=256 --heads=2 --frames=5 --height=64 --width=64 --text-length=8 2>/dev/null | sdopt --batch=2 | FileCheck %s --check-prefix=BATCH2
 // RUN: sdgen --preset=wan2.1-14b --depth=2 --hidden=256 --heads=2 --frames=5 --height=64 --width=64 --text-length=8 2>/dev/null | sdopt --batch=2 | not grep 'tensor<?'
+// No weight is sliced: the modulation tables are added whole.
+// RUN: sdgen --preset=wan2.1-14b --depth=2 --hidden=256 --heads=2 --frames=5 --height=64 --width=64 --text-length=8 2>/dev/null | not grep 'sd.slice %arg'
 
 // 5 frames of 64×64 → latents 2×8×8 → 2×4×4 = 32 tokens of 1·2·2·16 = 64.
 // SUM: sdgen: wan2.1-14b: 3.44M parameters (69 tensors)
 
 // CHECK-LABEL: func.func private @wan_block
-// CHECK-SAME: (%[[X:.*]]: tensor<?x32x256xf32>, %[[CTX:.*]]: tensor<?x8x256xf32>, %[[E0:.*]]: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<?x256xf32>, %[[ROPE:.*]]: tensor<32x64x2x2xf32>,
+// CHECK-SAME: (%[[X:.*]]: tensor<?x32x256xf32>, %[[CTX:.*]]: tensor<?x8x256xf32>, %[[E:.*]]: tensor<?x6x256xf32>, %[[ROPE:.*]]: tensor<32x64x2x2xf32>,
 // CHECK-SAME: %[[MOD:[a-z0-9]+]]: tensor<1x6x256xf32>) -> tensor<?x32x256xf32>
-// The block's modulation offsets the time projection.
-// CHECK: sd.slice %[[MOD]] start = [0, 0, 0] limit = [1, 1, 256]
-// CHECK: sd.add %[[E0]], %{{.*}} : tensor<?x256xf32>
+// The block's modulation table offsets the six time-projection vectors
+// [B, 6, D]; the chunks are slices of the sum.
+// CHECK: %[[TABLE:.*]] = sd.reshape %[[MOD]] : (tensor<1x6x256xf32>) -> tensor<6x256xf32>
+// CHECK: %[[OFFSET:.*]] = sd.broadcast_in_dim %[[TABLE]] dims = [1, 2] : (tensor<6x256xf32>) -> tensor<?x6x256xf32>
+// CHECK: %[[SIX:.*]] = sd.add %[[E]], %[[OFFSET]] : tensor<?x6x256xf32>
+// CHECK: sd.slice %[[SIX]] start = [0, 0, 0] limit = [-1, 1, 256] strides = [1, 1, 1] : (tensor<?x6x256xf32>) -> tensor<?x1x256xf32>
 // Self-attention.
 // CHECK: %[[Q:.*]] = sd.add {{.*}} {sd.name = "query_proj"} : tensor<?x32x256xf32>
 // CHECK: sd.add {{.*}} {sd.name = "key_proj"} : tensor<?x32x256xf32>
@@ -42,7 +47,7 @@
 
 // CHECK-LABEL: func.func @loss
 // CHECK-SAME: sd.role = #sd.param<"patch_embedding.weight", xavier_uniform>
-// CHECK-SAME: sd.role = #sd.param<"time_projection.1.weight", xavier_uniform>
+// CHECK-SAME: tensor<256x6x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"time_projection.1.weight", xavier_uniform>}
 // CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"blocks.0.self_attn.q.weight", xavier_uniform>}
 // CHECK-SAME: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[norm]>, sd.role = #sd.param<"blocks.0.self_attn.norm_q.weight", ones>}
 // CHECK-SAME: tensor<1x6x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"blocks.1.modulation", normal(0.0625)>}
@@ -50,11 +55,17 @@
 // CHECK-SAME: tensor<?x2x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
 // CHECK-SAME: attributes {sd.default_batch = 1 : i64}
+// The six modulation vectors: one projection with the whole [D, 6, D]
+// weight, passed whole to the blocks.
+// CHECK: %[[SIX_E:.*]] = sd.add %{{.*}} : tensor<?x6x256xf32>
 // The RoPE table is computed once from iota: 22 frame, 21 row, 21 column pairs.
 // CHECK: sd.iota dim = 0 : tensor<2x4x4x22xf32>
 // CHECK: sd.iota dim = 1 : tensor<2x4x4x21xf32>
 // CHECK: sd.iota dim = 2 : tensor<2x4x4x21xf32>
-// CHECK-COUNT-2: call @wan_block
+// CHECK-COUNT-2: call @wan_block(%{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %[[SIX_E]],
+// The head's [1, 2, D] table is added to e broadcast to [B, 2, D].
+// CHECK: sd.broadcast_in_dim %{{.*}} dims = [0, 2] : (tensor<?x256xf32>) -> tensor<?x2x256xf32>
+// CHECK: sd.slice %{{.*}} start = [0, 1, 0] limit = [-1, 2, 256]
 // CHECK: sd.mse_loss %{{.*}}, %{{.*}} : tensor<?x2x8x8x16xf32>
 
 // BATCH2-LABEL: func.func private @wan_block

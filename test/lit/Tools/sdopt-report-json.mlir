@@ -10,6 +10,9 @@
 // 67108864, and the reduce_max, 1 per operand element, 65536: 67174400. Parameter 128·1024·2 = 262144 B; input 64·512·2 = 65536 B.
 // Peak at the dot: the gathered weight (1048576 B) and the f32 result
 // (64·1024·4 = 262144 B) = 1310720 B; total 262144 + 65536 + 1310720.
+// The weight is the one sharded parameter and is gathered once: its
+// 786432 B meet ZeRO's bound Ψ(N−1)/N, Ψ = 1048576 B (the whole weight),
+// N = 4.
 // CHECK:      "collectives": [
 // CHECK-NEXT:   {
 // CHECK-NEXT:     "axes": [
@@ -28,6 +31,19 @@
 // CHECK-NEXT:   "name": "mesh",
 // CHECK-NEXT:   "spec": "fsdp:4"
 // CHECK-NEXT: },
+// CHECK-NEXT: "parameter_gathers": {
+// CHECK-NEXT:   "all_gather_bytes": 786432,
+// CHECK-NEXT:   "all_gathers": 1,
+// CHECK-NEXT:   "exceptions": [],
+// CHECK-NEXT:   "gathered_more_than_once": 0,
+// CHECK-NEXT:   "gathered_once": 1,
+// CHECK-NEXT:   "group_size": 4,
+// CHECK-NEXT:   "never_gathered": 0,
+// CHECK-NEXT:   "parameters": 1,
+// CHECK-NEXT:   "sharded": 1,
+// CHECK-NEXT:   "sharded_bytes": 1048576,
+// CHECK-NEXT:   "zero_bound_bytes": 786432
+// CHECK-NEXT: },
 // CHECK-NEXT: "per_device": {
 // CHECK-NEXT:   "activations": {
 // CHECK-NEXT:     "peak_bytes": 1310720,
@@ -37,16 +53,25 @@
 // CHECK-NEXT:   },
 // CHECK:        "collective_bytes": 786432,
 // CHECK-NEXT:   "flops": 67174400,
+// CHECK-NEXT:   "host": {
+// CHECK-NEXT:     "peak_bytes": 0,
+// CHECK-NEXT:     "transfer_bytes": 0
+// CHECK-NEXT:   },
 // CHECK-NEXT:   "inputs": {
 // CHECK-NEXT:     "bytes": 65536,
 // CHECK-NEXT:     "tensors": 1
 // CHECK-NEXT:   },
 // CHECK-NEXT:   "ops_without_sharding": 0,
+// CHECK-NEXT:   "optimizer_state": {
+// CHECK-NEXT:     "bytes": 0,
+// CHECK-NEXT:     "tensors": 0
+// CHECK-NEXT:   },
 // CHECK-NEXT:   "parameters": {
 // CHECK-NEXT:     "bytes": 262144,
 // CHECK-NEXT:     "elements": 131072,
 // CHECK-NEXT:     "tensors": 1
 // CHECK-NEXT:   },
+// CHECK-NEXT:   "recompute_flops": 0,
 // CHECK-NEXT:   "reshards": 0,
 // CHECK-NEXT:   "total_bytes": 1638400
 // CHECK-NEXT: },

@@ -56,8 +56,8 @@ func.func @loss(%w: tensor<2x8xf32> {sd.role = #sd.param<"proj.weight", zeros>},
 //   all_gather 4x8 → 16x8 over fsdp:   384 B again (aggregated: count 2)
 //   reduce_scatter 16x8 → 8x8 over data: S = 512, 1·256 = 256 B
 //   all_to_all 8x8 → 32x2 over fsdp:   S = 256, 3·64 = 192 B
-//   collective_permute 32x2 over fsdp:  S = 256 B
-//   collective_permute by 4 = size:     0 B (nothing moves)
+//   collective_permute 32x2 over fsdp:  S = 256 B (a ring shift by 1)
+//   collective_permute, pairs [s, s]:   0 B (nothing moves)
 //   all_slice 32x2 → 16x2 over data:   0 B (local)
 //   all_reduce 16x2 over fsdp,data:    S = 128, N = 8, 2·7·16 = 224 B,
 //                                       listed in mesh order as data,fsdp
@@ -86,8 +86,8 @@ func.func @every_kind(%x: tensor<4x8xf32> {sd.role = #sd.input<latents>}) -> ten
   %e = sd.exp %x : tensor<4x8xf32>
   %rs = sd.reduce_scatter %g1 @mesh [{"data"}, {}] : (tensor<16x8xf32>) -> tensor<8x8xf32>
   %a2a = sd.all_to_all %rs @mesh axes = ["fsdp"] src_dim = 0 tgt_dim = 1 : (tensor<8x8xf32>) -> tensor<32x2xf32>
-  %p = sd.collective_permute %a2a @mesh axis = "fsdp" shift = 1 : tensor<32x2xf32>
-  %p0 = sd.collective_permute %p @mesh axis = "fsdp" shift = 4 : tensor<32x2xf32>
+  %p = sd.collective_permute %a2a @mesh axes = ["fsdp"] pairs = [[0, 1], [1, 2], [2, 3], [3, 0]] : tensor<32x2xf32>
+  %p0 = sd.collective_permute %p @mesh axes = ["fsdp"] pairs = [[0, 0], [2, 2]] : tensor<32x2xf32>
   %s = sd.all_slice %p0 @mesh [{"data"}, {}] : (tensor<32x2xf32>) -> tensor<16x2xf32>
   %r = sd.all_reduce %s @mesh axes = ["fsdp", "data"] : tensor<16x2xf32>
   return %r : tensor<16x2xf32>

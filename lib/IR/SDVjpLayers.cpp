@@ -1,0 +1,328 @@
+//===- SDVjpLayers.cpp - how the layer ops differentiate ------------------===//
+//
+// VjpOpInterface implementations of the ops that make up layers: matrix
+// products, normalizations, softmax, attention, convolution and
+// upsampling (the others are in SDVjp.cpp). Each is written with sd ops
+// only, recomputing what it needs (normalization statistics, attention
+// probabilities) from the op's operands.
+//
+//===----------------------------------------------------------------------===//
+
+#include "VjpEmitter.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::vjp;
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One dot_general operand's dimension roles.
+struct DotDims {
+  ArrayRef<int64_t> batch, contract;
+  SmallVector<int64_t> free;
+  DotDims(int64_t rank, ArrayRef<int64_t> batch, ArrayRef<int64_t> contract)
+      : batch(batch), contract(contract) {
+    SmallVector<int64_t> listed(batch);
+    listed.append(contract.begin(), contract.end());
+    free = complement(rank, listed);
+  }
+};
+} // namespace
+
+/// The cotangent of one dot_general operand (JAX's transpose rule): `dy`
+/// contracted with the `other` operand over the other's free dimensions
+/// (`dyOtherFree` in dy), batched like the product, then transposed into
+/// the operand's dimension order.
+static Value dotCotangent(Emitter &e, Value operand, const DotDims &dims,
+                          Value dy, ArrayRef<int64_t> dyOtherFree, Value other,
+                          const DotDims &otherDims) {
+  Type elementType = typeOf(operand).getElementType();
+  Value product =
+      e.dot(e.convert(dy, elementType), other, iota(dims.batch.size()),
+            otherDims.batch, dyOtherFree, otherDims.free);
+  // The product's dimensions: batch, the operand's free dimensions, then
+  // the other's contracted ones in its order, i.e. the operand's paired
+  // contracted dimensions.
+  SmallVector<int64_t> source(dims.batch);
+  source.append(dims.free.begin(), dims.free.end());
+  SmallVector<int64_t> pairs = iota(dims.contract.size());
+  llvm::sort(pairs, [&](int64_t i, int64_t j) {
+    return otherDims.contract[i] < otherDims.contract[j];
+  });
+  for (int64_t k : pairs)
+    source.push_back(dims.contract[k]);
+  SmallVector<int64_t> permutation(source.size());
+  for (auto [position, d] : llvm::enumerate(source))
+    permutation[d] = position;
+  return e.transpose(product, permutation);
+}
+
+LogicalResult DotGeneralOp::buildVjp(OpBuilder &b, ValueRange cts,
+                                     Cotangents &out) {
+  return buildWith(*this, b, cts, out, [&](Emitter &e, Value dy) {
+    DotDims lhs(getLhs().getType().getRank(), getLhsBatch(), getLhsContract());
+    DotDims rhs(getRhs().getType().getRank(), getRhsBatch(), getRhsContract());
+    // dy's dimensions: batch, lhs free, rhs free.
+    int64_t numBatch = lhs.batch.size(), numLhsFree = lhs.free.size();
+    SmallVector<int64_t> lhsFree =
+        llvm::to_vector(llvm::seq<int64_t>(numBatch, numBatch + numLhsFree));
+    SmallVector<int64_t> rhsFree = llvm::to_vector(
+        llvm::seq<int64_t>(numBatch + numLhsFree, typeOf(dy).getRank()));
+    out[0] = dotCotangent(e, getLhs(), lhs, dy, rhsFree, getRhs(), rhs);
+    out[1] = dotCotangent(e, getRhs(), rhs, dy, lhsFree, getLhs(), lhs);
+    return success();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and softmax
+//===----------------------------------------------------------------------===//
+
+/// softmax's VJP along `dim`: y ⊙ (dy − Σ(dy ⊙ y)).
+static Value softmaxCotangent(Emitter &e, Value y, Value dy, int64_t dim) {
+  return e.mul(y, e.sub(dy, e.sumKeep(e.mul(dy, y), {dim})));
+}
+
+LogicalResult SoftmaxOp::buildVjp(OpBuilder &b, ValueRange cts,
+                                  Cotangents &out) {
+  return unaryVjp(
+      *this, b, cts, out, [&](Emitter &e, Value, Value y, Value dy) {
+        return softmaxCotangent(e, y, dy, static_cast<int64_t>(getDim()));
+      });
+}
+
+namespace {
+/// What a normalization computes: `y = x̂ · scale + bias` (scale and bias
+/// optional, per channel of the last dimension), where x̂ normalizes the
+/// operand viewed as `view` over the view's dimensions `dims`:
+/// x̂ = (x − mean)·rstd when `center`, else x·rstd, with
+/// rstd = 1/sqrt(mean of squares + epsilon).
+struct NormSpec {
+  Value x, scale, bias;
+  RankedTensorType view;
+  SmallVector<int64_t> dims;
+  double epsilon;
+  bool center;
+};
+} // namespace
+
+/// The cotangents of the normalization `n`, in operand order (x, then scale
+/// and bias where present). The statistics are recomputed from x.
+static LogicalResult normVjp(Operation *op, OpBuilder &builder,
+                             ValueRange resultCotangents, Cotangents &out,
+                             const NormSpec &n) {
+  return buildWith(
+      op, builder, resultCotangents, out, [&](Emitter &e, Value dy) {
+        Value xv = e.reshape(n.x, n.view);
+        Value centered = n.center ? e.sub(xv, e.meanKeep(xv, n.dims)) : xv;
+        Value variance =
+            ReduceMeanOp::create(e.b, e.loc, e.mul(centered, centered), n.dims);
+        Value rstd = e.expand(
+            RsqrtOp::create(e.b, e.loc,
+                            e.add(variance, e.splatLike(variance, n.epsilon))),
+            n.view, n.dims);
+        Value xhat = e.mul(centered, rstd);
+
+        // The affine part, in the operand's shape.
+        auto type = typeOf(n.x);
+        int64_t last = type.getRank() - 1;
+        SmallVector<int64_t> leading = iota(last);
+        Value g = dy;
+        unsigned next = 1;
+        if (n.scale) {
+          g = e.mul(dy, e.broadcast(n.scale, type, {last}));
+          out[next++] = e.reduceSum(e.mul(dy, e.reshape(xhat, type)), leading);
+        }
+        if (n.bias)
+          out[next] = e.reduceSum(dy, leading);
+
+        // rstd · (g − mean(g) − x̂·mean(g·x̂)); without centering, no mean(g).
+        Value gv = e.reshape(g, n.view);
+        Value projected = e.mul(xhat, e.meanKeep(e.mul(gv, xhat), n.dims));
+        Value gc = n.center ? e.sub(gv, e.meanKeep(gv, n.dims)) : gv;
+        out[0] = e.reshape(e.mul(rstd, e.sub(gc, projected)), type);
+        return success();
+      });
+}
+
+/// A normalization over the last dimension of `x` (layer_norm, rms_norm).
+static NormSpec lastDimNorm(Value x, Value scale, Value bias,
+                            const APFloat &epsilon, bool center) {
+  auto type = typeOf(x);
+  SmallVector<int64_t> last = {type.getRank() - 1};
+  return {x, scale, bias, type, last, epsilon.convertToDouble(), center};
+}
+
+LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ValueRange cts,
+                                    Cotangents &out) {
+  return normVjp(*this, b, cts, out,
+                 lastDimNorm(getOperand(), getScale(), getBias(), getEpsilon(),
+                             /*center=*/true));
+}
+
+LogicalResult RmsNormOp::buildVjp(OpBuilder &b, ValueRange cts,
+                                  Cotangents &out) {
+  return normVjp(*this, b, cts, out,
+                 lastDimNorm(getOperand(), getScale(), Value(), getEpsilon(),
+                             /*center=*/false));
+}
+
+LogicalResult GroupNormOp::buildVjp(OpBuilder &b, ValueRange cts,
+                                    Cotangents &out) {
+  // [N, ..., C] viewed as [N, positions, groups, C / groups], normalized
+  // over positions and the group's channels.
+  auto type = getOperand().getType();
+  int64_t groups = getNumGroups(), channels = type.getShape().back();
+  int64_t positions = 1;
+  for (int64_t d : type.getShape().drop_front().drop_back())
+    positions *= d;
+  auto view =
+      type.clone({type.getDimSize(0), positions, groups, channels / groups});
+  SmallVector<int64_t> dims = {1, 3};
+  NormSpec spec{getOperand(),   getScale(), getBias(),
+                view,           dims,       getEpsilon().convertToDouble(),
+                /*center=*/true};
+  return normVjp(*this, b, cts, out, spec);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention, convolution, upsampling
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::buildVjp(OpBuilder &b, ValueRange cts,
+                                    Cotangents &out) {
+  // P = softmax(scale·QKᵀ) over the allowed keys is recomputed; masked
+  // scores are pushed down by 1e30, so that their weights vanish, and P is
+  // multiplied by the mask, so that a row with no allowed key is zero as in
+  // the forward pass. The mask gets no cotangent.
+  return buildWith(*this, b, cts, out, [&](Emitter &e, Value dO) {
+    Value q = getQuery(), k = getKey(), v = getValue();
+    double scale = getEffectiveScale();
+    Value scores = e.scale(e.batchedDot(q, k, 3, 3), scale);
+    Value allowed;
+    if (Value mask = getMask()) {
+      auto type = typeOf(scores);
+      allowed = e.broadcast(e.convert(mask, type.getElementType()), type,
+                            {0, 1, 2, 3});
+      Value penalty = e.scale(e.add(allowed, e.splatLike(allowed, -1.0)), 1e30);
+      scores = e.add(scores, penalty);
+    }
+    Value soft = SoftmaxOp::create(e.b, e.loc, scores, 3);
+    Value p = allowed ? e.mul(soft, allowed) : soft;
+    out[2] = e.batchedDot(p, dO, 2, 2);
+    Value dP = e.batchedDot(dO, v, 3, 3);
+    if (allowed)
+      dP = e.mul(dP, allowed);
+    Value dS = e.scale(softmaxCotangent(e, soft, dP, 3), scale);
+    out[0] = e.batchedDot(dS, k, 3, 2);
+    out[1] = e.batchedDot(dS, q, 2, 2);
+    return success();
+  });
+}
+
+namespace {
+/// A conv2d's shapes: input [N, H, W, Cin], kernel [KH, KW, Cin/G, Cout],
+/// result [N, Ho, Wo, Cout], and G groups.
+struct ConvShape {
+  int64_t h, w, cin, kh, kw, cout, ho, wo, groups;
+  explicit ConvShape(Conv2DOp op) {
+    ArrayRef<int64_t> x = op.getInput().getType().getShape();
+    ArrayRef<int64_t> k = op.getKernel().getType().getShape();
+    ArrayRef<int64_t> y = op.getResult().getType().getShape();
+    h = x[1], w = x[2], cin = x[3], kh = k[0], kw = k[1], cout = k[3];
+    ho = y[1], wo = y[2], groups = static_cast<int64_t>(op.getGroups());
+  }
+};
+} // namespace
+
+/// Kernel offset (i, j)'s contribution to the input cotangent, in the
+/// padded input's frame: dy times the offset's [Cin/G, Cout] weights,
+/// spread by the strides to the input positions those weights read.
+static Value convInputTerm(Emitter &e, const ConvShape &s, Value dy,
+                           Value weights, ArrayRef<int64_t> strides) {
+  Value term;
+  int64_t n = typeOf(dy).getDimSize(0), cg = s.cin / s.groups,
+          cog = s.cout / s.groups;
+  if (s.groups == 1) {
+    term = e.dot(dy, weights, {}, {}, {3}, {1});
+  } else {
+    // Per group: dy [N, Ho, Wo, G, Cout/G] · weights [Cin/G, G, Cout/G].
+    Value dyGroups = e.reshape(dy, {n, s.ho, s.wo, s.groups, cog});
+    Value wGroups = e.reshape(weights, {cg, s.groups, cog});
+    Value product = e.dot(dyGroups, wGroups, {3}, {1}, {4}, {2});
+    term = e.reshape(e.transpose(product, {1, 2, 3, 0, 4}),
+                     {n, s.ho, s.wo, s.cin});
+  }
+  return e.interiorPad(term, {1, strides[0], strides[1], 1});
+}
+
+/// Kernel offset (i, j)'s cotangent, [Cin/G, Cout]: the input positions it
+/// reads (`window`, [N, Ho, Wo, Cin]) contracted with dy over N, Ho, Wo.
+static Value convKernelTerm(Emitter &e, const ConvShape &s, Value dy,
+                            Value window) {
+  if (s.groups == 1)
+    return e.dot(window, dy, {}, {}, {0, 1, 2}, {0, 1, 2});
+  int64_t n = typeOf(dy).getDimSize(0), cg = s.cin / s.groups,
+          cog = s.cout / s.groups;
+  Value xGroups = e.reshape(window, {n, s.ho, s.wo, s.groups, cg});
+  Value dyGroups = e.reshape(dy, {n, s.ho, s.wo, s.groups, cog});
+  Value product = e.dot(xGroups, dyGroups, {3}, {3}, {0, 1, 2}, {0, 1, 2});
+  return e.reshape(e.transpose(product, {1, 0, 2}), {cg, s.cout});
+}
+
+LogicalResult Conv2DOp::buildVjp(OpBuilder &b, ValueRange cts,
+                                 Cotangents &out) {
+  // One term per kernel offset (i, j): it multiplies the input positions
+  // i + sh·oh, j + sw·ow of the padded input with weights [i, j].
+  return buildWith(*this, b, cts, out, [&](Emitter &e, Value dy) {
+    ConvShape s(*this);
+    ArrayRef<int64_t> strides = getStrides(), padding = getPadding();
+    Value padded = e.pad(getInput(), {0, padding[0], padding[2], 0},
+                         {0, padding[1], padding[3], 0});
+    auto paddedType = typeOf(padded);
+    int64_t hp = paddedType.getDimSize(1), wp = paddedType.getDimSize(2);
+    int64_t spanH = (s.ho - 1) * strides[0] + 1,
+            spanW = (s.wo - 1) * strides[1] + 1;
+    Value dPadded;
+    SmallVector<Value> kernelTerms;
+    for (int64_t i = 0; i < s.kh; ++i) {
+      for (int64_t j = 0; j < s.kw; ++j) {
+        Value weights =
+            e.reshape(e.window(getKernel(), {i, j, 0, 0}, {1, 1, -1, -1}),
+                      {s.cin / s.groups, s.cout});
+        Value term =
+            e.pad(convInputTerm(e, s, dy, weights, strides), {0, i, j, 0},
+                  {0, hp - i - spanH, wp - j - spanW, 0});
+        dPadded = dPadded ? e.add(dPadded, term) : term;
+        Value window =
+            e.slice(padded, {0, i, j, 0}, {-1, i + spanH, j + spanW, -1},
+                    {1, strides[0], strides[1], 1});
+        kernelTerms.push_back(e.reshape(convKernelTerm(e, s, dy, window),
+                                        {1, s.cin / s.groups, s.cout}));
+      }
+    }
+    out[0] =
+        e.window(dPadded, {0, padding[0], padding[2], 0}, {-1, s.h, s.w, -1});
+    Value stacked = ConcatOp::create(e.b, e.loc, kernelTerms, uint64_t{0});
+    out[1] = e.reshape(stacked, getKernel().getType());
+    if (getBias())
+      out[2] = e.reduceSum(dy, {0, 1, 2});
+    return success();
+  });
+}
+
+LogicalResult UpsampleNearestOp::buildVjp(OpBuilder &b, ValueRange cts,
+                                          Cotangents &out) {
+  // Each input pixel's cotangent is the sum over its block of copies.
+  return unaryVjp(
+      *this, b, cts, out, [&](Emitter &e, Value x, Value, Value dy) {
+        ArrayRef<int64_t> shape = typeOf(x).getShape();
+        ArrayRef<int64_t> scale = getScale();
+        Value blocks = e.reshape(
+            dy, {shape[0], shape[1], scale[0], shape[2], scale[1], shape[3]});
+        return e.reduceSum(blocks, {2, 4});
+      });
+}

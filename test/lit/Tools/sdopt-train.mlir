@@ -1,0 +1,35 @@
+// sdopt --train: the training step of a one-projection model, sharded.
+// RUN: sdopt %S/Inputs/small_model.mlir --train --mesh=data:2 --report | FileCheck %s --check-prefix=DATA
+// RUN: sdopt %S/Inputs/small_model.mlir --train --mesh=fsdp:2 --batch=64 --report | FileCheck %s --check-prefix=FSDP
+// RUN: sdopt %S/Inputs/small_model.mlir --train --mesh=data:2 --batch=8 --grad-accum=2 | FileCheck %s --check-prefix=ACCUM
+// RUN: not sdopt %S/Inputs/small_model.mlir --train --grad-accum=2 2>&1 | FileCheck %s --check-prefix=NOBATCH
+// RUN: not sdopt %S/Inputs/small_model.mlir --train --batch=8 --grad-accum=3 2>&1 | FileCheck %s --check-prefix=SPLIT
+// RUN: not sdopt %S/Inputs/small_model.mlir --train --remat=SOMETIMES 2>&1 | FileCheck %s --check-prefix=POLICY
+
+// Data parallel: the gradient (16×32 f32 = 2 kB) is all-reduced, 2S(N−1)/N
+// = 2048 B per device, plus the 4-byte loss.
+// DATA: sd report: @train_step, mesh @mesh data:2 (2 devices)
+// DATA: optimizer state           4.1 kB   2 tensors (AdamW moments)
+// DATA: total                    {{.*}}   parameters + optimizer state + inputs + activation peak
+// DATA: all_reduce          data                2       2       2.1 kB
+
+// Fully sharded, batch 64: the weight (2 kB) is gathered for the forward
+// pass (its gradient needs no weight, so it is not gathered again), and its
+// gradient, a partial sum over the batch, is reduce-scattered rather than
+// the larger activations gathered: S(N−1)/N = 1 kB each way per device; the
+// moments are sharded like the weight.
+// FSDP: parameters                1.0 kB   1 tensor, 256 elements
+// FSDP: optimizer state           2.0 kB   2 tensors (AdamW moments)
+// FSDP: all_gather          fsdp                2       1       1.0 kB
+// FSDP: reduce_scatter      fsdp                2       1       1.0 kB
+
+// Two microbatches of 4 from the batch of 8: [8, 16] → [4, 2, 16] → one
+// column → [4, 16], for each of the two inputs, per microbatch.
+// ACCUM-LABEL: func.func @train_step
+// ACCUM-COUNT-4: sd.slice
+// ACCUM-NOT: sd.slice
+// ACCUM: return
+
+// NOBATCH: error: --grad-accum needs the global batch (--batch or --per-device-batch)
+// SPLIT: error: global batch 8 does not split into --grad-accum=3 microbatches
+// POLICY: error: unknown remat policy 'SOMETIMES'; expected one of NONE, FULL, MATMUL_WITHOUT_BATCH, OFFLOAD_MATMUL_WITHOUT_BATCH, HIDDEN_STATE_WITH_OFFLOAD, FLUX_OPTIMIZED, CUSTOM

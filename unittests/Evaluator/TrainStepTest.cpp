@@ -1,0 +1,312 @@
+//===- TrainStepTest.cpp - sd-differentiate, executed ---------------------===//
+//
+// The training step checked by running it with the reference evaluator:
+// * the gradient of models/dit_tiny.mlir's whole loss against central
+//   finite differences along random directions, in f64;
+// * AdamW (warm-up, weight decay, clipping) against the formula written
+//   out here;
+// * microbatches: accumulating two halves equals one whole batch;
+// * the partitioned training step (loss, parameters, optimizer state) on
+//   the eight meshes of the partitioning tests, for the remat policies
+//   NONE, FULL and OFFLOAD_MATMUL_WITHOUT_BATCH, against one device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PartitionTestUtils.h"
+
+#include "sd/Analysis/CostModel.h"
+#include "sd/Reference/Random.h"
+
+#include <cmath>
+
+using namespace sd::testing;
+using namespace sd::testing::partition;
+
+namespace {
+
+class TrainStepTest : public EvaluatorTest {
+protected:
+  TrainStepTest() {
+    mlir::DialectRegistry registry;
+    mlir::func::registerInlinerExtension(registry);
+    context.appendDialectRegistry(registry);
+  }
+
+  /// Specializes to `batch` and runs sd-differentiate with `options`.
+  mlir::OwningOpRef<mlir::ModuleOp>
+  differentiate(llvm::StringRef source, int64_t batch,
+                const mlir::sd::DifferentiateOptions &options) {
+    mlir::OwningOpRef<mlir::ModuleOp> module = parse(source);
+    if (!module)
+      return {};
+    mlir::PassManager pm(&context);
+    mlir::sd::SpecializeBatchOptions specialize;
+    specialize.batch = batch;
+    pm.addPass(mlir::sd::createSpecializeBatch(specialize));
+    pm.addPass(mlir::sd::createDifferentiate(options));
+    if (mlir::failed(pm.run(*module)))
+      return {};
+    return module;
+  }
+
+  std::vector<Tensor> run(mlir::func::FuncOp func,
+                          const std::vector<Tensor> &args,
+                          mlir::sd::Precision precision) {
+    mlir::sd::EvalOptions options;
+    options.precision = precision;
+    auto results = mlir::sd::evaluate(func, args, options);
+    EXPECT_TRUE(mlir::succeeded(results)) << diagnostics;
+    return mlir::succeeded(results) ? *results : std::vector<Tensor>{};
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The gradient of the whole loss
+//===----------------------------------------------------------------------===//
+
+TEST_F(TrainStepTest, DitTinyGradientMatchesFiniteDifferences) {
+  std::string source = ditTinySource([&](llvm::StringRef text) { return parse(text); });
+  ASSERT_FALSE(source.empty()) << diagnostics;
+  mlir::sd::DifferentiateOptions options;
+  options.mode = "grad";
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      differentiate(source, /*batch=*/2, options);
+  ASSERT_TRUE(module) << diagnostics;
+  mlir::func::FuncOp func = lookup(*module, "loss_grad");
+  ASSERT_TRUE(func);
+  auto args = mlir::sd::initializeArguments(func, /*seed=*/3);
+  ASSERT_TRUE(mlir::succeeded(args)) << diagnostics;
+
+  std::vector<Tensor> results = run(func, *args, mlir::sd::Precision::F64);
+  ASSERT_EQ(results.size(), func.getNumResults());
+  size_t numParams = results.size() - 1;
+
+  // Three random directions over all parameters at once.
+  for (uint64_t direction = 0; direction < 3; ++direction) {
+    std::vector<Tensor> plus = *args, minus = *args;
+    double predicted = 0;
+    const double eps = 1e-5;
+    for (size_t p = 0; p < numParams; ++p) {
+      const Tensor &g = results[1 + p];
+      Tensor u = ::sd::ref::rngNormal(g.shape(), direction * 1000 + p, 0.0,
+                                      1.0, DType::F32);
+      for (int64_t i = 0; i < u.numElements(); ++i) {
+        predicted += g[i] * u[i];
+        plus[p][i] += eps * u[i];
+        minus[p][i] -= eps * u[i];
+      }
+    }
+    double lossPlus = run(func, plus, mlir::sd::Precision::F64)[0][0];
+    double lossMinus = run(func, minus, mlir::sd::Precision::F64)[0][0];
+    double measured = (lossPlus - lossMinus) / (2 * eps);
+    EXPECT_NEAR(measured, predicted, 1e-6 * std::abs(predicted))
+        << "direction " << direction;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// AdamW
+//===----------------------------------------------------------------------===//
+
+// A linear model: loss = mse(x·w + b, noise), batch-polymorphic.
+constexpr llvm::StringLiteral kLinear = R"mlir(
+func.func @loss(
+    %w: tensor<4x3xf32> {sd.role = #sd.param<"w", normal(0.5)>},
+    %b: tensor<3xf32> {sd.role = #sd.param<"b", normal(0.5)>},
+    %x: tensor<?x4xf32> {sd.role = #sd.input<latents>},
+    %t: tensor<?x3xf32> {sd.role = #sd.input<noise>}) -> tensor<f32> {
+  %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0] : (tensor<?x4xf32>, tensor<4x3xf32>) -> tensor<?x3xf32>
+  %bb = sd.broadcast_in_dim %b dims = [1] : (tensor<3xf32>) -> tensor<?x3xf32>
+  %z = sd.add %y, %bb : tensor<?x3xf32>
+  %l = sd.mse_loss %z, %t : tensor<?x3xf32>
+  return %l : tensor<f32>
+}
+)mlir";
+
+struct AdamCase {
+  const char *name;
+  double learningRate, weightDecay, maxGradNorm;
+  int64_t warmupSteps;
+  double step;
+};
+
+class AdamWTest : public TrainStepTest,
+                  public ::testing::WithParamInterface<AdamCase> {};
+
+TEST_P(AdamWTest, UpdateFollowsTheFormula) {
+  const AdamCase &c = GetParam();
+  mlir::sd::DifferentiateOptions gradOptions;
+  gradOptions.mode = "grad";
+  mlir::OwningOpRef<mlir::ModuleOp> gradModule =
+      differentiate(kLinear, 8, gradOptions);
+  mlir::sd::DifferentiateOptions options;
+  options.learningRate = c.learningRate;
+  options.weightDecay = c.weightDecay;
+  options.maxGradNorm = c.maxGradNorm;
+  options.warmupSteps = c.warmupSteps;
+  mlir::OwningOpRef<mlir::ModuleOp> stepModule =
+      differentiate(kLinear, 8, options);
+  ASSERT_TRUE(gradModule && stepModule) << diagnostics;
+  mlir::func::FuncOp gradFunc = lookup(*gradModule, "loss_grad");
+  mlir::func::FuncOp stepFunc = lookup(*stepModule, "train_step");
+  ASSERT_TRUE(gradFunc && stepFunc);
+
+  auto gradArgs = mlir::sd::initializeArguments(gradFunc, 11);
+  ASSERT_TRUE(mlir::succeeded(gradArgs)) << diagnostics;
+  std::vector<Tensor> grads = run(gradFunc, *gradArgs, mlir::sd::Precision::F64);
+  ASSERT_EQ(grads.size(), 3u);
+
+  // train_step(w, b, mu_w, mu_b, nu_w, nu_b, x, t, step) with non-zero
+  // moments, to exercise the whole formula.
+  const std::vector<Tensor> &params = {(*gradArgs)[0], (*gradArgs)[1]};
+  std::vector<Tensor> mus, nus;
+  for (const Tensor &p : params) {
+    Tensor mu(p.shape(), DType::F32), nu(p.shape(), DType::F32);
+    for (int64_t i = 0; i < p.numElements(); ++i) {
+      mu[i] = 0.01 * static_cast<double>(i % 5) - 0.02;
+      nu[i] = 1e-4 * static_cast<double>(i % 3 + 1);
+    }
+    mus.push_back(mu);
+    nus.push_back(nu);
+  }
+  std::vector<Tensor> args = {params[0], params[1], mus[0], mus[1],
+                              nus[0],    nus[1],    (*gradArgs)[2],
+                              (*gradArgs)[3], Tensor::scalar(c.step)};
+  std::vector<Tensor> out = run(stepFunc, args, mlir::sd::Precision::F64);
+  ASSERT_EQ(out.size(), 7u);
+  EXPECT_NEAR(out[0][0], grads[0][0], 1e-12);
+
+  double norm = 0;
+  for (int p = 0; p < 2; ++p)
+    for (double g : grads[1 + p].values())
+      norm += g * g;
+  norm = std::sqrt(norm);
+  // The step's constants are f32, as the program's element type.
+  auto f32 = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+  double b1 = f32(0.9), b2 = f32(0.999), eps = f32(1e-8);
+  double clip =
+      c.maxGradNorm > 0 ? std::min(1.0, f32(c.maxGradNorm) / norm) : 1.0;
+  double t = c.step + 1;
+  double lr = f32(c.learningRate) *
+              (c.warmupSteps > 0
+                   ? std::min(1.0, t / f32(static_cast<double>(c.warmupSteps)))
+                   : 1.0);
+  for (int p = 0; p < 2; ++p) {
+    for (int64_t i = 0; i < params[p].numElements(); ++i) {
+      double g = grads[1 + p][i] * clip;
+      double m = b1 * mus[p][i] + f32(1 - 0.9) * g;
+      double v = b2 * nus[p][i] + f32(1 - 0.999) * g * g;
+      double mHat = m / (1 - std::pow(b1, t));
+      double vHat = v / (1 - std::pow(b2, t));
+      double want = params[p][i] - lr * (mHat / (std::sqrt(vHat) + eps) +
+                                         f32(c.weightDecay) * params[p][i]);
+      EXPECT_NEAR(out[1 + p][i], want, 1e-12) << "param " << p << "[" << i << "]";
+      EXPECT_NEAR(out[3 + p][i], m, 1e-12);
+      EXPECT_NEAR(out[5 + p][i], v, 1e-12);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Options, AdamWTest,
+    ::testing::Values(AdamCase{"Defaults", 1e-4, 1e-2, 0.0, 0, 0.0},
+                      AdamCase{"WarmUp", 1e-3, 0.0, 0.0, 10, 3.0},
+                      AdamCase{"AfterWarmUp", 1e-3, 0.0, 0.0, 10, 42.0},
+                      AdamCase{"Clipped", 1e-3, 1e-2, 0.05, 0, 5.0}),
+    [](const ::testing::TestParamInfo<AdamCase> &info) {
+      return std::string(info.param.name);
+    });
+
+//===----------------------------------------------------------------------===//
+// Microbatches
+//===----------------------------------------------------------------------===//
+
+TEST_F(TrainStepTest, TwoMicrobatchesEqualOneBatch) {
+  mlir::sd::DifferentiateOptions whole, halves;
+  halves.gradAccum = 2;
+  mlir::OwningOpRef<mlir::ModuleOp> wholeModule =
+      differentiate(kLinear, 8, whole);
+  // Specialized to the microbatch: the step takes twice as many samples.
+  mlir::OwningOpRef<mlir::ModuleOp> halvesModule =
+      differentiate(kLinear, 4, halves);
+  ASSERT_TRUE(wholeModule && halvesModule) << diagnostics;
+  mlir::func::FuncOp wholeFunc = lookup(*wholeModule, "train_step");
+  mlir::func::FuncOp halvesFunc = lookup(*halvesModule, "train_step");
+  ASSERT_EQ(wholeFunc.getFunctionType(), halvesFunc.getFunctionType());
+  auto args = mlir::sd::initializeArguments(wholeFunc, 5);
+  ASSERT_TRUE(mlir::succeeded(args)) << diagnostics;
+  std::vector<Tensor> want = run(wholeFunc, *args, mlir::sd::Precision::F64);
+  std::vector<Tensor> got = run(halvesFunc, *args, mlir::sd::Precision::F64);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t r = 0; r < want.size(); ++r)
+    EXPECT_LE(relativeError(got[r], want[r]), 1e-9) << "result #" << r;
+}
+
+//===----------------------------------------------------------------------===//
+// The partitioned training step
+//===----------------------------------------------------------------------===//
+
+class TrainStepDifferentialTest : public PartitionTestBase {};
+
+TEST_P(TrainStepDifferentialTest, DitTiny) {
+  for (const char *policy : {"NONE", "FULL", "OFFLOAD_MATMUL_WITHOUT_BATCH"}) {
+    SCOPED_TRACE(policy);
+    std::string source = ditTinySource([&](llvm::StringRef text) { return parse(text); });
+    ASSERT_FALSE(source.empty()) << diagnostics;
+    mlir::sd::DifferentiateOptions options;
+    options.remat = policy;
+    train = options;
+    // In f64, so that AdamW's g/(|g|+eps) does not amplify rounding.
+    precision = mlir::sd::Precision::F64;
+    check(source, "train_step", /*batch=*/4);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Meshes, TrainStepDifferentialTest,
+    ::testing::Values(SD_PARTITION_TEST_MESHES),
+    meshTestName);
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Remat policies in the cost model
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+TEST_F(TrainStepTest, RematPoliciesOrderDevicePeak) {
+  std::string source = readModel("dit_tiny.mlir");
+  std::map<std::string, mlir::sd::CostReport> reports;
+  for (const char *policy : {"NONE", "MATMUL_WITHOUT_BATCH", "FULL",
+                             "OFFLOAD_MATMUL_WITHOUT_BATCH"}) {
+    mlir::sd::DifferentiateOptions options;
+    options.remat = policy;
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        differentiate(source, /*batch=*/8, options);
+    ASSERT_TRUE(module) << diagnostics;
+    auto report = mlir::sd::computeCostReport(
+        lookup(*module, "train_step"), mlir::sd::LayoutChoice::Auto);
+    ASSERT_TRUE(mlir::succeeded(report)) << diagnostics;
+    reports[policy] = *report;
+  }
+  const auto &none = reports["NONE"], &matmul = reports["MATMUL_WITHOUT_BATCH"],
+             &full = reports["FULL"],
+             &offload = reports["OFFLOAD_MATMUL_WITHOUT_BATCH"];
+  EXPECT_LT(full.totalBytes(), matmul.totalBytes());
+  EXPECT_LT(matmul.totalBytes(), none.totalBytes());
+  EXPECT_LT(offload.totalBytes(), matmul.totalBytes());
+  // Recomputation: none without remat, most when recomputing everything;
+  // offloading recomputes no more than keeping the same values.
+  EXPECT_EQ(none.recomputeFlops, 0);
+  EXPECT_GT(full.recomputeFlops, matmul.recomputeFlops);
+  EXPECT_EQ(offload.recomputeFlops, matmul.recomputeFlops);
+  EXPECT_GT(offload.peakHostBytes, 0);
+  // Every offloaded value comes back once.
+  EXPECT_GE(offload.hostTransferBytes, 2 * offload.peakHostBytes);
+  EXPECT_EQ(matmul.peakHostBytes, 0);
+  // The same step: only the recomputation differs.
+  EXPECT_EQ(full.flops - full.recomputeFlops, none.flops);
+}
+
+} // namespace
