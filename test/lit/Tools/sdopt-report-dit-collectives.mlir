@@ -12,6 +12,7 @@
 // RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=data:8 --batch=8 --report=json | FileCheck %s --check-prefix=DATA
 // RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=tensor:2 --batch=8 --report=json | FileCheck %s --check-prefix=TENSOR
 // RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=tensor:2 --batch=8 | FileCheck %s --check-prefix=TENSOR-IR
+// RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=tensor:6 --batch=8 --report=json | FileCheck %s --check-prefix=TENSOR6
 // RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=tensor:4 --batch=8 --report=json | FileCheck %s --check-prefix=TENSOR4
 
 // fsdp:8. 92 of the 131 parameters are sharded (those with an `embed`
@@ -137,6 +138,21 @@
 // TENSOR-IR-COUNT-24: sd.all_reduce %{{.*}} @mesh axes = ["tensor"] : tensor<8x256x384xf32>
 // TENSOR-IR-NOT:   sd.all_
 // TENSOR-IR:       sd.mse_loss
+
+// tensor:6, one head per device: the same 25 all_reduces, each device
+// sending 2S(N−1)/N = 5S/3 of 75,509,760 B = 125,849,600 B.
+// TENSOR6:      "collectives": [
+// TENSOR6-NEXT:   {
+// TENSOR6-NEXT:     "axes": [
+// TENSOR6-NEXT:       "tensor"
+// TENSOR6-NEXT:     ],
+// TENSOR6-NEXT:     "bytes_per_device": 125849600,
+// TENSOR6-NEXT:     "count": 25,
+// TENSOR6-NEXT:     "group_size": 6,
+// TENSOR6-NEXT:     "kind": "all_reduce",
+// TENSOR6-NEXT:     "tensor_bytes": 75509760
+// TENSOR6-NEXT:   }
+// TENSOR6-NEXT: ],
 
 // tensor:4 does not divide DiT-S/2's 6 heads: the heads cannot be split,
 // so each block gathers q, k and v ([8, 256, 96] → [8, 256, 384], 36
