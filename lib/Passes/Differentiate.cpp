@@ -130,7 +130,17 @@ private:
   FailureOr<Value> forward(ArrayRef<Value> inputs);
   LogicalResult backward(Value lossValue, double seed);
   Value microbatch(Value input, int64_t index);
-  void update();
+  void clipGradients();
+  void computeStepScalars();
+  void updateParameter(size_t n);
+  /// Whether each parameter is updated as soon as its gradient is complete
+  /// (one microbatch, no clipping): the gradient dies there instead of
+  /// living until the end of the backward pass, as PyTorch's optimizer in
+  /// backward.
+  bool updatesInBackward() const {
+    return options.train && options.gradAccum == 1 &&
+           options.maxGradNorm <= 0;
+  }
 
   // The backward pass's view of forward values.
   Residency residency(Value value) const;
@@ -164,6 +174,10 @@ private:
   DenseMap<Value, Value> offloadedValues;
   /// Per parameter, the gradient summed over microbatches.
   SmallVector<Value> gradients;
+  /// AdamW's step scalars and, per parameter, its results (null until
+  /// updated).
+  Value correction1, correction2, learningRate;
+  SmallVector<Value> newParams, newMu, newNu;
 };
 
 Value TrainStepBuilder::splat(double value, Type type) {
@@ -495,94 +509,118 @@ LogicalResult TrainStepBuilder::backward(Value lossValue, double seed) {
   cotangents.clear();
   availableValues.clear();
   cotangents[lossValue] = splat(seed, lossValue.getType());
-  for (Operation *op : llvm::reverse(forwardOps)) {
-    if (!llvm::any_of(op->getResults(),
-                      [&](Value r) { return active.contains(r); }))
-      continue;
-    if (failed(differentiateOp(op)))
-      return failure();
+  // A parameter's gradient is complete once the backward pass has passed
+  // the parameter's first use.
+  DenseMap<Operation *, SmallVector<size_t>> completedAt;
+  if (updatesInBackward()) {
+    computeStepScalars();
+    for (auto [n, param] : llvm::enumerate(params)) {
+      Operation *first = nullptr;
+      for (Operation *user : param.getUsers())
+        if (forwardSet.contains(user) &&
+            (!first || user->isBeforeInBlock(first)))
+          first = user;
+      if (first)
+        completedAt[first].push_back(n);
+    }
   }
-  for (auto [n, param] : llvm::enumerate(params)) {
-    Value gradient = cotangents.lookup(param);
+  auto addGradient = [&](size_t n) {
+    Value gradient = cotangents.lookup(params[n]);
     if (!gradient)
-      continue;
-    gradients[n] = gradients[n] ? create<AddOp>(gradients[n], gradient)
-                                : gradient;
+      return;
+    gradients[n] =
+        gradients[n] ? create<AddOp>(gradients[n], gradient) : gradient;
+  };
+  for (Operation *op : llvm::reverse(forwardOps)) {
+    if (llvm::any_of(op->getResults(),
+                     [&](Value r) { return active.contains(r); }) &&
+        failed(differentiateOp(op)))
+      return failure();
+    for (size_t n : completedAt.lookup(op)) {
+      addGradient(n);
+      if (!gradients[n])
+        gradients[n] = splat(0.0, params[n].getType());
+      updateParameter(n);
+    }
   }
+  if (!updatesInBackward())
+    for (size_t n = 0; n < params.size(); ++n)
+      addGradient(n);
   inBackward = false;
   return success();
 }
 
-/// AdamW with optional global-norm clipping and linear warm-up (optax's
-/// adamw and clip_by_global_norm, as MaxDiffusion configures them).
-void TrainStepBuilder::update() {
-  inBackward = true;
-  if (options.maxGradNorm > 0) {
-    Value sumSquares;
-    for (Value g : gradients) {
-      auto type = cast<RankedTensorType>(g.getType());
-      auto dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-      Value squares = create<ReduceSumOp>(create<MulOp>(g, g), dims);
-      if (type.getElementType() != builder.getF32Type())
-        squares = create<ConvertOp>(
-            RankedTensorType::get({}, builder.getF32Type()), squares);
-      sumSquares = sumSquares ? create<AddOp>(sumSquares, squares) : squares;
-    }
-    Value norm = create<SqrtOp>(sumSquares);
-    Value limit = scalar(options.maxGradNorm);
-    Value factor = create<DivOp>(limit, create<MaxOp>(norm, limit));
-    for (Value &g : gradients) {
-      auto type = cast<RankedTensorType>(g.getType());
-      Value f = factor;
-      if (type.getElementType() != builder.getF32Type())
-        f = create<ConvertOp>(type.clone(ArrayRef<int64_t>{}), f);
-      g = create<MulOp>(g, broadcastScalar(f, type));
-    }
+/// Scales the gradients by min(1, max-grad-norm / global norm) (optax's
+/// clip_by_global_norm).
+void TrainStepBuilder::clipGradients() {
+  Value sumSquares;
+  for (Value g : gradients) {
+    auto type = cast<RankedTensorType>(g.getType());
+    auto dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    Value squares = create<ReduceSumOp>(create<MulOp>(g, g), dims);
+    if (type.getElementType() != builder.getF32Type())
+      squares = create<ConvertOp>(
+          RankedTensorType::get({}, builder.getF32Type()), squares);
+    sumSquares = sumSquares ? create<AddOp>(sumSquares, squares) : squares;
   }
+  Value norm = create<SqrtOp>(sumSquares);
+  Value limit = scalar(options.maxGradNorm);
+  Value factor = create<DivOp>(limit, create<MaxOp>(norm, limit));
+  for (Value &g : gradients) {
+    auto type = cast<RankedTensorType>(g.getType());
+    Value f = factor;
+    if (type.getElementType() != builder.getF32Type())
+      f = create<ConvertOp>(type.clone(ArrayRef<int64_t>{}), f);
+    g = create<MulOp>(g, broadcastScalar(f, type));
+  }
+}
+
+/// The step's scalars: t = step + 1, the bias corrections 1 − b^t and the
+/// learning rate after linear warm-up.
+void TrainStepBuilder::computeStepScalars() {
   Value t = create<AddOp>(stepCount, scalar(1.0));
-  Value correction1 =
+  correction1 =
       create<SubOp>(scalar(1.0), create<PowOp>(scalar(options.beta1), t));
-  Value correction2 =
+  correction2 =
       create<SubOp>(scalar(1.0), create<PowOp>(scalar(options.beta2), t));
-  Value lr = scalar(options.learningRate);
+  learningRate = scalar(options.learningRate);
   if (options.warmupSteps > 0) {
-    Value ramp = create<DivOp>(t, scalar(static_cast<double>(options.warmupSteps)));
-    lr = create<MulOp>(lr, create<MinOp>(ramp, scalar(1.0)));
+    Value ramp =
+        create<DivOp>(t, scalar(static_cast<double>(options.warmupSteps)));
+    learningRate =
+        create<MulOp>(learningRate, create<MinOp>(ramp, scalar(1.0)));
   }
-  // lr_t / (1 − b1^t) and sqrt(1 − b2^t) fold the bias corrections into
-  // scalars: p' = p − lr_t·(mû/(sqrt(nû)+eps) + wd·p) with mû = mu'/c1 and
-  // nû = nu'/c2.
-  SmallVector<Value> newParams, newMu, newNu;
-  for (auto [n, p] : llvm::enumerate(params)) {
-    Type type = p.getType();
-    auto tensorType = cast<RankedTensorType>(type);
-    auto asParam = [&](Value scalarValue) {
-      if (tensorType.getElementType() != builder.getF32Type())
-        scalarValue = create<ConvertOp>(tensorType.clone(ArrayRef<int64_t>{}),
-                                        scalarValue);
-      return broadcastScalar(scalarValue, type);
-    };
-    Value g = gradients[n];
-    Value m = create<AddOp>(create<MulOp>(splat(options.beta1, type), mu[n]),
-                            create<MulOp>(splat(1.0 - options.beta1, type), g));
-    Value v = create<AddOp>(
-        create<MulOp>(splat(options.beta2, type), nu[n]),
-        create<MulOp>(splat(1.0 - options.beta2, type), create<MulOp>(g, g)));
-    Value mHat = create<DivOp>(m, asParam(correction1));
-    Value vHat = create<DivOp>(v, asParam(correction2));
-    Value direction = create<DivOp>(
-        mHat, create<AddOp>(create<SqrtOp>(vHat), splat(options.epsilon, type)));
-    if (options.weightDecay != 0)
-      direction = create<AddOp>(
-          direction, create<MulOp>(splat(options.weightDecay, type), p));
-    newParams.push_back(create<SubOp>(p, create<MulOp>(asParam(lr), direction)));
-    newMu.push_back(m);
-    newNu.push_back(v);
-  }
-  params.swap(newParams);
-  mu.swap(newMu);
-  nu.swap(newNu);
-  inBackward = false;
+}
+
+/// AdamW for parameter `n` (optax's adamw as MaxDiffusion configures it):
+/// p' = p − lr_t·(m̂/(sqrt(v̂)+eps) + wd·p), m̂ = mu'/(1−b1^t),
+/// v̂ = nu'/(1−b2^t).
+void TrainStepBuilder::updateParameter(size_t n) {
+  Value p = params[n];
+  Type type = p.getType();
+  auto tensorType = cast<RankedTensorType>(type);
+  auto asParam = [&](Value scalarValue) {
+    if (tensorType.getElementType() != builder.getF32Type())
+      scalarValue = create<ConvertOp>(tensorType.clone(ArrayRef<int64_t>{}),
+                                      scalarValue);
+    return broadcastScalar(scalarValue, type);
+  };
+  Value g = gradients[n];
+  Value m = create<AddOp>(create<MulOp>(splat(options.beta1, type), mu[n]),
+                          create<MulOp>(splat(1.0 - options.beta1, type), g));
+  Value v = create<AddOp>(
+      create<MulOp>(splat(options.beta2, type), nu[n]),
+      create<MulOp>(splat(1.0 - options.beta2, type), create<MulOp>(g, g)));
+  Value mHat = create<DivOp>(m, asParam(correction1));
+  Value vHat = create<DivOp>(v, asParam(correction2));
+  Value direction = create<DivOp>(
+      mHat, create<AddOp>(create<SqrtOp>(vHat), splat(options.epsilon, type)));
+  if (options.weightDecay != 0)
+    direction = create<AddOp>(
+        direction, create<MulOp>(splat(options.weightDecay, type), p));
+  newParams[n] = create<SubOp>(p, create<MulOp>(asParam(learningRate), direction));
+  newMu[n] = m;
+  newNu[n] = v;
 }
 
 FailureOr<func::FuncOp> TrainStepBuilder::build() {
@@ -604,6 +642,9 @@ FailureOr<func::FuncOp> TrainStepBuilder::build() {
     return emitError(loss.getLoc()) << "@" << loss.getSymName()
                                     << " has no #sd.param argument to train";
   gradients.assign(params.size(), Value());
+  newParams.assign(params.size(), Value());
+  newMu.assign(params.size(), Value());
+  newNu.assign(params.size(), Value());
   Value lossSum;
   for (int64_t k = 0; k < options.gradAccum; ++k) {
     SmallVector<Value> micro;
@@ -628,10 +669,20 @@ FailureOr<func::FuncOp> TrainStepBuilder::build() {
 
   SmallVector<Value> results = {lossValue};
   if (options.train) {
-    update();
-    llvm::append_range(results, params);
-    llvm::append_range(results, mu);
-    llvm::append_range(results, nu);
+    // What the backward pass did not update yet: everything with
+    // microbatches or clipping, unused parameters otherwise.
+    inBackward = true;
+    if (options.maxGradNorm > 0)
+      clipGradients();
+    if (!updatesInBackward())
+      computeStepScalars();
+    for (size_t n = 0; n < params.size(); ++n)
+      if (!newParams[n])
+        updateParameter(n);
+    inBackward = false;
+    llvm::append_range(results, newParams);
+    llvm::append_range(results, newMu);
+    llvm::append_range(results, newNu);
   } else {
     llvm::append_range(results, gradients);
   }

@@ -123,7 +123,9 @@ def Differentiate : Pass<"sd-differentiate", "::mlir::ModuleOp"> {
     batch is split into K microbatches (sample i goes to microbatch
     i mod K, so a batch sharded over devices splits locally), forward and
     backward run once per microbatch and the gradients (and the loss)
-    are averaged.
+    are averaged. Without microbatches or clipping, each parameter is
+    updated as soon as the backward pass has completed its gradient, so
+    that gradients do not all stay alive until the end.
 
     The remat policy decides, for each forward value the backward pass
     needs, whether it is kept on device, offloaded (`sd.offload` after it
