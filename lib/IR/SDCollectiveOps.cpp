@@ -14,6 +14,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <set>
+
 using namespace mlir;
 using namespace mlir::sd;
 
@@ -346,7 +348,9 @@ LogicalResult CollectivePermuteOp::verify() {
   if (getPairs().size() % 2 != 0)
     return emitOpError() << "has " << getPairs().size()
                          << " integers in pairs; expected an even number";
-  llvm::SmallDenseSet<int64_t> sources, targets;
+  // std::set rather than SmallDenseSet: GCC's -Wmaybe-uninitialized misfires
+  // on the latter under the sanitizers.
+  std::set<int64_t> sources, targets;
   for (auto [source, target] : getPairList()) {
     if (!sources.insert(source).second)
       return emitOpError() << "lists member " << source
