@@ -28,6 +28,9 @@ echo
 echo "== sdopt models/dit_s2.mlir --mesh=data:2,fsdp:4 --report =="
 "$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:4 --report
 echo
+echo "== sdopt models/dit_s2.mlir --train --mesh=data:2,fsdp:4 --remat=FULL --report: the training step =="
+"$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --train --mesh=data:2,fsdp:4 --remat=FULL --report
+echo
 echo "== sdopt on a bad mesh: one clear error, exit code 1 =="
 if "$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:-1,tensor:-1 \
      --devices=8 > /dev/null; then
