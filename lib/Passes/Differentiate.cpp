@@ -143,7 +143,7 @@ private:
   }
 
   // The backward pass's view of forward values.
-  Residency residency(Value value) const;
+  Residency residency(Value value);
   Value available(Value value);
   Value offloaded(Value value);
   LogicalResult differentiateOp(Operation *op);
@@ -171,6 +171,7 @@ private:
   DenseSet<Value> active;
   DenseMap<Value, Value> cotangents;
   DenseMap<Value, Value> availableValues;
+  DenseMap<Value, Residency> residencies;
   DenseMap<Value, Value> offloadedValues;
   /// Per parameter, the gradient summed over microbatches.
   SmallVector<Value> gradients;
@@ -321,6 +322,7 @@ FailureOr<Value> TrainStepBuilder::forward(ArrayRef<Value> microInputs) {
   forwardOps.clear();
   forwardSet.clear();
   active.clear();
+  residencies.clear();
   Block &body = loss.getBody().front();
   for (auto [n, i] : llvm::enumerate(paramIndices)) {
     forwardMap.map(body.getArgument(i), params[n]);
@@ -343,15 +345,18 @@ FailureOr<Value> TrainStepBuilder::forward(ArrayRef<Value> microInputs) {
   return forwardMap.lookupOrDefault(body.getTerminator()->getOperand(0));
 }
 
-Residency TrainStepBuilder::residency(Value value) const {
+Residency TrainStepBuilder::residency(Value value) {
+  // Asked for every operand the backward pass touches: decided once.
+  if (auto it = residencies.find(value); it != residencies.end())
+    return it->second;
+  Residency &decided = residencies[value];
+  decided = Residency::Keep;
   Operation *def = value.getDefiningOp();
-  if (!def)
-    return Residency::Keep;
-  unsigned layer = cloneLayer.lookup(def);
+  unsigned layer = def ? cloneLayer.lookup(def) : 0;
   // Outside layers everything is kept, as outside jax.checkpoint.
   if (layer == 0)
-    return Residency::Keep;
-  Residency decided = policy.decide(value, layers.names[layer].getValue());
+    return decided;
+  decided = policy.decide(value, layers.names[layer].getValue());
   if (decided != Residency::Recompute)
     return decided;
   // A layer's outputs are the next layer's inputs: kept, unless offloaded.
@@ -359,7 +364,9 @@ Residency TrainStepBuilder::residency(Value value) const {
     return !user->hasAttr(SDDialect::kBackwardAttrName) &&
            cloneLayer.lookup(user) != layer;
   });
-  return leavesLayer ? Residency::Keep : Residency::Recompute;
+  if (leavesLayer)
+    decided = Residency::Keep;
+  return decided;
 }
 
 Value TrainStepBuilder::offloaded(Value value) {
@@ -465,8 +472,10 @@ LogicalResult TrainStepBuilder::differentiateOp(Operation *op) {
     Operation *def = v.getDefiningOp();
     return def && forwardSet.contains(def);
   };
-  for (Operation *newOp : built) {
+  // Marked first: residency() tells layer outputs by their forward users.
+  for (Operation *newOp : built)
     newOp->setAttr(SDDialect::kBackwardAttrName, builder.getUnitAttr());
+  for (Operation *newOp : built) {
     for (OpOperand &operand : newOp->getOpOperands())
       if (isForward(operand.get()))
         operand.set(available(operand.get()));
