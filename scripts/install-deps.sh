@@ -8,7 +8,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libomp-22-dev
   libabsl-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev libopenmpi-dev openmpi-bin libzstd-dev zlib1g-dev
+  libopenblas-dev libopenblas0-openmp libopenmpi-dev openmpi-bin libzstd-dev zlib1g-dev
 )
 
 missing=()

@@ -1,0 +1,136 @@
+//===- sgemm_bench.cpp - OpenBLAS sgemm ceiling --------------------------===//
+//
+// The practical f32 compute ceiling of this machine: cblas_sgemm on square
+// n×n matrices with OpenBLAS's OpenMP build, threads from OMP_NUM_THREADS
+// (default: all cores). sd's training step is judged as a fraction of it
+// (bench/train_step.sh).
+//
+//   sd_sgemm_bench                         Google Benchmark, n = 2048 (and
+//                                          512, 1024), GFLOP/s as a counter
+//   sd_sgemm_bench --table [--n=N] [--reps=R]
+//                                          one line for scripts:
+//                                          sgemm n=2048 threads=2 gflops=150.3
+//
+//===----------------------------------------------------------------------===//
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace {
+
+/// OMP_NUM_THREADS when set, else every core OpenMP sees.
+int benchThreads() {
+  if (const char *env = std::getenv("OMP_NUM_THREADS"))
+    if (int n = std::atoi(env); n > 0)
+      return n;
+  return omp_get_num_procs();
+}
+
+struct Matrices {
+  explicit Matrices(int n) : n(n), a(size_t(n) * n), b(a.size()), c(a.size()) {
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = dist(rng);
+      b[i] = dist(rng);
+    }
+  }
+  void multiply() {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  }
+  int n;
+  std::vector<float> a, b, c;
+};
+
+double flopsOf(int n) { return 2.0 * double(n) * n * n; }
+
+void BM_Sgemm(benchmark::State &state) {
+  int n = static_cast<int>(state.range(0));
+  int threads = benchThreads();
+  openblas_set_num_threads(threads);
+  Matrices m(n);
+  m.multiply(); // warm-up: thread pool start, page faults
+  for (auto _ : state) {
+    m.multiply();
+    benchmark::DoNotOptimize(m.c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["threads"] = threads;
+  // Per-iteration FLOPs as a rate: GFLOP/s is the counter / 1e9.
+  state.counters["FLOPS"] = benchmark::Counter(
+      flopsOf(n), benchmark::Counter::kIsIterationInvariantRate,
+      benchmark::Counter::kIs1000);
+  state.SetLabel("n=" + std::to_string(n));
+}
+BENCHMARK(BM_Sgemm)
+    ->Arg(512)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
+
+/// --table: best of `reps` timed multiplies after one warm-up.
+int runTable(int n, int reps) {
+  int threads = benchThreads();
+  openblas_set_num_threads(threads);
+  Matrices m(n);
+  m.multiply();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    m.multiply();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                             start)
+                   .count();
+    best = std::min(best, s);
+  }
+  std::printf("sgemm n=%d threads=%d gflops=%.1f\n", n, threads,
+              flopsOf(n) / best / 1e9);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool table = false;
+  int n = 2048, reps = 10;
+  std::vector<char *> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--table"))
+      table = true;
+    else if (!std::strncmp(argv[i], "--n=", 4))
+      n = std::atoi(argv[i] + 4);
+    else if (!std::strncmp(argv[i], "--reps=", 7))
+      reps = std::atoi(argv[i] + 7);
+    else
+      rest.push_back(argv[i]);
+  }
+  if (table) {
+    if (n <= 0 || reps <= 0) {
+      std::fprintf(stderr, "sd_sgemm_bench: --n and --reps must be positive\n");
+      return 2;
+    }
+    return runTable(n, reps);
+  }
+  int restArgc = static_cast<int>(rest.size());
+  benchmark::Initialize(&restArgc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(restArgc, rest.data()))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# sd's DiT-S/2 training step against this machine's f32 ceiling and PyTorch.
+#
+# In one run: OpenBLAS sgemm n=2048 on 2 threads (sd_sgemm_bench --table),
+# the PyTorch 1.13 step on 2 threads (bench/pytorch_dit_s2.py), and sdrun on
+# models/dit_s2.mlir, batch 8, once over --mesh=data:2 and once on a single
+# device with --threads-per-device=2. Each sdrun writes JSON lines
+# (--metrics); step 1 is warm-up, the rest give medians. Prints a markdown
+# table with PASS/FAIL against the targets:
+#   sd data:2 achieved GFLOP/s >= 50% of sgemm
+#   sd data:2 step >= 4x faster than PyTorch
+#   partitioning overhead (data:2 time / single-device time - 1) <= 15%
+# Exits 1 if a target fails, 2 on a usage or setup error.
+#
+# Usage: bench/train_step.sh [--baselines-only] [--out DIR]
+#   --baselines-only  only sgemm and PyTorch (no sdrun needed)
+#   --out DIR         keep logs and metrics there (default: a temp dir)
+# Environment: BUILD (build dir, default build), SDRUN, SGEMM_BENCH,
+#   PYTORCH_PYTHON (default /usr/bin/python3: Debian's python3-torch),
+#   SD_STEPS (default 5), PYTORCH_STEPS (default 3), THREADS (default 2).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+BUILD="${BUILD:-build}"
+SDRUN="${SDRUN:-$BUILD/bin/sdrun}"
+SGEMM_BENCH="${SGEMM_BENCH:-$BUILD/bin/sd_sgemm_bench}"
+PY="${PYTORCH_PYTHON:-/usr/bin/python3}"
+SD_STEPS="${SD_STEPS:-5}"
+PYTORCH_STEPS="${PYTORCH_STEPS:-3}"
+THREADS="${THREADS:-2}"
+MODEL=models/dit_s2.mlir
+BATCH=8
+
+baselines_only=0
+out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --baselines-only) baselines_only=1 ;;
+    --out) out="${2:?--out needs a directory}"; shift ;;
+    --out=*) out="${1#--out=}" ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "train_step.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+die() { echo "train_step.sh: $*" >&2; exit 2; }
+
+# --- Preconditions, checked before anything slow runs ---------------------
+[[ -x "$SGEMM_BENCH" ]] ||
+  die "$SGEMM_BENCH not found: build it (ninja -C $BUILD sd_sgemm_bench) or set SGEMM_BENCH"
+[[ -x "$PY" ]] || die "$PY not found (Debian's python3-torch interpreter; set PYTORCH_PYTHON)"
+"$PY" -c 'import torch' 2>/dev/null || die "$PY cannot import torch (apt install python3-torch)"
+if [[ $baselines_only -eq 0 ]]; then
+  [[ -x "$SDRUN" ]] ||
+    die "$SDRUN not found: sdrun is not built yet (ninja -C $BUILD sdrun), or set SDRUN; --baselines-only runs sgemm and PyTorch alone"
+  [[ -f "$MODEL" ]] || die "$MODEL not found"
+fi
+[[ "$SD_STEPS" -ge 2 ]] || die "SD_STEPS must be >= 2 (step 1 is warm-up)"
+
+if [[ -z "$out" ]]; then
+  out="$(mktemp -d "${TMPDIR:-/tmp}/sd-train-step.XXXXXX")"
+else
+  mkdir -p "$out"
+fi
+echo "logs and metrics: $out" >&2
+
+# run NAME CMD...: runs CMD with its output in $out/NAME.log; on failure
+# shows the log's tail and stops.
+run() {
+  local name="$1"; shift
+  echo "running $name: $*" >&2
+  if ! "$@" >"$out/$name.log" 2>&1; then
+    echo "train_step.sh: $name failed; last lines of $out/$name.log:" >&2
+    tail -n 30 "$out/$name.log" >&2
+    exit 2
+  fi
+}
+
+# field FILE KEY: the value of KEY=... on the last line holding it.
+field() {
+  { grep -o "\b$2=[^ ]*" "$1" || true; } | tail -n 1 | cut -d= -f2
+}
+
+# --- Baselines ------------------------------------------------------------
+run sgemm env OMP_NUM_THREADS="$THREADS" "$SGEMM_BENCH" --table --n=2048
+sgemm_gflops="$(field "$out/sgemm.log" gflops)"
+[[ -n "$sgemm_gflops" ]] || die "no gflops= in $out/sgemm.log"
+
+run pytorch "$PY" bench/pytorch_dit_s2.py --threads="$THREADS" \
+  --steps="$PYTORCH_STEPS" --batch="$BATCH" --flops
+pytorch_s="$(field "$out/pytorch.log" step_s)"
+pytorch_params="$(field "$out/pytorch.log" params)"
+[[ -n "$pytorch_s" ]] || die "no step_s= in $out/pytorch.log"
+
+# sd's parameter count, from sdopt's report ("131 tensors, 32,865,056
+# elements"), to check that the PyTorch model is the same size.
+sd_params=""
+if [[ -x "$BUILD/bin/sdopt" ]]; then
+  "$BUILD/bin/sdopt" "$MODEL" --batch="$BATCH" --report >"$out/sdopt_report.log" 2>&1 || true
+  sd_params="$({ grep -m1 '^ *parameters' "$out/sdopt_report.log" || true; } |
+    sed -n 's/.*tensors, \([0-9,]*\) elements.*/\1/p' | tr -d ,)"
+fi
+
+# --- sd -------------------------------------------------------------------
+if [[ $baselines_only -eq 0 ]]; then
+  run sd_data2 "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
+    --steps="$SD_STEPS" --metrics="$out/sd_data2.jsonl"
+  run sd_single "$SDRUN" "$MODEL" --batch="$BATCH" --steps="$SD_STEPS" \
+    --threads-per-device="$THREADS" --metrics="$out/sd_single.jsonl"
+fi
+
+# --- Table ----------------------------------------------------------------
+export SGEMM_GFLOPS="$sgemm_gflops" PYTORCH_S="$pytorch_s" \
+  PYTORCH_PARAMS="$pytorch_params" SD_PARAMS="$sd_params" THREADS BASELINES_ONLY="$baselines_only" \
+  OUT="$out"
+"$PY" - <<'EOF'
+import json, os, statistics, sys
+
+out = os.environ["OUT"]
+sgemm = float(os.environ["SGEMM_GFLOPS"])
+torch_s = float(os.environ["PYTORCH_S"])
+threads = os.environ["THREADS"]
+failed = False
+
+
+def metrics(name):
+    """Medians over the steps after the first (warm-up) of NAME.jsonl."""
+    path = os.path.join(out, name + ".jsonl")
+    rows = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                sys.exit("train_step.sh: %s line %d: %s" % (path, n, e))
+    timed = [r for r in rows if int(r["step"]) > 1]
+    if not timed:
+        sys.exit("train_step.sh: %s has no step after the warm-up" % path)
+    med = lambda k: statistics.median(float(r[k]) for r in timed if k in r)
+    m = {"steps": len(timed), "step_s": med("step_time_s"),
+         "losses": [float(r["loss"]) for r in rows],
+         "model_flops": float(timed[-1].get("model_flops", 0))}
+    if m["model_flops"] > 0:
+        m["gflops"] = m["model_flops"] / m["step_s"] / 1e9
+    else:
+        m["gflops"] = med("achieved_gflops")
+    for k in ("peak_device_bytes", "peak_host_bytes", "comm_bytes_per_device"):
+        m[k] = max(int(r.get(k, 0)) for r in rows)
+    return m
+
+
+def verdict(ok):
+    global failed
+    failed |= not ok
+    return "PASS" if ok else "FAIL"
+
+
+rows = [("sgemm n=2048, %s threads" % threads, "%.1f GFLOP/s" % sgemm, "", ""),
+        ("PyTorch 1.13 DiT-S/2 step, %s threads" % threads,
+         "%.2f s/step" % torch_s, "", "")]
+sd_params = os.environ["SD_PARAMS"]
+torch_params = os.environ["PYTORCH_PARAMS"]
+if sd_params:
+    rows.append(("PyTorch parameters (sd: %s)" % sd_params, torch_params,
+                 "= sd", verdict(sd_params == torch_params)))
+else:
+    rows.append(("PyTorch parameters", torch_params, "", ""))
+if os.environ["BASELINES_ONLY"] == "0":
+    d2, one = metrics("sd_data2"), metrics("sd_single")
+    pct = 100 * d2["gflops"] / sgemm
+    speedup = torch_s / d2["step_s"]
+    overhead = d2["step_s"] / one["step_s"] - 1
+    rows += [
+        ("sd data:2 step", "%.3f s/step" % d2["step_s"], "", ""),
+        ("sd data:2 achieved", "%.1f GFLOP/s" % d2["gflops"], "", ""),
+        ("sd data:2 / sgemm", "%.1f%%" % pct, ">= 50%", verdict(pct >= 50)),
+        ("sd data:2 speed-up vs PyTorch", "%.2fx" % speedup, ">= 4x",
+         verdict(speedup >= 4)),
+        ("sd single device step (%s threads)" % threads,
+         "%.3f s/step" % one["step_s"], "", ""),
+        ("partitioning overhead (data:2 / single - 1)",
+         "%+.1f%%" % (100 * overhead), "<= 15%", verdict(overhead <= 0.15)),
+    ]
+
+print("| measure | value | target | result |")
+print("|---|---|---|---|")
+for r in rows:
+    print("| %s |" % " | ".join(r))
+
+if os.environ["BASELINES_ONLY"] == "0":
+    print()
+    for name, m in (("data:2", d2), ("single", one)):
+        print("sd %s: %d timed steps, model %.1f GFLOP/step, peak device %.1f MB,"
+              " peak host %.1f MB, comm %.1f MB/device; losses %s"
+              % (name, m["steps"], m["model_flops"] / 1e9,
+                 m["peak_device_bytes"] / 1e6, m["peak_host_bytes"] / 1e6,
+                 m["comm_bytes_per_device"] / 1e6,
+                 " ".join("%.4f" % l for l in m["losses"])))
+sys.exit(1 if failed else 0)
+EOF

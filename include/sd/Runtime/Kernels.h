@@ -1,0 +1,53 @@
+//===- Kernels.h - The runtime's compute kernels ----------------*- C++ -*-===//
+//
+// The non-fused kernels of ProgramABI.h's SdApi, in f32 on the calling
+// thread's OpenMP team. Each is deterministic for a given team size (static
+// schedules, no atomics, fixed summation order). Semantics follow the sd op
+// of the same name; sd/Reference's double-precision kernels are the oracle of
+// their tests.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_RUNTIME_KERNELS_H
+#define SD_RUNTIME_KERNELS_H
+
+#include "sd/Runtime/ProgramABI.h"
+
+#include <cstdint>
+
+namespace sd::rt::kernels {
+
+/// See SdApi::gemm (calls OpenBLAS's cblas_sgemm, OpenMP build).
+void gemm(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
+          int64_t k, const float *a, int64_t lda, int64_t strideA,
+          const float *b, int64_t ldb, int64_t strideB, float beta, float *c,
+          int64_t ldc, int64_t strideC);
+void transpose(const float *in, float *out, int32_t rank,
+               const int64_t *inShape, const int64_t *perm);
+void softmax(const float *in, float *out, int32_t rank, const int64_t *shape,
+             int32_t dim);
+void layerNorm(const float *in, const float *scale, const float *bias,
+               float *out, int64_t rows, int64_t cols, double epsilon);
+void rmsNorm(const float *in, const float *scale, float *out, int64_t rows,
+             int64_t cols, double epsilon);
+void groupNorm(const float *in, const float *scale, const float *bias,
+               float *out, int64_t n, int64_t spatial, int64_t channels,
+               int64_t groups, double epsilon);
+/// Scratch for one head's scores per thread comes from `scratch`, a caller
+/// buffer of at least attentionScratchFloats(...) floats.
+int64_t attentionScratchFloats(int64_t sq, int64_t skv, int threads);
+void attention(const float *q, const float *k, const float *v,
+               const float *mask, int64_t maskB, int64_t maskH, float *out,
+               int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
+               int64_t dv, double scale, float *scratch);
+void rng(bool normal, uint64_t seed, float *out, int32_t rank,
+         const int64_t *shape, const int64_t *globalShape,
+         const int64_t *offsets, double a, double b);
+void conv2d(const float *in, const float *kernel, const float *bias,
+            float *out, const int64_t *inShape, const int64_t *kernelShape,
+            const int64_t *outShape, const int64_t *strides,
+            const int64_t *padding, int64_t groups);
+
+} // namespace sd::rt::kernels
+
+#endif // SD_RUNTIME_KERNELS_H

@@ -1,0 +1,186 @@
+/*===- ProgramABI.h - What a compiled device program sees ---------*- C -*-===*
+ *
+ * `sd-lower-to-openmp` turns the per-device program into one C++ translation
+ * unit that the system compiler builds into a shared object. That object
+ * depends on nothing but libgomp: everything it needs from the runtime
+ * (memory, collectives, GEMM and the non-fused kernels) comes through the
+ * function table below, so the object never links against sd or a BLAS and
+ * the runtime can change its transport (threads today, MPI later) without
+ * recompiling programs.
+ *
+ * The header is plain C (it is also compiled into every generated program,
+ * embedded as text by the emitter) and is the only contract between the two.
+ *
+ * Conventions:
+ * - Every tensor is a dense row-major f32 buffer; shapes are int64_t arrays.
+ *   i1 values that must be stored (rare: fused loops keep them in
+ *   registers) are stored as f32 0.0/1.0.
+ * - A function returning int returns 0 on success and non-zero on failure;
+ *   the runtime has then recorded the error (an out-of-memory naming the
+ *   tensor, a peer device that failed, ...). The program returns that
+ *   non-zero value at once; it does not release its buffers (the runtime
+ *   resets the device's pools after a failed step).
+ * - `name` strings identify tensors in errors and traces: the SSA name or
+ *   the op and its location, e.g. "%42 = sd.dot_general (dit.mlir:12)".
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef SD_RUNTIME_PROGRAMABI_H
+#define SD_RUNTIME_PROGRAMABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever anything below changes; the loader rejects a program
+ * compiled against another version. */
+#define SD_ABI_VERSION 1
+
+/* The largest tensor rank and the most mesh axes a collective may name. */
+#define SD_MAX_RANK 8
+#define SD_MAX_AXES 8
+
+/* One device of the mesh, as the runtime sees it (opaque to programs). */
+typedef struct SdDevice SdDevice;
+
+/* Memory spaces of SdApi::alloc. */
+enum SdMemorySpace { SD_DEVICE_MEMORY = 0, SD_HOST_MEMORY = 1 };
+
+enum SdCollectiveKind {
+  SD_ALL_GATHER = 0,
+  SD_ALL_SLICE = 1,
+  SD_REDUCE_SCATTER = 2,
+  SD_ALL_REDUCE = 3,
+  SD_ALL_TO_ALL = 4,
+  SD_COLLECTIVE_PERMUTE = 5,
+};
+
+/* One collective op of the program, as a static table entry. Mesh axes are
+ * indices into the mesh's axes (in the `sd.mesh` order, which is also the
+ * runtime mesh's order). Semantics are exactly those of the sd ops of the
+ * same name (include/sd/IR/SDCollectiveOps.td). */
+typedef struct SdCollective {
+  int32_t kind; /* SdCollectiveKind */
+  int32_t rank;
+  int64_t in_shape[SD_MAX_RANK];  /* the operand's local shape */
+  int64_t out_shape[SD_MAX_RANK]; /* the result's local shape */
+  /* all_gather, all_slice, reduce_scatter: per dimension, its axes major to
+   * minor (`dim_axes[d][0..num_dim_axes[d])`). */
+  int32_t num_dim_axes[SD_MAX_RANK];
+  int32_t dim_axes[SD_MAX_RANK][SD_MAX_AXES];
+  /* all_reduce (reduction axes), all_to_all and collective_permute (the
+   * axes forming the group, major to minor as listed). */
+  int32_t num_axes;
+  int32_t axes[SD_MAX_AXES];
+  /* all_to_all */
+  int32_t src_dim;
+  int32_t tgt_dim;
+  /* collective_permute: `num_pairs` (source, target) member pairs, flattened */
+  int32_t num_pairs;
+  const int64_t *pairs;
+  const char *name;
+} SdCollective;
+
+/* The runtime's services. Kernels run on the calling device's OpenMP team
+ * and are deterministic for a given team size. */
+typedef struct SdApi {
+  int32_t abi_version; /* SD_ABI_VERSION */
+
+  /* --- memory -------------------------------------------------------- */
+  /* A buffer of `bytes` in `space` (SdMemorySpace) of this device's pools;
+   * NULL when the pool's budget would be exceeded (the runtime has recorded
+   * an out-of-memory error naming `name` and the sizes). */
+  void *(*alloc)(SdDevice *dev, int64_t bytes, int32_t space,
+                 const char *name);
+  /* Returns a buffer from `alloc` to its pool. NULL is ignored. */
+  void (*release)(SdDevice *dev, void *buffer);
+  /* sd.offload / sd.reload: copies `bytes` from `src` (in the other space)
+   * into a new buffer of `to_space`, stored in `*dst`; counts the transfer.
+   * The source is not released. */
+  int32_t (*move)(SdDevice *dev, const void *src, int64_t bytes,
+                  int32_t to_space, void **dst, const char *name);
+
+  /* --- mesh ------------------------------------------------------------ */
+  /* sd.axis_index: the row-major index of this device's coordinates on
+   * `axes` (major to minor as listed). */
+  int64_t (*axis_index)(SdDevice *dev, const int32_t *axes, int32_t num_axes);
+  /* A collective of the table; `out` has out_shape's elements and is
+   * allocated by the program. */
+  int32_t (*collective)(SdDevice *dev, const SdCollective *op, const float *in,
+                        float *out);
+
+  /* --- kernels ----------------------------------------------------------- */
+  /* For b in [0, batch): C_b = op(A_b) · op(B_b) + beta · C_b, row-major,
+   * op(X) = Xᵀ when trans_X; A_b = A + b·stride_a (likewise B, C). An M×K
+   * op(A) is stored M×K (lda ≥ K) or, transposed, K×M (lda ≥ M). */
+  void (*gemm)(SdDevice *dev, int64_t batch, int32_t trans_a, int32_t trans_b,
+               int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+               int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
+               float beta, float *c, int64_t ldc, int64_t stride_c);
+  /* out = transpose(in, perm): out dimension i is in dimension perm[i]. */
+  void (*transpose)(SdDevice *dev, const float *in, float *out, int32_t rank,
+                    const int64_t *in_shape, const int64_t *perm);
+  /* Numerically stable softmax along `dim` of a rank-`rank` tensor. */
+  void (*softmax)(SdDevice *dev, const float *in, float *out, int32_t rank,
+                  const int64_t *shape, int32_t dim);
+  /* Normalizations over the last dimension of `rows` rows of `cols`
+   * (scale, bias may be NULL; biased variance). */
+  void (*layer_norm)(SdDevice *dev, const float *in, const float *scale,
+                     const float *bias, float *out, int64_t rows, int64_t cols,
+                     double epsilon);
+  void (*rms_norm)(SdDevice *dev, const float *in, const float *scale,
+                   float *out, int64_t rows, int64_t cols, double epsilon);
+  /* [N, spatial, C] channels last, C in `groups` groups. */
+  void (*group_norm)(SdDevice *dev, const float *in, const float *scale,
+                     const float *bias, float *out, int64_t n, int64_t spatial,
+                     int64_t channels, int64_t groups, double epsilon);
+  /* out[B,H,Sq,Dv] = softmax(scale·Q·Kᵀ)·V per batch and head, one head's
+   * scores at a time. `mask` (f32 0/1, may be NULL) is [mask_b, mask_h, Sq,
+   * Skv] with mask_b ∈ {1, B}, mask_h ∈ {1, H}; a fully masked query row
+   * yields zeros. */
+  int32_t (*attention)(SdDevice *dev, const float *q, const float *k,
+                       const float *v, const float *mask, int64_t mask_b,
+                       int64_t mask_h, float *out, int64_t b, int64_t h,
+                       int64_t sq, int64_t skv, int64_t d, int64_t dv,
+                       double scale);
+  /* sd.rng_normal / sd.rng_uniform in offsets form: `out` (local shape
+   * `shape`) is the block at `offsets` of the tensor of `global_shape`
+   * drawn from `seed` (sd/Reference/Random.h). `a`, `b` are mean and
+   * stddev (normal) or low and high (uniform). */
+  void (*rng)(SdDevice *dev, int32_t normal, uint64_t seed, float *out,
+              int32_t rank, const int64_t *shape, const int64_t *global_shape,
+              const int64_t *offsets, double a, double b);
+  /* NHWC convolution with HWIO kernel (bias may be NULL). */
+  int32_t (*conv2d)(SdDevice *dev, const float *in, const float *kernel,
+                    const float *bias, float *out, const int64_t *in_shape,
+                    const int64_t *kernel_shape, const int64_t *out_shape,
+                    const int64_t *strides, const int64_t *padding,
+                    int64_t groups);
+
+  /* --- tracing ------------------------------------------------------------ */
+  /* Brackets a kernel, GEMM or collective for the trace (may be no-ops). */
+  void (*trace_begin)(SdDevice *dev, const char *name, double flops,
+                      double bytes);
+  void (*trace_end)(SdDevice *dev);
+} SdApi;
+
+/* The entry point every generated program defines:
+ *   args[i]    the i-th argument of the per-device function (borrowed,
+ *              except donated ones: see below);
+ *   results[i] receives the i-th result, a buffer from api->alloc that the
+ *              runtime now owns. A result the program declares donated into
+ *              an argument (`sd.aliases`) may be that argument's own buffer.
+ * Returns 0, or the non-zero status of the failed runtime call. */
+typedef int32_t (*SdProgramEntry)(const SdApi *api, SdDevice *dev,
+                                  void *const *args, void **results);
+#define SD_PROGRAM_ENTRY_NAME "sd_program_run"
+/* `int32_t sd_program_abi_version(void)` returns SD_ABI_VERSION. */
+#define SD_PROGRAM_ABI_NAME "sd_program_abi_version"
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SD_RUNTIME_PROGRAMABI_H */

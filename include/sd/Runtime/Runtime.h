@@ -1,0 +1,186 @@
+//===- Runtime.h - A mesh of devices in one process -------------*- C++ -*-===//
+//
+// The runtime executes compiled device programs (ProgramABI.h) on a mesh of
+// devices. In this process each device is a thread with its own OpenMP team;
+// a device owns its memory pools (device memory and host memory), its
+// counters, and the error it last recorded. Collectives go through a
+// `Transport`, so a multi-process transport (MPI) can replace the shared-memory
+// one without touching devices, kernels or programs.
+//
+// No MLIR here: the runtime links Abseil, OpenMP, a BLAS and sd's MLIR-free
+// libraries only.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_RUNTIME_RUNTIME_H
+#define SD_RUNTIME_RUNTIME_H
+
+#include "sd/Runtime/ProgramABI.h"
+#include "sd/Sharding/Mesh.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sd::rt {
+
+/// One memory space of one device: a budget, and the bytes live now and at
+/// the peak. Buffers are 64-byte aligned.
+class MemoryPool {
+public:
+  /// `space` names the pool in errors ("device", "host"); `budget` 0 means
+  /// unlimited.
+  MemoryPool(std::string space, int64_t device, int64_t budget);
+  ~MemoryPool();
+  MemoryPool(const MemoryPool &) = delete;
+  MemoryPool &operator=(const MemoryPool &) = delete;
+
+  /// A buffer of `bytes` (0 is allowed and yields a distinct non-null
+  /// pointer). ResourceExhausted when live + bytes would exceed the budget:
+  /// "device 3: out of device memory allocating 12.00 MiB for '<name>': 1.00
+  /// GiB live + 12.00 MiB > budget 1.00 GiB (--device-memory)".
+  absl::StatusOr<void *> allocate(int64_t bytes, const std::string &name);
+  /// Returns a buffer of this pool; nullptr is ignored. Anything else is a
+  /// programming error (asserted).
+  void release(void *buffer);
+  /// True when `buffer` came from this pool and is live.
+  bool owns(const void *buffer) const;
+  /// Frees every live buffer (after a failed step) and keeps the peak.
+  void releaseAll();
+
+  int64_t liveBytes() const;
+  int64_t peakBytes() const;
+  void resetPeak();
+  int64_t budget() const { return budgetBytes; }
+
+private:
+  std::string space;
+  int64_t device;
+  int64_t budgetBytes;
+  mutable std::mutex mutex;
+  std::unordered_map<void *, int64_t> live;
+  int64_t liveTotal = 0;
+  int64_t peakTotal = 0;
+};
+
+/// "12.00 MiB", "1.00 GiB", "512 B".
+std::string formatBytes(int64_t bytes);
+
+/// Counters a device accumulates while it runs.
+struct DeviceCounters {
+  /// Bytes this device sends to other devices in collectives (the cost
+  /// model's per-device communication, so sdrun's figure matches sdopt's).
+  int64_t commBytes = 0;
+  int64_t collectives = 0;
+  /// Bytes moved by sd.offload (device → host) and sd.reload (host → device).
+  int64_t offloadBytes = 0;
+  int64_t reloadBytes = 0;
+};
+
+class Transport;
+
+/// One device of the mesh. The `SdDevice*` a program receives points to one.
+class Device {
+public:
+  Device(int64_t id, std::vector<int64_t> coordinates, int64_t deviceBudget,
+         int64_t hostBudget, Transport *transport);
+
+  int64_t id() const { return deviceId; }
+  /// Coordinates on each mesh axis (MeshSpec::coordinates).
+  const std::vector<int64_t> &coordinates() const { return coords; }
+  MemoryPool &pool(SdMemorySpace space) {
+    return space == SD_HOST_MEMORY ? hostPool : devicePool;
+  }
+  Transport &transport() { return *transportPtr; }
+  DeviceCounters &counters() { return deviceCounters; }
+
+  /// The first error a runtime call recorded since `clearError`; programs see
+  /// only a non-zero return code.
+  const absl::Status &error() const { return lastError; }
+  /// Records `status` unless an error is already recorded; returns 1.
+  int32_t fail(absl::Status status);
+  void clearError() { lastError = absl::OkStatus(); }
+
+private:
+  int64_t deviceId;
+  std::vector<int64_t> coords;
+  MemoryPool devicePool;
+  MemoryPool hostPool;
+  Transport *transportPtr;
+  DeviceCounters deviceCounters;
+  absl::Status lastError;
+};
+
+/// Moves data between the devices of a mesh. Every device of a collective's
+/// group calls `collective` with the same op; the call returns once this
+/// device's `out` is complete and its `in` is no longer read by anyone.
+class Transport {
+public:
+  virtual ~Transport();
+  /// The mesh whose devices it connects (axis sizes for sd.axis_index).
+  virtual const MeshSpec &mesh() const = 0;
+  /// Runs `op` for `device`; adds the bytes it sends to its counters.
+  /// Reductions add the group's operands in ascending member order, so every
+  /// member gets bitwise the same sum and reruns agree. Fails (Aborted) when
+  /// another device aborted the transport.
+  virtual absl::Status collective(Device &device, const SdCollective &op,
+                                  const float *in, float *out) = 0;
+  /// Releases every device waiting in a collective with `status`, and makes
+  /// later collectives fail, until `reset`.
+  virtual void abort(const absl::Status &status) = 0;
+  virtual void reset() = 0;
+};
+
+/// The in-process transport: devices are threads sharing memory.
+std::unique_ptr<Transport> createSharedMemoryTransport(const MeshSpec &mesh);
+
+struct MeshRuntimeOptions {
+  MeshSpec mesh;
+  /// OpenMP threads per device; 0 means max(1, cores / devices).
+  int threadsPerDevice = 0;
+  /// Per-device budgets in bytes; 0 means unlimited.
+  int64_t deviceMemoryBudget = 0;
+  int64_t hostMemoryBudget = 0;
+};
+
+/// The devices of one mesh, each running on its own thread.
+class MeshRuntime {
+public:
+  /// InvalidArgument on an empty mesh or a negative budget.
+  static absl::StatusOr<std::unique_ptr<MeshRuntime>>
+  create(MeshRuntimeOptions options);
+  ~MeshRuntime();
+
+  const MeshSpec &mesh() const { return options.mesh; }
+  int64_t numDevices() const { return static_cast<int64_t>(devices.size()); }
+  int threadsPerDevice() const { return threads; }
+  Device &device(int64_t id) { return *devices[id]; }
+
+  /// Runs `fn` once per device, each on its own thread whose OpenMP team
+  /// has threadsPerDevice() threads, and waits for all. When a device fails,
+  /// the transport is aborted so that its peers return instead of waiting;
+  /// the result is the failing devices' first error in device order (an
+  /// Aborted peer never hides the cause).
+  absl::Status runOnDevices(const std::function<absl::Status(Device &)> &fn);
+
+  /// The function table programs call (ProgramABI.h).
+  static const SdApi *api();
+
+private:
+  explicit MeshRuntime(MeshRuntimeOptions options);
+  MeshRuntimeOptions options;
+  int threads = 1;
+  std::unique_ptr<Transport> transportPtr;
+  std::vector<std::unique_ptr<Device>> devices;
+};
+
+} // namespace sd::rt
+
+#endif // SD_RUNTIME_RUNTIME_H

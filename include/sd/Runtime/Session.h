@@ -1,0 +1,113 @@
+//===- Session.h - Running a compiled training step on a mesh ---*- C++ -*-===//
+//
+// A training session owns what a training run keeps between steps: the mesh
+// runtime, the loaded device program, and on every device its blocks of the
+// step's arguments (parameters, optimizer state, batch, step counter) in that
+// device's memory pool. A step runs the program on every device at once and
+// replaces each donated argument (`sd.aliases`) by the result it was donated
+// to, as JAX does with donated buffers.
+//
+// What the session needs to know about the program comes as a plain
+// `ProgramSpec`, which the compiler side (sd/Driver/TrainProgram.h) extracts
+// from the partitioned function, so this file has no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_RUNTIME_SESSION_H
+#define SD_RUNTIME_SESSION_H
+
+#include "sd/Runtime/Program.h"
+#include "sd/Runtime/Runtime.h"
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sd::rt {
+
+/// What an argument of the step is.
+enum class ArgumentKind { Parameter, OptimizerState, Input, Step };
+
+/// One argument of the per-device step function.
+struct ArgumentSpec {
+  /// "x_embedder.proj.weight", "mu x_embedder.proj.weight", "latents.0".
+  std::string name;
+  ArgumentKind kind = ArgumentKind::Input;
+  std::vector<int64_t> globalShape;
+  std::vector<int64_t> localShape;
+  /// Per dimension, the mesh axes (indices into the mesh) that split it,
+  /// major to minor; a device's block along the dimension is the row-major
+  /// index of its coordinates on those axes.
+  std::vector<std::vector<int32_t>> dimAxes;
+  /// The mesh's axis sizes (filled by TrainingSession::create).
+  std::vector<int64_t> axisSizes;
+};
+
+struct ProgramSpec {
+  std::vector<ArgumentSpec> arguments;
+  /// Per result, the argument it is donated into, or -1.
+  std::vector<int64_t> resultAliases;
+  /// The result holding the scalar loss (replicated on every device).
+  int64_t lossResult = 0;
+};
+
+/// Elements of a shape.
+int64_t numElements(const std::vector<int64_t> &shape);
+
+/// Copies `device`'s block of a global row-major tensor of `spec` into
+/// `local` (localShape elements), or back (`toGlobal`).
+void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
+               const float *global, float *local, bool toGlobal);
+
+class TrainingSession {
+public:
+  /// Checks that the spec fits the mesh (each global dimension is the local
+  /// one times its axes' sizes).
+  static absl::StatusOr<std::unique_ptr<TrainingSession>>
+  create(MeshRuntimeOptions options, ProgramSpec spec,
+         std::unique_ptr<LoadedProgram> program);
+  ~TrainingSession();
+
+  /// Gives every device its blocks of the global arguments (one row-major
+  /// vector per argument, of its global shape), in device memory. Fails with
+  /// the out-of-memory error of the first device that cannot hold them.
+  absl::Status setArguments(const std::vector<std::vector<float>> &globals);
+
+  struct StepResult {
+    /// The loss of device 0 (all devices hold the same value).
+    double loss = 0;
+    double seconds = 0;
+  };
+  /// Runs one step with the step counter set to `stepsTaken` (the number of
+  /// optimizer steps taken before this one).
+  absl::StatusOr<StepResult> step(int64_t stepsTaken);
+
+  /// The global value of argument `index`, assembled from the devices'
+  /// blocks.
+  std::vector<float> gatherArgument(int64_t index);
+
+  const ProgramSpec &spec() const { return programSpec; }
+  MeshRuntime &runtime() { return *mesh; }
+  /// The most device (host) memory any device had live at once.
+  int64_t peakDeviceBytes();
+  int64_t peakHostBytes();
+  /// Collective bytes the busiest device sent in the last step.
+  int64_t lastStepCommBytes() const { return lastCommBytes; }
+
+private:
+  TrainingSession(std::unique_ptr<MeshRuntime> mesh, ProgramSpec spec,
+                  std::unique_ptr<LoadedProgram> program);
+  std::unique_ptr<MeshRuntime> mesh;
+  ProgramSpec programSpec;
+  std::unique_ptr<LoadedProgram> program;
+  /// buffers[device][argument], from the device's pool.
+  std::vector<std::vector<void *>> buffers;
+  int64_t lastCommBytes = 0;
+};
+
+} // namespace sd::rt
+
+#endif // SD_RUNTIME_SESSION_H

@@ -1,0 +1,204 @@
+//===- Api.cpp - The function table compiled programs call ----------------===//
+//
+// Thin adapters from ProgramABI.h's C calls to devices, pools, the transport
+// and the kernels. Every failure is recorded on the calling device (the
+// program only sees a non-zero return) so that the runtime can report the
+// real cause: which tensor did not fit, which collective was aborted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Runtime/Kernels.h"
+#include "sd/Runtime/Runtime.h"
+
+#include "absl/strings/str_format.h"
+
+#include <omp.h>
+
+#include <cstring>
+
+using namespace sd;
+using namespace sd::rt;
+
+namespace {
+
+Device &toDevice(SdDevice *dev) { return *reinterpret_cast<Device *>(dev); }
+
+std::string nameOf(const char *name) { return name ? name : "<unnamed>"; }
+
+/// The pool of `space`, or an error naming the bad space.
+absl::StatusOr<MemoryPool *> poolOf(Device &device, int32_t space,
+                                    const char *name) {
+  if (space != SD_DEVICE_MEMORY && space != SD_HOST_MEMORY)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("device %d: unknown memory space %d for '%s'",
+                        device.id(), space, nameOf(name)));
+  return &device.pool(static_cast<SdMemorySpace>(space));
+}
+
+void *allocBuffer(SdDevice *dev, int64_t bytes, int32_t space,
+                  const char *name) {
+  Device &device = toDevice(dev);
+  absl::StatusOr<MemoryPool *> pool = poolOf(device, space, name);
+  if (!pool.ok()) {
+    device.fail(pool.status());
+    return nullptr;
+  }
+  absl::StatusOr<void *> buffer = (*pool)->allocate(bytes, nameOf(name));
+  if (!buffer.ok()) {
+    device.fail(buffer.status());
+    return nullptr;
+  }
+  return *buffer;
+}
+
+void releaseBuffer(SdDevice *dev, void *buffer) {
+  if (!buffer)
+    return;
+  Device &device = toDevice(dev);
+  for (SdMemorySpace space : {SD_DEVICE_MEMORY, SD_HOST_MEMORY}) {
+    MemoryPool &pool = device.pool(space);
+    if (pool.owns(buffer)) {
+      pool.release(buffer);
+      return;
+    }
+  }
+  device.fail(absl::InternalError(absl::StrFormat(
+      "device %d: releasing a buffer that none of its pools owns",
+      device.id())));
+}
+
+int32_t moveBuffer(SdDevice *dev, const void *src, int64_t bytes,
+                   int32_t toSpace, void **dst, const char *name) {
+  Device &device = toDevice(dev);
+  absl::StatusOr<MemoryPool *> pool = poolOf(device, toSpace, name);
+  if (!pool.ok())
+    return device.fail(pool.status());
+  absl::StatusOr<void *> buffer = (*pool)->allocate(bytes, nameOf(name));
+  if (!buffer.ok())
+    return device.fail(buffer.status());
+  if (bytes > 0)
+    std::memcpy(*buffer, src, static_cast<size_t>(bytes));
+  *dst = *buffer;
+  DeviceCounters &counters = device.counters();
+  (toSpace == SD_HOST_MEMORY ? counters.offloadBytes : counters.reloadBytes) +=
+      bytes;
+  return 0;
+}
+
+int64_t axisIndex(SdDevice *dev, const int32_t *axes, int32_t numAxes) {
+  Device &device = toDevice(dev);
+  const std::vector<MeshAxis> &meshAxes = device.transport().mesh().axes();
+  int64_t index = 0;
+  for (int32_t i = 0; i < numAxes; ++i)
+    index = index * meshAxes[axes[i]].size() + device.coordinates()[axes[i]];
+  return index;
+}
+
+int32_t runCollective(SdDevice *dev, const SdCollective *op, const float *in,
+                      float *out) {
+  Device &device = toDevice(dev);
+  if (!op)
+    return device.fail(absl::InvalidArgumentError(absl::StrFormat(
+        "device %d: a collective without a descriptor", device.id())));
+  absl::Status status = device.transport().collective(device, *op, in, out);
+  return status.ok() ? 0 : device.fail(std::move(status));
+}
+
+void gemm(SdDevice *, int64_t batch, int32_t transA, int32_t transB, int64_t m,
+          int64_t n, int64_t k, const float *a, int64_t lda, int64_t strideA,
+          const float *b, int64_t ldb, int64_t strideB, float beta, float *c,
+          int64_t ldc, int64_t strideC) {
+  kernels::gemm(batch, transA != 0, transB != 0, m, n, k, a, lda, strideA, b,
+                ldb, strideB, beta, c, ldc, strideC);
+}
+
+void transpose(SdDevice *, const float *in, float *out, int32_t rank,
+               const int64_t *inShape, const int64_t *perm) {
+  kernels::transpose(in, out, rank, inShape, perm);
+}
+
+void softmax(SdDevice *, const float *in, float *out, int32_t rank,
+             const int64_t *shape, int32_t dim) {
+  kernels::softmax(in, out, rank, shape, dim);
+}
+
+void layerNorm(SdDevice *, const float *in, const float *scale,
+               const float *bias, float *out, int64_t rows, int64_t cols,
+               double epsilon) {
+  kernels::layerNorm(in, scale, bias, out, rows, cols, epsilon);
+}
+
+void rmsNorm(SdDevice *, const float *in, const float *scale, float *out,
+             int64_t rows, int64_t cols, double epsilon) {
+  kernels::rmsNorm(in, scale, out, rows, cols, epsilon);
+}
+
+void groupNorm(SdDevice *, const float *in, const float *scale,
+               const float *bias, float *out, int64_t n, int64_t spatial,
+               int64_t channels, int64_t groups, double epsilon) {
+  kernels::groupNorm(in, scale, bias, out, n, spatial, channels, groups,
+                     epsilon);
+}
+
+int32_t attention(SdDevice *dev, const float *q, const float *k, const float *v,
+                  const float *mask, int64_t maskB, int64_t maskH, float *out,
+                  int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
+                  int64_t dv, double scale) {
+  Device &device = toDevice(dev);
+  // One head's scores per thread of the team the kernel will use.
+  int64_t floats =
+      kernels::attentionScratchFloats(sq, skv, omp_get_max_threads());
+  MemoryPool &pool = device.pool(SD_DEVICE_MEMORY);
+  absl::StatusOr<void *> scratch = pool.allocate(
+      floats * static_cast<int64_t>(sizeof(float)), "attention scores");
+  if (!scratch.ok())
+    return device.fail(scratch.status());
+  kernels::attention(q, k, v, mask, maskB, maskH, out, b, h, sq, skv, d, dv,
+                     scale, static_cast<float *>(*scratch));
+  pool.release(*scratch);
+  return 0;
+}
+
+void rng(SdDevice *, int32_t normal, uint64_t seed, float *out, int32_t rank,
+         const int64_t *shape, const int64_t *globalShape,
+         const int64_t *offsets, double a, double b) {
+  kernels::rng(normal != 0, seed, out, rank, shape, globalShape, offsets, a, b);
+}
+
+int32_t conv2d(SdDevice *, const float *in, const float *kernel,
+               const float *bias, float *out, const int64_t *inShape,
+               const int64_t *kernelShape, const int64_t *outShape,
+               const int64_t *strides, const int64_t *padding, int64_t groups) {
+  kernels::conv2d(in, kernel, bias, out, inShape, kernelShape, outShape,
+                  strides, padding, groups);
+  return 0;
+}
+
+// Tracing comes later; the hooks exist so programs need not change then.
+void traceBegin(SdDevice *, const char *, double, double) {}
+void traceEnd(SdDevice *) {}
+
+} // namespace
+
+const SdApi *MeshRuntime::api() {
+  static const SdApi table = {
+      /*abi_version=*/SD_ABI_VERSION,
+      /*alloc=*/allocBuffer,
+      /*release=*/releaseBuffer,
+      /*move=*/moveBuffer,
+      /*axis_index=*/axisIndex,
+      /*collective=*/runCollective,
+      /*gemm=*/gemm,
+      /*transpose=*/transpose,
+      /*softmax=*/softmax,
+      /*layer_norm=*/layerNorm,
+      /*rms_norm=*/rmsNorm,
+      /*group_norm=*/groupNorm,
+      /*attention=*/attention,
+      /*rng=*/rng,
+      /*conv2d=*/conv2d,
+      /*trace_begin=*/traceBegin,
+      /*trace_end=*/traceEnd,
+  };
+  return &table;
+}

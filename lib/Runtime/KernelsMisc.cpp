@@ -1,0 +1,476 @@
+//===- KernelsMisc.cpp - Transpose, softmax, rng and convolution ----------===//
+//
+// The data-movement and small kernels of SdApi. Each parallelizes over
+// independent output blocks with static schedules, so every output element
+// is produced by the same sequence of operations whatever the thread that
+// computes it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Reference/Random.h"
+#include "sd/Runtime/Kernels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace sd::rt::kernels {
+
+//===----------------------------------------------------------------------===//
+// Exponentials (shared with KernelsAttention.cpp)
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+// The polynomial and range reduction of Cephes' expf: relative error below
+// 2 ulp on the range where the result is a normal float. Below that range
+// the result is 0 (so exp(-inf) = 0), above it +inf; NaN stays NaN.
+static constexpr float kExpHi = 88.3762626647949f;
+static constexpr float kExpLo = -87.3365447504f;
+static constexpr float kLog2e = 1.44269504088896341f;
+static constexpr float kLn2Hi = 0.693359375f;
+static constexpr float kLn2Lo = -2.12194440e-4f;
+static constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f,
+                       kP2 = 8.3334519073e-3f, kP3 = 4.1665795894e-2f,
+                       kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+
+/// Eight exponentials with AVX2 + FMA.
+__attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x) {
+  __m256 tooSmall = _mm256_cmp_ps(x, _mm256_set1_ps(kExpLo), _CMP_LT_OQ);
+  __m256 tooBig = _mm256_cmp_ps(x, _mm256_set1_ps(kExpHi), _CMP_GT_OQ);
+  __m256 isNan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLo)),
+                            _mm256_set1_ps(kExpHi));
+  __m256 fx = _mm256_floor_ps(
+      _mm256_fmadd_ps(xc, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(kLn2Hi), xc);
+  r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(kLn2Lo), r);
+  __m256 y = _mm256_set1_ps(kP0);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(kP1));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(kP2));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(kP3));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(kP4));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(kP5));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r),
+                      _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  // 2^fx; fx lies in [-126, 128) so the biased exponent is in range, except
+  // 128 (x near kExpHi), which the split into two factors handles.
+  __m256i n = _mm256_cvtps_epi32(fx);
+  __m256i half = _mm256_srai_epi32(n, 1);
+  __m256 p1 = _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
+  __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_sub_epi32(n, half), _mm256_set1_epi32(127)), 23));
+  y = _mm256_mul_ps(_mm256_mul_ps(y, p1), p2);
+  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), tooSmall);
+  y = _mm256_blendv_ps(
+      y, _mm256_set1_ps(std::numeric_limits<float>::infinity()), tooBig);
+  return _mm256_blendv_ps(y, x, isNan);
+}
+
+/// row[i] = exp(row[i] - shift) for i < n; returns the sum in double, added
+/// in a fixed order (8 lanes in two double accumulators, then lane order).
+__attribute__((target("avx2,fma"))) static double
+expShiftedAvx2(float *row, int64_t n, float shift) {
+  __m256 s = _mm256_set1_ps(shift);
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + i), s));
+    _mm256_storeu_ps(row + i, e);
+    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  if (i < n) {
+    // The tail through the same vector code, masked.
+    alignas(32) int32_t lanes[8];
+    for (int j = 0; j < 8; ++j)
+      lanes[j] = i + j < n ? -1 : 0;
+    __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i *>(lanes));
+    __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + i, mask), s));
+    e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
+    _mm256_maskstore_ps(row + i, mask, e);
+    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  alignas(32) double lane[8];
+  _mm256_store_pd(lane, acc0);
+  _mm256_store_pd(lane + 4, acc1);
+  double sum = 0.0;
+  for (double v : lane)
+    sum += v;
+  return sum;
+}
+
+/// The maximum of row[0..n) (n > 0) with AVX2; -inf entries count as any
+/// other value. Maximum is exact, so the lane order does not matter.
+__attribute__((target("avx2,fma"))) static float maxRowAvx2(const float *row,
+                                                            int64_t n) {
+  __m256 acc = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    acc = _mm256_max_ps(acc, _mm256_loadu_ps(row + i));
+  alignas(32) float lane[8];
+  _mm256_store_ps(lane, acc);
+  float result = lane[0];
+  for (int j = 1; j < 8; ++j)
+    result = std::max(result, lane[j]);
+  for (; i < n; ++i)
+    result = std::max(result, row[i]);
+  return result;
+}
+
+/// Portable fallback of expShiftedAvx2 (libm's expf).
+static double expShiftedScalar(float *row, int64_t n, float shift) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    row[i] = std::exp(row[i] - shift);
+    sum += row[i];
+  }
+  return sum;
+}
+
+/// Whether the AVX2 + FMA paths may run (checked once).
+static bool hasAvx2() {
+  static const bool result =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return result;
+}
+
+double expShifted(float *row, int64_t n, float shift) {
+  return hasAvx2() ? expShiftedAvx2(row, n, shift)
+                   : expShiftedScalar(row, n, shift);
+}
+
+float maxRow(const float *row, int64_t n) {
+  if (hasAvx2())
+    return maxRowAvx2(row, n);
+  float result = row[0];
+  for (int64_t i = 1; i < n; ++i)
+    result = std::max(result, row[i]);
+  return result;
+}
+
+/// Softmax of one contiguous row in place. A row of only -inf becomes NaN, as
+/// in the reference (attention handles fully masked rows itself).
+void softmaxRow(float *row, int64_t n) {
+  if (n <= 0)
+    return;
+  float maxValue = maxRow(row, n);
+  float inv = static_cast<float>(1.0 / expShifted(row, n, maxValue));
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    row[i] *= inv;
+}
+
+} // namespace detail
+
+//===----------------------------------------------------------------------===//
+// Transpose
+//===----------------------------------------------------------------------===//
+
+/// Tile edge of the blocked 2-D transpose: a 32x32 f32 tile (4 KiB) of the
+/// source and one of the destination stay in L1.
+static constexpr int64_t kTile = 32;
+
+/// out[iy*sy + ix] = in[ix*sx + iy] for an 8x8 block, in registers.
+__attribute__((target("avx2,fma"))) static void
+transpose8x8Avx2(const float *in, int64_t sx, float *out, int64_t sy) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i)
+    r[i] = _mm256_loadu_ps(in + i * sx);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(out + i * sy,
+                     _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(out + (i + 4) * sy,
+                     _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+/// One tile of the 2-D transpose: out[iy*sy + ix] = in[ix*sx + iy] for
+/// iy in [y0, y1), ix in [x0, x1); 8x8 blocks in registers when possible.
+static void transposeTile(const float *in, int64_t sx, float *out, int64_t sy,
+                          int64_t y0, int64_t y1, int64_t x0, int64_t x1,
+                          bool avx2) {
+  int64_t yFull = avx2 ? y0 + (y1 - y0) / 8 * 8 : y0;
+  int64_t xFull = avx2 ? x0 + (x1 - x0) / 8 * 8 : x0;
+  for (int64_t iy = y0; iy < yFull; iy += 8)
+    for (int64_t ix = x0; ix < xFull; ix += 8)
+      transpose8x8Avx2(in + ix * sx + iy, sx, out + iy * sy + ix, sy);
+  // The remainders: columns right of the blocks, then rows below them.
+  for (int64_t iy = y0; iy < yFull; ++iy)
+    for (int64_t ix = xFull; ix < x1; ++ix)
+      out[iy * sy + ix] = in[ix * sx + iy];
+  for (int64_t iy = yFull; iy < y1; ++iy)
+    for (int64_t ix = x0; ix < x1; ++ix)
+      out[iy * sy + ix] = in[ix * sx + iy];
+}
+
+void transpose(const float *in, float *out, int32_t rank,
+               const int64_t *inShape, const int64_t *perm) {
+  // Drop size-1 dimensions and merge input dimensions that stay adjacent and
+  // in order in the output: [B,H,S,D]->[B,H,D,S] stays rank 3 after merging
+  // B and H, and a no-op permutation becomes a copy.
+  int64_t total = 1;
+  for (int32_t d = 0; d < rank; ++d)
+    total *= inShape[d];
+  if (total == 0)
+    return;
+  std::vector<int64_t> kept; // output order, input dimension numbers
+  for (int32_t i = 0; i < rank; ++i)
+    if (inShape[perm[i]] != 1)
+      kept.push_back(perm[i]);
+  // Input dimensions in input order, each with its position among `kept`.
+  std::vector<int64_t> sorted(kept);
+  std::sort(sorted.begin(), sorted.end());
+  // Groups: maximal runs of `kept` that are consecutive in the input.
+  std::vector<std::vector<int64_t>> groups; // output order
+  for (int64_t d : kept) {
+    if (!groups.empty()) {
+      int64_t last = groups.back().back();
+      auto it = std::find(sorted.begin(), sorted.end(), last);
+      if (it + 1 != sorted.end() && *(it + 1) == d) {
+        groups.back().push_back(d);
+        continue;
+      }
+    }
+    groups.push_back({d});
+  }
+  int64_t r = static_cast<int64_t>(groups.size());
+  if (r <= 1) {
+    std::memcpy(out, in, static_cast<size_t>(total) * sizeof(float));
+    return;
+  }
+  // Coalesced shapes and strides. Group g (output position) has size
+  // `size[g]`, input stride `inStride[g]`, output stride `outStride[g]`.
+  std::vector<int64_t> size(r), inStride(r), outStride(r);
+  std::vector<int64_t> inOrder(r); // groups in input order
+  for (int64_t g = 0; g < r; ++g) {
+    size[g] = 1;
+    for (int64_t d : groups[g])
+      size[g] *= inShape[d];
+    inOrder[g] = g;
+  }
+  std::sort(inOrder.begin(), inOrder.end(), [&](int64_t x, int64_t y) {
+    return groups[x].front() < groups[y].front();
+  });
+  int64_t stride = 1;
+  for (int64_t j = r - 1; j >= 0; --j) {
+    inStride[inOrder[j]] = stride;
+    stride *= size[inOrder[j]];
+  }
+  stride = 1;
+  for (int64_t g = r - 1; g >= 0; --g) {
+    outStride[g] = stride;
+    stride *= size[g];
+  }
+  // The output's innermost group `x` (contiguous in the output) and the group
+  // `y` that is contiguous in the input. Every index of the remaining
+  // ("outer") groups selects a 2-D block between them.
+  int64_t x = r - 1, y = inOrder[r - 1];
+  std::vector<int64_t> outer;
+  for (int64_t g = 0; g < r; ++g)
+    if (g != x && g != y)
+      outer.push_back(g);
+  int64_t numOuter = 1;
+  for (int64_t g : outer)
+    numOuter *= size[g];
+  int64_t numOuterDims = static_cast<int64_t>(outer.size());
+  // The input and output offsets of outer index `o`.
+  auto outerBase = [&](int64_t o, int64_t &inBase, int64_t &outBase) {
+    inBase = outBase = 0;
+    for (int64_t j = numOuterDims - 1, rem = o; j >= 0; --j) {
+      int64_t g = outer[j];
+      int64_t idx = rem % size[g];
+      rem /= size[g];
+      inBase += idx * inStride[g];
+      outBase += idx * outStride[g];
+    }
+  };
+  if (x == y) {
+    // The innermost dimension stays innermost: copy contiguous runs.
+    size_t bytes = static_cast<size_t>(size[x]) * sizeof(float);
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < numOuter; ++o) {
+      int64_t inBase, outBase;
+      outerBase(o, inBase, outBase);
+      std::memcpy(out + outBase, in + inBase, bytes);
+    }
+    return;
+  }
+  // A tiled 2-D transpose of every outer block.
+  int64_t tilesX = (size[x] + kTile - 1) / kTile;
+  int64_t tilesY = (size[y] + kTile - 1) / kTile;
+  int64_t sx = inStride[x], sy = outStride[y];
+  bool avx2 = detail::hasAvx2();
+#pragma omp parallel for schedule(static)
+  for (int64_t item = 0; item < numOuter * tilesY * tilesX; ++item) {
+    int64_t o = item / (tilesY * tilesX);
+    int64_t ty = (item / tilesX) % tilesY, tx = item % tilesX;
+    int64_t inBase, outBase;
+    outerBase(o, inBase, outBase);
+    int64_t y0 = ty * kTile, y1 = std::min(size[y], y0 + kTile);
+    int64_t x0 = tx * kTile, x1 = std::min(size[x], x0 + kTile);
+    transposeTile(in + inBase, sx, out + outBase, sy, y0, y1, x0, x1, avx2);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+void softmax(const float *in, float *out, int32_t rank, const int64_t *shape,
+             int32_t dim) {
+  // [outer, size, inner]: the elements of one softmax are `inner` apart.
+  int64_t outer = 1, size = shape[dim], inner = 1;
+  for (int32_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (int32_t d = dim + 1; d < rank; ++d)
+    inner *= shape[d];
+  if (outer * size * inner == 0)
+    return;
+  if (inner == 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t o = 0; o < outer; ++o) {
+      float *row = out + o * size;
+      if (row != in + o * size)
+        std::memcpy(row, in + o * size,
+                    static_cast<size_t>(size) * sizeof(float));
+      detail::softmaxRow(row, size);
+    }
+    return;
+  }
+  // Strided: gather each softmax into a per-thread contiguous row.
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(size));
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < outer * inner; ++item) {
+      int64_t base = (item / inner) * size * inner + item % inner;
+      for (int64_t j = 0; j < size; ++j)
+        row[j] = in[base + j * inner];
+      detail::softmaxRow(row.data(), size);
+      for (int64_t j = 0; j < size; ++j)
+        out[base + j * inner] = row[j];
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+void rng(bool normal, uint64_t seed, float *out, int32_t rank,
+         const int64_t *shape, const int64_t *globalShape,
+         const int64_t *offsets, double a, double b) {
+  // Rows of the local block (its last dimension) are contiguous runs of
+  // global indices.
+  int64_t rows = 1, cols = rank > 0 ? shape[rank - 1] : 1;
+  for (int32_t d = 0; d + 1 < rank; ++d)
+    rows *= shape[d];
+  if (rows * cols == 0)
+    return;
+  std::vector<int64_t> globalStride(static_cast<size_t>(rank));
+  for (int64_t d = rank - 1, s = 1; d >= 0; --d) {
+    globalStride[d] = s;
+    s *= globalShape[d];
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t global = 0;
+    for (int64_t d = rank - 2, rem = r; d >= 0; --d) {
+      global += (rem % shape[d] + offsets[d]) * globalStride[d];
+      rem /= shape[d];
+    }
+    if (rank > 0)
+      global += offsets[rank - 1];
+    float *dst = out + r * cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      auto index = static_cast<uint64_t>(global + c);
+      dst[c] = static_cast<float>(normal ? a + b * ref::normalAt(seed, index)
+                                         : a + (b - a) *
+                                                   ref::uniformAt(seed, index));
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+void conv2d(const float *in, const float *kernel, const float *bias, float *out,
+            const int64_t *inShape, const int64_t *kernelShape,
+            const int64_t *outShape, const int64_t *strides,
+            const int64_t *padding, int64_t groups) {
+  int64_t n = inShape[0], h = inShape[1], w = inShape[2], cin = inShape[3];
+  int64_t kh = kernelShape[0], kw = kernelShape[1], cinG = kernelShape[2];
+  int64_t cout = kernelShape[3];
+  int64_t ho = outShape[1], wo = outShape[2];
+  int64_t coutG = cout / groups;
+  int64_t positions = ho * wo, depth = kh * kw * cinG;
+  if (n * positions * cout == 0)
+    return;
+  // A 1x1, stride-1, unpadded, ungrouped convolution is a plain GEMM.
+  bool pointwise = kh == 1 && kw == 1 && strides[0] == 1 && strides[1] == 1 &&
+                   padding[0] == 0 && padding[1] == 0 && padding[2] == 0 &&
+                   padding[3] == 0 && groups == 1;
+  // im2col of one sample and group: [positions, kh*kw*cinG], the row of
+  // output position (oy, ox) holding its receptive field in HWI order, which
+  // is the HWIO kernel's row order.
+  std::vector<float> cols(pointwise ? 0
+                                    : static_cast<size_t>(positions * depth));
+  for (int64_t s = 0; s < n; ++s) {
+    const float *x = in + s * h * w * cin;
+    float *y = out + s * positions * cout;
+    for (int64_t g = 0; g < groups; ++g) {
+      const float *a = x;
+      int64_t lda = cin;
+      if (!pointwise) {
+        float *colData = cols.data();
+#pragma omp parallel for schedule(static)
+        for (int64_t p = 0; p < positions; ++p) {
+          int64_t oy = p / wo, ox = p % wo;
+          float *row = colData + p * depth;
+          for (int64_t ky = 0; ky < kh; ++ky) {
+            int64_t iy = oy * strides[0] - padding[0] + ky;
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              int64_t ix = ox * strides[1] - padding[2] + kx;
+              float *dst = row + (ky * kw + kx) * cinG;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                std::fill(dst, dst + cinG, 0.0f);
+              else
+                std::memcpy(dst, x + (iy * w + ix) * cin + g * cinG,
+                            static_cast<size_t>(cinG) * sizeof(float));
+            }
+          }
+        }
+        a = colData;
+        lda = depth;
+      }
+      gemm(1, false, false, positions, coutG, depth, a, lda, 0,
+           kernel + g * coutG, cout, 0, 0.0f, y + g * coutG, cout, 0);
+    }
+    if (bias) {
+#pragma omp parallel for schedule(static)
+      for (int64_t p = 0; p < positions; ++p)
+        for (int64_t o = 0; o < cout; ++o)
+          y[p * cout + o] += bias[o];
+    }
+  }
+}
+
+} // namespace sd::rt::kernels

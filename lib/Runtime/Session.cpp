@@ -1,0 +1,225 @@
+//===- Session.cpp - Running a compiled training step on a mesh -----------===//
+
+#include "sd/Runtime/Session.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace sd::rt {
+
+int64_t numElements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
+               const float *global, float *local, bool toGlobal) {
+  const std::vector<int64_t> &localShape = spec.localShape;
+  size_t rank = localShape.size();
+  if (rank == 0) {
+    if (toGlobal)
+      *const_cast<float *>(global) = *local;
+    else
+      *local = *global;
+    return;
+  }
+  // The block's offset along each dimension: the row-major index of the
+  // device's coordinates on the dimension's axes, times the block size.
+  std::vector<int64_t> offsets(rank, 0);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t block = 0;
+    for (int32_t axis : spec.dimAxes[d])
+      block = block * spec.axisSizes[axis] + coords[axis];
+    offsets[d] = block * localShape[d];
+  }
+  std::vector<int64_t> globalStrides(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;)
+    globalStrides[d] = globalStrides[d + 1] * spec.globalShape[d + 1];
+  // Copy rows of the innermost dimension.
+  int64_t inner = localShape[rank - 1];
+  int64_t rows = numElements(localShape) / inner;
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t at = offsets[rank - 1];
+    for (size_t d = 0; d + 1 < rank; ++d)
+      at += (offsets[d] + index[d]) * globalStrides[d];
+    float *localRow = local + row * inner;
+    if (toGlobal)
+      std::memcpy(const_cast<float *>(global) + at, localRow,
+                  inner * sizeof(float));
+    else
+      std::memcpy(localRow, global + at, inner * sizeof(float));
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < localShape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+TrainingSession::TrainingSession(std::unique_ptr<MeshRuntime> mesh,
+                                 ProgramSpec spec,
+                                 std::unique_ptr<LoadedProgram> program)
+    : mesh(std::move(mesh)), programSpec(std::move(spec)),
+      program(std::move(program)) {}
+
+TrainingSession::~TrainingSession() {
+  for (int64_t d = 0; d < static_cast<int64_t>(buffers.size()); ++d)
+    for (void *buffer : buffers[d])
+      mesh->device(d).pool(SD_DEVICE_MEMORY).release(buffer);
+}
+
+absl::StatusOr<std::unique_ptr<TrainingSession>>
+TrainingSession::create(MeshRuntimeOptions options, ProgramSpec spec,
+                        std::unique_ptr<LoadedProgram> program) {
+  std::vector<int64_t> axisSizes;
+  for (const MeshAxis &axis : options.mesh.axes())
+    axisSizes.push_back(axis.size());
+  for (ArgumentSpec &arg : spec.arguments) {
+    arg.axisSizes = axisSizes;
+    if (arg.globalShape.size() != arg.localShape.size() ||
+        arg.dimAxes.size() != arg.localShape.size())
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument '", arg.name, "' has inconsistent ranks"));
+    for (size_t d = 0; d < arg.localShape.size(); ++d) {
+      int64_t factor = 1;
+      for (int32_t axis : arg.dimAxes[d]) {
+        if (axis < 0 || axis >= static_cast<int32_t>(axisSizes.size()))
+          return absl::InvalidArgumentError(absl::StrCat(
+              "argument '", arg.name, "' names mesh axis ", axis,
+              " of a mesh with ", axisSizes.size(), " axes"));
+        factor *= axisSizes[axis];
+      }
+      if (arg.localShape[d] * factor != arg.globalShape[d])
+        return absl::InvalidArgumentError(absl::StrCat(
+            "argument '", arg.name, "': dimension ", d, " is ",
+            arg.globalShape[d], " globally but ", arg.localShape[d],
+            " per device on ", factor, " devices"));
+    }
+  }
+  auto runtime = MeshRuntime::create(std::move(options));
+  if (!runtime.ok())
+    return runtime.status();
+  return std::unique_ptr<TrainingSession>(new TrainingSession(
+      std::move(*runtime), std::move(spec), std::move(program)));
+}
+
+absl::Status
+TrainingSession::setArguments(const std::vector<std::vector<float>> &globals) {
+  const std::vector<ArgumentSpec> &args = programSpec.arguments;
+  if (globals.size() != args.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", args.size(), " arguments, got ",
+                     globals.size()));
+  for (size_t i = 0; i < args.size(); ++i)
+    if (static_cast<int64_t>(globals[i].size()) !=
+        numElements(args[i].globalShape))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "argument '", args[i].name, "' has ", globals[i].size(),
+          " elements, expected ", numElements(args[i].globalShape)));
+  buffers.assign(mesh->numDevices(), std::vector<void *>(args.size(), nullptr));
+  return mesh->runOnDevices([&](Device &device) -> absl::Status {
+    std::vector<void *> &mine = buffers[device.id()];
+    for (size_t i = 0; i < args.size(); ++i) {
+      int64_t bytes = numElements(args[i].localShape) * sizeof(float);
+      auto buffer = device.pool(SD_DEVICE_MEMORY).allocate(bytes, args[i].name);
+      if (!buffer.ok())
+        return buffer.status();
+      mine[i] = *buffer;
+      copyBlock(args[i], device.coordinates(), globals[i].data(),
+                static_cast<float *>(mine[i]), /*toGlobal=*/false);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<TrainingSession::StepResult>
+TrainingSession::step(int64_t stepsTaken) {
+  const std::vector<ArgumentSpec> &args = programSpec.arguments;
+  size_t numResults = programSpec.resultAliases.size();
+  std::vector<double> losses(mesh->numDevices(), 0.0);
+  std::vector<int64_t> comm(mesh->numDevices(), 0);
+  const SdApi *api = MeshRuntime::api();
+  SdProgramEntry entry = program->entry();
+  auto start = std::chrono::steady_clock::now();
+  absl::Status status = mesh->runOnDevices([&](Device &device) -> absl::Status {
+    std::vector<void *> &mine = buffers[device.id()];
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].kind == ArgumentKind::Step)
+        *static_cast<float *>(mine[i]) = static_cast<float>(stepsTaken);
+    int64_t commBefore = device.counters().commBytes;
+    std::vector<void *> results(numResults, nullptr);
+    device.clearError();
+    if (entry(api, reinterpret_cast<SdDevice *>(&device), mine.data(),
+              results.data()) != 0) {
+      absl::Status error = device.error();
+      // A failed step leaves the device's buffers in an unknown state.
+      if (error.ok())
+        error = absl::InternalError(absl::StrCat(
+            "device ", device.id(), ": the program failed without a reason"));
+      return error;
+    }
+    comm[device.id()] = device.counters().commBytes - commBefore;
+    MemoryPool &pool = device.pool(SD_DEVICE_MEMORY);
+    for (size_t r = 0; r < numResults; ++r) {
+      int64_t alias = programSpec.resultAliases[r];
+      if (static_cast<int64_t>(r) == programSpec.lossResult)
+        losses[device.id()] = *static_cast<float *>(results[r]);
+      if (alias >= 0) {
+        if (results[r] != mine[alias]) {
+          pool.release(mine[alias]);
+          mine[alias] = results[r];
+        }
+        continue;
+      }
+      // Results nobody keeps (the loss).
+      bool isArgument =
+          std::find(mine.begin(), mine.end(), results[r]) != mine.end();
+      if (!isArgument) {
+        if (pool.owns(results[r]))
+          pool.release(results[r]);
+        else
+          device.pool(SD_HOST_MEMORY).release(results[r]);
+      }
+    }
+    return absl::OkStatus();
+  });
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (!status.ok())
+    return status;
+  lastCommBytes = *std::max_element(comm.begin(), comm.end());
+  return StepResult{losses[0], seconds};
+}
+
+std::vector<float> TrainingSession::gatherArgument(int64_t index) {
+  const ArgumentSpec &arg = programSpec.arguments[index];
+  std::vector<float> global(numElements(arg.globalShape), 0.0f);
+  for (int64_t d = 0; d < mesh->numDevices(); ++d)
+    copyBlock(arg, mesh->device(d).coordinates(), global.data(),
+              static_cast<float *>(buffers[d][index]), /*toGlobal=*/true);
+  return global;
+}
+
+int64_t TrainingSession::peakDeviceBytes() {
+  int64_t peak = 0;
+  for (int64_t d = 0; d < mesh->numDevices(); ++d)
+    peak = std::max(peak, mesh->device(d).pool(SD_DEVICE_MEMORY).peakBytes());
+  return peak;
+}
+
+int64_t TrainingSession::peakHostBytes() {
+  int64_t peak = 0;
+  for (int64_t d = 0; d < mesh->numDevices(); ++d)
+    peak = std::max(peak, mesh->device(d).pool(SD_HOST_MEMORY).peakBytes());
+  return peak;
+}
+
+} // namespace sd::rt

@@ -1,0 +1,565 @@
+//===- SharedMemoryTransport.cpp - Collectives between threads ------------===//
+//
+// Devices are threads of one process, so a collective needs no messages:
+// each member publishes its operand's address in a slot table, waits on a
+// barrier of its group, reads its peers' operands directly into its own
+// result, and waits on the group's barrier again so that nobody returns (and
+// frees its operand) while a peer still reads it. Groups have their own
+// barriers, so the independent groups of one collective do not wait for each
+// other. The semantics are those of lib/Evaluator/CollectiveOps.cpp.
+//
+// An abort releases the devices waiting to enter a collective. Once a
+// group's first barrier has completed every member is inside the copy, which
+// waits for no one, so the second barrier ignores aborts: that keeps peers'
+// operands alive until the last reader is done.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Runtime/Runtime.h"
+
+#include "absl/strings/str_format.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+
+using namespace sd;
+using namespace sd::rt;
+
+namespace {
+
+/// Mesh-axis indices, major to minor as an op lists them.
+using AxisList = std::vector<int32_t>;
+
+/// A reusable barrier for a fixed number of threads that `wake` releases
+/// when the transport is aborted.
+class Barrier {
+public:
+  explicit Barrier(int64_t parties) : parties(parties) {}
+
+  /// Waits until all parties have arrived. An abortable wait returns false,
+  /// without completing the barrier, once `aborted` is set; the others
+  /// always complete.
+  bool wait(const std::atomic<bool> &aborted, bool abortable) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (abortable && aborted.load())
+      return false;
+    uint64_t generation = currentGeneration;
+    if (++arrived == parties) {
+      arrived = 0;
+      ++currentGeneration;
+      condition.notify_all();
+      return true;
+    }
+    condition.wait(lock, [&] {
+      return currentGeneration != generation || (abortable && aborted.load());
+    });
+    return currentGeneration != generation;
+  }
+
+  /// Wakes the waiters so they see the abort flag.
+  void wake() {
+    std::lock_guard<std::mutex> lock(mutex);
+    condition.notify_all();
+  }
+
+  /// Forgets the arrivals of an aborted round (no thread is waiting).
+  void reset() {
+    std::lock_guard<std::mutex> lock(mutex);
+    arrived = 0;
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable condition;
+  const int64_t parties;
+  int64_t arrived = 0;
+  uint64_t currentGeneration = 0;
+};
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+int64_t product(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t size : shape)
+    n *= size;
+  return n;
+}
+
+/// Below this many elements a copy or sum stays on the device thread.
+constexpr int64_t kParallelElements = 1 << 15;
+
+/// Copies (or, with `add`, adds) the box of shape `box` at `srcOffset` of
+/// `src` (shape `srcShape`) to `dstOffset` of `dst` (shape `dstShape`).
+/// Rows of the innermost dimension are contiguous; they are split statically
+/// over the device's OpenMP team, and each element gets exactly one
+/// operation, so the result does not depend on the team size.
+void transferBox(const float *src, const std::vector<int64_t> &srcShape,
+                 const std::vector<int64_t> &srcOffset, float *dst,
+                 const std::vector<int64_t> &dstShape,
+                 const std::vector<int64_t> &dstOffset,
+                 const std::vector<int64_t> &box, bool add) {
+  size_t rank = box.size();
+  if (rank == 0) {
+    *dst = add ? *dst + *src : *src;
+    return;
+  }
+  std::vector<int64_t> srcStrides = stridesOf(srcShape);
+  std::vector<int64_t> dstStrides = stridesOf(dstShape);
+  int64_t rowLength = box[rank - 1];
+  int64_t rows = product(box) / std::max<int64_t>(rowLength, 1);
+  if (rowLength == 0 || rows == 0)
+    return;
+  int64_t srcBase = 0, dstBase = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    srcBase += srcOffset[d] * srcStrides[d];
+    dstBase += dstOffset[d] * dstStrides[d];
+  }
+  bool parallel = rows * rowLength >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t row = 0; row < rows; ++row) {
+    // The row's index in the box's outer dimensions.
+    int64_t rest = row, from = srcBase, to = dstBase;
+    for (size_t d = rank - 1; d-- > 0;) {
+      int64_t index = rest % box[d];
+      rest /= box[d];
+      from += index * srcStrides[d];
+      to += index * dstStrides[d];
+    }
+    if (add) {
+      const float *in = src + from;
+      float *out = dst + to;
+      for (int64_t i = 0; i < rowLength; ++i)
+        out[i] += in[i];
+    } else {
+      std::memcpy(dst + to, src + from,
+                  static_cast<size_t>(rowLength) * sizeof(float));
+    }
+  }
+}
+
+/// The in-process transport.
+class SharedMemoryTransport final : public Transport {
+public:
+  explicit SharedMemoryTransport(const MeshSpec &mesh)
+      : meshSpec(mesh), inputs(mesh.numDevices(), nullptr),
+        barrierCache(mesh.numDevices()) {
+    for (const MeshAxis &axis : mesh.axes())
+      sizes.push_back(axis.size());
+  }
+
+  const MeshSpec &mesh() const override { return meshSpec; }
+  absl::Status collective(Device &device, const SdCollective &op,
+                          const float *in, float *out) override;
+  void abort(const absl::Status &status) override;
+  void reset() override;
+
+private:
+  /// The op's shape and axis structure, checked against the mesh.
+  struct Plan {
+    std::vector<int64_t> inShape, outShape;
+    /// Per dimension (all_gather, all_slice, reduce_scatter) its axes.
+    std::vector<AxisList> dimAxes;
+    /// The other collectives' axes, as listed.
+    AxisList axes;
+    /// The group's axes in mesh order, each once.
+    AxisList group;
+  };
+  absl::StatusOr<Plan> makePlan(const SdCollective &op) const;
+
+  int64_t groupSize(const AxisList &axes) const {
+    int64_t size = 1;
+    for (int32_t axis : axes)
+      size *= sizes[axis];
+    return size;
+  }
+  /// The row-major index of `coords` on `axes`.
+  int64_t groupIndex(const std::vector<int64_t> &coords,
+                     const AxisList &axes) const {
+    int64_t index = 0;
+    for (int32_t axis : axes)
+      index = index * sizes[axis] + coords[axis];
+    return index;
+  }
+  /// Sets `coords` on `axes` to the decomposition of `index`.
+  void setGroupIndex(std::vector<int64_t> &coords, const AxisList &axes,
+                     int64_t index) const {
+    for (size_t i = axes.size(); i-- > 0;) {
+      coords[axes[i]] = index % sizes[axes[i]];
+      index /= sizes[axes[i]];
+    }
+  }
+  /// The operand the device at `coords` published.
+  const float *inputOf(const std::vector<int64_t> &coords) const {
+    return inputs[meshSpec.deviceId(coords)];
+  }
+  /// The barrier of `device`'s group over `group`.
+  Barrier &barrierFor(const Device &device, const AxisList &group);
+  /// The bytes the cost model says one device sends for `op`.
+  int64_t commBytes(const SdCollective &op, const Plan &plan) const;
+
+  void gather(const Plan &plan, const std::vector<int64_t> &coords,
+              float *out) const;
+  void slice(const Plan &plan, const std::vector<int64_t> &coords,
+             const float *in, float *out) const;
+  void reduce(const Plan &plan, const std::vector<int64_t> &coords,
+              const std::vector<AxisList> &blockAxes, float *out) const;
+  void allToAll(const SdCollective &op, const Plan &plan,
+                const std::vector<int64_t> &coords, float *out) const;
+  void permute(const SdCollective &op, const Plan &plan,
+               const std::vector<int64_t> &coords, const float *in,
+               float *out) const;
+
+  MeshSpec meshSpec;
+  std::vector<int64_t> sizes;
+  /// Each device's operand of the collective it is in; written by its own
+  /// thread before the group's first barrier, read by peers between the two.
+  std::vector<const float *> inputs;
+
+  std::atomic<bool> aborted{false};
+  /// Guards `abortStatus` and `barriers`.
+  std::mutex stateMutex;
+  absl::Status abortStatus;
+  /// Keyed by the group's axes (mesh order) and its member with coordinate 0
+  /// on them; never erased, so pointers stay valid.
+  std::map<std::pair<AxisList, int64_t>, std::unique_ptr<Barrier>> barriers;
+  /// Per device, the barriers it has used, so the common case takes no lock;
+  /// each map is touched by its own device's thread only.
+  std::vector<std::map<AxisList, Barrier *>> barrierCache;
+};
+
+} // namespace
+
+absl::StatusOr<SharedMemoryTransport::Plan>
+SharedMemoryTransport::makePlan(const SdCollective &op) const {
+  std::string name = op.name ? op.name : "<unnamed collective>";
+  auto invalid = [&](const std::string &why) {
+    return absl::InvalidArgumentError(absl::StrFormat("'%s': %s", name, why));
+  };
+  if (op.kind < SD_ALL_GATHER || op.kind > SD_COLLECTIVE_PERMUTE)
+    return invalid(absl::StrFormat("unknown collective kind %d", op.kind));
+  if (op.rank < 0 || op.rank > SD_MAX_RANK)
+    return invalid(
+        absl::StrFormat("rank %d is not in [0, %d]", op.rank, SD_MAX_RANK));
+  Plan plan;
+  plan.inShape.assign(op.in_shape, op.in_shape + op.rank);
+  plan.outShape.assign(op.out_shape, op.out_shape + op.rank);
+  for (int32_t d = 0; d < op.rank; ++d)
+    if (op.in_shape[d] < 0 || op.out_shape[d] < 0)
+      return invalid(absl::StrFormat("negative size in dimension %d", d));
+  auto checkAxes = [&](const int32_t *axes, int32_t count,
+                       AxisList &list) -> absl::Status {
+    if (count < 0 || count > SD_MAX_AXES)
+      return invalid(
+          absl::StrFormat("%d axes is not in [0, %d]", count, SD_MAX_AXES));
+    for (int32_t i = 0; i < count; ++i) {
+      if (axes[i] < 0 || axes[i] >= static_cast<int32_t>(sizes.size()))
+        return invalid(absl::StrFormat("axis %d is not an axis of mesh %s",
+                                       axes[i], meshSpec.toString()));
+      list.push_back(axes[i]);
+    }
+    return absl::OkStatus();
+  };
+  bool perDim = op.kind == SD_ALL_GATHER || op.kind == SD_ALL_SLICE ||
+                op.kind == SD_REDUCE_SCATTER;
+  if (perDim) {
+    plan.dimAxes.resize(op.rank);
+    for (int32_t d = 0; d < op.rank; ++d) {
+      if (absl::Status status =
+              checkAxes(op.dim_axes[d], op.num_dim_axes[d], plan.dimAxes[d]);
+          !status.ok())
+        return status;
+      plan.group.insert(plan.group.end(), plan.dimAxes[d].begin(),
+                        plan.dimAxes[d].end());
+    }
+  } else {
+    if (absl::Status status = checkAxes(op.axes, op.num_axes, plan.axes);
+        !status.ok())
+      return status;
+    plan.group = plan.axes;
+  }
+  std::sort(plan.group.begin(), plan.group.end());
+  if (std::adjacent_find(plan.group.begin(), plan.group.end()) !=
+      plan.group.end())
+    return invalid("a mesh axis is listed twice");
+
+  // The result's shape follows from the operand's.
+  std::vector<int64_t> expected = plan.inShape;
+  switch (op.kind) {
+  case SD_ALL_GATHER:
+    for (int32_t d = 0; d < op.rank; ++d)
+      expected[d] *= groupSize(plan.dimAxes[d]);
+    break;
+  case SD_ALL_SLICE:
+  case SD_REDUCE_SCATTER:
+    for (int32_t d = 0; d < op.rank; ++d) {
+      int64_t count = groupSize(plan.dimAxes[d]);
+      if (expected[d] % count != 0)
+        return invalid(absl::StrFormat(
+            "dimension %d of size %d is not divisible into %d blocks", d,
+            expected[d], count));
+      expected[d] /= count;
+    }
+    break;
+  case SD_ALL_TO_ALL: {
+    if (op.src_dim < 0 || op.src_dim >= op.rank || op.tgt_dim < 0 ||
+        op.tgt_dim >= op.rank || op.src_dim == op.tgt_dim)
+      return invalid(absl::StrFormat(
+          "src_dim %d and tgt_dim %d must be distinct dimensions of rank %d",
+          op.src_dim, op.tgt_dim, op.rank));
+    int64_t n = groupSize(plan.axes);
+    if (expected[op.tgt_dim] % n != 0)
+      return invalid(absl::StrFormat(
+          "tgt_dim %d of size %d is not divisible by the group size %d",
+          op.tgt_dim, expected[op.tgt_dim], n));
+    expected[op.tgt_dim] /= n;
+    expected[op.src_dim] *= n;
+    break;
+  }
+  case SD_COLLECTIVE_PERMUTE: {
+    int64_t n = groupSize(plan.axes);
+    if (op.num_pairs < 0 || (op.num_pairs > 0 && !op.pairs))
+      return invalid("bad permutation pairs");
+    for (int32_t i = 0; i < 2 * op.num_pairs; ++i)
+      if (op.pairs[i] < 0 || op.pairs[i] >= n)
+        return invalid(absl::StrFormat(
+            "pair [%d, %d] names a member outside groups of size %d",
+            op.pairs[i / 2 * 2], op.pairs[i / 2 * 2 + 1], n));
+    break;
+  }
+  default:
+    break;
+  }
+  if (expected != plan.outShape)
+    return invalid("the result shape does not follow from the operand shape");
+  return plan;
+}
+
+Barrier &SharedMemoryTransport::barrierFor(const Device &device,
+                                           const AxisList &group) {
+  std::map<AxisList, Barrier *> &cache = barrierCache[device.id()];
+  if (auto it = cache.find(group); it != cache.end())
+    return *it->second;
+  std::vector<int64_t> coords = device.coordinates();
+  setGroupIndex(coords, group, 0);
+  std::lock_guard<std::mutex> lock(stateMutex);
+  std::unique_ptr<Barrier> &barrier =
+      barriers[{group, meshSpec.deviceId(coords)}];
+  if (!barrier)
+    barrier = std::make_unique<Barrier>(groupSize(group));
+  cache.emplace(group, barrier.get());
+  return *barrier;
+}
+
+int64_t SharedMemoryTransport::commBytes(const SdCollective &op,
+                                         const Plan &plan) const {
+  // sd/Analysis/CostModel.cpp getRingBytesPerDevice on the S and N of
+  // lib/IR/SDCost.cpp's getCommunication.
+  int64_t n = groupSize(plan.group);
+  if (n <= 1)
+    return 0;
+  auto chunk = [&](int64_t bytes) { return (bytes + n - 1) / n; };
+  int64_t inBytes = product(plan.inShape) * int64_t(sizeof(float));
+  int64_t outBytes = product(plan.outShape) * int64_t(sizeof(float));
+  switch (op.kind) {
+  case SD_ALL_GATHER:
+    return (n - 1) * chunk(outBytes);
+  case SD_REDUCE_SCATTER:
+  case SD_ALL_TO_ALL:
+    return (n - 1) * chunk(inBytes);
+  case SD_ALL_REDUCE:
+    return 2 * (n - 1) * chunk(inBytes);
+  case SD_COLLECTIVE_PERMUTE:
+    for (int32_t i = 0; i < op.num_pairs; ++i)
+      if (op.pairs[2 * i] != op.pairs[2 * i + 1])
+        return inBytes;
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+void SharedMemoryTransport::gather(const Plan &plan,
+                                   const std::vector<int64_t> &coords,
+                                   float *out) const {
+  size_t rank = plan.inShape.size();
+  std::vector<int64_t> counts(rank), block(rank, 0), offset(rank);
+  int64_t members = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    counts[d] = groupSize(plan.dimAxes[d]);
+    members *= counts[d];
+  }
+  std::vector<int64_t> zero(rank, 0), member = coords;
+  // Block b[d] of dimension d comes from the member whose coordinates on
+  // d's axes have row-major index b[d].
+  for (int64_t n = 0; n < members; ++n) {
+    for (size_t d = 0; d < rank; ++d) {
+      setGroupIndex(member, plan.dimAxes[d], block[d]);
+      offset[d] = block[d] * plan.inShape[d];
+    }
+    transferBox(inputOf(member), plan.inShape, zero, out, plan.outShape, offset,
+                plan.inShape, /*add=*/false);
+    for (size_t d = rank; d-- > 0;) {
+      if (++block[d] < counts[d])
+        break;
+      block[d] = 0;
+    }
+  }
+}
+
+void SharedMemoryTransport::slice(const Plan &plan,
+                                  const std::vector<int64_t> &coords,
+                                  const float *in, float *out) const {
+  size_t rank = plan.inShape.size();
+  std::vector<int64_t> offset(rank);
+  for (size_t d = 0; d < rank; ++d)
+    offset[d] = groupIndex(coords, plan.dimAxes[d]) * plan.outShape[d];
+  transferBox(in, plan.inShape, offset, out, plan.outShape,
+              std::vector<int64_t>(rank, 0), plan.outShape, /*add=*/false);
+}
+
+void SharedMemoryTransport::reduce(const Plan &plan,
+                                   const std::vector<int64_t> &coords,
+                                   const std::vector<AxisList> &blockAxes,
+                                   float *out) const {
+  // This device's block of the sum (all of it for all_reduce).
+  size_t rank = plan.inShape.size();
+  std::vector<int64_t> offset(rank, 0), zero(rank, 0);
+  for (size_t d = 0; d < blockAxes.size(); ++d)
+    offset[d] = groupIndex(coords, blockAxes[d]) * plan.outShape[d];
+  // Members in ascending mesh coordinates (plan.group is in mesh order),
+  // added left to right: the same order on every member.
+  std::vector<int64_t> member = coords;
+  for (int64_t n = 0, e = groupSize(plan.group); n < e; ++n) {
+    setGroupIndex(member, plan.group, n);
+    transferBox(inputOf(member), plan.inShape, offset, out, plan.outShape, zero,
+                plan.outShape, /*add=*/n > 0);
+  }
+}
+
+void SharedMemoryTransport::allToAll(const SdCollective &op, const Plan &plan,
+                                     const std::vector<int64_t> &coords,
+                                     float *out) const {
+  size_t rank = plan.inShape.size();
+  int64_t n = groupSize(plan.axes);
+  // The piece each member sends: its operand with tgt_dim split n ways.
+  std::vector<int64_t> piece = plan.inShape;
+  piece[op.tgt_dim] /= n;
+  std::vector<int64_t> from(rank, 0), to(rank, 0), member = coords;
+  from[op.tgt_dim] = groupIndex(coords, plan.axes) * piece[op.tgt_dim];
+  // Block j of src_dim comes from member j: its block `self` of tgt_dim.
+  for (int64_t j = 0; j < n; ++j) {
+    setGroupIndex(member, plan.axes, j);
+    to[op.src_dim] = j * piece[op.src_dim];
+    transferBox(inputOf(member), plan.inShape, from, out, plan.outShape, to,
+                piece, /*add=*/false);
+  }
+}
+
+void SharedMemoryTransport::permute(const SdCollective &op, const Plan &plan,
+                                    const std::vector<int64_t> &coords,
+                                    const float *in, float *out) const {
+  int64_t self = groupIndex(coords, plan.axes);
+  const float *source = in;
+  for (int32_t i = 0; i < op.num_pairs; ++i) {
+    if (op.pairs[2 * i + 1] != self)
+      continue;
+    std::vector<int64_t> member = coords;
+    setGroupIndex(member, plan.axes, op.pairs[2 * i]);
+    source = inputOf(member);
+  }
+  if (source != out)
+    transferBox(source, plan.inShape, std::vector<int64_t>(plan.inShape.size()),
+                out, plan.outShape, std::vector<int64_t>(plan.inShape.size()),
+                plan.inShape, /*add=*/false);
+}
+
+absl::Status SharedMemoryTransport::collective(Device &device,
+                                               const SdCollective &op,
+                                               const float *in, float *out) {
+  if (device.id() < 0 || device.id() >= meshSpec.numDevices())
+    return absl::InvalidArgumentError(
+        absl::StrFormat("device %d is not a device of mesh %s", device.id(),
+                        meshSpec.toString()));
+  absl::StatusOr<Plan> planned = makePlan(op);
+  if (!planned.ok())
+    return planned.status();
+  const Plan &plan = *planned;
+  if (aborted.load()) {
+    std::lock_guard<std::mutex> lock(stateMutex);
+    return abortStatus;
+  }
+  const std::vector<int64_t> &coords = device.coordinates();
+  // all_slice reads nothing but its own operand; neither does a collective
+  // over a group of one, which every kind then turns into its local part.
+  bool communicates = op.kind != SD_ALL_SLICE && groupSize(plan.group) > 1;
+  Barrier *barrier = nullptr;
+  // Even without communication: the local parts read the slot of self.
+  inputs[device.id()] = in;
+  if (communicates) {
+    barrier = &barrierFor(device, plan.group);
+    if (!barrier->wait(aborted, /*abortable=*/true)) {
+      std::lock_guard<std::mutex> lock(stateMutex);
+      return abortStatus;
+    }
+  }
+  switch (op.kind) {
+  case SD_ALL_GATHER:
+    gather(plan, coords, out);
+    break;
+  case SD_ALL_SLICE:
+    slice(plan, coords, in, out);
+    break;
+  case SD_REDUCE_SCATTER:
+    reduce(plan, coords, plan.dimAxes, out);
+    break;
+  case SD_ALL_REDUCE:
+    reduce(plan, coords, {}, out);
+    break;
+  case SD_ALL_TO_ALL:
+    allToAll(op, plan, coords, out);
+    break;
+  case SD_COLLECTIVE_PERMUTE:
+    permute(op, plan, coords, in, out);
+    break;
+  default:
+    break;
+  }
+  if (barrier)
+    barrier->wait(aborted, /*abortable=*/false);
+  DeviceCounters &counters = device.counters();
+  counters.commBytes += commBytes(op, plan);
+  ++counters.collectives;
+  return absl::OkStatus();
+}
+
+void SharedMemoryTransport::abort(const absl::Status &status) {
+  std::lock_guard<std::mutex> lock(stateMutex);
+  if (!aborted.load())
+    abortStatus =
+        status.ok() ? absl::AbortedError("the mesh was aborted") : status;
+  aborted.store(true);
+  for (auto &[key, barrier] : barriers)
+    barrier->wake();
+}
+
+void SharedMemoryTransport::reset() {
+  std::lock_guard<std::mutex> lock(stateMutex);
+  for (auto &[key, barrier] : barriers)
+    barrier->reset();
+  abortStatus = absl::OkStatus();
+  aborted.store(false);
+}
+
+std::unique_ptr<Transport>
+sd::rt::createSharedMemoryTransport(const MeshSpec &mesh) {
+  return std::make_unique<SharedMemoryTransport>(mesh);
+}

@@ -1,0 +1,720 @@
+//===- CollectivesTest.cpp - Tests for the shared-memory collectives ------===//
+//
+// Each collective runs through MeshRuntime::api() on real device threads;
+// the expected results are built here from global tensors (a simple formula,
+// sliced per device by the block rule of SDCollectiveOps.td), never by the
+// code under test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Runtime/Runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <cstring>
+#include <random>
+
+using namespace sd;
+using namespace sd::rt;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+using Axes = std::vector<int32_t>;
+using Buffers = std::vector<std::vector<float>>;
+
+int64_t numElements(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t size : shape)
+    n *= size;
+  return n;
+}
+
+/// The multi-index of the row-major element `flat` of `shape`.
+Shape unflatten(int64_t flat, const Shape &shape) {
+  Shape index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
+}
+
+int64_t flatten(const Shape &index, const Shape &shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * shape[d] + index[d];
+  return flat;
+}
+
+/// A dense row-major f32 tensor.
+struct Tensor {
+  Shape shape;
+  std::vector<float> data;
+};
+
+/// A tensor whose element i is f(i).
+template <typename Fn> Tensor makeTensor(Shape shape, Fn f) {
+  Tensor t{shape, std::vector<float>(numElements(shape))};
+  for (int64_t i = 0; i < numElements(shape); ++i)
+    t.data[i] = f(i);
+  return t;
+}
+
+/// Block `blocks[d]` of each dimension d of `t`, split into `counts[d]`.
+Tensor block(const Tensor &t, const Shape &counts, const Shape &blocks) {
+  Shape shape = t.shape;
+  for (size_t d = 0; d < shape.size(); ++d)
+    shape[d] /= counts[d];
+  Tensor result{shape, std::vector<float>(numElements(shape))};
+  for (int64_t i = 0; i < numElements(shape); ++i) {
+    Shape index = unflatten(i, shape);
+    for (size_t d = 0; d < shape.size(); ++d)
+      index[d] += blocks[d] * shape[d];
+    result.data[i] = t.data[flatten(index, t.shape)];
+  }
+  return result;
+}
+
+/// Sizes of a mesh's axes.
+int64_t axisSize(const MeshSpec &mesh, int32_t axis) {
+  return mesh.axes()[axis].size();
+}
+
+int64_t groupSize(const MeshSpec &mesh, const Axes &axes) {
+  int64_t n = 1;
+  for (int32_t axis : axes)
+    n *= axisSize(mesh, axis);
+  return n;
+}
+
+/// The spec's block / member index: row-major over `axes` as listed.
+int64_t memberIndex(const MeshSpec &mesh, int64_t device, const Axes &axes) {
+  std::vector<int64_t> coords = mesh.coordinates(device);
+  int64_t index = 0;
+  for (int32_t axis : axes)
+    index = index * axisSize(mesh, axis) + coords[axis];
+  return index;
+}
+
+/// Names a device's group: the device with coordinate 0 on `axes`.
+int64_t groupKey(const MeshSpec &mesh, int64_t device, const Axes &axes) {
+  std::vector<int64_t> coords = mesh.coordinates(device);
+  for (int32_t axis : axes)
+    coords[axis] = 0;
+  return mesh.deviceId(coords);
+}
+
+/// The devices of `device`'s group, in ascending device id.
+std::vector<int64_t> groupOf(const MeshSpec &mesh, int64_t device,
+                             const Axes &axes) {
+  std::vector<int64_t> members;
+  for (int64_t other = 0; other < mesh.numDevices(); ++other)
+    if (groupKey(mesh, other, axes) == groupKey(mesh, device, axes))
+      members.push_back(other);
+  return members;
+}
+
+Axes concat(const std::vector<Axes> &perDim) {
+  Axes all;
+  for (const Axes &axes : perDim)
+    all.insert(all.end(), axes.begin(), axes.end());
+  return all;
+}
+
+/// A collective descriptor; the caller fills what its kind needs.
+SdCollective makeOp(SdCollectiveKind kind, const Shape &in, const Shape &out) {
+  SdCollective op;
+  std::memset(&op, 0, sizeof(op));
+  op.kind = kind;
+  op.rank = static_cast<int32_t>(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    op.in_shape[d] = in[d];
+    op.out_shape[d] = out[d];
+  }
+  op.name = "test collective";
+  return op;
+}
+
+SdCollective perDimOp(SdCollectiveKind kind, const Shape &in, const Shape &out,
+                      const std::vector<Axes> &dimAxes) {
+  SdCollective op = makeOp(kind, in, out);
+  for (size_t d = 0; d < dimAxes.size(); ++d) {
+    op.num_dim_axes[d] = static_cast<int32_t>(dimAxes[d].size());
+    for (size_t i = 0; i < dimAxes[d].size(); ++i)
+      op.dim_axes[d][i] = dimAxes[d][i];
+  }
+  return op;
+}
+
+SdCollective groupOp(SdCollectiveKind kind, const Shape &in, const Shape &out,
+                     const Axes &axes) {
+  SdCollective op = makeOp(kind, in, out);
+  op.num_axes = static_cast<int32_t>(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i)
+    op.axes[i] = axes[i];
+  return op;
+}
+
+/// What a run of one collective on every device produced.
+struct RunResult {
+  absl::Status status;
+  Buffers outputs;
+  std::vector<DeviceCounters> counters;
+};
+
+/// Runs `op` on every device of `mesh` with `inputs[device]`.
+RunResult runCollective(const MeshSpec &mesh, const SdCollective &op,
+                        const Buffers &inputs, int threadsPerDevice = 1) {
+  RunResult result;
+  MeshRuntimeOptions options;
+  options.mesh = mesh;
+  options.threadsPerDevice = threadsPerDevice;
+  absl::StatusOr<std::unique_ptr<MeshRuntime>> runtime =
+      MeshRuntime::create(options);
+  if (!runtime.ok()) {
+    result.status = runtime.status();
+    return result;
+  }
+  int64_t outElements = 1;
+  for (int32_t d = 0; d < op.rank; ++d)
+    outElements *= op.out_shape[d];
+  result.outputs.assign(mesh.numDevices(),
+                        std::vector<float>(outElements, -12345.0f));
+  const SdApi *api = MeshRuntime::api();
+  result.status = (*runtime)->runOnDevices([&](Device &device) {
+    if (api->collective(reinterpret_cast<SdDevice *>(&device), &op,
+                        inputs[device.id()].data(),
+                        result.outputs[device.id()].data()) != 0)
+      return device.error();
+    return absl::OkStatus();
+  });
+  for (int64_t id = 0; id < mesh.numDevices(); ++id)
+    result.counters.push_back((*runtime)->device(id).counters());
+  return result;
+}
+
+/// Test meshes: 2, 4 and 8 devices, a 1-sized axis, and a hybrid mesh whose
+/// device ids are process-major rather than row-major.
+MeshSpec mesh2() { return MeshSpec({{"x", 2, 1}}); }
+MeshSpec mesh4() { return MeshSpec({{"data", 2, 1}, {"fsdp", 2, 1}}); }
+MeshSpec mesh1x2() { return MeshSpec({{"data", 1, 1}, {"fsdp", 2, 1}}); }
+MeshSpec mesh8() { return MeshSpec({{"a", 2, 1}, {"b", 2, 1}, {"c", 2, 1}}); }
+MeshSpec meshHybrid() {
+  return MeshSpec({{"data", 1, 2}, {"fsdp", 2, 1}, {"tensor", 2, 1}});
+}
+
+/// A per-dimension sharding case: mesh and each dimension's axes.
+struct DimCase {
+  MeshSpec mesh;
+  std::vector<Axes> dimAxes;
+};
+
+std::vector<DimCase> dimCases() {
+  return {
+      {mesh2(), {{0}, {}, {}}},
+      {mesh2(), {{}, {}, {0}}},
+      {mesh4(), {{0}, {}, {1}}},
+      {mesh4(), {{}, {1, 0}, {}}}, // Two axes on one dim, non-mesh order.
+      {mesh1x2(), {{0}, {1}, {}}}, // A 1-sized axis.
+      {mesh1x2(), {{1, 0}, {}, {}}},
+      {mesh8(), {{2, 0}, {}, {1}}},
+      {mesh8(), {{}, {0, 1, 2}, {}}},
+      {mesh8(), {{1}, {}, {}}}, // Groups of 2 among 8 devices.
+      {meshHybrid(), {{0, 2}, {1}, {}}},
+      {meshHybrid(), {{}, {}, {2}}},
+  };
+}
+
+std::string describe(const DimCase &c) {
+  std::string text = c.mesh.toString() + " dims";
+  for (const Axes &axes : c.dimAxes) {
+    text += " [";
+    for (int32_t axis : axes)
+      text += c.mesh.axes()[axis].name + " ";
+    text += "]";
+  }
+  return text;
+}
+
+/// The local block shape used throughout: odd sizes on purpose.
+const Shape kLocal = {3, 5, 7};
+
+Shape scaled(const Shape &shape, const Shape &counts) {
+  Shape result = shape;
+  for (size_t d = 0; d < shape.size(); ++d)
+    result[d] *= counts[d];
+  return result;
+}
+
+Shape countsOf(const DimCase &c) {
+  Shape counts;
+  for (const Axes &axes : c.dimAxes)
+    counts.push_back(groupSize(c.mesh, axes));
+  return counts;
+}
+
+Shape blocksOf(const DimCase &c, int64_t device) {
+  Shape blocks;
+  for (const Axes &axes : c.dimAxes)
+    blocks.push_back(memberIndex(c.mesh, device, axes));
+  return blocks;
+}
+
+/// The global tensor of `device`'s group; differs between groups. Values
+/// are small integers and halves, so every sum is exact.
+Tensor groupGlobal(const DimCase &c, int64_t device, const Shape &shape) {
+  int64_t key = groupKey(c.mesh, device, concat(c.dimAxes));
+  return makeTensor(shape, [&](int64_t i) {
+    return static_cast<float>(key * 10000 + i) * 0.5f;
+  });
+}
+
+/// Distinct per-device operands of exact small values.
+Tensor deviceOperand(int64_t device, const Shape &shape) {
+  return makeTensor(shape, [&](int64_t i) {
+    return static_cast<float>((device + 1) * (i % 13) - 5) * 0.25f;
+  });
+}
+
+/// Operands of arbitrary float values, so that the summation order shows.
+Tensor randomOperand(int64_t device, const Shape &shape, unsigned seed) {
+  std::mt19937 generator(seed * 131 + static_cast<unsigned>(device));
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  return makeTensor(shape, [&](int64_t) { return uniform(generator) * 1e3f; });
+}
+
+void expectBitwiseEqual(const std::vector<float> &actual,
+                        const std::vector<float> &expected,
+                        const std::string &what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  EXPECT_EQ(std::memcmp(actual.data(), expected.data(),
+                        actual.size() * sizeof(float)),
+            0)
+      << what;
+  for (size_t i = 0; i < actual.size(); ++i)
+    if (actual[i] != expected[i]) {
+      ADD_FAILURE() << what << ": element " << i << " is " << actual[i]
+                    << ", expected " << expected[i];
+      return;
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// One kind at a time, against global tensors
+//===----------------------------------------------------------------------===//
+
+TEST(CollectivesTest, AllGatherAssemblesTheGroupsGlobalTensor) {
+  for (const DimCase &c : dimCases()) {
+    Shape counts = countsOf(c), global = scaled(kLocal, counts);
+    Buffers inputs;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      inputs.push_back(
+          block(groupGlobal(c, d, global), counts, blocksOf(c, d)).data);
+    RunResult run = runCollective(
+        c.mesh, perDimOp(SD_ALL_GATHER, kLocal, global, c.dimAxes), inputs);
+    ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      expectBitwiseEqual(run.outputs[d], groupGlobal(c, d, global).data,
+                         describe(c) + " device " + std::to_string(d));
+  }
+}
+
+TEST(CollectivesTest, AllSliceKeepsTheDevicesBlock) {
+  for (const DimCase &c : dimCases()) {
+    Shape counts = countsOf(c), global = scaled(kLocal, counts);
+    Buffers inputs;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      inputs.push_back(groupGlobal(c, d, global).data);
+    RunResult run = runCollective(
+        c.mesh, perDimOp(SD_ALL_SLICE, global, kLocal, c.dimAxes), inputs);
+    ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
+      expectBitwiseEqual(
+          run.outputs[d],
+          block(groupGlobal(c, d, global), counts, blocksOf(c, d)).data,
+          describe(c) + " device " + std::to_string(d));
+      // Local: nothing is sent, but the collective is counted.
+      EXPECT_EQ(run.counters[d].commBytes, 0);
+      EXPECT_EQ(run.counters[d].collectives, 1);
+    }
+  }
+}
+
+TEST(CollectivesTest, SliceThenGatherRoundTrips) {
+  for (const DimCase &c : dimCases()) {
+    Shape counts = countsOf(c), global = scaled(kLocal, counts);
+    Buffers replicated;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      replicated.push_back(
+          randomOperand(groupKey(c.mesh, d, concat(c.dimAxes)), global, 7)
+              .data);
+    RunResult sliced = runCollective(
+        c.mesh, perDimOp(SD_ALL_SLICE, global, kLocal, c.dimAxes), replicated);
+    ASSERT_TRUE(sliced.status.ok()) << sliced.status;
+    RunResult gathered = runCollective(
+        c.mesh, perDimOp(SD_ALL_GATHER, kLocal, global, c.dimAxes),
+        sliced.outputs);
+    ASSERT_TRUE(gathered.status.ok()) << gathered.status;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      expectBitwiseEqual(gathered.outputs[d], replicated[d],
+                         describe(c) + " device " + std::to_string(d));
+  }
+}
+
+TEST(CollectivesTest, ReduceScatterKeepsTheDevicesBlockOfTheGroupSum) {
+  for (const DimCase &c : dimCases()) {
+    Shape counts = countsOf(c), global = scaled(kLocal, counts);
+    Buffers inputs;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      inputs.push_back(deviceOperand(d, global).data);
+    RunResult run = runCollective(
+        c.mesh, perDimOp(SD_REDUCE_SCATTER, global, kLocal, c.dimAxes), inputs);
+    ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
+      Tensor sum = makeTensor(global, [](int64_t) { return 0.0f; });
+      for (int64_t member : groupOf(c.mesh, d, concat(c.dimAxes)))
+        for (size_t i = 0; i < sum.data.size(); ++i)
+          sum.data[i] += inputs[member][i];
+      expectBitwiseEqual(run.outputs[d],
+                         block(sum, counts, blocksOf(c, d)).data,
+                         describe(c) + " device " + std::to_string(d));
+    }
+  }
+}
+
+/// A group-axes case (all_reduce, all_to_all, collective_permute).
+struct GroupCase {
+  MeshSpec mesh;
+  Axes axes;
+};
+
+std::vector<GroupCase> groupCases() {
+  return {
+      {mesh2(), {0}},         {mesh4(), {0}},      {mesh4(), {1}},
+      {mesh4(), {1, 0}},      {mesh1x2(), {0}},    {mesh1x2(), {1}},
+      {mesh1x2(), {1, 0}},    {mesh8(), {2, 0}},   {mesh8(), {0, 1, 2}},
+      {meshHybrid(), {2, 0}}, {meshHybrid(), {1}},
+  };
+}
+
+std::string describe(const GroupCase &c) {
+  std::string text = c.mesh.toString() + " axes [";
+  for (int32_t axis : c.axes)
+    text += c.mesh.axes()[axis].name + " ";
+  return text + "]";
+}
+
+TEST(CollectivesTest, AllReduceSumsTheGroup) {
+  for (const GroupCase &c : groupCases()) {
+    Buffers inputs;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      inputs.push_back(deviceOperand(d, kLocal).data);
+    RunResult run = runCollective(
+        c.mesh, groupOp(SD_ALL_REDUCE, kLocal, kLocal, c.axes), inputs);
+    ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
+      std::vector<float> sum(numElements(kLocal), 0.0f);
+      for (int64_t member : groupOf(c.mesh, d, c.axes))
+        for (size_t i = 0; i < sum.size(); ++i)
+          sum[i] += inputs[member][i];
+      expectBitwiseEqual(run.outputs[d], sum,
+                         describe(c) + " device " + std::to_string(d));
+    }
+  }
+}
+
+TEST(CollectivesTest, AllReduceOfAScalar) {
+  MeshSpec mesh = mesh4();
+  Buffers inputs = {{1.5f}, {2.0f}, {4.0f}, {8.0f}};
+  RunResult run =
+      runCollective(mesh, groupOp(SD_ALL_REDUCE, {}, {}, {1}), inputs);
+  ASSERT_TRUE(run.status.ok()) << run.status;
+  // Groups over fsdp: devices {0, 1} and {2, 3}.
+  EXPECT_EQ(run.outputs[0], std::vector<float>{3.5f});
+  EXPECT_EQ(run.outputs[1], std::vector<float>{3.5f});
+  EXPECT_EQ(run.outputs[2], std::vector<float>{12.0f});
+  EXPECT_EQ(run.outputs[3], std::vector<float>{12.0f});
+}
+
+TEST(CollectivesTest, AllToAllMovesShardingFromSrcToTgt) {
+  for (const GroupCase &c : groupCases()) {
+    int64_t n = groupSize(c.mesh, c.axes);
+    for (auto [src, tgt] :
+         std::vector<std::pair<int32_t, int32_t>>{{0, 2}, {2, 1}}) {
+      // The group's global tensor is sharded on src before, on tgt after.
+      Shape global = kLocal;
+      global[src] *= n;
+      global[tgt] *= n;
+      Shape before = global, after = global, srcCounts(3, 1), tgtCounts(3, 1);
+      before[src] /= n;
+      after[tgt] /= n;
+      srcCounts[src] = n;
+      tgtCounts[tgt] = n;
+      Buffers inputs;
+      std::vector<Tensor> globals;
+      for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
+        int64_t key = groupKey(c.mesh, d, c.axes);
+        globals.push_back(makeTensor(global, [&](int64_t i) {
+          return static_cast<float>(key * 100000 + i);
+        }));
+        Shape blocks(3, 0);
+        blocks[src] = memberIndex(c.mesh, d, c.axes);
+        inputs.push_back(block(globals[d], srcCounts, blocks).data);
+      }
+      SdCollective op = groupOp(SD_ALL_TO_ALL, before, after, c.axes);
+      op.src_dim = src;
+      op.tgt_dim = tgt;
+      RunResult run = runCollective(c.mesh, op, inputs);
+      ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+      for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
+        Shape blocks(3, 0);
+        blocks[tgt] = memberIndex(c.mesh, d, c.axes);
+        expectBitwiseEqual(run.outputs[d],
+                           block(globals[d], tgtCounts, blocks).data,
+                           describe(c) + " device " + std::to_string(d));
+      }
+    }
+  }
+}
+
+TEST(CollectivesTest, CollectivePermuteFollowsPairs) {
+  // data:2,fsdp:2 with axes [fsdp, data] (not mesh order): member index is
+  // fsdp * 2 + data. Member 0 sends to 3, 3 to 1; 0 and 2 are not targeted.
+  MeshSpec mesh = mesh4();
+  Axes axes = {1, 0};
+  std::vector<int64_t> pairs = {0, 3, 3, 1};
+  SdCollective op = groupOp(SD_COLLECTIVE_PERMUTE, kLocal, kLocal, axes);
+  op.num_pairs = 2;
+  op.pairs = pairs.data();
+  Buffers inputs;
+  for (int64_t d = 0; d < mesh.numDevices(); ++d)
+    inputs.push_back(randomOperand(d, kLocal, 3).data);
+  RunResult run = runCollective(mesh, op, inputs);
+  ASSERT_TRUE(run.status.ok()) << run.status;
+  auto deviceOfMember = [&](int64_t member) {
+    return mesh.deviceId({member % 2, member / 2});
+  };
+  expectBitwiseEqual(run.outputs[deviceOfMember(3)], inputs[deviceOfMember(0)],
+                     "member 3");
+  expectBitwiseEqual(run.outputs[deviceOfMember(1)], inputs[deviceOfMember(3)],
+                     "member 1");
+  expectBitwiseEqual(run.outputs[deviceOfMember(0)], inputs[deviceOfMember(0)],
+                     "member 0 keeps its operand");
+  expectBitwiseEqual(run.outputs[deviceOfMember(2)], inputs[deviceOfMember(2)],
+                     "member 2 keeps its operand");
+}
+
+TEST(CollectivesTest, CollectivePermuteRingShiftInEveryGroup) {
+  for (const GroupCase &c : groupCases()) {
+    int64_t n = groupSize(c.mesh, c.axes);
+    std::vector<int64_t> pairs;
+    for (int64_t i = 0; i < n; ++i) {
+      pairs.push_back(i);
+      pairs.push_back((i + 1) % n);
+    }
+    SdCollective op = groupOp(SD_COLLECTIVE_PERMUTE, kLocal, kLocal, c.axes);
+    op.num_pairs = static_cast<int32_t>(n);
+    op.pairs = pairs.data();
+    Buffers inputs;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      inputs.push_back(deviceOperand(d, kLocal).data);
+    RunResult run = runCollective(c.mesh, op, inputs);
+    ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
+      // The source is the group member with index (self - 1) mod n.
+      int64_t want = (memberIndex(c.mesh, d, c.axes) + n - 1) % n;
+      int64_t source = -1;
+      for (int64_t member : groupOf(c.mesh, d, c.axes))
+        if (memberIndex(c.mesh, member, c.axes) == want)
+          source = member;
+      ASSERT_GE(source, 0);
+      expectBitwiseEqual(run.outputs[d], inputs[source],
+                         describe(c) + " device " + std::to_string(d));
+      int64_t bytes = n > 1 ? numElements(kLocal) * 4 : 0;
+      EXPECT_EQ(run.counters[d].commBytes, bytes) << describe(c);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Equivalences and determinism
+//===----------------------------------------------------------------------===//
+
+TEST(CollectivesTest, ReduceScatterEqualsAllReduceThenAllSliceBitwise) {
+  for (const DimCase &c : dimCases()) {
+    Shape counts = countsOf(c), global = scaled(kLocal, counts);
+    Axes all = concat(c.dimAxes);
+    Buffers inputs;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      inputs.push_back(randomOperand(d, global, 11).data);
+    RunResult scattered = runCollective(
+        c.mesh, perDimOp(SD_REDUCE_SCATTER, global, kLocal, c.dimAxes), inputs,
+        /*threadsPerDevice=*/2);
+    // all_reduce lists the axes in reverse: the summation order must not
+    // depend on how the axes are listed.
+    Axes reversed(all.rbegin(), all.rend());
+    RunResult reduced = runCollective(
+        c.mesh, groupOp(SD_ALL_REDUCE, global, global, reversed), inputs);
+    ASSERT_TRUE(scattered.status.ok() && reduced.status.ok());
+    RunResult sliced =
+        runCollective(c.mesh, perDimOp(SD_ALL_SLICE, global, kLocal, c.dimAxes),
+                      reduced.outputs);
+    ASSERT_TRUE(sliced.status.ok()) << sliced.status;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      expectBitwiseEqual(scattered.outputs[d], sliced.outputs[d],
+                         describe(c) + " device " + std::to_string(d));
+  }
+}
+
+TEST(CollectivesTest, AllToAllEqualsAllGatherThenAllSlice) {
+  for (const GroupCase &c : groupCases()) {
+    int64_t n = groupSize(c.mesh, c.axes);
+    int32_t src = 1, tgt = 0;
+    Shape before = {3 * n, 5, 7}, gathered = {3 * n, 5 * n, 7},
+          after = {3, 5 * n, 7};
+    Buffers inputs;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      inputs.push_back(randomOperand(d, before, 5).data);
+    SdCollective op = groupOp(SD_ALL_TO_ALL, before, after, c.axes);
+    op.src_dim = src;
+    op.tgt_dim = tgt;
+    RunResult direct = runCollective(c.mesh, op, inputs);
+    RunResult gather = runCollective(
+        c.mesh, perDimOp(SD_ALL_GATHER, before, gathered, {{}, c.axes, {}}),
+        inputs);
+    ASSERT_TRUE(direct.status.ok() && gather.status.ok());
+    RunResult slice = runCollective(
+        c.mesh, perDimOp(SD_ALL_SLICE, gathered, after, {c.axes, {}, {}}),
+        gather.outputs);
+    ASSERT_TRUE(slice.status.ok()) << slice.status;
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
+      expectBitwiseEqual(direct.outputs[d], slice.outputs[d],
+                         describe(c) + " device " + std::to_string(d));
+  }
+}
+
+TEST(CollectivesTest, ReductionsAreBitwiseDeterministic) {
+  // Large enough for the OpenMP path, and arbitrary values so that another
+  // summation order would show.
+  MeshSpec mesh = mesh8();
+  Shape shape = {64, 1031};
+  Buffers inputs;
+  for (int64_t d = 0; d < mesh.numDevices(); ++d)
+    inputs.push_back(randomOperand(d, shape, 1).data);
+  SdCollective op = groupOp(SD_ALL_REDUCE, shape, shape, {2, 0, 1});
+  RunResult first = runCollective(mesh, op, inputs, /*threadsPerDevice=*/1);
+  ASSERT_TRUE(first.status.ok()) << first.status;
+  // The sum in ascending device order (mesh coordinate order), left to right.
+  std::vector<float> expected = inputs[0];
+  for (int64_t d = 1; d < mesh.numDevices(); ++d)
+    for (size_t i = 0; i < expected.size(); ++i)
+      expected[i] += inputs[d][i];
+  for (int run = 0; run < 3; ++run) {
+    RunResult again = runCollective(mesh, op, inputs, /*threadsPerDevice=*/3);
+    ASSERT_TRUE(again.status.ok()) << again.status;
+    for (int64_t d = 0; d < mesh.numDevices(); ++d) {
+      expectBitwiseEqual(again.outputs[d], first.outputs[0],
+                         "run " + std::to_string(run) + " device " +
+                             std::to_string(d));
+      expectBitwiseEqual(again.outputs[d], expected, "ascending order");
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Communication counters and bad descriptors
+//===----------------------------------------------------------------------===//
+
+TEST(CollectivesTest, CommBytesMatchTheCostModel) {
+  // 4 devices in one group, local block 3x5x7 (420 bytes): ring formulas
+  // of sd/Analysis/CostModel.cpp with S and N of lib/IR/SDCost.cpp.
+  MeshSpec mesh = mesh4();
+  Buffers big(4, std::vector<float>(4 * 105, 1.0f));
+  Buffers small(4, std::vector<float>(105, 1.0f));
+  Shape local = {3, 5, 7}, global = {12, 5, 7};
+  std::vector<Axes> dims = {{0, 1}, {}, {}};
+
+  // all_gather: S = gathered 1680 B, (N - 1) * ceil(S / N) = 3 * 420.
+  RunResult gather =
+      runCollective(mesh, perDimOp(SD_ALL_GATHER, local, global, dims), small);
+  // reduce_scatter: S = operand 1680 B, 3 * 420.
+  RunResult scatter = runCollective(
+      mesh, perDimOp(SD_REDUCE_SCATTER, global, local, dims), big);
+  // all_reduce: 2 * (N - 1) * ceil(420 / 4) = 6 * 105.
+  RunResult reduce =
+      runCollective(mesh, groupOp(SD_ALL_REDUCE, local, local, {0, 1}), small);
+  // all_reduce over 2 of 4: 2 * 1 * 210.
+  RunResult reduceHalf =
+      runCollective(mesh, groupOp(SD_ALL_REDUCE, local, local, {1}), small);
+  // all_to_all: S = operand 1680 B, 3 * 420.
+  SdCollective toAll = groupOp(SD_ALL_TO_ALL, {12, 4, 7}, {48, 1, 7}, {0, 1});
+  toAll.src_dim = 0;
+  toAll.tgt_dim = 1;
+  Buffers toAllInputs(4, std::vector<float>(12 * 4 * 7, 1.0f));
+  RunResult allToAll = runCollective(mesh, toAll, toAllInputs);
+  // A permute that moves nothing sends nothing.
+  std::vector<int64_t> identity = {0, 0, 1, 1};
+  SdCollective still = groupOp(SD_COLLECTIVE_PERMUTE, local, local, {1});
+  still.num_pairs = 2;
+  still.pairs = identity.data();
+  RunResult stay = runCollective(mesh, still, small);
+
+  for (const RunResult *run :
+       {&gather, &scatter, &reduce, &reduceHalf, &allToAll, &stay})
+    ASSERT_TRUE(run->status.ok()) << run->status;
+  for (int64_t d = 0; d < 4; ++d) {
+    EXPECT_EQ(gather.counters[d].commBytes, 1260);
+    EXPECT_EQ(scatter.counters[d].commBytes, 1260);
+    EXPECT_EQ(reduce.counters[d].commBytes, 630);
+    EXPECT_EQ(reduceHalf.counters[d].commBytes, 420);
+    EXPECT_EQ(allToAll.counters[d].commBytes, 3 * 12 * 4 * 7);
+    EXPECT_EQ(stay.counters[d].commBytes, 0);
+    EXPECT_EQ(gather.counters[d].collectives, 1);
+  }
+  // A group of one sends nothing.
+  RunResult alone = runCollective(
+      mesh1x2(), groupOp(SD_ALL_REDUCE, local, local, {0}), small);
+  ASSERT_TRUE(alone.status.ok()) << alone.status;
+  EXPECT_EQ(alone.counters[0].commBytes, 0);
+  // Ceiling division: 7 floats over 2 devices (28 B -> chunks of 14 B).
+  RunResult odd =
+      runCollective(mesh2(), perDimOp(SD_ALL_GATHER, {7}, {14}, {{0}}),
+                    Buffers(2, std::vector<float>(7, 1.0f)));
+  ASSERT_TRUE(odd.status.ok()) << odd.status;
+  EXPECT_EQ(odd.counters[1].commBytes, 28);
+  // 3 floats gathered over 4: S = 48 B, 3 * 12.
+  RunResult three =
+      runCollective(mesh, perDimOp(SD_ALL_GATHER, {3}, {12}, {{1, 0}}),
+                    Buffers(4, std::vector<float>(3, 1.0f)));
+  ASSERT_TRUE(three.status.ok()) << three.status;
+  EXPECT_EQ(three.counters[2].commBytes, 36);
+}
+
+TEST(CollectivesTest, BadDescriptorsAreInvalidArguments) {
+  MeshSpec mesh = mesh4();
+  Buffers inputs(4, std::vector<float>(105 * 4, 0.0f));
+  // The result shape does not follow from the operand's.
+  RunResult wrongShape = runCollective(
+      mesh, perDimOp(SD_ALL_GATHER, {3, 5, 7}, {3, 5, 7}, {{0}, {}, {}}),
+      inputs);
+  EXPECT_EQ(wrongShape.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(wrongShape.status.message().find("test collective"),
+            std::string::npos)
+      << wrongShape.status;
+  // An axis the mesh does not have.
+  RunResult badAxis =
+      runCollective(mesh, groupOp(SD_ALL_REDUCE, {3}, {3}, {2}), inputs);
+  EXPECT_EQ(badAxis.status.code(), absl::StatusCode::kInvalidArgument);
+  // A pair naming a member outside the group.
+  std::vector<int64_t> pairs = {0, 2};
+  SdCollective op = groupOp(SD_COLLECTIVE_PERMUTE, {3}, {3}, {0});
+  op.num_pairs = 1;
+  op.pairs = pairs.data();
+  RunResult badPair = runCollective(mesh, op, inputs);
+  EXPECT_EQ(badPair.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(badPair.status.message().find("[0, 2]"), std::string::npos)
+      << badPair.status;
+}
+
+} // namespace

@@ -1,0 +1,447 @@
+//===- KernelsTest.cpp - Runtime kernels against the reference ------------===//
+//
+// Every f32 kernel is compared with sd::ref's double-precision kernel on odd
+// shapes, and checked to be bitwise deterministic run to run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Reference/Kernels.h"
+#include "sd/Reference/Random.h"
+#include "sd/Runtime/Kernels.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace sd::rt::kernels {
+namespace {
+
+using ref::DType;
+using ref::Tensor;
+
+/// `n` floats uniform in [lo, hi) from a fixed seed.
+std::vector<float> randomFloats(int64_t n, uint32_t seed, float lo = -1.0f,
+                                float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+Tensor toTensor(const std::vector<float> &v, std::vector<int64_t> shape) {
+  return Tensor(std::move(shape), DType::F32,
+                std::vector<double>(v.begin(), v.end()));
+}
+
+/// The f32 result as a reference tensor of `shape`.
+Tensor fromFloats(const float *v, std::vector<int64_t> shape) {
+  int64_t n = ref::shapeProduct(shape);
+  return Tensor(std::move(shape), DType::F32, std::vector<double>(v, v + n));
+}
+
+bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// Relative tolerance of every comparison with the double reference. Sums of
+/// products (GEMM, convolution) compare with an absolute floor of 1, their
+/// round-off being relative to the terms, not to a cancelled result.
+constexpr double kTol = 1e-5;
+/// Normalizations keep their statistics in double: a few f32 ulps (outputs
+/// near zero, where the bias cancels, compare with an absolute floor of 0.1).
+constexpr double kNormTol = 2e-6;
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+struct GemmCase {
+  int64_t batch, m, n, k;
+  bool transA, transB;
+  float beta;
+};
+
+/// Runs `gemm` on padded, strided operands and compares every batch with
+/// ref::dotGeneral of the logical matrices plus beta * C.
+void checkGemm(const GemmCase &c) {
+  SCOPED_TRACE(testing::Message()
+               << "batch " << c.batch << " " << c.m << "x" << c.n << "x" << c.k
+               << " transA " << c.transA << " transB " << c.transB << " beta "
+               << c.beta);
+  // Stored shapes: op(A) is m x k, stored k x m when transposed.
+  int64_t aRows = c.transA ? c.k : c.m, aCols = c.transA ? c.m : c.k;
+  int64_t bRows = c.transB ? c.n : c.k, bCols = c.transB ? c.k : c.n;
+  int64_t lda = aCols + 3, ldb = bCols + 1, ldc = c.n + 2;
+  int64_t strideA = aRows * lda + 5, strideB = bRows * ldb + 2;
+  int64_t strideC = c.m * ldc + 7;
+  std::vector<float> a = randomFloats(c.batch * strideA, 1);
+  std::vector<float> b = randomFloats(c.batch * strideB, 2);
+  std::vector<float> c0 = randomFloats(c.batch * strideC, 3);
+  std::vector<float> out = c0;
+  gemm(c.batch, c.transA, c.transB, c.m, c.n, c.k, a.data(), lda, strideA,
+       b.data(), ldb, strideB, c.beta, out.data(), ldc, strideC);
+
+  std::vector<double> lhs, rhs;
+  for (int64_t bi = 0; bi < c.batch; ++bi) {
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t p = 0; p < c.k; ++p)
+        lhs.push_back(a[bi * strideA + (c.transA ? p * lda + i : i * lda + p)]);
+    for (int64_t p = 0; p < c.k; ++p)
+      for (int64_t j = 0; j < c.n; ++j)
+        rhs.push_back(b[bi * strideB + (c.transB ? j * ldb + p : p * ldb + j)]);
+  }
+  Tensor product = ref::dotGeneral(Tensor({c.batch, c.m, c.k}, DType::F32, lhs),
+                                   Tensor({c.batch, c.k, c.n}, DType::F32, rhs),
+                                   {0}, {0}, {2}, {1});
+  std::vector<double> expected, actual;
+  for (int64_t bi = 0; bi < c.batch; ++bi)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        int64_t at = bi * strideC + i * ldc + j;
+        expected.push_back(product[(bi * c.m + i) * c.n + j] +
+                           static_cast<double>(c.beta) * c0[at]);
+        actual.push_back(out[at]);
+      }
+  Tensor shape({c.batch, c.m, c.n}, DType::F32);
+  EXPECT_LT(ref::maxRelativeDifference(
+                Tensor(shape.shape(), DType::F32, actual),
+                Tensor(shape.shape(), DType::F32, expected), 1.0),
+            kTol);
+  // Padding between rows and batches is untouched.
+  for (int64_t bi = 0; bi < c.batch; ++bi)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = c.n; j < ldc; ++j)
+        EXPECT_EQ(out[bi * strideC + i * ldc + j],
+                  c0[bi * strideC + i * ldc + j]);
+}
+
+TEST(KernelsTest, GemmAllTransposesStridesAndBeta) {
+  for (bool transA : {false, true})
+    for (bool transB : {false, true})
+      for (float beta : {0.0f, 1.0f, 0.5f})
+        checkGemm({3, 5, 7, 9, transA, transB, beta});
+}
+
+TEST(KernelsTest, GemmBatchedSmallAndSequentialLarge) {
+  // Small GEMMs run one per thread; large ones use OpenBLAS's threads.
+  checkGemm({8, 33, 17, 64, false, true, 0.0f});
+  checkGemm({2, 301, 203, 97, true, false, 0.25f});
+  checkGemm({1, 1, 1, 1, false, false, 0.0f});
+}
+
+TEST(KernelsTest, GemmWithEmptyContractionScalesC) {
+  std::vector<float> c = {1, 2, 3, 4, 5, 6};
+  gemm(1, false, false, 2, 3, 0, nullptr, 1, 0, nullptr, 3, 0, 0.5f, c.data(),
+       3, 0);
+  EXPECT_EQ(c, (std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f, 3}));
+}
+
+TEST(KernelsTest, GemmIsDeterministic) {
+  int64_t m = 129, n = 77, k = 300;
+  std::vector<float> a = randomFloats(8 * m * k, 4),
+                     b = randomFloats(8 * k * n, 5);
+  std::vector<float> c1(8 * m * n), c2(8 * m * n);
+  gemm(8, false, false, m, n, k, a.data(), k, m * k, b.data(), n, k * n, 0.0f,
+       c1.data(), n, m * n);
+  gemm(8, false, false, m, n, k, a.data(), k, m * k, b.data(), n, k * n, 0.0f,
+       c2.data(), n, m * n);
+  EXPECT_TRUE(bitwiseEqual(c1, c2));
+}
+
+//===----------------------------------------------------------------------===//
+// Transpose
+//===----------------------------------------------------------------------===//
+
+void checkTranspose(std::vector<int64_t> shape, std::vector<int64_t> perm) {
+  SCOPED_TRACE(testing::Message() << "perm of rank " << perm.size() << ": "
+                                  << testing::PrintToString(perm));
+  std::vector<float> in = randomFloats(ref::shapeProduct(shape), 6);
+  std::vector<float> out(in.size(), -7.0f);
+  transpose(in.data(), out.data(), static_cast<int32_t>(shape.size()),
+            shape.data(), perm.data());
+  Tensor expected = ref::transpose(toTensor(in, shape), perm);
+  // A permutation moves values: exact equality.
+  EXPECT_EQ(ref::maxAbsoluteDifference(fromFloats(out.data(), expected.shape()),
+                                       expected),
+            0.0);
+}
+
+TEST(KernelsTest, TransposeSeveralPermutations) {
+  std::vector<int64_t> shape = {3, 5, 7, 2};
+  for (std::vector<int64_t> perm : {std::vector<int64_t>{0, 1, 2, 3},
+                                    {0, 1, 3, 2},
+                                    {3, 2, 1, 0},
+                                    {1, 0, 2, 3},
+                                    {2, 0, 3, 1},
+                                    {0, 2, 1, 3},
+                                    {1, 2, 3, 0}})
+    checkTranspose(shape, perm);
+  // Larger than one tile in both dimensions, and with size-1 dimensions.
+  checkTranspose({67, 45}, {1, 0});
+  checkTranspose({2, 3, 70, 33}, {0, 1, 3, 2});
+  checkTranspose({1, 5, 1, 40, 3}, {4, 2, 3, 0, 1});
+  checkTranspose({2, 1, 3, 1, 2, 1, 2, 3}, {7, 6, 5, 4, 3, 2, 1, 0});
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and normalizations
+//===----------------------------------------------------------------------===//
+
+TEST(KernelsTest, SoftmaxAlongEveryDimension) {
+  std::vector<int64_t> shape = {3, 5, 7};
+  // Large logits: the maximum must be subtracted.
+  std::vector<float> in = randomFloats(105, 7, -30.0f, 80.0f);
+  for (int32_t dim = 0; dim < 3; ++dim) {
+    SCOPED_TRACE(dim);
+    std::vector<float> out(in.size());
+    softmax(in.data(), out.data(), 3, shape.data(), dim);
+    Tensor expected = ref::softmax(toTensor(in, shape), dim);
+    EXPECT_LT(ref::maxRelativeDifference(fromFloats(out.data(), shape),
+                                         expected, 1e-30),
+              kTol);
+  }
+}
+
+TEST(KernelsTest, SoftmaxLongRowsInPlaceWithInfinities) {
+  std::vector<int64_t> shape = {3, 1001};
+  std::vector<float> in = randomFloats(3003, 8, -5.0f, 5.0f);
+  in[17] = -std::numeric_limits<float>::infinity();
+  in[1500] = -std::numeric_limits<float>::infinity();
+  Tensor expected = ref::softmax(toTensor(in, shape), 1);
+  softmax(in.data(), in.data(), 2, shape.data(), 1);
+  EXPECT_EQ(in[17], 0.0f);
+  EXPECT_LT(
+      ref::maxRelativeDifference(fromFloats(in.data(), shape), expected, 1e-30),
+      kTol);
+}
+
+TEST(KernelsTest, LayerNormMatchesReference) {
+  int64_t rows = 5, cols = 37;
+  // An offset mean tests the statistics' stability.
+  std::vector<float> in = randomFloats(rows * cols, 9, 99.0f, 101.0f);
+  std::vector<float> scale = randomFloats(cols, 10),
+                     bias = randomFloats(cols, 11);
+  Tensor x = toTensor(in, {rows, cols});
+  Tensor s = toTensor(scale, {cols}), b = toTensor(bias, {cols});
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    const float *sp = variant == 2 ? nullptr : scale.data();
+    const float *bp = variant >= 1 ? nullptr : bias.data();
+    std::vector<float> out(in.size());
+    layerNorm(in.data(), sp, bp, out.data(), rows, cols, 1e-5);
+    Tensor expected =
+        ref::layerNorm(x, sp ? &s : nullptr, bp ? &b : nullptr, 1e-5);
+    EXPECT_LT(ref::maxRelativeDifference(fromFloats(out.data(), {rows, cols}),
+                                         expected, 0.1),
+              kNormTol);
+  }
+}
+
+TEST(KernelsTest, RmsNormMatchesReference) {
+  int64_t rows = 7, cols = 29;
+  std::vector<float> in = randomFloats(rows * cols, 12);
+  std::vector<float> scale = randomFloats(cols, 13);
+  Tensor s = toTensor(scale, {cols});
+  for (bool withScale : {true, false}) {
+    std::vector<float> out(in.size());
+    rmsNorm(in.data(), withScale ? scale.data() : nullptr, out.data(), rows,
+            cols, 1e-6);
+    Tensor expected = ref::rmsNorm(toTensor(in, {rows, cols}),
+                                   withScale ? &s : nullptr, 1e-6);
+    EXPECT_LT(ref::maxRelativeDifference(fromFloats(out.data(), {rows, cols}),
+                                         expected, 0.1),
+              kNormTol);
+  }
+}
+
+TEST(KernelsTest, GroupNormMatchesReference) {
+  int64_t n = 3, spatial = 15, channels = 12, groups = 4;
+  std::vector<float> in = randomFloats(n * spatial * channels, 14, -3.0f, 5.0f);
+  std::vector<float> scale = randomFloats(channels, 15);
+  std::vector<float> bias = randomFloats(channels, 16);
+  Tensor s = toTensor(scale, {channels}), b = toTensor(bias, {channels});
+  for (bool affine : {true, false}) {
+    std::vector<float> out(in.size());
+    groupNorm(in.data(), affine ? scale.data() : nullptr,
+              affine ? bias.data() : nullptr, out.data(), n, spatial, channels,
+              groups, 1e-5);
+    Tensor expected = ref::groupNorm(toTensor(in, {n, spatial, channels}),
+                                     affine ? &s : nullptr,
+                                     affine ? &b : nullptr, groups, 1e-5);
+    EXPECT_LT(
+        ref::maxRelativeDifference(
+            fromFloats(out.data(), {n, spatial, channels}), expected, 0.1),
+        kNormTol);
+  }
+}
+
+TEST(KernelsTest, NormalizationsAreDeterministic) {
+  int64_t rows = 64, cols = 384;
+  std::vector<float> in = randomFloats(rows * cols, 17);
+  std::vector<float> o1(in.size()), o2(in.size());
+  layerNorm(in.data(), nullptr, nullptr, o1.data(), rows, cols, 1e-6);
+  layerNorm(in.data(), nullptr, nullptr, o2.data(), rows, cols, 1e-6);
+  EXPECT_TRUE(bitwiseEqual(o1, o2));
+  std::vector<int64_t> shape = {rows, cols};
+  softmax(in.data(), o1.data(), 2, shape.data(), 1);
+  softmax(in.data(), o2.data(), 2, shape.data(), 1);
+  EXPECT_TRUE(bitwiseEqual(o1, o2));
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// Runs `attention` with a scratch buffer sized for the current team.
+std::vector<float> runAttention(const std::vector<float> &q,
+                                const std::vector<float> &k,
+                                const std::vector<float> &v, const float *mask,
+                                int64_t maskB, int64_t maskH, int64_t b,
+                                int64_t h, int64_t sq, int64_t skv, int64_t d,
+                                int64_t dv, double scale) {
+  std::vector<float> scratch(static_cast<size_t>(
+      attentionScratchFloats(sq, skv, omp_get_max_threads())));
+  std::vector<float> out(static_cast<size_t>(b * h * sq * dv), -9.0f);
+  attention(q.data(), k.data(), v.data(), mask, maskB, maskH, out.data(), b, h,
+            sq, skv, d, dv, scale, scratch.data());
+  return out;
+}
+
+void checkAttention(int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
+                    int64_t dv, int64_t maskB, int64_t maskH, bool withMask) {
+  SCOPED_TRACE(testing::Message()
+               << "B " << b << " H " << h << " Sq " << sq << " Skv " << skv
+               << " mask " << (withMask ? maskB : 0) << "x"
+               << (withMask ? maskH : 0));
+  std::vector<float> q = randomFloats(b * h * sq * d, 18, -2.0f, 2.0f);
+  std::vector<float> k = randomFloats(b * h * skv * d, 19, -2.0f, 2.0f);
+  std::vector<float> v = randomFloats(b * h * skv * dv, 20);
+  std::vector<float> mask;
+  if (withMask) {
+    std::mt19937 gen(21);
+    mask.resize(static_cast<size_t>(maskB * maskH * sq * skv));
+    for (float &m : mask)
+      m = gen() % 3 == 0 ? 0.0f : 1.0f;
+    // Query row 1 of the first mask head sees no key.
+    std::fill(mask.begin() + skv, mask.begin() + 2 * skv, 0.0f);
+  }
+  double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<float> out =
+      runAttention(q, k, v, withMask ? mask.data() : nullptr, maskB, maskH, b,
+                   h, sq, skv, d, dv, scale);
+  Tensor maskTensor =
+      withMask ? toTensor(mask, {maskB, maskH, sq, skv}) : Tensor();
+  Tensor expected = ref::attention(
+      toTensor(q, {b, h, sq, d}), toTensor(k, {b, h, skv, d}),
+      toTensor(v, {b, h, skv, dv}), withMask ? &maskTensor : nullptr, scale);
+  EXPECT_LT(ref::maxRelativeDifference(fromFloats(out.data(), {b, h, sq, dv}),
+                                       expected, 1e-2),
+            kTol);
+  if (withMask) {
+    for (int64_t j = 0; j < dv; ++j)
+      EXPECT_EQ(out[dv + j], 0.0f) << "fully masked row must be zero";
+  }
+}
+
+TEST(KernelsTest, AttentionWithoutMask) {
+  checkAttention(2, 3, 5, 7, 4, 6, 1, 1, false);
+  // Fewer heads than threads: query rows are split.
+  checkAttention(1, 1, 37, 19, 8, 5, 1, 1, false);
+}
+
+TEST(KernelsTest, AttentionWithFullAndBroadcastMasks) {
+  checkAttention(2, 3, 5, 7, 4, 6, 2, 3, true);
+  checkAttention(2, 3, 5, 7, 4, 6, 1, 3, true);
+  checkAttention(2, 3, 5, 7, 4, 6, 2, 1, true);
+  checkAttention(2, 3, 5, 7, 4, 6, 1, 1, true);
+  checkAttention(1, 1, 9, 11, 3, 2, 1, 1, true);
+}
+
+TEST(KernelsTest, AttentionIsDeterministic) {
+  int64_t b = 2, h = 6, s = 64, d = 32;
+  std::vector<float> q = randomFloats(b * h * s * d, 22);
+  std::vector<float> k = randomFloats(b * h * s * d, 23);
+  std::vector<float> v = randomFloats(b * h * s * d, 24);
+  std::vector<float> o1 =
+      runAttention(q, k, v, nullptr, 1, 1, b, h, s, s, d, d, 0.125);
+  std::vector<float> o2 =
+      runAttention(q, k, v, nullptr, 1, 1, b, h, s, s, d, d, 0.125);
+  EXPECT_TRUE(bitwiseEqual(o1, o2));
+}
+
+//===----------------------------------------------------------------------===//
+// Random numbers
+//===----------------------------------------------------------------------===//
+
+TEST(KernelsTest, RngBlockEqualsReference) {
+  std::vector<int64_t> global = {6, 9, 11}, offsets = {2, 3, 5},
+                       local = {3, 5, 4};
+  int64_t n = ref::shapeProduct(local);
+  for (bool normal : {true, false}) {
+    SCOPED_TRACE(normal ? "normal" : "uniform");
+    std::vector<float> out(static_cast<size_t>(n));
+    double a = normal ? 0.5 : -2.0, b = normal ? 0.02 : 3.0;
+    rng(normal, 1234, out.data(), 3, local.data(), global.data(),
+        offsets.data(), a, b);
+    Tensor expected = normal ? ref::rngNormalSlice(global, offsets, local, 1234,
+                                                   a, b, DType::F32)
+                             : ref::rngUniformSlice(global, offsets, local,
+                                                    1234, a, b, DType::F32);
+    expected.roundToDType();
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], static_cast<float>(expected[i])) << "element " << i;
+  }
+}
+
+TEST(KernelsTest, RngScalar) {
+  float out = 0;
+  int64_t none = 0;
+  rng(false, 7, &out, 0, &none, &none, &none, 1.0, 2.0);
+  EXPECT_EQ(out, static_cast<float>(1.0 + ref::uniformAt(7, 0)));
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+void checkConv(std::vector<int64_t> inShape, std::vector<int64_t> kernelShape,
+               std::array<int64_t, 2> strides, std::array<int64_t, 4> padding,
+               int64_t groups, bool withBias) {
+  SCOPED_TRACE(testing::Message() << "kernel " << kernelShape[0] << "x"
+                                  << kernelShape[1] << " groups " << groups);
+  std::vector<float> in = randomFloats(ref::shapeProduct(inShape), 25);
+  std::vector<float> kernel = randomFloats(ref::shapeProduct(kernelShape), 26);
+  std::vector<float> bias = randomFloats(kernelShape[3], 27);
+  Tensor biasTensor = toTensor(bias, {kernelShape[3]});
+  Tensor expected =
+      ref::conv2d(toTensor(in, inShape), toTensor(kernel, kernelShape),
+                  withBias ? &biasTensor : nullptr, strides, padding, groups);
+  std::vector<int64_t> outShape = expected.shape();
+  std::vector<float> out(static_cast<size_t>(expected.numElements()), -3.0f);
+  conv2d(in.data(), kernel.data(), withBias ? bias.data() : nullptr, out.data(),
+         inShape.data(), kernelShape.data(), outShape.data(), strides.data(),
+         padding.data(), groups);
+  EXPECT_LT(ref::maxRelativeDifference(fromFloats(out.data(), outShape),
+                                       expected, 1.0),
+            kTol);
+}
+
+TEST(KernelsTest, Conv2dMatchesReference) {
+  checkConv({2, 7, 6, 4}, {3, 2, 2, 6}, {2, 1}, {1, 0, 1, 1}, 2, true);
+  checkConv({1, 5, 5, 3}, {3, 3, 3, 5}, {1, 1}, {1, 1, 1, 1}, 1, false);
+  // Patch embedding (2x2, stride 2) and a pointwise convolution.
+  checkConv({2, 8, 8, 4}, {2, 2, 4, 12}, {2, 2}, {0, 0, 0, 0}, 1, true);
+  checkConv({2, 3, 5, 7}, {1, 1, 7, 3}, {1, 1}, {0, 0, 0, 0}, 1, true);
+}
+
+} // namespace
+} // namespace sd::rt::kernels

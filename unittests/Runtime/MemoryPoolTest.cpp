@@ -1,0 +1,166 @@
+//===- MemoryPoolTest.cpp - Tests for the runtime's memory pools ----------===//
+
+#include "sd/Runtime/Runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+using namespace sd::rt;
+
+namespace {
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * kKiB;
+
+void *allocateOrNull(MemoryPool &pool, int64_t bytes, const std::string &name) {
+  absl::StatusOr<void *> buffer = pool.allocate(bytes, name);
+  EXPECT_TRUE(buffer.ok()) << buffer.status();
+  return buffer.ok() ? *buffer : nullptr;
+}
+
+TEST(FormatBytesTest, PicksTheLargestUnit) {
+  EXPECT_EQ(formatBytes(0), "0 B");
+  EXPECT_EQ(formatBytes(512), "512 B");
+  EXPECT_EQ(formatBytes(1023), "1023 B");
+  EXPECT_EQ(formatBytes(1536), "1.50 KiB");
+  EXPECT_EQ(formatBytes(12 * kMiB), "12.00 MiB");
+  EXPECT_EQ(formatBytes(1024 * kMiB), "1.00 GiB");
+}
+
+TEST(MemoryPoolTest, TracksLiveAndPeakBytes) {
+  MemoryPool pool("device", 0, 0);
+  void *a = allocateOrNull(pool, 1000, "a");
+  void *b = allocateOrNull(pool, 3000, "b");
+  EXPECT_EQ(pool.liveBytes(), 4000);
+  EXPECT_EQ(pool.peakBytes(), 4000);
+  pool.release(a);
+  EXPECT_FALSE(pool.owns(a));
+  EXPECT_EQ(pool.liveBytes(), 3000);
+  EXPECT_EQ(pool.peakBytes(), 4000);
+  void *c = allocateOrNull(pool, 500, "c");
+  EXPECT_EQ(pool.liveBytes(), 3500);
+  EXPECT_EQ(pool.peakBytes(), 4000);
+  pool.resetPeak();
+  EXPECT_EQ(pool.peakBytes(), 3500);
+  EXPECT_TRUE(pool.owns(b));
+  EXPECT_TRUE(pool.owns(c));
+  pool.release(b);
+  pool.release(c);
+  pool.release(nullptr);
+  EXPECT_EQ(pool.liveBytes(), 0);
+  EXPECT_EQ(pool.budget(), 0);
+}
+
+TEST(MemoryPoolTest, BudgetExceededNamesTensorAndSizes) {
+  MemoryPool pool("device", 3, 16 * kMiB);
+  void *a = allocateOrNull(pool, 10 * kMiB, "weights");
+  absl::StatusOr<void *> b = pool.allocate(12 * kMiB, "%7 = sd.dot_general");
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(b.status().message(),
+            "device 3: out of device memory allocating 12.00 MiB for '%7 = "
+            "sd.dot_general': 10.00 MiB live + 12.00 MiB > budget 16.00 MiB "
+            "(--device-memory)");
+  // The failed allocation is not counted.
+  EXPECT_EQ(pool.liveBytes(), 10 * kMiB);
+  EXPECT_EQ(pool.peakBytes(), 10 * kMiB);
+  // Exactly the budget fits.
+  void *c = allocateOrNull(pool, 6 * kMiB, "c");
+  EXPECT_EQ(pool.liveBytes(), 16 * kMiB);
+  pool.release(c);
+  pool.release(a);
+}
+
+TEST(MemoryPoolTest, HostPoolNamesItsFlag) {
+  MemoryPool pool("host", 1, kKiB);
+  absl::StatusOr<void *> b = pool.allocate(2 * kKiB, "offloaded");
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(b.status().message().find("out of host memory"), std::string::npos);
+  EXPECT_NE(b.status().message().find("'offloaded'"), std::string::npos);
+  EXPECT_NE(b.status().message().find("(--host-memory)"), std::string::npos);
+}
+
+TEST(MemoryPoolTest, ReleaseMakesRoomAgain) {
+  MemoryPool pool("device", 0, 4 * kKiB);
+  void *a = allocateOrNull(pool, 3 * kKiB, "a");
+  EXPECT_FALSE(pool.allocate(2 * kKiB, "b").ok());
+  pool.release(a);
+  void *b = allocateOrNull(pool, 2 * kKiB, "b");
+  EXPECT_NE(b, nullptr);
+  EXPECT_EQ(pool.liveBytes(), 2 * kKiB);
+  pool.release(b);
+}
+
+TEST(MemoryPoolTest, BuffersAre64ByteAlignedAndWritable) {
+  MemoryPool pool("device", 0, 0);
+  std::vector<void *> buffers;
+  for (int64_t bytes : {1, 3, 63, 64, 65, 100, 4096, 12345}) {
+    void *buffer = allocateOrNull(pool, bytes, "x");
+    ASSERT_NE(buffer, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer) % 64, 0u) << bytes;
+    std::memset(buffer, 0xab, static_cast<size_t>(bytes));
+    buffers.push_back(buffer);
+  }
+  for (void *buffer : buffers)
+    pool.release(buffer);
+}
+
+TEST(MemoryPoolTest, ZeroBytesYieldsDistinctPointers) {
+  MemoryPool pool("device", 0, 64);
+  std::set<void *> seen;
+  for (int i = 0; i < 4; ++i) {
+    void *buffer = allocateOrNull(pool, 0, "empty");
+    ASSERT_NE(buffer, nullptr);
+    EXPECT_TRUE(seen.insert(buffer).second);
+    EXPECT_TRUE(pool.owns(buffer));
+  }
+  EXPECT_EQ(pool.liveBytes(), 0);
+  for (void *buffer : seen)
+    pool.release(buffer);
+}
+
+TEST(MemoryPoolTest, ReleaseAllFreesEverythingAndKeepsPeak) {
+  MemoryPool pool("device", 0, 8 * kKiB);
+  void *a = allocateOrNull(pool, 3 * kKiB, "a");
+  allocateOrNull(pool, 4 * kKiB, "b");
+  pool.releaseAll();
+  EXPECT_EQ(pool.liveBytes(), 0);
+  EXPECT_EQ(pool.peakBytes(), 7 * kKiB);
+  EXPECT_FALSE(pool.owns(a));
+  // The whole budget is available again.
+  void *c = allocateOrNull(pool, 8 * kKiB, "c");
+  pool.release(c);
+}
+
+TEST(MemoryPoolTest, NegativeSizeIsInvalid) {
+  MemoryPool pool("device", 0, 0);
+  absl::StatusOr<void *> buffer = pool.allocate(-1, "bad");
+  ASSERT_FALSE(buffer.ok());
+  EXPECT_EQ(buffer.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MemoryPoolTest, ConcurrentAllocationsAreCounted) {
+  MemoryPool pool("device", 0, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        absl::StatusOr<void *> buffer = pool.allocate(128, "x");
+        ASSERT_TRUE(buffer.ok());
+        if (i % 2)
+          pool.release(*buffer);
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(pool.liveBytes(), 4 * 100 * 128);
+  pool.releaseAll();
+}
+
+} // namespace
