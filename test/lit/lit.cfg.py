@@ -13,8 +13,15 @@ config.test_exec_root = os.path.join(config.sd_obj_root, "test", "lit")
 
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 config.substitutions.append(("%sd_src_root", config.sd_src_root))
+# The compiler that builds generated OpenMP programs ($SD_CXX, else c++).
+config.substitutions.append(("%cxx", os.environ.get("SD_CXX", "c++")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.sd_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["sdopt", "sdgen", "not", "count"], tool_dirs)
+llvm_config.add_tool_substitutions(["sdopt", "sdgen", "sdrun", "not", "count"],
+                                   tool_dirs)
+# Device programs compiled by sdrun are cached in the build tree, not in the
+# user's cache directory (CI shares one cache between its two builds).
+config.environment["SD_CACHE_DIR"] = os.environ.get(
+    "SD_CACHE_DIR", os.path.join(config.sd_obj_root, "sd-cache"))

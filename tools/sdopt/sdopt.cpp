@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/IR/SDDialect.h"
+#include "sd/Passes/OpenMPEmitter.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Sharding/Mesh.h"
 
@@ -133,6 +134,17 @@ static cl::opt<std::string> showShardingFlag(
              "of printing the IR"),
     cl::value_desc("name"), cl::cat(sdCategory));
 
+/// What to print instead of the IR.
+enum class EmitKind { MLIR, OpenMP };
+static cl::opt<EmitKind> emitFlag(
+    "emit", cl::desc("What to print after the passes"),
+    cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR (the default)"),
+               clEnumValN(EmitKind::OpenMP, "openmp",
+                          "the C++/OpenMP translation unit of the training "
+                          "step (--train) or the model function, after "
+                          "inlining and sd-lower-to-openmp")),
+    cl::init(EmitKind::MLIR), cl::cat(sdCategory));
+
 int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
@@ -248,12 +260,13 @@ int main(int argc, char **argv) {
   }
   // The printing passes run last and write to the output file; the IR goes
   // nowhere.
-  bool printInstead =
-      reportFlag.getNumOccurrences() > 0 || !showShardingFlag.empty();
+  bool emitOpenMP = emitFlag == EmitKind::OpenMP;
+  bool printInstead = reportFlag.getNumOccurrences() > 0 ||
+                      !showShardingFlag.empty() || emitOpenMP;
   if (printInstead) {
     MlirOptMainConfig passes = config;
     llvm::raw_ostream *os = &output->os();
-    config.setPassPipelineSetupFn([passes, os](PassManager &pm) {
+    config.setPassPipelineSetupFn([passes, os, emitOpenMP](PassManager &pm) {
       if (failed(passes.setupPassPipeline(pm)))
         return failure();
       if (reportFlag.getNumOccurrences() > 0) {
@@ -265,6 +278,13 @@ int main(int argc, char **argv) {
         mlir::sd::ShowShardingOptions show;
         show.value = showShardingFlag;
         pm.addPass(mlir::sd::createShowSharding(*os, show));
+      }
+      if (emitOpenMP) {
+        // The lowering needs one call-free function.
+        pm.addPass(createInlinerPass());
+        pm.addNestedPass<func::FuncOp>(mlir::sd::createLowerToOpenMP());
+        pm.addPass(mlir::sd::createEmitOpenMP(
+            *os, trainFlag ? "train_step" : ""));
       }
       return success();
     });

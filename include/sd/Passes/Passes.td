@@ -447,4 +447,58 @@ def OptimizeCollectives
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
+  let summary = "Plan how each op of a per-device program runs as OpenMP code";
+  let description = [{
+    Decides, for a call-free function with static f32 shapes (the
+    per-device training step after `sd-partition`, or a model function), how
+    every op executes in the C++ translation unit that `emitOpenMPProgram`
+    (OpenMPEmitter.h) writes, and records the plan on the IR:
+
+    * `sd.kernel = "kN"` on every op: ops with the same id run in one
+      kernel. The root (the op whose result the kernel writes) also has
+      `sd.kernel_kind`: `fused` (a loop nest of elementwise and index ops),
+      `reduce` (a reduction with its elementwise producers fused into its
+      input), `alias` (a reshape of a materialized value: no code), a
+      library call (`gemm`, `transpose`, `softmax`, `layer_norm`, `rms_norm`,
+      `group_norm`, `attention`, `conv2d`, `rng`), `collective`,
+      `axis_index`, `offload`, `reload` or `constant` (a non-splat constant,
+      a static array).
+    * `sd.kernel = "inline"`: a cheap op (splat constant, iota, or an index
+      op such as a broadcast of a materialized value) recomputed inside each
+      kernel that reads it instead of being materialized.
+
+    Fusion: elementwise ops (unary, binary, compare, select, convert), splat
+    constants, iota and the index ops (broadcast_in_dim, reshape, slice,
+    pad, concat, upsample_nearest) fuse into their consumer when it is their
+    only user; reductions (reduce_sum/max/mean, mse_loss) fuse their
+    producers the same way. A value read by several kernels, or by a
+    library call, a collective or the return, is materialized once.
+
+    ```mlir
+    %e = sd.exp %x : tensor<8x16xf32>
+    %y = sd.mul %e, %x : tensor<8x16xf32>
+    %s = sd.reduce_sum %y dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+    // becomes
+    %e = sd.exp %x {sd.kernel = "k0"} : tensor<8x16xf32>
+    %y = sd.mul %e, %x {sd.kernel = "k0"} : tensor<8x16xf32>
+    %s = sd.reduce_sum %y dims = [1] {sd.kernel = "k0", sd.kernel_kind = "reduce"} : ...
+    ```
+
+    An op that cannot be lowered is an error naming its value: a bf16
+    tensor (the OpenMP lowering supports f32 tensors only), a `func.call`
+    (inline first), a dynamic shape, or an op without an OpenMP lowering.
+  }];
+  let options = [
+    Option<"fusion", "fusion", "bool", "true",
+           "Fuse elementwise and index ops into their consumers (false: "
+           "every op is its own kernel)">,
+  ];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Number of kernels planned">,
+    Statistic<"numFused", "num-fused", "Number of ops fused into a consumer">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 #endif // SD_PASSES_TD

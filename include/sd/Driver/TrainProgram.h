@@ -1,0 +1,57 @@
+//===- TrainProgram.h - From a model to a runnable training step -*- C++ -*-===//
+//
+// What sdrun does before it runs anything: build the training step of a
+// model (sd-differentiate), shard and partition it for the mesh, lower the
+// per-device program to C++ (sd-lower-to-openmp), and describe its arguments
+// to the runtime (`sd::rt::ProgramSpec`). Also the seeded global values of
+// the step's arguments (sd/Evaluator/Evaluator.h's initialization), which do
+// not depend on the mesh.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_DRIVER_TRAINPROGRAM_H
+#define SD_DRIVER_TRAINPROGRAM_H
+
+#include "sd/Passes/Passes.h"
+#include "sd/Runtime/Session.h"
+#include "sd/Sharding/Mesh.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::sd {
+
+struct TrainProgram {
+  /// The C++ translation unit every device runs.
+  std::string source;
+  ::sd::rt::ProgramSpec spec;
+  /// The mesh the program was partitioned for (one `data:1` axis without
+  /// one).
+  ::sd::MeshSpec mesh;
+  /// The global batch of one step.
+  int64_t batch = 0;
+  /// FLOPs of one step of the whole (unpartitioned) model, recomputation
+  /// included: what "model FLOPs" means in the metrics.
+  int64_t modelFlops = 0;
+  /// The compiler's per-device communication estimate for one step.
+  int64_t predictedCommBytes = 0;
+};
+
+/// Builds the training step of `module` (left unchanged) with `options`
+/// (`options.train` is implied; an empty mesh builds the single-device
+/// step). Fails after an error on the module.
+FailureOr<TrainProgram> buildTrainProgram(ModuleOp module,
+                                          const PipelineOptions &options);
+
+/// The global value of every argument of the training step `options`
+/// builds, drawn from `seed`, in f32 (row-major, argument order).
+FailureOr<std::vector<std::vector<float>>>
+initialTrainArguments(ModuleOp module, const PipelineOptions &options,
+                      uint64_t seed);
+
+} // namespace mlir::sd
+
+#endif // SD_DRIVER_TRAINPROGRAM_H

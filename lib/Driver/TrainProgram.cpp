@@ -1,0 +1,201 @@
+//===- TrainProgram.cpp - From a model to a runnable training step --------===//
+
+#include "sd/Driver/TrainProgram.h"
+
+#include "sd/Analysis/CostModel.h"
+#include "sd/Evaluator/Evaluator.h"
+#include "sd/IR/SDAttrs.h"
+#include "sd/IR/SDDialect.h"
+#include "sd/IR/SDOps.h"
+#include "sd/Passes/OpenMPEmitter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+namespace {
+
+/// The training step's module after the default pipeline: partitioned for
+/// `options.mesh`, or the single-device step (inlined) without one.
+FailureOr<OwningOpRef<ModuleOp>> runPipeline(ModuleOp module,
+                                             PipelineOptions options) {
+  OwningOpRef<ModuleOp> clone(module.clone());
+  options.train = true;
+  options.propagate = options.partition = !options.mesh.empty();
+  PassManager pm(module.getContext());
+  buildDefaultPipeline(pm, options);
+  // With a mesh the pipeline inlines the blocks before propagation.
+  if (options.mesh.empty())
+    pm.addPass(createInlinerPass());
+  if (failed(pm.run(*clone)))
+    return failure();
+  return clone;
+}
+
+func::FuncOp findTrainStep(ModuleOp module) {
+  auto func = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!func)
+    module.emitError("the pipeline produced no @train_step (does the model "
+                     "define @loss?)");
+  return func;
+}
+
+/// The runtime's description of `func`'s arguments and results.
+FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
+                                          const ::sd::MeshSpec &mesh) {
+  ::sd::rt::ProgramSpec spec;
+  llvm::StringMap<int64_t> inputOrdinals;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    ::sd::rt::ArgumentSpec arg;
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (!type || !type.hasStaticShape())
+      return func.emitError() << "argument #" << i
+                              << " is not a statically shaped tensor";
+    arg.localShape.assign(type.getShape().begin(), type.getShape().end());
+    Attribute role = func.getArgAttr(i, SDDialect::kRoleAttrName);
+    if (auto param = dyn_cast_if_present<ParamAttr>(role)) {
+      arg.kind = ::sd::rt::ArgumentKind::Parameter;
+      arg.name = param.getName().str();
+    } else if (auto state = dyn_cast_if_present<OptimizerStateAttr>(role)) {
+      arg.kind = ::sd::rt::ArgumentKind::OptimizerState;
+      arg.name = (stringifyMomentKind(state.getKind()) + " " +
+                  state.getParam().getValue())
+                     .str();
+    } else if (auto input = dyn_cast_if_present<InputAttr>(role)) {
+      StringRef kind = stringifyInputKind(input.getKind());
+      arg.kind = input.getKind() == InputKind::step
+                     ? ::sd::rt::ArgumentKind::Step
+                     : ::sd::rt::ArgumentKind::Input;
+      arg.name = (kind + "." + Twine(inputOrdinals[kind]++)).str();
+    } else {
+      return func.emitError() << "argument #" << i << " has no sd.role";
+    }
+    arg.dimAxes.assign(arg.localShape.size(), {});
+    arg.globalShape = arg.localShape;
+    if (auto sharding = func.getArgAttrOfType<ShardingAttr>(
+            i, SDDialect::kLocalShardingAttrName)) {
+      for (auto [dim, dimSharding] :
+           llvm::enumerate(sharding.getDimShardings())) {
+        for (StringAttr name : dimSharding.getAxes()) {
+          int32_t index = -1;
+          for (auto [a, axis] : llvm::enumerate(mesh.axes()))
+            if (axis.name == name.getValue())
+              index = static_cast<int32_t>(a);
+          if (index < 0)
+            return func.emitError() << "argument '" << arg.name
+                                    << "' is sharded over unknown mesh axis '"
+                                    << name.getValue() << "'";
+          arg.dimAxes[dim].push_back(index);
+          arg.globalShape[dim] *= mesh.axes()[index].size();
+        }
+      }
+    }
+    spec.arguments.push_back(std::move(arg));
+  }
+  for (unsigned r = 0; r < func.getNumResults(); ++r) {
+    auto alias =
+        func.getResultAttrOfType<IntegerAttr>(r, SDDialect::kAliasesAttrName);
+    spec.resultAliases.push_back(alias ? alias.getInt() : -1);
+  }
+  spec.lossResult = 0;
+  return spec;
+}
+
+} // namespace
+
+FailureOr<TrainProgram>
+mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
+  TrainProgram program;
+  // The whole model's FLOPs come from the single-device step.
+  PipelineOptions single = options;
+  single.mesh.clear();
+  single.dcnMesh.clear();
+  FailureOr<OwningOpRef<ModuleOp>> singleModule = runPipeline(module, single);
+  if (failed(singleModule))
+    return failure();
+  func::FuncOp singleStep = findTrainStep(**singleModule);
+  if (!singleStep)
+    return failure();
+  FailureOr<CostReport> cost =
+      computeCostReport(singleStep, LayoutChoice::Auto);
+  if (failed(cost))
+    return failure();
+  program.modelFlops = cost->flops;
+  for (unsigned i = 0; i < singleStep.getNumArguments(); ++i) {
+    auto input = singleStep.getArgAttrOfType<InputAttr>(
+        i, SDDialect::kRoleAttrName);
+    auto type = cast<RankedTensorType>(singleStep.getArgument(i).getType());
+    if (input && input.getKind() != InputKind::step && type.getRank() > 0) {
+      program.batch = type.getDimSize(0);
+      break;
+    }
+  }
+
+  OwningOpRef<ModuleOp> lowered;
+  if (options.mesh.empty()) {
+    program.mesh = ::sd::MeshSpec({::sd::MeshAxis{"data", 1, 1}});
+    lowered = std::move(*singleModule);
+  } else {
+    ::sd::MeshOptions meshOptions;
+    if (options.devices > 0)
+      meshOptions.devices = options.devices;
+    if (options.processes > 0)
+      meshOptions.processes = options.processes;
+    absl::StatusOr<::sd::MeshSpec> mesh =
+        ::sd::parseMesh(options.mesh, options.dcnMesh, meshOptions);
+    if (!mesh.ok())
+      return module.emitError() << mesh.status().message();
+    program.mesh = *mesh;
+    FailureOr<OwningOpRef<ModuleOp>> meshModule = runPipeline(module, options);
+    if (failed(meshModule))
+      return failure();
+    lowered = std::move(*meshModule);
+  }
+  func::FuncOp step = findTrainStep(*lowered);
+  if (!step)
+    return failure();
+  FailureOr<::sd::rt::ProgramSpec> spec = describe(step, program.mesh);
+  if (failed(spec))
+    return failure();
+  program.spec = std::move(*spec);
+  if (!options.mesh.empty()) {
+    FailureOr<CostReport> local = computeCostReport(step, LayoutChoice::Auto);
+    if (failed(local))
+      return failure();
+    program.predictedCommBytes = local->collectiveBytesPerDevice;
+  }
+  FailureOr<std::string> source = lowerToOpenMP(*lowered, "train_step");
+  if (failed(source))
+    return failure();
+  program.source = std::move(*source);
+  return program;
+}
+
+FailureOr<std::vector<std::vector<float>>>
+mlir::sd::initialTrainArguments(ModuleOp module, const PipelineOptions &options,
+                                uint64_t seed) {
+  PipelineOptions single = options;
+  single.mesh.clear();
+  single.dcnMesh.clear();
+  FailureOr<OwningOpRef<ModuleOp>> singleModule = runPipeline(module, single);
+  if (failed(singleModule))
+    return failure();
+  func::FuncOp step = findTrainStep(**singleModule);
+  if (!step)
+    return failure();
+  FailureOr<std::vector<::sd::ref::Tensor>> tensors =
+      initializeArguments(step, seed);
+  if (failed(tensors))
+    return failure();
+  std::vector<std::vector<float>> values;
+  values.reserve(tensors->size());
+  for (::sd::ref::Tensor &tensor : *tensors) {
+    const std::vector<double> &v = tensor.values();
+    values.emplace_back(v.begin(), v.end());
+    tensor = ::sd::ref::Tensor();
+  }
+  return values;
+}

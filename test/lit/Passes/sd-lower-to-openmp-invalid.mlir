@@ -1,0 +1,32 @@
+// RUN: sdopt %s -split-input-file -verify-diagnostics -sd-lower-to-openmp
+
+func.func @bf16(%x: tensor<8x16xf32>) -> tensor<8x16xbf16> {
+  // expected-error @+1 {{'sd.convert' op result %0 has element type 'bf16'; the OpenMP lowering supports f32 tensors only}}
+  %h = sd.convert %x : tensor<8x16xf32> -> tensor<8x16xbf16>
+  return %h : tensor<8x16xbf16>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument %arg0 has element type 'bf16'; the OpenMP lowering supports f32 tensors only}}
+func.func @bf16_argument(%x: tensor<8x16xbf16>) -> tensor<8x16xbf16> {
+  return %x : tensor<8x16xbf16>
+}
+
+// -----
+
+func.func private @block(%x: tensor<8xf32>) -> tensor<8xf32>
+
+func.func @call(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'func.call' op cannot be lowered to OpenMP: inline first (the lowering needs call-free functions)}}
+  %y = func.call @block(%x) : (tensor<8xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument %arg0 has the dynamic type 'tensor<?x16xf32>'; the OpenMP lowering needs static shapes (run sd-specialize-batch first)}}
+func.func @dynamic(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %e = sd.exp %x : tensor<?x16xf32>
+  return %e : tensor<?x16xf32>
+}
