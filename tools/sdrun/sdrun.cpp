@@ -146,6 +146,13 @@ std::optional<int64_t> parseSize(StringRef text) {
   return static_cast<int64_t>(bytes);
 }
 
+/// `%g`: 0.3, 1.2, 8.
+std::string shortDouble(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
 int fail(const Twine &message) {
   errs() << "sdrun: error: " << message << "\n";
   return 1;
@@ -243,8 +250,8 @@ int main(int argc, char **argv) {
     if (!(global >= 1.0) || std::fabs(global - std::round(global)) > 1e-9)
       return fail(formatv("--per-device-batch={0} × {1} devices = {2} is not "
                           "a whole, positive global batch",
-                          perDeviceBatchFlag.getValue(), mesh.numDevices(),
-                          global));
+                          shortDouble(perDeviceBatchFlag), mesh.numDevices(),
+                          shortDouble(global)));
     options.batch = static_cast<int64_t>(std::llround(global));
   }
   if (options.batch < 0)

@@ -52,7 +52,8 @@ public:
   void release(void *buffer);
   /// True when `buffer` came from this pool and is live.
   bool owns(const void *buffer) const;
-  /// Frees every live buffer (after a failed step) and keeps the peak.
+  /// Frees every live and cached buffer (after a failed step) and keeps the
+  /// peak.
   void releaseAll();
 
   int64_t liveBytes() const;
@@ -65,9 +66,19 @@ private:
   int64_t device;
   int64_t budgetBytes;
   mutable std::mutex mutex;
-  std::unordered_map<void *, int64_t> live;
+  /// A live buffer's requested and allocated sizes.
+  struct Block {
+    int64_t bytes;
+    int64_t rounded;
+  };
+  /// Frees the cached buffers; the mutex is held.
+  void freeCached();
+  std::unordered_map<void *, Block> live;
+  /// Released buffers by allocated size, reused before asking the system.
+  std::unordered_map<int64_t, std::vector<void *>> cached;
   int64_t liveTotal = 0;
   int64_t peakTotal = 0;
+  int64_t cachedTotal = 0;
 };
 
 /// "12.00 MiB", "1.00 GiB", "512 B".
