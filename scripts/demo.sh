@@ -2,13 +2,14 @@
 # The main job: install what is missing, build, then show sd at work on the
 # bundled DiT-S/2 model — sdgen writes a program; sdopt materializes a mesh,
 # shards every argument with MaxDiffusion's logical axis rules, propagates,
-# partitions into the per-device program and reports its cost.
+# partitions into the per-device program and reports its cost; sdrun trains
+# it on a mesh of devices.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${SD_BUILD_DIR:-$ROOT/build}"
 
 "$ROOT/scripts/install-deps.sh"
-"$ROOT/scripts/build.sh" sdopt sdgen
+"$ROOT/scripts/build.sh" sdopt sdgen sdrun
 
 echo "== sdgen --preset=dit-tiny (summary on stderr) =="
 "$BUILD/bin/sdgen" --preset=dit-tiny > /dev/null
@@ -38,3 +39,15 @@ if "$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --mesh=data:2,fsdp:-1,tensor:-1
 else
   echo "(exit code $?)"
 fi
+echo
+echo "== sdopt models/dit_s2.mlir --train --mesh=data:2 --emit=openmp: what a device runs (excerpt) =="
+"$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --train --batch=8 --mesh=data:2 \
+  --emit=openmp -o "$BUILD/dit_s2.data2.cpp"
+grep -m 1 -B 1 -A 14 '^static void k[0-9]*(' "$BUILD/dit_s2.data2.cpp" | cut -c1-120
+echo "   ... ($(grep -c '^static void k' "$BUILD/dit_s2.data2.cpp") kernels in $BUILD/dit_s2.data2.cpp)"
+echo
+echo "== sdrun models/dit_tiny.mlir --mesh=data:2,fsdp:2 --steps=3 --verify =="
+"$BUILD/bin/sdrun" "$ROOT/models/dit_tiny.mlir" --mesh=data:2,fsdp:2 --steps=3 --verify
+echo
+echo "== sdrun models/dit_s2.mlir --mesh=data:2 --batch=8 --steps=5: the DiT-S/2 training step on two devices =="
+"$BUILD/bin/sdrun" "$ROOT/models/dit_s2.mlir" --mesh=data:2 --batch=8 --steps=5
