@@ -101,6 +101,12 @@ FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
     spec.resultAliases.push_back(alias ? alias.getInt() : -1);
   }
   spec.lossResult = 0;
+  auto lossType = func.getNumResults() > 0
+                      ? dyn_cast<RankedTensorType>(func.getResultTypes()[0])
+                      : RankedTensorType();
+  if (!lossType || lossType.getRank() != 0 || spec.resultAliases[0] != -1)
+    return func.emitError() << "result #0 of the training step is not the "
+                               "scalar loss";
   return spec;
 }
 
@@ -161,6 +167,21 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   if (failed(spec))
     return failure();
   program.spec = std::move(*spec);
+  // Arguments are initialized in the single-device step's order: the
+  // partitioned step must have the same arguments in the same order.
+  if (!options.mesh.empty()) {
+    FailureOr<::sd::rt::ProgramSpec> singleSpec =
+        describe(singleStep, ::sd::MeshSpec({::sd::MeshAxis{"data", 1, 1}}));
+    if (failed(singleSpec))
+      return failure();
+    const auto &a = program.spec.arguments, &b = singleSpec->arguments;
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i)
+      if (i >= a.size() || i >= b.size() || a[i].name != b[i].name ||
+          a[i].globalShape != b[i].globalShape)
+        return step.emitError()
+               << "the partitioned step's argument #" << i
+               << " does not match the single-device step's";
+  }
   if (!options.mesh.empty()) {
     FailureOr<CostReport> local = computeCostReport(step, LayoutChoice::Auto);
     if (failed(local))

@@ -9,7 +9,11 @@
 // allocator does: a training step allocates the same sizes every step, and
 // handing large buffers back to the system makes every step pay for fresh
 // zeroed pages (page faults were a sixth of a DiT-S/2 step). Cached buffers
-// are not live: budgets and peaks count live bytes only.
+// are not live: budgets and peaks count live bytes only. Live plus cached
+// bytes never exceed the budget, or without one the live peak: before a
+// fresh allocation would pass that bound, cached buffers are freed. Setting
+// SD_NO_BUFFER_CACHE=1 turns the cache off (sanitizer runs, so that a use
+// after release is caught).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,6 +72,16 @@ absl::StatusOr<void *> MemoryPool::allocate(int64_t bytes,
     cachedIt->second.pop_back();
     cachedTotal -= rounded;
   } else {
+    int64_t bound = budgetBytes > 0
+                        ? budgetBytes
+                        : std::max(peakTotal, liveTotal + rounded);
+    for (auto it = cached.begin();
+         it != cached.end() && liveTotal + cachedTotal + rounded > bound;) {
+      for (void *block : it->second)
+        std::free(block);
+      cachedTotal -= it->first * static_cast<int64_t>(it->second.size());
+      it = cached.erase(it);
+    }
     buffer = std::aligned_alloc(kAlignment, static_cast<size_t>(rounded));
     if (!buffer && cachedTotal > 0) {
       // Give the cache back to the system and try once more.
@@ -95,8 +109,16 @@ void MemoryPool::release(void *buffer) {
   if (it == live.end())
     return;
   liveTotal -= it->second.bytes;
-  cached[it->second.rounded].push_back(buffer);
-  cachedTotal += it->second.rounded;
+  static const bool noCache = [] {
+    const char *value = std::getenv("SD_NO_BUFFER_CACHE");
+    return value && *value && std::string(value) != "0";
+  }();
+  if (noCache) {
+    std::free(buffer);
+  } else {
+    cached[it->second.rounded].push_back(buffer);
+    cachedTotal += it->second.rounded;
+  }
   live.erase(it);
 }
 

@@ -3,7 +3,6 @@
 #include "sd/Runtime/Session.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,12 +18,12 @@ int64_t numElements(const std::vector<int64_t> &shape) {
 }
 
 void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
-               const float *global, float *local, bool toGlobal) {
+               float *global, float *local, bool toGlobal) {
   const std::vector<int64_t> &localShape = spec.localShape;
   size_t rank = localShape.size();
   if (rank == 0) {
     if (toGlobal)
-      *const_cast<float *>(global) = *local;
+      *global = *local;
     else
       *local = *global;
     return;
@@ -51,7 +50,7 @@ void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
       at += (offsets[d] + index[d]) * globalStrides[d];
     float *localRow = local + row * inner;
     if (toGlobal)
-      std::memcpy(const_cast<float *>(global) + at, localRow,
+      std::memcpy(global + at, localRow,
                   inner * sizeof(float));
     else
       std::memcpy(localRow, global + at, inner * sizeof(float));
@@ -69,10 +68,29 @@ TrainingSession::TrainingSession(std::unique_ptr<MeshRuntime> mesh,
     : mesh(std::move(mesh)), programSpec(std::move(spec)),
       program(std::move(program)) {}
 
-TrainingSession::~TrainingSession() {
-  for (int64_t d = 0; d < static_cast<int64_t>(buffers.size()); ++d)
-    for (void *buffer : buffers[d])
-      mesh->device(d).pool(SD_DEVICE_MEMORY).release(buffer);
+TrainingSession::~TrainingSession() { releaseArguments(); }
+
+void TrainingSession::releaseArguments() {
+  for (int64_t d = 0; d < static_cast<int64_t>(buffers.size()); ++d) {
+    Device &device = mesh->device(d);
+    for (void *buffer : buffers[d]) {
+      if (device.pool(SD_DEVICE_MEMORY).owns(buffer))
+        device.pool(SD_DEVICE_MEMORY).release(buffer);
+      else
+        device.pool(SD_HOST_MEMORY).release(buffer);
+    }
+  }
+  buffers.clear();
+}
+
+void TrainingSession::resetAfterFailure() {
+  // A failed step leaves intermediates allocated and donated arguments
+  // half-updated, and devices may disagree: drop everything.
+  buffers.clear();
+  for (int64_t d = 0; d < mesh->numDevices(); ++d) {
+    mesh->device(d).pool(SD_DEVICE_MEMORY).releaseAll();
+    mesh->device(d).pool(SD_HOST_MEMORY).releaseAll();
+  }
 }
 
 absl::StatusOr<std::unique_ptr<TrainingSession>>
@@ -103,6 +121,26 @@ TrainingSession::create(MeshRuntimeOptions options, ProgramSpec spec,
             " per device on ", factor, " devices"));
     }
   }
+  int64_t numArgs = static_cast<int64_t>(spec.arguments.size());
+  int64_t numResults = static_cast<int64_t>(spec.resultAliases.size());
+  std::vector<bool> donated(numArgs, false);
+  for (int64_t r = 0; r < numResults; ++r) {
+    int64_t alias = spec.resultAliases[r];
+    if (alias < -1 || alias >= numArgs)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "result #", r, " is donated into argument #", alias, " of ",
+          numArgs));
+    if (alias >= 0 && donated[alias])
+      return absl::InvalidArgumentError(absl::StrCat(
+          "two results are donated into argument '",
+          spec.arguments[alias].name, "'"));
+    if (alias >= 0)
+      donated[alias] = true;
+  }
+  if (spec.lossResult < 0 || spec.lossResult >= numResults ||
+      spec.resultAliases[spec.lossResult] != -1)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "result #", spec.lossResult, " cannot be the loss"));
   auto runtime = MeshRuntime::create(std::move(options));
   if (!runtime.ok())
     return runtime.status();
@@ -123,8 +161,9 @@ TrainingSession::setArguments(const std::vector<std::vector<float>> &globals) {
       return absl::InvalidArgumentError(absl::StrCat(
           "argument '", args[i].name, "' has ", globals[i].size(),
           " elements, expected ", numElements(args[i].globalShape)));
+  releaseArguments();
   buffers.assign(mesh->numDevices(), std::vector<void *>(args.size(), nullptr));
-  return mesh->runOnDevices([&](Device &device) -> absl::Status {
+  absl::Status status = mesh->runOnDevices([&](Device &device) -> absl::Status {
     std::vector<void *> &mine = buffers[device.id()];
     for (size_t i = 0; i < args.size(); ++i) {
       int64_t bytes = numElements(args[i].localShape) * sizeof(float);
@@ -132,15 +171,23 @@ TrainingSession::setArguments(const std::vector<std::vector<float>> &globals) {
       if (!buffer.ok())
         return buffer.status();
       mine[i] = *buffer;
-      copyBlock(args[i], device.coordinates(), globals[i].data(),
+      copyBlock(args[i], device.coordinates(),
+                const_cast<float *>(globals[i].data()),
                 static_cast<float *>(mine[i]), /*toGlobal=*/false);
     }
     return absl::OkStatus();
   });
+  if (!status.ok())
+    resetAfterFailure();
+  return status;
 }
 
 absl::StatusOr<TrainingSession::StepResult>
 TrainingSession::step(int64_t stepsTaken) {
+  if (buffers.empty())
+    return absl::FailedPreconditionError(
+        "the session has no arguments (setArguments failed or was not called, "
+        "or a step failed)");
   const std::vector<ArgumentSpec> &args = programSpec.arguments;
   size_t numResults = programSpec.resultAliases.size();
   std::vector<double> losses(mesh->numDevices(), 0.0);
@@ -165,6 +212,12 @@ TrainingSession::step(int64_t stepsTaken) {
             "device ", device.id(), ": the program failed without a reason"));
       return error;
     }
+    if (!device.error().ok())
+      return device.error();
+    for (void *result : results)
+      if (!result)
+        return absl::InternalError(absl::StrCat(
+            "device ", device.id(), ": the program returned a null result"));
     comm[device.id()] = device.counters().commBytes - commBefore;
     MemoryPool &pool = device.pool(SD_DEVICE_MEMORY);
     for (size_t r = 0; r < numResults; ++r) {
@@ -173,7 +226,10 @@ TrainingSession::step(int64_t stepsTaken) {
         losses[device.id()] = *static_cast<float *>(results[r]);
       if (alias >= 0) {
         if (results[r] != mine[alias]) {
-          pool.release(mine[alias]);
+          if (pool.owns(mine[alias]))
+            pool.release(mine[alias]);
+          else
+            device.pool(SD_HOST_MEMORY).release(mine[alias]);
           mine[alias] = results[r];
         }
         continue;
@@ -193,18 +249,35 @@ TrainingSession::step(int64_t stepsTaken) {
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
-  if (!status.ok())
+  if (!status.ok()) {
+    resetAfterFailure();
     return status;
+  }
   lastCommBytes = *std::max_element(comm.begin(), comm.end());
   return StepResult{losses[0], seconds};
 }
 
-std::vector<float> TrainingSession::gatherArgument(int64_t index) {
+absl::StatusOr<std::vector<float>>
+TrainingSession::gatherArgument(int64_t index) {
+  if (buffers.empty())
+    return absl::FailedPreconditionError("the session has no arguments");
+  if (index < 0 || index >= static_cast<int64_t>(programSpec.arguments.size()))
+    return absl::OutOfRangeError(absl::StrCat("no argument #", index));
   const ArgumentSpec &arg = programSpec.arguments[index];
   std::vector<float> global(numElements(arg.globalShape), 0.0f);
   for (int64_t d = 0; d < mesh->numDevices(); ++d)
     copyBlock(arg, mesh->device(d).coordinates(), global.data(),
               static_cast<float *>(buffers[d][index]), /*toGlobal=*/true);
+  // Replicas must agree bitwise (a missing all-reduce would not).
+  std::vector<float> block(numElements(arg.localShape));
+  for (int64_t d = 0; d < mesh->numDevices(); ++d) {
+    copyBlock(arg, mesh->device(d).coordinates(), global.data(), block.data(),
+              /*toGlobal=*/false);
+    if (std::memcmp(block.data(), buffers[d][index],
+                    block.size() * sizeof(float)) != 0)
+      return absl::DataLossError(absl::StrCat(
+          "the replicas of '", arg.name, "' differ (device ", d, ")"));
+  }
   return global;
 }
 

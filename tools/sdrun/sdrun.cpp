@@ -241,8 +241,9 @@ int main(int argc, char **argv) {
     mesh = *parsed;
   }
   if (devicesFlag > 0 && devicesFlag != mesh.numDevices())
-    return fail("--mesh=" + meshFlag + " has " + Twine(mesh.numDevices()) +
-                " devices, but --devices=" + Twine(devicesFlag));
+    return fail("mesh " + mesh.toString() + " has " +
+                Twine(mesh.numDevices()) + " devices, but --devices=" +
+                Twine(devicesFlag));
   if (perDeviceBatchFlag != 0.0) {
     if (batchFlag != 0)
       return fail("give --batch or --per-device-batch, not both");
@@ -272,7 +273,7 @@ int main(int argc, char **argv) {
     hostBudget = *size;
   }
   if (threadsFlag < 0)
-    return fail("--threads-per-device must be positive");
+    return fail("--threads-per-device must not be negative");
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::sd::SDDialect, mlir::func::FuncDialect>();
@@ -328,6 +329,8 @@ int main(int argc, char **argv) {
     metrics = std::make_unique<ToolOutputFile>(metricsFlag, error, llvm::sys::fs::OF_None);
     if (error)
       return fail("cannot write '" + metricsFlag + "': " + error.message());
+    // The steps that ran are kept even when a later one fails.
+    metrics->keep();
   }
 
   std::vector<double> losses;
@@ -374,8 +377,6 @@ int main(int argc, char **argv) {
     outs() << " (sdopt predicts " << humanBytes(program.predictedCommBytes)
            << ")";
   outs() << "\n";
-  if (metrics)
-    metrics->keep();
   if (!verifyFlag)
     return 0;
 
@@ -384,20 +385,36 @@ int main(int argc, char **argv) {
   single.mesh.clear();
   single.devices = 0;
   mlir::sd::TrainProgram singleProgram;
-  int allThreads =
-      std::max(1u, std::thread::hardware_concurrency());
+  // 0: all the cores OpenMP sees for the one device.
+  int allThreads = 0;
   absl::StatusOr<std::unique_ptr<sd::rt::TrainingSession>> reference =
       startSession(*module, single, *initial, allThreads, 0, 0, singleProgram);
   if (!reference.ok())
     return reference.status().code() == absl::StatusCode::kAborted
                ? failMlir("could not build the single-device training step")
                : fail(reference.status());
+  const std::vector<sd::rt::ArgumentSpec> &meshArgs = program.spec.arguments;
+  const std::vector<sd::rt::ArgumentSpec> &singleArgs =
+      singleProgram.spec.arguments;
+  if (meshArgs.size() != singleArgs.size())
+    return fail("--verify: the single-device step has " +
+                Twine(singleArgs.size()) + " arguments, the mesh's " +
+                Twine(meshArgs.size()));
+  for (size_t i = 0; i < meshArgs.size(); ++i)
+    if (meshArgs[i].name != singleArgs[i].name ||
+        meshArgs[i].globalShape != singleArgs[i].globalShape)
+      return fail("--verify: argument #" + Twine(i) + " is '" +
+                  meshArgs[i].name + "' on the mesh but '" +
+                  singleArgs[i].name + "' on one device");
+  // NaN or infinity anywhere fails the comparison.
+  bool finite = true;
   double worstLoss = 0;
   for (int64_t step = 0; step < stepsFlag; ++step) {
     absl::StatusOr<sd::rt::TrainingSession::StepResult> result =
         (*reference)->step(step);
     if (!result.ok())
       return fail(result.status());
+    finite &= std::isfinite(losses[step]) && std::isfinite(result->loss);
     double diff = std::fabs(losses[step] - result->loss) /
                   std::max(std::fabs(result->loss), 1e-30);
     worstLoss = std::max(worstLoss, diff);
@@ -409,23 +426,35 @@ int main(int argc, char **argv) {
   // gradients into relative differences of 1e-4 without anything wrong.)
   double worstDiff = 0, scale = 0;
   std::string worstName;
-  for (size_t i = 0; i < program.spec.arguments.size(); ++i) {
-    if (program.spec.arguments[i].kind != sd::rt::ArgumentKind::Parameter)
+  for (size_t i = 0; i < meshArgs.size(); ++i) {
+    if (meshArgs[i].kind != sd::rt::ArgumentKind::Parameter)
       continue;
-    std::vector<float> actual = (*session)->gatherArgument(i);
-    std::vector<float> expected = (*reference)->gatherArgument(i);
-    for (size_t e = 0; e < expected.size(); ++e) {
-      double diff = std::fabs(static_cast<double>(actual[e]) - expected[e]);
-      scale = std::max(scale, std::fabs(static_cast<double>(expected[e])));
+    absl::StatusOr<std::vector<float>> actual =
+        (*session)->gatherArgument(i);
+    if (!actual.ok())
+      return fail(actual.status());
+    absl::StatusOr<std::vector<float>> expected =
+        (*reference)->gatherArgument(i);
+    if (!expected.ok())
+      return fail(expected.status());
+    for (size_t e = 0; e < expected->size(); ++e) {
+      double a = (*actual)[e], b = (*expected)[e];
+      finite &= std::isfinite(a) && std::isfinite(b);
+      double diff = std::fabs(a - b);
+      scale = std::max(scale, std::fabs(b));
       if (diff > worstDiff) {
         worstDiff = diff;
-        worstName = program.spec.arguments[i].name;
+        worstName = meshArgs[i].name;
       }
     }
   }
   double worstParam = worstDiff / std::max(scale, 1e-30);
   if (worstName.empty())
     worstName = "all equal";
+  if (!finite) {
+    outs() << "verify: FAILED: a loss or parameter is not finite\n";
+    return 1;
+  }
   bool ok = worstLoss <= 1e-4 && worstParam <= 1e-4;
   outs() << format("verify: largest relative difference to one device: "
                    "loss %.3g, parameters %.3g (%s): %s\n",

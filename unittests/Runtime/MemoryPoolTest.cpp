@@ -5,7 +5,9 @@
 #include "gtest/gtest.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <set>
 #include <thread>
 #include <vector>
@@ -164,3 +166,33 @@ TEST(MemoryPoolTest, ConcurrentAllocationsAreCounted) {
 }
 
 } // namespace
+
+TEST(MemoryPoolTest, ReleasedBuffersAreReusedButNotCountedLive) {
+  MemoryPool pool("device", 0, /*budget=*/0);
+  void *a = *pool.allocate(4000, "a");
+  void *b = *pool.allocate(8000, "b");
+  pool.release(a);
+  pool.release(b);
+  EXPECT_EQ(pool.liveBytes(), 0);
+  EXPECT_EQ(pool.peakBytes(), 12000);
+  void *again = *pool.allocate(4000, "again");
+  const char *noCache = std::getenv("SD_NO_BUFFER_CACHE");
+  if (!noCache || std::string(noCache) == "0") {
+    EXPECT_EQ(again, a) << "a released buffer of the same size is reused";
+  }
+  EXPECT_EQ(pool.liveBytes(), 4000);
+  EXPECT_EQ(pool.peakBytes(), 12000);
+  pool.release(again);
+}
+
+TEST(MemoryPoolTest, CachedBuffersDoNotCountAgainstTheBudget) {
+  // 8000 B cached, then a different size that fits the budget only if the
+  // cache is not counted (and freed first).
+  MemoryPool pool("device", 0, /*budget=*/10000);
+  void *a = *pool.allocate(8000, "a");
+  pool.release(a);
+  absl::StatusOr<void *> b = pool.allocate(9000, "b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(pool.liveBytes(), 9000);
+  pool.release(*b);
+}

@@ -175,7 +175,9 @@ public:
   Device &device(int64_t id) { return *devices[id]; }
 
   /// Runs `fn` once per device, each on its own thread whose OpenMP team
-  /// has threadsPerDevice() threads, and waits for all. When a device fails,
+  /// has threadsPerDevice() threads, and waits for all. The threads persist
+  /// between calls (one per device for the runtime's lifetime); calls must
+  /// not overlap. When a device fails,
   /// the transport is aborted so that its peers return instead of waiting;
   /// the result is the failing devices' first error in device order (an
   /// Aborted peer never hides the cause).
@@ -186,10 +188,14 @@ public:
 
 private:
   explicit MeshRuntime(MeshRuntimeOptions options);
+  struct Workers;
+  /// Starts the device threads (on the first runOnDevices).
+  void startWorkers();
   MeshRuntimeOptions options;
   int threads = 1;
   std::unique_ptr<Transport> transportPtr;
   std::vector<std::unique_ptr<Device>> devices;
+  std::unique_ptr<Workers> workers;
 };
 
 } // namespace sd::rt

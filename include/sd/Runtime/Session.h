@@ -57,23 +57,26 @@ struct ProgramSpec {
 /// Elements of a shape.
 int64_t numElements(const std::vector<int64_t> &shape);
 
-/// Copies `device`'s block of a global row-major tensor of `spec` into
-/// `local` (localShape elements), or back (`toGlobal`).
+/// Copies the block of the device at `coords` of a global row-major tensor
+/// of `spec` into `local` (localShape elements), or back (`toGlobal`; only
+/// then is `global` written).
 void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
-               const float *global, float *local, bool toGlobal);
+               float *global, float *local, bool toGlobal);
 
 class TrainingSession {
 public:
   /// Checks that the spec fits the mesh (each global dimension is the local
-  /// one times its axes' sizes).
+  /// one times its axes' sizes), that no two results are donated into one
+  /// argument, and that the loss result exists and is not donated.
   static absl::StatusOr<std::unique_ptr<TrainingSession>>
   create(MeshRuntimeOptions options, ProgramSpec spec,
          std::unique_ptr<LoadedProgram> program);
   ~TrainingSession();
 
   /// Gives every device its blocks of the global arguments (one row-major
-  /// vector per argument, of its global shape), in device memory. Fails with
-  /// the out-of-memory error of the first device that cannot hold them.
+  /// vector per argument, of its global shape), in device memory, replacing
+  /// any it had. Fails with the out-of-memory error of the first device that
+  /// cannot hold them; the session then has no arguments.
   absl::Status setArguments(const std::vector<std::vector<float>> &globals);
 
   struct StepResult {
@@ -82,12 +85,15 @@ public:
     double seconds = 0;
   };
   /// Runs one step with the step counter set to `stepsTaken` (the number of
-  /// optimizer steps taken before this one).
+  /// optimizer steps taken before this one). A failed step (out of memory,
+  /// a failing device) leaves donated arguments half-updated: the session
+  /// then releases everything in the devices' pools and has no arguments
+  /// (FailedPrecondition) until setArguments is called again.
   absl::StatusOr<StepResult> step(int64_t stepsTaken);
 
   /// The global value of argument `index`, assembled from the devices'
-  /// blocks.
-  std::vector<float> gatherArgument(int64_t index);
+  /// blocks; DataLoss when the devices holding the same block disagree.
+  absl::StatusOr<std::vector<float>> gatherArgument(int64_t index);
 
   const ProgramSpec &spec() const { return programSpec; }
   MeshRuntime &runtime() { return *mesh; }
@@ -100,6 +106,8 @@ public:
 private:
   TrainingSession(std::unique_ptr<MeshRuntime> mesh, ProgramSpec spec,
                   std::unique_ptr<LoadedProgram> program);
+  void releaseArguments();
+  void resetAfterFailure();
   std::unique_ptr<MeshRuntime> mesh;
   ProgramSpec programSpec;
   std::unique_ptr<LoadedProgram> program;
