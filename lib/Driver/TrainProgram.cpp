@@ -43,6 +43,25 @@ func::FuncOp findTrainStep(ModuleOp module) {
   return func;
 }
 
+/// The single-device training step of `options` (its mesh ignored), and the
+/// module holding it.
+struct SingleDeviceStep {
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp step;
+};
+FailureOr<SingleDeviceStep> buildSingleDeviceStep(ModuleOp module,
+                                                  PipelineOptions options) {
+  options.mesh.clear();
+  options.dcnMesh.clear();
+  FailureOr<OwningOpRef<ModuleOp>> single = runPipeline(module, options);
+  if (failed(single))
+    return failure();
+  func::FuncOp step = findTrainStep(**single);
+  if (!step)
+    return failure();
+  return SingleDeviceStep{std::move(*single), step};
+}
+
 /// The runtime's description of `func`'s arguments and results.
 FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
                                           const ::sd::MeshSpec &mesh) {
@@ -116,15 +135,10 @@ FailureOr<TrainProgram>
 mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   TrainProgram program;
   // The whole model's FLOPs come from the single-device step.
-  PipelineOptions single = options;
-  single.mesh.clear();
-  single.dcnMesh.clear();
-  FailureOr<OwningOpRef<ModuleOp>> singleModule = runPipeline(module, single);
-  if (failed(singleModule))
+  FailureOr<SingleDeviceStep> single = buildSingleDeviceStep(module, options);
+  if (failed(single))
     return failure();
-  func::FuncOp singleStep = findTrainStep(**singleModule);
-  if (!singleStep)
-    return failure();
+  func::FuncOp singleStep = single->step;
   FailureOr<CostReport> cost =
       computeCostReport(singleStep, LayoutChoice::Auto);
   if (failed(cost))
@@ -143,7 +157,7 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   OwningOpRef<ModuleOp> lowered;
   if (options.mesh.empty()) {
     program.mesh = ::sd::MeshSpec({::sd::MeshAxis{"data", 1, 1}});
-    lowered = std::move(*singleModule);
+    lowered = std::move(single->module);
   } else {
     ::sd::MeshOptions meshOptions;
     if (options.devices > 0)
@@ -198,17 +212,11 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
 FailureOr<std::vector<std::vector<float>>>
 mlir::sd::initialTrainArguments(ModuleOp module, const PipelineOptions &options,
                                 uint64_t seed) {
-  PipelineOptions single = options;
-  single.mesh.clear();
-  single.dcnMesh.clear();
-  FailureOr<OwningOpRef<ModuleOp>> singleModule = runPipeline(module, single);
-  if (failed(singleModule))
-    return failure();
-  func::FuncOp step = findTrainStep(**singleModule);
-  if (!step)
+  FailureOr<SingleDeviceStep> single = buildSingleDeviceStep(module, options);
+  if (failed(single))
     return failure();
   FailureOr<std::vector<::sd::ref::Tensor>> tensors =
-      initializeArguments(step, seed);
+      initializeArguments(single->step, seed);
   if (failed(tensors))
     return failure();
   std::vector<std::vector<float>> values;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 namespace sd::rt {
@@ -293,6 +294,58 @@ int64_t TrainingSession::peakHostBytes() {
   for (int64_t d = 0; d < mesh->numDevices(); ++d)
     peak = std::max(peak, mesh->device(d).pool(SD_HOST_MEMORY).peakBytes());
   return peak;
+}
+
+absl::StatusOr<ParameterComparison>
+compareParameters(TrainingSession &actual, TrainingSession &expected) {
+  const std::vector<ArgumentSpec> &actualArgs = actual.spec().arguments;
+  const std::vector<ArgumentSpec> &expectedArgs = expected.spec().arguments;
+  if (actualArgs.size() != expectedArgs.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("the sessions have ", actualArgs.size(), " and ",
+                     expectedArgs.size(), " arguments"));
+  for (size_t i = 0; i < actualArgs.size(); ++i) {
+    if (actualArgs[i].name != expectedArgs[i].name)
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument #", i, " is '", actualArgs[i].name,
+                       "' in one session but '", expectedArgs[i].name,
+                       "' in the other"));
+    if (actualArgs[i].globalShape != expectedArgs[i].globalShape)
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument '", actualArgs[i].name,
+                       "' has different global shapes in the two sessions"));
+  }
+  // The parameters form one vector: the largest element difference over
+  // the largest parameter magnitude. (Per tensor, a zero-initialized
+  // weight after a few AdamW steps holds values of the order of the
+  // learning rate, where m/sqrt(v) turns f32 rounding in near-zero
+  // gradients into relative differences of 1e-4 without anything wrong.)
+  ParameterComparison comparison;
+  double worstDiff = 0, scale = 0;
+  for (size_t i = 0; i < actualArgs.size(); ++i) {
+    if (actualArgs[i].kind != ArgumentKind::Parameter)
+      continue;
+    absl::StatusOr<std::vector<float>> actualValues =
+        actual.gatherArgument(static_cast<int64_t>(i));
+    if (!actualValues.ok())
+      return actualValues.status();
+    absl::StatusOr<std::vector<float>> expectedValues =
+        expected.gatherArgument(static_cast<int64_t>(i));
+    if (!expectedValues.ok())
+      return expectedValues.status();
+    for (size_t e = 0; e < expectedValues->size(); ++e) {
+      double a = (*actualValues)[e], b = (*expectedValues)[e];
+      comparison.finite &= std::isfinite(a) && std::isfinite(b);
+      double diff = std::fabs(a - b);
+      scale = std::max(scale, std::fabs(b));
+      if (diff > worstDiff) {
+        worstDiff = diff;
+        comparison.worstTensor = actualArgs[i].name;
+      }
+    }
+  }
+  comparison.relativeDifference = worstDiff / std::max(scale, 1e-30);
+  return comparison;
 }
 
 } // namespace sd::rt

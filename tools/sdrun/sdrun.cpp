@@ -24,7 +24,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
@@ -112,39 +111,6 @@ static cl::opt<std::string>
                  cl::cat(runCategory));
 
 namespace {
-
-/// "512MiB", "2GB", "1.5G", "1048576" → bytes; nullopt when malformed.
-std::optional<int64_t> parseSize(StringRef text) {
-  text = text.trim();
-  size_t end = 0;
-  while (end < text.size() && (llvm::isDigit(text[end]) || text[end] == '.'))
-    ++end;
-  double number;
-  if (end == 0 || text.substr(0, end).getAsDouble(number))
-    return std::nullopt;
-  std::string unit = text.substr(end).trim().lower();
-  double scale;
-  if (unit.empty() || unit == "b")
-    scale = 1;
-  else if (unit == "k" || unit == "kib")
-    scale = 1024.0;
-  else if (unit == "kb")
-    scale = 1e3;
-  else if (unit == "m" || unit == "mib")
-    scale = 1024.0 * 1024;
-  else if (unit == "mb")
-    scale = 1e6;
-  else if (unit == "g" || unit == "gib")
-    scale = 1024.0 * 1024 * 1024;
-  else if (unit == "gb")
-    scale = 1e9;
-  else
-    return std::nullopt;
-  double bytes = number * scale;
-  if (!(bytes > 0) || bytes > 9e18)
-    return std::nullopt;
-  return static_cast<int64_t>(bytes);
-}
 
 /// `%g`: 0.3, 1.2, 8.
 std::string shortDouble(double value) {
@@ -259,14 +225,14 @@ int main(int argc, char **argv) {
     return fail("--batch must be positive, not " + Twine(options.batch));
   int64_t deviceBudget = 0, hostBudget = 0;
   if (!deviceMemoryFlag.empty()) {
-    std::optional<int64_t> size = parseSize(deviceMemoryFlag);
+    std::optional<int64_t> size = sd::rt::parseByteSize(deviceMemoryFlag);
     if (!size)
       return fail("--device-memory='" + deviceMemoryFlag +
                   "' is not a size (e.g. 512MiB, 2GB)");
     deviceBudget = *size;
   }
   if (!hostMemoryFlag.empty()) {
-    std::optional<int64_t> size = parseSize(hostMemoryFlag);
+    std::optional<int64_t> size = sd::rt::parseByteSize(hostMemoryFlag);
     if (!size)
       return fail("--host-memory='" + hostMemoryFlag +
                   "' is not a size (e.g. 512MiB, 2GB)");
@@ -393,19 +359,6 @@ int main(int argc, char **argv) {
     return reference.status().code() == absl::StatusCode::kAborted
                ? failMlir("could not build the single-device training step")
                : fail(reference.status());
-  const std::vector<sd::rt::ArgumentSpec> &meshArgs = program.spec.arguments;
-  const std::vector<sd::rt::ArgumentSpec> &singleArgs =
-      singleProgram.spec.arguments;
-  if (meshArgs.size() != singleArgs.size())
-    return fail("--verify: the single-device step has " +
-                Twine(singleArgs.size()) + " arguments, the mesh's " +
-                Twine(meshArgs.size()));
-  for (size_t i = 0; i < meshArgs.size(); ++i)
-    if (meshArgs[i].name != singleArgs[i].name ||
-        meshArgs[i].globalShape != singleArgs[i].globalShape)
-      return fail("--verify: argument #" + Twine(i) + " is '" +
-                  meshArgs[i].name + "' on the mesh but '" +
-                  singleArgs[i].name + "' on one device");
   // NaN or infinity anywhere fails the comparison.
   bool finite = true;
   double worstLoss = 0;
@@ -419,38 +372,16 @@ int main(int argc, char **argv) {
                   std::max(std::fabs(result->loss), 1e-30);
     worstLoss = std::max(worstLoss, diff);
   }
-  // The parameters form one vector: the largest element difference over
-  // the largest parameter magnitude. (Per tensor, a zero-initialized
-  // weight after a few AdamW steps holds values of the order of the
-  // learning rate, where m/sqrt(v) turns f32 rounding in near-zero
-  // gradients into relative differences of 1e-4 without anything wrong.)
-  double worstDiff = 0, scale = 0;
-  std::string worstName;
-  for (size_t i = 0; i < meshArgs.size(); ++i) {
-    if (meshArgs[i].kind != sd::rt::ArgumentKind::Parameter)
-      continue;
-    absl::StatusOr<std::vector<float>> actual =
-        (*session)->gatherArgument(i);
-    if (!actual.ok())
-      return fail(actual.status());
-    absl::StatusOr<std::vector<float>> expected =
-        (*reference)->gatherArgument(i);
-    if (!expected.ok())
-      return fail(expected.status());
-    for (size_t e = 0; e < expected->size(); ++e) {
-      double a = (*actual)[e], b = (*expected)[e];
-      finite &= std::isfinite(a) && std::isfinite(b);
-      double diff = std::fabs(a - b);
-      scale = std::max(scale, std::fabs(b));
-      if (diff > worstDiff) {
-        worstDiff = diff;
-        worstName = meshArgs[i].name;
-      }
-    }
-  }
-  double worstParam = worstDiff / std::max(scale, 1e-30);
-  if (worstName.empty())
-    worstName = "all equal";
+  absl::StatusOr<sd::rt::ParameterComparison> comparison =
+      sd::rt::compareParameters(**session, **reference);
+  if (!comparison.ok())
+    return fail(comparison.status().code() == absl::StatusCode::kInvalidArgument
+                    ? "--verify: " + std::string(comparison.status().message())
+                    : std::string(comparison.status().message()));
+  finite &= comparison->finite;
+  double worstParam = comparison->relativeDifference;
+  std::string worstName =
+      comparison->worstTensor.empty() ? "all equal" : comparison->worstTensor;
   if (!finite) {
     outs() << "verify: FAILED: a loss or parameter is not finite\n";
     return 1;

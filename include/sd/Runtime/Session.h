@@ -116,6 +116,23 @@ private:
   int64_t lastCommBytes = 0;
 };
 
+/// How far the parameters of one session are from another's.
+struct ParameterComparison {
+  /// The largest |actual - expected| over all parameter elements divided by
+  /// the largest |expected| over all parameter elements.
+  double relativeDifference = 0;
+  /// The parameter holding the largest difference; empty when all are equal.
+  std::string worstTensor;
+  /// False when an element of either session is NaN or infinite.
+  bool finite = true;
+};
+
+/// Compares the Parameter arguments of two sessions (e.g. a mesh's against
+/// one device's). InvalidArgument when the specs do not have the same
+/// arguments (names and global shapes); the errors of gatherArgument.
+absl::StatusOr<ParameterComparison>
+compareParameters(TrainingSession &actual, TrainingSession &expected);
+
 } // namespace sd::rt
 
 #endif // SD_RUNTIME_SESSION_H
