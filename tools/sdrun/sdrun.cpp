@@ -343,6 +343,16 @@ int main(int argc, char **argv) {
     outs() << " (sdopt predicts " << humanBytes(program.predictedCommBytes)
            << ")";
   outs() << "\n";
+  // sd.offload / sd.reload traffic (remat policies with offload).
+  int64_t offloaded = 0, reloaded = 0;
+  for (int64_t d = 0; d < runtime.numDevices(); ++d) {
+    offloaded = std::max(offloaded, runtime.device(d).counters().offloadBytes);
+    reloaded = std::max(reloaded, runtime.device(d).counters().reloadBytes);
+  }
+  if (offloaded + reloaded > 0)
+    outs() << "per device: moved " << humanBytes(offloaded / stepsFlag)
+           << " to host memory and " << humanBytes(reloaded / stepsFlag)
+           << " back per step (sd.offload, sd.reload)\n";
   if (!verifyFlag)
     return 0;
 
