@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Runtime/Program.h"
+#include "RuntimeTestUtils.h"
 
 #include <gtest/gtest.h>
 
@@ -21,16 +22,7 @@
 namespace sd::rt {
 namespace {
 
-/// The text of ProgramABI.h, found from this file's path (the build passes
-/// absolute source paths).
-std::string abiHeaderText() {
-  std::string file = __FILE__;
-  std::string root = file.substr(0, file.rfind("/unittests/"));
-  std::ifstream in(root + "/include/sd/Runtime/ProgramABI.h");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using ::sd::rt::testutil::abiHeaderText;
 
 /// A program whose result 0 is 2 * args[0] + `offset` for 4 floats, and that
 /// reports ABI version `version`.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Runtime/Session.h"
+#include "RuntimeTestUtils.h"
 
 #include <gtest/gtest.h>
 
@@ -149,16 +150,7 @@ TEST(CopyBlockTest, FullyReplicatedAndRankZeroTensors) {
 // TrainingSession
 //===----------------------------------------------------------------------===//
 
-/// The text of ProgramABI.h, found from this file's path (the build passes
-/// absolute source paths).
-std::string abiHeaderText() {
-  std::string file = __FILE__;
-  std::string root = file.substr(0, file.rfind("/unittests/"));
-  std::ifstream in(root + "/include/sd/Runtime/ProgramABI.h");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using ::sd::rt::testutil::abiHeaderText;
 
 /// A step taking (w: `localSize` floats, step: scalar) and returning (loss,
 /// w - 1 in place). The loss is the sum of the device's block of w plus
