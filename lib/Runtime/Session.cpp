@@ -2,6 +2,8 @@
 
 #include "sd/Runtime/Session.h"
 
+#include "sd/Reference/Tensor.h"
+
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
@@ -12,10 +14,7 @@
 namespace sd::rt {
 
 int64_t numElements(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
+  return ::sd::ref::shapeProduct(shape);
 }
 
 void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
@@ -38,9 +37,8 @@ void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
       block = block * spec.axisSizes[axis] + coords[axis];
     offsets[d] = block * localShape[d];
   }
-  std::vector<int64_t> globalStrides(rank, 1);
-  for (size_t d = rank - 1; d-- > 0;)
-    globalStrides[d] = globalStrides[d + 1] * spec.globalShape[d + 1];
+  std::vector<int64_t> globalStrides =
+      ::sd::ref::rowMajorStrides(spec.globalShape);
   // Copy rows of the innermost dimension.
   int64_t inner = localShape[rank - 1];
   int64_t rows = numElements(localShape) / inner;

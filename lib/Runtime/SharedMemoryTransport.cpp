@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Reference/Tensor.h"
 #include "sd/Runtime/Runtime.h"
 
 #include "absl/strings/str_format.h"
@@ -79,20 +80,8 @@ private:
   uint64_t currentGeneration = 0;
 };
 
-/// Row-major strides of `shape`.
-std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
-int64_t product(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t size : shape)
-    n *= size;
-  return n;
-}
+using ::sd::ref::rowMajorStrides;
+using ::sd::ref::shapeProduct;
 
 /// Below this many elements a copy or sum stays on the device thread.
 constexpr int64_t kParallelElements = 1 << 15;
@@ -112,10 +101,10 @@ void transferBox(const float *src, const std::vector<int64_t> &srcShape,
     *dst = add ? *dst + *src : *src;
     return;
   }
-  std::vector<int64_t> srcStrides = stridesOf(srcShape);
-  std::vector<int64_t> dstStrides = stridesOf(dstShape);
+  std::vector<int64_t> srcStrides = rowMajorStrides(srcShape);
+  std::vector<int64_t> dstStrides = rowMajorStrides(dstShape);
   int64_t rowLength = box[rank - 1];
-  int64_t rows = product(box) / std::max<int64_t>(rowLength, 1);
+  int64_t rows = shapeProduct(box) / std::max<int64_t>(rowLength, 1);
   if (rowLength == 0 || rows == 0)
     return;
   int64_t srcBase = 0, dstBase = 0;
@@ -367,8 +356,8 @@ int64_t SharedMemoryTransport::commBytes(const SdCollective &op,
   if (n <= 1)
     return 0;
   auto chunk = [&](int64_t bytes) { return (bytes + n - 1) / n; };
-  int64_t inBytes = product(plan.inShape) * int64_t(sizeof(float));
-  int64_t outBytes = product(plan.outShape) * int64_t(sizeof(float));
+  int64_t inBytes = shapeProduct(plan.inShape) * int64_t(sizeof(float));
+  int64_t outBytes = shapeProduct(plan.outShape) * int64_t(sizeof(float));
   switch (op.kind) {
   case SD_ALL_GATHER:
     return (n - 1) * chunk(outBytes);
