@@ -280,6 +280,17 @@ TrainingSession::gatherArgument(int64_t index) {
   return global;
 }
 
+absl::StatusOr<const float *> TrainingSession::deviceBlock(int64_t device,
+                                                          int64_t index) {
+  if (buffers.empty())
+    return absl::FailedPreconditionError("the session has no arguments");
+  if (device < 0 || device >= mesh->numDevices())
+    return absl::OutOfRangeError(absl::StrCat("no device ", device));
+  if (index < 0 || index >= static_cast<int64_t>(programSpec.arguments.size()))
+    return absl::OutOfRangeError(absl::StrCat("no argument #", index));
+  return static_cast<const float *>(buffers[device][index]);
+}
+
 int64_t TrainingSession::peakDeviceBytes() {
   int64_t peak = 0;
   for (int64_t d = 0; d < mesh->numDevices(); ++d)

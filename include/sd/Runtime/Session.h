@@ -95,6 +95,11 @@ public:
   /// blocks; DataLoss when the devices holding the same block disagree.
   absl::StatusOr<std::vector<float>> gatherArgument(int64_t index);
 
+  /// Device `device`'s block of argument `index` (localShape elements,
+  /// row-major), valid until the next step or setArguments; FailedPrecondition
+  /// without arguments, OutOfRange for a bad index.
+  absl::StatusOr<const float *> deviceBlock(int64_t device, int64_t index);
+
   const ProgramSpec &spec() const { return programSpec; }
   MeshRuntime &runtime() { return *mesh; }
   /// The most device (host) memory any device had live at once.
