@@ -1,0 +1,135 @@
+//===- Checkpoint.h - Sharded checkpoints of training sessions --*- C++ -*-===//
+//
+// A checkpoint of a TrainingSession is a step directory
+//
+//   DIR/step_00000010/device_0.safetensors ... device_<n-1>.safetensors
+//   DIR/step_00000010/manifest.pb
+//
+// with one safetensors file per device of the mesh it was written on. A
+// device's file holds, under each argument's name, the block of that
+// argument the device owns: a block (a distinct set of coordinates on the
+// mesh axes that split the tensor) is owned by the lowest-numbered device
+// holding it, so replicated tensors are written once and a device may own
+// nothing (its file is then a valid empty safetensors file). The manifest
+// (lib/Checkpoint/Manifest.proto, binary protobuf) records the step, the
+// mesh, the RNG state, the optimizer hyperparameters, the model, and for
+// every tensor its global shape, sharding and blocks with their CRC-32s, and
+// for every file its size and CRC-32. It is written last: a step directory
+// without a manifest is an incomplete write and is ignored.
+//
+// Every file is written atomically (`.tmp`, fsync, rename, fsync of the
+// directory). Loading assembles global tensors, so a checkpoint can be
+// loaded onto any mesh (resharding) with TrainingSession::setArguments.
+//
+// Test hook: when the environment variable SD_CHECKPOINT_STALL is `shard`,
+// saveCheckpoint stops after writing half of device 0's shard .tmp file; when
+// it is `manifest`, after writing (and fsyncing) the manifest's .tmp file,
+// before renaming it. There it prints
+// `sd: checkpoint write stalled (SD_CHECKPOINT_STALL=<value>)` to stderr and
+// sleeps forever, so that a crash test can kill -9 the process at a known
+// point of the write.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_CHECKPOINT_CHECKPOINT_H
+#define SD_CHECKPOINT_CHECKPOINT_H
+
+#include "sd/Runtime/Session.h"
+#include "sd/Sharding/Mesh.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sd::ckpt {
+
+/// The manifest format this library writes and reads.
+constexpr uint32_t kFormatVersion = 1;
+
+/// What the training loop keeps beside the tensors; the caller fills it.
+struct CheckpointMeta {
+  /// Optimizer steps taken (names the step directory).
+  int64_t step = 0;
+  /// RNG state: the run's seed, the data pipeline's seed, and how far the
+  /// data stream has been consumed.
+  uint64_t seed = 0;
+  uint64_t dataSeed = 0;
+  int64_t dataPosition = 0;
+  /// Identifies the model, e.g. "flux-tiny.mlir sha256:…".
+  std::string model;
+  /// Optimizer hyperparameters ("learning_rate", "adam_b1", ...).
+  std::map<std::string, double> hyperparameters;
+};
+
+/// "step_00000010": the step directory's name of `step`.
+std::string stepDirectoryName(int64_t step);
+
+/// Writes `session`'s arguments as checkpoint `meta.step` under `dir`
+/// (created if missing): every device's shard file (in parallel, one thread
+/// per device; each atomically), then the manifest (atomically), then fsyncs
+/// the step directory and `dir`. AlreadyExists, writing nothing, when that
+/// step already has a manifest. Leftovers of an earlier, interrupted write of
+/// the step (`*.tmp` files, shard files) are replaced or removed.
+/// InvalidArgument for a negative step; FailedPrecondition when the session
+/// has no arguments; OS errors naming the file.
+absl::Status saveCheckpoint(const std::string &dir,
+                            rt::TrainingSession &session,
+                            const CheckpointMeta &meta);
+
+/// The step directories (full paths) of `dir` that have a manifest that
+/// parses, oldest first (by step). Incomplete ones are skipped. An empty
+/// list when `dir` does not exist.
+absl::StatusOr<std::vector<std::string>>
+listCheckpoints(const std::string &dir);
+
+/// One global tensor of a checkpoint.
+struct LoadedTensor {
+  std::string name;
+  rt::ArgumentKind kind = rt::ArgumentKind::Input;
+  std::vector<int64_t> globalShape;
+  /// Per dimension, the names of the mesh axes that split it when written.
+  std::vector<std::vector<std::string>> sharding;
+  /// Row-major, globalShape's elements.
+  std::vector<float> values;
+};
+
+struct LoadedCheckpoint {
+  /// The step directory.
+  std::string path;
+  CheckpointMeta meta;
+  /// The mesh it was written on.
+  MeshSpec mesh;
+  /// Wall-clock time of the write, microseconds since the Unix epoch.
+  int64_t writtenUnixMicros = 0;
+  /// In the order of the writing session's arguments.
+  std::vector<LoadedTensor> tensors;
+
+  /// The tensor called `name`, or nullptr.
+  const LoadedTensor *find(const std::string &name) const;
+};
+
+/// Reads the checkpoint in `stepDir`. Each shard file's size and CRC-32 are
+/// checked against the manifest before its contents are used; each block's
+/// CRC-32 is checked, and the blocks of each tensor must tile it exactly.
+/// NotFound without a manifest; DataLoss for anything damaged, naming the
+/// file: "checkpoint shard 'D/step_00000010/device_1.safetensors' is corrupt:
+/// crc32 0x1234abcd != manifest's 0x89ef0123", "... is truncated: 100 bytes,
+/// manifest says 120", "... is missing"; FailedPrecondition for a format
+/// version this library does not read.
+absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir);
+
+/// The global values of `spec`'s arguments (in argument order, for
+/// TrainingSession::setArguments on any mesh), matched by name in `ckpt`.
+/// InvalidArgument naming the tensor when one is missing or its global shape
+/// differs (with both shapes).
+absl::StatusOr<std::vector<std::vector<float>>>
+argumentsFromCheckpoint(const LoadedCheckpoint &ckpt,
+                        const rt::ProgramSpec &spec);
+
+} // namespace sd::ckpt
+
+#endif // SD_CHECKPOINT_CHECKPOINT_H

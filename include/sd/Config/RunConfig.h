@@ -1,0 +1,158 @@
+//===- RunConfig.h - MaxDiffusion-style run configs -------------*- C++ -*-===//
+//
+// `sdrun --config=FILE.yml` reads a MaxDiffusion config file (base_xl.yml,
+// base_wan_14b.yml, ...) and the `key=value` overrides that follow it on the
+// command line. This header holds what such a file sets, with MaxDiffusion's
+// key names and semantics, and the reader. Keys that sd does not use are
+// collected rather than rejected, so MaxDiffusion's own files load as they
+// are. MLIR-free: LLVM is used only for its YAML and JSON parsers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_CONFIG_RUNCONFIG_H
+#define SD_CONFIG_RUNCONFIG_H
+
+#include "sd/Sharding/LogicalRules.h"
+#include "sd/Sharding/Mesh.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sd {
+
+/// MaxDiffusion's mesh axes, major to minor; RunConfig::ici and ::dcn are
+/// indexed in this order.
+inline constexpr std::array<std::string_view, 4> kConfigMeshAxes = {
+    "data", "fsdp", "context", "tensor"};
+
+/// The remat_policy values MaxDiffusion accepts.
+inline constexpr std::array<std::string_view, 7> kRematPolicies = {
+    "NONE",
+    "FULL",
+    "MATMUL_WITHOUT_BATCH",
+    "OFFLOAD_MATMUL_WITHOUT_BATCH",
+    "HIDDEN_STATE_WITH_OFFLOAD",
+    "FLUX_OPTIMIZED",
+    "CUSTOM"};
+
+/// Splash-attention block sizes (`flash_block_sizes`). A field the config
+/// leaves out gets MaxDiffusion's default: 512 for the forward sizes, and
+/// the matching forward size for a backward one (block_q_dkv and block_q_dq
+/// follow block_q, block_kv_dkv and block_kv_dq follow block_kv,
+/// block_kv_dkv_compute follows block_kv_compute).
+struct FlashBlockSizes {
+  int64_t blockQ = 512;
+  int64_t blockKvCompute = 512;
+  int64_t blockKv = 512;
+  int64_t blockQDkv = 512;
+  int64_t blockKvDkv = 512;
+  int64_t blockKvDkvCompute = 512;
+  int64_t blockQDq = 512;
+  int64_t blockKvDq = 512;
+  /// When true the dq sizes are unused.
+  bool useFusedBwdKernel = false;
+
+  /// JSON with MaxDiffusion's field names, which flash_block_sizes accepts
+  /// back: {"block_q": 512, ..., "use_fused_bwd_kernel": false}.
+  std::string toString() const;
+
+  bool operator==(const FlashBlockSizes &other) const;
+  bool operator!=(const FlashBlockSizes &other) const {
+    return !(*this == other);
+  }
+};
+
+/// What a config file plus key=value overrides set. Every field is optional:
+/// unset means the config did not give the key, and the caller applies its
+/// own default. Values are checked as they are read (ranges, enums), so a
+/// set field is always valid on its own.
+struct RunConfig {
+  /// The file read, or "" for a config made only of overrides.
+  std::string fileName;
+
+  /// `ici_<axis>_parallelism` / `dcn_<axis>_parallelism`, indexed like
+  /// kConfigMeshAxes; each >= 1 or -1 ("fill").
+  std::array<std::optional<int64_t>, 4> ici, dcn;
+  /// Positive; may be fractional (0.25 on 4 devices is a global batch of 1).
+  std::optional<double> perDeviceBatchSize;
+  /// One of kRematPolicies.
+  std::optional<std::string> rematPolicy;
+  /// `names_which_can_be_saved` / `names_which_can_be_offloaded`.
+  std::optional<std::vector<std::string>> namesSaved, namesOffloaded;
+  /// Defaults filled in as FlashBlockSizes describes.
+  std::optional<FlashBlockSizes> flashBlockSizes;
+  std::optional<LogicalAxisRules> rules;
+
+  std::optional<double> learningRate;                 ///< >= 0.
+  std::optional<double> adamB1, adamB2;               ///< In [0, 1).
+  std::optional<double> adamEps;                      ///< > 0.
+  std::optional<double> adamWeightDecay, maxGradNorm; ///< >= 0.
+  std::optional<double> warmupStepsFraction;          ///< In [0, 1].
+  /// `opt_enable_grad_global_norm_clipping`.
+  std::optional<bool> gradNormClipping;
+  std::optional<uint64_t> seed;
+  std::optional<int64_t> maxTrainSteps; ///< >= 1.
+  /// -1 or 0 turn checkpointing off; otherwise >= 1.
+  std::optional<int64_t> checkpointEvery;
+  /// Strings as given ('' allowed); the caller interprets the dtypes.
+  std::optional<std::string> outputDir, runName, weightsDtype, activationsDtype;
+
+  /// Top-level keys sd does not use, in order of first appearance, each
+  /// once. sdrun names them in one warning.
+  std::vector<std::string> ignoredKeys;
+  /// Where each key that was used got its value: "FILE:LINE" or
+  /// "command line". Lets later checks (batch divisibility, ...) point at
+  /// the line to fix.
+  std::map<std::string, std::string, std::less<>> origins;
+
+  /// "data:2,fsdp:1,context:1,tensor:1" from the ICI sizes (axes not given
+  /// are 1, -1 stays -1), in parseMesh's syntax; "" when no ICI key was
+  /// given. dcnMeshString() is the same for the DCN sizes.
+  std::string iciMeshString() const;
+  std::string dcnMeshString() const;
+  /// The MaxDiffusion mesh: parseMesh over all four axes (those not given
+  /// have ICI size 1) with dcnMeshString() and opts, which fill the -1s.
+  absl::StatusOr<MeshSpec> buildMesh(const MeshOptions &opts = {}) const;
+  /// The origin of a key, or "" when it was not set.
+  std::string originOf(std::string_view key) const;
+};
+
+/// Reads a config: a YAML mapping of MaxDiffusion keys. Errors are
+/// InvalidArgument prefixed with `fileName:line: ` of the offending value
+/// (the first problem only): YAML syntax, a non-mapping document, a value of
+/// the wrong type or out of range, two -1 axes. Duplicate keys: the last one
+/// wins, as with PyYAML.
+absl::StatusOr<RunConfig> parseRunConfig(std::string_view yamlText,
+                                         std::string_view fileName);
+
+/// Reads and parses a file; NotFound naming the path when it cannot be read.
+absl::StatusOr<RunConfig> loadRunConfig(std::string_view path);
+
+/// Applies one MaxDiffusion command-line override `key=value` on top of
+/// config. The value is a YAML value (0.25, 'x', [a, b], {...}, True) and is
+/// checked as in a file; an unknown key is added to ignoredKeys. Errors
+/// (InvalidArgument): no '=', or a bad value (the message names the key).
+/// Checks that involve several keys (two -1 axes) are left to
+/// verifyRunConfig, since a later override may fix what an earlier one
+/// broke (`ici_data_parallelism=1 ici_fsdp_parallelism=-1` on base_xl.yml).
+absl::Status applyOverride(RunConfig &config, std::string_view keyEqualsValue);
+
+/// applyOverride for each override in order, then verifyRunConfig.
+absl::Status applyOverrides(RunConfig &config,
+                            const std::vector<std::string> &overrides);
+
+/// The checks across keys: at most one ICI and one DCN axis set to -1. The
+/// message names both keys and where they were set.
+absl::Status verifyRunConfig(const RunConfig &config);
+
+} // namespace sd
+
+#endif // SD_CONFIG_RUNCONFIG_H

@@ -1,0 +1,666 @@
+//===- Checkpoint.cpp - Sharded checkpoints of training sessions ----------===//
+
+#include "sd/Checkpoint/Checkpoint.h"
+#include "sd/Checkpoint/Safetensors.h"
+
+#include "Manifest.pb.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CRC.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+namespace sd::ckpt {
+namespace {
+
+namespace proto = ::sd::checkpoint;
+
+constexpr const char *kManifestName = "manifest.pb";
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+std::string hex32(uint32_t value) { return absl::StrFormat("0x%08x", value); }
+
+uint32_t crcOf(const char *data, size_t size) {
+  return llvm::crc32(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(data), size));
+}
+
+/// Elements of `shape`, or -1 for a negative size or an overflow.
+int64_t checkedElements(const std::vector<int64_t> &shape) {
+  int64_t elements = 1;
+  for (int64_t size : shape)
+    if (size < 0 || __builtin_mul_overflow(elements, size, &elements))
+      return -1;
+  return elements;
+}
+
+//===----------------------------------------------------------------------===//
+// The crash-test hook
+//===----------------------------------------------------------------------===//
+
+/// Where SD_CHECKPOINT_STALL asks the write to stop.
+enum class StallPoint { None, Shard, Manifest };
+
+StallPoint stallPoint() {
+  const char *value = std::getenv("SD_CHECKPOINT_STALL");
+  if (!value)
+    return StallPoint::None;
+  if (std::strcmp(value, "shard") == 0)
+    return StallPoint::Shard;
+  if (std::strcmp(value, "manifest") == 0)
+    return StallPoint::Manifest;
+  return StallPoint::None;
+}
+
+[[noreturn]] void stallForever(const char *point) {
+  std::fprintf(
+      stderr, "sd: checkpoint write stalled (SD_CHECKPOINT_STALL=%s)\n", point);
+  std::fflush(stderr);
+  while (true)
+    ::pause();
+}
+
+//===----------------------------------------------------------------------===//
+// Manifest helpers
+//===----------------------------------------------------------------------===//
+
+proto::Tensor::Kind toProto(rt::ArgumentKind kind) {
+  switch (kind) {
+  case rt::ArgumentKind::Parameter:
+    return proto::Tensor::PARAMETER;
+  case rt::ArgumentKind::OptimizerState:
+    return proto::Tensor::OPTIMIZER_STATE;
+  case rt::ArgumentKind::Input:
+    return proto::Tensor::INPUT;
+  case rt::ArgumentKind::Step:
+    return proto::Tensor::STEP;
+  }
+  return proto::Tensor::KIND_UNSPECIFIED;
+}
+
+std::optional<rt::ArgumentKind> fromProto(proto::Tensor::Kind kind) {
+  switch (kind) {
+  case proto::Tensor::PARAMETER:
+    return rt::ArgumentKind::Parameter;
+  case proto::Tensor::OPTIMIZER_STATE:
+    return rt::ArgumentKind::OptimizerState;
+  case proto::Tensor::INPUT:
+    return rt::ArgumentKind::Input;
+  case proto::Tensor::STEP:
+    return rt::ArgumentKind::Step;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Serializes with sorted map keys, so equal manifests are equal bytes.
+std::string serializeDeterministically(const proto::Manifest &manifest) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    manifest.SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
+
+/// Reads and parses `stepDir`'s manifest: NotFound when it is missing,
+/// DataLoss when it does not parse.
+absl::StatusOr<proto::Manifest> readManifest(const std::string &stepDir) {
+  std::string path = stepDir + "/" + kManifestName;
+  absl::StatusOr<std::string> bytes = readFileBytes(path);
+  if (!bytes.ok()) {
+    if (absl::IsNotFound(bytes.status()))
+      return absl::NotFoundError(absl::StrCat(
+          "checkpoint '", stepDir, "' has no manifest (an incomplete write?)"));
+    return bytes.status();
+  }
+  proto::Manifest manifest;
+  if (!manifest.ParseFromString(*bytes))
+    return absl::DataLossError(
+        absl::StrCat("checkpoint manifest '", path, "' does not parse"));
+  return manifest;
+}
+
+/// The step of a directory called "step_<digits>", or -1.
+int64_t stepOfDirectoryName(llvm::StringRef name) {
+  if (!name.consume_front("step_") || name.empty() ||
+      name.find_first_not_of("0123456789") != llvm::StringRef::npos)
+    return -1;
+  int64_t step = 0;
+  if (name.getAsInteger(10, step))
+    return -1;
+  return step;
+}
+
+//===----------------------------------------------------------------------===//
+// Blocks
+//===----------------------------------------------------------------------===//
+
+/// The start of `coords`'s block of `spec` in the global tensor, per
+/// dimension (as rt::copyBlock computes it).
+std::vector<int64_t> blockOffset(const rt::ArgumentSpec &spec,
+                                 const std::vector<int64_t> &coords) {
+  std::vector<int64_t> offset(spec.localShape.size(), 0);
+  for (size_t d = 0; d < offset.size(); ++d) {
+    int64_t block = 0;
+    for (int32_t axis : spec.dimAxes[d])
+      block = block * spec.axisSizes[axis] + coords[axis];
+    offset[d] = block * spec.localShape[d];
+  }
+  return offset;
+}
+
+/// Identifies a device's block of `spec`: its coordinates on the axes that
+/// split the tensor (devices that differ only on other axes hold replicas).
+std::vector<int64_t> blockKey(const rt::ArgumentSpec &spec,
+                              const std::vector<int64_t> &coords) {
+  std::vector<int64_t> key;
+  for (const std::vector<int32_t> &axes : spec.dimAxes)
+    for (int32_t axis : axes)
+      key.push_back(coords[axis]);
+  return key;
+}
+
+/// Copies a row-major block of `shape` at `offset` into the global tensor.
+void placeBlock(const std::vector<int64_t> &globalShape,
+                const std::vector<int64_t> &offset,
+                const std::vector<int64_t> &shape, const float *block,
+                float *global) {
+  size_t rank = shape.size();
+  if (rank == 0) {
+    *global = *block;
+    return;
+  }
+  int64_t elements = checkedElements(shape);
+  if (elements == 0)
+    return;
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;)
+    strides[d] = strides[d + 1] * globalShape[d + 1];
+  int64_t inner = shape[rank - 1];
+  int64_t rows = elements / inner;
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t at = offset[rank - 1];
+    for (size_t d = 0; d + 1 < rank; ++d)
+      at += (offset[d] + index[d]) * strides[d];
+    std::memcpy(global + at, block + row * inner, inner * sizeof(float));
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+/// Checks that `tensor`'s blocks lie inside it, do not overlap, and cover
+/// it; and that no file holds two of them.
+absl::Status checkTiling(const proto::Tensor &tensor,
+                         const std::vector<int64_t> &globalShape,
+                         const std::string &stepDir) {
+  auto bad = [&](auto &&...parts) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint '", stepDir, "': tensor '", tensor.name(), "' ", parts...));
+  };
+  int64_t covered = 0;
+  std::set<std::string> files;
+  for (int b = 0; b < tensor.blocks_size(); ++b) {
+    const proto::Block &block = tensor.blocks(b);
+    if (static_cast<size_t>(block.offset_size()) != globalShape.size() ||
+        static_cast<size_t>(block.shape_size()) != globalShape.size())
+      return bad("has a block of rank ", block.shape_size(), " in '",
+                 block.file(), "' for a tensor of rank ", globalShape.size());
+    std::vector<int64_t> offset(block.offset().begin(), block.offset().end());
+    std::vector<int64_t> shape(block.shape().begin(), block.shape().end());
+    for (size_t d = 0; d < globalShape.size(); ++d)
+      if (offset[d] < 0 || shape[d] < 0 ||
+          offset[d] > globalShape[d] - shape[d])
+        return bad("has a block at ", formatShape(offset), " of shape ",
+                   formatShape(shape), " in '", block.file(),
+                   "' outside its shape ", formatShape(globalShape));
+    if (!files.insert(block.file()).second)
+      return bad("has two blocks in '", block.file(), "'");
+    covered += checkedElements(shape);
+    for (int other = 0; other < b; ++other) {
+      const proto::Block &previous = tensor.blocks(other);
+      bool overlap = checkedElements(shape) > 0;
+      for (size_t d = 0; overlap && d < globalShape.size(); ++d)
+        overlap = offset[d] < previous.offset(d) + previous.shape(d) &&
+                  previous.offset(d) < offset[d] + shape[d];
+      if (overlap)
+        return bad("has overlapping blocks in '", previous.file(), "' and '",
+                   block.file(), "'");
+    }
+  }
+  int64_t elements = checkedElements(globalShape);
+  if (covered != elements)
+    return bad("has blocks of ", covered, " elements for a shape ",
+               formatShape(globalShape), " of ", elements);
+  return absl::OkStatus();
+}
+
+/// Runs `fn(0)` ... `fn(n - 1)` on up to `maxThreads` threads (inline when
+/// one suffices) and waits for all.
+void parallelFor(int64_t n, int64_t maxThreads,
+                 const std::function<void(int64_t)> &fn) {
+  int64_t workers = std::min(n, maxThreads);
+  if (workers <= 1) {
+    for (int64_t i = 0; i < n; ++i)
+      fn(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> threads;
+  for (int64_t w = 0; w < workers; ++w)
+    threads.emplace_back([&] {
+      for (int64_t i = next++; i < n; i = next++)
+        fn(i);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+}
+
+} // namespace
+
+std::string stepDirectoryName(int64_t step) {
+  return absl::StrFormat("step_%08d", step);
+}
+
+//===----------------------------------------------------------------------===//
+// Saving
+//===----------------------------------------------------------------------===//
+
+absl::Status saveCheckpoint(const std::string &dir,
+                            rt::TrainingSession &session,
+                            const CheckpointMeta &meta) {
+  if (meta.step < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot checkpoint step ", meta.step));
+  const rt::ProgramSpec &spec = session.spec();
+  rt::MeshRuntime &runtime = session.runtime();
+  const MeshSpec &mesh = runtime.mesh();
+  int64_t numDevices = runtime.numDevices();
+  size_t numArgs = spec.arguments.size();
+  StallPoint stall = stallPoint();
+
+  // Every device's blocks, and which device owns each distinct block.
+  // owned[device] lists the arguments whose block the device writes.
+  std::vector<std::vector<const float *>> blocks(numDevices);
+  std::vector<std::vector<size_t>> owned(numDevices);
+  for (size_t i = 0; i < numArgs; ++i) {
+    std::set<std::vector<int64_t>> seen;
+    for (int64_t d = 0; d < numDevices; ++d) {
+      absl::StatusOr<const float *> block =
+          session.deviceBlock(d, static_cast<int64_t>(i));
+      if (!block.ok())
+        return block.status();
+      blocks[d].push_back(*block);
+      if (seen.insert(
+                  blockKey(spec.arguments[i], runtime.device(d).coordinates()))
+              .second)
+        owned[d].push_back(i);
+    }
+  }
+
+  std::string stepDir = dir + "/" + stepDirectoryName(meta.step);
+  if (std::error_code error = llvm::sys::fs::create_directories(stepDir))
+    return absl::ErrnoToStatus(
+        error.value(),
+        absl::StrCat("cannot create checkpoint directory '", stepDir, "'"));
+  if (llvm::sys::fs::exists(stepDir + "/" + kManifestName))
+    return absl::AlreadyExistsError(
+        absl::StrCat("checkpoint '", stepDir, "' already exists"));
+
+  // An earlier write of this step was interrupted: remove what it left, so
+  // that the directory holds only the files of this write (a stale shard of
+  // a larger mesh would otherwise stay).
+  std::error_code error;
+  std::vector<std::string> leftovers;
+  for (llvm::sys::fs::directory_iterator it(stepDir, error), end;
+       !error && it != end; it.increment(error)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (name.ends_with(".tmp") ||
+        (name.starts_with("device_") && name.ends_with(".safetensors")))
+      leftovers.push_back(it->path());
+  }
+  if (error)
+    return absl::ErrnoToStatus(error.value(),
+                               absl::StrCat("cannot list '", stepDir, "'"));
+  for (const std::string &path : leftovers)
+    if (std::error_code removeError = llvm::sys::fs::remove(path))
+      return absl::ErrnoToStatus(removeError.value(),
+                                 absl::StrCat("cannot remove '", path, "'"));
+
+  // The shard files, one thread per device.
+  std::string meshText = mesh.toString();
+  std::vector<absl::StatusOr<WrittenFile>> written(
+      numDevices, absl::UnknownError("not written"));
+  // crcs[device][k]: the CRC-32 of the device's k-th owned block.
+  std::vector<std::vector<uint32_t>> crcs(numDevices);
+  auto writeShard = [&](int64_t d) {
+    std::vector<SafetensorsTensorView> tensors;
+    for (size_t i : owned[d]) {
+      const rt::ArgumentSpec &arg = spec.arguments[i];
+      tensors.push_back({arg.name, arg.localShape, blocks[d][i]});
+      crcs[d].push_back(crcOf(reinterpret_cast<const char *>(blocks[d][i]),
+                              rt::numElements(arg.localShape) * sizeof(float)));
+    }
+    std::map<std::string, std::string> metadata = {
+        {"format", "sd"},
+        {"sd.device", std::to_string(d)},
+        {"sd.mesh", meshText},
+        {"sd.step", std::to_string(meta.step)}};
+    std::function<void()> hook;
+    if (stall == StallPoint::Shard && d == 0)
+      hook = [] { stallForever("shard"); };
+    written[d] =
+        writeSafetensors(absl::StrCat(stepDir, "/device_", d, ".safetensors"),
+                         tensors, metadata, hook);
+  };
+  // One thread per device: the writes overlap their fsyncs.
+  parallelFor(numDevices, numDevices, writeShard);
+  for (const absl::StatusOr<WrittenFile> &file : written)
+    if (!file.ok())
+      return file.status();
+
+  // The manifest.
+  proto::Manifest manifest;
+  manifest.set_format_version(kFormatVersion);
+  manifest.set_step(meta.step);
+  for (const MeshAxis &axis : mesh.axes()) {
+    proto::MeshAxis *entry = manifest.add_mesh();
+    entry->set_name(axis.name);
+    entry->set_size(axis.size());
+    entry->set_dcn(axis.dcn);
+  }
+  manifest.mutable_rng()->set_seed(meta.seed);
+  manifest.mutable_rng()->set_data_seed(meta.dataSeed);
+  manifest.mutable_rng()->set_data_position(meta.dataPosition);
+  for (const auto &[name, value] : meta.hyperparameters)
+    (*manifest.mutable_hyperparameters())[name] = value;
+  manifest.set_model(meta.model);
+  std::vector<proto::Tensor *> tensors;
+  for (const rt::ArgumentSpec &arg : spec.arguments) {
+    proto::Tensor *tensor = manifest.add_tensors();
+    tensor->set_name(arg.name);
+    tensor->set_kind(toProto(arg.kind));
+    tensor->set_dtype("F32");
+    for (int64_t size : arg.globalShape)
+      tensor->add_global_shape(size);
+    for (const std::vector<int32_t> &axes : arg.dimAxes) {
+      proto::DimSharding *dim = tensor->add_sharding();
+      for (int32_t axis : axes)
+        dim->add_axes(mesh.axes()[axis].name);
+    }
+    tensors.push_back(tensor);
+  }
+  for (int64_t d = 0; d < numDevices; ++d) {
+    std::string fileName = absl::StrCat("device_", d, ".safetensors");
+    for (size_t k = 0; k < owned[d].size(); ++k) {
+      const rt::ArgumentSpec &arg = spec.arguments[owned[d][k]];
+      proto::Block *block = tensors[owned[d][k]]->add_blocks();
+      block->set_file(fileName);
+      for (int64_t start : blockOffset(arg, runtime.device(d).coordinates()))
+        block->add_offset(start);
+      for (int64_t size : arg.localShape)
+        block->add_shape(size);
+      block->set_crc32(crcs[d][k]);
+    }
+    proto::ShardFile *file = manifest.add_files();
+    file->set_name(fileName);
+    file->set_device(d);
+    file->set_size_bytes(written[d]->sizeBytes);
+    file->set_crc32(written[d]->crc32);
+  }
+  manifest.set_written_unix_micros(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+
+  std::function<void()> beforeRename;
+  if (stall == StallPoint::Manifest)
+    beforeRename = [] { stallForever("manifest"); };
+  if (absl::Status status = writeFileAtomically(
+          stepDir + "/" + kManifestName, serializeDeterministically(manifest),
+          beforeRename);
+      !status.ok())
+    return status;
+  // The manifest's rename is durable (writeFileAtomically synced stepDir);
+  // now the step directory's entry in `dir`.
+  return syncDirectory(dir);
+}
+
+//===----------------------------------------------------------------------===//
+// Listing
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<std::vector<std::string>>
+listCheckpoints(const std::string &dir) {
+  if (!llvm::sys::fs::exists(dir))
+    return std::vector<std::string>();
+  std::vector<std::pair<int64_t, std::string>> steps;
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator it(dir, error), end;
+       !error && it != end; it.increment(error)) {
+    int64_t step = stepOfDirectoryName(llvm::sys::path::filename(it->path()));
+    if (step < 0)
+      continue;
+    if (readManifest(it->path()).ok())
+      steps.emplace_back(step, it->path());
+  }
+  if (error)
+    return absl::ErrnoToStatus(error.value(),
+                               absl::StrCat("cannot list '", dir, "'"));
+  std::sort(steps.begin(), steps.end());
+  std::vector<std::string> paths;
+  for (auto &[step, path] : steps)
+    paths.push_back(std::move(path));
+  return paths;
+}
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+const LoadedTensor *LoadedCheckpoint::find(const std::string &name) const {
+  for (const LoadedTensor &tensor : tensors)
+    if (tensor.name == name)
+      return &tensor;
+  return nullptr;
+}
+
+absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
+  absl::StatusOr<proto::Manifest> manifest = readManifest(stepDir);
+  if (!manifest.ok())
+    return manifest.status();
+  if (manifest->format_version() != kFormatVersion)
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint '", stepDir, "' has format version ",
+                     manifest->format_version(), "; this sd reads version ",
+                     kFormatVersion));
+  auto bad = [&](auto &&...parts) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint '", stepDir, "': ", parts...));
+  };
+
+  LoadedCheckpoint ckpt;
+  ckpt.path = stepDir;
+  ckpt.meta.step = manifest->step();
+  ckpt.meta.seed = manifest->rng().seed();
+  ckpt.meta.dataSeed = manifest->rng().data_seed();
+  ckpt.meta.dataPosition = manifest->rng().data_position();
+  ckpt.meta.model = manifest->model();
+  for (const auto &[name, value] : manifest->hyperparameters())
+    ckpt.meta.hyperparameters[name] = value;
+  ckpt.writtenUnixMicros = manifest->written_unix_micros();
+  std::vector<MeshAxis> axes;
+  for (const proto::MeshAxis &axis : manifest->mesh()) {
+    int64_t dcn =
+        axis.dcn() > 0 && axis.size() % axis.dcn() == 0 ? axis.dcn() : 1;
+    axes.push_back(MeshAxis{axis.name(), axis.size() / dcn, dcn});
+  }
+  ckpt.mesh = MeshSpec(std::move(axes));
+
+  // The files the manifest lists, by name; a block in another file is bad.
+  std::map<std::string, const proto::ShardFile *> files;
+  for (const proto::ShardFile &file : manifest->files()) {
+    if (file.name().empty() || file.name().find('/') != std::string::npos ||
+        file.name() == "." || file.name() == "..")
+      return bad("bad shard file name '", file.name(), "'");
+    if (!files.emplace(file.name(), &file).second)
+      return bad("shard file '", file.name(), "' is listed twice");
+  }
+
+  // The tensors, and per file the blocks (tensor, block) it holds (an entry
+  // for every file, so that the loading threads only read the map).
+  std::map<std::string, std::vector<std::pair<size_t, int>>> blocksOfFile;
+  for (const proto::ShardFile &file : manifest->files())
+    blocksOfFile[file.name()];
+  std::set<std::string> names;
+  for (const proto::Tensor &tensor : manifest->tensors()) {
+    LoadedTensor loaded;
+    loaded.name = tensor.name();
+    if (!names.insert(tensor.name()).second)
+      return bad("tensor '", tensor.name(), "' is listed twice");
+    std::optional<rt::ArgumentKind> kind = fromProto(tensor.kind());
+    if (!kind)
+      return bad("tensor '", tensor.name(), "' has an unknown kind ",
+                 static_cast<int>(tensor.kind()));
+    loaded.kind = *kind;
+    if (tensor.dtype() != "F32")
+      return bad("tensor '", tensor.name(), "' has dtype '", tensor.dtype(),
+                 "'; sd checkpoints are F32");
+    loaded.globalShape.assign(tensor.global_shape().begin(),
+                              tensor.global_shape().end());
+    int64_t elements = checkedElements(loaded.globalShape);
+    if (elements < 0)
+      return bad("tensor '", tensor.name(), "' has a bad shape ",
+                 formatShape(loaded.globalShape));
+    for (const proto::DimSharding &dim : tensor.sharding())
+      loaded.sharding.emplace_back(dim.axes().begin(), dim.axes().end());
+    if (absl::Status status = checkTiling(tensor, loaded.globalShape, stepDir);
+        !status.ok())
+      return status;
+    for (int b = 0; b < tensor.blocks_size(); ++b) {
+      const std::string &file = tensor.blocks(b).file();
+      if (!files.count(file))
+        return bad("tensor '", tensor.name(), "' has a block in '", file,
+                   "', which the manifest does not list");
+      blocksOfFile[file].emplace_back(ckpt.tensors.size(), b);
+    }
+    loaded.values.resize(static_cast<size_t>(elements));
+    ckpt.tensors.push_back(std::move(loaded));
+  }
+
+  // Each file (in parallel; their blocks are disjoint parts of the global
+  // tensors): check it whole against the manifest, then its blocks.
+  auto loadFile = [&](int64_t index) -> absl::Status {
+    const proto::ShardFile &file = manifest->files(static_cast<int>(index));
+    std::string path = stepDir + "/" + file.name();
+    auto shardError = [&](auto &&...parts) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint shard '", path, "' ", parts...));
+    };
+    absl::StatusOr<std::string> bytes = readFileBytes(path);
+    if (!bytes.ok()) {
+      if (absl::IsNotFound(bytes.status()))
+        return shardError("is missing");
+      return bytes.status();
+    }
+    int64_t size = static_cast<int64_t>(bytes->size());
+    if (size < file.size_bytes())
+      return shardError("is truncated: ", size, " bytes, manifest says ",
+                        file.size_bytes());
+    if (size != file.size_bytes())
+      return shardError("has ", size, " bytes, manifest says ",
+                        file.size_bytes());
+    uint32_t crc = crcOf(bytes->data(), bytes->size());
+    if (crc != file.crc32())
+      return shardError("is corrupt: crc32 ", hex32(crc), " != manifest's ",
+                        hex32(file.crc32()));
+    absl::StatusOr<SafetensorsFile> shard = parseSafetensors(*bytes, path);
+    if (!shard.ok())
+      return shard.status();
+    for (auto [t, b] : blocksOfFile.at(file.name())) {
+      LoadedTensor &tensor = ckpt.tensors[t];
+      const proto::Block &block =
+          manifest->tensors(static_cast<int>(t)).blocks(b);
+      const SafetensorsTensor *stored = shard->find(tensor.name);
+      if (!stored)
+        return shardError("has no tensor '", tensor.name,
+                          "', which the manifest puts there");
+      std::vector<int64_t> shape(block.shape().begin(), block.shape().end());
+      if (stored->shape != shape || stored->dtype != "F32")
+        return shardError("holds tensor '", tensor.name, "' as ", stored->dtype,
+                          " ", formatShape(stored->shape),
+                          "; the manifest says F32 ", formatShape(shape));
+      uint32_t blockCrc = crcOf(bytes->data() + stored->fileBegin,
+                                stored->fileEnd - stored->fileBegin);
+      if (blockCrc != block.crc32())
+        return shardError("is corrupt: tensor '", tensor.name, "' has crc32 ",
+                          hex32(blockCrc), " != manifest's ",
+                          hex32(block.crc32()));
+      std::vector<int64_t> offset(block.offset().begin(), block.offset().end());
+      placeBlock(tensor.globalShape, offset, shape, stored->values.data(),
+                 tensor.values.data());
+    }
+    return absl::OkStatus();
+  };
+  std::vector<absl::Status> loaded(manifest->files_size());
+  parallelFor(manifest->files_size(),
+              std::max<int64_t>(1, std::thread::hardware_concurrency()),
+              [&](int64_t index) { loaded[index] = loadFile(index); });
+  for (const absl::Status &status : loaded)
+    if (!status.ok())
+      return status;
+  return ckpt;
+}
+
+absl::StatusOr<std::vector<std::vector<float>>>
+argumentsFromCheckpoint(const LoadedCheckpoint &ckpt,
+                        const rt::ProgramSpec &spec) {
+  std::unordered_map<std::string, const LoadedTensor *> byName;
+  for (const LoadedTensor &tensor : ckpt.tensors)
+    byName.emplace(tensor.name, &tensor);
+  std::vector<std::vector<float>> globals;
+  for (const rt::ArgumentSpec &arg : spec.arguments) {
+    auto it = byName.find(arg.name);
+    if (it == byName.end())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint '", ckpt.path, "' has no tensor '", arg.name, "'"));
+    const LoadedTensor &tensor = *it->second;
+    if (tensor.globalShape != arg.globalShape)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", arg.name, "' is ", formatShape(tensor.globalShape),
+          " in checkpoint '", ckpt.path, "' but ", formatShape(arg.globalShape),
+          " in the program"));
+    globals.push_back(tensor.values);
+  }
+  return globals;
+}
+
+} // namespace sd::ckpt

@@ -1,0 +1,886 @@
+//===- RunConfig.cpp - MaxDiffusion-style run configs ---------------------===//
+//
+// Reads MaxDiffusion config files and command-line overrides with
+// llvm::yaml, flash_block_sizes JSON strings with llvm::json, and the
+// logical axis rules with sd::parseRulesYaml.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Config/RunConfig.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace sd;
+namespace yaml = llvm::yaml;
+
+//===----------------------------------------------------------------------===//
+// FlashBlockSizes
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The integer fields of flash_block_sizes, in MaxDiffusion's order.
+struct FlashField {
+  std::string_view name;
+  int64_t FlashBlockSizes::*member;
+};
+constexpr FlashField kFlashFields[] = {
+    {"block_q", &FlashBlockSizes::blockQ},
+    {"block_kv_compute", &FlashBlockSizes::blockKvCompute},
+    {"block_kv", &FlashBlockSizes::blockKv},
+    {"block_q_dkv", &FlashBlockSizes::blockQDkv},
+    {"block_kv_dkv", &FlashBlockSizes::blockKvDkv},
+    {"block_kv_dkv_compute", &FlashBlockSizes::blockKvDkvCompute},
+    {"block_q_dq", &FlashBlockSizes::blockQDq},
+    {"block_kv_dq", &FlashBlockSizes::blockKvDq}};
+constexpr std::string_view kFusedField = "use_fused_bwd_kernel";
+
+/// The fields a flash_block_sizes value gave, before defaults.
+struct GivenFlashSizes {
+  std::optional<int64_t> sizes[std::size(kFlashFields)];
+  std::optional<bool> fused;
+
+  /// MaxDiffusion's defaults: 512 forward, backward sizes follow forward.
+  FlashBlockSizes resolve() const {
+    auto get = [&](size_t i, int64_t fallback) {
+      return sizes[i].value_or(fallback);
+    };
+    FlashBlockSizes result;
+    result.blockQ = get(0, 512);
+    result.blockKvCompute = get(1, 512);
+    result.blockKv = get(2, 512);
+    result.blockQDkv = get(3, result.blockQ);
+    result.blockKvDkv = get(4, result.blockKv);
+    result.blockKvDkvCompute = get(5, result.blockKvCompute);
+    result.blockQDq = get(6, result.blockQ);
+    result.blockKvDq = get(7, result.blockKv);
+    result.useFusedBwdKernel = fused.value_or(false);
+    return result;
+  }
+};
+
+/// "a, b, c". Debian's absl::string_view is not std::string_view, so
+/// absl::StrJoin cannot take std::string_view ranges.
+template <typename Range> std::string joinNames(const Range &names) {
+  std::string result;
+  for (std::string_view name : names)
+    result.append(result.empty() ? "" : ", ").append(name);
+  return result;
+}
+
+std::string flashFieldList() {
+  std::vector<std::string_view> names;
+  for (const FlashField &field : kFlashFields)
+    names.push_back(field.name);
+  names.push_back(kFusedField);
+  return joinNames(names);
+}
+
+} // namespace
+
+std::string FlashBlockSizes::toString() const {
+  std::vector<std::string> parts;
+  for (const FlashField &field : kFlashFields)
+    parts.push_back(
+        absl::StrFormat("\"%s\": %d", field.name, this->*field.member));
+  parts.push_back(absl::StrFormat("\"%s\": %s", kFusedField,
+                                  useFusedBwdKernel ? "true" : "false"));
+  return "{" + absl::StrJoin(parts, ", ") + "}";
+}
+
+bool FlashBlockSizes::operator==(const FlashBlockSizes &other) const {
+  for (const FlashField &field : kFlashFields)
+    if (this->*field.member != other.*field.member)
+      return false;
+  return useFusedBwdKernel == other.useFusedBwdKernel;
+}
+
+//===----------------------------------------------------------------------===//
+// RunConfig
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr std::string_view kCommandLine = "command line";
+
+std::string meshKey(bool dcn, size_t axis) {
+  return absl::StrFormat("%s_%s_parallelism", dcn ? "dcn" : "ici",
+                         kConfigMeshAxes[axis]);
+}
+
+std::string meshString(const std::array<std::optional<int64_t>, 4> &sizes,
+                       bool always) {
+  if (!always && std::none_of(sizes.begin(), sizes.end(),
+                              [](const auto &s) { return s.has_value(); }))
+    return "";
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    parts.push_back(
+        absl::StrFormat("%s:%d", kConfigMeshAxes[i], sizes[i].value_or(1)));
+  return absl::StrJoin(parts, ",");
+}
+
+} // namespace
+
+std::string RunConfig::iciMeshString() const { return meshString(ici, false); }
+
+std::string RunConfig::dcnMeshString() const { return meshString(dcn, false); }
+
+absl::StatusOr<MeshSpec> RunConfig::buildMesh(const MeshOptions &opts) const {
+  // MaxDiffusion always builds all four axes; unset ones have size 1.
+  return parseMesh(meshString(ici, true), dcnMeshString(), opts);
+}
+
+std::string RunConfig::originOf(std::string_view key) const {
+  auto it = origins.find(key);
+  return it == origins.end() ? "" : it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Reader
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Keys whose value is a number, with the range MaxDiffusion expects.
+struct NumberKey {
+  std::string_view name;
+  std::optional<double> RunConfig::*member;
+  bool (*valid)(double);
+  std::string_view requirement;
+};
+const NumberKey kNumberKeys[] = {
+    {"per_device_batch_size", &RunConfig::perDeviceBatchSize,
+     [](double v) { return v > 0; }, "must be positive"},
+    {"learning_rate", &RunConfig::learningRate, [](double v) { return v >= 0; },
+     "must not be negative"},
+    {"adam_b1", &RunConfig::adamB1, [](double v) { return v >= 0 && v < 1; },
+     "must be in [0, 1)"},
+    {"adam_b2", &RunConfig::adamB2, [](double v) { return v >= 0 && v < 1; },
+     "must be in [0, 1)"},
+    {"adam_eps", &RunConfig::adamEps, [](double v) { return v > 0; },
+     "must be positive"},
+    {"adam_weight_decay", &RunConfig::adamWeightDecay,
+     [](double v) { return v >= 0; }, "must not be negative"},
+    {"max_grad_norm", &RunConfig::maxGradNorm, [](double v) { return v >= 0; },
+     "must not be negative"},
+    {"warmup_steps_fraction", &RunConfig::warmupStepsFraction,
+     [](double v) { return v >= 0 && v <= 1; }, "must be in [0, 1]"},
+};
+
+/// Keys whose value is an integer.
+struct IntegerKey {
+  std::string_view name;
+  std::optional<int64_t> RunConfig::*member;
+  bool (*valid)(int64_t);
+  std::string_view requirement;
+};
+const IntegerKey kIntegerKeys[] = {
+    {"max_train_steps", &RunConfig::maxTrainSteps,
+     [](int64_t v) { return v >= 1; }, "must be at least 1"},
+    // Checkpointing is off for -1 (MaxDiffusion's spelling) and 0.
+    {"checkpoint_every", &RunConfig::checkpointEvery,
+     [](int64_t v) { return v >= -1; }, "must be -1, 0 or at least 1"},
+};
+
+/// Keys whose value is kept as the string given.
+struct StringKey {
+  std::string_view name;
+  std::optional<std::string> RunConfig::*member;
+};
+constexpr StringKey kStringKeys[] = {
+    {"output_dir", &RunConfig::outputDir},
+    {"run_name", &RunConfig::runName},
+    {"weights_dtype", &RunConfig::weightsDtype},
+    {"activations_dtype", &RunConfig::activationsDtype},
+};
+
+struct NamesKey {
+  std::string_view name;
+  std::optional<std::vector<std::string>> RunConfig::*member;
+};
+constexpr NamesKey kNamesKeys[] = {
+    {"names_which_can_be_saved", &RunConfig::namesSaved},
+    {"names_which_can_be_offloaded", &RunConfig::namesOffloaded},
+};
+
+constexpr std::string_view kRulesKey = "logical_axis_rules";
+
+/// YAML's null spellings (plain only: a quoted 'null' is a string).
+bool isNull(const yaml::Node *node) {
+  if (!node || llvm::isa<yaml::NullNode>(node))
+    return true;
+  auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node);
+  if (!scalar)
+    return false;
+  llvm::StringRef raw = scalar->getRawValue().rtrim(" \t");
+  return raw == "null" || raw == "Null" || raw == "NULL" || raw == "~";
+}
+
+/// A plain (unquoted) scalar's text; PyYAML only resolves those to numbers
+/// and booleans.
+std::optional<std::string> plainText(const yaml::Node *node) {
+  auto *scalar = llvm::dyn_cast_or_null<yaml::ScalarNode>(node);
+  if (!scalar || isNull(node))
+    return std::nullopt;
+  llvm::StringRef raw = scalar->getRawValue();
+  if (raw.starts_with("'") || raw.starts_with("\""))
+    return std::nullopt;
+  // The raw text of a plain scalar keeps the blanks before a comment.
+  llvm::SmallString<32> storage;
+  return scalar->getValue(storage).str();
+}
+
+/// Any scalar's value (plain, quoted or block), or nullopt.
+std::optional<std::string> scalarText(yaml::Node *node) {
+  if (isNull(node))
+    return std::nullopt;
+  if (auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node)) {
+    llvm::SmallString<32> storage;
+    return scalar->getValue(storage).str();
+  }
+  if (auto *block = llvm::dyn_cast<yaml::BlockScalarNode>(node))
+    return block->getValue().str();
+  return std::nullopt;
+}
+
+/// How a value is shown in messages: as written, quoted with '' when plain.
+std::string describe(yaml::Node *node) {
+  if (isNull(node))
+    return "null";
+  if (auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node)) {
+    llvm::StringRef raw = scalar->getRawValue();
+    if (raw.starts_with("'") || raw.starts_with("\""))
+      return raw.str();
+    llvm::SmallString<32> storage;
+    return absl::StrFormat("'%s'", scalar->getValue(storage).str());
+  }
+  if (llvm::isa<yaml::SequenceNode>(node))
+    return "a list";
+  if (llvm::isa<yaml::MappingNode>(node))
+    return "a mapping";
+  return "a block string";
+}
+
+bool onlyChars(std::string_view text, std::string_view allowed) {
+  return !text.empty() && text.find_first_not_of(allowed) == text.npos;
+}
+
+/// Decimal numbers in YAML 1.1 (`1.e-5`, as MaxDiffusion writes them) and
+/// 1.2 (`1e-5`) spelling; not inf or nan.
+std::optional<double> parseNumber(std::string_view text) {
+  double value;
+  if (!onlyChars(text, "0123456789+-.eE") ||
+      !absl::SimpleAtod(absl::string_view(text.data(), text.size()), &value) ||
+      !std::isfinite(value))
+    return std::nullopt;
+  return value;
+}
+
+std::optional<int64_t> parseInteger(std::string_view text) {
+  int64_t value;
+  if (!onlyChars(text, "0123456789+-") ||
+      !absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &value))
+    return std::nullopt;
+  return value;
+}
+
+/// PyYAML's (YAML 1.1) boolean spellings.
+std::optional<bool> parseBool(std::string_view text) {
+  for (std::string_view t :
+       {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
+    if (text == t)
+      return true;
+  for (std::string_view f :
+       {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
+    if (text == f)
+      return false;
+  return std::nullopt;
+}
+
+/// Reads one YAML text into a RunConfig: a whole config file, or the value
+/// of one command-line override. llvm::yaml reports syntax errors through
+/// the SourceMgr; the handler keeps the first one so it becomes the
+/// returned status instead of being printed.
+class ConfigReader {
+public:
+  /// withLines: messages say `label:line:` (a file) or only `label:` (the
+  /// command line, where lines mean nothing).
+  ConfigReader(std::string_view text, std::string_view label, bool withLines,
+               RunConfig &config)
+      : text(text), label(label), withLines(withLines), config(config) {
+    sourceMgr.setDiagHandler(&ConfigReader::captureDiagnostic, this);
+  }
+
+  absl::Status readFile();
+  absl::Status readOverride(std::string_view key);
+
+private:
+  static void captureDiagnostic(const llvm::SMDiagnostic &diag, void *ctx) {
+    auto *self = static_cast<ConfigReader *>(ctx);
+    if (self->syntaxError)
+      return;
+    // llvm::yaml writes "Could not find closing ]!"; follow our style.
+    std::string message = diag.getMessage().str();
+    while (!message.empty() && (message.back() == '!' || message.back() == '.'))
+      message.pop_back();
+    if (!message.empty())
+      message[0] = absl::ascii_tolower(message[0]);
+    std::string where = self->withLines ? absl::StrFormat("%s:%d", self->label,
+                                                          diag.getLineNo())
+                                        : self->label;
+    self->syntaxError =
+        absl::InvalidArgumentError(absl::StrFormat("%s: %s", where, message));
+  }
+
+  /// `label:line` of a node (`label` alone without lines or location).
+  std::string where(const yaml::Node *node) const {
+    // An empty value's location is the token after it (the next key); its
+    // own key's line is the one to fix.
+    if (currentKey && (!node || llvm::isa<yaml::NullNode>(node)))
+      node = currentKey;
+    llvm::SMLoc loc = node ? node->getSourceRange().Start : llvm::SMLoc();
+    if (!withLines || !loc.isValid())
+      return label;
+    return absl::StrFormat("%s:%d", label, sourceMgr.FindLineNumber(loc));
+  }
+
+  /// `where: key: message`; a pending syntax error wins, since a complaint
+  /// about a half-parsed node would only confuse.
+  absl::Status error(const yaml::Node *node, std::string_view key,
+                     std::string_view message) const {
+    if (syntaxError)
+      return *syntaxError;
+    if (key.empty())
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: %s", where(node), message));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s: %s", where(node), key, message));
+  }
+
+  absl::Status pending() const {
+    return syntaxError ? *syntaxError : absl::OkStatus();
+  }
+
+  absl::StatusOr<double> readNumber(std::string_view key, yaml::Node *node);
+  absl::StatusOr<int64_t> readInteger(std::string_view key, yaml::Node *node);
+  absl::StatusOr<bool> readBool(std::string_view key, yaml::Node *node);
+  absl::StatusOr<std::string> readString(std::string_view key,
+                                         yaml::Node *node);
+  absl::StatusOr<std::vector<std::string>> readNames(std::string_view key,
+                                                     yaml::Node *node);
+  absl::StatusOr<FlashBlockSizes> readFlashSizes(std::string_view key,
+                                                 yaml::Node *node);
+  absl::StatusOr<FlashBlockSizes> readFlashJson(std::string_view key,
+                                                yaml::Node *node,
+                                                const std::string &json);
+  absl::Status readRules(std::string_view rulesText, std::string_view where);
+
+  /// Stores the value of a key sd uses; `known` is false for other keys.
+  absl::Status setValue(std::string_view key, yaml::Node *value, bool &known);
+
+  std::string text;
+  std::string label;
+  bool withLines;
+  RunConfig &config;
+  llvm::SourceMgr sourceMgr;
+  std::optional<absl::Status> syntaxError;
+  /// The key whose value is being read, in a file.
+  const yaml::Node *currentKey = nullptr;
+};
+
+absl::StatusOr<double> ConfigReader::readNumber(std::string_view key,
+                                                yaml::Node *node) {
+  if (std::optional<std::string> plain = plainText(node)) {
+    if (std::optional<double> value = parseNumber(*plain))
+      return *value;
+    return error(node, key, describe(node) + " is not a number");
+  }
+  if (scalarText(node))
+    return error(node, key,
+                 describe(node) + " is a string; write numbers without quotes");
+  return error(node, key, "expected a number, got " + describe(node));
+}
+
+absl::StatusOr<int64_t> ConfigReader::readInteger(std::string_view key,
+                                                  yaml::Node *node) {
+  if (std::optional<std::string> plain = plainText(node)) {
+    if (std::optional<int64_t> value = parseInteger(*plain))
+      return *value;
+    return error(node, key, describe(node) + " is not an integer");
+  }
+  if (scalarText(node))
+    return error(node, key,
+                 describe(node) +
+                     " is a string; write integers without quotes");
+  return error(node, key, "expected an integer, got " + describe(node));
+}
+
+absl::StatusOr<bool> ConfigReader::readBool(std::string_view key,
+                                            yaml::Node *node) {
+  if (std::optional<std::string> plain = plainText(node))
+    if (std::optional<bool> value = parseBool(*plain))
+      return *value;
+  return error(node, key, describe(node) + " is not a boolean (true or false)");
+}
+
+absl::StatusOr<std::string> ConfigReader::readString(std::string_view key,
+                                                     yaml::Node *node) {
+  // PyYAML reads an empty value as None; for a name or path that is "".
+  if (isNull(node))
+    return std::string();
+  if (std::optional<std::string> value = scalarText(node))
+    return *value;
+  return error(node, key, "expected a string, got " + describe(node));
+}
+
+absl::StatusOr<std::vector<std::string>>
+ConfigReader::readNames(std::string_view key, yaml::Node *node) {
+  std::vector<std::string> names;
+  if (isNull(node))
+    return names;
+  if (auto *list = llvm::dyn_cast<yaml::SequenceNode>(node)) {
+    for (yaml::Node &item : *list) {
+      std::optional<std::string> name = scalarText(&item);
+      if (!name || name->empty())
+        return error(&item, key,
+                     "expected a name, got " +
+                         (name ? std::string("''") : describe(&item)));
+      names.push_back(*name);
+    }
+    if (absl::Status s = pending(); !s.ok())
+      return s;
+    return names;
+  }
+  // "attn_output,query_proj" (the command-line spelling).
+  if (std::optional<std::string> value = scalarText(node)) {
+    for (absl::string_view part : absl::StrSplit(*value, ','))
+      if (absl::string_view name = absl::StripAsciiWhitespace(part);
+          !name.empty())
+        names.emplace_back(name.data(), name.size());
+    return names;
+  }
+  return error(node, key,
+               "expected a list of names or a comma-separated string, got " +
+                   describe(node));
+}
+
+absl::StatusOr<FlashBlockSizes>
+ConfigReader::readFlashJson(std::string_view key, yaml::Node *node,
+                            const std::string &json) {
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(json);
+  if (!parsed)
+    return error(node, key,
+                 absl::StrFormat("invalid JSON: %s",
+                                 llvm::toString(parsed.takeError())));
+  const llvm::json::Object *object = parsed->getAsObject();
+  if (!object)
+    return error(node, key, "expected a JSON object of block sizes");
+  // json::Object is a hash map; sort so the first error is deterministic.
+  std::vector<std::string> fields;
+  for (const auto &entry : *object)
+    fields.push_back(entry.first.str());
+  std::sort(fields.begin(), fields.end());
+  GivenFlashSizes given;
+  for (const std::string &field : fields) {
+    const llvm::json::Value &value = *object->get(field);
+    if (field == kFusedField) {
+      std::optional<bool> fused = value.getAsBoolean();
+      if (!fused)
+        return error(node, key,
+                     absl::StrFormat("%s must be true or false", kFusedField));
+      given.fused = *fused;
+      continue;
+    }
+    auto it =
+        std::find_if(std::begin(kFlashFields), std::end(kFlashFields),
+                     [&](const FlashField &f) { return f.name == field; });
+    if (it == std::end(kFlashFields))
+      return error(node, key,
+                   absl::StrFormat("unknown field '%s'; expected one of %s",
+                                   field, flashFieldList()));
+    std::optional<int64_t> size = value.getAsInteger();
+    if (!size || *size <= 0)
+      return error(node, key,
+                   absl::StrFormat("%s must be a positive integer", field));
+    given.sizes[it - std::begin(kFlashFields)] = *size;
+  }
+  return given.resolve();
+}
+
+absl::StatusOr<FlashBlockSizes>
+ConfigReader::readFlashSizes(std::string_view key, yaml::Node *node) {
+  // '{"block_q": 1024}' as MaxDiffusion's command line passes it.
+  if (std::optional<std::string> json = scalarText(node))
+    return readFlashJson(key, node, *json);
+  auto *map = llvm::dyn_cast<yaml::MappingNode>(node);
+  if (!map)
+    return error(node, key,
+                 "expected a mapping or a JSON string of block sizes, got " +
+                     describe(node));
+  GivenFlashSizes given;
+  for (yaml::KeyValueNode &entry : *map) {
+    yaml::Node *fieldNode = entry.getKey();
+    std::optional<std::string> field = scalarText(fieldNode);
+    yaml::Node *value = entry.getValue();
+    if (absl::Status s = pending(); !s.ok())
+      return s;
+    if (field && *field == kFusedField) {
+      absl::StatusOr<bool> fused =
+          readBool(absl::StrFormat("%s: %s", key, kFusedField), value);
+      if (!fused.ok())
+        return fused.status();
+      given.fused = *fused;
+      continue;
+    }
+    auto it = std::find_if(
+        std::begin(kFlashFields), std::end(kFlashFields),
+        [&](const FlashField &f) { return field && f.name == *field; });
+    if (it == std::end(kFlashFields))
+      return error(fieldNode, key,
+                   absl::StrFormat("unknown field %s; expected one of %s",
+                                   describe(fieldNode), flashFieldList()));
+    std::string fieldKey = absl::StrFormat("%s: %s", key, it->name);
+    absl::StatusOr<int64_t> size = readInteger(fieldKey, value);
+    if (!size.ok())
+      return size.status();
+    if (*size <= 0)
+      return error(value, fieldKey, describe(value) + " must be positive");
+    given.sizes[it - std::begin(kFlashFields)] = *size;
+  }
+  if (absl::Status s = pending(); !s.ok())
+    return s;
+  return given.resolve();
+}
+
+absl::Status ConfigReader::readRules(std::string_view rulesText,
+                                     std::string_view where) {
+  absl::StatusOr<LogicalAxisRules> rules = parseRulesYaml(rulesText, label);
+  if (!rules.ok()) {
+    if (withLines)
+      return rules.status();
+    // The override text is one line; "command line:1:" would mislead.
+    std::string message(rules.status().message());
+    std::string prefix = label + ":1: ";
+    if (message.rfind(prefix, 0) == 0)
+      message = label + ": " + message.substr(prefix.size());
+    return absl::InvalidArgumentError(message);
+  }
+  config.rules = *std::move(rules);
+  config.origins[std::string(kRulesKey)] = std::string(where);
+  return absl::OkStatus();
+}
+
+absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
+                                    bool &known) {
+  known = true;
+  std::string origin = where(value);
+  auto done = [&](absl::Status s) {
+    if (s.ok())
+      config.origins[std::string(key)] = origin;
+    return s;
+  };
+
+  for (bool dcn : {false, true}) {
+    for (size_t axis = 0; axis < kConfigMeshAxes.size(); ++axis) {
+      if (key != meshKey(dcn, axis))
+        continue;
+      absl::StatusOr<int64_t> size = readInteger(key, value);
+      if (!size.ok())
+        return size.status();
+      if (*size != -1 && *size < 1)
+        return error(value, key,
+                     describe(value) + " must be -1 (fill) or at least 1");
+      (dcn ? config.dcn : config.ici)[axis] = *size;
+      return done(absl::OkStatus());
+    }
+  }
+  for (const NumberKey &entry : kNumberKeys) {
+    if (key != entry.name)
+      continue;
+    absl::StatusOr<double> number = readNumber(key, value);
+    if (!number.ok())
+      return number.status();
+    if (!entry.valid(*number))
+      return error(
+          value, key,
+          absl::StrFormat("%s %s", describe(value), entry.requirement));
+    config.*entry.member = *number;
+    return done(absl::OkStatus());
+  }
+  for (const IntegerKey &entry : kIntegerKeys) {
+    if (key != entry.name)
+      continue;
+    absl::StatusOr<int64_t> number = readInteger(key, value);
+    if (!number.ok())
+      return number.status();
+    if (!entry.valid(*number))
+      return error(
+          value, key,
+          absl::StrFormat("%s %s", describe(value), entry.requirement));
+    config.*entry.member = *number;
+    return done(absl::OkStatus());
+  }
+  if (key == "seed") {
+    absl::StatusOr<int64_t> seed = readInteger(key, value);
+    if (!seed.ok())
+      return seed.status();
+    if (*seed < 0)
+      return error(value, key, describe(value) + " must not be negative");
+    config.seed = static_cast<uint64_t>(*seed);
+    return done(absl::OkStatus());
+  }
+  if (key == "opt_enable_grad_global_norm_clipping") {
+    absl::StatusOr<bool> flag = readBool(key, value);
+    if (!flag.ok())
+      return flag.status();
+    config.gradNormClipping = *flag;
+    return done(absl::OkStatus());
+  }
+  for (const StringKey &entry : kStringKeys) {
+    if (key != entry.name)
+      continue;
+    absl::StatusOr<std::string> string = readString(key, value);
+    if (!string.ok())
+      return string.status();
+    config.*entry.member = *std::move(string);
+    return done(absl::OkStatus());
+  }
+  if (key == "remat_policy") {
+    absl::StatusOr<std::string> policy = readString(key, value);
+    if (!policy.ok())
+      return policy.status();
+    if (std::find(kRematPolicies.begin(), kRematPolicies.end(), *policy) ==
+        kRematPolicies.end())
+      return error(value, key,
+                   absl::StrFormat("unknown policy %s; expected one of %s",
+                                   describe(value), joinNames(kRematPolicies)));
+    config.rematPolicy = *std::move(policy);
+    return done(absl::OkStatus());
+  }
+  for (const NamesKey &entry : kNamesKeys) {
+    if (key != entry.name)
+      continue;
+    absl::StatusOr<std::vector<std::string>> names = readNames(key, value);
+    if (!names.ok())
+      return names.status();
+    config.*entry.member = *std::move(names);
+    return done(absl::OkStatus());
+  }
+  if (key == "flash_block_sizes") {
+    absl::StatusOr<FlashBlockSizes> sizes = readFlashSizes(key, value);
+    if (!sizes.ok())
+      return sizes.status();
+    config.flashBlockSizes = *sizes;
+    return done(absl::OkStatus());
+  }
+  known = false;
+  return absl::OkStatus();
+}
+
+absl::Status ConfigReader::readFile() {
+  yaml::Stream stream(llvm::MemoryBufferRef(llvm::StringRef(text), label),
+                      sourceMgr);
+  auto offsetOf = [&](const yaml::Node *node) -> size_t {
+    return node->getSourceRange().Start.getPointer() - text.data();
+  };
+  auto addIgnored = [&](const std::string &key) {
+    if (std::find(config.ignoredKeys.begin(), config.ignoredKeys.end(), key) ==
+        config.ignoredKeys.end())
+      config.ignoredKeys.push_back(key);
+  };
+
+  int documents = 0;
+  for (yaml::Document &doc : stream) {
+    yaml::Node *root = doc.getRoot();
+    if (absl::Status s = pending(); !s.ok())
+      return s;
+    if (!root || llvm::isa<yaml::NullNode>(root))
+      continue; // Only comments: no keys at all.
+    if (++documents > 1)
+      return error(root, "", "expected one YAML document, found several");
+    auto *map = llvm::dyn_cast<yaml::MappingNode>(root);
+    if (!map)
+      return error(root, "",
+                   "expected a mapping of config keys at the top "
+                   "level");
+    // MappingNode does not say its style, and its range starts after a
+    // flow mapping's '{'; look back for one.
+    size_t start = offsetOf(map);
+    size_t before =
+        start == 0 ? text.npos : text.find_last_not_of(" \t\r\n", start - 1);
+    bool flowRoot = before != text.npos && text[before] == '{';
+
+    // logical_axis_rules goes to parseRulesYaml as the text from its key to
+    // the next key, padded so that line numbers stay those of the file.
+    // Taking one entry (rather than the whole file) makes the last of
+    // duplicate keys win, as for every other key.
+    const yaml::Node *rulesKey = nullptr;
+    auto flushRules = [&](size_t end) -> absl::Status {
+      if (!rulesKey)
+        return absl::OkStatus();
+      std::string origin = where(rulesKey);
+      if (flowRoot) {
+        rulesKey = nullptr;
+        return readRules(text, origin);
+      }
+      size_t begin = offsetOf(rulesKey);
+      auto [line, column] =
+          sourceMgr.getLineAndColumn(rulesKey->getSourceRange().Start);
+      std::string entry(line - 1, '\n');
+      entry.append(column - 1, ' ');
+      entry.append(text, begin, end - begin);
+      rulesKey = nullptr;
+      return readRules(entry, origin);
+    };
+
+    for (yaml::KeyValueNode &entry : *map) {
+      yaml::Node *keyNode = entry.getKey();
+      if (absl::Status s = pending(); !s.ok())
+        return s;
+      if (absl::Status s = flushRules(offsetOf(keyNode)); !s.ok())
+        return s;
+      std::optional<std::string> key = scalarText(keyNode);
+      if (!key || key->empty())
+        return error(keyNode, "",
+                     "expected a config key, got " + describe(keyNode));
+      if (*key == kRulesKey) {
+        rulesKey = keyNode; // The iterator skips the value.
+        continue;
+      }
+      yaml::Node *value = entry.getValue();
+      if (absl::Status s = pending(); !s.ok())
+        return s;
+      bool known = false;
+      currentKey = keyNode;
+      absl::Status status = setValue(*key, value, known);
+      currentKey = nullptr;
+      if (!status.ok())
+        return status;
+      if (absl::Status s = pending(); !s.ok())
+        return s;
+      if (!known)
+        addIgnored(*key);
+    }
+    if (absl::Status s = pending(); !s.ok())
+      return s;
+    if (absl::Status s = flushRules(text.size()); !s.ok())
+      return s;
+  }
+  return pending();
+}
+
+absl::Status ConfigReader::readOverride(std::string_view key) {
+  if (key == kRulesKey)
+    return readRules(absl::StrFormat("%s: %s", kRulesKey, text), label);
+  yaml::Stream stream(llvm::MemoryBufferRef(llvm::StringRef(text), label),
+                      sourceMgr);
+  // An empty value is one document whose root is null, as in PyYAML.
+  bool known = false;
+  for (yaml::Document &doc : stream) {
+    yaml::Node *value = doc.getRoot();
+    if (absl::Status s = pending(); !s.ok())
+      return s;
+    if (absl::Status s = setValue(key, value, known); !s.ok())
+      return s;
+    // Visit the rest so that a syntax error anywhere is reported.
+    doc.skip();
+    if (absl::Status s = pending(); !s.ok())
+      return s;
+    break;
+  }
+  if (!known && std::find(config.ignoredKeys.begin(), config.ignoredKeys.end(),
+                          key) == config.ignoredKeys.end())
+    config.ignoredKeys.emplace_back(key);
+  return absl::OkStatus();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+absl::Status sd::verifyRunConfig(const RunConfig &config) {
+  for (bool dcn : {false, true}) {
+    const auto &sizes = dcn ? config.dcn : config.ici;
+    std::optional<size_t> fill;
+    for (size_t axis = 0; axis < sizes.size(); ++axis) {
+      if (sizes[axis] != -1)
+        continue;
+      if (!fill) {
+        fill = axis;
+        continue;
+      }
+      std::string key = meshKey(dcn, axis);
+      std::string other = meshKey(dcn, *fill);
+      std::string origin = config.originOf(key);
+      std::string otherOrigin = config.originOf(other);
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s%s: only one %s axis may be -1, but %s is -1 too%s",
+          origin.empty() ? "" : origin + ": ", key, dcn ? "DCN" : "ICI", other,
+          otherOrigin.empty() ? "" : " (" + otherOrigin + ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunConfig> sd::parseRunConfig(std::string_view yamlText,
+                                             std::string_view fileName) {
+  RunConfig config;
+  config.fileName = std::string(fileName);
+  if (absl::Status s =
+          ConfigReader(yamlText, fileName, /*withLines=*/true, config)
+              .readFile();
+      !s.ok())
+    return s;
+  if (absl::Status s = verifyRunConfig(config); !s.ok())
+    return s;
+  return config;
+}
+
+absl::StatusOr<RunConfig> sd::loadRunConfig(std::string_view path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(llvm::StringRef(path), /*IsText=*/true);
+  if (!buffer)
+    return absl::NotFoundError(
+        absl::StrFormat("cannot read config file \"%s\": %s", path,
+                        buffer.getError().message()));
+  llvm::StringRef contents = (*buffer)->getBuffer();
+  return parseRunConfig(std::string_view(contents.data(), contents.size()),
+                        path);
+}
+
+absl::Status sd::applyOverride(RunConfig &config,
+                               std::string_view keyEqualsValue) {
+  size_t eq = keyEqualsValue.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: override '%s' is not key=value", kCommandLine, keyEqualsValue));
+  std::string_view key = keyEqualsValue.substr(0, eq);
+  std::string_view value = keyEqualsValue.substr(eq + 1);
+  return ConfigReader(value, kCommandLine, /*withLines=*/false, config)
+      .readOverride(key);
+}
+
+absl::Status sd::applyOverrides(RunConfig &config,
+                                const std::vector<std::string> &overrides) {
+  for (const std::string &item : overrides)
+    if (absl::Status s = applyOverride(config, item); !s.ok())
+      return s;
+  return verifyRunConfig(config);
+}
