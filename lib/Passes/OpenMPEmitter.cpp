@@ -21,6 +21,7 @@
 
 #include "OpenMPKernel.h"
 
+#include "sd/Analysis/CostModel.h"
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Passes.h"
 
@@ -28,6 +29,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -93,9 +95,84 @@ public:
     return value(v);
   }
 
+  /// What identifies `op` in a trace: its `sd.name`, else its source line
+  /// "(dit.mlir:12)", else its first result "%42".
+  std::string label(Operation *op) {
+    if (auto name = op->getAttrOfType<StringAttr>(SDDialect::kNameAttrName))
+      return name.getValue().str();
+    if (auto loc = op->getLoc()->findInstanceOf<FileLineColLoc>())
+      return "(" +
+             llvm::sys::path::filename(loc.getFilename().getValue()).str() +
+             ":" + std::to_string(loc.getLine()) + ")";
+    return op->getNumResults() ? value(op->getResult(0)) : "";
+  }
+
 private:
   AsmState state;
 };
+
+//===----------------------------------------------------------------------===//
+// Trace spans
+//===----------------------------------------------------------------------===//
+
+// Every runtime call the program makes is bracketed by trace_begin/end with
+// a literal name and the op's cost (CostOpInterface), so that a trace shows
+// which op each span is and how far from its roofline it ran.
+
+int64_t costFlops(Operation *op) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  return cost ? cost.getFlops() : 0;
+}
+
+int64_t costBytes(Operation *op) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  return cost ? cost.getBytesAccessed() : 0;
+}
+
+/// "8x16"; "1" for a scalar.
+std::string shapeText(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "1";
+  return llvm::join(
+      llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }), "x");
+}
+
+/// "sd.exp" -> "exp".
+std::string opKindName(Operation *op) {
+  return op->getName().stripDialect().str();
+}
+
+/// The distinct kinds of `ops` in order, the first few: "exp+mul+tanh".
+std::string fusedKinds(ArrayRef<Operation *> ops) {
+  constexpr size_t kMaxKinds = 6;
+  SmallVector<std::string> kinds;
+  bool more = false;
+  for (Operation *op : ops) {
+    std::string kind = opKindName(op);
+    if (llvm::is_contained(kinds, kind))
+      continue;
+    if (kinds.size() == kMaxKinds) {
+      more = true;
+      break;
+    }
+    kinds.push_back(kind);
+  }
+  return llvm::join(kinds, "+") + (more ? "+..." : "");
+}
+
+/// Writes trace_begin for a span named by the non-empty `words`, joined by
+/// blanks.
+void traceBegin(llvm::raw_ostream &entry, ArrayRef<std::string> words,
+                StringRef category, int64_t flops, int64_t bytes) {
+  std::string name;
+  for (const std::string &word : words)
+    if (!word.empty())
+      name += (name.empty() ? "" : " ") + word;
+  entry << "  api->trace_begin(dev, " << cString(name) << ", "
+        << cString(category) << ", " << flops << ", " << bytes << ");\n";
+}
+
+void traceEnd(llvm::raw_ostream &entry) { entry << "  api->trace_end(dev);\n"; }
 
 //===----------------------------------------------------------------------===//
 // The program
@@ -163,6 +240,10 @@ private:
   /// Results written in place into an argument: result value -> argument.
   DenseMap<Value, int64_t> inPlace;
   int64_t nextBuffer = 0;
+  /// The ops of each fused kernel, in program order (for its trace span).
+  DenseMap<StringAttr, SmallVector<Operation *>> kernelOps;
+  /// Mesh lookups of CostOpInterface::getCommunication.
+  SymbolTableCollection symbols;
 };
 
 } // namespace
@@ -337,8 +418,29 @@ LogicalResult ProgramEmitter::emitCollective(Operation *op,
             << "    /*num_pairs=*/" << pairs.size() / 2 << ", /*pairs=*/"
             << (pairs.empty() ? "nullptr" : "pairs" + tag) << ",\n"
             << "    /*name=*/" << cString(names.op(op)) << "};\n";
+  // "all_reduce fsdp,data 4x8 (dit.mlir:12)": the axes it communicates over,
+  // and what one device sends (the cost model's ring bytes).
+  SmallVector<int64_t> used(axes);
+  for (ArrayRef<int64_t> a : dimAxes)
+    used.append(a.begin(), a.end());
+  SmallVector<std::string> axisNames;
+  for (int64_t a : used) {
+    std::string axisName = mesh.getAxes()[a].getName().getValue().str();
+    if (!llvm::is_contained(axisNames, axisName))
+      axisNames.push_back(axisName);
+  }
+  int64_t sent = 0;
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    if (std::optional<CommunicationInfo> info = cost.getCommunication(symbols))
+      sent = getRingBytesPerDevice(info->pattern, info->tensorBytes,
+                                   info->groupSize);
+  traceBegin(entry,
+             {opKindName(op), llvm::join(axisNames, ","), shapeText(inShape),
+              names.label(op)},
+             "collective", costFlops(op), sent);
   entry << "  if (int32_t st = api->collective(dev, &coll" << tag << ", "
         << buffer(in) << ", " << bufferName << ")) return st;\n";
+  traceEnd(entry);
   return success();
 }
 
@@ -397,13 +499,17 @@ LogicalResult ProgramEmitter::emitGemm(DotGeneralOp op,
     int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
     std::string shape = staticShape(shapeOf(v));
     std::string permName = staticShape(perm);
-    entry << "  float *" << tmp
-          << " = static_cast<float *>(api->alloc(dev, " << bytes
-          << ", SD_DEVICE_MEMORY, "
+    entry << "  float *" << tmp << " = static_cast<float *>(api->alloc(dev, "
+          << bytes << ", SD_DEVICE_MEMORY, "
           << cString(names.op(op) + " (transposed operand)") << "));\n"
-          << "  if (!" << tmp << ") return 1;\n"
-          << "  api->transpose(dev, " << buffer(v) << ", " << tmp << ", "
+          << "  if (!" << tmp << ") return 1;\n";
+    traceBegin(
+        entry,
+        {"transpose", shapeText(shapeOf(v)), "(gemm operand)", names.label(op)},
+        "kernel", 0, 2 * bytes);
+    entry << "  api->transpose(dev, " << buffer(v) << ", " << tmp << ", "
           << perm.size() << ", " << shape << ", " << permName << ");\n";
+    traceEnd(entry);
     temps.push_back(tmp);
     return tmp;
   };
@@ -423,11 +529,18 @@ LogicalResult ProgramEmitter::emitGemm(DotGeneralOp op,
   }
   std::string out = allocate(op.getResult(), entry, "SD_DEVICE_MEMORY");
   int64_t lda = transA ? m : k, ldb = transB ? k : n;
+  std::string mnk = llvm::formatv("{0}x{1}x{2}", m, n, k).str();
+  traceBegin(entry,
+             {"gemm",
+              batch > 1 ? std::to_string(batch) + "x[" + mnk + "]" : mnk,
+              names.label(op)},
+             "gemm", costFlops(op), costBytes(op));
   entry << "  // batch=" << batch << " M=" << m << " N=" << n << " K=" << k
         << "\n  api->gemm(dev, " << batch << ", " << transA << ", " << transB
         << ", " << m << ", " << n << ", " << k << ", " << lhs << ", " << lda
         << ", " << m * k << ", " << rhs << ", " << ldb << ", " << k * n
         << ", 0.0f, " << out << ", " << n << ", " << m * n << ");\n";
+  traceEnd(entry);
   for (const std::string &t : temps)
     entry << "  api->release(dev, " << t << ");\n";
   return success();
@@ -456,10 +569,21 @@ LogicalResult ProgramEmitter::emitStep(Step &step, llvm::raw_ostream &entry) {
     } else {
       outName = allocate(out, entry, "SD_DEVICE_MEMORY");
     }
+    // Its memory traffic is its buffers (f32 each), not its ops' operands.
+    int64_t flops = 0, bytes = 4 * numElements(out.getType());
+    for (Operation *member : kernelOps.lookup(kernelOf(op)))
+      flops += costFlops(member);
+    for (Value in : step.inputs)
+      bytes += 4 * numElements(in.getType());
+    traceBegin(entry,
+               {name.str(), fusedKinds(kernelOps.lookup(kernelOf(op))),
+                names.label(op)},
+               "kernel", flops, bytes);
     entry << "  " << name << "(";
     for (Value in : step.inputs)
       entry << buffer(in) << ", ";
     entry << outName << ");\n";
+    traceEnd(entry);
     return success();
   }
   if (kind == "alias") {
@@ -488,12 +612,15 @@ LogicalResult ProgramEmitter::emitStep(Step &step, llvm::raw_ostream &entry) {
     std::string name = "b" + std::to_string(nextBuffer++);
     int64_t bytes = 4 * std::max<int64_t>(numElements(out.getType()), 1);
     bool toHost = kind == "offload";
-    entry << "  float *" << name << " = nullptr;\n"
-          << "  if (int32_t st = api->move(dev, " << buffer(op->getOperand(0))
+    entry << "  float *" << name << " = nullptr;\n";
+    traceBegin(entry, {kind.str(), shapeText(shapeOf(out)), names.label(op)},
+               "offload", 0, costBytes(op));
+    entry << "  if (int32_t st = api->move(dev, " << buffer(op->getOperand(0))
           << ", " << bytes << ", "
           << (toHost ? "SD_HOST_MEMORY" : "SD_DEVICE_MEMORY")
           << ", reinterpret_cast<void **>(&" << name << "), "
           << cString(names.op(op)) << ")) return st;\n";
+    traceEnd(entry);
     bufferNames[out] = name;
     owned.insert(out);
     if (toHost)
@@ -503,6 +630,10 @@ LogicalResult ProgramEmitter::emitStep(Step &step, llvm::raw_ostream &entry) {
   if (auto dot = dyn_cast<DotGeneralOp>(op))
     return emitGemm(dot, entry);
   std::string o = allocate(out, entry, "SD_DEVICE_MEMORY");
+  traceBegin(entry, {opKindName(op), shapeText(shapeOf(out)), names.label(op)},
+             "kernel", costFlops(op), costBytes(op));
+  // Closes the span after the call the switch writes.
+  llvm::scope_exit closeSpan([&] { traceEnd(entry); });
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<TransposeOp>([&](TransposeOp t) {
         entry << "  api->transpose(dev, " << buffer(t.getOperand()) << ", "
@@ -624,6 +755,7 @@ LogicalResult ProgramEmitter::planSteps() {
       return op.emitOpError("has no 'sd.kernel' plan; run sd-lower-to-openmp "
                             "first");
     members[k].push_back(names.op(&op));
+    kernelOps[k].push_back(&op);
   }
   for (Operation &op : body) {
     auto kind = op.getAttrOfType<StringAttr>(kKernelKindAttrName);

@@ -174,9 +174,20 @@ int32_t conv2d(SdDevice *, const float *in, const float *kernel,
   return 0;
 }
 
-// Tracing comes later; the hooks exist so programs need not change then.
-void traceBegin(SdDevice *, const char *, double, double) {}
-void traceEnd(SdDevice *) {}
+// Programs call these around every kernel, so with tracing off they are a
+// flag test each.
+void traceBegin(SdDevice *dev, const char *name, const char *category,
+                double flops, double bytes) {
+  TraceRecorder &trace = toDevice(dev).trace();
+  if (trace.enabled())
+    trace.begin(name, category, flops, bytes);
+}
+
+void traceEnd(SdDevice *dev) {
+  TraceRecorder &trace = toDevice(dev).trace();
+  if (trace.enabled())
+    trace.end();
+}
 
 } // namespace
 

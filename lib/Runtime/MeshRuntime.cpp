@@ -135,8 +135,11 @@ absl::Status
 MeshRuntime::runOnDevices(const std::function<absl::Status(Device &)> &fn) {
   if (!workers)
     startWorkers();
-  for (size_t id = 0; id < devices.size(); ++id)
+  for (size_t id = 0; id < devices.size(); ++id) {
     devices[id]->clearError();
+    // Spans a failed program left open.
+    devices[id]->trace().discardOpen();
+  }
   std::vector<absl::Status> statuses;
   {
     std::unique_lock<std::mutex> lock(workers->mutex);

@@ -36,7 +36,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 1
+#define SD_ABI_VERSION 2
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -160,9 +160,16 @@ typedef struct SdApi {
                     int64_t groups);
 
   /* --- tracing ------------------------------------------------------------ */
-  /* Brackets a kernel, GEMM or collective for the trace (may be no-ops). */
-  void (*trace_begin)(SdDevice *dev, const char *name, double flops,
-                      double bytes);
+  /* Brackets one fused kernel, runtime kernel, GEMM, collective or memory
+   * move for the trace; every begin has its end, and spans of one device
+   * nest. `name` identifies the call ("gemm 256x384x1152 (dit.mlir:12)");
+   * `category` is "kernel", "gemm", "collective" or "offload"; both are
+   * string literals of the program. `flops` is the op's cost (0 where
+   * unknown), `bytes` the bytes it reads and writes, or sends for a
+   * collective. The program calls them unconditionally: they return at
+   * once unless the runtime records a trace. */
+  void (*trace_begin)(SdDevice *dev, const char *name, const char *category,
+                      double flops, double bytes);
   void (*trace_end)(SdDevice *dev);
 } SdApi;
 

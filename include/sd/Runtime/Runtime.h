@@ -16,6 +16,7 @@
 #define SD_RUNTIME_RUNTIME_H
 
 #include "sd/Runtime/ProgramABI.h"
+#include "sd/Runtime/Trace.h"
 #include "sd/Sharding/Mesh.h"
 
 #include "absl/status/status.h"
@@ -126,6 +127,10 @@ public:
   int32_t fail(absl::Status status);
   void clearError() { lastError = absl::OkStatus(); }
 
+  /// The spans this device's programs bracket (recorded only while the
+  /// runtime traces; see MeshRuntime::enableTracing).
+  TraceRecorder &trace() { return recorder; }
+
 private:
   int64_t deviceId;
   std::vector<int64_t> coords;
@@ -134,6 +139,7 @@ private:
   Transport *transportPtr;
   DeviceCounters deviceCounters;
   absl::Status lastError;
+  TraceRecorder recorder;
 };
 
 /// Moves data between the devices of a mesh. Every device of a collective's
@@ -193,6 +199,20 @@ public:
   /// The function table programs call (ProgramABI.h).
   static const SdApi *api();
 
+  /// Starts recording a trace (Trace.h) on every device and the host track,
+  /// from a common time origin set now and dropping earlier events; or
+  /// stops, keeping the events for writeChromeTrace. Enabling while already
+  /// tracing changes nothing. Not while runOnDevices runs. While off, a
+  /// program's trace calls cost a flag test each.
+  void enableTracing(bool enable);
+  bool tracingEnabled() const { return tracing; }
+  /// A span of the host thread on the trace's "host" track: a step, a
+  /// checkpoint, a compilation. Ignored unless tracing.
+  void traceHostSpan(std::string_view name, TraceClock::time_point begin,
+                     TraceClock::time_point end,
+                     std::string_view category = "host");
+  TraceRecorder &hostTrace() { return hostRecorder; }
+
 private:
   explicit MeshRuntime(MeshRuntimeOptions options);
   struct Workers;
@@ -203,6 +223,8 @@ private:
   std::unique_ptr<Transport> transportPtr;
   std::vector<std::unique_ptr<Device>> devices;
   std::unique_ptr<Workers> workers;
+  bool tracing = false;
+  TraceRecorder hostRecorder;
 };
 
 } // namespace sd::rt

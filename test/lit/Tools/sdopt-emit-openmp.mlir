@@ -25,6 +25,7 @@ func.func @gemm_trans_b(%x: tensor<8x16x32xf32>, %w: tensor<24x32xf32>) -> tenso
 // CHECK: api->transpose(dev, a0, [[LT:t[0-9]+]], 3, {{shape[0-9]+}}, [[LPERM]]);
 // CHECK: api->transpose(dev, a1, [[RT:t[0-9]+]], 3, {{shape[0-9]+}}, [[RPERM]]);
 // CHECK: api->gemm(dev, 16, 0, 0, 8, 8, 32, [[LT]], 32, 256, [[RT]], 8, 256, 0.0f, {{b[0-9]+}}, 8, 64);
+// CHECK-NEXT: api->trace_end(dev);
 // CHECK-NEXT: api->release(dev, [[LT]]);
 // CHECK-NEXT: api->release(dev, [[RT]]);
 func.func @gemm_batch_not_leading(%x: tensor<8x16x32xf32>, %y: tensor<8x16x32xf32>) -> tensor<16x8x8xf32> {
@@ -76,7 +77,9 @@ func.func @collectives(%x: tensor<4x8xf32>) -> (tensor<8x8xf32>, tensor<4x8xf32>
 // CHECK-NEXT: for (int64_t j0 = 0; j0 < 2048; ++j0) {
 // CHECK: out[j0] =
 // CHECK: // in place: donated into argument 0
+// CHECK-NEXT: api->trace_begin(
 // CHECK-NEXT: [[K]](a0, a1, a0);
+// CHECK-NEXT: api->trace_end(dev);
 // CHECK-NEXT: results[0] = a0;
 // CHECK: std::memcpy(r1, a1, 8192);
 // CHECK-NEXT: results[1] = r1;
@@ -117,4 +120,42 @@ func.func @parallel_broadcast(%x: tensor<256x384xf32>, %b: tensor<384xf32>) -> t
 func.func @loss(%x: tensor<64x512xf32>, %y: tensor<64x512xf32>) -> tensor<f32> {
   %l = sd.mse_loss %x, %y : tensor<64x512xf32>
   return %l : tensor<f32>
+}
+
+// -----
+
+// Every runtime call is a trace span with a literal name (the kernel and the
+// ops it fuses, the GEMM's MxNxK, the collective's axes and operand shape,
+// then the op's sd.name or source line), a category, the op's FLOPs, and the
+// bytes it reads and writes (or sends, for a collective).
+sd.mesh @mesh = <["data"=2]>
+// CHECK-LABEL: from @trace_spans
+// CHECK: api->trace_begin(dev, "gemm 64x32x16 proj", "gemm", 65536, 14336);
+// CHECK-NEXT: // batch=1 M=64 N=32 K=16
+// CHECK-NEXT: api->gemm(
+// CHECK-NEXT: api->trace_end(dev);
+// CHECK: api->trace_begin(dev, "[[K:k[0-9]+]] exp+mul (sdopt-emit-openmp.mlir:[[#@LINE+18]])", "kernel", 4096, 16384);
+// CHECK-NEXT: [[K]]({{b[0-9]+}}, {{b[0-9]+}});
+// CHECK-NEXT: api->trace_end(dev);
+// CHECK: api->trace_begin(dev, "softmax 64x32 (sdopt-emit-openmp.mlir:[[#@LINE+16]])", "kernel", 10240, 16384);
+// CHECK-NEXT: api->softmax(
+// CHECK-NEXT: api->trace_end(dev);
+// CHECK: api->trace_begin(dev, "all_reduce data 64x32 (sdopt-emit-openmp.mlir:[[#@LINE+14]])", "collective", 0, 8192);
+// CHECK-NEXT: if (int32_t st = api->collective(
+// CHECK-NEXT: api->trace_end(dev);
+// CHECK: api->trace_begin(dev, "offload 64x32 (sdopt-emit-openmp.mlir:[[#@LINE+12]])", "offload", 0, 16384);
+// CHECK-NEXT: if (int32_t st = api->move(dev, {{.*}}, SD_HOST_MEMORY,
+// CHECK-NEXT: api->trace_end(dev);
+// CHECK: api->trace_begin(dev, "reload 64x32 (sdopt-emit-openmp.mlir:[[#@LINE+10]])", "offload", 0, 16384);
+// CHECK-NEXT: if (int32_t st = api->move(dev, {{.*}}, SD_DEVICE_MEMORY,
+// CHECK-NEXT: api->trace_end(dev);
+func.func @trace_spans(%x: tensor<64x16xf32>, %w: tensor<16x32xf32>) -> tensor<64x32xf32> {
+  %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0] {sd.name = "proj"} : (tensor<64x16xf32>, tensor<16x32xf32>) -> tensor<64x32xf32>
+  %e = sd.exp %y : tensor<64x32xf32>
+  %m = sd.mul %e, %y : tensor<64x32xf32>
+  %s = sd.softmax %m dim = 1 : tensor<64x32xf32>
+  %r = sd.all_reduce %s @mesh axes = ["data"] : tensor<64x32xf32>
+  %o = sd.offload %r : tensor<64x32xf32>
+  %l = sd.reload %o : tensor<64x32xf32>
+  return %l : tensor<64x32xf32>
 }
