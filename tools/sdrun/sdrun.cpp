@@ -353,27 +353,17 @@ int main(int argc, char **argv) {
   mlir::sd::PipelineOptions &options = run.pipeline;
   options.train = true;
   options.devices = devicesFlag;
+  std::string meshSource = meshFlag.getNumOccurrences() ? "--mesh" : "default";
   if (meshFlag.getNumOccurrences() || !config) {
     options.mesh = meshFlag;
-    settings.record("mesh",
-                    meshFlag.empty() ? std::string("one device")
-                                     : meshFlag.getValue(),
-                    meshFlag.getNumOccurrences() ? "--mesh" : "default");
   } else {
     configMesh(file, options.mesh, options.dcnMesh);
-    settings.record("mesh (ici_*_parallelism)",
-                    options.mesh.empty() ? "one device" : options.mesh,
-                    settings.configSource({"ici_data_parallelism", "ici_fsdp_parallelism",
-                                           "ici_context_parallelism",
-                                           "ici_tensor_parallelism"}));
-    if (!options.dcnMesh.empty()) {
-      // One process: a -1 DCN axis is filled with 1.
+    meshSource = settings.configSource(
+        {"ici_data_parallelism", "ici_fsdp_parallelism",
+         "ici_context_parallelism", "ici_tensor_parallelism"});
+    // One process: a -1 DCN axis is filled with 1.
+    if (!options.dcnMesh.empty())
       options.processes = 1;
-      settings.record("dcn mesh (dcn_*_parallelism)", options.dcnMesh,
-                      settings.configSource({"dcn_data_parallelism", "dcn_fsdp_parallelism",
-                                             "dcn_context_parallelism",
-                                             "dcn_tensor_parallelism"}));
-    }
     bool fill = options.mesh.find("-1") != std::string::npos;
     if (fill && devicesFlag == 0) {
       unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -403,6 +393,15 @@ int main(int argc, char **argv) {
                 Twine(mesh.numDevices()) + " devices, but --devices=" +
                 Twine(devicesFlag));
   run.mesh = mesh;
+  {
+    std::string value =
+        options.mesh.empty() ? std::string("one device") : mesh.toString();
+    if (!options.mesh.empty() && options.mesh != value)
+      value += " (ici " + options.mesh +
+               (options.dcnMesh.empty() ? "" : ", dcn " + options.dcnMesh) +
+               ")";
+    settings.record("mesh", value, meshSource);
+  }
 
   // The batch.
   double perDevice = settings.pick<double>(
@@ -529,6 +528,10 @@ int main(int argc, char **argv) {
     clip = 0.0;
   train.maxGradNorm =
       settings.pick<double>("max_grad_norm", maxGradNormFlag, clip);
+  if (clip && *clip == 0.0 && file.maxGradNorm && *file.maxGradNorm != 0.0 &&
+      !maxGradNormFlag.getNumOccurrences())
+    notes.push_back("max_grad_norm: not applied, since "
+                    "opt_enable_grad_global_norm_clipping is false");
   run.seed = settings.pick<uint64_t>("seed", seedFlag, file.seed);
 
   // Outputs.
