@@ -51,6 +51,7 @@ namespace telemetry = ::sd::telemetry;
 namespace {
 
 int fail(const Twine &message) {
+  outs().flush();
   errs() << "sdrun: error: " << message << "\n";
   return 1;
 }
@@ -299,13 +300,45 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
         ckpt::loadCheckpoint(resumeFrom);
     if (!loaded.ok())
       return fail(loaded.status());
-    absl::StatusOr<std::vector<std::vector<float>>> values =
-        ckpt::argumentsFromCheckpoint(*loaded, spec);
-    if (!values.ok())
-      return fail(values.status());
-    start = std::move(*values);
     firstStep = loaded->meta.step;
     seed = loaded->meta.seed;
+    // The batch is drawn from the seed; a run resumed with another global
+    // batch (per_device_batch_size on a larger mesh) draws it again.
+    rt::ProgramSpec restored;
+    std::vector<size_t> redrawn;
+    std::string redrawNote;
+    for (size_t i = 0; i < spec.arguments.size(); ++i) {
+      const rt::ArgumentSpec &arg = spec.arguments[i];
+      const ckpt::LoadedTensor *saved = loaded->find(arg.name);
+      if (arg.kind == rt::ArgumentKind::Input &&
+          (!saved || saved->globalShape != arg.globalShape))
+        redrawn.push_back(i);
+      else
+        restored.arguments.push_back(arg);
+    }
+    absl::StatusOr<std::vector<std::vector<float>>> values =
+        ckpt::argumentsFromCheckpoint(*loaded, restored);
+    if (!values.ok())
+      return fail(values.status());
+    if (redrawn.empty()) {
+      start = std::move(*values);
+    } else {
+      FailureOr<std::vector<std::vector<float>>> initial =
+          initialTrainArguments(module, options.pipeline, seed);
+      if (failed(initial))
+        return compilerFailed() ? 1
+                                : fail("could not draw the training batch");
+      start = std::move(*initial);
+      size_t next = 0;
+      for (size_t i = 0; i < spec.arguments.size(); ++i)
+        if (!llvm::is_contained(redrawn, i))
+          start[i] = std::move((*values)[next++]);
+      redrawNote = "the checkpoint's batch does not have this run's shape: "
+                   "drew a batch of " +
+                   std::to_string(program.batch) +
+                   " from the checkpoint's seed " + std::to_string(seed) +
+                   "\n";
+    }
     if (loaded->meta.model != model)
       warn("the checkpoint was written for model '" + loaded->meta.model +
            "', this is '" + model + "'");
@@ -314,7 +347,7 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
                  std::to_string(firstStep) + ", saved on mesh " + savedMesh;
     if (savedMesh != program.mesh.toString())
       resumeNote += ", resharded onto " + program.mesh.toString();
-    outs() << resumeNote << ")\n";
+    outs() << resumeNote << ")\n" << redrawNote;
   } else {
     FailureOr<std::vector<std::vector<float>>> initial =
         initialTrainArguments(module, options.pipeline, seed);
