@@ -123,7 +123,7 @@ std::string modelIdentifier(const std::string &path) {
   std::string id = llvm::sys::path::filename(path).str();
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (buffer)
-    id += " xxh64:" + llvm::utohexstr(llvm::xxh3_64bits(
+    id += " xxh3:" + llvm::utohexstr(llvm::xxh3_64bits(
                           llvm::arrayRefFromStringRef((*buffer)->getBuffer())));
   return id;
 }
