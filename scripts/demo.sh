@@ -3,7 +3,8 @@
 # bundled DiT-S/2 model — sdgen writes a program; sdopt materializes a mesh,
 # shards every argument with MaxDiffusion's logical axis rules, propagates,
 # partitions into the per-device program and reports its cost; sdrun trains
-# it on a mesh of devices.
+# it on a mesh of devices, from a config file, with checkpoints, a resume and
+# a trace.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${SD_BUILD_DIR:-$ROOT/build}"
@@ -49,5 +50,16 @@ echo
 echo "== sdrun models/dit_tiny.mlir --mesh=data:2,fsdp:2 --steps=3 --verify =="
 "$BUILD/bin/sdrun" "$ROOT/models/dit_tiny.mlir" --mesh=data:2,fsdp:2 --steps=3 --verify
 echo
-echo "== sdrun models/dit_s2.mlir --mesh=data:2 --batch=8 --steps=5: the DiT-S/2 training step on two devices =="
-"$BUILD/bin/sdrun" "$ROOT/models/dit_s2.mlir" --mesh=data:2 --batch=8 --steps=5
+RUN_DIR="$BUILD/demo-run"
+rm -rf "$RUN_DIR"
+# No warm-up: its length is a fraction of max_train_steps, which the two runs
+# set differently (MaxDiffusion's schedule does the same).
+echo "== sdrun models/dit_s2.mlir --config=configs/dit_s2.yml max_train_steps=4 checkpoint_every=2 warmup_steps_fraction=0: DiT-S/2 on two devices from a config file, with checkpoints =="
+"$BUILD/bin/sdrun" "$ROOT/models/dit_s2.mlir" --config="$ROOT/configs/dit_s2.yml" \
+  max_train_steps=4 checkpoint_every=2 warmup_steps_fraction=0 output_dir="$RUN_DIR" \
+  --checkpoint-dir="$RUN_DIR/ckpt"
+echo
+echo "== ... max_train_steps=6 --resume --trace: continued from the last checkpoint =="
+"$BUILD/bin/sdrun" "$ROOT/models/dit_s2.mlir" --config="$ROOT/configs/dit_s2.yml" \
+  max_train_steps=6 checkpoint_every=2 warmup_steps_fraction=0 output_dir="$RUN_DIR" \
+  --checkpoint-dir="$RUN_DIR/ckpt" --resume --trace="$RUN_DIR/trace.json"
