@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunConfig.h"
+#include "sd/Sharding/YamlDiagnostics.h"
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -156,14 +156,15 @@ std::string RunConfig::originOf(std::string_view key) const {
 
 namespace {
 
-/// Keys whose value is a number, with the range MaxDiffusion expects.
-struct NumberKey {
+/// Keys whose value is a number (T = double) or an integer (T = int64_t),
+/// with the range MaxDiffusion expects.
+template <typename T> struct CheckedKey {
   std::string_view name;
-  std::optional<double> RunConfig::*member;
-  bool (*valid)(double);
+  std::optional<T> RunConfig::*member;
+  bool (*valid)(T);
   std::string_view requirement;
 };
-const NumberKey kNumberKeys[] = {
+const CheckedKey<double> kNumberKeys[] = {
     {"per_device_batch_size", &RunConfig::perDeviceBatchSize,
      [](double v) { return v > 0; }, "must be positive"},
     {"learning_rate", &RunConfig::learningRate, [](double v) { return v >= 0; },
@@ -182,14 +183,7 @@ const NumberKey kNumberKeys[] = {
      [](double v) { return v >= 0 && v <= 1; }, "must be in [0, 1]"},
 };
 
-/// Keys whose value is an integer.
-struct IntegerKey {
-  std::string_view name;
-  std::optional<int64_t> RunConfig::*member;
-  bool (*valid)(int64_t);
-  std::string_view requirement;
-};
-const IntegerKey kIntegerKeys[] = {
+const CheckedKey<int64_t> kIntegerKeys[] = {
     {"max_train_steps", &RunConfig::maxTrainSteps,
      [](int64_t v) { return v >= 1; }, "must be at least 1"},
     // Checkpointing is off for -1 (MaxDiffusion's spelling) and 0.
@@ -299,6 +293,20 @@ std::optional<int64_t> parseInteger(std::string_view text) {
   return value;
 }
 
+/// How readNumeric parses a number (double) or an integer (int64_t), and
+/// names it in messages.
+template <typename T> struct NumericKind;
+template <> struct NumericKind<double> {
+  static constexpr auto parse = &parseNumber;
+  static constexpr const char *noun = "a number";
+  static constexpr const char *plural = "numbers";
+};
+template <> struct NumericKind<int64_t> {
+  static constexpr auto parse = &parseInteger;
+  static constexpr const char *noun = "an integer";
+  static constexpr const char *plural = "integers";
+};
+
 /// PyYAML's (YAML 1.1) boolean spellings.
 std::optional<bool> parseBool(std::string_view text) {
   for (std::string_view t :
@@ -332,19 +340,9 @@ public:
 private:
   static void captureDiagnostic(const llvm::SMDiagnostic &diag, void *ctx) {
     auto *self = static_cast<ConfigReader *>(ctx);
-    if (self->syntaxError)
-      return;
-    // llvm::yaml writes "Could not find closing ]!"; follow our style.
-    std::string message = diag.getMessage().str();
-    while (!message.empty() && (message.back() == '!' || message.back() == '.'))
-      message.pop_back();
-    if (!message.empty())
-      message[0] = absl::ascii_tolower(message[0]);
-    std::string where = self->withLines ? absl::StrFormat("%s:%d", self->label,
-                                                          diag.getLineNo())
-                                        : self->label;
-    self->syntaxError =
-        absl::InvalidArgumentError(absl::StrFormat("%s: %s", where, message));
+    if (!self->syntaxError)
+      self->syntaxError =
+          yamlDiagnosticStatus(diag, self->label, self->withLines);
   }
 
   /// `label:line` of a node (`label` alone without lines or location).
@@ -376,8 +374,12 @@ private:
     return syntaxError ? *syntaxError : absl::OkStatus();
   }
 
-  absl::StatusOr<double> readNumber(std::string_view key, yaml::Node *node);
-  absl::StatusOr<int64_t> readInteger(std::string_view key, yaml::Node *node);
+  /// A number (T = double) or an integer (T = int64_t), written plain.
+  template <typename T>
+  absl::StatusOr<T> readNumeric(std::string_view key, yaml::Node *node);
+  absl::StatusOr<int64_t> readInteger(std::string_view key, yaml::Node *node) {
+    return readNumeric<int64_t>(key, node);
+  }
   absl::StatusOr<bool> readBool(std::string_view key, yaml::Node *node);
   absl::StatusOr<std::string> readString(std::string_view key,
                                          yaml::Node *node);
@@ -389,6 +391,13 @@ private:
                                                 yaml::Node *node,
                                                 const std::string &json);
   absl::Status readRules(std::string_view rulesText, std::string_view where);
+
+  /// Stores the value of `key` if `table` has it, after checking its range;
+  /// nullopt when `table` does not have it.
+  template <typename T, size_t N>
+  std::optional<absl::Status> setChecked(std::string_view key,
+                                         yaml::Node *value,
+                                         const CheckedKey<T> (&table)[N]);
 
   /// Stores the value of a key sd uses; `known` is false for other keys.
   absl::Status setValue(std::string_view key, yaml::Node *value, bool &known);
@@ -403,31 +412,23 @@ private:
   const yaml::Node *currentKey = nullptr;
 };
 
-absl::StatusOr<double> ConfigReader::readNumber(std::string_view key,
-                                                yaml::Node *node) {
+template <typename T>
+absl::StatusOr<T> ConfigReader::readNumeric(std::string_view key,
+                                            yaml::Node *node) {
+  using Kind = NumericKind<T>;
   if (std::optional<std::string> plain = plainText(node)) {
-    if (std::optional<double> value = parseNumber(*plain))
+    if (std::optional<T> value = Kind::parse(*plain))
       return *value;
-    return error(node, key, describe(node) + " is not a number");
+    return error(node, key,
+                 absl::StrFormat("%s is not %s", describe(node), Kind::noun));
   }
   if (scalarText(node))
     return error(node, key,
-                 describe(node) + " is a string; write numbers without quotes");
-  return error(node, key, "expected a number, got " + describe(node));
-}
-
-absl::StatusOr<int64_t> ConfigReader::readInteger(std::string_view key,
-                                                  yaml::Node *node) {
-  if (std::optional<std::string> plain = plainText(node)) {
-    if (std::optional<int64_t> value = parseInteger(*plain))
-      return *value;
-    return error(node, key, describe(node) + " is not an integer");
-  }
-  if (scalarText(node))
-    return error(node, key,
-                 describe(node) +
-                     " is a string; write integers without quotes");
-  return error(node, key, "expected an integer, got " + describe(node));
+                 absl::StrFormat("%s is a string; write %s without quotes",
+                                 describe(node), Kind::plural));
+  return error(
+      node, key,
+      absl::StrFormat("expected %s, got %s", Kind::noun, describe(node)));
 }
 
 absl::StatusOr<bool> ConfigReader::readBool(std::string_view key,
@@ -585,6 +586,26 @@ absl::Status ConfigReader::readRules(std::string_view rulesText,
   return absl::OkStatus();
 }
 
+template <typename T, size_t N>
+std::optional<absl::Status>
+ConfigReader::setChecked(std::string_view key, yaml::Node *value,
+                         const CheckedKey<T> (&table)[N]) {
+  for (const CheckedKey<T> &entry : table) {
+    if (key != entry.name)
+      continue;
+    absl::StatusOr<T> number = readNumeric<T>(key, value);
+    if (!number.ok())
+      return number.status();
+    if (!entry.valid(*number))
+      return error(
+          value, key,
+          absl::StrFormat("%s %s", describe(value), entry.requirement));
+    config.*entry.member = *number;
+    return absl::OkStatus();
+  }
+  return std::nullopt;
+}
+
 absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
                                     bool &known) {
   known = true;
@@ -609,32 +630,10 @@ absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
       return done(absl::OkStatus());
     }
   }
-  for (const NumberKey &entry : kNumberKeys) {
-    if (key != entry.name)
-      continue;
-    absl::StatusOr<double> number = readNumber(key, value);
-    if (!number.ok())
-      return number.status();
-    if (!entry.valid(*number))
-      return error(
-          value, key,
-          absl::StrFormat("%s %s", describe(value), entry.requirement));
-    config.*entry.member = *number;
-    return done(absl::OkStatus());
-  }
-  for (const IntegerKey &entry : kIntegerKeys) {
-    if (key != entry.name)
-      continue;
-    absl::StatusOr<int64_t> number = readInteger(key, value);
-    if (!number.ok())
-      return number.status();
-    if (!entry.valid(*number))
-      return error(
-          value, key,
-          absl::StrFormat("%s %s", describe(value), entry.requirement));
-    config.*entry.member = *number;
-    return done(absl::OkStatus());
-  }
+  if (std::optional<absl::Status> s = setChecked(key, value, kNumberKeys))
+    return done(*std::move(s));
+  if (std::optional<absl::Status> s = setChecked(key, value, kIntegerKeys))
+    return done(*std::move(s));
   if (key == "seed") {
     absl::StatusOr<int64_t> seed = readInteger(key, value);
     if (!seed.ok())

@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <unistd.h>
 
 using namespace mlir;
@@ -63,6 +64,65 @@ int fail(const absl::Status &status) {
 void warn(const Twine &message) {
   outs().flush();
   errs() << "sdrun: warning: " << message << "\n";
+}
+
+/// "1 key", "3 keys".
+std::string count(size_t n, llvm::StringRef noun) {
+  return std::to_string(n) + " " + noun.str() + (n == 1 ? "" : "s");
+}
+
+/// Fails when the directory `path` would be written into does not exist, so
+/// that a bad output path is reported before the run rather than after it.
+absl::Status checkOutputPath(const std::string &path, llvm::StringRef flag) {
+  if (path.empty())
+    return absl::OkStatus();
+  llvm::StringRef parent = llvm::sys::path::parent_path(path);
+  if (llvm::sys::fs::is_directory(path))
+    return absl::InvalidArgumentError(
+        (flag + "='" + path + "' is a directory").str());
+  if (!parent.empty() && !llvm::sys::fs::is_directory(parent))
+    return absl::InvalidArgumentError((flag + "='" + path + "': directory '" +
+                                       parent + "' does not exist")
+                                          .str());
+  return absl::OkStatus();
+}
+
+/// Keeps the lines of a JSON-lines metrics file whose "step" is at most
+/// `lastStep` (a resumed run continues the file; the steps after its
+/// checkpoint belong to the abandoned part of the earlier run). Written to
+/// a temporary file and renamed.
+absl::Status trimMetricsLines(const std::string &path, int64_t lastStep) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return absl::OkStatus();
+  std::string kept;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef line : lines) {
+    llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+    if (!value) {
+      llvm::consumeError(value.takeError());
+      continue;
+    }
+    const llvm::json::Object *object = value->getAsObject();
+    std::optional<int64_t> step =
+        object ? object->getInteger("step") : std::nullopt;
+    if (step && *step <= lastStep)
+      kept += (line + "\n").str();
+  }
+  std::string tmp = path + ".tmp";
+  {
+    std::error_code error;
+    llvm::raw_fd_ostream os(tmp, error);
+    if (error)
+      return absl::InternalError("cannot write '" + tmp +
+                                 "': " + error.message());
+    os << kept;
+  }
+  if (std::error_code error = llvm::sys::fs::rename(tmp, path))
+    return absl::InternalError("cannot rename '" + tmp + "' to '" + path +
+                               "': " + error.message());
+  return absl::OkStatus();
 }
 
 using Clock = std::chrono::steady_clock;
@@ -178,17 +238,22 @@ absl::Status initFromSafetensors(const std::string &path,
     byName.erase(it);
     ++loaded;
   }
-  outs() << "initialized " << loaded << " parameters from " << path << "\n";
+  if (loaded == 0)
+    return absl::InvalidArgumentError(
+        path + " has none of the model's parameters (such as '" +
+        (missing.empty() ? std::string() : missing.front()) +
+        "'); tensors are matched by name");
+  outs() << "initialized " << count(loaded, "parameter") << " from " << path
+         << "\n";
   if (!missing.empty())
-    warn(Twine(path) + " has no tensor for " + Twine(missing.size()) +
-         " parameters, which keep their seeded values: " +
-         llvm::join(missing, ", "));
+    warn(Twine(path) + " has no tensor for " + count(missing.size(), "parameter") +
+         ", which keep their seeded values: " + llvm::join(missing, ", "));
   if (!byName.empty()) {
     std::vector<std::string> unused;
     for (const auto &[name, tensor] : byName)
       unused.push_back(name);
-    warn(Twine(path) + " has " + Twine(unused.size()) +
-         " tensors the model does not have: " + llvm::join(unused, ", "));
+    warn(Twine(path) + " has " + count(unused.size(), "tensor") +
+         " the model does not have: " + llvm::join(unused, ", "));
   }
   return absl::OkStatus();
 }
@@ -242,6 +307,13 @@ readLossHistory(const std::string &path, int64_t lastStep) {
 
 int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
                           llvm::function_ref<bool()> compilerFailed) {
+  for (auto [path, flag] :
+       {std::pair<const std::string &, llvm::StringRef>{options.exportPath,
+                                                        "--export"},
+        {options.tracePath, "--trace"},
+        {options.metricsPath, "--metrics"}})
+    if (absl::Status status = checkOutputPath(path, flag); !status.ok())
+      return fail(status);
   const bool checkpointing = !options.checkpointDir.empty();
   if (options.resume && !checkpointing)
     return fail("--resume needs --checkpoint-dir");
@@ -285,8 +357,9 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
       params += rt::numElements(arg.globalShape);
   outs() << "sdrun: " << options.modelPath << ", " << params
          << " parameters, batch " << program.batch << ", mesh "
-         << program.mesh.toString() << " (" << runtime.numDevices()
-         << " devices × " << runtime.threadsPerDevice() << " threads), remat "
+         << program.mesh.toString() << " ("
+         << count(runtime.numDevices(), "device") << " × "
+         << count(runtime.threadsPerDevice(), "thread") << "), remat "
          << options.pipeline.differentiate.remat << "\n";
   for (const std::string &note : options.notes)
     outs() << note << "\n";
@@ -339,6 +412,21 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
                    " from the checkpoint's seed " + std::to_string(seed) +
                    "\n";
     }
+    std::vector<std::string> changed;
+    for (const auto &[key, value] : hyperparameters(options.pipeline)) {
+      auto it = loaded->meta.hyperparameters.find(key);
+      if (it != loaded->meta.hyperparameters.end() && it->second != value)
+        changed.push_back(formatv("{0} {1} -> {2}", key,
+                                  format("%g", it->second), format("%g", value))
+                              .str());
+    }
+    if (!changed.empty())
+      warn("resuming with other optimizer settings than the checkpoint's "
+           "(the run is then not the one that was interrupted): " +
+           llvm::join(changed, ", "));
+    if (options.seed != loaded->meta.seed)
+      warn(formatv("the run continues with the checkpoint's seed {0}, not {1}",
+                   loaded->meta.seed, options.seed));
     if (loaded->meta.model != model)
       warn("the checkpoint was written for model '" + loaded->meta.model +
            "', this is '" + model + "'");
@@ -372,9 +460,14 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
   // Outputs of the run.
   std::unique_ptr<llvm::ToolOutputFile> metrics;
   if (!options.metricsPath.empty()) {
+    if (options.resume)
+      if (absl::Status status = trimMetricsLines(options.metricsPath, firstStep);
+          !status.ok())
+        return fail(status);
     std::error_code error;
     metrics = std::make_unique<llvm::ToolOutputFile>(
-        options.metricsPath, error, llvm::sys::fs::OF_None);
+        options.metricsPath, error,
+        options.resume ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
     if (error)
       return fail("cannot write '" + options.metricsPath +
                   "': " + error.message());
@@ -561,6 +654,10 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
   }
   if (!options.verify)
     return 0;
+  if (losses.empty()) {
+    outs() << "verify: no steps ran, nothing to compare\n";
+    return 0;
+  }
 
   // The same steps on one device, from the same values.
   PipelineOptions single = options.pipeline;
@@ -606,6 +703,9 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
     return 1;
   }
   bool ok = worstLoss <= 1e-4 && worstParam <= 1e-4;
+  if (firstStep > 0)
+    outs() << formatv("verify: steps {0}-{1} from the checkpoint's values\n",
+                      firstStep + 1, options.steps);
   outs() << format("verify: largest relative difference to one device: "
                    "loss %.3g, parameters %.3g (%s): %s\n",
                    worstLoss, worstParam, worstName.c_str(),

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Sharding/LogicalRules.h"
+#include "sd/Sharding/YamlDiagnostics.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -165,16 +166,8 @@ public:
 private:
   static void captureDiagnostic(const llvm::SMDiagnostic &diag, void *ctx) {
     auto *self = static_cast<RulesReader *>(ctx);
-    if (self->syntaxError)
-      return;
-    // llvm::yaml writes "Could not find closing ]!"; follow our message style.
-    std::string message = diag.getMessage().str();
-    while (!message.empty() && (message.back() == '!' || message.back() == '.'))
-      message.pop_back();
-    if (!message.empty())
-      message[0] = absl::ascii_tolower(message[0]);
-    self->syntaxError = absl::InvalidArgumentError(absl::StrFormat(
-        "%s:%d: %s", self->fileName, diag.getLineNo(), message));
+    if (!self->syntaxError)
+      self->syntaxError = yamlDiagnosticStatus(diag, self->fileName);
   }
 
   /// `file:line: message`; a pending syntax error wins, since a structural

@@ -342,7 +342,8 @@ int main(int argc, char **argv) {
   if (!file.ignoredKeys.empty())
     errs() << "sdrun: warning: " << llvm::sys::path::filename(file.fileName)
            << ": ignoring " << file.ignoredKeys.size()
-           << " keys sd does not use: " << llvm::join(file.ignoredKeys, ", ")
+           << (file.ignoredKeys.size() == 1 ? " key" : " keys")
+           << " sd does not use: " << llvm::join(file.ignoredKeys, ", ")
            << "\n";
   Resolver settings(&file, overridden);
   mlir::sd::TrainRunOptions run;

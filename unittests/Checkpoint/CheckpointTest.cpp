@@ -11,7 +11,7 @@
 #include "sd/Checkpoint/Checkpoint.h"
 #include "sd/Checkpoint/Safetensors.h"
 
-#include "../Runtime/RuntimeTestUtils.h"
+#include "CheckpointTestUtils.h"
 
 #include <gtest/gtest.h>
 
@@ -36,24 +36,15 @@ using rt::ArgumentKind;
 using rt::ArgumentSpec;
 using rt::ProgramSpec;
 using rt::TrainingSession;
-
-std::string readAll(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-void writeAll(const std::string &path, const std::string &bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
+using testutil::compileAndLoad;
+using testutil::contains;
+using testutil::makeTempDir;
+using testutil::programText;
+using testutil::readAll;
+using testutil::removeTempDir;
+using testutil::writeAll;
 
 bool exists(const std::string &path) { return access(path.c_str(), F_OK) == 0; }
-
-bool contains(const absl::Status &status, const std::string &text) {
-  return status.message().find(text) != std::string::npos;
-}
 
 bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b) {
   return a.size() == b.size() &&
@@ -171,18 +162,14 @@ protected:
       ownsRoot = false;
       return;
     }
-    const char *tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(tmp && *tmp ? tmp : "/tmp") + "/sd-checkpoint-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root = new std::string(pattern);
+    root = new std::string(makeTempDir("sd-checkpoint-test"));
+    ASSERT_FALSE(root->empty());
     ownsRoot = true;
     setenv("SD_CHECKPOINT_TEST_ROOT", root->c_str(), 1);
   }
   static void TearDownTestSuite() {
     if (ownsRoot) {
-      std::string command = "rm -rf '" + *root + "'";
-      EXPECT_EQ(std::system(command.c_str()), 0);
+      removeTempDir(*root);
       unsetenv("SD_CHECKPOINT_TEST_ROOT");
     }
     delete root;
@@ -618,20 +605,9 @@ extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
 /// A session of the step program on x:`devices`, with w = 1.1, 2.2, ...
 std::unique_ptr<TrainingSession> trainingSession(int64_t devices,
                                                  const std::string &cacheDir) {
-  std::string source = rt::testutil::abiHeaderText() + R"(
-extern "C" int32_t sd_program_abi_version(void) { return SD_ABI_VERSION; }
-)" + stepBody(static_cast<int>(4 / devices));
-  rt::CompileOptions compileOptions;
-  compileOptions.cacheDir = cacheDir;
-  absl::StatusOr<rt::CompiledProgram> compiled =
-      rt::compileProgram(source, compileOptions);
-  EXPECT_TRUE(compiled.ok()) << compiled.status();
-  if (!compiled.ok())
-    return nullptr;
-  absl::StatusOr<std::unique_ptr<rt::LoadedProgram>> program =
-      rt::LoadedProgram::load(compiled->libraryPath);
-  EXPECT_TRUE(program.ok()) << program.status();
-  if (!program.ok())
+  std::unique_ptr<rt::LoadedProgram> program = compileAndLoad(
+      programText(stepBody(static_cast<int>(4 / devices))), cacheDir);
+  if (!program)
     return nullptr;
   rt::MeshRuntimeOptions options;
   options.mesh = MeshSpec({MeshAxis{"x", devices, 1}});
@@ -642,7 +618,7 @@ extern "C" int32_t sd_program_abi_version(void) { return SD_ABI_VERSION; }
       argument("step", ArgumentKind::Step, {}, {}, options.mesh)};
   spec.resultAliases = {-1, 0};
   absl::StatusOr<std::unique_ptr<TrainingSession>> created =
-      TrainingSession::create(options, spec, std::move(*program));
+      TrainingSession::create(options, spec, std::move(program));
   EXPECT_TRUE(created.ok()) << created.status();
   if (!created.ok())
     return nullptr;

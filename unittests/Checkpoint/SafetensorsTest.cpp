@@ -8,6 +8,8 @@
 
 #include "sd/Checkpoint/Safetensors.h"
 
+#include "CheckpointTestUtils.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -23,6 +25,12 @@
 
 namespace sd::ckpt {
 namespace {
+
+using testutil::contains;
+using testutil::makeTempDir;
+using testutil::readAll;
+using testutil::removeTempDir;
+using testutil::writeAll;
 
 /// CRC-32 (zlib's polynomial), bit by bit: an implementation independent of
 /// the library's.
@@ -55,33 +63,13 @@ template <typename T> std::string rawBytes(const std::vector<T> &values) {
                      values.size() * sizeof(T));
 }
 
-std::string readAll(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-void writeAll(const std::string &path, const std::string &bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
-
-bool contains(const absl::Status &status, const std::string &text) {
-  return status.message().find(text) != std::string::npos;
-}
-
 class SafetensorsTest : public testing::Test {
 protected:
   void SetUp() override {
-    const char *tmp = std::getenv("TMPDIR");
-    dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/sd-safetensors-XXXXXX";
-    ASSERT_NE(mkdtemp(dir.data()), nullptr);
+    dir = makeTempDir("sd-safetensors");
+    ASSERT_FALSE(dir.empty());
   }
-  void TearDown() override {
-    std::string command = "rm -rf '" + dir + "'";
-    EXPECT_EQ(std::system(command.c_str()), 0);
-  }
+  void TearDown() override { removeTempDir(dir); }
 
   /// parseSafetensors's error for `bytes`, as file "f.safetensors".
   static absl::Status parseError(const std::string &bytes) {

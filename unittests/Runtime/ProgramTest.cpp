@@ -53,18 +53,12 @@ extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
 class ProgramTest : public testing::Test {
 protected:
   void SetUp() override {
-    const char *tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(tmp && *tmp ? tmp : "/tmp") + "/sd-program-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root = testutil::makeTempDir("sd-program-test");
+    ASSERT_FALSE(root.empty());
     // A subdirectory that does not exist yet: compileProgram creates it.
-    root = pattern;
     options.cacheDir = root + "/cache/nested";
   }
-  void TearDown() override {
-    std::string command = "rm -rf '" + root + "'";
-    EXPECT_EQ(std::system(command.c_str()), 0);
-  }
+  void TearDown() override { testutil::removeTempDir(root); }
 
   std::string root;
   CompileOptions options;

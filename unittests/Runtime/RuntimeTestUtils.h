@@ -1,14 +1,21 @@
 //===- RuntimeTestUtils.h - Helpers of the runtime tests --------*- C++ -*-===//
 //
 // Tests that compile hand-written device programs embed the ABI header the
-// way generated programs do.
+// way generated programs do, and keep compiled programs (and other files)
+// in temporary directories of their own.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SD_UNITTESTS_RUNTIME_RUNTIMETESTUTILS_H
 #define SD_UNITTESTS_RUNTIME_RUNTIMETESTUTILS_H
 
+#include "sd/Runtime/Program.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -23,6 +30,72 @@ inline std::string abiHeaderText() {
   text << in.rdbuf();
   return text.str();
 }
+
+/// A whole program: the ABI header, the version entry point of the current
+/// ABI, then `body` (which defines sd_program_run).
+inline std::string programText(const std::string &body) {
+  std::string header = abiHeaderText();
+  EXPECT_NE(header.find("SD_ABI_VERSION"), std::string::npos)
+      << "ProgramABI.h not found from " << __FILE__;
+  return header + R"(
+extern "C" int32_t sd_program_abi_version(void) { return SD_ABI_VERSION; }
+)" + body;
+}
+
+/// Compiles `source` with its cache in `cacheDir` and loads it; null (and a
+/// test failure) when either step fails.
+inline std::unique_ptr<LoadedProgram>
+compileAndLoad(const std::string &source, const std::string &cacheDir) {
+  CompileOptions options;
+  options.cacheDir = cacheDir;
+  absl::StatusOr<CompiledProgram> compiled = compileProgram(source, options);
+  EXPECT_TRUE(compiled.ok()) << compiled.status();
+  if (!compiled.ok())
+    return nullptr;
+  absl::StatusOr<std::unique_ptr<LoadedProgram>> program =
+      LoadedProgram::load(compiled->libraryPath);
+  EXPECT_TRUE(program.ok()) << program.status();
+  return program.ok() ? std::move(*program) : nullptr;
+}
+
+/// A fresh directory `$TMPDIR/<prefix>-XXXXXX` (/tmp without TMPDIR); empty
+/// (and a test failure) when it cannot be made.
+inline std::string makeTempDir(const std::string &prefix) {
+  const char *tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";
+  if (!mkdtemp(pattern.data())) {
+    ADD_FAILURE() << "cannot create " << pattern;
+    return "";
+  }
+  return pattern;
+}
+
+/// Removes `dir` and everything in it.
+inline void removeTempDir(const std::string &dir) {
+  std::string command = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0);
+}
+
+/// A fixture whose suite shares one temporary directory, `*root` (named
+/// after the suite), made before its first test and removed after its last.
+/// `Suite` is the derived fixture, so that every suite has its own `root`.
+template <typename Suite> class SuiteTempDirTest : public testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    const testing::TestSuite *suite =
+        testing::UnitTest::GetInstance()->current_test_suite();
+    root = new std::string(makeTempDir(std::string("sd-") + suite->name()));
+    ASSERT_FALSE(root->empty());
+  }
+  static void TearDownTestSuite() {
+    removeTempDir(*root);
+    delete root;
+    root = nullptr;
+  }
+
+  static inline std::string *root = nullptr;
+};
 
 } // namespace sd::rt::testutil
 

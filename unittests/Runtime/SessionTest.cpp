@@ -150,7 +150,9 @@ TEST(CopyBlockTest, FullyReplicatedAndRankZeroTensors) {
 // TrainingSession
 //===----------------------------------------------------------------------===//
 
-using ::sd::rt::testutil::abiHeaderText;
+using ::sd::rt::testutil::compileAndLoad;
+using ::sd::rt::testutil::programText;
+using ::sd::rt::testutil::SuiteTempDirTest;
 
 /// A step taking (w: `localSize` floats, step: scalar) and returning (loss,
 /// w - 1 in place). The loss is the sum of the device's block of w plus
@@ -204,40 +206,12 @@ extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
 }
 )";
 
-class SessionTest : public testing::Test {
+/// Programs compiled once per suite, into a cache under `root`.
+class SessionTest : public SuiteTempDirTest<SessionTest> {
 protected:
-  static void SetUpTestSuite() {
-    const char *tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(tmp && *tmp ? tmp : "/tmp") + "/sd-session-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root = new std::string(pattern);
-  }
-  static void TearDownTestSuite() {
-    std::string command = "rm -rf '" + *root + "'";
-    EXPECT_EQ(std::system(command.c_str()), 0);
-    delete root;
-    root = nullptr;
-  }
-
   /// Compiles and loads the ABI header followed by `body`.
   static std::unique_ptr<LoadedProgram> load(const std::string &body) {
-    std::string header = abiHeaderText();
-    EXPECT_NE(header.find("SD_ABI_VERSION"), std::string::npos)
-        << "ProgramABI.h not found from " << __FILE__;
-    std::string source = header + R"(
-extern "C" int32_t sd_program_abi_version(void) { return SD_ABI_VERSION; }
-)" + body;
-    CompileOptions options;
-    options.cacheDir = *root + "/cache";
-    absl::StatusOr<CompiledProgram> compiled = compileProgram(source, options);
-    EXPECT_TRUE(compiled.ok()) << compiled.status();
-    if (!compiled.ok())
-      return nullptr;
-    absl::StatusOr<std::unique_ptr<LoadedProgram>> program =
-        LoadedProgram::load(compiled->libraryPath);
-    EXPECT_TRUE(program.ok()) << program.status();
-    return program.ok() ? std::move(*program) : nullptr;
+    return compileAndLoad(programText(body), *root + "/cache");
   }
 
   static MeshRuntimeOptions meshOptions(int64_t devices, int64_t budget = 0) {
@@ -295,11 +269,7 @@ extern "C" int32_t sd_program_abi_version(void) { return SD_ABI_VERSION; }
     EXPECT_FALSE(session.ok());
     return session.status();
   }
-
-  static std::string *root;
 };
-
-std::string *SessionTest::root = nullptr;
 
 TEST_F(SessionTest, StepsUpdateDonatedArgumentsInPlace) {
   std::unique_ptr<TrainingSession> session = stepSession(2);

@@ -26,7 +26,9 @@
 namespace sd::rt {
 namespace {
 
-using ::sd::rt::testutil::abiHeaderText;
+using ::sd::rt::testutil::compileAndLoad;
+using ::sd::rt::testutil::programText;
+using ::sd::rt::testutil::SuiteTempDirTest;
 
 /// args[0]: 4 floats x, args[1]: 1 float, negative to fail half-way (with
 /// a span open). Result 0 = all_reduce over every mesh axis of 2·x, under
@@ -36,12 +38,11 @@ std::string programSource(int numAxes) {
   std::string axes;
   for (int a = 0; a < numAxes; ++a)
     axes += (a ? ", " : "") + std::to_string(a);
-  return abiHeaderText() + R"(
-extern "C" int32_t sd_program_abi_version(void) { return SD_ABI_VERSION; }
-
+  return programText(R"(
 static const SdCollective coll0 = {
     SD_ALL_REDUCE, 1, {4}, {4}, {0}, {{0}}, )" +
-         std::to_string(numAxes) + ", {" + axes + R"(}, 0, 0, 0, nullptr,
+                     std::to_string(numAxes) + ", {" + axes +
+                     R"(}, 0, 0, 0, nullptr,
     "%sum = sd.all_reduce"};
 
 extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
@@ -68,28 +69,14 @@ extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
   results[0] = z;
   return 0;
 }
-)";
+)");
 }
 
 SdDevice *toSd(Device &device) { return reinterpret_cast<SdDevice *>(&device); }
 
 /// A fresh directory for compiled programs and trace files.
-class TraceTest : public testing::Test {
+class TraceTest : public SuiteTempDirTest<TraceTest> {
 protected:
-  static void SetUpTestSuite() {
-    const char *tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(tmp && *tmp ? tmp : "/tmp") + "/sd-trace-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root = new std::string(pattern);
-  }
-  static void TearDownTestSuite() {
-    std::string command = "rm -rf '" + *root + "'";
-    EXPECT_EQ(std::system(command.c_str()), 0);
-    delete root;
-    root = nullptr;
-  }
-
   /// A runtime on `mesh` and the program compiled for its axis count.
   void setUpMesh(const MeshSpec &mesh) {
     MeshRuntimeOptions options;
@@ -99,15 +86,9 @@ protected:
         MeshRuntime::create(std::move(options));
     ASSERT_TRUE(created.ok()) << created.status();
     runtime = std::move(*created);
-    CompileOptions compile;
-    compile.cacheDir = *root + "/cache";
-    absl::StatusOr<CompiledProgram> compiled = compileProgram(
-        programSource(static_cast<int>(mesh.axes().size())), compile);
-    ASSERT_TRUE(compiled.ok()) << compiled.status();
-    absl::StatusOr<std::unique_ptr<LoadedProgram>> loaded =
-        LoadedProgram::load(compiled->libraryPath);
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
-    program = std::move(*loaded);
+    program = compileAndLoad(
+        programSource(static_cast<int>(mesh.axes().size())), *root + "/cache");
+    ASSERT_NE(program, nullptr);
   }
 
   /// Runs the program once on every device with x = (id, id, id, id);
@@ -136,12 +117,9 @@ protected:
     return device.trace().string(e.name);
   }
 
-  static std::string *root;
   std::unique_ptr<MeshRuntime> runtime;
   std::unique_ptr<LoadedProgram> program;
 };
-
-std::string *TraceTest::root = nullptr;
 
 /// Spans of one track either nest or are disjoint.
 void expectNested(const std::vector<TraceEvent> &events) {
