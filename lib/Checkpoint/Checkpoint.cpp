@@ -11,6 +11,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CRC.h"
 #include "llvm/Support/FileSystem.h"
@@ -115,7 +116,13 @@ std::optional<rt::ArgumentKind> fromProto(proto::Tensor::Kind kind) {
   }
 }
 
-/// Serializes with sorted map keys, so equal manifests are equal bytes.
+/// The key of Manifest.manifest_crc32 (field 100, wire type fixed32) and
+/// the bytes it takes with its value.
+constexpr uint8_t kSealTag[2] = {0xa5, 0x06};
+constexpr size_t kSealBytes = 6;
+
+/// Serializes with sorted map keys, so equal manifests are equal bytes, and
+/// appends manifest_crc32 over those bytes.
 std::string serializeDeterministically(const proto::Manifest &manifest) {
   std::string bytes;
   {
@@ -124,6 +131,11 @@ std::string serializeDeterministically(const proto::Manifest &manifest) {
     coded.SetSerializationDeterministic(true);
     manifest.SerializeToCodedStream(&coded);
   }
+  uint32_t crc = llvm::crc32(llvm::arrayRefFromStringRef(bytes));
+  bytes.push_back(static_cast<char>(kSealTag[0]));
+  bytes.push_back(static_cast<char>(kSealTag[1]));
+  for (int i = 0; i < 4; ++i)
+    bytes.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
   return bytes;
 }
 
@@ -138,8 +150,28 @@ absl::StatusOr<proto::Manifest> readManifest(const std::string &stepDir) {
           "checkpoint '", stepDir, "' has no manifest (an incomplete write?)"));
     return bytes.status();
   }
+  // The last 6 bytes are manifest_crc32 (field 100, fixed32) over the
+  // bytes before them.
+  const std::string &data = *bytes;
+  bool sealed = data.size() >= kSealBytes &&
+                static_cast<uint8_t>(data[data.size() - 6]) == kSealTag[0] &&
+                static_cast<uint8_t>(data[data.size() - 5]) == kSealTag[1];
+  if (!sealed)
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint manifest '", path, "' is truncated or corrupt (no checksum at its end)"));
+  uint32_t stored = 0;
+  for (int i = 0; i < 4; ++i)
+    stored |= static_cast<uint32_t>(static_cast<uint8_t>(
+                  data[data.size() - 4 + i]))
+              << (8 * i);
+  uint32_t actual = llvm::crc32(llvm::arrayRefFromStringRef(
+      llvm::StringRef(data).drop_back(kSealBytes)));
+  if (stored != actual)
+    return absl::DataLossError(absl::StrFormat(
+        "checkpoint manifest '%s' is corrupt: crc32 0x%08x != stored 0x%08x",
+        path, actual, stored));
   proto::Manifest manifest;
-  if (!manifest.ParseFromString(*bytes))
+  if (!manifest.ParseFromString(data))
     return absl::DataLossError(
         absl::StrCat("checkpoint manifest '", path, "' does not parse"));
   return manifest;
@@ -469,7 +501,11 @@ listCheckpoints(const std::string &dir) {
     int64_t step = stepOfDirectoryName(llvm::sys::path::filename(it->path()));
     if (step < 0)
       continue;
-    if (readManifest(it->path()).ok())
+    // A step without a manifest is an interrupted write. A manifest that
+    // does not parse is listed: it was renamed into place whole, so it is
+    // corrupt, and loading it reports that instead of silently going back
+    // to an earlier step.
+    if (!absl::IsNotFound(readManifest(it->path()).status()))
       steps.emplace_back(step, it->path());
   }
   if (error)

@@ -322,6 +322,9 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
   // The checkpoint to resume from, or none; a fresh run does not write
   // into a directory that holds another run's checkpoints.
   std::string resumeFrom;
+  // Loaded (and every checksum verified) before the step is compiled, so a
+  // damaged checkpoint is reported at once.
+  std::optional<ckpt::LoadedCheckpoint> loaded;
   if (checkpointing) {
     absl::StatusOr<std::vector<std::string>> existing =
         ckpt::listCheckpoints(options.checkpointDir);
@@ -332,6 +335,17 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
         return fail("--resume: no complete checkpoint in '" +
                     options.checkpointDir + "'");
       resumeFrom = existing->back();
+      absl::StatusOr<ckpt::LoadedCheckpoint> read =
+          ckpt::loadCheckpoint(resumeFrom);
+      if (!read.ok()) {
+        if (absl::IsDataLoss(read.status()) && existing->size() > 1)
+          return fail(std::string(read.status().message()) +
+                      "; to resume from the checkpoint before it (" +
+                      (*existing)[existing->size() - 2] + "), remove '" +
+                      resumeFrom + "'");
+        return fail(read.status());
+      }
+      loaded = std::move(*read);
     } else if (!existing->empty()) {
       return fail("'" + options.checkpointDir + "' already holds checkpoints (" +
                   existing->back() +
@@ -368,11 +382,7 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
   std::vector<std::vector<float>> start;
   int64_t firstStep = 0;
   uint64_t seed = options.seed;
-  if (!resumeFrom.empty()) {
-    absl::StatusOr<ckpt::LoadedCheckpoint> loaded =
-        ckpt::loadCheckpoint(resumeFrom);
-    if (!loaded.ok())
-      return fail(loaded.status());
+  if (loaded) {
     firstStep = loaded->meta.step;
     seed = loaded->meta.seed;
     // The batch is drawn from the seed; a run resumed with another global

@@ -405,7 +405,7 @@ TEST_F(CheckpointTest, ATruncatedShardIsDataLoss) {
       << loaded.status();
 }
 
-TEST_F(CheckpointTest, AStepWithoutManifestIsNotListed) {
+TEST_F(CheckpointTest, AStepWithoutManifestIsNotListedACorruptOneIs) {
   std::string dir = testDir();
   std::vector<std::vector<float>> globals =
       globalsFor(modelSpec(mesh("fsdp:2")));
@@ -420,14 +420,15 @@ TEST_F(CheckpointTest, AStepWithoutManifestIsNotListed) {
                                                dir + "/step_00000100"}));
 
   ASSERT_EQ(unlink((dir + "/step_00000100/manifest.pb").c_str()), 0);
-  // A manifest that does not parse counts as none either.
+  // A manifest that does not parse is listed (it is corrupt, not
+  // incomplete: loading it says so); unrelated entries are not.
   writeAll(dir + "/step_00000020/manifest.pb", "\xff\xff\xff garbage");
-  // Neither do unrelated entries.
   ASSERT_EQ(mkdir((dir + "/step_abc").c_str(), 0755), 0);
   writeAll(dir + "/notes.txt", "x");
   listed = listCheckpoints(dir);
   ASSERT_TRUE(listed.ok()) << listed.status();
-  EXPECT_EQ(*listed, std::vector<std::string>{dir + "/step_00000005"});
+  EXPECT_EQ(*listed, (std::vector<std::string>{dir + "/step_00000005",
+                                               dir + "/step_00000020"}));
 
   absl::StatusOr<LoadedCheckpoint> incomplete =
       loadCheckpoint(dir + "/step_00000100");
