@@ -162,6 +162,19 @@ std::string parentDirectory(const std::string &path) {
   return path.substr(0, slash);
 }
 
+/// Removes a temporary file when the write it belongs to fails (after a
+/// successful rename there is nothing left to remove).
+class TmpRemover {
+public:
+  explicit TmpRemover(const std::string &tmp) : tmp(tmp) {}
+  ~TmpRemover() { ::unlink(tmp.c_str()); }
+  TmpRemover(const TmpRemover &) = delete;
+  TmpRemover &operator=(const TmpRemover &) = delete;
+
+private:
+  const std::string &tmp;
+};
+
 /// Opens `path + ".tmp"` for writing, replacing any such file.
 absl::StatusOr<int> openTmp(const std::string &tmp) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -343,6 +356,7 @@ absl::Status writeFileAtomically(const std::string &path,
   absl::StatusOr<int> fd = openTmp(tmp);
   if (!fd.ok())
     return fd.status();
+  TmpRemover remover(tmp);
   FileCloser closer(*fd);
   if (!writeAll(*fd, bytes.data(), bytes.size()))
     return osError(errno, "cannot write", tmp);
@@ -413,6 +427,7 @@ writeSafetensors(const std::string &path,
   absl::StatusOr<int> fd = openTmp(tmp);
   if (!fd.ok())
     return fd.status();
+  TmpRemover remover(tmp);
   FileCloser closer(*fd);
   int64_t total = 8 + static_cast<int64_t>(header.size()) + offset;
   TmpWriter writer(*fd, total, halfWritten);
