@@ -189,6 +189,10 @@ const CheckedKey<int64_t> kIntegerKeys[] = {
     // Checkpointing is off for -1 (MaxDiffusion's spelling) and 0.
     {"checkpoint_every", &RunConfig::checkpointEvery,
      [](int64_t v) { return v >= -1; }, "must be -1, 0 or at least 1"},
+    {"skip_first_n_steps_for_profiler", &RunConfig::skipFirstNStepsForProfiler,
+     [](int64_t v) { return v >= 0; }, "must not be negative"},
+    {"profiler_steps", &RunConfig::profilerSteps,
+     [](int64_t v) { return v >= 1; }, "must be at least 1"},
 };
 
 /// Keys whose value is kept as the string given.
@@ -643,11 +647,17 @@ absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
     config.seed = static_cast<uint64_t>(*seed);
     return done(absl::OkStatus());
   }
-  if (key == "opt_enable_grad_global_norm_clipping") {
+  for (auto [name, member] :
+       {std::pair<std::string_view, std::optional<bool> RunConfig::*>{
+            "opt_enable_grad_global_norm_clipping",
+            &RunConfig::gradNormClipping},
+        {"enable_profiler", &RunConfig::enableProfiler}}) {
+    if (key != name)
+      continue;
     absl::StatusOr<bool> flag = readBool(key, value);
     if (!flag.ok())
       return flag.status();
-    config.gradNormClipping = *flag;
+    config.*member = *flag;
     return done(absl::OkStatus());
   }
   for (const StringKey &entry : kStringKeys) {

@@ -307,6 +307,10 @@ readLossHistory(const std::string &path, int64_t lastStep) {
 
 int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
                           llvm::function_ref<bool()> compilerFailed) {
+  if (!options.runDir.empty())
+    if (std::error_code error =
+            llvm::sys::fs::create_directories(options.runDir))
+      return fail("cannot create '" + options.runDir + "': " + error.message());
   for (auto [path, flag] :
        {std::pair<const std::string &, llvm::StringRef>{options.exportPath,
                                                         "--export"},
@@ -495,14 +499,41 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
         !status.ok())
       return fail(status);
   }
-  if (!options.tracePath.empty())
-    runtime.enableTracing(true);
 
   outs().flush();
   telemetry::ProgressReporter progress(
       options.steps, firstStep, std::cout,
       telemetry::isInteractiveTerminal(fileno(stdout)));
   auto print = [&](const std::string &line) { progress.printAbove(line); };
+  // The trace covers a window of this run's steps (MaxDiffusion's
+  // skip_first_n_steps_for_profiler and profiler_steps): a span per kernel
+  // is too much to keep for a whole long run.
+  const bool tracing = !options.tracePath.empty();
+  const int64_t traceBegin = firstStep + options.traceSkipSteps;
+  const int64_t traceEnd = std::min(options.steps, traceBegin + options.traceSteps);
+  auto writeTrace = [&]() -> absl::Status {
+    runtime.enableTracing(false);
+    absl::StatusOr<int64_t> events =
+        rt::writeChromeTrace(runtime, options.tracePath);
+    if (!events.ok())
+      return events.status();
+    std::string window =
+        traceBegin < traceEnd
+            ? formatv("steps {0}-{1}", traceBegin + 1, traceEnd).str()
+            : std::string("no step: the run ended before the window");
+    outs() << "trace: " << options.tracePath << " (" << window << ", "
+           << *events << " events; open it in https://ui.perfetto.dev)\n";
+    return absl::OkStatus();
+  };
+  // A failed step still leaves its trace (and the steps before it).
+  auto failStep = [&](const absl::Status &status) {
+    progress.finish();
+    if (tracing && runtime.tracingEnabled())
+      if (absl::Status written = writeTrace(); !written.ok())
+        warn(std::string(written.message()));
+    return fail(status);
+  };
+
   auto saveCheckpoint = [&](int64_t stepsTaken) -> absl::Status {
     Clock::time_point begin = Clock::now();
     ckpt::CheckpointMeta meta;
@@ -517,8 +548,7 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
             ckpt::saveCheckpoint(options.checkpointDir, *session, meta);
         !status.ok())
       return status;
-    if (!options.tracePath.empty())
-      runtime.traceHostSpan("checkpoint", begin, Clock::now());
+    runtime.traceHostSpan("checkpoint", begin, Clock::now());
     std::string path =
         options.checkpointDir + "/" + ckpt::stepDirectoryName(stepsTaken);
     int64_t files = 0;
@@ -549,16 +579,15 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
   double totalSeconds = 0;
   int64_t lastCheckpoint = firstStep;
   for (int64_t step = firstStep; step < options.steps; ++step) {
+    if (tracing && step == traceBegin)
+      runtime.enableTracing(true);
     Clock::time_point begin = Clock::now();
     absl::StatusOr<rt::TrainingSession::StepResult> result =
         session->step(step);
-    if (!result.ok()) {
-      progress.finish();
-      return fail(result.status());
-    }
-    if (!options.tracePath.empty())
-      runtime.traceHostSpan("step " + std::to_string(step + 1), begin,
-                            Clock::now());
+    if (!result.ok())
+      return failStep(result.status());
+    runtime.traceHostSpan("step " + std::to_string(step + 1), begin,
+                          Clock::now());
     losses.push_back(result->loss);
     curve.emplace_back(step + 1, result->loss);
     totalSeconds += result->seconds;
@@ -589,19 +618,17 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
               {result->loss, result->seconds, samples, gflops,
                static_cast<double>(session->lastStepCommBytes()),
                static_cast<double>(session->peakDeviceBytes())});
-          !status.ok()) {
-        progress.finish();
-        return fail(status);
-      }
+          !status.ok())
+        return failStep(status);
     bool last = step + 1 == options.steps;
     if (checkpointing && !last && options.checkpointEvery > 0 &&
         (step + 1) % options.checkpointEvery == 0) {
-      if (absl::Status status = saveCheckpoint(step + 1); !status.ok()) {
-        progress.finish();
-        return fail(status);
-      }
+      if (absl::Status status = saveCheckpoint(step + 1); !status.ok())
+        return failStep(status);
       lastCheckpoint = step + 1;
     }
+    if (tracing && step + 1 == traceEnd)
+      runtime.enableTracing(false);
   }
   progress.finish();
   std::cout.flush();
@@ -647,14 +674,9 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
     outs() << "metrics: " << options.runDir << "/metrics.csv, " << plot
            << "\n";
   }
-  if (!options.tracePath.empty()) {
-    absl::StatusOr<int64_t> events =
-        rt::writeChromeTrace(runtime, options.tracePath);
-    if (!events.ok())
-      return fail(events.status());
-    outs() << "trace: " << options.tracePath << " (" << *events
-           << " events; open it in https://ui.perfetto.dev)\n";
-  }
+  if (tracing)
+    if (absl::Status status = writeTrace(); !status.ok())
+      return fail(status);
   if (!options.exportPath.empty()) {
     if (absl::Status status =
             exportParameters(*session, options.exportPath, endStep, model);

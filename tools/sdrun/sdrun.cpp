@@ -173,6 +173,16 @@ static cl::opt<std::string>
               cl::desc("Write a Chrome trace (one track per device; open in "
                        "Perfetto)"),
               cl::value_desc("file.json"), cl::cat(runCategory));
+static cl::opt<int64_t> traceSkipFlag(
+    "trace-skip-steps",
+    cl::desc("skip_first_n_steps_for_profiler: steps run before the trace "
+             "starts (default 0)"),
+    cl::init(0), cl::cat(runCategory));
+static cl::opt<int64_t>
+    traceStepsFlag("trace-steps",
+                   cl::desc("profiler_steps: steps the trace covers "
+                            "(default 10)"),
+                   cl::init(10), cl::cat(runCategory));
 static cl::opt<std::string>
     cacheDirFlag("cache-dir",
                  cl::desc("Where compiled programs are cached (default: "
@@ -554,6 +564,22 @@ int main(int argc, char **argv) {
   run.initFrom = initFromFlag;
   run.exportPath = exportFlag;
   run.tracePath = traceFlag;
+  if (run.tracePath.empty() && file.enableProfiler.value_or(false)) {
+    // MaxDiffusion's enable_profiler: the trace goes beside the metrics.
+    run.tracePath =
+        run.runDir.empty() ? std::string("trace.json") : run.runDir + "/trace.json";
+    settings.record("enable_profiler", "true -> " + run.tracePath,
+                    settings.configSource("enable_profiler"));
+  }
+  run.traceSkipSteps = settings.pick<int64_t>(
+      "skip_first_n_steps_for_profiler", traceSkipFlag,
+      file.skipFirstNStepsForProfiler);
+  run.traceSteps = settings.pick<int64_t>("profiler_steps", traceStepsFlag,
+                                          file.profilerSteps);
+  if (run.traceSkipSteps < 0)
+    return fail("--trace-skip-steps must not be negative");
+  if (run.traceSteps < 1)
+    return fail("--trace-steps must be at least 1");
   run.metricsPath = metricsFlag;
   run.verify = verifyFlag;
   run.cacheDir = cacheDirFlag;

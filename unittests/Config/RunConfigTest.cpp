@@ -139,7 +139,26 @@ TEST(RunConfigTest, BaseFluxDev) {
   EXPECT_EQ(c.learningRate, 1e-5);
   EXPECT_EQ(c.adamWeightDecay, 0.0);
   EXPECT_EQ(*c.rules, preset("flux"));
+  EXPECT_EQ(c.enableProfiler, false);
+  EXPECT_EQ(c.skipFirstNStepsForProfiler, 5);
+  EXPECT_EQ(c.profilerSteps, 10);
   EXPECT_TRUE(contains(c.ignoredKeys, "pretrained_model_name_or_path"));
+  EXPECT_FALSE(contains(c.ignoredKeys, "profiler_steps"));
+}
+
+TEST(RunConfigTest, ProfilerKeys) {
+  absl::StatusOr<RunConfig> c = parseRunConfig(
+      "enable_profiler: True\nskip_first_n_steps_for_profiler: 0\n"
+      "profiler_steps: 3\n",
+      "p.yml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->enableProfiler, true);
+  EXPECT_EQ(c->skipFirstNStepsForProfiler, 0);
+  EXPECT_EQ(c->profilerSteps, 3);
+  absl::StatusOr<RunConfig> bad = parseRunConfig("profiler_steps: 0\n", "p.yml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(std::string(bad.status().message()),
+            "p.yml:1: profiler_steps: '0' must be at least 1");
 }
 
 TEST(RunConfigTest, Base2Base) {

@@ -102,6 +102,10 @@ struct RunConfig {
   std::optional<int64_t> maxTrainSteps; ///< >= 1.
   /// -1 or 0 turn checkpointing off; otherwise >= 1.
   std::optional<int64_t> checkpointEvery;
+  /// `enable_profiler`, `skip_first_n_steps_for_profiler` (>= 0) and
+  /// `profiler_steps` (>= 1): sdrun's trace of a window of steps.
+  std::optional<bool> enableProfiler;
+  std::optional<int64_t> skipFirstNStepsForProfiler, profilerSteps;
   /// Strings as given ('' allowed); the caller interprets the dtypes.
   std::optional<std::string> outputDir, runName, weightsDtype, activationsDtype;
 

@@ -53,7 +53,11 @@ struct TrainRunOptions {
   bool resume = false;
   std::string initFrom;
   std::string exportPath;
+  /// A Chrome trace of `traceSteps` steps after the first `traceSkipSteps`
+  /// of this run.
   std::string tracePath;
+  int64_t traceSkipSteps = 0;
+  int64_t traceSteps = 10;
   /// Lines printed under the run's header (what the config set that sd
   /// records but does not apply, ...).
   std::vector<std::string> notes;
