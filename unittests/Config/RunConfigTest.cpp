@@ -211,6 +211,14 @@ TEST(RunConfigTest, ShippedConfigs) {
   EXPECT_EQ(wan.namesOffloaded, std::vector<std::string>{"ffn_activation"});
   EXPECT_EQ(wan.flashBlockSizes, uniformFlash(512));
   EXPECT_EQ(*wan.rules, preset("wan"));
+
+  RunConfig flux = load(kConfigsDir + "/flux.yml");
+  EXPECT_TRUE(flux.ignoredKeys.empty());
+  EXPECT_EQ(flux.ici[1], -1);
+  EXPECT_EQ(flux.rematPolicy, "FLUX_OPTIMIZED");
+  EXPECT_EQ(flux.flashBlockSizes, uniformFlash(1536));
+  EXPECT_EQ(flux.learningRate, 1e-5);
+  EXPECT_EQ(*flux.rules, preset("flux"));
 }
 
 //===----------------------------------------------------------------------===//
