@@ -35,6 +35,8 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 using namespace mlir;
@@ -325,6 +327,18 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
     return fail("give --resume or --init-from, not both");
   // The checkpoint to resume from, or none; a fresh run does not write
   // into a directory that holds another run's checkpoints.
+  // One run at a time writes into a checkpoint directory (held until exit).
+  if (checkpointing) {
+    if (std::error_code error =
+            llvm::sys::fs::create_directories(options.checkpointDir))
+      return fail("cannot create '" + options.checkpointDir +
+                  "': " + error.message());
+    std::string lock = options.checkpointDir + "/.lock";
+    int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0)
+      return fail("'" + options.checkpointDir +
+                  "' is in use by another sdrun (" + lock + " is locked)");
+  }
   std::string resumeFrom;
   // Loaded (and every checksum verified) before the step is compiled, so a
   // damaged checkpoint is reported at once.
