@@ -325,9 +325,8 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
     return fail("--resume needs --checkpoint-dir");
   if (options.resume && !options.initFrom.empty())
     return fail("give --resume or --init-from, not both");
-  // The checkpoint to resume from, or none; a fresh run does not write
-  // into a directory that holds another run's checkpoints.
-  // One run at a time writes into a checkpoint directory (held until exit).
+  // One run at a time writes into a checkpoint directory: the lock's file
+  // descriptor stays open (and locked) until the process exits.
   if (checkpointing) {
     if (std::error_code error =
             llvm::sys::fs::create_directories(options.checkpointDir))
@@ -339,9 +338,11 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
       return fail("'" + options.checkpointDir +
                   "' is in use by another sdrun (" + lock + " is locked)");
   }
+  // The checkpoint to resume from, loaded (every checksum verified) before
+  // the step is compiled, so a damaged checkpoint is reported at once; a
+  // fresh run does not write into a directory with another run's
+  // checkpoints.
   std::string resumeFrom;
-  // Loaded (and every checksum verified) before the step is compiled, so a
-  // damaged checkpoint is reported at once.
   std::optional<ckpt::LoadedCheckpoint> loaded;
   if (checkpointing) {
     absl::StatusOr<std::vector<std::string>> existing =
