@@ -653,8 +653,8 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
       return fail(status);
 
   if (!losses.empty()) {
-    outs() << format("done: %lld steps in %.2f s, loss %.6f -> %.6f\n",
-                     static_cast<long long>(losses.size()), totalSeconds,
+    outs() << "done: " << count(losses.size(), "step")
+           << format(" in %.2f s, loss %.6f -> %.6f\n", totalSeconds,
                      losses.front(), losses.back());
     outs() << "per device: peak device memory "
            << rt::formatBytes(session->peakDeviceBytes())
