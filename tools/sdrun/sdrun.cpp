@@ -218,8 +218,7 @@ int fail(const Twine &message) {
 /// records where each setting came from for --print-config.
 class Resolver {
 public:
-  Resolver(const sd::RunConfig *config, llvm::StringSet<> overridden)
-      : config(config), overridden(std::move(overridden)) {}
+  explicit Resolver(const sd::RunConfig *config) : config(config) {}
 
   /// The flag when it was given, else the config's value when set, else
   /// the flag's default.
@@ -274,7 +273,6 @@ private:
     std::string key, value, source;
   };
   const sd::RunConfig *config;
-  llvm::StringSet<> overridden;
   std::vector<Row> rows;
 };
 
@@ -355,7 +353,7 @@ int main(int argc, char **argv) {
            << (file.ignoredKeys.size() == 1 ? " key" : " keys")
            << " sd does not use: " << llvm::join(file.ignoredKeys, ", ")
            << "\n";
-  Resolver settings(&file, overridden);
+  Resolver settings(&file);
   mlir::sd::TrainRunOptions run;
   run.modelPath = modelPath;
   std::vector<std::string> &notes = run.notes;
