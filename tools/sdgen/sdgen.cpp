@@ -112,8 +112,7 @@ int main(int argc, char **argv) {
   absl::StatusOr<sd::ModelConfig> config =
       sd::makeModelConfig(presetFlag, overrides);
   if (!config.ok()) {
-    llvm::errs() << "error: " << std::string(config.status().message())
-                 << "\n";
+    llvm::errs() << "error: " << std::string(config.status().message()) << "\n";
     return 1;
   }
 

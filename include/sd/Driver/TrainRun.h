@@ -1,4 +1,4 @@
-//===- TrainRun.h - A training run: steps, checkpoints, telemetry -*- C++ -*-===//
+//===- TrainRun.h - A training run in phases --------------------*- C++ -*-===//
 //
 // What `sdrun` does once its flags and config file are resolved: build and
 // load the training step (TrainProgram.h), start from seeded values, a
