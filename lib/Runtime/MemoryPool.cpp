@@ -95,14 +95,9 @@ std::optional<int64_t> sd::rt::parseByteSize(std::string_view text) {
 }
 
 bool sd::rt::cacheBuffersByDefault() {
-#if defined(__SANITIZE_ADDRESS__)
+  // GCC and Clang both define __SANITIZE_ADDRESS__ under -fsanitize=address.
+#ifdef __SANITIZE_ADDRESS__
   return false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return false;
-#else
-  return true;
-#endif
 #else
   return true;
 #endif

@@ -199,14 +199,8 @@ TEST(MemoryPoolTest, WithoutTheCacheReleasedBuffersAreNotCountedEither) {
 }
 
 TEST(MemoryPoolTest, TheCacheIsOffInAddressSanitizerBuilds) {
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef __SANITIZE_ADDRESS__
   constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  constexpr bool kAsan = true;
-#else
-  constexpr bool kAsan = false;
-#endif
 #else
   constexpr bool kAsan = false;
 #endif
