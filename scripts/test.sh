@@ -9,9 +9,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/install-deps.sh"
 if [ "${1:-}" = "--sanitize" ]; then
   export SD_BUILD_DIR="${SD_BUILD_DIR:-$ROOT/build-asan}"
+  # (The runtime's memory pools do not cache released buffers in an ASan
+  # build, so ASan sees a use after release.)
   export SD_CMAKE_ARGS="-DSD_ENABLE_SANITIZERS=ON"
-  # Freed buffers go back to the system, so ASan sees a use after release.
-  export SD_NO_BUFFER_CACHE=1
   # libMLIR.so is not instrumented, so the allocator poisoning that LLVM's
   # headers compile into our code would give false reports: ignore it.
   export ASAN_OPTIONS="detect_leaks=0:allow_user_poisoning=0"

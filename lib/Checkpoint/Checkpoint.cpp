@@ -58,32 +58,6 @@ int64_t checkedElements(const std::vector<int64_t> &shape) {
 }
 
 //===----------------------------------------------------------------------===//
-// The crash-test hook
-//===----------------------------------------------------------------------===//
-
-/// Where SD_CHECKPOINT_STALL asks the write to stop.
-enum class StallPoint { None, Shard, Manifest };
-
-StallPoint stallPoint() {
-  const char *value = std::getenv("SD_CHECKPOINT_STALL");
-  if (!value)
-    return StallPoint::None;
-  if (std::strcmp(value, "shard") == 0)
-    return StallPoint::Shard;
-  if (std::strcmp(value, "manifest") == 0)
-    return StallPoint::Manifest;
-  return StallPoint::None;
-}
-
-[[noreturn]] void stallForever(const char *point) {
-  std::fprintf(
-      stderr, "sd: checkpoint write stalled (SD_CHECKPOINT_STALL=%s)\n", point);
-  std::fflush(stderr);
-  while (true)
-    ::pause();
-}
-
-//===----------------------------------------------------------------------===//
 // Manifest helpers
 //===----------------------------------------------------------------------===//
 
@@ -326,39 +300,45 @@ std::string stepDirectoryName(int64_t step) {
 // Saving
 //===----------------------------------------------------------------------===//
 
-absl::Status saveCheckpoint(const std::string &dir,
-                            rt::TrainingSession &session,
-                            const CheckpointMeta &meta) {
-  if (meta.step < 0)
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot checkpoint step ", meta.step));
+namespace {
+
+/// Every device's blocks of every argument, and which device owns each
+/// distinct block: owned[device] lists the arguments whose block the device
+/// writes (the lowest-numbered device holding the block).
+struct ShardPlan {
+  std::vector<std::vector<const float *>> blocks;
+  std::vector<std::vector<size_t>> owned;
+};
+
+absl::StatusOr<ShardPlan> planShards(rt::TrainingSession &session) {
   const rt::ProgramSpec &spec = session.spec();
   rt::MeshRuntime &runtime = session.runtime();
-  const MeshSpec &mesh = runtime.mesh();
   int64_t numDevices = runtime.numDevices();
-  size_t numArgs = spec.arguments.size();
-  StallPoint stall = stallPoint();
-
-  // Every device's blocks, and which device owns each distinct block.
-  // owned[device] lists the arguments whose block the device writes.
-  std::vector<std::vector<const float *>> blocks(numDevices);
-  std::vector<std::vector<size_t>> owned(numDevices);
-  for (size_t i = 0; i < numArgs; ++i) {
+  ShardPlan plan;
+  plan.blocks.resize(numDevices);
+  plan.owned.resize(numDevices);
+  for (size_t i = 0; i < spec.arguments.size(); ++i) {
     std::set<std::vector<int64_t>> seen;
     for (int64_t d = 0; d < numDevices; ++d) {
       absl::StatusOr<const float *> block =
           session.deviceBlock(d, static_cast<int64_t>(i));
       if (!block.ok())
         return block.status();
-      blocks[d].push_back(*block);
+      plan.blocks[d].push_back(*block);
       if (seen.insert(
                   blockKey(spec.arguments[i], runtime.device(d).coordinates()))
               .second)
-        owned[d].push_back(i);
+        plan.owned[d].push_back(i);
     }
   }
+  return plan;
+}
 
-  std::string stepDir = dir + "/" + stepDirectoryName(meta.step);
+/// Creates `stepDir` and removes what an earlier, interrupted write of the
+/// step left there, so that it holds only the files of this write (a stale
+/// shard of a larger mesh would otherwise stay). AlreadyExists when the step
+/// is complete.
+absl::Status prepareStepDirectory(const std::string &stepDir) {
   if (std::error_code error = llvm::sys::fs::create_directories(stepDir))
     return absl::ErrnoToStatus(
         error.value(),
@@ -366,10 +346,6 @@ absl::Status saveCheckpoint(const std::string &dir,
   if (llvm::sys::fs::exists(stepDir + "/" + kManifestName))
     return absl::AlreadyExistsError(
         absl::StrCat("checkpoint '", stepDir, "' already exists"));
-
-  // An earlier write of this step was interrupted: remove what it left, so
-  // that the directory holds only the files of this write (a stale shard of
-  // a larger mesh would otherwise stay).
   std::error_code error;
   std::vector<std::string> leftovers;
   for (llvm::sys::fs::directory_iterator it(stepDir, error), end;
@@ -386,40 +362,66 @@ absl::Status saveCheckpoint(const std::string &dir,
     if (std::error_code removeError = llvm::sys::fs::remove(path))
       return absl::ErrnoToStatus(removeError.value(),
                                  absl::StrCat("cannot remove '", path, "'"));
+  return absl::OkStatus();
+}
 
-  // The shard files, one thread per device.
-  std::string meshText = mesh.toString();
+/// What the shard writers produced: per device its file, and crcs[device][k]
+/// the CRC-32 of the device's k-th owned block.
+struct WrittenShards {
+  std::vector<WrittenFile> files;
+  std::vector<std::vector<uint32_t>> crcs;
+};
+
+/// Writes every device's shard file into `stepDir`, one thread per device
+/// (the writes overlap their fsyncs).
+absl::StatusOr<WrittenShards>
+writeShards(const std::string &stepDir, rt::TrainingSession &session,
+            const ShardPlan &plan, int64_t step,
+            const CheckpointWriteOptions &options) {
+  const rt::ProgramSpec &spec = session.spec();
+  int64_t numDevices = session.runtime().numDevices();
+  std::string meshText = session.runtime().mesh().toString();
   std::vector<absl::StatusOr<WrittenFile>> written(
       numDevices, absl::UnknownError("not written"));
-  // crcs[device][k]: the CRC-32 of the device's k-th owned block.
-  std::vector<std::vector<uint32_t>> crcs(numDevices);
+  WrittenShards shards;
+  shards.crcs.resize(numDevices);
   auto writeShard = [&](int64_t d) {
     std::vector<SafetensorsTensorView> tensors;
-    for (size_t i : owned[d]) {
+    for (size_t i : plan.owned[d]) {
       const rt::ArgumentSpec &arg = spec.arguments[i];
-      tensors.push_back({arg.name, arg.localShape, blocks[d][i]});
-      crcs[d].push_back(crcOf(reinterpret_cast<const char *>(blocks[d][i]),
-                              rt::numElements(arg.localShape) * sizeof(float)));
+      tensors.push_back({arg.name, arg.localShape, plan.blocks[d][i]});
+      shards.crcs[d].push_back(
+          crcOf(reinterpret_cast<const char *>(plan.blocks[d][i]),
+                rt::numElements(arg.localShape) * sizeof(float)));
     }
     std::map<std::string, std::string> metadata = {
         {"format", "sd"},
         {"sd.device", std::to_string(d)},
         {"sd.mesh", meshText},
-        {"sd.step", std::to_string(meta.step)}};
-    std::function<void()> hook;
-    if (stall == StallPoint::Shard && d == 0)
-      hook = [] { stallForever("shard"); };
+        {"sd.step", std::to_string(step)}};
+    std::function<void()> halfWritten;
+    if (options.atPoint && d == 0)
+      halfWritten = [&] { options.atPoint(WritePoint::Shard); };
     written[d] =
         writeSafetensors(absl::StrCat(stepDir, "/device_", d, ".safetensors"),
-                         tensors, metadata, hook);
+                         tensors, metadata, halfWritten);
   };
-  // One thread per device: the writes overlap their fsyncs.
   parallelFor(numDevices, numDevices, writeShard);
-  for (const absl::StatusOr<WrittenFile> &file : written)
+  for (absl::StatusOr<WrittenFile> &file : written) {
     if (!file.ok())
       return file.status();
+    shards.files.push_back(*file);
+  }
+  return shards;
+}
 
-  // The manifest.
+/// The manifest of a checkpoint of `session` whose shards were written.
+proto::Manifest buildManifest(rt::TrainingSession &session,
+                              const CheckpointMeta &meta, const ShardPlan &plan,
+                              const WrittenShards &shards) {
+  const rt::ProgramSpec &spec = session.spec();
+  rt::MeshRuntime &runtime = session.runtime();
+  const MeshSpec &mesh = runtime.mesh();
   proto::Manifest manifest;
   manifest.set_format_version(kFormatVersion);
   manifest.set_step(meta.step);
@@ -450,35 +452,76 @@ absl::Status saveCheckpoint(const std::string &dir,
     }
     tensors.push_back(tensor);
   }
-  for (int64_t d = 0; d < numDevices; ++d) {
+  for (int64_t d = 0; d < runtime.numDevices(); ++d) {
     std::string fileName = absl::StrCat("device_", d, ".safetensors");
-    for (size_t k = 0; k < owned[d].size(); ++k) {
-      const rt::ArgumentSpec &arg = spec.arguments[owned[d][k]];
-      proto::Block *block = tensors[owned[d][k]]->add_blocks();
+    for (size_t k = 0; k < plan.owned[d].size(); ++k) {
+      const rt::ArgumentSpec &arg = spec.arguments[plan.owned[d][k]];
+      proto::Block *block = tensors[plan.owned[d][k]]->add_blocks();
       block->set_file(fileName);
       for (int64_t start : blockOffset(arg, runtime.device(d).coordinates()))
         block->add_offset(start);
       for (int64_t size : arg.localShape)
         block->add_shape(size);
-      block->set_crc32(crcs[d][k]);
+      block->set_crc32(shards.crcs[d][k]);
     }
     proto::ShardFile *file = manifest.add_files();
     file->set_name(fileName);
     file->set_device(d);
-    file->set_size_bytes(written[d]->sizeBytes);
-    file->set_crc32(written[d]->crc32);
+    file->set_size_bytes(shards.files[d].sizeBytes);
+    file->set_crc32(shards.files[d].crc32);
   }
   manifest.set_written_unix_micros(
       std::chrono::duration_cast<std::chrono::microseconds>(
           std::chrono::system_clock::now().time_since_epoch())
           .count());
+  return manifest;
+}
 
+} // namespace
+
+const char *writePointName(WritePoint point) {
+  return point == WritePoint::Shard ? "shard" : "manifest";
+}
+
+std::function<void(WritePoint)> stallAt(WritePoint point) {
+  return [point](WritePoint reached) {
+    if (reached != point)
+      return;
+    std::fprintf(stderr, "sd: checkpoint write stalled at %s\n",
+                 writePointName(point));
+    std::fflush(stderr);
+    while (true)
+      ::pause();
+  };
+}
+
+absl::Status saveCheckpoint(const std::string &dir,
+                            rt::TrainingSession &session,
+                            const CheckpointMeta &meta,
+                            const CheckpointWriteOptions &options) {
+  if (meta.step < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot checkpoint step ", meta.step));
+  absl::StatusOr<ShardPlan> plan = planShards(session);
+  if (!plan.ok())
+    return plan.status();
+  std::string stepDir = dir + "/" + stepDirectoryName(meta.step);
+  if (absl::Status status = prepareStepDirectory(stepDir); !status.ok())
+    return status;
+  absl::StatusOr<WrittenShards> shards =
+      writeShards(stepDir, session, *plan, meta.step, options);
+  if (!shards.ok())
+    return shards.status();
+
+  // The manifest comes last: its rename completes the step.
   std::function<void()> beforeRename;
-  if (stall == StallPoint::Manifest)
-    beforeRename = [] { stallForever("manifest"); };
-  if (absl::Status status = writeFileAtomically(
-          stepDir + "/" + kManifestName, serializeDeterministically(manifest),
-          beforeRename);
+  if (options.atPoint)
+    beforeRename = [&] { options.atPoint(WritePoint::Manifest); };
+  if (absl::Status status =
+          writeFileAtomically(stepDir + "/" + kManifestName,
+                              serializeDeterministically(
+                                  buildManifest(session, meta, *plan, *shards)),
+                              beforeRename);
       !status.ok())
     return status;
   // The manifest's rename is durable (writeFileAtomically synced stepDir);

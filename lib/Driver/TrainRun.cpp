@@ -1,7 +1,8 @@
 //===- TrainRun.cpp - A training run: steps, checkpoints, telemetry -------===//
 //
 // The body of `sdrun`: everything after its flags and config file are
-// resolved into TrainRunOptions.
+// resolved into TrainRunOptions. The file helpers (metrics, safetensors)
+// come first, then the run as a class with one member function per phase.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include "sd/Telemetry/MetricsCsv.h"
 #include "sd/Telemetry/Progress.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -28,14 +30,16 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
+#include "absl/strings/cord.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fcntl.h>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -52,16 +56,6 @@ namespace ckpt = ::sd::ckpt;
 namespace telemetry = ::sd::telemetry;
 
 namespace {
-
-int fail(const Twine &message) {
-  outs().flush();
-  errs() << "sdrun: error: " << message << "\n";
-  return 1;
-}
-
-int fail(const absl::Status &status) {
-  return fail(std::string(status.message()));
-}
 
 void warn(const Twine &message) {
   outs().flush();
@@ -131,52 +125,6 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// Builds, compiles and loads the step for `pipeline` and creates its
-/// session (without arguments). Nullptr after an error was printed.
-std::unique_ptr<rt::TrainingSession>
-startSession(ModuleOp module, const TrainRunOptions &options,
-             const PipelineOptions &pipeline, int threads,
-             int64_t deviceBudget, int64_t hostBudget, TrainProgram &program,
-             llvm::function_ref<bool()> compilerFailed) {
-  FailureOr<TrainProgram> built = buildTrainProgram(module, pipeline);
-  if (failed(built)) {
-    if (!compilerFailed())
-      fail("could not build the training step");
-    return nullptr;
-  }
-  program = std::move(*built);
-  rt::CompileOptions compile;
-  compile.cacheDir = options.cacheDir;
-  absl::StatusOr<rt::CompiledProgram> compiled =
-      rt::compileProgram(program.source, compile);
-  if (!compiled.ok()) {
-    fail(compiled.status());
-    return nullptr;
-  }
-  if (!compiled->cacheHit)
-    outs() << "compiled the device program in "
-           << format("%.1f", compiled->compileSeconds) << " s ("
-           << compiled->sourcePath << ")\n";
-  absl::StatusOr<std::unique_ptr<rt::LoadedProgram>> loaded =
-      rt::LoadedProgram::load(compiled->libraryPath);
-  if (!loaded.ok()) {
-    fail(loaded.status());
-    return nullptr;
-  }
-  rt::MeshRuntimeOptions runtime;
-  runtime.mesh = program.mesh;
-  runtime.threadsPerDevice = threads;
-  runtime.deviceMemoryBudget = deviceBudget;
-  runtime.hostMemoryBudget = hostBudget;
-  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> session =
-      rt::TrainingSession::create(runtime, program.spec, std::move(*loaded));
-  if (!session.ok()) {
-    fail(session.status());
-    return nullptr;
-  }
-  return std::move(*session);
 }
 
 /// The model's file name and a hash of its text: what a checkpoint records
@@ -307,85 +255,279 @@ readLossHistory(const std::string &path, int64_t lastStep) {
 
 } // namespace
 
-int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
-                          llvm::function_ref<bool()> compilerFailed) {
+//===----------------------------------------------------------------------===//
+// Failures the run has already shown
+//===----------------------------------------------------------------------===//
+
+/// The payload that marks a reportedFailure.
+static constexpr const char kReportedPayload[] = "sd.reported";
+
+absl::Status mlir::sd::reportedFailure(const std::string &message) {
+  absl::Status status = absl::AbortedError(message);
+  status.SetPayload(kReportedPayload, absl::Cord());
+  return status;
+}
+
+bool mlir::sd::isReportedFailure(const absl::Status &status) {
+  return status.GetPayload(kReportedPayload).has_value();
+}
+
+//===----------------------------------------------------------------------===//
+// The run
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One training run. run() calls the phases in order; each returns the
+/// run's first error, and the state the later phases need is kept in the
+/// members.
+class TrainRun {
+public:
+  TrainRun(ModuleOp module, const TrainRunOptions &options,
+           const TrainRunHooks &hooks);
+  ~TrainRun();
+
+  absl::Status run();
+
+private:
+  //===--- Phases ---------------------------------------------------------===//
+
+  /// Checks the outputs and the options before anything runs, and takes
+  /// the checkpoint directory's lock.
+  absl::Status preflight();
+  /// Loads the checkpoint --resume continues from (every checksum
+  /// verified) before the step is compiled, so that a damaged checkpoint is
+  /// reported at once; refuses to start a fresh run in a directory with
+  /// another run's checkpoints.
+  absl::Status findCheckpoint();
+  /// Builds, compiles and loads the step, and prints the run's header.
+  absl::Status compile();
+  /// The starting values: the checkpoint's, or seeded ones (and a
+  /// safetensors file's parameters); handed to the session.
+  absl::Status restore();
+  /// Opens the metrics files (a resumed run continues them).
+  absl::Status openOutputs();
+  /// Runs the steps, with the periodic checkpoints and the trace window,
+  /// then writes the final checkpoint.
+  absl::Status runSteps();
+  /// The summary, the loss plot, the trace and the exported parameters.
+  absl::Status writeOutputs();
+  /// With --verify: the same steps on one device, from the same values.
+  absl::Status verify();
+
+  //===--- Helpers --------------------------------------------------------===//
+
+  /// `message` as an error, or as a reportedFailure when the compiler has
+  /// already printed a diagnostic.
+  absl::Status compilerFailure(llvm::StringRef message) const;
+  /// Builds, compiles and loads the step for `pipeline` and creates its
+  /// session (without arguments).
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
+  startSession(const PipelineOptions &pipeline, int threads,
+               int64_t deviceBudget, int64_t hostBudget,
+               TrainProgram &built) const;
+  void printHeader();
+  absl::Status restoreCheckpoint();
+  /// Writes the metrics line, the CSV row and the progress of one step.
+  absl::Status recordStep(int64_t step,
+                          const rt::TrainingSession::StepResult &result);
+  absl::Status saveCheckpoint(int64_t stepsTaken);
+  /// Ends the step loop after `status`: a failed step still leaves its
+  /// trace (and the steps before it).
+  absl::Status abandonSteps(absl::Status status);
+  absl::Status writeTrace();
+  void printSummary();
+
+  ModuleOp module;
+  const TrainRunOptions &options;
+  const TrainRunHooks &hooks;
+  /// Whether the compiler reported an error (the tool's diagnostic handler
+  /// printed it).
+  bool compilerReported = false;
+  ScopedDiagnosticHandler diagnostics;
+
+  const bool checkpointing;
+  /// The checkpoint directory's lock, held for the run.
+  int lockFd = -1;
+  std::optional<ckpt::LoadedCheckpoint> resumed;
+
+  TrainProgram program;
+  std::unique_ptr<rt::TrainingSession> session;
+  const std::string model;
+  /// The values the steps start from (verify starts from them too), the
+  /// first step's counter and the seed.
+  std::vector<std::vector<float>> start;
+  int64_t firstStep = 0;
+  uint64_t seed;
+
+  std::unique_ptr<llvm::ToolOutputFile> metrics;
+  telemetry::MetricsCsv csv;
+  std::unique_ptr<telemetry::ProgressReporter> progress;
+  /// The trace covers steps [traceBegin, traceEnd) of this run.
+  const bool tracing;
+  int64_t traceBegin = 0, traceEnd = 0;
+
+  /// This run's losses, and the loss curve of the whole run (a resumed
+  /// run's CSV holds the steps before the checkpoint).
+  std::vector<double> losses;
+  std::vector<std::pair<int64_t, double>> curve;
+  double totalSeconds = 0;
+};
+
+TrainRun::TrainRun(ModuleOp module, const TrainRunOptions &options,
+                   const TrainRunHooks &hooks)
+    : module(module), options(options), hooks(hooks),
+      // Counts the compiler's errors; the tool's handler prints them.
+      diagnostics(module.getContext(),
+                  [this](Diagnostic &diagnostic) {
+                    if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
+                      compilerReported = true;
+                    return failure();
+                  }),
+      checkpointing(!options.checkpointDir.empty()),
+      model(modelIdentifier(options.modelPath)), seed(options.seed),
+      tracing(!options.tracePath.empty()) {}
+
+TrainRun::~TrainRun() {
+  if (lockFd >= 0)
+    ::close(lockFd);
+}
+
+absl::Status TrainRun::run() {
+  for (absl::Status (TrainRun::*phase)() :
+       {&TrainRun::preflight, &TrainRun::findCheckpoint, &TrainRun::compile,
+        &TrainRun::restore, &TrainRun::openOutputs, &TrainRun::runSteps,
+        &TrainRun::writeOutputs, &TrainRun::verify})
+    if (absl::Status status = (this->*phase)(); !status.ok())
+      return status;
+  return absl::OkStatus();
+}
+
+absl::Status TrainRun::compilerFailure(llvm::StringRef message) const {
+  if (compilerReported)
+    return reportedFailure(message.str());
+  return absl::InternalError(message.str());
+}
+
+//===----------------------------------------------------------------------===//
+// Preflight and the checkpoint to resume from
+//===----------------------------------------------------------------------===//
+
+absl::Status TrainRun::preflight() {
   if (!options.runDir.empty())
     if (std::error_code error =
             llvm::sys::fs::create_directories(options.runDir))
-      return fail("cannot create '" + options.runDir + "': " + error.message());
+      return absl::InvalidArgumentError("cannot create '" + options.runDir +
+                                        "': " + error.message());
   for (auto [path, flag] :
        {std::pair<const std::string &, llvm::StringRef>{options.exportPath,
                                                         "--export"},
         {options.tracePath, "--trace"},
         {options.metricsPath, "--metrics"}})
     if (absl::Status status = checkOutputPath(path, flag); !status.ok())
-      return fail(status);
-  const bool checkpointing = !options.checkpointDir.empty();
+      return status;
   if (options.resume && !checkpointing)
-    return fail("--resume needs --checkpoint-dir");
+    return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
   if (options.resume && !options.initFrom.empty())
-    return fail("give --resume or --init-from, not both");
-  // One run at a time writes into a checkpoint directory: the lock's file
-  // descriptor stays open (and locked) until the process exits.
-  if (checkpointing) {
-    if (std::error_code error =
-            llvm::sys::fs::create_directories(options.checkpointDir))
-      return fail("cannot create '" + options.checkpointDir +
-                  "': " + error.message());
-    std::string lock = options.checkpointDir + "/.lock";
-    int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0)
-      return fail("'" + options.checkpointDir +
-                  "' is in use by another sdrun (" + lock + " is locked)");
-  }
-  // The checkpoint to resume from, loaded (every checksum verified) before
-  // the step is compiled, so a damaged checkpoint is reported at once; a
-  // fresh run does not write into a directory with another run's
-  // checkpoints.
-  std::string resumeFrom;
-  std::optional<ckpt::LoadedCheckpoint> loaded;
-  if (checkpointing) {
-    absl::StatusOr<std::vector<std::string>> existing =
-        ckpt::listCheckpoints(options.checkpointDir);
-    if (!existing.ok())
-      return fail(existing.status());
-    if (options.resume) {
-      if (existing->empty())
-        return fail("--resume: no complete checkpoint in '" +
-                    options.checkpointDir + "'");
-      resumeFrom = existing->back();
-      absl::StatusOr<ckpt::LoadedCheckpoint> read =
-          ckpt::loadCheckpoint(resumeFrom);
-      if (!read.ok()) {
-        if (absl::IsDataLoss(read.status()) && existing->size() > 1)
-          return fail(std::string(read.status().message()) +
-                      "; to resume from the checkpoint before it (" +
-                      (*existing)[existing->size() - 2] + "), remove '" +
-                      resumeFrom + "'");
-        return fail(read.status());
-      }
-      loaded = std::move(*read);
-    } else if (!existing->empty()) {
-      return fail("'" + options.checkpointDir + "' already holds checkpoints (" +
-                  existing->back() +
-                  "); pass --resume to continue that run, or choose another "
-                  "--checkpoint-dir");
-    }
-  }
+    return absl::InvalidArgumentError("give --resume or --init-from, not both");
+  if (!checkpointing)
+    return absl::OkStatus();
+  // One run at a time writes into a checkpoint directory.
+  if (std::error_code error =
+          llvm::sys::fs::create_directories(options.checkpointDir))
+    return absl::InvalidArgumentError(
+        "cannot create '" + options.checkpointDir + "': " + error.message());
+  std::string lock = options.checkpointDir + "/.lock";
+  lockFd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lockFd < 0 || ::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
+    return absl::FailedPreconditionError("'" + options.checkpointDir +
+                                         "' is in use by another sdrun (" +
+                                         lock + " is locked)");
+  return absl::OkStatus();
+}
 
-  TrainProgram program;
-  std::unique_ptr<rt::TrainingSession> session = startSession(
-      module, options, options.pipeline, options.threadsPerDevice,
-      options.deviceMemoryBudget, options.hostMemoryBudget, program,
-      compilerFailed);
-  if (!session)
-    return 1;
-  const rt::ProgramSpec &spec = program.spec;
+absl::Status TrainRun::findCheckpoint() {
+  if (!checkpointing)
+    return absl::OkStatus();
+  absl::StatusOr<std::vector<std::string>> existing =
+      ckpt::listCheckpoints(options.checkpointDir);
+  if (!existing.ok())
+    return existing.status();
+  if (!options.resume) {
+    if (existing->empty())
+      return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        "'" + options.checkpointDir + "' already holds checkpoints (" +
+        existing->back() +
+        "); pass --resume to continue that run, or choose another "
+        "--checkpoint-dir");
+  }
+  if (existing->empty())
+    return absl::NotFoundError("--resume: no complete checkpoint in '" +
+                               options.checkpointDir + "'");
+  const std::string &latest = existing->back();
+  absl::StatusOr<ckpt::LoadedCheckpoint> read = ckpt::loadCheckpoint(latest);
+  if (!read.ok()) {
+    if (absl::IsDataLoss(read.status()) && existing->size() > 1)
+      return absl::DataLossError(std::string(read.status().message()) +
+                                 "; to resume from the checkpoint before it (" +
+                                 (*existing)[existing->size() - 2] +
+                                 "), remove '" + latest + "'");
+    return read.status();
+  }
+  resumed = std::move(*read);
+  return absl::OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Compile
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
+TrainRun::startSession(const PipelineOptions &pipeline, int threads,
+                       int64_t deviceBudget, int64_t hostBudget,
+                       TrainProgram &built) const {
+  FailureOr<TrainProgram> step = buildTrainProgram(module, pipeline);
+  if (failed(step))
+    return compilerFailure("could not build the training step");
+  built = std::move(*step);
+  rt::CompileOptions compileOptions;
+  compileOptions.cacheDir = options.cacheDir;
+  absl::StatusOr<rt::CompiledProgram> compiled =
+      rt::compileProgram(built.source, compileOptions);
+  if (!compiled.ok())
+    return compiled.status();
+  if (!compiled->cacheHit)
+    outs() << "compiled the device program in "
+           << format("%.1f", compiled->compileSeconds) << " s ("
+           << compiled->sourcePath << ")\n";
+  absl::StatusOr<std::unique_ptr<rt::LoadedProgram>> loaded =
+      rt::LoadedProgram::load(compiled->libraryPath);
+  if (!loaded.ok())
+    return loaded.status();
+  rt::MeshRuntimeOptions runtime;
+  runtime.mesh = built.mesh;
+  runtime.threadsPerDevice = threads;
+  runtime.deviceMemoryBudget = deviceBudget;
+  runtime.hostMemoryBudget = hostBudget;
+  return rt::TrainingSession::create(runtime, built.spec, std::move(*loaded));
+}
+
+absl::Status TrainRun::compile() {
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> started = startSession(
+      options.pipeline, options.threadsPerDevice, options.deviceMemoryBudget,
+      options.hostMemoryBudget, program);
+  if (!started.ok())
+    return started.status();
+  session = std::move(*started);
+  printHeader();
+  return absl::OkStatus();
+}
+
+void TrainRun::printHeader() {
   rt::MeshRuntime &runtime = session->runtime();
-  const std::string model = modelIdentifier(options.modelPath);
-
   int64_t params = 0;
-  for (const rt::ArgumentSpec &arg : spec.arguments)
+  for (const rt::ArgumentSpec &arg : program.spec.arguments)
     if (arg.kind == rt::ArgumentKind::Parameter)
       params += rt::numElements(arg.globalShape);
   outs() << "sdrun: " << options.modelPath << ", " << params
@@ -396,202 +538,154 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
          << options.pipeline.differentiate.remat << "\n";
   for (const std::string &note : options.notes)
     outs() << note << "\n";
-  // Where the run starts: a checkpoint, or seeded values (and a
-  // safetensors file's parameters).
-  std::vector<std::vector<float>> start;
-  int64_t firstStep = 0;
-  uint64_t seed = options.seed;
-  if (loaded) {
-    firstStep = loaded->meta.step;
-    seed = loaded->meta.seed;
-    // The batch is drawn from the seed; a run resumed with another global
-    // batch (per_device_batch_size on a larger mesh) draws it again.
-    rt::ProgramSpec restored;
-    std::vector<size_t> redrawn;
-    std::string redrawNote;
-    for (size_t i = 0; i < spec.arguments.size(); ++i) {
-      const rt::ArgumentSpec &arg = spec.arguments[i];
-      const ckpt::LoadedTensor *saved = loaded->find(arg.name);
-      if (arg.kind == rt::ArgumentKind::Input &&
-          (!saved || saved->globalShape != arg.globalShape))
-        redrawn.push_back(i);
-      else
-        restored.arguments.push_back(arg);
-    }
-    absl::StatusOr<std::vector<std::vector<float>>> values =
-        ckpt::argumentsFromCheckpoint(*loaded, restored);
-    if (!values.ok())
-      return fail(values.status());
-    if (redrawn.empty()) {
-      start = std::move(*values);
-    } else {
-      FailureOr<std::vector<std::vector<float>>> initial =
-          initialTrainArguments(module, options.pipeline, seed);
-      if (failed(initial))
-        return compilerFailed() ? 1
-                                : fail("could not draw the training batch");
-      start = std::move(*initial);
-      size_t next = 0;
-      for (size_t i = 0; i < spec.arguments.size(); ++i)
-        if (!llvm::is_contained(redrawn, i))
-          start[i] = std::move((*values)[next++]);
-      redrawNote = "the checkpoint's batch does not have this run's shape: "
-                   "drew a batch of " +
-                   std::to_string(program.batch) +
-                   " from the checkpoint's seed " + std::to_string(seed) +
-                   "\n";
-    }
-    std::vector<std::string> changed;
-    for (const auto &[key, value] : hyperparameters(options.pipeline)) {
-      auto it = loaded->meta.hyperparameters.find(key);
-      if (it != loaded->meta.hyperparameters.end() && it->second != value)
-        changed.push_back(formatv("{0} {1} -> {2}", key,
-                                  format("%g", it->second), format("%g", value))
-                              .str());
-    }
-    if (!changed.empty())
-      warn("resuming with other optimizer settings than the checkpoint's "
-           "(the run is then not the one that was interrupted): " +
-           llvm::join(changed, ", "));
-    if (options.seed != loaded->meta.seed)
-      warn(formatv("the run continues with the checkpoint's seed {0}, not {1}",
-                   loaded->meta.seed, options.seed));
-    if (loaded->meta.model != model)
-      warn("the checkpoint was written for model '" + loaded->meta.model +
-           "', this is '" + model + "'");
-    std::string savedMesh = loaded->mesh.toString();
-    std::string resumeNote = "resumed from " + resumeFrom + " (step " +
-                 std::to_string(firstStep) + ", saved on mesh " + savedMesh;
-    if (savedMesh != program.mesh.toString())
-      resumeNote += ", resharded onto " + program.mesh.toString();
-    outs() << resumeNote << ")\n" << redrawNote;
+}
+
+//===----------------------------------------------------------------------===//
+// Restore
+//===----------------------------------------------------------------------===//
+
+absl::Status TrainRun::restore() {
+  if (resumed) {
+    if (absl::Status status = restoreCheckpoint(); !status.ok())
+      return status;
   } else {
     FailureOr<std::vector<std::vector<float>>> initial =
         initialTrainArguments(module, options.pipeline, seed);
     if (failed(initial))
-      return compilerFailed()
-                 ? 1
-                 : fail("could not initialize the training step's arguments");
+      return compilerFailure(
+          "could not initialize the training step's arguments");
     start = std::move(*initial);
     if (!options.initFrom.empty())
-      if (absl::Status status = initFromSafetensors(options.initFrom, spec, start);
+      if (absl::Status status =
+              initFromSafetensors(options.initFrom, program.spec, start);
           !status.ok())
-        return fail(status);
+        return status;
   }
   if (absl::Status status = session->setArguments(start); !status.ok())
-    return fail(status);
-
-  if (firstStep >= options.steps) {
+    return status;
+  if (firstStep >= options.steps)
     outs() << "nothing to run: the checkpoint is at step " << firstStep
            << ", max_train_steps is " << options.steps << "\n";
-  }
+  return absl::OkStatus();
+}
 
-  // Outputs of the run.
-  std::unique_ptr<llvm::ToolOutputFile> metrics;
+absl::Status TrainRun::restoreCheckpoint() {
+  const rt::ProgramSpec &spec = program.spec;
+  firstStep = resumed->meta.step;
+  seed = resumed->meta.seed;
+  // The batch is drawn from the seed; a run resumed with another global
+  // batch (per_device_batch_size on a larger mesh) draws it again.
+  rt::ProgramSpec restored;
+  std::vector<size_t> redrawn;
+  std::string redrawNote;
+  for (size_t i = 0; i < spec.arguments.size(); ++i) {
+    const rt::ArgumentSpec &arg = spec.arguments[i];
+    const ckpt::LoadedTensor *saved = resumed->find(arg.name);
+    if (arg.kind == rt::ArgumentKind::Input &&
+        (!saved || saved->globalShape != arg.globalShape))
+      redrawn.push_back(i);
+    else
+      restored.arguments.push_back(arg);
+  }
+  absl::StatusOr<std::vector<std::vector<float>>> values =
+      ckpt::argumentsFromCheckpoint(*resumed, restored);
+  if (!values.ok())
+    return values.status();
+  if (redrawn.empty()) {
+    start = std::move(*values);
+  } else {
+    FailureOr<std::vector<std::vector<float>>> initial =
+        initialTrainArguments(module, options.pipeline, seed);
+    if (failed(initial))
+      return compilerFailure("could not draw the training batch");
+    start = std::move(*initial);
+    size_t next = 0;
+    for (size_t i = 0; i < spec.arguments.size(); ++i)
+      if (!llvm::is_contained(redrawn, i))
+        start[i] = std::move((*values)[next++]);
+    redrawNote = "the checkpoint's batch does not have this run's shape: "
+                 "drew a batch of " +
+                 std::to_string(program.batch) +
+                 " from the checkpoint's seed " + std::to_string(seed) + "\n";
+  }
+  // What differs from the run that wrote the checkpoint.
+  std::vector<std::string> changed;
+  for (const auto &[key, value] : hyperparameters(options.pipeline)) {
+    auto it = resumed->meta.hyperparameters.find(key);
+    if (it != resumed->meta.hyperparameters.end() && it->second != value)
+      changed.push_back(formatv("{0} {1} -> {2}", key, format("%g", it->second),
+                                format("%g", value))
+                            .str());
+  }
+  if (!changed.empty())
+    warn("resuming with other optimizer settings than the checkpoint's "
+         "(the run is then not the one that was interrupted): " +
+         llvm::join(changed, ", "));
+  if (options.seed != resumed->meta.seed)
+    warn(formatv("the run continues with the checkpoint's seed {0}, not {1}",
+                 resumed->meta.seed, options.seed));
+  if (resumed->meta.model != model)
+    warn("the checkpoint was written for model '" + resumed->meta.model +
+         "', this is '" + model + "'");
+  std::string savedMesh = resumed->mesh.toString();
+  std::string resumeNote = "resumed from " + resumed->path + " (step " +
+                           std::to_string(firstStep) + ", saved on mesh " +
+                           savedMesh;
+  if (savedMesh != program.mesh.toString())
+    resumeNote += ", resharded onto " + program.mesh.toString();
+  outs() << resumeNote << ")\n" << redrawNote;
+  return absl::OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// The steps and their checkpoints
+//===----------------------------------------------------------------------===//
+
+absl::Status TrainRun::openOutputs() {
   if (!options.metricsPath.empty()) {
     if (options.resume)
-      if (absl::Status status = trimMetricsLines(options.metricsPath, firstStep);
+      if (absl::Status status =
+              trimMetricsLines(options.metricsPath, firstStep);
           !status.ok())
-        return fail(status);
+        return status;
     std::error_code error;
     metrics = std::make_unique<llvm::ToolOutputFile>(
         options.metricsPath, error,
         options.resume ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
     if (error)
-      return fail("cannot write '" + options.metricsPath +
-                  "': " + error.message());
+      return absl::InvalidArgumentError("cannot write '" + options.metricsPath +
+                                        "': " + error.message());
     // The steps that ran are kept even when a later one fails.
     metrics->keep();
   }
-  telemetry::MetricsCsv csv;
-  const std::vector<std::string> csvColumns = {
-      "loss", "step_time_s", "samples_per_s", "achieved_gflops",
-      "comm_bytes_per_device", "peak_device_bytes"};
-  if (!options.runDir.empty()) {
-    std::string path = (options.runDir + "/metrics.csv");
-    if (absl::Status status =
-            csv.open(path, csvColumns, options.resume, firstStep);
-        !status.ok())
-      return fail(status);
-  }
+  if (options.runDir.empty())
+    return absl::OkStatus();
+  const std::vector<std::string> csvColumns = {"loss",
+                                               "step_time_s",
+                                               "samples_per_s",
+                                               "achieved_gflops",
+                                               "comm_bytes_per_device",
+                                               "peak_device_bytes"};
+  if (absl::Status status = csv.open(options.runDir + "/metrics.csv",
+                                     csvColumns, options.resume, firstStep);
+      !status.ok())
+    return status;
+  if (options.resume)
+    curve = readLossHistory(csv.path(), firstStep);
+  return absl::OkStatus();
+}
 
+absl::Status TrainRun::runSteps() {
   outs().flush();
-  telemetry::ProgressReporter progress(
+  progress = std::make_unique<telemetry::ProgressReporter>(
       options.steps, firstStep, std::cout,
       telemetry::isInteractiveTerminal(fileno(stdout)));
-  auto print = [&](const std::string &line) { progress.printAbove(line); };
   // The trace covers a window of this run's steps (MaxDiffusion's
   // skip_first_n_steps_for_profiler and profiler_steps): a span per kernel
   // is too much to keep for a whole long run.
-  const bool tracing = !options.tracePath.empty();
-  const int64_t traceBegin = firstStep + options.traceSkipSteps;
-  const int64_t traceEnd = std::min(options.steps, traceBegin + options.traceSteps);
-  auto writeTrace = [&]() -> absl::Status {
-    runtime.enableTracing(false);
-    absl::StatusOr<int64_t> events =
-        rt::writeChromeTrace(runtime, options.tracePath);
-    if (!events.ok())
-      return events.status();
-    std::string window =
-        traceBegin < traceEnd
-            ? formatv("steps {0}-{1}", traceBegin + 1, traceEnd).str()
-            : std::string("no step: the run ended before the window");
-    outs() << "trace: " << options.tracePath << " (" << window << ", "
-           << *events << " events; open it in https://ui.perfetto.dev)\n";
-    return absl::OkStatus();
-  };
-  // A failed step still leaves its trace (and the steps before it).
-  auto failStep = [&](const absl::Status &status) {
-    progress.finish();
-    if (tracing && runtime.tracingEnabled())
-      if (absl::Status written = writeTrace(); !written.ok())
-        warn(std::string(written.message()));
-    return fail(status);
-  };
-
-  auto saveCheckpoint = [&](int64_t stepsTaken) -> absl::Status {
-    Clock::time_point begin = Clock::now();
-    ckpt::CheckpointMeta meta;
-    meta.step = stepsTaken;
-    meta.seed = seed;
-    meta.dataSeed = seed;
-    // The batch is drawn once from the seed: every step reads the same one.
-    meta.dataPosition = stepsTaken;
-    meta.model = model;
-    meta.hyperparameters = hyperparameters(options.pipeline);
-    if (absl::Status status =
-            ckpt::saveCheckpoint(options.checkpointDir, *session, meta);
-        !status.ok())
-      return status;
-    runtime.traceHostSpan("checkpoint", begin, Clock::now());
-    std::string path =
-        options.checkpointDir + "/" + ckpt::stepDirectoryName(stepsTaken);
-    int64_t files = 0;
-    uint64_t bytes = 0;
-    std::error_code error;
-    for (llvm::sys::fs::directory_iterator it(path, error), end;
-         it != end && !error; it.increment(error)) {
-      llvm::ErrorOr<llvm::sys::fs::basic_file_status> status = it->status();
-      if (status) {
-        ++files;
-        bytes += status->getSize();
-      }
-    }
-    print(formatv("checkpoint: step {0} -> {1} ({2} files, {3}, {4:f2} s)",
-                  stepsTaken, path, files,
-                  rt::formatBytes(static_cast<int64_t>(bytes)),
-                  secondsSince(begin))
-              .str());
-    return absl::OkStatus();
-  };
-
-  std::vector<double> losses;
-  // The loss curve of the whole run: a resumed run's CSV holds the steps
-  // before the checkpoint.
-  std::vector<std::pair<int64_t, double>> curve;
-  if (csv.isOpen() && options.resume)
-    curve = readLossHistory(csv.path(), firstStep);
-  double totalSeconds = 0;
+  traceBegin = firstStep + options.traceSkipSteps;
+  traceEnd = std::min(options.steps, traceBegin + options.traceSteps);
+  rt::MeshRuntime &runtime = session->runtime();
   int64_t lastCheckpoint = firstStep;
   for (int64_t step = firstStep; step < options.steps; ++step) {
     if (tracing && step == traceBegin)
@@ -600,134 +694,213 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
     absl::StatusOr<rt::TrainingSession::StepResult> result =
         session->step(step);
     if (!result.ok())
-      return failStep(result.status());
+      return abandonSteps(result.status());
     runtime.traceHostSpan("step " + std::to_string(step + 1), begin,
                           Clock::now());
-    losses.push_back(result->loss);
-    curve.emplace_back(step + 1, result->loss);
-    totalSeconds += result->seconds;
-    double samples = program.batch / result->seconds;
-    double gflops = program.modelFlops / result->seconds / 1e9;
-    telemetry::StepExtras extras;
-    extras.samplesPerSecond = samples;
-    extras.gflopsPerSecond = gflops;
-    progress.update(step + 1, result->loss, result->seconds, extras);
-    if (metrics) {
-      llvm::json::Object line{
-          {"step", step + 1},
-          {"loss", result->loss},
-          {"step_time_s", result->seconds},
-          {"samples_per_s", samples},
-          {"model_flops", program.modelFlops},
-          {"achieved_gflops", gflops},
-          {"peak_device_bytes", session->peakDeviceBytes()},
-          {"peak_host_bytes", session->peakHostBytes()},
-          {"comm_bytes_per_device", session->lastStepCommBytes()},
-      };
-      metrics->os() << llvm::json::Value(std::move(line)) << "\n";
-      metrics->os().flush();
-    }
-    if (csv.isOpen())
-      if (absl::Status status = csv.write(
-              step + 1,
-              {result->loss, result->seconds, samples, gflops,
-               static_cast<double>(session->lastStepCommBytes()),
-               static_cast<double>(session->peakDeviceBytes())});
-          !status.ok())
-        return failStep(status);
+    if (absl::Status status = recordStep(step, *result); !status.ok())
+      return abandonSteps(status);
     bool last = step + 1 == options.steps;
     if (checkpointing && !last && options.checkpointEvery > 0 &&
         (step + 1) % options.checkpointEvery == 0) {
       if (absl::Status status = saveCheckpoint(step + 1); !status.ok())
-        return failStep(status);
+        return abandonSteps(status);
       lastCheckpoint = step + 1;
     }
     if (tracing && step + 1 == traceEnd)
       runtime.enableTracing(false);
   }
-  progress.finish();
+  progress->finish();
   std::cout.flush();
   int64_t endStep = std::max(firstStep, options.steps);
   if (checkpointing && lastCheckpoint != endStep)
-    if (absl::Status status = saveCheckpoint(endStep); !status.ok())
-      return fail(status);
+    return saveCheckpoint(endStep);
+  return absl::OkStatus();
+}
 
-  if (!losses.empty()) {
-    outs() << "done: " << count(losses.size(), "step")
-           << format(" in %.2f s, loss %.6f -> %.6f\n", totalSeconds,
-                     losses.front(), losses.back());
-    outs() << "per device: peak device memory "
-           << rt::formatBytes(session->peakDeviceBytes())
-           << ", peak host memory "
-           << rt::formatBytes(session->peakHostBytes()) << ", sent "
-           << rt::formatBytes(session->lastStepCommBytes())
-           << " per step in collectives";
-    if (!options.pipeline.mesh.empty())
-      outs() << " (sdopt predicts "
-             << rt::formatBytes(program.predictedCommBytes) << ")";
-    outs() << "\n";
-    // sd.offload / sd.reload traffic (remat policies with offload).
-    int64_t offloaded = 0, reloaded = 0;
-    for (int64_t d = 0; d < runtime.numDevices(); ++d) {
-      offloaded =
-          std::max(offloaded, runtime.device(d).counters().offloadBytes);
-      reloaded = std::max(reloaded, runtime.device(d).counters().reloadBytes);
-    }
-    int64_t ran = static_cast<int64_t>(losses.size());
-    if (offloaded + reloaded > 0)
-      outs() << "per device: moved " << rt::formatBytes(offloaded / ran)
-             << " to host memory and " << rt::formatBytes(reloaded / ran)
-             << " back per step (sd.offload, sd.reload)\n";
+absl::Status
+TrainRun::recordStep(int64_t step,
+                     const rt::TrainingSession::StepResult &result) {
+  losses.push_back(result.loss);
+  curve.emplace_back(step + 1, result.loss);
+  totalSeconds += result.seconds;
+  double samples = program.batch / result.seconds;
+  double gflops = program.modelFlops / result.seconds / 1e9;
+  telemetry::StepExtras extras;
+  extras.samplesPerSecond = samples;
+  extras.gflopsPerSecond = gflops;
+  progress->update(step + 1, result.loss, result.seconds, extras);
+  if (metrics) {
+    llvm::json::Object line{
+        {"step", step + 1},
+        {"loss", result.loss},
+        {"step_time_s", result.seconds},
+        {"samples_per_s", samples},
+        {"model_flops", program.modelFlops},
+        {"achieved_gflops", gflops},
+        {"peak_device_bytes", session->peakDeviceBytes()},
+        {"peak_host_bytes", session->peakHostBytes()},
+        {"comm_bytes_per_device", session->lastStepCommBytes()},
+    };
+    metrics->os() << llvm::json::Value(std::move(line)) << "\n";
+    metrics->os().flush();
   }
+  if (!csv.isOpen())
+    return absl::OkStatus();
+  return csv.write(step + 1, {result.loss, result.seconds, samples, gflops,
+                              static_cast<double>(session->lastStepCommBytes()),
+                              static_cast<double>(session->peakDeviceBytes())});
+}
+
+absl::Status TrainRun::saveCheckpoint(int64_t stepsTaken) {
+  Clock::time_point begin = Clock::now();
+  ckpt::CheckpointMeta meta;
+  meta.step = stepsTaken;
+  meta.seed = seed;
+  meta.dataSeed = seed;
+  // The batch is drawn once from the seed: every step reads the same one.
+  meta.dataPosition = stepsTaken;
+  meta.model = model;
+  meta.hyperparameters = hyperparameters(options.pipeline);
+  if (absl::Status status = ckpt::saveCheckpoint(
+          options.checkpointDir, *session, meta, hooks.checkpointWrite);
+      !status.ok())
+    return status;
+  session->runtime().traceHostSpan("checkpoint", begin, Clock::now());
+  std::string path =
+      options.checkpointDir + "/" + ckpt::stepDirectoryName(stepsTaken);
+  int64_t files = 0;
+  uint64_t bytes = 0;
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator it(path, error), end;
+       it != end && !error; it.increment(error)) {
+    llvm::ErrorOr<llvm::sys::fs::basic_file_status> status = it->status();
+    if (status) {
+      ++files;
+      bytes += status->getSize();
+    }
+  }
+  progress->printAbove(
+      formatv("checkpoint: step {0} -> {1} ({2} files, {3}, {4:f2} s)",
+              stepsTaken, path, files,
+              rt::formatBytes(static_cast<int64_t>(bytes)), secondsSince(begin))
+          .str());
+  return absl::OkStatus();
+}
+
+absl::Status TrainRun::abandonSteps(absl::Status status) {
+  progress->finish();
+  if (tracing && session->runtime().tracingEnabled())
+    if (absl::Status written = writeTrace(); !written.ok())
+      warn(std::string(written.message()));
+  return status;
+}
+
+//===----------------------------------------------------------------------===//
+// Outputs
+//===----------------------------------------------------------------------===//
+
+absl::Status TrainRun::writeTrace() {
+  rt::MeshRuntime &runtime = session->runtime();
+  runtime.enableTracing(false);
+  absl::StatusOr<int64_t> events =
+      rt::writeChromeTrace(runtime, options.tracePath);
+  if (!events.ok())
+    return events.status();
+  std::string window =
+      traceBegin < traceEnd
+          ? formatv("steps {0}-{1}", traceBegin + 1, traceEnd).str()
+          : std::string("no step: the run ended before the window");
+  outs() << "trace: " << options.tracePath << " (" << window << ", " << *events
+         << " events; open it in https://ui.perfetto.dev)\n";
+  return absl::OkStatus();
+}
+
+void TrainRun::printSummary() {
+  rt::MeshRuntime &runtime = session->runtime();
+  outs() << "done: " << count(losses.size(), "step")
+         << format(" in %.2f s, loss %.6f -> %.6f\n", totalSeconds,
+                   losses.front(), losses.back());
+  outs() << "per device: peak device memory "
+         << rt::formatBytes(session->peakDeviceBytes()) << ", peak host memory "
+         << rt::formatBytes(session->peakHostBytes()) << ", sent "
+         << rt::formatBytes(session->lastStepCommBytes())
+         << " per step in collectives";
+  if (!options.pipeline.mesh.empty())
+    outs() << " (sdopt predicts " << rt::formatBytes(program.predictedCommBytes)
+           << ")";
+  outs() << "\n";
+  // sd.offload / sd.reload traffic (remat policies with offload).
+  int64_t offloaded = 0, reloaded = 0;
+  for (int64_t d = 0; d < runtime.numDevices(); ++d) {
+    offloaded = std::max(offloaded, runtime.device(d).counters().offloadBytes);
+    reloaded = std::max(reloaded, runtime.device(d).counters().reloadBytes);
+  }
+  int64_t ran = static_cast<int64_t>(losses.size());
+  if (offloaded + reloaded > 0)
+    outs() << "per device: moved " << rt::formatBytes(offloaded / ran)
+           << " to host memory and " << rt::formatBytes(reloaded / ran)
+           << " back per step (sd.offload, sd.reload)\n";
+}
+
+absl::Status TrainRun::writeOutputs() {
+  if (!losses.empty())
+    printSummary();
   if (!options.runDir.empty()) {
     std::string plot = options.runDir + "/loss.png";
     telemetry::LossPlotOptions plotOptions;
     plotOptions.runName = options.runName;
-    if (absl::Status status = telemetry::writeLossPlot(plot, curve, plotOptions);
+    if (absl::Status status =
+            telemetry::writeLossPlot(plot, curve, plotOptions);
         !status.ok())
-      return fail(status);
+      return status;
     outs() << "metrics: " << options.runDir << "/metrics.csv, " << plot
            << "\n";
   }
   if (tracing)
     if (absl::Status status = writeTrace(); !status.ok())
-      return fail(status);
-  if (!options.exportPath.empty()) {
-    if (absl::Status status =
-            exportParameters(*session, options.exportPath, endStep, model);
-        !status.ok())
-      return fail(status);
-    outs() << "exported the parameters to " << options.exportPath << "\n";
-  }
+      return status;
+  if (options.exportPath.empty())
+    return absl::OkStatus();
+  if (absl::Status status =
+          exportParameters(*session, options.exportPath,
+                           std::max(firstStep, options.steps), model);
+      !status.ok())
+    return status;
+  outs() << "exported the parameters to " << options.exportPath << "\n";
+  return absl::OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Verify
+//===----------------------------------------------------------------------===//
+
+absl::Status TrainRun::verify() {
   if (!options.verify)
-    return 0;
+    return absl::OkStatus();
   if (losses.empty()) {
     outs() << "verify: no steps ran, nothing to compare\n";
-    return 0;
+    return absl::OkStatus();
   }
-
-  // The same steps on one device, from the same values.
   PipelineOptions single = options.pipeline;
   single.mesh.clear();
   single.dcnMesh.clear();
   single.devices = 0;
   TrainProgram singleProgram;
-  // 0: all the cores OpenMP sees for the one device.
-  std::unique_ptr<rt::TrainingSession> reference =
-      startSession(module, options, single, /*threads=*/0, 0, 0, singleProgram,
-                   compilerFailed);
-  if (!reference)
-    return 1;
-  if (absl::Status status = reference->setArguments(start); !status.ok())
-    return fail(status);
+  // 0 threads: all the cores OpenMP sees for the one device.
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> reference =
+      startSession(single, /*threads=*/0, 0, 0, singleProgram);
+  if (!reference.ok())
+    return reference.status();
+  if (absl::Status status = (*reference)->setArguments(start); !status.ok())
+    return status;
   // NaN or infinity anywhere fails the comparison.
   bool finite = true;
   double worstLoss = 0;
   for (int64_t step = firstStep; step < options.steps; ++step) {
     absl::StatusOr<rt::TrainingSession::StepResult> result =
-        reference->step(step);
+        (*reference)->step(step);
     if (!result.ok())
-      return fail(result.status());
+      return result.status();
     double loss = losses[step - firstStep];
     finite &= std::isfinite(loss) && std::isfinite(result->loss);
     double diff = std::fabs(loss - result->loss) /
@@ -735,20 +908,21 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
     worstLoss = std::max(worstLoss, diff);
   }
   absl::StatusOr<rt::ParameterComparison> comparison =
-      rt::compareParameters(*session, *reference);
-  if (!comparison.ok())
-    return fail(comparison.status().code() ==
-                        absl::StatusCode::kInvalidArgument
-                    ? "--verify: " + std::string(comparison.status().message())
-                    : std::string(comparison.status().message()));
+      rt::compareParameters(*session, **reference);
+  if (!comparison.ok()) {
+    if (absl::IsInvalidArgument(comparison.status()))
+      return absl::InvalidArgumentError(
+          "--verify: " + std::string(comparison.status().message()));
+    return comparison.status();
+  }
   finite &= comparison->finite;
+  if (!finite) {
+    outs() << "verify: FAILED: a loss or parameter is not finite\n";
+    return reportedFailure("verify: a loss or parameter is not finite");
+  }
   double worstParam = comparison->relativeDifference;
   std::string worstName =
       comparison->worstTensor.empty() ? "all equal" : comparison->worstTensor;
-  if (!finite) {
-    outs() << "verify: FAILED: a loss or parameter is not finite\n";
-    return 1;
-  }
   bool ok = worstLoss <= 1e-4 && worstParam <= 1e-4;
   if (firstStep > 0)
     outs() << formatv("verify: steps {0}-{1} from the checkpoint's values\n",
@@ -757,5 +931,19 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
                    "loss %.3g, parameters %.3g (%s): %s\n",
                    worstLoss, worstParam, worstName.c_str(),
                    ok ? "ok" : "FAILED (above 1e-4)");
-  return ok ? 0 : 1;
+  if (!ok)
+    return reportedFailure("verify: the run differs from one device");
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status mlir::sd::runTraining(ModuleOp module,
+                                   const TrainRunOptions &options,
+                                   const TrainRunHooks &hooks) {
+  absl::Status status = TrainRun(module, options, hooks).run();
+  // The display is complete before the tool prints an error below it.
+  std::cout.flush();
+  outs().flush();
+  return status;
 }

@@ -101,20 +101,21 @@ std::optional<Preset> lookupPreset(StringRef name) {
   return std::nullopt;
 }
 
-llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+/// A configuration error: the message names the bad value.
+absl::Status fail(const llvm::Twine &message) {
+  return absl::InvalidArgumentError(message.str());
 }
 
 /// Pixels → latent positions; the size must cover whole patches.
-llvm::Error pixelsToLatent(StringRef what, int64_t pixels, int64_t patch,
-                           int64_t &latent) {
+absl::Status pixelsToLatent(StringRef what, int64_t pixels, int64_t patch,
+                            int64_t &latent) {
   int64_t unit = kVaeSpatial * patch;
   if (pixels <= 0 || pixels % unit != 0)
     return fail(llvm::formatv("{0} {1} must be a positive multiple of {2} "
                               "(VAE factor {3} × patch {4})",
                               what, pixels, unit, kVaeSpatial, patch));
   latent = pixels / kVaeSpatial;
-  return llvm::Error::success();
+  return absl::OkStatus();
 }
 } // namespace
 
@@ -124,7 +125,7 @@ ArrayRef<StringRef> mlir::sd::getPresetNames() {
   return names;
 }
 
-llvm::Expected<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
+absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
                                                       const ModelOverrides &o) {
   std::optional<Preset> preset = lookupPreset(presetName);
   if (!preset) {
@@ -218,13 +219,15 @@ llvm::Expected<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
     c.latentHeight = c.latentWidth = *o.latentSize;
   }
   if (o.height)
-    if (llvm::Error e =
-            pixelsToLatent("height", *o.height, c.patch, c.latentHeight))
-      return std::move(e);
+    if (absl::Status status =
+            pixelsToLatent("height", *o.height, c.patch, c.latentHeight);
+        !status.ok())
+      return status;
   if (o.width)
-    if (llvm::Error e =
-            pixelsToLatent("width", *o.width, c.patch, c.latentWidth))
-      return std::move(e);
+    if (absl::Status status =
+            pixelsToLatent("width", *o.width, c.patch, c.latentWidth);
+        !status.ok())
+      return status;
   if (o.frames) {
     if (*o.frames <= 0 || (*o.frames - 1) % kVaeTemporal != 0)
       return fail(llvm::formatv("frames {0} must be 4k+1 (the VAE keeps the "

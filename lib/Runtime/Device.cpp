@@ -11,10 +11,11 @@
 using namespace sd::rt;
 
 Device::Device(int64_t id, std::vector<int64_t> coordinates,
-               int64_t deviceBudget, int64_t hostBudget, Transport *transport)
+               int64_t deviceBudget, int64_t hostBudget, Transport *transport,
+               const MemoryPoolOptions &pools)
     : deviceId(id), coords(std::move(coordinates)),
-      devicePool("device", id, deviceBudget), hostPool("host", id, hostBudget),
-      transportPtr(transport) {}
+      devicePool("device", id, deviceBudget, pools),
+      hostPool("host", id, hostBudget, pools), transportPtr(transport) {}
 
 int32_t Device::fail(absl::Status status) {
   if (lastError.ok() && !status.ok())

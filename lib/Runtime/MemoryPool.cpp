@@ -11,9 +11,9 @@
 // zeroed pages (page faults were a sixth of a DiT-S/2 step). Cached buffers
 // are not live: budgets and peaks count live bytes only. Live plus cached
 // bytes never exceed the budget, or without one the live peak: before a
-// fresh allocation would pass that bound, cached buffers are freed. Setting
-// SD_NO_BUFFER_CACHE=1 turns the cache off (sanitizer runs, so that a use
-// after release is caught).
+// fresh allocation would pass that bound, cached buffers are freed. The
+// cache is off in AddressSanitizer builds (MemoryPoolOptions), so that a use
+// after release is caught.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,8 +94,19 @@ std::optional<int64_t> sd::rt::parseByteSize(std::string_view text) {
   return static_cast<int64_t>(bytes);
 }
 
-MemoryPool::MemoryPool(std::string space, int64_t device, int64_t budget)
-    : space(std::move(space)), device(device), budgetBytes(budget) {}
+bool sd::rt::cacheBuffersByDefault() {
+  // GCC and Clang both define __SANITIZE_ADDRESS__ under -fsanitize=address.
+#ifdef __SANITIZE_ADDRESS__
+  return false;
+#else
+  return true;
+#endif
+}
+
+MemoryPool::MemoryPool(std::string space, int64_t device, int64_t budget,
+                       MemoryPoolOptions options)
+    : space(std::move(space)), device(device), budgetBytes(budget),
+      options(options) {}
 
 MemoryPool::~MemoryPool() { releaseAll(); }
 
@@ -158,11 +169,7 @@ void MemoryPool::release(void *buffer) {
   if (it == live.end())
     return;
   liveTotal -= it->second.bytes;
-  static const bool noCache = [] {
-    const char *value = std::getenv("SD_NO_BUFFER_CACHE");
-    return value && *value && std::string(value) != "0";
-  }();
-  if (noCache) {
+  if (!options.cacheBuffers) {
     std::free(buffer);
   } else {
     cached[it->second.rounded].push_back(buffer);

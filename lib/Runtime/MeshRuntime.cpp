@@ -127,7 +127,7 @@ MeshRuntime::create(MeshRuntimeOptions options) {
     runtime->devices.push_back(std::make_unique<Device>(
         id, runtime->options.mesh.coordinates(id),
         runtime->options.deviceMemoryBudget, runtime->options.hostMemoryBudget,
-        runtime->transportPtr.get()));
+        runtime->transportPtr.get(), runtime->options.pools));
   return runtime;
 }
 

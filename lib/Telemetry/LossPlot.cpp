@@ -303,6 +303,80 @@ std::string formatValueLabel(double value, double step, double maxAbs) {
   return absl::StrFormat("%.*f", decimals, value);
 }
 
+/// The finite points of a curve in step order (the rest only counted) and
+/// the ranges of the plot, widened where the data alone gives an empty one.
+struct PlotData {
+  std::vector<std::pair<double, double>> curve;
+  size_t skipped = 0;
+  double xLo = 0, xHi = 1, yLo = 0, yHi = 1;
+};
+
+PlotData
+preparePlotData(const std::vector<std::pair<int64_t, double>> &points) {
+  PlotData data;
+  std::vector<std::pair<double, double>> &curve = data.curve;
+  for (const auto &[step, value] : points) {
+    if (std::isfinite(value))
+      curve.emplace_back(static_cast<double>(step), value);
+    else
+      ++data.skipped;
+  }
+  std::stable_sort(
+      curve.begin(), curve.end(),
+      [](const auto &a, const auto &b) { return a.first < b.first; });
+  double &xLo = data.xLo, &xHi = data.xHi, &yLo = data.yLo, &yHi = data.yHi;
+  if (!curve.empty()) {
+    xLo = curve.front().first;
+    xHi = curve.back().first;
+    auto [minIt, maxIt] = std::minmax_element(
+        curve.begin(), curve.end(),
+        [](const auto &a, const auto &b) { return a.second < b.second; });
+    yLo = minIt->second;
+    yHi = maxIt->second;
+  }
+  if (xHi == xLo) {
+    xLo -= 1;
+    xHi += 1;
+  }
+  // A little room on both sides keeps the curve's ends off the frame.
+  double xPad = (xHi - xLo) * 0.02;
+  xLo -= xPad;
+  xHi += xPad;
+  if (yHi == yLo) {
+    double pad = yLo == 0 ? 1.0 : std::fabs(yLo) * 0.1;
+    yLo -= pad;
+    yHi += pad;
+  } else {
+    double pad = (yHi - yLo) * 0.05;
+    yLo -= pad;
+    yHi += pad;
+  }
+  return data;
+}
+
+/// Draws `curve` inside the frame (left, top)-(right, bottom), antialiased;
+/// a single point is drawn as a dot.
+void drawCurve(Canvas &canvas,
+               const std::vector<std::pair<double, double>> &curve,
+               const Axis &xAxis, const Axis &yAxis, int left, int top,
+               int right, int bottom, Rgb color) {
+  CoverageMask mask(left + 1, top + 1, right - 1, bottom - 1);
+  const double halfWidth = 1.0;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    double ax = xAxis.toPixel(curve[i].first),
+           ay = yAxis.toPixel(curve[i].second);
+    if (curve.size() == 1) {
+      mask.segment(ax, ay, ax, ay, 3.0);
+      break;
+    }
+    if (i + 1 == curve.size())
+      break;
+    mask.segment(ax, ay, xAxis.toPixel(curve[i + 1].first),
+                 yAxis.toPixel(curve[i + 1].second), halfWidth);
+  }
+  mask.composite(canvas, color);
+}
+
 //===----------------------------------------------------------------------===//
 // PNG output
 //===----------------------------------------------------------------------===//
@@ -448,47 +522,9 @@ absl::Status sd::telemetry::writeLossPlot(
   const int scale = width >= 600 && height >= 400 ? 2 : 1;
   const int lineHeight = kCapHeight * scale;
 
-  // Finite points in step order; the rest are only counted.
-  std::vector<std::pair<double, double>> curve;
-  size_t skipped = 0;
-  for (const auto &[step, value] : points) {
-    if (std::isfinite(value))
-      curve.emplace_back(static_cast<double>(step), value);
-    else
-      ++skipped;
-  }
-  std::stable_sort(
-      curve.begin(), curve.end(),
-      [](const auto &a, const auto &b) { return a.first < b.first; });
-
-  // Data ranges, widened where the data alone gives an empty one.
-  double xLo = 0, xHi = 1, yLo = 0, yHi = 1;
-  if (!curve.empty()) {
-    xLo = curve.front().first;
-    xHi = curve.back().first;
-    auto [minIt, maxIt] = std::minmax_element(
-        curve.begin(), curve.end(),
-        [](const auto &a, const auto &b) { return a.second < b.second; });
-    yLo = minIt->second;
-    yHi = maxIt->second;
-  }
-  if (xHi == xLo) {
-    xLo -= 1;
-    xHi += 1;
-  }
-  // A little room on both sides keeps the curve's ends off the frame.
-  double xPad = (xHi - xLo) * 0.02;
-  xLo -= xPad;
-  xHi += xPad;
-  if (yHi == yLo) {
-    double pad = yLo == 0 ? 1.0 : std::fabs(yLo) * 0.1;
-    yLo -= pad;
-    yHi += pad;
-  } else {
-    double pad = (yHi - yLo) * 0.05;
-    yLo -= pad;
-    yHi += pad;
-  }
+  PlotData data = preparePlotData(points);
+  const std::vector<std::pair<double, double>> &curve = data.curve;
+  const double xLo = data.xLo, xHi = data.xHi, yLo = data.yLo, yHi = data.yHi;
 
   double xStep = 0, yStep = 0;
   std::vector<double> xTicks = niceTicks(xLo, xHi, 6, xStep);
@@ -556,30 +592,16 @@ absl::Status sd::telemetry::writeLossPlot(
     absl::StrAppend(&title, " - ", options.runName);
   if (curve.empty())
     absl::StrAppend(&title, " (no data)");
-  if (skipped > 0)
-    absl::StrAppend(&title, " (", skipped, " non-finite skipped)");
+  if (data.skipped > 0)
+    absl::StrAppend(&title, " (", data.skipped, " non-finite skipped)");
   int titleScale = scale;
   if (textWidth(title, titleScale) > width - 8 && titleScale > 1)
     titleScale = 1;
   canvas.drawText(std::max((width - textWidth(title, titleScale)) / 2, 4),
                   6 * scale, title, titleScale, kText);
 
-  // The curve, inside the frame. A single point is drawn as a dot.
-  CoverageMask mask(left + 1, top + 1, right - 1, bottom - 1);
-  const double halfWidth = 1.0;
-  for (size_t i = 0; i < curve.size(); ++i) {
-    double ax = xAxis.toPixel(curve[i].first),
-           ay = yAxis.toPixel(curve[i].second);
-    if (curve.size() == 1) {
-      mask.segment(ax, ay, ax, ay, 3.0);
-      break;
-    }
-    if (i + 1 == curve.size())
-      break;
-    mask.segment(ax, ay, xAxis.toPixel(curve[i + 1].first),
-                 yAxis.toPixel(curve[i + 1].second), halfWidth);
-  }
-  mask.composite(canvas, options.curveColor);
+  drawCurve(canvas, curve, xAxis, yAxis, left, top, right, bottom,
+            options.curveColor);
 
   std::string png;
   if (absl::Status status =

@@ -109,10 +109,10 @@ int main(int argc, char **argv) {
   overrides.loss = given(lossFlag);
   overrides.staticBatch = staticBatchFlag;
 
-  llvm::Expected<sd::ModelConfig> config =
+  absl::StatusOr<sd::ModelConfig> config =
       sd::makeModelConfig(presetFlag, overrides);
-  if (!config) {
-    llvm::errs() << "error: " << llvm::toString(config.takeError()) << "\n";
+  if (!config.ok()) {
+    llvm::errs() << "error: " << std::string(config.status().message()) << "\n";
     return 1;
   }
 

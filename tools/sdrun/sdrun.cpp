@@ -188,7 +188,13 @@ static cl::opt<std::string>
                  cl::desc("Where compiled programs are cached (default: "
                           "$SD_CACHE_DIR, $XDG_CACHE_HOME/sd, ~/.cache/sd)"),
                  cl::cat(runCategory));
-
+// Crash tests (sdrun-checkpoint-kill.test): stop each checkpoint write there.
+static cl::opt<sd::ckpt::WritePoint> testCheckpointStallFlag(
+    "test-checkpoint-stall", cl::Hidden,
+    cl::desc("Testing: stop checkpoint writes at this point until killed"),
+    cl::values(clEnumValN(sd::ckpt::WritePoint::Shard, "shard", ""),
+               clEnumValN(sd::ckpt::WritePoint::Manifest, "manifest", "")),
+    cl::cat(runCategory));
 
 namespace {
 
@@ -661,5 +667,13 @@ int main(int argc, char **argv) {
                                             mlir::ParserConfig(&context));
   if (!module)
     return sawError ? 1 : fail("could not parse '" + modelPath + "'");
-  return mlir::sd::runTraining(*module, run, [&] { return sawError; });
+  mlir::sd::TrainRunHooks hooks;
+  if (testCheckpointStallFlag.getNumOccurrences())
+    hooks.checkpointWrite.atPoint = sd::ckpt::stallAt(testCheckpointStallFlag);
+  absl::Status status = mlir::sd::runTraining(*module, run, hooks);
+  // Failures the run has shown (compiler diagnostics, verify: FAILED) get
+  // no second message.
+  if (!status.ok() && !mlir::sd::isReportedFailure(status))
+    return fail(std::string(status.message()));
+  return status.ok() ? 0 : 1;
 }

@@ -530,25 +530,26 @@ TEST_F(CheckpointTest, ASessionWithoutArgumentsCannotBeSaved) {
             absl::StatusCode::kInvalidArgument);
 }
 
-/// A checkpoint write stopped by SD_CHECKPOINT_STALL and killed there (by
-/// SIGALRM, which like kill -9 gives it no chance to clean up) leaves a step
-/// that is not listed, and the next write of that step succeeds.
-void checkStalledWrite(const std::string &dir, const char *point,
+/// A checkpoint write stopped at `point` (CheckpointWriteOptions::atPoint)
+/// and killed there (by SIGALRM, which like kill -9 gives it no chance to
+/// clean up) leaves a step that is not listed, and the next write of that
+/// step succeeds.
+void checkStalledWrite(const std::string &dir, WritePoint point,
                        const char *leftover) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   std::vector<std::vector<float>> globals =
       globalsFor(modelSpec(mesh("fsdp:2")));
+  CheckpointWriteOptions stall;
+  stall.atPoint = stallAt(point);
   EXPECT_EXIT(
       {
-        setenv("SD_CHECKPOINT_STALL", point, 1);
         std::unique_ptr<TrainingSession> saved = sessionWith("fsdp:2", globals);
         alarm(2);
-        (void)saveCheckpoint(dir, *saved, metaFor(10));
+        (void)saveCheckpoint(dir, *saved, metaFor(10), stall);
         std::_Exit(0);
       },
       testing::KilledBySignal(SIGALRM),
-      std::string("sd: checkpoint write stalled \\(SD_CHECKPOINT_STALL=") +
-          point + "\\)");
+      std::string("sd: checkpoint write stalled at ") + writePointName(point));
   std::string stepDir = dir + "/step_00000010";
   EXPECT_TRUE(exists(stepDir + leftover)) << leftover;
   EXPECT_FALSE(exists(stepDir + "/manifest.pb"));
@@ -566,11 +567,11 @@ void checkStalledWrite(const std::string &dir, const char *point,
 }
 
 TEST_F(CheckpointTest, StallInAShardThenKill) {
-  checkStalledWrite(testDir(), "shard", "/device_0.safetensors.tmp");
+  checkStalledWrite(testDir(), WritePoint::Shard, "/device_0.safetensors.tmp");
 }
 
 TEST_F(CheckpointTest, StallBeforeTheManifestsRenameThenKill) {
-  checkStalledWrite(testDir(), "manifest", "/manifest.pb.tmp");
+  checkStalledWrite(testDir(), WritePoint::Manifest, "/manifest.pb.tmp");
 }
 
 //===----------------------------------------------------------------------===//

@@ -168,7 +168,9 @@ TEST(MemoryPoolTest, ConcurrentAllocationsAreCounted) {
 } // namespace
 
 TEST(MemoryPoolTest, ReleasedBuffersAreReusedButNotCountedLive) {
-  MemoryPool pool("device", 0, /*budget=*/0);
+  MemoryPoolOptions caching;
+  caching.cacheBuffers = true;
+  MemoryPool pool("device", 0, /*budget=*/0, caching);
   void *a = *pool.allocate(4000, "a");
   void *b = *pool.allocate(8000, "b");
   pool.release(a);
@@ -176,13 +178,33 @@ TEST(MemoryPoolTest, ReleasedBuffersAreReusedButNotCountedLive) {
   EXPECT_EQ(pool.liveBytes(), 0);
   EXPECT_EQ(pool.peakBytes(), 12000);
   void *again = *pool.allocate(4000, "again");
-  const char *noCache = std::getenv("SD_NO_BUFFER_CACHE");
-  if (!noCache || std::string(noCache) == "0") {
-    EXPECT_EQ(again, a) << "a released buffer of the same size is reused";
-  }
+  EXPECT_EQ(again, a) << "a released buffer of the same size is reused";
   EXPECT_EQ(pool.liveBytes(), 4000);
   EXPECT_EQ(pool.peakBytes(), 12000);
   pool.release(again);
+}
+
+TEST(MemoryPoolTest, WithoutTheCacheReleasedBuffersAreNotCountedEither) {
+  MemoryPoolOptions uncached;
+  uncached.cacheBuffers = false;
+  MemoryPool pool("device", 0, /*budget=*/10000, uncached);
+  void *a = *pool.allocate(8000, "a");
+  pool.release(a);
+  EXPECT_FALSE(pool.owns(a));
+  absl::StatusOr<void *> b = pool.allocate(9000, "b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(pool.liveBytes(), 9000);
+  EXPECT_EQ(pool.peakBytes(), 9000);
+  pool.release(*b);
+}
+
+TEST(MemoryPoolTest, TheCacheIsOffInAddressSanitizerBuilds) {
+#ifdef __SANITIZE_ADDRESS__
+  constexpr bool kAsan = true;
+#else
+  constexpr bool kAsan = false;
+#endif
+  EXPECT_EQ(MemoryPoolOptions().cacheBuffers, !kAsan);
 }
 
 TEST(MemoryPoolTest, CachedBuffersDoNotCountAgainstTheBudget) {

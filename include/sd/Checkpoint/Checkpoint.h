@@ -21,13 +21,8 @@
 // directory). Loading assembles global tensors, so a checkpoint can be
 // loaded onto any mesh (resharding) with TrainingSession::setArguments.
 //
-// Test hook: when the environment variable SD_CHECKPOINT_STALL is `shard`,
-// saveCheckpoint stops after writing half of device 0's shard .tmp file; when
-// it is `manifest`, after writing (and fsyncing) the manifest's .tmp file,
-// before renaming it. There it prints
-// `sd: checkpoint write stalled (SD_CHECKPOINT_STALL=<value>)` to stderr and
-// sleeps forever, so that a crash test can kill -9 the process at a known
-// point of the write.
+// Crash tests stop a write at a known point through
+// CheckpointWriteOptions::atPoint (stallAt() waits there to be killed).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +36,7 @@
 #include "absl/status/statusor.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -68,6 +64,32 @@ struct CheckpointMeta {
 /// "step_00000010": the step directory's name of `step`.
 std::string stepDirectoryName(int64_t step);
 
+/// The points of a checkpoint write at which a test may interrupt it.
+enum class WritePoint {
+  /// Half of device 0's shard `.tmp` file is written (and fsynced).
+  Shard,
+  /// Every shard is in place and the manifest's `.tmp` file is written and
+  /// fsynced, but not yet renamed: the step is not complete.
+  Manifest,
+};
+
+/// "shard", "manifest".
+const char *writePointName(WritePoint point);
+
+/// How saveCheckpoint writes. The default is what a training run wants;
+/// crash tests inject `atPoint`.
+struct CheckpointWriteOptions {
+  /// Called at each WritePoint, on the thread that reached it (device 0's
+  /// writer thread for Shard). A test stops the write there, to kill the
+  /// process at a known point (see stallAt).
+  std::function<void(WritePoint)> atPoint;
+};
+
+/// A CheckpointWriteOptions::atPoint for crash tests: at `point` it prints
+/// `sd: checkpoint write stalled at <name>` to stderr and waits until the
+/// process is killed; other points pass.
+std::function<void(WritePoint)> stallAt(WritePoint point);
+
 /// Writes `session`'s arguments as checkpoint `meta.step` under `dir`
 /// (created if missing): every device's shard file (in parallel, one thread
 /// per device; each atomically), then the manifest (atomically), then fsyncs
@@ -78,7 +100,8 @@ std::string stepDirectoryName(int64_t step);
 /// has no arguments; OS errors naming the file.
 absl::Status saveCheckpoint(const std::string &dir,
                             rt::TrainingSession &session,
-                            const CheckpointMeta &meta);
+                            const CheckpointMeta &meta,
+                            const CheckpointWriteOptions &options = {});
 
 /// The step directories (full paths) of `dir` that have a manifest that
 /// parses, oldest first (by step). Incomplete ones are skipped. An empty

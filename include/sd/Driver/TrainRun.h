@@ -1,4 +1,4 @@
-//===- TrainRun.h - A training run: steps, checkpoints, telemetry -*- C++ -*-===//
+//===- TrainRun.h - A training run in phases --------------------*- C++ -*-===//
 //
 // What `sdrun` does once its flags and config file are resolved: build and
 // load the training step (TrainProgram.h), start from seeded values, a
@@ -7,17 +7,22 @@
 // trace, and optionally verify against one device and export the
 // parameters.
 //
+// The run's display (the header, the progress line, checkpoint and output
+// lines, warnings) is printed as it goes; errors come back as an
+// absl::Status for the tool to print.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef SD_DRIVER_TRAINRUN_H
 #define SD_DRIVER_TRAINRUN_H
 
+#include "sd/Checkpoint/Checkpoint.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Sharding/Mesh.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/Twine.h"
+
+#include "absl/status/status.h"
 
 #include <cstdint>
 #include <string>
@@ -63,12 +68,28 @@ struct TrainRunOptions {
   std::vector<std::string> notes;
 };
 
-/// Runs the training described by `options` on `module`. Errors are printed
-/// (`sdrun: error: ...`, or as MLIR diagnostics on the module); returns the
-/// process exit code. `compilerFailed` tells whether the MLIR diagnostic
-/// handler already printed an error, so no second message is added.
-int runTraining(ModuleOp module, const TrainRunOptions &options,
-                llvm::function_ref<bool()> compilerFailed);
+/// What tests inject into a run (production runs leave them empty).
+struct TrainRunHooks {
+  /// Passed to every checkpoint write: crash tests stop a write at a known
+  /// point (sdrun's hidden --test-checkpoint-stall).
+  ::sd::ckpt::CheckpointWriteOptions checkpointWrite;
+};
+
+/// Runs the training described by `options` on `module`, in phases:
+/// preflight (output paths, the checkpoint directory's lock), the checkpoint
+/// to resume from, compile, the starting values, the steps (with their
+/// checkpoints), the outputs (metrics, loss plot, trace, export) and
+/// verification. Each error is returned as it happens, with the message the
+/// tool prints after `sdrun: error: `, except those isReportedFailure()
+/// recognizes. The display is flushed on return.
+absl::Status runTraining(ModuleOp module, const TrainRunOptions &options,
+                         const TrainRunHooks &hooks = {});
+
+/// A failure the run has already shown, so the tool prints nothing more:
+/// an error the compiler reported as an MLIR diagnostic, or --verify's
+/// `verify: FAILED` line. `message` says what failed (for logs).
+absl::Status reportedFailure(const std::string &message);
+bool isReportedFailure(const absl::Status &status);
 
 } // namespace mlir::sd
 

@@ -84,7 +84,8 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/Error.h"
+
+#include "absl/status/statusor.h"
 
 #include <cstdint>
 #include <optional>
@@ -161,9 +162,10 @@ struct ModelOverrides {
 /// The preset names, in the order they are documented.
 llvm::ArrayRef<llvm::StringRef> getPresetNames();
 
-/// Merges `overrides` into `preset` and checks the result. The error names
-/// the bad value: `hidden size 384 is not divisible by 5 heads`.
-llvm::Expected<ModelConfig> makeModelConfig(llvm::StringRef preset,
+/// Merges `overrides` into `preset` and checks the result. The error
+/// (InvalidArgument) names the bad value: `hidden size 384 is not divisible
+/// by 5 heads`.
+absl::StatusOr<ModelConfig> makeModelConfig(llvm::StringRef preset,
                                             const ModelOverrides &overrides);
 
 /// Builds and verifies the model program. Returns null after reporting

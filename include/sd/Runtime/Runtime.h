@@ -34,13 +34,25 @@
 
 namespace sd::rt {
 
+/// Whether memory pools keep released buffers for reuse unless told
+/// otherwise: yes, except in AddressSanitizer builds, where a released
+/// buffer goes back to the system so that a use after release is caught.
+bool cacheBuffersByDefault();
+
+/// How a MemoryPool hands out buffers.
+struct MemoryPoolOptions {
+  /// Keep released buffers for reuse by size (see MemoryPool.cpp).
+  bool cacheBuffers = cacheBuffersByDefault();
+};
+
 /// One memory space of one device: a budget, and the bytes live now and at
 /// the peak. Buffers are 64-byte aligned.
 class MemoryPool {
 public:
   /// `space` names the pool in errors ("device", "host"); `budget` 0 means
   /// unlimited.
-  MemoryPool(std::string space, int64_t device, int64_t budget);
+  MemoryPool(std::string space, int64_t device, int64_t budget,
+             MemoryPoolOptions options = {});
   ~MemoryPool();
   MemoryPool(const MemoryPool &) = delete;
   MemoryPool &operator=(const MemoryPool &) = delete;
@@ -68,6 +80,7 @@ private:
   std::string space;
   int64_t device;
   int64_t budgetBytes;
+  MemoryPoolOptions options;
   mutable std::mutex mutex;
   /// A live buffer's requested and allocated sizes.
   struct Block {
@@ -109,7 +122,8 @@ class Transport;
 class Device {
 public:
   Device(int64_t id, std::vector<int64_t> coordinates, int64_t deviceBudget,
-         int64_t hostBudget, Transport *transport);
+         int64_t hostBudget, Transport *transport,
+         const MemoryPoolOptions &pools = {});
 
   int64_t id() const { return deviceId; }
   /// Coordinates on each mesh axis (MeshSpec::coordinates).
@@ -172,6 +186,8 @@ struct MeshRuntimeOptions {
   /// Per-device budgets in bytes; 0 means unlimited.
   int64_t deviceMemoryBudget = 0;
   int64_t hostMemoryBudget = 0;
+  /// How every device's pools hand out buffers.
+  MemoryPoolOptions pools;
 };
 
 /// The devices of one mesh, each running on its own thread.

@@ -1,19 +1,17 @@
-"""Starts sdrun with SD_CHECKPOINT_STALL set, waits until it reports that it
-stalled inside a checkpoint write, and kills it with SIGKILL.
+"""Starts sdrun with --test-checkpoint-stall=STALL_POINT, waits until it
+reports that it stalled inside a checkpoint write, and kills it with SIGKILL.
 
 usage: kill_during_checkpoint.py STALL_POINT -- SDRUN ARGS...
 Exits 0 when the process was killed by SIGKILL while stalled, 1 otherwise.
 """
-import os
 import signal
 import subprocess
 import sys
 
 point = sys.argv[1]
 assert sys.argv[2] == "--"
-command = sys.argv[3:]
-env = dict(os.environ, SD_CHECKPOINT_STALL=point)
-process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+command = sys.argv[3:] + ["--test-checkpoint-stall=" + point]
+process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
 stalled = False
 for line in process.stderr:
