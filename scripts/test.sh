@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Install what is missing, build everything and run every test: GoogleTest
 # suites and the lit suite, both through ctest.
-#   scripts/test.sh              Release build in ./build
-#   scripts/test.sh --sanitize   ASan + UBSan build in ./build-asan
+#   scripts/test.sh              Release build in ./build, every test
+#   scripts/test.sh --sanitize   ASan + UBSan build in ./build-asan: every
+#                                GoogleTest case, the fast lit directories and
+#                                the end-to-end runs labelled e2e-smoke
+#                                (test/CMakeLists.txt lists them)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -20,4 +23,8 @@ fi
 BUILD="${SD_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/build.sh"
 cd "$BUILD"
-ctest --output-on-failure -j "$(nproc)"
+LABELS=()
+if [ "${1:-}" = "--sanitize" ]; then
+  LABELS=(-L '^(unit|lit|e2e-smoke)$')
+fi
+ctest --output-on-failure -j "$(nproc)" "${LABELS[@]}"
