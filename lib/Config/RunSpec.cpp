@@ -20,6 +20,7 @@
 #include <cmath>
 #include <ctime>
 #include <thread>
+#include <tuple>
 
 using namespace sd;
 
@@ -72,9 +73,71 @@ void configMesh(const RunConfig &config, std::string &ici, std::string &dcn) {
   dcn = anyDcn ? absl::StrJoin(dcnParts, ",") : "";
 }
 
-template <typename T> struct Identity {
-  using type = T;
-};
+/// "--adam-b1 must be in [0, 1), not 5".
+absl::Status flagError(std::string_view flagName, std::string_view requirement,
+                       const std::string &value) {
+  return invalid(
+      absl::StrFormat("--%s %s, not %s", flagName, requirement, value));
+}
+
+/// Checks every flag that was given: one that sets a config key against
+/// that key's range (so a value is valid or not whatever its source), the
+/// others against their own.
+absl::Status checkFlags(const RunSpecFlags &flags) {
+  using NumberFlag =
+      std::tuple<const std::optional<double> *, const char *, const char *>;
+  for (auto [flag, flagName, key] :
+       {NumberFlag{&flags.perDeviceBatch, "per-device-batch",
+                   "per_device_batch_size"},
+        NumberFlag{&flags.learningRate, "lr", "learning_rate"},
+        NumberFlag{&flags.adamB1, "adam-b1", "adam_b1"},
+        NumberFlag{&flags.adamB2, "adam-b2", "adam_b2"},
+        NumberFlag{&flags.adamEps, "adam-eps", "adam_eps"},
+        NumberFlag{&flags.weightDecay, "adam-weight-decay",
+                   "adam_weight_decay"},
+        NumberFlag{&flags.maxGradNorm, "max-grad-norm", "max_grad_norm"}}) {
+    if (!*flag)
+      continue;
+    double value = **flag;
+    std::string_view requirement = std::isfinite(value)
+                                       ? numberKeyRequirement(key, value)
+                                       : "must be a finite number";
+    if (!requirement.empty())
+      return flagError(flagName, requirement, shortDouble(value));
+  }
+  using IntegerFlag =
+      std::tuple<const std::optional<int64_t> *, const char *, const char *>;
+  for (auto [flag, flagName, key] :
+       {IntegerFlag{&flags.steps, "steps", "max_train_steps"},
+        IntegerFlag{&flags.checkpointEvery, "checkpoint-every",
+                    "checkpoint_every"},
+        IntegerFlag{&flags.traceSkipSteps, "trace-skip-steps",
+                    "skip_first_n_steps_for_profiler"},
+        IntegerFlag{&flags.traceSteps, "trace-steps", "profiler_steps"}}) {
+    std::string_view requirement =
+        *flag ? integerKeyRequirement(key, **flag) : "";
+    if (!requirement.empty())
+      return flagError(flagName, requirement, std::to_string(**flag));
+  }
+  // Flags without a config key.
+  using CountFlag = std::tuple<const std::optional<int64_t> *, const char *,
+                               int64_t, const char *>;
+  for (auto [flag, flagName, min, requirement] :
+       {CountFlag{&flags.devices, "devices", 1, "must be positive"},
+        CountFlag{&flags.processes, "processes", 1, "must be positive"},
+        CountFlag{&flags.batch, "batch", 1, "must be positive"},
+        CountFlag{&flags.gradAccum, "grad-accum", 1, "must be at least 1"},
+        CountFlag{&flags.warmupSteps, "warmup-steps", 0,
+                  "must not be negative"},
+        CountFlag{&flags.threadsPerDevice, "threads-per-device", 0,
+                  "must not be negative"}}) {
+    if (*flag && **flag < min)
+      return flagError(flagName, requirement, std::to_string(**flag));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T> struct Identity { using type = T; };
 template <typename T> using NonDeduced = typename Identity<T>::type;
 
 /// Builds a RunSpec step by step; each step may fail with the message for
@@ -129,48 +192,6 @@ private:
     return setting;
   }
 
-  /// A number flag must be finite and in the range of its config key `key`.
-  static absl::Status checkNumber(const std::optional<double> &flag,
-                                  std::string_view flagName,
-                                  std::string_view key) {
-    if (!flag)
-      return absl::OkStatus();
-    if (!std::isfinite(*flag))
-      return invalid(absl::StrFormat("--%s must be a finite number, not %s",
-                                     flagName, shortDouble(*flag)));
-    std::string_view requirement = numberKeyRequirement(key, *flag);
-    if (requirement.empty())
-      return absl::OkStatus();
-    return invalid(absl::StrFormat("--%s %s, not %s", flagName, requirement,
-                                   shortDouble(*flag)));
-  }
-
-  /// An integer flag must be in the range of its config key `key`.
-  static absl::Status checkInteger(const std::optional<int64_t> &flag,
-                                   std::string_view flagName,
-                                   std::string_view key) {
-    if (!flag)
-      return absl::OkStatus();
-    std::string_view requirement = integerKeyRequirement(key, *flag);
-    if (requirement.empty())
-      return absl::OkStatus();
-    return invalid(
-        absl::StrFormat("--%s %s, not %d", flagName, requirement, *flag));
-  }
-
-  /// An integer flag without a config key: at least `min`.
-  static absl::Status checkAtLeast(const std::optional<int64_t> &flag,
-                                   std::string_view flagName, int64_t min) {
-    if (!flag || *flag >= min)
-      return absl::OkStatus();
-    std::string requirement = min == 0   ? "must not be negative"
-                              : min == 1 ? "must be positive"
-                                         : absl::StrFormat("must be at least %d",
-                                                           min);
-    return invalid(
-        absl::StrFormat("--%s %s, not %d", flagName, requirement, *flag));
-  }
-
   const RunSpecFlags &flags;
   const RunConfig &file;
   bool hasConfig;
@@ -180,10 +201,6 @@ private:
 
 absl::Status Resolver::resolveMesh() {
   MeshSettings &mesh = spec.mesh;
-  if (absl::Status s = checkAtLeast(flags.devices, "devices", 1); !s.ok())
-    return s;
-  if (absl::Status s = checkAtLeast(flags.processes, "processes", 1); !s.ok())
-    return s;
   mesh.devices = flags.devices.value_or(0);
   mesh.processes = flags.processes.value_or(0);
   if (flags.mesh || flags.dcnMesh || !hasConfig) {
@@ -231,22 +248,13 @@ absl::Status Resolver::resolveMesh() {
   }
   if (flags.devices && *flags.devices != mesh.mesh.numDevices())
     return invalid(absl::StrFormat("mesh %s has %d devices, but --devices=%d",
-                                   mesh.mesh.toString(),
-                                   mesh.mesh.numDevices(), *flags.devices));
+                                   mesh.mesh.toString(), mesh.mesh.numDevices(),
+                                   *flags.devices));
   return absl::OkStatus();
 }
 
 absl::Status Resolver::resolveBatch() {
   BatchSettings &batch = spec.batch;
-  if (absl::Status s = checkNumber(flags.perDeviceBatch, "per-device-batch",
-                                   "per_device_batch_size");
-      !s.ok())
-    return s;
-  if (absl::Status s = checkAtLeast(flags.batch, "batch", 1); !s.ok())
-    return s;
-  if (absl::Status s = checkAtLeast(flags.gradAccum, "grad-accum", 1);
-      !s.ok())
-    return s;
   batch.perDevice = pick(flags.perDeviceBatch, "per-device-batch",
                          "per_device_batch_size", file.perDeviceBatchSize, 0.0);
   if (flags.batch && flags.perDeviceBatch)
@@ -266,8 +274,7 @@ absl::Status Resolver::resolveBatch() {
     batch.global.source = batch.perDevice.source;
     batch.global.origin = batch.perDevice.origin;
   }
-  batch.gradAccum =
-      pick(flags.gradAccum, "grad-accum", "", std::nullopt, 1);
+  batch.gradAccum = pick(flags.gradAccum, "grad-accum", "", std::nullopt, 1);
   int64_t accum = batch.gradAccum.value;
   if (accum > 1 && batch.global.value == 0)
     return invalid("--grad-accum needs the global batch (--batch or "
@@ -343,27 +350,11 @@ absl::Status Resolver::resolveRemat() {
 absl::Status Resolver::resolveOptimizer() {
   OptimizerSettings &opt = spec.optimizer;
   RunSettings &run = spec.run;
-  for (auto [flag, flagName, key] :
-       {std::tuple{&flags.learningRate, "lr", "learning_rate"},
-        std::tuple{&flags.adamB1, "adam-b1", "adam_b1"},
-        std::tuple{&flags.adamB2, "adam-b2", "adam_b2"},
-        std::tuple{&flags.adamEps, "adam-eps", "adam_eps"},
-        std::tuple{&flags.weightDecay, "adam-weight-decay",
-                   "adam_weight_decay"},
-        std::tuple{&flags.maxGradNorm, "max-grad-norm", "max_grad_norm"}})
-    if (absl::Status s = checkNumber(*flag, flagName, key); !s.ok())
-      return s;
-  if (absl::Status s = checkInteger(flags.steps, "steps", "max_train_steps");
-      !s.ok())
-    return s;
-  if (absl::Status s = checkAtLeast(flags.warmupSteps, "warmup-steps", 0);
-      !s.ok())
-    return s;
 
   run.steps = pick(flags.steps, "steps", "max_train_steps", file.maxTrainSteps,
                    int64_t(10));
-  opt.learningRate = pick(flags.learningRate, "lr", "learning_rate",
-                          file.learningRate, 1e-4);
+  opt.learningRate =
+      pick(flags.learningRate, "lr", "learning_rate", file.learningRate, 1e-4);
   if (flags.warmupSteps || !file.warmupStepsFraction) {
     opt.warmupSteps = pick(flags.warmupSteps, "warmup-steps", "warmup_steps",
                            std::nullopt, int64_t(0));
@@ -395,50 +386,37 @@ absl::Status Resolver::resolveOptimizer() {
 
 absl::Status Resolver::resolveOutputs() {
   RunSettings &run = spec.run;
-  if (absl::Status s = checkInteger(flags.checkpointEvery, "checkpoint-every",
-                                    "checkpoint_every");
-      !s.ok())
-    return s;
   run.outputDir = pick(flags.outputDir, "output-dir", "output_dir",
                        file.outputDir, std::string());
-  run.runName = pick(flags.runName, "run-name", "run_name", file.runName,
-                     std::string());
+  run.runName =
+      pick(flags.runName, "run-name", "run_name", file.runName, std::string());
   run.effectiveRunName = run.runName.value;
   if (!run.outputDir.value.empty()) {
     if (run.effectiveRunName.empty())
       run.effectiveRunName = host.startTime;
     run.runDir = run.outputDir.value + "/" + run.effectiveRunName;
   }
-  run.checkpointEvery = pick(flags.checkpointEvery, "checkpoint-every",
-                             "checkpoint_every", file.checkpointEvery,
-                             int64_t(0));
+  run.checkpointEvery =
+      pick(flags.checkpointEvery, "checkpoint-every", "checkpoint_every",
+           file.checkpointEvery, int64_t(0));
   run.checkpointDir = flags.checkpointDir.value_or("");
-  run.resume = flags.resume;
+  run.resume = flags.resume.value_or(false);
   run.initFrom = flags.initFrom.value_or("");
   run.exportPath = flags.exportPath.value_or("");
   run.metricsPath = flags.metricsPath.value_or("");
-  run.verify = flags.verify;
+  run.verify = flags.verify.value_or(false);
   run.cacheDir = flags.cacheDir.value_or("");
   return absl::OkStatus();
 }
 
 absl::Status Resolver::resolveTrace() {
   RunSettings &run = spec.run;
-  if (absl::Status s =
-          checkInteger(flags.traceSkipSteps, "trace-skip-steps",
-                       "skip_first_n_steps_for_profiler");
-      !s.ok())
-    return s;
-  if (absl::Status s =
-          checkInteger(flags.traceSteps, "trace-steps", "profiler_steps");
-      !s.ok())
-    return s;
-  run.tracePath = pick(flags.tracePath, "trace", "", std::nullopt,
-                       std::string());
+  run.tracePath =
+      pick(flags.tracePath, "trace", "", std::nullopt, std::string());
   if (!flags.tracePath && file.enableProfiler.value_or(false)) {
     // MaxDiffusion's enable_profiler: the trace goes beside the metrics.
-    run.tracePath.value =
-        run.runDir.empty() ? std::string("trace.json") : run.runDir + "/trace.json";
+    run.tracePath.value = run.runDir.empty() ? std::string("trace.json")
+                                             : run.runDir + "/trace.json";
     run.tracePath.source = SettingSource::Config;
     run.tracePath.origin = configSource("enable_profiler");
   }
@@ -462,10 +440,10 @@ void Resolver::resolveModel() {
     model.flashBlockSizes =
         pick(std::optional<FlashBlockSizes>(), "", "flash_block_sizes",
              file.flashBlockSizes, FlashBlockSizes());
-    spec.notes.push_back("flash_block_sizes: " +
-                         file.flashBlockSizes->toString() +
-                         " (sd does not tile attention into flash blocks "
-                         "yet; attention runs unblocked)");
+    spec.notes.push_back(
+        "flash_block_sizes: " + file.flashBlockSizes->toString() +
+        " (sd does not tile attention into flash blocks "
+        "yet; attention runs unblocked)");
   }
   for (auto [key, value, setting] :
        {std::tuple{"weights_dtype", &file.weightsDtype, &model.weightsDtype},
@@ -473,8 +451,8 @@ void Resolver::resolveModel() {
                    &model.activationsDtype}}) {
     if (!*value)
       continue;
-    *setting = pick(std::optional<std::string>(), "", key, *value,
-                    std::string());
+    *setting =
+        pick(std::optional<std::string>(), "", key, *value, std::string());
     const std::string &dtype = **value;
     if (dtype != "float32" && dtype != "fp32" && dtype != "f32")
       spec.notes.push_back(absl::StrFormat(
@@ -503,22 +481,20 @@ absl::Status Resolver::resolveBudgets() {
           flagName, **flag));
     *budget = *size;
   }
-  if (absl::Status s =
-          checkAtLeast(flags.threadsPerDevice, "threads-per-device", 0);
-      !s.ok())
-    return s;
   run.threadsPerDevice = static_cast<int>(flags.threadsPerDevice.value_or(0));
   return absl::OkStatus();
 }
 
 absl::StatusOr<RunSpec> Resolver::resolve() {
+  if (absl::Status s = checkFlags(flags); !s.ok())
+    return s;
   spec.configFile = hasConfig ? file.fileName : "";
   spec.run.modelPath = flags.modelPath;
   if (!file.ignoredKeys.empty())
     spec.warnings.push_back(absl::StrFormat(
         "%s: ignoring %d %s sd does not use: %s",
-        llvm::sys::path::filename(file.fileName).str(),
-        file.ignoredKeys.size(), file.ignoredKeys.size() == 1 ? "key" : "keys",
+        llvm::sys::path::filename(file.fileName).str(), file.ignoredKeys.size(),
+        file.ignoredKeys.size() == 1 ? "key" : "keys",
         absl::StrJoin(file.ignoredKeys, ", ")));
   // In the order the settings are listed, so the notes come in that order.
   for (absl::Status (Resolver::*step)() :
@@ -547,9 +523,9 @@ absl::StatusOr<RunSpec> sd::resolveRunSpec(const RunSpecFlags &flags,
     if (absl::Status s = applyOverrides(file, flags.overrides); !s.ok())
       return s;
   } else if (!flags.overrides.empty()) {
-    return invalid(absl::StrFormat(
-        "'%s': key=value arguments override a --config file",
-        flags.overrides.front()));
+    return invalid(
+        absl::StrFormat("'%s': key=value arguments override a --config file",
+                        flags.overrides.front()));
   }
   return Resolver(flags, file, flags.config.has_value(), host).resolve();
 }
@@ -615,7 +591,8 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
                  (mesh.dcn.empty() ? "" : ", dcn " + mesh.dcn) + ")";
   table.add("mesh", meshValue, mesh.origin);
   table.add("per_device_batch_size", spec.batch.perDevice);
-  if (spec.batch.global.source == SettingSource::Flag)
+  // The global batch is a row of its own only when --batch gave it.
+  if (spec.batch.global.origin == "--batch")
     table.add("batch", spec.batch.global);
   const Setting<LogicalAxisRules> &rules = spec.rules;
   table.add("logical_axis_rules",

@@ -1,8 +1,9 @@
 //===- ToolFlags.cpp - Run-specification flags of sdopt and sdrun ---------===//
 //
-// Each group of flags is a struct of llvm::cl options; ToolFlags makes the
-// groups its tool has. Defaults live in the resolver (RunSpec.cpp), which
-// also checks the values: a flag here only says what was given.
+// Each flag is bound to the RunSpecFlags field it sets, so that reading the
+// command line back is one loop. Defaults live in the resolver
+// (RunSpec.cpp), which also checks the values: a flag here only says what
+// was given.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,286 +11,291 @@
 
 using namespace mlir::sd;
 namespace cl = llvm::cl;
+using ::sd::RunSpecFlags;
+
+struct ToolFlags::BoundFlag {
+  virtual ~BoundFlag() = default;
+  /// Sets the field when the flag was given.
+  virtual void store(RunSpecFlags &flags) const = 0;
+};
 
 namespace {
 
-/// The value of a flag that was given.
-template <typename T>
-std::optional<T> given(const cl::opt<T> &flag) {
-  if (!flag.getNumOccurrences())
-    return std::nullopt;
-  return flag.getValue();
-}
+using BoundFlags = std::vector<const ToolFlags::BoundFlag *>;
 
-std::optional<std::vector<std::string>>
-given(const cl::list<std::string> &flag) {
-  if (!flag.getNumOccurrences())
-    return std::nullopt;
-  return std::vector<std::string>(flag.begin(), flag.end());
-}
+/// A cl::opt<T> that sets `std::optional<T> RunSpecFlags::*field` and adds
+/// itself to the flags of its ToolFlags.
+template <typename T> class Flag final : public ToolFlags::BoundFlag {
+public:
+  template <typename... Mods>
+  Flag(BoundFlags &all, std::optional<T> RunSpecFlags::*field,
+       llvm::StringRef name, const Mods &...mods)
+      : option(name, mods...), field(field) {
+    all.push_back(this);
+  }
+
+  void store(RunSpecFlags &flags) const override {
+    if (option.getNumOccurrences())
+      flags.*field = option.getValue();
+  }
+
+  cl::opt<T> option;
+
+private:
+  std::optional<T> RunSpecFlags::*field;
+};
+
+/// A comma-separated list of names (--names-saved=a,b).
+class NamesFlag final : public ToolFlags::BoundFlag {
+public:
+  NamesFlag(BoundFlags &all,
+            std::optional<std::vector<std::string>> RunSpecFlags::*field,
+            llvm::StringRef name, const cl::desc &desc,
+            cl::OptionCategory &category)
+      : option(name, cl::CommaSeparated, desc, cl::cat(category)),
+        field(field) {
+    all.push_back(this);
+  }
+
+  void store(RunSpecFlags &flags) const override {
+    if (option.getNumOccurrences())
+      flags.*field = std::vector<std::string>(option.begin(), option.end());
+  }
+
+private:
+  cl::list<std::string> option;
+  std::optional<std::vector<std::string>> RunSpecFlags::*field;
+};
+
+using F = RunSpecFlags;
 
 } // namespace
 
 /// The flags both tools have: mesh, rules, batch, training step.
 struct ToolFlags::SpecOptions {
-  SpecOptions(cl::OptionCategory &mesh, cl::OptionCategory &step)
-      : meshFlag("mesh",
-                 cl::desc("Device mesh (ICI), e.g. data:8,fsdp:4; -1 fills "
-                          "from --devices (default: one device)"),
-                 cl::cat(mesh)),
-        devices("devices",
-                cl::desc("Device count (fills a -1 mesh axis)"),
-                cl::cat(mesh)),
-        rules("rules",
-              cl::desc("Logical axis rules: dit (default), sdxl, flux, wan, "
-                       "or a MaxDiffusion YAML file"),
-              cl::cat(mesh)),
-        batch("batch", cl::desc("Global batch (default: the model's)"),
-              cl::cat(mesh)),
-        perDeviceBatch(
-            "per-device-batch",
-            cl::desc("MaxDiffusion's per_device_batch_size (may be "
-                     "fractional); global batch = this × devices"),
-            cl::cat(mesh)),
-        remat("remat",
-              cl::desc("Remat policy: NONE (default), FULL, "
-                       "MATMUL_WITHOUT_BATCH, OFFLOAD_MATMUL_WITHOUT_BATCH, "
-                       "HIDDEN_STATE_WITH_OFFLOAD, FLUX_OPTIMIZED, CUSTOM"),
-              cl::cat(step)),
-        namesSaved("names-saved", cl::CommaSeparated,
-                   cl::desc("CUSTOM: names_which_can_be_saved "
-                            "(comma-separated sd.names)"),
-                   cl::cat(step)),
-        namesOffloaded("names-offloaded", cl::CommaSeparated,
-                       cl::desc("CUSTOM: names_which_can_be_offloaded "
-                                "(comma-separated)"),
-                       cl::cat(step)),
-        learningRate("lr", cl::desc("Peak learning rate (default 1e-4)"),
-                     cl::cat(step)),
-        warmupSteps("warmup-steps",
-                    cl::desc("Linear warm-up steps (default 0)"),
-                    cl::cat(step)),
-        adamB1("adam-b1", cl::desc("AdamW beta1 (default 0.9)"),
-               cl::cat(step)),
-        adamB2("adam-b2", cl::desc("AdamW beta2 (default 0.999)"),
-               cl::cat(step)),
-        adamEps("adam-eps", cl::desc("AdamW epsilon (default 1e-8)"),
-                cl::cat(step)),
-        weightDecay("adam-weight-decay",
-                    cl::desc("AdamW decoupled weight decay (default 1e-2)"),
-                    cl::cat(step)),
-        weightDecayAlias("weight-decay", cl::desc("Alias for --adam-weight-decay"),
-                         cl::aliasopt(weightDecay), cl::cat(step)),
-        maxGradNorm("max-grad-norm",
-                    cl::desc("Clip gradients to this global norm (default 0: "
-                             "no clipping)"),
-                    cl::cat(step)) {}
+  BoundFlags &all;
+  cl::OptionCategory &meshCat, &stepCat;
 
-  void fill(::sd::RunSpecFlags &flags) const {
-    flags.mesh = given(meshFlag);
-    flags.devices = given(devices);
-    flags.rules = given(rules);
-    flags.batch = given(batch);
-    flags.perDeviceBatch = given(perDeviceBatch);
-    flags.remat = given(remat);
-    flags.namesSaved = given(namesSaved);
-    flags.namesOffloaded = given(namesOffloaded);
-    flags.learningRate = given(learningRate);
-    flags.warmupSteps = given(warmupSteps);
-    flags.adamB1 = given(adamB1);
-    flags.adamB2 = given(adamB2);
-    flags.adamEps = given(adamEps);
-    flags.weightDecay = given(weightDecay);
-    flags.maxGradNorm = given(maxGradNorm);
-  }
+  Flag<std::string> mesh{all, &F::mesh, "mesh",
+                         cl::desc("Device mesh (ICI), e.g. data:8,fsdp:4; -1 "
+                                  "fills from --devices (default: one "
+                                  "device)"),
+                         cl::cat(meshCat)};
+  Flag<int64_t> devices{all, &F::devices, "devices",
+                        cl::desc("Device count (fills a -1 mesh axis)"),
+                        cl::cat(meshCat)};
+  Flag<std::string> rules{
+      all, &F::rules, "rules",
+      cl::desc("Logical axis rules: dit (default), sdxl, flux, wan, or a "
+               "MaxDiffusion YAML file"),
+      cl::cat(meshCat)};
+  Flag<int64_t> batch{all, &F::batch, "batch",
+                      cl::desc("Global batch (default: the model's)"),
+                      cl::cat(meshCat)};
+  Flag<double> perDeviceBatch{
+      all, &F::perDeviceBatch, "per-device-batch",
+      cl::desc("MaxDiffusion's per_device_batch_size (may be fractional); "
+               "global batch = this × devices"),
+      cl::cat(meshCat)};
 
-  cl::opt<std::string> meshFlag;
-  cl::opt<int64_t> devices;
-  cl::opt<std::string> rules;
-  cl::opt<int64_t> batch;
-  cl::opt<double> perDeviceBatch;
-  cl::opt<std::string> remat;
-  cl::list<std::string> namesSaved, namesOffloaded;
-  cl::opt<double> learningRate;
-  cl::opt<int64_t> warmupSteps;
-  cl::opt<double> adamB1, adamB2, adamEps, weightDecay;
-  cl::alias weightDecayAlias;
-  cl::opt<double> maxGradNorm;
+  Flag<std::string> remat{
+      all, &F::remat, "remat",
+      cl::desc("Remat policy: NONE (default), FULL, MATMUL_WITHOUT_BATCH, "
+               "OFFLOAD_MATMUL_WITHOUT_BATCH, HIDDEN_STATE_WITH_OFFLOAD, "
+               "FLUX_OPTIMIZED, CUSTOM"),
+      cl::cat(stepCat)};
+  NamesFlag namesSaved{
+      all, &F::namesSaved, "names-saved",
+      cl::desc("CUSTOM: names_which_can_be_saved (comma-separated sd.names)"),
+      stepCat};
+  NamesFlag namesOffloaded{
+      all, &F::namesOffloaded, "names-offloaded",
+      cl::desc("CUSTOM: names_which_can_be_offloaded (comma-separated)"),
+      stepCat};
+  Flag<double> learningRate{all, &F::learningRate, "lr",
+                            cl::desc("Peak learning rate (default 1e-4)"),
+                            cl::cat(stepCat)};
+  Flag<int64_t> warmupSteps{all, &F::warmupSteps, "warmup-steps",
+                            cl::desc("Linear warm-up steps (default 0)"),
+                            cl::cat(stepCat)};
+  Flag<double> adamB1{all, &F::adamB1, "adam-b1",
+                      cl::desc("AdamW beta1 (default 0.9)"), cl::cat(stepCat)};
+  Flag<double> adamB2{all, &F::adamB2, "adam-b2",
+                      cl::desc("AdamW beta2 (default 0.999)"),
+                      cl::cat(stepCat)};
+  Flag<double> adamEps{all, &F::adamEps, "adam-eps",
+                       cl::desc("AdamW epsilon (default 1e-8)"),
+                       cl::cat(stepCat)};
+  Flag<double> weightDecay{
+      all, &F::weightDecay, "adam-weight-decay",
+      cl::desc("AdamW decoupled weight decay (default 1e-2)"),
+      cl::cat(stepCat)};
+  cl::alias weightDecayAlias{
+      "weight-decay", cl::desc("Alias for --adam-weight-decay"),
+      cl::aliasopt(weightDecay.option), cl::cat(stepCat)};
+  Flag<double> maxGradNorm{
+      all, &F::maxGradNorm, "max-grad-norm",
+      cl::desc("Clip gradients to this global norm (default 0: no clipping)"),
+      cl::cat(stepCat)};
 };
 
 /// sdopt's: a mesh across processes, and microbatches.
 struct ToolFlags::SdoptOptions {
-  SdoptOptions(cl::OptionCategory &mesh, cl::OptionCategory &step)
-      : dcnMesh("dcn-mesh",
-                cl::desc("Mesh part across processes/hosts, e.g. data:2"),
-                cl::cat(mesh)),
-        processes("processes",
-                  cl::desc("Process count (fills a -1 DCN axis)"),
-                  cl::cat(mesh)),
-        gradAccum("grad-accum",
-                  cl::desc("Microbatches accumulated per training step "
-                           "(default 1)"),
-                  cl::cat(step)) {}
+  BoundFlags &all;
+  cl::OptionCategory &meshCat, &stepCat;
 
-  void fill(::sd::RunSpecFlags &flags) const {
-    flags.dcnMesh = given(dcnMesh);
-    flags.processes = given(processes);
-    flags.gradAccum = given(gradAccum);
-  }
-
-  cl::opt<std::string> dcnMesh;
-  cl::opt<int64_t> processes;
-  cl::opt<int64_t> gradAccum;
+  Flag<std::string> dcnMesh{
+      all, &F::dcnMesh, "dcn-mesh",
+      cl::desc("Mesh part across processes/hosts, e.g. data:2"),
+      cl::cat(meshCat)};
+  Flag<int64_t> processes{all, &F::processes, "processes",
+                          cl::desc("Process count (fills a -1 DCN axis)"),
+                          cl::cat(meshCat)};
+  Flag<int64_t> gradAccum{
+      all, &F::gradAccum, "grad-accum",
+      cl::desc("Microbatches accumulated per training step (default 1)"),
+      cl::cat(stepCat)};
 };
 
 /// sdrun's: the model, the config, and the run around the step.
 struct ToolFlags::RunOptions {
-  explicit RunOptions(cl::OptionCategory &run)
-      : modelPath(cl::Positional, cl::Required, cl::desc("<model.mlir>")),
-        overrides(cl::Positional, cl::ZeroOrMore,
-                  cl::desc("[key=value ...] (override --config's keys)")),
-        config("config",
-               cl::desc("A MaxDiffusion-style YAML config (ici_*/dcn_* "
-                        "parallelism, per_device_batch_size, remat_policy, "
-                        "learning_rate, adam_*, max_train_steps, ...)"),
-               cl::value_desc("file.yml"), cl::cat(run)),
-        printConfig("print-config",
-                    cl::desc("Print the resolved run settings, where each "
-                             "came from, and exit"),
-                    cl::cat(run)),
-        steps("steps",
-              cl::desc("Steps the run ends at (max_train_steps; default 10)"),
-              cl::cat(run)),
-        seed("seed", cl::desc("Seed of the parameters and the batch"),
-             cl::cat(run)),
-        metrics("metrics",
-                cl::desc("Write one JSON object per step to this file"),
-                cl::value_desc("file.jsonl"), cl::cat(run)),
-        verify("verify",
-               cl::desc("Also run the steps on one device and compare the "
-                        "losses and updated parameters (exit 1 above 1e-4 "
-                        "relative difference)"),
-               cl::cat(run)),
-        threadsPerDevice("threads-per-device",
-                         cl::desc("OpenMP threads per device (default: cores "
-                                  "/ devices, >= 1)"),
-                         cl::cat(run)),
-        deviceMemory("device-memory",
-                     cl::desc("Device memory budget per device, e.g. 512MiB, "
-                              "2GB (default: unlimited)"),
-                     cl::cat(run)),
-        hostMemory("host-memory",
-                   cl::desc("Host memory budget per device (default: "
-                            "unlimited)"),
-                   cl::cat(run)),
-        outputDir("output-dir",
-                  cl::desc("output_dir: metrics.csv and loss.png go to "
-                           "OUTPUT_DIR/RUN_NAME/"),
-                  cl::cat(run)),
-        runName("run-name", cl::desc("run_name (default: the date and time)"),
-                cl::cat(run)),
-        checkpointDir("checkpoint-dir",
-                      cl::desc("Write sharded checkpoints here (every "
-                               "--checkpoint-every steps and at the end)"),
-                      cl::cat(run)),
-        checkpointEvery("checkpoint-every",
-                        cl::desc("checkpoint_every: steps between checkpoints "
-                                 "(0 or -1: only at the end)"),
-                        cl::cat(run)),
-        resume("resume",
-               cl::desc("Continue from the latest complete checkpoint in "
-                        "--checkpoint-dir (on any mesh)"),
-               cl::cat(run)),
-        initFrom("init-from",
-                 cl::desc("Load the parameters by name from a safetensors "
-                          "file"),
-                 cl::value_desc("file.safetensors"), cl::cat(run)),
-        exportPath("export",
-                   cl::desc("Write the trained parameters to a safetensors "
-                            "file"),
-                   cl::value_desc("file.safetensors"), cl::cat(run)),
-        trace("trace",
-              cl::desc("Write a Chrome trace (one track per device; open in "
-                       "Perfetto)"),
-              cl::value_desc("file.json"), cl::cat(run)),
-        traceSkipSteps("trace-skip-steps",
-                       cl::desc("skip_first_n_steps_for_profiler: steps run "
-                                "before the trace starts (default 0)"),
-                       cl::cat(run)),
-        traceSteps("trace-steps",
-                   cl::desc("profiler_steps: steps the trace covers (default "
-                            "10)"),
-                   cl::cat(run)),
-        cacheDir("cache-dir",
-                 cl::desc("Where compiled programs are cached (default: "
-                          "$SD_CACHE_DIR, $XDG_CACHE_HOME/sd, ~/.cache/sd)"),
-                 cl::cat(run)) {}
+  BoundFlags &all;
+  cl::OptionCategory &runCat;
 
-  void fill(::sd::RunSpecFlags &flags) const {
-    flags.modelPath = modelPath;
-    flags.overrides.assign(overrides.begin(), overrides.end());
-    flags.config = given(config);
-    flags.steps = given(steps);
-    flags.seed = given(seed);
-    flags.metricsPath = given(metrics);
-    flags.verify = verify;
-    flags.threadsPerDevice = given(threadsPerDevice);
-    flags.deviceMemory = given(deviceMemory);
-    flags.hostMemory = given(hostMemory);
-    flags.outputDir = given(outputDir);
-    flags.runName = given(runName);
-    flags.checkpointDir = given(checkpointDir);
-    flags.checkpointEvery = given(checkpointEvery);
-    flags.resume = resume;
-    flags.initFrom = given(initFrom);
-    flags.exportPath = given(exportPath);
-    flags.tracePath = given(trace);
-    flags.traceSkipSteps = given(traceSkipSteps);
-    flags.traceSteps = given(traceSteps);
-    flags.cacheDir = given(cacheDir);
-  }
-
-  cl::opt<std::string> modelPath;
-  cl::list<std::string> overrides;
-  cl::opt<std::string> config;
-  cl::opt<bool> printConfig;
-  cl::opt<int64_t> steps;
-  cl::opt<uint64_t> seed;
-  cl::opt<std::string> metrics;
-  cl::opt<bool> verify;
-  cl::opt<int64_t> threadsPerDevice;
-  cl::opt<std::string> deviceMemory, hostMemory, outputDir, runName,
-      checkpointDir;
-  cl::opt<int64_t> checkpointEvery;
-  cl::opt<bool> resume;
-  cl::opt<std::string> initFrom, exportPath, trace;
-  cl::opt<int64_t> traceSkipSteps, traceSteps;
-  cl::opt<std::string> cacheDir;
+  cl::opt<std::string> modelPath{cl::Positional, cl::Required,
+                                 cl::desc("<model.mlir>")};
+  cl::list<std::string> overrides{
+      cl::Positional, cl::ZeroOrMore,
+      cl::desc("[key=value ...] (override --config's keys)")};
+  Flag<std::string> config{
+      all,
+      &F::config,
+      "config",
+      cl::desc("A MaxDiffusion-style YAML config (ici_*/dcn_* parallelism, "
+               "per_device_batch_size, remat_policy, learning_rate, adam_*, "
+               "max_train_steps, ...)"),
+      cl::value_desc("file.yml"),
+      cl::cat(runCat)};
+  cl::opt<bool> printConfig{
+      "print-config",
+      cl::desc("Print the resolved run settings, where each came from, and "
+               "exit"),
+      cl::cat(runCat)};
+  Flag<int64_t> steps{
+      all, &F::steps, "steps",
+      cl::desc("Steps the run ends at (max_train_steps; default 10)"),
+      cl::cat(runCat)};
+  Flag<uint64_t> seed{all, &F::seed, "seed",
+                      cl::desc("Seed of the parameters and the batch"),
+                      cl::cat(runCat)};
+  Flag<std::string> metrics{
+      all,
+      &F::metricsPath,
+      "metrics",
+      cl::desc("Write one JSON object per step to this file"),
+      cl::value_desc("file.jsonl"),
+      cl::cat(runCat)};
+  Flag<bool> verify{
+      all, &F::verify, "verify",
+      cl::desc("Also run the steps on one device and compare the losses and "
+               "updated parameters (exit 1 above 1e-4 relative difference)"),
+      cl::cat(runCat)};
+  Flag<int64_t> threadsPerDevice{
+      all, &F::threadsPerDevice, "threads-per-device",
+      cl::desc("OpenMP threads per device (default: cores / devices, >= 1)"),
+      cl::cat(runCat)};
+  Flag<std::string> deviceMemory{
+      all, &F::deviceMemory, "device-memory",
+      cl::desc("Device memory budget per device, e.g. 512MiB, 2GB (default: "
+               "unlimited)"),
+      cl::cat(runCat)};
+  Flag<std::string> hostMemory{
+      all, &F::hostMemory, "host-memory",
+      cl::desc("Host memory budget per device (default: unlimited)"),
+      cl::cat(runCat)};
+  Flag<std::string> outputDir{
+      all, &F::outputDir, "output-dir",
+      cl::desc("output_dir: metrics.csv and loss.png go to "
+               "OUTPUT_DIR/RUN_NAME/"),
+      cl::cat(runCat)};
+  Flag<std::string> runName{all, &F::runName, "run-name",
+                            cl::desc("run_name (default: the date and time)"),
+                            cl::cat(runCat)};
+  Flag<std::string> checkpointDir{
+      all, &F::checkpointDir, "checkpoint-dir",
+      cl::desc("Write sharded checkpoints here (every --checkpoint-every "
+               "steps and at the end)"),
+      cl::cat(runCat)};
+  Flag<int64_t> checkpointEvery{
+      all, &F::checkpointEvery, "checkpoint-every",
+      cl::desc("checkpoint_every: steps between checkpoints (0 or -1: only "
+               "at the end)"),
+      cl::cat(runCat)};
+  Flag<bool> resume{all, &F::resume, "resume",
+                    cl::desc("Continue from the latest complete checkpoint in "
+                             "--checkpoint-dir (on any mesh)"),
+                    cl::cat(runCat)};
+  Flag<std::string> initFrom{
+      all,
+      &F::initFrom,
+      "init-from",
+      cl::desc("Load the parameters by name from a safetensors file"),
+      cl::value_desc("file.safetensors"),
+      cl::cat(runCat)};
+  Flag<std::string> exportPath{
+      all,
+      &F::exportPath,
+      "export",
+      cl::desc("Write the trained parameters to a safetensors file"),
+      cl::value_desc("file.safetensors"),
+      cl::cat(runCat)};
+  Flag<std::string> trace{
+      all,
+      &F::tracePath,
+      "trace",
+      cl::desc("Write a Chrome trace (one track per device; open in "
+               "Perfetto)"),
+      cl::value_desc("file.json"),
+      cl::cat(runCat)};
+  Flag<int64_t> traceSkipSteps{
+      all, &F::traceSkipSteps, "trace-skip-steps",
+      cl::desc("skip_first_n_steps_for_profiler: steps run before the trace "
+               "starts (default 0)"),
+      cl::cat(runCat)};
+  Flag<int64_t> traceSteps{
+      all, &F::traceSteps, "trace-steps",
+      cl::desc("profiler_steps: steps the trace covers (default 10)"),
+      cl::cat(runCat)};
+  Flag<std::string> cacheDir{
+      all, &F::cacheDir, "cache-dir",
+      cl::desc("Where compiled programs are cached (default: $SD_CACHE_DIR, "
+               "$XDG_CACHE_HOME/sd, ~/.cache/sd)"),
+      cl::cat(runCat)};
 };
 
 ToolFlags::ToolFlags(Tool tool)
     : meshCategory("sd mesh and batch options"),
       stepCategory("sd training-step options"),
-      runCategory("sdrun options"),
-      categoryList{&meshCategory, &stepCategory} {
-  spec = std::make_unique<SpecOptions>(meshCategory, stepCategory);
+      runCategory("sdrun options"), categoryList{&meshCategory, &stepCategory} {
+  spec.reset(new SpecOptions{boundFlags, meshCategory, stepCategory});
   if (tool == Tool::Sdopt) {
-    sdopt = std::make_unique<SdoptOptions>(meshCategory, stepCategory);
+    sdopt.reset(new SdoptOptions{boundFlags, meshCategory, stepCategory});
   } else {
-    run = std::make_unique<RunOptions>(runCategory);
+    run.reset(new RunOptions{boundFlags, runCategory});
     categoryList.push_back(&runCategory);
   }
 }
 
 ToolFlags::~ToolFlags() = default;
 
-::sd::RunSpecFlags ToolFlags::values() const {
-  ::sd::RunSpecFlags flags;
-  spec->fill(flags);
-  if (sdopt)
-    sdopt->fill(flags);
-  if (run)
-    run->fill(flags);
+RunSpecFlags ToolFlags::values() const {
+  RunSpecFlags flags;
+  for (const BoundFlag *flag : boundFlags)
+    flag->store(flags);
+  if (run) {
+    flags.modelPath = run->modelPath;
+    flags.overrides.assign(run->overrides.begin(), run->overrides.end());
+  }
   return flags;
 }
 

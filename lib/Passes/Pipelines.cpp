@@ -32,9 +32,9 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   mesh.processes = options.processes;
   pm.addPass(createMaterializeMesh(mesh));
 
-  pm.addNestedPass<func::FuncOp>(
-      options.rules ? createApplyLogicalRules(*options.rules)
-                    : createApplyLogicalRules());
+  pm.addNestedPass<func::FuncOp>(options.rules
+                                     ? createApplyLogicalRules(*options.rules)
+                                     : createApplyLogicalRules());
   if (options.train)
     pm.addPass(createDifferentiate(options.differentiate));
   if (!options.propagate && !options.partition)

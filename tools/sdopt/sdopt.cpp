@@ -65,7 +65,8 @@ struct SdoptFlags {
       cl::value_desc("name"), cl::cat(category)};
   // --report and --show-sharding print what they say instead of the IR.
   cl::opt<mlir::sd::ReportFormat> report{
-      "report", cl::ValueOptional,
+      "report",
+      cl::ValueOptional,
       cl::desc("After the passes, print the per-device report of @loss "
                "(memory, FLOPs, collectives) instead of the IR"),
       cl::values(clEnumValN(mlir::sd::ReportFormat::Text, "text",
@@ -73,7 +74,8 @@ struct SdoptFlags {
                  clEnumValN(mlir::sd::ReportFormat::Json, "json",
                             "JSON with exact numbers"),
                  clEnumValN(mlir::sd::ReportFormat::Text, "", "")),
-      cl::init(mlir::sd::ReportFormat::Text), cl::cat(category)};
+      cl::init(mlir::sd::ReportFormat::Text),
+      cl::cat(category)};
   cl::opt<std::string> showSharding{
       "show-sharding",
       cl::desc("After the passes, draw which device holds which block of the "

@@ -1,4 +1,4 @@
-//===- RunSpecTest.cpp - Tests for the run specification resolver --------===//
+//===- RunSpecTest.cpp - Tests for the run specification resolver ---------===//
 
 #include "sd/Config/RunSpec.h"
 
@@ -176,7 +176,7 @@ TEST(RunSpecTest, FlagValuesAreCheckedLikeConfigValues) {
   EXPECT_EQ(flagError(&RunSpecFlags::batch, int64_t(-3)),
             "--batch must be positive, not -3");
   EXPECT_EQ(flagError(&RunSpecFlags::gradAccum, int64_t(0)),
-            "--grad-accum must be positive, not 0");
+            "--grad-accum must be at least 1, not 0");
   EXPECT_EQ(flagError(&RunSpecFlags::devices, int64_t(0)),
             "--devices must be positive, not 0");
 }
@@ -270,8 +270,8 @@ TEST(RunSpecTest, FillsAFlagMeshFromDevices) {
 }
 
 TEST(RunSpecTest, DcnMeshKeepsOneProcess) {
-  RunSpec spec = resolve(
-      withConfig(kDitTiny, {"dcn_data_parallelism=-1", "ici_fsdp_parallelism=2"}));
+  RunSpec spec = resolve(withConfig(
+      kDitTiny, {"dcn_data_parallelism=-1", "ici_fsdp_parallelism=2"}));
   EXPECT_EQ(spec.mesh.ici, "data:2,fsdp:2");
   EXPECT_EQ(spec.mesh.dcn, "data:-1,fsdp:1");
   EXPECT_EQ(spec.mesh.processes, 1);
@@ -355,7 +355,8 @@ TEST(RunSpecTest, IgnoredKeysAreOneWarning) {
 
 TEST(RunSpecTest, OutputsAndProfiler) {
   std::string path = writeConfig(
-      "out.yml", "output_dir: 'o'\nenable_profiler: True\ncheckpoint_every: 3\n");
+      "out.yml",
+      "output_dir: 'o'\nenable_profiler: True\ncheckpoint_every: 3\n");
   RunSpec spec = resolve(withConfig(path));
   // run_name defaults to the start time.
   EXPECT_EQ(spec.run.runName.value, "");

@@ -62,8 +62,7 @@ struct RunSpecFlags {
   std::optional<uint64_t> seed;
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
       exportPath, tracePath, metricsPath, cacheDir, deviceMemory, hostMemory;
-  bool resume = false;
-  bool verify = false;
+  std::optional<bool> resume, verify;
 };
 
 /// What the resolver needs to know about the machine.

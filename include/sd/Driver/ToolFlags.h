@@ -1,4 +1,4 @@
-//===- ToolFlags.h - The run-specification flags of sdopt and sdrun -*- C++ -*-===//
+//===- ToolFlags.h - Run-specification flags of the tools -------*- C++ -*-===//
 //
 // The flags that set a run specification (sd/Config/RunSpec.h) — mesh,
 // rules, batch, remat policy, optimizer, and sdrun's run settings — declared
@@ -30,8 +30,6 @@ class ToolFlags {
 public:
   explicit ToolFlags(Tool tool);
   ~ToolFlags();
-  ToolFlags(const ToolFlags &) = delete;
-  ToolFlags &operator=(const ToolFlags &) = delete;
 
   /// What the parsed command line set; flags not given stay unset.
   ::sd::RunSpecFlags values() const;
@@ -44,13 +42,19 @@ public:
     return categoryList;
   }
 
+  /// A flag and the field of RunSpecFlags it sets (ToolFlags.cpp).
+  struct BoundFlag;
+
 private:
+  /// The groups of flags.
   struct SpecOptions;
   struct SdoptOptions;
   struct RunOptions;
 
   llvm::cl::OptionCategory meshCategory, stepCategory, runCategory;
   std::vector<const llvm::cl::OptionCategory *> categoryList;
+  /// Every flag of the groups made, in declaration order.
+  std::vector<const BoundFlag *> boundFlags;
   std::unique_ptr<SpecOptions> spec;
   std::unique_ptr<SdoptOptions> sdopt;
   std::unique_ptr<RunOptions> run;
