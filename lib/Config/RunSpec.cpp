@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunSpec.h"
-#include "sd/Runtime/Runtime.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -17,7 +16,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <thread>
 #include <tuple>
@@ -32,6 +33,53 @@ HostInfo HostInfo::current() {
   std::strftime(text, sizeof(text), "%Y%m%d-%H%M%S", std::localtime(&now));
   host.startTime = text;
   return host;
+}
+
+std::optional<int64_t> sd::parseByteSize(std::string_view text) {
+  auto isBlank = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  auto trim = [&](std::string_view s) {
+    while (!s.empty() && isBlank(s.front()))
+      s.remove_prefix(1);
+    while (!s.empty() && isBlank(s.back()))
+      s.remove_suffix(1);
+    return s;
+  };
+  text = trim(text);
+  size_t end = 0;
+  while (end < text.size() &&
+         ((text[end] >= '0' && text[end] <= '9') || text[end] == '.'))
+    ++end;
+  if (end == 0)
+    return std::nullopt;
+  std::string digits(text.substr(0, end));
+  char *parsedEnd = nullptr;
+  double number = std::strtod(digits.c_str(), &parsedEnd);
+  if (parsedEnd != digits.c_str() + digits.size())
+    return std::nullopt;
+  std::string unit(trim(text.substr(end)));
+  for (char &c : unit)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kib")
+    scale = 1024.0;
+  else if (unit == "kb")
+    scale = 1e3;
+  else if (unit == "m" || unit == "mib")
+    scale = 1024.0 * 1024;
+  else if (unit == "mb")
+    scale = 1e6;
+  else if (unit == "g" || unit == "gib")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "gb")
+    scale = 1e9;
+  else
+    return std::nullopt;
+  double bytes = number * scale;
+  if (!(bytes > 0) || bytes > 9e18)
+    return std::nullopt;
+  return static_cast<int64_t>(bytes);
 }
 
 namespace {
@@ -470,7 +518,7 @@ absl::Status Resolver::resolveBudgets() {
         std::tuple{&flags.hostMemory, "host-memory", &run.hostMemoryBudget}}) {
     if (!*flag)
       continue;
-    std::optional<int64_t> size = rt::parseByteSize(**flag);
+    std::optional<int64_t> size = parseByteSize(**flag);
     if (!size)
       return invalid(absl::StrFormat(
           "--%s='%s' is not a size (e.g. 512MiB, 2GB)", flagName, **flag));

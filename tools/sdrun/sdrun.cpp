@@ -6,7 +6,7 @@
 //
 // Parses the flags (sd/Driver/ToolFlags.h), resolves them with a
 // MaxDiffusion-style config file into a RunSpec (sd/Config/RunSpec.h) and
-// runs the training it describes (sd/Driver/RunSpecOptions.h). See the
+// runs the training it describes (sd/Driver/TrainModelFile.h). See the
 // README.
 //
 //===----------------------------------------------------------------------===//
@@ -14,6 +14,7 @@
 #include "sd/Config/RunSpec.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/ToolFlags.h"
+#include "sd/Driver/TrainModelFile.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -39,5 +40,5 @@ int main(int argc, char **argv) {
     sd::printRunSpec(*spec, llvm::outs());
     return 0;
   }
-  return mlir::sd::runTrainingFile(mlir::sd::trainRunOptions(*spec));
+  return mlir::sd::trainModelFile(mlir::sd::trainRunOptions(*spec));
 }

@@ -192,6 +192,12 @@ struct RunSpec {
   std::vector<std::string> warnings;
 };
 
+/// "512MiB", "2GB", "1.5G", "1048576" → bytes: a positive decimal number
+/// and a case-insensitive unit (none or B; K, KiB; KB; M, MiB; MB; G, GiB;
+/// GB), surrounding blanks allowed. nullopt when malformed or not positive.
+/// The spelling of --device-memory and --host-memory.
+std::optional<int64_t> parseByteSize(std::string_view text);
+
 /// Resolves `flags`, the config file they name and its key=value overrides
 /// into a RunSpec. Precedence: flag > key=value > file > default. Errors
 /// (InvalidArgument, or the config reader's): one message naming the flag

@@ -3,7 +3,7 @@
 // The bridge from the resolved run specification (sd/Config/RunSpec.h) to
 // what the compiler and the training run take: PipelineOptions for sdopt's
 // default pipeline and sdrun's training step, TrainRunOptions for sdrun's
-// run, and the run itself on a model file.
+// run. Fills structs only, so sdopt links it without the runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,11 +24,6 @@ PipelineOptions pipelineOptions(const ::sd::RunSpec &spec);
 /// sdrun's training run of `spec`: the training step's pipeline and the
 /// run settings.
 TrainRunOptions trainRunOptions(const ::sd::RunSpec &spec);
-
-/// Parses `options.modelPath` and runs runTraining on it. Errors are printed
-/// (as MLIR diagnostics, or `sdrun: error: ...`); returns the process exit
-/// code.
-int runTrainingFile(const TrainRunOptions &options);
 
 } // namespace mlir::sd
 
