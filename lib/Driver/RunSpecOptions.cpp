@@ -2,6 +2,8 @@
 
 #include "sd/Driver/RunSpecOptions.h"
 
+#include <tuple>
+
 #include <algorithm>
 
 using namespace mlir;
@@ -9,10 +11,9 @@ using namespace mlir::sd;
 
 PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   PipelineOptions options;
-  options.mesh = spec.mesh.ici;
-  options.dcnMesh = spec.mesh.dcn;
-  options.devices = spec.mesh.devices;
-  options.processes = spec.mesh.processes;
+  const ::sd::MeshSettings &mesh = spec.mesh;
+  std::tie(options.mesh, options.dcnMesh, options.devices, options.processes) =
+      std::tie(mesh.ici, mesh.dcn, mesh.devices, mesh.processes);
   options.rules = spec.rules.value;
   options.batch = spec.batch.global.value;
 
