@@ -893,3 +893,23 @@ absl::Status sd::applyOverrides(RunConfig &config,
       return s;
   return verifyRunConfig(config);
 }
+
+namespace {
+template <typename T, size_t N>
+std::string_view requirementOf(const CheckedKey<T> (&table)[N],
+                               std::string_view key, T value) {
+  for (const CheckedKey<T> &entry : table)
+    if (key == entry.name && !entry.valid(value))
+      return entry.requirement;
+  return "";
+}
+} // namespace
+
+std::string_view sd::numberKeyRequirement(std::string_view key, double value) {
+  return requirementOf(kNumberKeys, key, value);
+}
+
+std::string_view sd::integerKeyRequirement(std::string_view key,
+                                           int64_t value) {
+  return requirementOf(kIntegerKeys, key, value);
+}

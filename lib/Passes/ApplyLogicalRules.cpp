@@ -27,7 +27,15 @@ struct ApplyLogicalRulesPass
     : public mlir::sd::impl::ApplyLogicalRulesBase<ApplyLogicalRulesPass> {
   using ApplyLogicalRulesBase::ApplyLogicalRulesBase;
 
+  /// Rules given as an object (createApplyLogicalRules(rules)); they take
+  /// the place of the `rules` option.
+  std::optional<::sd::LogicalAxisRules> givenRules;
+
   LogicalResult initialize(MLIRContext *ctx) override {
+    if (givenRules) {
+      parsedRules = *givenRules;
+      return success();
+    }
     absl::StatusOr<::sd::LogicalAxisRules> loaded = ::sd::loadRules(rules);
     if (!loaded.ok())
       return emitError(UnknownLoc::get(ctx)) << std::string(loaded.status().message());
@@ -135,3 +143,11 @@ private:
   ::sd::MeshSpec spec;
 };
 } // namespace
+
+std::unique_ptr<Pass>
+mlir::sd::createApplyLogicalRules(const ::sd::LogicalAxisRules &rules,
+                                  const ApplyLogicalRulesOptions &options) {
+  auto pass = std::make_unique<ApplyLogicalRulesPass>(options);
+  pass->givenRules = rules;
+  return pass;
+}

@@ -32,9 +32,9 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   mesh.processes = options.processes;
   pm.addPass(createMaterializeMesh(mesh));
 
-  ApplyLogicalRulesOptions rules;
-  rules.rules = options.rules;
-  pm.addNestedPass<func::FuncOp>(createApplyLogicalRules(rules));
+  pm.addNestedPass<func::FuncOp>(options.rules
+                                     ? createApplyLogicalRules(*options.rules)
+                                     : createApplyLogicalRules());
   if (options.train)
     pm.addPass(createDifferentiate(options.differentiate));
   if (!options.propagate && !options.partition)
@@ -80,19 +80,32 @@ struct DefaultPipelineOptions
 
 void mlir::sd::registerSDPipelines() {
   registerSDPasses();
-  PassPipelineRegistration<DefaultPipelineOptions>(
+  // Registered without PassPipelineRegistration, whose builder cannot fail:
+  // rules that do not load are an error of the pipeline text.
+  registerPassPipeline(
       "sd-default-pipeline",
       "Specialize the batch, materialize the mesh and apply logical rules",
-      [](OpPassManager &pm, const DefaultPipelineOptions &o) {
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        DefaultPipelineOptions o;
+        if (failed(o.parseFromString(text)))
+          return failure();
+        absl::StatusOr<::sd::LogicalAxisRules> rules = ::sd::loadRules(o.rules);
+        if (!rules.ok())
+          return errorHandler(std::string(rules.status().message()));
         PipelineOptions options;
         options.mesh = o.mesh;
         options.dcnMesh = o.dcnMesh;
         options.devices = o.devices;
         options.processes = o.processes;
-        options.rules = o.rules;
+        options.rules = *std::move(rules);
         options.batch = o.batch;
         options.propagate = o.propagate;
         options.partition = o.partition;
         buildDefaultPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optionsHandler) {
+        optionsHandler(DefaultPipelineOptions());
       });
 }

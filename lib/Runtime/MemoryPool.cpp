@@ -47,53 +47,6 @@ std::string sd::rt::formatBytes(int64_t bytes) {
   return absl::StrFormat("%.2f %s", value, kUnits[unit]);
 }
 
-std::optional<int64_t> sd::rt::parseByteSize(std::string_view text) {
-  auto isBlank = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
-  auto trim = [&](std::string_view s) {
-    while (!s.empty() && isBlank(s.front()))
-      s.remove_prefix(1);
-    while (!s.empty() && isBlank(s.back()))
-      s.remove_suffix(1);
-    return s;
-  };
-  text = trim(text);
-  size_t end = 0;
-  while (end < text.size() &&
-         ((text[end] >= '0' && text[end] <= '9') || text[end] == '.'))
-    ++end;
-  if (end == 0)
-    return std::nullopt;
-  std::string digits(text.substr(0, end));
-  char *parsedEnd = nullptr;
-  double number = std::strtod(digits.c_str(), &parsedEnd);
-  if (parsedEnd != digits.c_str() + digits.size())
-    return std::nullopt;
-  std::string unit(trim(text.substr(end)));
-  for (char &c : unit)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  double scale;
-  if (unit.empty() || unit == "b")
-    scale = 1;
-  else if (unit == "k" || unit == "kib")
-    scale = 1024.0;
-  else if (unit == "kb")
-    scale = 1e3;
-  else if (unit == "m" || unit == "mib")
-    scale = 1024.0 * 1024;
-  else if (unit == "mb")
-    scale = 1e6;
-  else if (unit == "g" || unit == "gib")
-    scale = 1024.0 * 1024 * 1024;
-  else if (unit == "gb")
-    scale = 1e9;
-  else
-    return std::nullopt;
-  double bytes = number * scale;
-  if (!(bytes > 0) || bytes > 9e18)
-    return std::nullopt;
-  return static_cast<int64_t>(bytes);
-}
-
 bool sd::rt::cacheBuffersByDefault() {
   // GCC and Clang both define __SANITIZE_ADDRESS__ under -fsanitize=address.
 #ifdef __SANITIZE_ADDRESS__

@@ -218,30 +218,3 @@ TEST(MemoryPoolTest, CachedBuffersDoNotCountAgainstTheBudget) {
   EXPECT_EQ(pool.liveBytes(), 9000);
   pool.release(*b);
 }
-
-namespace {
-
-TEST(ParseByteSizeTest, AcceptsBytesAndUnits) {
-  EXPECT_EQ(parseByteSize("1048576"), 1048576);
-  EXPECT_EQ(parseByteSize("7B"), 7);
-  EXPECT_EQ(parseByteSize("4k"), 4 * kKiB);
-  EXPECT_EQ(parseByteSize("4KiB"), 4 * kKiB);
-  EXPECT_EQ(parseByteSize("4KB"), 4000);
-  EXPECT_EQ(parseByteSize("512MiB"), 512 * kMiB);
-  EXPECT_EQ(parseByteSize("3m"), 3 * kMiB);
-  EXPECT_EQ(parseByteSize("2mb"), 2000000);
-  EXPECT_EQ(parseByteSize("1.5G"), 1536 * kMiB);
-  EXPECT_EQ(parseByteSize("2gib"), 2048 * kMiB);
-  EXPECT_EQ(parseByteSize("2GB"), 2000000000);
-  EXPECT_EQ(parseByteSize(".5k"), 512);
-  EXPECT_EQ(parseByteSize("  3 MiB \n"), 3 * kMiB);
-}
-
-TEST(ParseByteSizeTest, RejectsMalformedAndNonPositiveSizes) {
-  for (const char *text :
-       {"", "  ", "MiB", ".", "0", "0.0GB", "-1", "-1MiB", "+1", "1.2.3",
-        "12XB", "1 0", "1e3", "1 GiB extra", "1TB", "99999999999GB"})
-    EXPECT_EQ(parseByteSize(text), std::nullopt) << "'" << text << "'";
-}
-
-} // namespace

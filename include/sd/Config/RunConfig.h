@@ -157,6 +157,15 @@ absl::Status applyOverrides(RunConfig &config,
 /// message names both keys and where they were set.
 absl::Status verifyRunConfig(const RunConfig &config);
 
+/// The requirement ("must be in [0, 1)") that `value` breaks as the value of
+/// the numeric key `key` (per_device_batch_size, learning_rate, adam_*,
+/// max_grad_norm, ...), or "" when it is in range or `key` has no range.
+/// The flags that set the same settings are checked with these, so a value
+/// is valid or not whatever its source.
+std::string_view numberKeyRequirement(std::string_view key, double value);
+/// The same for integer keys (max_train_steps, checkpoint_every, ...).
+std::string_view integerKeyRequirement(std::string_view key, int64_t value);
+
 } // namespace sd
 
 #endif // SD_CONFIG_RUNCONFIG_H

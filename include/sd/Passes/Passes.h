@@ -9,6 +9,9 @@
 #include "sd/IR/SDDialect.h"
 // Option types of sd-print-report (LayoutChoice, ReportFormat).
 #include "sd/Analysis/Report.h"
+#include "sd/Sharding/LogicalRules.h"
+
+#include <optional>
 
 namespace mlir::sd {
 
@@ -25,7 +28,9 @@ struct PipelineOptions {
   std::string dcnMesh;
   int64_t devices = 0;
   int64_t processes = 0;
-  std::string rules = "dit";
+  /// The logical axis rules; unset: sd-apply-logical-rules' default, the
+  /// `dit` preset.
+  std::optional<::sd::LogicalAxisRules> rules;
   /// Global batch (0: the program's default).
   int64_t batch = 0;
   /// Inline block functions and propagate shardings (sd-propagate-sharding)
@@ -49,6 +54,12 @@ struct PipelineOptions {
 /// with `propagate`, then inlines and propagates shardings; with
 /// `partition`, then partitions and optimizes the collectives.
 void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// sd-apply-logical-rules with the rules as an object (its `rules` option,
+/// a preset name or a YAML file, is then unused).
+std::unique_ptr<Pass>
+createApplyLogicalRules(const ::sd::LogicalAxisRules &rules,
+                        const ApplyLogicalRulesOptions &options = {});
 
 /// sd-print-report and sd-show-sharding writing to `os` rather than
 /// llvm::outs(): sdopt sends them to its output file instead of the IR.

@@ -100,11 +100,6 @@ private:
 /// "12.00 MiB", "1.00 GiB", "512 B".
 std::string formatBytes(int64_t bytes);
 
-/// "512MiB", "2GB", "1.5G", "1048576" → bytes: a positive decimal number
-/// and a case-insensitive unit (none or B; K, KiB; KB; M, MiB; MB; G, GiB;
-/// GB), surrounding blanks allowed. nullopt when malformed or not positive.
-std::optional<int64_t> parseByteSize(std::string_view text);
-
 /// Counters a device accumulates while it runs.
 struct DeviceCounters {
   /// Bytes this device sends to other devices in collectives (the cost

@@ -8,6 +8,9 @@
 // RUN: not sdopt %S/Inputs/small_model.mlir --mesh=data:2 --devices=4 2>&1 | FileCheck %s --check-prefix=DEVICES
 // RUN: not sdopt %S/Inputs/does_not_exist.mlir --mesh=data:2 2>&1 | FileCheck %s --check-prefix=NOFILE
 // RUN: not sdopt %s 2>&1 | FileCheck %s --check-prefix=PARSE
+// Flags are checked like the config keys they set (sd/Config/RunSpec.h).
+// RUN: not sdopt %S/Inputs/small_model.mlir --train --adam-eps=0 2>&1 | FileCheck %s --check-prefix=EPS
+// RUN: not sdopt %S/Inputs/small_model.mlir --sd-default-pipeline="mesh=data:2 rules=nope" 2>&1 | FileCheck %s --check-prefix=PIPELINE-RULES
 // The exit code is exactly 1.
 // RUN: %python -c "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:], capture_output=True).returncode != 1)" sdopt %S/Inputs/small_model.mlir --mesh=data:0
 
@@ -20,6 +23,8 @@
 // DEVICES: error: mesh data:2 has 2 devices but --devices=4
 // NOFILE: error: cannot open input file '{{.*}}does_not_exist.mlir': No such file or directory
 // PARSE: error: custom op 'sd.not_an_op' is unknown
+// EPS: error: --adam-eps must be positive, not 0
+// PIPELINE-RULES: error: unknown logical axis rules preset "nope"
 
 func.func @f() {
   sd.not_an_op

@@ -1,0 +1,214 @@
+//===- RunSpec.h - The typed specification of a run -------------*- C++ -*-===//
+//
+// What sdopt and sdrun resolve their command lines into: the mesh, the
+// logical axis rules, the batch, the remat policy, the optimizer, dtypes,
+// attention settings and sdrun's run settings (steps, checkpoints, outputs,
+// budgets), each with the origin of its value. One function builds it from
+// what the flags set, a MaxDiffusion config file (RunConfig.h) and its
+// key=value overrides, with precedence flag > key=value > file > default,
+// and checks every value the same way whatever its source. MLIR-free and
+// free of llvm::cl: the tools' flag module (sd/Driver/ToolFlags.h) fills
+// RunSpecFlags.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_CONFIG_RUNSPEC_H
+#define SD_CONFIG_RUNSPEC_H
+
+#include "sd/Config/RematPolicyKind.h"
+#include "sd/Config/RunConfig.h"
+#include "sd/Sharding/LogicalRules.h"
+#include "sd/Sharding/Mesh.h"
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace sd {
+
+/// What the command line set: a field is set when its flag was given. Flag
+/// names are those of sd/Driver/ToolFlags.h (`mesh` is --mesh, ...).
+struct RunSpecFlags {
+  /// --config and the key=value arguments that follow the model.
+  std::optional<std::string> config;
+  std::vector<std::string> overrides;
+
+  // The mesh and the logical axis rules.
+  std::optional<std::string> mesh, dcnMesh, rules;
+  std::optional<int64_t> devices, processes;
+
+  // The batch.
+  std::optional<int64_t> batch, gradAccum;
+  std::optional<double> perDeviceBatch;
+
+  // The training step: remat policy and optimizer.
+  std::optional<std::string> remat;
+  std::optional<std::vector<std::string>> namesSaved, namesOffloaded;
+  std::optional<double> learningRate, adamB1, adamB2, adamEps, weightDecay,
+      maxGradNorm;
+  std::optional<int64_t> warmupSteps;
+
+  // sdrun's run.
+  std::string modelPath;
+  std::optional<int64_t> steps, checkpointEvery, traceSkipSteps, traceSteps,
+      threadsPerDevice;
+  std::optional<uint64_t> seed;
+  std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
+      exportPath, tracePath, metricsPath, cacheDir, deviceMemory, hostMemory;
+  std::optional<bool> resume, verify;
+};
+
+/// What the resolver needs to know about the machine.
+struct HostInfo {
+  /// Fills a config's -1 mesh axis when --devices is not given.
+  int64_t cores = 1;
+  /// The default run name ("20261122-110512", MaxText's): the start time.
+  std::string startTime;
+
+  /// This machine's core count and the local time now.
+  static HostInfo current();
+};
+
+/// Which kind of source a setting's value came from.
+enum class SettingSource { Default, Flag, Config };
+
+/// A setting's value and where it came from, as `sdrun --print-config`
+/// shows it: "--steps" (a flag), "dit_tiny.yml:19" (a config file's line),
+/// "command line" (a key=value override) or "default".
+template <typename T> struct Setting {
+  T value{};
+  SettingSource source = SettingSource::Default;
+  std::string origin = "default";
+
+  Setting() = default;
+  Setting(T value) : value(std::move(value)) {}
+};
+
+/// The devices: the mesh and what fills its -1 axes.
+struct MeshSettings {
+  /// ICI and DCN sizes in parseMesh's syntax, as given by --mesh and
+  /// --dcn-mesh or built from the config's ici_*/dcn_* keys; "" for one
+  /// device.
+  std::string ici, dcn;
+  /// Device and process counts that fill -1 axes (0: not given).
+  int64_t devices = 0, processes = 0;
+  /// The parsed mesh; one `data:1` axis without `ici`.
+  MeshSpec mesh;
+  /// Where `ici` came from.
+  SettingSource source = SettingSource::Default;
+  std::string origin = "default";
+};
+
+struct BatchSettings {
+  /// The global batch, 0 for the model's default: --batch, or
+  /// per_device_batch_size × devices.
+  Setting<int64_t> global;
+  /// MaxDiffusion's per_device_batch_size (0: not given).
+  Setting<double> perDevice;
+  /// Microbatches accumulated per training step (>= 1; the global batch
+  /// splits into them).
+  Setting<int64_t> gradAccum{1};
+};
+
+struct RematSettings {
+  Setting<RematPolicyKind> policy{RematPolicyKind::None};
+  /// CUSTOM's names_which_can_be_saved / _offloaded; empty for the other
+  /// policies, for which MaxDiffusion's configs list names that mean
+  /// nothing.
+  Setting<std::vector<std::string>> namesSaved, namesOffloaded;
+};
+
+/// AdamW with a linear warm-up and global-norm clipping.
+struct OptimizerSettings {
+  Setting<double> learningRate{1e-4};
+  Setting<double> adamB1{0.9}, adamB2{0.999}, adamEps{1e-8};
+  Setting<double> weightDecay{1e-2};
+  /// 0: no clipping (also when opt_enable_grad_global_norm_clipping is
+  /// false).
+  Setting<double> maxGradNorm{0.0};
+  Setting<int64_t> warmupSteps{0};
+  /// The warmup_steps_fraction the warm-up was computed from, if any.
+  std::optional<double> warmupStepsFraction;
+};
+
+/// What a config sets that sd records but does not apply yet.
+struct ModelSettings {
+  std::optional<Setting<FlashBlockSizes>> flashBlockSizes;
+  std::optional<Setting<std::string>> weightsDtype, activationsDtype;
+};
+
+/// sdrun's run around the training step.
+struct RunSettings {
+  std::string modelPath;
+  /// Steps the run ends at (max_train_steps).
+  Setting<int64_t> steps{10};
+  Setting<uint64_t> seed{0};
+  /// output_dir and run_name; runDir is output_dir/run_name ("" without
+  /// output_dir), run_name defaulting to the start time.
+  Setting<std::string> outputDir, runName;
+  std::string runDir;
+  /// The name the run goes by: run_name, or the start time in an
+  /// output_dir.
+  std::string effectiveRunName;
+  /// As given: -1 or 0 checkpoint only at the end.
+  Setting<int64_t> checkpointEvery{0};
+  std::string checkpointDir;
+  bool resume = false;
+  std::string initFrom, exportPath;
+  /// A Chrome trace: --trace, or trace.json in runDir when the config
+  /// enables the profiler ("" for none).
+  Setting<std::string> tracePath;
+  Setting<int64_t> traceSkipSteps{0}, traceSteps{10};
+  std::string metricsPath, cacheDir;
+  bool verify = false;
+  /// 0: cores / devices.
+  int threadsPerDevice = 0;
+  /// Per-device budgets in bytes (0: unlimited).
+  int64_t deviceMemoryBudget = 0, hostMemoryBudget = 0;
+};
+
+/// A resolved run: every setting valid, with its origin.
+struct RunSpec {
+  /// The config file read ("" without --config).
+  std::string configFile;
+  MeshSettings mesh;
+  Setting<LogicalAxisRules> rules;
+  BatchSettings batch;
+  RematSettings remat;
+  OptimizerSettings optimizer;
+  ModelSettings model;
+  RunSettings run;
+  /// Lines printed under the run's header: what the config set that sd
+  /// records but does not apply, how a -1 axis was filled, ...
+  std::vector<std::string> notes;
+  /// Warnings for the tool to print (keys of the config sd ignores).
+  std::vector<std::string> warnings;
+};
+
+/// "512MiB", "2GB", "1.5G", "1048576" → bytes: a positive decimal number
+/// and a case-insensitive unit (none or B; K, KiB; KB; M, MiB; MB; G, GiB;
+/// GB), surrounding blanks allowed. nullopt when malformed or not positive.
+/// The spelling of --device-memory and --host-memory.
+std::optional<int64_t> parseByteSize(std::string_view text);
+
+/// Resolves `flags`, the config file they name and its key=value overrides
+/// into a RunSpec. Precedence: flag > key=value > file > default. Errors
+/// (InvalidArgument, or the config reader's): one message naming the flag
+/// or key and the bad value, e.g. `--adam-b1 must be in [0, 1), not 5`.
+absl::StatusOr<RunSpec> resolveRunSpec(const RunSpecFlags &flags,
+                                       const HostInfo &host);
+
+/// `sdrun --print-config`: the header line, each setting with its value and
+/// origin, then the notes.
+void printRunSpec(const RunSpec &spec, llvm::raw_ostream &os);
+
+} // namespace sd
+
+#endif // SD_CONFIG_RUNSPEC_H

@@ -1,0 +1,30 @@
+//===- RunSpecOptions.h - A RunSpec as compiler and run options -*- C++ -*-===//
+//
+// The bridge from the resolved run specification (sd/Config/RunSpec.h) to
+// what the compiler and the training run take: PipelineOptions for sdopt's
+// default pipeline and sdrun's training step, TrainRunOptions for sdrun's
+// run. Fills structs only, so sdopt links it without the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_DRIVER_RUNSPECOPTIONS_H
+#define SD_DRIVER_RUNSPECOPTIONS_H
+
+#include "sd/Config/RunSpec.h"
+#include "sd/Driver/TrainRun.h"
+#include "sd/Passes/Passes.h"
+
+namespace mlir::sd {
+
+/// The default pipeline's mesh, logical axis rules, batch, remat policy and
+/// optimizer from `spec`. What the pipeline runs (train, propagate,
+/// partition) is left to the caller.
+PipelineOptions pipelineOptions(const ::sd::RunSpec &spec);
+
+/// sdrun's training run of `spec`: the training step's pipeline and the
+/// run settings.
+TrainRunOptions trainRunOptions(const ::sd::RunSpec &spec);
+
+} // namespace mlir::sd
+
+#endif // SD_DRIVER_RUNSPECOPTIONS_H

@@ -1,0 +1,697 @@
+//===- RunSpec.cpp - The typed specification of a run ---------------------===//
+//
+// resolveRunSpec merges the flags, a MaxDiffusion config and its key=value
+// overrides setting by setting, in the order `sdrun --print-config` lists
+// them, and checks each flag against the range its config key has.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Config/RunSpec.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <thread>
+#include <tuple>
+
+using namespace sd;
+
+HostInfo HostInfo::current() {
+  HostInfo host;
+  host.cores = std::max(1u, std::thread::hardware_concurrency());
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y%m%d-%H%M%S", std::localtime(&now));
+  host.startTime = text;
+  return host;
+}
+
+std::optional<int64_t> sd::parseByteSize(std::string_view text) {
+  auto isBlank = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  auto trim = [&](std::string_view s) {
+    while (!s.empty() && isBlank(s.front()))
+      s.remove_prefix(1);
+    while (!s.empty() && isBlank(s.back()))
+      s.remove_suffix(1);
+    return s;
+  };
+  text = trim(text);
+  size_t end = 0;
+  while (end < text.size() &&
+         ((text[end] >= '0' && text[end] <= '9') || text[end] == '.'))
+    ++end;
+  if (end == 0)
+    return std::nullopt;
+  std::string digits(text.substr(0, end));
+  char *parsedEnd = nullptr;
+  double number = std::strtod(digits.c_str(), &parsedEnd);
+  if (parsedEnd != digits.c_str() + digits.size())
+    return std::nullopt;
+  std::string unit(trim(text.substr(end)));
+  for (char &c : unit)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kib")
+    scale = 1024.0;
+  else if (unit == "kb")
+    scale = 1e3;
+  else if (unit == "m" || unit == "mib")
+    scale = 1024.0 * 1024;
+  else if (unit == "mb")
+    scale = 1e6;
+  else if (unit == "g" || unit == "gib")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "gb")
+    scale = 1e9;
+  else
+    return std::nullopt;
+  double bytes = number * scale;
+  if (!(bytes > 0) || bytes > 9e18)
+    return std::nullopt;
+  return static_cast<int64_t>(bytes);
+}
+
+namespace {
+
+constexpr std::string_view kRulesKey = "logical_axis_rules";
+
+/// `%g`: 0.3, 1.2, 8.
+std::string shortDouble(double value) { return absl::StrFormat("%g", value); }
+
+absl::Status invalid(const std::string &message) {
+  return absl::InvalidArgumentError(message);
+}
+
+/// "NONE, FULL, ...": the remat policies in MaxDiffusion's spelling.
+std::string rematPolicyList() {
+  std::vector<std::string> names;
+  for (const auto &entry : kRematPolicyNames)
+    names.emplace_back(entry.second);
+  return absl::StrJoin(names, ", ");
+}
+
+/// `data:2,fsdp:4` from the config's per-axis sizes: the axes whose ICI or
+/// DCN size is not 1, in MaxDiffusion's axis order (a mesh without an axis
+/// behaves like a mesh with that axis of size 1). `dcn` stays "" when every
+/// DCN size is 1.
+void configMesh(const RunConfig &config, std::string &ici, std::string &dcn) {
+  std::vector<std::string> iciParts, dcnParts;
+  bool anyDcn = false;
+  for (size_t axis = 0; axis < kConfigMeshAxes.size(); ++axis) {
+    int64_t i = config.ici[axis].value_or(1), d = config.dcn[axis].value_or(1);
+    if (i == 1 && d == 1)
+      continue;
+    std::string name(kConfigMeshAxes[axis]);
+    iciParts.push_back(absl::StrFormat("%s:%d", name, i));
+    dcnParts.push_back(absl::StrFormat("%s:%d", name, d));
+    anyDcn |= d != 1;
+  }
+  ici = absl::StrJoin(iciParts, ",");
+  dcn = anyDcn ? absl::StrJoin(dcnParts, ",") : "";
+}
+
+/// "--adam-b1 must be in [0, 1), not 5".
+absl::Status flagError(std::string_view flagName, std::string_view requirement,
+                       const std::string &value) {
+  return invalid(
+      absl::StrFormat("--%s %s, not %s", flagName, requirement, value));
+}
+
+/// Checks every flag that was given: one that sets a config key against
+/// that key's range (so a value is valid or not whatever its source), the
+/// others against their own.
+absl::Status checkFlags(const RunSpecFlags &flags) {
+  using NumberFlag =
+      std::tuple<const std::optional<double> *, const char *, const char *>;
+  for (auto [flag, flagName, key] :
+       {NumberFlag{&flags.perDeviceBatch, "per-device-batch",
+                   "per_device_batch_size"},
+        NumberFlag{&flags.learningRate, "lr", "learning_rate"},
+        NumberFlag{&flags.adamB1, "adam-b1", "adam_b1"},
+        NumberFlag{&flags.adamB2, "adam-b2", "adam_b2"},
+        NumberFlag{&flags.adamEps, "adam-eps", "adam_eps"},
+        NumberFlag{&flags.weightDecay, "adam-weight-decay",
+                   "adam_weight_decay"},
+        NumberFlag{&flags.maxGradNorm, "max-grad-norm", "max_grad_norm"}}) {
+    if (!*flag)
+      continue;
+    double value = **flag;
+    std::string_view requirement = std::isfinite(value)
+                                       ? numberKeyRequirement(key, value)
+                                       : "must be a finite number";
+    if (!requirement.empty())
+      return flagError(flagName, requirement, shortDouble(value));
+  }
+  using IntegerFlag =
+      std::tuple<const std::optional<int64_t> *, const char *, const char *>;
+  for (auto [flag, flagName, key] :
+       {IntegerFlag{&flags.steps, "steps", "max_train_steps"},
+        IntegerFlag{&flags.checkpointEvery, "checkpoint-every",
+                    "checkpoint_every"},
+        IntegerFlag{&flags.traceSkipSteps, "trace-skip-steps",
+                    "skip_first_n_steps_for_profiler"},
+        IntegerFlag{&flags.traceSteps, "trace-steps", "profiler_steps"}}) {
+    std::string_view requirement =
+        *flag ? integerKeyRequirement(key, **flag) : "";
+    if (!requirement.empty())
+      return flagError(flagName, requirement, std::to_string(**flag));
+  }
+  // Flags without a config key.
+  using CountFlag = std::tuple<const std::optional<int64_t> *, const char *,
+                               int64_t, const char *>;
+  for (auto [flag, flagName, min, requirement] :
+       {CountFlag{&flags.devices, "devices", 1, "must be positive"},
+        CountFlag{&flags.processes, "processes", 1, "must be positive"},
+        CountFlag{&flags.batch, "batch", 1, "must be positive"},
+        CountFlag{&flags.gradAccum, "grad-accum", 1, "must be at least 1"},
+        CountFlag{&flags.warmupSteps, "warmup-steps", 0,
+                  "must not be negative"},
+        CountFlag{&flags.threadsPerDevice, "threads-per-device", 0,
+                  "must not be negative"}}) {
+    if (*flag && **flag < min)
+      return flagError(flagName, requirement, std::to_string(**flag));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T> struct Identity { using type = T; };
+template <typename T> using NonDeduced = typename Identity<T>::type;
+
+/// Builds a RunSpec step by step; each step may fail with the message for
+/// the first bad value.
+class Resolver {
+public:
+  Resolver(const RunSpecFlags &flags, const RunConfig &file, bool hasConfig,
+           const HostInfo &host)
+      : flags(flags), file(file), hasConfig(hasConfig), host(host) {}
+
+  absl::StatusOr<RunSpec> resolve();
+
+private:
+  absl::Status resolveMesh();
+  absl::Status resolveBatch();
+  absl::Status resolveRules();
+  absl::Status resolveRemat();
+  absl::Status resolveOptimizer();
+  absl::Status resolveOutputs();
+  absl::Status resolveTrace();
+  void resolveModel();
+  absl::Status resolveBudgets();
+
+  /// "file.yml:12" or "command line" for a key the config set; the file's
+  /// name for a key it did not set (the setting then follows from another
+  /// key of the file).
+  std::string configSource(std::string_view key) const {
+    std::string origin = file.originOf(key);
+    return llvm::sys::path::filename(origin.empty() ? file.fileName : origin)
+        .str();
+  }
+
+  /// The flag when it was given, else the config's value when set, else
+  /// `fallback`.
+  /// T is deduced from `flag` alone, so that std::nullopt and literals fit
+  /// the other arguments.
+  template <typename T>
+  Setting<T> pick(const std::optional<T> &flag, std::string_view flagName,
+                  std::string_view key,
+                  const std::optional<NonDeduced<T>> &fromConfig,
+                  NonDeduced<T> fallback) const {
+    Setting<T> setting(std::move(fallback));
+    if (flag) {
+      setting.value = *flag;
+      setting.source = SettingSource::Flag;
+      setting.origin = absl::StrFormat("--%s", flagName);
+    } else if (fromConfig) {
+      setting.value = *fromConfig;
+      setting.source = SettingSource::Config;
+      setting.origin = configSource(key);
+    }
+    return setting;
+  }
+
+  const RunSpecFlags &flags;
+  const RunConfig &file;
+  bool hasConfig;
+  const HostInfo &host;
+  RunSpec spec;
+};
+
+absl::Status Resolver::resolveMesh() {
+  MeshSettings &mesh = spec.mesh;
+  mesh.devices = flags.devices.value_or(0);
+  mesh.processes = flags.processes.value_or(0);
+  if (flags.mesh || flags.dcnMesh || !hasConfig) {
+    mesh.ici = flags.mesh.value_or("");
+    mesh.dcn = flags.dcnMesh.value_or("");
+    if (flags.mesh || flags.dcnMesh) {
+      mesh.source = SettingSource::Flag;
+      mesh.origin = flags.mesh ? "--mesh" : "--dcn-mesh";
+    }
+  } else {
+    configMesh(file, mesh.ici, mesh.dcn);
+    mesh.source = SettingSource::Config;
+    // The first ICI key the config set names the line.
+    mesh.origin = configSource("ici_data_parallelism");
+    for (size_t axis = 0; axis < kConfigMeshAxes.size(); ++axis) {
+      std::string key =
+          absl::StrFormat("ici_%s_parallelism", kConfigMeshAxes[axis]);
+      if (!file.originOf(key).empty()) {
+        mesh.origin = configSource(key);
+        break;
+      }
+    }
+    // One process: a -1 DCN axis is filled with 1.
+    if (!mesh.dcn.empty() && !flags.processes)
+      mesh.processes = 1;
+    if (mesh.ici.find("-1") != std::string::npos && !flags.devices) {
+      mesh.devices = host.cores;
+      spec.notes.push_back(absl::StrFormat(
+          "mesh: the -1 axis is filled with %d devices (one per core; "
+          "--devices=N sets another count)",
+          host.cores));
+    }
+  }
+  mesh.mesh = MeshSpec({MeshAxis{"data", 1, 1}});
+  if (!mesh.ici.empty()) {
+    MeshOptions options;
+    if (mesh.devices > 0)
+      options.devices = mesh.devices;
+    if (mesh.processes > 0)
+      options.processes = mesh.processes;
+    absl::StatusOr<MeshSpec> parsed = parseMesh(mesh.ici, mesh.dcn, options);
+    if (!parsed.ok())
+      return parsed.status();
+    mesh.mesh = *std::move(parsed);
+  }
+  if (flags.devices && *flags.devices != mesh.mesh.numDevices())
+    return invalid(absl::StrFormat("mesh %s has %d devices, but --devices=%d",
+                                   mesh.mesh.toString(), mesh.mesh.numDevices(),
+                                   *flags.devices));
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::resolveBatch() {
+  BatchSettings &batch = spec.batch;
+  batch.perDevice = pick(flags.perDeviceBatch, "per-device-batch",
+                         "per_device_batch_size", file.perDeviceBatchSize, 0.0);
+  if (flags.batch && flags.perDeviceBatch)
+    return invalid("give --batch or --per-device-batch, not both");
+  if (flags.batch) {
+    batch.global = pick(flags.batch, "batch", "", std::nullopt, 0);
+  } else if (batch.perDevice.value != 0.0) {
+    double perDevice = batch.perDevice.value;
+    int64_t devices = spec.mesh.mesh.numDevices();
+    double global = perDevice * static_cast<double>(devices);
+    if (!(global >= 1.0) || std::fabs(global - std::round(global)) > 1e-9)
+      return invalid(absl::StrFormat(
+          "%s=%s × %d devices = %s is not a whole, positive global batch",
+          flags.perDeviceBatch ? "--per-device-batch" : "per_device_batch_size",
+          shortDouble(perDevice), devices, shortDouble(global)));
+    batch.global.value = static_cast<int64_t>(std::llround(global));
+    batch.global.source = batch.perDevice.source;
+    batch.global.origin = batch.perDevice.origin;
+  }
+  batch.gradAccum = pick(flags.gradAccum, "grad-accum", "", std::nullopt, 1);
+  int64_t accum = batch.gradAccum.value;
+  if (accum > 1 && batch.global.value == 0)
+    return invalid("--grad-accum needs the global batch (--batch or "
+                   "--per-device-batch)");
+  if (batch.global.value % accum != 0)
+    return invalid(absl::StrFormat(
+        "global batch %d does not split into --grad-accum=%d microbatches",
+        batch.global.value, accum));
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::resolveRules() {
+  if (flags.rules || !file.rules) {
+    Setting<std::string> name =
+        pick(flags.rules, "rules", kRulesKey, std::nullopt, std::string("dit"));
+    absl::StatusOr<LogicalAxisRules> rules = loadRules(name.value);
+    if (!rules.ok())
+      return rules.status();
+    spec.rules.value = *std::move(rules);
+    spec.rules.source = name.source;
+    spec.rules.origin = name.origin;
+    return absl::OkStatus();
+  }
+  spec.rules.value = *file.rules;
+  spec.rules.source = SettingSource::Config;
+  // Rules a key=value argument gave have no line to point at.
+  spec.rules.origin = file.originOf(kRulesKey) == "command line"
+                          ? "logical_axis_rules=..."
+                          : configSource(kRulesKey);
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::resolveRemat() {
+  RematSettings &remat = spec.remat;
+  Setting<std::string> name = pick(flags.remat, "remat", "remat_policy",
+                                   file.rematPolicy, std::string("NONE"));
+  std::optional<RematPolicyKind> kind = parseRematPolicyKind(name.value);
+  if (!kind)
+    return invalid(
+        absl::StrFormat("unknown remat policy '%s'; expected one of %s",
+                        name.value, rematPolicyList()));
+  remat.policy.value = *kind;
+  remat.policy.source = name.source;
+  remat.policy.origin = name.origin;
+  if (*kind != RematPolicyKind::Custom) {
+    // MaxDiffusion's configs list names for every policy; they mean
+    // something only to CUSTOM, and naming them on the command line for
+    // another policy is a mistake.
+    if (flags.namesSaved || flags.namesOffloaded)
+      return invalid(absl::StrFormat(
+          "names_which_can_be_saved / names_which_can_be_offloaded only "
+          "apply to remat policy CUSTOM, not %s",
+          rematPolicyName(*kind)));
+    return absl::OkStatus();
+  }
+  using Names = std::vector<std::string>;
+  remat.namesSaved = pick(flags.namesSaved, "names-saved",
+                          "names_which_can_be_saved", file.namesSaved, Names());
+  remat.namesOffloaded =
+      pick(flags.namesOffloaded, "names-offloaded",
+           "names_which_can_be_offloaded", file.namesOffloaded, Names());
+  // The config's file names the setting even where it lacks the key.
+  for (Setting<Names> *names : {&remat.namesSaved, &remat.namesOffloaded})
+    if (names->source == SettingSource::Default && hasConfig) {
+      names->source = SettingSource::Config;
+      names->origin = configSource(names == &remat.namesSaved
+                                       ? "names_which_can_be_saved"
+                                       : "names_which_can_be_offloaded");
+    }
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::resolveOptimizer() {
+  OptimizerSettings &opt = spec.optimizer;
+  RunSettings &run = spec.run;
+
+  run.steps = pick(flags.steps, "steps", "max_train_steps", file.maxTrainSteps,
+                   int64_t(10));
+  opt.learningRate =
+      pick(flags.learningRate, "lr", "learning_rate", file.learningRate, 1e-4);
+  if (flags.warmupSteps || !file.warmupStepsFraction) {
+    opt.warmupSteps = pick(flags.warmupSteps, "warmup-steps", "warmup_steps",
+                           std::nullopt, int64_t(0));
+  } else {
+    opt.warmupStepsFraction = *file.warmupStepsFraction;
+    opt.warmupSteps.value = static_cast<int64_t>(
+        std::llround(*file.warmupStepsFraction * run.steps.value));
+    opt.warmupSteps.source = SettingSource::Config;
+    opt.warmupSteps.origin = configSource("warmup_steps_fraction");
+  }
+  opt.adamB1 = pick(flags.adamB1, "adam-b1", "adam_b1", file.adamB1, 0.9);
+  opt.adamB2 = pick(flags.adamB2, "adam-b2", "adam_b2", file.adamB2, 0.999);
+  opt.adamEps = pick(flags.adamEps, "adam-eps", "adam_eps", file.adamEps, 1e-8);
+  opt.weightDecay = pick(flags.weightDecay, "adam-weight-decay",
+                         "adam_weight_decay", file.adamWeightDecay, 1e-2);
+  // MaxDiffusion clips only with opt_enable_grad_global_norm_clipping.
+  std::optional<double> clip = file.maxGradNorm;
+  if (file.gradNormClipping && !*file.gradNormClipping)
+    clip = 0.0;
+  opt.maxGradNorm =
+      pick(flags.maxGradNorm, "max-grad-norm", "max_grad_norm", clip, 0.0);
+  if (clip && *clip == 0.0 && file.maxGradNorm && *file.maxGradNorm != 0.0 &&
+      !flags.maxGradNorm)
+    spec.notes.push_back("max_grad_norm: not applied, since "
+                         "opt_enable_grad_global_norm_clipping is false");
+  run.seed = pick(flags.seed, "seed", "seed", file.seed, uint64_t(0));
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::resolveOutputs() {
+  RunSettings &run = spec.run;
+  run.outputDir = pick(flags.outputDir, "output-dir", "output_dir",
+                       file.outputDir, std::string());
+  run.runName =
+      pick(flags.runName, "run-name", "run_name", file.runName, std::string());
+  run.effectiveRunName = run.runName.value;
+  if (!run.outputDir.value.empty()) {
+    if (run.effectiveRunName.empty())
+      run.effectiveRunName = host.startTime;
+    run.runDir = run.outputDir.value + "/" + run.effectiveRunName;
+  }
+  run.checkpointEvery =
+      pick(flags.checkpointEvery, "checkpoint-every", "checkpoint_every",
+           file.checkpointEvery, int64_t(0));
+  run.checkpointDir = flags.checkpointDir.value_or("");
+  run.resume = flags.resume.value_or(false);
+  run.initFrom = flags.initFrom.value_or("");
+  run.exportPath = flags.exportPath.value_or("");
+  run.metricsPath = flags.metricsPath.value_or("");
+  run.verify = flags.verify.value_or(false);
+  run.cacheDir = flags.cacheDir.value_or("");
+  return absl::OkStatus();
+}
+
+absl::Status Resolver::resolveTrace() {
+  RunSettings &run = spec.run;
+  run.tracePath =
+      pick(flags.tracePath, "trace", "", std::nullopt, std::string());
+  if (!flags.tracePath && file.enableProfiler.value_or(false)) {
+    // MaxDiffusion's enable_profiler: the trace goes beside the metrics.
+    run.tracePath.value = run.runDir.empty() ? std::string("trace.json")
+                                             : run.runDir + "/trace.json";
+    run.tracePath.source = SettingSource::Config;
+    run.tracePath.origin = configSource("enable_profiler");
+  }
+  run.traceSkipSteps = pick(flags.traceSkipSteps, "trace-skip-steps",
+                            "skip_first_n_steps_for_profiler",
+                            file.skipFirstNStepsForProfiler, int64_t(0));
+  run.traceSteps = pick(flags.traceSteps, "trace-steps", "profiler_steps",
+                        file.profilerSteps, int64_t(10));
+  int64_t every = run.checkpointEvery.value;
+  if (hasConfig && every > 0 && run.checkpointDir.empty() &&
+      !flags.checkpointEvery)
+    spec.notes.push_back(absl::StrFormat(
+        "checkpoint_every: %d needs --checkpoint-dir to write checkpoints",
+        every));
+  return absl::OkStatus();
+}
+
+void Resolver::resolveModel() {
+  ModelSettings &model = spec.model;
+  if (file.flashBlockSizes) {
+    model.flashBlockSizes =
+        pick(std::optional<FlashBlockSizes>(), "", "flash_block_sizes",
+             file.flashBlockSizes, FlashBlockSizes());
+    spec.notes.push_back(
+        "flash_block_sizes: " + file.flashBlockSizes->toString() +
+        " (sd does not tile attention into flash blocks "
+        "yet; attention runs unblocked)");
+  }
+  for (auto [key, value, setting] :
+       {std::tuple{"weights_dtype", &file.weightsDtype, &model.weightsDtype},
+        std::tuple{"activations_dtype", &file.activationsDtype,
+                   &model.activationsDtype}}) {
+    if (!*value)
+      continue;
+    *setting =
+        pick(std::optional<std::string>(), "", key, *value, std::string());
+    const std::string &dtype = **value;
+    if (dtype != "float32" && dtype != "fp32" && dtype != "f32")
+      spec.notes.push_back(absl::StrFormat(
+          "%s: %s is not applied; sd trains in float32 (this CPU has no "
+          "bfloat16 arithmetic)",
+          key, dtype));
+  }
+}
+
+absl::Status Resolver::resolveBudgets() {
+  RunSettings &run = spec.run;
+  for (auto [flag, flagName, budget] :
+       {std::tuple{&flags.deviceMemory, "device-memory",
+                   &run.deviceMemoryBudget},
+        std::tuple{&flags.hostMemory, "host-memory", &run.hostMemoryBudget}}) {
+    if (!*flag)
+      continue;
+    std::optional<int64_t> size = parseByteSize(**flag);
+    if (!size)
+      return invalid(absl::StrFormat(
+          "--%s='%s' is not a size (e.g. 512MiB, 2GB)", flagName, **flag));
+    // 0 would mean "unlimited", which leaving the flag out says.
+    if (*size < 1)
+      return invalid(absl::StrFormat(
+          "--%s='%s' must be at least 1 byte (leave it out for no limit)",
+          flagName, **flag));
+    *budget = *size;
+  }
+  run.threadsPerDevice = static_cast<int>(flags.threadsPerDevice.value_or(0));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunSpec> Resolver::resolve() {
+  if (absl::Status s = checkFlags(flags); !s.ok())
+    return s;
+  spec.configFile = hasConfig ? file.fileName : "";
+  spec.run.modelPath = flags.modelPath;
+  if (!file.ignoredKeys.empty())
+    spec.warnings.push_back(absl::StrFormat(
+        "%s: ignoring %d %s sd does not use: %s",
+        llvm::sys::path::filename(file.fileName).str(), file.ignoredKeys.size(),
+        file.ignoredKeys.size() == 1 ? "key" : "keys",
+        absl::StrJoin(file.ignoredKeys, ", ")));
+  // In the order the settings are listed, so the notes come in that order.
+  for (absl::Status (Resolver::*step)() :
+       {&Resolver::resolveMesh, &Resolver::resolveBatch,
+        &Resolver::resolveRules, &Resolver::resolveRemat,
+        &Resolver::resolveOptimizer, &Resolver::resolveOutputs,
+        &Resolver::resolveTrace})
+    if (absl::Status s = (this->*step)(); !s.ok())
+      return s;
+  resolveModel();
+  if (absl::Status s = resolveBudgets(); !s.ok())
+    return s;
+  return std::move(spec);
+}
+
+} // namespace
+
+absl::StatusOr<RunSpec> sd::resolveRunSpec(const RunSpecFlags &flags,
+                                           const HostInfo &host) {
+  RunConfig file;
+  if (flags.config) {
+    absl::StatusOr<RunConfig> loaded = loadRunConfig(*flags.config);
+    if (!loaded.ok())
+      return loaded.status();
+    file = *std::move(loaded);
+    if (absl::Status s = applyOverrides(file, flags.overrides); !s.ok())
+      return s;
+  } else if (!flags.overrides.empty()) {
+    return invalid(
+        absl::StrFormat("'%s': key=value arguments override a --config file",
+                        flags.overrides.front()));
+  }
+  return Resolver(flags, file, flags.config.has_value(), host).resolve();
+}
+
+//===----------------------------------------------------------------------===//
+// --print-config
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The rows of --print-config: key, value, origin.
+class SettingsTable {
+public:
+  template <typename T>
+  void add(std::string_view key, const Setting<T> &setting) {
+    add(key, display(setting.value), setting.origin);
+  }
+  void add(std::string_view key, std::string value, std::string origin) {
+    rows.push_back({std::string(key), std::move(value), std::move(origin)});
+  }
+
+  void print(llvm::raw_ostream &os) const {
+    size_t width = 0;
+    for (const Row &row : rows)
+      width = std::max(width, row.key.size());
+    for (const Row &row : rows)
+      os << "  " << llvm::left_justify(row.key, width) << "  " << row.value
+         << "  (" << row.origin << ")\n";
+  }
+
+private:
+  static std::string display(const std::string &value) {
+    return value.empty() ? "''" : value;
+  }
+  static std::string display(double value) { return shortDouble(value); }
+  static std::string display(int64_t value) { return std::to_string(value); }
+  static std::string display(uint64_t value) { return std::to_string(value); }
+  static std::string display(const std::vector<std::string> &value) {
+    return "[" + absl::StrJoin(value, ", ") + "]";
+  }
+  static std::string display(RematPolicyKind value) {
+    return std::string(rematPolicyName(value));
+  }
+  static std::string display(const FlashBlockSizes &value) {
+    return value.toString();
+  }
+
+  struct Row {
+    std::string key, value, origin;
+  };
+  std::vector<Row> rows;
+};
+
+} // namespace
+
+void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
+  SettingsTable table;
+  const MeshSettings &mesh = spec.mesh;
+  std::string meshValue =
+      mesh.ici.empty() ? std::string("one device") : mesh.mesh.toString();
+  if (!mesh.ici.empty() && mesh.ici != meshValue)
+    meshValue += " (ici " + mesh.ici +
+                 (mesh.dcn.empty() ? "" : ", dcn " + mesh.dcn) + ")";
+  table.add("mesh", meshValue, mesh.origin);
+  table.add("per_device_batch_size", spec.batch.perDevice);
+  // The global batch is a row of its own only when --batch gave it.
+  if (spec.batch.global.origin == "--batch")
+    table.add("batch", spec.batch.global);
+  const Setting<LogicalAxisRules> &rules = spec.rules;
+  table.add("logical_axis_rules",
+            rules.source == SettingSource::Config
+                ? absl::StrFormat("%d rules", rules.value.rules.size())
+                : rules.value.name,
+            rules.origin);
+  table.add("remat_policy", spec.remat.policy);
+  if (spec.remat.policy.value == RematPolicyKind::Custom) {
+    table.add("names_which_can_be_saved", spec.remat.namesSaved);
+    table.add("names_which_can_be_offloaded", spec.remat.namesOffloaded);
+  }
+  const OptimizerSettings &opt = spec.optimizer;
+  const RunSettings &run = spec.run;
+  table.add("max_train_steps", run.steps);
+  table.add("learning_rate", opt.learningRate);
+  if (opt.warmupStepsFraction)
+    table.add("warmup_steps",
+              absl::StrFormat("%d (warmup_steps_fraction %s × %d steps)",
+                              opt.warmupSteps.value,
+                              shortDouble(*opt.warmupStepsFraction),
+                              run.steps.value),
+              opt.warmupSteps.origin);
+  else
+    table.add("warmup_steps", opt.warmupSteps);
+  table.add("adam_b1", opt.adamB1);
+  table.add("adam_b2", opt.adamB2);
+  table.add("adam_eps", opt.adamEps);
+  table.add("adam_weight_decay", opt.weightDecay);
+  table.add("max_grad_norm", opt.maxGradNorm);
+  table.add("seed", run.seed);
+  table.add("output_dir", run.outputDir);
+  table.add("run_name", run.runName);
+  table.add("checkpoint_every", run.checkpointEvery);
+  if (run.tracePath.source == SettingSource::Config)
+    table.add("enable_profiler", "true -> " + run.tracePath.value,
+              run.tracePath.origin);
+  table.add("skip_first_n_steps_for_profiler", run.traceSkipSteps);
+  table.add("profiler_steps", run.traceSteps);
+  if (spec.model.flashBlockSizes)
+    table.add("flash_block_sizes", *spec.model.flashBlockSizes);
+  if (spec.model.weightsDtype)
+    table.add("weights_dtype", *spec.model.weightsDtype);
+  if (spec.model.activationsDtype)
+    table.add("activations_dtype", *spec.model.activationsDtype);
+
+  os << "sdrun settings for " << run.modelPath;
+  if (!spec.configFile.empty())
+    os << " (" << spec.configFile << ")";
+  os << ":\n";
+  table.print(os);
+  for (const std::string &note : spec.notes)
+    os << note << "\n";
+}

@@ -1,0 +1,66 @@
+//===- RunSpecOptions.cpp - A RunSpec as compiler and run options ---------===//
+
+#include "sd/Driver/RunSpecOptions.h"
+
+#include <tuple>
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::sd;
+
+PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
+  PipelineOptions options;
+  const ::sd::MeshSettings &mesh = spec.mesh;
+  std::tie(options.mesh, options.dcnMesh, options.devices, options.processes) =
+      std::tie(mesh.ici, mesh.dcn, mesh.devices, mesh.processes);
+  options.rules = spec.rules.value;
+  options.batch = spec.batch.global.value;
+
+  DifferentiateOptions &train = options.differentiate;
+  train.remat = std::string(::sd::rematPolicyName(spec.remat.policy.value));
+  const std::vector<std::string> &saved = spec.remat.namesSaved.value;
+  const std::vector<std::string> &offloaded = spec.remat.namesOffloaded.value;
+  train.namesSaved.assign(saved.begin(), saved.end());
+  train.namesOffloaded.assign(offloaded.begin(), offloaded.end());
+  const ::sd::OptimizerSettings &opt = spec.optimizer;
+  train.learningRate = opt.learningRate.value;
+  train.warmupSteps = opt.warmupSteps.value;
+  train.beta1 = opt.adamB1.value;
+  train.beta2 = opt.adamB2.value;
+  train.epsilon = opt.adamEps.value;
+  train.weightDecay = opt.weightDecay.value;
+  train.maxGradNorm = opt.maxGradNorm.value;
+  train.gradAccum = spec.batch.gradAccum.value;
+  return options;
+}
+
+TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
+  const ::sd::RunSettings &settings = spec.run;
+  TrainRunOptions run;
+  run.modelPath = settings.modelPath;
+  run.pipeline = pipelineOptions(spec);
+  run.pipeline.train = true;
+  run.mesh = spec.mesh.mesh;
+  run.steps = settings.steps.value;
+  run.seed = settings.seed.value;
+  run.verify = settings.verify;
+  run.threadsPerDevice = settings.threadsPerDevice;
+  run.deviceMemoryBudget = settings.deviceMemoryBudget;
+  run.hostMemoryBudget = settings.hostMemoryBudget;
+  run.cacheDir = settings.cacheDir;
+  run.metricsPath = settings.metricsPath;
+  run.runDir = settings.runDir;
+  run.runName = settings.effectiveRunName;
+  run.checkpointDir = settings.checkpointDir;
+  // -1 and 0 both checkpoint only at the end.
+  run.checkpointEvery = std::max<int64_t>(settings.checkpointEvery.value, 0);
+  run.resume = settings.resume;
+  run.initFrom = settings.initFrom;
+  run.exportPath = settings.exportPath;
+  run.tracePath = settings.tracePath.value;
+  run.traceSkipSteps = settings.traceSkipSteps.value;
+  run.traceSteps = settings.traceSteps.value;
+  run.notes = spec.notes;
+  return run;
+}

@@ -1,0 +1,302 @@
+//===- ToolFlags.cpp - Run-specification flags of sdopt and sdrun ---------===//
+//
+// Each flag is bound to the RunSpecFlags field it sets, so that reading the
+// command line back is one loop. Defaults live in the resolver
+// (RunSpec.cpp), which also checks the values: a flag here only says what
+// was given.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Driver/ToolFlags.h"
+
+using namespace mlir::sd;
+namespace cl = llvm::cl;
+using ::sd::RunSpecFlags;
+
+struct ToolFlags::BoundFlag {
+  virtual ~BoundFlag() = default;
+  /// Sets the field when the flag was given.
+  virtual void store(RunSpecFlags &flags) const = 0;
+};
+
+namespace {
+
+using BoundFlags = std::vector<const ToolFlags::BoundFlag *>;
+
+/// A cl::opt<T> that sets `std::optional<T> RunSpecFlags::*field` and adds
+/// itself to the flags of its ToolFlags.
+template <typename T> class Flag final : public ToolFlags::BoundFlag {
+public:
+  template <typename... Mods>
+  Flag(BoundFlags &all, std::optional<T> RunSpecFlags::*field,
+       llvm::StringRef name, const Mods &...mods)
+      : option(name, mods...), field(field) {
+    all.push_back(this);
+  }
+
+  void store(RunSpecFlags &flags) const override {
+    if (option.getNumOccurrences())
+      flags.*field = option.getValue();
+  }
+
+  cl::opt<T> option;
+
+private:
+  std::optional<T> RunSpecFlags::*field;
+};
+
+/// A comma-separated list of names (--names-saved=a,b).
+class NamesFlag final : public ToolFlags::BoundFlag {
+public:
+  NamesFlag(BoundFlags &all,
+            std::optional<std::vector<std::string>> RunSpecFlags::*field,
+            llvm::StringRef name, const cl::desc &desc,
+            cl::OptionCategory &category)
+      : option(name, cl::CommaSeparated, desc, cl::cat(category)),
+        field(field) {
+    all.push_back(this);
+  }
+
+  void store(RunSpecFlags &flags) const override {
+    if (option.getNumOccurrences())
+      flags.*field = std::vector<std::string>(option.begin(), option.end());
+  }
+
+private:
+  cl::list<std::string> option;
+  std::optional<std::vector<std::string>> RunSpecFlags::*field;
+};
+
+using F = RunSpecFlags;
+
+} // namespace
+
+/// The flags both tools have: mesh, rules, batch, training step.
+struct ToolFlags::SpecOptions {
+  BoundFlags &all;
+  cl::OptionCategory &meshCat, &stepCat;
+
+  Flag<std::string> mesh{all, &F::mesh, "mesh",
+                         cl::desc("Device mesh (ICI), e.g. data:8,fsdp:4; -1 "
+                                  "fills from --devices (default: one "
+                                  "device)"),
+                         cl::cat(meshCat)};
+  Flag<int64_t> devices{all, &F::devices, "devices",
+                        cl::desc("Device count (fills a -1 mesh axis)"),
+                        cl::cat(meshCat)};
+  Flag<std::string> rules{
+      all, &F::rules, "rules",
+      cl::desc("Logical axis rules: dit (default), sdxl, flux, wan, or a "
+               "MaxDiffusion YAML file"),
+      cl::cat(meshCat)};
+  Flag<int64_t> batch{all, &F::batch, "batch",
+                      cl::desc("Global batch (default: the model's)"),
+                      cl::cat(meshCat)};
+  Flag<double> perDeviceBatch{
+      all, &F::perDeviceBatch, "per-device-batch",
+      cl::desc("MaxDiffusion's per_device_batch_size (may be fractional); "
+               "global batch = this × devices"),
+      cl::cat(meshCat)};
+
+  Flag<std::string> remat{
+      all, &F::remat, "remat",
+      cl::desc("Remat policy: NONE (default), FULL, MATMUL_WITHOUT_BATCH, "
+               "OFFLOAD_MATMUL_WITHOUT_BATCH, HIDDEN_STATE_WITH_OFFLOAD, "
+               "FLUX_OPTIMIZED, CUSTOM"),
+      cl::cat(stepCat)};
+  NamesFlag namesSaved{
+      all, &F::namesSaved, "names-saved",
+      cl::desc("CUSTOM: names_which_can_be_saved (comma-separated sd.names)"),
+      stepCat};
+  NamesFlag namesOffloaded{
+      all, &F::namesOffloaded, "names-offloaded",
+      cl::desc("CUSTOM: names_which_can_be_offloaded (comma-separated)"),
+      stepCat};
+  Flag<double> learningRate{all, &F::learningRate, "lr",
+                            cl::desc("Peak learning rate (default 1e-4)"),
+                            cl::cat(stepCat)};
+  Flag<int64_t> warmupSteps{all, &F::warmupSteps, "warmup-steps",
+                            cl::desc("Linear warm-up steps (default 0)"),
+                            cl::cat(stepCat)};
+  Flag<double> adamB1{all, &F::adamB1, "adam-b1",
+                      cl::desc("AdamW beta1 (default 0.9)"), cl::cat(stepCat)};
+  Flag<double> adamB2{all, &F::adamB2, "adam-b2",
+                      cl::desc("AdamW beta2 (default 0.999)"),
+                      cl::cat(stepCat)};
+  Flag<double> adamEps{all, &F::adamEps, "adam-eps",
+                       cl::desc("AdamW epsilon (default 1e-8)"),
+                       cl::cat(stepCat)};
+  Flag<double> weightDecay{
+      all, &F::weightDecay, "adam-weight-decay",
+      cl::desc("AdamW decoupled weight decay (default 1e-2)"),
+      cl::cat(stepCat)};
+  cl::alias weightDecayAlias{
+      "weight-decay", cl::desc("Alias for --adam-weight-decay"),
+      cl::aliasopt(weightDecay.option), cl::cat(stepCat)};
+  Flag<double> maxGradNorm{
+      all, &F::maxGradNorm, "max-grad-norm",
+      cl::desc("Clip gradients to this global norm (default 0: no clipping)"),
+      cl::cat(stepCat)};
+};
+
+/// sdopt's: a mesh across processes, and microbatches.
+struct ToolFlags::SdoptOptions {
+  BoundFlags &all;
+  cl::OptionCategory &meshCat, &stepCat;
+
+  Flag<std::string> dcnMesh{
+      all, &F::dcnMesh, "dcn-mesh",
+      cl::desc("Mesh part across processes/hosts, e.g. data:2"),
+      cl::cat(meshCat)};
+  Flag<int64_t> processes{all, &F::processes, "processes",
+                          cl::desc("Process count (fills a -1 DCN axis)"),
+                          cl::cat(meshCat)};
+  Flag<int64_t> gradAccum{
+      all, &F::gradAccum, "grad-accum",
+      cl::desc("Microbatches accumulated per training step (default 1)"),
+      cl::cat(stepCat)};
+};
+
+/// sdrun's: the model, the config, and the run around the step.
+struct ToolFlags::RunOptions {
+  BoundFlags &all;
+  cl::OptionCategory &runCat;
+
+  cl::opt<std::string> modelPath{cl::Positional, cl::Required,
+                                 cl::desc("<model.mlir>")};
+  cl::list<std::string> overrides{
+      cl::Positional, cl::ZeroOrMore,
+      cl::desc("[key=value ...] (override --config's keys)")};
+  Flag<std::string> config{
+      all,
+      &F::config,
+      "config",
+      cl::desc("A MaxDiffusion-style YAML config (ici_*/dcn_* parallelism, "
+               "per_device_batch_size, remat_policy, learning_rate, adam_*, "
+               "max_train_steps, ...)"),
+      cl::value_desc("file.yml"),
+      cl::cat(runCat)};
+  cl::opt<bool> printConfig{
+      "print-config",
+      cl::desc("Print the resolved run settings, where each came from, and "
+               "exit"),
+      cl::cat(runCat)};
+  Flag<int64_t> steps{
+      all, &F::steps, "steps",
+      cl::desc("Steps the run ends at (max_train_steps; default 10)"),
+      cl::cat(runCat)};
+  Flag<uint64_t> seed{all, &F::seed, "seed",
+                      cl::desc("Seed of the parameters and the batch"),
+                      cl::cat(runCat)};
+  Flag<std::string> metrics{
+      all,
+      &F::metricsPath,
+      "metrics",
+      cl::desc("Write one JSON object per step to this file"),
+      cl::value_desc("file.jsonl"),
+      cl::cat(runCat)};
+  Flag<bool> verify{
+      all, &F::verify, "verify",
+      cl::desc("Also run the steps on one device and compare the losses and "
+               "updated parameters (exit 1 above 1e-4 relative difference)"),
+      cl::cat(runCat)};
+  Flag<int64_t> threadsPerDevice{
+      all, &F::threadsPerDevice, "threads-per-device",
+      cl::desc("OpenMP threads per device (default: cores / devices, >= 1)"),
+      cl::cat(runCat)};
+  Flag<std::string> deviceMemory{
+      all, &F::deviceMemory, "device-memory",
+      cl::desc("Device memory budget per device, e.g. 512MiB, 2GB (default: "
+               "unlimited)"),
+      cl::cat(runCat)};
+  Flag<std::string> hostMemory{
+      all, &F::hostMemory, "host-memory",
+      cl::desc("Host memory budget per device (default: unlimited)"),
+      cl::cat(runCat)};
+  Flag<std::string> outputDir{
+      all, &F::outputDir, "output-dir",
+      cl::desc("output_dir: metrics.csv and loss.png go to "
+               "OUTPUT_DIR/RUN_NAME/"),
+      cl::cat(runCat)};
+  Flag<std::string> runName{all, &F::runName, "run-name",
+                            cl::desc("run_name (default: the date and time)"),
+                            cl::cat(runCat)};
+  Flag<std::string> checkpointDir{
+      all, &F::checkpointDir, "checkpoint-dir",
+      cl::desc("Write sharded checkpoints here (every --checkpoint-every "
+               "steps and at the end)"),
+      cl::cat(runCat)};
+  Flag<int64_t> checkpointEvery{
+      all, &F::checkpointEvery, "checkpoint-every",
+      cl::desc("checkpoint_every: steps between checkpoints (0 or -1: only "
+               "at the end)"),
+      cl::cat(runCat)};
+  Flag<bool> resume{all, &F::resume, "resume",
+                    cl::desc("Continue from the latest complete checkpoint in "
+                             "--checkpoint-dir (on any mesh)"),
+                    cl::cat(runCat)};
+  Flag<std::string> initFrom{
+      all,
+      &F::initFrom,
+      "init-from",
+      cl::desc("Load the parameters by name from a safetensors file"),
+      cl::value_desc("file.safetensors"),
+      cl::cat(runCat)};
+  Flag<std::string> exportPath{
+      all,
+      &F::exportPath,
+      "export",
+      cl::desc("Write the trained parameters to a safetensors file"),
+      cl::value_desc("file.safetensors"),
+      cl::cat(runCat)};
+  Flag<std::string> trace{
+      all,
+      &F::tracePath,
+      "trace",
+      cl::desc("Write a Chrome trace (one track per device; open in "
+               "Perfetto)"),
+      cl::value_desc("file.json"),
+      cl::cat(runCat)};
+  Flag<int64_t> traceSkipSteps{
+      all, &F::traceSkipSteps, "trace-skip-steps",
+      cl::desc("skip_first_n_steps_for_profiler: steps run before the trace "
+               "starts (default 0)"),
+      cl::cat(runCat)};
+  Flag<int64_t> traceSteps{
+      all, &F::traceSteps, "trace-steps",
+      cl::desc("profiler_steps: steps the trace covers (default 10)"),
+      cl::cat(runCat)};
+  Flag<std::string> cacheDir{
+      all, &F::cacheDir, "cache-dir",
+      cl::desc("Where compiled programs are cached (default: $SD_CACHE_DIR, "
+               "$XDG_CACHE_HOME/sd, ~/.cache/sd)"),
+      cl::cat(runCat)};
+};
+
+ToolFlags::ToolFlags(Tool tool)
+    : meshCategory("sd mesh and batch options"),
+      stepCategory("sd training-step options"),
+      runCategory("sdrun options"), categoryList{&meshCategory, &stepCategory} {
+  spec.reset(new SpecOptions{boundFlags, meshCategory, stepCategory});
+  if (tool == Tool::Sdopt) {
+    sdopt.reset(new SdoptOptions{boundFlags, meshCategory, stepCategory});
+  } else {
+    run.reset(new RunOptions{boundFlags, runCategory});
+    categoryList.push_back(&runCategory);
+  }
+}
+
+ToolFlags::~ToolFlags() = default;
+
+RunSpecFlags ToolFlags::values() const {
+  RunSpecFlags flags;
+  for (const BoundFlag *flag : boundFlags)
+    flag->store(flags);
+  if (run) {
+    flags.modelPath = run->modelPath;
+    flags.overrides.assign(run->overrides.begin(), run->overrides.end());
+  }
+  return flags;
+}
+
+bool ToolFlags::printConfig() const { return run && run->printConfig; }

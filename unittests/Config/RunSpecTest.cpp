@@ -1,0 +1,421 @@
+//===- RunSpecTest.cpp - Tests for the run specification resolver ---------===//
+
+#include "sd/Config/RunSpec.h"
+
+#include "gtest/gtest.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+using namespace sd;
+
+namespace {
+
+const std::string kConfigsDir = SD_CONFIGS_DIR;
+const std::string kDitTiny = kConfigsDir + "/dit_tiny.yml";
+
+HostInfo host(int64_t cores = 8) {
+  HostInfo info;
+  info.cores = cores;
+  info.startTime = "20261122-110512";
+  return info;
+}
+
+RunSpec resolve(const RunSpecFlags &flags, const HostInfo &info = host()) {
+  absl::StatusOr<RunSpec> spec = resolveRunSpec(flags, info);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? *std::move(spec) : RunSpec();
+}
+
+/// The message of the error resolving `flags`, or "" when it resolves.
+std::string errorOf(const RunSpecFlags &flags) {
+  absl::StatusOr<RunSpec> spec = resolveRunSpec(flags, host());
+  if (spec.ok())
+    return "";
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(spec.status().message());
+}
+
+/// A config file in the test's temporary directory.
+std::string writeConfig(const std::string &name, const std::string &text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+RunSpecFlags withConfig(const std::string &path,
+                        std::vector<std::string> overrides = {}) {
+  RunSpecFlags flags;
+  flags.config = path;
+  flags.overrides = std::move(overrides);
+  return flags;
+}
+
+LogicalAxisRules preset(std::string_view name) {
+  absl::StatusOr<LogicalAxisRules> rules = presetRules(name);
+  EXPECT_TRUE(rules.ok()) << rules.status();
+  return rules.ok() ? *rules : LogicalAxisRules();
+}
+
+TEST(RunSpecTest, DefaultsWithoutFlagsOrConfig) {
+  RunSpec spec = resolve(RunSpecFlags());
+  EXPECT_EQ(spec.mesh.mesh.toString(), "data:1");
+  EXPECT_EQ(spec.mesh.ici, "");
+  EXPECT_EQ(spec.mesh.origin, "default");
+  EXPECT_EQ(spec.rules.value, preset("dit"));
+  EXPECT_EQ(spec.rules.source, SettingSource::Default);
+  EXPECT_EQ(spec.batch.global.value, 0);
+  EXPECT_EQ(spec.batch.gradAccum.value, 1);
+  EXPECT_EQ(spec.remat.policy.value, RematPolicyKind::None);
+  EXPECT_EQ(spec.optimizer.learningRate.value, 1e-4);
+  EXPECT_EQ(spec.optimizer.adamB1.value, 0.9);
+  EXPECT_EQ(spec.optimizer.adamB2.value, 0.999);
+  EXPECT_EQ(spec.optimizer.adamEps.value, 1e-8);
+  EXPECT_EQ(spec.optimizer.weightDecay.value, 1e-2);
+  EXPECT_EQ(spec.optimizer.maxGradNorm.value, 0.0);
+  EXPECT_EQ(spec.optimizer.warmupSteps.value, 0);
+  EXPECT_EQ(spec.run.steps.value, 10);
+  EXPECT_EQ(spec.run.steps.origin, "default");
+  EXPECT_EQ(spec.run.traceSteps.value, 10);
+  EXPECT_EQ(spec.run.deviceMemoryBudget, 0);
+  EXPECT_TRUE(spec.notes.empty());
+  EXPECT_TRUE(spec.warnings.empty());
+}
+
+TEST(RunSpecTest, ConfigValuesAndTheirLines) {
+  RunSpec spec = resolve(withConfig(kDitTiny));
+  EXPECT_EQ(spec.configFile, kDitTiny);
+  EXPECT_EQ(spec.mesh.mesh.toString(), "data:2");
+  EXPECT_EQ(spec.mesh.origin, "dit_tiny.yml:10");
+  EXPECT_EQ(spec.batch.perDevice.value, 2.0);
+  EXPECT_EQ(spec.batch.global.value, 4);
+  EXPECT_EQ(spec.optimizer.learningRate.value, 1e-3);
+  EXPECT_EQ(spec.optimizer.learningRate.origin, "dit_tiny.yml:19");
+  EXPECT_EQ(spec.optimizer.learningRate.source, SettingSource::Config);
+  // warmup_steps_fraction 0.1 × 20 steps.
+  EXPECT_EQ(spec.optimizer.warmupSteps.value, 2);
+  EXPECT_EQ(spec.optimizer.warmupSteps.origin, "dit_tiny.yml:20");
+  EXPECT_EQ(spec.run.runDir, "runs/dit_tiny");
+  EXPECT_EQ(spec.rules.source, SettingSource::Config);
+  EXPECT_EQ(spec.rules.origin, "dit_tiny.yml:37");
+  EXPECT_EQ(spec.rules.value.rules.size(), 12u);
+}
+
+TEST(RunSpecTest, FlagBeatsOverrideBeatsFile) {
+  RunSpecFlags flags =
+      withConfig(kDitTiny, {"learning_rate=1.e-2", "adam_b1=0.7"});
+  flags.learningRate = 0.5;
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.optimizer.learningRate.value, 0.5);
+  EXPECT_EQ(spec.optimizer.learningRate.origin, "--lr");
+  EXPECT_EQ(spec.optimizer.learningRate.source, SettingSource::Flag);
+  EXPECT_EQ(spec.optimizer.adamB1.value, 0.7);
+  EXPECT_EQ(spec.optimizer.adamB1.origin, "command line");
+  EXPECT_EQ(spec.optimizer.adamB2.origin, "dit_tiny.yml:22");
+  EXPECT_EQ(spec.run.seed.origin, "dit_tiny.yml:28");
+}
+
+TEST(RunSpecTest, StepsFlagScalesTheWarmupFraction) {
+  RunSpecFlags flags = withConfig(kDitTiny);
+  flags.steps = 40;
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.run.steps.origin, "--steps");
+  EXPECT_EQ(spec.optimizer.warmupSteps.value, 4);
+  flags.warmupSteps = 7;
+  EXPECT_EQ(resolve(flags).optimizer.warmupSteps.value, 7);
+  EXPECT_EQ(resolve(flags).optimizer.warmupSteps.origin, "--warmup-steps");
+}
+
+TEST(RunSpecTest, DisabledClippingIsANote) {
+  RunSpec spec = resolve(
+      withConfig(kDitTiny, {"opt_enable_grad_global_norm_clipping=false"}));
+  EXPECT_EQ(spec.optimizer.maxGradNorm.value, 0.0);
+  ASSERT_FALSE(spec.notes.empty());
+  EXPECT_EQ(spec.notes.front(), "max_grad_norm: not applied, since "
+                                "opt_enable_grad_global_norm_clipping is "
+                                "false");
+}
+
+TEST(RunSpecTest, FlagValuesAreCheckedLikeConfigValues) {
+  auto flagError = [](auto field, auto value) {
+    RunSpecFlags flags;
+    flags.*field = value;
+    return errorOf(flags);
+  };
+  EXPECT_EQ(flagError(&RunSpecFlags::learningRate, std::nan("")),
+            "--lr must be a finite number, not nan");
+  EXPECT_EQ(flagError(&RunSpecFlags::learningRate, -1.0),
+            "--lr must not be negative, not -1");
+  EXPECT_EQ(flagError(&RunSpecFlags::adamB1, 5.0),
+            "--adam-b1 must be in [0, 1), not 5");
+  EXPECT_EQ(flagError(&RunSpecFlags::adamB2, 1.0),
+            "--adam-b2 must be in [0, 1), not 1");
+  EXPECT_EQ(flagError(&RunSpecFlags::adamEps, 0.0),
+            "--adam-eps must be positive, not 0");
+  EXPECT_EQ(flagError(&RunSpecFlags::weightDecay, -0.5),
+            "--adam-weight-decay must not be negative, not -0.5");
+  EXPECT_EQ(flagError(&RunSpecFlags::maxGradNorm, -1.0),
+            "--max-grad-norm must not be negative, not -1");
+  EXPECT_EQ(flagError(&RunSpecFlags::warmupSteps, int64_t(-10)),
+            "--warmup-steps must not be negative, not -10");
+  EXPECT_EQ(flagError(&RunSpecFlags::perDeviceBatch, 0.0),
+            "--per-device-batch must be positive, not 0");
+  EXPECT_EQ(flagError(&RunSpecFlags::steps, int64_t(0)),
+            "--steps must be at least 1, not 0");
+  EXPECT_EQ(flagError(&RunSpecFlags::checkpointEvery, int64_t(-5)),
+            "--checkpoint-every must be -1, 0 or at least 1, not -5");
+  EXPECT_EQ(flagError(&RunSpecFlags::traceSkipSteps, int64_t(-1)),
+            "--trace-skip-steps must not be negative, not -1");
+  EXPECT_EQ(flagError(&RunSpecFlags::traceSteps, int64_t(0)),
+            "--trace-steps must be at least 1, not 0");
+  EXPECT_EQ(flagError(&RunSpecFlags::threadsPerDevice, int64_t(-1)),
+            "--threads-per-device must not be negative, not -1");
+  EXPECT_EQ(flagError(&RunSpecFlags::batch, int64_t(-3)),
+            "--batch must be positive, not -3");
+  EXPECT_EQ(flagError(&RunSpecFlags::gradAccum, int64_t(0)),
+            "--grad-accum must be at least 1, not 0");
+  EXPECT_EQ(flagError(&RunSpecFlags::devices, int64_t(0)),
+            "--devices must be positive, not 0");
+}
+
+TEST(RunSpecTest, TheSameValueInAConfigIsAnError) {
+  // What --adam-b1=5 is on the command line, adam_b1: 5 is in a file.
+  std::string path = writeConfig("b1.yml", "adam_b1: 5\n");
+  EXPECT_EQ(errorOf(withConfig(path)), path + ":1: adam_b1: '5' must be in "
+                                              "[0, 1)");
+}
+
+TEST(RunSpecTest, MemoryBudgets) {
+  RunSpecFlags flags;
+  flags.deviceMemory = "512MiB";
+  flags.hostMemory = "2GB";
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.run.deviceMemoryBudget, int64_t(512) << 20);
+  EXPECT_GT(spec.run.hostMemoryBudget, 0);
+  flags.deviceMemory = "lots";
+  EXPECT_EQ(errorOf(flags),
+            "--device-memory='lots' is not a size (e.g. 512MiB, 2GB)");
+  // Less than a byte is not "unlimited".
+  flags.deviceMemory = "0.5";
+  EXPECT_EQ(errorOf(flags), "--device-memory='0.5' must be at least 1 byte "
+                            "(leave it out for no limit)");
+  flags.deviceMemory.reset();
+  flags.hostMemory = "0.25";
+  EXPECT_EQ(errorOf(flags), "--host-memory='0.25' must be at least 1 byte "
+                            "(leave it out for no limit)");
+}
+
+TEST(RunSpecTest, BatchFromPerDeviceBatch) {
+  RunSpecFlags flags;
+  flags.mesh = "data:4";
+  flags.perDeviceBatch = 0.5;
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.batch.global.value, 2);
+  EXPECT_EQ(spec.batch.global.origin, "--per-device-batch");
+  flags.perDeviceBatch = 0.3;
+  EXPECT_EQ(errorOf(flags), "--per-device-batch=0.3 × 4 devices = 1.2 is not "
+                            "a whole, positive global batch");
+  flags.batch = 8;
+  EXPECT_EQ(errorOf(flags), "give --batch or --per-device-batch, not both");
+  EXPECT_EQ(errorOf(withConfig(kDitTiny, {"per_device_batch_size=0.25"})),
+            "per_device_batch_size=0.25 × 2 devices = 0.5 is not a whole, "
+            "positive global batch");
+}
+
+TEST(RunSpecTest, GradientAccumulation) {
+  RunSpecFlags flags;
+  flags.gradAccum = 2;
+  EXPECT_EQ(errorOf(flags), "--grad-accum needs the global batch (--batch or "
+                            "--per-device-batch)");
+  flags.batch = 8;
+  EXPECT_EQ(resolve(flags).batch.gradAccum.value, 2);
+  flags.gradAccum = 3;
+  EXPECT_EQ(errorOf(flags),
+            "global batch 8 does not split into --grad-accum=3 microbatches");
+}
+
+TEST(RunSpecTest, FillsAConfigsMinusOneAxisWithTheCores) {
+  RunSpec spec =
+      resolve(withConfig(kDitTiny, {"ici_data_parallelism=-1"}), host(4));
+  EXPECT_EQ(spec.mesh.mesh.toString(), "data:4");
+  EXPECT_EQ(spec.mesh.devices, 4);
+  ASSERT_FALSE(spec.notes.empty());
+  EXPECT_EQ(spec.notes.front(),
+            "mesh: the -1 axis is filled with 4 devices (one per core; "
+            "--devices=N sets another count)");
+  // --devices gives the count; then there is no note.
+  RunSpecFlags flags = withConfig(kDitTiny, {"ici_data_parallelism=-1"});
+  flags.devices = 2;
+  spec = resolve(flags, host(4));
+  EXPECT_EQ(spec.mesh.mesh.toString(), "data:2");
+  EXPECT_TRUE(spec.notes.empty() ||
+              spec.notes.front().rfind("mesh:", 0) == std::string::npos);
+}
+
+TEST(RunSpecTest, FillsAFlagMeshFromDevices) {
+  RunSpecFlags flags;
+  flags.mesh = "data:2,fsdp:-1";
+  flags.devices = 8;
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.mesh.mesh.toString(), "data:2,fsdp:4");
+  EXPECT_EQ(spec.mesh.origin, "--mesh");
+  flags.devices.reset();
+  EXPECT_NE(errorOf(flags), "");
+  flags.mesh = "data:2";
+  flags.devices = 4;
+  EXPECT_EQ(errorOf(flags), "mesh data:2 has 2 devices but --devices=4");
+}
+
+TEST(RunSpecTest, DcnMeshKeepsOneProcess) {
+  RunSpec spec = resolve(withConfig(
+      kDitTiny, {"dcn_data_parallelism=-1", "ici_fsdp_parallelism=2"}));
+  EXPECT_EQ(spec.mesh.ici, "data:2,fsdp:2");
+  EXPECT_EQ(spec.mesh.dcn, "data:-1,fsdp:1");
+  EXPECT_EQ(spec.mesh.processes, 1);
+  EXPECT_EQ(spec.mesh.mesh.numDevices(), 4);
+}
+
+TEST(RunSpecTest, RulesAreAnObject) {
+  RunSpecFlags flags;
+  flags.rules = "wan";
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.rules.value, preset("wan"));
+  EXPECT_EQ(spec.rules.origin, "--rules");
+  flags.rules = "nope";
+  EXPECT_NE(errorOf(flags).find("nope"), std::string::npos);
+  // A flag beats the config's rules.
+  flags = withConfig(kDitTiny);
+  flags.rules = "sdxl";
+  EXPECT_EQ(resolve(flags).rules.value, preset("sdxl"));
+  // Rules a key=value argument gave.
+  spec = resolve(withConfig(
+      kDitTiny, {"logical_axis_rules=[['batch', 'data'], ['embed', null]]"}));
+  ASSERT_EQ(spec.rules.value.rules.size(), 2u);
+  EXPECT_EQ(spec.rules.value.rules[0],
+            (LogicalAxisRule{"batch", {std::string("data")}}));
+  EXPECT_TRUE(spec.rules.value.rules[1].meshAxes.empty());
+  EXPECT_EQ(spec.rules.origin, "logical_axis_rules=...");
+}
+
+TEST(RunSpecTest, RematPolicyIsAnEnum) {
+  RunSpecFlags flags;
+  flags.remat = "offload_matmul_without_batch";
+  EXPECT_EQ(resolve(flags).remat.policy.value,
+            RematPolicyKind::OffloadMatmulWithoutBatch);
+  flags.remat = "BOGUS";
+  EXPECT_EQ(errorOf(flags),
+            "unknown remat policy 'BOGUS'; expected one of NONE, FULL, "
+            "MATMUL_WITHOUT_BATCH, OFFLOAD_MATMUL_WITHOUT_BATCH, "
+            "HIDDEN_STATE_WITH_OFFLOAD, FLUX_OPTIMIZED, CUSTOM");
+  // Names belong to CUSTOM.
+  flags.remat = "FULL";
+  flags.namesSaved = std::vector<std::string>{"attn_output"};
+  EXPECT_EQ(errorOf(flags),
+            "names_which_can_be_saved / names_which_can_be_offloaded only "
+            "apply to remat policy CUSTOM, not FULL");
+  flags.remat = "CUSTOM";
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.remat.policy.value, RematPolicyKind::Custom);
+  EXPECT_EQ(spec.remat.namesSaved.value,
+            std::vector<std::string>{"attn_output"});
+  EXPECT_EQ(spec.remat.namesSaved.origin, "--names-saved");
+  EXPECT_TRUE(spec.remat.namesOffloaded.value.empty());
+}
+
+TEST(RunSpecTest, ConfigNamesCountOnlyForCustom) {
+  std::string path = writeConfig(
+      "names.yml", "remat_policy: 'FULL'\nnames_which_can_be_saved: [a]\n");
+  RunSpec spec = resolve(withConfig(path));
+  EXPECT_EQ(spec.remat.policy.value, RematPolicyKind::Full);
+  EXPECT_TRUE(spec.remat.namesSaved.value.empty());
+  spec = resolve(withConfig(path, {"remat_policy=CUSTOM"}));
+  EXPECT_EQ(spec.remat.namesSaved.value, std::vector<std::string>{"a"});
+  EXPECT_EQ(spec.remat.namesSaved.origin, "names.yml:2");
+  // The file names a setting it leaves out.
+  EXPECT_EQ(spec.remat.namesOffloaded.origin, "names.yml");
+}
+
+TEST(RunSpecTest, OverridesNeedAConfig) {
+  RunSpecFlags flags;
+  flags.overrides = {"learning_rate=1"};
+  EXPECT_EQ(errorOf(flags),
+            "'learning_rate=1': key=value arguments override a --config file");
+}
+
+TEST(RunSpecTest, IgnoredKeysAreOneWarning) {
+  std::string path = writeConfig("extra.yml", "my_key: 1\nother: 2\n");
+  RunSpec spec = resolve(withConfig(path, {"third=3"}));
+  ASSERT_EQ(spec.warnings.size(), 1u);
+  EXPECT_EQ(spec.warnings[0],
+            "extra.yml: ignoring 3 keys sd does not use: my_key, other, third");
+}
+
+TEST(RunSpecTest, OutputsAndProfiler) {
+  std::string path = writeConfig(
+      "out.yml",
+      "output_dir: 'o'\nenable_profiler: True\ncheckpoint_every: 3\n");
+  RunSpec spec = resolve(withConfig(path));
+  // run_name defaults to the start time.
+  EXPECT_EQ(spec.run.runName.value, "");
+  EXPECT_EQ(spec.run.effectiveRunName, "20261122-110512");
+  EXPECT_EQ(spec.run.runDir, "o/20261122-110512");
+  EXPECT_EQ(spec.run.tracePath.value, "o/20261122-110512/trace.json");
+  EXPECT_EQ(spec.run.tracePath.origin, "out.yml:2");
+  EXPECT_EQ(spec.notes.back(),
+            "checkpoint_every: 3 needs --checkpoint-dir to write checkpoints");
+  RunSpecFlags flags = withConfig(path);
+  flags.tracePath = "t.json";
+  EXPECT_EQ(resolve(flags).run.tracePath.value, "t.json");
+}
+
+TEST(RunSpecTest, PrintConfigListsEachSettingWithItsOrigin) {
+  RunSpecFlags flags = withConfig(kDitTiny, {"learning_rate=1.e-4"});
+  flags.modelPath = "m.mlir";
+  flags.adamB1 = 0.8;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printRunSpec(resolve(flags), os);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "sdrun settings for m.mlir (" + kDitTiny + "):");
+  for (const char *line :
+       {"  mesh                             data:2  (dit_tiny.yml:10)\n",
+        "  learning_rate                    0.0001  (command line)\n",
+        "  warmup_steps                     2 (warmup_steps_fraction 0.1 × 20 "
+        "steps)  (dit_tiny.yml:20)\n",
+        "  adam_b1                          0.8  (--adam-b1)\n",
+        "  logical_axis_rules               12 rules  (dit_tiny.yml:37)\n",
+        "  profiler_steps                   10  (default)\n",
+        "checkpoint_every: 5 needs --checkpoint-dir to write checkpoints\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "in\n" << text;
+}
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * kKiB;
+
+TEST(ParseByteSizeTest, AcceptsBytesAndUnits) {
+  EXPECT_EQ(parseByteSize("1048576"), 1048576);
+  EXPECT_EQ(parseByteSize("7B"), 7);
+  EXPECT_EQ(parseByteSize("4k"), 4 * kKiB);
+  EXPECT_EQ(parseByteSize("4KiB"), 4 * kKiB);
+  EXPECT_EQ(parseByteSize("4KB"), 4000);
+  EXPECT_EQ(parseByteSize("512MiB"), 512 * kMiB);
+  EXPECT_EQ(parseByteSize("3m"), 3 * kMiB);
+  EXPECT_EQ(parseByteSize("2mb"), 2000000);
+  EXPECT_EQ(parseByteSize("1.5G"), 1536 * kMiB);
+  EXPECT_EQ(parseByteSize("2gib"), 2048 * kMiB);
+  EXPECT_EQ(parseByteSize("2GB"), 2000000000);
+  EXPECT_EQ(parseByteSize(".5k"), 512);
+  EXPECT_EQ(parseByteSize("  3 MiB \n"), 3 * kMiB);
+}
+
+TEST(ParseByteSizeTest, RejectsMalformedAndNonPositiveSizes) {
+  for (const char *text :
+       {"", "  ", "MiB", ".", "0", "0.0GB", "-1", "-1MiB", "+1", "1.2.3",
+        "12XB", "1 0", "1e3", "1 GiB extra", "1TB", "99999999999GB"})
+    EXPECT_EQ(parseByteSize(text), std::nullopt) << "'" << text << "'";
+}
+
+} // namespace
