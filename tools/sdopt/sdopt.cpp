@@ -8,9 +8,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/IR/SDDialect.h"
-#include "sd/Passes/OpenMPEmitter.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Sharding/Mesh.h"
+#include "sd/Target/OpenMP/OpenMPEmitter.h"
+#include "sd/Target/OpenMP/OpenMPLoweringOpInterface.h"
+#include "sd/Target/OpenMP/Passes.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -145,13 +147,21 @@ static cl::opt<EmitKind> emitFlag(
                           "inlining and sd-lower-to-openmp")),
     cl::init(EmitKind::MLIR), cl::cat(sdCategory));
 
-int main(int argc, char **argv) {
-  DialectRegistry registry;
+/// The dialects, interfaces and passes sdopt knows.
+static void registerAll(DialectRegistry &registry) {
   registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
   // Lets --inline inline calls of block functions.
   func::registerInlinerExtension(registry);
+  // The OpenMP target: its plan attributes and the ops' lowering models.
+  mlir::sd::registerOpenMPLoweringInterfaces(registry);
   mlir::sd::registerSDPipelines();
+  mlir::sd::registerSDOpenMPPasses();
   registerTransformsPasses();
+}
+
+int main(int argc, char **argv) {
+  DialectRegistry registry;
+  registerAll(registry);
 
   auto [inputFilename, outputFilename] =
       registerAndParseCLIOptions(argc, argv, "sd optimizer driver\n", registry);
