@@ -33,50 +33,45 @@ static func::FuncOp findFunction(ModuleOp module, StringRef name) {
   return nullptr;
 }
 
+/// Emits the function `name` (see findFunction) of `module` to `os`.
+static LogicalResult emitFunction(ModuleOp module, StringRef name,
+                                  llvm::raw_ostream &os) {
+  func::FuncOp func = findFunction(module, name);
+  if (!func)
+    return module.emitError("no function ")
+           << (name.empty() ? "" : "'" + name.str() + "' ")
+           << "to emit as OpenMP";
+  return emitOpenMPProgram(func, os);
+}
+
 FailureOr<std::string> mlir::sd::lowerToOpenMP(ModuleOp module,
                                                StringRef funcName) {
   PassManager pm(module.getContext());
   pm.addPass(createInlinerPass());
   pm.addNestedPass<func::FuncOp>(createLowerToOpenMP());
-  if (failed(pm.run(module)))
-    return failure();
-  func::FuncOp func = findFunction(module, funcName);
-  if (!func) {
-    module.emitError("no function '") << funcName << "' to lower to OpenMP";
-    return failure();
-  }
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (failed(emitOpenMPProgram(func, os)))
+  if (failed(pm.run(module)) || failed(emitFunction(module, funcName, os)))
     return failure();
   return text;
 }
 
 namespace {
-struct EmitOpenMPPass
-    : public mlir::sd::impl::EmitOpenMPBase<EmitOpenMPPass> {
+/// Writes to `os` rather than stdout when sdopt gives it its output file.
+struct EmitOpenMPPass : public mlir::sd::impl::EmitOpenMPBase<EmitOpenMPPass> {
   using Base::Base;
-  EmitOpenMPPass(llvm::raw_ostream &os, const EmitOpenMPOptions &options)
-      : Base(options), os(&os) {}
-
+  EmitOpenMPPass(llvm::raw_ostream &os, std::string name) : os(&os) {
+    funcName = std::move(name);
+  }
   void runOnOperation() override {
-    func::FuncOp func = findFunction(getOperation(), funcName);
-    if (!func) {
-      getOperation().emitError("no function to emit as OpenMP");
-      return signalPassFailure();
-    }
-    if (failed(emitOpenMPProgram(func, *os)))
+    if (failed(emitFunction(getOperation(), funcName, *os)))
       signalPassFailure();
   }
-
-  /// Where the unit goes: stdout, or sdopt's output file.
   llvm::raw_ostream *os = &llvm::outs();
 };
 } // namespace
 
 std::unique_ptr<Pass> mlir::sd::createEmitOpenMP(llvm::raw_ostream &os,
                                                  std::string funcName) {
-  EmitOpenMPOptions options;
-  options.funcName = std::move(funcName);
-  return std::make_unique<EmitOpenMPPass>(os, options);
+  return std::make_unique<EmitOpenMPPass>(os, std::move(funcName));
 }

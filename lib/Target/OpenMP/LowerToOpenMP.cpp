@@ -27,8 +27,25 @@ using namespace mlir;
 using namespace mlir::sd;
 using namespace mlir::sd::openmp;
 
-namespace {
+/// How the op's interface says it lowers; none for the terminator (and
+/// for ops without the interface, which verifyLowerable rejects).
+static std::optional<LoweringKind> kindOf(Operation *op) {
+  if (auto lowering = dyn_cast<OpenMPLoweringOpInterface>(op))
+    return lowering.getLoweringKind();
+  return std::nullopt;
+}
 
+static bool isFusible(std::optional<LoweringKind> kind) {
+  return kind == LoweringKind::Elementwise || kind == LoweringKind::IndexMap ||
+         kind == LoweringKind::Cheap;
+}
+
+static bool isBufferView(Operation *op) {
+  auto lowering = dyn_cast<OpenMPLoweringOpInterface>(op);
+  return lowering && lowering.isBufferView();
+}
+
+namespace {
 /// How an op takes part in the plan.
 enum class Role {
   /// Its own kernel (or library call); its result is materialized.
@@ -38,27 +55,11 @@ enum class Role {
   /// Recomputed inside every kernel that reads it.
   Inline,
 };
-
-/// How the op's interface says it lowers; none for the terminator (and
-/// for ops without the interface, which verifyLowerable rejects).
-std::optional<LoweringKind> kindOf(Operation *op) {
-  if (auto lowering = dyn_cast<OpenMPLoweringOpInterface>(op))
-    return lowering.getLoweringKind();
-  return std::nullopt;
-}
-
-bool isFusible(std::optional<LoweringKind> kind) {
-  return kind == LoweringKind::Elementwise || kind == LoweringKind::IndexMap ||
-         kind == LoweringKind::Cheap;
-}
-
-bool isBufferView(Operation *op) {
-  auto lowering = dyn_cast<OpenMPLoweringOpInterface>(op);
-  return lowering && lowering.isBufferView();
-}
+} // namespace
 
 /// The kind of kernel a root op is.
-KernelKind kernelKind(Operation *op, const DenseMap<Operation *, Role> &roles) {
+static KernelKind kernelKind(Operation *op,
+                             const DenseMap<Operation *, Role> &roles) {
   switch (*kindOf(op)) {
   case LoweringKind::Reduction:
     return KernelKind::reduce;
@@ -86,7 +87,7 @@ KernelKind kernelKind(Operation *op, const DenseMap<Operation *, Role> &roles) {
 }
 
 /// The name of `value` for diagnostics: `%42` as printed.
-std::string valueName(Value value, AsmState &state) {
+static std::string valueName(Value value, AsmState &state) {
   std::string name;
   llvm::raw_string_ostream os(name);
   value.printAsOperand(os, state);
@@ -95,9 +96,9 @@ std::string valueName(Value value, AsmState &state) {
 
 /// Checks a type of `what`: a static ranked tensor of f32 (or i1 where
 /// `allowI1`).
-LogicalResult checkType(Type type, bool allowI1,
-                        function_ref<InFlightDiagnostic()> emitError,
-                        function_ref<std::string()> what) {
+static LogicalResult checkType(Type type, bool allowI1,
+                               function_ref<InFlightDiagnostic()> emitError,
+                               function_ref<std::string()> what) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)
     return emitError() << what() << " is not a ranked tensor";
@@ -112,6 +113,7 @@ LogicalResult checkType(Type type, bool allowI1,
                      << "; the OpenMP lowering supports f32 tensors only";
 }
 
+namespace {
 struct LowerToOpenMPPass
     : public mlir::sd::impl::LowerToOpenMPBase<LowerToOpenMPPass> {
   using LowerToOpenMPBase::LowerToOpenMPBase;
@@ -137,35 +139,31 @@ LogicalResult LowerToOpenMPPass::verifyLowerable(func::FuncOp func,
   if (!func.getBody().hasOneBlock())
     return func.emitOpError("has more than one block; the OpenMP lowering "
                             "needs straight-line functions");
+  // Checks the type of `value`, named `role` in an error on `owner`.
+  auto check = [&](Operation *owner, StringRef role, Value value,
+                   bool allowI1) {
+    return checkType(
+        value.getType(), allowI1, [&] { return owner->emitOpError(); },
+        [&] { return (role + " " + valueName(value, state)).str(); });
+  };
   for (BlockArgument arg : func.getArguments())
-    if (failed(checkType(
-            arg.getType(), /*allowI1=*/false,
-            [&] { return func.emitOpError(); },
-            [&] { return "argument " + valueName(arg, state); })))
+    if (failed(check(func, "argument", arg, /*allowI1=*/false)))
       return failure();
   for (Operation &op : func.getBody().front()) {
+    bool terminator = op.hasTrait<OpTrait::IsTerminator>();
     if (isa<CallOpInterface>(op))
       return op.emitOpError("cannot be lowered to OpenMP: inline first "
                             "(the lowering needs call-free functions)");
-    if (!op.hasTrait<OpTrait::IsTerminator>() &&
-        !isa<OpenMPLoweringOpInterface>(op))
+    if (!terminator && !isa<OpenMPLoweringOpInterface>(op))
       return op.emitOpError("has no OpenMP lowering");
     if (op.getNumRegions() != 0)
       return op.emitOpError("has regions; the OpenMP lowering needs "
                             "straight-line functions");
     for (Value result : op.getResults())
-      if (failed(checkType(
-              result.getType(), /*allowI1=*/true,
-              [&] { return op.emitOpError(); },
-              [&] { return "result " + valueName(result, state); })))
+      if (failed(check(&op, "result", result, /*allowI1=*/true)))
         return failure();
-    if (op.hasTrait<OpTrait::IsTerminator>())
-      continue;
     for (Value operand : op.getOperands())
-      if (failed(checkType(
-              operand.getType(), /*allowI1=*/true,
-              [&] { return op.emitOpError(); },
-              [&] { return "operand " + valueName(operand, state); })))
+      if (!terminator && failed(check(&op, "operand", operand, true)))
         return failure();
   }
   return success();

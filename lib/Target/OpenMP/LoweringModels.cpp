@@ -521,9 +521,6 @@ static LogicalResult emitCallOf(RngUniformOp op, ProgramBuilder &pb) {
 // Memory moves
 //===----------------------------------------------------------------------===//
 
-static bool movesToHost(OffloadOp) { return true; }
-static bool movesToHost(ReloadOp) { return false; }
-
 /// The runtime moves the operand into a buffer of the other memory, which
 /// the program then owns.
 static LogicalResult emitMove(Operation *op, bool toHost, ProgramBuilder &pb) {
@@ -542,6 +539,12 @@ static LogicalResult emitMove(Operation *op, bool toHost, ProgramBuilder &pb) {
   pb.traceEnd();
   pb.adoptBuffer(out, name, toHost);
   return success();
+}
+static LogicalResult emitCallOf(OffloadOp op, ProgramBuilder &pb) {
+  return emitMove(op, /*toHost=*/true, pb);
+}
+static LogicalResult emitCallOf(ReloadOp op, ProgramBuilder &pb) {
+  return emitMove(op, /*toHost=*/false, pb);
 }
 
 //===----------------------------------------------------------------------===//
@@ -686,8 +689,15 @@ static LogicalResult emitCollective(Operation *op, FlatSymbolRefAttr meshRef,
   return success();
 }
 
+/// Every collective that `collectiveOf` describes.
+template <typename OpTy,
+          typename = decltype(collectiveOf(std::declval<OpTy>()))>
+static LogicalResult emitCallOf(OpTy op, ProgramBuilder &pb) {
+  return emitCollective(op, op.getMeshAttr(), collectiveOf(op), pb);
+}
+
 /// The device's linear index along `axes` of the mesh.
-static LogicalResult emitAxisIndex(AxisIndexOp op, ProgramBuilder &pb) {
+static LogicalResult emitCallOf(AxisIndexOp op, ProgramBuilder &pb) {
   MeshAttr mesh = pb.lookupMesh(op, op.getMeshAttr());
   if (!mesh)
     return failure();
@@ -787,45 +797,13 @@ struct ReductionModel : Base<ReductionModel<OpTy>, OpTy> {
   }
 };
 
-/// Library calls: `emitCallOf` writes the call.
-template <typename OpTy> struct LibraryModel : Base<LibraryModel<OpTy>, OpTy> {
-  LoweringKind getLoweringKind(Operation *) const {
-    return LoweringKind::Library;
-  }
+/// Library calls, collectives and memory moves: `emitCallOf` writes the
+/// op's step.
+template <typename OpTy, LoweringKind Kind>
+struct CallModel : Base<CallModel<OpTy, Kind>, OpTy> {
+  LoweringKind getLoweringKind(Operation *) const { return Kind; }
   LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
     return emitCallOf(cast<OpTy>(op), program);
-  }
-};
-
-/// Collectives: `collectiveOf` describes the call.
-template <typename OpTy>
-struct CollectiveModel : Base<CollectiveModel<OpTy>, OpTy> {
-  LoweringKind getLoweringKind(Operation *) const {
-    return LoweringKind::Collective;
-  }
-  LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
-    auto collective = cast<OpTy>(op);
-    return emitCollective(op, collective.getMeshAttr(),
-                          collectiveOf(collective), program);
-  }
-};
-
-struct AxisIndexModel : Base<AxisIndexModel, AxisIndexOp> {
-  LoweringKind getLoweringKind(Operation *) const {
-    return LoweringKind::Collective;
-  }
-  LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
-    return emitAxisIndex(cast<AxisIndexOp>(op), program);
-  }
-};
-
-/// Offload and reload.
-template <typename OpTy> struct MemoryModel : Base<MemoryModel<OpTy>, OpTy> {
-  LoweringKind getLoweringKind(Operation *) const {
-    return LoweringKind::Memory;
-  }
-  LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
-    return emitMove(op, movesToHost(cast<OpTy>(op)), program);
   }
 };
 
@@ -834,6 +812,11 @@ template <typename OpTy> struct MemoryModel : Base<MemoryModel<OpTy>, OpTy> {
 template <template <typename> class Model, typename... OpTys>
 static void attach(MLIRContext *context) {
   (OpTys::template attachInterface<Model<OpTys>>(*context), ...);
+}
+
+template <LoweringKind Kind, typename... OpTys>
+static void attachCalls(MLIRContext *context) {
+  (OpTys::template attachInterface<CallModel<OpTys, Kind>>(*context), ...);
 }
 
 void mlir::sd::registerOpenMPLoweringInterfaces(DialectRegistry &registry) {
@@ -849,12 +832,12 @@ void mlir::sd::registerOpenMPLoweringInterfaces(DialectRegistry &registry) {
     ConstantOp::attachInterface<ConstantModel>(*context);
     attach<ReductionModel, ReduceSumOp, ReduceMaxOp, ReduceMeanOp, MseLossOp>(
         context);
-    attach<LibraryModel, DotGeneralOp, TransposeOp, SoftmaxOp, LayerNormOp,
-           RmsNormOp, GroupNormOp, AttentionOp, Conv2DOp, RngNormalOp,
-           RngUniformOp>(context);
-    attach<CollectiveModel, AllGatherOp, AllSliceOp, ReduceScatterOp,
-           AllReduceOp, AllToAllOp, CollectivePermuteOp>(context);
-    AxisIndexOp::attachInterface<AxisIndexModel>(*context);
-    attach<MemoryModel, OffloadOp, ReloadOp>(context);
+    attachCalls<LoweringKind::Library, DotGeneralOp, TransposeOp, SoftmaxOp,
+                LayerNormOp, RmsNormOp, GroupNormOp, AttentionOp, Conv2DOp,
+                RngNormalOp, RngUniformOp>(context);
+    attachCalls<LoweringKind::Collective, AllGatherOp, AllSliceOp,
+                ReduceScatterOp, AllReduceOp, AllToAllOp, CollectivePermuteOp,
+                AxisIndexOp>(context);
+    attachCalls<LoweringKind::Memory, OffloadOp, ReloadOp>(context);
   });
 }
