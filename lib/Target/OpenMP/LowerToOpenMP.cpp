@@ -24,8 +24,8 @@ namespace mlir::sd {
 } // namespace mlir::sd
 
 using namespace mlir;
-using namespace mlir::sd;
 using namespace mlir::sd::openmp;
+using namespace mlir::sd;
 
 /// How the op's interface says it lowers; none for the terminator (and
 /// for ops without the interface, which verifyLowerable rejects).

@@ -404,27 +404,29 @@ static LogicalResult emitCallOf(SoftmaxOp op, ProgramBuilder &pb) {
   return success();
 }
 
-static LogicalResult emitCallOf(LayerNormOp op, ProgramBuilder &pb) {
+/// layer_norm and rms_norm: each row (all dimensions but the last) of
+/// `operand` normalized, then scaled (and shifted) by the optional `affine`
+/// operands.
+static LogicalResult emitRowNorm(Operation *op, StringRef function,
+                                 Value operand, ArrayRef<Value> affine,
+                                 APFloat epsilon, ProgramBuilder &pb) {
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
-    auto [rows, cols] = rowsAndColumns(op.getResult());
-    os << "  api->layer_norm(dev, " << pb.buffer(op.getOperand()) << ", "
-       << pb.optionalBuffer(op.getScale()) << ", "
-       << pb.optionalBuffer(op.getBias()) << ", " << o << ", " << rows << ", "
-       << cols << ", " << doubleLiteral(op.getEpsilon().convertToDouble())
-       << ");\n";
+    auto [rows, cols] = rowsAndColumns(op->getResult(0));
+    os << "  api->" << function << "(dev, " << pb.buffer(operand) << ", ";
+    for (Value v : affine)
+      os << pb.optionalBuffer(v) << ", ";
+    os << o << ", " << rows << ", " << cols << ", "
+       << doubleLiteral(epsilon.convertToDouble()) << ");\n";
   });
   return success();
 }
-
+static LogicalResult emitCallOf(LayerNormOp op, ProgramBuilder &pb) {
+  return emitRowNorm(op, "layer_norm", op.getOperand(),
+                     {op.getScale(), op.getBias()}, op.getEpsilon(), pb);
+}
 static LogicalResult emitCallOf(RmsNormOp op, ProgramBuilder &pb) {
-  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
-    auto [rows, cols] = rowsAndColumns(op.getResult());
-    os << "  api->rms_norm(dev, " << pb.buffer(op.getOperand()) << ", "
-       << pb.optionalBuffer(op.getScale()) << ", " << o << ", " << rows << ", "
-       << cols << ", " << doubleLiteral(op.getEpsilon().convertToDouble())
-       << ");\n";
-  });
-  return success();
+  return emitRowNorm(op, "rms_norm", op.getOperand(), {op.getScale()},
+                     op.getEpsilon(), pb);
 }
 
 static LogicalResult emitCallOf(GroupNormOp op, ProgramBuilder &pb) {
