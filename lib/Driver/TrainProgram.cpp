@@ -7,7 +7,7 @@
 #include "sd/IR/SDAttrs.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/IR/SDOps.h"
-#include "sd/Passes/OpenMPEmitter.h"
+#include "sd/Target/OpenMP/OpenMPEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"

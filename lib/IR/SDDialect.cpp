@@ -233,12 +233,6 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
-  if (attrName == kKernelAttrName || attrName == kKernelKindAttrName) {
-    if (!isa<StringAttr>(attr.getValue()))
-      return emitError(op->getLoc()) << "'" << attrName
-                             << "' must be a string, not " << attr.getValue();
-    return success();
-  }
   if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)
     return emitError(op->getLoc()) << "'" << attrName
                            << "' belongs on a function argument, not on an op";

@@ -12,8 +12,10 @@
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/ToolFlags.h"
 #include "sd/IR/SDDialect.h"
-#include "sd/Passes/OpenMPEmitter.h"
 #include "sd/Passes/Passes.h"
+#include "sd/Target/OpenMP/OpenMPEmitter.h"
+#include "sd/Target/OpenMP/OpenMPLoweringOpInterface.h"
+#include "sd/Target/OpenMP/Passes.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -165,13 +167,21 @@ void printAfterPasses(MlirOptMainConfig &config, const SdoptFlags &flags,
 
 } // namespace
 
-int main(int argc, char **argv) {
-  DialectRegistry registry;
+/// The dialects, interfaces and passes sdopt knows.
+static void registerAll(DialectRegistry &registry) {
   registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
   // Lets --inline inline calls of block functions.
   func::registerInlinerExtension(registry);
+  // The OpenMP target: its plan attributes and the ops' lowering models.
+  mlir::sd::registerOpenMPLoweringInterfaces(registry);
   mlir::sd::registerSDPipelines();
+  mlir::sd::registerSDOpenMPPasses();
   registerTransformsPasses();
+}
+
+int main(int argc, char **argv) {
+  DialectRegistry registry;
+  registerAll(registry);
 
   mlir::sd::ToolFlags specFlags(mlir::sd::Tool::Sdopt);
   SdoptFlags flags;

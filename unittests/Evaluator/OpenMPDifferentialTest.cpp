@@ -12,7 +12,7 @@
 
 #include "PartitionTestUtils.h"
 
-#include "sd/Passes/OpenMPEmitter.h"
+#include "sd/Target/OpenMP/OpenMPEmitter.h"
 #include "sd/Runtime/Program.h"
 #include "sd/Runtime/Runtime.h"
 

@@ -93,12 +93,6 @@ def SD_Dialect : Dialect {
     /// reuses (a donated argument, as JAX's donate_argnums): the training
     /// step writes new parameters and optimizer state in place.
     static constexpr ::llvm::StringLiteral kAliasesAttrName = "sd.aliases";
-    /// On ops planned by sd-lower-to-openmp: the kernel an op runs in
-    /// (`"k12"`, or `"inline"` when recomputed in each reader's kernel) and,
-    /// on a kernel's root, what kind of kernel it is (`"fused"`, `"gemm"`).
-    static constexpr ::llvm::StringLiteral kKernelAttrName = "sd.kernel";
-    static constexpr ::llvm::StringLiteral kKernelKindAttrName =
-        "sd.kernel_kind";
 
   private:
     void registerAttributes();

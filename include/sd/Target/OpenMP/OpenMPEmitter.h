@@ -1,0 +1,41 @@
+//===- OpenMPEmitter.h - The per-device program as C++/OpenMP ---*- C++ -*-===//
+//
+// `sd-lower-to-openmp` (Passes.h) plans how each op of a per-device
+// function runs (which ops fuse into one loop nest, which write calls of
+// their own) and records the plan as typed `sd_omp.plan` attributes;
+// `emitOpenMPProgram` then writes the function as one self-contained C++
+// translation unit against the runtime's ABI (sd/Runtime/ProgramABI.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_TARGET_OPENMP_OPENMPEMITTER_H
+#define SD_TARGET_OPENMP_OPENMPEMITTER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::sd {
+
+/// Writes `func`, planned by sd-lower-to-openmp, as one C++ translation unit
+/// defining `sd_program_run` and `sd_program_abi_version`. Errors (a missing
+/// plan, an op the emitter cannot write) are reported on the op.
+LogicalResult emitOpenMPProgram(func::FuncOp func, llvm::raw_ostream &os);
+
+/// Runs sd-lower-to-openmp on `module` (which it annotates) and emits the
+/// function named `funcName`; diagnostics go to the context's handler.
+FailureOr<std::string> lowerToOpenMP(ModuleOp module, StringRef funcName);
+
+/// A module pass that emits function `funcName` (empty: `train_step`, else
+/// `loss`, else the first function) of an already planned module to `os`;
+/// sdopt's --emit=openmp.
+std::unique_ptr<Pass> createEmitOpenMP(llvm::raw_ostream &os,
+                                       std::string funcName = "");
+
+} // namespace mlir::sd
+
+#endif // SD_TARGET_OPENMP_OPENMPEMITTER_H

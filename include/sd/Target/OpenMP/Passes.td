@@ -1,0 +1,96 @@
+//===- Passes.td - passes of the OpenMP target -------------*- tablegen -*-===//
+
+#ifndef SD_TARGET_OPENMP_PASSES_TD
+#define SD_TARGET_OPENMP_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
+  let summary = "Plan how each op of a per-device program runs as OpenMP code";
+  let description = [{
+    Decides, for a call-free function with static f32 shapes (the
+    per-device training step after `sd-partition`, or a model function), how
+    every op executes in the C++ translation unit that `emitOpenMPProgram`
+    (sd/Target/OpenMP/OpenMPEmitter.h) writes, and records the plan on each
+    op as a typed `sd_omp.plan` attribute:
+
+    * `#sd_omp.kernel<N, KIND>` on the root of kernel N (the op whose result
+      it writes; kernels are numbered in program order): `fused` (a loop
+      nest of elementwise and index ops), `reduce` (a reduction with its
+      producers fused into its input), `alias` (a reshape of a materialized
+      value: no code), `library` (a BLAS GEMM or a runtime kernel),
+      `collective`, `constant` (a non-splat constant: a static array) or
+      `memory` (offload, reload).
+    * `#sd_omp.in_kernel<N>` on an op computed inside kernel N.
+    * `#sd_omp.inline` on a cheap op (splat constant, iota, or an index op
+      such as a broadcast of a materialized value) recomputed inside each
+      kernel that reads it instead of being materialized.
+
+    What each op is comes from its `OpenMPLoweringOpInterface` (attached by
+    `registerOpenMPLoweringInterfaces`); an op without it is an error.
+    Fusion: fusible ops (elementwise, index maps, cheap ops) fuse into their
+    consumer when it is their only user and itself fused code; reductions
+    fuse their producers the same way. A value read by several kernels, or
+    by a library call, a collective or the return, is materialized once.
+
+    ```mlir
+    %e = sd.exp %x : tensor<8x16xf32>
+    %y = sd.mul %e, %x : tensor<8x16xf32>
+    %s = sd.reduce_sum %y dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+    // becomes
+    %e = sd.exp %x {sd_omp.plan = #sd_omp.in_kernel<0>} : tensor<8x16xf32>
+    %y = sd.mul %e, %x {sd_omp.plan = #sd_omp.in_kernel<0>} : tensor<8x16xf32>
+    %s = sd.reduce_sum %y dims = [1] {sd_omp.plan = #sd_omp.kernel<0, reduce>} : ...
+    ```
+
+    An op that cannot be lowered is an error naming its value: a bf16
+    tensor (the OpenMP lowering supports f32 tensors only), a `func.call`
+    (inline first), a dynamic shape, or an op without an OpenMP lowering.
+  }];
+  let options = [
+    Option<"fusion", "fusion", "bool", "true",
+           "Fuse elementwise and index ops into their consumers (false: "
+           "every op is its own kernel)">,
+  ];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Number of kernels planned">,
+    Statistic<"numFused", "num-fused", "Number of ops fused into a consumer">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect",
+                           "::mlir::sd::openmp::SDOMPDialect"];
+}
+
+def EmitOpenMP : Pass<"sd-emit-openmp", "::mlir::ModuleOp"> {
+  let summary = "Write a planned function as a C++/OpenMP translation unit";
+  let description = [{
+    A printing pass: it leaves the IR unchanged and writes the function
+    `func-name` (empty: `@train_step`, else `@loss`, else the first function
+    with a body), planned by `sd-lower-to-openmp`, as the C++ translation
+    unit `sdrun` compiles, to stdout or to the stream `sdopt --emit=openmp`
+    gives it (then instead of the IR). The unit defines
+    `sd_program_abi_version` and `sd_program_run` against
+    `sd/Runtime/ProgramABI.h`; each fused kernel is a `static` function,
+    every other op a call that the op writes itself
+    (`OpenMPLoweringOpInterface::emitCall`).
+
+    ```mlir
+    %y = sd.dot_general %x, %w batch = [] x [] contract = [2] x [1]
+        {sd_omp.plan = #sd_omp.kernel<0, library>} : ...
+    // becomes
+    //   api->gemm(dev, 1, 0, 1, 128, 24, 32, a0, 32, 4096, a1, 32, 768,
+    //             0.0f, b0, 24, 3072);
+    ```
+
+    A function without a plan, or with an op whose call fails (a mesh axis
+    the mesh lacks, a collective of rank over 8), is an error on the op.
+  }];
+  let options = [
+    Option<"funcName", "func-name", "std::string", "\"\"",
+           "The function to emit (empty: train_step, else loss, else the "
+           "first function)">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect",
+                           "::mlir::sd::openmp::SDOMPDialect"];
+}
+
+#endif // SD_TARGET_OPENMP_PASSES_TD

@@ -1,0 +1,131 @@
+//===- ProgramBuilder.h - the program an OpenMP lowering writes -*- C++ -*-===//
+//
+// The OpenMP emitter writes a planned function as one C++ translation unit:
+// file-scope definitions (constants, shapes, collective descriptors), kernel
+// functions, and `sd_program_run`, a straight-line sequence of allocations,
+// calls and releases. A ProgramBuilder is what an op sees of that program
+// when it writes its own step (OpenMPLoweringOpInterface::emitCall): the
+// buffers of its operands, its result's allocation, the two streams, fresh
+// names and trace spans.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_TARGET_OPENMP_PROGRAMBUILDER_H
+#define SD_TARGET_OPENMP_PROGRAMBUILDER_H
+
+#include "sd/IR/SDAttrs.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::sd::openmp {
+
+/// `s` as a C++ string literal.
+std::string cString(StringRef s);
+
+/// "8x16"; "1" for a scalar.
+std::string shapeText(ArrayRef<int64_t> shape);
+
+/// The op's FLOPs and bytes accessed by its CostOpInterface (0 without).
+int64_t costFlops(Operation *op);
+int64_t costBytes(Operation *op);
+
+/// Names values and ops for comments, diagnostics and runtime errors.
+class Namer {
+public:
+  explicit Namer(func::FuncOp func) : state(func) {}
+  /// "%42".
+  std::string value(Value v);
+  /// "%42 = sd.dot_general (file:12)".
+  std::string op(Operation *op);
+  /// The defining op of `v`, else `v`.
+  std::string of(Value v) {
+    if (Operation *def = v.getDefiningOp())
+      return op(def);
+    return value(v);
+  }
+  /// What identifies `op` in a trace: its `sd.name`, else its source line
+  /// "(dit.mlir:12)", else its first result "%42".
+  std::string label(Operation *op);
+
+private:
+  AsmState state;
+};
+
+/// The program being written, as an op's emitCall sees it.
+class ProgramBuilder {
+public:
+  explicit ProgramBuilder(func::FuncOp func) : names(func) {}
+
+  /// The body of `sd_program_run`.
+  llvm::raw_ostream &entry() { return entryOs; }
+  /// File-scope definitions, written before the kernels.
+  llvm::raw_ostream &statics() { return staticsOs; }
+
+  /// The C++ expression of `v`'s buffer (a `float *`).
+  std::string buffer(Value v);
+  /// `buffer(v)`, or "nullptr" for an absent optional operand.
+  std::string optionalBuffer(Value v) {
+    return v ? buffer(v) : std::string("nullptr");
+  }
+  /// Allocates `v`'s buffer in `space` (SD_DEVICE_MEMORY, SD_HOST_MEMORY);
+  /// the program releases it after its last reader.
+  std::string allocate(Value v, StringRef space = "SD_DEVICE_MEMORY");
+  /// Makes `name`, a buffer the op obtained itself in `space`, `v`'s
+  /// buffer, released after its last reader.
+  void adoptBuffer(Value v, std::string name, bool host);
+  /// Makes `expr` `v`'s buffer without ownership (static storage).
+  void setBuffer(Value v, std::string expr) {
+    bufferNames[v] = std::move(expr);
+  }
+
+  /// A fresh local name: `prefix` and a number ("b12", "t13").
+  std::string freshLocal(StringRef prefix) {
+    return prefix.str() + std::to_string(nextBuffer++);
+  }
+  /// A fresh number for file-scope names ("coll7", "axes7").
+  std::string freshTag() { return std::to_string(nextStatic++); }
+  /// A static `int64_t` array holding `values`; returns its name.
+  std::string staticShape(ArrayRef<int64_t> values);
+
+  /// Opens a trace span named by the non-empty `words`, joined by blanks.
+  void traceBegin(ArrayRef<std::string> words, StringRef category,
+                  int64_t flops, int64_t bytes);
+  void traceEnd() { entryOs << "  api->trace_end(dev);\n"; }
+
+  /// A runtime kernel call of `op`: allocates its result, opens a "kernel"
+  /// span with the op's cost, lets `call` write the call with the result's
+  /// buffer, closes the span.
+  void emitKernelCall(Operation *op,
+                      function_ref<void(llvm::raw_ostream &, StringRef)> call);
+
+  /// The mesh `ref` names, or null after an error on `op`.
+  MeshAttr lookupMesh(Operation *op, FlatSymbolRefAttr ref);
+  /// Symbol lookups (CostOpInterface::getCommunication).
+  SymbolTableCollection &getSymbols() { return symbols; }
+
+  Namer names;
+
+protected:
+  std::string entryText;
+  llvm::raw_string_ostream entryOs{entryText};
+  std::string staticsText;
+  llvm::raw_string_ostream staticsOs{staticsText};
+  int64_t nextStatic = 0;
+  int64_t nextBuffer = 0;
+  DenseMap<Value, std::string> bufferNames;
+  /// Program-allocated storage (released after its last use).
+  DenseSet<Value> owned;
+  /// Storage in host memory.
+  DenseSet<Value> hostStorage;
+  SymbolTableCollection symbols;
+};
+
+} // namespace mlir::sd::openmp
+
+#endif // SD_TARGET_OPENMP_PROGRAMBUILDER_H

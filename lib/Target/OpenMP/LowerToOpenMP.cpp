@@ -1,0 +1,263 @@
+//===- LowerToOpenMP.cpp - plan kernels for the OpenMP lowering -----------===//
+//
+// Checks that a function can become OpenMP code (call-free, static f32
+// shapes, every op with an OpenMPLoweringOpInterface) and decides which ops
+// fuse into one loop nest (see the pass description in Passes.td). The
+// decision walks the ops once backwards, so every op sees its users'
+// decisions: an op fuses into its only user when that user is itself fused
+// code; cheap ops (splat constants, iota, index ops over materialized
+// values) are recomputed in every kernel that reads them. What an op is
+// comes from its interface alone. The emitter (OpenMPEmitter.cpp) reads
+// the resulting `sd_omp.plan` attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Target/OpenMP/OpenMPLoweringOpInterface.h"
+#include "sd/Target/OpenMP/Passes.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+
+namespace mlir::sd {
+#define GEN_PASS_DEF_LOWERTOOPENMP
+#include "sd/Target/OpenMP/Passes.h.inc"
+} // namespace mlir::sd
+
+using namespace mlir;
+using namespace mlir::sd::openmp;
+using namespace mlir::sd;
+
+/// How the op's interface says it lowers; none for the terminator (and
+/// for ops without the interface, which verifyLowerable rejects).
+static std::optional<LoweringKind> kindOf(Operation *op) {
+  if (auto lowering = dyn_cast<OpenMPLoweringOpInterface>(op))
+    return lowering.getLoweringKind();
+  return std::nullopt;
+}
+
+static bool isFusible(std::optional<LoweringKind> kind) {
+  return kind == LoweringKind::Elementwise || kind == LoweringKind::IndexMap ||
+         kind == LoweringKind::Cheap;
+}
+
+static bool isBufferView(Operation *op) {
+  auto lowering = dyn_cast<OpenMPLoweringOpInterface>(op);
+  return lowering && lowering.isBufferView();
+}
+
+namespace {
+/// How an op takes part in the plan.
+enum class Role {
+  /// Its own kernel (or library call); its result is materialized.
+  Root,
+  /// Computed inside its only user's kernel.
+  Fused,
+  /// Recomputed inside every kernel that reads it.
+  Inline,
+};
+} // namespace
+
+/// The kind of kernel a root op is.
+static KernelKind kernelKind(Operation *op,
+                             const DenseMap<Operation *, Role> &roles) {
+  switch (*kindOf(op)) {
+  case LoweringKind::Reduction:
+    return KernelKind::reduce;
+  case LoweringKind::Library:
+    return KernelKind::library;
+  case LoweringKind::Collective:
+    return KernelKind::collective;
+  case LoweringKind::Constant:
+    return KernelKind::constant;
+  case LoweringKind::Memory:
+    return KernelKind::memory;
+  case LoweringKind::Elementwise:
+  case LoweringKind::IndexMap:
+  case LoweringKind::Cheap:
+    break;
+  }
+  // A view (reshape) of a value that already has a buffer reuses that
+  // buffer.
+  if (isBufferView(op)) {
+    Operation *def = op->getOperand(0).getDefiningOp();
+    if (!def || roles.lookup(def) == Role::Root)
+      return KernelKind::alias;
+  }
+  return KernelKind::fused;
+}
+
+/// The name of `value` for diagnostics: `%42` as printed.
+static std::string valueName(Value value, AsmState &state) {
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  value.printAsOperand(os, state);
+  return name;
+}
+
+/// Checks a type of `what`: a static ranked tensor of f32 (or i1 where
+/// `allowI1`).
+static LogicalResult checkType(Type type, bool allowI1,
+                               function_ref<InFlightDiagnostic()> emitError,
+                               function_ref<std::string()> what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return emitError() << what() << " is not a ranked tensor";
+  if (!tensor.hasStaticShape())
+    return emitError() << what() << " has the dynamic type " << type
+                       << "; the OpenMP lowering needs static shapes "
+                          "(run sd-specialize-batch first)";
+  Type element = tensor.getElementType();
+  if (element.isF32() || (allowI1 && element.isInteger(1)))
+    return success();
+  return emitError() << what() << " has element type " << element
+                     << "; the OpenMP lowering supports f32 tensors only";
+}
+
+namespace {
+struct LowerToOpenMPPass
+    : public mlir::sd::impl::LowerToOpenMPBase<LowerToOpenMPPass> {
+  using LowerToOpenMPBase::LowerToOpenMPBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    LowerToOpenMPBase::getDependentDialects(registry);
+    registerOpenMPLoweringInterfaces(registry);
+  }
+  LogicalResult verifyLowerable(func::FuncOp func, AsmState &state);
+  /// Decides the role of every op, users before producers.
+  DenseMap<Operation *, Role>
+  planRoles(ArrayRef<Operation *> ops,
+            DenseMap<Operation *, Operation *> &fusedInto);
+  void runOnOperation() override;
+};
+
+} // namespace
+
+LogicalResult LowerToOpenMPPass::verifyLowerable(func::FuncOp func,
+                                                 AsmState &state) {
+  if (func.isExternal())
+    return success();
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("has more than one block; the OpenMP lowering "
+                            "needs straight-line functions");
+  // Checks the type of `value`, named `role` in an error on `owner`.
+  auto check = [&](Operation *owner, StringRef role, Value value,
+                   bool allowI1) {
+    return checkType(
+        value.getType(), allowI1, [&] { return owner->emitOpError(); },
+        [&] { return (role + " " + valueName(value, state)).str(); });
+  };
+  for (BlockArgument arg : func.getArguments())
+    if (failed(check(func, "argument", arg, /*allowI1=*/false)))
+      return failure();
+  for (Operation &op : func.getBody().front()) {
+    bool terminator = op.hasTrait<OpTrait::IsTerminator>();
+    if (isa<CallOpInterface>(op))
+      return op.emitOpError("cannot be lowered to OpenMP: inline first "
+                            "(the lowering needs call-free functions)");
+    if (!terminator && !isa<OpenMPLoweringOpInterface>(op))
+      return op.emitOpError("has no OpenMP lowering");
+    if (op.getNumRegions() != 0)
+      return op.emitOpError("has regions; the OpenMP lowering needs "
+                            "straight-line functions");
+    for (Value result : op.getResults())
+      if (failed(check(&op, "result", result, /*allowI1=*/true)))
+        return failure();
+    for (Value operand : op.getOperands())
+      if (!terminator && failed(check(&op, "operand", operand, true)))
+        return failure();
+  }
+  return success();
+}
+
+DenseMap<Operation *, Role>
+LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
+                             DenseMap<Operation *, Operation *> &fusedInto) {
+  DenseMap<Operation *, Role> roles;
+  for (Operation *op : llvm::reverse(ops)) {
+    std::optional<LoweringKind> kind = kindOf(op);
+    if (!kind)
+      continue;
+    Role role = Role::Root;
+    if (fusion && isFusible(kind) && !op->use_empty()) {
+      // Users that read the value inside their own loop nest.
+      SmallVector<Operation *> users;
+      bool allFusedUsers = true;
+      for (Operation *user : op->getUsers()) {
+        std::optional<LoweringKind> userKind = kindOf(user);
+        if (!isFusible(userKind) && userKind != LoweringKind::Reduction)
+          allFusedUsers = false;
+        if (!llvm::is_contained(users, user))
+          users.push_back(user);
+      }
+      if (kind == LoweringKind::Cheap) {
+        if (allFusedUsers)
+          role = Role::Inline;
+      } else if (users.size() == 1 && allFusedUsers) {
+        Role userRole = roles.lookup(users.front());
+        // A view of a view that is materialized anyway: both alias one
+        // buffer rather than copying it.
+        bool viewChain = isBufferView(op) && isBufferView(users.front()) &&
+                         userRole == Role::Root;
+        if (viewChain) {
+          role = Role::Root;
+        } else if (userRole != Role::Inline) {
+          role = Role::Fused;
+          fusedInto[op] = users.front();
+        } else if (kind == LoweringKind::IndexMap) {
+          role = Role::Inline;
+        }
+      } else if (kind == LoweringKind::IndexMap && allFusedUsers) {
+        // A broadcast (or reshape, slice, ...) read by several kernels is
+        // recomputed by each rather than materialized at its larger size.
+        role = Role::Inline;
+      }
+    }
+    roles[op] = role;
+  }
+  return roles;
+}
+
+void LowerToOpenMPPass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  if (func.isExternal())
+    return;
+  {
+    AsmState state(func);
+    if (failed(verifyLowerable(func, state)))
+      return signalPassFailure();
+  }
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front().without_terminator())
+    ops.push_back(&op);
+
+  // Backwards: every user is decided before its producers.
+  DenseMap<Operation *, Operation *> fusedInto;
+  DenseMap<Operation *, Role> roles = planRoles(ops, fusedInto);
+
+  // Roots are numbered in program order; fused ops take their root's id.
+  MLIRContext *ctx = &getContext();
+  DenseMap<Operation *, int64_t> ids;
+  int64_t next = 0;
+  for (Operation *op : ops) {
+    if (roles.lookup(op) != Role::Root)
+      continue;
+    ids[op] = next;
+    op->setAttr(SDOMPDialect::kPlanAttrName,
+                KernelAttr::get(ctx, next++, kernelKind(op, roles)));
+  }
+  numKernels = next;
+  for (Operation *op : llvm::reverse(ops)) {
+    switch (roles.lookup(op)) {
+    case Role::Root:
+      break;
+    case Role::Fused:
+      ids[op] = ids.lookup(fusedInto.lookup(op));
+      op->setAttr(SDOMPDialect::kPlanAttrName, InKernelAttr::get(ctx, ids[op]));
+      ++numFused;
+      break;
+    case Role::Inline:
+      op->setAttr(SDOMPDialect::kPlanAttrName, InlineAttr::get(ctx));
+      break;
+    }
+  }
+}

@@ -1,0 +1,845 @@
+//===- LoweringModels.cpp - how each sd op becomes OpenMP C++ -------------===//
+//
+// The external models of OpenMPLoweringOpInterface for the sd ops: one
+// small overload per op (its scalar expression, the positions at which it
+// reads its operands, its reduction, or its call into the runtime), and one
+// model template per family of ops that forwards the interface to those
+// overloads, as the evaluator does (lib/Evaluator/EvaluableOps.cpp). A new
+// op is one overload and one entry in the registration at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Target/OpenMP/OpenMPLoweringOpInterface.h"
+
+#include "sd/Analysis/CostModel.h"
+#include "sd/IR/SDOps.h"
+#include "sd/Target/OpenMP/OpenMPDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::openmp;
+
+#include "sd/Target/OpenMP/OpenMPLoweringOpInterface.cpp.inc"
+
+namespace {
+using Scalars = ArrayRef<std::string>;
+using Positions = SmallVectorImpl<OperandPosition>;
+} // namespace
+
+/// "f(a)".
+static std::string call(StringRef f, Scalars a) {
+  return (f + "(" + a[0] + ")").str();
+}
+/// "f(a, b)".
+static std::string call2(StringRef f, Scalars a) {
+  return (f + "(" + a[0] + ", " + a[1] + ")").str();
+}
+static std::string infix(StringRef o, Scalars a) {
+  return a[0] + " " + o.str() + " " + a[1];
+}
+/// A double literal with every digit an f64 needs.
+static std::string doubleLiteral(double value) {
+  return llvm::formatv("{0:e17}", value).str();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops: the scalar expression from the operands
+//===----------------------------------------------------------------------===//
+
+static std::string scalarOf(NegOp, Scalars a) { return "-" + a[0]; }
+static std::string scalarOf(ExpOp, Scalars a) { return call("sd_exp", a); }
+static std::string scalarOf(LogOp, Scalars a) { return call("std::log", a); }
+static std::string scalarOf(SqrtOp, Scalars a) { return call("std::sqrt", a); }
+static std::string scalarOf(RsqrtOp, Scalars a) {
+  return "1.0f / " + call("std::sqrt", a);
+}
+static std::string scalarOf(TanhOp, Scalars a) { return call("sd_tanh", a); }
+static std::string scalarOf(SinOp, Scalars a) { return call("std::sin", a); }
+static std::string scalarOf(CosOp, Scalars a) { return call("std::cos", a); }
+static std::string scalarOf(ErfOp, Scalars a) { return call("sd_erf", a); }
+static std::string scalarOf(SigmoidOp, Scalars a) {
+  return call("sd_sigmoid", a);
+}
+static std::string scalarOf(SiluOp, Scalars a) {
+  return a[0] + " * " + call("sd_sigmoid", a);
+}
+static std::string scalarOf(GeluOp op, Scalars a) {
+  return call(op.getApproximate() ? "sd_gelu_tanh" : "sd_gelu_erf", a);
+}
+static std::string scalarOf(AddOp, Scalars a) { return infix("+", a); }
+static std::string scalarOf(SubOp, Scalars a) { return infix("-", a); }
+static std::string scalarOf(MulOp, Scalars a) { return infix("*", a); }
+static std::string scalarOf(DivOp, Scalars a) { return infix("/", a); }
+static std::string scalarOf(MaxOp, Scalars a) { return call2("sd_max", a); }
+static std::string scalarOf(MinOp, Scalars a) { return call2("sd_min", a); }
+static std::string scalarOf(PowOp, Scalars a) { return call2("std::pow", a); }
+static std::string scalarOf(CompareOp op, Scalars a) {
+  static const char *ops[] = {"==", "!=", "<", "<=", ">", ">="};
+  return infix(ops[static_cast<int>(op.getDirection())], a);
+}
+static std::string scalarOf(SelectOp, Scalars a) {
+  return a[0] + " ? " + a[1] + " : " + a[2];
+}
+static std::string scalarOf(ConvertOp op, Scalars a) {
+  return isPred(op.getOperand()) ? "(" + a[0] + " ? 1.0f : 0.0f)" : a[0];
+}
+/// Shardings do not change values.
+static std::string scalarOf(ShardingConstraintOp, Scalars a) { return a[0]; }
+
+//===----------------------------------------------------------------------===//
+// Index maps: where the operands are read, and the value there
+//===----------------------------------------------------------------------===//
+
+static void addPerDim(Positions &out, Value v, SmallVector<Index> dims) {
+  Position p;
+  p.dims = std::move(dims);
+  out.push_back({v, p});
+}
+
+/// A reshape reads its operand at the same row-major offset.
+static void positionsOf(ReshapeOp op, KernelBuilder &kb, const Position &pos,
+                        Positions &out) {
+  Position p;
+  p.linear = true;
+  p.offset = kb.offsetOf(pos, shapeOf(op.getResult()));
+  out.push_back({op.getOperand(), p});
+}
+
+static void positionsOf(BroadcastInDimOp op, KernelBuilder &kb,
+                        const Position &pos, Positions &out) {
+  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  ArrayRef<int64_t> opShape = shapeOf(op.getOperand());
+  SmallVector<Index> in = kb.dimsOf(pos, outShape), dims;
+  for (auto [i, d] : llvm::enumerate(op.getDims()))
+    dims.push_back(opShape[i] == 1 && outShape[d] != 1 ? kb.constantIndex(0)
+                                                       : in[d]);
+  addPerDim(out, op.getOperand(), dims);
+}
+
+static void positionsOf(SliceOp op, KernelBuilder &kb, const Position &pos,
+                        Positions &out) {
+  SmallVector<Index> in = kb.dimsOf(pos, shapeOf(op.getResult())), dims;
+  for (auto [d, i] : llvm::enumerate(in))
+    dims.push_back(scaleAdd(i, op.getStrides()[d], op.getStart()[d]));
+  addPerDim(out, op.getOperand(), dims);
+}
+
+static void positionsOf(PadOp op, KernelBuilder &kb, const Position &pos,
+                        Positions &out) {
+  SmallVector<Index> in = kb.dimsOf(pos, shapeOf(op.getResult())), dims;
+  ArrayRef<int64_t> opShape = shapeOf(op.getOperand());
+  for (auto [d, i] : llvm::enumerate(in)) {
+    if (op.getLow()[d] == 0 && op.getHigh()[d] == 0) {
+      dims.push_back(i);
+      continue;
+    }
+    dims.push_back(
+        clampIndex("(" + kb.print(i) + ") - " + std::to_string(op.getLow()[d]),
+                   opShape[d]));
+  }
+  addPerDim(out, op.getOperand(), dims);
+}
+
+static void positionsOf(ConcatOp op, KernelBuilder &kb, const Position &pos,
+                        Positions &out) {
+  SmallVector<Index> in = kb.dimsOf(pos, shapeOf(op.getResult()));
+  int64_t dim = op.getDim(), offset = 0;
+  for (Value input : op.getInputs()) {
+    SmallVector<Index> dims = in;
+    int64_t size = shapeOf(input)[dim];
+    dims[dim] = clampIndex(
+        "(" + kb.print(in[dim]) + ") - " + std::to_string(offset), size);
+    offset += size;
+    addPerDim(out, input, dims);
+  }
+}
+
+static void positionsOf(UpsampleNearestOp op, KernelBuilder &kb,
+                        const Position &pos, Positions &out) {
+  SmallVector<Index> dims = kb.dimsOf(pos, shapeOf(op.getResult()));
+  for (int d = 0; d < 2; ++d)
+    dims[1 + d] = Index::opaque("((" + kb.print(dims[1 + d]) + ") / " +
+                                std::to_string(op.getScale()[d]) + ")");
+  addPerDim(out, op.getOperand(), dims);
+}
+
+/// Most index maps are their operand read at the mapped position.
+template <typename OpTy>
+static std::string indexScalarOf(OpTy, KernelBuilder &, const Position &,
+                                 Scalars a) {
+  return a[0];
+}
+
+/// Inside the operand's bounds the operand, else the padding value.
+static std::string indexScalarOf(PadOp op, KernelBuilder &kb,
+                                 const Position &pos, Scalars a) {
+  kb.markOpaque();
+  SmallVector<Index> dims = kb.dimsOf(pos, shapeOf(op.getResult()));
+  ArrayRef<int64_t> opShape = shapeOf(op.getOperand());
+  std::string cond;
+  for (auto [d, i] : llvm::enumerate(dims)) {
+    int64_t lo = op.getLow()[d];
+    if (lo == 0 && op.getHigh()[d] == 0)
+      continue;
+    std::string x = "(" + kb.print(i) + ")";
+    cond += (cond.empty() ? "" : " && ") + x + " >= " + std::to_string(lo) +
+            " && " + x + " < " + std::to_string(lo + opShape[d]);
+  }
+  if (cond.empty())
+    return a[0];
+  return "(" + cond + ") ? " + a[0] + " : " +
+         floatLiteral(op.getPaddingValue().convertToDouble());
+}
+
+/// The input whose range holds the position along the concatenated
+/// dimension.
+static std::string indexScalarOf(ConcatOp op, KernelBuilder &kb,
+                                 const Position &pos, Scalars a) {
+  kb.markOpaque();
+  SmallVector<Index> dims = kb.dimsOf(pos, shapeOf(op.getResult()));
+  std::string x = "(" + kb.print(dims[op.getDim()]) + ")", e;
+  int64_t offset = 0;
+  auto inputs = op.getInputs();
+  for (unsigned k = 0; k + 1 < inputs.size(); ++k) {
+    offset += shapeOf(inputs[k])[op.getDim()];
+    e += x + " < " + std::to_string(offset) + " ? " + a[k] + " : ";
+  }
+  return e + a.back();
+}
+
+/// Only a reshape's result is its operand's buffer as it is.
+template <typename OpTy> static bool isViewOf(OpTy) { return false; }
+static bool isViewOf(ReshapeOp) { return true; }
+
+//===----------------------------------------------------------------------===//
+// Cheap ops and constants
+//===----------------------------------------------------------------------===//
+
+static std::string cheapScalarOf(IotaOp op, KernelBuilder &kb,
+                                 const Position &pos) {
+  SmallVector<Index> dims = kb.dimsOf(pos, shapeOf(op.getResult()));
+  kb.useIndex(dims[op.getDim()]);
+  return "static_cast<float>(" + kb.print(dims[op.getDim()]) + ")";
+}
+
+static DenseElementsAttr denseValue(ConstantOp op) {
+  return dyn_cast<DenseElementsAttr>(op.getValue());
+}
+
+/// A non-splat constant is a static array in the program.
+static LogicalResult emitConstant(ConstantOp op, ProgramBuilder &pb) {
+  DenseElementsAttr dense = denseValue(op);
+  if (!dense)
+    return op.emitOpError("has a constant the OpenMP emitter cannot read");
+  std::string name = "cst" + pb.freshTag();
+  llvm::raw_ostream &os = pb.statics();
+  os << "// " << pb.names.op(op) << "\nstatic const float " << name << "[] = {";
+  int64_t i = 0;
+  for (APFloat value : dense.getValues<APFloat>())
+    os << (i++ % 8 ? " " : "\n    ") << floatLiteral(value.convertToDouble())
+       << ",";
+  os << "\n};\n";
+  pb.setBuffer(op.getResult(), "const_cast<float *>(" + name + ")");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static ReductionInfo reductionOf(ReduceSumOp op) {
+  return {llvm::to_vector(op.getDims()), false, false, false};
+}
+static ReductionInfo reductionOf(ReduceMaxOp op) {
+  return {llvm::to_vector(op.getDims()), false, /*max=*/true, false};
+}
+static ReductionInfo reductionOf(ReduceMeanOp op) {
+  return {llvm::to_vector(op.getDims()), false, false, /*mean=*/true};
+}
+/// The mean over every element of the squared difference.
+static ReductionInfo reductionOf(MseLossOp) {
+  return {{}, /*allDims=*/true, false, /*mean=*/true};
+}
+
+/// What a reduction accumulates: its input as read.
+template <typename OpTy>
+static std::string reducedScalarOf(OpTy, KernelBuilder &, Scalars a) {
+  return a[0];
+}
+static std::string reducedScalarOf(MseLossOp, KernelBuilder &kb, Scalars a) {
+  std::string d = kb.bind(a[0] + " - " + a[1]);
+  return d + " * " + d;
+}
+
+//===----------------------------------------------------------------------===//
+// Library calls: the BLAS and the runtime's kernels
+//===----------------------------------------------------------------------===//
+
+/// The dimensions of a rank-`rank` operand that are neither batch nor
+/// contracting.
+static SmallVector<int64_t> freeDims(int64_t rank, ArrayRef<int64_t> batch,
+                                     ArrayRef<int64_t> contract) {
+  SmallVector<int64_t> f;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(batch, d) && !llvm::is_contained(contract, d))
+      f.push_back(d);
+  return f;
+}
+
+/// Whether an operand's dimensions are laid out as `b`, `first`, `second`.
+static bool hasLayout(ArrayRef<int64_t> b, ArrayRef<int64_t> first,
+                      ArrayRef<int64_t> second) {
+  int64_t next = 0;
+  for (ArrayRef<int64_t> group : {b, first, second})
+    for (int64_t d : group)
+      if (d != next++)
+        return false;
+  return true;
+}
+
+/// Copies `v` of `op` into a temporary with its dimensions permuted by
+/// `perm` (a GEMM operand whose layout the BLAS cannot read directly).
+static std::string transposeInto(DotGeneralOp op, Value v,
+                                 ArrayRef<int64_t> perm, ProgramBuilder &pb) {
+  llvm::raw_ostream &entry = pb.entry();
+  std::string tmp = pb.freshLocal("t");
+  int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
+  std::string shape = pb.staticShape(shapeOf(v));
+  std::string permName = pb.staticShape(perm);
+  entry << "  float *" << tmp << " = static_cast<float *>(api->alloc(dev, "
+        << bytes << ", SD_DEVICE_MEMORY, "
+        << cString(pb.names.op(op) + " (transposed operand)") << "));\n"
+        << "  if (!" << tmp << ") return 1;\n";
+  pb.traceBegin({"transpose", shapeText(shapeOf(v)), "(gemm operand)",
+                 pb.names.label(op)},
+                "kernel", 0, 2 * bytes);
+  entry << "  api->transpose(dev, " << pb.buffer(v) << ", " << tmp << ", "
+        << perm.size() << ", " << shape << ", " << permName << ");\n";
+  pb.traceEnd();
+  return tmp;
+}
+
+/// One (batched) GEMM: lhs [batch, M, K] or [batch, K, M] (trans_a), rhs
+/// [batch, K, N] or [batch, N, K] (trans_b); an operand in any other layout
+/// is transposed first.
+static LogicalResult emitCallOf(DotGeneralOp op, ProgramBuilder &pb) {
+  ArrayRef<int64_t> ls = shapeOf(op.getLhs()), rs = shapeOf(op.getRhs());
+  ArrayRef<int64_t> lb = op.getLhsBatch(), rb = op.getRhsBatch();
+  ArrayRef<int64_t> lc = op.getLhsContract(), rc = op.getRhsContract();
+  SmallVector<int64_t> lf = freeDims(ls.size(), lb, lc);
+  SmallVector<int64_t> rf = freeDims(rs.size(), rb, rc);
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  for (int64_t d : lb)
+    batch *= ls[d];
+  for (int64_t d : lf)
+    m *= ls[d];
+  for (int64_t d : rf)
+    n *= rs[d];
+  for (int64_t d : lc)
+    k *= ls[d];
+  int transA = hasLayout(lb, lc, lf) && !hasLayout(lb, lf, lc) ? 1 : 0;
+  int transB = hasLayout(rb, rf, rc) && !hasLayout(rb, rc, rf) ? 1 : 0;
+  std::string lhs = pb.buffer(op.getLhs()), rhs = pb.buffer(op.getRhs());
+  SmallVector<std::string> temps;
+  if (!hasLayout(lb, lf, lc) && !hasLayout(lb, lc, lf)) {
+    SmallVector<int64_t> perm(lb);
+    perm.append(lf);
+    perm.append(lc.begin(), lc.end());
+    lhs = transposeInto(op, op.getLhs(), perm, pb);
+    temps.push_back(lhs);
+  }
+  if (!hasLayout(rb, rc, rf) && !hasLayout(rb, rf, rc)) {
+    SmallVector<int64_t> perm(rb);
+    perm.append(rc.begin(), rc.end());
+    perm.append(rf);
+    rhs = transposeInto(op, op.getRhs(), perm, pb);
+    temps.push_back(rhs);
+  }
+  std::string out = pb.allocate(op.getResult());
+  int64_t lda = transA ? m : k, ldb = transB ? k : n;
+  std::string mnk = llvm::formatv("{0}x{1}x{2}", m, n, k).str();
+  pb.traceBegin({"gemm",
+                 batch > 1 ? std::to_string(batch) + "x[" + mnk + "]" : mnk,
+                 pb.names.label(op)},
+                "gemm", costFlops(op), costBytes(op));
+  pb.entry() << "  // batch=" << batch << " M=" << m << " N=" << n << " K=" << k
+             << "\n  api->gemm(dev, " << batch << ", " << transA << ", "
+             << transB << ", " << m << ", " << n << ", " << k << ", " << lhs
+             << ", " << lda << ", " << m * k << ", " << rhs << ", " << ldb
+             << ", " << k * n << ", 0.0f, " << out << ", " << n << ", " << m * n
+             << ");\n";
+  pb.traceEnd();
+  for (const std::string &t : temps)
+    pb.entry() << "  api->release(dev, " << t << ");\n";
+  return success();
+}
+
+/// Rows (all dimensions but the last) and columns (the last).
+static std::pair<int64_t, int64_t> rowsAndColumns(Value v) {
+  ArrayRef<int64_t> s = shapeOf(v);
+  return {product(s.drop_back()), s.back()};
+}
+
+static LogicalResult emitCallOf(TransposeOp op, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
+    os << "  api->transpose(dev, " << pb.buffer(op.getOperand()) << ", " << o
+       << ", " << shapeOf(op.getResult()).size() << ", "
+       << pb.staticShape(shapeOf(op.getOperand())) << ", "
+       << pb.staticShape(op.getPermutation()) << ");\n";
+  });
+  return success();
+}
+
+static LogicalResult emitCallOf(SoftmaxOp op, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
+    ArrayRef<int64_t> shape = shapeOf(op.getResult());
+    os << "  api->softmax(dev, " << pb.buffer(op.getOperand()) << ", " << o
+       << ", " << shape.size() << ", " << pb.staticShape(shape) << ", "
+       << op.getDim() << ");\n";
+  });
+  return success();
+}
+
+/// layer_norm and rms_norm: each row (all dimensions but the last) of
+/// `operand` normalized, then scaled (and shifted) by the optional `affine`
+/// operands.
+static LogicalResult emitRowNorm(Operation *op, StringRef function,
+                                 Value operand, ArrayRef<Value> affine,
+                                 APFloat epsilon, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
+    auto [rows, cols] = rowsAndColumns(op->getResult(0));
+    os << "  api->" << function << "(dev, " << pb.buffer(operand) << ", ";
+    for (Value v : affine)
+      os << pb.optionalBuffer(v) << ", ";
+    os << o << ", " << rows << ", " << cols << ", "
+       << doubleLiteral(epsilon.convertToDouble()) << ");\n";
+  });
+  return success();
+}
+static LogicalResult emitCallOf(LayerNormOp op, ProgramBuilder &pb) {
+  return emitRowNorm(op, "layer_norm", op.getOperand(),
+                     {op.getScale(), op.getBias()}, op.getEpsilon(), pb);
+}
+static LogicalResult emitCallOf(RmsNormOp op, ProgramBuilder &pb) {
+  return emitRowNorm(op, "rms_norm", op.getOperand(), {op.getScale()},
+                     op.getEpsilon(), pb);
+}
+
+static LogicalResult emitCallOf(GroupNormOp op, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
+    ArrayRef<int64_t> s = shapeOf(op.getResult());
+    os << "  api->group_norm(dev, " << pb.buffer(op.getOperand()) << ", "
+       << pb.optionalBuffer(op.getScale()) << ", "
+       << pb.optionalBuffer(op.getBias()) << ", " << o << ", " << s.front()
+       << ", " << product(s.drop_front().drop_back()) << ", " << s.back()
+       << ", " << op.getNumGroups() << ", "
+       << doubleLiteral(op.getEpsilon().convertToDouble()) << ");\n";
+  });
+  return success();
+}
+
+static LogicalResult emitCallOf(AttentionOp op, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
+    ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
+                      v = shapeOf(op.getValue());
+    int64_t maskB = 1, maskH = 1;
+    if (op.getMask()) {
+      maskB = shapeOf(op.getMask())[0];
+      maskH = shapeOf(op.getMask())[1];
+    }
+    os << "  if (int32_t st = api->attention(dev, " << pb.buffer(op.getQuery())
+       << ", " << pb.buffer(op.getKey()) << ", " << pb.buffer(op.getValue())
+       << ", " << pb.optionalBuffer(op.getMask()) << ", " << maskB << ", "
+       << maskH << ", " << o << ", " << q[0] << ", " << q[1] << ", " << q[2]
+       << ", " << k[2] << ", " << q[3] << ", " << v[3] << ", "
+       << doubleLiteral(op.getEffectiveScale()) << ")) return st;\n";
+  });
+  return success();
+}
+
+static LogicalResult emitCallOf(Conv2DOp op, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
+    os << "  if (int32_t st = api->conv2d(dev, " << pb.buffer(op.getInput())
+       << ", " << pb.buffer(op.getKernel()) << ", "
+       << pb.optionalBuffer(op.getBias()) << ", " << o << ", "
+       << pb.staticShape(shapeOf(op.getInput())) << ", "
+       << pb.staticShape(shapeOf(op.getKernel())) << ", "
+       << pb.staticShape(shapeOf(op.getResult())) << ", "
+       << pb.staticShape(op.getStrides()) << ", "
+       << pb.staticShape(op.getPadding()) << ", " << op.getGroups()
+       << ")) return st;\n";
+  });
+  return success();
+}
+
+/// The runtime's counter-based generator (normal: 1, uniform: 0) with its
+/// two parameters.
+static std::tuple<int, double, double> distributionOf(RngNormalOp op) {
+  return {1, op.getMean().convertToDouble(), op.getStddev().convertToDouble()};
+}
+static std::tuple<int, double, double> distributionOf(RngUniformOp op) {
+  return {0, op.getLow().convertToDouble(), op.getHigh().convertToDouble()};
+}
+
+/// Random numbers: the block at `offsets` (operands, one per dimension;
+/// zeros when none) of a tensor of the global shape.
+template <typename OpTy>
+static LogicalResult emitRng(OpTy op, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
+    ArrayRef<int64_t> shape = shapeOf(op.getResult());
+    SmallVector<int64_t> global(shape);
+    if (auto g = op.getGlobalShape())
+      global = llvm::to_vector(*g);
+    os << "  {\n    const int64_t offsets[] = {";
+    if (op.getOffsets().empty()) {
+      os << (shape.empty() ? "0"
+                           : intList(SmallVector<int64_t>(shape.size(), 0)));
+    } else {
+      for (auto [i, v] : llvm::enumerate(op.getOffsets()))
+        os << (i ? ", " : "") << "static_cast<int64_t>(std::llround("
+           << pb.buffer(v) << "[0]))";
+    }
+    auto [normal, a, b] = distributionOf(op);
+    os << "};\n    api->rng(dev, " << normal << ", "
+       << static_cast<uint64_t>(op.getSeed()) << "ull, " << o << ", "
+       << shape.size() << ", " << pb.staticShape(shape) << ", "
+       << pb.staticShape(global) << ", offsets, " << doubleLiteral(a) << ", "
+       << doubleLiteral(b) << ");\n  }\n";
+  });
+  return success();
+}
+static LogicalResult emitCallOf(RngNormalOp op, ProgramBuilder &pb) {
+  return emitRng(op, pb);
+}
+static LogicalResult emitCallOf(RngUniformOp op, ProgramBuilder &pb) {
+  return emitRng(op, pb);
+}
+
+//===----------------------------------------------------------------------===//
+// Memory moves
+//===----------------------------------------------------------------------===//
+
+/// The runtime moves the operand into a buffer of the other memory, which
+/// the program then owns.
+static LogicalResult emitMove(Operation *op, bool toHost, ProgramBuilder &pb) {
+  Value out = op->getResult(0);
+  std::string name = pb.freshLocal("b");
+  int64_t bytes = 4 * std::max<int64_t>(numElements(out.getType()), 1);
+  pb.entry() << "  float *" << name << " = nullptr;\n";
+  pb.traceBegin({op->getName().stripDialect().str(), shapeText(shapeOf(out)),
+                 pb.names.label(op)},
+                "offload", 0, costBytes(op));
+  pb.entry() << "  if (int32_t st = api->move(dev, "
+             << pb.buffer(op->getOperand(0)) << ", " << bytes << ", "
+             << (toHost ? "SD_HOST_MEMORY" : "SD_DEVICE_MEMORY")
+             << ", reinterpret_cast<void **>(&" << name << "), "
+             << cString(pb.names.op(op)) << ")) return st;\n";
+  pb.traceEnd();
+  pb.adoptBuffer(out, name, toHost);
+  return success();
+}
+static LogicalResult emitCallOf(OffloadOp op, ProgramBuilder &pb) {
+  return emitMove(op, /*toHost=*/true, pb);
+}
+static LogicalResult emitCallOf(ReloadOp op, ProgramBuilder &pb) {
+  return emitMove(op, /*toHost=*/false, pb);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// What the runtime's SdCollective descriptor says of a collective.
+struct CollectiveCall {
+  /// The SdCollectiveKind.
+  const char *kind;
+  /// Per dimension, the mesh axes it gathers, slices or scatters over
+  /// (per-dimension collectives), else null.
+  ArrayAttr dimAxes;
+  /// The axes of the group (all_reduce, all_to_all, permute), else null.
+  ArrayAttr axes;
+  int64_t srcDim = 0, tgtDim = 0;
+  /// Flattened (source, target) pairs of a permute.
+  SmallVector<int64_t> pairs;
+};
+
+static CollectiveCall collectiveOf(AllGatherOp op) {
+  return {"SD_ALL_GATHER", op.getDimAxes(), nullptr};
+}
+static CollectiveCall collectiveOf(AllSliceOp op) {
+  return {"SD_ALL_SLICE", op.getDimAxes(), nullptr};
+}
+static CollectiveCall collectiveOf(ReduceScatterOp op) {
+  return {"SD_REDUCE_SCATTER", op.getDimAxes(), nullptr};
+}
+static CollectiveCall collectiveOf(AllReduceOp op) {
+  return {"SD_ALL_REDUCE", nullptr, op.getReductionAxes()};
+}
+static CollectiveCall collectiveOf(AllToAllOp op) {
+  return {"SD_ALL_TO_ALL", nullptr, op.getAxes(),
+          static_cast<int64_t>(op.getSrcDim()),
+          static_cast<int64_t>(op.getTgtDim())};
+}
+static CollectiveCall collectiveOf(CollectivePermuteOp op) {
+  return {"SD_COLLECTIVE_PERMUTE",       nullptr, op.getAxes(), 0, 0,
+          llvm::to_vector(op.getPairs())};
+}
+
+/// The mesh axis indices of the axis names in `names` in `mesh`'s order.
+static FailureOr<SmallVector<int64_t>> axisIndices(Operation *op, MeshAttr mesh,
+                                                   ArrayAttr names) {
+  SmallVector<int64_t> result;
+  auto axes = mesh.getAxes();
+  for (auto name : names.getAsValueRange<StringAttr>()) {
+    auto it = llvm::find_if(
+        axes, [&](MeshAxisAttr a) { return a.getName().getValue() == name; });
+    if (it == axes.end())
+      return op->emitOpError() << "names mesh axis \"" << name
+                               << "\", which the mesh does not have";
+    result.push_back(it - axes.begin());
+  }
+  return result;
+}
+
+/// The static SdCollective descriptor `coll<tag>` (and its pairs).
+static void writeDescriptor(Operation *op, const CollectiveCall &c,
+                            ArrayRef<SmallVector<int64_t>> dimAxes,
+                            ArrayRef<int64_t> axes, const std::string &tag,
+                            ProgramBuilder &pb) {
+  ArrayRef<int64_t> inShape = shapeOf(op->getOperand(0));
+  ArrayRef<int64_t> outShape = shapeOf(op->getResult(0));
+  llvm::raw_ostream &os = pb.statics();
+  if (!c.pairs.empty())
+    os << "static const int64_t pairs" << tag << "[] = {" << intList(c.pairs)
+       << "};\n";
+  os << "// " << pb.names.op(op) << "\n"
+     << "static const SdCollective coll" << tag << " = {\n"
+     << "    " << c.kind << ", " << inShape.size() << ",\n"
+     << "    /*in_shape=*/{" << intList(inShape) << "},\n"
+     << "    /*out_shape=*/{" << intList(outShape) << "},\n"
+     << "    /*num_dim_axes=*/{";
+  for (auto [d, a] : llvm::enumerate(dimAxes))
+    os << (d ? ", " : "") << a.size();
+  os << "},\n    /*dim_axes=*/{";
+  for (auto [d, a] : llvm::enumerate(dimAxes))
+    os << (d ? ", " : "") << "{" << intList(a) << "}";
+  os << "},\n    /*num_axes=*/" << axes.size() << ", /*axes=*/{"
+     << intList(axes) << "},\n"
+     << "    /*src_dim=*/" << c.srcDim << ", /*tgt_dim=*/" << c.tgtDim << ",\n"
+     << "    /*num_pairs=*/" << c.pairs.size() / 2 << ", /*pairs=*/"
+     << (c.pairs.empty() ? "nullptr" : "pairs" + tag) << ",\n"
+     << "    /*name=*/" << cString(pb.names.op(op)) << "};\n";
+}
+
+/// A collective: a static descriptor and one runtime call, in a span named
+/// by the axes it communicates over and what one device sends (the cost
+/// model's ring bytes): "all_reduce fsdp,data 4x8 (dit.mlir:12)".
+static LogicalResult emitCollective(Operation *op, FlatSymbolRefAttr meshRef,
+                                    const CollectiveCall &c,
+                                    ProgramBuilder &pb) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  MeshAttr mesh = pb.lookupMesh(op, meshRef);
+  if (!mesh)
+    return failure();
+  std::string bufferName = pb.allocate(out);
+  std::string tag = pb.freshTag();
+  ArrayRef<int64_t> inShape = shapeOf(in);
+  if (inShape.size() > 8)
+    return op->emitOpError("has rank ")
+           << inShape.size() << "; the runtime supports rank 8 at most";
+  SmallVector<SmallVector<int64_t>> dimAxes(inShape.size());
+  SmallVector<int64_t> axes;
+  if (c.dimAxes) {
+    for (auto [d, a] : llvm::enumerate(c.dimAxes)) {
+      auto idx = axisIndices(op, mesh, cast<ArrayAttr>(a));
+      if (failed(idx))
+        return failure();
+      dimAxes[d] = *idx;
+    }
+  } else {
+    auto idx = axisIndices(op, mesh, c.axes);
+    if (failed(idx))
+      return failure();
+    axes = *idx;
+  }
+  writeDescriptor(op, c, dimAxes, axes, tag, pb);
+  SmallVector<int64_t> used(axes);
+  for (ArrayRef<int64_t> a : dimAxes)
+    used.append(a.begin(), a.end());
+  SmallVector<std::string> axisNames;
+  for (int64_t a : used) {
+    std::string axisName = mesh.getAxes()[a].getName().getValue().str();
+    if (!llvm::is_contained(axisNames, axisName))
+      axisNames.push_back(axisName);
+  }
+  int64_t sent = 0;
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    if (std::optional<CommunicationInfo> info =
+            cost.getCommunication(pb.getSymbols()))
+      sent = getRingBytesPerDevice(info->pattern, info->tensorBytes,
+                                   info->groupSize);
+  pb.traceBegin({op->getName().stripDialect().str(), llvm::join(axisNames, ","),
+                 shapeText(inShape), pb.names.label(op)},
+                "collective", costFlops(op), sent);
+  pb.entry() << "  if (int32_t st = api->collective(dev, &coll" << tag << ", "
+             << pb.buffer(in) << ", " << bufferName << ")) return st;\n";
+  pb.traceEnd();
+  return success();
+}
+
+/// Every collective that `collectiveOf` describes.
+template <typename OpTy,
+          typename = decltype(collectiveOf(std::declval<OpTy>()))>
+static LogicalResult emitCallOf(OpTy op, ProgramBuilder &pb) {
+  return emitCollective(op, op.getMeshAttr(), collectiveOf(op), pb);
+}
+
+/// The device's linear index along `axes` of the mesh.
+static LogicalResult emitCallOf(AxisIndexOp op, ProgramBuilder &pb) {
+  MeshAttr mesh = pb.lookupMesh(op, op.getMeshAttr());
+  if (!mesh)
+    return failure();
+  std::string bufferName = pb.allocate(op.getResult());
+  std::string tag = pb.freshTag();
+  auto axes = axisIndices(op, mesh, op.getAxes());
+  if (failed(axes))
+    return failure();
+  pb.statics() << "static const int32_t axes" << tag << "[] = {"
+               << (axes->empty() ? "0" : intList(*axes)) << "};\n";
+  pb.entry() << "  " << bufferName
+             << "[0] = static_cast<float>(api->axis_index(dev, axes" << tag
+             << ", " << axes->size() << "));\n";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Models
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <typename Model, typename OpTy>
+using Base = OpenMPLoweringOpInterface::ExternalModel<Model, OpTy>;
+
+/// Elementwise ops: `scalarOf` of the operands at the same position.
+template <typename OpTy>
+struct ElementwiseModel : Base<ElementwiseModel<OpTy>, OpTy> {
+  LoweringKind getLoweringKind(Operation *) const {
+    return LoweringKind::Elementwise;
+  }
+  std::string buildScalar(Operation *op, KernelBuilder &, const Position &,
+                          Scalars operands) const {
+    return scalarOf(cast<OpTy>(op), operands);
+  }
+};
+
+/// Index maps: operands read at `positionsOf`, combined by `indexScalarOf`.
+template <typename OpTy>
+struct IndexMapModel : Base<IndexMapModel<OpTy>, OpTy> {
+  LoweringKind getLoweringKind(Operation *) const {
+    return LoweringKind::IndexMap;
+  }
+  bool isBufferView(Operation *op) const { return isViewOf(cast<OpTy>(op)); }
+  void getOperandPositions(Operation *op, KernelBuilder &kernel,
+                           const Position &pos, Positions &positions) const {
+    positionsOf(cast<OpTy>(op), kernel, pos, positions);
+  }
+  std::string buildScalar(Operation *op, KernelBuilder &kernel,
+                          const Position &pos, Scalars operands) const {
+    return indexScalarOf(cast<OpTy>(op), kernel, pos, operands);
+  }
+};
+
+/// Iota: the index along its dimension, recomputed wherever read.
+struct IotaModel : Base<IotaModel, IotaOp> {
+  LoweringKind getLoweringKind(Operation *) const {
+    return LoweringKind::Cheap;
+  }
+  std::string buildScalar(Operation *op, KernelBuilder &kernel,
+                          const Position &pos, Scalars) const {
+    return cheapScalarOf(cast<IotaOp>(op), kernel, pos);
+  }
+};
+
+/// Constants: a splat is a literal recomputed wherever read; anything else
+/// a static array.
+struct ConstantModel : Base<ConstantModel, ConstantOp> {
+  LoweringKind getLoweringKind(Operation *op) const {
+    DenseElementsAttr dense = denseValue(cast<ConstantOp>(op));
+    return dense && dense.isSplat() ? LoweringKind::Cheap
+                                    : LoweringKind::Constant;
+  }
+  std::string buildScalar(Operation *op, KernelBuilder &, const Position &,
+                          Scalars) const {
+    DenseElementsAttr dense = denseValue(cast<ConstantOp>(op));
+    return floatLiteral(dense.getSplatValue<APFloat>().convertToDouble());
+  }
+  LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
+    return emitConstant(cast<ConstantOp>(op), program);
+  }
+};
+
+/// Reductions: `reductionOf` says what is reduced and how,
+/// `reducedScalarOf` what is accumulated.
+template <typename OpTy>
+struct ReductionModel : Base<ReductionModel<OpTy>, OpTy> {
+  LoweringKind getLoweringKind(Operation *) const {
+    return LoweringKind::Reduction;
+  }
+  ReductionInfo getReduction(Operation *op) const {
+    return reductionOf(cast<OpTy>(op));
+  }
+  std::string buildScalar(Operation *op, KernelBuilder &kernel,
+                          const Position &, Scalars operands) const {
+    return reducedScalarOf(cast<OpTy>(op), kernel, operands);
+  }
+};
+
+/// Library calls, collectives and memory moves: `emitCallOf` writes the
+/// op's step.
+template <typename OpTy, LoweringKind Kind>
+struct CallModel : Base<CallModel<OpTy, Kind>, OpTy> {
+  LoweringKind getLoweringKind(Operation *) const { return Kind; }
+  LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
+    return emitCallOf(cast<OpTy>(op), program);
+  }
+};
+
+} // namespace
+
+template <template <typename> class Model, typename... OpTys>
+static void attach(MLIRContext *context) {
+  (OpTys::template attachInterface<Model<OpTys>>(*context), ...);
+}
+
+template <LoweringKind Kind, typename... OpTys>
+static void attachCalls(MLIRContext *context) {
+  (OpTys::template attachInterface<CallModel<OpTys, Kind>>(*context), ...);
+}
+
+void mlir::sd::registerOpenMPLoweringInterfaces(DialectRegistry &registry) {
+  registry.insert<SDOMPDialect>();
+  registry.addExtension(+[](MLIRContext *context, SDDialect *) {
+    attach<ElementwiseModel, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp,
+           SinOp, CosOp, SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp,
+           DivOp, MaxOp, MinOp, PowOp, CompareOp, SelectOp, ConvertOp,
+           ShardingConstraintOp>(context);
+    attach<IndexMapModel, BroadcastInDimOp, ReshapeOp, SliceOp, PadOp, ConcatOp,
+           UpsampleNearestOp>(context);
+    IotaOp::attachInterface<IotaModel>(*context);
+    ConstantOp::attachInterface<ConstantModel>(*context);
+    attach<ReductionModel, ReduceSumOp, ReduceMaxOp, ReduceMeanOp, MseLossOp>(
+        context);
+    attachCalls<LoweringKind::Library, DotGeneralOp, TransposeOp, SoftmaxOp,
+                LayerNormOp, RmsNormOp, GroupNormOp, AttentionOp, Conv2DOp,
+                RngNormalOp, RngUniformOp>(context);
+    attachCalls<LoweringKind::Collective, AllGatherOp, AllSliceOp,
+                ReduceScatterOp, AllReduceOp, AllToAllOp, CollectivePermuteOp,
+                AxisIndexOp>(context);
+    attachCalls<LoweringKind::Memory, OffloadOp, ReloadOp>(context);
+  });
+}

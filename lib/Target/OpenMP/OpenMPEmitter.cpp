@@ -1,0 +1,472 @@
+//===- OpenMPEmitter.cpp - write a planned function as C++/OpenMP ---------===//
+//
+// Reads the plan of sd-lower-to-openmp (`sd_omp.plan`) and writes one C++
+// translation unit: the ABI header, one `static` function per fused kernel
+// (KernelBuilder.cpp), static tables of constants and collectives, and
+// `sd_program_run`, a straight-line sequence of allocations, kernel and
+// runtime calls and releases. The emitter knows no op: a kernel's ops are
+// written by the KernelBuilder through their interface, and every other
+// step by its op's OpenMPLoweringOpInterface::emitCall.
+//
+// Memory: every materialized value gets a buffer from the runtime and is
+// released after its last reader; a view (reshape) of a materialized value
+// aliases its buffer. Arguments are borrowed, except that a result donated
+// into an argument (`sd.aliases`) whose kernel reads that argument only
+// where it writes, as its last use, is computed in place. Every result is a
+// distinct buffer the runtime then owns; others are copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Target/OpenMP/OpenMPEmitter.h"
+
+#include "sd/Analysis/CostModel.h"
+#include "sd/IR/SDOps.h"
+#include "sd/Target/OpenMP/OpenMPDialect.h"
+#include "sd/Target/OpenMP/OpenMPLoweringOpInterface.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::openmp;
+
+/// The text of sd/Runtime/ProgramABI.h, embedded at build time.
+static const char kProgramABIText[] =
+#include "sd/Target/OpenMP/ProgramABI.inc"
+    ;
+
+//===----------------------------------------------------------------------===//
+// ProgramBuilder
+//===----------------------------------------------------------------------===//
+
+std::string mlir::sd::openmp::cString(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string mlir::sd::openmp::shapeText(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "1";
+  return llvm::join(
+      llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }), "x");
+}
+
+// Every runtime call the program makes is bracketed by trace_begin/end with
+// a literal name and the op's cost (CostOpInterface), so that a trace shows
+// which op each span is and how far from its roofline it ran.
+
+int64_t mlir::sd::openmp::costFlops(Operation *op) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  return cost ? cost.getFlops() : 0;
+}
+
+int64_t mlir::sd::openmp::costBytes(Operation *op) {
+  auto cost = dyn_cast<CostOpInterface>(op);
+  return cost ? cost.getBytesAccessed() : 0;
+}
+
+std::string Namer::value(Value v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  v.printAsOperand(os, state);
+  return s;
+}
+
+std::string Namer::op(Operation *op) {
+  std::string s;
+  if (op->getNumResults())
+    s = value(op->getResult(0)) + " = ";
+  s += op->getName().getStringRef().str();
+  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
+    s += " (" + llvm::sys::path::filename(loc.getFilename().getValue()).str() +
+         ":" + std::to_string(loc.getLine()) + ")";
+  return s;
+}
+
+std::string Namer::label(Operation *op) {
+  if (auto name = op->getAttrOfType<StringAttr>(SDDialect::kNameAttrName))
+    return name.getValue().str();
+  if (auto loc = op->getLoc()->findInstanceOf<FileLineColLoc>())
+    return "(" + llvm::sys::path::filename(loc.getFilename().getValue()).str() +
+           ":" + std::to_string(loc.getLine()) + ")";
+  return op->getNumResults() ? value(op->getResult(0)) : "";
+}
+
+std::string ProgramBuilder::buffer(Value v) {
+  auto it = bufferNames.find(v);
+  if (it != bufferNames.end())
+    return it->second;
+  return "nullptr /* unplanned */";
+}
+
+std::string ProgramBuilder::allocate(Value v, StringRef space) {
+  std::string name = freshLocal("b");
+  int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
+  entryOs << "  float *" << name << " = static_cast<float *>(api->alloc(dev, "
+          << bytes << ", " << space << ", " << cString(names.of(v)) << "));\n"
+          << "  if (!" << name << ") return 1;\n";
+  bufferNames[v] = name;
+  owned.insert(v);
+  return name;
+}
+
+void ProgramBuilder::adoptBuffer(Value v, std::string name, bool host) {
+  bufferNames[v] = std::move(name);
+  owned.insert(v);
+  if (host)
+    hostStorage.insert(v);
+}
+
+std::string ProgramBuilder::staticShape(ArrayRef<int64_t> values) {
+  std::string name = "shape" + freshTag();
+  staticsOs << "static const int64_t " << name << "[] = {"
+            << (values.empty() ? "0" : intList(values)) << "};\n";
+  return name;
+}
+
+void ProgramBuilder::traceBegin(ArrayRef<std::string> words, StringRef category,
+                                int64_t flops, int64_t bytes) {
+  std::string name;
+  for (const std::string &word : words)
+    if (!word.empty())
+      name += (name.empty() ? "" : " ") + word;
+  entryOs << "  api->trace_begin(dev, " << cString(name) << ", "
+          << cString(category) << ", " << flops << ", " << bytes << ");\n";
+}
+
+void ProgramBuilder::emitKernelCall(
+    Operation *op, function_ref<void(llvm::raw_ostream &, StringRef)> call) {
+  Value out = op->getResult(0);
+  std::string o = allocate(out);
+  traceBegin({op->getName().stripDialect().str(), shapeText(shapeOf(out)),
+              names.label(op)},
+             "kernel", costFlops(op), costBytes(op));
+  call(entryOs, o);
+  traceEnd();
+}
+
+MeshAttr ProgramBuilder::lookupMesh(Operation *op, FlatSymbolRefAttr ref) {
+  return sd::lookupMesh(op, ref, [&] { return op->emitOpError(); });
+}
+
+//===----------------------------------------------------------------------===//
+// The program
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The distinct kinds of `ops` in order, the first few: "exp+mul+tanh".
+std::string fusedKinds(ArrayRef<Operation *> ops) {
+  constexpr size_t kMaxKinds = 6;
+  SmallVector<std::string> kinds;
+  bool more = false;
+  for (Operation *op : ops) {
+    std::string kind = op->getName().stripDialect().str();
+    if (llvm::is_contained(kinds, kind))
+      continue;
+    if (kinds.size() == kMaxKinds) {
+      more = true;
+      break;
+    }
+    kinds.push_back(kind);
+  }
+  return llvm::join(kinds, "+") + (more ? "+..." : "");
+}
+
+/// One step of the entry function: a kernel, a library call, a collective.
+struct Step {
+  Operation *root;
+  KernelAttr plan;
+  /// Values whose buffers the step reads.
+  SmallVector<Value> inputs;
+  /// For fused kernels: the function (whose body text is independent of its
+  /// name, so identical kernels can be keyed by it) and, per input, whether
+  /// the kernel reads it only at the position it writes (in-place safe).
+  KernelFunction function;
+
+  bool isLoop() const {
+    return plan.getKind() == KernelKind::fused ||
+           plan.getKind() == KernelKind::reduce;
+  }
+  std::string name() const { return getKernelName(plan.getId()); }
+};
+
+class ProgramEmitter : public ProgramBuilder {
+public:
+  ProgramEmitter(func::FuncOp func) : ProgramBuilder(func), func(func) {}
+  LogicalResult emit(llvm::raw_ostream &os);
+
+private:
+  LogicalResult planSteps();
+  void planStorage();
+  void planDonation();
+  LogicalResult emitEntry();
+  LogicalResult emitStep(Step &step);
+  void emitKernelStep(Step &step);
+  void emitResults();
+  void writeUnit(llvm::raw_ostream &os);
+  Value storageOf(Value v) {
+    while (aliasOf.count(v))
+      v = aliasOf.lookup(v);
+    return v;
+  }
+
+  func::FuncOp func;
+  func::ReturnOp ret;
+  std::vector<Step> steps;
+  DenseMap<Value, Value> aliasOf;
+  /// Step index of the last read of each storage, and of each result's
+  /// definition.
+  DenseMap<Value, int64_t> lastUse;
+  DenseMap<Value, int64_t> defStep;
+  /// Storage that the function returns.
+  DenseSet<Value> returned;
+  /// Results written in place into an argument: result value -> argument.
+  DenseMap<Value, int64_t> inPlace;
+  /// The ops of each fused kernel, in program order (for its trace span).
+  DenseMap<int64_t, SmallVector<Operation *>> kernelOps;
+};
+
+} // namespace
+
+LogicalResult ProgramEmitter::planSteps() {
+  Block &body = func.getBody().front();
+  DenseMap<int64_t, SmallVector<std::string>> members;
+  for (Operation &op : body.without_terminator()) {
+    if (!getPlan(&op))
+      return op.emitOpError("has no 'sd_omp.plan'; run sd-lower-to-openmp "
+                            "first");
+    if (std::optional<int64_t> id = getKernelId(&op)) {
+      members[*id].push_back(names.op(&op));
+      kernelOps[*id].push_back(&op);
+    }
+  }
+  for (Operation &op : body.without_terminator()) {
+    auto plan = dyn_cast<KernelAttr>(getPlan(&op));
+    if (!plan)
+      continue;
+    Step step{&op, plan, {}, {}};
+    if (step.isLoop()) {
+      KernelBuilder kernel(&op, members[plan.getId()]);
+      if (failed(kernel.build(step.function)))
+        return failure();
+      step.inputs = step.function.inputs;
+    } else {
+      step.inputs = llvm::to_vector(op.getOperands());
+    }
+    steps.push_back(std::move(step));
+  }
+  return success();
+}
+
+/// Storage: a view shares its operand's buffer; each storage is released
+/// after its last reader.
+void ProgramEmitter::planStorage() {
+  for (Step &step : steps)
+    if (step.plan.getKind() == KernelKind::alias)
+      aliasOf[step.root->getResult(0)] = step.root->getOperand(0);
+  for (auto [i, step] : llvm::enumerate(steps)) {
+    Value st = storageOf(step.root->getResult(0));
+    if (!lastUse.count(st))
+      lastUse[st] = i;
+    defStep[step.root->getResult(0)] = i;
+    for (Value in : step.inputs)
+      lastUse[storageOf(in)] = i;
+  }
+  for (Value v : ret.getOperands())
+    returned.insert(storageOf(v));
+}
+
+/// Donation: a fused kernel that reads argument i only where it writes, as
+/// its last use, writes its donated result into argument i's buffer.
+void ProgramEmitter::planDonation() {
+  for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
+    auto aliases =
+        func.getResultAttrOfType<IntegerAttr>(j, SDDialect::kAliasesAttrName);
+    if (!aliases || !defStep.count(v))
+      continue;
+    int64_t argIndex = aliases.getInt();
+    Value arg = func.getArgument(argIndex);
+    Step &step = steps[defStep.lookup(v)];
+    if (step.plan.getKind() != KernelKind::fused || inPlace.count(v) ||
+        returned.count(arg) || lastUse.lookup(arg) != defStep.lookup(v) ||
+        llvm::any_of(inPlace, [&](auto &e) { return e.second == argIndex; }))
+      continue;
+    bool reads = false, identity = true;
+    for (auto [k, in] : llvm::enumerate(step.inputs)) {
+      if (storageOf(in) != arg)
+        continue;
+      reads = true;
+      identity = identity && step.function.identityRead[k];
+    }
+    if (reads && identity)
+      inPlace[v] = argIndex;
+  }
+}
+
+/// A fused kernel's call, into a fresh buffer or a donated argument.
+void ProgramEmitter::emitKernelStep(Step &step) {
+  Value out = step.root->getResult(0);
+  std::string name = step.name(), outName;
+  auto donated = inPlace.find(out);
+  if (donated != inPlace.end()) {
+    outName = "a" + std::to_string(donated->second);
+    bufferNames[out] = outName;
+    entryOs << "  // in place: donated into argument " << donated->second
+            << "\n";
+  } else {
+    outName = allocate(out);
+  }
+  // Its memory traffic is its buffers (f32 each), not its ops' operands.
+  ArrayRef<Operation *> ops = kernelOps[step.plan.getId()];
+  int64_t flops = 0, bytes = 4 * numElements(out.getType());
+  for (Operation *member : ops)
+    flops += costFlops(member);
+  for (Value in : step.inputs)
+    bytes += 4 * numElements(in.getType());
+  traceBegin({name, fusedKinds(ops), names.label(step.root)}, "kernel", flops,
+             bytes);
+  entryOs << "  " << name << "(";
+  for (Value in : step.inputs)
+    entryOs << buffer(in) << ", ";
+  entryOs << outName << ");\n";
+  traceEnd();
+}
+
+LogicalResult ProgramEmitter::emitStep(Step &step) {
+  Operation *op = step.root;
+  entryOs << "  // " << names.op(op) << " [" << step.name() << " "
+          << stringifyKernelKind(step.plan.getKind()) << "]\n";
+  if (step.isLoop()) {
+    emitKernelStep(step);
+    return success();
+  }
+  if (step.plan.getKind() == KernelKind::alias) {
+    Value out = op->getResult(0);
+    aliasOf[out] = op->getOperand(0);
+    bufferNames[out] = buffer(op->getOperand(0));
+    return success();
+  }
+  return cast<OpenMPLoweringOpInterface>(op).emitCall(*this);
+}
+
+/// The steps, each followed by the releases of the buffers whose last
+/// reader it was.
+LogicalResult ProgramEmitter::emitEntry() {
+  for (BlockArgument arg : func.getArguments())
+    bufferNames[arg] = "a" + std::to_string(arg.getArgNumber());
+  SmallVector<SmallVector<Value>> releases(steps.size());
+  for (auto [i, step] : llvm::enumerate(steps)) {
+    if (failed(emitStep(step)))
+      return failure();
+    Value out = step.root->getResult(0);
+    for (Value st : releases[i])
+      entryOs << "  api->release(dev, " << buffer(st) << ");\n";
+    // Schedule this step's own output if it is owned.
+    if (owned.count(out) && !returned.count(out)) {
+      int64_t last = lastUse.lookup(out);
+      if (last == static_cast<int64_t>(i))
+        entryOs << "  api->release(dev, " << buffer(out) << ");\n";
+      else
+        releases[last].push_back(out);
+    }
+  }
+  return success();
+}
+
+/// Results: each a distinct buffer the runtime now owns.
+void ProgramEmitter::emitResults() {
+  DenseSet<Value> claimed;
+  for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
+    Value st = storageOf(v);
+    auto aliases =
+        func.getResultAttrOfType<IntegerAttr>(j, SDDialect::kAliasesAttrName);
+    int64_t aliasIndex = aliases ? aliases.getInt() : -1;
+    bool claim = false;
+    if (owned.count(st))
+      claim = true;
+    else if (inPlace.count(st))
+      claim = inPlace.lookup(st) == aliasIndex;
+    else if (auto arg = dyn_cast<BlockArgument>(st))
+      claim = static_cast<int64_t>(arg.getArgNumber()) == aliasIndex;
+    if (claim && claimed.insert(st).second) {
+      entryOs << "  results[" << j << "] = " << buffer(v) << ";\n";
+      continue;
+    }
+    int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
+    std::string name = "r" + std::to_string(j);
+    entryOs << "  float *" << name << " = static_cast<float *>(api->alloc(dev, "
+            << bytes << ", "
+            << (hostStorage.count(st) ? "SD_HOST_MEMORY" : "SD_DEVICE_MEMORY")
+            << ", "
+            << cString("result #" + std::to_string(j) + ": " + names.of(v))
+            << "));\n"
+            << "  if (!" << name << ") return 1;\n"
+            << "  std::memcpy(" << name << ", " << buffer(v) << ", " << bytes
+            << ");\n"
+            << "  results[" << j << "] = " << name << ";\n";
+  }
+}
+
+/// The translation unit: provenance, ABI and helpers, statics, kernels,
+/// the entry function.
+void ProgramEmitter::writeUnit(llvm::raw_ostream &os) {
+  std::string meshText = "none";
+  if (auto module = func->getParentOfType<ModuleOp>())
+    for (auto mesh : module.getOps<MeshOp>()) {
+      std::string s;
+      llvm::raw_string_ostream ms(s);
+      ms << "@" << mesh.getSymName() << " = " << mesh.getMesh();
+      meshText = s;
+    }
+  os << "// Generated by sd-lower-to-openmp from @" << func.getSymName()
+     << " (mesh " << meshText << ").\n"
+     << "// Build: c++ -O3 -march=native -fopenmp -fPIC -shared\n\n"
+     << kProgramABIText << kKernelHelpers << "\n"
+     << "extern \"C\" int32_t sd_program_abi_version(void) { return "
+        "SD_ABI_VERSION; }\n\n";
+  os << staticsText;
+  for (Step &step : steps)
+    if (step.isLoop())
+      os << step.function.comment << "static void " << step.name()
+         << step.function.body;
+  os << "\nextern \"C\" int32_t sd_program_run(const SdApi *api, SdDevice "
+        "*dev, void *const *args, void **results) {\n"
+     << "  (void)api;\n  (void)dev;\n  (void)args;\n  (void)results;\n";
+  for (BlockArgument arg : func.getArguments())
+    if (!arg.use_empty())
+      os << "  float *a" << arg.getArgNumber()
+         << " = static_cast<float *>(args[" << arg.getArgNumber() << "]);\n";
+  os << entryText << "  return 0;\n}\n";
+}
+
+LogicalResult ProgramEmitter::emit(llvm::raw_ostream &os) {
+  if (func.isExternal() || !func.getBody().hasOneBlock())
+    return func.emitOpError("must have one block to be emitted as OpenMP");
+  ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (failed(planSteps()))
+    return failure();
+  planStorage();
+  planDonation();
+  if (failed(emitEntry()))
+    return failure();
+  emitResults();
+  writeUnit(os);
+  return success();
+}
+
+LogicalResult mlir::sd::emitOpenMPProgram(func::FuncOp func,
+                                          llvm::raw_ostream &os) {
+  ProgramEmitter emitter(func);
+  return emitter.emit(os);
+}

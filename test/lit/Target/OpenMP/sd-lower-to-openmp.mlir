@@ -1,0 +1,114 @@
+// RUN: sdopt %s -split-input-file -verify-diagnostics -sd-lower-to-openmp | FileCheck %s
+// RUN: sdopt %s -split-input-file -verify-diagnostics -sd-lower-to-openmp="fusion=false" | FileCheck %s --check-prefix=NOFUSE
+
+// An elementwise chain is one kernel, rooted at its last op.
+// CHECK-LABEL: func.func @chain
+// CHECK: %[[E:.*]] = sd.exp %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<0>}
+// CHECK-NEXT: %[[M:.*]] = sd.mul %[[E]], %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<0>}
+// CHECK-NEXT: %[[T:.*]] = sd.tanh %[[M]] {sd_omp.plan = #sd_omp.kernel<0, fused>}
+// CHECK-NEXT: return %[[T]]
+// Without fusion every op is its own kernel.
+// NOFUSE-LABEL: func.func @chain
+// NOFUSE: sd.exp %{{.*}} {sd_omp.plan = #sd_omp.kernel<0, fused>}
+// NOFUSE-NEXT: sd.mul %{{.*}} {sd_omp.plan = #sd_omp.kernel<1, fused>}
+// NOFUSE-NEXT: sd.tanh %{{.*}} {sd_omp.plan = #sd_omp.kernel<2, fused>}
+func.func @chain(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %e = sd.exp %x : tensor<8x16xf32>
+  %m = sd.mul %e, %y : tensor<8x16xf32>
+  %t = sd.tanh %m : tensor<8x16xf32>
+  return %t : tensor<8x16xf32>
+}
+
+// -----
+
+// A value two kernels read is materialized once; a splat constant is
+// recomputed where it is read.
+// CHECK-LABEL: func.func @multi_use
+// CHECK: %[[E:.*]] = sd.exp %{{.*}} {sd_omp.plan = #sd_omp.kernel<0, fused>}
+// CHECK-NEXT: sd.neg %[[E]] {sd_omp.plan = #sd_omp.kernel<1, fused>}
+// CHECK-NEXT: %[[S:.*]] = sd.sqrt %[[E]] {sd_omp.plan = #sd_omp.in_kernel<2>}
+// CHECK-NEXT: %[[C:.*]] = sd.constant {sd_omp.plan = #sd_omp.inline}
+// CHECK-NEXT: sd.mul %[[S]], %[[C]] {sd_omp.plan = #sd_omp.kernel<2, fused>}
+func.func @multi_use(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %e = sd.exp %x : tensor<8x16xf32>
+  %a = sd.neg %e : tensor<8x16xf32>
+  %b = sd.sqrt %e : tensor<8x16xf32>
+  %c = sd.constant dense<2.0> : tensor<8x16xf32>
+  %d = sd.mul %b, %c : tensor<8x16xf32>
+  return %a, %d : tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// A reduction fuses its elementwise producers (and a broadcast) into its
+// input; a broadcast several kernels read is recomputed by each.
+// CHECK-LABEL: func.func @reduce_fuses_producers
+// CHECK: %[[B:.*]] = sd.broadcast_in_dim %{{.*}} {sd_omp.plan = #sd_omp.inline}
+// CHECK-NEXT: %[[M:.*]] = sd.mul %{{.*}}, %[[B]] {sd_omp.plan = #sd_omp.in_kernel<0>}
+// CHECK-NEXT: sd.reduce_sum %[[M]] {{.*}}{sd_omp.plan = #sd_omp.kernel<0, reduce>}
+// CHECK-NEXT: sd.add %{{.*}}, %[[B]] {sd_omp.plan = #sd_omp.kernel<1, fused>}
+func.func @reduce_fuses_producers(%x: tensor<8x16xf32>, %b: tensor<16xf32>) -> (tensor<8xf32>, tensor<8x16xf32>) {
+  %bb = sd.broadcast_in_dim %b dims = [1] : (tensor<16xf32>) -> tensor<8x16xf32>
+  %m = sd.mul %x, %bb : tensor<8x16xf32>
+  %s = sd.reduce_sum %m dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+  %a = sd.add %x, %bb : tensor<8x16xf32>
+  return %s, %a : tensor<8xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// Library calls read materialized operands; a reshape of a materialized
+// value aliases its buffer.
+// CHECK-LABEL: func.func @library_calls
+// CHECK: %[[R:.*]] = sd.reshape %{{.*}} {sd_omp.plan = #sd_omp.kernel<0, alias>}
+// CHECK-NEXT: %[[R2:.*]] = sd.reshape %[[R]] {sd_omp.plan = #sd_omp.kernel<1, alias>}
+// CHECK-NEXT: %[[Y:.*]] = sd.dot_general %[[R2]], {{.*}} {sd_omp.plan = #sd_omp.kernel<2, library>}
+// CHECK-NEXT: %[[G:.*]] = sd.gelu %[[Y]] {sd_omp.plan = #sd_omp.kernel<3, fused>}
+// CHECK-NEXT: %[[T:.*]] = sd.transpose %[[G]] {{.*}} {sd_omp.plan = #sd_omp.kernel<4, library>}
+// CHECK-NEXT: sd.softmax %[[T]] {{.*}} {sd_omp.plan = #sd_omp.kernel<5, library>}
+func.func @library_calls(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> (tensor<4x8xf32>) {
+  %r = sd.reshape %x : (tensor<8x16xf32>) -> tensor<128xf32>
+  %r2 = sd.reshape %r : (tensor<128xf32>) -> tensor<8x16xf32>
+  %y = sd.dot_general %r2, %w batch = [] x [] contract = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %g = sd.gelu %y : tensor<8x4xf32>
+  %t = sd.transpose %g permutation = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %s = sd.softmax %t dim = 1 : tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// -----
+
+// Collectives, offload and reload are steps of their own.
+sd.mesh @mesh = <["data"=2]>
+// CHECK-LABEL: func.func @collectives_and_moves
+// CHECK: %[[R:.*]] = sd.all_reduce {{.*}} {sd_omp.plan = #sd_omp.kernel<0, collective>}
+// CHECK-NEXT: %[[H:.*]] = sd.offload %[[R]] {sd_omp.plan = #sd_omp.kernel<1, memory>}
+// CHECK-NEXT: %[[D:.*]] = sd.reload %[[H]] {sd_omp.plan = #sd_omp.kernel<2, memory>}
+// CHECK-NEXT: %[[I:.*]] = sd.axis_index {{.*}} {sd_omp.plan = #sd_omp.kernel<3, collective>}
+// CHECK-NEXT: return %[[D]], %[[I]]
+func.func @collectives_and_moves(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<f32>) {
+  %r = sd.all_reduce %x @mesh axes = ["data"] : tensor<4x8xf32>
+  %h = sd.offload %r : tensor<4x8xf32>
+  %d = sd.reload %h : tensor<4x8xf32>
+  %i = sd.axis_index @mesh axes = ["data"] : tensor<f32>
+  return %d, %i : tensor<4x8xf32>, tensor<f32>
+}
+
+// -----
+
+// A non-splat constant is a static array; a splat read by a library call is
+// materialized by a kernel of its own; iota is recomputed where read.
+// CHECK-LABEL: func.func @constants_and_iota
+// CHECK: %[[D:.*]] = sd.constant {sd_omp.plan = #sd_omp.kernel<0, constant>} dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]>
+// CHECK-NEXT: %[[S:.*]] = sd.constant {sd_omp.plan = #sd_omp.kernel<1, fused>} dense<1.000000e+00>
+// CHECK-NEXT: %[[I:.*]] = sd.iota dim = 0 {sd_omp.plan = #sd_omp.inline}
+// CHECK-NEXT: %[[A:.*]] = sd.add %[[D]], %[[I]] {sd_omp.plan = #sd_omp.kernel<2, fused>}
+// CHECK-NEXT: sd.softmax %[[S]] {{.*}}{sd_omp.plan = #sd_omp.kernel<3, library>}
+func.func @constants_and_iota() -> (tensor<4xf32>, tensor<4xf32>) {
+  %d = sd.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %s = sd.constant dense<1.0> : tensor<4xf32>
+  %i = sd.iota dim = 0 : tensor<4xf32>
+  %a = sd.add %d, %i : tensor<4xf32>
+  %m = sd.softmax %s dim = 0 : tensor<4xf32>
+  return %a, %m : tensor<4xf32>, tensor<4xf32>
+}
