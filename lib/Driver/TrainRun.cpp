@@ -192,7 +192,7 @@ std::string modelIdentifier(const std::string &path) {
 
 /// The optimizer's hyperparameters, as a checkpoint records them.
 std::map<std::string, double> hyperparameters(const PipelineOptions &options) {
-  const DifferentiateOptions &o = options.differentiate;
+  const BuildTrainStepOptions &o = options.training.step;
   return {{"learning_rate", o.learningRate},
           {"warmup_steps", static_cast<double>(o.warmupSteps)},
           {"adam_b1", o.beta1},
@@ -393,7 +393,8 @@ int mlir::sd::runTraining(ModuleOp module, const TrainRunOptions &options,
          << program.mesh.toString() << " ("
          << count(runtime.numDevices(), "device") << " × "
          << count(runtime.threadsPerDevice(), "thread") << "), remat "
-         << options.pipeline.differentiate.remat << "\n";
+         << ::sd::rematPolicyName(options.pipeline.training.remat.policy)
+         << "\n";
   for (const std::string &note : options.notes)
     outs() << note << "\n";
   // Where the run starts: a checkpoint, or seeded values (and a

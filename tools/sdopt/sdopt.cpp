@@ -10,6 +10,7 @@
 #include "sd/IR/SDDialect.h"
 #include "sd/Passes/OpenMPEmitter.h"
 #include "sd/Passes/Passes.h"
+#include "sd/Passes/RematPolicy.h"
 #include "sd/Sharding/Mesh.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -145,6 +146,31 @@ static cl::opt<EmitKind> emitFlag(
                           "inlining and sd-lower-to-openmp")),
     cl::init(EmitKind::MLIR), cl::cat(sdCategory));
 
+/// The training passes' options from the flags; an unknown remat policy
+/// is an error.
+static mlir::LogicalResult
+setTrainingOptions(mlir::sd::TrainingOptions &training) {
+  std::optional<::sd::RematPolicyKind> policy =
+      ::sd::parseRematPolicyKind(rematFlag.getValue());
+  if (!policy) {
+    llvm::errs() << "error: " << mlir::sd::unknownRematPolicyMessage(rematFlag)
+                 << "\n";
+    return mlir::failure();
+  }
+  training.remat.policy = *policy;
+  training.remat.namesSaved.assign(namesSavedFlag.begin(),
+                                   namesSavedFlag.end());
+  training.remat.namesOffloaded.assign(namesOffloadedFlag.begin(),
+                                       namesOffloadedFlag.end());
+  mlir::sd::BuildTrainStepOptions &step = training.step;
+  step.learningRate = lrFlag;
+  step.warmupSteps = warmupFlag;
+  step.weightDecay = weightDecayFlag;
+  step.maxGradNorm = maxGradNormFlag;
+  step.gradAccum = gradAccumFlag;
+  return mlir::success();
+}
+
 int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
@@ -212,16 +238,8 @@ int main(int argc, char **argv) {
       options.batch = static_cast<int64_t>(std::llround(global));
     }
     options.train = trainFlag;
-    mlir::sd::DifferentiateOptions &train = options.differentiate;
-    train.remat = rematFlag;
-    train.namesSaved.assign(namesSavedFlag.begin(), namesSavedFlag.end());
-    train.namesOffloaded.assign(namesOffloadedFlag.begin(),
-                                namesOffloadedFlag.end());
-    train.learningRate = lrFlag;
-    train.warmupSteps = warmupFlag;
-    train.weightDecay = weightDecayFlag;
-    train.maxGradNorm = maxGradNormFlag;
-    train.gradAccum = gradAccumFlag;
+    if (trainFlag && failed(setTrainingOptions(options.training)))
+      return 1;
     if (gradAccumFlag < 1) {
       llvm::errs() << "error: --grad-accum must be at least 1, not "
                    << gradAccumFlag << "\n";

@@ -14,6 +14,7 @@
 #include "sd/Driver/TrainRun.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/Passes/Passes.h"
+#include "sd/Passes/RematPolicy.h"
 #include "sd/Runtime/Runtime.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -463,9 +464,14 @@ int main(int argc, char **argv) {
                     formatv("{0} rules", file.rules->rules.size()).str(),
                     "logical_axis_rules=...");
   }
-  mlir::sd::DifferentiateOptions &train = options.differentiate;
-  train.remat =
+  std::string rematName =
       settings.pick<std::string>("remat_policy", rematFlag, file.rematPolicy);
+  std::optional<::sd::RematPolicyKind> policy =
+      ::sd::parseRematPolicyKind(rematName);
+  if (!policy)
+    return fail(mlir::sd::unknownRematPolicyMessage(rematName));
+  mlir::sd::RematOptions &remat = options.training.remat;
+  remat.policy = *policy;
   std::optional<std::vector<std::string>> saved, offloaded;
   if (namesSavedFlag.getNumOccurrences())
     saved = std::vector<std::string>(namesSavedFlag.begin(),
@@ -479,32 +485,33 @@ int main(int argc, char **argv) {
     offloaded = file.namesOffloaded;
   // MaxDiffusion's configs list names for every policy; they mean
   // something only to CUSTOM.
-  if (train.remat == "CUSTOM") {
-    train.namesSaved.clear();
-    train.namesOffloaded.clear();
+  if (remat.policy == ::sd::RematPolicyKind::Custom) {
+    remat.namesSaved.clear();
+    remat.namesOffloaded.clear();
     if (saved)
-      train.namesSaved.append(saved->begin(), saved->end());
+      remat.namesSaved.append(saved->begin(), saved->end());
     if (offloaded)
-      train.namesOffloaded.append(offloaded->begin(), offloaded->end());
-    settings.record("names_which_can_be_saved", display(train.namesSaved),
+      remat.namesOffloaded.append(offloaded->begin(), offloaded->end());
+    settings.record("names_which_can_be_saved", display(remat.namesSaved),
                     namesSavedFlag.getNumOccurrences()
                         ? "--names-saved"
                         : settings.configSource("names_which_can_be_saved"));
-    settings.record("names_which_can_be_offloaded",
-                    display(train.namesOffloaded),
-                    namesOffloadedFlag.getNumOccurrences()
-                        ? "--names-offloaded"
-                        : settings.configSource("names_which_can_be_offloaded"));
+    settings.record(
+        "names_which_can_be_offloaded", display(remat.namesOffloaded),
+        namesOffloadedFlag.getNumOccurrences()
+            ? "--names-offloaded"
+            : settings.configSource("names_which_can_be_offloaded"));
   } else if (namesSavedFlag.getNumOccurrences() ||
              namesOffloadedFlag.getNumOccurrences()) {
     // The pass reports names given to another policy.
-    train.namesSaved.clear();
-    train.namesOffloaded.clear();
+    remat.namesSaved.clear();
+    remat.namesOffloaded.clear();
     if (saved)
-      train.namesSaved.append(saved->begin(), saved->end());
+      remat.namesSaved.append(saved->begin(), saved->end());
     if (offloaded)
-      train.namesOffloaded.append(offloaded->begin(), offloaded->end());
+      remat.namesOffloaded.append(offloaded->begin(), offloaded->end());
   }
+  mlir::sd::BuildTrainStepOptions &train = options.training.step;
   run.steps =
       settings.pick<int64_t>("max_train_steps", stepsFlag, file.maxTrainSteps);
   if (run.steps < 1)
