@@ -160,6 +160,7 @@ Value Rematerializer::available(Value value) {
     }
     if (!expanded) {
       expanded = true;
+      // A copy: pushing may move the stack entry `op` refers to.
       Operation *current = op;
       for (Value operand : current->getOperands())
         if (needsRecompute(operand))
