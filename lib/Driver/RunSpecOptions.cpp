@@ -17,21 +17,22 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   options.rules = spec.rules.value;
   options.batch = spec.batch.global.value;
 
-  DifferentiateOptions &train = options.differentiate;
-  train.remat = std::string(::sd::rematPolicyName(spec.remat.policy.value));
+  RematOptions &remat = options.training.remat;
+  remat.policy = spec.remat.policy.value;
   const std::vector<std::string> &saved = spec.remat.namesSaved.value;
   const std::vector<std::string> &offloaded = spec.remat.namesOffloaded.value;
-  train.namesSaved.assign(saved.begin(), saved.end());
-  train.namesOffloaded.assign(offloaded.begin(), offloaded.end());
+  remat.namesSaved.assign(saved.begin(), saved.end());
+  remat.namesOffloaded.assign(offloaded.begin(), offloaded.end());
+  BuildTrainStepOptions &step = options.training.step;
   const ::sd::OptimizerSettings &opt = spec.optimizer;
-  train.learningRate = opt.learningRate.value;
-  train.warmupSteps = opt.warmupSteps.value;
-  train.beta1 = opt.adamB1.value;
-  train.beta2 = opt.adamB2.value;
-  train.epsilon = opt.adamEps.value;
-  train.weightDecay = opt.weightDecay.value;
-  train.maxGradNorm = opt.maxGradNorm.value;
-  train.gradAccum = spec.batch.gradAccum.value;
+  step.learningRate = opt.learningRate.value;
+  step.warmupSteps = opt.warmupSteps.value;
+  step.beta1 = opt.adamB1.value;
+  step.beta2 = opt.adamB2.value;
+  step.epsilon = opt.adamEps.value;
+  step.weightDecay = opt.weightDecay.value;
+  step.maxGradNorm = opt.maxGradNorm.value;
+  step.gradAccum = spec.batch.gradAccum.value;
   return options;
 }
 

@@ -140,7 +140,7 @@ std::string modelIdentifier(const std::string &path) {
 
 /// The optimizer's hyperparameters, as a checkpoint records them.
 std::map<std::string, double> hyperparameters(const PipelineOptions &options) {
-  const DifferentiateOptions &o = options.differentiate;
+  const BuildTrainStepOptions &o = options.training.step;
   return {{"learning_rate", o.learningRate},
           {"warmup_steps", static_cast<double>(o.warmupSteps)},
           {"adam_b1", o.beta1},
@@ -535,7 +535,8 @@ void TrainRun::printHeader() {
          << program.mesh.toString() << " ("
          << count(runtime.numDevices(), "device") << " × "
          << count(runtime.threadsPerDevice(), "thread") << "), remat "
-         << options.pipeline.differentiate.remat << "\n";
+         << ::sd::rematPolicyName(options.pipeline.training.remat.policy)
+         << "\n";
   for (const std::string &note : options.notes)
     outs() << note << "\n";
 }

@@ -233,6 +233,22 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attrName == kVjpGroupAttrName || attrName == kLayerAttrName) {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return emitError(op->getLoc())
+             << "'" << attrName << "' must be an integer, not "
+             << attr.getValue();
+    return success();
+  }
+  if (attrName == kLayersAttrName) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !list ||
+        !llvm::all_of(list, llvm::IsaPred<StringAttr>))
+      return emitError(op->getLoc())
+             << "'" << kLayersAttrName
+             << "' must be an array of strings on a function";
+    return success();
+  }
   if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)
     return emitError(op->getLoc()) << "'" << attrName
                            << "' belongs on a function argument, not on an op";

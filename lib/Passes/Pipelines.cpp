@@ -9,19 +9,28 @@
 using namespace mlir;
 using namespace mlir::sd;
 
+void mlir::sd::addTrainingPasses(OpPassManager &pm,
+                                 const TrainingOptions &options,
+                                 bool buildStep) {
+  pm.addPass(createDifferentiate());
+  pm.addNestedPass<func::FuncOp>(createRemat(options.remat));
+  if (buildStep)
+    pm.addPass(createBuildTrainStep(options.step));
+}
+
 void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
                                     const PipelineOptions &options) {
   SpecializeBatchOptions batch;
   // The training step runs the program once per microbatch.
   batch.batch = options.batch;
   if (options.train && options.batch > 0)
-    batch.batch = options.batch / options.differentiate.gradAccum;
+    batch.batch = options.batch / options.training.step.gradAccum;
   pm.addPass(createSpecializeBatch(batch));
   // Without a mesh there is nothing to shard: the pipeline only specializes
   // (and differentiates).
   if (options.mesh.empty()) {
     if (options.train)
-      pm.addPass(createDifferentiate(options.differentiate));
+      addTrainingPasses(pm, options.training);
     return;
   }
 
@@ -36,7 +45,7 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
                                      ? createApplyLogicalRules(*options.rules)
                                      : createApplyLogicalRules());
   if (options.train)
-    pm.addPass(createDifferentiate(options.differentiate));
+    addTrainingPasses(pm, options.training);
   if (!options.propagate && !options.partition)
     return;
   // Propagation works on one call-free function.

@@ -4,72 +4,52 @@
 
 #include "sd/IR/SDOps.h"
 
+#include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::sd;
+using ::sd::RematPolicyKind;
 
-namespace {
-struct PolicyName {
-  llvm::StringLiteral name;
-  RematPolicy::Kind kind;
-};
-constexpr PolicyName kPolicies[] = {
-    {"NONE", RematPolicy::Kind::None},
-    {"FULL", RematPolicy::Kind::Full},
-    {"MATMUL_WITHOUT_BATCH", RematPolicy::Kind::MatmulWithoutBatch},
-    {"OFFLOAD_MATMUL_WITHOUT_BATCH",
-     RematPolicy::Kind::OffloadMatmulWithoutBatch},
-    {"HIDDEN_STATE_WITH_OFFLOAD", RematPolicy::Kind::HiddenStateWithOffload},
-    {"FLUX_OPTIMIZED", RematPolicy::Kind::FluxOptimized},
-    {"CUSTOM", RematPolicy::Kind::Custom},
-};
-} // namespace
-
-llvm::StringRef RematPolicy::allNames() {
-  return "NONE, FULL, MATMUL_WITHOUT_BATCH, OFFLOAD_MATMUL_WITHOUT_BATCH, "
-         "HIDDEN_STATE_WITH_OFFLOAD, FLUX_OPTIMIZED, CUSTOM";
+std::string RematPolicy::allNames() {
+  SmallVector<StringRef> names;
+  for (const auto &entry : ::sd::kRematPolicyNames)
+    names.push_back(entry.second);
+  return llvm::join(names, ", ");
 }
 
-llvm::StringRef RematPolicy::getName() const {
-  for (const PolicyName &entry : kPolicies)
-    if (entry.kind == kind)
-      return entry.name;
-  llvm_unreachable("every kind has a name");
+std::string mlir::sd::unknownRematPolicyMessage(StringRef name) {
+  return ("unknown remat policy '" + name + "'; expected one of " +
+          RematPolicy::allNames())
+      .str();
 }
 
-llvm::Expected<RematPolicy>
-RematPolicy::parse(llvm::StringRef name, llvm::ArrayRef<std::string> namesSaved,
-                   llvm::ArrayRef<std::string> namesOffloaded) {
-  std::string upper = name.upper();
-  const PolicyName *found = llvm::find_if(
-      kPolicies, [&](const PolicyName &entry) { return entry.name == upper; });
-  if (found == std::end(kPolicies))
-    return llvm::createStringError("unknown remat policy '" + name.str() +
-                                   "'; expected one of " + allNames().str());
-  RematPolicy policy(found->kind);
-  if (policy.kind != Kind::Custom &&
+FailureOr<RematPolicy>
+RematPolicy::get(RematPolicyKind kind, ArrayRef<std::string> namesSaved,
+                 ArrayRef<std::string> namesOffloaded,
+                 function_ref<InFlightDiagnostic()> emitError) {
+  RematPolicy policy(kind);
+  if (kind != RematPolicyKind::Custom &&
       (!namesSaved.empty() || !namesOffloaded.empty()))
-    return llvm::createStringError(
-        "names_which_can_be_saved / names_which_can_be_offloaded only apply "
-        "to remat policy CUSTOM, not " +
-        policy.getName().str());
+    return emitError() << "names_which_can_be_saved / "
+                          "names_which_can_be_offloaded only apply to remat "
+                          "policy CUSTOM, not "
+                       << ::sd::rematPolicyName(kind);
   for (const std::string &saved : namesSaved)
     policy.saved.insert(saved);
   for (const std::string &offloaded : namesOffloaded) {
     if (policy.saved.contains(offloaded))
-      return llvm::createStringError("'" + offloaded +
-                                     "' is both saved and offloaded");
+      return emitError() << "'" << offloaded << "' is both saved and offloaded";
     policy.offloaded.insert(offloaded);
   }
-  switch (policy.kind) {
-  case Kind::HiddenStateWithOffload:
-    for (llvm::StringRef n : {"hidden_states", "self_attn", "cross_attn"})
+  switch (kind) {
+  case RematPolicyKind::HiddenStateWithOffload:
+    for (StringRef n : {"hidden_states", "self_attn", "cross_attn"})
       policy.offloaded.insert(n);
     break;
-  case Kind::FluxOptimized:
-    for (llvm::StringRef n : {"img_qkv_proj", "txt_qkv_proj", "attn_output",
-                              "lin1_norm_hidden_states"})
+  case RematPolicyKind::FluxOptimized:
+    for (StringRef n : {"img_qkv_proj", "txt_qkv_proj", "attn_output",
+                        "lin1_norm_hidden_states"})
       policy.saved.insert(n);
     break;
   default:
@@ -78,15 +58,16 @@ RematPolicy::parse(llvm::StringRef name, llvm::ArrayRef<std::string> namesSaved,
   return policy;
 }
 
-/// A dot_general without batch dimensions: a projection x·W, not
-/// attention's batched products (JAX's checkpoint_dots_with_no_batch_dims).
+/// A matmul without batch dimensions: a projection x·W, not attention's
+/// batched products (JAX's checkpoint_dots_with_no_batch_dims), as the op
+/// says.
 static bool isMatmulWithoutBatch(Value value) {
-  auto dot = value.getDefiningOp<DotGeneralOp>();
-  return dot && dot.getLhsBatch().empty();
+  auto remat = value.getDefiningOp<RematOpInterface>();
+  return remat && remat.isMatmulWithoutBatch();
 }
 
-Residency RematPolicy::decide(Value value, llvm::StringRef layer) const {
-  llvm::StringRef name;
+Residency RematPolicy::decide(Value value, StringRef layer) const {
+  StringRef name;
   if (Operation *def = value.getDefiningOp())
     if (auto attr = def->getAttrOfType<StringAttr>(SDDialect::kNameAttrName))
       name = attr.getValue();
@@ -94,22 +75,22 @@ Residency RematPolicy::decide(Value value, llvm::StringRef layer) const {
     return isMatmulWithoutBatch(value) ? kept : Residency::Recompute;
   };
   switch (kind) {
-  case Kind::None:
+  case RematPolicyKind::None:
     return Residency::Keep;
-  case Kind::Full:
+  case RematPolicyKind::Full:
     return Residency::Recompute;
-  case Kind::MatmulWithoutBatch:
+  case RematPolicyKind::MatmulWithoutBatch:
     return matmulRule(Residency::Keep);
-  case Kind::OffloadMatmulWithoutBatch:
+  case RematPolicyKind::OffloadMatmulWithoutBatch:
     return matmulRule(Residency::Offload);
-  case Kind::HiddenStateWithOffload:
-  case Kind::Custom:
+  case RematPolicyKind::HiddenStateWithOffload:
+  case RematPolicyKind::Custom:
     if (!name.empty() && saved.contains(name))
       return Residency::Keep;
     if (!name.empty() && offloaded.contains(name))
       return Residency::Offload;
     return Residency::Recompute;
-  case Kind::FluxOptimized:
+  case RematPolicyKind::FluxOptimized:
     if (layer.contains("double"))
       return name == "img_qkv_proj" || name == "txt_qkv_proj"
                  ? Residency::Recompute
@@ -121,4 +102,25 @@ Residency RematPolicy::decide(Value value, llvm::StringRef layer) const {
     return matmulRule(Residency::Keep);
   }
   llvm_unreachable("every kind is decided");
+}
+
+//===----------------------------------------------------------------------===//
+// RematOpInterface
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// dot_general is a matmul without batch dimensions when it has none.
+struct DotGeneralRematModel
+    : public RematOpInterface::ExternalModel<DotGeneralRematModel,
+                                             DotGeneralOp> {
+  bool isMatmulWithoutBatch(Operation *op) const {
+    return cast<DotGeneralOp>(op).getLhsBatch().empty();
+  }
+};
+} // namespace
+
+void mlir::sd::registerRematOpInterfaceModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, SDDialect *) {
+    DotGeneralOp::attachInterface<DotGeneralRematModel>(*context);
+  });
 }

@@ -73,12 +73,12 @@ std::string OpenMPDifferentialTest::checkOpenMP(llvm::StringRef source,
 
   // Global: inline and fix the batch (and differentiate).
   mlir::sd::SpecializeBatchOptions specialize;
-  specialize.batch = train ? batch / train->gradAccum : batch;
+  specialize.batch = train ? batch / train->step.gradAccum : batch;
   mlir::PassManager globalPm(&context);
   globalPm.addPass(mlir::createInlinerPass());
   globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
   if (train)
-    globalPm.addPass(mlir::sd::createDifferentiate(*train));
+    mlir::sd::addTrainingPasses(globalPm, *train);
   EXPECT_TRUE(mlir::succeeded(globalPm.run(*global))) << diagnostics;
 
   // Local: the default pipeline, partitioning when there is a mesh.
@@ -89,7 +89,7 @@ std::string OpenMPDifferentialTest::checkOpenMP(llvm::StringRef source,
   options.partition = !meshSpec.empty();
   if (train) {
     options.train = true;
-    options.differentiate = *train;
+    options.training = *train;
   }
   mlir::sd::buildDefaultPipeline(pm, options);
   EXPECT_TRUE(mlir::succeeded(pm.run(*local))) << diagnostics;
@@ -410,7 +410,7 @@ class OpenMPTrainStepTest : public OpenMPDifferentialTest {};
 TEST_P(OpenMPTrainStepTest, DitTiny) {
   std::string source = ditTinySource([&](llvm::StringRef s) { return parse(s); });
   ASSERT_FALSE(source.empty()) << diagnostics;
-  train = mlir::sd::DifferentiateOptions();
+  train = mlir::sd::TrainingOptions();
   std::string program =
       checkOpenMP(source, "loss", 8, GetParam(), /*tolerance=*/1e-4);
   // The AdamW update writes parameters and moments in place.
@@ -420,8 +420,8 @@ TEST_P(OpenMPTrainStepTest, DitTiny) {
 TEST_P(OpenMPTrainStepTest, DitTinyOffload) {
   std::string source = ditTinySource([&](llvm::StringRef s) { return parse(s); });
   ASSERT_FALSE(source.empty()) << diagnostics;
-  mlir::sd::DifferentiateOptions options;
-  options.remat = "OFFLOAD_MATMUL_WITHOUT_BATCH";
+  mlir::sd::TrainingOptions options;
+  options.remat.policy = ::sd::RematPolicyKind::OffloadMatmulWithoutBatch;
   train = options;
   std::string program =
       checkOpenMP(source, "loss", 8, GetParam(), /*tolerance=*/1e-4);

@@ -143,9 +143,9 @@ protected:
                                    llvm::StringRef entry, int64_t batch);
 
   /// With options, both programs are first turned into a training step by
-  /// sd-differentiate (the partitioned one through the default pipeline's
-  /// `train`).
-  std::optional<mlir::sd::DifferentiateOptions> train;
+  /// the training passes (the partitioned one through the default
+  /// pipeline's `train`).
+  std::optional<mlir::sd::TrainingOptions> train;
   /// How both programs are evaluated.
   mlir::sd::Precision precision = mlir::sd::Precision::Native;
 
@@ -223,9 +223,9 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
   mlir::PassManager globalPm(&context);
   globalPm.addPass(mlir::createInlinerPass());
   if (train) {
-    specialize.batch = batch / train->gradAccum;
+    specialize.batch = batch / train->step.gradAccum;
     globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
-    globalPm.addPass(mlir::sd::createDifferentiate(*train));
+    mlir::sd::addTrainingPasses(globalPm, *train);
   } else {
     globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
   }
@@ -237,7 +237,7 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
   options.partition = true;
   if (train) {
     options.train = true;
-    options.differentiate = *train;
+    options.training = *train;
   }
   mlir::sd::buildDefaultPipeline(pm, options);
   EXPECT_TRUE(mlir::succeeded(pm.run(*partitioned))) << diagnostics;

@@ -32,10 +32,12 @@ protected:
     context.appendDialectRegistry(registry);
   }
 
-  /// Specializes to `batch` and runs sd-differentiate with `options`.
+  /// Specializes to `batch` and runs the training passes with `options`:
+  /// to @train_step, or only to @loss_grad without `buildStep`.
   mlir::OwningOpRef<mlir::ModuleOp>
   differentiate(llvm::StringRef source, int64_t batch,
-                const mlir::sd::DifferentiateOptions &options) {
+                const mlir::sd::TrainingOptions &options,
+                bool buildStep = true) {
     mlir::OwningOpRef<mlir::ModuleOp> module = parse(source);
     if (!module)
       return {};
@@ -43,7 +45,7 @@ protected:
     mlir::sd::SpecializeBatchOptions specialize;
     specialize.batch = batch;
     pm.addPass(mlir::sd::createSpecializeBatch(specialize));
-    pm.addPass(mlir::sd::createDifferentiate(options));
+    mlir::sd::addTrainingPasses(pm, options, buildStep);
     if (mlir::failed(pm.run(*module)))
       return {};
     return module;
@@ -67,10 +69,8 @@ protected:
 TEST_F(TrainStepTest, DitTinyGradientMatchesFiniteDifferences) {
   std::string source = ditTinySource([&](llvm::StringRef text) { return parse(text); });
   ASSERT_FALSE(source.empty()) << diagnostics;
-  mlir::sd::DifferentiateOptions options;
-  options.mode = "grad";
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      differentiate(source, /*batch=*/2, options);
+      differentiate(source, /*batch=*/2, {}, /*buildStep=*/false);
   ASSERT_TRUE(module) << diagnostics;
   mlir::func::FuncOp func = lookup(*module, "loss_grad");
   ASSERT_TRUE(func);
@@ -135,15 +135,13 @@ class AdamWTest : public TrainStepTest,
 
 TEST_P(AdamWTest, UpdateFollowsTheFormula) {
   const AdamCase &c = GetParam();
-  mlir::sd::DifferentiateOptions gradOptions;
-  gradOptions.mode = "grad";
   mlir::OwningOpRef<mlir::ModuleOp> gradModule =
-      differentiate(kLinear, 8, gradOptions);
-  mlir::sd::DifferentiateOptions options;
-  options.learningRate = c.learningRate;
-  options.weightDecay = c.weightDecay;
-  options.maxGradNorm = c.maxGradNorm;
-  options.warmupSteps = c.warmupSteps;
+      differentiate(kLinear, 8, {}, /*buildStep=*/false);
+  mlir::sd::TrainingOptions options;
+  options.step.learningRate = c.learningRate;
+  options.step.weightDecay = c.weightDecay;
+  options.step.maxGradNorm = c.maxGradNorm;
+  options.step.warmupSteps = c.warmupSteps;
   mlir::OwningOpRef<mlir::ModuleOp> stepModule =
       differentiate(kLinear, 8, options);
   ASSERT_TRUE(gradModule && stepModule) << diagnostics;
@@ -222,8 +220,8 @@ INSTANTIATE_TEST_SUITE_P(
 //===----------------------------------------------------------------------===//
 
 TEST_F(TrainStepTest, TwoMicrobatchesEqualOneBatch) {
-  mlir::sd::DifferentiateOptions whole, halves;
-  halves.gradAccum = 2;
+  mlir::sd::TrainingOptions whole, halves;
+  halves.step.gradAccum = 2;
   mlir::OwningOpRef<mlir::ModuleOp> wholeModule =
       differentiate(kLinear, 8, whole);
   // Specialized to the microbatch: the step takes twice as many samples.
@@ -253,8 +251,8 @@ TEST_P(TrainStepDifferentialTest, DitTiny) {
     SCOPED_TRACE(policy);
     std::string source = ditTinySource([&](llvm::StringRef text) { return parse(text); });
     ASSERT_FALSE(source.empty()) << diagnostics;
-    mlir::sd::DifferentiateOptions options;
-    options.remat = policy;
+    mlir::sd::TrainingOptions options;
+    options.remat.policy = *::sd::parseRematPolicyKind(policy);
     train = options;
     // In f64, so that AdamW's g/(|g|+eps) does not amplify rounding.
     precision = mlir::sd::Precision::F64;
@@ -280,8 +278,8 @@ TEST_F(TrainStepTest, RematPoliciesOrderDevicePeak) {
   std::map<std::string, mlir::sd::CostReport> reports;
   for (const char *policy : {"NONE", "MATMUL_WITHOUT_BATCH", "FULL",
                              "OFFLOAD_MATMUL_WITHOUT_BATCH"}) {
-    mlir::sd::DifferentiateOptions options;
-    options.remat = policy;
+    mlir::sd::TrainingOptions options;
+    options.remat.policy = *::sd::parseRematPolicyKind(policy);
     mlir::OwningOpRef<mlir::ModuleOp> module =
         differentiate(source, /*batch=*/8, options);
     ASSERT_TRUE(module) << diagnostics;

@@ -62,6 +62,9 @@ def SD_Dialect : Dialect {
       argument's tensor type.
     * `sd.name` is a string attribute.
     * `sd.backward` and `sd.recompute` are unit attributes.
+    * `sd.vjp_group` and `sd.layer` (the gradient function's structure,
+      see `sd-differentiate`) are integers on ops, `sd.layers` an array of
+      strings on a function.
     * `sd.aliases` on a function result is the index of an argument of the
       same type (the argument's buffer is reused for the result).
     * `sd.default_batch` is a positive integer on a function.
@@ -89,6 +92,12 @@ def SD_Dialect : Dialect {
     /// On ops that recompute a forward value for the backward pass (the
     /// remat policy did not keep it); the cost model counts their FLOPs.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName = "sd.recompute";
+    /// The gradient function's structure, from sd-differentiate to
+    /// sd-remat and sd-build-train-step: the VJP group of an op, the layer
+    /// (inlined call) a forward op came from, and the callee of each layer.
+    static constexpr ::llvm::StringLiteral kVjpGroupAttrName = "sd.vjp_group";
+    static constexpr ::llvm::StringLiteral kLayerAttrName = "sd.layer";
+    static constexpr ::llvm::StringLiteral kLayersAttrName = "sd.layers";
     /// On a function result: the index of the argument whose buffer it
     /// reuses (a donated argument, as JAX's donate_argnums): the training
     /// step writes new parameters and optimizer state in place.

@@ -272,4 +272,22 @@ def SD_VjpOpInterface : OpInterface<"VjpOpInterface"> {
   ];
 }
 
+def SD_RematOpInterface : OpInterface<"RematOpInterface"> {
+  let cppNamespace = "::mlir::sd";
+  let description = [{
+    What remat policies (`sd-remat`) ask an op about its results, beyond
+    their `sd.name`. Attached as an external model by the remat library
+    (`registerRematOpInterfaceModels`); an op without it is not a matmul
+    to a policy.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Whether the op is a matrix product without batch dimensions (a
+        projection `x·W`, not attention's batched products): JAX's
+        `dots_with_no_batch_dims`, which MATMUL_WITHOUT_BATCH keeps.
+      }],
+      "bool", "isMatmulWithoutBatch">,
+  ];
+}
+
 #endif // SD_IR_SDINTERFACES_TD

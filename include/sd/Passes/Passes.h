@@ -9,6 +9,8 @@
 #include "sd/IR/SDDialect.h"
 // Option types of sd-print-report (LayoutChoice, ReportFormat).
 #include "sd/Analysis/Report.h"
+// Option type of sd-remat.
+#include "sd/Config/RematPolicyKind.h"
 #include "sd/Sharding/LogicalRules.h"
 
 #include <optional>
@@ -20,6 +22,18 @@ namespace mlir::sd {
 
 #define GEN_PASS_REGISTRATION
 #include "sd/Passes/Passes.h.inc"
+
+/// The options of the passes that make the training step from @loss
+/// (sd-differentiate has none).
+struct TrainingOptions {
+  RematOptions remat;
+  BuildTrainStepOptions step;
+};
+
+/// Adds sd-differentiate and sd-remat, then, with `buildStep`,
+/// sd-build-train-step (without: the program's @loss_grad).
+void addTrainingPasses(OpPassManager &pm, const TrainingOptions &options,
+                       bool buildStep = true);
 
 /// What the default sdopt pipeline does with a program; mirrors sdopt's
 /// flags.
@@ -43,11 +57,12 @@ struct PipelineOptions {
   /// and optimize its collectives (sd-optimize-collectives); implies
   /// `propagate`.
   bool partition = false;
-  /// Build the training step (sd-differentiate) after the logical axis
-  /// rules; `differentiate` holds its options (policy, optimizer,
-  /// microbatches). The batch is specialized to the microbatch.
+  /// Build the training step (sd-differentiate, sd-remat,
+  /// sd-build-train-step) after the logical axis rules; `training` holds
+  /// their options (policy, optimizer, microbatches). The batch is
+  /// specialized to the microbatch.
   bool train = false;
-  DifferentiateOptions differentiate;
+  TrainingOptions training;
 };
 
 /// Specializes the batch, makes the mesh and applies the logical axis rules;

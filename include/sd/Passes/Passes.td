@@ -96,48 +96,87 @@ def SpecializeBatch : Pass<"sd-specialize-batch", "::mlir::ModuleOp"> {
 }
 
 def Differentiate : Pass<"sd-differentiate", "::mlir::ModuleOp"> {
-  let summary = "Build the training step from @loss by reverse-mode AD";
+  let summary = "Build the gradient function of @loss by reverse-mode AD";
   let description = [{
     Replaces `@loss(params..., inputs...) -> loss` by
 
     ```mlir
-    func.func @train_step(params..., mu..., nu..., inputs..., %step) -> (loss, new_params..., new_mu..., new_nu...)
+    func.func @loss_grad(params..., inputs...) -> (loss, grads...)
     ```
 
-    (or, with `mode=grad`, `@loss_grad(params..., inputs...) -> (loss,
-    grads...)`). The forward program is `@loss` with its block calls
-    inlined; the backward pass asks each op for its VJP
-    (VjpOpInterface), in reverse order, and sums cotangents; AdamW updates
-    each parameter. Inputs (latents, noise, timestep, labels, context)
-    and random numbers get no gradient. Optimizer state arguments carry
-    `#sd.optimizer_state` and the parameter's logical axes and sharding,
-    so propagation shards them like the parameter (ZeRO); new parameters
-    and state are returned with the parameter's sharding.
+    The forward program is `@loss` with its block calls inlined; the
+    backward program asks each op for its VJP (VjpOpInterface), in reverse
+    order, and sums cotangents. Parameters are the `#sd.param` arguments;
+    inputs (latents, noise, timestep, labels, context) and random numbers
+    get no gradient, and a parameter the loss does not use gets a zero
+    gradient. Every forward value the backward program needs is used
+    directly (kept): `sd-remat` then decides what is recomputed or
+    offloaded, and `sd-build-train-step` builds the optimizer step around
+    the gradient.
 
-    AdamW as optax/MaxDiffusion: with t = step + 1,
-    mu' = b1·mu + (1−b1)·g, nu' = b2·nu + (1−b2)·g²,
-    p' = p − lr_t·(mu'/(1−b1^t) / (sqrt(nu'/(1−b2^t)) + eps) + wd·p),
-    lr_t = lr·min(1, t/warmup-steps) (constant after warm-up). With
-    `max-grad-norm` > 0 the gradients are first scaled by
-    min(1, max-grad-norm / global norm). With `grad-accum` = K > 1 the
-    batch is split into K microbatches (sample i goes to microbatch
-    i mod K, so a batch sharded over devices splits locally), forward and
-    backward run once per microbatch and the gradients (and the loss)
-    are averaged. Without microbatches or clipping, each parameter is
-    updated as soon as the backward pass has completed its gradient, so
-    that gradients do not all stay alive until the end.
+    The gradient function records its structure for those two passes, on
+    discardable attributes:
+    * `sd.backward` on the ops of the backward program. It starts with the
+      seed, the loss's cotangent `sd.constant {sd.backward} dense<1.0>`,
+      and ends with the zero gradients of parameters that get none.
+    * `sd.vjp_group = N : i64` on the N-th forward op and on the backward
+      ops built for its VJP and the accumulation of its operands'
+      cotangents: backward groups appear in decreasing N, so a parameter's
+      gradient is complete after the group of its first forward user.
+    * `sd.layer = L : i64` on forward ops that came from the L-th inlined
+      call, and `sd.layers` on the function: the callee of each call (the
+      layers a remat policy applies to).
 
-    The remat policy decides, for each forward value the backward pass
-    needs, whether it is kept on device, offloaded (`sd.offload` after it
-    is computed, `sd.reload` before the backward pass uses it) or
-    recomputed (ops marked `sd.recompute`). It applies inside the layers
-    (the functions `@loss` calls); values outside layers and each layer's
-    inputs and outputs are kept, as under JAX's `jax.checkpoint` of each
-    layer:
+    ```mlir
+    func.func @loss(%w: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>},
+                    %x: tensor<8x4xf32> {sd.role = #sd.input<latents>}) -> tensor<f32> {
+      %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0] : ...
+      %l = sd.mse_loss %y, %x ...
+      return %l : tensor<f32>
+    }
+    // becomes
+    func.func @loss_grad(%w: ..., %x: ...) -> (tensor<f32>, tensor<4x3xf32>) {
+      %y = sd.dot_general %x, %w ... {sd.vjp_group = 0 : i64} : ...
+      %l = sd.mse_loss %y, %x {sd.vjp_group = 1 : i64} : ...
+      %seed = sd.constant {sd.backward} dense<1.000000e+00> : tensor<f32>
+      %dy = ... {sd.backward, sd.vjp_group = 1 : i64}     // mse_loss's VJP
+      %dw = ... {sd.backward, sd.vjp_group = 0 : i64}     // dot_general's VJP
+      return %l, %dw : tensor<f32>, tensor<4x3xf32>
+    }
+    ```
+
+    A module without `@loss`, a loss that is not one `tensor<f32>`, a loss
+    without `#sd.param` argument, a call of a function without body, or an
+    op on the gradient's path without VJP is an error.
+  }];
+  let dependentDialects = ["::mlir::sd::SDDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def Remat : Pass<"sd-remat", "::mlir::func::FuncOp"> {
+  let summary = "Keep, offload or recompute what the backward program uses";
+  let description = [{
+    Applies a remat policy to a gradient function made by `sd-differentiate`
+    (a function with `sd.vjp_group` ops; others are left alone). For each
+    forward value a backward VJP group uses, the policy decides whether it
+    is kept on device, offloaded (`sd.offload` right after it is computed,
+    `sd.reload` before the group) or recomputed (clones marked
+    `sd.recompute` before the group, recomputing what they need in turn).
+    What a group needs is made available just before its first op: first
+    the operands of its forward op, then the op's own results (recomputed
+    by one clone of the op). Inserted backward ops join the group they
+    serve (`sd.vjp_group`), so `sd-build-train-step` still finds where
+    each gradient is complete. The pass consumes `sd.layer` and
+    `sd.layers`.
+
+    The policy applies inside the layers (`sd.layer`); values outside
+    layers and each layer's inputs and outputs are kept, as under JAX's
+    `jax.checkpoint` of each layer:
     * `NONE`: keep everything.
     * `FULL`: keep nothing inside layers (recompute each layer).
-    * `MATMUL_WITHOUT_BATCH`: keep dot_general results without batch
-      dimensions (projections, not attention's batched products).
+    * `MATMUL_WITHOUT_BATCH`: keep the results of matmuls without batch
+      dimensions (RematOpInterface: projections, not attention's batched
+      products).
     * `OFFLOAD_MATMUL_WITHOUT_BATCH`: offload those instead.
     * `HIDDEN_STATE_WITH_OFFLOAD`: offload values named `hidden_states`,
       `self_attn`, `cross_attn` (a layer's output included).
@@ -146,23 +185,101 @@ def Differentiate : Pass<"sd-differentiate", "::mlir::ModuleOp"> {
       keep all but `img_qkv_proj` / `txt_qkv_proj`; in `single` layers keep
       only `attn_output` and `lin1_norm_hidden_states`; elsewhere as
       `MATMUL_WITHOUT_BATCH`.
-    Names are `sd.name`s. An unknown policy, a name no value carries, or
-    names given to a policy other than CUSTOM is an error.
 
-    Ops of the backward pass and the update carry `sd.backward`.
+    ```mlir
+    // sd-remat{remat=FULL}, %a inside a layer
+    %a = sd.tanh %x {sd.layer = 1 : i64, sd.vjp_group = 3 : i64} : ...
+    %d = sd.mul %ct, %a {sd.backward, sd.vjp_group = 5 : i64} : ...
+    // becomes
+    %a = sd.tanh %x {sd.vjp_group = 3 : i64} : ...
+    %r = sd.tanh %x {sd.backward, sd.recompute, sd.vjp_group = 5 : i64} : ...
+    %d = sd.mul %ct, %r {sd.backward, sd.vjp_group = 5 : i64} : ...
+    ```
+
+    Names are `sd.name`s. A CUSTOM name no value carries, a name both
+    saved and offloaded, or names given to a policy other than CUSTOM is
+    an error.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", "\"train\"",
-           "train: @train_step with AdamW; grad: @loss_grad returning the "
-           "loss and the gradients">,
-    Option<"remat", "remat", "std::string", "\"NONE\"",
-           "Remat policy: NONE, FULL, MATMUL_WITHOUT_BATCH, "
-           "OFFLOAD_MATMUL_WITHOUT_BATCH, HIDDEN_STATE_WITH_OFFLOAD, "
-           "FLUX_OPTIMIZED, CUSTOM">,
+    Option<"policy", "remat", "::sd::RematPolicyKind",
+           "::sd::RematPolicyKind::None", "Remat policy (MaxDiffusion's names)",
+           [{::llvm::cl::values(
+               clEnumValN(::sd::RematPolicyKind::None, "NONE",
+                          "keep everything"),
+               clEnumValN(::sd::RematPolicyKind::Full, "FULL",
+                          "recompute each layer"),
+               clEnumValN(::sd::RematPolicyKind::MatmulWithoutBatch,
+                          "MATMUL_WITHOUT_BATCH",
+                          "keep matmuls without batch dimensions"),
+               clEnumValN(::sd::RematPolicyKind::OffloadMatmulWithoutBatch,
+                          "OFFLOAD_MATMUL_WITHOUT_BATCH",
+                          "offload matmuls without batch dimensions"),
+               clEnumValN(::sd::RematPolicyKind::HiddenStateWithOffload,
+                          "HIDDEN_STATE_WITH_OFFLOAD",
+                          "offload hidden_states, self_attn, cross_attn"),
+               clEnumValN(::sd::RematPolicyKind::FluxOptimized,
+                          "FLUX_OPTIMIZED", "Flux's double/single blocks"),
+               clEnumValN(::sd::RematPolicyKind::Custom, "CUSTOM",
+                          "names-saved and names-offloaded"))}]>,
     ListOption<"namesSaved", "names-saved", "std::string",
                "CUSTOM: names of values kept for the backward pass">,
     ListOption<"namesOffloaded", "names-offloaded", "std::string",
                "CUSTOM: names of values offloaded to host memory">,
+  ];
+  let statistics = [
+    Statistic<"numRecomputed", "num-recomputed",
+              "Forward ops recomputed in the backward pass">,
+    Statistic<"numOffloaded", "num-offloaded",
+              "Values offloaded to host memory">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
+def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
+  let summary = "Build the AdamW training step around the gradient function";
+  let description = [{
+    Replaces the gradient function `@loss_grad(params..., inputs...) ->
+    (loss, grads...)` made by `sd-differentiate` (and `sd-remat`) by
+
+    ```mlir
+    func.func @train_step(params..., mu..., nu..., inputs..., %step) -> (loss, new_params..., new_mu..., new_nu...)
+    ```
+
+    Optimizer state arguments carry `#sd.optimizer_state` and the
+    parameter's logical axes and sharding, so propagation shards them like
+    the parameter (ZeRO); new parameters and state are returned with the
+    parameter's sharding and alias (are written in place of) the old ones.
+
+    AdamW as optax/MaxDiffusion: with t = step + 1,
+    mu' = b1·mu + (1−b1)·g, nu' = b2·nu + (1−b2)·g²,
+    p' = p − lr_t·(mu'/(1−b1^t) / (sqrt(nu'/(1−b2^t)) + eps) + wd·p),
+    lr_t = lr·min(1, t/warmup-steps) (constant after warm-up). With
+    `max-grad-norm` > 0 the gradients are first scaled by
+    min(1, max-grad-norm / global norm). With `grad-accum` = K > 1 the
+    batch is split into K microbatches (sample i goes to microbatch
+    i mod K, so a batch sharded over devices splits locally), the gradient
+    function's body runs once per microbatch with the seed 1/K and the
+    gradients (and the loss) are averaged. Without microbatches or
+    clipping, each parameter is updated as soon as its gradient is
+    complete (after the `sd.vjp_group` of its first forward user), so
+    that gradients do not all stay alive until the end. The step's
+    backward and update ops carry `sd.backward`; `sd.vjp_group` and
+    `sd.layer` are dropped.
+
+    ```mlir
+    func.func @loss_grad(%w: tensor<4xf32> {sd.role = #sd.param<"w", zeros>}, %x: ...) -> (tensor<f32>, tensor<4xf32>)
+    // becomes
+    func.func @train_step(%w: ..., %mu: tensor<4xf32> {sd.role = #sd.optimizer_state<"w", mu>},
+                          %nu: ..., %x: ..., %step: tensor<f32> {sd.role = #sd.input<step>})
+        -> (tensor<f32>, tensor<4xf32> {sd.aliases = 0 : i64}, tensor<4xf32> {sd.aliases = 1 : i64},
+            tensor<4xf32> {sd.aliases = 2 : i64})
+    ```
+
+    A module without `@loss_grad`, a gradient function that does not
+    return the loss and one gradient per parameter or has no seed,
+    `grad-accum` below 1, or microbatches with a scalar input is an error.
+  }];
+  let options = [
     Option<"learningRate", "learning-rate", "double", "1e-4",
            "Peak learning rate">,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0",
@@ -176,12 +293,6 @@ def Differentiate : Pass<"sd-differentiate", "::mlir::ModuleOp"> {
            "Clip gradients to this global norm (0: no clipping)">,
     Option<"gradAccum", "grad-accum", "int64_t", "1",
            "Microbatches whose gradients are accumulated per step">,
-  ];
-  let statistics = [
-    Statistic<"numRecomputed", "num-recomputed",
-              "Forward ops recomputed in the backward pass">,
-    Statistic<"numOffloaded", "num-offloaded",
-              "Values offloaded to host memory">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect",
                            "::mlir::func::FuncDialect"];

@@ -1,20 +1,27 @@
 //===- RematPolicy.h - which forward values backward keeps ------*- C++ -*-===//
 //
-// MaxDiffusion's remat policies (REFERENCE.md §1) as a decision per forward
-// value: kept on device, offloaded to host memory, or recomputed in the
-// backward pass. sd-differentiate asks the policy about values computed
-// inside layers (the functions @loss calls); everything else is kept.
+// MaxDiffusion's remat policies as a decision per forward value: kept on
+// device, offloaded to host memory, or recomputed in the backward pass.
+// sd-remat asks the policy about values computed inside layers (the
+// functions @loss calls); everything else is kept. Whether a value is a
+// matmul without batch dimensions is the op's to say (RematOpInterface).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SD_PASSES_REMATPOLICY_H
 #define SD_PASSES_REMATPOLICY_H
 
+#include "sd/Config/RematPolicyKind.h"
+
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/Error.h"
 
 #include <string>
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
 
 namespace mlir::sd {
 
@@ -23,28 +30,18 @@ enum class Residency { Keep, Offload, Recompute };
 
 class RematPolicy {
 public:
-  enum class Kind {
-    None,
-    Full,
-    MatmulWithoutBatch,
-    OffloadMatmulWithoutBatch,
-    HiddenStateWithOffload,
-    FluxOptimized,
-    Custom,
-  };
-
-  /// The policy named `name` (MaxDiffusion's spelling, any case). Names are
-  /// only accepted for CUSTOM; an unknown policy is an error listing the
-  /// known ones.
-  static llvm::Expected<RematPolicy>
-  parse(llvm::StringRef name, llvm::ArrayRef<std::string> namesSaved = {},
-        llvm::ArrayRef<std::string> namesOffloaded = {});
+  /// The policy `kind` with CUSTOM's names. Names given to another policy,
+  /// or a name both saved and offloaded, is an error reported through
+  /// `emitError`.
+  static FailureOr<RematPolicy>
+  get(::sd::RematPolicyKind kind, llvm::ArrayRef<std::string> namesSaved,
+      llvm::ArrayRef<std::string> namesOffloaded,
+      llvm::function_ref<InFlightDiagnostic()> emitError);
 
   /// Every policy name, for help texts and errors.
-  static llvm::StringRef allNames();
+  static std::string allNames();
 
-  Kind getKind() const { return kind; }
-  llvm::StringRef getName() const;
+  ::sd::RematPolicyKind getKind() const { return kind; }
 
   /// The names the policy refers to (CUSTOM's lists, the offloaded names of
   /// HIDDEN_STATE_WITH_OFFLOAD, FLUX_OPTIMIZED's names): a CUSTOM name that
@@ -53,17 +50,24 @@ public:
   const llvm::StringSet<> &getOffloadedNames() const { return offloaded; }
 
   /// What happens to `value`, the result of an op inside the layer
-  /// function `layer`: its `sd.name`, whether it is a dot_general without
-  /// batch dimensions, and the layer decide.
+  /// function `layer`: its `sd.name`, whether it is a matmul without batch
+  /// dimensions (RematOpInterface), and the layer decide.
   Residency decide(Value value, llvm::StringRef layer) const;
 
 private:
-  explicit RematPolicy(Kind kind) : kind(kind) {}
+  explicit RematPolicy(::sd::RematPolicyKind kind) : kind(kind) {}
 
-  Kind kind;
+  ::sd::RematPolicyKind kind;
   llvm::StringSet<> saved;
   llvm::StringSet<> offloaded;
 };
+
+/// The error for a policy name the tools do not know: it quotes `name` and
+/// lists the known ones.
+std::string unknownRematPolicyMessage(llvm::StringRef name);
+
+/// Attaches RematOpInterface to the ops that are matmuls (dot_general).
+void registerRematOpInterfaceModels(DialectRegistry &registry);
 
 } // namespace mlir::sd
 

@@ -480,6 +480,37 @@ func.func @default_batch_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @vjp_group_not_integer(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.vjp_group' must be an integer, not "a"}}
+  %y = sd.neg %x {sd.vjp_group = "a"} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @layer_not_integer(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.layer' must be an integer, not "block"}}
+  %y = sd.neg %x {sd.layer = "block"} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'sd.layers' must be an array of strings on a function}}
+func.func @layers_not_strings(%x: tensor<4xf32>) attributes {sd.layers = [1]} {
+  return
+}
+
+// -----
+
+func.func @layers_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.layers' must be an array of strings on a function}}
+  %y = sd.neg %x {sd.layers = ["block"]} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 func.func @unknown_op_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{unknown sd attribute 'sd.remat'}}
   %y = sd.neg %x {sd.remat = true} : tensor<4xf32>

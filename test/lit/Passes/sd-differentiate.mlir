@@ -1,32 +1,21 @@
-// RUN: sdopt %s -split-input-file -sd-differentiate=mode=grad | FileCheck %s --check-prefix=GRAD
-// RUN: sdopt %s -split-input-file -sd-differentiate | FileCheck %s --check-prefix=TRAIN
+// RUN: sdopt %s -split-input-file -verify-diagnostics -sd-differentiate | FileCheck %s
 
-// A linear model: the gradient of w contracts the batch of x with the
-// cotangent of y; the input x gets none.
-// GRAD-LABEL: func.func @loss_grad
-// GRAD-SAME: (%[[W:[a-z0-9]+]]: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>}, %[[X:[a-z0-9]+]]: tensor<8x4xf32> {sd.role = #sd.input<latents>}, %[[T:[a-z0-9]+]]: tensor<8x3xf32> {sd.role = #sd.input<noise>}) -> (tensor<f32>, tensor<4x3xf32>)
-// GRAD: %[[Y:.*]] = sd.dot_general %[[X]], %[[W]]
-// GRAD: %[[L:.*]] = sd.mse_loss %[[Y]], %[[T]]
-// GRAD: %[[ONE:.*]] = sd.constant {sd.backward} dense<1.000000e+00> : tensor<f32>
-// GRAD: %[[G:.*]] = sd.dot_general %[[DY:.*]], %[[X]] batch = [] x [] contract = [0] x [0] {sd.backward}
-// GRAD-NEXT: %[[DW:.*]] = sd.transpose %[[G]] permutation = [1, 0] {sd.backward}
-// GRAD-NEXT: return %[[L]], %[[DW]] : tensor<f32>, tensor<4x3xf32>
-
-// The training step: parameters, their two moments, the inputs and the
-// step count in; the loss, new parameters and new moments out.
-// TRAIN-LABEL: func.func @train_step
-// TRAIN-SAME: %{{.*}}: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>}
-// TRAIN-SAME: %{{.*}}: tensor<4x3xf32> {sd.role = #sd.optimizer_state<"w", mu>}
-// TRAIN-SAME: %{{.*}}: tensor<4x3xf32> {sd.role = #sd.optimizer_state<"w", nu>}
-// TRAIN-SAME: %{{.*}}: tensor<8x4xf32> {sd.role = #sd.input<latents>}
-// TRAIN-SAME: %[[STEP:[a-z0-9]+]]: tensor<f32> {sd.role = #sd.input<step>}
-// TRAIN-SAME: -> (tensor<f32>, tensor<4x3xf32> {sd.aliases = 0 : i64}, tensor<4x3xf32> {sd.aliases = 1 : i64}, tensor<4x3xf32> {sd.aliases = 2 : i64})
-// TRAIN: sd.add %[[STEP]], %{{.*}} {sd.backward} : tensor<f32>
-// TRAIN: sd.pow
-// TRAIN: sd.sqrt
-// TRAIN: sd.sub {{.*}} {sd.backward} : tensor<4x3xf32>
-// TRAIN: return
-// TRAIN-NOT: func.func @loss
+// A linear model: the forward ops are numbered (their VJP groups); the
+// backward program starts with the seed and runs the groups in reverse.
+// The gradient of w contracts the batch of x with the cotangent of y; the
+// input x gets none.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK-SAME: (%[[W:[a-z0-9]+]]: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>}, %[[X:[a-z0-9]+]]: tensor<8x4xf32> {sd.role = #sd.input<latents>}, %[[T:[a-z0-9]+]]: tensor<8x3xf32> {sd.role = #sd.input<noise>}) -> (tensor<f32>, tensor<4x3xf32>) {
+// CHECK-NEXT: %[[Y:.*]] = sd.dot_general %[[X]], %[[W]] {{.*}} {sd.vjp_group = 0 : i64}
+// CHECK-NEXT: %[[L:.*]] = sd.mse_loss %[[Y]], %[[T]] {sd.vjp_group = 1 : i64}
+// CHECK-NEXT: %[[SEED:.*]] = sd.constant {sd.backward} dense<1.000000e+00> : tensor<f32>
+// CHECK: sd.mul %[[SEED]], %{{.*}} {sd.backward, sd.vjp_group = 1 : i64}
+// CHECK: %[[DIFF:.*]] = sd.sub %[[Y]], %[[T]] {sd.backward, sd.vjp_group = 1 : i64}
+// CHECK-NEXT: %[[DY:.*]] = sd.mul %[[DIFF]], %{{.*}} {sd.backward, sd.vjp_group = 1 : i64}
+// CHECK-NEXT: %[[G:.*]] = sd.dot_general %[[DY]], %[[X]] batch = [] x [] contract = [0] x [0] {sd.backward, sd.vjp_group = 0 : i64}
+// CHECK-NEXT: %[[DW:.*]] = sd.transpose %[[G]] permutation = [1, 0] {sd.backward, sd.vjp_group = 0 : i64}
+// CHECK-NEXT: return %[[L]], %[[DW]] : tensor<f32>, tensor<4x3xf32>
+// CHECK-NOT: func.func @loss(
 func.func @loss(%w: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>},
                 %x: tensor<8x4xf32> {sd.role = #sd.input<latents>},
                 %t: tensor<8x3xf32> {sd.role = #sd.input<noise>}) -> tensor<f32> {
@@ -37,12 +26,20 @@ func.func @loss(%w: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>},
 
 // -----
 
-// A parameter the loss does not use gets a zero gradient; the layer
-// function is inlined and removed.
-// GRAD-LABEL: func.func @loss_grad
-// GRAD: %[[Z:.*]] = sd.constant {sd.backward} dense<0.000000e+00> : tensor<2xf32>
-// GRAD: return %{{.*}}, %{{.*}}, %[[Z]]
-// GRAD-NOT: func.func private @layer
+// The layer function is inlined and removed; its ops record their layer,
+// the function the layer's callee. tanh's VJP uses its own (forward)
+// result. A parameter the loss does not use gets a zero gradient outside
+// every VJP group.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK-SAME: attributes {sd.layers = ["layer"]}
+// CHECK-NEXT: %[[Y:.*]] = sd.dot_general {{.*}} {sd.layer = 1 : i64, sd.vjp_group = 0 : i64}
+// CHECK-NEXT: %[[A:.*]] = sd.tanh %[[Y]] {sd.layer = 1 : i64, sd.vjp_group = 1 : i64}
+// CHECK-NEXT: %[[L:.*]] = sd.mse_loss %[[A]], %{{.*}} {sd.vjp_group = 2 : i64}
+// CHECK: sd.mul %[[A]], %[[A]] {sd.backward, sd.vjp_group = 1 : i64}
+// CHECK: %[[DW:.*]] = sd.transpose {{.*}} {sd.backward, sd.vjp_group = 0 : i64}
+// CHECK-NEXT: %[[Z:.*]] = sd.constant {sd.backward} dense<0.000000e+00> : tensor<2xf32>
+// CHECK-NEXT: return %[[L]], %[[DW]], %[[Z]]
+// CHECK-NOT: func.func private @layer
 func.func private @layer(%x: tensor<8x4xf32>, %w: tensor<4x4xf32>) -> tensor<8x4xf32> {
   %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0] : (tensor<8x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
   %a = sd.tanh %y : tensor<8x4xf32>

@@ -1,4 +1,4 @@
-// RUN: sdopt %s -sd-differentiate="mode=grad remat=FLUX_OPTIMIZED" | FileCheck %s
+// RUN: sdopt %s -verify-diagnostics -sd-differentiate -sd-remat="remat=FLUX_OPTIMIZED" | FileCheck %s
 
 // FLUX_OPTIMIZED: in double-stream layers everything is kept but
 // img_qkv_proj / txt_qkv_proj; in single-stream layers only attn_output and
@@ -24,11 +24,15 @@ func.func @loss(%w0: tensor<8x8xf32> {sd.role = #sd.param<"w0", zeros>},
   return %l : tensor<f32>
 }
 
-// The single block's tanh is recomputed from its kept projection; the
-// double block's tanh is kept (only the projection it needs could be
-// recomputed, but the tanh VJP uses its own result).
+// The single block's tanh is recomputed from its kept projection
+// (attn_output) for the mul's VJP; the double block's tanh is kept (its
+// projection img_qkv_proj is not, but the tanh VJP uses its own result).
 // CHECK-LABEL: func.func @loss_grad
-// CHECK: sd.tanh %{{.*}} {sd.backward, sd.name = "single_act", sd.recompute}
-// CHECK-NOT: sd.name = "double_act", sd.recompute
-// CHECK-NOT: sd.name = "attn_output", sd.recompute
+// CHECK: %[[DA:.*]] = sd.tanh %{{.*}} {sd.name = "double_act", sd.vjp_group = 1 : i64}
+// CHECK: %[[P:.*]] = sd.dot_general {{.*}} {sd.name = "attn_output", sd.vjp_group = 3 : i64}
+// CHECK: %[[SA:.*]] = sd.tanh %[[P]] {sd.backward, sd.name = "single_act", sd.recompute, sd.vjp_group = 5 : i64}
+// CHECK-NEXT: sd.mul %{{.*}}, %[[SA]] {sd.backward, sd.vjp_group = 5 : i64}
+// CHECK: sd.mul %[[SA]], %[[SA]] {sd.backward, sd.vjp_group = 4 : i64}
+// CHECK: sd.mul %[[DA]], %[[DA]] {sd.backward, sd.vjp_group = 1 : i64}
+// CHECK-NOT: sd.recompute
 // CHECK: return

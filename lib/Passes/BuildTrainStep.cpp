@@ -1,0 +1,487 @@
+//===- BuildTrainStep.cpp - AdamW around the gradient function ------------===//
+//
+// @loss_grad(params, inputs) -> (loss, grads) becomes @train_step(params,
+// mu, nu, inputs, step) -> (loss, params', mu', nu'): the gradient
+// function's body once per microbatch (seeded with 1/K), the gradients
+// summed, optionally clipped, and AdamW. Without microbatches or clipping
+// each parameter is updated where its gradient is complete: after the VJP
+// group of its first forward user (sd.vjp_group), as PyTorch's optimizer in
+// backward, so that the gradient dies there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDOps.h"
+#include "sd/Passes/Autodiff.h"
+#include "sd/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::sd {
+#define GEN_PASS_DEF_BUILDTRAINSTEP
+#include "sd/Passes/Passes.h.inc"
+} // namespace mlir::sd
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::autodiff;
+
+namespace {
+
+/// Options of the pass, as the builder needs them.
+struct StepOptions {
+  double learningRate, beta1, beta2, epsilon, weightDecay, maxGradNorm;
+  int64_t warmupSteps, gradAccum;
+};
+
+class TrainStepBuilder {
+public:
+  TrainStepBuilder(func::FuncOp grad, const StepOptions &options)
+      : grad(grad), options(options), builder(grad.getContext()) {}
+
+  FailureOr<func::FuncOp> build();
+
+private:
+  // Building blocks.
+  template <typename OpTy, typename... Args> Value create(Args &&...args) {
+    Operation *op =
+        OpTy::create(builder, grad.getLoc(), std::forward<Args>(args)...);
+    if (inBackward)
+      op->setAttr(SDDialect::kBackwardAttrName, builder.getUnitAttr());
+    return op->getResult(0);
+  }
+  Value splat(double value, Type type) {
+    return create<ConstantOp>(splatAttr(builder, value, type));
+  }
+  Value scalar(double value) {
+    return splat(value, RankedTensorType::get({}, builder.getF32Type()));
+  }
+  Value broadcastScalar(Value scalar, Type type);
+
+  // Phases.
+  LogicalResult analyze();
+  void createFunction();
+  void addStateArgs(SmallVectorImpl<Type> &types,
+                    SmallVectorImpl<DictionaryAttr> &attrs);
+  Value microbatch(Value input, int64_t index);
+  Value cloneGradient(ArrayRef<Value> microInputs);
+  void completeGradient(size_t n, Value gradient);
+  void clipGradients();
+  void computeStepScalars();
+  void updateParameter(size_t n);
+  /// Whether each parameter is updated as soon as its gradient is complete
+  /// (one microbatch, no clipping): the gradient dies there instead of
+  /// living until the end of the backward pass.
+  bool updatesInBackward() const {
+    return options.gradAccum == 1 && options.maxGradNorm <= 0;
+  }
+
+  func::FuncOp grad;
+  StepOptions options;
+  OpBuilder builder;
+  bool inBackward = false;
+
+  // The gradient function: its parameters, its seed, the ops that make
+  // the zero gradient of a parameter that gets none (made anew where the
+  // step needs it), and per parameter the VJP group after which its
+  // gradient is complete (the group of its first forward user).
+  SmallVector<unsigned> paramIndices, inputIndices;
+  Operation *seed = nullptr;
+  DenseSet<Operation *> zeroGradients;
+  SmallVector<std::pair<int64_t, size_t>> completions;
+
+  func::FuncOp step;
+  SmallVector<Value> params, mu, nu, inputs;
+  Value stepCount;
+  /// Per parameter, the gradient summed over microbatches.
+  SmallVector<Value> gradients;
+  /// AdamW's step scalars and, per parameter, its results (null until
+  /// updated).
+  Value correction1, correction2, learningRate;
+  SmallVector<Value> newParams, newMu, newNu;
+};
+
+Value TrainStepBuilder::broadcastScalar(Value value, Type type) {
+  auto tensorType = cast<RankedTensorType>(type);
+  if (tensorType.getRank() == 0)
+    return value;
+  return create<BroadcastInDimOp>(tensorType, value, ArrayRef<int64_t>{});
+}
+
+/// Reads the gradient function's structure: parameters and inputs, the
+/// seed, zero gradients, and where each gradient is complete.
+LogicalResult TrainStepBuilder::analyze() {
+  FunctionType type = grad.getFunctionType();
+  for (unsigned i = 0, e = type.getNumInputs(); i < e; ++i) {
+    if (grad.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName))
+      paramIndices.push_back(i);
+    else
+      inputIndices.push_back(i);
+  }
+  TypeRange gradTypes = type.getResults().drop_front();
+  if (paramIndices.empty() || type.getNumResults() != paramIndices.size() + 1 ||
+      !llvm::equal(gradTypes, llvm::map_range(paramIndices, [&](unsigned i) {
+                     return type.getInput(i);
+                   })))
+    return grad.emitOpError("must return the loss and one gradient per "
+                            "#sd.param argument, not ")
+           << type.getResults();
+  for (auto i : inputIndices) {
+    auto input = cast<RankedTensorType>(type.getInput(i));
+    if (options.gradAccum > 1 && input.getRank() == 0)
+      return emitError(grad.getLoc())
+             << "grad-accum splits the batch, but input #" << i
+             << " is a scalar";
+  }
+  Block &body = grad.getBody().front();
+  auto backward =
+      llvm::find_if(body, [](Operation &op) { return isBackward(&op); });
+  if (backward == body.end() || !isa<ConstantOp>(*backward))
+    return grad.emitOpError("has no seed: run sd-differentiate to make it");
+  seed = &*backward;
+  // A gradient made outside every VJP group is a parameter's zero.
+  for (Value gradient : body.getTerminator()->getOperands().drop_front()) {
+    Operation *def = gradient.getDefiningOp();
+    if (def && def != seed && isBackward(def) && !getVjpGroup(def))
+      zeroGradients.insert(def);
+  }
+  for (auto [n, i] : llvm::enumerate(paramIndices)) {
+    Operation *first = nullptr;
+    for (Operation *user : body.getArgument(i).getUsers())
+      if (!isBackward(user) && !isa<func::ReturnOp>(user) &&
+          (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (!first)
+      continue;
+    std::optional<int64_t> group = getVjpGroup(first);
+    if (!group)
+      return first->emitOpError("has no sd.vjp_group: run sd-differentiate "
+                                "to make the gradient function");
+    completions.push_back({*group, n});
+  }
+  // Updated in the order the backward program completes the gradients.
+  llvm::stable_sort(completions, [](const auto &a, const auto &b) {
+    return a.first > b.first;
+  });
+  return success();
+}
+
+/// Appends the optimizer state arguments: mu then nu, one per parameter,
+/// with the parameter's attributes and role #sd.optimizer_state.
+void TrainStepBuilder::addStateArgs(SmallVectorImpl<Type> &types,
+                                    SmallVectorImpl<DictionaryAttr> &attrs) {
+  MLIRContext *context = grad.getContext();
+  for (MomentKind kind : {MomentKind::mu, MomentKind::nu})
+    for (unsigned i : paramIndices) {
+      NamedAttrList stateAttrs(grad.getArgAttrDict(i));
+      auto param =
+          grad.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName);
+      stateAttrs.set(SDDialect::kRoleAttrName,
+                     OptimizerStateAttr::get(context, param.getName(), kind));
+      types.push_back(grad.getFunctionType().getInput(i));
+      attrs.push_back(stateAttrs.getDictionary(context));
+    }
+}
+
+void TrainStepBuilder::createFunction() {
+  MLIRContext *context = grad.getContext();
+  FunctionType gradType = grad.getFunctionType();
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i : paramIndices) {
+    argTypes.push_back(gradType.getInput(i));
+    argAttrs.push_back(grad.getArgAttrDict(i));
+  }
+  addStateArgs(argTypes, argAttrs);
+  // With microbatches, inputs hold the whole batch: K microbatches' worth.
+  for (unsigned i : inputIndices) {
+    auto type = cast<RankedTensorType>(gradType.getInput(i));
+    if (options.gradAccum > 1 && type.getRank() > 0) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] *= options.gradAccum;
+      type = type.clone(shape);
+    }
+    argTypes.push_back(type);
+    argAttrs.push_back(grad.getArgAttrDict(i));
+  }
+  argTypes.push_back(RankedTensorType::get({}, builder.getF32Type()));
+  NamedAttrList stepAttrs;
+  stepAttrs.set(SDDialect::kRoleAttrName,
+                InputAttr::get(context, InputKind::step));
+  argAttrs.push_back(stepAttrs.getDictionary(context));
+
+  // The loss, then new parameters, mu and nu: each the type of its
+  // parameter, with its sharding where it has one, and written in place of
+  // the old one (donated).
+  SmallVector<Type> resultTypes = {gradType.getResult(0)};
+  for (int64_t c = 0; c < 3; ++c)
+    llvm::append_range(resultTypes, gradType.getResults().drop_front());
+  builder.setInsertionPoint(grad);
+  step =
+      func::FuncOp::create(builder, grad.getLoc(), "train_step",
+                           FunctionType::get(context, argTypes, resultTypes));
+  step.setAllArgAttrs(argAttrs);
+  if (auto batch = grad->getAttr(SDDialect::kDefaultBatchAttrName))
+    step->setAttr(SDDialect::kDefaultBatchAttrName, batch);
+  size_t numParams = paramIndices.size();
+  for (int64_t c = 0; c < 3; ++c)
+    for (auto [n, i] : llvm::enumerate(paramIndices)) {
+      unsigned result = 1 + c * numParams + n;
+      if (Attribute sharding = grad.getArgAttr(i, SDDialect::kShardingAttrName))
+        step.setResultAttr(result, SDDialect::kShardingAttrName, sharding);
+      step.setResultAttr(result, SDDialect::kAliasesAttrName,
+                         builder.getI64IntegerAttr(c * numParams + n));
+    }
+
+  Block *entry = step.addEntryBlock();
+  auto args = entry->getArguments();
+  llvm::append_range(params, args.take_front(numParams));
+  llvm::append_range(mu, args.slice(numParams, numParams));
+  llvm::append_range(nu, args.slice(2 * numParams, numParams));
+  llvm::append_range(inputs, args.slice(3 * numParams, inputIndices.size()));
+  stepCount = args.back();
+  builder.setInsertionPointToEnd(entry);
+}
+
+/// Microbatch `index` of a batch-major input: sample i goes to microbatch
+/// i mod K. As [B, ...] → [B/K, K, ...] → slice → [B/K, ...], the batch
+/// dimension's sharding stays on the major factor, so a sharded batch
+/// splits without communication.
+Value TrainStepBuilder::microbatch(Value input, int64_t index) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t k = options.gradAccum;
+  if (k == 1 || type.getRank() == 0)
+    return input;
+  SmallVector<int64_t> split = {type.getDimSize(0) / k, k};
+  llvm::append_range(split, type.getShape().drop_front());
+  Value grouped = create<ReshapeOp>(type.clone(split), input);
+  SmallVector<int64_t> start(split.size(), 0), limit(split),
+      strides(split.size(), 1);
+  start[1] = index;
+  limit[1] = index + 1;
+  Value one = create<SliceOp>(grouped, start, limit, strides);
+  SmallVector<int64_t> shape = {split[0]};
+  llvm::append_range(shape, type.getShape().drop_front());
+  return create<ReshapeOp>(type.clone(shape), one);
+}
+
+/// Parameter `n`'s gradient of one microbatch is complete: summed into
+/// the step's and, where the step updates in backward, applied.
+void TrainStepBuilder::completeGradient(size_t n, Value gradient) {
+  if (gradient)
+    gradients[n] =
+        gradients[n] ? create<AddOp>(gradients[n], gradient) : gradient;
+  if (!updatesInBackward())
+    return;
+  if (!gradients[n])
+    gradients[n] = splat(0.0, params[n].getType());
+  updateParameter(n);
+}
+
+/// The gradient function's body for one microbatch, seeded with 1/K,
+/// without the markers of its structure; returns the loss. Parameters are
+/// updated where their gradients are complete (updatesInBackward).
+Value TrainStepBuilder::cloneGradient(ArrayRef<Value> microInputs) {
+  Block &body = grad.getBody().front();
+  IRMapping mapping;
+  for (auto [n, i] : llvm::enumerate(paramIndices))
+    mapping.map(body.getArgument(i), params[n]);
+  for (auto [n, i] : llvm::enumerate(inputIndices))
+    mapping.map(body.getArgument(i), microInputs[n]);
+  Operation *terminator = body.getTerminator();
+  auto gradientOf = [&](size_t n) {
+    Value gradient = terminator->getOperand(1 + n);
+    Operation *def = gradient.getDefiningOp();
+    return def && zeroGradients.contains(def)
+               ? Value()
+               : mapping.lookupOrDefault(gradient);
+  };
+  // The gradients complete after the VJP group of the parameter's first
+  // forward user, before any op of an earlier group.
+  auto *pending = completions.begin();
+  auto completeUntil = [&](std::optional<int64_t> group) {
+    for (; pending != completions.end() && (!group || pending->first > *group);
+         ++pending)
+      if (updatesInBackward())
+        completeGradient(pending->second, gradientOf(pending->second));
+  };
+  for (Operation &op : body.without_terminator()) {
+    if (&op == seed) {
+      inBackward = true;
+      mapping.map(op.getResult(0),
+                  splat(1.0 / options.gradAccum, op.getResult(0).getType()));
+      if (updatesInBackward())
+        computeStepScalars();
+      continue;
+    }
+    if (zeroGradients.contains(&op))
+      continue;
+    if (isBackward(&op))
+      completeUntil(getVjpGroup(&op));
+    Operation *clone = builder.clone(op, mapping);
+    clone->removeAttr(SDDialect::kVjpGroupAttrName);
+    clone->removeAttr(SDDialect::kLayerAttrName);
+  }
+  completeUntil(std::nullopt);
+  if (!updatesInBackward())
+    for (size_t n = 0; n < params.size(); ++n)
+      completeGradient(n, gradientOf(n));
+  inBackward = false;
+  return mapping.lookupOrDefault(terminator->getOperand(0));
+}
+
+/// Scales the gradients by min(1, max-grad-norm / global norm) (optax's
+/// clip_by_global_norm).
+void TrainStepBuilder::clipGradients() {
+  Value sumSquares;
+  for (Value g : gradients) {
+    auto type = cast<RankedTensorType>(g.getType());
+    auto dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    Value squares = create<ReduceSumOp>(create<MulOp>(g, g), dims);
+    if (type.getElementType() != builder.getF32Type())
+      squares = create<ConvertOp>(
+          RankedTensorType::get({}, builder.getF32Type()), squares);
+    sumSquares = sumSquares ? create<AddOp>(sumSquares, squares) : squares;
+  }
+  Value norm = create<SqrtOp>(sumSquares);
+  Value limit = scalar(options.maxGradNorm);
+  Value factor = create<DivOp>(limit, create<MaxOp>(norm, limit));
+  for (Value &g : gradients) {
+    auto type = cast<RankedTensorType>(g.getType());
+    Value f = factor;
+    if (type.getElementType() != builder.getF32Type())
+      f = create<ConvertOp>(type.clone(ArrayRef<int64_t>{}), f);
+    g = create<MulOp>(g, broadcastScalar(f, type));
+  }
+}
+
+/// The step's scalars: t = step + 1, the bias corrections 1 − b^t and the
+/// learning rate after linear warm-up.
+void TrainStepBuilder::computeStepScalars() {
+  Value t = create<AddOp>(stepCount, scalar(1.0));
+  correction1 =
+      create<SubOp>(scalar(1.0), create<PowOp>(scalar(options.beta1), t));
+  correction2 =
+      create<SubOp>(scalar(1.0), create<PowOp>(scalar(options.beta2), t));
+  learningRate = scalar(options.learningRate);
+  if (options.warmupSteps > 0) {
+    Value ramp =
+        create<DivOp>(t, scalar(static_cast<double>(options.warmupSteps)));
+    learningRate =
+        create<MulOp>(learningRate, create<MinOp>(ramp, scalar(1.0)));
+  }
+}
+
+/// AdamW for parameter `n` (optax's adamw as MaxDiffusion configures it):
+/// p' = p − lr_t·(m̂/(sqrt(v̂)+eps) + wd·p), m̂ = mu'/(1−b1^t),
+/// v̂ = nu'/(1−b2^t).
+void TrainStepBuilder::updateParameter(size_t n) {
+  Value p = params[n];
+  Type type = p.getType();
+  auto tensorType = cast<RankedTensorType>(type);
+  auto asParam = [&](Value scalarValue) {
+    if (tensorType.getElementType() != builder.getF32Type())
+      scalarValue =
+          create<ConvertOp>(tensorType.clone(ArrayRef<int64_t>{}), scalarValue);
+    return broadcastScalar(scalarValue, type);
+  };
+  Value g = gradients[n];
+  Value m = create<AddOp>(create<MulOp>(splat(options.beta1, type), mu[n]),
+                          create<MulOp>(splat(1.0 - options.beta1, type), g));
+  Value v = create<AddOp>(
+      create<MulOp>(splat(options.beta2, type), nu[n]),
+      create<MulOp>(splat(1.0 - options.beta2, type), create<MulOp>(g, g)));
+  Value mHat = create<DivOp>(m, asParam(correction1));
+  Value vHat = create<DivOp>(v, asParam(correction2));
+  Value direction = create<DivOp>(
+      mHat, create<AddOp>(create<SqrtOp>(vHat), splat(options.epsilon, type)));
+  if (options.weightDecay != 0)
+    direction = create<AddOp>(
+        direction, create<MulOp>(splat(options.weightDecay, type), p));
+  newParams[n] =
+      create<SubOp>(p, create<MulOp>(asParam(learningRate), direction));
+  newMu[n] = m;
+  newNu[n] = v;
+}
+
+FailureOr<func::FuncOp> TrainStepBuilder::build() {
+  if (failed(analyze()))
+    return failure();
+  createFunction();
+  size_t numParams = params.size();
+  gradients.assign(numParams, Value());
+  newParams.assign(numParams, Value());
+  newMu.assign(numParams, Value());
+  newNu.assign(numParams, Value());
+  Value lossSum;
+  for (int64_t k = 0; k < options.gradAccum; ++k) {
+    SmallVector<Value> micro;
+    for (Value input : inputs)
+      micro.push_back(microbatch(input, k));
+    Value lossValue = cloneGradient(micro);
+    lossSum = lossSum ? create<AddOp>(lossSum, lossValue) : lossValue;
+  }
+  Value lossValue = lossSum;
+  if (options.gradAccum > 1)
+    lossValue = create<MulOp>(lossSum, scalar(1.0 / options.gradAccum));
+
+  // What the backward pass did not update yet: everything with
+  // microbatches or clipping, unused parameters otherwise. A parameter the
+  // loss does not use has a zero gradient.
+  inBackward = true;
+  for (size_t n = 0; n < numParams; ++n)
+    if (!gradients[n])
+      gradients[n] = splat(0.0, params[n].getType());
+  if (options.maxGradNorm > 0)
+    clipGradients();
+  if (!updatesInBackward())
+    computeStepScalars();
+  for (size_t n = 0; n < numParams; ++n)
+    if (!newParams[n])
+      updateParameter(n);
+  inBackward = false;
+  SmallVector<Value> results = {lossValue};
+  llvm::append_range(results, newParams);
+  llvm::append_range(results, newMu);
+  llvm::append_range(results, newNu);
+  func::ReturnOp::create(builder, grad.getLoc(), results);
+
+  // What no result needs (microbatches of unused inputs) goes.
+  eraseDeadOps(step.getBody().front());
+  return step;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+class BuildTrainStepPass
+    : public mlir::sd::impl::BuildTrainStepBase<BuildTrainStepPass> {
+public:
+  using BuildTrainStepBase::BuildTrainStepBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto grad = SymbolTable(module).lookup<func::FuncOp>(kGradientFunctionName);
+    if (!grad || grad.isExternal()) {
+      emitError(module.getLoc())
+          << "sd-build-train-step needs a @" << kGradientFunctionName
+          << " function (run sd-differentiate first)";
+      return signalPassFailure();
+    }
+    if (gradAccum < 1) {
+      emitError(module.getLoc())
+          << "grad-accum must be at least 1, not " << gradAccum.getValue();
+      return signalPassFailure();
+    }
+    StepOptions options{learningRate, beta1,       beta2,       epsilon,
+                        weightDecay,  maxGradNorm, warmupSteps, gradAccum};
+    TrainStepBuilder stepBuilder(grad, options);
+    if (failed(stepBuilder.build()))
+      return signalPassFailure();
+    grad.erase();
+  }
+};
+
+} // namespace
