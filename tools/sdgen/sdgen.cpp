@@ -6,8 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/InitAll.h"
 #include "sd/ModelGen/ModelGen.h"
 
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -116,7 +118,9 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  MLIRContext context;
+  DialectRegistry registry;
+  sd::registerAllSDExtensions(registry);
+  MLIRContext context(registry);
   OwningOpRef<ModuleOp> module = sd::generateModel(context, *config);
   if (!module)
     return 1;

@@ -8,9 +8,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/IR/SDDialect.h"
+#include "sd/InitAll.h"
 #include "sd/Passes/OpenMPEmitter.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Sharding/Mesh.h"
+#include "sd/Support/Debug.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -150,7 +152,9 @@ int main(int argc, char **argv) {
   registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
   // Lets --inline inline calls of block functions.
   func::registerInlinerExtension(registry);
+  mlir::sd::registerAllSDExtensions(registry);
   mlir::sd::registerSDPipelines();
+  ::sd::registerDebugOptions();
   registerTransformsPasses();
 
   auto [inputFilename, outputFilename] =

@@ -13,6 +13,7 @@
 #include "sd/Config/RunConfig.h"
 #include "sd/Driver/TrainRun.h"
 #include "sd/IR/SDDialect.h"
+#include "sd/InitAll.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Runtime/Runtime.h"
 
@@ -644,6 +645,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::sd::SDDialect, mlir::func::FuncDialect>();
   mlir::func::registerInlinerExtension(registry);
+  mlir::sd::registerAllSDExtensions(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
