@@ -286,13 +286,17 @@ struct NoFlopsCost : public CostModelBase<NoFlopsCost<OpTy>, OpTy> {
   int64_t getFlops(Operation *) const { return 0; }
 };
 
-/// Reshape, transpose, slice, convert: their result holds their operand's
-/// elements. Only a convert computes (one rounding per element).
-template <typename OpTy, bool Converts>
-struct ViewCost : public CostModelBase<ViewCost<OpTy, Converts>, OpTy> {
-  int64_t getFlops(Operation *op) const {
-    return Converts ? getElementwiseFlops(op, 1) : 0;
-  }
+/// Reshape, transpose, slice: their result holds their operand's elements,
+/// rearranged, and computes nothing.
+template <typename OpTy>
+struct ViewCost : public CostModelBase<ViewCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *) const { return 0; }
+  Value getViewSource(Operation *op) const { return op->getOperand(0); }
+};
+
+/// A convert holds its operand's elements too, each rounded once.
+struct ConvertCost : public CostModelBase<ConvertCost, ConvertOp> {
+  int64_t getFlops(Operation *op) const { return getElementwiseFlops(op, 1); }
   Value getViewSource(Operation *op) const { return op->getOperand(0); }
 };
 
@@ -317,34 +321,28 @@ struct MemoryMoveCost
 };
 } // namespace
 
-template <template <typename> class Model, typename... OpTys>
-static void attach(MLIRContext *context) {
-  (OpTys::template attachInterface<Model<OpTys>>(*context), ...);
-}
-
 void mlir::sd::registerCostModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
-    attach<PerElementCost,
-           // Elementwise.
-           NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
-           SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp, MaxOp,
-           MinOp, PowOp, CompareOp, SelectOp,
-           // Normalizations, softmax, random numbers.
-           LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp, RngNormalOp,
-           RngUniformOp>(context);
-    attach<ReduceCost, ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(context);
-    attach<FormulaCost, DotGeneralOp, AttentionOp, Conv2DOp, MseLossOp>(
-        context);
-    attach<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp, UpsampleNearestOp,
-           ConstantOp, IotaOp, ShardingConstraintOp, ReshardOp>(context);
-    ReshapeOp::attachInterface<ViewCost<ReshapeOp, false>>(*context);
-    TransposeOp::attachInterface<ViewCost<TransposeOp, false>>(*context);
-    SliceOp::attachInterface<ViewCost<SliceOp, false>>(*context);
-    ConvertOp::attachInterface<ViewCost<ConvertOp, true>>(*context);
-    attach<CollectiveCost, AllGatherOp, AllSliceOp, ReduceScatterOp,
-           AllReduceOp, AllToAllOp, CollectivePermuteOp>(context);
+    attachModels<PerElementCost,
+                 // Elementwise.
+                 NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
+                 SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
+                 MaxOp, MinOp, PowOp, CompareOp, SelectOp,
+                 // Normalizations, softmax, random numbers.
+                 LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp, RngNormalOp,
+                 RngUniformOp>(*context);
+    attachModels<ReduceCost, ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(*context);
+    attachModels<FormulaCost, DotGeneralOp, AttentionOp, Conv2DOp, MseLossOp>(
+        *context);
+    attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,
+                 UpsampleNearestOp, ConstantOp, IotaOp, ShardingConstraintOp,
+                 ReshardOp>(*context);
+    attachModels<ViewCost, ReshapeOp, TransposeOp, SliceOp>(*context);
+    ConvertOp::attachInterface<ConvertCost>(*context);
+    attachModels<CollectiveCost, AllGatherOp, AllSliceOp, ReduceScatterOp,
+                 AllReduceOp, AllToAllOp, CollectivePermuteOp>(*context);
     // Each device knows its own coordinates: nothing is sent.
-    attach<NoFlopsCost, AxisIndexOp>(context);
+    attachModels<NoFlopsCost, AxisIndexOp>(*context);
     OffloadOp::attachInterface<MemoryMoveCost<OffloadOp, MemorySpace::Host>>(
         *context);
     ReloadOp::attachInterface<MemoryMoveCost<ReloadOp, MemorySpace::Device>>(

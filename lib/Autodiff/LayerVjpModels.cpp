@@ -333,12 +333,10 @@ static LogicalResult vjpOf(UpsampleNearestOp op, OpBuilder &b, ValueRange cts,
   });
 }
 
-/// Attaches `vjpOf(OpTy, ...)` above as the VJP of each `OpTy`.
-template <typename... OpTys> static void attachVjps(MLIRContext *context) {
-  (OpTys::template attachInterface<VjpModel<OpTys, vjpOf>>(*context), ...);
-}
+/// The ops above, by their `vjpOf`.
+template <typename OpTy> using OwnVjp = VjpModel<OpTy, vjpOf>;
 
-void mlir::sd::vjp::attachLayerVjpModels(MLIRContext *context) {
-  attachVjps<DotGeneralOp, SoftmaxOp, LayerNormOp, RmsNormOp, GroupNormOp,
-             AttentionOp, Conv2DOp, UpsampleNearestOp>(context);
+void mlir::sd::vjp::attachLayerVjpModels(MLIRContext &context) {
+  attachModels<OwnVjp, DotGeneralOp, SoftmaxOp, LayerNormOp, RmsNormOp,
+               GroupNormOp, AttentionOp, Conv2DOp, UpsampleNearestOp>(context);
 }

@@ -264,7 +264,7 @@ struct VjpModel
 
 /// Attaches the VJPs of the layer ops (LayerVjpModels.cpp); the rest of
 /// registerVjpModels.
-void attachLayerVjpModels(MLIRContext *context);
+void attachLayerVjpModels(MLIRContext &context);
 
 } // namespace mlir::sd::vjp
 

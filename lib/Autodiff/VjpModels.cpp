@@ -237,12 +237,6 @@ static LogicalResult vjpOf(PowOp op, OpBuilder &b, ValueRange cts,
       });
 }
 
-static LogicalResult vjpOf(CompareOp op, OpBuilder &, ValueRange,
-                           Cotangents &out) {
-  // A predicate is piecewise constant: no gradient.
-  return noGradient(op, out);
-}
-
 static LogicalResult vjpOf(SelectOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   return buildWith(op, b, cts, out, [&](Emitter &e, Value dy) {
@@ -403,17 +397,6 @@ static LogicalResult vjpOf(PadOp op, OpBuilder &b, ValueRange cts,
 // Random numbers, loss, annotations, memory moves
 //===----------------------------------------------------------------------===//
 
-static LogicalResult vjpOf(RngNormalOp op, OpBuilder &, ValueRange,
-                           Cotangents &out) {
-  // The offsets only place the block: no gradient.
-  return noGradient(op, out);
-}
-
-static LogicalResult vjpOf(RngUniformOp op, OpBuilder &, ValueRange,
-                           Cotangents &out) {
-  return noGradient(op, out);
-}
-
 static LogicalResult vjpOf(MseLossOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   // d mean((p − t)²) = 2(p − t)/n for p, the negation for t.
@@ -478,40 +461,52 @@ static LogicalResult vjpOf(ReshardOp op, OpBuilder &b, ValueRange cts,
       });
 }
 
-static LogicalResult vjpOf(OffloadOp op, OpBuilder &b, ValueRange cts,
-                           Cotangents &out) {
-  return identityVjp(op, b, cts, out);
-}
-
-static LogicalResult vjpOf(ReloadOp op, OpBuilder &b, ValueRange cts,
-                           Cotangents &out) {
-  return identityVjp(op, b, cts, out);
-}
-
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 
-/// Attaches `vjpOf(OpTy, ...)` above as the VJP of each `OpTy`.
-template <typename... OpTys> static void attachVjps(MLIRContext *context) {
-  (OpTys::template attachInterface<VjpModel<OpTys, vjpOf>>(*context), ...);
-}
+namespace {
+/// The ops above, by their `vjpOf`.
+template <typename OpTy> using OwnVjp = VjpModel<OpTy, vjpOf>;
+
+/// Ops none of whose operands is differentiable: a predicate is piecewise
+/// constant, and rng offsets only place the block.
+template <typename OpTy>
+struct NoGradientVjp
+    : public VjpOpInterface::ExternalModel<NoGradientVjp<OpTy>, OpTy> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &, ValueRange,
+                         Cotangents &out) const {
+    return noGradient(op, out);
+  }
+};
+
+/// The memory moves are the identity: the cotangent passes through.
+template <typename OpTy>
+struct IdentityVjp
+    : public VjpOpInterface::ExternalModel<IdentityVjp<OpTy>, OpTy> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &builder,
+                         ValueRange resultCotangents, Cotangents &out) const {
+    return identityVjp(op, builder, resultCotangents, out);
+  }
+};
+} // namespace
 
 // Every op with a float operand; constant and iota have none, and
 // collectives and axis_index exist only after partitioning.
 void mlir::sd::registerVjpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
-    attachVjps<
-        // Elementwise.
-        NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, SigmoidOp,
-        SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
-        CompareOp, SelectOp, ConvertOp,
-        // Reductions and shapes.
-        ReduceSumOp, ReduceMeanOp, ReduceMaxOp, BroadcastInDimOp, ReshapeOp,
-        TransposeOp, SliceOp, ConcatOp, PadOp,
-        // Random numbers, loss, annotations, memory moves.
-        RngNormalOp, RngUniformOp, MseLossOp, ShardingConstraintOp, ReshardOp,
-        OffloadOp, ReloadOp>(context);
-    attachLayerVjpModels(context);
+    attachModels<OwnVjp,
+                 // Elementwise.
+                 NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
+                 SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
+                 MaxOp, MinOp, PowOp, SelectOp, ConvertOp,
+                 // Reductions and shapes.
+                 ReduceSumOp, ReduceMeanOp, ReduceMaxOp, BroadcastInDimOp,
+                 ReshapeOp, TransposeOp, SliceOp, ConcatOp, PadOp,
+                 // The loss and annotations.
+                 MseLossOp, ShardingConstraintOp, ReshardOp>(*context);
+    attachModels<NoGradientVjp, CompareOp, RngNormalOp, RngUniformOp>(*context);
+    attachModels<IdentityVjp, OffloadOp, ReloadOp>(*context);
+    attachLayerVjpModels(*context);
   });
 }

@@ -396,17 +396,11 @@ struct CollectiveEvaluableModel
 };
 } // namespace
 
-template <typename... OpTys>
-static void attachCollectiveModels(MLIRContext *context) {
-  (OpTys::template attachInterface<CollectiveEvaluableModel<OpTys>>(*context),
-   ...);
-}
-
 void mlir::sd::registerCollectiveEvaluatorInterfaces(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
-    attachCollectiveModels<AllGatherOp, AllSliceOp, ReduceScatterOp,
-                           AllReduceOp, AllToAllOp, CollectivePermuteOp,
-                           AxisIndexOp>(context);
+    attachModels<CollectiveEvaluableModel, AllGatherOp, AllSliceOp,
+                 ReduceScatterOp, AllReduceOp, AllToAllOp, CollectivePermuteOp,
+                 AxisIndexOp>(*context);
   });
 }

@@ -335,30 +335,25 @@ struct OwnPartition
 };
 } // namespace
 
-template <template <typename> class Model, typename... OpTys>
-static void attach(MLIRContext *context) {
-  (OpTys::template attachInterface<Model<OpTys>>(*context), ...);
-}
-
 // Collectives and axis_index exist only after partitioning, and sd-partition
 // turns reshards into collectives itself: none of them has a model.
 void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
-    attach<ClonePartition,
-           // Elementwise.
-           NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
-           SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp, MaxOp,
-           MinOp, PowOp, CompareOp, SelectOp, ConvertOp,
-           // Shapes along unsharded dimensions, linear algebra, layers.
-           BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp,
-           DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
-           AttentionOp, UpsampleNearestOp,
-           // Over a sharded dimension the local sum is the partial sum.
-           ReduceSumOp,
-           // Memory moves: each device moves its own block.
-           OffloadOp, ReloadOp>(context);
-    attach<OwnPartition, SliceOp, ReduceMaxOp, ReduceMeanOp, MseLossOp,
-           Conv2DOp, ConstantOp, IotaOp, RngNormalOp, RngUniformOp,
-           ShardingConstraintOp>(context);
+    attachModels<ClonePartition,
+                 // Elementwise.
+                 NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
+                 SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
+                 MaxOp, MinOp, PowOp, CompareOp, SelectOp, ConvertOp,
+                 // Shapes along unsharded dimensions, linear algebra, layers.
+                 BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp,
+                 DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
+                 AttentionOp, UpsampleNearestOp,
+                 // Over a sharded dimension the local sum is the partial sum.
+                 ReduceSumOp,
+                 // Memory moves: each device moves its own block.
+                 OffloadOp, ReloadOp>(*context);
+    attachModels<OwnPartition, SliceOp, ReduceMaxOp, ReduceMeanOp, MseLossOp,
+                 Conv2DOp, ConstantOp, IotaOp, RngNormalOp, RngUniformOp,
+                 ShardingConstraintOp>(*context);
   });
 }
