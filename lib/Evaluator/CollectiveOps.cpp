@@ -396,11 +396,17 @@ struct CollectiveEvaluableModel
 };
 } // namespace
 
+template <typename... OpTys>
+static void attachCollectiveModels(MLIRContext *context) {
+  (OpTys::template attachInterface<CollectiveEvaluableModel<OpTys>>(*context),
+   ...);
+}
+
 void mlir::sd::registerCollectiveEvaluatorInterfaces(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
-    attachModels<CollectiveEvaluableModel, AllGatherOp, AllSliceOp,
-                 ReduceScatterOp, AllReduceOp, AllToAllOp, CollectivePermuteOp,
-                 AxisIndexOp>(*context);
+    attachCollectiveModels<AllGatherOp, AllSliceOp, ReduceScatterOp,
+                           AllReduceOp, AllToAllOp, CollectivePermuteOp,
+                           AxisIndexOp>(context);
   });
 }

@@ -377,24 +377,29 @@ struct EvaluableModel
 };
 } // namespace
 
+template <typename... OpTys>
+static void attachEvaluableModels(MLIRContext *context) {
+  (OpTys::template attachInterface<EvaluableModel<OpTys>>(*context), ...);
+}
+
 void mlir::sd::registerEvaluatorInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
-    attachModels<EvaluableModel,
-                 // Elementwise.
-                 NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
-                 SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
-                 MaxOp, MinOp, PowOp, CompareOp, SelectOp, ConvertOp,
-                 // Reductions and shapes.
-                 ReduceSumOp, ReduceMaxOp, ReduceMeanOp, BroadcastInDimOp,
-                 ReshapeOp, TransposeOp, SliceOp, ConcatOp, PadOp,
-                 // Linear algebra and neural-network ops.
-                 DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
-                 AttentionOp, Conv2DOp, UpsampleNearestOp,
-                 // Constants, random numbers, loss, annotations.
-                 ConstantOp, IotaOp, RngNormalOp, RngUniformOp, MseLossOp,
-                 ShardingConstraintOp, ReshardOp,
-                 // Memory moves.
-                 OffloadOp, ReloadOp>(*context);
+    attachEvaluableModels<
+        // Elementwise.
+        NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, SigmoidOp,
+        SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
+        CompareOp, SelectOp, ConvertOp,
+        // Reductions and shapes.
+        ReduceSumOp, ReduceMaxOp, ReduceMeanOp, BroadcastInDimOp, ReshapeOp,
+        TransposeOp, SliceOp, ConcatOp, PadOp,
+        // Linear algebra and neural-network ops.
+        DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
+        AttentionOp, Conv2DOp, UpsampleNearestOp,
+        // Constants, random numbers, loss, annotations.
+        ConstantOp, IotaOp, RngNormalOp, RngUniformOp, MseLossOp,
+        ShardingConstraintOp, ReshardOp,
+        // Memory moves.
+        OffloadOp, ReloadOp>(context);
   });
   registerCollectiveEvaluatorInterfaces(registry);
 }

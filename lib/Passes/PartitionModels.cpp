@@ -149,35 +149,38 @@ static PartitionResult partition(ReduceMaxOp op, OpBuilder &builder,
   return cloneLocal(builder, op, operands, types);
 }
 
+/// A mean over `dims` of the first operand, laid out as `sharding`: the
+/// local mean over 1/n of the elements, divided by n, so that the partial
+/// sums add up to the global mean.
+static PartitionResult partitionMean(Operation *op, OpBuilder &builder,
+                                     ValueRange operands, TypeRange types,
+                                     ShardingAttr sharding,
+                                     ArrayRef<int64_t> dims) {
+  FailureOr<int64_t> shards = dimsSize(op, sharding, dims);
+  if (failed(shards))
+    return failure();
+  SmallVector<Value> results = cloneLocal(builder, op, operands, types);
+  if (*shards != 1)
+    results[0] = scale(builder, op->getLoc(), results[0], 1.0 / *shards);
+  return results;
+}
+
 static PartitionResult partition(ReduceMeanOp op, OpBuilder &builder,
                                  ValueRange operands, TypeRange types,
                                  ArrayRef<ShardingAttr> operandShardings,
                                  ArrayRef<ShardingAttr>) {
-  FailureOr<int64_t> shards = dimsSize(op, operandShardings[0], op.getDims());
-  if (failed(shards))
-    return failure();
-  SmallVector<Value> results = cloneLocal(builder, op, operands, types);
-  // The local mean over 1/n of the elements, divided by n: the partial sums
-  // add up to the global mean.
-  if (*shards != 1)
-    results[0] = scale(builder, op.getLoc(), results[0], 1.0 / *shards);
-  return results;
+  return partitionMean(op, builder, operands, types, operandShardings[0],
+                       op.getDims());
 }
 
+// The local sum of squares over the global element count.
 static PartitionResult partition(MseLossOp op, OpBuilder &builder,
                                  ValueRange operands, TypeRange types,
                                  ArrayRef<ShardingAttr> operandShardings,
                                  ArrayRef<ShardingAttr>) {
   SmallVector<int64_t> all = llvm::to_vector(
       llvm::seq<int64_t>(0, op.getPredictions().getType().getRank()));
-  FailureOr<int64_t> shards = dimsSize(op, operandShardings[0], all);
-  if (failed(shards))
-    return failure();
-  // Local sum of squares over the global element count, as for reduce_mean.
-  SmallVector<Value> results = cloneLocal(builder, op, operands, types);
-  if (*shards != 1)
-    results[0] = scale(builder, op.getLoc(), results[0], 1.0 / *shards);
-  return results;
+  return partitionMean(op, builder, operands, types, operandShardings[0], all);
 }
 
 static PartitionResult partition(Conv2DOp op, OpBuilder &builder,
