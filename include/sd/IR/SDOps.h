@@ -46,8 +46,8 @@ MeshAttr lookupMesh(Operation *from, FlatSymbolRefAttr meshName,
 
 namespace mlir::sd {
 /// Attaches the external model `Model<OpTy>` to each of `OpTys`: how the
-/// libraries of later layers (autodiff, partitioning, costs, the evaluator)
-/// give sd ops the interfaces they implement there.
+/// libraries of later layers (autodiff, partitioning, costs) give sd ops
+/// the interfaces they implement there.
 template <template <typename> class Model, typename... OpTys>
 void attachModels(MLIRContext &context) {
   (OpTys::template attachInterface<Model<OpTys>>(context), ...);
