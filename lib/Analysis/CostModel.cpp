@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Analysis/CostModel.h"
+#include "sd/Analysis/CostModels.h"
 #include "sd/IR/MeshSpec.h"
 
 #include "sd/IR/SDDialect.h"
@@ -311,13 +312,14 @@ static std::string describeOp(Operation *op) {
 }
 
 /// The number of the function argument `value` is a view of: the argument
-/// itself, or reached through ops that only reshape, convert, slice or
-/// transpose one operand (iterative).
+/// itself, or reached through views (CostOpInterface::getViewSource;
+/// iterative).
 static std::optional<unsigned> tracedArgument(Value value) {
   while (Operation *op = value.getDefiningOp()) {
-    if (!isa<ReshapeOp, ConvertOp, SliceOp, TransposeOp>(op))
+    auto cost = dyn_cast<CostOpInterface>(op);
+    value = cost ? cost.getViewSource() : Value();
+    if (!value)
       return std::nullopt;
-    value = op->getOperand(0);
   }
   auto arg = cast<BlockArgument>(value);
   if (!isa<func::FuncOp>(arg.getOwner()->getParentOp()))

@@ -2,6 +2,7 @@
 
 #include "sd/Driver/TrainModelFile.h"
 #include "sd/IR/SDDialect.h"
+#include "sd/InitAll.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,6 +19,7 @@ absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
   DialectRegistry registry;
   registry.insert<SDDialect, func::FuncDialect>();
   func::registerInlinerExtension(registry);
+  registerAllSDExtensions(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/IR/SDAttrs.h"
+#include "sd/IR/MeshSpec.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/IR/SDOps.h"
 
@@ -152,6 +153,13 @@ int64_t MeshAttr::getNumDevices() const {
   for (MeshAxisAttr axis : getAxes())
     n *= axis.getSize();
   return n;
+}
+
+::sd::MeshSpec mlir::sd::toMeshSpec(MeshAttr mesh) {
+  std::vector<::sd::MeshAxis> axes;
+  for (MeshAxisAttr axis : mesh.getAxes())
+    axes.push_back({axis.getName().str(), axis.getIci(), axis.getDcn()});
+  return ::sd::MeshSpec(std::move(axes));
 }
 
 //===----------------------------------------------------------------------===//

@@ -732,6 +732,16 @@ ShardingConstraintOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return sharding.verifyFor(getType(), mesh, "the constrained value", emit);
 }
 
+//===----------------------------------------------------------------------===//
+// Memory moves
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReloadOp::verify() {
+  if (!getOperand().getDefiningOp<OffloadOp>())
+    return emitOpError("reloads a value that no sd.offload produced");
+  return success();
+}
+
 MeshAttr mlir::sd::lookupMesh(Operation *from, FlatSymbolRefAttr meshName,
                               function_ref<InFlightDiagnostic()> emitError) {
   auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, meshName);

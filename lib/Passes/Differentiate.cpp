@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Autodiff/VjpModels.h"
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Autodiff.h"
 #include "sd/Passes/Passes.h"
@@ -301,6 +302,11 @@ class DifferentiatePass
     : public mlir::sd::impl::DifferentiateBase<DifferentiatePass> {
 public:
   using DifferentiateBase::DifferentiateBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    DifferentiateBase::getDependentDialects(registry);
+    registerVjpModels(registry);
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();

@@ -9,9 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/IR/SDOps.h"
+#include "sd/Passes/PartitionModels.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Passes/ReshardPlanner.h"
 #include "sd/Passes/ShardingPropagation.h"
+#include "sd/Support/Debug.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -21,6 +23,9 @@ namespace mlir::sd {
 #define GEN_PASS_DEF_PARTITION
 #include "sd/Passes/Passes.h.inc"
 } // namespace mlir::sd
+
+#define DEBUG_TYPE "sd-partition"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -260,6 +265,9 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
   problem.allowPermute = true;
   if (problem.source == problem.target)
     return value;
+  // For debug output (sd-partition's and the planner's sd-reshard).
+  for (MeshAxisAttr axis : mesh.getAxes())
+    problem.axisNames.push_back(axis.getName().str());
   if (!isa<FloatType>(global.getElementType()))
     return emitError(loc) << "cannot reshard " << what << " of type " << global
                           << ": collectives move f32 and bf16 tensors only";
@@ -268,6 +276,9 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
   if (failed(plan))
     return emitError(loc) << "cannot reshard " << what << " from " << from
                           << " to " << to << ": " << error;
+  LLVM_DEBUG(DBGS() << "reshard " << what << " from " << from << " to " << to
+                    << ": " << reshard::toString(*plan, problem.axisNames)
+                    << "\n");
   MLIRContext *ctx = func.getContext();
   reshard::Layout layout = problem.source;
   for (const reshard::Step &step : plan->steps) {
@@ -450,6 +461,9 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
              << local.getType() << " instead of the local type " << type;
     locals[result] = local;
     shardings[result] = sharding;
+    LLVM_DEBUG(DBGS() << "partitioned " << describe(result) << ": "
+                      << result.getType() << " -> " << type << " as "
+                      << sharding << "\n");
   }
   return success();
 }
@@ -493,6 +507,8 @@ LogicalResult FunctionPartitioner::run() {
     return success(); // Nothing is sharded: every device runs the program.
   if (failed(checkProgram()))
     return failure();
+  LLVM_DEBUG(DBGS() << "partitioning @" << func.getSymName() << " over "
+                    << meshRef << "\n");
   Block &body = func.getBody().front();
   StringRef key = SDDialect::kShardingAttrName;
 
@@ -511,6 +527,8 @@ LogicalResult FunctionPartitioner::run() {
       return failure();
     shardings[arg] = sharding;
     localArgs.push_back(*local);
+    LLVM_DEBUG(DBGS() << describe(arg) << ": " << global << " -> " << *local
+                      << " as " << sharding << "\n");
   }
   // Local arguments are new block arguments, so that the global ops keep
   // their types until they are erased; the global ones go at the end.
@@ -585,6 +603,11 @@ LogicalResult FunctionPartitioner::run() {
 namespace {
 struct PartitionPass : public mlir::sd::impl::PartitionBase<PartitionPass> {
   using PartitionBase::PartitionBase;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    PartitionBase::getDependentDialects(registry);
+    registerPartitionModels(registry);
+  }
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Analysis/CostModel.h"
+#include "sd/Analysis/CostModels.h"
 #include "sd/Analysis/Report.h"
 #include "sd/Passes/Passes.h"
 
@@ -24,6 +25,11 @@ struct PrintReportPass
   using Base::Base;
   PrintReportPass(llvm::raw_ostream &os, const PrintReportOptions &options)
       : Base(options), os(&os) {}
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerCostModels(registry);
+  }
 
   void runOnOperation() override {
     func::FuncOp func = findReportFunction(getOperation(), function);

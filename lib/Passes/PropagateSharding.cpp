@@ -11,7 +11,9 @@
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Passes/ShardingPropagation.h"
+#include "sd/Support/Debug.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
@@ -22,6 +24,9 @@ namespace mlir::sd {
 #define GEN_PASS_DEF_PROPAGATESHARDING
 #include "sd/Passes/Passes.h.inc"
 } // namespace mlir::sd
+
+#define DEBUG_TYPE "sd-propagate"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -62,6 +67,9 @@ public:
   /// Writes the shardings and inserts reshards; returns their number.
   FailureOr<int64_t> apply(const Propagator &propagator);
   void recordProvenance(const Propagator &propagator);
+  /// Names values, nodes and mesh axes for debug output: values as the
+  /// printed function names them (`%3`, `%arg0`), ops by their results.
+  void setDebugLabels();
   /// Emits remarks on the values named `name`; false when there is none.
   bool explain(const Propagator &propagator, StringRef name);
 
@@ -328,7 +336,9 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
   // forward pass (ZeRO-3, PyTorch FSDP's reshard_after_forward).
   DenseMap<std::tuple<Value, Attribute, int>, Value> reshards;
   OpBuilder builder(func.getContext());
-  auto reshardBefore = [&](Operation *user, OpOperand &operand,
+  // `node` and `value` name the user and the operand in debug output.
+  auto reshardBefore = [&](int node, int value, Operation *user,
+                           OpOperand &operand,
                            const TensorSharding &required) -> LogicalResult {
     if (!isa<FloatType>(getElementTypeOrSelf(operand.get().getType())))
       return user->emitOpError("needs operand #")
@@ -347,6 +357,9 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
                   ShardingPerValueAttr::get(func.getContext(), {sharding}));
       reshard = op.getResult();
       created.push_back(op);
+      LLVM_DEBUG(DBGS() << "reshard " << values[value].label << " for operand #"
+                        << operand.getOperandNumber() << " of "
+                        << nodes[node].label << " to " << sharding << "\n");
     }
     operand.set(reshard);
     return success();
@@ -362,7 +375,8 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
       OpOperand &operand = ret->getOpOperand(site.funcResult);
       if (!propagator.getSharding(node.operands[0])
                .sameLayout(layout.operands[0]) &&
-          failed(reshardBefore(ret, operand, layout.operands[0])))
+          failed(reshardBefore(n, node.operands[0], ret, operand,
+                               layout.operands[0])))
         return failure();
       const TensorSharding &sharding = propagator.getSharding(node.results[0]);
       if (values[node.results[0]].isSource ||
@@ -382,7 +396,7 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
     }
     for (auto [index, value] : llvm::enumerate(node.operands))
       if (!propagator.getSharding(value).sameLayout(layout.operands[index]) &&
-          failed(reshardBefore(op, op->getOpOperand(index),
+          failed(reshardBefore(n, value, op, op->getOpOperand(index),
                                layout.operands[index])))
         return failure();
     SmallVector<ShardingAttr> produced;
@@ -410,6 +424,10 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
                        ShardingPerValueAttr::get(func.getContext(), {target}));
       result.replaceAllUsesExcept(reshard.getResult(), reshard);
       created.push_back(reshard);
+      LLVM_DEBUG(DBGS() << "reshard " << values[value].label << " after "
+                        << nodes[n].label << " from "
+                        << toAttr(layout.results[index], /*closeAll=*/true)
+                        << " to " << target << "\n");
     }
     op->setAttr(SDDialect::kShardingAttrName,
                 ShardingPerValueAttr::get(func.getContext(), produced));
@@ -441,6 +459,42 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
       func.setArgAttr(site.argument, SDDialect::kShardingAttrName, attr);
   }
   return numReshards;
+}
+
+//===----------------------------------------------------------------------===//
+// Debug output
+//===----------------------------------------------------------------------===//
+
+void ShardingPropagationDriver::setDebugLabels() {
+  AsmState state(func);
+  auto print = [&](Value value) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    value.printAsOperand(os, state);
+    return text;
+  };
+  for (auto [id, site] : llvm::enumerate(sites))
+    values[id].label = site.value
+                           ? print(site.value)
+                           : "result #" + std::to_string(site.funcResult) +
+                                 " of @" + func.getSymName().str();
+  for (auto [n, site] : llvm::enumerate(nodeSites)) {
+    if (!site.op) {
+      nodes[n].label = "return #" + std::to_string(site.funcResult) + " of @" +
+                       func.getSymName().str();
+      continue;
+    }
+    std::string label;
+    for (auto [i, result] : llvm::enumerate(site.op->getResults()))
+      label += (i ? ", " : "") + print(result);
+    label += " = " + site.op->getName().getStringRef().str();
+    if (auto name =
+            site.op->getAttrOfType<StringAttr>(SDDialect::kNameAttrName))
+      label += " \"" + name.str() + "\"";
+    nodes[n].label = std::move(label);
+  }
+  for (MeshAxisAttr axis : meshAttr.getAxes())
+    meshShape.axisNames.push_back(axis.getName().str());
 }
 
 //===----------------------------------------------------------------------===//
@@ -608,6 +662,10 @@ struct PropagateShardingPass
     ShardingPropagationDriver driver(func, meshOp.getMesh(), meshRef);
     if (failed(driver.build()))
       return signalPassFailure();
+    LLVM_DEBUG({
+      DBGS() << "propagating over @" << func.getSymName() << "\n";
+      driver.setDebugLabels();
+    });
     Propagator propagator(driver.meshShape, driver.values, driver.nodes,
                           recordProvenance || !explain.empty());
     propagator.run();

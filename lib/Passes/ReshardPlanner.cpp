@@ -10,9 +10,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Passes/ReshardPlanner.h"
+#include "sd/Support/Debug.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Format.h"
 
 #include <algorithm>
 #include <iterator>
@@ -20,6 +22,9 @@
 #include <queue>
 #include <tuple>
 #include <vector>
+
+#define DEBUG_TYPE "sd-reshard"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 using namespace mlir;
 using namespace mlir::sd::reshard;
@@ -581,12 +586,24 @@ FailureOr<ReshardPlan> Planner::run(std::string *error) {
   for (Step &step : llvm::reverse(reversed))
     if (plan.steps.empty() || !mergeInto(plan.steps.back(), step))
       plan.steps.push_back(std::move(step));
+  LLVM_DEBUG(DBGS() << "plan after " << nodes.size() << " layouts"
+                    << (goal >= 0 ? "" : " (search abandoned)") << ": "
+                    << toString(plan, p.axisNames) << ", "
+                    << llvm::format("%.6g", plan.bytes)
+                    << " bytes sent per device\n");
   return plan;
 }
 
 FailureOr<ReshardPlan>
 mlir::sd::reshard::planReshard(const ReshardProblem &problem,
                                std::string *error) {
+  LLVM_DEBUG({
+    DBGS() << "tensor [";
+    llvm::interleaveComma(problem.shape, llvm::dbgs());
+    llvm::dbgs() << "] from " << toString(problem.source, problem.axisNames)
+                 << " to " << toString(problem.target, problem.axisNames)
+                 << "\n";
+  });
   Planner planner(problem);
   if (failed(planner.validate(problem.source, "source", error)) ||
       failed(planner.validate(problem.target, "target", error)))
@@ -606,7 +623,20 @@ static std::string axesToString(ArrayRef<AxisId> axes,
                                 ArrayRef<std::string> names) {
   std::string text;
   for (auto [i, axis] : llvm::enumerate(axes))
-    text += (i ? ", " : "") + names[axis];
+    text += (i ? ", " : "") + (axis < static_cast<AxisId>(names.size())
+                                   ? names[axis]
+                                   : "#" + std::to_string(axis));
+  return text;
+}
+
+std::string mlir::sd::reshard::toString(const Layout &layout,
+                                        ArrayRef<std::string> names) {
+  std::string text = "[";
+  for (auto [i, axes] : llvm::enumerate(layout.dims))
+    text += (i ? ", {" : "{") + axesToString(axes, names) + "}";
+  text += "]";
+  if (!layout.unreduced.empty())
+    text += ", unreduced [" + axesToString(layout.unreduced, names) + "]";
   return text;
 }
 

@@ -7,11 +7,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Passes/ShardingPropagation.h"
+#include "sd/Support/Debug.h"
 
 #include "llvm/ADT/STLExtras.h"
 
 #include <limits>
 #include <numeric>
+
+#define DEBUG_TYPE "sd-propagate"
+#define DBGS() (llvm::dbgs() << "[" DEBUG_TYPE "] ")
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -42,6 +46,42 @@ bool TensorSharding::sameLayout(const TensorSharding &other) const {
   return llvm::all_of(llvm::zip_equal(dims, other.dims), [](auto pair) {
     return std::get<0>(pair).axes == std::get<1>(pair).axes;
   });
+}
+
+std::string propagation::toString(const TensorSharding &sharding,
+                                  const MeshShape &mesh) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto printAxes = [&](ArrayRef<AxisId> axes) {
+    llvm::interleaveComma(axes, os, [&](AxisId axis) {
+      if (axis < static_cast<AxisId>(mesh.axisNames.size()))
+        os << '"' << mesh.axisNames[axis] << '"';
+      else
+        os << '#' << axis;
+    });
+  };
+  os << '[';
+  llvm::interleaveComma(sharding.dims, os, [&](const DimSharding &dim) {
+    os << '{';
+    printAxes(dim.axes);
+    if (!dim.closed)
+      os << (dim.axes.empty() ? "?" : ", ?");
+    os << '}';
+    if (dim.priority)
+      os << 'p' << *dim.priority;
+  });
+  os << ']';
+  if (!sharding.replicated.empty()) {
+    os << ", replicated = [";
+    printAxes(sharding.replicated);
+    os << ']';
+  }
+  if (!sharding.unreduced.empty()) {
+    os << ", unreduced = [";
+    printAxes(sharding.unreduced);
+    os << ']';
+  }
+  return text;
 }
 
 FactorRule FactorRule::fromAttr(OpShardingRuleAttr attr) {
@@ -375,8 +415,25 @@ void Propagator::applyLevel(size_t level) {
   }
 }
 
+std::string Propagator::describeNode(int node) const {
+  const std::string &label = nodes[node].label;
+  return label.empty() ? "node #" + std::to_string(node) : label;
+}
+
+std::string Propagator::describeValue(int value) const {
+  const std::string &label = values[value].label;
+  return label.empty() ? "value #" + std::to_string(value) : label;
+}
+
 void Propagator::run() {
   for (size_t level = 0; level < levels.size(); ++level) {
+    LLVM_DEBUG({
+      DBGS() << "user priority ";
+      if (levels[level] == kUnprioritized)
+        llvm::dbgs() << "none (unprioritized annotations)\n";
+      else
+        llvm::dbgs() << "p" << levels[level] << "\n";
+    });
     applyLevel(level);
     for (Phase phase :
          {Phase::PassThroughOps, Phase::PassThroughFactors, Phase::All})
@@ -384,7 +441,16 @@ void Propagator::run() {
   }
 }
 
+/// The name of `phase` in debug output.
+static StringRef getPhaseName(int phase) {
+  static const char *const names[] = {"pass-through ops",
+                                      "pass-through factors", "all factors"};
+  return names[phase];
+}
+
 void Propagator::runPhase(Phase phase) {
+  LLVM_DEBUG(DBGS() << "phase: " << getPhaseName(static_cast<int>(phase))
+                    << "\n");
   dirty.assign(nodes.size(), true);
   bool changed = true;
   while (changed) {
@@ -562,6 +628,18 @@ bool Propagator::visit(int n, Phase phase) {
     values[value].sharding = std::move(next);
     changed = true;
     markNeighborsDirty(value);
+    LLVM_DEBUG({
+      DBGS() << describeNode(n) << " sets " << describeValue(value) << " to "
+             << toString(values[value].sharding, mesh);
+      for (auto [i, update] : llvm::enumerate(updated)) {
+        int64_t winner = winners[update.second];
+        llvm::dbgs() << (i ? ", " : " (") << "factor "
+                     << getFactorName(update.second) << " from "
+                     << (winner >= 0 ? describeValue(view.valueOf(winner))
+                                     : std::string("the merge"));
+      }
+      llvm::dbgs() << (updated.empty() ? " (partial sum)\n" : ")\n");
+    });
     if (!recordProvenance)
       continue;
     for (auto [dim, f] : updated) {

@@ -351,7 +351,7 @@ Barrier &SharedMemoryTransport::barrierFor(const Device &device,
 int64_t SharedMemoryTransport::commBytes(const SdCollective &op,
                                          const Plan &plan) const {
   // sd/Analysis/CostModel.cpp getRingBytesPerDevice on the S and N of
-  // lib/IR/SDCost.cpp's getCommunication.
+  // lib/Analysis/CostModels.cpp's getCommunication.
   int64_t n = groupSize(plan.group);
   if (n <= 1)
     return 0;

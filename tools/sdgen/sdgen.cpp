@@ -6,8 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/InitAll.h"
 #include "sd/ModelGen/ModelGen.h"
 
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -94,7 +96,7 @@ int main(int argc, char **argv) {
                     "dit-xl2, wan2.1-14b, flux-dev)\n";
     return 1;
   }
-  sd::ModelOverrides overrides;
+  mlir::sd::ModelOverrides overrides;
   overrides.depth = given(depthFlag);
   overrides.hidden = given(hiddenFlag);
   overrides.heads = given(headsFlag);
@@ -109,15 +111,17 @@ int main(int argc, char **argv) {
   overrides.loss = given(lossFlag);
   overrides.staticBatch = staticBatchFlag;
 
-  absl::StatusOr<sd::ModelConfig> config =
-      sd::makeModelConfig(presetFlag, overrides);
+  absl::StatusOr<mlir::sd::ModelConfig> config =
+      mlir::sd::makeModelConfig(presetFlag, overrides);
   if (!config.ok()) {
     llvm::errs() << "error: " << std::string(config.status().message()) << "\n";
     return 1;
   }
 
-  MLIRContext context;
-  OwningOpRef<ModuleOp> module = sd::generateModel(context, *config);
+  DialectRegistry registry;
+  mlir::sd::registerAllSDExtensions(registry);
+  MLIRContext context(registry);
+  OwningOpRef<ModuleOp> module = mlir::sd::generateModel(context, *config);
   if (!module)
     return 1;
 
@@ -132,8 +136,8 @@ int main(int argc, char **argv) {
   module->print(output->os());
   output->keep();
   llvm::errs() << "sdgen: "
-               << sd::formatModelSummary(*config,
-                                         sd::computeModelStats(*module))
+               << mlir::sd::formatModelSummary(*config,
+                                         mlir::sd::computeModelStats(*module))
                << "\n";
   return 0;
 }

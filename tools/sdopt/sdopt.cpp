@@ -12,7 +12,9 @@
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/ToolFlags.h"
 #include "sd/IR/SDDialect.h"
+#include "sd/InitAll.h"
 #include "sd/Passes/Passes.h"
+#include "sd/Support/Debug.h"
 #include "sd/Target/OpenMP/OpenMPEmitter.h"
 #include "sd/Target/OpenMP/OpenMPLoweringOpInterface.h"
 #include "sd/Target/OpenMP/Passes.h"
@@ -172,10 +174,13 @@ static void registerAll(DialectRegistry &registry) {
   registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
   // Lets --inline inline calls of block functions.
   func::registerInlinerExtension(registry);
-  // The OpenMP target: its plan attributes and the ops' lowering models.
+  // The compiler's external models (VJPs, partitioning, costs) and the
+  // OpenMP target's plan attributes and lowering models.
+  mlir::sd::registerAllSDExtensions(registry);
   mlir::sd::registerOpenMPLoweringInterfaces(registry);
   mlir::sd::registerSDPipelines();
   mlir::sd::registerSDOpenMPPasses();
+  ::sd::registerDebugOptions();
   registerTransformsPasses();
 }
 

@@ -1,11 +1,13 @@
 //===- CostModelTest.cpp - Tests for the cost model -----------------------===//
 
 #include "sd/Analysis/CostModel.h"
+#include "sd/Analysis/CostModels.h"
 
 #include "sd/IR/SDDialect.h"
 #include "sd/IR/SDOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
@@ -95,7 +97,9 @@ TEST(RingBytesTest, RoundsChunksUp) {
 // be an error in every report. Only the mesh, which is no computation, has
 // none.
 TEST(CostOpInterfaceTest, EverySdOpHasACost) {
-  MLIRContext context;
+  DialectRegistry registry;
+  registerCostModels(registry);
+  MLIRContext context(registry);
   context.loadDialect<SDDialect>();
   int64_t numOps = 0;
   for (RegisteredOperationName name : context.getRegisteredOperations()) {
@@ -114,7 +118,12 @@ TEST(CostOpInterfaceTest, EverySdOpHasACost) {
 
 class CostReportTest : public ::testing::Test {
 protected:
-  CostReportTest() { context.loadDialect<SDDialect, func::FuncDialect>(); }
+  CostReportTest() {
+    DialectRegistry registry;
+    registerCostModels(registry);
+    context.appendDialectRegistry(registry);
+    context.loadDialect<SDDialect, func::FuncDialect>();
+  }
 
   FailureOr<CostReport> report(StringRef source,
                                LayoutChoice layout = LayoutChoice::Auto) {

@@ -3,6 +3,7 @@
 #include "TestUtils.h"
 
 #include "sd/Evaluator/EvaluableOpInterface.h"
+#include "sd/IR/SDOps.h"
 
 using namespace sd::testing;
 
@@ -104,6 +105,30 @@ TEST_F(ErrorsTest, EveryComputeOpIsEvaluable) {
   EXPECT_GE(numOps, 51);
   // The six collectives and sd.axis_index, whose value depends on the device.
   EXPECT_EQ(numCollectives, 7);
+}
+
+/// registerAllSDExtensions gives every op of a global program its
+/// partitioning, and every op with a float operand its VJP: all but the
+/// mesh and the ops of partitioned programs (collectives, axis_index), and
+/// for partitioning the reshards (sd-partition turns them into collectives)
+/// or for VJPs the sources without operands (constant, iota).
+TEST_F(ErrorsTest, EveryGlobalOpHasItsPartitioningAndVjp) {
+  int64_t numPartitioned = 0, numDifferentiable = 0;
+  for (mlir::RegisteredOperationName name : context.getRegisteredOperations()) {
+    llvm::StringRef op = name.getStringRef();
+    if (name.getDialectNamespace() != "sd" || op == "sd.mesh" ||
+        name.hasInterface<mlir::sd::CollectiveEvaluableOpInterface>())
+      continue;
+    bool partitioned = name.hasInterface<mlir::sd::PartitionOpInterface>();
+    bool differentiable = name.hasInterface<mlir::sd::VjpOpInterface>();
+    numPartitioned += partitioned;
+    numDifferentiable += differentiable;
+    EXPECT_EQ(partitioned, op != "sd.reshard") << op.str();
+    EXPECT_EQ(differentiable, op != "sd.constant" && op != "sd.iota")
+        << op.str();
+  }
+  EXPECT_EQ(numPartitioned, 47);
+  EXPECT_EQ(numDifferentiable, 46);
 }
 
 /// Without the evaluator's interfaces no op can be evaluated, and the

@@ -4,6 +4,7 @@
 
 #include "sd/Evaluator/EvaluableOpInterface.h"
 #include "sd/IR/SDDialect.h"
+#include "sd/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -16,6 +17,7 @@ namespace sd::testing {
 EvaluatorTest::EvaluatorTest(bool withInterfaces) {
   DialectRegistry registry;
   registry.insert<func::FuncDialect, mlir::sd::SDDialect>();
+  mlir::sd::registerAllSDExtensions(registry);
   if (withInterfaces)
     mlir::sd::registerEvaluatorInterfaces(registry);
   context.appendDialectRegistry(registry);

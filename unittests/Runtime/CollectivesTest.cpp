@@ -628,7 +628,7 @@ TEST(CollectivesTest, ReductionsAreBitwiseDeterministic) {
 
 TEST(CollectivesTest, CommBytesMatchTheCostModel) {
   // 4 devices in one group, local block 3x5x7 (420 bytes): ring formulas
-  // of sd/Analysis/CostModel.cpp with S and N of lib/IR/SDCost.cpp.
+  // of sd/Analysis/CostModel.cpp with S and N of lib/Analysis/CostModels.cpp.
   MeshSpec mesh = mesh4();
   Buffers big(4, std::vector<float>(4 * 105, 1.0f));
   Buffers small(4, std::vector<float>(105, 1.0f));

@@ -2,7 +2,8 @@
 //
 // The one conversion from a `#sd.mesh` attribute to the ::sd::MeshSpec that
 // the MLIR-free libraries (logical rules, device numbering, the evaluator's
-// collectives, the cost model) work on.
+// collectives, the cost model) work on. MLIRSD links SDSharding, the
+// library below it that defines MeshSpec.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,12 +15,7 @@
 
 namespace mlir::sd {
 /// The mesh's axes, in order, with their ICI and DCN parts.
-inline ::sd::MeshSpec toMeshSpec(MeshAttr mesh) {
-  std::vector<::sd::MeshAxis> axes;
-  for (MeshAxisAttr axis : mesh.getAxes())
-    axes.push_back({axis.getName().str(), axis.getIci(), axis.getDcn()});
-  return ::sd::MeshSpec(std::move(axes));
-}
+::sd::MeshSpec toMeshSpec(MeshAttr mesh);
 } // namespace mlir::sd
 
 #endif // SD_IR_MESHSPEC_H

@@ -32,9 +32,7 @@ def SD_DimAxesAttr
 // stay SPMD-consistent) and a user of the mesh symbol it names.
 class SD_CollectiveOp<string mnemonic, list<Trait> traits = []>
     : SD_Op<mnemonic, !listconcat([Pure,
-          DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-          DeclareOpInterfaceMethods<SD_CostOpInterface,
-                                    ["getFlops", "getCommunication"]>],
+          DeclareOpInterfaceMethods<SymbolUserOpInterface>],
           traits)>;
 
 // all_gather, all_slice and reduce_scatter: one list of axes per dimension,
@@ -327,7 +325,7 @@ def SD_AxisIndexOp : SD_CollectiveOp<"axis_index"> {
 def SD_ReshardOp : SD_SameTypeOp<"reshard",
     [SameOperandsAndResultType,
      DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     SD_ElementwiseShardingRule, SD_OwnCost, SD_OwnVjp]> {
+     SD_ElementwiseShardingRule]> {
   let summary = "Changes the sharding of a value";
   let description = [{
     ```mlir

@@ -1,16 +1,14 @@
-//===- SDCost.h - types and helpers of CostOpInterface ----------*- C++ -*-===//
+//===- SDCost.h - the types CostOpInterface returns -------------*- C++ -*-===//
 //
-// What CostOpInterface's methods return and the shared helpers its default
-// implementations call. Included by SDOps.h before the interface
-// declarations.
+// What CostOpInterface's methods return. Included by SDOps.h before the
+// interface declarations; the implementations (external models) and their
+// helpers are in the cost model's library (sd/Analysis/CostModels.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SD_IR_SDCOST_H
 #define SD_IR_SDCOST_H
 
-#include "mlir/IR/Operation.h"
-#include "mlir/IR/Types.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -58,21 +56,6 @@ enum class MemorySpace {
   /// (sd.offload).
   Host,
 };
-
-/// Bytes of one element of `type`'s element type: whole bytes, so i1 is 1.
-int64_t getElementBytes(Type type);
-
-/// Elements of a static-shape tensor type (1 for a scalar type).
-int64_t getNumElements(Type type);
-
-/// Bytes of a static-shape tensor type.
-int64_t getTensorBytes(Type type);
-
-/// The elementwise FLOP count: elements of all results × `flopsPerElement`.
-int64_t getElementwiseFlops(Operation *op, int64_t flopsPerElement);
-
-/// Bytes of all operands plus all results of `op`.
-int64_t getOperandAndResultBytes(Operation *op);
 
 } // namespace mlir::sd
 

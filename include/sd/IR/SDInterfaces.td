@@ -91,7 +91,10 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
     Every sd op that may appear in a function body (all but `sd.mesh`)
     states what it costs on the device that runs it, so that the cost model
     (`sd/Analysis/CostModel.h`, behind `sdopt --report`) is one generic
-    walk that knows no op names. Costs are computed from the op's own
+    walk that knows no op names. The implementations are external models
+    that the cost model's library attaches (`registerCostModels` in
+    `sd/Analysis/CostModels.h`): what an op costs is the cost model's
+    business, not the dialect's. Costs are computed from the op's own
     operand and result types: per device in a partitioned program (local
     types), for the whole tensor in a global one. Shapes must be static
     (run sd-specialize-batch first); the cost model checks that before it
@@ -106,7 +109,7 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
       per score for the mask when there is one.
     * conv2d: 2·N·Ho·Wo·Cout·KH·KW·Cin/groups, plus N·Ho·Wo·Cout for the
       bias.
-    * elementwise ops (the default): FLOPs per element × result elements,
+    * elementwise ops: FLOPs per element × result elements,
       with FLOPs per element 1 (add, sub, mul, div, max, min, pow, neg, exp,
       log, sqrt, tanh, sin, cos, compare, select, convert), rsqrt 2,
       sigmoid 4 (1/(1+e^-x)), silu 5, gelu 9 with the tanh approximation
@@ -128,27 +131,22 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
     Bytes accessed are the bytes of all operands plus all results (one read
     of each input, one write of each output): the memory term of a
     roofline. Element sizes: f32 4 bytes, bf16 2, i1 1.
+
+    Views: reshape, transpose, slice and convert hold their operand's
+    elements, rearranged (or in another element type); `getViewSource`
+    names that operand, so that the cost model attributes an all_gather of
+    a parameter's view to the parameter.
   }];
   let methods = [
     InterfaceMethod<[{
-        FLOPs per result element of an elementwise op (see the table above);
-        used by the default `getFlops`. 1 unless the op says otherwise.
+        The floating-point operations the op performs (see the table above).
       }],
-      "int64_t", "getFlopsPerElement", (ins), [{}],
-      [{ return 1; }]>,
-    InterfaceMethod<[{
-        The floating-point operations the op performs. The default is the
-        elementwise count: result elements × `getFlopsPerElement()`.
-      }],
-      "int64_t", "getFlops", (ins), [{}],
-      [{ return ::mlir::sd::getElementwiseFlops($_op,
-                                                $_op.getFlopsPerElement()); }]>,
+      "int64_t", "getFlops", (ins)>,
     InterfaceMethod<[{
         Bytes read and written in the device's memory: all operands plus all
         results.
       }],
-      "int64_t", "getBytesAccessed", (ins), [{}],
-      [{ return ::mlir::sd::getOperandAndResultBytes($_op); }]>,
+      "int64_t", "getBytesAccessed", (ins)>,
     InterfaceMethod<[{
         Where the op's results live: device memory (the default) or host
         memory (`sd.offload`). The cost model counts host-resident values
@@ -167,6 +165,13 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
       "std::optional<::mlir::sd::CommunicationInfo>", "getCommunication",
       (ins "::mlir::SymbolTableCollection &":$symbols), [{}],
       [{ return std::nullopt; }]>,
+    InterfaceMethod<[{
+        The operand whose elements the result holds, only rearranged or
+        converted (reshape, transpose, slice, convert), or null for every
+        other op (the default).
+      }],
+      "::mlir::Value", "getViewSource", (ins), [{}],
+      [{ return {}; }]>,
   ];
 }
 
@@ -186,13 +191,16 @@ def SD_PartitionOpInterface : OpInterface<"PartitionOpInterface"> {
     the results are partial sums over exactly the axes of the sharded
     reduction factors.
 
-    The default clones the op with the local operands and result types:
+    The implementations are external models that sd-partition's library
+    attaches (`registerPartitionModels` in `sd/Passes/PartitionModels.h`).
+    Most ops clone themselves with the local operands and result types:
     right for every op whose result block is the same function of the
     operand blocks as the global result is of the global operands
     (elementwise ops, shape ops along unsharded dimensions, dot_general,
     whose sharded contraction leaves the partial sum the result's sharding
     asks for, normalizations and attention along their whole dimensions).
-    Ops that need more override it (SDPartition.cpp):
+    Ops that need more say so in their own models (lib/Passes/
+    PartitionModels.cpp):
     * slice: the sharded (untouched) dimensions take their local extent.
     * reduce_mean, mse_loss: over a sharded dimension the local mean is
       divided by the shard count, so that the partial sums add up to the
@@ -220,17 +228,7 @@ def SD_PartitionOpInterface : OpInterface<"PartitionOpInterface"> {
            "::mlir::ValueRange":$localOperands,
            "::mlir::TypeRange":$localResultTypes,
            "::llvm::ArrayRef<::mlir::sd::ShardingAttr>":$operandShardings,
-           "::llvm::ArrayRef<::mlir::sd::ShardingAttr>":$resultShardings),
-      [{}],
-      [{
-        // A clone keeps attributes and properties; only the types change.
-        ::mlir::Operation *clone = builder.clone(*$_op.getOperation());
-        clone->setOperands(localOperands);
-        for (auto [result, type] :
-             ::llvm::zip_equal(clone->getResults(), localResultTypes))
-          result.setType(type);
-        return ::llvm::SmallVector<::mlir::Value>(clone->getResults());
-      }]>,
+           "::llvm::ArrayRef<::mlir::sd::ShardingAttr>":$resultShardings)>,
   ];
 }
 
@@ -254,6 +252,9 @@ def SD_VjpOpInterface : OpInterface<"VjpOpInterface"> {
     VJPs are written with the ops the partitioner already knows, so the
     backward pass is sharded, partitioned, evaluated and costed like the
     forward pass; none adds an op of its own.
+
+    The implementations are external models of the autodiff library
+    (`registerVjpModels` in `sd/Autodiff/VjpModels.h`).
   }];
   let methods = [
     InterfaceMethod<[{

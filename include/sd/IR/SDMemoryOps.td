@@ -16,10 +16,7 @@ include "sd/IR/SDOps.td"
 
 class SD_MemoryMoveOp<string mnemonic, string what>
     : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType,
-                               SD_ElementwiseShardingRule,
-                               DeclareOpInterfaceMethods<SD_CostOpInterface,
-                                   ["getFlops", "getResultMemory"]>,
-                               SD_DefaultPartition, SD_OwnVjp]> {
+                               SD_ElementwiseShardingRule]> {
   let summary = "Moves a tensor " # what;
   let arguments = (ins SD_FloatTensor:$operand);
   let results = (outs SD_FloatTensor:$result);

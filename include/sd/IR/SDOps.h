@@ -44,4 +44,14 @@ MeshAttr lookupMesh(Operation *from, FlatSymbolRefAttr meshName,
 #define GET_OP_CLASSES
 #include "sd/IR/SDOps.h.inc"
 
+namespace mlir::sd {
+/// Attaches the external model `Model<OpTy>` to each of `OpTys`: how the
+/// libraries of later layers (autodiff, partitioning, costs) give sd ops
+/// the interfaces they implement there.
+template <template <typename> class Model, typename... OpTys>
+void attachModels(MLIRContext &context) {
+  (OpTys::template attachInterface<Model<OpTys>>(context), ...);
+}
+} // namespace mlir::sd
+
 #endif // SD_IR_SDOPS_H

@@ -31,25 +31,10 @@ defvar SD_ElementwiseShardingRule =
 defvar SD_OwnShardingRule =
     DeclareOpInterfaceMethods<SD_ShardingRuleOpInterface, ["getShardingRule"]>;
 
-// Costs (CostOpInterface): elementwise ops take the default FLOP count,
-// result elements × getFlopsPerElement (1 unless the op states its own);
-// ops with another formula define getFlops. Definitions in SDCost.cpp
-// unless given here.
-defvar SD_ElementwiseCost = DeclareOpInterfaceMethods<SD_CostOpInterface>;
-defvar SD_PerElementCost =
-    DeclareOpInterfaceMethods<SD_CostOpInterface, ["getFlopsPerElement"]>;
-defvar SD_OwnCost = DeclareOpInterfaceMethods<SD_CostOpInterface, ["getFlops"]>;
-
-// Partitioning (PartitionOpInterface): most ops become their per-device form
-// by being cloned with local types (the default); the others define
-// `partition` in SDPartition.cpp.
-defvar SD_DefaultPartition = SD_PartitionOpInterface;
-defvar SD_OwnPartition =
-    DeclareOpInterfaceMethods<SD_PartitionOpInterface, ["partition"]>;
-
-// Differentiation (VjpOpInterface): every op with a float operand builds its
-// own VJP; definitions in SDVjp.cpp.
-defvar SD_OwnVjp = DeclareOpInterfaceMethods<SD_VjpOpInterface>;
+// Costs (CostOpInterface), partitioning (PartitionOpInterface) and VJPs
+// (VjpOpInterface) are not declared here: the libraries that use them attach
+// them as external models (sd/Analysis/CostModels.h,
+// sd/Passes/PartitionModels.h, sd/Autodiff/VjpModels.h).
 
 // Ops whose single result type follows from the operands and attributes.
 // ODS writes `inferReturnTypes` itself where a trait such as
@@ -86,10 +71,9 @@ def SD_MeshOp : SD_Op<"mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class SD_UnaryOp<string mnemonic, string formula, int flopsPerElement = 1>
+class SD_UnaryOp<string mnemonic, string formula>
     : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType,
-                               SD_ElementwiseShardingRule, SD_PerElementCost,
-                               SD_DefaultPartition, SD_OwnVjp]> {
+                               SD_ElementwiseShardingRule]> {
   let summary = "Elementwise " # formula;
   let description = [{
     Computes }] # formula # [{ for every element. All stages.
@@ -97,27 +81,22 @@ class SD_UnaryOp<string mnemonic, string formula, int flopsPerElement = 1>
   let arguments = (ins SD_FloatTensor:$operand);
   let results = (outs SD_FloatTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($result)";
-  let extraClassDefinition = [{
-    int64_t $cppClass::getFlopsPerElement() { return }] # flopsPerElement # [{; }
-  }];
 }
 
 def SD_NegOp : SD_UnaryOp<"neg", "-x">;
 def SD_ExpOp : SD_UnaryOp<"exp", "e^x">;
 def SD_LogOp : SD_UnaryOp<"log", "the natural logarithm ln(x)">;
 def SD_SqrtOp : SD_UnaryOp<"sqrt", "the square root">;
-def SD_RsqrtOp : SD_UnaryOp<"rsqrt", "the reciprocal square root 1/sqrt(x)", 2>;
+def SD_RsqrtOp : SD_UnaryOp<"rsqrt", "the reciprocal square root 1/sqrt(x)">;
 def SD_TanhOp : SD_UnaryOp<"tanh", "the hyperbolic tangent">;
 def SD_SinOp : SD_UnaryOp<"sin", "the sine">;
 def SD_CosOp : SD_UnaryOp<"cos", "the cosine">;
-def SD_SigmoidOp : SD_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+e^-x)", 4>;
-def SD_SiluOp : SD_UnaryOp<"silu", "SiLU (swish) x·sigmoid(x)", 5>;
-def SD_ErfOp : SD_UnaryOp<"erf", "the error function erf(x)", 4>;
+def SD_SigmoidOp : SD_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+e^-x)">;
+def SD_SiluOp : SD_UnaryOp<"silu", "SiLU (swish) x·sigmoid(x)">;
+def SD_ErfOp : SD_UnaryOp<"erf", "the error function erf(x)">;
 
 def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType,
-                                      SD_ElementwiseShardingRule,
-                                      SD_PerElementCost, SD_DefaultPartition,
-                                      SD_OwnVjp]> {
+                                      SD_ElementwiseShardingRule]> {
   let summary = "Elementwise GELU";
   let description = [{
     `approximate = true` (the default, as in DiT and MaxDiffusion's models)
@@ -133,8 +112,7 @@ def SD_GeluOp : SD_SameTypeOp<"gelu", [SameOperandsAndResultType,
 
 class SD_BinaryOp<string mnemonic, string formula>
     : SD_SameTypeOp<mnemonic, [SameOperandsAndResultType,
-                               SD_ElementwiseShardingRule, SD_ElementwiseCost,
-                               SD_DefaultPartition, SD_OwnVjp]> {
+                               SD_ElementwiseShardingRule]> {
   let summary = "Elementwise " # formula;
   let description = [{
     Computes }] # formula # [{ elementwise. Both operands have the result's
@@ -155,8 +133,7 @@ def SD_PowOp : SD_BinaryOp<"pow", "lhs raised to the power rhs">;
 
 def SD_CompareOp : SD_InferredOp<"compare",
     [SameTypeOperands, SameOperandsAndResultShape,
-     SD_ElementwiseShardingRule, SD_ElementwiseCost, SD_DefaultPartition,
-     SD_OwnVjp]> {
+     SD_ElementwiseShardingRule]> {
   let summary = "Elementwise comparison producing i1";
   let description = [{
     ```mlir
@@ -172,8 +149,7 @@ def SD_CompareOp : SD_InferredOp<"compare",
 }
 
 def SD_SelectOp : SD_InferredOp<"select",
-    [AllTypesMatch<["on_true", "on_false"]>, SD_ElementwiseShardingRule,
-     SD_ElementwiseCost, SD_DefaultPartition, SD_OwnVjp]> {
+    [AllTypesMatch<["on_true", "on_false"]>, SD_ElementwiseShardingRule]> {
   let summary = "Elementwise choice by a predicate";
   let description = [{
     `result[i] = pred[i] ? on_true[i] : on_false[i]`. All stages.
@@ -192,8 +168,7 @@ def SD_SelectOp : SD_InferredOp<"select",
 
 def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
     DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>,
-    SD_ElementwiseShardingRule, SD_ElementwiseCost, SD_DefaultPartition,
-    SD_OwnVjp]> {
+    SD_ElementwiseShardingRule]> {
   let summary = "Element type conversion";
   let description = [{
     ```mlir
@@ -215,8 +190,7 @@ def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
 //===----------------------------------------------------------------------===//
 
 class SD_ReduceOp<string mnemonic, string what>
-    : SD_InferredOp<mnemonic, [SD_OwnShardingRule, SD_OwnCost,
-                               SD_OwnPartition, SD_OwnVjp]> {
+    : SD_InferredOp<mnemonic, [SD_OwnShardingRule]> {
   let summary = "The " # what # " over some dimensions";
   let description = [{
     ```mlir
@@ -244,9 +218,6 @@ class SD_ReduceOp<string mnemonic, string what>
     ::mlir::sd::OpShardingRuleAttr $cppClass::getShardingRule() {
       return ::mlir::sd::getReduceShardingRule(*this, getDims());
     }
-    int64_t $cppClass::getFlops() {
-      return ::mlir::sd::getNumElements(getOperand().getType());
-    }
   }];
 }
 
@@ -259,8 +230,8 @@ def SD_ReduceMeanOp : SD_ReduceOp<"reduce_mean", "mean">;
 //===----------------------------------------------------------------------===//
 
 def SD_BroadcastInDimOp : SD_Op<"broadcast_in_dim", [Pure,
-    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule,
-    SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>,
+    SD_OwnShardingRule]> {
   let summary = "Broadcast into a larger shape";
   let description = [{
     ```mlir
@@ -285,8 +256,8 @@ def SD_BroadcastInDimOp : SD_Op<"broadcast_in_dim", [Pure,
 }
 
 def SD_ReshapeOp : SD_Op<"reshape", [Pure,
-    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>, SD_OwnShardingRule,
-    SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
+    DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>,
+    SD_OwnShardingRule]> {
   let summary = "Row-major reshape";
   let description = [{
     ```mlir
@@ -308,7 +279,7 @@ def SD_ReshapeOp : SD_Op<"reshape", [Pure,
 }
 
 def SD_TransposeOp : SD_InferredOp<"transpose",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
+    [SD_OwnShardingRule]> {
   let summary = "Permute dimensions";
   let description = [{
     Result dimension `i` is operand dimension `permutation[i]`. All stages.
@@ -324,7 +295,7 @@ def SD_TransposeOp : SD_InferredOp<"transpose",
 }
 
 def SD_SliceOp : SD_InferredOp<"slice",
-    [SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition, SD_OwnVjp]> {
+    [SD_OwnShardingRule]> {
   let summary = "A strided slice";
   let description = [{
     ```mlir
@@ -350,7 +321,7 @@ def SD_SliceOp : SD_InferredOp<"slice",
 }
 
 def SD_ConcatOp : SD_InferredOp<"concat",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
+    [SD_OwnShardingRule]> {
   let summary = "Concatenate along one dimension";
   let description = [{
     All stages.
@@ -369,7 +340,7 @@ def SD_ConcatOp : SD_InferredOp<"concat",
 }
 
 def SD_PadOp : SD_InferredOp<"pad",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
+    [SD_OwnShardingRule]> {
   let summary = "Pad with a constant";
   let description = [{
     Adds `low[d]` elements before and `high[d]` after each dimension, filled
@@ -392,8 +363,7 @@ def SD_PadOp : SD_InferredOp<"pad",
 //===----------------------------------------------------------------------===//
 
 def SD_DotGeneralOp : SD_Op<"dot_general",
-    [Pure, InferTypeOpAdaptorWithIsCompatible, SD_OwnShardingRule,
-    SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
+    [Pure, InferTypeOpAdaptorWithIsCompatible, SD_OwnShardingRule]> {
   let summary = "Generalized matrix product (einsum with one contraction)";
   let description = [{
     ```mlir
@@ -428,8 +398,7 @@ def SD_DotGeneralOp : SD_Op<"dot_general",
 }
 
 def SD_LayerNormOp : SD_InferredOp<"layer_norm",
-    [AttrSizedOperandSegments, SD_OwnShardingRule, SD_PerElementCost,
-    SD_DefaultPartition, SD_OwnVjp]> {
+    [AttrSizedOperandSegments, SD_OwnShardingRule]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) · scale + bias`, statistics over the
@@ -453,7 +422,7 @@ def SD_LayerNormOp : SD_InferredOp<"layer_norm",
 }
 
 def SD_RmsNormOp : SD_InferredOp<"rms_norm",
-    [SD_OwnShardingRule, SD_PerElementCost, SD_DefaultPartition, SD_OwnVjp]> {
+    [SD_OwnShardingRule]> {
   let summary = "RMS normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x²) + epsilon) · scale` over the last dimension (Flux and
@@ -474,8 +443,7 @@ def SD_RmsNormOp : SD_InferredOp<"rms_norm",
 }
 
 def SD_GroupNormOp : SD_InferredOp<"group_norm",
-    [AttrSizedOperandSegments, SD_OwnShardingRule, SD_PerElementCost,
-    SD_DefaultPartition, SD_OwnVjp]> {
+    [AttrSizedOperandSegments, SD_OwnShardingRule]> {
   let summary = "Group normalization, channels last";
   let description = [{
     The operand is `[N, ..., C]` (NHWC for images). The C channels form
@@ -501,8 +469,7 @@ def SD_GroupNormOp : SD_InferredOp<"group_norm",
 }
 
 def SD_SoftmaxOp : SD_SameTypeOp<"softmax",
-    [SameOperandsAndResultType, SD_OwnShardingRule, SD_PerElementCost,
-    SD_DefaultPartition, SD_OwnVjp]> {
+    [SameOperandsAndResultType, SD_OwnShardingRule]> {
   let summary = "Softmax along one dimension";
   let description = [{
     Numerically stable softmax along `dim`. All stages.
@@ -517,7 +484,7 @@ def SD_SoftmaxOp : SD_SameTypeOp<"softmax",
 }
 
 def SD_AttentionOp : SD_InferredOp<"attention",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
+    [SD_OwnShardingRule]> {
   let summary = "Multi-head scaled dot-product attention";
   let description = [{
     ```mlir
@@ -560,7 +527,7 @@ def SD_AttentionOp : SD_InferredOp<"attention",
 }
 
 def SD_Conv2DOp : SD_InferredOp<"conv2d",
-    [SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition, SD_OwnVjp]> {
+    [SD_OwnShardingRule]> {
   let summary = "2-D convolution, NHWC with HWIO kernels";
   let description = [{
     ```mlir
@@ -591,7 +558,7 @@ def SD_Conv2DOp : SD_InferredOp<"conv2d",
 }
 
 def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest",
-    [SD_OwnShardingRule, SD_OwnCost, SD_DefaultPartition, SD_OwnVjp]> {
+    [SD_OwnShardingRule]> {
   let summary = "Nearest-neighbour upsampling of NHWC images";
   let description = [{
     Repeats each pixel `scale[0]` times along H and `scale[1]` times along W.
@@ -614,7 +581,7 @@ def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest",
 
 def SD_ConstantOp : SD_Op<"constant",
     [ConstantLike, Pure, AllTypesMatch<["value", "result"]>,
-     SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
+     SD_OwnShardingRule]> {
   let summary = "A constant tensor";
   let description = [{
     ```mlir
@@ -633,7 +600,7 @@ def SD_ConstantOp : SD_Op<"constant",
 }
 
 def SD_IotaOp : SD_Op<"iota",
-    [Pure, SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition]> {
+    [Pure, SD_OwnShardingRule]> {
   let summary = "Indices along one dimension";
   let description = [{
     `result[i0, ..., in] = i_dim` as a float. All stages.
@@ -654,7 +621,7 @@ def SD_OffsetScalar : 0DTensorOf<[F32]> {
 }
 
 def SD_RngNormalOp : SD_Op<"rng_normal",
-    [Pure, SD_OwnShardingRule, SD_PerElementCost, SD_OwnPartition, SD_OwnVjp]> {
+    [Pure, SD_OwnShardingRule]> {
   let summary = "Normally distributed random numbers from a seed";
   let description = [{
     Counter-based: element `i` (row-major) is a function of `(seed, i)` only,
@@ -689,7 +656,7 @@ def SD_RngNormalOp : SD_Op<"rng_normal",
 }
 
 def SD_RngUniformOp : SD_Op<"rng_uniform",
-    [Pure, SD_OwnShardingRule, SD_PerElementCost, SD_OwnPartition, SD_OwnVjp]> {
+    [Pure, SD_OwnShardingRule]> {
   let summary = "Uniformly distributed random numbers from a seed";
   let description = [{
     Uniform in `[low, high)`, counter-based like `sd.rng_normal`, with the
@@ -718,8 +685,7 @@ def SD_RngUniformOp : SD_Op<"rng_uniform",
 //===----------------------------------------------------------------------===//
 
 def SD_MseLossOp : SD_InferredOp<"mse_loss",
-    [SameTypeOperands, SD_OwnShardingRule, SD_OwnCost, SD_OwnPartition,
-     SD_OwnVjp]> {
+    [SameTypeOperands, SD_OwnShardingRule]> {
   let summary = "Mean squared error, an f32 scalar";
   let description = [{
     `mean((predictions - targets)²)` over all elements, accumulated in f32.
@@ -733,7 +699,7 @@ def SD_MseLossOp : SD_InferredOp<"mse_loss",
 def SD_ShardingConstraintOp : SD_SameTypeOp<"sharding_constraint",
     [SameOperandsAndResultType,
      DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     SD_ElementwiseShardingRule, SD_OwnCost, SD_OwnPartition, SD_OwnVjp]> {
+     SD_ElementwiseShardingRule]> {
   let summary = "Pins the sharding of a value";
   let description = [{
     ```mlir

@@ -108,6 +108,8 @@ struct ReshardProblem {
   /// express an arbitrary permutation of blocks among a group's devices
   /// (sd-partition can: sd.collective_permute takes getPermutation's pairs).
   bool allowPermute = false;
+  /// The axes' names, for debug output only (may be empty: `#0`, `#1`, ...).
+  SmallVector<std::string> axisNames;
 };
 
 struct ReshardPlan {
@@ -150,10 +152,12 @@ FailureOr<Layout> applyStep(const Layout &layout, const Step &step);
 
 /// Readable form for tests and debugging: `all_gather [{x}, {}]`,
 /// `all_to_all [x] 0->1`, `all_reduce [x, y]`, `collective_permute [{y}, {}]`
-/// (the new layout), with `axisNames[id]`.
+/// (the new layout), with `axisNames[id]` (or `#id` past its end).
 std::string toString(const Step &step, ArrayRef<std::string> axisNames);
 /// The steps joined by "; ", or "none".
 std::string toString(const ReshardPlan &plan, ArrayRef<std::string> axisNames);
+/// `[{x}, {}], unreduced [y]`, with `axisNames[id]` (or `#id`).
+std::string toString(const Layout &layout, ArrayRef<std::string> axisNames);
 
 } // namespace mlir::sd::reshard
 

@@ -18,9 +18,9 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
-#include <vector>
-
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace mlir::sd::propagation {
 
@@ -32,6 +32,8 @@ using AxisList = SmallVector<AxisId, 4>;
 /// The sizes of a mesh's axes, indexed by AxisId.
 struct MeshShape {
   SmallVector<int64_t> axisSizes;
+  /// The axes' names, for debug output only (may be empty: `#0`, `#1`, ...).
+  SmallVector<std::string> axisNames;
 
   int64_t numAxes() const { return axisSizes.size(); }
   /// The product of the sizes of `axes`.
@@ -68,6 +70,10 @@ struct TensorSharding {
            unreduced == other.unreduced;
   }
 };
+
+/// `[{"data"}, {"fsdp", ?}p1], unreduced = ["tensor"]`: the #sd.sharding
+/// syntax without the mesh, for debug output.
+std::string toString(const TensorSharding &sharding, const MeshShape &mesh);
 
 /// The plain form of #sd.sharding_rule.
 struct FactorRule {
@@ -171,6 +177,8 @@ struct ValueInfo {
   /// True for an annotated value: an argument, a constraint's result, a
   /// function result, an op result that carried a sharding.
   bool isSource = false;
+  /// How debug output names the value (`%3`); may be empty.
+  std::string label;
 };
 
 /// An op of the program: its rule and the values it reads and defines.
@@ -178,6 +186,8 @@ struct Node {
   FactorRule rule;
   SmallVector<int> operands;
   SmallVector<int> results;
+  /// How debug output names the op (`%3 = sd.add`); may be empty.
+  std::string label;
 };
 
 /// Where a value dimension's axes came from (record-provenance).
@@ -240,6 +250,9 @@ private:
   /// their axes marked replicated so that no other dimension takes them.
   void applyLevel(size_t level);
   void markNeighborsDirty(int value);
+  /// The labels of debug output: given, or `node #n` and `value #v`.
+  std::string describeNode(int node) const;
+  std::string describeValue(int value) const;
 
   MeshShape mesh;
   SmallVector<ValueInfo> values;

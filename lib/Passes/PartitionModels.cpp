@@ -1,16 +1,19 @@
-//===- SDPartition.cpp - how each op partitions ---------------------------===//
+//===- PartitionModels.cpp - how each op partitions -----------------------===//
 //
-// PartitionOpInterface implementations of the ops that cannot simply be
-// cloned with local types (the interface's default), and what they need:
-// the block offset of a device along sharded axes (`sd.axis_index`) and
-// scaling of partial means.
+// PartitionOpInterface's external models, which sd-partition's library
+// attaches (`registerPartitionModels`): most ops are cloned with local
+// types; the others build their local form here, with what they need: the
+// block offset of a device along sharded axes (`sd.axis_index`) and scaling
+// of partial means.
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Passes/PartitionModels.h"
 #include "sd/IR/SDOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -53,7 +56,8 @@ static FailureOr<int64_t> dimsSize(Operation *op, ShardingAttr sharding,
   return axesSize(op, sharding, axes);
 }
 
-/// The interface's default: `op` cloned with local operands and types.
+/// `op` cloned with local operands and types: a clone keeps attributes and
+/// properties; only the types change.
 static SmallVector<Value> cloneLocal(OpBuilder &builder, Operation *op,
                                      ValueRange operands, TypeRange types) {
   Operation *clone = builder.clone(*op);
@@ -98,14 +102,14 @@ static Value blockOffset(OpBuilder &builder, Location loc,
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-PartitionResult SliceOp::partition(OpBuilder &builder, ValueRange operands,
-                                   TypeRange types,
-                                   ArrayRef<ShardingAttr> operandShardings,
-                                   ArrayRef<ShardingAttr>) {
-  auto global = getOperand().getType();
+static PartitionResult partition(SliceOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>) {
+  auto global = op.getOperand().getType();
   auto local = cast<RankedTensorType>(operands[0].getType());
-  SmallVector<int64_t> start(getStart()), limit(getLimit()),
-      strides(getStrides());
+  SmallVector<int64_t> start(op.getStart()), limit(op.getLimit()),
+      strides(op.getStrides());
   for (int64_t dim = 0; dim < global.getRank(); ++dim) {
     if (local.getDimSize(dim) == global.getDimSize(dim))
       continue;
@@ -114,14 +118,14 @@ PartitionResult SliceOp::partition(OpBuilder &builder, ValueRange operands,
     bool whole = start[dim] == 0 && strides[dim] == 1 &&
                  (limit[dim] == -1 || limit[dim] == global.getDimSize(dim));
     if (!whole)
-      return emitOpError("slices dimension ")
+      return op.emitOpError("slices dimension ")
              << dim << ", which is sharded over "
              << operandShardings[0].getDimShardings()[dim]
              << "; gather it first (run sd-propagate-sharding)";
     limit[dim] = local.getDimSize(dim);
   }
   auto slice = cast<SliceOp>(
-      cloneLocal(builder, *this, operands, types)[0].getDefiningOp());
+      cloneLocal(builder, op, operands, types)[0].getDefiningOp());
   slice.setLimit(limit);
   return SmallVector<Value>{slice.getResult()};
 }
@@ -130,94 +134,92 @@ PartitionResult SliceOp::partition(OpBuilder &builder, ValueRange operands,
 // Reductions and the loss
 //===----------------------------------------------------------------------===//
 
-PartitionResult ReduceSumOp::partition(OpBuilder &builder, ValueRange operands,
-                                       TypeRange types, ArrayRef<ShardingAttr>,
-                                       ArrayRef<ShardingAttr>) {
-  // Over a sharded dimension the local sum is the partial sum.
-  return cloneLocal(builder, *this, operands, types);
-}
-
-PartitionResult ReduceMaxOp::partition(OpBuilder &builder, ValueRange operands,
-                                       TypeRange types,
-                                       ArrayRef<ShardingAttr> operandShardings,
-                                       ArrayRef<ShardingAttr>) {
-  FailureOr<int64_t> shards = dimsSize(*this, operandShardings[0], getDims());
+static PartitionResult partition(ReduceMaxOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>) {
+  FailureOr<int64_t> shards = dimsSize(op, operandShardings[0], op.getDims());
   if (failed(shards))
     return failure();
   if (*shards != 1)
-    return emitOpError("reduces dimensions sharded over ")
+    return op.emitOpError("reduces dimensions sharded over ")
            << *shards
            << " devices; a partial maximum cannot be completed "
               "by summing, so the reduced dimensions must be gathered first";
-  return cloneLocal(builder, *this, operands, types);
+  return cloneLocal(builder, op, operands, types);
 }
 
-PartitionResult ReduceMeanOp::partition(OpBuilder &builder, ValueRange operands,
-                                        TypeRange types,
-                                        ArrayRef<ShardingAttr> operandShardings,
-                                        ArrayRef<ShardingAttr>) {
-  FailureOr<int64_t> shards = dimsSize(*this, operandShardings[0], getDims());
+/// A mean over `dims` of the first operand, laid out as `sharding`: the
+/// local mean over 1/n of the elements, divided by n, so that the partial
+/// sums add up to the global mean.
+static PartitionResult partitionMean(Operation *op, OpBuilder &builder,
+                                     ValueRange operands, TypeRange types,
+                                     ShardingAttr sharding,
+                                     ArrayRef<int64_t> dims) {
+  FailureOr<int64_t> shards = dimsSize(op, sharding, dims);
   if (failed(shards))
     return failure();
-  SmallVector<Value> results = cloneLocal(builder, *this, operands, types);
-  // The local mean over 1/n of the elements, divided by n: the partial sums
-  // add up to the global mean.
+  SmallVector<Value> results = cloneLocal(builder, op, operands, types);
   if (*shards != 1)
-    results[0] = scale(builder, getLoc(), results[0], 1.0 / *shards);
+    results[0] = scale(builder, op->getLoc(), results[0], 1.0 / *shards);
   return results;
 }
 
-PartitionResult MseLossOp::partition(OpBuilder &builder, ValueRange operands,
-                                     TypeRange types,
-                                     ArrayRef<ShardingAttr> operandShardings,
-                                     ArrayRef<ShardingAttr>) {
+static PartitionResult partition(ReduceMeanOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>) {
+  return partitionMean(op, builder, operands, types, operandShardings[0],
+                       op.getDims());
+}
+
+// The local sum of squares over the global element count.
+static PartitionResult partition(MseLossOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>) {
   SmallVector<int64_t> all = llvm::to_vector(
-      llvm::seq<int64_t>(0, getPredictions().getType().getRank()));
-  FailureOr<int64_t> shards = dimsSize(*this, operandShardings[0], all);
-  if (failed(shards))
-    return failure();
-  // Local sum of squares over the global element count, as for reduce_mean.
-  SmallVector<Value> results = cloneLocal(builder, *this, operands, types);
-  if (*shards != 1)
-    results[0] = scale(builder, getLoc(), results[0], 1.0 / *shards);
-  return results;
+      llvm::seq<int64_t>(0, op.getPredictions().getType().getRank()));
+  return partitionMean(op, builder, operands, types, operandShardings[0], all);
 }
 
-PartitionResult Conv2DOp::partition(OpBuilder &builder, ValueRange operands,
-                                    TypeRange types,
-                                    ArrayRef<ShardingAttr> operandShardings,
-                                    ArrayRef<ShardingAttr>) {
+static PartitionResult partition(Conv2DOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>) {
   SmallVector<Value> local(operands);
-  FailureOr<int64_t> shards = dimsSize(*this, operandShardings[0], {3});
+  FailureOr<int64_t> shards = dimsSize(op, operandShardings[0], {3});
   if (failed(shards))
     return failure();
   // Each device sums over its input channels only; the partial results add
   // up, so each adds 1/n of the bias.
-  if (getBias() && *shards != 1)
-    local[2] = scale(builder, getLoc(), local[2], 1.0 / *shards);
-  return cloneLocal(builder, *this, local, types);
+  if (op.getBias() && *shards != 1)
+    local[2] = scale(builder, op.getLoc(), local[2], 1.0 / *shards);
+  return cloneLocal(builder, op, local, types);
 }
 
 //===----------------------------------------------------------------------===//
 // Sources: constant, iota, rng
 //===----------------------------------------------------------------------===//
 
-PartitionResult ConstantOp::partition(OpBuilder &builder, ValueRange operands,
-                                      TypeRange types, ArrayRef<ShardingAttr>,
-                                      ArrayRef<ShardingAttr> resultShardings) {
+static PartitionResult partition(ConstantOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr>,
+                                 ArrayRef<ShardingAttr> resultShardings) {
   auto localType = cast<RankedTensorType>(types[0]);
-  if (localType == getType())
-    return cloneLocal(builder, *this, operands, types);
+  if (localType == op.getType())
+    return cloneLocal(builder, op, operands, types);
   // Every block of a splat is the local splat.
-  if (auto dense = dyn_cast<DenseElementsAttr>(getValue());
+  if (auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
       dense && dense.isSplat()) {
-    auto value = ConstantOp::create(builder, getLoc(), localType,
+    auto value = ConstantOp::create(builder, op.getLoc(), localType,
                                     dense.resizeSplat(localType));
-    value->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
+    value->setDiscardableAttrs(
+        op.getOperation()->getDiscardableAttrDictionary());
     return SmallVector<Value>{value};
   }
   // Otherwise the whole constant, sliced: each device keeps its block.
-  Value whole = cloneLocal(builder, *this, operands, getType())[0];
+  Value whole = cloneLocal(builder, op, operands, op.getType())[0];
   ShardingAttr sharding = resultShardings[0];
   SmallVector<Attribute> dimAxes;
   for (DimShardingAttr dim : sharding.getDimShardings()) {
@@ -225,26 +227,27 @@ PartitionResult ConstantOp::partition(OpBuilder &builder, ValueRange operands,
     dimAxes.push_back(builder.getArrayAttr(axes));
   }
   Value block =
-      AllSliceOp::create(builder, getLoc(), localType, whole,
+      AllSliceOp::create(builder, op.getLoc(), localType, whole,
                          sharding.getMeshName(), builder.getArrayAttr(dimAxes));
   return SmallVector<Value>{block};
 }
 
-PartitionResult IotaOp::partition(OpBuilder &builder, ValueRange operands,
-                                  TypeRange types, ArrayRef<ShardingAttr>,
-                                  ArrayRef<ShardingAttr> resultShardings) {
+static PartitionResult partition(IotaOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr>,
+                                 ArrayRef<ShardingAttr> resultShardings) {
   auto localType = cast<RankedTensorType>(types[0]);
-  int64_t dim = getDim();
+  int64_t dim = op.getDim();
   ArrayRef<StringAttr> axes =
       resultShardings[0].getDimShardings()[dim].getAxes();
   // Sharded along other dimensions only, every block has the same values.
   if (axes.empty())
-    return cloneLocal(builder, *this, operands, types);
+    return cloneLocal(builder, op, operands, types);
   // The local indices plus the block's offset, in f32 (exact below 2^24)
   // and converted once, so that bf16 rounds like the global iota.
-  Location loc = getLoc();
+  Location loc = op.getLoc();
   auto f32Type = localType.clone(builder.getF32Type());
-  Value indices = cloneLocal(builder, *this, operands, {f32Type})[0];
+  Value indices = cloneLocal(builder, op, operands, {f32Type})[0];
   Value offset = blockOffset(builder, loc, resultShardings[0].getMeshName(),
                              axes, localType.getDimSize(dim));
   Value spread = BroadcastInDimOp::create(builder, loc, f32Type, offset,
@@ -274,43 +277,86 @@ static PartitionResult partitionRng(OpTy op, OpBuilder &builder,
   return SmallVector<Value>{local.getResult()};
 }
 
-PartitionResult RngNormalOp::partition(OpBuilder &builder, ValueRange,
-                                       TypeRange types, ArrayRef<ShardingAttr>,
-                                       ArrayRef<ShardingAttr> resultShardings) {
-  if (!getOffsets().empty())
-    return emitOpError("is already in its per-device (offsets) form");
-  return partitionRng(*this, builder, types, resultShardings[0]);
+static PartitionResult partition(RngNormalOp op, OpBuilder &builder, ValueRange,
+                                 TypeRange types, ArrayRef<ShardingAttr>,
+                                 ArrayRef<ShardingAttr> resultShardings) {
+  if (!op.getOffsets().empty())
+    return op.emitOpError("is already in its per-device (offsets) form");
+  return partitionRng(op, builder, types, resultShardings[0]);
 }
 
-PartitionResult
-RngUniformOp::partition(OpBuilder &builder, ValueRange, TypeRange types,
-                        ArrayRef<ShardingAttr>,
-                        ArrayRef<ShardingAttr> resultShardings) {
-  if (!getOffsets().empty())
-    return emitOpError("is already in its per-device (offsets) form");
-  return partitionRng(*this, builder, types, resultShardings[0]);
+static PartitionResult partition(RngUniformOp op, OpBuilder &builder,
+                                 ValueRange, TypeRange types,
+                                 ArrayRef<ShardingAttr>,
+                                 ArrayRef<ShardingAttr> resultShardings) {
+  if (!op.getOffsets().empty())
+    return op.emitOpError("is already in its per-device (offsets) form");
+  return partitionRng(op, builder, types, resultShardings[0]);
 }
 
 //===----------------------------------------------------------------------===//
 // Annotations
 //===----------------------------------------------------------------------===//
 
-PartitionResult ShardingConstraintOp::partition(OpBuilder &,
-                                                ValueRange operands, TypeRange,
-                                                ArrayRef<ShardingAttr>,
-                                                ArrayRef<ShardingAttr>) {
+static PartitionResult partition(ShardingConstraintOp op, OpBuilder &,
+                                 ValueRange operands, TypeRange,
+                                 ArrayRef<ShardingAttr>,
+                                 ArrayRef<ShardingAttr>) {
   // Its operand already has the constrained layout; the constraint ends.
   return SmallVector<Value>{operands[0]};
 }
 
 //===----------------------------------------------------------------------===//
-// axis_index (CostOpInterface, which every collective-like op implements)
+// Models
 //===----------------------------------------------------------------------===//
 
-int64_t AxisIndexOp::getFlops() { return 0; }
+namespace {
+/// Ops whose result block is the same function of the operand blocks as the
+/// global result is of the global operands: cloned with local types.
+template <typename OpTy>
+struct ClonePartition
+    : public PartitionOpInterface::ExternalModel<ClonePartition<OpTy>, OpTy> {
+  PartitionResult partition(Operation *op, OpBuilder &builder,
+                            ValueRange operands, TypeRange types,
+                            ArrayRef<ShardingAttr>,
+                            ArrayRef<ShardingAttr>) const {
+    return cloneLocal(builder, op, operands, types);
+  }
+};
 
-std::optional<CommunicationInfo>
-AxisIndexOp::getCommunication(SymbolTableCollection &) {
-  // Each device knows its own coordinates: nothing is sent.
-  return std::nullopt;
+/// Ops with a local form of their own: `partition(OpTy, ...)` above.
+template <typename OpTy>
+struct OwnPartition
+    : public PartitionOpInterface::ExternalModel<OwnPartition<OpTy>, OpTy> {
+  PartitionResult partition(Operation *op, OpBuilder &builder,
+                            ValueRange operands, TypeRange types,
+                            ArrayRef<ShardingAttr> operandShardings,
+                            ArrayRef<ShardingAttr> resultShardings) const {
+    return ::partition(cast<OpTy>(op), builder, operands, types,
+                       operandShardings, resultShardings);
+  }
+};
+} // namespace
+
+// Collectives and axis_index exist only after partitioning, and sd-partition
+// turns reshards into collectives itself: none of them has a model.
+void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, SDDialect *) {
+    attachModels<ClonePartition,
+                 // Elementwise.
+                 NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
+                 SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
+                 MaxOp, MinOp, PowOp, CompareOp, SelectOp, ConvertOp,
+                 // Shapes along unsharded dimensions, linear algebra, layers.
+                 BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp,
+                 DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
+                 AttentionOp, UpsampleNearestOp,
+                 // Over a sharded dimension the local sum is the partial sum.
+                 ReduceSumOp,
+                 // Memory moves: each device moves its own block.
+                 OffloadOp, ReloadOp>(*context);
+    attachModels<OwnPartition, SliceOp, ReduceMaxOp, ReduceMeanOp, MseLossOp,
+                 Conv2DOp, ConstantOp, IotaOp, RngNormalOp, RngUniformOp,
+                 ShardingConstraintOp>(*context);
+  });
 }

@@ -1,8 +1,8 @@
-//===- SDVjpLayers.cpp - how the layer ops differentiate ------------------===//
+//===- LayerVjpModels.cpp - how the layer ops differentiate ---------------===//
 //
-// VjpOpInterface implementations of the ops that make up layers: matrix
+// VjpOpInterface's external models of the ops that make up layers: matrix
 // products, normalizations, softmax, attention, convolution and
-// upsampling (the others are in SDVjp.cpp). Each is written with sd ops
+// upsampling (the others are in VjpModels.cpp). Each is written with sd ops
 // only, recomputing what it needs (normalization statistics, attention
 // probabilities) from the op's operands.
 //
@@ -60,19 +60,21 @@ static Value dotCotangent(Emitter &e, Value operand, const DotDims &dims,
   return e.transpose(product, permutation);
 }
 
-LogicalResult DotGeneralOp::buildVjp(OpBuilder &b, ValueRange cts,
-                                     Cotangents &out) {
-  return buildWith(*this, b, cts, out, [&](Emitter &e, Value dy) {
-    DotDims lhs(getLhs().getType().getRank(), getLhsBatch(), getLhsContract());
-    DotDims rhs(getRhs().getType().getRank(), getRhsBatch(), getRhsContract());
+static LogicalResult vjpOf(DotGeneralOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
+  return buildWith(op, b, cts, out, [&](Emitter &e, Value dy) {
+    DotDims lhs(op.getLhs().getType().getRank(), op.getLhsBatch(),
+                op.getLhsContract());
+    DotDims rhs(op.getRhs().getType().getRank(), op.getRhsBatch(),
+                op.getRhsContract());
     // dy's dimensions: batch, lhs free, rhs free.
     int64_t numBatch = lhs.batch.size(), numLhsFree = lhs.free.size();
     SmallVector<int64_t> lhsFree =
         llvm::to_vector(llvm::seq<int64_t>(numBatch, numBatch + numLhsFree));
     SmallVector<int64_t> rhsFree = llvm::to_vector(
         llvm::seq<int64_t>(numBatch + numLhsFree, typeOf(dy).getRank()));
-    out[0] = dotCotangent(e, getLhs(), lhs, dy, rhsFree, getRhs(), rhs);
-    out[1] = dotCotangent(e, getRhs(), rhs, dy, lhsFree, getLhs(), lhs);
+    out[0] = dotCotangent(e, op.getLhs(), lhs, dy, rhsFree, op.getRhs(), rhs);
+    out[1] = dotCotangent(e, op.getRhs(), rhs, dy, lhsFree, op.getLhs(), lhs);
     return success();
   });
 }
@@ -86,12 +88,11 @@ static Value softmaxCotangent(Emitter &e, Value y, Value dy, int64_t dim) {
   return e.mul(y, e.sub(dy, e.sumKeep(e.mul(dy, y), {dim})));
 }
 
-LogicalResult SoftmaxOp::buildVjp(OpBuilder &b, ValueRange cts,
-                                  Cotangents &out) {
-  return unaryVjp(
-      *this, b, cts, out, [&](Emitter &e, Value, Value y, Value dy) {
-        return softmaxCotangent(e, y, dy, static_cast<int64_t>(getDim()));
-      });
+static LogicalResult vjpOf(SoftmaxOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
+  return unaryVjp(op, b, cts, out, [&](Emitter &e, Value, Value y, Value dy) {
+    return softmaxCotangent(e, y, dy, static_cast<int64_t>(op.getDim()));
+  });
 }
 
 namespace {
@@ -156,54 +157,60 @@ static NormSpec lastDimNorm(Value x, Value scale, Value bias,
   return {x, scale, bias, type, last, epsilon.convertToDouble(), center};
 }
 
-LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ValueRange cts,
-                                    Cotangents &out) {
-  return normVjp(*this, b, cts, out,
-                 lastDimNorm(getOperand(), getScale(), getBias(), getEpsilon(),
+static LogicalResult vjpOf(LayerNormOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
+  return normVjp(op, b, cts, out,
+                 lastDimNorm(op.getOperand(), op.getScale(), op.getBias(),
+                             op.getEpsilon(),
                              /*center=*/true));
 }
 
-LogicalResult RmsNormOp::buildVjp(OpBuilder &b, ValueRange cts,
-                                  Cotangents &out) {
-  return normVjp(*this, b, cts, out,
-                 lastDimNorm(getOperand(), getScale(), Value(), getEpsilon(),
+static LogicalResult vjpOf(RmsNormOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
+  return normVjp(op, b, cts, out,
+                 lastDimNorm(op.getOperand(), op.getScale(), Value(),
+                             op.getEpsilon(),
                              /*center=*/false));
 }
 
-LogicalResult GroupNormOp::buildVjp(OpBuilder &b, ValueRange cts,
-                                    Cotangents &out) {
+static LogicalResult vjpOf(GroupNormOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
   // [N, ..., C] viewed as [N, positions, groups, C / groups], normalized
   // over positions and the group's channels.
-  auto type = getOperand().getType();
-  int64_t groups = getNumGroups(), channels = type.getShape().back();
+  auto type = op.getOperand().getType();
+  int64_t groups = op.getNumGroups(), channels = type.getShape().back();
   int64_t positions = 1;
   for (int64_t d : type.getShape().drop_front().drop_back())
     positions *= d;
   auto view =
       type.clone({type.getDimSize(0), positions, groups, channels / groups});
   SmallVector<int64_t> dims = {1, 3};
-  NormSpec spec{getOperand(),   getScale(), getBias(),
-                view,           dims,       getEpsilon().convertToDouble(),
+  NormSpec spec{op.getOperand(),
+                op.getScale(),
+                op.getBias(),
+                view,
+                dims,
+                op.getEpsilon().convertToDouble(),
                 /*center=*/true};
-  return normVjp(*this, b, cts, out, spec);
+  return normVjp(op, b, cts, out, spec);
 }
 
 //===----------------------------------------------------------------------===//
 // Attention, convolution, upsampling
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::buildVjp(OpBuilder &b, ValueRange cts,
-                                    Cotangents &out) {
+static LogicalResult vjpOf(AttentionOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
   // P = softmax(scale·QKᵀ) over the allowed keys is recomputed; masked
   // scores are pushed down by 1e30, so that their weights vanish, and P is
   // multiplied by the mask, so that a row with no allowed key is zero as in
   // the forward pass. The mask gets no cotangent.
-  return buildWith(*this, b, cts, out, [&](Emitter &e, Value dO) {
-    Value q = getQuery(), k = getKey(), v = getValue();
-    double scale = getEffectiveScale();
+  return buildWith(op, b, cts, out, [&](Emitter &e, Value dO) {
+    Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+    double scale = op.getEffectiveScale();
     Value scores = e.scale(e.batchedDot(q, k, 3, 3), scale);
     Value allowed;
-    if (Value mask = getMask()) {
+    if (Value mask = op.getMask()) {
       auto type = typeOf(scores);
       allowed = e.broadcast(e.convert(mask, type.getElementType()), type,
                             {0, 1, 2, 3});
@@ -273,14 +280,14 @@ static Value convKernelTerm(Emitter &e, const ConvShape &s, Value dy,
   return e.reshape(e.transpose(product, {1, 0, 2}), {cg, s.cout});
 }
 
-LogicalResult Conv2DOp::buildVjp(OpBuilder &b, ValueRange cts,
-                                 Cotangents &out) {
+static LogicalResult vjpOf(Conv2DOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
   // One term per kernel offset (i, j): it multiplies the input positions
   // i + sh·oh, j + sw·ow of the padded input with weights [i, j].
-  return buildWith(*this, b, cts, out, [&](Emitter &e, Value dy) {
-    ConvShape s(*this);
-    ArrayRef<int64_t> strides = getStrides(), padding = getPadding();
-    Value padded = e.pad(getInput(), {0, padding[0], padding[2], 0},
+  return buildWith(op, b, cts, out, [&](Emitter &e, Value dy) {
+    ConvShape s(op);
+    ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding();
+    Value padded = e.pad(op.getInput(), {0, padding[0], padding[2], 0},
                          {0, padding[1], padding[3], 0});
     auto paddedType = typeOf(padded);
     int64_t hp = paddedType.getDimSize(1), wp = paddedType.getDimSize(2);
@@ -291,7 +298,7 @@ LogicalResult Conv2DOp::buildVjp(OpBuilder &b, ValueRange cts,
     for (int64_t i = 0; i < s.kh; ++i) {
       for (int64_t j = 0; j < s.kw; ++j) {
         Value weights =
-            e.reshape(e.window(getKernel(), {i, j, 0, 0}, {1, 1, -1, -1}),
+            e.reshape(e.window(op.getKernel(), {i, j, 0, 0}, {1, 1, -1, -1}),
                       {s.cin / s.groups, s.cout});
         Value term =
             e.pad(convInputTerm(e, s, dy, weights, strides), {0, i, j, 0},
@@ -307,22 +314,29 @@ LogicalResult Conv2DOp::buildVjp(OpBuilder &b, ValueRange cts,
     out[0] =
         e.window(dPadded, {0, padding[0], padding[2], 0}, {-1, s.h, s.w, -1});
     Value stacked = ConcatOp::create(e.b, e.loc, kernelTerms, uint64_t{0});
-    out[1] = e.reshape(stacked, getKernel().getType());
-    if (getBias())
+    out[1] = e.reshape(stacked, op.getKernel().getType());
+    if (op.getBias())
       out[2] = e.reduceSum(dy, {0, 1, 2});
     return success();
   });
 }
 
-LogicalResult UpsampleNearestOp::buildVjp(OpBuilder &b, ValueRange cts,
-                                          Cotangents &out) {
+static LogicalResult vjpOf(UpsampleNearestOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
   // Each input pixel's cotangent is the sum over its block of copies.
-  return unaryVjp(
-      *this, b, cts, out, [&](Emitter &e, Value x, Value, Value dy) {
-        ArrayRef<int64_t> shape = typeOf(x).getShape();
-        ArrayRef<int64_t> scale = getScale();
-        Value blocks = e.reshape(
-            dy, {shape[0], shape[1], scale[0], shape[2], scale[1], shape[3]});
-        return e.reduceSum(blocks, {2, 4});
-      });
+  return unaryVjp(op, b, cts, out, [&](Emitter &e, Value x, Value, Value dy) {
+    ArrayRef<int64_t> shape = typeOf(x).getShape();
+    ArrayRef<int64_t> scale = op.getScale();
+    Value blocks = e.reshape(
+        dy, {shape[0], shape[1], scale[0], shape[2], scale[1], shape[3]});
+    return e.reduceSum(blocks, {2, 4});
+  });
+}
+
+/// The ops above, by their `vjpOf`.
+template <typename OpTy> using OwnVjp = VjpModel<OpTy, vjpOf>;
+
+void mlir::sd::vjp::attachLayerVjpModels(MLIRContext &context) {
+  attachModels<OwnVjp, DotGeneralOp, SoftmaxOp, LayerNormOp, RmsNormOp,
+               GroupNormOp, AttentionOp, Conv2DOp, UpsampleNearestOp>(context);
 }

@@ -1,14 +1,15 @@
 //===- VjpEmitter.h - the vocabulary of the VJPs ----------------*- C++ -*-===//
 //
-// Shared by SDVjp.cpp and SDVjpLayers.cpp, which implement VjpOpInterface:
-// `Emitter` builds sd ops at one insertion point, and `buildWith`,
-// `unaryVjp` and `binaryVjp` give every VJP its result cotangent and its
-// operand cotangents. Private to lib/IR.
+// Shared by VjpModels.cpp and LayerVjpModels.cpp, which implement
+// VjpOpInterface as external models: `Emitter` builds sd ops at one
+// insertion point, `buildWith`, `unaryVjp` and `binaryVjp` give every VJP
+// its result cotangent and its operand cotangents, and `VjpModel` forwards
+// the interface to a function. Private to lib/Autodiff.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SD_LIB_IR_VJPEMITTER_H
-#define SD_LIB_IR_VJPEMITTER_H
+#ifndef SD_LIB_AUTODIFF_VJPEMITTER_H
+#define SD_LIB_AUTODIFF_VJPEMITTER_H
 
 #include "sd/IR/SDOps.h"
 
@@ -247,6 +248,24 @@ LogicalResult binaryVjp(Operation *op, OpBuilder &builder,
       });
 }
 
+/// A function that builds the VJP of an `OpTy`.
+template <typename OpTy>
+using VjpFn = LogicalResult (*)(OpTy, OpBuilder &, ValueRange, Cotangents &);
+
+/// Forwards VjpOpInterface::buildVjp of `OpTy` to `Build`.
+template <typename OpTy, VjpFn<OpTy> Build>
+struct VjpModel
+    : public VjpOpInterface::ExternalModel<VjpModel<OpTy, Build>, OpTy> {
+  LogicalResult buildVjp(Operation *op, OpBuilder &builder,
+                         ValueRange resultCotangents, Cotangents &out) const {
+    return Build(cast<OpTy>(op), builder, resultCotangents, out);
+  }
+};
+
+/// Attaches the VJPs of the layer ops (LayerVjpModels.cpp); the rest of
+/// registerVjpModels.
+void attachLayerVjpModels(MLIRContext &context);
+
 } // namespace mlir::sd::vjp
 
-#endif // SD_LIB_IR_VJPEMITTER_H
+#endif // SD_LIB_AUTODIFF_VJPEMITTER_H

@@ -1,0 +1,351 @@
+//===- CostModels.cpp - what each sd op costs -----------------------------===//
+//
+// CostOpInterface's external models. Elementwise ops, normalizations,
+// softmax and random numbers cost a number of FLOPs per result element;
+// every other op states its own formula, collectives what they send, memory
+// moves where their results live, and views which operand they show. The
+// conventions are in SDInterfaces.td; `registerCostModels` attaches the
+// models as the evaluator attaches its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Analysis/CostModels.h"
+#include "sd/IR/SDOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+int64_t mlir::sd::getElementBytes(Type type) {
+  Type element = type;
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    element = shaped.getElementType();
+  if (!element.isIntOrFloat())
+    return 0;
+  return (element.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+/// Elements of a static-shape tensor type (1 for a scalar type).
+static int64_t getNumElements(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped)
+    return 1;
+  return shaped.getNumElements();
+}
+
+int64_t mlir::sd::getTensorBytes(Type type) {
+  return getNumElements(type) * getElementBytes(type);
+}
+
+/// The elementwise FLOP count: elements of all results × `flopsPerElement`.
+static int64_t getElementwiseFlops(Operation *op, int64_t flopsPerElement) {
+  int64_t elements = 0;
+  for (Type type : op->getResultTypes())
+    elements += getNumElements(type);
+  return elements * flopsPerElement;
+}
+
+/// Bytes of all operands plus all results of `op`.
+static int64_t getOperandAndResultBytes(Operation *op) {
+  int64_t bytes = 0;
+  for (Type type : op->getOperandTypes())
+    bytes += getTensorBytes(type);
+  for (Type type : op->getResultTypes())
+    bytes += getTensorBytes(type);
+  return bytes;
+}
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+//===----------------------------------------------------------------------===//
+// FLOPs per element (elementwise ops, norms, softmax, random numbers)
+//===----------------------------------------------------------------------===//
+
+// One FLOP per element unless the op says otherwise: add, sub, mul, div,
+// max, min, pow, neg, exp, log, sqrt, tanh, sin, cos, compare, select,
+// convert.
+template <typename OpTy> static int64_t flopsPerElement(OpTy) { return 1; }
+
+// 1/sqrt(x): a square root and a division.
+static int64_t flopsPerElement(RsqrtOp) { return 2; }
+
+// 1/(1+e^-x): negate, exp, add, divide.
+static int64_t flopsPerElement(SigmoidOp) { return 4; }
+
+// x·sigmoid(x).
+static int64_t flopsPerElement(SiluOp) { return 5; }
+
+// The error function.
+static int64_t flopsPerElement(ErfOp) { return 4; }
+
+// Tanh form: x³ (2), ·0.044715, +x, ·sqrt(2/π), tanh, 1+, 0.5·x, · = 9.
+// Exact form: x/sqrt(2), erf, 1+, 0.5·x, · = 5.
+static int64_t flopsPerElement(GeluOp op) {
+  return op.getApproximate() ? 9 : 5;
+}
+
+// Max, subtract, exp, sum, divide.
+static int64_t flopsPerElement(SoftmaxOp) { return 5; }
+
+// Mean, centre, square, variance sum, normalize; then scale and bias.
+static int64_t flopsPerElement(LayerNormOp op) {
+  return 5 + (op.getScale() ? 1 : 0) + (op.getBias() ? 1 : 0);
+}
+
+static int64_t flopsPerElement(GroupNormOp op) {
+  return 5 + (op.getScale() ? 1 : 0) + (op.getBias() ? 1 : 0);
+}
+
+// Square, sum, normalize; then scale.
+static int64_t flopsPerElement(RmsNormOp op) {
+  return 3 + (op.getScale() ? 1 : 0);
+}
+
+// low + (high − low)·u.
+static int64_t flopsPerElement(RngUniformOp) { return 2; }
+
+// Box–Muller: mean + stddev·sqrt(−2·ln u1)·cos(2π·u2).
+static int64_t flopsPerElement(RngNormalOp) { return 8; }
+
+//===----------------------------------------------------------------------===//
+// Ops with their own formula
+//===----------------------------------------------------------------------===//
+
+// 2·M·N·K: a multiply and an add per result element and contracted index.
+static int64_t getFlops(DotGeneralOp op) {
+  int64_t contracted = 1;
+  for (int64_t dim : op.getLhsContract())
+    contracted *= shapeOf(op.getLhs())[dim];
+  return 2 * getNumElements(op.getType()) * contracted;
+}
+
+// Q·Kᵀ and P·V (2·B·H·Sq·Skv·D and 2·B·H·Sq·Skv·Dv), the scale and the
+// softmax (6 per score), the mask (1 per score).
+static int64_t getFlops(AttentionOp op) {
+  ArrayRef<int64_t> query = shapeOf(op.getQuery());
+  ArrayRef<int64_t> value = shapeOf(op.getValue());
+  int64_t scores = query[0] * query[1] * query[2] * value[2];
+  int64_t perScore = 2 * (query[3] + value[3]) + 6 + (op.getMask() ? 1 : 0);
+  return scores * perScore;
+}
+
+// 2·N·Ho·Wo·Cout·KH·KW·Cin/groups, plus one add per output for the bias.
+static int64_t getFlops(Conv2DOp op) {
+  ArrayRef<int64_t> kernel = shapeOf(op.getKernel());
+  int64_t outputs = getNumElements(op.getType());
+  int64_t perOutput = 2 * kernel[0] * kernel[1] * kernel[2];
+  return outputs * perOutput + (op.getBias() ? outputs : 0);
+}
+
+// Subtract, square and sum per element (the final division is one FLOP).
+static int64_t getFlops(MseLossOp op) {
+  return 3 * getNumElements(op.getPredictions().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Communication of the collectives
+//===----------------------------------------------------------------------===//
+
+/// The communication of a collective over `axes` of the mesh `meshName`:
+/// the group size is the product of the axes' sizes (axes the mesh lacks,
+/// which the verifier rejects, count as size 1).
+static CommunicationInfo makeInfo(Operation *op, FlatSymbolRefAttr meshName,
+                                  SymbolTableCollection &symbols,
+                                  CommunicationPattern pattern,
+                                  ArrayRef<StringRef> axes,
+                                  int64_t tensorBytes) {
+  CommunicationInfo info;
+  info.pattern = pattern;
+  info.axes.assign(axes.begin(), axes.end());
+  info.tensorBytes = tensorBytes;
+  auto mesh = symbols.lookupNearestSymbolFrom<MeshOp>(op, meshName);
+  for (StringRef name : axes)
+    if (MeshAxisAttr axis = mesh ? mesh.getMesh().getAxis(name) : nullptr)
+      info.groupSize *= axis.getSize();
+  return info;
+}
+
+/// All axes of a per-dimension collective, dimension by dimension.
+static SmallVector<StringRef>
+flattenAxes(ArrayRef<SmallVector<StringRef>> perDim) {
+  SmallVector<StringRef> all;
+  for (const SmallVector<StringRef> &axes : perDim)
+    all.append(axes.begin(), axes.end());
+  return all;
+}
+
+static SmallVector<StringRef> toStringRefs(ArrayAttr names) {
+  return llvm::to_vector(llvm::map_range(
+      names, [](Attribute name) { return cast<StringAttr>(name).getValue(); }));
+}
+
+// S is the gathered (result) tensor.
+static CommunicationInfo communication(AllGatherOp op,
+                                       SymbolTableCollection &symbols) {
+  return makeInfo(
+      op, op.getMeshAttr(), symbols, CommunicationPattern::AllGather,
+      flattenAxes(op.getAxesPerDim()), getTensorBytes(op.getType()));
+}
+
+// Local: each device keeps its block.
+static CommunicationInfo communication(AllSliceOp op,
+                                       SymbolTableCollection &symbols) {
+  return makeInfo(op, op.getMeshAttr(), symbols, CommunicationPattern::None,
+                  flattenAxes(op.getAxesPerDim()),
+                  getTensorBytes(op.getOperand().getType()));
+}
+
+// S is the unscattered (operand) tensor.
+static CommunicationInfo communication(ReduceScatterOp op,
+                                       SymbolTableCollection &symbols) {
+  return makeInfo(op, op.getMeshAttr(), symbols,
+                  CommunicationPattern::ReduceScatter,
+                  flattenAxes(op.getAxesPerDim()),
+                  getTensorBytes(op.getOperand().getType()));
+}
+
+static CommunicationInfo communication(AllReduceOp op,
+                                       SymbolTableCollection &symbols) {
+  return makeInfo(op, op.getMeshAttr(), symbols,
+                  CommunicationPattern::AllReduce,
+                  toStringRefs(op.getReductionAxes()),
+                  getTensorBytes(op.getOperand().getType()));
+}
+
+static CommunicationInfo communication(AllToAllOp op,
+                                       SymbolTableCollection &symbols) {
+  return makeInfo(op, op.getMeshAttr(), symbols, CommunicationPattern::AllToAll,
+                  toStringRefs(op.getAxes()),
+                  getTensorBytes(op.getOperand().getType()));
+}
+
+// Each device sends its S bytes at most once; a permute whose pairs all
+// keep blocks in place (or that has none) sends nothing.
+static CommunicationInfo communication(CollectivePermuteOp op,
+                                       SymbolTableCollection &symbols) {
+  CommunicationInfo info = makeInfo(
+      op, op.getMeshAttr(), symbols, CommunicationPattern::Permute,
+      toStringRefs(op.getAxes()), getTensorBytes(op.getOperand().getType()));
+  if (llvm::all_of(op.getPairList(), [](std::pair<int64_t, int64_t> pair) {
+        return pair.first == pair.second;
+      }))
+    info.pattern = CommunicationPattern::None;
+  return info;
+}
+
+//===----------------------------------------------------------------------===//
+// Models
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// What every op shares: its bytes are its operands and results.
+template <typename ConcreteModel, typename OpTy>
+struct CostModelBase
+    : public CostOpInterface::ExternalModel<ConcreteModel, OpTy> {
+  int64_t getBytesAccessed(Operation *op) const {
+    return getOperandAndResultBytes(op);
+  }
+};
+
+/// Elementwise ops, normalizations, softmax, random numbers: result
+/// elements × `flopsPerElement(op)`.
+template <typename OpTy>
+struct PerElementCost : public CostModelBase<PerElementCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *op) const {
+    return getElementwiseFlops(op, flopsPerElement(cast<OpTy>(op)));
+  }
+};
+
+/// Ops with a formula of their own: `getFlops(op)`.
+template <typename OpTy>
+struct FormulaCost : public CostModelBase<FormulaCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *op) const { return ::getFlops(cast<OpTy>(op)); }
+};
+
+/// Reductions: one add, max or sum input per operand element.
+template <typename OpTy>
+struct ReduceCost : public CostModelBase<ReduceCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *op) const {
+    return getNumElements(op->getOperand(0).getType());
+  }
+};
+
+/// Data movement, constants and annotations compute nothing.
+template <typename OpTy>
+struct NoFlopsCost : public CostModelBase<NoFlopsCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *) const { return 0; }
+};
+
+/// Reshape, transpose, slice: their result holds their operand's elements,
+/// rearranged, and computes nothing.
+template <typename OpTy>
+struct ViewCost : public CostModelBase<ViewCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *) const { return 0; }
+  Value getViewSource(Operation *op) const { return op->getOperand(0); }
+};
+
+/// A convert holds its operand's elements too, each rounded once.
+struct ConvertCost : public CostModelBase<ConvertCost, ConvertOp> {
+  int64_t getFlops(Operation *op) const { return getElementwiseFlops(op, 1); }
+  Value getViewSource(Operation *op) const { return op->getOperand(0); }
+};
+
+/// Collectives: the sums of reductions are not counted (see
+/// CostOpInterface); what they send is `communication(op, symbols)`.
+template <typename OpTy>
+struct CollectiveCost : public CostModelBase<CollectiveCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *) const { return 0; }
+  std::optional<CommunicationInfo>
+  getCommunication(Operation *op, SymbolTableCollection &symbols) const {
+    return communication(cast<OpTy>(op), symbols);
+  }
+};
+
+/// sd.offload and sd.reload do no arithmetic; their bytes are the transfer
+/// the cost model counts between the memory they read and `Memory`.
+template <typename OpTy, MemorySpace Memory>
+struct MemoryMoveCost
+    : public CostModelBase<MemoryMoveCost<OpTy, Memory>, OpTy> {
+  int64_t getFlops(Operation *) const { return 0; }
+  MemorySpace getResultMemory(Operation *) const { return Memory; }
+};
+} // namespace
+
+void mlir::sd::registerCostModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, SDDialect *) {
+    attachModels<PerElementCost,
+                 // Elementwise.
+                 NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
+                 SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
+                 MaxOp, MinOp, PowOp, CompareOp, SelectOp,
+                 // Normalizations, softmax, random numbers.
+                 LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp, RngNormalOp,
+                 RngUniformOp>(*context);
+    attachModels<ReduceCost, ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(*context);
+    attachModels<FormulaCost, DotGeneralOp, AttentionOp, Conv2DOp, MseLossOp>(
+        *context);
+    attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,
+                 UpsampleNearestOp, ConstantOp, IotaOp, ShardingConstraintOp,
+                 ReshardOp>(*context);
+    attachModels<ViewCost, ReshapeOp, TransposeOp, SliceOp>(*context);
+    ConvertOp::attachInterface<ConvertCost>(*context);
+    attachModels<CollectiveCost, AllGatherOp, AllSliceOp, ReduceScatterOp,
+                 AllReduceOp, AllToAllOp, CollectivePermuteOp>(*context);
+    // Each device knows its own coordinates: nothing is sent.
+    attachModels<NoFlopsCost, AxisIndexOp>(*context);
+    OffloadOp::attachInterface<MemoryMoveCost<OffloadOp, MemorySpace::Host>>(
+        *context);
+    ReloadOp::attachInterface<MemoryMoveCost<ReloadOp, MemorySpace::Device>>(
+        *context);
+  });
+}
