@@ -33,8 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   fuzz::check(verifyRunConfig(*config).ok(),
               "applyOverrides accepted what verifyRunConfig rejects");
-  for (std::optional<int64_t> devices : {std::optional<int64_t>(),
-                                         std::optional<int64_t>(8)}) {
+  for (std::optional<int64_t> devices :
+       {std::optional<int64_t>(), std::optional<int64_t>(8)}) {
     MeshOptions opts;
     opts.devices = devices;
     opts.maxDevicesPerProcess = kMaxDevicesPerProcess;

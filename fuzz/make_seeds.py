@@ -7,14 +7,16 @@ protoc and sealed as lib/Checkpoint/ManifestIO.cpp seals them (tag 0xa5 0x06,
 then the CRC-32 of the bytes before it, little-endian).
 Usage: fuzz/make_seeds.py (from anywhere; needs protoc on PATH).
 """
-import json
 import os
 import re
 import struct
 import subprocess
+import sys
 import zlib
 
 FUZZ = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(FUZZ, "..", "test", "lit", "E2E", "Inputs"))
+import safetensors_tool  # noqa: E402
 PROTO_DIR = os.path.join(FUZZ, "..", "lib", "Checkpoint")
 
 
@@ -24,18 +26,10 @@ def write(path, data):
         f.write(data)
 
 
-def safetensors(tensors, metadata=None, header_text=None):
-    """A file as Python's safetensors writes it; header_text overrides."""
-    header, data = {}, b""
-    if metadata:
-        header["__metadata__"] = metadata
-    for name, (dtype, shape, raw) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": shape,
-                        "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    text = header_text or json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    return struct.pack("<Q", len(text)) + text + data
+def safetensors(path, tensors, metadata=None):
+    """A file as Python's safetensors writes it (the lit tests' writer)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    safetensors_tool.write(path, tensors, metadata)
 
 
 def manifest(text):
@@ -48,19 +42,20 @@ def manifest(text):
 
 def main():
     corpus = os.path.join(FUZZ, "corpus", "safetensors")
-    write(os.path.join(corpus, "seed-f32"), safetensors(
-        {"w": ("F32", [2, 3], struct.pack("<6f", *range(6)))}, {"format": "pt"}))
-    write(os.path.join(corpus, "seed-dtypes"), safetensors({
+    safetensors(os.path.join(corpus, "seed-f32"), {
+        "w": ("F32", [2, 3], struct.pack("<6f", *range(6)))}, {"format": "pt"})
+    safetensors(os.path.join(corpus, "seed-dtypes"), {
         "a": ("F16", [2], struct.pack("<2e", 1.5, -2)),
         "b": ("BF16", [1], b"\x80\x3f"),
-        "c": ("F64", [], struct.pack("<d", 3.0))}))
-    write(os.path.join(corpus, "seed-empty"), safetensors({}))
-    write(os.path.join(corpus, "seed-zero"), safetensors(
-        {"e": ("F32", [0, 4], b""), "s": ("F32", [], struct.pack("<f", 1))},
-        {"k": "v"}))
+        "c": ("F64", [], struct.pack("<d", 3.0))})
+    safetensors(os.path.join(corpus, "seed-empty"), {})
+    safetensors(os.path.join(corpus, "seed-zero"), {
+        "e": ("F32", [0, 4], b""), "s": ("F32", [], struct.pack("<f", 1))},
+        {"k": "v"})
+    # Header length, then a header nested 30,000 levels deep.
     nested = b'{"__metadata__":{"k":' + b"[" * 30000 + b"]" * 30000 + b"}}"
     write(os.path.join(FUZZ, "regressions", "safetensors", "deeply-nested-json"),
-          safetensors({}, header_text=nested))
+          struct.pack("<Q", len(nested)) + nested)
 
     seeds = os.path.join(FUZZ, "seeds")
     base = open(os.path.join(seeds, "manifest-1.txtpb")).read()

@@ -357,9 +357,9 @@ absl::Status saveCheckpoint(const std::string &dir,
   std::function<void()> beforeRename;
   if (stall == StallPoint::Manifest)
     beforeRename = [] { stallForever("manifest"); };
-  if (absl::Status status = writeFileAtomically(
-          stepDir + "/" + kManifestName, serializeManifest(manifest),
-          beforeRename);
+  if (absl::Status status =
+          writeFileAtomically(stepDir + "/" + kManifestName,
+                              serializeManifest(manifest), beforeRename);
       !status.ok())
     return status;
   // The manifest's rename is durable (writeFileAtomically synced stepDir);
@@ -432,8 +432,7 @@ absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
   ckpt.writtenUnixMicros = manifest->written_unix_micros();
   std::vector<MeshAxis> axes;
   for (const proto::MeshAxis &axis : manifest->mesh())
-    axes.push_back(
-        MeshAxis{axis.name(), axis.size() / axis.dcn(), axis.dcn()});
+    axes.push_back(MeshAxis{axis.name(), axis.size() / axis.dcn(), axis.dcn()});
   ckpt.mesh = MeshSpec(std::move(axes));
 
   // The tensors, and per file the blocks (tensor, block) it holds (an entry
@@ -451,7 +450,7 @@ absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
       loaded.sharding.emplace_back(dim.axes().begin(), dim.axes().end());
     for (int b = 0; b < tensor.blocks_size(); ++b)
       blocksOfFile[tensor.blocks(b).file()].emplace_back(ckpt.tensors.size(),
-                                                          b);
+                                                         b);
     loaded.values.resize(
         static_cast<size_t>(checkedElements(loaded.globalShape)));
     ckpt.tensors.push_back(std::move(loaded));

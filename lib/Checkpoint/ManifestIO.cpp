@@ -58,9 +58,9 @@ absl::StatusOr<proto::Manifest> unseal(std::string_view data,
                      "' is truncated or corrupt (no checksum at its end)"));
   uint32_t stored = 0;
   for (int i = 0; i < 4; ++i)
-    stored |= static_cast<uint32_t>(
-                  static_cast<uint8_t>(data[data.size() - 4 + i]))
-              << (8 * i);
+    stored |=
+        static_cast<uint32_t>(static_cast<uint8_t>(data[data.size() - 4 + i]))
+        << (8 * i);
   uint32_t actual = llvm::crc32(llvm::arrayRefFromStringRef(
       llvm::StringRef(data.data(), data.size() - kSealBytes)));
   if (stored != actual)
@@ -146,10 +146,10 @@ absl::Status checkTiling(const proto::Tensor &tensor,
   for (const proto::Block *block : nonEmpty) {
     std::vector<size_t> cell(rank);
     for (size_t d = 0; d < rank; ++d)
-      cell[d] = std::lower_bound(extents[d].begin(), extents[d].end(),
-                                 std::make_pair(block->offset(d),
-                                                block->shape(d))) -
-                extents[d].begin();
+      cell[d] =
+          std::lower_bound(extents[d].begin(), extents[d].end(),
+                           std::make_pair(block->offset(d), block->shape(d))) -
+          extents[d].begin();
     auto [it, inserted] = cellOf.emplace(std::move(cell), block);
     if (!inserted)
       return bad("has overlapping blocks in '", it->second->file(), "' and '",
@@ -169,10 +169,9 @@ absl::Status verifyManifest(const proto::Manifest &manifest,
         absl::StrCat("checkpoint '", stepDir, "': ", parts...));
   };
   if (manifest.format_version() != kFormatVersion)
-    return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint '", stepDir, "' has format version ",
-                     manifest.format_version(), "; this sd reads version ",
-                     kFormatVersion));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint '", stepDir, "' has format version ",
+        manifest.format_version(), "; this sd reads version ", kFormatVersion));
   // A negative step would train from step -5 (or ~1e19 steps from
   // INT64_MIN); a name that disagrees would send --resume to the wrong step.
   if (manifest.step() < 0)
@@ -203,8 +202,7 @@ absl::Status verifyManifest(const proto::Manifest &manifest,
     if (!files.insert(file.name()).second)
       return bad("shard file '", file.name(), "' is listed twice");
     if (file.size_bytes() < 0)
-      return bad("shard file '", file.name(), "' has size ",
-                 file.size_bytes());
+      return bad("shard file '", file.name(), "' has size ", file.size_bytes());
     fileBytes = saturatingAdd(fileBytes, file.size_bytes());
   }
 
@@ -226,8 +224,7 @@ absl::Status verifyManifest(const proto::Manifest &manifest,
     if (elements < 0)
       return bad("tensor '", tensor.name(), "' has a bad shape ",
                  formatShape(shape));
-    if (absl::Status status = checkTiling(tensor, shape, stepDir);
-        !status.ok())
+    if (absl::Status status = checkTiling(tensor, shape, stepDir); !status.ok())
       return status;
     for (const proto::Block &block : tensor.blocks())
       if (!files.count(block.file()))
@@ -307,10 +304,9 @@ absl::Status checkShardSize(const std::string &path, int64_t size,
         absl::StrCat("checkpoint shard '", path, "' is truncated: ", size,
                      " bytes, manifest says ", file.size_bytes()));
   if (size != file.size_bytes())
-    return absl::DataLossError(absl::StrCat("checkpoint shard '", path,
-                                            "' has ", size,
-                                            " bytes, manifest says ",
-                                            file.size_bytes()));
+    return absl::DataLossError(
+        absl::StrCat("checkpoint shard '", path, "' has ", size,
+                     " bytes, manifest says ", file.size_bytes()));
   return absl::OkStatus();
 }
 

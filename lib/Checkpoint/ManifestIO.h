@@ -1,4 +1,5 @@
-//===- ManifestIO.h - Checkpoint manifests as bytes --------------*- C++ -*-===//
+//===- ManifestIO.h - Checkpoint manifests as bytes --------------*- C++
+//-*-===//
 //
 // Serializing a checkpoint manifest (Manifest.proto) and parsing and
 // verifying one from its bytes, apart from the file system, so that every

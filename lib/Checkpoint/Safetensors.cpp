@@ -475,8 +475,7 @@ absl::StatusOr<SafetensorsFile> parseSafetensors(std::string_view bytes,
   std::string_view headerText = bytes.substr(8, headerSize);
   // llvm::json::parse recurses per level: thousands of nested arrays would
   // overflow the stack. A real header nests three levels.
-  if (absl::Status deep = checkNestingDepth(headerText, "header");
-      !deep.ok())
+  if (absl::Status deep = checkNestingDepth(headerText, "header"); !deep.ok())
     return dataLoss("has a malformed header: ", deep.message());
   llvm::Expected<llvm::json::Value> header =
       llvm::json::parse(llvm::StringRef(headerText.data(), headerText.size()));

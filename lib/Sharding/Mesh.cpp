@@ -359,16 +359,15 @@ absl::StatusOr<MeshSpec> sd::parseMesh(std::string_view ici,
   }
   MeshSpec mesh(std::move(axes));
   if (devices > kMaxMeshDevices)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "mesh %s has %d devices; sd supports at most %d", mesh.toString(),
-        devices, kMaxMeshDevices));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("mesh %s has %d devices; sd supports at most %d",
+                        mesh.toString(), devices, kMaxMeshDevices));
   if (opts.maxDevicesPerProcess &&
       mesh.devicesPerProcess() > *opts.maxDevicesPerProcess)
     return absl::InvalidArgumentError(absl::StrFormat(
         "mesh %s has %d devices per process; at most %d can run in one "
         "process (spread the mesh over processes with --dcn-mesh)",
-        mesh.toString(), mesh.devicesPerProcess(),
-        *opts.maxDevicesPerProcess));
+        mesh.toString(), mesh.devicesPerProcess(), *opts.maxDevicesPerProcess));
   if (opts.devices && devices != *opts.devices)
     return absl::InvalidArgumentError(absl::StrFormat(
         "mesh %s has %d device%s but --devices=%d", mesh.toString(), devices,

@@ -150,8 +150,8 @@ TEST(ManifestTest, AHugeMeshIsDataLoss) {
   checkpoint::Manifest manifest = twoByTwo();
   manifest.mutable_mesh(0)->set_size(int64_t(1) << 32);
   manifest.mutable_mesh(1)->set_size(int64_t(1) << 32);
-  EXPECT_TRUE(isDataLoss(errorOf(manifest),
-                         "mesh has more than 1048576 devices"));
+  EXPECT_TRUE(
+      isDataLoss(errorOf(manifest), "mesh has more than 1048576 devices"));
   manifest.mutable_mesh(0)->set_size(3);
   manifest.mutable_mesh(0)->set_dcn(2);
   EXPECT_TRUE(isDataLoss(errorOf(manifest),
@@ -222,7 +222,8 @@ TEST(ManifestTest, NamesKindsAndDtypesAreChecked) {
   EXPECT_TRUE(isDataLoss(errorOf(manifest), "bad shard file name '../x'"));
   manifest = twoByTwo();
   manifest.mutable_tensors(0)->set_kind(checkpoint::Tensor::KIND_UNSPECIFIED);
-  EXPECT_TRUE(isDataLoss(errorOf(manifest), "tensor 'w' has an unknown kind 0"));
+  EXPECT_TRUE(
+      isDataLoss(errorOf(manifest), "tensor 'w' has an unknown kind 0"));
   manifest = twoByTwo();
   manifest.mutable_tensors(0)->set_dtype("F16");
   EXPECT_TRUE(isDataLoss(errorOf(manifest), "tensor 'w' has dtype 'F16'"));

@@ -340,8 +340,8 @@ TEST_F(SafetensorsTest, DeeplyNestedHeaderIsDataLoss) {
                        "at line 1, column 276"))
       << status;
   // Brackets inside strings do not count.
-  std::string names = R"({"__metadata__":{"k":")" + std::string(1000, '[') +
-                      R"("}})";
+  std::string names =
+      R"({"__metadata__":{"k":")" + std::string(1000, '[') + R"("}})";
   absl::StatusOr<SafetensorsFile> file =
       parseSafetensors(pythonLayout(names, ""), "f.safetensors");
   ASSERT_TRUE(file.ok()) << file.status();

@@ -10,8 +10,8 @@ using namespace sd;
 
 namespace {
 
-std::string nested(int depth, const std::string &open,
-                   const std::string &close, const std::string &inner = "") {
+std::string nested(int depth, const std::string &open, const std::string &close,
+                   const std::string &inner = "") {
   std::string text;
   for (int i = 0; i < depth; ++i)
     text += open;
@@ -49,10 +49,12 @@ TEST(InputLimitsTest, AcceptsNestingUpToTheLimit) {
 
 TEST(InputLimitsTest, SkipsStringsCommentsArrowsAndStrayClosers) {
   // Brackets in strings and comments do not nest.
-  EXPECT_TRUE(checkNestingDepth("\"" + std::string(1000, '[') + "\"", "x").ok());
+  EXPECT_TRUE(
+      checkNestingDepth("\"" + std::string(1000, '[') + "\"", "x").ok());
   EXPECT_TRUE(
       checkNestingDepth("\"\\\"" + std::string(1000, '{') + "\"", "x").ok());
-  EXPECT_TRUE(checkNestingDepth("// " + std::string(1000, '(') + "\n", "x").ok());
+  EXPECT_TRUE(
+      checkNestingDepth("// " + std::string(1000, '(') + "\n", "x").ok());
   // `->` closes nothing: nested function types are still counted.
   EXPECT_FALSE(checkNestingDepth(nested(300, "() -> (", ")"), "x").ok());
   // A closer that does not match the innermost opener (`>=` in an integer
