@@ -32,7 +32,7 @@ MLIRContext &context() {
   static int uses = 0;
   if (!ctx || ++uses % 1000 == 0) {
     DialectRegistry registry;
-    registry.insert<sd::SDDialect, func::FuncDialect>();
+    registry.insert<mlir::sd::SDDialect, func::FuncDialect>();
     func::registerInlinerExtension(registry);
     ctx = std::make_unique<MLIRContext>(registry,
                                         MLIRContext::Threading::DISABLED);
@@ -53,10 +53,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!module)
     return 0;
   PassManager pm(&ctx);
-  sd::PipelineOptions options;
+  mlir::sd::PipelineOptions options;
   options.mesh = "data:2";
   options.partition = true;
-  sd::buildDefaultPipeline(pm, options);
+  mlir::sd::buildDefaultPipeline(pm, options);
   (void)pm.run(*module);
   return 0;
 }
