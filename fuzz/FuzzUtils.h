@@ -49,4 +49,13 @@ inline void check(bool condition, const char *what) {
 
 } // namespace sd::fuzz
 
+/// ASan's defaults for every target (each includes this header once).
+/// LLVM's headers poison and unpoison BumpPtrAllocator slabs when compiled
+/// with ASan, but libLLVM.so and libMLIR.so are not: memory our inlined
+/// copy poisons is then used by theirs, a false "use-after-poison". Manual
+/// poisoning is off; ASan still checks every access of sd's code.
+extern "C" const char *__asan_default_options() {
+  return "allow_user_poisoning=0";
+}
+
 #endif // SD_FUZZ_FUZZUTILS_H

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzUtils.h"
+
 #include "sd/IR/SDDialect.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Support/InputLimits.h"
@@ -20,6 +22,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <memory>
+#include <string>
 
 using namespace mlir;
 
@@ -44,7 +47,10 @@ MLIRContext &context() {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer relies on the NUL after the buffer, as files read through
+  // llvm::MemoryBuffer (sdopt's, sdrun's) have; the fuzzer's bytes lack one.
+  std::string copy(reinterpret_cast<const char *>(data), size);
+  llvm::StringRef text(copy.c_str(), size);
   if (!::sd::checkNestingDepth({text.data(), text.size()}, "fuzz.mlir").ok())
     return 0;
   MLIRContext &ctx = context();
