@@ -14,9 +14,14 @@
 
 #include "sd/Sharding/Mesh.h"
 
+#include "google/protobuf/stubs/logging.h"
+
 using namespace sd;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  // Invalid UTF-8 in string fields is common in fuzzed bytes; protobuf's
+  // log line for each would drown the fuzzer's output.
+  google::protobuf::LogSilencer quiet;
   std::string_view bytes = fuzz::asText(data, size);
   absl::StatusOr<checkpoint::Manifest> manifest =
       ckpt::parseManifest(bytes, "fuzz/step_00000002");

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/stubs/logging.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CRC.h"
@@ -68,6 +69,9 @@ absl::StatusOr<proto::Manifest> unseal(std::string_view data,
         "checkpoint manifest '%s' is corrupt: crc32 0x%08x != stored 0x%08x",
         path, actual, stored));
   proto::Manifest manifest;
+  // Protobuf logs invalid UTF-8 in string fields to stderr; the one error
+  // the caller reports is enough.
+  google::protobuf::LogSilencer quiet;
   if (data.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !manifest.ParseFromArray(data.data(), static_cast<int>(data.size())))
     return absl::DataLossError(
