@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build ccache g++ python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libomp-22-dev
+  clang-22 libclang-rt-22-dev
   libabsl-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libopenblas0-openmp libopenmpi-dev openmpi-bin libzstd-dev zlib1g-dev

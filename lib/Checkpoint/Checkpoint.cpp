@@ -3,7 +3,7 @@
 #include "sd/Checkpoint/Checkpoint.h"
 #include "sd/Checkpoint/Safetensors.h"
 
-#include "Manifest.pb.h"
+#include "ManifestIO.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -35,26 +35,11 @@ namespace {
 
 namespace proto = ::sd::checkpoint;
 
-constexpr const char *kManifestName = "manifest.pb";
-
-std::string formatShape(const std::vector<int64_t> &shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
-
 std::string hex32(uint32_t value) { return absl::StrFormat("0x%08x", value); }
 
 uint32_t crcOf(const char *data, size_t size) {
   return llvm::crc32(
       llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(data), size));
-}
-
-/// Elements of `shape`, or -1 for a negative size or an overflow.
-int64_t checkedElements(const std::vector<int64_t> &shape) {
-  int64_t elements = 1;
-  for (int64_t size : shape)
-    if (size < 0 || __builtin_mul_overflow(elements, size, &elements))
-      return -1;
-  return elements;
 }
 
 //===----------------------------------------------------------------------===//
@@ -90,76 +75,18 @@ std::optional<rt::ArgumentKind> fromProto(proto::Tensor::Kind kind) {
   }
 }
 
-/// The key of Manifest.manifest_crc32 (field 100, wire type fixed32) and
-/// the bytes it takes with its value.
-constexpr uint8_t kSealTag[2] = {0xa5, 0x06};
-constexpr size_t kSealBytes = 6;
-
-/// Serializes with sorted map keys, so equal manifests are equal bytes, and
-/// appends manifest_crc32 over those bytes.
-std::string serializeDeterministically(const proto::Manifest &manifest) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    manifest.SerializeToCodedStream(&coded);
-  }
-  uint32_t crc = llvm::crc32(llvm::arrayRefFromStringRef(bytes));
-  bytes.push_back(static_cast<char>(kSealTag[0]));
-  bytes.push_back(static_cast<char>(kSealTag[1]));
-  for (int i = 0; i < 4; ++i)
-    bytes.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
-  return bytes;
-}
-
-/// Reads and parses `stepDir`'s manifest: NotFound when it is missing,
-/// DataLoss when it does not parse.
+/// Reads, parses and verifies `stepDir`'s manifest (parseManifest):
+/// NotFound when it is missing, DataLoss when it is damaged.
 absl::StatusOr<proto::Manifest> readManifest(const std::string &stepDir) {
-  std::string path = stepDir + "/" + kManifestName;
-  absl::StatusOr<std::string> bytes = readFileBytes(path);
+  absl::StatusOr<std::string> bytes =
+      readFileBytes(stepDir + "/" + kManifestName);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status()))
       return absl::NotFoundError(absl::StrCat(
           "checkpoint '", stepDir, "' has no manifest (an incomplete write?)"));
     return bytes.status();
   }
-  // The last 6 bytes are manifest_crc32 (field 100, fixed32) over the
-  // bytes before them.
-  const std::string &data = *bytes;
-  bool sealed = data.size() >= kSealBytes &&
-                static_cast<uint8_t>(data[data.size() - 6]) == kSealTag[0] &&
-                static_cast<uint8_t>(data[data.size() - 5]) == kSealTag[1];
-  if (!sealed)
-    return absl::DataLossError(absl::StrCat(
-        "checkpoint manifest '", path, "' is truncated or corrupt (no checksum at its end)"));
-  uint32_t stored = 0;
-  for (int i = 0; i < 4; ++i)
-    stored |= static_cast<uint32_t>(static_cast<uint8_t>(
-                  data[data.size() - 4 + i]))
-              << (8 * i);
-  uint32_t actual = llvm::crc32(llvm::arrayRefFromStringRef(
-      llvm::StringRef(data).drop_back(kSealBytes)));
-  if (stored != actual)
-    return absl::DataLossError(absl::StrFormat(
-        "checkpoint manifest '%s' is corrupt: crc32 0x%08x != stored 0x%08x",
-        path, actual, stored));
-  proto::Manifest manifest;
-  if (!manifest.ParseFromString(data))
-    return absl::DataLossError(
-        absl::StrCat("checkpoint manifest '", path, "' does not parse"));
-  return manifest;
-}
-
-/// The step of a directory called "step_<digits>", or -1.
-int64_t stepOfDirectoryName(llvm::StringRef name) {
-  if (!name.consume_front("step_") || name.empty() ||
-      name.find_first_not_of("0123456789") != llvm::StringRef::npos)
-    return -1;
-  int64_t step = 0;
-  if (name.getAsInteger(10, step))
-    return -1;
-  return step;
+  return parseManifest(*bytes, stepDir);
 }
 
 //===----------------------------------------------------------------------===//
@@ -221,52 +148,6 @@ void placeBlock(const std::vector<int64_t> &globalShape,
       index[d] = 0;
     }
   }
-}
-
-/// Checks that `tensor`'s blocks lie inside it, do not overlap, and cover
-/// it; and that no file holds two of them.
-absl::Status checkTiling(const proto::Tensor &tensor,
-                         const std::vector<int64_t> &globalShape,
-                         const std::string &stepDir) {
-  auto bad = [&](auto &&...parts) {
-    return absl::DataLossError(absl::StrCat(
-        "checkpoint '", stepDir, "': tensor '", tensor.name(), "' ", parts...));
-  };
-  int64_t covered = 0;
-  std::set<std::string> files;
-  for (int b = 0; b < tensor.blocks_size(); ++b) {
-    const proto::Block &block = tensor.blocks(b);
-    if (static_cast<size_t>(block.offset_size()) != globalShape.size() ||
-        static_cast<size_t>(block.shape_size()) != globalShape.size())
-      return bad("has a block of rank ", block.shape_size(), " in '",
-                 block.file(), "' for a tensor of rank ", globalShape.size());
-    std::vector<int64_t> offset(block.offset().begin(), block.offset().end());
-    std::vector<int64_t> shape(block.shape().begin(), block.shape().end());
-    for (size_t d = 0; d < globalShape.size(); ++d)
-      if (offset[d] < 0 || shape[d] < 0 ||
-          offset[d] > globalShape[d] - shape[d])
-        return bad("has a block at ", formatShape(offset), " of shape ",
-                   formatShape(shape), " in '", block.file(),
-                   "' outside its shape ", formatShape(globalShape));
-    if (!files.insert(block.file()).second)
-      return bad("has two blocks in '", block.file(), "'");
-    covered += checkedElements(shape);
-    for (int other = 0; other < b; ++other) {
-      const proto::Block &previous = tensor.blocks(other);
-      bool overlap = checkedElements(shape) > 0;
-      for (size_t d = 0; overlap && d < globalShape.size(); ++d)
-        overlap = offset[d] < previous.offset(d) + previous.shape(d) &&
-                  previous.offset(d) < offset[d] + shape[d];
-      if (overlap)
-        return bad("has overlapping blocks in '", previous.file(), "' and '",
-                   block.file(), "'");
-    }
-  }
-  int64_t elements = checkedElements(globalShape);
-  if (covered != elements)
-    return bad("has blocks of ", covered, " elements for a shape ",
-               formatShape(globalShape), " of ", elements);
-  return absl::OkStatus();
 }
 
 /// Runs `fn(0)` ... `fn(n - 1)` on up to `maxThreads` threads (inline when
@@ -519,8 +400,7 @@ absl::Status saveCheckpoint(const std::string &dir,
     beforeRename = [&] { options.atPoint(WritePoint::Manifest); };
   if (absl::Status status =
           writeFileAtomically(stepDir + "/" + kManifestName,
-                              serializeDeterministically(
-                                  buildManifest(session, meta, *plan, *shards)),
+                              serializeManifest(buildManifest(session, meta, *plan, *shards)),
                               beforeRename);
       !status.ok())
     return status;
@@ -576,15 +456,11 @@ absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
   absl::StatusOr<proto::Manifest> manifest = readManifest(stepDir);
   if (!manifest.ok())
     return manifest.status();
-  if (manifest->format_version() != kFormatVersion)
-    return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint '", stepDir, "' has format version ",
-                     manifest->format_version(), "; this sd reads version ",
-                     kFormatVersion));
-  auto bad = [&](auto &&...parts) {
-    return absl::DataLossError(
-        absl::StrCat("checkpoint '", stepDir, "': ", parts...));
-  };
+  // parseManifest verified the manifest; its sizes are trusted once the
+  // files have them, before anything is allocated from them.
+  if (absl::Status status = checkShardSizesOnDisk(*manifest, stepDir);
+      !status.ok())
+    return status;
 
   LoadedCheckpoint ckpt;
   ckpt.path = stepDir;
@@ -597,61 +473,28 @@ absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
     ckpt.meta.hyperparameters[name] = value;
   ckpt.writtenUnixMicros = manifest->written_unix_micros();
   std::vector<MeshAxis> axes;
-  for (const proto::MeshAxis &axis : manifest->mesh()) {
-    int64_t dcn =
-        axis.dcn() > 0 && axis.size() % axis.dcn() == 0 ? axis.dcn() : 1;
-    axes.push_back(MeshAxis{axis.name(), axis.size() / dcn, dcn});
-  }
+  for (const proto::MeshAxis &axis : manifest->mesh())
+    axes.push_back(MeshAxis{axis.name(), axis.size() / axis.dcn(), axis.dcn()});
   ckpt.mesh = MeshSpec(std::move(axes));
-
-  // The files the manifest lists, by name; a block in another file is bad.
-  std::map<std::string, const proto::ShardFile *> files;
-  for (const proto::ShardFile &file : manifest->files()) {
-    if (file.name().empty() || file.name().find('/') != std::string::npos ||
-        file.name() == "." || file.name() == "..")
-      return bad("bad shard file name '", file.name(), "'");
-    if (!files.emplace(file.name(), &file).second)
-      return bad("shard file '", file.name(), "' is listed twice");
-  }
 
   // The tensors, and per file the blocks (tensor, block) it holds (an entry
   // for every file, so that the loading threads only read the map).
   std::map<std::string, std::vector<std::pair<size_t, int>>> blocksOfFile;
   for (const proto::ShardFile &file : manifest->files())
     blocksOfFile[file.name()];
-  std::set<std::string> names;
   for (const proto::Tensor &tensor : manifest->tensors()) {
     LoadedTensor loaded;
     loaded.name = tensor.name();
-    if (!names.insert(tensor.name()).second)
-      return bad("tensor '", tensor.name(), "' is listed twice");
-    std::optional<rt::ArgumentKind> kind = fromProto(tensor.kind());
-    if (!kind)
-      return bad("tensor '", tensor.name(), "' has an unknown kind ",
-                 static_cast<int>(tensor.kind()));
-    loaded.kind = *kind;
-    if (tensor.dtype() != "F32")
-      return bad("tensor '", tensor.name(), "' has dtype '", tensor.dtype(),
-                 "'; sd checkpoints are F32");
+    loaded.kind = *fromProto(tensor.kind());
     loaded.globalShape.assign(tensor.global_shape().begin(),
                               tensor.global_shape().end());
-    int64_t elements = checkedElements(loaded.globalShape);
-    if (elements < 0)
-      return bad("tensor '", tensor.name(), "' has a bad shape ",
-                 formatShape(loaded.globalShape));
     for (const proto::DimSharding &dim : tensor.sharding())
       loaded.sharding.emplace_back(dim.axes().begin(), dim.axes().end());
-    if (absl::Status status = checkTiling(tensor, loaded.globalShape, stepDir);
-        !status.ok())
-      return status;
-    for (int b = 0; b < tensor.blocks_size(); ++b) {
-      const std::string &file = tensor.blocks(b).file();
-      if (!files.count(file))
-        return bad("tensor '", tensor.name(), "' has a block in '", file,
-                   "', which the manifest does not list");
-      blocksOfFile[file].emplace_back(ckpt.tensors.size(), b);
-    }
-    loaded.values.resize(static_cast<size_t>(elements));
+    for (int b = 0; b < tensor.blocks_size(); ++b)
+      blocksOfFile[tensor.blocks(b).file()].emplace_back(ckpt.tensors.size(),
+                                                         b);
+    loaded.values.resize(
+        static_cast<size_t>(checkedElements(loaded.globalShape)));
     ckpt.tensors.push_back(std::move(loaded));
   }
 
@@ -670,13 +513,10 @@ absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
         return shardError("is missing");
       return bytes.status();
     }
-    int64_t size = static_cast<int64_t>(bytes->size());
-    if (size < file.size_bytes())
-      return shardError("is truncated: ", size, " bytes, manifest says ",
-                        file.size_bytes());
-    if (size != file.size_bytes())
-      return shardError("has ", size, " bytes, manifest says ",
-                        file.size_bytes());
+    if (absl::Status status =
+            checkShardSize(path, static_cast<int64_t>(bytes->size()), file);
+        !status.ok())
+      return status;
     uint32_t crc = crcOf(bytes->data(), bytes->size());
     if (crc != file.crc32())
       return shardError("is corrupt: crc32 ", hex32(crc), " != manifest's ",

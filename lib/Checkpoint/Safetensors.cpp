@@ -1,6 +1,7 @@
 //===- Safetensors.cpp - Reading and writing safetensors files ------------===//
 
 #include "sd/Checkpoint/Safetensors.h"
+#include "sd/Support/InputLimits.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -472,6 +473,10 @@ absl::StatusOr<SafetensorsFile> parseSafetensors(std::string_view bytes,
     return dataLoss("is truncated: its header has ", headerSize,
                     " bytes but the file only ", bytes.size());
   std::string_view headerText = bytes.substr(8, headerSize);
+  // llvm::json::parse recurses per level: thousands of nested arrays would
+  // overflow the stack. A real header nests three levels.
+  if (absl::Status deep = checkNestingDepth(headerText, "header"); !deep.ok())
+    return dataLoss("has a malformed header: ", deep.message());
   llvm::Expected<llvm::json::Value> header =
       llvm::json::parse(llvm::StringRef(headerText.data(), headerText.size()));
   if (!header)

@@ -246,6 +246,32 @@ int64_t MeshSpec::processOf(int64_t deviceId) const {
   return deviceId / devicesPerProcess();
 }
 
+absl::Status sd::verifyMeshAxes(const std::vector<MeshAxis> &axes) {
+  int64_t devices = 1;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const MeshAxis &axis = axes[i];
+    if (axis.name.empty())
+      return absl::InvalidArgumentError("mesh axis with an empty name");
+    for (size_t j = 0; j < i; ++j)
+      if (axes[j].name == axis.name)
+        return absl::InvalidArgumentError(
+            absl::StrFormat("mesh axis \"%s\" appears twice", axis.name));
+    if (axis.ici <= 0 || axis.dcn <= 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "mesh axis \"%s\" has ICI part %d and DCN part %d; both must be "
+          "positive",
+          axis.name, axis.ici, axis.dcn));
+    int64_t size = 0;
+    if (!checkedMul(axis.ici, axis.dcn, size) ||
+        !checkedMul(devices, size, devices) || devices > kMaxMeshDevices)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "mesh has more than %d devices, the most sd supports, by mesh axis "
+          "\"%s\" (ICI part %d, DCN part %d)",
+          kMaxMeshDevices, axis.name, axis.ici, axis.dcn));
+  }
+  return absl::OkStatus();
+}
+
 std::string MeshSpec::toString() const {
   return absl::StrJoin(meshAxes, ",", [](std::string *out, const MeshAxis &a) {
     absl::StrAppend(out, a.name, ":", a.size());
@@ -332,6 +358,16 @@ absl::StatusOr<MeshSpec> sd::parseMesh(std::string_view ici,
       axes.push_back({e.name, 1, e.size});
   }
   MeshSpec mesh(std::move(axes));
+  if (devices > kMaxMeshDevices)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("mesh %s has %d devices; sd supports at most %d",
+                        mesh.toString(), devices, kMaxMeshDevices));
+  if (opts.maxDevicesPerProcess &&
+      mesh.devicesPerProcess() > *opts.maxDevicesPerProcess)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "mesh %s has %d devices per process; at most %d can run in one "
+        "process (spread the mesh over processes with --dcn-mesh)",
+        mesh.toString(), mesh.devicesPerProcess(), *opts.maxDevicesPerProcess));
   if (opts.devices && devices != *opts.devices)
     return absl::InvalidArgumentError(absl::StrFormat(
         "mesh %s has %d device%s but --devices=%d", mesh.toString(), devices,

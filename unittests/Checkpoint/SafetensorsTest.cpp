@@ -327,6 +327,27 @@ TEST_F(SafetensorsTest, BadHeadersAreReportedWithTheTensor) {
   EXPECT_TRUE(contains(huge, "is truncated")) << huge;
 }
 
+// Deeply nested JSON overflowed the stack in llvm::json::parse; it is
+// rejected by a pre-scan, with the place where the limit is passed.
+TEST_F(SafetensorsTest, DeeplyNestedHeaderIsDataLoss) {
+  std::string header = R"({"__metadata__":{"k":)" + std::string(100000, '[') +
+                       std::string(100000, ']') + "}}";
+  absl::Status status = parseError(pythonLayout(header, ""));
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_TRUE(contains(status,
+                       "'f.safetensors' has a malformed header: 'header' is "
+                       "nested too deeply: more than 256 levels of brackets "
+                       "at line 1, column 276"))
+      << status;
+  // Brackets inside strings do not count.
+  std::string names =
+      R"({"__metadata__":{"k":")" + std::string(1000, '[') + R"("}})";
+  absl::StatusOr<SafetensorsFile> file =
+      parseSafetensors(pythonLayout(names, ""), "f.safetensors");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->metadata.at("k"), std::string(1000, '['));
+}
+
 /// Interoperability with Python's own library, when it is installed.
 TEST_F(SafetensorsTest, PythonSafetensorsReadsAndWritesOurFiles) {
   if (std::system("/usr/bin/python3 -c 'import numpy, safetensors.numpy' "

@@ -94,6 +94,56 @@ TEST(MeshTest, RejectsOverflow) {
                         "is too large"));
 }
 
+// Found by fuzz/: a mesh of 99999999999 devices parsed and sent sdrun
+// building per-device tables; beyond kMaxMeshDevices it is one error.
+TEST(MeshTest, RejectsMoreDevicesThanTheLimit) {
+  EXPECT_TRUE(failsWith(parseMesh("x:99999999999"),
+                        "mesh x:99999999999 has 99999999999 devices; sd "
+                        "supports at most 1048576"));
+  EXPECT_TRUE(failsWith(parseMesh("a:1024", "a:2048"),
+                        "mesh a:2097152(dcn=2048) has 2097152 devices"));
+  EXPECT_TRUE(parseMesh("x:1048576").ok());
+}
+
+// `foo:4096` in one sdrun process starts thousands of thread teams; a caller
+// that runs the devices caps the devices per process.
+TEST(MeshTest, RejectsMoreDevicesPerProcessThanAsked) {
+  MeshOptions opts;
+  opts.maxDevicesPerProcess = kMaxDevicesPerProcess;
+  EXPECT_TRUE(failsWith(parseMesh("foo:4096", "", opts),
+                        "mesh foo:4096 has 4096 devices per process; at most "
+                        "512 can run in one process"));
+  EXPECT_TRUE(parseMesh("foo:4096").ok());
+  EXPECT_TRUE(parseMesh("foo:512", "", opts).ok());
+  EXPECT_TRUE(parseMesh("foo:256", "foo:16", opts).ok());
+}
+
+// Axes from an IR mesh attribute or a checkpoint manifest: the product that
+// overflowed 64 bits (a SIGFPE in the sharding verifier) is an error.
+TEST(MeshTest, VerifiesAxesBuiltElsewhere) {
+  EXPECT_TRUE(verifyMeshAxes({{"data", 8, 2}, {"fsdp", 4, 1}}).ok());
+  EXPECT_TRUE(verifyMeshAxes({}).ok());
+  auto failsWithMessage = [](const absl::Status &status,
+                             const std::string &expected) {
+    return status.code() == absl::StatusCode::kInvalidArgument &&
+           std::string(status.message()).find(expected) != std::string::npos;
+  };
+  EXPECT_TRUE(failsWithMessage(
+      verifyMeshAxes({{"a", 4294967296, 1}, {"b", 4294967296, 1}}),
+      "mesh has more than 1048576 devices, the most sd supports, by mesh "
+      "axis \"a\""));
+  EXPECT_TRUE(failsWithMessage(
+      verifyMeshAxes({{"a", 3037000500, 3037000500}}),
+      "by mesh axis \"a\" (ICI part 3037000500, DCN part 3037000500)"));
+  EXPECT_TRUE(failsWithMessage(verifyMeshAxes({{"a", 2, 0}}),
+                               "mesh axis \"a\" has ICI part 2 and DCN part "
+                               "0; both must be positive"));
+  EXPECT_TRUE(failsWithMessage(verifyMeshAxes({{"a", 2, 1}, {"a", 2, 1}}),
+                               "mesh axis \"a\" appears twice"));
+  EXPECT_TRUE(failsWithMessage(verifyMeshAxes({{"", 2, 1}}),
+                               "mesh axis with an empty name"));
+}
+
 TEST(MeshTest, RejectsDuplicateAxes) {
   EXPECT_TRUE(failsWith(parseMesh("data:2,fsdp:2,data:4"),
                         "mesh axis \"data\" appears twice"));

@@ -78,17 +78,39 @@ private:
   std::vector<MeshAxis> meshAxes;
 };
 
+/// The most devices a mesh may have: far beyond any real cluster, and small
+/// enough that every product of axis sizes, coordinates and per-device
+/// tables stays cheap (`x:99999999999` is an error, not hours of work).
+constexpr int64_t kMaxMeshDevices = int64_t(1) << 20;
+
+/// The most devices sdrun runs in one process: each is a thread team with
+/// its own memory pools, so `foo:4096` in one process would start thousands
+/// of threads instead of training. Callers that run the devices pass it as
+/// MeshOptions::maxDevicesPerProcess; sdopt, which only compiles, does not.
+constexpr int64_t kMaxDevicesPerProcess = 512;
+
 /// What is known about the machine; needed to fill -1 axes and to check that
 /// the mesh covers exactly the devices / processes there are.
 struct MeshOptions {
   std::optional<int64_t> devices;
   std::optional<int64_t> processes;
+  /// When set, a mesh whose ICI product (devices per process) is larger is
+  /// an error.
+  std::optional<int64_t> maxDevicesPerProcess;
 };
+
+/// Checks axes that did not come from parseMesh (an IR mesh attribute, a
+/// checkpoint manifest): names non-empty and distinct, ICI and DCN parts
+/// positive, and at most kMaxMeshDevices devices in all (so numDevices()
+/// cannot overflow). InvalidArgument quoting the axis or the mesh.
+absl::Status verifyMeshAxes(const std::vector<MeshAxis> &axes);
 
 /// Parses `--mesh` (ICI sizes) and `--dcn-mesh` (DCN sizes, may be empty),
 /// each a comma-separated list of `axis:size`, with MaxDiffusion's semantics:
 /// each axis size is ici * dcn, axes come in order of first appearance (ICI
-/// spec first), and one -1 per spec is filled from opts. All problems are
+/// spec first), and one -1 per spec is filled from opts. The mesh has at
+/// most kMaxMeshDevices devices (and opts.maxDevicesPerProcess per process
+/// when set). All problems are
 /// reported as InvalidArgument with a message that quotes the bad value.
 absl::StatusOr<MeshSpec> parseMesh(std::string_view ici,
                                    std::string_view dcn = "",

@@ -48,31 +48,37 @@ def write(path, tensors, metadata=None):
     open(path, "wb").write(struct.pack("<Q", len(text)) + text + body)
 
 
-command = sys.argv[1]
-if command == "list":
-    metadata, tensors = read(sys.argv[2])
-    for key in sorted(metadata):
-        print("metadata", key, metadata[key] if key != "model" else "...")
-    for name in sorted(tensors):
-        dtype, shape, _ = tensors[name]
-        print(name, dtype, "x".join(map(str, shape)))
-elif command == "write":
-    tensors = {}
-    for spec in sys.argv[3:]:
-        name, dtype, dims = spec.split(":")
-        shape = [int(d) for d in dims.split("x")] if dims else []
-        count = 1
-        for d in shape:
-            count *= d
-        assert dtype == "F32"
-        tensors[name] = (dtype, shape, struct.pack("<%df" % count, *([0.5] * count)))
-    write(sys.argv[2], tensors)
-elif command == "copy-bf16":
-    _, tensors = read(sys.argv[2])
-    out = {}
-    for name, (dtype, shape, raw) in tensors.items():
-        assert dtype == "F32"
-        words = struct.unpack("<%dI" % (len(raw) // 4), raw)
-        # Truncation: the BF16 values are exactly representable in F32.
-        out[name] = ("BF16", shape, struct.pack("<%dH" % len(words), *[w >> 16 for w in words]))
-    write(sys.argv[3], out)
+def main():
+    command = sys.argv[1]
+    if command == "list":
+        metadata, tensors = read(sys.argv[2])
+        for key in sorted(metadata):
+            print("metadata", key, metadata[key] if key != "model" else "...")
+        for name in sorted(tensors):
+            dtype, shape, _ = tensors[name]
+            print(name, dtype, "x".join(map(str, shape)))
+    elif command == "write":
+        tensors = {}
+        for spec in sys.argv[3:]:
+            name, dtype, dims = spec.split(":")
+            shape = [int(d) for d in dims.split("x")] if dims else []
+            count = 1
+            for d in shape:
+                count *= d
+            assert dtype == "F32"
+            tensors[name] = (dtype, shape, struct.pack("<%df" % count, *([0.5] * count)))
+        write(sys.argv[2], tensors)
+    elif command == "copy-bf16":
+        _, tensors = read(sys.argv[2])
+        out = {}
+        for name, (dtype, shape, raw) in tensors.items():
+            assert dtype == "F32"
+            words = struct.unpack("<%dI" % (len(raw) // 4), raw)
+            # Truncation: the BF16 values are exactly representable in F32.
+            out[name] = ("BF16", shape, struct.pack("<%dH" % len(words), *[w >> 16 for w in words]))
+        write(sys.argv[3], out)
+
+
+# fuzz/make_seeds.py imports write().
+if __name__ == "__main__":
+    main()

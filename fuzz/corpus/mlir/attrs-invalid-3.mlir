@@ -1,0 +1,1 @@
+sd.mesh @mesh = <["data"=8(dcn=3)]>
