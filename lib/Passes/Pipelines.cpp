@@ -14,6 +14,7 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   SpecializeBatchOptions batch;
   // The training step runs the program once per microbatch.
   batch.batch = options.batch;
+  batch.batchMultiple = options.batchMultiple;
   if (options.train && options.batch > 0)
     batch.batch = options.batch / options.differentiate.gradAccum;
   pm.addPass(createSpecializeBatch(batch));
