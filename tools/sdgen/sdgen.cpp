@@ -6,12 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Driver/Diagnostics.h"
 #include "sd/ModelGen/ModelGen.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -117,6 +119,8 @@ int main(int argc, char **argv) {
   }
 
   MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  sd::ReadableDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module = sd::generateModel(context, *config);
   if (!module)
     return 1;
