@@ -184,7 +184,8 @@ absl::Status verifyManifest(const proto::Manifest &manifest,
   int64_t named = stepOfDirectoryName(llvm::sys::path::filename(stepDir));
   if (named >= 0 && named != manifest.step())
     return bad("the directory is named for step ", named,
-               " but its manifest says step ", manifest.step());
+               " but its manifest says step ", manifest.step(), "; rename it to ",
+               stepDirectoryName(manifest.step()), " or remove it");
 
   std::vector<MeshAxis> axes;
   for (const proto::MeshAxis &axis : manifest.mesh()) {

@@ -702,6 +702,8 @@ absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
 }
 
 absl::Status ConfigReader::readFile() {
+  if (absl::Status s = checkYamlStructure(text, label, withLines); !s.ok())
+    return s;
   yaml::Stream stream(llvm::MemoryBufferRef(llvm::StringRef(text), label),
                       sourceMgr);
   auto offsetOf = [&](const yaml::Node *node) -> size_t {
@@ -796,6 +798,8 @@ absl::Status ConfigReader::readFile() {
 absl::Status ConfigReader::readOverride(std::string_view key) {
   if (key == kRulesKey)
     return readRules(absl::StrFormat("%s: %s", kRulesKey, text), label);
+  if (absl::Status s = checkYamlStructure(text, label, withLines); !s.ok())
+    return s;
   yaml::Stream stream(llvm::MemoryBufferRef(llvm::StringRef(text), label),
                       sourceMgr);
   // An empty value is one document whose root is null, as in PyYAML.
@@ -863,15 +867,10 @@ absl::StatusOr<RunConfig> sd::parseRunConfig(std::string_view yamlText,
 }
 
 absl::StatusOr<RunConfig> sd::loadRunConfig(std::string_view path) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(llvm::StringRef(path), /*IsText=*/true);
-  if (!buffer)
-    return absl::NotFoundError(
-        absl::StrFormat("cannot read config file \"%s\": %s", path,
-                        buffer.getError().message()));
-  llvm::StringRef contents = (*buffer)->getBuffer();
-  return parseRunConfig(std::string_view(contents.data(), contents.size()),
-                        path);
+  absl::StatusOr<std::string> text = readYamlFile(path, "config file");
+  if (!text.ok())
+    return text.status();
+  return parseRunConfig(*text, path);
 }
 
 absl::Status sd::applyOverride(RunConfig &config,

@@ -182,6 +182,16 @@ absl::Status checkFlags(const RunSpecFlags &flags) {
     if (*flag && **flag < min)
       return flagError(flagName, requirement, std::to_string(**flag));
   }
+  // Upper limits (RunConfig.h): far above a real run, below an overflow.
+  using LimitFlag =
+      std::tuple<const std::optional<int64_t> *, const char *, int64_t>;
+  for (auto [flag, flagName, max] :
+       {LimitFlag{&flags.batch, "batch", kMaxGlobalBatch},
+        LimitFlag{&flags.threadsPerDevice, "threads-per-device",
+                  kMaxThreadsPerDevice}})
+    if (*flag && **flag > max)
+      return flagError(flagName, absl::StrFormat("must be at most %d", max),
+                       std::to_string(**flag));
   return absl::OkStatus();
 }
 
@@ -313,6 +323,13 @@ absl::Status Resolver::resolveBatch() {
     double perDevice = batch.perDevice.value;
     int64_t devices = spec.mesh.mesh.numDevices();
     double global = perDevice * static_cast<double>(devices);
+    // Checked before the conversion, which is undefined past int64_t.
+    if (global > static_cast<double>(kMaxGlobalBatch))
+      return invalid(absl::StrFormat(
+          "%s=%s × %d devices = %s is above the largest global batch, %d",
+          flags.perDeviceBatch ? "--per-device-batch" : "per_device_batch_size",
+          shortDouble(perDevice), devices, shortDouble(global),
+          kMaxGlobalBatch));
     if (!(global >= 1.0) || std::fabs(global - std::round(global)) > 1e-9)
       return invalid(absl::StrFormat(
           "%s=%s × %d devices = %s is not a whole, positive global batch",
@@ -401,6 +418,10 @@ absl::Status Resolver::resolveOptimizer() {
 
   run.steps = pick(flags.steps, "steps", "max_train_steps", file.maxTrainSteps,
                    int64_t(10));
+  if (run.steps.value > kMaxTrainSteps)
+    return invalid(absl::StrFormat("%s: %d steps is above the limit of %d",
+                                   run.steps.origin, run.steps.value,
+                                   kMaxTrainSteps));
   opt.learningRate =
       pick(flags.learningRate, "lr", "learning_rate", file.learningRate, 1e-4);
   if (flags.warmupSteps || !file.warmupStepsFraction) {
@@ -439,6 +460,14 @@ absl::Status Resolver::resolveOutputs() {
   run.runName =
       pick(flags.runName, "run-name", "run_name", file.runName, std::string());
   run.effectiveRunName = run.runName.value;
+  // The run's directory is output_dir/run_name: a name that climbs out of
+  // output_dir (or is absolute) would write elsewhere.
+  const std::string &name = run.runName.value;
+  if (name.find('/') != std::string::npos || name == "." || name == "..")
+    return invalid(absl::StrFormat(
+        "%s: run_name '%s' must be a plain name (no '/', not '.' or '..'): "
+        "the run writes to output_dir/run_name",
+        run.runName.origin, name));
   if (!run.outputDir.value.empty()) {
     if (run.effectiveRunName.empty())
       run.effectiveRunName = host.startTime;

@@ -16,6 +16,14 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
       std::tie(mesh.ici, mesh.dcn, mesh.devices, mesh.processes);
   options.rules = spec.rules.value;
   options.batch = spec.batch.global.value;
+  // The devices the rules shard the batch over, so that the program's
+  // default batch can be made to fit them.
+  absl::StatusOr<std::vector<std::vector<std::string>>> batchAxes =
+      spec.rules.value.resolve(spec.mesh.mesh, "latents", {"batch"}, {-1});
+  if (batchAxes.ok())
+    for (const std::string &axis : batchAxes->front())
+      if (const ::sd::MeshAxis *found = spec.mesh.mesh.findAxis(axis))
+        options.batchMultiple *= found->size();
 
   RematOptions &remat = options.training.remat;
   remat.policy = spec.remat.policy.value;

@@ -1,6 +1,7 @@
 //===- TrainModelFile.cpp - sdrun's training run of a model file ----------===//
 
 #include "sd/Driver/TrainModelFile.h"
+#include "sd/Driver/Diagnostics.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/InitAll.h"
 
@@ -23,7 +24,7 @@ absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  ReadableDiagnosticHandler diagnostics(sourceMgr, &context);
   bool sawError = false;
   ScopedDiagnosticHandler noteErrors(&context, [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error)

@@ -14,6 +14,7 @@
 #include "sd/Runtime/Program.h"
 #include "sd/Runtime/Session.h"
 #include "sd/Runtime/Trace.h"
+#include "sd/Sharding/YamlDiagnostics.h"
 #include "sd/Telemetry/LossPlot.h"
 #include "sd/Telemetry/MetricsCsv.h"
 #include "sd/Telemetry/Progress.h"
@@ -184,6 +185,14 @@ absl::Status initFromSafetensors(const std::string &path,
                                       [](int64_t d) { return std::to_string(d); }),
                       ", ") +
            "]"));
+    // A NaN or infinite weight would train silently to a NaN loss.
+    auto bad =
+        llvm::find_if(tensor.values, [](float v) { return !std::isfinite(v); });
+    if (bad != tensor.values.end())
+      return absl::InvalidArgumentError(
+          path + ": tensor '" + arg.name + "' holds " + std::to_string(*bad) +
+          " at element " + std::to_string(bad - tensor.values.begin()) +
+          "; weights must be finite");
     values[i] = tensor.values;
     byName.erase(it);
     ++loaded;
@@ -430,8 +439,19 @@ absl::Status TrainRun::preflight() {
     return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
   if (options.resume && !options.initFrom.empty())
     return absl::InvalidArgumentError("give --resume or --init-from, not both");
+  // Before compiling: a FIFO would block and /dev/zero never end.
+  if (!options.initFrom.empty())
+    if (absl::Status status =
+            ::sd::checkRegularFile(options.initFrom, "--init-from file");
+        !status.ok())
+      return status;
   if (!checkpointing)
     return absl::OkStatus();
+  // A file in the way is not a directory in use: say what it is.
+  if (llvm::sys::fs::exists(options.checkpointDir) &&
+      !llvm::sys::fs::is_directory(options.checkpointDir))
+    return absl::InvalidArgumentError(
+        "--checkpoint-dir='" + options.checkpointDir + "' is not a directory");
   // One run at a time writes into a checkpoint directory.
   if (std::error_code error =
           llvm::sys::fs::create_directories(options.checkpointDir))
@@ -475,6 +495,8 @@ absl::Status TrainRun::findCheckpoint() {
                                  "), remove '" + latest + "'");
     return read.status();
   }
+  // (parseManifest has checked that the directory's name and the
+  // manifest's step agree: checkpoints are found and ordered by name.)
   resumed = std::move(*read);
   return absl::OkStatus();
 }

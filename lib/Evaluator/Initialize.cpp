@@ -76,6 +76,13 @@ static FailureOr<Tensor> initializeParameter(func::FuncOp func, unsigned index,
                                              ref::DType dtype, uint64_t seed) {
   InitAttr init = param.getInit();
   double scale = init.getScale().convertToDouble();
+  // `uniform(1.0e999)` parses as infinity: its values would train silently
+  // to a NaN loss. Parameters are computed in f32.
+  if (!std::isfinite(static_cast<float>(scale)))
+    return emitError(func.getLoc())
+           << describeArgument(func, index, param) << " is initialized with "
+           << stringifyInitKind(init.getKind()) << "(" << scale
+           << "), whose scale is not a finite f32 number";
   uint64_t stream = parameterSeed(seed, param.getName().getValue());
   switch (init.getKind()) {
   case InitKind::zeros:

@@ -29,6 +29,11 @@ static LogicalResult checkShapes(Operation *op) {
     if (tensorType && tensorType.hasStaticShape() &&
         tensorType.getNumElements() > 0)
       return success();
+    // A static zero-size dimension is not fixed by sd-specialize-batch.
+    if (tensorType && tensorType.hasStaticShape())
+      return op->emitOpError("has no sharding rule while ")
+             << what << " #" << index << " has type " << type
+             << " with a zero-size dimension; sd needs non-empty tensors";
     return op->emitOpError("has no sharding rule while ")
            << what << " #" << index << " has type " << type
            << "; shapes must be static and non-empty (run "

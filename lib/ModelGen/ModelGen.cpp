@@ -13,9 +13,11 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -107,6 +109,70 @@ absl::Status fail(const llvm::Twine &message) {
 }
 
 /// Pixels → latent positions; the size must cover whole patches.
+/// The largest tensor sdgen writes, in elements (2^40: 4 TiB of f32), and
+/// the deepest model: far above any real model, below an overflow.
+constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
+constexpr int64_t kMaxDepth = 10000;
+
+/// An error naming the flags that shape the first tensor of `c` whose
+/// element count is above kMaxTensorElements, computed with
+/// overflow-checked multiplication before any op is built (an overflowed
+/// shape would fail type inference with an LLVM fatal error).
+absl::Status checkSizes(const ModelConfig &c) {
+  if (c.depth > kMaxDepth)
+    return fail(llvm::formatv("depth {0} is above the limit of {1} (--depth)",
+                              c.depth, kMaxDepth));
+  struct Extent {
+    const char *what, *flags;
+    std::vector<int64_t> sizes;
+  };
+  // Tokens: the patchified latent and, for the joint attention, the text.
+  int64_t tokens = 1;
+  for (int64_t d : {c.latentFrames / c.patchFrames, c.latentHeight / c.patch,
+                    c.latentWidth / c.patch})
+    if (llvm::MulOverflow(tokens, d, tokens) || tokens > kMaxTensorElements)
+      return fail(llvm::formatv(
+          "the latent has more than {0} tokens; lower --latent-size, "
+          "--height, --width or --frames",
+          kMaxTensorElements));
+  // Saturated: a sum or product past int64_t fails the checks below.
+  constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
+  int64_t allTokens, adaWidth;
+  if (llvm::AddOverflow(tokens, c.textLength, allTokens))
+    allTokens = kSaturated;
+  if (llvm::MulOverflow(c.hidden, int64_t(6), adaWidth))
+    adaWidth = kSaturated;
+  const Extent extents[] = {
+      {"the attention scores (batch × heads × tokens²)",
+       "--batch, --heads, the latent size or --text-length",
+       {c.batch, c.heads, allTokens, allTokens}},
+      {"the FFN activations (batch × tokens × FFN width)",
+       "--batch, the latent size, --hidden or --mlp-ratio",
+       {c.batch, allTokens, std::max(c.mlpHidden, adaWidth)}},
+      {"the FFN weight (hidden × FFN width)",
+       "--hidden or --mlp-ratio",
+       {c.hidden, std::max(c.mlpHidden, adaWidth)}},
+      {"the latents (batch × frames × height × width × channels)",
+       "--batch, --latent-size, --height, --width or --frames",
+       {c.batch, c.latentFrames, c.latentHeight, c.latentWidth,
+        c.latentChannels}},
+      {"the text context (batch × text tokens × text width)",
+       "--batch or --text-length",
+       {c.batch, std::max<int64_t>(c.textLength, 1), c.textDim}},
+  };
+  for (const Extent &extent : extents) {
+    int64_t elements = 1;
+    for (int64_t size : extent.sizes)
+      if (llvm::MulOverflow(elements, size, elements) ||
+          elements > kMaxTensorElements)
+        return fail(llvm::formatv("{0} would have more than {1} elements "
+                                  "(2^40); lower {2}",
+                                  extent.what, kMaxTensorElements,
+                                  extent.flags));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status pixelsToLatent(StringRef what, int64_t pixels, int64_t patch,
                             int64_t &latent) {
   int64_t unit = kVaeSpatial * patch;
@@ -184,6 +250,12 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
   llvm::raw_string_ostream(ratioText) << llvm::format("%g", ratio);
   if (!(ratio > 0.0))
     return fail("mlp ratio " + ratioText + " must be positive");
+  // Checked before the conversion, which is undefined past int64_t.
+  if (static_cast<double>(c.hidden) * ratio >
+      static_cast<double>(kMaxTensorElements))
+    return fail("mlp ratio " + ratioText + " × hidden size " +
+                llvm::Twine(c.hidden) +
+                " is too wide an FFN (--hidden, --mlp-ratio)");
   c.mlpHidden = std::llround(static_cast<double>(c.hidden) * ratio);
   if (c.mlpHidden <= 0)
     return fail(llvm::formatv("mlp ratio {0} leaves no FFN width for hidden "
@@ -241,6 +313,8 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
           llvm::formatv("text length {0} must be positive", *o.textLength));
     c.textLength = *o.textLength;
   }
+  if (absl::Status status = checkSizes(c); !status.ok())
+    return status;
   return c;
 }
 

@@ -37,8 +37,18 @@ struct ApplyLogicalRulesPass
       return success();
     }
     absl::StatusOr<::sd::LogicalAxisRules> loaded = ::sd::loadRules(rules);
-    if (!loaded.ok())
-      return emitError(UnknownLoc::get(ctx)) << std::string(loaded.status().message());
+    if (!loaded.ok()) {
+      // "rules.yml:3: message": the file's line is the error's location (a
+      // preset's error has none).
+      StringRef message(loaded.status().message().data(),
+                        loaded.status().message().size());
+      auto [where, rest] = message.split(": ");
+      auto [file, lineText] = where.rsplit(':');
+      unsigned line = 0;
+      if (rest.empty() || lineText.getAsInteger(10, line))
+        return emitError(UnknownLoc::get(ctx)) << message;
+      return emitError(FileLineColLoc::get(ctx, file, line, 0)) << rest;
+    }
     parsedRules = std::move(*loaded);
     return success();
   }

@@ -23,6 +23,7 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   SpecializeBatchOptions batch;
   // The training step runs the program once per microbatch.
   batch.batch = options.batch;
+  batch.batchMultiple = options.batchMultiple;
   if (options.train && options.batch > 0)
     batch.batch = options.batch / options.training.step.gradAccum;
   pm.addPass(createSpecializeBatch(batch));

@@ -2,7 +2,8 @@
 //
 // sd programs may leave the batch dimension dynamic; the batch is a run-time
 // choice. This pass fixes it and recomputes every type, through calls of
-// block functions, in program order (no recursion along use-def chains).
+// block functions, in program order (no recursion along use-def chains or
+// call chains).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,10 +29,62 @@ public:
   /// The batch of the entry function being specialized next.
   void setBatch(int64_t n) { batch = n; }
 
-  /// Gives `func` the argument types `argTypes` and recomputes its body.
-  /// Each function is specialized once; a second request must agree.
+  /// Gives `func` the argument types `argTypes` and recomputes its body,
+  /// and those of the functions it calls. Each function is specialized
+  /// once; a second request must agree. Iterative, with a stack of the
+  /// functions under way: a chain of thousands of calls must not overflow
+  /// the native stack.
   LogicalResult specialize(func::FuncOp func, TypeRange argTypes,
                            Location requestLoc) {
+    bool entered = false;
+    if (failed(enter(func, argTypes, requestLoc, entered)))
+      return failure();
+    while (!stack.empty()) {
+      Frame &frame = stack.back();
+      if (frame.next == frame.func.getBody().front().end()) {
+        finish(frame.func);
+        inProgress.erase(frame.func);
+        stack.pop_back();
+        continue;
+      }
+      Operation *op = &*frame.next;
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+        if (!callee)
+          return call.emitOpError("calls unknown function @")
+                 << call.getCallee();
+        if (inProgress.contains(callee))
+          return call.emitOpError("calls @")
+                 << call.getCallee()
+                 << " recursively; block functions must not recurse";
+        // The callee is specialized first; the call is visited again after.
+        if (failed(
+                enter(callee, call.getOperandTypes(), call.getLoc(), entered)))
+          return failure();
+        if (entered)
+          continue;
+        for (auto [result, type] :
+             llvm::zip(call.getResults(), callee.getResultTypes()))
+          result.setType(type);
+      } else if (failed(refine(op))) {
+        return failure();
+      }
+      ++stack.back().next;
+    }
+    return success();
+  }
+
+private:
+  /// A function being specialized and the next op of its body.
+  struct Frame {
+    func::FuncOp func;
+    Block::iterator next;
+  };
+
+  /// Starts specializing `func` (sets `entered`) unless it is done.
+  LogicalResult enter(func::FuncOp func, TypeRange argTypes,
+                      Location requestLoc, bool &entered) {
+    entered = false;
     if (done.contains(func)) {
       if (TypeRange(func.getArgumentTypes()) == argTypes)
         return success();
@@ -47,31 +100,26 @@ public:
     Block &entry = func.getBody().front();
     for (auto [arg, type] : llvm::zip(entry.getArguments(), argTypes))
       arg.setType(type);
-    SmallVector<Type> resultTypes;
-    for (Operation &op : entry) {
-      if (failed(refine(&op)))
-        return failure();
-      if (auto ret = dyn_cast<func::ReturnOp>(op))
-        resultTypes.assign(ret.getOperandTypes().begin(),
-                           ret.getOperandTypes().end());
-    }
-    func.setFunctionType(
-        FunctionType::get(func.getContext(), argTypes, resultTypes));
+    inProgress.insert(func);
+    stack.push_back({func, entry.begin()});
+    entered = true;
     return success();
   }
 
-private:
-  /// Recomputes the result types of one op from its operands.
+  /// Gives `func` the types of its arguments and of what it returns.
+  static void finish(func::FuncOp func) {
+    Block &entry = func.getBody().front();
+    SmallVector<Type> resultTypes;
+    if (auto ret = dyn_cast<func::ReturnOp>(entry.getTerminator()))
+      llvm::append_range(resultTypes, ret.getOperandTypes());
+    func.setFunctionType(FunctionType::get(
+        func.getContext(), entry.getArgumentTypes(), resultTypes));
+  }
+
+  /// Recomputes the result types of one op (not a call) from its operands.
   LogicalResult refine(Operation *op) {
     SmallVector<Type> types;
-    if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-      if (!callee)
-        return call.emitOpError("calls unknown function @") << call.getCallee();
-      if (failed(specialize(callee, call.getOperandTypes(), call.getLoc())))
-        return failure();
-      llvm::append_range(types, callee.getResultTypes());
-    } else if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+    if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
       if (failed(infer.inferReturnTypes(
               op->getContext(), op->getLoc(), op->getOperands(),
               op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
@@ -93,6 +141,9 @@ private:
     return success();
   }
 
+  /// The functions under way, innermost last.
+  SmallVector<Frame> stack;
+  llvm::DenseSet<Operation *> inProgress;
   SymbolTable symbols;
   /// The batch being specialized, for dimensions only a broadcast creates.
   int64_t batch = 0;
@@ -119,8 +170,9 @@ struct SpecializeBatchPass
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || called.contains(func.getSymNameAttr()))
         continue;
-      FailureOr<SmallVector<Type>> argTypes = entryArgTypes(func);
-      specializer.setBatch(entryBatch(func));
+      int64_t n = entryBatch(func);
+      FailureOr<SmallVector<Type>> argTypes = entryArgTypes(func, n);
+      specializer.setBatch(n);
       if (failed(argTypes) ||
           failed(specializer.specialize(func, *argTypes, func.getLoc())))
         return signalPassFailure();
@@ -129,19 +181,35 @@ struct SpecializeBatchPass
 
 private:
   /// The batch an entry function is specialized to: the option, else its
-  /// sd.default_batch, else 0 (unknown).
+  /// sd.default_batch (the next multiple of batchMultiple when that does
+  /// not divide it, with a remark), else 0 (unknown).
   int64_t entryBatch(func::FuncOp func) {
     if (batch != 0)
       return batch;
-    if (auto def = func->getAttrOfType<IntegerAttr>(
-            SDDialect::kDefaultBatchAttrName))
-      return def.getInt();
-    return 0;
+    auto def =
+        func->getAttrOfType<IntegerAttr>(SDDialect::kDefaultBatchAttrName);
+    if (!def)
+      return 0;
+    int64_t n = def.getInt(), multiple = batchMultiple;
+    // A static program runs only the batch it was written for.
+    bool dynamic = llvm::any_of(func.getArgumentTypes(), [](Type type) {
+      auto shaped = dyn_cast<ShapedType>(type);
+      return shaped && !shaped.hasStaticShape();
+    });
+    if (!dynamic || multiple <= 1 || n <= 0 || n % multiple == 0)
+      return n;
+    int64_t fitted = (n / multiple + 1) * multiple;
+    // At the module, whose location is a short line.
+    emitRemark(getOperation().getLoc())
+        << "batch " << fitted << " (the program's default " << n
+        << " does not divide the " << multiple
+        << " devices its batch dimension is sharded over; --batch=N sets "
+           "another)";
+    return fitted;
   }
 
   /// The entry function's argument types with the batch filled in.
-  FailureOr<SmallVector<Type>> entryArgTypes(func::FuncOp func) {
-    int64_t n = entryBatch(func);
+  FailureOr<SmallVector<Type>> entryArgTypes(func::FuncOp func, int64_t n) {
     SmallVector<Type> types;
     for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
       auto tensor = dyn_cast<RankedTensorType>(type);

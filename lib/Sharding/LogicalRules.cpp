@@ -81,9 +81,15 @@ LogicalAxisRules::resolve(const MeshSpec &mesh, std::string_view tensorName,
             ? absl::StrFormat("mesh axis \"%s\" of size %d", result[i][0], ways)
             : absl::StrFormat("mesh axes \"%s\" of total size %d",
                               absl::StrJoin(result[i], "\",\""), ways);
+    // The batch is the user's choice: name the smallest one that fits.
+    std::string hint;
+    if (logicalNames[i] == "batch" || logicalNames[i] == "activation_batch")
+      hint = absl::StrFormat("; the smallest batch that fits is %d",
+                             (shape[i] / ways + 1) * ways);
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor \"%s\" dimension %d (\"%s\") of size %d is not divisible by %s",
-        tensorName, i, logicalNames[i], shape[i], by));
+        "tensor \"%s\" dimension %d (\"%s\") of size %d is not divisible by "
+        "%s%s",
+        tensorName, i, logicalNames[i], shape[i], by, hint));
   }
   return result;
 }
@@ -290,6 +296,8 @@ absl::Status RulesReader::readRuleList(yaml::Node *node, yaml::Node *key,
 }
 
 absl::StatusOr<LogicalAxisRules> RulesReader::read() {
+  if (absl::Status s = checkYamlStructure(text, fileName); !s.ok())
+    return s;
   yaml::Stream stream(llvm::MemoryBufferRef(llvm::StringRef(text), fileName),
                       sourceMgr);
   LogicalAxisRules result;
@@ -346,21 +354,15 @@ absl::StatusOr<LogicalAxisRules> sd::loadRules(std::string_view presetOrPath) {
   for (const std::string &preset : presetRuleNames())
     if (preset == presetOrPath)
       return presetRules(preset);
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(llvm::StringRef(presetOrPath),
-                                  /*IsText=*/true);
-  if (!buffer) {
+  absl::StatusOr<std::string> text = readYamlFile(presetOrPath, "rules file");
+  if (!text.ok()) {
     // "dti" is more likely a misspelt preset than a missing file.
-    if (looksLikePresetName(presetOrPath))
+    if (absl::IsNotFound(text.status()) && looksLikePresetName(presetOrPath))
       return absl::InvalidArgumentError(absl::StrFormat(
           "unknown logical axis rules preset \"%s\"; expected one of %s, or "
           "the path of a rules file",
           presetOrPath, absl::StrJoin(presetRuleNames(), ", ")));
-    return absl::InvalidArgumentError(
-        absl::StrFormat("cannot read rules file \"%s\": %s", presetOrPath,
-                        buffer.getError().message()));
+    return absl::InvalidArgumentError(text.status().message());
   }
-  llvm::StringRef contents = (*buffer)->getBuffer();
-  return parseRulesYaml(std::string_view(contents.data(), contents.size()),
-                        presetOrPath);
+  return parseRulesYaml(*text, presetOrPath);
 }

@@ -5,7 +5,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
 
 #include <string>
 
@@ -22,4 +25,101 @@ absl::Status sd::yamlDiagnosticStatus(const llvm::SMDiagnostic &diag,
         absl::StrFormat("%s: %s", label, message));
   return absl::InvalidArgumentError(
       absl::StrFormat("%s:%d: %s", label, diag.getLineNo(), message));
+}
+
+absl::Status sd::checkRegularFile(std::string_view path, std::string_view what,
+                                  uint64_t maxBytes) {
+  auto failure = [&](const std::string &reason) {
+    return absl::StrFormat("cannot read %s \"%s\": %s", what, path, reason);
+  };
+  // The status, not the file: opening a FIFO would wait for a writer.
+  llvm::sys::fs::file_status status;
+  if (std::error_code error = llvm::sys::fs::status(llvm::Twine(path), status))
+    return absl::NotFoundError(failure(error.message()));
+  if (status.type() == llvm::sys::fs::file_type::directory_file)
+    return absl::InvalidArgumentError(failure("it is a directory"));
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return absl::InvalidArgumentError(failure("not a regular file"));
+  if (maxBytes && status.getSize() > maxBytes)
+    return absl::InvalidArgumentError(failure(absl::StrFormat(
+        "%d bytes is above the limit of %d", status.getSize(), maxBytes)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> sd::readYamlFile(std::string_view path,
+                                             std::string_view what) {
+  if (absl::Status s = checkRegularFile(path, what, kMaxYamlFileBytes); !s.ok())
+    return s;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(llvm::Twine(path), /*IsText=*/true);
+  if (!buffer)
+    return absl::NotFoundError(absl::StrFormat(
+        "cannot read %s \"%s\": %s", what, path, buffer.getError().message()));
+  return (*buffer)->getBuffer().str();
+}
+
+namespace {
+
+/// Deeper nesting is an error: configs and rules need three levels, and the
+/// walk below recurses.
+constexpr int kMaxYamlDepth = 64;
+
+/// Walks a YAML document in the order llvm::yaml parses it (its nodes can
+/// be visited once), stopping at the first anchor, alias or too deep node.
+class YamlStructureCheck {
+public:
+  /// The node, with its line, that is not supported; nullptr when none.
+  const llvm::yaml::Node *visit(llvm::yaml::Node *node, int depth) {
+    if (!node)
+      return nullptr;
+    if (llvm::isa<llvm::yaml::AliasNode>(node) || !node->getAnchor().empty() ||
+        depth > kMaxYamlDepth) {
+      tooDeep = depth > kMaxYamlDepth;
+      return node;
+    }
+    if (auto *map = llvm::dyn_cast<llvm::yaml::MappingNode>(node)) {
+      for (llvm::yaml::KeyValueNode &entry : *map) {
+        if (const llvm::yaml::Node *bad = visit(entry.getKey(), depth + 1))
+          return bad;
+        if (const llvm::yaml::Node *bad = visit(entry.getValue(), depth + 1))
+          return bad;
+      }
+    } else if (auto *list = llvm::dyn_cast<llvm::yaml::SequenceNode>(node)) {
+      for (llvm::yaml::Node &item : *list)
+        if (const llvm::yaml::Node *bad = visit(&item, depth + 1))
+          return bad;
+    }
+    return nullptr;
+  }
+
+  bool tooDeep = false;
+};
+
+} // namespace
+
+absl::Status sd::checkYamlStructure(std::string_view text,
+                                    std::string_view label, bool withLine) {
+  llvm::SourceMgr sourceMgr;
+  // Syntax errors are the reader's to report.
+  sourceMgr.setDiagHandler([](const llvm::SMDiagnostic &, void *) {});
+  llvm::yaml::Stream stream(
+      llvm::MemoryBufferRef(llvm::StringRef(text.data(), text.size()), label),
+      sourceMgr);
+  YamlStructureCheck check;
+  for (llvm::yaml::Document &doc : stream) {
+    const llvm::yaml::Node *bad = check.visit(doc.getRoot(), 0);
+    if (!bad)
+      continue;
+    std::string message =
+        check.tooDeep
+            ? absl::StrFormat("nesting deeper than %d levels is not supported",
+                              kMaxYamlDepth)
+            : "anchors (&name) and aliases (*name) are not supported; write "
+              "the value out";
+    return yamlDiagnosticStatus(
+        sourceMgr.GetMessage(bad->getSourceRange().Start,
+                             llvm::SourceMgr::DK_Error, message),
+        label, withLine);
+  }
+  return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Driver/Diagnostics.h"
 #include "sd/InitAll.h"
 #include "sd/ModelGen/ModelGen.h"
 
@@ -14,6 +15,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -121,6 +123,8 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   mlir::sd::registerAllSDExtensions(registry);
   MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  mlir::sd::ReadableDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module = mlir::sd::generateModel(context, *config);
   if (!module)
     return 1;

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Driver/Diagnostics.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/ToolFlags.h"
 #include "sd/IR/SDDialect.h"
@@ -28,6 +29,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
@@ -190,8 +192,28 @@ int main(int argc, char **argv) {
 
   mlir::sd::ToolFlags specFlags(mlir::sd::Tool::Sdopt);
   SdoptFlags flags;
+  std::string helpHeader = registerCLIOptions(
+      "sd optimizer driver\n\nThe sd-* passes, mlir-opt's options and LLVM's "
+      "are accepted and listed by --help-hidden.\n",
+      registry);
+  // --help lists sd's options only, as sdgen's and sdrun's do; the others
+  // stay accepted and listed by --help-hidden (cl::HideUnrelatedOptions
+  // would hide them from it too).
+  SmallVector<const cl::OptionCategory *> categories(specFlags.categories());
+  categories.push_back(&flags.category);
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    // --help and --version are LLVM's "Generic Options".
+    if (llvm::none_of(option->Categories,
+                      [&](cl::OptionCategory *category) {
+                        return llvm::is_contained(categories, category) ||
+                               category->getName() == "Generic Options";
+                      }) &&
+        option->getOptionHiddenFlag() == cl::NotHidden)
+      option->setHiddenFlag(cl::Hidden);
+  }
   auto [inputFilename, outputFilename] =
-      registerAndParseCLIOptions(argc, argv, "sd optimizer driver\n", registry);
+      parseCLIOptions(argc, argv, helpHeader);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
 
   ::sd::RunSpecFlags values = specFlags.values();
@@ -226,6 +248,24 @@ int main(int argc, char **argv) {
   bool printInstead = flags.printInstead();
   if (printInstead)
     printAfterPasses(config, flags, output->os());
+  // The passes' diagnostics, with readable source excerpts (the handler
+  // reads the input file again for them); not under -verify-diagnostics,
+  // whose handler must see them, nor -split-input-file, whose lines are a
+  // chunk's.
+  // MlirOptMain's context dies before main returns, and the handler must
+  // not unregister itself from it then: it is never destroyed (one per
+  // run, reachable from here).
+  static llvm::SourceMgr diagnosticSources;
+  static mlir::sd::ReadableDiagnosticHandler *readable = nullptr;
+  if (!config.shouldVerifyDiagnostics() && config.inputSplitMarker().empty()) {
+    MlirOptMainConfig passes = config;
+    config.setPassPipelineSetupFn([passes](PassManager &pm) {
+      if (!readable)
+        readable = new mlir::sd::ReadableDiagnosticHandler(diagnosticSources,
+                                                           pm.getContext());
+      return passes.setupPassPipeline(pm);
+    });
+  }
   if (failed(MlirOptMain(printInstead ? llvm::nulls() : output->os(),
                          std::move(input), registry, config)))
     return 1;

@@ -166,6 +166,16 @@ std::string_view numberKeyRequirement(std::string_view key, double value);
 /// The same for integer keys (max_train_steps, checkpoint_every, ...).
 std::string_view integerKeyRequirement(std::string_view key, int64_t value);
 
+/// Limits on what a run may ask for, far above any real run, so that a
+/// mistyped value gets an error instead of an overflow, an allocation that
+/// cannot succeed or a run that never ends (docs/sdrun.md).
+/// The global batch (--batch, per_device_batch_size × devices): 2^24.
+constexpr int64_t kMaxGlobalBatch = int64_t(1) << 24;
+/// Steps of a run (--steps, max_train_steps).
+constexpr int64_t kMaxTrainSteps = 1'000'000'000;
+/// OpenMP threads per device (--threads-per-device).
+constexpr int64_t kMaxThreadsPerDevice = 1024;
+
 } // namespace sd
 
 #endif // SD_CONFIG_RUNCONFIG_H

@@ -47,6 +47,9 @@ struct PipelineOptions {
   std::optional<::sd::LogicalAxisRules> rules;
   /// Global batch (0: the program's default).
   int64_t batch = 0;
+  /// Devices the batch dimension is sharded over: the program's default
+  /// batch becomes a multiple of it (sd-specialize-batch's batch-multiple).
+  int64_t batchMultiple = 1;
   /// Inline block functions and propagate shardings (sd-propagate-sharding)
   /// after the logical axis rules.
   bool propagate = false;

@@ -85,12 +85,20 @@ def SpecializeBatch : Pass<"sd-specialize-batch", "::mlir::ModuleOp"> {
     func.func @loss(%x: tensor<8x16xf32>) ... { %y = sd.exp %x : tensor<8x16xf32> ... }
     ```
 
+    When `batch` is 0 and the default batch does not divide
+    `batch-multiple` (the devices the batch dimension is sharded over), the
+    batch is the smallest multiple of it above the default, with a remark
+    (MaxDiffusion's per_device_batch_size works the same way).
+
     A program already static at another batch size, a non-positive batch,
     or no batch at all is an error.
   }];
   let options = [
     Option<"batch", "batch", "int64_t", "0",
            "Global batch size (0: the function's sd.default_batch)">,
+    Option<"batchMultiple", "batch-multiple", "int64_t", "1",
+           "Devices the batch dimension is sharded over: a default batch "
+           "that does not divide them becomes the next multiple">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }

@@ -3,6 +3,7 @@
 // llvm::yaml reports syntax errors through a SourceMgr diagnostic handler.
 // The readers of YAML files (logical axis rules, run configs) keep the first
 // one and return it as their status instead of letting it be printed.
+// Also how they read a file: with a size limit, and only a regular one.
 // MLIR-free.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +12,10 @@
 #define SD_SHARDING_YAMLDIAGNOSTICS_H
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <string>
 
 #include <string_view>
 
@@ -26,6 +31,29 @@ namespace sd {
 /// "Could not find closing ]!" becomes "could not find closing ]".
 absl::Status yamlDiagnosticStatus(const llvm::SMDiagnostic &diag,
                                   std::string_view label, bool withLine = true);
+
+/// An error at the first anchor (`&x`) or alias (`*x`) of the YAML `text`,
+/// which sd's readers do not support, and at nesting deeper than 64 levels
+/// (`label:line: ...`, `label: ...` without `withLine`). Syntax errors are
+/// left to the reader.
+absl::Status checkYamlStructure(std::string_view text, std::string_view label,
+                                bool withLine = true);
+
+/// The largest YAML file read: 16 MiB, far above any config or rules file.
+constexpr uint64_t kMaxYamlFileBytes = uint64_t(16) << 20;
+
+/// An error unless `path` is a regular file of at most `maxBytes` (0: any
+/// size), checked without opening it, so that a directory, a FIFO or
+/// /dev/zero neither blocks nor reads without end:
+/// `cannot read rules file "/dev/zero": not a regular file` (`what` is
+/// "rules file"). A missing file is NotFound.
+absl::Status checkRegularFile(std::string_view path, std::string_view what,
+                              uint64_t maxBytes = 0);
+
+/// The text of the `what` ("config file", "rules file") at `path`, a
+/// regular file of at most kMaxYamlFileBytes (checkRegularFile).
+absl::StatusOr<std::string> readYamlFile(std::string_view path,
+                                         std::string_view what);
 
 } // namespace sd
 

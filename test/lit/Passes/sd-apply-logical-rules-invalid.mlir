@@ -6,7 +6,8 @@
 
 // PRESET: error: unknown logical axis rules preset "nope"; expected one of dit, sdxl, flux, wan
 // MISSING: error: cannot read rules file "{{.*}}missing.yml": No such file or directory
-// SHAPE: error: {{.*}}bad_rule_shape.yml:{{[0-9]+}}: rule must be [logical_name, mesh_axes]
+// SHAPE: {{.*}}bad_rule_shape.yml:{{[0-9]+}}:0: error: rule must be [logical_name, mesh_axes]
+// SHAPE-NOT: <unknown>
 // NOKEY: error: {{.*}}no_key.yml: no logical_axis_rules key
 
 // Wan2.1 has 40 heads: tensor=3 does not divide them.

@@ -1,0 +1,14 @@
+// An error at a function's location shows its one-line signature cut to
+// 160 columns around the caret, in sdopt and sdrun.
+// RUN: sdgen --preset=dit-tiny -o %t.mlir 2>/dev/null
+// RUN: not sdopt %t.mlir --mesh=data:3 --batch=8 2> %t.sdopt
+// RUN: FileCheck %s < %t.sdopt
+// RUN: %python -c "import sys; lines = open(sys.argv[1]).read().splitlines(); sys.exit(max(map(len, lines[1:])) > 163)" %t.sdopt
+// RUN: not sdrun %t.mlir --mesh=data:3 --batch=8 2> %t.sdrun
+// RUN: FileCheck %s < %t.sdrun
+// RUN: %python -c "import sys; lines = open(sys.argv[1]).read().splitlines(); sys.exit(max(map(len, lines[1:])) > 163)" %t.sdrun
+
+// CHECK: error: tensor "latents" dimension 0 ("batch") of size 8 is not divisible by mesh axis "data" of size 3; the smallest batch that fits is 9
+// CHECK-NEXT: {{^ *}}func.func @loss({{.*}}...{{$}}
+// CHECK-NEXT: {{^ *\^$}}
+// CHECK-NOT: error
