@@ -4,11 +4,13 @@
 #include "sd/Driver/Diagnostics.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/InitAll.h"
+#include "sd/Support/InputLimits.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -31,8 +33,20 @@ absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
       sawError = true;
     return failure();
   });
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(
-      options.modelPath, sourceMgr, ParserConfig(&context));
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFileOrSTDIN(options.modelPath);
+  if (!file)
+    return absl::NotFoundError("cannot read '" + options.modelPath +
+                               "': " + file.getError().message());
+  // MLIR's parser recurses per nesting level: refuse what would overflow
+  // its stack.
+  if (absl::Status nesting = ::sd::checkNestingDepth(
+          std::string_view((*file)->getBuffer()), options.modelPath);
+      !nesting.ok())
+    return nesting;
+  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
   if (!module) {
     // The parser's diagnostics are the message; without one, say what failed.
     if (sawError)

@@ -138,6 +138,14 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (!seen.insert(axis.getName().getValue()).second)
       return emitError() << "mesh axis " << axis.getName()
                          << " appears twice";
+  // The mesh grammar's limits hold for meshes written in the IR too: a
+  // device count that overflows would wrap every product of axis sizes.
+  std::vector<::sd::MeshAxis> specAxes;
+  for (MeshAxisAttr axis : axes)
+    specAxes.push_back({axis.getName().str(), axis.getSize() / axis.getDcn(),
+                        axis.getDcn()});
+  if (absl::Status status = ::sd::verifyMeshAxes(specAxes); !status.ok())
+    return emitError() << std::string(status.message());
   return success();
 }
 

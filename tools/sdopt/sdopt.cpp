@@ -16,6 +16,7 @@
 #include "sd/InitAll.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Support/Debug.h"
+#include "sd/Support/InputLimits.h"
 #include "sd/Target/OpenMP/OpenMPEmitter.h"
 #include "sd/Target/OpenMP/OpenMPLoweringOpInterface.h"
 #include "sd/Target/OpenMP/Passes.h"
@@ -236,6 +237,14 @@ int main(int argc, char **argv) {
   auto input = openInputFile(inputFilename, &errorMessage);
   if (!input) {
     llvm::errs() << "error: " << errorMessage << "\n";
+    return 1;
+  }
+  // MLIR's parser recurses per nesting level: refuse what would overflow
+  // its stack.
+  if (absl::Status nesting = ::sd::checkNestingDepth(
+          std::string_view(input->getBuffer()), inputFilename);
+      !nesting.ok()) {
+    llvm::errs() << "error: " << std::string(nesting.message()) << "\n";
     return 1;
   }
   auto output = openOutputFile(outputFilename, &errorMessage);

@@ -41,6 +41,13 @@ sd.mesh @mesh = <["data"=8(ici=2)]>
 // expected-error @+1 {{mesh axis "data" appears twice}}
 sd.mesh @mesh = <["data"=2, "fsdp"=2, "data"=4]>
 
+// -----
+
+// The device count is bounded, so products of axis sizes cannot overflow
+// (found by sd-fuzz-mlir: a SIGFPE in the sharding verifier).
+// expected-error @+1 {{mesh has more than 1048576 devices, the most sd supports, by mesh axis "a"}}
+sd.mesh @mesh = <["a"=4294967296, "b"=4294967296]>
+
 //===----------------------------------------------------------------------===//
 // #sd.sharding and its dimension shardings
 //===----------------------------------------------------------------------===//
