@@ -32,6 +32,7 @@
 #include "llvm/Support/xxhash.h"
 
 #include "absl/strings/cord.h"
+#include "absl/strings/str_format.h"
 
 #include <algorithm>
 #include <chrono>
@@ -78,9 +79,9 @@ absl::Status checkOutputPath(const std::string &path, llvm::StringRef flag) {
     return absl::InvalidArgumentError(
         (flag + "='" + path + "' is a directory").str());
   if (!parent.empty() && !llvm::sys::fs::is_directory(parent))
-    return absl::InvalidArgumentError((flag + "='" + path + "': directory '" +
-                                       parent + "' does not exist")
-                                          .str());
+    return absl::InvalidArgumentError(
+        (flag + "='" + path + "': directory '" + parent + "' does not exist")
+            .str());
   return absl::OkStatus();
 }
 
@@ -135,7 +136,7 @@ std::string modelIdentifier(const std::string &path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (buffer)
     id += " xxh3:" + llvm::utohexstr(llvm::xxh3_64bits(
-                          llvm::arrayRefFromStringRef((*buffer)->getBuffer())));
+                         llvm::arrayRefFromStringRef((*buffer)->getBuffer())));
   return id;
 }
 
@@ -177,13 +178,15 @@ absl::Status initFromSafetensors(const std::string &path,
     if (tensor.shape != arg.globalShape)
       return absl::InvalidArgumentError(
           (path + ": tensor '" + arg.name + "' has shape [" +
-           llvm::join(llvm::map_range(tensor.shape,
-                                      [](int64_t d) { return std::to_string(d); }),
-                      ", ") +
+           llvm::join(
+               llvm::map_range(tensor.shape,
+                               [](int64_t d) { return std::to_string(d); }),
+               ", ") +
            "], but the model's is [" +
-           llvm::join(llvm::map_range(arg.globalShape,
-                                      [](int64_t d) { return std::to_string(d); }),
-                      ", ") +
+           llvm::join(
+               llvm::map_range(arg.globalShape,
+                               [](int64_t d) { return std::to_string(d); }),
+               ", ") +
            "]"));
     // A NaN or infinite weight would train silently to a NaN loss.
     auto bad =
@@ -205,7 +208,8 @@ absl::Status initFromSafetensors(const std::string &path,
   outs() << "initialized " << count(loaded, "parameter") << " from " << path
          << "\n";
   if (!missing.empty())
-    warn(Twine(path) + " has no tensor for " + count(missing.size(), "parameter") +
+    warn(Twine(path) + " has no tensor for " +
+         count(missing.size(), "parameter") +
          ", which keep their seeded values: " + llvm::join(missing, ", "));
   if (!byName.empty()) {
     std::vector<std::string> unused;
@@ -241,8 +245,8 @@ absl::Status exportParameters(rt::TrainingSession &session,
 }
 
 /// (step, loss) of the rows of a metrics CSV up to `lastStep`.
-std::vector<std::pair<int64_t, double>>
-readLossHistory(const std::string &path, int64_t lastStep) {
+std::vector<std::pair<int64_t, double>> readLossHistory(const std::string &path,
+                                                        int64_t lastStep) {
   std::vector<std::pair<int64_t, double>> points;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
@@ -423,16 +427,22 @@ absl::Status TrainRun::compilerFailure(llvm::StringRef message) const {
 //===----------------------------------------------------------------------===//
 
 absl::Status TrainRun::preflight() {
+  // Each device of this process is a thread team: sdopt may analyse any
+  // mesh, but a run starts only as many devices as a process can hold.
+  if (options.mesh.devicesPerProcess() > ::sd::kMaxDevicesPerProcess)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "mesh %s has %d devices in one process; sdrun runs at most %d",
+        options.mesh.toString(), options.mesh.devicesPerProcess(),
+        ::sd::kMaxDevicesPerProcess));
   if (!options.runDir.empty())
     if (std::error_code error =
             llvm::sys::fs::create_directories(options.runDir))
       return absl::InvalidArgumentError("cannot create '" + options.runDir +
                                         "': " + error.message());
-  for (auto [path, flag] :
-       {std::pair<const std::string &, llvm::StringRef>{options.exportPath,
-                                                        "--export"},
-        {options.tracePath, "--trace"},
-        {options.metricsPath, "--metrics"}})
+  for (auto [path, flag] : {std::pair<const std::string &, llvm::StringRef>{
+                                options.exportPath, "--export"},
+                            {options.tracePath, "--trace"},
+                            {options.metricsPath, "--metrics"}})
     if (absl::Status status = checkOutputPath(path, flag); !status.ok())
       return status;
   if (options.resume && !checkpointing)
@@ -876,8 +886,7 @@ absl::Status TrainRun::writeOutputs() {
             telemetry::writeLossPlot(plot, curve, plotOptions);
         !status.ok())
       return status;
-    outs() << "metrics: " << options.runDir << "/metrics.csv, " << plot
-           << "\n";
+    outs() << "metrics: " << options.runDir << "/metrics.csv, " << plot << "\n";
   }
   if (tracing)
     if (absl::Status status = writeTrace(); !status.ok())
