@@ -325,9 +325,7 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
     attachModels<PerElementCost,
                  // Elementwise.
-                 NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
-                 SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
-                 MaxOp, MinOp, PowOp, CompareOp, SelectOp,
+                 SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp,
                  // Normalizations, softmax, random numbers.
                  LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp, RngNormalOp,
                  RngUniformOp>(*context);

@@ -497,9 +497,7 @@ void mlir::sd::registerVjpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
     attachModels<OwnVjp,
                  // Elementwise.
-                 NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
-                 SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
-                 MaxOp, MinOp, PowOp, SelectOp, ConvertOp,
+                 SD_ELEMENTWISE_MATH_OPS, SelectOp, ConvertOp,
                  // Reductions and shapes.
                  ReduceSumOp, ReduceMeanOp, ReduceMaxOp, BroadcastInDimOp,
                  ReshapeOp, TransposeOp, SliceOp, ConcatOp, PadOp,

@@ -386,9 +386,7 @@ void mlir::sd::registerEvaluatorInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
     attachEvaluableModels<
         // Elementwise.
-        NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, SigmoidOp,
-        SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
-        CompareOp, SelectOp, ConvertOp,
+        SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp, ConvertOp,
         // Reductions and shapes.
         ReduceSumOp, ReduceMaxOp, ReduceMeanOp, BroadcastInDimOp, ReshapeOp,
         TransposeOp, SliceOp, ConcatOp, PadOp,

@@ -344,9 +344,7 @@ void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
     attachModels<ClonePartition,
                  // Elementwise.
-                 NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp,
-                 SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp,
-                 MaxOp, MinOp, PowOp, CompareOp, SelectOp, ConvertOp,
+                 SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp, ConvertOp,
                  // Shapes along unsharded dimensions, linear algebra, layers.
                  BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp,
                  DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ReferenceTestUtils.h"
 #include "sd/Reference/Kernels.h"
 
 #include "gtest/gtest.h"
@@ -17,16 +18,6 @@ using namespace sd::ref;
 namespace {
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-/// Asserts elementwise closeness with a message showing both tensors.
-void expectNear(const Tensor &actual, const std::vector<int64_t> &shape,
-                const std::vector<double> &expected, double tol = 1e-12) {
-  ASSERT_EQ(actual.shape(), shape) << actual.toString();
-  ASSERT_EQ(actual.numElements(), static_cast<int64_t>(expected.size()));
-  for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(actual[i], expected[i], tol)
-        << "element " << i << " of " << actual.toString();
-}
 
 TEST(ElementwiseTest, UnaryScalarFunctions) {
   EXPECT_EQ(applyUnary(UnaryKind::Neg, 2.0), -2.0);

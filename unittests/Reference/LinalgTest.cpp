@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ReferenceTestUtils.h"
 #include "sd/Reference/Kernels.h"
 
 #include "gtest/gtest.h"
@@ -13,15 +14,6 @@
 using namespace sd::ref;
 
 namespace {
-
-void expectNear(const Tensor &actual, const std::vector<int64_t> &shape,
-                const std::vector<double> &expected, double tol = 1e-12) {
-  ASSERT_EQ(actual.shape(), shape) << actual.toString();
-  ASSERT_EQ(actual.numElements(), static_cast<int64_t>(expected.size()));
-  for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(actual[i], expected[i], tol)
-        << "element " << i << " of " << actual.toString(64);
-}
 
 TEST(LinalgTest, Matmul) {
   // [[1, 2, 3], [4, 5, 6]] x [[7, 8], [9, 10], [11, 12]]

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ReferenceTestUtils.h"
 #include "sd/Reference/Kernels.h"
 
 #include "gtest/gtest.h"
@@ -14,15 +15,6 @@
 using namespace sd::ref;
 
 namespace {
-
-void expectNear(const Tensor &actual, const std::vector<int64_t> &shape,
-                const std::vector<double> &expected, double tol = 1e-12) {
-  ASSERT_EQ(actual.shape(), shape) << actual.toString();
-  ASSERT_EQ(actual.numElements(), static_cast<int64_t>(expected.size()));
-  for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_NEAR(actual[i], expected[i], tol)
-        << "element " << i << " of " << actual.toString(64);
-}
 
 // 1 / sqrt(2/3): the normalized value of 3 in {1, 2, 3} (mean 2, biased
 // variance 2/3).

@@ -2,6 +2,7 @@
 
 #include "sd/Sharding/LogicalRules.h"
 
+#include "ShardingTestUtils.h"
 #include "gtest/gtest.h"
 
 #include <string>
@@ -19,13 +20,7 @@ template <typename T>
                                      const std::string &expected) {
   if (result.ok())
     return ::testing::AssertionFailure() << "succeeded, expected an error";
-  if (result.status().code() != absl::StatusCode::kInvalidArgument)
-    return ::testing::AssertionFailure() << "wrong code: " << result.status();
-  std::string message(result.status().message());
-  if (message.find(expected) == std::string::npos)
-    return ::testing::AssertionFailure()
-           << "message \"" << message << "\" lacks \"" << expected << "\"";
-  return ::testing::AssertionSuccess();
+  return isInvalidArgumentWith(result.status(), expected);
 }
 
 LogicalAxisRules preset(std::string_view name) {

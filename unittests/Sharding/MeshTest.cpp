@@ -2,6 +2,7 @@
 
 #include "sd/Sharding/Mesh.h"
 
+#include "ShardingTestUtils.h"
 #include "gtest/gtest.h"
 
 #include <string>
@@ -17,13 +18,7 @@ namespace {
   if (result.ok())
     return ::testing::AssertionFailure()
            << "parsed as " << result->toString() << ", expected an error";
-  if (result.status().code() != absl::StatusCode::kInvalidArgument)
-    return ::testing::AssertionFailure() << "wrong code: " << result.status();
-  std::string message(result.status().message());
-  if (message.find(expected) == std::string::npos)
-    return ::testing::AssertionFailure()
-           << "message \"" << message << "\" lacks \"" << expected << "\"";
-  return ::testing::AssertionSuccess();
+  return isInvalidArgumentWith(result.status(), expected);
 }
 
 MeshOptions devices(int64_t n) { return MeshOptions{n, std::nullopt}; }

@@ -54,4 +54,11 @@ void attachModels(MLIRContext &context) {
 }
 } // namespace mlir::sd
 
+/// The elementwise math ops (unary, then binary), which every layer that
+/// attaches models treats alike: `attachModels<Model, SD_ELEMENTWISE_MATH_OPS,
+/// ...>`.
+#define SD_ELEMENTWISE_MATH_OPS                                                \
+  NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, SigmoidOp,       \
+      SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp
+
 #endif // SD_IR_SDOPS_H

@@ -824,10 +824,8 @@ static void attachCalls(MLIRContext *context) {
 void mlir::sd::registerOpenMPLoweringInterfaces(DialectRegistry &registry) {
   registry.insert<SDOMPDialect>();
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
-    attach<ElementwiseModel, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp,
-           SinOp, CosOp, SigmoidOp, SiluOp, ErfOp, GeluOp, AddOp, SubOp, MulOp,
-           DivOp, MaxOp, MinOp, PowOp, CompareOp, SelectOp, ConvertOp,
-           ShardingConstraintOp>(context);
+    attach<ElementwiseModel, SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp,
+           ConvertOp, ShardingConstraintOp>(context);
     attach<IndexMapModel, BroadcastInDimOp, ReshapeOp, SliceOp, PadOp, ConcatOp,
            UpsampleNearestOp>(context);
     IotaOp::attachInterface<IotaModel>(*context);
