@@ -36,8 +36,9 @@ absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFileOrSTDIN(options.modelPath);
   if (!file)
-    return absl::NotFoundError("cannot read '" + options.modelPath +
-                               "': " + file.getError().message());
+    return absl::NotFoundError("could not open input file " +
+                               options.modelPath + ": " +
+                               file.getError().message());
   // MLIR's parser recurses per nesting level: refuse what would overflow
   // its stack.
   if (absl::Status nesting = ::sd::checkNestingDepth(
