@@ -525,14 +525,26 @@ TrainRun::startSession(const PipelineOptions &pipeline, int threads,
   built = std::move(*step);
   rt::CompileOptions compileOptions;
   compileOptions.cacheDir = options.cacheDir;
+  // What is being compiled and how far along it is, a line a file (only
+  // when the program is not in the cache).
+  compileOptions.progress = [](const rt::CompileProgress &progress) {
+    if (progress.done == 0)
+      outs() << "compiling the device program: "
+             << count(progress.total, "file") << ", " << progress.jobs
+             << " at a time (" << progress.directory << ")\n";
+    else
+      outs() << "  [" << progress.done << "/" << progress.total << "] "
+             << progress.file << " " << format("%.1f", progress.seconds)
+             << " s\n";
+    outs().flush();
+  };
   absl::StatusOr<rt::CompiledProgram> compiled =
       rt::compileProgram(built.source, compileOptions);
   if (!compiled.ok())
     return compiled.status();
   if (!compiled->cacheHit)
     outs() << "compiled the device program in "
-           << format("%.1f", compiled->compileSeconds) << " s ("
-           << compiled->sourcePath << ")\n";
+           << format("%.1f", compiled->compileSeconds) << " s\n";
   absl::StatusOr<std::unique_ptr<rt::LoadedProgram>> loaded =
       rt::LoadedProgram::load(compiled->libraryPath);
   if (!loaded.ok())

@@ -3,9 +3,11 @@
 // The cache key is an FNV-1a 64 hash of everything that determines the
 // object. A hash collision or a corrupted cache entry cannot produce a wrong
 // program: the stored source must equal the requested one byte for byte,
-// otherwise the entry is rebuilt. The compiler is started with posix_spawnp
-// (no shell, so paths are passed verbatim) and its diagnostics go to a file
-// that the error message quotes.
+// otherwise the entry is rebuilt. The program's files are written to a
+// directory named by the key; each `.cpp` file is one compiler run, the
+// largest first, several at a time, then one link. Compilers are started
+// with posix_spawnp (no shell, so paths are passed verbatim) and their
+// diagnostics go to files that the error message quotes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,15 +16,20 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -30,6 +37,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 extern char **environ;
 
@@ -154,10 +162,10 @@ std::string firstLines(const std::string &text, int maxLines) {
   return result;
 }
 
-/// Runs `argv` with stdout and stderr into `logPath`; returns its wait status
-/// in `status`, or an error when it could not be started.
-absl::Status runCommand(const std::vector<std::string> &argv,
-                        const std::string &logPath, int &status) {
+/// Starts `argv` with stdout and stderr into `logPath`; an error when it
+/// could not be started.
+absl::Status startCommand(const std::vector<std::string> &argv,
+                          const std::string &logPath, pid_t &pid) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, logPath.c_str(),
@@ -167,25 +175,167 @@ absl::Status runCommand(const std::vector<std::string> &argv,
   for (const std::string &arg : argv)
     args.push_back(const_cast<char *>(arg.c_str()));
   args.push_back(nullptr);
-  pid_t pid;
   int err =
       posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (err != 0)
+  if (err != 0) {
+    unlink(logPath.c_str());
     return absl::InternalError(absl::StrFormat(
         "compiling the device program failed: cannot start the compiler "
         "\"%s\": %s (set $SD_CXX or CompileOptions::compiler)",
         argv[0], std::strerror(err)));
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR)
-      return absl::InternalError(
-          absl::StrFormat("waiting for the compiler \"%s\" failed: %s", argv[0],
-                          std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+/// Hardware threads this process may run on.
+int availableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int compileJobs(const CompileOptions &options) {
+  if (options.jobs > 0)
+    return options.jobs;
+  if (const char *env = std::getenv("SD_COMPILE_JOBS"); env && *env) {
+    int jobs = 0;
+    if (absl::SimpleAtoi(env, &jobs) && jobs > 0)
+      return jobs;
+  }
+  return availableCores();
+}
+
+/// The failure of a compiler run: the command, how it ended, the first
+/// lines of its diagnostics and the file it compiled.
+absl::Status compilerFailed(const std::vector<std::string> &argv, int status,
+                            const std::string &log, const std::string &file) {
+  std::string how = WIFEXITED(status)
+                        ? absl::StrCat("exited with status ", WEXITSTATUS(status))
+                        : absl::StrCat("was killed by signal ", WTERMSIG(status));
+  return absl::InternalError(absl::StrFormat(
+      "compiling the device program failed: `%s` %s:\n%s\nthe source is at %s",
+      quoteCommand(argv), how, firstLines(log, 20), file));
+}
+
+/// One compiler run: its command, log and the file it reports on.
+struct Job {
+  std::vector<std::string> argv;
+  std::string logPath;
+  std::string file;
+  pid_t pid = -1;
+  std::chrono::steady_clock::time_point start;
+};
+
+/// Runs `jobs`, at most `parallel` at a time, calling `finished(index,
+/// seconds)` after each success. After the first failure no job starts; the
+/// running ones are waited for, and the failure is returned.
+absl::Status runJobs(std::vector<Job> &jobs, int parallel,
+                     const std::function<void(size_t, double)> &finished) {
+  std::vector<size_t> running;
+  size_t next = 0;
+  absl::Status failure;
+  auto stopAll = [&] {
+    for (size_t i : running) {
+      int ignored;
+      while (waitpid(jobs[i].pid, &ignored, 0) < 0 && errno == EINTR) {
+      }
+      unlink(jobs[i].logPath.c_str());
+    }
+    running.clear();
+  };
+  while (next < jobs.size() || !running.empty()) {
+    while (failure.ok() && next < jobs.size() &&
+           static_cast<int>(running.size()) < parallel) {
+      Job &job = jobs[next];
+      job.start = std::chrono::steady_clock::now();
+      if (absl::Status s = startCommand(job.argv, job.logPath, job.pid);
+          !s.ok()) {
+        stopAll();
+        return s;
+      }
+      running.push_back(next++);
+    }
+    // Poll our own children only (a library must not reap others').
+    bool reaped = false;
+    for (auto it = running.begin(); it != running.end(); ++it) {
+      Job &job = jobs[*it];
+      int status = 0;
+      pid_t done = waitpid(job.pid, &status, WNOHANG);
+      if (done == 0 || (done < 0 && errno == EINTR))
+        continue;
+      size_t index = *it;
+      running.erase(it);
+      reaped = true;
+      std::string log;
+      readFile(job.logPath, log);
+      unlink(job.logPath.c_str());
+      if (done < 0)
+        failure = absl::InternalError(absl::StrFormat(
+            "waiting for the compiler \"%s\" failed: %s", job.argv[0],
+            std::strerror(errno)));
+      else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        failure = compilerFailed(job.argv, status, log, job.file);
+      else
+        finished(index, std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - job.start)
+                            .count());
+      break;
+    }
+    if (!failure.ok()) {
+      stopAll();
+      return failure;
+    }
+    if (!reaped)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return absl::OkStatus();
 }
 
 } // namespace
+
+absl::StatusOr<std::vector<SourceFile>>
+splitSourceFiles(std::string_view source) {
+  constexpr std::string_view kMarker = "//--- ";
+  std::vector<SourceFile> files;
+  size_t lineStart = 0;
+  bool any = false;
+  while (lineStart < source.size()) {
+    size_t lineEnd = source.find('\n', lineStart);
+    size_t next = lineEnd == std::string_view::npos ? source.size() : lineEnd + 1;
+    std::string_view line = source.substr(lineStart, next - lineStart);
+    if (line.substr(0, kMarker.size()) == kMarker) {
+      if (any)
+        files.back().text =
+            std::string_view(files.back().text.data(),
+                             source.data() + lineStart - files.back().text.data());
+      std::string name(absl::StripAsciiWhitespace(absl::string_view(
+          line.data() + kMarker.size(), line.size() - kMarker.size())));
+      if (name.empty() || name == "." || name == ".." ||
+          name.find('/') != std::string::npos)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "device program source: '%s' is not a file name (a `//--- NAME` "
+            "line names a file in the program's directory)",
+            name));
+      for (const SourceFile &file : files)
+        if (file.name == name)
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "device program source: file '%s' is given twice", name));
+      files.push_back({name, source.substr(next)});
+      any = true;
+    }
+    lineStart = next;
+  }
+  if (!any)
+    return std::vector<SourceFile>{{"program.cpp", source}};
+  if (std::none_of(files.begin(), files.end(), [](const SourceFile &file) {
+        return absl::EndsWith(file.name, ".cpp");
+      }))
+    return absl::InvalidArgumentError(
+        "device program source: no `.cpp` file to compile");
+  return files;
+}
 
 absl::StatusOr<CompiledProgram> compileProgram(std::string_view source,
                                                const CompileOptions &options) {
@@ -197,10 +347,12 @@ absl::StatusOr<CompiledProgram> compileProgram(std::string_view source,
   }
   std::vector<std::string> flags = options.flags;
   if (flags.empty())
-    flags = {"-O3",   "-march=native", "-fopenmp",
-             "-fPIC", "-shared",       "-fno-math-errno"};
+    flags = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-fno-math-errno"};
   std::string cacheDir =
       options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
+  absl::StatusOr<std::vector<SourceFile>> files = splitSourceFiles(source);
+  if (!files.ok())
+    return files.status();
   if (absl::Status s = makeDirectories(cacheDir); !s.ok())
     return s;
 
@@ -219,6 +371,7 @@ absl::StatusOr<CompiledProgram> compileProgram(std::string_view source,
   result.hash = absl::StrFormat("%016x", hash);
   std::string base = absl::StrCat(cacheDir, "/", result.hash);
   result.sourcePath = base + ".cpp";
+  result.sourceDir = base;
   result.libraryPath = base + ".so";
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -234,32 +387,73 @@ absl::StatusOr<CompiledProgram> compileProgram(std::string_view source,
     return result;
   }
 
+  // The files, in the program's own directory; the largest compile first.
+  if (absl::Status s = makeDirectories(result.sourceDir); !s.ok())
+    return s;
   if (absl::Status s = writeFileAtomically(result.sourcePath, source); !s.ok())
     return s;
-  std::string tmpLibrary = temporaryName(result.libraryPath);
-  std::string logPath = temporaryName(base + ".log");
-  std::vector<std::string> argv = {compiler};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"-o", tmpLibrary, result.sourcePath});
-  int status = 0;
-  absl::Status started = runCommand(argv, logPath, status);
-  std::string log;
-  readFile(logPath, log);
-  unlink(logPath.c_str());
-  if (!started.ok()) {
-    unlink(tmpLibrary.c_str());
-    return started;
+  std::vector<const SourceFile *> units;
+  for (const SourceFile &file : *files) {
+    if (absl::Status s = writeFileAtomically(
+            absl::StrCat(result.sourceDir, "/", file.name), file.text);
+        !s.ok())
+      return s;
+    if (absl::EndsWith(file.name, ".cpp"))
+      units.push_back(&file);
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  std::stable_sort(units.begin(), units.end(),
+                   [](const SourceFile *a, const SourceFile *b) {
+                     return a->text.size() > b->text.size();
+                   });
+  std::vector<Job> jobs;
+  std::vector<std::string> objects;
+  for (const SourceFile *unit : units) {
+    std::string path = absl::StrCat(result.sourceDir, "/", unit->name);
+    objects.push_back(temporaryName(path + ".o"));
+    Job job;
+    job.argv = {compiler};
+    job.argv.insert(job.argv.end(), flags.begin(), flags.end());
+    job.argv.insert(job.argv.end(), {"-c", "-o", objects.back(), path});
+    job.logPath = temporaryName(path + ".log");
+    job.file = path;
+    jobs.push_back(std::move(job));
+  }
+  auto removeObjects = [&] {
+    for (const std::string &object : objects)
+      unlink(object.c_str());
+  };
+  CompileProgress progress;
+  progress.total = static_cast<int>(jobs.size());
+  progress.jobs = std::min(compileJobs(options), progress.total);
+  progress.directory = result.sourceDir;
+  if (options.progress)
+    options.progress(progress);
+  absl::Status compiled =
+      runJobs(jobs, progress.jobs, [&](size_t index, double seconds) {
+        ++progress.done;
+        progress.file = units[index]->name;
+        progress.seconds = seconds;
+        if (options.progress)
+          options.progress(progress);
+      });
+  if (!compiled.ok()) {
+    removeObjects();
+    return compiled;
+  }
+
+  std::string tmpLibrary = temporaryName(result.libraryPath);
+  std::vector<Job> link(1);
+  link[0].argv = {compiler};
+  link[0].argv.insert(link[0].argv.end(), flags.begin(), flags.end());
+  link[0].argv.insert(link[0].argv.end(), {"-shared", "-o", tmpLibrary});
+  link[0].argv.insert(link[0].argv.end(), objects.begin(), objects.end());
+  link[0].logPath = temporaryName(base + ".log");
+  link[0].file = result.sourceDir;
+  absl::Status linked = runJobs(link, 1, [](size_t, double) {});
+  removeObjects();
+  if (!linked.ok()) {
     unlink(tmpLibrary.c_str());
-    std::string how =
-        WIFEXITED(status)
-            ? absl::StrCat("exited with status ", WEXITSTATUS(status))
-            : absl::StrCat("was killed by signal ", WTERMSIG(status));
-    return absl::InternalError(absl::StrFormat(
-        "compiling the device program failed: `%s` %s:\n%s\nthe source is at "
-        "%s",
-        quoteCommand(argv), how, firstLines(log, 20), result.sourcePath));
+    return linked;
   }
   if (rename(tmpLibrary.c_str(), result.libraryPath.c_str()) != 0) {
     int err = errno;

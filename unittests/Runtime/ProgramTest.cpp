@@ -11,8 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -209,6 +211,150 @@ TEST(ProgramCacheDirTest, DefaultCacheDirFollowsTheEnvironment) {
   EXPECT_FALSE(defaultCacheDir().empty());
   if (saved)
     setenv("SD_CACHE_DIR", savedValue.c_str(), 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Programs of several files
+//===----------------------------------------------------------------------===//
+
+TEST(SplitSourceFilesTest, ReadsSplitFileMarkers) {
+  absl::StatusOr<std::vector<SourceFile>> files = splitSourceFiles(
+      "// a comment before the first file\n"
+      "//--- a.h\n#define A 1\n"
+      "//--- main.cpp\n#include \"a.h\"\nint x = A;\n"
+      "//--- more.cpp  \nint y;");
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), 3u);
+  EXPECT_EQ((*files)[0].name, "a.h");
+  EXPECT_EQ((*files)[0].text, "#define A 1\n");
+  EXPECT_EQ((*files)[1].name, "main.cpp");
+  EXPECT_EQ((*files)[1].text, "#include \"a.h\"\nint x = A;\n");
+  EXPECT_EQ((*files)[2].name, "more.cpp");
+  EXPECT_EQ((*files)[2].text, "int y;");
+}
+
+TEST(SplitSourceFilesTest, TextWithoutMarkersIsOneFile) {
+  std::string source = "int x;\n// --- not a marker\n";
+  absl::StatusOr<std::vector<SourceFile>> files = splitSourceFiles(source);
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), 1u);
+  EXPECT_EQ((*files)[0].name, "program.cpp");
+  EXPECT_EQ((*files)[0].text, source);
+}
+
+TEST(SplitSourceFilesTest, RejectsNamesOutsideTheDirectory) {
+  for (const char *source :
+       {"//--- ../evil.cpp\n", "//--- sub/a.cpp\n", "//--- ..\n",
+        "//--- .\n", "//---  \nint x;\n", "//--- /etc/passwd\n"}) {
+    absl::StatusOr<std::vector<SourceFile>> files = splitSourceFiles(source);
+    ASSERT_FALSE(files.ok()) << source;
+    EXPECT_EQ(files.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(files.status().message().find("is not a file name"),
+              std::string::npos)
+        << files.status();
+  }
+}
+
+TEST(SplitSourceFilesTest, RejectsRepeatedNamesAndNoCppFile) {
+  absl::StatusOr<std::vector<SourceFile>> twice =
+      splitSourceFiles("//--- a.cpp\nint x;\n//--- a.cpp\nint y;\n");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("file 'a.cpp' is given twice"),
+            std::string::npos)
+      << twice.status();
+  absl::StatusOr<std::vector<SourceFile>> headers =
+      splitSourceFiles("//--- a.h\nint x;\n");
+  ASSERT_FALSE(headers.ok());
+  EXPECT_NE(headers.status().message().find("no `.cpp` file"),
+            std::string::npos)
+      << headers.status();
+}
+
+/// The names in `dir`, without "." and "..".
+std::vector<std::string> listDir(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *entry = readdir(d))
+      if (std::string name = entry->d_name; name != "." && name != "..")
+        names.push_back(name);
+    closedir(d);
+  }
+  return names;
+}
+
+/// programSource(offset) as three files: a header, the entry and a helper
+/// function defined in a file of its own.
+std::string splitProgramSource(int offset) {
+  return "// three files\n//--- abi.h\n" + abiHeaderText() +
+         "\n//--- entry.cpp\n#include \"abi.h\"\n"
+         "float helper(float x);\n"
+         "extern \"C\" int32_t sd_program_abi_version(void) { return "
+         "SD_ABI_VERSION; }\n"
+         "extern \"C\" int32_t sd_program_run(const SdApi *api, SdDevice "
+         "*dev, void *const *args, void **results) {\n"
+         "  const float *x = (const float *)args[0];\n"
+         "  float *y = (float *)api->alloc(dev, 16, SD_DEVICE_MEMORY, \"y\");\n"
+         "  for (int i = 0; i < 4; ++i) y[i] = helper(x[i]);\n"
+         "  results[0] = y;\n  return 0;\n}\n"
+         "//--- helper.cpp\n"
+         "float helper(float x) { return 2.0f * x + " +
+         std::to_string(offset) + ".0f; }\n";
+}
+
+TEST_F(ProgramTest, FilesCompileInParallelWithProgress) {
+  options.jobs = 2;
+  std::vector<CompileProgress> events;
+  options.progress = [&](const CompileProgress &p) { events.push_back(p); };
+  absl::StatusOr<CompiledProgram> compiled =
+      compileProgram(splitProgramSource(1), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  EXPECT_EQ(runProgram(compiled->libraryPath),
+            (std::vector<float>{3, 5, 7, 9}));
+  // Before the first file, then after each of the two.
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].done, 0);
+  EXPECT_EQ(events[0].total, 2);
+  EXPECT_EQ(events[0].jobs, 2);
+  EXPECT_EQ(events[0].directory, compiled->sourceDir);
+  EXPECT_EQ(events[2].done, 2);
+  std::vector<std::string> names = {events[1].file, events[2].file};
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"entry.cpp", "helper.cpp"}));
+  // The files stay in the program's directory; no object or log is left.
+  for (const char *name : {"abi.h", "entry.cpp", "helper.cpp"})
+    EXPECT_TRUE(std::ifstream(compiled->sourceDir + "/" + name).good())
+        << name;
+  EXPECT_EQ(listDir(compiled->sourceDir).size(), 3u);
+
+  // A cache hit reports no progress.
+  events.clear();
+  absl::StatusOr<CompiledProgram> again =
+      compileProgram(splitProgramSource(1), options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->cacheHit);
+  EXPECT_TRUE(events.empty());
+}
+
+TEST_F(ProgramTest, AFileThatFailsIsNamedAndNothingIsCached) {
+  std::string source = splitProgramSource(1);
+  source.replace(source.find("return 2.0f"), 6, "retrun");
+  absl::StatusOr<CompiledProgram> compiled = compileProgram(source, options);
+  ASSERT_FALSE(compiled.ok());
+  std::string message(compiled.status().message());
+  EXPECT_NE(message.find("retrun"), std::string::npos) << message;
+  EXPECT_NE(message.find("/helper.cpp"), std::string::npos) << message;
+  // No library, no object: a second try compiles (and fails) again.
+  absl::StatusOr<CompiledProgram> again = compileProgram(source, options);
+  ASSERT_FALSE(again.ok());
+  for (const std::string &name : listDir(options.cacheDir))
+    EXPECT_EQ(name.find(".so"), std::string::npos) << name;
+}
+
+TEST_F(ProgramTest, AMalformedSplitSourceIsInvalidArgument) {
+  absl::StatusOr<CompiledProgram> compiled =
+      compileProgram("//--- ../x.cpp\nint x;\n", options);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 //===- KernelBuilder.cpp - fused kernels as C++ loop nests ----------------===//
 //
 // One fused kernel of the OpenMP lowering (OpenMPEmitter.cpp writes the rest
-// of the program) becomes a `static` function: a loop nest over its index
+// of the program) becomes a function: a loop nest over its index
 // space (its output, or a reduction's input) computing every fused op at
 // each point. The builder knows no op: each op says through
 // OpenMPLoweringOpInterface where it reads its operands and what it

@@ -236,7 +236,7 @@ static LogicalResult emitConstant(ConstantOp op, ProgramBuilder &pb) {
   if (!dense)
     return op.emitOpError("has a constant the OpenMP emitter cannot read");
   std::string name = "cst" + pb.freshTag();
-  llvm::raw_ostream &os = pb.statics();
+  llvm::raw_ostream &os = pb.sharedStatics();
   os << "// " << pb.names.op(op) << "\nstatic const float " << name << "[] = {";
   int64_t i = 0;
   for (APFloat value : dense.getValues<APFloat>())
@@ -527,9 +527,8 @@ static LogicalResult emitCallOf(RngUniformOp op, ProgramBuilder &pb) {
 /// the program then owns.
 static LogicalResult emitMove(Operation *op, bool toHost, ProgramBuilder &pb) {
   Value out = op->getResult(0);
-  std::string name = pb.freshLocal("b");
+  std::string name = pb.freshBuffer();
   int64_t bytes = 4 * std::max<int64_t>(numElements(out.getType()), 1);
-  pb.entry() << "  float *" << name << " = nullptr;\n";
   pb.traceBegin({op->getName().stripDialect().str(), shapeText(shapeOf(out)),
                  pb.names.label(op)},
                 "offload", 0, costBytes(op));

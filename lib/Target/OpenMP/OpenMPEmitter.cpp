@@ -1,12 +1,27 @@
 //===- OpenMPEmitter.cpp - write a planned function as C++/OpenMP ---------===//
 //
-// Reads the plan of sd-lower-to-openmp (`sd_omp.plan`) and writes one C++
-// translation unit: the ABI header, one `static` function per fused kernel
-// (KernelBuilder.cpp), static tables of constants and collectives, and
-// `sd_program_run`, a straight-line sequence of allocations, kernel and
-// runtime calls and releases. The emitter knows no op: a kernel's ops are
-// written by the KernelBuilder through their interface, and every other
-// step by its op's OpenMPLoweringOpInterface::emitCall.
+// Reads the plan of sd-lower-to-openmp (`sd_omp.plan`) and writes the
+// program as a few C++ files in one text, in LLVM's split-file form (a
+// `//--- NAME` line starts each file), so that the runtime compiles them in
+// parallel:
+// - `sd_program.h`: the ABI header, the kernels' helpers, constants and the
+//   kernels' declarations;
+// - `program.cpp`: `sd_program_run`, which makes the frame (the arguments
+//   `a[N]` and the buffers that outlive their step, `b[N]`) and calls the
+//   step functions in order;
+// - `steps_N.cpp`: a function running a few hundred steps (allocations,
+//   kernel and runtime calls, releases) and the static tables (shapes,
+//   collective descriptors) they read;
+// - `kernels_N.cpp`: one function per distinct fused kernel
+//   (KernelBuilder.cpp). Kernels with the same body (the same loop nest at
+//   the same shapes, which a transformer repeats in every layer) are one
+//   function, written once.
+// Files are balanced by the size of their text, and how many there are
+// depends on the program only, so the text (the cache key) does not depend
+// on the machine.
+// The emitter knows no op: a kernel's ops are written by the KernelBuilder
+// through their interface, and every other step by its op's
+// OpenMPLoweringOpInterface::emitCall.
 //
 // Memory: every materialized value gets a buffer from the runtime and is
 // released after its last reader; a view (reshape) of a materialized value
@@ -25,7 +40,11 @@
 #include "sd/Target/OpenMP/OpenMPLoweringOpInterface.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -110,9 +129,9 @@ std::string ProgramBuilder::buffer(Value v) {
 }
 
 std::string ProgramBuilder::allocate(Value v, StringRef space) {
-  std::string name = freshLocal("b");
+  std::string name = freshBuffer();
   int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
-  entryOs << "  float *" << name << " = static_cast<float *>(api->alloc(dev, "
+  entryOs << "  " << name << " = static_cast<float *>(api->alloc(dev, "
           << bytes << ", " << space << ", " << cString(names.of(v)) << "));\n"
           << "  if (!" << name << ") return 1;\n";
   bufferNames[v] = name;
@@ -165,6 +184,19 @@ MeshAttr ProgramBuilder::lookupMesh(Operation *op, FlatSymbolRefAttr ref) {
 
 namespace {
 
+/// A kernel file holds about this many bytes of kernel text, and there are
+/// at most kMaxKernelFiles of them.
+constexpr size_t kKernelFileBytes = 12000;
+constexpr size_t kMaxKernelFiles = 32;
+/// The steps are functions of about this many bytes of code each, in files
+/// of their own.
+constexpr size_t kStepFileBytes = 96000;
+
+/// The parameters of every function that runs steps.
+constexpr const char *kStepParameters =
+    "(const SdApi *api, SdDevice *dev, float *const *a, float **b, "
+    "void **results)";
+
 /// The distinct kinds of `ops` in order, the first few: "exp+mul+tanh".
 std::string fusedKinds(ArrayRef<Operation *> ops) {
   constexpr size_t kMaxKinds = 6;
@@ -193,6 +225,11 @@ struct Step {
   /// name, so identical kernels can be keyed by it) and, per input, whether
   /// the kernel reads it only at the position it writes (in-place safe).
   KernelFunction function;
+  /// The function the step calls: its own, or the first step's with the
+  /// same body.
+  std::string callee;
+  /// The later steps that call this step's function.
+  SmallVector<std::string> sharers;
 
   bool isLoop() const {
     return plan.getKind() == KernelKind::fused ||
@@ -214,7 +251,9 @@ private:
   LogicalResult emitStep(Step &step);
   void emitKernelStep(Step &step);
   void emitResults();
-  void writeUnit(llvm::raw_ostream &os);
+  void writeFiles(llvm::raw_ostream &os);
+  int64_t writeStepFiles(llvm::raw_ostream &os);
+  void writeKernelFiles(llvm::raw_ostream &os);
   Value storageOf(Value v) {
     while (aliasOf.count(v))
       v = aliasOf.lookup(v);
@@ -235,6 +274,11 @@ private:
   DenseMap<Value, int64_t> inPlace;
   /// The ops of each fused kernel, in program order (for its trace span).
   DenseMap<int64_t, SmallVector<Operation *>> kernelOps;
+  /// Where each step's code and statics end in entryText and staticsText.
+  struct StepEnd {
+    size_t entry, statics;
+  };
+  std::vector<StepEnd> stepEnds;
 };
 
 } // namespace
@@ -242,6 +286,7 @@ private:
 LogicalResult ProgramEmitter::planSteps() {
   Block &body = func.getBody().front();
   DenseMap<int64_t, SmallVector<std::string>> members;
+  llvm::StringMap<size_t> stepWithBody;
   for (Operation &op : body.without_terminator()) {
     if (!getPlan(&op))
       return op.emitOpError("has no 'sd_omp.plan'; run sd-lower-to-openmp "
@@ -255,12 +300,17 @@ LogicalResult ProgramEmitter::planSteps() {
     auto plan = dyn_cast<KernelAttr>(getPlan(&op));
     if (!plan)
       continue;
-    Step step{&op, plan, {}, {}};
+    Step step{&op, plan, {}, {}, {}, {}};
     if (step.isLoop()) {
       KernelBuilder kernel(&op, members[plan.getId()]);
       if (failed(kernel.build(step.function)))
         return failure();
       step.inputs = step.function.inputs;
+      auto [first, isNew] =
+          stepWithBody.try_emplace(step.function.body, steps.size());
+      step.callee = isNew ? step.name() : steps[first->second].name();
+      if (!isNew)
+        steps[first->second].sharers.push_back(step.name());
     } else {
       step.inputs = llvm::to_vector(op.getOperands());
     }
@@ -320,7 +370,7 @@ void ProgramEmitter::emitKernelStep(Step &step) {
   std::string name = step.name(), outName;
   auto donated = inPlace.find(out);
   if (donated != inPlace.end()) {
-    outName = "a" + std::to_string(donated->second);
+    outName = "a[" + std::to_string(donated->second) + "]";
     bufferNames[out] = outName;
     entryOs << "  // in place: donated into argument " << donated->second
             << "\n";
@@ -336,7 +386,7 @@ void ProgramEmitter::emitKernelStep(Step &step) {
     bytes += 4 * numElements(in.getType());
   traceBegin({name, fusedKinds(ops), names.label(step.root)}, "kernel", flops,
              bytes);
-  entryOs << "  " << name << "(";
+  entryOs << "  " << step.callee << "(";
   for (Value in : step.inputs)
     entryOs << buffer(in) << ", ";
   entryOs << outName << ");\n";
@@ -364,7 +414,7 @@ LogicalResult ProgramEmitter::emitStep(Step &step) {
 /// reader it was.
 LogicalResult ProgramEmitter::emitEntry() {
   for (BlockArgument arg : func.getArguments())
-    bufferNames[arg] = "a" + std::to_string(arg.getArgNumber());
+    bufferNames[arg] = "a[" + std::to_string(arg.getArgNumber()) + "]";
   SmallVector<SmallVector<Value>> releases(steps.size());
   for (auto [i, step] : llvm::enumerate(steps)) {
     if (failed(emitStep(step)))
@@ -380,6 +430,7 @@ LogicalResult ProgramEmitter::emitEntry() {
       else
         releases[last].push_back(out);
     }
+    stepEnds.push_back({entryText.size(), staticsText.size()});
   }
   return success();
 }
@@ -418,9 +469,62 @@ void ProgramEmitter::emitResults() {
   }
 }
 
-/// The translation unit: provenance, ABI and helpers, statics, kernels,
-/// the entry function.
-void ProgramEmitter::writeUnit(llvm::raw_ostream &os) {
+/// The distinct kernels, in files of about kKernelFileBytes each.
+void ProgramEmitter::writeKernelFiles(llvm::raw_ostream &os) {
+  SmallVector<const Step *> kernels;
+  size_t bytes = 0;
+  for (const Step &step : steps)
+    if (step.isLoop() && step.callee == step.name()) {
+      kernels.push_back(&step);
+      bytes += step.function.body.size();
+    }
+  size_t files = std::clamp<size_t>(
+      llvm::divideCeil(bytes, kKernelFileBytes), 1, kMaxKernelFiles);
+  size_t perFile = llvm::divideCeil(bytes, files), written = 0, file = 0;
+  for (auto [i, step] : llvm::enumerate(kernels)) {
+    // A new file starts when this one holds its share.
+    if (i == 0 || written >= perFile * file) {
+      os << "//--- kernels_" << file++ << ".cpp\n"
+         << "#include \"sd_program.h\"\n";
+    }
+    written += step->function.body.size();
+    os << step->function.comment;
+    if (!step->sharers.empty())
+      os << "//   (also called as " << llvm::join(step->sharers, ", ")
+         << ": the same loop nest)\n";
+    os << "SD_LOCAL void " << step->name() << step->function.body;
+  }
+}
+
+/// The steps, in functions `sd_steps_N` of about kStepFileBytes each, a
+/// file each with the statics they read; returns how many.
+int64_t ProgramEmitter::writeStepFiles(llvm::raw_ostream &os) {
+  // The results are written after the last step.
+  if (stepEnds.empty())
+    stepEnds.push_back({0, 0});
+  stepEnds.back() = {entryText.size(), staticsText.size()};
+  StringRef entry = entryText, statics = staticsText;
+  int64_t files = 0;
+  StepEnd begin{0, 0};
+  for (auto [i, end] : llvm::enumerate(stepEnds)) {
+    if (end.entry - begin.entry < kStepFileBytes && i + 1 != stepEnds.size())
+      continue;
+    std::string index = std::to_string(files++);
+    os << "//--- steps_" << index << ".cpp\n"
+       << "#include \"sd_program.h\"\n\n"
+       << statics.slice(begin.statics, end.statics) << "\n"
+       << "SD_LOCAL int32_t sd_steps_" << index << kStepParameters << " {\n"
+       << "  (void)api;\n  (void)dev;\n  (void)a;\n  (void)b;\n"
+       << "  (void)results;\n"
+       << entry.slice(begin.entry, end.entry) << "  return 0;\n}\n";
+    begin = end;
+  }
+  return files;
+}
+
+/// The files: provenance, then the header (ABI, helpers, constants, kernel
+/// declarations), the entry function, the steps and the kernels.
+void ProgramEmitter::writeFiles(llvm::raw_ostream &os) {
   std::string meshText = "none";
   if (auto module = func->getParentOfType<ModuleOp>())
     for (auto mesh : module.getOps<MeshOp>()) {
@@ -431,23 +535,46 @@ void ProgramEmitter::writeUnit(llvm::raw_ostream &os) {
     }
   os << "// Generated by sd-lower-to-openmp from @" << func.getSymName()
      << " (mesh " << meshText << ").\n"
-     << "// Build: c++ -O3 -march=native -fopenmp -fPIC -shared\n\n"
+     << "// C++ files in split-file form (each starts at its `//--- NAME` "
+        "line). Build:\n"
+     << "//   split-file THIS DIR && c++ -O3 -march=native -fopenmp -fPIC "
+        "-shared DIR/*.cpp\n"
+     << "//--- sd_program.h\n"
      << kProgramABIText << kKernelHelpers << "\n"
+     << "// Functions of the program's own (shared object).\n"
+     << "#define SD_LOCAL __attribute__((visibility(\"hidden\")))\n\n"
+     << sharedText;
+  for (Step &step : steps)
+    if (step.isLoop() && step.callee == step.name()) {
+      StringRef body = step.function.body;
+      os << "SD_LOCAL void " << step.name()
+         << body.take_front(body.find(" {\n")) << ";\n";
+    }
+  std::string stepFiles;
+  llvm::raw_string_ostream stepOs(stepFiles);
+  int64_t numStepFunctions = writeStepFiles(stepOs);
+  os << "//--- program.cpp\n"
+     << "#include \"sd_program.h\"\n\n"
+     << "#include <memory>\n\n"
      << "extern \"C\" int32_t sd_program_abi_version(void) { return "
         "SD_ABI_VERSION; }\n\n";
-  os << staticsText;
-  for (Step &step : steps)
-    if (step.isLoop())
-      os << step.function.comment << "static void " << step.name()
-         << step.function.body;
+  for (int64_t i = 0; i < numStepFunctions; ++i)
+    os << "SD_LOCAL int32_t sd_steps_" << i << kStepParameters << ";\n";
+  size_t numArgs = func.getNumArguments();
   os << "\nextern \"C\" int32_t sd_program_run(const SdApi *api, SdDevice "
         "*dev, void *const *args, void **results) {\n"
-     << "  (void)api;\n  (void)dev;\n  (void)args;\n  (void)results;\n";
-  for (BlockArgument arg : func.getArguments())
-    if (!arg.use_empty())
-      os << "  float *a" << arg.getArgNumber()
-         << " = static_cast<float *>(args[" << arg.getArgNumber() << "]);\n";
-  os << entryText << "  return 0;\n}\n";
+     << "  // The arguments, and the buffers that outlive their step.\n"
+     << "  std::unique_ptr<float *[]> a(new float *[" << numArgs + 1
+     << "]);\n"
+     << "  for (int i = 0; i < " << numArgs
+     << "; ++i)\n    a[i] = static_cast<float *>(args[i]);\n"
+     << "  std::unique_ptr<float *[]> b(new float *[" << nextSlot + 1
+     << "]());\n";
+  for (int64_t i = 0; i < numStepFunctions; ++i)
+    os << "  if (int32_t st = sd_steps_" << i
+       << "(api, dev, a.get(), b.get(), results)) return st;\n";
+  os << "  return 0;\n}\n" << stepFiles;
+  writeKernelFiles(os);
 }
 
 LogicalResult ProgramEmitter::emit(llvm::raw_ostream &os) {
@@ -461,7 +588,7 @@ LogicalResult ProgramEmitter::emit(llvm::raw_ostream &os) {
   if (failed(emitEntry()))
     return failure();
   emitResults();
-  writeUnit(os);
+  writeFiles(os);
   return success();
 }
 

@@ -6,9 +6,9 @@
 // CHECK: #define SD_ABI_VERSION
 // CHECK: extern "C" int32_t sd_program_abi_version(void) { return SD_ABI_VERSION; }
 // CHECK: extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev, void *const *args, void **results) {
-// CHECK: [[OUT:b[0-9]+]] = static_cast<float *>(api->alloc(dev, 12288, SD_DEVICE_MEMORY, "%0 = sd.dot_general
+// CHECK: [[OUT:b\[[0-9]+\]]] = static_cast<float *>(api->alloc(dev, 12288, SD_DEVICE_MEMORY, "%0 = sd.dot_general
 // CHECK-NEXT: if (![[OUT]]) return 1;
-// CHECK: api->gemm(dev, 1, 0, 1, 128, 24, 32, a0, 32, 4096, a1, 32, 768, 0.0f, [[OUT]], 24, 3072);
+// CHECK: api->gemm(dev, 1, 0, 1, 128, 24, 32, a[0], 32, 4096, a[1], 32, 768, 0.0f, [[OUT]], 24, 3072);
 // CHECK: results[0] = [[OUT]];
 func.func @gemm_trans_b(%x: tensor<8x16x32xf32>, %w: tensor<24x32xf32>) -> tensor<8x16x24xf32> {
   %y = sd.dot_general %x, %w batch = [] x [] contract = [2] x [1] : (tensor<8x16x32xf32>, tensor<24x32xf32>) -> tensor<8x16x24xf32>
@@ -22,9 +22,9 @@ func.func @gemm_trans_b(%x: tensor<8x16x32xf32>, %w: tensor<24x32xf32>) -> tenso
 // CHECK-LABEL: from @gemm_batch_not_leading
 // CHECK: static const int64_t [[LPERM:shape[0-9]+]][] = {1, 0, 2};
 // CHECK: static const int64_t [[RPERM:shape[0-9]+]][] = {1, 2, 0};
-// CHECK: api->transpose(dev, a0, [[LT:t[0-9]+]], 3, {{shape[0-9]+}}, [[LPERM]]);
-// CHECK: api->transpose(dev, a1, [[RT:t[0-9]+]], 3, {{shape[0-9]+}}, [[RPERM]]);
-// CHECK: api->gemm(dev, 16, 0, 0, 8, 8, 32, [[LT]], 32, 256, [[RT]], 8, 256, 0.0f, {{b[0-9]+}}, 8, 64);
+// CHECK: api->transpose(dev, a[0], [[LT:t[0-9]+]], 3, {{shape[0-9]+}}, [[LPERM]]);
+// CHECK: api->transpose(dev, a[1], [[RT:t[0-9]+]], 3, {{shape[0-9]+}}, [[RPERM]]);
+// CHECK: api->gemm(dev, 16, 0, 0, 8, 8, 32, [[LT]], 32, 256, [[RT]], 8, 256, 0.0f, b[{{[0-9]+}}], 8, 64);
 // CHECK-NEXT: api->trace_end(dev);
 // CHECK-NEXT: api->release(dev, [[LT]]);
 // CHECK-NEXT: api->release(dev, [[RT]]);
@@ -55,9 +55,9 @@ sd.mesh @mesh = <["data"=2, "fsdp"=2]>
 // CHECK: /*num_axes=*/1, /*axes=*/{0},
 // CHECK: /*num_pairs=*/2, /*pairs=*/[[PAIRS]],
 // CHECK: static const int32_t [[AXES:axes[0-9]+]][] = {1};
-// CHECK: if (int32_t st = api->collective(dev, &[[GATHER]], a0, {{b[0-9]+}})) return st;
-// CHECK: if (int32_t st = api->collective(dev, &[[REDUCE]], a0, {{b[0-9]+}})) return st;
-// CHECK: if (int32_t st = api->collective(dev, &[[PERMUTE]], a0, {{b[0-9]+}})) return st;
+// CHECK: if (int32_t st = api->collective(dev, &[[GATHER]], a[0], b[{{[0-9]+}}])) return st;
+// CHECK: if (int32_t st = api->collective(dev, &[[REDUCE]], a[0], b[{{[0-9]+}}])) return st;
+// CHECK: if (int32_t st = api->collective(dev, &[[PERMUTE]], a[0], b[{{[0-9]+}}])) return st;
 // CHECK: [0] = static_cast<float>(api->axis_index(dev, [[AXES]], 1));
 func.func @collectives(%x: tensor<4x8xf32>) -> (tensor<8x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) {
   %g = sd.all_gather %x @mesh [{"fsdp"}, {}] : (tensor<4x8xf32>) -> tensor<8x8xf32>
@@ -72,17 +72,17 @@ func.func @collectives(%x: tensor<4x8xf32>) -> (tensor<8x8xf32>, tensor<4x8xf32>
 // An optimizer-style update donated into its parameter is written in
 // place; a returned argument that is not donated is copied.
 // CHECK-LABEL: from @donation
-// CHECK: static void [[K:k[0-9]+]](const float *in0, const float *in1, float *out) {
+// CHECK: // in place: donated into argument 0
+// CHECK-NEXT: api->trace_begin(
+// CHECK-NEXT: [[K:k[0-9]+]](a[0], a[1], a[0]);
+// CHECK-NEXT: api->trace_end(dev);
+// CHECK-NEXT: results[0] = a[0];
+// CHECK: std::memcpy(r1, a[1], 8192);
+// CHECK-NEXT: results[1] = r1;
+// CHECK: SD_LOCAL void [[K]](const float *in0, const float *in1, float *out) {
 // CHECK-NEXT: #pragma omp simd
 // CHECK-NEXT: for (int64_t j0 = 0; j0 < 2048; ++j0) {
 // CHECK: out[j0] =
-// CHECK: // in place: donated into argument 0
-// CHECK-NEXT: api->trace_begin(
-// CHECK-NEXT: [[K]](a0, a1, a0);
-// CHECK-NEXT: api->trace_end(dev);
-// CHECK-NEXT: results[0] = a0;
-// CHECK: std::memcpy(r1, a1, 8192);
-// CHECK-NEXT: results[1] = r1;
 func.func @donation(%p: tensor<64x32xf32>, %g: tensor<64x32xf32>) -> (tensor<64x32xf32> {sd.aliases = 0 : i64}, tensor<64x32xf32>) {
   %c = sd.constant dense<1.0e-3> : tensor<64x32xf32>
   %s = sd.mul %c, %g : tensor<64x32xf32>
@@ -135,7 +135,7 @@ sd.mesh @mesh = <["data"=2]>
 // CHECK-NEXT: api->gemm(
 // CHECK-NEXT: api->trace_end(dev);
 // CHECK: api->trace_begin(dev, "[[K:k[0-9]+]] exp+mul (sdopt-emit-openmp.mlir:[[#@LINE+18]])", "kernel", 4096, 16384);
-// CHECK-NEXT: [[K]]({{b[0-9]+}}, {{b[0-9]+}});
+// CHECK-NEXT: [[K]](b[{{[0-9]+}}], b[{{[0-9]+}}]);
 // CHECK-NEXT: api->trace_end(dev);
 // CHECK: api->trace_begin(dev, "softmax 64x32 (sdopt-emit-openmp.mlir:[[#@LINE+16]])", "kernel", 10240, 16384);
 // CHECK-NEXT: api->softmax(
@@ -158,4 +158,45 @@ func.func @trace_spans(%x: tensor<64x16xf32>, %w: tensor<16x32xf32>) -> tensor<6
   %o = sd.offload %r : tensor<64x32xf32>
   %l = sd.reload %o : tensor<64x32xf32>
   return %l : tensor<64x32xf32>
+}
+
+// -----
+
+// The program's files: the header (ABI, helpers, constants, one declaration
+// per distinct kernel), the entry function, the steps and the kernels. Two
+// chains with the same loop nest at the same shapes are one function, called
+// twice; a chain at other shapes is a function of its own.
+// CHECK-LABEL: from @files_and_shared_kernels
+// CHECK-NEXT: // C++ files in split-file form
+// CHECK: //--- sd_program.h
+// CHECK: #define SD_LOCAL __attribute__((visibility("hidden")))
+// CHECK: static const float [[CST:cst[0-9]+]][] = {
+// CHECK: SD_LOCAL void [[K:k[0-9]+]](const float *in0, const float *in1, float *out);
+// CHECK-NEXT: SD_LOCAL void [[OTHER:k[0-9]+]](const float *in0, float *out);
+// CHECK-NOT: SD_LOCAL void
+// CHECK: //--- program.cpp
+// CHECK: SD_LOCAL int32_t sd_steps_0(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results);
+// CHECK-NOT: sd_steps_1
+// CHECK: std::unique_ptr<float *[]> b(new float *[4]());
+// CHECK: //--- steps_0.cpp
+// CHECK: [[K]](a[0], a[1], b[0]);
+// CHECK: [[K]](b[0], a[1], b[1]);
+// CHECK: [[OTHER]](const_cast<float *>([[CST]]), b[2]);
+// CHECK: //--- kernels_0.cpp
+// CHECK: // [[K]]: fused over [64, 32]
+// CHECK-NEXT: //   %{{[0-9]+}} = sd.exp
+// CHECK-NEXT: //   %{{[0-9]+}} = sd.mul
+// CHECK-NEXT: //   (also called as {{k[0-9]+}}: the same loop nest)
+// CHECK-NEXT: SD_LOCAL void [[K]](const float *in0, const float *in1, float *out) {
+// CHECK: // [[OTHER]]: fused over [3]
+// CHECK-NEXT: //   %{{[0-9]+}} = sd.tanh
+// CHECK-NEXT: SD_LOCAL void [[OTHER]](const float *in0, float *out) {
+func.func @files_and_shared_kernels(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<3xf32>) {
+  %e = sd.exp %x : tensor<64x32xf32>
+  %m = sd.mul %e, %y : tensor<64x32xf32>
+  %e2 = sd.exp %m : tensor<64x32xf32>
+  %m2 = sd.mul %e2, %y : tensor<64x32xf32>
+  %c = sd.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %t = sd.tanh %c : tensor<3xf32>
+  return %m, %m2, %t : tensor<64x32xf32>, tensor<64x32xf32>, tensor<3xf32>
 }

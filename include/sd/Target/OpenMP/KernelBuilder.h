@@ -154,7 +154,8 @@ struct KernelFunction {
   /// Comment lines: the kernel's name, kind, loop space and fused ops.
   std::string comment;
   /// From the parameter list to the closing brace; prefixed with
-  /// `static void NAME` to make the definition.
+  /// `SD_LOCAL void NAME` to make the definition. It never names the
+  /// function, so kernels with the same body are one function.
   std::string body;
   /// The buffers it reads, in parameter order (`in0`, `in1`, ...).
   SmallVector<Value> inputs;

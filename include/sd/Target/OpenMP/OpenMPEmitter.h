@@ -3,8 +3,8 @@
 // `sd-lower-to-openmp` (Passes.h) plans how each op of a per-device
 // function runs (which ops fuse into one loop nest, which write calls of
 // their own) and records the plan as typed `sd_omp.plan` attributes;
-// `emitOpenMPProgram` then writes the function as one self-contained C++
-// translation unit against the runtime's ABI (sd/Runtime/ProgramABI.h).
+// `emitOpenMPProgram` then writes the function as a few self-contained C++
+// files against the runtime's ABI (sd/Runtime/ProgramABI.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,9 +21,11 @@
 
 namespace mlir::sd {
 
-/// Writes `func`, planned by sd-lower-to-openmp, as one C++ translation unit
-/// defining `sd_program_run` and `sd_program_abi_version`. Errors (a missing
-/// plan, an op the emitter cannot write) are reported on the op.
+/// Writes `func`, planned by sd-lower-to-openmp, as C++ files in LLVM's
+/// split-file form (a header, `program.cpp` defining `sd_program_run` and
+/// `sd_program_abi_version`, and `kernels_N.cpp` files) that
+/// sd::rt::compileProgram compiles in parallel. Errors (a missing plan, an
+/// op the emitter cannot write) are reported on the op.
 LogicalResult emitOpenMPProgram(func::FuncOp func, llvm::raw_ostream &os);
 
 /// Runs sd-lower-to-openmp on `module` (which it annotates) and emits the

@@ -1,12 +1,14 @@
 //===- ProgramBuilder.h - the program an OpenMP lowering writes -*- C++ -*-===//
 //
-// The OpenMP emitter writes a planned function as one C++ translation unit:
+// The OpenMP emitter writes a planned function as a few C++ files:
 // file-scope definitions (constants, shapes, collective descriptors), kernel
-// functions, and `sd_program_run`, a straight-line sequence of allocations,
-// calls and releases. A ProgramBuilder is what an op sees of that program
-// when it writes its own step (OpenMPLoweringOpInterface::emitCall): the
-// buffers of its operands, its result's allocation, the two streams, fresh
-// names and trace spans.
+// functions, and the steps, a straight-line sequence of allocations, calls
+// and releases split into functions of a few hundred steps each (one per
+// file, so that they compile in parallel). Buffers that outlive a step live
+// in the program's frame (`b[N]`), the arguments in `a[N]`. A ProgramBuilder
+// is what an op sees of that program when it writes its own step
+// (OpenMPLoweringOpInterface::emitCall): the buffers of its operands, its
+// result's allocation, the streams, fresh names and trace spans.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,10 +64,15 @@ class ProgramBuilder {
 public:
   explicit ProgramBuilder(func::FuncOp func) : names(func) {}
 
-  /// The body of `sd_program_run`.
+  /// The step's code, in the body of a function of the program; locals it
+  /// declares must not outlive the step (see freshBuffer).
   llvm::raw_ostream &entry() { return entryOs; }
-  /// File-scope definitions, written before the kernels.
+  /// File-scope definitions that only this step reads (shapes, collective
+  /// descriptors), written in the file that holds the step.
   llvm::raw_ostream &statics() { return staticsOs; }
+  /// File-scope definitions that later steps may read too (constants),
+  /// written in the program's header.
+  llvm::raw_ostream &sharedStatics() { return sharedOs; }
 
   /// The C++ expression of `v`'s buffer (a `float *`).
   std::string buffer(Value v);
@@ -84,10 +91,14 @@ public:
     bufferNames[v] = std::move(expr);
   }
 
-  /// A fresh local name: `prefix` and a number ("b12", "t13").
+  /// A fresh local name, for a value the step alone uses: `prefix` and a
+  /// number ("t13").
   std::string freshLocal(StringRef prefix) {
     return prefix.str() + std::to_string(nextBuffer++);
   }
+  /// A fresh slot of the program's frame ("b[12]"), for a buffer that later
+  /// steps read; slots start null.
+  std::string freshBuffer() { return "b[" + std::to_string(nextSlot++) + "]"; }
   /// A fresh number for file-scope names ("coll7", "axes7").
   std::string freshTag() { return std::to_string(nextStatic++); }
   /// A static `int64_t` array holding `values`; returns its name.
@@ -116,8 +127,11 @@ protected:
   llvm::raw_string_ostream entryOs{entryText};
   std::string staticsText;
   llvm::raw_string_ostream staticsOs{staticsText};
+  std::string sharedText;
+  llvm::raw_string_ostream sharedOs{sharedText};
   int64_t nextStatic = 0;
   int64_t nextBuffer = 0;
+  int64_t nextSlot = 0;
   DenseMap<Value, std::string> bufferNames;
   /// Program-allocated storage (released after its last use).
   DenseSet<Value> owned;
