@@ -44,8 +44,8 @@ echo
 echo "== sdopt models/dit_s2.mlir --train --mesh=data:2 --emit=openmp: what a device runs (excerpt) =="
 "$BUILD/bin/sdopt" "$ROOT/models/dit_s2.mlir" --train --batch=8 --mesh=data:2 \
   --emit=openmp -o "$BUILD/dit_s2.data2.cpp"
-grep -m 1 -B 1 -A 14 '^static void k[0-9]*(' "$BUILD/dit_s2.data2.cpp" | cut -c1-120
-echo "   ... ($(grep -c '^static void k' "$BUILD/dit_s2.data2.cpp") kernels in $BUILD/dit_s2.data2.cpp)"
+grep -m 1 -B 1 -A 14 '^SD_LOCAL void k[0-9]*(.*{$' "$BUILD/dit_s2.data2.cpp" | cut -c1-120
+echo "   ... ($(grep -c '^SD_LOCAL void k.*{$' "$BUILD/dit_s2.data2.cpp") distinct kernels in $(grep -c '^//--- ' "$BUILD/dit_s2.data2.cpp") files in $BUILD/dit_s2.data2.cpp)"
 echo
 echo "== sdrun models/dit_tiny.mlir --mesh=data:2,fsdp:2 --steps=3 --verify =="
 "$BUILD/bin/sdrun" "$ROOT/models/dit_tiny.mlir" --mesh=data:2,fsdp:2 --steps=3 --verify

@@ -181,6 +181,11 @@ struct ToolFlags::RunOptions {
       cl::desc("Print the resolved run settings, where each came from, and "
                "exit"),
       cl::cat(runCat)};
+  cl::opt<bool> compileOnly{
+      "compile-only",
+      cl::desc("Build and compile the device program (or find it in the "
+               "cache), print where it is, and exit"),
+      cl::cat(runCat)};
   Flag<int64_t> steps{
       all, &F::steps, "steps",
       cl::desc("Steps the run ends at (max_train_steps; default 10)"),
@@ -300,3 +305,4 @@ RunSpecFlags ToolFlags::values() const {
 }
 
 bool ToolFlags::printConfig() const { return run && run->printConfig; }
+bool ToolFlags::compileOnly() const { return run && run->compileOnly; }

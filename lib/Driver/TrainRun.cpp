@@ -315,6 +315,8 @@ private:
   absl::Status findCheckpoint();
   /// Builds, compiles and loads the step, and prints the run's header.
   absl::Status compile();
+  /// sdrun --compile-only: builds and compiles the step, says where it is.
+  absl::Status compileOnly();
   /// The starting values: the checkpoint's, or seeded ones (and a
   /// safetensors file's parameters); handed to the session.
   absl::Status restore();
@@ -335,6 +337,10 @@ private:
   absl::Status compilerFailure(llvm::StringRef message) const;
   /// Builds, compiles and loads the step for `pipeline` and creates its
   /// session (without arguments).
+  /// Compiles `source` (or finds it in the cache), printing what it
+  /// compiles and how far along it is.
+  absl::StatusOr<rt::CompiledProgram>
+  compileDeviceProgram(const std::string &source) const;
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
   startSession(const PipelineOptions &pipeline, int threads,
                int64_t deviceBudget, int64_t hostBudget,
@@ -407,6 +413,8 @@ TrainRun::~TrainRun() {
 }
 
 absl::Status TrainRun::run() {
+  if (options.compileOnly)
+    return compileOnly();
   for (absl::Status (TrainRun::*phase)() :
        {&TrainRun::preflight, &TrainRun::findCheckpoint, &TrainRun::compile,
         &TrainRun::restore, &TrainRun::openOutputs, &TrainRun::runSteps,
@@ -523,6 +531,24 @@ TrainRun::startSession(const PipelineOptions &pipeline, int threads,
   if (failed(step))
     return compilerFailure("could not build the training step");
   built = std::move(*step);
+  absl::StatusOr<rt::CompiledProgram> compiled =
+      compileDeviceProgram(built.source);
+  if (!compiled.ok())
+    return compiled.status();
+  absl::StatusOr<std::unique_ptr<rt::LoadedProgram>> loaded =
+      rt::LoadedProgram::load(compiled->libraryPath);
+  if (!loaded.ok())
+    return loaded.status();
+  rt::MeshRuntimeOptions runtime;
+  runtime.mesh = built.mesh;
+  runtime.threadsPerDevice = threads;
+  runtime.deviceMemoryBudget = deviceBudget;
+  runtime.hostMemoryBudget = hostBudget;
+  return rt::TrainingSession::create(runtime, built.spec, std::move(*loaded));
+}
+
+absl::StatusOr<rt::CompiledProgram>
+TrainRun::compileDeviceProgram(const std::string &source) const {
   rt::CompileOptions compileOptions;
   compileOptions.cacheDir = options.cacheDir;
   // What is being compiled and how far along it is, a line a file (only
@@ -539,22 +565,26 @@ TrainRun::startSession(const PipelineOptions &pipeline, int threads,
     outs().flush();
   };
   absl::StatusOr<rt::CompiledProgram> compiled =
-      rt::compileProgram(built.source, compileOptions);
-  if (!compiled.ok())
-    return compiled.status();
-  if (!compiled->cacheHit)
+      rt::compileProgram(source, compileOptions);
+  if (compiled.ok() && !compiled->cacheHit)
     outs() << "compiled the device program in "
            << format("%.1f", compiled->compileSeconds) << " s\n";
-  absl::StatusOr<std::unique_ptr<rt::LoadedProgram>> loaded =
-      rt::LoadedProgram::load(compiled->libraryPath);
-  if (!loaded.ok())
-    return loaded.status();
-  rt::MeshRuntimeOptions runtime;
-  runtime.mesh = built.mesh;
-  runtime.threadsPerDevice = threads;
-  runtime.deviceMemoryBudget = deviceBudget;
-  runtime.hostMemoryBudget = hostBudget;
-  return rt::TrainingSession::create(runtime, built.spec, std::move(*loaded));
+  return compiled;
+}
+
+absl::Status TrainRun::compileOnly() {
+  FailureOr<TrainProgram> step = buildTrainProgram(module, options.pipeline);
+  if (failed(step))
+    return compilerFailure("could not build the training step");
+  absl::StatusOr<rt::CompiledProgram> compiled =
+      compileDeviceProgram(step->source);
+  if (!compiled.ok())
+    return compiled.status();
+  outs() << "device program of " << options.modelPath << " (batch "
+         << step->batch << ", mesh " << step->mesh.toString()
+         << "): " << compiled->libraryPath
+         << (compiled->cacheHit ? " (in the cache)" : "") << "\n";
+  return absl::OkStatus();
 }
 
 absl::Status TrainRun::compile() {

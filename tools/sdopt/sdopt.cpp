@@ -93,9 +93,10 @@ struct SdoptFlags {
       "emit", cl::desc("What to print after the passes"),
       cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR (the default)"),
                  clEnumValN(EmitKind::OpenMP, "openmp",
-                            "the C++/OpenMP translation unit of the training "
-                            "step (--train) or the model function, after "
-                            "inlining and sd-lower-to-openmp")),
+                            "the C++/OpenMP program (files in split-file "
+                            "form) of the training step (--train) or the "
+                            "model function, after inlining and "
+                            "sd-lower-to-openmp")),
       cl::init(EmitKind::MLIR), cl::cat(category)};
 
   /// Whether the default pipeline runs: a flag that sets the mesh, the

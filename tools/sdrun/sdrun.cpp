@@ -57,8 +57,9 @@ int main(int argc, char **argv) {
   mlir::sd::TrainRunHooks hooks;
   if (testCheckpointStall.getNumOccurrences())
     hooks.checkpointWrite.atPoint = sd::ckpt::stallAt(testCheckpointStall);
-  absl::Status status =
-      mlir::sd::trainModelFile(mlir::sd::trainRunOptions(*spec), hooks);
+  mlir::sd::TrainRunOptions options = mlir::sd::trainRunOptions(*spec);
+  options.compileOnly = flags.compileOnly();
+  absl::Status status = mlir::sd::trainModelFile(options, hooks);
   // Failures the run has shown (compiler diagnostics, verify: FAILED) get
   // no second message.
   if (!status.ok() && !mlir::sd::isReportedFailure(status))

@@ -36,6 +36,8 @@ public:
 
   /// sdrun's --print-config.
   bool printConfig() const;
+  /// sdrun's --compile-only.
+  bool compileOnly() const;
 
   /// The categories of the options, for cl::HideUnrelatedOptions.
   llvm::ArrayRef<const llvm::cl::OptionCategory *> categories() const {

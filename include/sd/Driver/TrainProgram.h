@@ -25,7 +25,7 @@
 namespace mlir::sd {
 
 struct TrainProgram {
-  /// The C++ translation unit every device runs.
+  /// The C++ program every device runs (files in split-file form).
   std::string source;
   ::sd::rt::ProgramSpec spec;
   /// The mesh the program was partitioned for (one `data:1` axis without

@@ -37,6 +37,8 @@ struct TrainRunOptions {
   PipelineOptions pipeline;
   /// The mesh `pipeline.mesh` describes (one `data:1` axis without one).
   ::sd::MeshSpec mesh;
+  /// Only build and compile the device program (sdrun --compile-only).
+  bool compileOnly = false;
   /// Steps the run ends at (MaxDiffusion's max_train_steps: a resumed run
   /// runs the remaining ones).
   int64_t steps = 10;

@@ -1,4 +1,4 @@
-//===- EmitOpenMP.cpp - the planned program as a C++ translation unit -----===//
+//===- EmitOpenMP.cpp - the planned program as C++ files ------------------===//
 //
 // The drivers of the emitter: sd-emit-openmp (sdopt --emit=openmp) writes
 // the planned function of a module; lowerToOpenMP (sdrun, the differential

@@ -494,6 +494,7 @@ static LogicalResult emitRng(OpTy op, ProgramBuilder &pb) {
     SmallVector<int64_t> global(shape);
     if (auto g = op.getGlobalShape())
       global = llvm::to_vector(*g);
+    pb.include("<cmath>");
     os << "  {\n    const int64_t offsets[] = {";
     if (op.getOffsets().empty()) {
       os << (shape.empty() ? "0"

@@ -4,14 +4,15 @@
 // program as a few C++ files in one text, in LLVM's split-file form (a
 // `//--- NAME` line starts each file), so that the runtime compiles them in
 // parallel:
-// - `sd_program.h`: the ABI header, the kernels' helpers, constants and the
-//   kernels' declarations;
+// - `sd_program.h`: the ABI header, constants and the kernels' declarations;
+// - `sd_kernels.h`: the kernels' helpers (and the standard headers they
+//   need);
 // - `program.cpp`: `sd_program_run`, which makes the frame (the arguments
 //   `a[N]` and the buffers that outlive their step, `b[N]`) and calls the
 //   step functions in order;
 // - `steps_N.cpp`: a function running a few hundred steps (allocations,
-//   kernel and runtime calls, releases) and the static tables (shapes,
-//   collective descriptors) they read;
+//   kernel and runtime calls, releases), the static tables (shapes,
+//   collective descriptors) they read and the standard headers they need;
 // - `kernels_N.cpp`: one function per distinct fused kernel
 //   (KernelBuilder.cpp). Kernels with the same body (the same loop nest at
 //   the same shapes, which a transformer repeats in every layer) are one
@@ -277,6 +278,8 @@ private:
   /// Where each step's code and statics end in entryText and staticsText.
   struct StepEnd {
     size_t entry, statics;
+    /// The standard headers the step needs.
+    SmallVector<StringRef, 0> includes;
   };
   std::vector<StepEnd> stepEnds;
 };
@@ -430,7 +433,8 @@ LogicalResult ProgramEmitter::emitEntry() {
       else
         releases[last].push_back(out);
     }
-    stepEnds.push_back({entryText.size(), staticsText.size()});
+    stepEnds.push_back({entryText.size(), staticsText.size(),
+                        stepIncludes.takeVector()});
   }
   return success();
 }
@@ -456,6 +460,7 @@ void ProgramEmitter::emitResults() {
     }
     int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
     std::string name = "r" + std::to_string(j);
+    include("<cstring>");
     entryOs << "  float *" << name << " = static_cast<float *>(api->alloc(dev, "
             << bytes << ", "
             << (hostStorage.count(st) ? "SD_HOST_MEMORY" : "SD_DEVICE_MEMORY")
@@ -485,7 +490,7 @@ void ProgramEmitter::writeKernelFiles(llvm::raw_ostream &os) {
     // A new file starts when this one holds its share.
     if (i == 0 || written >= perFile * file) {
       os << "//--- kernels_" << file++ << ".cpp\n"
-         << "#include \"sd_program.h\"\n";
+         << "#include \"sd_kernels.h\"\n";
     }
     written += step->function.body.size();
     os << step->function.comment;
@@ -501,23 +506,31 @@ void ProgramEmitter::writeKernelFiles(llvm::raw_ostream &os) {
 int64_t ProgramEmitter::writeStepFiles(llvm::raw_ostream &os) {
   // The results are written after the last step.
   if (stepEnds.empty())
-    stepEnds.push_back({0, 0});
-  stepEnds.back() = {entryText.size(), staticsText.size()};
+    stepEnds.push_back({0, 0, {}});
+  stepEnds.back().entry = entryText.size();
+  llvm::append_range(stepEnds.back().includes, stepIncludes.takeVector());
   StringRef entry = entryText, statics = staticsText;
   int64_t files = 0;
-  StepEnd begin{0, 0};
+  size_t beginEntry = 0, beginStatics = 0;
+  llvm::SetVector<StringRef> includes;
   for (auto [i, end] : llvm::enumerate(stepEnds)) {
-    if (end.entry - begin.entry < kStepFileBytes && i + 1 != stepEnds.size())
+    includes.insert(end.includes.begin(), end.includes.end());
+    if (end.entry - beginEntry < kStepFileBytes && i + 1 != stepEnds.size())
       continue;
     std::string index = std::to_string(files++);
     os << "//--- steps_" << index << ".cpp\n"
-       << "#include \"sd_program.h\"\n\n"
-       << statics.slice(begin.statics, end.statics) << "\n"
-       << "SD_LOCAL int32_t sd_steps_" << index << kStepParameters << " {\n"
+       << "#include \"sd_program.h\"\n";
+    for (StringRef name : includes)
+      os << "#include " << name << "\n";
+    os << "\n"
+       << statics.slice(beginStatics, end.statics) << "\n"
+       << "SD_STEPS int32_t sd_steps_" << index << kStepParameters << " {\n"
        << "  (void)api;\n  (void)dev;\n  (void)a;\n  (void)b;\n"
        << "  (void)results;\n"
-       << entry.slice(begin.entry, end.entry) << "  return 0;\n}\n";
-    begin = end;
+       << entry.slice(beginEntry, end.entry) << "  return 0;\n}\n";
+    beginEntry = end.entry;
+    beginStatics = end.statics;
+    includes.clear();
   }
   return files;
 }
@@ -540,9 +553,16 @@ void ProgramEmitter::writeFiles(llvm::raw_ostream &os) {
      << "//   split-file THIS DIR && c++ -O3 -march=native -fopenmp -fPIC "
         "-shared DIR/*.cpp\n"
      << "//--- sd_program.h\n"
-     << kProgramABIText << kKernelHelpers << "\n"
+     << kProgramABIText << "\n"
      << "// Functions of the program's own (shared object).\n"
-     << "#define SD_LOCAL __attribute__((visibility(\"hidden\")))\n\n"
+     << "#define SD_LOCAL __attribute__((visibility(\"hidden\")))\n"
+     << "// The steps are straight-line calls: optimizing them harder than\n"
+     << "// -O1 makes them no faster, only slower to compile.\n"
+     << "#if defined(__GNUC__) && !defined(__clang__)\n"
+     << "#define SD_STEPS SD_LOCAL __attribute__((optimize(\"O1\")))\n"
+     << "#else\n"
+     << "#define SD_STEPS SD_LOCAL\n"
+     << "#endif\n\n"
      << sharedText;
   for (Step &step : steps)
     if (step.isLoop() && step.callee == step.name()) {
@@ -553,13 +573,16 @@ void ProgramEmitter::writeFiles(llvm::raw_ostream &os) {
   std::string stepFiles;
   llvm::raw_string_ostream stepOs(stepFiles);
   int64_t numStepFunctions = writeStepFiles(stepOs);
+  os << "//--- sd_kernels.h\n"
+     << "#include \"sd_program.h\"\n"
+     << kKernelHelpers;
   os << "//--- program.cpp\n"
      << "#include \"sd_program.h\"\n\n"
      << "#include <memory>\n\n"
      << "extern \"C\" int32_t sd_program_abi_version(void) { return "
         "SD_ABI_VERSION; }\n\n";
   for (int64_t i = 0; i < numStepFunctions; ++i)
-    os << "SD_LOCAL int32_t sd_steps_" << i << kStepParameters << ";\n";
+    os << "SD_STEPS int32_t sd_steps_" << i << kStepParameters << ";\n";
   size_t numArgs = func.getNumArguments();
   os << "\nextern \"C\" int32_t sd_program_run(const SdApi *api, SdDevice "
         "*dev, void *const *args, void **results) {\n"

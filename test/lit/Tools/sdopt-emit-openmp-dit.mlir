@@ -42,7 +42,7 @@
 
 // The step: patchify, gather the weight, one GEMM (M = 2·256 patches,
 // N = 64, K = 16), then release the gathered weight.
-// CHECK: SD_LOCAL int32_t sd_steps_0(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results) {
+// CHECK: SD_STEPS int32_t sd_steps_0(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results) {
 // CHECK: // %{{[0-9]+}} = sd.transpose (dit_tiny.mlir:73) [{{k[0-9]+}} library]
 // CHECK: api->transpose(dev, b[{{[0-9]+}}], [[PATCHES:b\[[0-9]+\]]], 6, {{shape[0-9]+}}, {{shape[0-9]+}});
 // CHECK: api->trace_begin(dev, "all_gather fsdp 16x32 (dit_tiny.mlir:75)", "collective", 0, 2048);
@@ -73,7 +73,7 @@
 // CHECK-NEXT: /*num_dim_axes=*/{},
 // CHECK-NEXT: /*dim_axes=*/{},
 // CHECK-NEXT: /*num_axes=*/2, /*axes=*/{0, 1},
-// CHECK: SD_LOCAL int32_t sd_steps_1(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results) {
+// CHECK: SD_STEPS int32_t sd_steps_1(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results) {
 
 // Backward of the patch embedding: the weight gradient is a trans_a GEMM
 // over all 512 patches, reduce-scattered over fsdp and summed over data.

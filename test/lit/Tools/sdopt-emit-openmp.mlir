@@ -175,7 +175,7 @@ func.func @trace_spans(%x: tensor<64x16xf32>, %w: tensor<16x32xf32>) -> tensor<6
 // CHECK-NEXT: SD_LOCAL void [[OTHER:k[0-9]+]](const float *in0, float *out);
 // CHECK-NOT: SD_LOCAL void
 // CHECK: //--- program.cpp
-// CHECK: SD_LOCAL int32_t sd_steps_0(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results);
+// CHECK: SD_STEPS int32_t sd_steps_0(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results);
 // CHECK-NOT: sd_steps_1
 // CHECK: std::unique_ptr<float *[]> b(new float *[4]());
 // CHECK: //--- steps_0.cpp

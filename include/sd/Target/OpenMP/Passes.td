@@ -10,7 +10,7 @@ def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
   let description = [{
     Decides, for a call-free function with static f32 shapes (the
     per-device training step after `sd-partition`, or a model function), how
-    every op executes in the C++ translation unit that `emitOpenMPProgram`
+    every op executes in the C++ program that `emitOpenMPProgram`
     (sd/Target/OpenMP/OpenMPEmitter.h) writes, and records the plan on each
     op as a typed `sd_omp.plan` attribute:
 
@@ -61,24 +61,25 @@ def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
 }
 
 def EmitOpenMP : Pass<"sd-emit-openmp", "::mlir::ModuleOp"> {
-  let summary = "Write a planned function as a C++/OpenMP translation unit";
+  let summary = "Write a planned function as C++/OpenMP files";
   let description = [{
     A printing pass: it leaves the IR unchanged and writes the function
     `func-name` (empty: `@train_step`, else `@loss`, else the first function
-    with a body), planned by `sd-lower-to-openmp`, as the C++ translation
-    unit `sdrun` compiles, to stdout or to the stream `sdopt --emit=openmp`
-    gives it (then instead of the IR). The unit defines
-    `sd_program_abi_version` and `sd_program_run` against
-    `sd/Runtime/ProgramABI.h`; each fused kernel is a `static` function,
-    every other op a call that the op writes itself
-    (`OpenMPLoweringOpInterface::emitCall`).
+    with a body), planned by `sd-lower-to-openmp`, as the C++ files `sdrun`
+    compiles (in LLVM's split-file form: each starts at a `//--- NAME`
+    line), to stdout or to the stream `sdopt --emit=openmp` gives it (then
+    instead of the IR). They define `sd_program_abi_version` and
+    `sd_program_run` against `sd/Runtime/ProgramABI.h`; each distinct fused
+    kernel is one function (kernels with the same body share it), every
+    other op a call that the op writes itself
+    (`OpenMPLoweringOpInterface::emitCall`) in a function of steps.
 
     ```mlir
     %y = sd.dot_general %x, %w batch = [] x [] contract = [2] x [1]
         {sd_omp.plan = #sd_omp.kernel<0, library>} : ...
     // becomes
-    //   api->gemm(dev, 1, 0, 1, 128, 24, 32, a0, 32, 4096, a1, 32, 768,
-    //             0.0f, b0, 24, 3072);
+    //   api->gemm(dev, 1, 0, 1, 128, 24, 32, a[0], 32, 4096, a[1], 32, 768,
+    //             0.0f, b[0], 24, 3072);
     ```
 
     A function without a plan, or with an op whose call fails (a mesh axis

@@ -21,6 +21,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -73,6 +74,10 @@ public:
   /// File-scope definitions that later steps may read too (constants),
   /// written in the program's header.
   llvm::raw_ostream &sharedStatics() { return sharedOs; }
+  /// Includes standard header `name` ("<cmath>") in the file that holds the
+  /// step (the program's header holds only the ABI, so that files of steps
+  /// that need nothing more compile fast).
+  void include(StringRef name) { stepIncludes.insert(name); }
 
   /// The C++ expression of `v`'s buffer (a `float *`).
   std::string buffer(Value v);
@@ -132,6 +137,8 @@ protected:
   int64_t nextStatic = 0;
   int64_t nextBuffer = 0;
   int64_t nextSlot = 0;
+  /// The standard headers the current step's code needs.
+  llvm::SetVector<StringRef> stepIncludes;
   DenseMap<Value, std::string> bufferNames;
   /// Program-allocated storage (released after its last use).
   DenseSet<Value> owned;
