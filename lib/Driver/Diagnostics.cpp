@@ -56,7 +56,18 @@ ReadableDiagnosticHandler::ReadableDiagnosticHandler(llvm::SourceMgr &mgr,
   setHandler([this](Diagnostic &diag) {
     DiagnosticBuffer::text.clear();
     emitDiagnostic(diag);
-    out << trimSourceExcerpts(DiagnosticBuffer::text);
+    // A diagnostic without a location (a pass option's) reads "error: ...",
+    // not "<unknown>:0: error: ...".
+    std::string located = DiagnosticBuffer::text;
+    constexpr llvm::StringLiteral kUnknown = "<unknown>:0: ";
+    for (size_t pos = located.find(kUnknown); pos != std::string::npos;
+         pos = located.find(kUnknown, pos)) {
+      if (pos == 0 || located[pos - 1] == '\n')
+        located.erase(pos, kUnknown.size());
+      else
+        pos += kUnknown.size();
+    }
+    out << trimSourceExcerpts(located);
     out.flush();
   });
 }

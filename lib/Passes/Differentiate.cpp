@@ -19,6 +19,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 namespace mlir::sd {
 #define GEN_PASS_DEF_DIFFERENTIATE
@@ -41,6 +44,86 @@ struct Layers {
   DenseMap<Operation *, unsigned> of;
   SmallVector<StringAttr> names = {StringAttr()};
 };
+
+/// More ops than this once every call is inlined is an error (a call tree
+/// that doubles at each level is small as a program, exponential inlined).
+constexpr uint64_t kMaxInlinedOps = 10'000'000;
+
+/// The calls in `func`, in order.
+SmallVector<func::CallOp> callsIn(func::FuncOp func) {
+  SmallVector<func::CallOp> calls;
+  func.walk([&](func::CallOp call) { calls.push_back(call); });
+  return calls;
+}
+
+/// Checks, before anything is inlined, that every function `root` reaches
+/// has a body, that none of them calls itself directly or through others,
+/// and that inlining them all gives at most kMaxInlinedOps ops. A
+/// depth-first search with its own stack (a long chain of calls must not
+/// overflow the thread's).
+LogicalResult checkCallGraph(func::FuncOp root, SymbolTable &symbols) {
+  struct Frame {
+    func::FuncOp func;
+    SmallVector<func::CallOp> calls;
+    size_t next = 0;
+  };
+  DenseSet<Operation *> onStack;
+  DenseMap<Operation *, uint64_t> inlinedOps;
+  SmallVector<Frame> stack;
+  auto push = [&](func::FuncOp func) {
+    onStack.insert(func);
+    stack.push_back({func, callsIn(func)});
+  };
+  push(root);
+  while (!stack.empty()) {
+    Frame &top = stack.back();
+    if (top.next == top.calls.size()) {
+      uint64_t ops = 0;
+      top.func.walk([&](Operation *op) {
+        if (op != top.func && !isa<func::CallOp, func::ReturnOp>(op))
+          ++ops;
+      });
+      for (func::CallOp call : top.calls)
+        ops = llvm::SaturatingAdd(
+            ops, inlinedOps.lookup(symbols.lookup(call.getCallee())));
+      inlinedOps[top.func] = ops;
+      onStack.erase(top.func);
+      stack.pop_back();
+      continue;
+    }
+    func::CallOp call = top.calls[top.next++];
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || callee.isExternal())
+      return call.emitOpError("calls @")
+             << call.getCallee() << ", which has no body to differentiate";
+    if (onStack.contains(callee)) {
+      std::string cycle;
+      bool inCycle = false;
+      for (Frame &frame : stack) {
+        inCycle = inCycle || frame.func == callee;
+        if (inCycle)
+          cycle += "@" + frame.func.getName().str() + " -> ";
+      }
+      return call.emitOpError("makes @")
+             << root.getName() << " recursive (" << cycle << "@"
+             << callee.getName()
+             << "); sd-differentiate inlines every call, so the program "
+                "must not be recursive";
+    }
+    if (!inlinedOps.count(callee))
+      push(callee);
+  }
+  uint64_t ops = inlinedOps.lookup(root);
+  if (ops > kMaxInlinedOps)
+    return root.emitOpError("would have ")
+           << (ops == std::numeric_limits<uint64_t>::max()
+                   ? std::string("more than 2^64")
+                   : std::to_string(ops))
+           << " ops once its calls are inlined; sd-differentiate takes at "
+              "most "
+           << kMaxInlinedOps;
+  return success();
+}
 
 /// Inlines every call in `func` (calls inside callees too), recording for
 /// each inlined op the outermost call it came from: the layer the remat
@@ -317,7 +400,8 @@ public:
       return signalPassFailure();
     }
     Layers layers;
-    if (failed(inlineLayers(loss, symbols, layers)))
+    if (failed(checkCallGraph(loss, symbols)) ||
+        failed(inlineLayers(loss, symbols, layers)))
       return signalPassFailure();
     GradientBuilder gradientBuilder(loss, layers);
     if (failed(gradientBuilder.build()))

@@ -233,7 +233,8 @@ LogicalResult ShardingPropagationDriver::build() {
   for (Operation &op : body) {
     if (isa<CallOpInterface>(op))
       return op.emitError("sharding propagation needs a program without "
-                          "calls; ")
+                          "calls (a call that --inline leaves is to a "
+                          "recursive function); ")
              << kRerunHint;
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       // Each function result is a value of its own, joined to the returned

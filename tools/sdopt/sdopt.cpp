@@ -265,17 +265,17 @@ int main(int argc, char **argv) {
   // MlirOptMain's context dies before main returns, and the handler must
   // not unregister itself from it then: it is never destroyed (one per
   // run, reachable from here).
+  // It is installed when MlirOptMain's context loads the func dialect (as
+  // the parser meets the first `func.func`), so that the parser's errors
+  // are trimmed too.
   static llvm::SourceMgr diagnosticSources;
-  static mlir::sd::ReadableDiagnosticHandler *readable = nullptr;
-  if (!config.shouldVerifyDiagnostics() && config.inputSplitMarker().empty()) {
-    MlirOptMainConfig passes = config;
-    config.setPassPipelineSetupFn([passes](PassManager &pm) {
+  if (!config.shouldVerifyDiagnostics() && config.inputSplitMarker().empty())
+    registry.addExtension(+[](MLIRContext *context, func::FuncDialect *) {
+      static mlir::sd::ReadableDiagnosticHandler *readable = nullptr;
       if (!readable)
         readable = new mlir::sd::ReadableDiagnosticHandler(diagnosticSources,
-                                                           pm.getContext());
-      return passes.setupPassPipeline(pm);
+                                                           context);
     });
-  }
   if (failed(MlirOptMain(printInstead ? llvm::nulls() : output->os(),
                          std::move(input), registry, config)))
     return 1;

@@ -6,7 +6,7 @@ func.func private @block(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   return %x : tensor<8x4xf32>
 }
 func.func @calls(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // expected-error @+1 {{sharding propagation needs a program without calls; run --inline and sd-specialize-batch first}}
+  // expected-error @+1 {{sharding propagation needs a program without calls (a call that --inline leaves is to a recursive function); run --inline and sd-specialize-batch first}}
   %y = func.call @block(%x) : (tensor<8x4xf32>) -> tensor<8x4xf32>
   return %y : tensor<8x4xf32>
 }

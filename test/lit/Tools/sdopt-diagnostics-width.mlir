@@ -7,8 +7,18 @@
 // RUN: not sdrun %t.mlir --mesh=data:3 --batch=8 2> %t.sdrun
 // RUN: FileCheck %s < %t.sdrun
 // RUN: %python -c "import sys; lines = open(sys.argv[1]).read().splitlines(); sys.exit(max(map(len, lines[1:])) > 163)" %t.sdrun
+// A parse error in that signature too (cut on both sides: 160 columns and
+// two "...").
+// RUN: sed -e '0,/#sd.param</s/#sd.param</#sd.parm</' %t.mlir > %t.bad.mlir
+// RUN: not sdopt %t.bad.mlir 2> %t.parse
+// RUN: FileCheck %s --check-prefix=PARSE < %t.parse
+// RUN: %python -c "import sys; lines = open(sys.argv[1]).read().splitlines(); sys.exit(max(map(len, lines[1:])) > 166)" %t.parse
 
 // CHECK: error: tensor "latents" dimension 0 ("batch") of size 8 is not divisible by mesh axis "data" of size 3; the smallest batch that fits is 9
 // CHECK-NEXT: {{^ *}}func.func @loss({{.*}}...{{$}}
 // CHECK-NEXT: {{^ *\^$}}
 // CHECK-NOT: error
+
+// PARSE: error: unknown attribute `parm` in dialect `sd`
+// PARSE-NEXT: {{^}}...{{.*}}sd.role = #sd.parm<"x_embedder.proj.weight"{{.*}}...{{$}}
+// PARSE-NEXT: {{^ *\^$}}

@@ -24,7 +24,7 @@
 // NOFILE: error: cannot open input file '{{.*}}does_not_exist.mlir': No such file or directory
 // PARSE: error: custom op 'sd.not_an_op' is unknown
 // EPS: error: --adam-eps must be positive, not 0
-// PIPELINE-RULES: error: unknown logical axis rules preset "nope"
+// PIPELINE-RULES: {{^}}error: unknown logical axis rules preset "nope"
 
 func.func @f() {
   sd.not_an_op
