@@ -583,15 +583,24 @@ LogicalResult FunctionPartitioner::run() {
   };
   func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                  ret->getOperandTypes()));
-  for (auto [index, sharding] : llvm::enumerate(argShardings)) {
-    func.removeArgAttr(index, StringAttr::get(func.getContext(), key));
-    func.setArgAttr(index, SDDialect::kLocalShardingAttrName, closed(sharding));
-  }
-  for (auto [index, sharding] : llvm::enumerate(resultShardings)) {
-    func.removeResultAttr(index, StringAttr::get(func.getContext(), key));
-    func.setResultAttr(index, SDDialect::kLocalShardingAttrName,
-                       closed(sharding));
-  }
+  // Each boundary's attributes are rebuilt once: setArgAttr per argument
+  // would rebuild the whole array each time, quadratic in their count.
+  auto localAttrs = [&](ArrayRef<ShardingAttr> boundaryShardings,
+                        auto getAttrDict) {
+    SmallVector<DictionaryAttr> dicts;
+    for (auto [index, sharding] : llvm::enumerate(boundaryShardings)) {
+      NamedAttrList attrs(getAttrDict(index));
+      attrs.erase(key);
+      attrs.set(SDDialect::kLocalShardingAttrName, closed(sharding));
+      dicts.push_back(attrs.getDictionary(func.getContext()));
+    }
+    return dicts;
+  };
+  func.setAllArgAttrs(localAttrs(
+      argShardings, [&](unsigned index) { return func.getArgAttrDict(index); }));
+  func.setAllResultAttrs(localAttrs(resultShardings, [&](unsigned index) {
+    return func.getResultAttrDict(index);
+  }));
   // Global shardings and rules do not describe local ops.
   for (Operation &op : body) {
     op.removeAttr(key);

@@ -82,6 +82,8 @@ private:
                                     function_ref<InFlightDiagnostic()> emit);
   ShardingAttr toAttr(const TensorSharding &sharding, bool closeAll) const;
   int addValue(Value value, Type type);
+  void setBoundaryShardings(ArrayRef<std::pair<unsigned, ShardingAttr>> args,
+                            ArrayRef<std::pair<unsigned, ShardingAttr>> results);
   std::string describeSource(int value) const;
   std::string describeNode(int node) const;
   std::string describeAxes(ArrayRef<AxisId> axes) const;
@@ -365,6 +367,8 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
     return success();
   };
 
+  // The function's results that get a sharding; set together at the end.
+  SmallVector<std::pair<unsigned, ShardingAttr>> resultShardings;
   for (auto [n, site] : llvm::enumerate(nodeSites)) {
     NodeLayout layout = propagator.getConsistentLayout(n);
     const Node &node = nodes[n];
@@ -382,8 +386,8 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
       if (values[node.results[0]].isSource ||
           !toAttr(sharding, false).isFullyReplicated() ||
           !sharding.unreduced.empty())
-        func.setResultAttr(site.funcResult, SDDialect::kShardingAttrName,
-                           toAttr(sharding, /*closeAll=*/false));
+        resultShardings.emplace_back(site.funcResult,
+                                     toAttr(sharding, /*closeAll=*/false));
       continue;
     }
     // A reshard already in the program takes any operand, partial sums
@@ -450,15 +454,46 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
 
   // Arguments keep their annotations; unannotated ones that gained axes
   // record them.
+  SmallVector<std::pair<unsigned, ShardingAttr>> argShardings;
   for (auto [id, site] : llvm::enumerate(sites)) {
     if (site.argument < 0)
       continue;
     const TensorSharding &sharding = propagator.getSharding(id);
     ShardingAttr attr = toAttr(sharding, /*closeAll=*/false);
     if (values[id].isSource || !attr.isFullyReplicated())
-      func.setArgAttr(site.argument, SDDialect::kShardingAttrName, attr);
+      argShardings.emplace_back(site.argument, attr);
   }
+  setBoundaryShardings(argShardings, resultShardings);
   return numReshards;
+}
+
+/// Sets the sharding attribute of the given arguments and results, each
+/// array of attribute dictionaries rebuilt once: setArgAttr per argument
+/// would rebuild the whole array each time, quadratic in their count.
+void ShardingPropagationDriver::setBoundaryShardings(
+    ArrayRef<std::pair<unsigned, ShardingAttr>> args,
+    ArrayRef<std::pair<unsigned, ShardingAttr>> results) {
+  MLIRContext *context = func.getContext();
+  auto update = [&](ArrayRef<std::pair<unsigned, ShardingAttr>> shardings,
+                    ArrayRef<DictionaryAttr> old, auto setAll) {
+    if (shardings.empty())
+      return;
+    SmallVector<NamedAttrList> attrs(old.begin(), old.end());
+    for (auto [index, sharding] : shardings)
+      attrs[index].set(SDDialect::kShardingAttrName, sharding);
+    setAll(llvm::map_to_vector(attrs, [&](const NamedAttrList &list) {
+      return list.getDictionary(context);
+    }));
+  };
+  SmallVector<DictionaryAttr> oldArgs, oldResults;
+  func.getAllArgAttrs(oldArgs);
+  func.getAllResultAttrs(oldResults);
+  update(args, oldArgs, [&](ArrayRef<DictionaryAttr> dicts) {
+    func.setAllArgAttrs(dicts);
+  });
+  update(results, oldResults, [&](ArrayRef<DictionaryAttr> dicts) {
+    func.setAllResultAttrs(dicts);
+  });
 }
 
 //===----------------------------------------------------------------------===//
