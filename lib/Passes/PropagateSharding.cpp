@@ -73,6 +73,8 @@ public:
   /// Emits remarks on the values named `name`; false when there is none.
   bool explain(const Propagator &propagator, StringRef name);
 
+  /// The graph build() makes, moved into the Propagator afterwards (apply
+  /// and the others read it from there).
   SmallVector<ValueInfo> values;
   std::vector<Node> nodes;
   MeshShape meshShape;
@@ -211,6 +213,17 @@ LogicalResult ShardingPropagationDriver::build() {
     return func.emitError("sharding propagation needs a function body of one "
                           "block");
   Block &body = func.getBody().front();
+  // Reserved up front: a Node is copied, not moved, when the vector grows.
+  size_t numOps = body.getOperations().size();
+  size_t numResults = func.getNumResults();
+  nodes.reserve(numOps + numResults);
+  nodeSites.reserve(numOps + numResults);
+  size_t numValues = body.getNumArguments() + numResults;
+  for (Operation &op : body)
+    numValues += op.getNumResults();
+  values.reserve(numValues);
+  sites.reserve(numValues);
+  valueIds.reserve(numValues);
   for (auto [index, arg] : llvm::enumerate(body.getArguments())) {
     if (!isStaticTensor(arg.getType()))
       return func.emitError()
@@ -330,6 +343,9 @@ LogicalResult ShardingPropagationDriver::build() {
 
 FailureOr<int64_t>
 ShardingPropagationDriver::apply(const Propagator &propagator) {
+  // The graph moved into the propagator.
+  ArrayRef<ValueInfo> values = propagator.getValues();
+  ArrayRef<Node> nodes = propagator.getNodes();
   SmallVector<ReshardOp> created;
   // Reshards of one value to one sharding are shared by later ops (all in
   // one block, in order, so the first dominates the others) of the same
@@ -588,6 +604,7 @@ std::string ShardingPropagationDriver::describeNode(int node) const {
 }
 
 void ShardingPropagationDriver::recordProvenance(const Propagator &propagator) {
+  ArrayRef<Node> nodes = propagator.getNodes();
   for (auto [n, site] : llvm::enumerate(nodeSites)) {
     if (!site.op)
       continue;
@@ -655,7 +672,7 @@ bool ShardingPropagationDriver::explain(const Propagator &propagator,
       // Follow the chain back to its annotation; a chain never needs more
       // hops than there are values.
       int value = id, d = dim;
-      for (size_t hop = 0; hop <= values.size(); ++hop) {
+      for (size_t hop = 0; hop <= propagator.getValues().size(); ++hop) {
         Provenance from = propagator.getProvenance(value, d);
         if (from.node < 0) {
           remark << (from.source >= 0 ? " from " + describeSource(from.source)
@@ -701,7 +718,8 @@ struct PropagateShardingPass
       DBGS() << "propagating over @" << func.getSymName() << "\n";
       driver.setDebugLabels();
     });
-    Propagator propagator(driver.meshShape, driver.values, driver.nodes,
+    Propagator propagator(driver.meshShape, std::move(driver.values),
+                          std::move(driver.nodes),
                           recordProvenance || !explain.empty());
     propagator.run();
     numVisits += propagator.getNumVisits();

@@ -236,6 +236,9 @@ public:
   NodeLayout getConsistentLayout(int node) const;
   /// Number of node visits, for statistics and tests.
   int64_t getNumVisits() const { return numVisits; }
+  /// The program as given (shardings as propagated so far).
+  ArrayRef<ValueInfo> getValues() const { return values; }
+  ArrayRef<Node> getNodes() const { return nodes; }
 
 private:
   enum class Phase { PassThroughOps, PassThroughFactors, All };
