@@ -435,9 +435,12 @@ void Propagator::run() {
         llvm::dbgs() << "p" << levels[level] << "\n";
     });
     applyLevel(level);
+    std::optional<Phase> previous;
     for (Phase phase :
-         {Phase::PassThroughOps, Phase::PassThroughFactors, Phase::All})
-      runPhase(phase);
+         {Phase::PassThroughOps, Phase::PassThroughFactors, Phase::All}) {
+      runPhase(phase, previous);
+      previous = phase;
+    }
   }
 }
 
@@ -448,10 +451,24 @@ static StringRef getPhaseName(int phase) {
   return names[phase];
 }
 
-void Propagator::runPhase(Phase phase) {
+void Propagator::runPhase(Phase phase, std::optional<Phase> previous) {
   LLVM_DEBUG(DBGS() << "phase: " << getPhaseName(static_cast<int>(phase))
                     << "\n");
-  dirty.assign(nodes.size(), true);
+  // After a phase every node is at its fixed point: visiting it again with
+  // the same directions would change nothing. So a node starts dirty only
+  // where its directions differ from the previous phase's (pass-through ops
+  // propagate the same way in every phase).
+  dirty.resize(nodes.size());
+  for (int n = 0, e = nodes.size(); n < e; ++n) {
+    dirty[n] = true;
+    if (!previous)
+      continue;
+    int64_t numFactors = nodes[n].rule.numFactors();
+    bool same = true;
+    for (int64_t f = 0; f < numFactors && same; ++f)
+      same = getDirection(n, f, phase) == getDirection(n, f, *previous);
+    dirty[n] = !same;
+  }
   bool changed = true;
   while (changed) {
     changed = false;

@@ -246,8 +246,9 @@ private:
   Direction getDirection(int node, int64_t factor, Phase phase) const;
   /// Propagates through one node; true when a value changed.
   bool visit(int node, Phase phase);
-  /// Sweeps to a fixed point in one phase.
-  void runPhase(Phase phase);
+  /// Sweeps to a fixed point in one phase, after `previous` (none at the
+  /// start of a user-priority level).
+  void runPhase(Phase phase, std::optional<Phase> previous);
   /// Sets the shardings of sources for user-priority level `level` (an
   /// index into `levels`): dimensions of a later level are closed and empty,
   /// their axes marked replicated so that no other dimension takes them.
