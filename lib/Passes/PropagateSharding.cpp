@@ -96,6 +96,8 @@ private:
   SmallVector<ValueSite> sites;
   SmallVector<NodeSite> nodeSites;
   DenseMap<Value, int> valueIds;
+  /// The plain form of each rule attribute, made once by build().
+  DenseMap<OpShardingRuleAttr, FactorRule> factorRules;
 };
 } // namespace
 
@@ -300,7 +302,12 @@ LogicalResult ShardingPropagationDriver::build() {
       OpShardingRuleAttr rule = ruleOp.getShardingRule();
       if (!rule)
         return failure();
-      node.rule = FactorRule::fromAttr(rule);
+      // Ops share rules (those of elementwise ops of one shape are the
+      // same attribute): each is converted once.
+      auto [cached, inserted] = factorRules.try_emplace(rule);
+      if (inserted)
+        cached->second = FactorRule::fromAttr(rule);
+      node.rule = cached->second;
     }
     for (Value operand : op.getOperands())
       node.operands.push_back(valueIds.lookup(operand));

@@ -112,8 +112,9 @@ struct FactorSharding {
 
 /// A tensor sharding projected onto the factors of a rule.
 struct TensorFactorShardings {
-  /// Indexed by factor.
-  SmallVector<FactorSharding> factors;
+  /// Indexed by factor (inline for the usual few: propagation projects
+  /// every tensor of a node at each visit).
+  SmallVector<FactorSharding, 6> factors;
   /// Axes the tensor uses outside its factors: replicated, unreduced, and
   /// axes of dimensions that do not fit their factors. No factor may take
   /// them.
