@@ -3,8 +3,12 @@
 # the inlined program and the wall time of sdopt parsing + verifying +
 # printing it, alone and through the default pipeline (mesh + logical rules).
 # Target (issue: foundation): well under 1 s per 10k ops.
+# Then the whole training-step compile of the largest preset: sdopt --train
+# (sd-differentiate, sd-remat, sd-build-train-step, propagation, partitioning)
+# on Wan2.1-14B over fsdp:4,tensor:2 with full remat, batch sdopt's choice.
+# Target (issue: sdopt speed): at most 1.5 s on a 2-core machine.
 #
-# Usage: bench/sdopt_scale.sh [build dir]   (prints a Markdown table)
+# Usage: bench/sdopt_scale.sh [build dir]   (prints two Markdown tables)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
@@ -41,4 +45,18 @@ for spec in "dit-s2 data:2,fsdp:4" "dit-xl2 fsdp:8" "flux-dev fsdp:4,tensor:2" "
   per=$(awk -v t="$parse" -v n="$ops" 'BEGIN { print t * 10000 / n }')
   perp=$(awk -v t="$pipeline" -v n="$ops" 'BEGIN { print t * 10000 / n }')
   printf '| %s | %s | %d | %s | %.3f | %s | %.3f |\n' "$preset" "$mesh" "$ops" "$parse" "$per" "$pipeline" "$perp"
+done
+
+echo
+echo "| preset | mesh | remat | ops (training step) | sdopt --train (s) | target (s) | result |"
+echo "|---|---|---|---:|---:|---:|---|"
+for spec in "wan2.1-14b fsdp:4,tensor:2 FULL 1.5"; do
+  read -r preset mesh remat target <<< "$spec"
+  "$SDGEN" --preset="$preset" -o "$WORK/$preset.mlir" 2> /dev/null
+  train=("$SDOPT" "$WORK/$preset.mlir" --train --mesh="$mesh" --remat="$remat")
+  "${train[@]}" -o "$WORK/$preset.train.mlir" 2> /dev/null
+  ops=$(grep -cE '^\s+(%[^ ]+ = )?(sd|func)\.|^\s+return' "$WORK/$preset.train.mlir" || true)
+  t=$(best_of_three "${train[@]}" -o /dev/null 2> /dev/null)
+  result=$(awk -v t="$t" -v g="$target" 'BEGIN { print (t <= g) ? "PASS" : "FAIL" }')
+  printf '| %s | %s | %s | %d | %s | %s | %s |\n' "$preset" "$mesh" "$remat" "$ops" "$t" "$target" "$result"
 done

@@ -47,6 +47,30 @@ static std::string describeArgument(FunctionOpInterface func,
   return text;
 }
 
+unsigned SDDialect::getFirstDuplicateParam(FunctionOpInterface func) {
+  ArrayAttr argAttrs = func.getArgAttrsAttr();
+  std::lock_guard<std::mutex> lock(firstDuplicateParamsMutex);
+  auto [it, inserted] = firstDuplicateParams.try_emplace(argAttrs, 0);
+  if (!inserted)
+    return it->second;
+  // A function is verified after each pass, each time with new arrays: the
+  // cache keeps the latest few.
+  if (firstDuplicateParams.size() > 64) {
+    firstDuplicateParams.clear();
+    it = firstDuplicateParams.try_emplace(argAttrs, 0).first;
+  }
+  unsigned numArgs = func.getNumArguments();
+  it->second = numArgs;
+  DenseSet<StringAttr> names;
+  for (unsigned i = 0; i < numArgs; ++i)
+    if (auto param = func.getArgAttrOfType<ParamAttr>(i, kRoleAttrName))
+      if (!names.insert(param.getName()).second) {
+        it->second = i;
+        break;
+      }
+  return it->second;
+}
+
 /// Checks a sharding annotation on a value of `type`.
 static LogicalResult verifySharding(Operation *op, Attribute attr, Type type,
                                     StringRef valueName) {
@@ -96,12 +120,14 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
     return emitError(op->getLoc()) << "'" << attr.getName()
                            << "' is only valid on function arguments";
   Type type = func.getArgumentTypes()[argIndex];
-  std::string name = describeArgument(func, argIndex);
   StringRef attrName = attr.getName().getValue();
 
   if (attrName == kRoleAttrName) {
     if (auto param = dyn_cast<ParamAttr>(attr.getValue())) {
-      // Report a duplicate name once, at its second occurrence.
+      // Report a duplicate name once, at its second occurrence: the first
+      // such argument (verification stops at the first error).
+      if (argIndex != getFirstDuplicateParam(func))
+        return success();
       for (unsigned i = 0; i < argIndex; ++i)
         if (auto other = func.getArgAttrOfType<ParamAttr>(i, kRoleAttrName))
           if (other.getName() == param.getName())
@@ -114,26 +140,31 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
     if (isa<InputAttr, OptimizerStateAttr>(attr.getValue()))
       return success();
     return emitError(op->getLoc())
-           << "'" << kRoleAttrName << "' of " << name
+           << "'" << kRoleAttrName << "' of "
+           << describeArgument(func, argIndex)
            << " must be #sd.param, #sd.input or #sd.optimizer_state, not "
            << attr.getValue();
   }
   if (attrName == kLogicalAxesAttrName) {
     auto axes = dyn_cast<LogicalAxesAttr>(attr.getValue());
     if (!axes)
-      return emitError(op->getLoc()) << "'" << kLogicalAxesAttrName << "' of " << name
-                             << " must be #sd.logical_axes";
+      return emitError(op->getLoc())
+             << "'" << kLogicalAxesAttrName << "' of "
+             << describeArgument(func, argIndex) << " must be #sd.logical_axes";
     auto tensorType = dyn_cast<RankedTensorType>(type);
     if (!tensorType || tensorType.getRank() != axes.getRank())
       return emitError(op->getLoc())
-             << "logical axes of " << name << " name " << axes.getRank()
-             << " dimensions but its type is " << type;
+             << "logical axes of " << describeArgument(func, argIndex)
+             << " name " << axes.getRank() << " dimensions but its type is "
+             << type;
     return success();
   }
   if (attrName == kShardingAttrName)
-    return verifySharding(op, attr.getValue(), type, name);
+    return verifySharding(op, attr.getValue(), type,
+                          describeArgument(func, argIndex));
   if (attrName == kLocalShardingAttrName)
-    return verifyLocalSharding(op, attr.getValue(), type, name);
+    return verifyLocalSharding(op, attr.getValue(), type,
+                               describeArgument(func, argIndex));
   return emitError(op->getLoc()) << "unknown sd argument attribute '" << attrName
                          << "'";
 }

@@ -178,11 +178,23 @@ buildTensor(MLIRContext *context,
 }
 
 OpShardingRuleAttr ShardingRuleBuilder::build() const {
+  // Tensors with the same factors (all of an elementwise op's) share one
+  // attribute, made once: rules are built for every op of a program, in
+  // more than one pass.
+  SmallVector<std::pair<const TensorFactors *, TensorMappingAttr>, 4> built;
+  auto mapping = [&](const TensorFactors &tensor) {
+    for (auto [factors, attr] : built)
+      if (*factors == tensor)
+        return attr;
+    TensorMappingAttr attr = buildTensor(context, tensor);
+    built.emplace_back(&tensor, attr);
+    return attr;
+  };
   SmallVector<TensorMappingAttr> operandMappings, resultMappings;
   for (const TensorFactors &tensor : operands)
-    operandMappings.push_back(buildTensor(context, tensor));
+    operandMappings.push_back(mapping(tensor));
   for (const TensorFactors &tensor : results)
-    resultMappings.push_back(buildTensor(context, tensor));
+    resultMappings.push_back(mapping(tensor));
   SmallVector<int64_t> reduction, needReplication;
   for (auto [factor, kind] : llvm::enumerate(factorKinds)) {
     if (kind == FactorKind::Reduction)

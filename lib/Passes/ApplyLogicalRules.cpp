@@ -75,6 +75,11 @@ struct ApplyLogicalRulesPass
     mesh = meshOp.getMesh();
     spec = toMeshSpec(mesh);
 
+    // The argument attributes are rebuilt once: setArgAttr per argument
+    // would rebuild the whole array each time, quadratic in their count.
+    SmallVector<DictionaryAttr> argAttrs;
+    func.getAllArgAttrs(argAttrs);
+    bool changed = false;
     for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
       auto logical = func.getArgAttrOfType<LogicalAxesAttr>(
           i, SDDialect::kLogicalAxesAttrName);
@@ -85,8 +90,13 @@ struct ApplyLogicalRulesPass
                   func.getArgumentTypes()[i]);
       if (!sharding)
         return signalPassFailure();
-      func.setArgAttr(i, SDDialect::kShardingAttrName, sharding);
+      NamedAttrList attrs(argAttrs[i]);
+      attrs.set(SDDialect::kShardingAttrName, sharding);
+      argAttrs[i] = attrs.getDictionary(func.getContext());
+      changed = true;
     }
+    if (changed)
+      func.setAllArgAttrs(argAttrs);
 
     WalkResult result = func.walk([&](ShardingConstraintOp op) {
       LogicalAxesAttr logical = op.getLogicalAttr();

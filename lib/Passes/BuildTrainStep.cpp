@@ -224,15 +224,21 @@ void TrainStepBuilder::createFunction() {
   step.setAllArgAttrs(argAttrs);
   if (auto batch = grad->getAttr(SDDialect::kDefaultBatchAttrName))
     step->setAttr(SDDialect::kDefaultBatchAttrName, batch);
+  // All result attributes at once: setResultAttr per result would rebuild
+  // the whole array each time, quadratic in the parameter count.
   size_t numParams = paramIndices.size();
+  SmallVector<DictionaryAttr> resultAttrs = {
+      DictionaryAttr::get(context, {})};
   for (int64_t c = 0; c < 3; ++c)
     for (auto [n, i] : llvm::enumerate(paramIndices)) {
-      unsigned result = 1 + c * numParams + n;
+      NamedAttrList attrs;
       if (Attribute sharding = grad.getArgAttr(i, SDDialect::kShardingAttrName))
-        step.setResultAttr(result, SDDialect::kShardingAttrName, sharding);
-      step.setResultAttr(result, SDDialect::kAliasesAttrName,
-                         builder.getI64IntegerAttr(c * numParams + n));
+        attrs.append(SDDialect::kShardingAttrName, sharding);
+      attrs.append(SDDialect::kAliasesAttrName,
+                   builder.getI64IntegerAttr(c * numParams + n));
+      resultAttrs.push_back(attrs.getDictionary(context));
     }
+  step.setAllResultAttrs(resultAttrs);
 
   Block *entry = step.addEntryBlock();
   auto args = entry->getArguments();

@@ -50,10 +50,11 @@ private:
   reshard::Layout toLayout(ShardingAttr sharding) const;
   propagation::TensorSharding toPlain(ShardingAttr sharding) const;
   /// The local type of a `global` value laid out as `sharding`; an error
-  /// naming `what` when a dimension does not divide.
+  /// naming `what()` when a dimension does not divide. (Descriptions are
+  /// made only for errors: partitioning visits every value.)
   FailureOr<RankedTensorType> localType(RankedTensorType global,
                                         ShardingAttr sharding,
-                                        const std::string &what,
+                                        function_ref<std::string()> what,
                                         Location loc) const;
   RankedTensorType localType(RankedTensorType global,
                              const reshard::Layout &layout) const;
@@ -61,7 +62,8 @@ private:
   /// layout `from` to layout `to`.
   FailureOr<Value> reshardValue(OpBuilder &builder, Location loc, Value value,
                                 RankedTensorType global, ShardingAttr from,
-                                ShardingAttr to, const std::string &what);
+                                ShardingAttr to,
+                                function_ref<std::string()> what);
   /// Checks that `op`'s shardings agree with its sharding rule.
   LogicalResult checkRule(Operation *op, ArrayRef<ShardingAttr> operands,
                           ArrayRef<ShardingAttr> results) const;
@@ -80,6 +82,8 @@ private:
   SmallVector<Type> localArgs;
   /// Each op's sharding rule, taken while its operands are still global.
   DenseMap<Operation *, OpShardingRuleAttr> rules;
+  /// The plain form of each rule, made by checkRule.
+  mutable DenseMap<OpShardingRuleAttr, propagation::FactorRule> factorRules;
   int64_t numCollectives = 0;
 };
 } // namespace
@@ -168,7 +172,8 @@ FunctionPartitioner::toPlain(ShardingAttr sharding) const {
 
 FailureOr<RankedTensorType>
 FunctionPartitioner::localType(RankedTensorType global, ShardingAttr sharding,
-                               const std::string &what, Location loc) const {
+                               function_ref<std::string()> what,
+                               Location loc) const {
   SmallVector<int64_t> shape(global.getShape());
   for (auto [dim, dimSharding] : llvm::enumerate(sharding.getDimShardings())) {
     int64_t product = 1;
@@ -176,7 +181,7 @@ FunctionPartitioner::localType(RankedTensorType global, ShardingAttr sharding,
       MeshAxisAttr axis = mesh.getAxis(name);
       if (!axis)
         return emitError(loc)
-               << "the sharding of " << what << " names mesh axis " << name
+               << "the sharding of " << what() << " names mesh axis " << name
                << ", which " << meshRef << " does not have";
       product *= axis.getSize();
     }
@@ -185,7 +190,7 @@ FunctionPartitioner::localType(RankedTensorType global, ShardingAttr sharding,
       continue;
     }
     InFlightDiagnostic diag = emitError(loc);
-    diag << "dimension " << dim << " of " << what << " has size " << shape[dim]
+    diag << "dimension " << dim << " of " << what() << " has size " << shape[dim]
          << ", which is not divisible by mesh "
          << (dimSharding.getAxes().size() == 1 ? "axis " : "axes ");
     llvm::interleaveComma(dimSharding.getAxes(), diag);
@@ -252,7 +257,8 @@ static ArrayAttr axesAttr(MLIRContext *ctx, MeshAttr mesh,
 FailureOr<Value>
 FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
                                   RankedTensorType global, ShardingAttr from,
-                                  ShardingAttr to, const std::string &what) {
+                                  ShardingAttr to,
+                                  function_ref<std::string()> what) {
   reshard::ReshardProblem problem;
   problem.shape.assign(global.getShape().begin(), global.getShape().end());
   problem.elementBytes =
@@ -269,14 +275,14 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
   for (MeshAxisAttr axis : mesh.getAxes())
     problem.axisNames.push_back(axis.getName().str());
   if (!isa<FloatType>(global.getElementType()))
-    return emitError(loc) << "cannot reshard " << what << " of type " << global
+    return emitError(loc) << "cannot reshard " << what() << " of type " << global
                           << ": collectives move f32 and bf16 tensors only";
   std::string error;
   FailureOr<reshard::ReshardPlan> plan = reshard::planReshard(problem, &error);
   if (failed(plan))
-    return emitError(loc) << "cannot reshard " << what << " from " << from
+    return emitError(loc) << "cannot reshard " << what() << " from " << from
                           << " to " << to << ": " << error;
-  LLVM_DEBUG(DBGS() << "reshard " << what << " from " << from << " to " << to
+  LLVM_DEBUG(DBGS() << "reshard " << what() << " from " << from << " to " << to
                     << ": " << reshard::toString(*plan, problem.axisNames)
                     << "\n");
   MLIRContext *ctx = func.getContext();
@@ -313,7 +319,7 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
           reshard::getPermutation(meshShape.axisSizes, previous, layout);
       if (failed(perm))
         return emitError(loc)
-               << "cannot reshard " << what << " from " << from << " to " << to
+               << "cannot reshard " << what() << " from " << from << " to " << to
                << ": the planner's permute moves no whole blocks";
       // Only size-1 axes changed: every device already holds its block.
       if (perm->pairs.empty())
@@ -342,7 +348,12 @@ FunctionPartitioner::checkRule(Operation *op, ArrayRef<ShardingAttr> operands,
   if (!ruleAttr)
     return op->emitOpError("has no sharding rule (ShardingRuleOpInterface), "
                            "so sd-partition cannot check its shardings");
-  propagation::FactorRule rule = propagation::FactorRule::fromAttr(ruleAttr);
+  // Ops share rules (those of elementwise ops of one shape are the same
+  // attribute): each is converted once.
+  auto [cached, inserted] = factorRules.try_emplace(ruleAttr);
+  if (inserted)
+    cached->second = propagation::FactorRule::fromAttr(ruleAttr);
+  const propagation::FactorRule &rule = cached->second;
   auto name = [&](int64_t t) {
     return rule.isResult(t)
                ? "result #" + std::to_string(t - rule.operands.size())
@@ -356,7 +367,7 @@ FunctionPartitioner::checkRule(Operation *op, ArrayRef<ShardingAttr> operands,
            << ruleAttr << " does not allow: " << why << " (" << kRerunHint
            << ")";
   };
-  SmallVector<propagation::TensorFactorShardings> projected;
+  SmallVector<propagation::TensorFactorShardings, 4> projected;
   for (int64_t t = 0; t < rule.numTensors(); ++t) {
     if (!rule.isResult(t) && !sharding(t).getUnreducedAxes().empty())
       return disagree(name(t) + " is a partial sum");
@@ -411,7 +422,7 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
     FailureOr<Value> local =
         reshardValue(builder, op->getLoc(), localOperands[0], reshard.getType(),
                      operandShardings[0], reshard.getSharding(),
-                     describe(reshard.getInput()));
+                     [&] { return describe(reshard.getInput()); });
     if (failed(local))
       return failure();
     // The collectives of a backward-pass reshard belong to the backward
@@ -442,7 +453,8 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
                  : ShardingAttr(),
         global.getRank());
     FailureOr<RankedTensorType> local =
-        localType(global, sharding, describe(result), op->getLoc());
+        localType(global, sharding, [&] { return describe(result); },
+                  op->getLoc());
     if (failed(local))
       return failure();
     resultShardings.push_back(sharding);
@@ -522,7 +534,8 @@ LogicalResult FunctionPartitioner::run() {
         func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), key),
         global.getRank());
     FailureOr<RankedTensorType> local =
-        localType(global, sharding, describe(arg), func.getLoc());
+        localType(global, sharding, [&] { return describe(arg); },
+                  func.getLoc());
     if (failed(local))
       return failure();
     shardings[arg] = sharding;
@@ -556,7 +569,7 @@ LogicalResult FunctionPartitioner::run() {
     FailureOr<Value> local =
         reshardValue(builder, ret->getLoc(), locals.lookup(operand.get()),
                      global, shardings.lookup(operand.get()), target,
-                     "result #" + std::to_string(index));
+                     [&] { return "result #" + std::to_string(index); });
     if (failed(local))
       return failure();
     resultShardings.push_back(target);
@@ -583,15 +596,24 @@ LogicalResult FunctionPartitioner::run() {
   };
   func.setType(FunctionType::get(func.getContext(), body.getArgumentTypes(),
                                  ret->getOperandTypes()));
-  for (auto [index, sharding] : llvm::enumerate(argShardings)) {
-    func.removeArgAttr(index, StringAttr::get(func.getContext(), key));
-    func.setArgAttr(index, SDDialect::kLocalShardingAttrName, closed(sharding));
-  }
-  for (auto [index, sharding] : llvm::enumerate(resultShardings)) {
-    func.removeResultAttr(index, StringAttr::get(func.getContext(), key));
-    func.setResultAttr(index, SDDialect::kLocalShardingAttrName,
-                       closed(sharding));
-  }
+  // Each boundary's attributes are rebuilt once: setArgAttr per argument
+  // would rebuild the whole array each time, quadratic in their count.
+  auto localAttrs = [&](ArrayRef<ShardingAttr> boundaryShardings,
+                        auto getAttrDict) {
+    SmallVector<DictionaryAttr> dicts;
+    for (auto [index, sharding] : llvm::enumerate(boundaryShardings)) {
+      NamedAttrList attrs(getAttrDict(index));
+      attrs.erase(key);
+      attrs.set(SDDialect::kLocalShardingAttrName, closed(sharding));
+      dicts.push_back(attrs.getDictionary(func.getContext()));
+    }
+    return dicts;
+  };
+  func.setAllArgAttrs(localAttrs(
+      argShardings, [&](unsigned index) { return func.getArgAttrDict(index); }));
+  func.setAllResultAttrs(localAttrs(resultShardings, [&](unsigned index) {
+    return func.getResultAttrDict(index);
+  }));
   // Global shardings and rules do not describe local ops.
   for (Operation &op : body) {
     op.removeAttr(key);

@@ -73,6 +73,8 @@ public:
   /// Emits remarks on the values named `name`; false when there is none.
   bool explain(const Propagator &propagator, StringRef name);
 
+  /// The graph build() makes, moved into the Propagator afterwards (apply
+  /// and the others read it from there).
   SmallVector<ValueInfo> values;
   std::vector<Node> nodes;
   MeshShape meshShape;
@@ -82,6 +84,8 @@ private:
                                     function_ref<InFlightDiagnostic()> emit);
   ShardingAttr toAttr(const TensorSharding &sharding, bool closeAll) const;
   int addValue(Value value, Type type);
+  void setBoundaryShardings(ArrayRef<std::pair<unsigned, ShardingAttr>> args,
+                            ArrayRef<std::pair<unsigned, ShardingAttr>> results);
   std::string describeSource(int value) const;
   std::string describeNode(int node) const;
   std::string describeAxes(ArrayRef<AxisId> axes) const;
@@ -92,6 +96,8 @@ private:
   SmallVector<ValueSite> sites;
   SmallVector<NodeSite> nodeSites;
   DenseMap<Value, int> valueIds;
+  /// The plain form of each rule attribute, made once by build().
+  DenseMap<OpShardingRuleAttr, FactorRule> factorRules;
 };
 } // namespace
 
@@ -209,6 +215,17 @@ LogicalResult ShardingPropagationDriver::build() {
     return func.emitError("sharding propagation needs a function body of one "
                           "block");
   Block &body = func.getBody().front();
+  // Reserved up front: a Node is copied, not moved, when the vector grows.
+  size_t numOps = body.getOperations().size();
+  size_t numResults = func.getNumResults();
+  nodes.reserve(numOps + numResults);
+  nodeSites.reserve(numOps + numResults);
+  size_t numValues = body.getNumArguments() + numResults;
+  for (Operation &op : body)
+    numValues += op.getNumResults();
+  values.reserve(numValues);
+  sites.reserve(numValues);
+  valueIds.reserve(numValues);
   for (auto [index, arg] : llvm::enumerate(body.getArguments())) {
     if (!isStaticTensor(arg.getType()))
       return func.emitError()
@@ -286,7 +303,12 @@ LogicalResult ShardingPropagationDriver::build() {
       OpShardingRuleAttr rule = ruleOp.getShardingRule();
       if (!rule)
         return failure();
-      node.rule = FactorRule::fromAttr(rule);
+      // Ops share rules (those of elementwise ops of one shape are the
+      // same attribute): each is converted once.
+      auto [cached, inserted] = factorRules.try_emplace(rule);
+      if (inserted)
+        cached->second = FactorRule::fromAttr(rule);
+      node.rule = cached->second;
     }
     for (Value operand : op.getOperands())
       node.operands.push_back(valueIds.lookup(operand));
@@ -329,6 +351,9 @@ LogicalResult ShardingPropagationDriver::build() {
 
 FailureOr<int64_t>
 ShardingPropagationDriver::apply(const Propagator &propagator) {
+  // The graph moved into the propagator.
+  ArrayRef<ValueInfo> values = propagator.getValues();
+  ArrayRef<Node> nodes = propagator.getNodes();
   SmallVector<ReshardOp> created;
   // Reshards of one value to one sharding are shared by later ops (all in
   // one block, in order, so the first dominates the others) of the same
@@ -366,6 +391,8 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
     return success();
   };
 
+  // The function's results that get a sharding; set together at the end.
+  SmallVector<std::pair<unsigned, ShardingAttr>> resultShardings;
   for (auto [n, site] : llvm::enumerate(nodeSites)) {
     NodeLayout layout = propagator.getConsistentLayout(n);
     const Node &node = nodes[n];
@@ -383,8 +410,8 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
       if (values[node.results[0]].isSource ||
           !toAttr(sharding, false).isFullyReplicated() ||
           !sharding.unreduced.empty())
-        func.setResultAttr(site.funcResult, SDDialect::kShardingAttrName,
-                           toAttr(sharding, /*closeAll=*/false));
+        resultShardings.emplace_back(site.funcResult,
+                                     toAttr(sharding, /*closeAll=*/false));
       continue;
     }
     // A reshard already in the program takes any operand, partial sums
@@ -451,15 +478,46 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
 
   // Arguments keep their annotations; unannotated ones that gained axes
   // record them.
+  SmallVector<std::pair<unsigned, ShardingAttr>> argShardings;
   for (auto [id, site] : llvm::enumerate(sites)) {
     if (site.argument < 0)
       continue;
     const TensorSharding &sharding = propagator.getSharding(id);
     ShardingAttr attr = toAttr(sharding, /*closeAll=*/false);
     if (values[id].isSource || !attr.isFullyReplicated())
-      func.setArgAttr(site.argument, SDDialect::kShardingAttrName, attr);
+      argShardings.emplace_back(site.argument, attr);
   }
+  setBoundaryShardings(argShardings, resultShardings);
   return numReshards;
+}
+
+/// Sets the sharding attribute of the given arguments and results, each
+/// array of attribute dictionaries rebuilt once: setArgAttr per argument
+/// would rebuild the whole array each time, quadratic in their count.
+void ShardingPropagationDriver::setBoundaryShardings(
+    ArrayRef<std::pair<unsigned, ShardingAttr>> args,
+    ArrayRef<std::pair<unsigned, ShardingAttr>> results) {
+  MLIRContext *context = func.getContext();
+  auto update = [&](ArrayRef<std::pair<unsigned, ShardingAttr>> shardings,
+                    ArrayRef<DictionaryAttr> old, auto setAll) {
+    if (shardings.empty())
+      return;
+    SmallVector<NamedAttrList> attrs(old.begin(), old.end());
+    for (auto [index, sharding] : shardings)
+      attrs[index].set(SDDialect::kShardingAttrName, sharding);
+    setAll(llvm::map_to_vector(attrs, [&](const NamedAttrList &list) {
+      return list.getDictionary(context);
+    }));
+  };
+  SmallVector<DictionaryAttr> oldArgs, oldResults;
+  func.getAllArgAttrs(oldArgs);
+  func.getAllResultAttrs(oldResults);
+  update(args, oldArgs, [&](ArrayRef<DictionaryAttr> dicts) {
+    func.setAllArgAttrs(dicts);
+  });
+  update(results, oldResults, [&](ArrayRef<DictionaryAttr> dicts) {
+    func.setAllResultAttrs(dicts);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -554,6 +612,7 @@ std::string ShardingPropagationDriver::describeNode(int node) const {
 }
 
 void ShardingPropagationDriver::recordProvenance(const Propagator &propagator) {
+  ArrayRef<Node> nodes = propagator.getNodes();
   for (auto [n, site] : llvm::enumerate(nodeSites)) {
     if (!site.op)
       continue;
@@ -621,7 +680,7 @@ bool ShardingPropagationDriver::explain(const Propagator &propagator,
       // Follow the chain back to its annotation; a chain never needs more
       // hops than there are values.
       int value = id, d = dim;
-      for (size_t hop = 0; hop <= values.size(); ++hop) {
+      for (size_t hop = 0; hop <= propagator.getValues().size(); ++hop) {
         Provenance from = propagator.getProvenance(value, d);
         if (from.node < 0) {
           remark << (from.source >= 0 ? " from " + describeSource(from.source)
@@ -667,7 +726,8 @@ struct PropagateShardingPass
       DBGS() << "propagating over @" << func.getSymName() << "\n";
       driver.setDebugLabels();
     });
-    Propagator propagator(driver.meshShape, driver.values, driver.nodes,
+    Propagator propagator(driver.meshShape, std::move(driver.values),
+                          std::move(driver.nodes),
                           recordProvenance || !explain.empty());
     propagator.run();
     numVisits += propagator.getNumVisits();

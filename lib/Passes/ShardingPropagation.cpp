@@ -435,9 +435,12 @@ void Propagator::run() {
         llvm::dbgs() << "p" << levels[level] << "\n";
     });
     applyLevel(level);
+    std::optional<Phase> previous;
     for (Phase phase :
-         {Phase::PassThroughOps, Phase::PassThroughFactors, Phase::All})
-      runPhase(phase);
+         {Phase::PassThroughOps, Phase::PassThroughFactors, Phase::All}) {
+      runPhase(phase, previous);
+      previous = phase;
+    }
   }
 }
 
@@ -448,10 +451,24 @@ static StringRef getPhaseName(int phase) {
   return names[phase];
 }
 
-void Propagator::runPhase(Phase phase) {
+void Propagator::runPhase(Phase phase, std::optional<Phase> previous) {
   LLVM_DEBUG(DBGS() << "phase: " << getPhaseName(static_cast<int>(phase))
                     << "\n");
-  dirty.assign(nodes.size(), true);
+  // After a phase every node is at its fixed point: visiting it again with
+  // the same directions would change nothing. So a node starts dirty only
+  // where its directions differ from the previous phase's (pass-through ops
+  // propagate the same way in every phase).
+  dirty.resize(nodes.size());
+  for (int n = 0, e = nodes.size(); n < e; ++n) {
+    dirty[n] = true;
+    if (!previous)
+      continue;
+    int64_t numFactors = nodes[n].rule.numFactors();
+    bool same = true;
+    for (int64_t f = 0; f < numFactors && same; ++f)
+      same = getDirection(n, f, phase) == getDirection(n, f, *previous);
+    dirty[n] = !same;
+  }
   bool changed = true;
   while (changed) {
     changed = false;
@@ -504,7 +521,7 @@ namespace {
 struct NodeView {
   const Node &node;
   const FactorRule &rule;
-  SmallVector<TensorFactorShardings> projections;
+  SmallVector<TensorFactorShardings, 4> projections;
 
   NodeView(const Node &node, ArrayRef<ValueInfo> values, const MeshShape &mesh)
       : node(node), rule(node.rule) {
@@ -525,8 +542,8 @@ struct NodeView {
   std::pair<AxisList, int64_t> merge(int64_t factor, ArrayRef<ValueInfo> values,
                                      const MeshShape &mesh, IncludeFn include,
                                      ExpandFn canExpand) const {
-    SmallVector<MergeCandidate> candidates;
-    SmallVector<int64_t> tensors;
+    SmallVector<MergeCandidate, 4> candidates;
+    SmallVector<int64_t, 4> tensors;
     for (int64_t t = 0, e = rule.numTensors(); t < e; ++t) {
       const FactorSharding &sharding = projections[t].factors[factor];
       if (!sharding.present || !include(t))
@@ -557,7 +574,7 @@ bool Propagator::visit(int n, Phase phase) {
   NodeView view(node, values, mesh);
 
   // Merge each factor that propagates in this phase.
-  SmallVector<AxisList> merged(numFactors);
+  SmallVector<AxisList, 6> merged(numFactors);
   SmallVector<int64_t> winners(numFactors, -1), weights(numFactors, 0);
   for (int64_t f = 0; f < numFactors; ++f) {
     Direction direction = directions[f];
@@ -576,7 +593,7 @@ bool Propagator::visit(int n, Phase phase) {
 
   // An axis is used once per tensor: what the tensors hold now stays, and
   // new axes go to the factor with the larger source first.
-  SmallVector<SmallVector<int, 4>> owners(
+  SmallVector<SmallVector<int, 4>, 4> owners(
       numTensors, SmallVector<int, 4>(mesh.numAxes(), kFree));
   for (int64_t t = 0; t < numTensors; ++t) {
     for (auto [f, sharding] : llvm::enumerate(view.projections[t].factors))
@@ -612,20 +629,26 @@ bool Propagator::visit(int n, Phase phase) {
       }
     }
     const TensorSharding &current = values[value].sharding;
-    TensorSharding next =
-        updated.empty() ? current
-                        : projectFromFactors(projection, mapping,
-                                             rule.factorSizes, mesh, current);
+    // The new sharding, made only where something may change (most visits
+    // change nothing).
+    std::optional<TensorSharding> next;
+    if (!updated.empty())
+      next = projectFromFactors(projection, mapping, rule.factorSizes, mesh,
+                                current);
     // A sharded reduction factor leaves the results partial sums.
     if (rule.isResult(t))
       for (int64_t f = 0; f < numFactors; ++f)
         if (rule.factorKinds[f] == FactorKind::Reduction)
           for (AxisId axis : merged[f])
-            if (!llvm::is_contained(next.unreduced, axis))
-              next.unreduced.push_back(axis);
-    if (next == current)
+            if (!llvm::is_contained(next ? next->unreduced : current.unreduced,
+                                    axis)) {
+              if (!next)
+                next = current;
+              next->unreduced.push_back(axis);
+            }
+    if (!next || *next == current)
       continue;
-    values[value].sharding = std::move(next);
+    values[value].sharding = std::move(*next);
     changed = true;
     markNeighborsDirty(value);
     LLVM_DEBUG({
@@ -663,7 +686,7 @@ NodeLayout Propagator::getConsistentLayout(int n) const {
 
   // Results keep their shardings where they can: a factor in a result takes
   // the results' axes, an operand-only factor the operands' merge.
-  SmallVector<AxisList> axes(numFactors);
+  SmallVector<AxisList, 6> axes(numFactors);
   SmallVector<int64_t> weights(numFactors, 0);
   SmallVector<int64_t> resultFactors, operandFactors;
   for (int64_t f = 0; f < numFactors; ++f) {
@@ -706,7 +729,7 @@ NodeLayout Propagator::getConsistentLayout(int n) const {
     bool contested = false, resultOnly = true;
     int64_t operandBytes = 0, resultBytes = 0;
     for (int64_t t = 0; t < numTensors; ++t) {
-      const SmallVector<FactorSharding> &held = view.projections[t].factors;
+      ArrayRef<FactorSharding> held = view.projections[t].factors;
       bool holdsResultFactor = llvm::any_of(resultFactors, [&](int64_t g) {
         return overlaps(axes[g], axes[f]) && overlaps(held[g].axes, axes[f]);
       });
@@ -726,7 +749,7 @@ NodeLayout Propagator::getConsistentLayout(int n) const {
   for (int64_t f : operandFactors)
     if (!llvm::is_contained(order, f))
       order.push_back(f);
-  SmallVector<SmallVector<int, 4>> owners(
+  SmallVector<SmallVector<int, 4>, 4> owners(
       numTensors, SmallVector<int, 4>(mesh.numAxes(), kFree));
   resolveClaims(rule, view.projections, owners, axes, order);
 

@@ -217,6 +217,14 @@ int main(int argc, char **argv) {
   auto [inputFilename, outputFilename] =
       parseCLIOptions(argc, argv, helpHeader);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  // The parser verifies the input and the pass manager the IR after each
+  // pass, so the printer need not verify the whole program once more (a
+  // twentieth of a large training step's time).
+  if (config.shouldVerifyOnParsing() && config.shouldVerifyPasses())
+    if (cl::Option *assumeVerified =
+            cl::getRegisteredOptions().lookup("mlir-print-assume-verified");
+        assumeVerified && !assumeVerified->getNumOccurrences())
+      (void)assumeVerified->addOccurrence(0, assumeVerified->ArgStr, "true");
 
   ::sd::RunSpecFlags values = specFlags.values();
   if (flags.usePipeline(values)) {

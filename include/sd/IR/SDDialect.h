@@ -2,7 +2,15 @@
 #ifndef SD_IR_SDDIALECT_H
 #define SD_IR_SDDIALECT_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <mutex>
+
+namespace mlir {
+class FunctionOpInterface;
+} // namespace mlir
 
 #include "sd/IR/SDOpsDialect.h.inc"
 

@@ -103,8 +103,18 @@ def SD_Dialect : Dialect {
     /// step writes new parameters and optimizer state in place.
     static constexpr ::llvm::StringLiteral kAliasesAttrName = "sd.aliases";
 
+    /// The first argument of `func` whose #sd.param name an earlier
+    /// argument has, or its argument count: computed once per array of
+    /// argument attributes, so that checking every argument's name stays
+    /// linear in their number.
+    unsigned getFirstDuplicateParam(::mlir::FunctionOpInterface func);
+
   private:
     void registerAttributes();
+    /// getFirstDuplicateParam's answers for the latest arrays. Functions
+    /// are verified in parallel, hence the mutex.
+    ::llvm::DenseMap<::mlir::ArrayAttr, unsigned> firstDuplicateParams;
+    ::std::mutex firstDuplicateParamsMutex;
   public:
   }];
 }

@@ -112,8 +112,9 @@ struct FactorSharding {
 
 /// A tensor sharding projected onto the factors of a rule.
 struct TensorFactorShardings {
-  /// Indexed by factor.
-  SmallVector<FactorSharding> factors;
+  /// Indexed by factor (inline for the usual few: propagation projects
+  /// every tensor of a node at each visit).
+  SmallVector<FactorSharding, 6> factors;
   /// Axes the tensor uses outside its factors: replicated, unreduced, and
   /// axes of dimensions that do not fit their factors. No factor may take
   /// them.
@@ -236,6 +237,9 @@ public:
   NodeLayout getConsistentLayout(int node) const;
   /// Number of node visits, for statistics and tests.
   int64_t getNumVisits() const { return numVisits; }
+  /// The program as given (shardings as propagated so far).
+  ArrayRef<ValueInfo> getValues() const { return values; }
+  ArrayRef<Node> getNodes() const { return nodes; }
 
 private:
   enum class Phase { PassThroughOps, PassThroughFactors, All };
@@ -243,8 +247,9 @@ private:
   Direction getDirection(int node, int64_t factor, Phase phase) const;
   /// Propagates through one node; true when a value changed.
   bool visit(int node, Phase phase);
-  /// Sweeps to a fixed point in one phase.
-  void runPhase(Phase phase);
+  /// Sweeps to a fixed point in one phase, after `previous` (none at the
+  /// start of a user-priority level).
+  void runPhase(Phase phase, std::optional<Phase> previous);
   /// Sets the shardings of sources for user-priority level `level` (an
   /// index into `levels`): dimensions of a later level are closed and empty,
   /// their axes marked replicated so that no other dimension takes them.
