@@ -13,6 +13,7 @@
 #include "sd/Passes/Passes.h"
 #include "sd/Passes/ReshardPlanner.h"
 #include "sd/Passes/ShardingPropagation.h"
+#include "sd/Passes/ShardingRuleAnalysis.h"
 #include "sd/Support/Debug.h"
 
 #include "mlir/IR/Builders.h"
@@ -36,7 +37,8 @@ constexpr StringLiteral kRerunHint =
 
 class FunctionPartitioner {
 public:
-  explicit FunctionPartitioner(func::FuncOp func) : func(func) {}
+  FunctionPartitioner(func::FuncOp func, ShardingRuleAnalysis &ruleAnalysis)
+      : func(func), ruleAnalysis(ruleAnalysis) {}
 
   /// Partitions the function; fails after an error.
   LogicalResult run();
@@ -80,7 +82,9 @@ private:
   DenseMap<Value, ShardingAttr> shardings;
   /// The local types of the arguments.
   SmallVector<Type> localArgs;
-  /// Each op's sharding rule, taken while its operands are still global.
+  /// Each op's sharding rule, taken while its operands are still global
+  /// (from sd-propagate-sharding where it ran just before).
+  ShardingRuleAnalysis &ruleAnalysis;
   DenseMap<Operation *, OpShardingRuleAttr> rules;
   /// The plain form of each rule, made by checkRule.
   mutable DenseMap<OpShardingRuleAttr, propagation::FactorRule> factorRules;
@@ -503,7 +507,7 @@ LogicalResult FunctionPartitioner::checkProgram() {
     }
     if (auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op);
         ruleOp && !isa<ReshardOp>(op)) {
-      OpShardingRuleAttr rule = ruleOp.getShardingRule();
+      OpShardingRuleAttr rule = ruleAnalysis.getRule(ruleOp);
       if (!rule)
         return failure();
       rules[&op] = rule;
@@ -635,7 +639,7 @@ struct PartitionPass : public mlir::sd::impl::PartitionBase<PartitionPass> {
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    FunctionPartitioner partitioner(func);
+    FunctionPartitioner partitioner(func, getAnalysis<ShardingRuleAnalysis>());
     if (failed(partitioner.run()))
       return signalPassFailure();
     numCollectives += partitioner.getNumCollectives();

@@ -11,6 +11,7 @@
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Passes/ShardingPropagation.h"
+#include "sd/Passes/ShardingRuleAnalysis.h"
 #include "sd/Support/Debug.h"
 
 #include "mlir/IR/AsmState.h"
@@ -56,8 +57,9 @@ struct NodeSite {
 class ShardingPropagationDriver {
 public:
   ShardingPropagationDriver(func::FuncOp func, MeshAttr mesh,
-                            FlatSymbolRefAttr meshRef)
-      : func(func), meshAttr(mesh), meshRef(meshRef) {
+                            FlatSymbolRefAttr meshRef,
+                            ShardingRuleAnalysis &rules)
+      : func(func), meshAttr(mesh), meshRef(meshRef), rules(rules) {
     for (MeshAxisAttr axis : mesh.getAxes())
       meshShape.axisSizes.push_back(axis.getSize());
   }
@@ -96,6 +98,8 @@ private:
   SmallVector<ValueSite> sites;
   SmallVector<NodeSite> nodeSites;
   DenseMap<Value, int> valueIds;
+  /// The ops' rules, kept for sd-partition.
+  ShardingRuleAnalysis &rules;
   /// The plain form of each rule attribute, made once by build().
   DenseMap<OpShardingRuleAttr, FactorRule> factorRules;
 };
@@ -299,7 +303,7 @@ LogicalResult ShardingPropagationDriver::build() {
     if (auto reshard = dyn_cast<ReshardOp>(op)) {
       node.rule = barrierRule(reshard.getType().getShape());
     } else {
-      OpShardingRuleAttr rule = ruleOp.getShardingRule();
+      OpShardingRuleAttr rule = rules.getRule(ruleOp);
       if (!rule)
         return failure();
       // Ops share rules (those of elementwise ops of one shape are the
@@ -718,7 +722,8 @@ struct PropagateShardingPass
                           "sd-materialize-mesh";
       return signalPassFailure();
     }
-    ShardingPropagationDriver driver(func, meshOp.getMesh(), meshRef);
+    ShardingPropagationDriver driver(func, meshOp.getMesh(), meshRef,
+                                     getAnalysis<ShardingRuleAnalysis>());
     if (failed(driver.build()))
       return signalPassFailure();
     LLVM_DEBUG({
@@ -739,6 +744,9 @@ struct PropagateShardingPass
     numReshards += *reshards;
     if (recordProvenance)
       driver.recordProvenance(propagator);
+    // Ops only gained shardings and operands of their types (reshards):
+    // their rules hold.
+    markAnalysesPreserved<ShardingRuleAnalysis>();
   }
 };
 } // namespace
