@@ -618,10 +618,14 @@ LogicalResult FunctionPartitioner::run() {
   func.setAllResultAttrs(localAttrs(resultShardings, [&](unsigned index) {
     return func.getResultAttrDict(index);
   }));
-  // Global shardings and rules do not describe local ops.
+  // Global shardings and rules do not describe local ops. (The names are
+  // made once: removeAttr(StringRef) makes its StringAttr per call.)
+  auto shardingName = StringAttr::get(func.getContext(), key);
+  auto ruleName =
+      StringAttr::get(func.getContext(), SDDialect::kShardingRuleAttrName);
   for (Operation &op : body) {
-    op.removeAttr(key);
-    op.removeAttr(SDDialect::kShardingRuleAttrName);
+    op.removeAttr(shardingName);
+    op.removeAttr(ruleName);
   }
   return success();
 }
