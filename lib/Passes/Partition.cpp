@@ -194,8 +194,8 @@ FunctionPartitioner::localType(RankedTensorType global, ShardingAttr sharding,
       continue;
     }
     InFlightDiagnostic diag = emitError(loc);
-    diag << "dimension " << dim << " of " << what() << " has size " << shape[dim]
-         << ", which is not divisible by mesh "
+    diag << "dimension " << dim << " of " << what() << " has size "
+         << shape[dim] << ", which is not divisible by mesh "
          << (dimSharding.getAxes().size() == 1 ? "axis " : "axes ");
     llvm::interleaveComma(dimSharding.getAxes(), diag);
     diag << " of " << (dimSharding.getAxes().size() == 1 ? "" : "total ")
@@ -258,11 +258,9 @@ static ArrayAttr axesAttr(MLIRContext *ctx, MeshAttr mesh,
   return ArrayAttr::get(ctx, names);
 }
 
-FailureOr<Value>
-FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
-                                  RankedTensorType global, ShardingAttr from,
-                                  ShardingAttr to,
-                                  function_ref<std::string()> what) {
+FailureOr<Value> FunctionPartitioner::reshardValue(
+    OpBuilder &builder, Location loc, Value value, RankedTensorType global,
+    ShardingAttr from, ShardingAttr to, function_ref<std::string()> what) {
   reshard::ReshardProblem problem;
   problem.shape.assign(global.getShape().begin(), global.getShape().end());
   problem.elementBytes =
@@ -279,7 +277,8 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
   for (MeshAxisAttr axis : mesh.getAxes())
     problem.axisNames.push_back(axis.getName().str());
   if (!isa<FloatType>(global.getElementType()))
-    return emitError(loc) << "cannot reshard " << what() << " of type " << global
+    return emitError(loc) << "cannot reshard " << what() << " of type "
+                          << global
                           << ": collectives move f32 and bf16 tensors only";
   std::string error;
   FailureOr<reshard::ReshardPlan> plan = reshard::planReshard(problem, &error);
@@ -323,8 +322,8 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
           reshard::getPermutation(meshShape.axisSizes, previous, layout);
       if (failed(perm))
         return emitError(loc)
-               << "cannot reshard " << what() << " from " << from << " to " << to
-               << ": the planner's permute moves no whole blocks";
+               << "cannot reshard " << what() << " from " << from << " to "
+               << to << ": the planner's permute moves no whole blocks";
       // Only size-1 axes changed: every device already holds its block.
       if (perm->pairs.empty())
         continue;
@@ -456,9 +455,8 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
         perValue ? perValue.getShardings()[result.getResultNumber()]
                  : ShardingAttr(),
         global.getRank());
-    FailureOr<RankedTensorType> local =
-        localType(global, sharding, [&] { return describe(result); },
-                  op->getLoc());
+    FailureOr<RankedTensorType> local = localType(
+        global, sharding, [&] { return describe(result); }, op->getLoc());
     if (failed(local))
       return failure();
     resultShardings.push_back(sharding);
@@ -537,9 +535,8 @@ LogicalResult FunctionPartitioner::run() {
     ShardingAttr sharding = orReplicated(
         func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), key),
         global.getRank());
-    FailureOr<RankedTensorType> local =
-        localType(global, sharding, [&] { return describe(arg); },
-                  func.getLoc());
+    FailureOr<RankedTensorType> local = localType(
+        global, sharding, [&] { return describe(arg); }, func.getLoc());
     if (failed(local))
       return failure();
     shardings[arg] = sharding;
@@ -613,8 +610,9 @@ LogicalResult FunctionPartitioner::run() {
     }
     return dicts;
   };
-  func.setAllArgAttrs(localAttrs(
-      argShardings, [&](unsigned index) { return func.getArgAttrDict(index); }));
+  func.setAllArgAttrs(localAttrs(argShardings, [&](unsigned index) {
+    return func.getArgAttrDict(index);
+  }));
   func.setAllResultAttrs(localAttrs(resultShardings, [&](unsigned index) {
     return func.getResultAttrDict(index);
   }));

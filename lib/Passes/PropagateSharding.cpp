@@ -86,8 +86,9 @@ private:
                                     function_ref<InFlightDiagnostic()> emit);
   ShardingAttr toAttr(const TensorSharding &sharding, bool closeAll) const;
   int addValue(Value value, Type type);
-  void setBoundaryShardings(ArrayRef<std::pair<unsigned, ShardingAttr>> args,
-                            ArrayRef<std::pair<unsigned, ShardingAttr>> results);
+  void
+  setBoundaryShardings(ArrayRef<std::pair<unsigned, ShardingAttr>> args,
+                       ArrayRef<std::pair<unsigned, ShardingAttr>> results);
   std::string describeSource(int value) const;
   std::string describeNode(int node) const;
   std::string describeAxes(ArrayRef<AxisId> axes) const;
@@ -515,9 +516,8 @@ void ShardingPropagationDriver::setBoundaryShardings(
   SmallVector<DictionaryAttr> oldArgs, oldResults;
   func.getAllArgAttrs(oldArgs);
   func.getAllResultAttrs(oldResults);
-  update(args, oldArgs, [&](ArrayRef<DictionaryAttr> dicts) {
-    func.setAllArgAttrs(dicts);
-  });
+  update(args, oldArgs,
+         [&](ArrayRef<DictionaryAttr> dicts) { func.setAllArgAttrs(dicts); });
   update(results, oldResults, [&](ArrayRef<DictionaryAttr> dicts) {
     func.setAllResultAttrs(dicts);
   });
