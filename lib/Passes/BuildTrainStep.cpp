@@ -227,8 +227,7 @@ void TrainStepBuilder::createFunction() {
   // All result attributes at once: setResultAttr per result would rebuild
   // the whole array each time, quadratic in the parameter count.
   size_t numParams = paramIndices.size();
-  SmallVector<DictionaryAttr> resultAttrs = {
-      DictionaryAttr::get(context, {})};
+  SmallVector<DictionaryAttr> resultAttrs = {DictionaryAttr::get(context, {})};
   for (int64_t c = 0; c < 3; ++c)
     for (auto [n, i] : llvm::enumerate(paramIndices)) {
       NamedAttrList attrs;

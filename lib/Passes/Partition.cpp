@@ -13,6 +13,7 @@
 #include "sd/Passes/Passes.h"
 #include "sd/Passes/ReshardPlanner.h"
 #include "sd/Passes/ShardingPropagation.h"
+#include "sd/Passes/ShardingRuleAnalysis.h"
 #include "sd/Support/Debug.h"
 
 #include "mlir/IR/Builders.h"
@@ -36,7 +37,8 @@ constexpr StringLiteral kRerunHint =
 
 class FunctionPartitioner {
 public:
-  explicit FunctionPartitioner(func::FuncOp func) : func(func) {}
+  FunctionPartitioner(func::FuncOp func, ShardingRuleAnalysis &ruleAnalysis)
+      : func(func), ruleAnalysis(ruleAnalysis) {}
 
   /// Partitions the function; fails after an error.
   LogicalResult run();
@@ -80,7 +82,9 @@ private:
   DenseMap<Value, ShardingAttr> shardings;
   /// The local types of the arguments.
   SmallVector<Type> localArgs;
-  /// Each op's sharding rule, taken while its operands are still global.
+  /// Each op's sharding rule, taken while its operands are still global
+  /// (from sd-propagate-sharding where it ran just before).
+  ShardingRuleAnalysis &ruleAnalysis;
   DenseMap<Operation *, OpShardingRuleAttr> rules;
   /// The plain form of each rule, made by checkRule.
   mutable DenseMap<OpShardingRuleAttr, propagation::FactorRule> factorRules;
@@ -190,8 +194,8 @@ FunctionPartitioner::localType(RankedTensorType global, ShardingAttr sharding,
       continue;
     }
     InFlightDiagnostic diag = emitError(loc);
-    diag << "dimension " << dim << " of " << what() << " has size " << shape[dim]
-         << ", which is not divisible by mesh "
+    diag << "dimension " << dim << " of " << what() << " has size "
+         << shape[dim] << ", which is not divisible by mesh "
          << (dimSharding.getAxes().size() == 1 ? "axis " : "axes ");
     llvm::interleaveComma(dimSharding.getAxes(), diag);
     diag << " of " << (dimSharding.getAxes().size() == 1 ? "" : "total ")
@@ -254,11 +258,9 @@ static ArrayAttr axesAttr(MLIRContext *ctx, MeshAttr mesh,
   return ArrayAttr::get(ctx, names);
 }
 
-FailureOr<Value>
-FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
-                                  RankedTensorType global, ShardingAttr from,
-                                  ShardingAttr to,
-                                  function_ref<std::string()> what) {
+FailureOr<Value> FunctionPartitioner::reshardValue(
+    OpBuilder &builder, Location loc, Value value, RankedTensorType global,
+    ShardingAttr from, ShardingAttr to, function_ref<std::string()> what) {
   reshard::ReshardProblem problem;
   problem.shape.assign(global.getShape().begin(), global.getShape().end());
   problem.elementBytes =
@@ -275,7 +277,8 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
   for (MeshAxisAttr axis : mesh.getAxes())
     problem.axisNames.push_back(axis.getName().str());
   if (!isa<FloatType>(global.getElementType()))
-    return emitError(loc) << "cannot reshard " << what() << " of type " << global
+    return emitError(loc) << "cannot reshard " << what() << " of type "
+                          << global
                           << ": collectives move f32 and bf16 tensors only";
   std::string error;
   FailureOr<reshard::ReshardPlan> plan = reshard::planReshard(problem, &error);
@@ -319,8 +322,8 @@ FunctionPartitioner::reshardValue(OpBuilder &builder, Location loc, Value value,
           reshard::getPermutation(meshShape.axisSizes, previous, layout);
       if (failed(perm))
         return emitError(loc)
-               << "cannot reshard " << what() << " from " << from << " to " << to
-               << ": the planner's permute moves no whole blocks";
+               << "cannot reshard " << what() << " from " << from << " to "
+               << to << ": the planner's permute moves no whole blocks";
       // Only size-1 axes changed: every device already holds its block.
       if (perm->pairs.empty())
         continue;
@@ -452,9 +455,8 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
         perValue ? perValue.getShardings()[result.getResultNumber()]
                  : ShardingAttr(),
         global.getRank());
-    FailureOr<RankedTensorType> local =
-        localType(global, sharding, [&] { return describe(result); },
-                  op->getLoc());
+    FailureOr<RankedTensorType> local = localType(
+        global, sharding, [&] { return describe(result); }, op->getLoc());
     if (failed(local))
       return failure();
     resultShardings.push_back(sharding);
@@ -503,7 +505,7 @@ LogicalResult FunctionPartitioner::checkProgram() {
     }
     if (auto ruleOp = dyn_cast<ShardingRuleOpInterface>(op);
         ruleOp && !isa<ReshardOp>(op)) {
-      OpShardingRuleAttr rule = ruleOp.getShardingRule();
+      OpShardingRuleAttr rule = ruleAnalysis.getRule(ruleOp);
       if (!rule)
         return failure();
       rules[&op] = rule;
@@ -533,9 +535,8 @@ LogicalResult FunctionPartitioner::run() {
     ShardingAttr sharding = orReplicated(
         func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(), key),
         global.getRank());
-    FailureOr<RankedTensorType> local =
-        localType(global, sharding, [&] { return describe(arg); },
-                  func.getLoc());
+    FailureOr<RankedTensorType> local = localType(
+        global, sharding, [&] { return describe(arg); }, func.getLoc());
     if (failed(local))
       return failure();
     shardings[arg] = sharding;
@@ -609,15 +610,20 @@ LogicalResult FunctionPartitioner::run() {
     }
     return dicts;
   };
-  func.setAllArgAttrs(localAttrs(
-      argShardings, [&](unsigned index) { return func.getArgAttrDict(index); }));
+  func.setAllArgAttrs(localAttrs(argShardings, [&](unsigned index) {
+    return func.getArgAttrDict(index);
+  }));
   func.setAllResultAttrs(localAttrs(resultShardings, [&](unsigned index) {
     return func.getResultAttrDict(index);
   }));
-  // Global shardings and rules do not describe local ops.
+  // Global shardings and rules do not describe local ops. (The names are
+  // made once: removeAttr(StringRef) makes its StringAttr per call.)
+  auto shardingName = StringAttr::get(func.getContext(), key);
+  auto ruleName =
+      StringAttr::get(func.getContext(), SDDialect::kShardingRuleAttrName);
   for (Operation &op : body) {
-    op.removeAttr(key);
-    op.removeAttr(SDDialect::kShardingRuleAttrName);
+    op.removeAttr(shardingName);
+    op.removeAttr(ruleName);
   }
   return success();
 }
@@ -635,7 +641,7 @@ struct PartitionPass : public mlir::sd::impl::PartitionBase<PartitionPass> {
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    FunctionPartitioner partitioner(func);
+    FunctionPartitioner partitioner(func, getAnalysis<ShardingRuleAnalysis>());
     if (failed(partitioner.run()))
       return signalPassFailure();
     numCollectives += partitioner.getNumCollectives();

@@ -11,6 +11,7 @@
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Passes/ShardingPropagation.h"
+#include "sd/Passes/ShardingRuleAnalysis.h"
 #include "sd/Support/Debug.h"
 
 #include "mlir/IR/AsmState.h"
@@ -56,8 +57,9 @@ struct NodeSite {
 class ShardingPropagationDriver {
 public:
   ShardingPropagationDriver(func::FuncOp func, MeshAttr mesh,
-                            FlatSymbolRefAttr meshRef)
-      : func(func), meshAttr(mesh), meshRef(meshRef) {
+                            FlatSymbolRefAttr meshRef,
+                            ShardingRuleAnalysis &rules)
+      : func(func), meshAttr(mesh), meshRef(meshRef), rules(rules) {
     for (MeshAxisAttr axis : mesh.getAxes())
       meshShape.axisSizes.push_back(axis.getSize());
   }
@@ -84,8 +86,9 @@ private:
                                     function_ref<InFlightDiagnostic()> emit);
   ShardingAttr toAttr(const TensorSharding &sharding, bool closeAll) const;
   int addValue(Value value, Type type);
-  void setBoundaryShardings(ArrayRef<std::pair<unsigned, ShardingAttr>> args,
-                            ArrayRef<std::pair<unsigned, ShardingAttr>> results);
+  void
+  setBoundaryShardings(ArrayRef<std::pair<unsigned, ShardingAttr>> args,
+                       ArrayRef<std::pair<unsigned, ShardingAttr>> results);
   std::string describeSource(int value) const;
   std::string describeNode(int node) const;
   std::string describeAxes(ArrayRef<AxisId> axes) const;
@@ -96,6 +99,8 @@ private:
   SmallVector<ValueSite> sites;
   SmallVector<NodeSite> nodeSites;
   DenseMap<Value, int> valueIds;
+  /// The ops' rules, kept for sd-partition.
+  ShardingRuleAnalysis &rules;
   /// The plain form of each rule attribute, made once by build().
   DenseMap<OpShardingRuleAttr, FactorRule> factorRules;
 };
@@ -300,7 +305,7 @@ LogicalResult ShardingPropagationDriver::build() {
     if (auto reshard = dyn_cast<ReshardOp>(op)) {
       node.rule = barrierRule(reshard.getType().getShape());
     } else {
-      OpShardingRuleAttr rule = ruleOp.getShardingRule();
+      OpShardingRuleAttr rule = rules.getRule(ruleOp);
       if (!rule)
         return failure();
       // Ops share rules (those of elementwise ops of one shape are the
@@ -512,9 +517,8 @@ void ShardingPropagationDriver::setBoundaryShardings(
   SmallVector<DictionaryAttr> oldArgs, oldResults;
   func.getAllArgAttrs(oldArgs);
   func.getAllResultAttrs(oldResults);
-  update(args, oldArgs, [&](ArrayRef<DictionaryAttr> dicts) {
-    func.setAllArgAttrs(dicts);
-  });
+  update(args, oldArgs,
+         [&](ArrayRef<DictionaryAttr> dicts) { func.setAllArgAttrs(dicts); });
   update(results, oldResults, [&](ArrayRef<DictionaryAttr> dicts) {
     func.setAllResultAttrs(dicts);
   });
@@ -719,7 +723,8 @@ struct PropagateShardingPass
                           "sd-materialize-mesh";
       return signalPassFailure();
     }
-    ShardingPropagationDriver driver(func, meshOp.getMesh(), meshRef);
+    ShardingPropagationDriver driver(func, meshOp.getMesh(), meshRef,
+                                     getAnalysis<ShardingRuleAnalysis>());
     if (failed(driver.build()))
       return signalPassFailure();
     LLVM_DEBUG({
@@ -740,6 +745,9 @@ struct PropagateShardingPass
     numReshards += *reshards;
     if (recordProvenance)
       driver.recordProvenance(propagator);
+    // Ops only gained shardings and operands of their types (reshards):
+    // their rules hold.
+    markAnalysesPreserved<ShardingRuleAnalysis>();
   }
 };
 } // namespace

@@ -221,6 +221,21 @@ TensorSharding propagation::projectFromFactors(
 // Merge and conflicts
 //===----------------------------------------------------------------------===//
 
+/// Sorts `items` by `less`, keeping the order of equal items, as
+/// llvm::stable_sort does, but without its temporary buffer: the lists
+/// sorted here (a node's tensors or factors) are short and sorted at every
+/// visit.
+template <typename T, typename LessFn>
+static void stableSortShort(MutableArrayRef<T> items, LessFn less) {
+  for (size_t i = 1; i < items.size(); ++i) {
+    T item = items[i];
+    size_t j = i;
+    for (; j > 0 && less(item, items[j - 1]); --j)
+      items[j] = items[j - 1];
+    items[j] = item;
+  }
+}
+
 /// True when `prefix` is a prefix of `axes` (or equal).
 static bool isPrefix(ArrayRef<AxisId> prefix, ArrayRef<AxisId> axes) {
   return prefix.size() <= axes.size() &&
@@ -238,7 +253,7 @@ MergeResult propagation::mergeFactorAxes(ArrayRef<MergeCandidate> candidates) {
   // Larger tensors first; ties keep the candidates' order (determinism).
   SmallVector<int> order(candidates.size());
   std::iota(order.begin(), order.end(), 0);
-  llvm::stable_sort(order, [&](int a, int b) {
+  stableSortShort<int>(order, [&](int a, int b) {
     return candidates[a].bytes > candidates[b].bytes;
   });
   MergeResult result;
@@ -334,7 +349,7 @@ void resolveClaims(const FactorRule &rule,
 SmallVector<int64_t> orderByWeight(ArrayRef<int64_t> weights) {
   SmallVector<int64_t> order(weights.size());
   std::iota(order.begin(), order.end(), 0);
-  llvm::stable_sort(
+  stableSortShort<int64_t>(
       order, [&](int64_t a, int64_t b) { return weights[a] > weights[b]; });
   return order;
 }
@@ -704,7 +719,7 @@ NodeLayout Propagator::getConsistentLayout(int n) const {
       weights[f] = values[view.valueOf(winner)].bytes;
     (inResult ? resultFactors : operandFactors).push_back(f);
   }
-  llvm::stable_sort(operandFactors, [&](int64_t a, int64_t b) {
+  stableSortShort<int64_t>(operandFactors, [&](int64_t a, int64_t b) {
     return weights[a] > weights[b];
   });
   // Results keep their axes first, except where a result factor's axes are

@@ -41,9 +41,8 @@ protected:
   ManyArgumentsTest() {
     context.loadDialect<SDDialect, func::FuncDialect>();
     // Diagnostics go into `diagnostics`, for the failure messages.
-    context.getDiagEngine().registerHandler([this](Diagnostic &diag) {
-      diagnostics += diag.str() + "\n";
-    });
+    context.getDiagEngine().registerHandler(
+        [this](Diagnostic &diag) { diagnostics += diag.str() + "\n"; });
   }
 
   /// Parses `source` and runs `build`'s passes on it; null after an error.
@@ -110,8 +109,7 @@ TEST_F(ManyArgumentsTest, TrainStepOfManyParameters) {
   }
   // The last parameter and its moments, in their places.
   unsigned last = kNumParams - 1;
-  auto param =
-      step.getArgAttrOfType<ParamAttr>(last, SDDialect::kRoleAttrName);
+  auto param = step.getArgAttrOfType<ParamAttr>(last, SDDialect::kRoleAttrName);
   ASSERT_TRUE(param);
   EXPECT_EQ(param.getName().getValue(), "p" + std::to_string(last));
   for (auto [kind, offset] :
