@@ -300,13 +300,12 @@ splitSourceFiles(std::string_view source) {
   constexpr std::string_view kMarker = "//--- ";
   std::vector<SourceFile> files;
   size_t lineStart = 0;
-  bool any = false;
   while (lineStart < source.size()) {
     size_t lineEnd = source.find('\n', lineStart);
     size_t next = lineEnd == std::string_view::npos ? source.size() : lineEnd + 1;
     std::string_view line = source.substr(lineStart, next - lineStart);
     if (line.substr(0, kMarker.size()) == kMarker) {
-      if (any)
+      if (!files.empty())
         files.back().text =
             std::string_view(files.back().text.data(),
                              source.data() + lineStart - files.back().text.data());
@@ -323,11 +322,10 @@ splitSourceFiles(std::string_view source) {
           return absl::InvalidArgumentError(absl::StrFormat(
               "device program source: file '%s' is given twice", name));
       files.push_back({name, source.substr(next)});
-      any = true;
     }
     lineStart = next;
   }
-  if (!any)
+  if (files.empty())
     return std::vector<SourceFile>{{"program.cpp", source}};
   if (std::none_of(files.begin(), files.end(), [](const SourceFile &file) {
         return absl::EndsWith(file.name, ".cpp");

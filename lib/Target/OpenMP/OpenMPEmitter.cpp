@@ -232,6 +232,9 @@ struct Step {
   /// The later steps that call this step's function.
   SmallVector<std::string> sharers;
 
+  /// Whether the step's function is its own (written in a kernel file).
+  bool definesKernel() const { return isLoop() && callee == name(); }
+
   bool isLoop() const {
     return plan.getKind() == KernelKind::fused ||
            plan.getKind() == KernelKind::reduce;
@@ -479,7 +482,7 @@ void ProgramEmitter::writeKernelFiles(llvm::raw_ostream &os) {
   SmallVector<const Step *> kernels;
   size_t bytes = 0;
   for (const Step &step : steps)
-    if (step.isLoop() && step.callee == step.name()) {
+    if (step.definesKernel()) {
       kernels.push_back(&step);
       bytes += step.function.body.size();
     }
@@ -565,7 +568,7 @@ void ProgramEmitter::writeFiles(llvm::raw_ostream &os) {
      << "#endif\n\n"
      << sharedText;
   for (Step &step : steps)
-    if (step.isLoop() && step.callee == step.name()) {
+    if (step.definesKernel()) {
       StringRef body = step.function.body;
       os << "SD_LOCAL void " << step.name()
          << body.take_front(body.find(" {\n")) << ";\n";
