@@ -139,6 +139,40 @@ static int64_t getFlops(AttentionOp op) {
   return scores * perScore;
 }
 
+/// The score count B·H·Sq·Skv of an attention op and its head_dims D, Dv.
+static std::tuple<int64_t, int64_t, int64_t> attentionSizes(Value query,
+                                                            Value value) {
+  ArrayRef<int64_t> q = shapeOf(query);
+  ArrayRef<int64_t> v = shapeOf(value);
+  return {q[0] * q[1] * q[2] * v[2], q[3], v[3]};
+}
+
+// The tiled forward does the untiled one's work per score; the online
+// softmax's rescaling of the accumulator is per row and block, not counted.
+static int64_t getFlops(FlashAttentionOp op) {
+  auto [scores, d, dv] = attentionSizes(op.getQuery(), op.getValue());
+  return scores * (2 * (d + dv) + 6 + (op.getMask() ? 1 : 0));
+}
+
+// Per score: the recomputed scores Q·Kᵀ (2·D) and P = exp(S − lse) (2),
+// dP = dO·Vᵀ (2·Dv), dS = P∘(dP − Di) (2), and dQ += dS·K (2·D); plus
+// Di = rowsum(dO∘O) per query row (2·Dv).
+static int64_t getFlops(FlashAttentionDqOp op) {
+  auto [scores, d, dv] = attentionSizes(op.getQuery(), op.getValue());
+  int64_t rows = getNumElements(op.getLogsumexp().getType());
+  return scores * (4 * d + 2 * dv + 4 + (op.getMask() ? 1 : 0)) +
+         rows * 2 * dv;
+}
+
+// Per score: Q·Kᵀ (2·D), P (2), dV += Pᵀ·dO (2·Dv), dP = dO·Vᵀ (2·Dv), dS
+// (2) and dK += dSᵀ·Q (2·D); plus Di per query row (2·Dv).
+static int64_t getFlops(FlashAttentionDkvOp op) {
+  auto [scores, d, dv] = attentionSizes(op.getQuery(), op.getValue());
+  int64_t rows = getNumElements(op.getLogsumexp().getType());
+  return scores * (4 * d + 4 * dv + 4 + (op.getMask() ? 1 : 0)) +
+         rows * 2 * dv;
+}
+
 // 2·N·Ho·Wo·Cout·KH·KW·Cin/groups, plus one add per output for the bias.
 static int64_t getFlops(Conv2DOp op) {
   ArrayRef<int64_t> kernel = shapeOf(op.getKernel());
@@ -330,7 +364,8 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
                  LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp, RngNormalOp,
                  RngUniformOp>(*context);
     attachModels<ReduceCost, ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(*context);
-    attachModels<FormulaCost, DotGeneralOp, AttentionOp, Conv2DOp, MseLossOp>(
+    attachModels<FormulaCost, DotGeneralOp, AttentionOp, FlashAttentionOp,
+                 FlashAttentionDqOp, FlashAttentionDkvOp, Conv2DOp, MseLossOp>(
         *context);
     attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,
                  UpsampleNearestOp, ConstantOp, IotaOp, ShardingConstraintOp,

@@ -230,6 +230,31 @@ static LogicalResult vjpOf(AttentionOp op, OpBuilder &b, ValueRange cts,
   });
 }
 
+static LogicalResult vjpOf(FlashAttentionOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
+  // FlashAttention-2's backward from the saved output and log-sum-exp: dQ
+  // in one op, dK and dV in another (their sums run over different
+  // factors; see sd.flash_attention_dq). The mask gets no cotangent.
+  out.assign(op->getNumOperands(), Value());
+  if (cts[1])
+    return op.emitOpError(
+        "cannot be differentiated through its log-sum-exp result");
+  if (!cts[0])
+    return success();
+  Location loc = op.getLoc();
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
+  Value o = op.getResult(), lse = op.getLogsumexp(), mask = op.getMask();
+  FloatAttr scale = op.getScaleAttr();
+  FlashBlocksAttr blocks = op.getBlocks();
+  out[0] = FlashAttentionDqOp::create(b, loc, q, k, v, o, lse, cts[0], mask,
+                                     scale, blocks);
+  auto dkv = FlashAttentionDkvOp::create(b, loc, q, k, v, o, lse, cts[0],
+                                         mask, scale, blocks);
+  out[1] = dkv.getDKey();
+  out[2] = dkv.getDValue();
+  return success();
+}
+
 namespace {
 /// A conv2d's shapes: input [N, H, W, Cin], kernel [KH, KW, Cin/G, Cout],
 /// result [N, Ho, Wo, Cout], and G groups.
@@ -338,5 +363,6 @@ template <typename OpTy> using OwnVjp = VjpModel<OpTy, vjpOf>;
 
 void mlir::sd::vjp::attachLayerVjpModels(MLIRContext &context) {
   attachModels<OwnVjp, DotGeneralOp, SoftmaxOp, LayerNormOp, RmsNormOp,
-               GroupNormOp, AttentionOp, Conv2DOp, UpsampleNearestOp>(context);
+               GroupNormOp, AttentionOp, FlashAttentionOp, Conv2DOp,
+               UpsampleNearestOp>(context);
 }

@@ -205,6 +205,7 @@ constexpr StringKey kStringKeys[] = {
     {"run_name", &RunConfig::runName},
     {"weights_dtype", &RunConfig::weightsDtype},
     {"activations_dtype", &RunConfig::activationsDtype},
+    {"attention", &RunConfig::attention},
 };
 
 struct NamesKey {

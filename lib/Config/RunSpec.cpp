@@ -216,7 +216,7 @@ private:
   absl::Status resolveOptimizer();
   absl::Status resolveOutputs();
   absl::Status resolveTrace();
-  void resolveModel();
+  absl::Status resolveModel();
   absl::Status resolveBudgets();
 
   /// "file.yml:12" or "command line" for a key the config set; the file's
@@ -511,16 +511,43 @@ absl::Status Resolver::resolveTrace() {
   return absl::OkStatus();
 }
 
-void Resolver::resolveModel() {
+absl::Status Resolver::resolveModel() {
   ModelSettings &model = spec.model;
-  if (file.flashBlockSizes) {
+  Setting<std::string> attention =
+      pick(flags.attention, "attention", "attention", file.attention,
+           std::string("dot_product"));
+  std::optional<AttentionKind> kind = parseAttentionKind(attention.value);
+  if (!kind) {
+    bool unavailable =
+        std::find(kUnavailableAttentionKinds.begin(),
+                  kUnavailableAttentionKinds.end(),
+                  attention.value) != kUnavailableAttentionKinds.end();
+    return invalid(absl::StrFormat(
+        "%s: attention '%s' %s; sd runs dot_product and flash",
+        attention.origin, attention.value,
+        unavailable ? "is not available in sd" : "is unknown"));
+  }
+  model.attention.value = *kind;
+  model.attention.source = attention.source;
+  model.attention.origin = attention.origin;
+  std::optional<FlashBlockSizes> flagSizes;
+  if (flags.flashBlockSizes) {
+    // The flag takes what the config key takes: MaxDiffusion's JSON.
+    RunConfig parsed;
+    if (absl::Status s = applyOverride(
+            parsed, "flash_block_sizes=" + *flags.flashBlockSizes);
+        !s.ok())
+      return invalid("--flash-block-sizes: " + std::string(s.message()));
+    flagSizes = parsed.flashBlockSizes;
+  }
+  if (flagSizes || file.flashBlockSizes) {
     model.flashBlockSizes =
-        pick(std::optional<FlashBlockSizes>(), "", "flash_block_sizes",
+        pick(flagSizes, "flash-block-sizes", "flash_block_sizes",
              file.flashBlockSizes, FlashBlockSizes());
-    spec.notes.push_back(
-        "flash_block_sizes: " + file.flashBlockSizes->toString() +
-        " (sd does not tile attention into flash blocks "
-        "yet; attention runs unblocked)");
+    if (*kind == AttentionKind::DotProduct)
+      spec.notes.push_back(
+          "flash_block_sizes: " + model.flashBlockSizes->value.toString() +
+          " (unused: attention is dot_product)");
   }
   for (auto [key, value, setting] :
        {std::tuple{"weights_dtype", &file.weightsDtype, &model.weightsDtype},
@@ -537,6 +564,7 @@ void Resolver::resolveModel() {
           "bfloat16 arithmetic)",
           key, dtype));
   }
+  return absl::OkStatus();
 }
 
 absl::Status Resolver::resolveBudgets() {
@@ -581,7 +609,8 @@ absl::StatusOr<RunSpec> Resolver::resolve() {
         &Resolver::resolveTrace})
     if (absl::Status s = (this->*step)(); !s.ok())
       return s;
-  resolveModel();
+  if (absl::Status s = resolveModel(); !s.ok())
+    return s;
   if (absl::Status s = resolveBudgets(); !s.ok())
     return s;
   return std::move(spec);
@@ -646,6 +675,9 @@ private:
   static std::string display(RematPolicyKind value) {
     return std::string(rematPolicyName(value));
   }
+  static std::string display(AttentionKind value) {
+    return std::string(attentionKindName(value));
+  }
   static std::string display(const FlashBlockSizes &value) {
     return value.toString();
   }
@@ -709,6 +741,7 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
               run.tracePath.origin);
   table.add("skip_first_n_steps_for_profiler", run.traceSkipSteps);
   table.add("profiler_steps", run.traceSteps);
+  table.add("attention", spec.model.attention);
   if (spec.model.flashBlockSizes)
     table.add("flash_block_sizes", *spec.model.flashBlockSizes);
   if (spec.model.weightsDtype)

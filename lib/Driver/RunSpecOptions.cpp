@@ -41,6 +41,22 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   step.weightDecay = opt.weightDecay.value;
   step.maxGradNorm = opt.maxGradNorm.value;
   step.gradAccum = spec.batch.gradAccum.value;
+
+  if (spec.model.attention.value == ::sd::AttentionKind::Flash) {
+    TileAttentionOptions &tile = options.tileAttention.emplace();
+    if (spec.model.flashBlockSizes) {
+      const ::sd::FlashBlockSizes &given = spec.model.flashBlockSizes->value;
+      tile.blockQ = given.blockQ;
+      tile.blockKvCompute = given.blockKvCompute;
+      tile.blockKv = given.blockKv;
+      tile.blockQDkv = given.blockQDkv;
+      tile.blockKvDkv = given.blockKvDkv;
+      tile.blockKvDkvCompute = given.blockKvDkvCompute;
+      tile.blockQDq = given.blockQDq;
+      tile.blockKvDq = given.blockKvDq;
+      tile.useFusedBwdKernel = given.useFusedBwdKernel;
+    }
+  }
   return options;
 }
 

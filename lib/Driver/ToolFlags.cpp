@@ -137,6 +137,18 @@ struct ToolFlags::SpecOptions {
       all, &F::maxGradNorm, "max-grad-norm",
       cl::desc("Clip gradients to this global norm (default 0: no clipping)"),
       cl::cat(stepCat)};
+
+  Flag<std::string> attention{
+      all, &F::attention, "attention",
+      cl::desc("Attention kernel: dot_product (default: one score matrix "
+               "per head) or flash (tiled into flash-attention blocks)"),
+      cl::cat(stepCat)};
+  Flag<std::string> flashBlockSizes{
+      all, &F::flashBlockSizes, "flash-block-sizes",
+      cl::desc("flash_block_sizes as MaxDiffusion's JSON, e.g. "
+               "'{\"block_q\": 256, \"block_kv\": 1024}' (default: derived "
+               "from the cache)"),
+      cl::cat(stepCat)};
 };
 
 /// sdopt's: a mesh across processes, and microbatches.

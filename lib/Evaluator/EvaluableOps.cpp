@@ -244,6 +244,43 @@ static LogicalResult evalOp(AttentionOp op, Operands o, Results &r) {
                  ref::attention(*o[0], *o[1], *o[2], optionalOperand(op, 3, o),
                                 op.getEffectiveScale()));
 }
+/// The reference's block sizes of `blocks`.
+static ref::FlashBlockSizes blockSizes(FlashBlocksAttr blocks) {
+  ref::FlashBlockSizes sizes;
+  sizes.blockQ = blocks.getBlockQ();
+  sizes.blockKvCompute = blocks.getBlockKvCompute();
+  sizes.blockKv = blocks.getBlockKv();
+  sizes.blockQDkv = blocks.getBlockQDkv();
+  sizes.blockKvDkv = blocks.getBlockKvDkv();
+  sizes.blockKvDkvCompute = blocks.getBlockKvDkvCompute();
+  sizes.blockQDq = blocks.getBlockQDq();
+  sizes.blockKvDq = blocks.getBlockKvDq();
+  sizes.fusedBackward = blocks.getUseFusedBwdKernel();
+  return sizes;
+}
+static LogicalResult evalOp(FlashAttentionOp op, Operands o, Results &r) {
+  ref::FlashForward forward = ref::flashAttention(
+      *o[0], *o[1], *o[2], optionalOperand(op, 3, o),
+      op.getScale().convertToDouble(), blockSizes(op.getBlocks()));
+  r.push_back(std::move(forward.out));
+  r.push_back(std::move(forward.lse));
+  return success();
+}
+template <typename OpTy>
+static ref::FlashGradients flashBackward(OpTy op, Operands o) {
+  return ref::flashAttentionBackward(
+      *o[0], *o[1], *o[2], optionalOperand(op, 6, o), *o[3], *o[4], *o[5],
+      op.getScale().convertToDouble(), blockSizes(op.getBlocks()));
+}
+static LogicalResult evalOp(FlashAttentionDqOp op, Operands o, Results &r) {
+  return produce(r, std::move(flashBackward(op, o).dq));
+}
+static LogicalResult evalOp(FlashAttentionDkvOp op, Operands o, Results &r) {
+  ref::FlashGradients grads = flashBackward(op, o);
+  r.push_back(std::move(grads.dk));
+  r.push_back(std::move(grads.dv));
+  return success();
+}
 static LogicalResult evalOp(Conv2DOp op, Operands o, Results &r) {
   ArrayRef<int64_t> strides = op.getStrides();
   ArrayRef<int64_t> padding = op.getPadding();
@@ -392,7 +429,8 @@ void mlir::sd::registerEvaluatorInterfaces(DialectRegistry &registry) {
         TransposeOp, SliceOp, ConcatOp, PadOp,
         // Linear algebra and neural-network ops.
         DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
-        AttentionOp, Conv2DOp, UpsampleNearestOp,
+        AttentionOp, FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp,
+        Conv2DOp, UpsampleNearestOp,
         // Constants, random numbers, loss, annotations.
         ConstantOp, IotaOp, RngNormalOp, RngUniformOp, MseLossOp,
         ShardingConstraintOp, ReshardOp,

@@ -550,3 +550,28 @@ void OptimizerStateAttr::print(AsmPrinter &printer) const {
   printer.printString(getParam().getValue());
   printer << ", " << stringifyMomentKind(getKind()) << '>';
 }
+
+//===----------------------------------------------------------------------===//
+// FlashBlocksAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult FlashBlocksAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t blockQ,
+    int64_t blockKvCompute, int64_t blockKv, int64_t blockQDkv,
+    int64_t blockKvDkv, int64_t blockKvDkvCompute, int64_t blockQDq,
+    int64_t blockKvDq, bool) {
+  std::pair<StringRef, int64_t> sizes[] = {
+      {"block_q", blockQ},
+      {"block_kv_compute", blockKvCompute},
+      {"block_kv", blockKv},
+      {"block_q_dkv", blockQDkv},
+      {"block_kv_dkv", blockKvDkv},
+      {"block_kv_dkv_compute", blockKvDkvCompute},
+      {"block_q_dq", blockQDq},
+      {"block_kv_dq", blockKvDq}};
+  for (auto [name, size] : sizes)
+    if (size <= 0)
+      return emitError() << "flash block size " << name << " is " << size
+                         << "; block sizes must be positive";
+  return success();
+}

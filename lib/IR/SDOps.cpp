@@ -501,14 +501,14 @@ LogicalResult SoftmaxOp::verify() {
   return success();
 }
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  InferError error(loc, getOperationName());
-  auto q = cast<RankedTensorType>(adaptor.getQuery().getType());
-  auto k = cast<RankedTensorType>(adaptor.getKey().getType());
-  auto v = cast<RankedTensorType>(adaptor.getValue().getType());
+/// The attention output type `[B, H, Sq, Dv]` of query, key, value and the
+/// optional mask, after the checks every attention op shares.
+static FailureOr<RankedTensorType>
+inferAttentionType(const InferError &error, Value query, Value key,
+                   Value value, Value mask, FloatAttr scale) {
+  auto q = cast<RankedTensorType>(query.getType());
+  auto k = cast<RankedTensorType>(key.getType());
+  auto v = cast<RankedTensorType>(value.getType());
   if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
     return error("query, key and value must have rank 4 "
                  "([batch, heads, length, head_dim])");
@@ -529,7 +529,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
       failed(check(k, 2, v, 2, "key and value length")) ||
       failed(check(q, 3, k, 3, "query and key head_dim")))
     return failure();
-  if (Value mask = adaptor.getMask()) {
+  if (mask) {
     auto m = cast<RankedTensorType>(mask.getType());
     if (m.getRank() != 4 ||
         (m.getDimSize(0) != 1 && !compatible(m.getDimSize(0), q.getDimSize(0))) ||
@@ -540,13 +540,97 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                    " must be [batch or 1, heads or 1, query length, key "
                    "length]");
   }
-  if (FloatAttr scale = adaptor.getScaleAttr())
-    if (!(scale.getValueAsDouble() > 0.0))
-      return error("scale must be positive, not ", scale.getValueAsDouble());
-  types.push_back(RankedTensorType::get(
+  if (scale && !(scale.getValueAsDouble() > 0.0))
+    return error("scale must be positive, not ", scale.getValueAsDouble());
+  return RankedTensorType::get(
       {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
-      q.getElementType()));
+      q.getElementType());
+}
+
+/// The log-sum-exp type of attention with output `out`: f32 `[B, H, Sq]`.
+static RankedTensorType logSumExpType(RankedTensorType out) {
+  return RankedTensorType::get(out.getShape().drop_back(),
+                               Float32Type::get(out.getContext()));
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> out = inferAttentionType(
+      InferError(loc, getOperationName()), adaptor.getQuery(),
+      adaptor.getKey(), adaptor.getValue(), adaptor.getMask(),
+      adaptor.getScaleAttr());
+  if (failed(out))
+    return failure();
+  types.push_back(*out);
   return success();
+}
+
+LogicalResult FlashAttentionOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> out = inferAttentionType(
+      InferError(loc, getOperationName()), adaptor.getQuery(),
+      adaptor.getKey(), adaptor.getValue(), adaptor.getMask(),
+      adaptor.getScaleAttr());
+  if (failed(out))
+    return failure();
+  types.push_back(*out);
+  types.push_back(logSumExpType(*out));
+  return success();
+}
+
+/// The cotangent types of a flash-attention backward op: `d_out` and `out`
+/// like the attention result, f32 `[B, H, Sq]` log-sum-exp; then the types
+/// of `cotangentsOf` (the query, or the key and the value).
+template <typename Adaptor>
+static LogicalResult inferFlashBackwardTypes(const InferError &error,
+                                             Adaptor adaptor,
+                                             ValueRange cotangentsOf,
+                                             SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> out =
+      inferAttentionType(error, adaptor.getQuery(), adaptor.getKey(),
+                         adaptor.getValue(), adaptor.getMask(),
+                         adaptor.getScaleAttr());
+  if (failed(out))
+    return failure();
+  auto fits = [](Type a, RankedTensorType b) {
+    auto t = cast<RankedTensorType>(a);
+    return t.getElementType() == b.getElementType() &&
+           t.getRank() == b.getRank() &&
+           llvm::all_of(llvm::zip(t.getShape(), b.getShape()), [](auto p) {
+             return compatible(std::get<0>(p), std::get<1>(p));
+           });
+  };
+  if (!fits(adaptor.getOut().getType(), *out))
+    return error("out of type ", adaptor.getOut().getType(),
+                 " must have the attention result's type ", *out);
+  if (!fits(adaptor.getDOut().getType(), *out))
+    return error("d_out of type ", adaptor.getDOut().getType(),
+                 " must have the attention result's type ", *out);
+  RankedTensorType lse = logSumExpType(*out);
+  if (!fits(adaptor.getLogsumexp().getType(), lse))
+    return error("logsumexp of type ", adaptor.getLogsumexp().getType(),
+                 " must be ", lse);
+  for (Value operand : cotangentsOf)
+    types.push_back(operand.getType());
+  return success();
+}
+
+LogicalResult FlashAttentionDqOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferFlashBackwardTypes(InferError(loc, getOperationName()), adaptor,
+                                 {adaptor.getQuery()}, types);
+}
+
+LogicalResult FlashAttentionDkvOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferFlashBackwardTypes(InferError(loc, getOperationName()), adaptor,
+                                 {adaptor.getKey(), adaptor.getValue()},
+                                 types);
 }
 
 double AttentionOp::getEffectiveScale() {

@@ -351,38 +351,130 @@ OpShardingRuleAttr GroupNormOp::getShardingRule() {
   return builder.build();
 }
 
+namespace {
+/// The factors of an attention op: batch b, heads h, query length sq, key
+/// length skv, head_dims d (query and key) and dv (value), each with the
+/// dimension it maps in every operand and result (kNoDim: none) and its
+/// kind. Dimensions of a mask that is broadcast along batch or heads (size
+/// 1) map to no factor.
+class AttentionFactors {
+public:
+  AttentionFactors(Operation *op, Value query, Value value, Value mask,
+                   int64_t maskOperand)
+      : builder(op), q(shapeOf(query)), v(shapeOf(value)),
+        maskShape(mask ? shapeOf(mask) : ArrayRef<int64_t>()),
+        maskOperand(mask ? maskOperand : -1),
+        numOperands(op->getNumOperands()) {}
+
+  enum Factor { B, H, Sq, Skv, D, Dv };
+  /// Adds factor `factor` of `kind`, mapped to the given dimensions of the
+  /// operands (in order, without the mask) and results; the mask's
+  /// dimension comes from the factor.
+  void add(Factor factor, ArrayRef<int64_t> operandDims,
+           ArrayRef<int64_t> resultDims, FactorKind kind) {
+    static constexpr int64_t kMaskDim[] = {0, 1, 2, 3, kNoDim, kNoDim};
+    int64_t size = factor == B    ? q[0]
+                   : factor == H  ? q[1]
+                   : factor == Sq ? q[2]
+                   : factor == Skv ? v[2]
+                   : factor == D  ? q[3]
+                                  : v[3];
+    SmallVector<int64_t> dims(operandDims);
+    dims.resize(numOperands, kNoDim);
+    int64_t maskDim = kMaskDim[factor];
+    if (maskOperand >= 0 && maskDim != kNoDim &&
+        maskShape[maskDim] == size)
+      dims[maskOperand] = maskDim;
+    builder.addFactor(dims, resultDims, size, kind);
+  }
+  OpShardingRuleAttr build() { return builder.build(); }
+
+private:
+  static constexpr int64_t kNoDim = ShardingRuleBuilder::kNoDim;
+  ShardingRuleBuilder builder;
+  ArrayRef<int64_t> q, v, maskShape;
+  int64_t maskOperand, numOperands;
+};
+} // namespace
+
+// Attention forward: query [b, h, sq, d], key [b, h, skv, d], value
+// [b, h, skv, dv], then the optional mask; results [b, h, sq, dv] (and the
+// log-sum-exp [b, h, sq] of the tiled form).
+//   skv: softmax normalizes over it and P·V sums over it; sharding it needs
+//     an online-softmax exchange (context parallelism), not a plain partial
+//     sum: it needs replication.
+//   d: Q·Kᵀ sums over it, but softmax follows before any sum could be
+//     completed, so a partial sum cannot pass through: it needs replication.
+static OpShardingRuleAttr attentionRule(Operation *op, Value query,
+                                        Value value, Value mask,
+                                        bool logSumExp) {
+  constexpr int64_t n = ShardingRuleBuilder::kNoDim;
+  using F = AttentionFactors;
+  F factors(op, query, value, mask, 3);
+  auto results = [&](int64_t dim, int64_t lseDim) {
+    return logSumExp ? SmallVector<int64_t>{dim, lseDim}
+                     : SmallVector<int64_t>{dim};
+  };
+  factors.add(F::B, {0, 0, 0}, results(0, 0), kPassThrough);
+  factors.add(F::H, {1, 1, 1}, results(1, 1), kPassThrough);
+  factors.add(F::Sq, {2, n, n}, results(2, 2), kPassThrough);
+  factors.add(F::Skv, {n, 2, 2}, results(n, n), kNeedReplication);
+  factors.add(F::D, {3, 3, n}, results(n, n), kNeedReplication);
+  factors.add(F::Dv, {n, n, 3}, results(3, n), kPassThrough);
+  return factors.build();
+}
+
 OpShardingRuleAttr AttentionOp::getShardingRule() {
   if (failed(checkShapes(*this)))
     return {};
-  // Operands: query [b, h, sq, d], key [b, h, skv, d], value [b, h, skv, dv],
-  // optional mask [b|1, h|1, sq, skv]; result [b, h, sq, dv].
-  ArrayRef<int64_t> q = shapeOf(getQuery());
-  ArrayRef<int64_t> v = shapeOf(getValue());
-  int64_t maskIndex = getMask() ? 3 : -1;
-  ArrayRef<int64_t> mask = getMask() ? shapeOf(getMask()) : ArrayRef<int64_t>();
-  ShardingRuleBuilder builder(*this);
-  auto addFactor = [&](int64_t qDim, int64_t kDim, int64_t vDim,
-                       int64_t maskDim, int64_t resultDim, int64_t size,
-                       FactorKind kind) {
-    SmallVector<int64_t> dims = {qDim, kDim, vDim};
-    // A mask broadcast along batch or heads (size 1) has no such factor.
-    if (maskIndex >= 0)
-      dims.push_back(maskDim != kNoDim && mask[maskDim] == size ? maskDim
-                                                                : kNoDim);
-    builder.addFactor(dims, {resultDim}, size, kind);
-  };
-  addFactor(0, 0, 0, 0, 0, q[0], kPassThrough);           // b
-  addFactor(1, 1, 1, 1, 1, q[1], kPassThrough);           // h
-  addFactor(2, kNoDim, kNoDim, 2, 2, q[2], kPassThrough); // sq
-  // skv: softmax normalizes over it and P·V sums over it; sharding it needs
-  // an online softmax with a ring or all-to-all exchange (context
-  // parallelism, added with attention tiling), not a plain partial sum.
-  addFactor(kNoDim, 2, 2, 3, kNoDim, v[2], kNeedReplication); // skv
-  // d: Q·Kᵀ sums over it, but softmax follows before any sum could be
-  // completed, so a partial sum cannot pass through: it needs replication.
-  addFactor(3, 3, kNoDim, kNoDim, kNoDim, q[3], kNeedReplication); // d
-  addFactor(kNoDim, kNoDim, 3, kNoDim, 3, v[3], kPassThrough);     // dv
-  return builder.build();
+  return attentionRule(*this, getQuery(), getValue(), getMask(), false);
+}
+
+OpShardingRuleAttr FlashAttentionOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  return attentionRule(*this, getQuery(), getValue(), getMask(), true);
+}
+
+// The backward ops' operands: query [b, h, sq, d], key [b, h, skv, d],
+// value [b, h, skv, dv], out [b, h, sq, dv], logsumexp [b, h, sq], d_out
+// [b, h, sq, dv], then the optional mask. With the log-sum-exp given, no
+// softmax normalizes over skv: dQ = Σ_skv dS·K is a plain sum over the keys
+// and dK, dV are plain sums over the queries.
+
+OpShardingRuleAttr FlashAttentionDqOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  constexpr int64_t n = ShardingRuleBuilder::kNoDim;
+  using F = AttentionFactors;
+  F factors(*this, getQuery(), getValue(), getMask(), 6);
+  factors.add(F::B, {0, 0, 0, 0, 0, 0}, {0}, kPassThrough);
+  factors.add(F::H, {1, 1, 1, 1, 1, 1}, {1}, kPassThrough);
+  factors.add(F::Sq, {2, n, n, 2, 2, 2}, {2}, kPassThrough);
+  factors.add(F::Skv, {n, 2, 2, n, n, n}, {n}, FactorKind::Reduction);
+  // dQ's head_dim is the key's, which Q·Kᵀ contracts inside exp.
+  factors.add(F::D, {3, 3, n, n, n, n}, {3}, kNeedReplication);
+  // dP = dO·Vᵀ and Di = rowsum(dO∘O) are sums over dv, and dQ is linear in
+  // their difference.
+  factors.add(F::Dv, {n, n, 3, 3, n, 3}, {n}, FactorKind::Reduction);
+  return factors.build();
+}
+
+OpShardingRuleAttr FlashAttentionDkvOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  constexpr int64_t n = ShardingRuleBuilder::kNoDim;
+  using F = AttentionFactors;
+  F factors(*this, getQuery(), getValue(), getMask(), 6);
+  factors.add(F::B, {0, 0, 0, 0, 0, 0}, {0, 0}, kPassThrough);
+  factors.add(F::H, {1, 1, 1, 1, 1, 1}, {1, 1}, kPassThrough);
+  factors.add(F::Sq, {2, n, n, 2, 2, 2}, {n, n}, FactorKind::Reduction);
+  factors.add(F::Skv, {n, 2, 2, n, n, n}, {2, 2}, kPassThrough);
+  factors.add(F::D, {3, 3, n, n, n, n}, {3, n}, kNeedReplication);
+  // dV keeps dv, but dK = scale·dSᵀ·Q sums over it inside dP: one factor
+  // cannot be both, so it needs replication.
+  factors.add(F::Dv, {n, n, 3, 3, n, 3}, {n, 3}, kNeedReplication);
+  return factors.build();
 }
 
 OpShardingRuleAttr Conv2DOp::getShardingRule() {

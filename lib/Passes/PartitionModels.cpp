@@ -349,6 +349,10 @@ void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
                  BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp,
                  DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
                  AttentionOp, UpsampleNearestOp,
+                 // Attention tiles: each device runs its blocks' tiles; a
+                 // sharded reduction factor of the backward leaves the local
+                 // cotangent as the partial sum.
+                 FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp,
                  // Over a sharded dimension the local sum is the partial sum.
                  ReduceSumOp,
                  // Memory moves: each device moves its own block.

@@ -27,6 +27,10 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   if (options.train && options.batch > 0)
     batch.batch = options.batch / options.training.step.gradAccum;
   pm.addPass(createSpecializeBatch(batch));
+  // Attention is tiled before differentiation, whose VJP of the tiled op is
+  // the tiled backward.
+  if (options.tileAttention)
+    pm.addNestedPass<func::FuncOp>(createTileAttention(*options.tileAttention));
   // Without a mesh there is nothing to shard: the pipeline only specializes
   // (and differentiates).
   if (options.mesh.empty()) {

@@ -5,24 +5,10 @@
 #include "sd/IR/SDOps.h"
 
 #include "mlir/IR/DialectRegistry.h"
-#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::sd;
 using ::sd::RematPolicyKind;
-
-std::string RematPolicy::allNames() {
-  SmallVector<StringRef> names;
-  for (const auto &entry : ::sd::kRematPolicyNames)
-    names.push_back(entry.second);
-  return llvm::join(names, ", ");
-}
-
-std::string mlir::sd::unknownRematPolicyMessage(StringRef name) {
-  return ("unknown remat policy '" + name + "'; expected one of " +
-          RematPolicy::allNames())
-      .str();
-}
 
 FailureOr<RematPolicy>
 RematPolicy::get(RematPolicyKind kind, ArrayRef<std::string> namesSaved,

@@ -140,6 +140,21 @@ void groupNorm(SdDevice *, const float *in, const float *scale,
                      epsilon);
 }
 
+/// Runs `kernel` on a scratch buffer of `floats` from the device pool named
+/// `what`; fails the device when the pool cannot provide it.
+template <typename Kernel>
+int32_t withScratch(Device &device, int64_t floats, const char *what,
+                    Kernel kernel) {
+  MemoryPool &pool = device.pool(SD_DEVICE_MEMORY);
+  absl::StatusOr<void *> scratch =
+      pool.allocate(floats * static_cast<int64_t>(sizeof(float)), what);
+  if (!scratch.ok())
+    return device.fail(scratch.status());
+  kernel(static_cast<float *>(*scratch));
+  pool.release(*scratch);
+  return 0;
+}
+
 int32_t attention(SdDevice *dev, const float *q, const float *k, const float *v,
                   const float *mask, int64_t maskB, int64_t maskH, float *out,
                   int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
@@ -148,15 +163,52 @@ int32_t attention(SdDevice *dev, const float *q, const float *k, const float *v,
   // One head's scores per thread of the team the kernel will use.
   int64_t floats =
       kernels::attentionScratchFloats(sq, skv, omp_get_max_threads());
-  MemoryPool &pool = device.pool(SD_DEVICE_MEMORY);
-  absl::StatusOr<void *> scratch = pool.allocate(
-      floats * static_cast<int64_t>(sizeof(float)), "attention scores");
-  if (!scratch.ok())
-    return device.fail(scratch.status());
-  kernels::attention(q, k, v, mask, maskB, maskH, out, b, h, sq, skv, d, dv,
-                     scale, static_cast<float *>(*scratch));
-  pool.release(*scratch);
-  return 0;
+  return withScratch(device, floats, "attention scores", [&](float *s) {
+    kernels::attention(q, k, v, mask, maskB, maskH, out, b, h, sq, skv, d, dv,
+                       scale, s);
+  });
+}
+
+int32_t flashAttention(SdDevice *dev, const float *q, const float *k,
+                       const float *v, const float *mask, int64_t maskB,
+                       int64_t maskH, float *out, float *lse, int64_t b,
+                       int64_t h, int64_t sq, int64_t skv, int64_t d,
+                       int64_t dv, double scale, const SdFlashBlocks *blocks) {
+  Device &device = toDevice(dev);
+  if (!blocks)
+    return device.fail(absl::InvalidArgumentError(absl::StrFormat(
+        "device %d: flash_attention without block sizes", device.id())));
+  // Each thread's tiles for the team the kernel will use.
+  int64_t floats = kernels::flashAttentionScratchFloats(
+      b, h, sq, skv, d, dv, *blocks, omp_get_max_threads());
+  return withScratch(device, floats, "flash attention tiles", [&](float *s) {
+    kernels::flashAttention(q, k, v, mask, maskB, maskH, out, lse, b, h, sq,
+                            skv, d, dv, scale, *blocks, s);
+  });
+}
+
+int32_t flashAttentionBackward(SdDevice *dev, const float *q, const float *k,
+                               const float *v, const float *mask, int64_t maskB,
+                               int64_t maskH, const float *out,
+                               const float *lse, const float *dOut, float *dq,
+                               float *dk, float *dvGrad, int64_t b, int64_t h,
+                               int64_t sq, int64_t skv, int64_t d, int64_t dv,
+                               double scale, const SdFlashBlocks *blocks) {
+  Device &device = toDevice(dev);
+  if (!blocks)
+    return device.fail(absl::InvalidArgumentError(
+        absl::StrFormat("device %d: flash_attention_backward without block "
+                        "sizes",
+                        device.id())));
+  // Di, the fused dQ partials and each thread's tiles.
+  int64_t floats = kernels::flashAttentionBackwardScratchFloats(
+      b, h, sq, skv, d, dv, *blocks, omp_get_max_threads());
+  return withScratch(
+      device, floats, "flash attention backward scratch", [&](float *s) {
+        kernels::flashAttentionBackward(q, k, v, mask, maskB, maskH, out, lse,
+                                        dOut, dq, dk, dvGrad, b, h, sq, skv, d,
+                                        dv, scale, *blocks, s);
+      });
 }
 
 void rng(SdDevice *, int32_t normal, uint64_t seed, float *out, int32_t rank,
@@ -206,6 +258,8 @@ const SdApi *MeshRuntime::api() {
       /*rms_norm=*/rmsNorm,
       /*group_norm=*/groupNorm,
       /*attention=*/attention,
+      /*flash_attention=*/flashAttention,
+      /*flash_attention_backward=*/flashAttentionBackward,
       /*rng=*/rng,
       /*conv2d=*/conv2d,
       /*trace_begin=*/traceBegin,

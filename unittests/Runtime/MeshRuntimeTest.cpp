@@ -264,6 +264,9 @@ TEST(MeshRuntimeApiTest, TableIsComplete) {
                            reinterpret_cast<const void *>(api->rms_norm),
                            reinterpret_cast<const void *>(api->group_norm),
                            reinterpret_cast<const void *>(api->attention),
+                           reinterpret_cast<const void *>(api->flash_attention),
+                           reinterpret_cast<const void *>(
+                               api->flash_attention_backward),
                            reinterpret_cast<const void *>(api->rng),
                            reinterpret_cast<const void *>(api->conv2d),
                            reinterpret_cast<const void *>(api->trace_begin),

@@ -106,8 +106,10 @@ struct RunConfig {
   /// `profiler_steps` (>= 1): sdrun's trace of a window of steps.
   std::optional<bool> enableProfiler;
   std::optional<int64_t> skipFirstNStepsForProfiler, profilerSteps;
-  /// Strings as given ('' allowed); the caller interprets the dtypes.
-  std::optional<std::string> outputDir, runName, weightsDtype, activationsDtype;
+  /// Strings as given ('' allowed); the caller interprets the dtypes and
+  /// the attention kernel.
+  std::optional<std::string> outputDir, runName, weightsDtype, activationsDtype,
+      attention;
 
   /// Top-level keys sd does not use, in order of first appearance, each
   /// once. sdrun names them in one warning.

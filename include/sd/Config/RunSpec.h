@@ -15,6 +15,7 @@
 #ifndef SD_CONFIG_RUNSPEC_H
 #define SD_CONFIG_RUNSPEC_H
 
+#include "sd/Config/AttentionKind.h"
 #include "sd/Config/RematPolicyKind.h"
 #include "sd/Config/RunConfig.h"
 #include "sd/Sharding/LogicalRules.h"
@@ -54,6 +55,9 @@ struct RunSpecFlags {
   std::optional<double> learningRate, adamB1, adamB2, adamEps, weightDecay,
       maxGradNorm;
   std::optional<int64_t> warmupSteps;
+
+  // Attention: the kernel and its flash block sizes (MaxDiffusion's JSON).
+  std::optional<std::string> attention, flashBlockSizes;
 
   // sdrun's run.
   std::string modelPath;
@@ -138,8 +142,12 @@ struct OptimizerSettings {
   std::optional<double> warmupStepsFraction;
 };
 
-/// What a config sets that sd records but does not apply yet.
+/// How the model's layers run: the attention kernel and its block sizes,
+/// and the dtypes a config sets (recorded, not applied).
 struct ModelSettings {
+  Setting<AttentionKind> attention{AttentionKind::DotProduct};
+  /// Given sizes (defaults filled in as FlashBlockSizes describes); unset:
+  /// sd-tile-attention derives them from the cache.
   std::optional<Setting<FlashBlockSizes>> flashBlockSizes;
   std::optional<Setting<std::string>> weightsDtype, activationsDtype;
 };

@@ -385,4 +385,48 @@ def SD_OpShardingRuleAttr : SD_Attr<"OpShardingRule", "sharding_rule"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Attention tiling
+//===----------------------------------------------------------------------===//
+
+def SD_FlashBlocksAttr : SD_Attr<"FlashBlocks", "flash_blocks"> {
+  let summary = "Flash-attention block sizes (MaxDiffusion's flash_block_sizes)";
+  let description = [{
+    ```mlir
+    #sd.flash_blocks<block_q = 128, block_kv_compute = 128, block_kv = 512,
+                     block_q_dkv = 128, block_kv_dkv = 512,
+                     block_kv_dkv_compute = 128, block_q_dq = 128,
+                     block_kv_dq = 512, use_fused_bwd_kernel = false>
+    ```
+    The tile sizes of `sd.flash_attention` and `sd.flash_attention_grad`,
+    under MaxDiffusion's names. Forward: query rows per work item
+    (`block_q`), keys per pass over K/V (`block_kv`), keys per score tile
+    inside it (`block_kv_compute`). Backward dK/dV pass: keys per work item
+    (`block_kv_dkv`), keys per score tile (`block_kv_dkv_compute`), query
+    rows per tile (`block_q_dkv`). Backward dQ pass: query rows per work
+    item (`block_q_dq`), keys per tile (`block_kv_dq`); with
+    `use_fused_bwd_kernel` dQ is accumulated in the dK/dV pass instead and
+    the dQ sizes are unused. A size larger than the length it tiles is
+    that length; a length that a block does not divide ends in a partial
+    block, as if padded with masked keys or rows. A size may be left out:
+    it is then 512, MaxDiffusion's default (and the printer leaves out the
+    sizes that are 512 and a `false` fused flag).
+
+    Constraints:
+    * every block size is positive
+  }];
+  let parameters = (ins
+      DefaultValuedParameter<"int64_t", "512">:$block_q,
+      DefaultValuedParameter<"int64_t", "512">:$block_kv_compute,
+      DefaultValuedParameter<"int64_t", "512">:$block_kv,
+      DefaultValuedParameter<"int64_t", "512">:$block_q_dkv,
+      DefaultValuedParameter<"int64_t", "512">:$block_kv_dkv,
+      DefaultValuedParameter<"int64_t", "512">:$block_kv_dkv_compute,
+      DefaultValuedParameter<"int64_t", "512">:$block_q_dq,
+      DefaultValuedParameter<"int64_t", "512">:$block_kv_dq,
+      DefaultValuedParameter<"bool", "false">:$use_fused_bwd_kernel);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // SD_IR_SDATTRS_TD

@@ -526,6 +526,112 @@ def SD_AttentionOp : SD_InferredOp<"attention",
   }];
 }
 
+def SD_FlashAttentionOp : SD_InferredOp<"flash_attention",
+    [SD_OwnShardingRule]> {
+  let summary = "Attention tiled into flash-attention blocks";
+  let description = [{
+    ```mlir
+    %o, %lse = sd.flash_attention %q, %k, %v scale = 0.125
+        blocks = #sd.flash_blocks<block_q = 128, block_kv_compute = 128>
+        : (tensor<8x6x256x64xf32>, tensor<8x6x256x64xf32>,
+           tensor<8x6x256x64xf32>)
+        -> (tensor<8x6x256x64xf32>, tensor<8x6x256xf32>)
+    ```
+    `sd.attention` in FlashAttention-2's tiled form, as `sd-tile-attention`
+    writes it: for each block of `block_q` query rows, the keys and values
+    pass by in blocks of `block_kv`, in score tiles of `block_kv_compute`,
+    and an online softmax (a running row maximum and sum) rescales the
+    output accumulated so far; no `[Sq, Skv]` score matrix exists. Results:
+    the attention output (as `sd.attention`'s, with the same mask and
+    fully-masked-row conventions) and the per-row log-sum-exp of the scaled
+    scores over the allowed keys, `lse = log Σ exp(scale·q·k)` (`-inf` for
+    a row with no allowed key), in f32, which is all the backward pass
+    (`sd.flash_attention_dq`, `sd.flash_attention_dkv`) needs besides the
+    inputs. All stages.
+
+    Sharding rule: as `sd.attention`'s; the log-sum-exp follows batch,
+    heads and Sq.
+
+    Constraints:
+    * `sd.attention`'s constraints on query, key, value and mask
+    * `scale` is positive
+  }];
+  let arguments = (ins SD_FloatTensor:$query, SD_FloatTensor:$key,
+                       SD_FloatTensor:$value, Optional<SD_PredTensor>:$mask,
+                       F64Attr:$scale, SD_FlashBlocksAttr:$blocks);
+  let results = (outs SD_FloatTensor:$result,
+                      RankedTensorOf<[F32]>:$logsumexp);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? `scale` `=` $scale
+    `blocks` `=` $blocks attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+// The backward of sd.flash_attention is two ops, because its cotangents are
+// sums over different factors: dQ sums over the keys, dK and dV over the
+// queries. Each op's sharding rule then has one set of reduction factors,
+// and a sharded query (or key) length leaves partial sums that the
+// partitioner resolves like any other.
+class SD_FlashAttentionBackwardOp<string mnemonic, string what, string tiling,
+                                  string rule>
+    : SD_InferredOp<mnemonic, [SD_OwnShardingRule]> {
+  let summary = "The backward pass of sd.flash_attention, tiled: " # what;
+  let description = [{
+    The cotangent }] # what # [{ of `sd.flash_attention` from the output's
+    cotangent `d_out`, by FlashAttention-2's backward: the probabilities
+    are recomputed per tile from the saved log-sum-exp,
+    `P = exp(scale·Q·Kᵀ − lse)`, never renormalized; with
+    `Di = rowsum(d_out ∘ out)` and `dS = P ∘ (dO·Vᵀ − Di)`, `dV = Pᵀ·dO`,
+    `dK = scale·dSᵀ·Q` and `dQ = scale·dS·K`. }] # tiling # [{ Since P is
+    not renormalized, key and value may be a slice of the keys that `out`
+    and `lse` were computed over (ring attention): the cotangents are then
+    that slice's share. Written by `sd-differentiate` as part of the VJP
+    of `sd.flash_attention`. All stages.
+
+    Sharding rule: batch and heads pass through; }] # rule # [{
+
+    Constraints:
+    * `sd.attention`'s constraints on query, key, value and mask
+    * `out` and `d_out` have the type of `sd.attention`'s result
+    * `logsumexp` is f32 `[B, H, Sq]`
+    * `scale` is positive
+  }];
+  let arguments = (ins SD_FloatTensor:$query, SD_FloatTensor:$key,
+                       SD_FloatTensor:$value, SD_FloatTensor:$out,
+                       RankedTensorOf<[F32]>:$logsumexp,
+                       SD_FloatTensor:$d_out, Optional<SD_PredTensor>:$mask,
+                       F64Attr:$scale, SD_FlashBlocksAttr:$blocks);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $logsumexp `,` $d_out
+    (`mask` $mask^)? `scale` `=` $scale `blocks` `=` $blocks attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def SD_FlashAttentionDqOp : SD_FlashAttentionBackwardOp<"flash_attention_dq",
+    "of the query",
+    [{Work items are blocks of `block_q_dq` query rows, each looping over
+    the keys in blocks of `block_kv_dq`; with `use_fused_bwd_kernel` dQ is
+    instead accumulated by key blocks of the dK/dV pass's sizes, one
+    partial per block, added in block order.}],
+    [{the query length passes through to dQ;
+    the key length and the value's head_dim are summed over (reduction
+    factors: a sharded key length leaves a partial dQ); the query's
+    head_dim needs replication.}]> {
+  let results = (outs SD_FloatTensor:$d_query);
+}
+
+def SD_FlashAttentionDkvOp : SD_FlashAttentionBackwardOp<"flash_attention_dkv",
+    "of the key and the value",
+    [{Work items are blocks of `block_kv_dkv` keys, each owning its dK and
+    dV rows and looping over the queries in blocks of `block_q_dkv`, in
+    score tiles of `block_kv_dkv_compute` keys.}],
+    [{the key length passes through to dK and
+    dV; the query length is summed over (a reduction factor: a sharded
+    query length leaves partial dK and dV); head_dims need replication.}]> {
+  let results = (outs SD_FloatTensor:$d_key, SD_FloatTensor:$d_value);
+}
+
 def SD_Conv2DOp : SD_InferredOp<"conv2d",
     [SD_OwnShardingRule]> {
   let summary = "2-D convolution, NHWC with HWIO kernels";

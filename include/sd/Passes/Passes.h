@@ -66,6 +66,10 @@ struct PipelineOptions {
   /// specialized to the microbatch.
   bool train = false;
   TrainingOptions training;
+  /// Tile attention into flash-attention blocks (sd-tile-attention, before
+  /// the training passes) with these options; unset: attention stays
+  /// sd.attention (MaxDiffusion's `attention: dot_product`).
+  std::optional<TileAttentionOptions> tileAttention;
 };
 
 /// Specializes the batch, makes the mesh and applies the logical axis rules;

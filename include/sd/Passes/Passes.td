@@ -103,6 +103,66 @@ def SpecializeBatch : Pass<"sd-specialize-batch", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
+  let summary = "Tile attention into flash-attention blocks";
+  let description = [{
+    Rewrites every `sd.attention` into `sd.flash_attention`, FlashAttention-2's
+    tiled form, with MaxDiffusion's eight block sizes as an
+    `#sd.flash_blocks` attribute. Runs before `sd-differentiate`, whose VJP
+    of the tiled op is the tiled backward (`sd.flash_attention_dq` and
+    `sd.flash_attention_dkv`, which need only the output and the per-row
+    log-sum-exp of the forward pass besides its operands: that is all a
+    remat policy sees saved).
+
+    ```mlir
+    %o = sd.attention %q, %k, %v : (...) -> tensor<8x6x256x64xf32>
+    // becomes (with block-q=128, the rest derived)
+    %o, %lse = sd.flash_attention %q, %k, %v scale = 1.250000e-01
+        blocks = #sd.flash_blocks<block_q = 128, block_kv_compute = 256, ...>
+        : (...) -> (tensor<8x6x256x64xf32>, tensor<8x6x256xf32>)
+    ```
+
+    Block sizes: the options set them one by one under MaxDiffusion's names;
+    a backward size left at 0 follows its forward size (`block_q_dkv` and
+    `block_q_dq` follow `block_q`, `block_kv_dkv` and `block_kv_dq` follow
+    `block_kv`, `block_kv_dkv_compute` follows `block_kv_compute`). A
+    forward size left at 0 is derived per op from its head_dims and the
+    per-core L2 cache (`cache-bytes`, default this machine's, read from
+    `sysconf(_SC_LEVEL2_CACHE_SIZE)` or sysfs, else 1 MiB), so that a work
+    item's tiles stay in cache: `block_q` = `block_kv_compute` = the largest
+    power of two from 16 to 512 whose query block, output accumulator,
+    score tile and K/V tile, `4·(bq·D + bq·Dv + bq·bkv + bkv·(D + Dv))`
+    bytes, fit in half the cache; `block_kv` = the largest multiple of
+    `block_kv_compute` (at most 4,096) whose K and V block,
+    `4·bkv·(D + Dv)` bytes, fits in half the cache. Sizes need not divide
+    the lengths: the last block of a length is partial, as if padded with
+    masked keys or rows. The mask and the scale carry over unchanged.
+  }];
+  let options = [
+    Option<"blockQ", "block-q", "int64_t", "0",
+           "Query rows per forward work item (0: derived)">,
+    Option<"blockKvCompute", "block-kv-compute", "int64_t", "0",
+           "Keys per forward score tile (0: derived)">,
+    Option<"blockKv", "block-kv", "int64_t", "0",
+           "Keys per forward pass over K/V (0: derived)">,
+    Option<"blockQDkv", "block-q-dkv", "int64_t", "0",
+           "Query rows per dK/dV tile (0: block-q)">,
+    Option<"blockKvDkv", "block-kv-dkv", "int64_t", "0",
+           "Keys per dK/dV work item (0: block-kv)">,
+    Option<"blockKvDkvCompute", "block-kv-dkv-compute", "int64_t", "0",
+           "Keys per dK/dV score tile (0: block-kv-compute)">,
+    Option<"blockQDq", "block-q-dq", "int64_t", "0",
+           "Query rows per dQ work item (0: block-q)">,
+    Option<"blockKvDq", "block-kv-dq", "int64_t", "0",
+           "Keys per dQ tile (0: block-kv)">,
+    Option<"useFusedBwdKernel", "use-fused-bwd-kernel", "bool", "false",
+           "Accumulate dQ by the dK/dV pass's key blocks">,
+    Option<"cacheBytes", "cache-bytes", "int64_t", "0",
+           "Per-core L2 cache the derived sizes fit (0: this machine's)">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 def Differentiate : Pass<"sd-differentiate", "::mlir::ModuleOp"> {
   let summary = "Build the gradient function of @loss by reverse-mode AD";
   let description = [{

@@ -38,9 +38,6 @@ public:
       llvm::ArrayRef<std::string> namesOffloaded,
       llvm::function_ref<InFlightDiagnostic()> emitError);
 
-  /// Every policy name, for help texts and errors.
-  static std::string allNames();
-
   ::sd::RematPolicyKind getKind() const { return kind; }
 
   /// The names the policy refers to (CUSTOM's lists, the offloaded names of
@@ -61,10 +58,6 @@ private:
   llvm::StringSet<> saved;
   llvm::StringSet<> offloaded;
 };
-
-/// The error for a policy name the tools do not know: it quotes `name` and
-/// lists the known ones.
-std::string unknownRematPolicyMessage(llvm::StringRef name);
 
 /// Attaches RematOpInterface to the ops that are matmuls (dot_general).
 void registerRematOpInterfaceModels(DialectRegistry &registry);

@@ -197,6 +197,74 @@ Tensor softmax(const Tensor &x, int64_t dim);
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                  const Tensor *mask, double scale);
 
+/// Block sizes of the tiled (flash) attention algorithm, named as
+/// MaxDiffusion's flash_block_sizes. A length that a block size does not
+/// divide ends in a partial block; a block size above the length it tiles is
+/// in effect clamped to it. Every size must be >= 1 (debug assert).
+struct FlashBlockSizes {
+  /// Forward: query rows per block; key rows per block, processed in
+  /// sub-blocks of blockKvCompute.
+  int64_t blockQ = 512, blockKvCompute = 512, blockKv = 512;
+  /// Backward dK/dV pass: key rows per block (sub-blocks of
+  /// blockKvDkvCompute), iterating over query blocks of blockQDkv rows.
+  int64_t blockQDkv = 512, blockKvDkv = 512, blockKvDkvCompute = 512;
+  /// Backward dQ pass: query rows per block, iterating over key blocks of
+  /// blockKvDq rows. Unused when fusedBackward.
+  int64_t blockQDq = 512, blockKvDq = 512;
+  /// Accumulate dQ inside the dK/dV pass instead of a separate dQ pass.
+  bool fusedBackward = false;
+};
+
+/// The results of `flashAttention`.
+struct FlashForward {
+  /// [B, H, Sq, Dv], as `attention`.
+  Tensor out;
+  /// [B, H, Sq]: log of the softmax denominator, log sum_allowed exp(logit).
+  Tensor lse;
+};
+
+/// Tiled attention with an online softmax, an executable specification of
+/// the flash-attention tiling. Operands, mask semantics and the result's dtype
+/// are those of `attention`, which `out` equals up to round-off; `lse` (q's
+/// dtype) is log sum_{allowed j} exp(scale * q_i . k_j). A fully masked query
+/// row gives an output row of zeros and lse -inf.
+///
+/// Per (batch, head) and per query block of blockQ rows, the key blocks of
+/// blockKv rows are visited in order, each in sub-blocks of blockKvCompute
+/// rows. Each query row keeps a running maximum m, sum l and accumulator acc;
+/// a sub-block with logits s_j raises m to m' = max(m, max_j s_j) and updates
+///   l = l exp(m - m') + sum_j exp(s_j - m'),
+///   acc = acc exp(m - m') + sum_j exp(s_j - m') v_j.
+/// At the end out = acc / l and lse = m + log l.
+FlashForward flashAttention(const Tensor &q, const Tensor &k, const Tensor &v,
+                            const Tensor *mask, double scale,
+                            const FlashBlockSizes &blocks);
+
+/// The results of `flashAttentionBackward`, shaped and typed as q, k, v.
+struct FlashGradients {
+  Tensor dq, dk, dv;
+};
+
+/// The backward of `flashAttention` from its saved `out` [B, H, Sq, Dv] and
+/// `lse` [B, H, Sq], given the output cotangent `dOut` [B, H, Sq, Dv]:
+///   P = exp(scale q k^T - lse) on allowed entries (0 elsewhere),
+///   D_i = sum_c dOut_ic out_ic,  dV = P^T dOut,  dP = dOut V^T,
+///   dS = P o (dP - D),  dQ = scale dS K,  dK = scale dS^T Q.
+/// P is never renormalized, so k/v (and the mask, [B or 1, H or 1, Sq, Skv'])
+/// may be a slice of the keys the lse was computed over: dq is then that
+/// slice's contribution to the full dq, and dk/dv are that slice's gradients.
+/// A query row whose lse is -inf contributes nothing.
+///
+/// dK/dV: per key block of blockKvDkv rows (sub-blocks of blockKvDkvCompute),
+/// over query blocks of blockQDkv rows. dQ: per query block of blockQDq rows
+/// over key blocks of blockKvDq rows, or, when fusedBackward, accumulated in
+/// the dK/dV loop.
+FlashGradients flashAttentionBackward(const Tensor &q, const Tensor &k,
+                                      const Tensor &v, const Tensor *mask,
+                                      const Tensor &out, const Tensor &lse,
+                                      const Tensor &dOut, double scale,
+                                      const FlashBlockSizes &blocks);
+
 /// 2-D convolution (cross-correlation, as in every DL framework), zero padded:
 ///   x NHWC [N, H, W, Cin], w HWIO [KH, KW, Cin/groups, Cout], bias [Cout] or
 ///   null; result [N, Ho, Wo, Cout] with Ho = (H + top + bottom - KH)/sh + 1

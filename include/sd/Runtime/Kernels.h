@@ -40,11 +40,37 @@ void attention(const float *q, const float *k, const float *v,
                const float *mask, int64_t maskB, int64_t maskH, float *out,
                int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
                int64_t dv, double scale, float *scratch);
+/// FlashAttention-2 (see SdApi::flash_attention and
+/// SdApi::flash_attention_backward; `dqOut`, `dkOut`, `dvOut` are the
+/// gradients d_q, d_k, d_v). The tiles of each thread, and for the backward
+/// the row terms Di and the fused dQ partials, come from `scratch`, a caller
+/// buffer of at least the matching ...ScratchFloats(...) floats, where
+/// `threads` is the team the kernel will run on (omp_get_max_threads()
+/// outside a parallel region; the size also covers a call from inside one).
+int64_t flashAttentionScratchFloats(int64_t b, int64_t h, int64_t sq,
+                                    int64_t skv, int64_t d, int64_t dv,
+                                    const SdFlashBlocks &blocks, int threads);
+void flashAttention(const float *q, const float *k, const float *v,
+                    const float *mask, int64_t maskB, int64_t maskH, float *out,
+                    float *lse, int64_t b, int64_t h, int64_t sq, int64_t skv,
+                    int64_t d, int64_t dv, double scale,
+                    const SdFlashBlocks &blocks, float *scratch);
+int64_t flashAttentionBackwardScratchFloats(int64_t b, int64_t h, int64_t sq,
+                                            int64_t skv, int64_t d, int64_t dv,
+                                            const SdFlashBlocks &blocks,
+                                            int threads);
+void flashAttentionBackward(const float *q, const float *k, const float *v,
+                            const float *mask, int64_t maskB, int64_t maskH,
+                            const float *out, const float *lse,
+                            const float *dOut, float *dqOut, float *dkOut,
+                            float *dvOut, int64_t b, int64_t h, int64_t sq,
+                            int64_t skv, int64_t d, int64_t dv, double scale,
+                            const SdFlashBlocks &blocks, float *scratch);
 void rng(bool normal, uint64_t seed, float *out, int32_t rank,
          const int64_t *shape, const int64_t *globalShape,
          const int64_t *offsets, double a, double b);
-void conv2d(const float *in, const float *kernel, const float *bias,
-            float *out, const int64_t *inShape, const int64_t *kernelShape,
+void conv2d(const float *in, const float *kernel, const float *bias, float *out,
+            const int64_t *inShape, const int64_t *kernelShape,
             const int64_t *outShape, const int64_t *strides,
             const int64_t *padding, int64_t groups);
 

@@ -36,7 +36,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 2
+#define SD_ABI_VERSION 3
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -82,6 +82,32 @@ typedef struct SdCollective {
   const int64_t *pairs;
   const char *name;
 } SdCollective;
+
+/* Block sizes (rows of queries, keys) of SdApi::flash_attention and
+ * flash_attention_backward, chosen by the compiler to fit the caches. Each
+ * is >= 1; a block larger than its length is clamped, and a length that a
+ * block does not divide ends in a partial block (as if padded with masked
+ * keys). Results are bitwise reproducible for given block sizes and team
+ * size; they may differ in the last bits between block sizes. The kernels may
+ * shrink the item blocks (block_q, block_kv_dkv, block_q_dq) when B·H items
+ * would leave threads of the team idle. */
+typedef struct SdFlashBlocks {
+  /* Forward: items of block_q query rows stream the keys in blocks of
+   * block_kv, each in sub-blocks of block_kv_compute keys (the online-softmax
+   * step). */
+  int64_t block_q, block_kv_compute, block_kv;
+  /* dK/dV pass: items of block_kv_dkv keys stream the queries in blocks of
+   * block_q_dkv rows, against sub-blocks of block_kv_dkv_compute keys. */
+  int64_t block_q_dkv, block_kv_dkv, block_kv_dkv_compute;
+  /* dQ pass: items of block_q_dq query rows stream the keys in blocks of
+   * block_kv_dq. */
+  int64_t block_q_dq, block_kv_dq;
+  /* Nonzero: dQ is accumulated in the dK/dV pass into one [Sq, D] partial
+   * per (batch, head, K/V block) item, summed in block order afterwards (no
+   * second pass; B·H·ceil(Skv/block_kv_dkv)·Sq·D floats of scratch); the dQ
+   * sizes are then unused. */
+  int32_t fused_bwd;
+} SdFlashBlocks;
 
 /* The runtime's services. Kernels run on the calling device's OpenMP team
  * and are deterministic for a given team size. */
@@ -145,6 +171,32 @@ typedef struct SdApi {
                        int64_t mask_h, float *out, int64_t b, int64_t h,
                        int64_t sq, int64_t skv, int64_t d, int64_t dv,
                        double scale);
+  /* FlashAttention-2: `attention`'s semantics (same operands, mask and
+   * fully-masked-row convention) without materializing the scores, tiled by
+   * `blocks`. Also writes lse[B,H,Sq] = log Σ exp(scale·q·k) over the
+   * allowed keys (natural log; -inf for a row with no allowed key), which
+   * the backward needs. */
+  int32_t (*flash_attention)(SdDevice *dev, const float *q, const float *k,
+                             const float *v, const float *mask, int64_t mask_b,
+                             int64_t mask_h, float *out, float *lse, int64_t b,
+                             int64_t h, int64_t sq, int64_t skv, int64_t d,
+                             int64_t dv, double scale,
+                             const SdFlashBlocks *blocks);
+  /* The gradients d_q [B,H,Sq,D], d_k [B,H,Skv,D], d_v [B,H,Skv,Dv] of
+   * flash_attention given d_out [B,H,Sq,Dv] and the forward's final `out`
+   * and `lse`. Probabilities are exp(scale·q·k - lse), never renormalized,
+   * so with k, v (and the mask's columns) a slice of the keys and
+   * out/lse/d_out over all of them, d_k and d_v are that slice's rows of
+   * the full gradients and d_q its additive share (ring attention). A
+   * null d_q skips the dQ pass, null d_k and d_v the dK/dV pass (the
+   * compiler's sd.flash_attention_dq and sd.flash_attention_dkv each ask
+   * for theirs); fused_bwd applies when all three are asked for. */
+  int32_t (*flash_attention_backward)(
+      SdDevice *dev, const float *q, const float *k, const float *v,
+      const float *mask, int64_t mask_b, int64_t mask_h, const float *out,
+      const float *lse, const float *d_out, float *d_q, float *d_k, float *d_v,
+      int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d, int64_t dv,
+      double scale, const SdFlashBlocks *blocks);
   /* sd.rng_normal / sd.rng_uniform in offsets form: `out` (local shape
    * `shape`) is the block at `offsets` of the tensor of `global_shape`
    * drawn from `seed` (sd/Reference/Random.h). `a`, `b` are mean and

@@ -461,6 +461,83 @@ static LogicalResult emitCallOf(AttentionOp op, ProgramBuilder &pb) {
   return success();
 }
 
+/// The mask's batch and head sizes (1 where it broadcasts, or absent).
+static std::pair<int64_t, int64_t> maskExtent(Value mask) {
+  if (!mask)
+    return {1, 1};
+  return {shapeOf(mask)[0], shapeOf(mask)[1]};
+}
+
+/// A static SdFlashBlocks of `blocks`; returns its name.
+static std::string flashBlocks(ProgramBuilder &pb, FlashBlocksAttr blocks) {
+  std::string name = "flash" + pb.freshTag();
+  pb.statics() << "static const SdFlashBlocks " << name << " = {"
+               << blocks.getBlockQ() << ", " << blocks.getBlockKvCompute()
+               << ", " << blocks.getBlockKv() << ", " << blocks.getBlockQDkv()
+               << ", " << blocks.getBlockKvDkv() << ", "
+               << blocks.getBlockKvDkvCompute() << ", "
+               << blocks.getBlockQDq() << ", " << blocks.getBlockKvDq() << ", "
+               << (blocks.getUseFusedBwdKernel() ? 1 : 0) << "};\n";
+  return name;
+}
+
+/// The arguments every flash-attention call shares after its buffers:
+/// B, H, Sq, Skv, D, Dv, the scale and the block sizes.
+static void flashShapeArguments(llvm::raw_ostream &os, ProgramBuilder &pb,
+                                Value query, Value value, FloatAttr scale,
+                                FlashBlocksAttr blocks) {
+  ArrayRef<int64_t> q = shapeOf(query), v = shapeOf(value);
+  os << q[0] << ", " << q[1] << ", " << q[2] << ", " << v[2] << ", " << q[3]
+     << ", " << v[3] << ", " << doubleLiteral(scale.getValueAsDouble())
+     << ", &" << flashBlocks(pb, blocks) << ")) return st;\n";
+}
+
+static LogicalResult emitCallOf(FlashAttentionOp op, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
+    auto [maskB, maskH] = maskExtent(op.getMask());
+    os << "  if (int32_t st = api->flash_attention(dev, "
+       << pb.buffer(op.getQuery()) << ", " << pb.buffer(op.getKey()) << ", "
+       << pb.buffer(op.getValue()) << ", " << pb.optionalBuffer(op.getMask())
+       << ", " << maskB << ", " << maskH << ", " << o << ", "
+       << pb.buffer(op.getLogsumexp()) << ", ";
+    flashShapeArguments(os, pb, op.getQuery(), op.getValue(),
+                        op.getScaleAttr(), op.getBlocks());
+  });
+  return success();
+}
+
+/// The runtime's backward call with the cotangents `dq`, `dk` and `dv`
+/// (C++ expressions; "nullptr" skips that pass).
+template <typename OpTy>
+static void emitFlashBackward(OpTy op, ProgramBuilder &pb,
+                              llvm::raw_ostream &os, StringRef dq,
+                              StringRef dk, StringRef dv) {
+  auto [maskB, maskH] = maskExtent(op.getMask());
+  os << "  if (int32_t st = api->flash_attention_backward(dev, "
+     << pb.buffer(op.getQuery()) << ", " << pb.buffer(op.getKey()) << ", "
+     << pb.buffer(op.getValue()) << ", " << pb.optionalBuffer(op.getMask())
+     << ", " << maskB << ", " << maskH << ", " << pb.buffer(op.getOut())
+     << ", " << pb.buffer(op.getLogsumexp()) << ", "
+     << pb.buffer(op.getDOut()) << ", " << dq << ", " << dk << ", " << dv
+     << ", ";
+  flashShapeArguments(os, pb, op.getQuery(), op.getValue(), op.getScaleAttr(),
+                      op.getBlocks());
+}
+
+static LogicalResult emitCallOf(FlashAttentionDqOp op, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef dq) {
+    emitFlashBackward(op, pb, os, dq, "nullptr", "nullptr");
+  });
+  return success();
+}
+
+static LogicalResult emitCallOf(FlashAttentionDkvOp op, ProgramBuilder &pb) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef dk) {
+    emitFlashBackward(op, pb, os, "nullptr", dk, pb.buffer(op.getDValue()));
+  });
+  return success();
+}
+
 static LogicalResult emitCallOf(Conv2DOp op, ProgramBuilder &pb) {
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
     os << "  if (int32_t st = api->conv2d(dev, " << pb.buffer(op.getInput())
@@ -833,8 +910,9 @@ void mlir::sd::registerOpenMPLoweringInterfaces(DialectRegistry &registry) {
     attach<ReductionModel, ReduceSumOp, ReduceMaxOp, ReduceMeanOp, MseLossOp>(
         context);
     attachCalls<LoweringKind::Library, DotGeneralOp, TransposeOp, SoftmaxOp,
-                LayerNormOp, RmsNormOp, GroupNormOp, AttentionOp, Conv2DOp,
-                RngNormalOp, RngUniformOp>(context);
+                LayerNormOp, RmsNormOp, GroupNormOp, AttentionOp,
+                FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp,
+                Conv2DOp, RngNormalOp, RngUniformOp>(context);
     attachCalls<LoweringKind::Collective, AllGatherOp, AllSliceOp,
                 ReduceScatterOp, AllReduceOp, AllToAllOp, CollectivePermuteOp,
                 AxisIndexOp>(context);

@@ -168,6 +168,8 @@ void ProgramBuilder::emitKernelCall(
     Operation *op, function_ref<void(llvm::raw_ostream &, StringRef)> call) {
   Value out = op->getResult(0);
   std::string o = allocate(out);
+  for (Value result : op->getResults().drop_front())
+    allocate(result);
   traceBegin({op->getName().stripDialect().str(), shapeText(shapeOf(out)),
               names.label(op)},
              "kernel", costFlops(op), costBytes(op));
@@ -332,10 +334,12 @@ void ProgramEmitter::planStorage() {
     if (step.plan.getKind() == KernelKind::alias)
       aliasOf[step.root->getResult(0)] = step.root->getOperand(0);
   for (auto [i, step] : llvm::enumerate(steps)) {
-    Value st = storageOf(step.root->getResult(0));
-    if (!lastUse.count(st))
-      lastUse[st] = i;
-    defStep[step.root->getResult(0)] = i;
+    for (Value result : step.root->getResults()) {
+      Value st = storageOf(result);
+      if (!lastUse.count(st))
+        lastUse[st] = i;
+      defStep[result] = i;
+    }
     for (Value in : step.inputs)
       lastUse[storageOf(in)] = i;
   }
@@ -425,11 +429,12 @@ LogicalResult ProgramEmitter::emitEntry() {
   for (auto [i, step] : llvm::enumerate(steps)) {
     if (failed(emitStep(step)))
       return failure();
-    Value out = step.root->getResult(0);
     for (Value st : releases[i])
       entryOs << "  api->release(dev, " << buffer(st) << ");\n";
-    // Schedule this step's own output if it is owned.
-    if (owned.count(out) && !returned.count(out)) {
+    // Schedule this step's own outputs if they are owned.
+    for (Value out : step.root->getResults()) {
+      if (!owned.count(out) || returned.count(out))
+        continue;
       int64_t last = lastUse.lookup(out);
       if (last == static_cast<int64_t>(i))
         entryOs << "  api->release(dev, " << buffer(out) << ");\n";

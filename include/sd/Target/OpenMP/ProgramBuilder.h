@@ -114,9 +114,9 @@ public:
                   int64_t flops, int64_t bytes);
   void traceEnd() { entryOs << "  api->trace_end(dev);\n"; }
 
-  /// A runtime kernel call of `op`: allocates its result, opens a "kernel"
-  /// span with the op's cost, lets `call` write the call with the result's
-  /// buffer, closes the span.
+  /// A runtime kernel call of `op`: allocates its results, opens a "kernel"
+  /// span with the op's cost, lets `call` write the call with the first
+  /// result's buffer (the others are `buffer(result)`), closes the span.
   void emitKernelCall(Operation *op,
                       function_ref<void(llvm::raw_ostream &, StringRef)> call);
 

@@ -1,0 +1,57 @@
+//===- AttentionKind.h - MaxDiffusion's attention kernels -------*- C++ -*-===//
+//
+// The `attention` setting (a config's `attention` key, `--attention` on the
+// tools): how the compiler runs sd.attention. MaxDiffusion's spellings.
+// Header-only, MLIR-free.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_CONFIG_ATTENTIONKIND_H
+#define SD_CONFIG_ATTENTIONKIND_H
+
+#include <array>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+namespace sd {
+
+enum class AttentionKind {
+  /// One score matrix per head (sd.attention as it is).
+  DotProduct,
+  /// Tiled into flash-attention blocks (sd-tile-attention); a sequence
+  /// sharded over `context` has its keys and values all-gathered.
+  Flash,
+};
+
+inline constexpr std::array<std::pair<AttentionKind, std::string_view>, 2>
+    kAttentionKindNames = {{
+        {AttentionKind::DotProduct, "dot_product"},
+        {AttentionKind::Flash, "flash"},
+    }};
+
+/// MaxDiffusion's attention values that sd does not run (context-parallel
+/// and accelerator kernels), so that a config naming one gets an error
+/// that says so rather than "unknown".
+inline constexpr std::array<std::string_view, 6> kUnavailableAttentionKinds = {
+    "ring", "ulysses", "ulysses_ring", "cudnn_flash_te", "tokamax_flash",
+    "tokamax_ring"};
+
+inline std::string_view attentionKindName(AttentionKind kind) {
+  for (const auto &[k, name] : kAttentionKindNames)
+    if (k == kind)
+      return name;
+  return "dot_product";
+}
+
+/// The kind spelled `name` (exactly), or nullopt.
+inline std::optional<AttentionKind> parseAttentionKind(std::string_view name) {
+  for (const auto &[kind, spelling] : kAttentionKindNames)
+    if (spelling == name)
+      return kind;
+  return std::nullopt;
+}
+
+} // namespace sd
+
+#endif // SD_CONFIG_ATTENTIONKIND_H

@@ -1,0 +1,90 @@
+//===- TileAttention.cpp - attention into flash-attention blocks ----------===//
+//
+// Each sd.attention becomes an sd.flash_attention with the block sizes the
+// options give, the open ones derived from the op's head_dims and the cache
+// (FlashTiling.h). The attention's own attributes (its name, its layer)
+// carry over to the tiled op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/IR/SDOps.h"
+#include "sd/Passes/FlashTiling.h"
+#include "sd/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::sd {
+#define GEN_PASS_DEF_TILEATTENTION
+#include "sd/Passes/Passes.h.inc"
+} // namespace mlir::sd
+
+using namespace mlir;
+using namespace mlir::sd;
+
+namespace {
+struct TileAttentionPass
+    : public mlir::sd::impl::TileAttentionBase<TileAttentionPass> {
+  using TileAttentionBase::TileAttentionBase;
+
+  void runOnOperation() override {
+    FlashTiling requested;
+    requested.blockQ = blockQ;
+    requested.blockKvCompute = blockKvCompute;
+    requested.blockKv = blockKv;
+    requested.blockQDkv = blockQDkv;
+    requested.blockKvDkv = blockKvDkv;
+    requested.blockKvDkvCompute = blockKvDkvCompute;
+    requested.blockQDq = blockQDq;
+    requested.blockKvDq = blockKvDq;
+    requested.useFusedBwdKernel = useFusedBwdKernel;
+    int64_t cache = cacheBytes > 0 ? int64_t(cacheBytes) : hostL2CacheBytes();
+
+    SmallVector<AttentionOp> ops;
+    getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
+    for (AttentionOp op : ops)
+      if (failed(tile(op, requested, cache)))
+        return signalPassFailure();
+  }
+
+  /// Replaces `op` by its tiled form.
+  LogicalResult tile(AttentionOp op, const FlashTiling &requested,
+                     int64_t cache) {
+    int64_t d = op.getQuery().getType().getDimSize(3);
+    int64_t dv = op.getValue().getType().getDimSize(3);
+    if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv))
+      return op.emitOpError("has a dynamic head_dim; flash-attention tiling "
+                            "needs static head_dims");
+    for (auto [name, size] :
+         {std::pair<StringRef, int64_t>{"block-q", requested.blockQ},
+          {"block-kv-compute", requested.blockKvCompute},
+          {"block-kv", requested.blockKv},
+          {"block-q-dkv", requested.blockQDkv},
+          {"block-kv-dkv", requested.blockKvDkv},
+          {"block-kv-dkv-compute", requested.blockKvDkvCompute},
+          {"block-q-dq", requested.blockQDq},
+          {"block-kv-dq", requested.blockKvDq}})
+      if (size < 0)
+        return emitError(op.getLoc())
+               << "flash block size " << name << " is " << size
+               << "; block sizes must be positive (0 derives one)";
+    FlashTiling t = completeFlashTiling(requested, d, dv, cache);
+    OpBuilder builder(op);
+    auto blocks = FlashBlocksAttr::get(
+        op.getContext(), t.blockQ, t.blockKvCompute, t.blockKv, t.blockQDkv,
+        t.blockKvDkv, t.blockKvDkvCompute, t.blockQDq, t.blockKvDq,
+        t.useFusedBwdKernel);
+    auto tiled = FlashAttentionOp::create(
+        builder, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
+        op.getMask(), builder.getF64FloatAttr(op.getEffectiveScale()),
+        blocks);
+    // Discardable attributes (sd.name, sd.layer) carry over; a sharding of
+    // the one result would not fit two, and propagation gives them both.
+    for (NamedAttribute attr : op->getDiscardableAttrs())
+      if (attr.getName() != SDDialect::kShardingAttrName)
+        tiled->setAttr(attr.getName(), attr.getValue());
+    op.getResult().replaceAllUsesWith(tiled.getResult());
+    op.erase();
+    return success();
+  }
+};
+} // namespace

@@ -1,0 +1,513 @@
+//===- FlashAttentionTest.cpp - FlashAttention-2 against double math ------===//
+//
+// The f32 tiled kernels are compared with a plain double-precision attention
+// written here: the forward's out and lse, and the backward's dq, dk, dv
+// against the analytic gradient (the softmax VJP). Block sizes are chosen so
+// that blocks do not divide the lengths, exceed them, or split K/V blocks
+// into compute sub-blocks; masks broadcast and mask whole rows and tiles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Runtime/Kernels.h"
+#include "sd/Runtime/Runtime.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace sd::rt::kernels {
+namespace {
+
+constexpr double kTol = 1e-4;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct Shape {
+  int64_t b, h, sq, skv, d, dv;
+};
+
+/// A problem's operands. `mask` is empty when unmasked.
+struct Inputs {
+  Shape shape;
+  std::vector<float> q, k, v, dOut, mask;
+  int64_t maskB = 1, maskH = 1;
+  double scale;
+  const float *maskData() const { return mask.empty() ? nullptr : mask.data(); }
+};
+
+std::vector<float> randomFloats(int64_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> values(static_cast<size_t>(n));
+  for (float &x : values)
+    x = dist(gen);
+  return values;
+}
+
+/// Random operands; with `maskB` > 0 a mask of [maskB, maskH, Sq, Skv] that
+/// drops a third of the keys at random, all keys of query row 1 of the first
+/// mask head, and the second half of the keys for the first half of the
+/// queries (so that whole tiles are masked).
+Inputs makeInputs(Shape s, int64_t maskB = 0, int64_t maskH = 0,
+                  uint32_t seed = 1) {
+  Inputs in;
+  in.shape = s;
+  in.q = randomFloats(s.b * s.h * s.sq * s.d, seed, -2.0f, 2.0f);
+  in.k = randomFloats(s.b * s.h * s.skv * s.d, seed + 1, -2.0f, 2.0f);
+  in.v = randomFloats(s.b * s.h * s.skv * s.dv, seed + 2, -1.0f, 1.0f);
+  in.dOut = randomFloats(s.b * s.h * s.sq * s.dv, seed + 3, -1.0f, 1.0f);
+  in.scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(s.d, 1)));
+  if (maskB > 0) {
+    in.maskB = maskB;
+    in.maskH = maskH;
+    in.mask.resize(static_cast<size_t>(maskB * maskH * s.sq * s.skv));
+    std::mt19937 gen(seed + 4);
+    for (int64_t head = 0; head < maskB * maskH; ++head)
+      for (int64_t i = 0; i < s.sq; ++i)
+        for (int64_t j = 0; j < s.skv; ++j) {
+          bool drop = gen() % 3 == 0 || (head == 0 && i == 1) ||
+                      (2 * i < s.sq && 2 * j >= s.skv);
+          in.mask[(head * s.sq + i) * s.skv + j] = drop ? 0.0f : 1.0f;
+        }
+  }
+  return in;
+}
+
+/// Attention and its gradients in double.
+struct Expected {
+  std::vector<double> out, lse, dq, dk, dv;
+};
+
+Expected reference(const Inputs &in) {
+  const Shape &s = in.shape;
+  Expected e;
+  e.out.assign(static_cast<size_t>(s.b * s.h * s.sq * s.dv), 0.0);
+  e.lse.assign(static_cast<size_t>(s.b * s.h * s.sq), 0.0);
+  e.dq.assign(static_cast<size_t>(s.b * s.h * s.sq * s.d), 0.0);
+  e.dk.assign(static_cast<size_t>(s.b * s.h * s.skv * s.d), 0.0);
+  e.dv.assign(static_cast<size_t>(s.b * s.h * s.skv * s.dv), 0.0);
+  std::vector<double> p(static_cast<size_t>(s.skv));
+  std::vector<char> allowed(static_cast<size_t>(s.skv));
+  for (int64_t bi = 0; bi < s.b; ++bi)
+    for (int64_t hi = 0; hi < s.h; ++hi) {
+      int64_t pair = bi * s.h + hi;
+      const float *mask =
+          in.mask.empty()
+              ? nullptr
+              : in.mask.data() + ((in.maskB == 1 ? 0 : bi) * in.maskH +
+                                  (in.maskH == 1 ? 0 : hi)) *
+                                     s.sq * s.skv;
+      for (int64_t i = 0; i < s.sq; ++i) {
+        int64_t row = pair * s.sq + i;
+        const float *qi = in.q.data() + row * s.d;
+        const float *doi = in.dOut.data() + row * s.dv;
+        double maxScore = -INFINITY;
+        for (int64_t j = 0; j < s.skv; ++j) {
+          allowed[j] = !mask || mask[i * s.skv + j] != 0.0f;
+          double dot = 0.0;
+          for (int64_t c = 0; c < s.d; ++c)
+            dot +=
+                static_cast<double>(qi[c]) * in.k[(pair * s.skv + j) * s.d + c];
+          p[j] = in.scale * dot;
+          if (allowed[j])
+            maxScore = std::max(maxScore, p[j]);
+        }
+        if (maxScore == -INFINITY) {
+          e.lse[row] = -INFINITY;
+          continue;
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < s.skv; ++j)
+          sum += allowed[j] ? std::exp(p[j] - maxScore) : 0.0;
+        e.lse[row] = maxScore + std::log(sum);
+        for (int64_t j = 0; j < s.skv; ++j)
+          p[j] = allowed[j] ? std::exp(p[j] - e.lse[row]) : 0.0;
+        // out = P·V; D = Σ_j p_j (dO·v_j); dS = P ∘ (dO·Vᵀ - D).
+        double di = 0.0;
+        std::vector<double> dp(static_cast<size_t>(s.skv), 0.0);
+        for (int64_t j = 0; j < s.skv; ++j) {
+          const float *vj = in.v.data() + (pair * s.skv + j) * s.dv;
+          for (int64_t c = 0; c < s.dv; ++c) {
+            e.out[row * s.dv + c] += p[j] * vj[c];
+            dp[j] += static_cast<double>(doi[c]) * vj[c];
+          }
+          di += p[j] * dp[j];
+        }
+        for (int64_t j = 0; j < s.skv; ++j) {
+          double ds = p[j] * (dp[j] - di) * in.scale;
+          int64_t key = pair * s.skv + j;
+          for (int64_t c = 0; c < s.d; ++c) {
+            e.dq[row * s.d + c] += ds * in.k[key * s.d + c];
+            e.dk[key * s.d + c] += ds * qi[c];
+          }
+          for (int64_t c = 0; c < s.dv; ++c)
+            e.dv[key * s.dv + c] += p[j] * doi[c];
+        }
+      }
+    }
+  return e;
+}
+
+/// The kernels' results.
+struct Result {
+  std::vector<float> out, lse, dq, dk, dv;
+};
+
+SdFlashBlocks makeBlocks(int64_t q, int64_t kvCompute, int64_t kv,
+                         bool fused = false) {
+  SdFlashBlocks blocks;
+  blocks.block_q = q;
+  blocks.block_kv_compute = kvCompute;
+  blocks.block_kv = kv;
+  blocks.block_q_dkv = q;
+  blocks.block_kv_dkv = kv;
+  blocks.block_kv_dkv_compute = kvCompute;
+  blocks.block_q_dq = q;
+  blocks.block_kv_dq = kv;
+  blocks.fused_bwd = fused ? 1 : 0;
+  return blocks;
+}
+
+/// Runs the forward with scratch for the current team; outputs start as
+/// garbage so that unwritten elements show.
+void runForward(const Inputs &in, const SdFlashBlocks &blocks, Result &r) {
+  const Shape &s = in.shape;
+  std::vector<float> scratch(static_cast<size_t>(flashAttentionScratchFloats(
+      s.b, s.h, s.sq, s.skv, s.d, s.dv, blocks, omp_get_max_threads())));
+  r.out.assign(static_cast<size_t>(s.b * s.h * s.sq * s.dv), -9.0f);
+  r.lse.assign(static_cast<size_t>(s.b * s.h * s.sq), -9.0f);
+  flashAttention(in.q.data(), in.k.data(), in.v.data(), in.maskData(), in.maskB,
+                 in.maskH, r.out.data(), r.lse.data(), s.b, s.h, s.sq, s.skv,
+                 s.d, s.dv, in.scale, blocks, scratch.data());
+}
+
+/// Runs the backward of `in` given the forward's `out` and `lse`.
+void runBackward(const Inputs &in, const SdFlashBlocks &blocks,
+                 const std::vector<float> &out, const std::vector<float> &lse,
+                 Result &r) {
+  const Shape &s = in.shape;
+  std::vector<float> scratch(
+      static_cast<size_t>(flashAttentionBackwardScratchFloats(
+          s.b, s.h, s.sq, s.skv, s.d, s.dv, blocks, omp_get_max_threads())));
+  r.dq.assign(static_cast<size_t>(s.b * s.h * s.sq * s.d), -9.0f);
+  r.dk.assign(static_cast<size_t>(s.b * s.h * s.skv * s.d), -9.0f);
+  r.dv.assign(static_cast<size_t>(s.b * s.h * s.skv * s.dv), -9.0f);
+  flashAttentionBackward(in.q.data(), in.k.data(), in.v.data(), in.maskData(),
+                         in.maskB, in.maskH, out.data(), lse.data(),
+                         in.dOut.data(), r.dq.data(), r.dk.data(), r.dv.data(),
+                         s.b, s.h, s.sq, s.skv, s.d, s.dv, in.scale, blocks,
+                         scratch.data());
+}
+
+Result run(const Inputs &in, const SdFlashBlocks &blocks) {
+  Result r;
+  runForward(in, blocks, r);
+  runBackward(in, blocks, r.out, r.lse, r);
+  return r;
+}
+
+/// Expects every element within kTol of `expected`, relative to its
+/// magnitude with a floor of 5% of the tensor's largest (gradients are sums
+/// of cancelling terms); -inf must match exactly.
+void expectClose(const std::vector<float> &actual,
+                 const std::vector<double> &expected, const char *what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  double largest = 1e-30;
+  for (double e : expected)
+    if (std::isfinite(e))
+      largest = std::max(largest, std::abs(e));
+  double worst = 0.0;
+  size_t worstAt = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::isinf(expected[i])) {
+      ASSERT_EQ(static_cast<double>(actual[i]), expected[i])
+          << what << " element " << i;
+      continue;
+    }
+    double err = std::abs(actual[i] - expected[i]) /
+                 std::max(std::abs(expected[i]), 0.05 * largest);
+    if (!(err <= worst)) {
+      worst = err;
+      worstAt = i;
+    }
+  }
+  EXPECT_LE(worst, kTol) << what << " element " << worstAt << ": "
+                         << actual[worstAt] << " vs " << expected[worstAt];
+}
+
+void expectMatchesReference(const Inputs &in, const Result &r) {
+  Expected e = reference(in);
+  expectClose(r.out, e.out, "out");
+  expectClose(r.lse, e.lse, "lse");
+  expectClose(r.dq, e.dq, "dq");
+  expectClose(r.dk, e.dk, "dk");
+  expectClose(r.dv, e.dv, "dv");
+}
+
+/// Forward and both backward variants of `in` against the reference.
+void check(const Inputs &in, SdFlashBlocks blocks) {
+  for (int fused : {0, 1}) {
+    SCOPED_TRACE(fused ? "fused dq" : "separate dq pass");
+    blocks.fused_bwd = fused;
+    expectMatchesReference(in, run(in, blocks));
+  }
+}
+
+bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+/// Sets the team size for one scope.
+class ScopedThreads {
+public:
+  explicit ScopedThreads(int threads) : saved(omp_get_max_threads()) {
+    omp_set_num_threads(threads);
+  }
+  ~ScopedThreads() { omp_set_num_threads(saved); }
+
+private:
+  int saved;
+};
+
+TEST(FlashAttentionTest, DivisibleLengths) {
+  check(makeInputs({2, 3, 32, 64, 16, 16}), makeBlocks(16, 16, 32));
+}
+
+TEST(FlashAttentionTest, NonDivisibleLengths) {
+  // The last query block has 5 rows, the last K/V block 21 keys, and its
+  // last compute sub-block 5.
+  check(makeInputs({2, 2, 37, 53, 8, 8}), makeBlocks(16, 8, 32));
+  // block_kv_compute does not divide block_kv either.
+  check(makeInputs({1, 3, 29, 41, 5, 6}), makeBlocks(7, 6, 16));
+}
+
+TEST(FlashAttentionTest, SqDiffersFromSkvAndDFromDv) {
+  check(makeInputs({2, 2, 19, 45, 12, 7}), makeBlocks(8, 16, 16));
+  check(makeInputs({1, 2, 50, 9, 3, 10}), makeBlocks(16, 4, 8));
+}
+
+TEST(FlashAttentionTest, BlocksLargerThanLengths) {
+  check(makeInputs({2, 2, 11, 13, 8, 4}), makeBlocks(1000, 999, 1000));
+}
+
+TEST(FlashAttentionTest, SingleRowAndKeyBlocks) {
+  check(makeInputs({1, 2, 5, 7, 3, 4}), makeBlocks(1, 1, 1));
+}
+
+TEST(FlashAttentionTest, BroadcastMasksAndFullyMaskedRows) {
+  Shape shape{2, 3, 37, 53, 8, 8};
+  for (auto [maskB, maskH] : std::vector<std::pair<int64_t, int64_t>>{
+           {2, 3}, {1, 3}, {2, 1}, {1, 1}}) {
+    SCOPED_TRACE(testing::Message() << "mask " << maskB << "x" << maskH);
+    Inputs in = makeInputs(shape, maskB, maskH);
+    SdFlashBlocks blocks = makeBlocks(16, 8, 32);
+    check(in, blocks);
+    // Query row 1 of head (0, 0) sees no key: zeros, lse -inf, no gradient.
+    Result r = run(in, blocks);
+    EXPECT_EQ(r.lse[1], kNegInf);
+    for (int64_t j = 0; j < shape.dv; ++j)
+      EXPECT_EQ(r.out[shape.dv + j], 0.0f);
+    for (int64_t j = 0; j < shape.d; ++j)
+      EXPECT_EQ(r.dq[shape.d + j], 0.0f);
+  }
+}
+
+TEST(FlashAttentionTest, SingleHeadKeepsTwoThreadsBusy) {
+  // One (batch, head) pair and one block of each kind: the kernels split the
+  // blocks so that both threads get items.
+  ScopedThreads threads(2);
+  Inputs in = makeInputs({1, 1, 37, 53, 8, 8}, 1, 1);
+  check(in, makeBlocks(64, 64, 64));
+  check(in, makeBlocks(64, 16, 64));
+}
+
+TEST(FlashAttentionTest, BackwardOverKeySlicesAddsUp) {
+  // Ring attention: the backward over each half of the keys, with the full
+  // forward's out and lse, gives that half's dk, dv and a share of dq.
+  Shape shape{2, 2, 23, 40, 8, 6};
+  Inputs full = makeInputs(shape, 2, 1);
+  for (int fused : {0, 1}) {
+    SCOPED_TRACE(fused ? "fused dq" : "separate dq pass");
+    SdFlashBlocks blocks = makeBlocks(8, 4, 16, fused);
+    Result whole = run(full, blocks);
+    int64_t split = 17;
+    std::vector<float> dqSum(whole.dq.size(), 0.0f), dk, dv;
+    for (auto [k0, k1] : {std::pair<int64_t, int64_t>{0, split},
+                          std::pair<int64_t, int64_t>{split, shape.skv}}) {
+      Inputs part = full;
+      part.shape.skv = k1 - k0;
+      part.k.clear();
+      part.v.clear();
+      part.mask.clear();
+      for (int64_t pair = 0; pair < shape.b * shape.h; ++pair) {
+        part.k.insert(part.k.end(),
+                      full.k.begin() + (pair * shape.skv + k0) * shape.d,
+                      full.k.begin() + (pair * shape.skv + k1) * shape.d);
+        part.v.insert(part.v.end(),
+                      full.v.begin() + (pair * shape.skv + k0) * shape.dv,
+                      full.v.begin() + (pair * shape.skv + k1) * shape.dv);
+      }
+      for (int64_t row = 0; row < full.maskB * full.maskH * shape.sq; ++row)
+        part.mask.insert(part.mask.end(),
+                         full.mask.begin() + row * shape.skv + k0,
+                         full.mask.begin() + row * shape.skv + k1);
+      Result r;
+      runBackward(part, blocks, whole.out, whole.lse, r);
+      for (size_t i = 0; i < dqSum.size(); ++i)
+        dqSum[i] += r.dq[i];
+      // Interleave the halves' rows back into [B, H, Skv, *].
+      if (dk.empty()) {
+        dk = r.dk;
+        dv = r.dv;
+        continue;
+      }
+      std::vector<float> dkAll, dvAll;
+      int64_t first = split, second = shape.skv - split;
+      for (int64_t pair = 0; pair < shape.b * shape.h; ++pair) {
+        dkAll.insert(dkAll.end(), dk.begin() + pair * first * shape.d,
+                     dk.begin() + (pair + 1) * first * shape.d);
+        dkAll.insert(dkAll.end(), r.dk.begin() + pair * second * shape.d,
+                     r.dk.begin() + (pair + 1) * second * shape.d);
+        dvAll.insert(dvAll.end(), dv.begin() + pair * first * shape.dv,
+                     dv.begin() + (pair + 1) * first * shape.dv);
+        dvAll.insert(dvAll.end(), r.dv.begin() + pair * second * shape.dv,
+                     r.dv.begin() + (pair + 1) * second * shape.dv);
+      }
+      dk = std::move(dkAll);
+      dv = std::move(dvAll);
+    }
+    Expected e = reference(full);
+    expectClose(dqSum, e.dq, "dq summed over key halves");
+    expectClose(dk, e.dk, "dk of key halves");
+    expectClose(dv, e.dv, "dv of key halves");
+    // The whole-key backward's dq agrees with the halves' sum.
+    expectClose(whole.dq, std::vector<double>(dqSum.begin(), dqSum.end()),
+                "whole dq vs halves");
+  }
+}
+
+TEST(FlashAttentionTest, NullCotangentsSkipTheirPass) {
+  // The compiler asks for dQ and for dK/dV in two calls: each must equal
+  // its part of the call that computes all three, and leave the other
+  // buffers alone.
+  Shape shape{2, 3, 21, 30, 8, 8};
+  Inputs in = makeInputs(shape, 1, 1);
+  for (int fused : {0, 1}) {
+    SCOPED_TRACE(fused ? "fused dq" : "separate dq pass");
+    SdFlashBlocks blocks = makeBlocks(8, 4, 16, fused);
+    Result whole = run(in, blocks);
+    const Shape &s = in.shape;
+    std::vector<float> scratch(
+        static_cast<size_t>(flashAttentionBackwardScratchFloats(
+            s.b, s.h, s.sq, s.skv, s.d, s.dv, blocks, omp_get_max_threads())));
+    std::vector<float> dq(whole.dq.size(), -9.0f);
+    flashAttentionBackward(in.q.data(), in.k.data(), in.v.data(),
+                           in.maskData(), in.maskB, in.maskH, whole.out.data(),
+                           whole.lse.data(), in.dOut.data(), dq.data(),
+                           nullptr, nullptr, s.b, s.h, s.sq, s.skv, s.d, s.dv,
+                           in.scale, blocks, scratch.data());
+    std::vector<float> dk(whole.dk.size(), -9.0f), dv(whole.dv.size(), -9.0f);
+    flashAttentionBackward(in.q.data(), in.k.data(), in.v.data(),
+                           in.maskData(), in.maskB, in.maskH, whole.out.data(),
+                           whole.lse.data(), in.dOut.data(), nullptr,
+                           dk.data(), dv.data(), s.b, s.h, s.sq, s.skv, s.d,
+                           s.dv, in.scale, blocks, scratch.data());
+    EXPECT_EQ(dk, whole.dk);
+    EXPECT_EQ(dv, whole.dv);
+    // The separate pass and the fused partials add in different orders.
+    for (size_t i = 0; i < dq.size(); ++i)
+      EXPECT_NEAR(dq[i], whole.dq[i], 1e-5 * (1.0 + std::abs(whole.dq[i])));
+  }
+}
+
+TEST(FlashAttentionTest, NoKeysOrNoQueries) {
+  // No keys: every row is fully masked.
+  Inputs noKeys = makeInputs({1, 2, 5, 0, 4, 3});
+  Result r = run(noKeys, makeBlocks(4, 4, 4));
+  EXPECT_EQ(r.out, std::vector<float>(r.out.size(), 0.0f));
+  EXPECT_EQ(r.lse, std::vector<float>(r.lse.size(), kNegInf));
+  EXPECT_EQ(r.dq, std::vector<float>(r.dq.size(), 0.0f));
+  r = run(noKeys, makeBlocks(4, 4, 4, /*fused=*/true));
+  EXPECT_EQ(r.dq, std::vector<float>(r.dq.size(), 0.0f));
+  // No queries: keys get no gradient.
+  Inputs noQueries = makeInputs({1, 2, 0, 5, 4, 3});
+  r = run(noQueries, makeBlocks(4, 4, 4));
+  EXPECT_EQ(r.dk, std::vector<float>(r.dk.size(), 0.0f));
+  EXPECT_EQ(r.dv, std::vector<float>(r.dv.size(), 0.0f));
+}
+
+TEST(FlashAttentionTest, IsDeterministic) {
+  Inputs in = makeInputs({2, 3, 70, 90, 16, 16}, 1, 3);
+  for (int fused : {0, 1}) {
+    SdFlashBlocks blocks = makeBlocks(32, 16, 64, fused);
+    Result first = run(in, blocks), second = run(in, blocks);
+    EXPECT_TRUE(bitwiseEqual(first.out, second.out));
+    EXPECT_TRUE(bitwiseEqual(first.lse, second.lse));
+    EXPECT_TRUE(bitwiseEqual(first.dq, second.dq));
+    EXPECT_TRUE(bitwiseEqual(first.dk, second.dk));
+    EXPECT_TRUE(bitwiseEqual(first.dv, second.dv));
+  }
+}
+
+TEST(FlashAttentionTest, ApiEntriesMatchTheKernels) {
+  // Through SdApi on a device of 2 threads: the same bits as the kernels on
+  // a team of 2, with the scratch back in the pool afterwards.
+  MeshRuntimeOptions options;
+  options.mesh = MeshSpec({{"data", 1, 1}});
+  options.threadsPerDevice = 2;
+  absl::StatusOr<std::unique_ptr<MeshRuntime>> runtime =
+      MeshRuntime::create(std::move(options));
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  Inputs in = makeInputs({1, 3, 37, 53, 8, 8}, 1, 3);
+  SdFlashBlocks blocks = makeBlocks(16, 8, 32, /*fused=*/true);
+  const Shape &s = in.shape;
+  Result viaApi;
+  viaApi.out.resize(static_cast<size_t>(s.b * s.h * s.sq * s.dv));
+  viaApi.lse.resize(static_cast<size_t>(s.b * s.h * s.sq));
+  viaApi.dq.resize(in.q.size());
+  viaApi.dk.resize(in.k.size());
+  viaApi.dv.resize(in.v.size());
+  absl::Status status = (*runtime)->runOnDevices([&](Device &device) {
+    const SdApi *api = MeshRuntime::api();
+    auto *dev = reinterpret_cast<SdDevice *>(&device);
+    if (api->flash_attention(dev, in.q.data(), in.k.data(), in.v.data(),
+                             in.maskData(), in.maskB, in.maskH,
+                             viaApi.out.data(), viaApi.lse.data(), s.b, s.h,
+                             s.sq, s.skv, s.d, s.dv, in.scale, &blocks) != 0 ||
+        api->flash_attention_backward(
+            dev, in.q.data(), in.k.data(), in.v.data(), in.maskData(), in.maskB,
+            in.maskH, viaApi.out.data(), viaApi.lse.data(), in.dOut.data(),
+            viaApi.dq.data(), viaApi.dk.data(), viaApi.dv.data(), s.b, s.h,
+            s.sq, s.skv, s.d, s.dv, in.scale, &blocks) != 0)
+      return device.error();
+    EXPECT_EQ(device.pool(SD_DEVICE_MEMORY).liveBytes(), 0);
+    EXPECT_GT(device.pool(SD_DEVICE_MEMORY).peakBytes(), 0);
+    // Without block sizes the entry fails instead of crashing.
+    EXPECT_NE(api->flash_attention(dev, in.q.data(), in.k.data(), in.v.data(),
+                                   nullptr, 1, 1, viaApi.out.data(),
+                                   viaApi.lse.data(), s.b, s.h, s.sq, s.skv,
+                                   s.d, s.dv, in.scale, nullptr),
+              0);
+    EXPECT_EQ(device.error().code(), absl::StatusCode::kInvalidArgument);
+    device.clearError();
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  ScopedThreads threads(2);
+  Result direct = run(in, blocks);
+  EXPECT_TRUE(bitwiseEqual(viaApi.out, direct.out));
+  EXPECT_TRUE(bitwiseEqual(viaApi.lse, direct.lse));
+  EXPECT_TRUE(bitwiseEqual(viaApi.dq, direct.dq));
+  EXPECT_TRUE(bitwiseEqual(viaApi.dk, direct.dk));
+  EXPECT_TRUE(bitwiseEqual(viaApi.dv, direct.dv));
+  expectMatchesReference(in, direct);
+}
+
+} // namespace
+} // namespace sd::rt::kernels
