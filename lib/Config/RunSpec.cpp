@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
 
 #include "llvm/Support/Format.h"
@@ -537,7 +538,14 @@ absl::Status Resolver::resolveModel() {
     if (absl::Status s = applyOverride(
             parsed, "flash_block_sizes=" + *flags.flashBlockSizes);
         !s.ok())
-      return invalid("--flash-block-sizes: " + std::string(s.message()));
+    {
+      // The override's message names the key and its origin; the flag's
+      // names the flag.
+      absl::string_view message = s.message();
+      absl::ConsumePrefix(&message, "command line: ");
+      absl::ConsumePrefix(&message, "flash_block_sizes: ");
+      return invalid("--flash-block-sizes: " + std::string(message));
+    }
     flagSizes = parsed.flashBlockSizes;
   }
   if (flagSizes || file.flashBlockSizes) {

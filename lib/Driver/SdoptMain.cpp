@@ -94,10 +94,11 @@ struct SdoptCommandLine::Flags {
       cl::init(EmitKind::MLIR), cl::cat(category)};
 
   /// Whether the default pipeline runs: a flag that sets the mesh, the
-  /// batch or the stage was given.
+  /// batch, the attention kernel or the stage was given.
   bool usePipeline(const ::sd::RunSpecFlags &values) const {
     return !values.mesh.value_or("").empty() || values.batch ||
-           values.perDeviceBatch || !explain.empty() ||
+           values.perDeviceBatch || values.attention ||
+           values.flashBlockSizes || !explain.empty() ||
            stage.getNumOccurrences() > 0 || train;
   }
 

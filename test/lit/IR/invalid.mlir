@@ -772,3 +772,49 @@ func.func @constraint_not_divisible(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %y = sd.sharding_constraint %x sharding = <@mesh, [{"data"}, {"tensor"}]> : tensor<8x4xf32>
   return %y : tensor<8x4xf32>
 }
+
+// -----
+
+// sd.flash_attention, sd.flash_attention_dq, sd.flash_attention_dkv
+
+func.func @flash_attention_block_size(%q: tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+1 {{flash block size block_kv_compute is 0; block sizes must be positive}}
+  %o, %lse = sd.flash_attention %q, %q, %q scale = 0.5 blocks = <block_kv_compute = 0> : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16xf32>)
+  return %o : tensor<1x2x16x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_scale(%q: tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+2 {{'sd.flash_attention' op scale must be positive, not 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %lse = sd.flash_attention %q, %q, %q scale = 0.0 blocks = <> : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16xf32>)
+  return %o : tensor<1x2x16x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_dq_out(%q: tensor<1x2x16x8xf32>, %o: tensor<1x2x15x8xf32>, %lse: tensor<1x2x16xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+2 {{'sd.flash_attention_dq' op out of type 'tensor<1x2x15x8xf32>' must have the attention result's type 'tensor<1x2x16x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq = sd.flash_attention_dq %q, %q, %q, %o, %lse, %q scale = 0.5 blocks = <> : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x15x8xf32>, tensor<1x2x16xf32>, tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32>
+  return %dq : tensor<1x2x16x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_dkv_d_out(%q: tensor<1x2x16x8xf32>, %lse: tensor<1x2x16xf32>, %do: tensor<1x2x16x4xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+2 {{'sd.flash_attention_dkv' op d_out of type 'tensor<1x2x16x4xf32>' must have the attention result's type 'tensor<1x2x16x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dk, %dv = sd.flash_attention_dkv %q, %q, %q, %q, %lse, %do scale = 0.5 blocks = <> : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
+  return %dk : tensor<1x2x16x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_dkv_lse(%q: tensor<1x2x16x8xf32>, %lse: tensor<1x2x8xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+2 {{'sd.flash_attention_dkv' op logsumexp of type 'tensor<1x2x8xf32>' must be 'tensor<1x2x16xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dk, %dv = sd.flash_attention_dkv %q, %q, %q, %q, %lse, %q scale = 0.5 blocks = <> : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
+  return %dk : tensor<1x2x16x8xf32>
+}

@@ -565,3 +565,19 @@ func.func @sharding_constraint(%x: tensor<?x256x384xf32>) -> tensor<?x256x384xf3
   %c = sd.sharding_constraint %b sharding = <@mesh, [{"data", ?}, {}, {}], replicated = ["tensor"]> logical = <[batch, activation_length, _]> {sd.name = "attn_output"} : tensor<?x256x384xf32>
   return %c : tensor<?x256x384xf32>
 }
+
+// -----
+
+// Tiled attention, its two backward ops, and block sizes: those left out
+// are 512 and are left out when printed.
+// CHECK-LABEL: func.func @flash_attention
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x6x100x64xf32>, %[[K:.*]]: tensor<2x6x80x64xf32>, %[[V:.*]]: tensor<2x6x80x32xf32>, %[[M:.*]]: tensor<1x6x100x80xi1>, %[[DO:.*]]: tensor<2x6x100x32xf32>)
+// CHECK: %[[O:.*]], %[[LSE:.*]] = sd.flash_attention %[[Q]], %[[K]], %[[V]] mask %[[M]] scale = 1.250000e-01 blocks = <block_q = 64, block_kv_compute = 32, block_kv = 128, use_fused_bwd_kernel = true> : (tensor<2x6x100x64xf32>, tensor<2x6x80x64xf32>, tensor<2x6x80x32xf32>, tensor<1x6x100x80xi1>) -> (tensor<2x6x100x32xf32>, tensor<2x6x100xf32>)
+// CHECK: sd.flash_attention_dq %[[Q]], %[[K]], %[[V]], %[[O]], %[[LSE]], %[[DO]] mask %[[M]] scale = 1.250000e-01 blocks = <> : {{.*}} -> tensor<2x6x100x64xf32>
+// CHECK: sd.flash_attention_dkv %[[Q]], %[[K]], %[[V]], %[[O]], %[[LSE]], %[[DO]] scale = 1.250000e-01 blocks = <block_kv_dkv = 16> : {{.*}} -> (tensor<2x6x80x64xf32>, tensor<2x6x80x32xf32>)
+func.func @flash_attention(%q: tensor<2x6x100x64xf32>, %k: tensor<2x6x80x64xf32>, %v: tensor<2x6x80x32xf32>, %m: tensor<1x6x100x80xi1>, %do: tensor<2x6x100x32xf32>) -> (tensor<2x6x100x64xf32>, tensor<2x6x80x64xf32>, tensor<2x6x80x32xf32>) {
+  %o, %lse = sd.flash_attention %q, %k, %v mask %m scale = 0.125 blocks = <block_q = 64, block_kv_compute = 32, block_kv = 128, use_fused_bwd_kernel = true> : (tensor<2x6x100x64xf32>, tensor<2x6x80x64xf32>, tensor<2x6x80x32xf32>, tensor<1x6x100x80xi1>) -> (tensor<2x6x100x32xf32>, tensor<2x6x100xf32>)
+  %dq = sd.flash_attention_dq %q, %k, %v, %o, %lse, %do mask %m scale = 0.125 blocks = <block_q = 512> : (tensor<2x6x100x64xf32>, tensor<2x6x80x64xf32>, tensor<2x6x80x32xf32>, tensor<2x6x100x32xf32>, tensor<2x6x100xf32>, tensor<2x6x100x32xf32>, tensor<1x6x100x80xi1>) -> tensor<2x6x100x64xf32>
+  %dk, %dv = sd.flash_attention_dkv %q, %k, %v, %o, %lse, %do scale = 0.125 blocks = <block_kv_dkv = 16> : (tensor<2x6x100x64xf32>, tensor<2x6x80x64xf32>, tensor<2x6x80x32xf32>, tensor<2x6x100x32xf32>, tensor<2x6x100xf32>, tensor<2x6x100x32xf32>) -> (tensor<2x6x80x64xf32>, tensor<2x6x80x32xf32>)
+  return %dq, %dk, %dv : tensor<2x6x100x64xf32>, tensor<2x6x80x64xf32>, tensor<2x6x80x32xf32>
+}

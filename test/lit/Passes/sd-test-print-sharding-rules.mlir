@@ -506,3 +506,26 @@ func.func @rng_uniform() -> tensor<2x4xf32> {
   %y = sd.rng_uniform seed = 7 : tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }
+
+// -----
+
+// The tiled forward has sd.attention's rule, its log-sum-exp following
+// b (i), h (j) and sq (k). The backward ops' sums: dQ sums over skv (l) and
+// dv (n), dK and dV over sq (k); head_dims that exp separates need
+// replication.
+// CHECK-LABEL: func.func @flash_attention(
+// CHECK: sd.flash_attention {{.*}}{sd.sharding_rule = #sd.sharding_rule<([i, j, k, m], [i, j, l, m], [i, j, l, n], [1, j, k, l]) -> ([i, j, k, n], [i, j, k]) {i=2, j=3, k=4, l=6, m=8, n=16}, need_replication={l, m}>}
+// CHECK: sd.flash_attention_dq {{.*}}{sd.sharding_rule = #sd.sharding_rule<([i, j, k, m], [i, j, l, m], [i, j, l, n], [i, j, k, n], [i, j, k], [i, j, k, n], [1, j, k, l]) -> ([i, j, k, m]) {i=2, j=3, k=4, l=6, m=8, n=16}, reduction={l, n}, need_replication={m}>}
+// CHECK: sd.flash_attention_dkv {{.*}}{sd.sharding_rule = #sd.sharding_rule<([i, j, k, m], [i, j, l, m], [i, j, l, n], [i, j, k, n], [i, j, k], [i, j, k, n], [1, j, k, l]) -> ([i, j, l, m], [i, j, l, n]) {i=2, j=3, k=4, l=6, m=8, n=16}, reduction={k}, need_replication={m, n}>}
+func.func @flash_attention(%q: tensor<2x3x4x8xf32>, %k: tensor<2x3x6x8xf32>, %v: tensor<2x3x6x16xf32>, %m: tensor<1x3x4x6xi1>, %do: tensor<2x3x4x16xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x16xf32>) {
+  %o, %lse = sd.flash_attention %q, %k, %v mask %m scale = 0.5 blocks = <>
+      : (tensor<2x3x4x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x16xf32>, tensor<1x3x4x6xi1>)
+      -> (tensor<2x3x4x16xf32>, tensor<2x3x4xf32>)
+  %dq = sd.flash_attention_dq %q, %k, %v, %o, %lse, %do mask %m scale = 0.5 blocks = <>
+      : (tensor<2x3x4x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x16xf32>, tensor<2x3x4x16xf32>, tensor<2x3x4xf32>, tensor<2x3x4x16xf32>, tensor<1x3x4x6xi1>)
+      -> tensor<2x3x4x8xf32>
+  %dk, %dv = sd.flash_attention_dkv %q, %k, %v, %o, %lse, %do mask %m scale = 0.5 blocks = <>
+      : (tensor<2x3x4x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x16xf32>, tensor<2x3x4x16xf32>, tensor<2x3x4xf32>, tensor<2x3x4x16xf32>, tensor<1x3x4x6xi1>)
+      -> (tensor<2x3x6x8xf32>, tensor<2x3x6x16xf32>)
+  return %dq, %dk, %dv : tensor<2x3x4x8xf32>, tensor<2x3x6x8xf32>, tensor<2x3x6x16xf32>
+}

@@ -1,0 +1,25 @@
+// RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": 32, "block_kv": 64}' | FileCheck %s --check-prefix=FLASH
+// RUN: sdopt %S/Inputs/attention_model.mlir --attention=dot_product | FileCheck %s --check-prefix=DOT --implicit-check-not=sd.flash_attention
+// RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": 32}' --train | FileCheck %s --check-prefix=TRAIN
+// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=ring 2>&1 | FileCheck %s --check-prefix=RING
+// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flashy 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": -3}' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"blok_q": 3}' 2>&1 | FileCheck %s --check-prefix=FIELD
+
+// --attention=flash tiles attention with the given block sizes (the others
+// 512, backward sizes following forward ones); dot_product keeps it.
+// FLASH-LABEL: func.func @loss
+// FLASH: sd.flash_attention {{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_kv = 64, block_q_dkv = 32, block_kv_dkv = 64, block_q_dq = 32, block_kv_dq = 64> {sd.name = "attn_output"}
+// DOT-LABEL: func.func @loss
+// DOT: sd.attention
+
+// The training step's backward is the tiled backward, from the saved
+// output and log-sum-exp.
+// TRAIN: %[[O:.*]], %[[LSE:.*]] = sd.flash_attention
+// TRAIN: sd.flash_attention_dq {{.*}}, %[[O]], %[[LSE]], %{{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_q_dkv = 32, block_q_dq = 32>
+// TRAIN: sd.flash_attention_dkv {{.*}}, %[[O]], %[[LSE]], %{{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_q_dkv = 32, block_q_dq = 32>
+
+// RING: error: --attention: attention 'ring' is not available in sd; sd runs dot_product and flash
+// UNKNOWN: error: --attention: attention 'flashy' is unknown; sd runs dot_product and flash
+// NEGATIVE: error: --flash-block-sizes: block_q: '-3' must be positive
+// FIELD: error: --flash-block-sizes: unknown field "blok_q"; expected one of block_q, block_kv_compute, block_kv, block_q_dkv, block_kv_dkv, block_kv_dkv_compute, block_q_dq, block_kv_dq, use_fused_bwd_kernel
