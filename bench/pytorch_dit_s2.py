@@ -26,16 +26,25 @@ Weights are stored in sd's layout ([in, out], fused [in, k, out]) so the
 parameter count and shapes are those of sd (32,865,056 elements in 131
 tensors for DiT-S/2).
 
+Data-parallel (--processes=2 --threads=1): torch.distributed with gloo on
+127.0.0.1, one process per rank, each holding a replica wrapped in
+DistributedDataParallel and its slice of the global batch (8 → 4 + 4); the
+gradients are averaged by DDP's bucketed all-reduce during the backward.
+A step's time is the slowest rank's.
+
 Run with Debian's interpreter: /usr/bin/python3 bench/pytorch_dit_s2.py
 """
 
 import argparse
 import math
+import os
+import socket
 import statistics
 import sys
 import time
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 
@@ -228,31 +237,56 @@ def training_flops(c, batch):
     return fwd, 3 * fwd
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--preset", default="dit-s2", choices=sorted(PRESETS))
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--flops", action="store_true",
-                    help="print the analytic training FLOPs per step")
-    args = ap.parse_args()
+class DiTModule(torch.nn.Module):
+    """The parameters as a Module, for DistributedDataParallel: forward is
+    loss_fn. ParameterDict keys may not hold dots, so "." becomes "__"."""
 
+    def __init__(self, c, params, pos):
+        super().__init__()
+        self.c = c
+        self.names = list(params)
+        self.p = torch.nn.ParameterDict(
+            {n.replace(".", "__"): torch.nn.Parameter(t.detach())
+             for n, t in params.items()})
+        self.register_buffer("pos", pos)
+
+    def forward(self, x0, noise, t, labels):
+        params = {n: self.p[n.replace(".", "__")] for n in self.names}
+        return loss_fn(self.c, params, self.pos, x0, noise, t, labels)
+
+
+def train(args, rank=0, world=1):
+    """Runs the warm-up and args.steps timed steps on this rank; returns the
+    step times (the slowest rank's, when data-parallel) and the parameter
+    count. With world > 1 every rank draws the same global batch and keeps
+    its slice (batch / world samples); DDP averages the gradients."""
     torch.set_num_threads(args.threads)
     c = Config(**PRESETS[args.preset])
     gen = torch.Generator().manual_seed(args.seed)
     params = make_params(c, gen)
     count = sum(p.numel() for p in params.values())
-    print("parameters: %d elements in %d tensors (%.1f MB f32)"
-          % (count, len(params), count * 4 / 1e6))
-    if args.flops:
-        fwd, train = training_flops(c, args.batch)
+    lead = rank == 0
+    if lead:
+        print("parameters: %d elements in %d tensors (%.1f MB f32)"
+              % (count, len(params), count * 4 / 1e6))
+    if args.flops and lead:
+        fwd, step = training_flops(c, args.batch)
         print("flops: forward %.1f GFLOP, training step %.1f GFLOP"
-              % (fwd / 1e9, train / 1e9))
+              % (fwd / 1e9, step / 1e9))
     pos = sincos_2d(c.grid, c.grid, c.hidden)
-    opt = torch.optim.AdamW(list(params.values()), lr=1e-4,
-                            betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2)
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(
+            DiTModule(c, params, pos))
+        weights = list(model.parameters())
+        step_loss = model
+    else:
+        weights = list(params.values())
+
+        def step_loss(*inputs):
+            return loss_fn(c, params, pos, *inputs)
+    opt = torch.optim.AdamW(weights, lr=1e-4, betas=(0.9, 0.999), eps=1e-8,
+                            weight_decay=1e-2)
+    local = args.batch // world
 
     def batch_inputs():
         shape = (args.batch, c.latent, c.latent, c.channels)
@@ -261,30 +295,95 @@ def main():
         t = torch.rand((args.batch,), generator=gen)
         ids = torch.randint(0, c.num_classes, (args.batch,), generator=gen)
         labels = F.one_hot(ids, c.num_classes + 1).to(torch.float32)
-        return x0, noise, t, labels
+        return tuple(x[rank * local:(rank + 1) * local]
+                     for x in (x0, noise, t, labels))
 
     times = []
     for step in range(1 + args.steps):
         inputs = batch_inputs()
+        if world > 1:
+            dist.barrier()
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(c, params, pos, *inputs)
+        loss = step_loss(*inputs)
         loss.backward()
         opt.step()
         elapsed = time.perf_counter() - start
+        loss = loss.detach()
+        if world > 1:
+            # Outside the timed region: the slowest rank's time, the global
+            # batch's loss.
+            stats = torch.tensor([elapsed, loss.item()], dtype=torch.float64)
+            dist.all_reduce(stats[:1], op=dist.ReduceOp.MAX)
+            dist.all_reduce(stats[1:], op=dist.ReduceOp.SUM)
+            elapsed, loss = stats[0].item(), stats[1] / world
         tag = "warm-up" if step == 0 else "step %d" % step
-        print("%s: loss=%.6f time_s=%.3f" % (tag, loss.item(), elapsed))
-        sys.stdout.flush()
+        if lead:
+            print("%s: loss=%.6f time_s=%.3f" % (tag, loss.item(), elapsed))
+            sys.stdout.flush()
         if step > 0:
             times.append(elapsed)
+    return times, count, c
 
+
+def report(args, times, count, c, world):
     median = statistics.median(times) if times else float("nan")
     line = "pytorch_dit_s2 step_s=%.4f params=%d threads=%d" % (
         median, count, args.threads)
+    if world > 1:
+        line += " processes=%d backend=gloo" % world
     if args.flops:
         line += " gflops=%.2f" % (training_flops(c, args.batch)[1] / 1e9
                                   / median)
     print(line)
+    sys.stdout.flush()
+
+
+def ddp_worker(rank, args, port):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=args.processes)
+    try:
+        times, count, c = train(args, rank, args.processes)
+        if rank == 0:
+            report(args, times, count, c, args.processes)
+    finally:
+        dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads per process")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=8, help="global batch")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="> 1: data-parallel over this many processes "
+                         "(torch.distributed, gloo on 127.0.0.1), the "
+                         "global batch split evenly")
+    ap.add_argument("--preset", default="dit-s2", choices=sorted(PRESETS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--flops", action="store_true",
+                    help="print the analytic training FLOPs per step")
+    args = ap.parse_args()
+    if args.processes < 1 or args.threads < 1 or args.steps < 1:
+        sys.exit("pytorch_dit_s2.py: --processes, --threads and --steps must "
+                 "be positive")
+    if args.batch % args.processes:
+        sys.exit("pytorch_dit_s2.py: --batch %d is not divisible by "
+                 "--processes %d" % (args.batch, args.processes))
+    if args.processes == 1:
+        times, count, c = train(args)
+        report(args, times, count, c, 1)
+        return
+    torch.multiprocessing.spawn(ddp_worker, args=(args, free_port()),
+                                nprocs=args.processes, join=True)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,19 @@
 # sd's DiT-S/2 training step against this machine's f32 ceiling and PyTorch.
 #
 # In one run: OpenBLAS sgemm n=2048 on 2 threads (sd_sgemm_bench --table),
-# the PyTorch 1.13 step on 2 threads (bench/pytorch_dit_s2.py), and sdrun on
-# models/dit_s2.mlir, batch 8, once over --mesh=data:2 and once on a single
-# device with --threads-per-device=2. Each sdrun writes JSON lines
-# (--metrics); step 1 is warm-up, the rest give medians. Prints a markdown
-# table with PASS/FAIL against the targets:
+# the PyTorch 1.13 step on 2 threads and PyTorch data-parallel (DDP, gloo on
+# 127.0.0.1) over 2 processes x 1 thread with the batch split 4 + 4 (both
+# bench/pytorch_dit_s2.py), and sdrun on models/dit_s2.mlir, batch 8: over
+# --mesh=data:2 with the default (dot_product) attention and with
+# --attention=flash, and on a single device with --threads-per-device=2.
+# Each sdrun writes JSON lines (--metrics); step 1 is warm-up, the rest give
+# medians. Prints the machine (CPU model, load average at start and end) and
+# a markdown table with PASS/FAIL against the targets:
 #   sd data:2 achieved GFLOP/s >= 50% of sgemm
-#   sd data:2 step >= 4x faster than PyTorch
+#   sd data:2 step >= 4x faster than PyTorch (2 threads)
 #   partitioning overhead (data:2 time / single-device time - 1) <= 15%
+#   sd data:2 --attention=flash achieved GFLOP/s >= 85% of sgemm (issue 14)
+#   sd data:2 (each attention) >= 1.5x faster than PyTorch DDP (issue 14)
 # Exits 1 if a target fails, 2 on a usage or setup error.
 #
 # Usage: bench/train_step.sh [--baselines-only] [--out DIR]
@@ -17,7 +22,8 @@
 #   --out DIR         keep logs and metrics there (default: a temp dir)
 # Environment: BUILD (build dir, default build), SDRUN, SGEMM_BENCH,
 #   PYTORCH_PYTHON (default /usr/bin/python3: Debian's python3-torch),
-#   SD_STEPS (default 5), PYTORCH_STEPS (default 3), THREADS (default 2).
+#   SD_STEPS (default 5), PYTORCH_STEPS (default 3), THREADS (default 2;
+#   also the number of DDP processes, 1 thread each).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,7 +46,7 @@ while [[ $# -gt 0 ]]; do
     --baselines-only) baselines_only=1 ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
     --out=*) out="${1#--out=}" ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "train_step.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -84,6 +90,10 @@ field() {
   { grep -o "\b$2=[^ ]*" "$1" || true; } | tail -n 1 | cut -d= -f2
 }
 
+cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+date_start="$(date -u '+%Y-%m-%d %H:%M UTC')"
+
 # --- Baselines ------------------------------------------------------------
 run sgemm env OMP_NUM_THREADS="$THREADS" "$SGEMM_BENCH" --table --n=2048
 sgemm_gflops="$(field "$out/sgemm.log" gflops)"
@@ -94,6 +104,12 @@ run pytorch "$PY" bench/pytorch_dit_s2.py --threads="$THREADS" \
 pytorch_s="$(field "$out/pytorch.log" step_s)"
 pytorch_params="$(field "$out/pytorch.log" params)"
 [[ -n "$pytorch_s" ]] || die "no step_s= in $out/pytorch.log"
+
+# PyTorch's fastest use of the cores: one single-threaded process per core.
+run pytorch_ddp "$PY" bench/pytorch_dit_s2.py --processes="$THREADS" \
+  --threads=1 --steps="$PYTORCH_STEPS" --batch="$BATCH" --flops
+pytorch_ddp_s="$(field "$out/pytorch_ddp.log" step_s)"
+[[ -n "$pytorch_ddp_s" ]] || die "no step_s= in $out/pytorch_ddp.log"
 
 # sd's parameter count, from sdopt's report ("131 tensors, 32,865,056
 # elements"), to check that the PyTorch model is the same size.
@@ -110,18 +126,29 @@ if [[ $baselines_only -eq 0 ]]; then
     --steps="$SD_STEPS" --metrics="$out/sd_data2.jsonl"
   run sd_single "$SDRUN" "$MODEL" --batch="$BATCH" --steps="$SD_STEPS" \
     --threads-per-device="$THREADS" --metrics="$out/sd_single.jsonl"
+  if "$SDRUN" --help 2>&1 | grep -q -- '--attention='; then
+    run sd_data2_flash "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
+      --steps="$SD_STEPS" --attention=flash \
+      --metrics="$out/sd_data2_flash.jsonl"
+  else
+    echo "train_step.sh: $SDRUN has no --attention; no flash row" >&2
+  fi
 fi
+load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- Table ----------------------------------------------------------------
 export SGEMM_GFLOPS="$sgemm_gflops" PYTORCH_S="$pytorch_s" \
+  PYTORCH_DDP_S="$pytorch_ddp_s" \
   PYTORCH_PARAMS="$pytorch_params" SD_PARAMS="$sd_params" THREADS BASELINES_ONLY="$baselines_only" \
-  OUT="$out"
+  OUT="$out" CPU_MODEL="$cpu_model" LOAD_START="$load_start" \
+  LOAD_END="$load_end" DATE_START="$date_start"
 "$PY" - <<'EOF'
 import json, os, statistics, sys
 
 out = os.environ["OUT"]
 sgemm = float(os.environ["SGEMM_GFLOPS"])
 torch_s = float(os.environ["PYTORCH_S"])
+ddp_s = float(os.environ["PYTORCH_DDP_S"])
 threads = os.environ["THREADS"]
 failed = False
 
@@ -163,7 +190,9 @@ def verdict(ok):
 
 rows = [("sgemm n=2048, %s threads" % threads, "%.1f GFLOP/s" % sgemm, "", ""),
         ("PyTorch 1.13 DiT-S/2 step, %s threads" % threads,
-         "%.2f s/step" % torch_s, "", "")]
+         "%.2f s/step" % torch_s, "", ""),
+        ("PyTorch 1.13 DiT-S/2 step, DDP (gloo) %s processes x 1 thread"
+         % threads, "%.2f s/step" % ddp_s, "", "")]
 sd_params = os.environ["SD_PARAMS"]
 torch_params = os.environ["PYTORCH_PARAMS"]
 if sd_params:
@@ -186,7 +215,34 @@ if os.environ["BASELINES_ONLY"] == "0":
          "%.3f s/step" % one["step_s"], "", ""),
         ("partitioning overhead (data:2 / single - 1)",
          "%+.1f%%" % (100 * overhead), "<= 15%", verdict(overhead <= 0.15)),
+        ("sd data:2 speed-up vs PyTorch DDP", "%.2fx" % (ddp_s / d2["step_s"]),
+         ">= 1.5x", verdict(ddp_s / d2["step_s"] >= 1.5)),
     ]
+    flash = None
+    if os.path.exists(os.path.join(out, "sd_data2_flash.jsonl")):
+        flash = metrics("sd_data2_flash")
+        fpct = 100 * flash["gflops"] / sgemm
+        rows += [
+            ("sd data:2 --attention=flash step",
+             "%.3f s/step" % flash["step_s"], "", ""),
+            ("sd data:2 --attention=flash achieved",
+             "%.1f GFLOP/s" % flash["gflops"], "", ""),
+            ("sd data:2 --attention=flash / sgemm", "%.1f%%" % fpct, ">= 85%",
+             verdict(fpct >= 85)),
+            ("sd data:2 --attention=flash speed-up vs PyTorch DDP",
+             "%.2fx" % (ddp_s / flash["step_s"]), ">= 1.5x",
+             verdict(ddp_s / flash["step_s"] >= 1.5)),
+        ]
+    else:
+        rows.append(("sd data:2 --attention=flash", "not run (sdrun has no "
+                     "--attention)", "", ""))
+
+print("DiT-S/2 training step, batch 8, %s" % os.environ["DATE_START"])
+print()
+print("- CPU: %s; %d cores" % (os.environ["CPU_MODEL"], os.cpu_count()))
+print("- load average (1, 5, 15 min): %s at start, %s at end"
+      % (os.environ["LOAD_START"], os.environ["LOAD_END"]))
+print()
 
 print("| measure | value | target | result |")
 print("|---|---|---|---|")
@@ -195,7 +251,10 @@ for r in rows:
 
 if os.environ["BASELINES_ONLY"] == "0":
     print()
-    for name, m in (("data:2", d2), ("single", one)):
+    runs = [("data:2", d2), ("single", one)]
+    if flash:
+        runs.append(("data:2 flash", flash))
+    for name, m in runs:
         print("sd %s: %d timed steps, model %.1f GFLOP/step, peak device %.1f MB,"
               " peak host %.1f MB, comm %.1f MB/device; losses %s"
               % (name, m["steps"], m["model_flops"] / 1e9,

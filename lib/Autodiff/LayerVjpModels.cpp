@@ -246,10 +246,11 @@ static LogicalResult vjpOf(FlashAttentionOp op, OpBuilder &b, ValueRange cts,
   Value o = op.getResult(), lse = op.getLogsumexp(), mask = op.getMask();
   FloatAttr scale = op.getScaleAttr();
   FlashBlocksAttr blocks = op.getBlocks();
+  ContextParallelAttr context = op.getContextParallelAttr();
   out[0] = FlashAttentionDqOp::create(b, loc, q, k, v, o, lse, cts[0], mask,
-                                     scale, blocks);
+                                     scale, blocks, context);
   auto dkv = FlashAttentionDkvOp::create(b, loc, q, k, v, o, lse, cts[0],
-                                         mask, scale, blocks);
+                                         mask, scale, blocks, context);
   out[1] = dkv.getDKey();
   out[2] = dkv.getDValue();
   return success();

@@ -524,7 +524,8 @@ absl::Status Resolver::resolveModel() {
                   kUnavailableAttentionKinds.end(),
                   attention.value) != kUnavailableAttentionKinds.end();
     return invalid(absl::StrFormat(
-        "%s: attention '%s' %s; sd runs dot_product and flash",
+        "%s: attention '%s' %s; sd runs dot_product, flash, ring and "
+        "ulysses",
         attention.origin, attention.value,
         unavailable ? "is not available in sd" : "is unknown"));
   }

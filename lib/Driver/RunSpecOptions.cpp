@@ -42,8 +42,9 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   step.maxGradNorm = opt.maxGradNorm.value;
   step.gradAccum = spec.batch.gradAccum.value;
 
-  if (spec.model.attention.value == ::sd::AttentionKind::Flash) {
+  if (spec.model.attention.value != ::sd::AttentionKind::DotProduct) {
     TileAttentionOptions &tile = options.tileAttention.emplace();
+    tile.attention = spec.model.attention.value;
     if (spec.model.flashBlockSizes) {
       const ::sd::FlashBlockSizes &given = spec.model.flashBlockSizes->value;
       tile.blockQ = given.blockQ;

@@ -140,8 +140,11 @@ struct ToolFlags::SpecOptions {
 
   Flag<std::string> attention{
       all, &F::attention, "attention",
-      cl::desc("Attention kernel: dot_product (default: one score matrix "
-               "per head) or flash (tiled into flash-attention blocks)"),
+      cl::desc("Attention: dot_product (default: one score matrix per "
+               "head), flash (tiled into flash-attention blocks; a sharded "
+               "sequence's keys and values all-gathered), ring or ulysses "
+               "(tiled, self-attention spread over the sequence's mesh "
+               "axes)"),
       cl::cat(stepCat)};
   Flag<std::string> flashBlockSizes{
       all, &F::flashBlockSizes, "flash-block-sizes",

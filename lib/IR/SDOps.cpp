@@ -547,6 +547,23 @@ inferAttentionType(const InferError &error, Value query, Value key,
       q.getElementType());
 }
 
+/// Context-parallel attention (ring, Ulysses) spreads one sequence: it
+/// attends no mask, and queries and keys have one length.
+static LogicalResult checkContextParallel(const InferError &error,
+                                          Attribute contextParallel,
+                                          Value query, Value key, Value mask) {
+  if (!contextParallel)
+    return success();
+  if (mask)
+    return error("with context_parallel takes no mask");
+  int64_t sq = cast<RankedTensorType>(query.getType()).getDimSize(2);
+  int64_t skv = cast<RankedTensorType>(key.getType()).getDimSize(2);
+  if (!compatible(sq, skv))
+    return error("with context_parallel needs one sequence: query length ",
+                 sq, " and key length ", skv, " differ");
+  return success();
+}
+
 /// The log-sum-exp type of attention with output `out`: f32 `[B, H, Sq]`.
 static RankedTensorType logSumExpType(RankedTensorType out) {
   return RankedTensorType::get(out.getShape().drop_back(),
@@ -570,11 +587,15 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 LogicalResult FlashAttentionOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
-  FailureOr<RankedTensorType> out = inferAttentionType(
-      InferError(loc, getOperationName()), adaptor.getQuery(),
-      adaptor.getKey(), adaptor.getValue(), adaptor.getMask(),
-      adaptor.getScaleAttr());
-  if (failed(out))
+  InferError error(loc, getOperationName());
+  FailureOr<RankedTensorType> out =
+      inferAttentionType(error, adaptor.getQuery(), adaptor.getKey(),
+                         adaptor.getValue(), adaptor.getMask(),
+                         adaptor.getScaleAttr());
+  if (failed(out) ||
+      failed(checkContextParallel(error, adaptor.getContextParallelAttr(),
+                                  adaptor.getQuery(), adaptor.getKey(),
+                                  adaptor.getMask())))
     return failure();
   types.push_back(*out);
   types.push_back(logSumExpType(*out));
@@ -593,7 +614,10 @@ static LogicalResult inferFlashBackwardTypes(const InferError &error,
       inferAttentionType(error, adaptor.getQuery(), adaptor.getKey(),
                          adaptor.getValue(), adaptor.getMask(),
                          adaptor.getScaleAttr());
-  if (failed(out))
+  if (failed(out) ||
+      failed(checkContextParallel(error, adaptor.getContextParallelAttr(),
+                                  adaptor.getQuery(), adaptor.getKey(),
+                                  adaptor.getMask())))
     return failure();
   auto fits = [](Type a, RankedTensorType b) {
     auto t = cast<RankedTensorType>(a);

@@ -405,9 +405,11 @@ private:
 //     sum: it needs replication.
 //   d: Q·Kᵀ sums over it, but softmax follows before any sum could be
 //     completed, so a partial sum cannot pass through: it needs replication.
+// With context parallelism (no mask, one sequence) sq and skv are one
+// pass-through factor: the partition model spreads the exchange.
 static OpShardingRuleAttr attentionRule(Operation *op, Value query,
-                                        Value value, Value mask,
-                                        bool logSumExp) {
+                                        Value value, Value mask, bool logSumExp,
+                                        bool contextParallel = false) {
   constexpr int64_t n = ShardingRuleBuilder::kNoDim;
   using F = AttentionFactors;
   F factors(op, query, value, mask, 3);
@@ -417,8 +419,12 @@ static OpShardingRuleAttr attentionRule(Operation *op, Value query,
   };
   factors.add(F::B, {0, 0, 0}, results(0, 0), kPassThrough);
   factors.add(F::H, {1, 1, 1}, results(1, 1), kPassThrough);
-  factors.add(F::Sq, {2, n, n}, results(2, 2), kPassThrough);
-  factors.add(F::Skv, {n, 2, 2}, results(n, n), kNeedReplication);
+  if (contextParallel) {
+    factors.add(F::Sq, {2, 2, 2}, results(2, 2), kPassThrough);
+  } else {
+    factors.add(F::Sq, {2, n, n}, results(2, 2), kPassThrough);
+    factors.add(F::Skv, {n, 2, 2}, results(n, n), kNeedReplication);
+  }
   factors.add(F::D, {3, 3, n}, results(n, n), kNeedReplication);
   factors.add(F::Dv, {n, n, 3}, results(3, n), kPassThrough);
   return factors.build();
@@ -433,7 +439,8 @@ OpShardingRuleAttr AttentionOp::getShardingRule() {
 OpShardingRuleAttr FlashAttentionOp::getShardingRule() {
   if (failed(checkShapes(*this)))
     return {};
-  return attentionRule(*this, getQuery(), getValue(), getMask(), true);
+  return attentionRule(*this, getQuery(), getValue(), getMask(), true,
+                       getContextParallel().has_value());
 }
 
 // The backward ops' operands: query [b, h, sq, d], key [b, h, skv, d],
@@ -450,8 +457,12 @@ OpShardingRuleAttr FlashAttentionDqOp::getShardingRule() {
   F factors(*this, getQuery(), getValue(), getMask(), 6);
   factors.add(F::B, {0, 0, 0, 0, 0, 0}, {0}, kPassThrough);
   factors.add(F::H, {1, 1, 1, 1, 1, 1}, {1}, kPassThrough);
-  factors.add(F::Sq, {2, n, n, 2, 2, 2}, {2}, kPassThrough);
-  factors.add(F::Skv, {n, 2, 2, n, n, n}, {n}, FactorKind::Reduction);
+  if (getContextParallel()) {
+    factors.add(F::Sq, {2, 2, 2, 2, 2, 2}, {2}, kPassThrough);
+  } else {
+    factors.add(F::Sq, {2, n, n, 2, 2, 2}, {2}, kPassThrough);
+    factors.add(F::Skv, {n, 2, 2, n, n, n}, {n}, FactorKind::Reduction);
+  }
   // dQ's head_dim is the key's, which Q·Kᵀ contracts inside exp.
   factors.add(F::D, {3, 3, n, n, n, n}, {3}, kNeedReplication);
   // dP = dO·Vᵀ and Di = rowsum(dO∘O) are sums over dv, and dQ is linear in
@@ -468,8 +479,12 @@ OpShardingRuleAttr FlashAttentionDkvOp::getShardingRule() {
   F factors(*this, getQuery(), getValue(), getMask(), 6);
   factors.add(F::B, {0, 0, 0, 0, 0, 0}, {0, 0}, kPassThrough);
   factors.add(F::H, {1, 1, 1, 1, 1, 1}, {1, 1}, kPassThrough);
-  factors.add(F::Sq, {2, n, n, 2, 2, 2}, {n, n}, FactorKind::Reduction);
-  factors.add(F::Skv, {n, 2, 2, n, n, n}, {2, 2}, kPassThrough);
+  if (getContextParallel()) {
+    factors.add(F::Sq, {2, 2, 2, 2, 2, 2}, {2, 2}, kPassThrough);
+  } else {
+    factors.add(F::Sq, {2, n, n, 2, 2, 2}, {n, n}, FactorKind::Reduction);
+    factors.add(F::Skv, {n, 2, 2, n, n, n}, {2, 2}, kPassThrough);
+  }
   factors.add(F::D, {3, 3, n, n, n, n}, {3, n}, kNeedReplication);
   // dV keeps dv, but dK = scale·dSᵀ·Q sums over it inside dP: one factor
   // cannot be both, so it needs replication.

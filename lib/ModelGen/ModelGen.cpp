@@ -49,23 +49,27 @@ Preset makeDiT(StringRef name, int64_t depth, int64_t hidden, int64_t heads) {
   return {c, 4.0};
 }
 
-Preset makeWan() {
+/// A Wan2.1 transformer of `depth` layers, `hidden` wide, over a video of
+/// `frames` (4k+1) × `height` × `width` pixels and `textLength` text tokens;
+/// the FFN keeps Wan2.1-14B's ratio 13824 / 5120.
+Preset makeWan(StringRef name, int64_t depth, int64_t hidden, int64_t heads,
+               int64_t frames, int64_t height, int64_t width,
+               int64_t textLength) {
   ModelConfig c;
-  c.preset = "wan2.1-14b";
+  c.preset = name.str();
   c.family = ModelFamily::Wan;
-  c.depth = 40;
-  c.hidden = 5120;
-  c.heads = 40;
-  c.mlpHidden = 13824;
+  c.depth = depth;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.mlpHidden = std::llround(static_cast<double>(hidden) * 13824.0 / 5120.0);
   c.batch = 1;
-  // 81 frames of 1280×720 → 21×90×160 latents → 21×45×80 = 75,600 tokens.
-  c.latentFrames = (81 - 1) / kVaeTemporal + 1;
-  c.latentHeight = 720 / kVaeSpatial;
-  c.latentWidth = 1280 / kVaeSpatial;
+  c.latentFrames = (frames - 1) / kVaeTemporal + 1;
+  c.latentHeight = height / kVaeSpatial;
+  c.latentWidth = width / kVaeSpatial;
   c.latentChannels = c.outChannels = 16;
   c.patchFrames = 1;
   c.patch = 2;
-  c.textLength = 512;
+  c.textLength = textLength;
   return {c, 13824.0 / 5120.0};
 }
 
@@ -96,8 +100,14 @@ std::optional<Preset> lookupPreset(StringRef name) {
     return makeDiT(name, 12, 768, 12);
   if (name == "dit-xl2")
     return makeDiT(name, 28, 1152, 16);
+  // 81 frames of 1280×720 → 21×90×160 latents → 21×45×80 = 75,600 tokens.
   if (name == "wan2.1-14b")
-    return makeWan();
+    return makeWan(name, 40, 5120, 40, 81, 720, 1280, 512);
+  // A long sequence on a small model: 61 frames of 256×256 → 16×32×32
+  // latents → 16×16×16 = 4,096 tokens, whose attention scores (64 MiB per
+  // head in f32) dominate its memory unless attention is tiled.
+  if (name == "wan-long")
+    return makeWan(name, 2, 128, 4, 61, 256, 256, 16);
   if (name == "flux-dev")
     return makeFlux();
   return std::nullopt;
@@ -187,7 +197,8 @@ absl::Status pixelsToLatent(StringRef what, int64_t pixels, int64_t patch,
 
 ArrayRef<StringRef> mlir::sd::getPresetNames() {
   static const StringRef names[] = {"dit-tiny", "dit-s2",     "dit-b2",
-                                    "dit-xl2",  "wan2.1-14b", "flux-dev"};
+                                    "dit-xl2",  "wan2.1-14b", "wan-long",
+                                    "flux-dev"};
   return names;
 }
 
@@ -270,18 +281,18 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
   c.staticBatch = o.staticBatch;
 
   if (o.frames && !isWan)
-    return fail("--frames applies to video models (wan2.1-14b) only");
+    return fail("--frames applies to video models (wan2.1-14b, wan-long) only");
   if (o.latentSize && isWan)
-    return fail("--latent-size applies to image models; give wan2.1-14b "
-                "--frames, --height and --width");
+    return fail("--latent-size applies to image models; give " + presetName +
+                " --frames, --height and --width");
   if ((o.height || o.width) && isDiT)
-    return fail("--height and --width (pixels) apply to wan2.1-14b and "
-                "flux-dev; give DiT --latent-size");
+    return fail("--height and --width (pixels) apply to wan2.1-14b, wan-long "
+                "and flux-dev; give DiT --latent-size");
   if (o.latentSize && (o.height || o.width))
     return fail("give --latent-size or --height/--width, not both");
   if (o.textLength && isDiT)
     return fail("--text-length applies to text-conditioned models "
-                "(wan2.1-14b, flux-dev)");
+                "(wan2.1-14b, wan-long, flux-dev)");
 
   if (o.latentSize) {
     if (*o.latentSize <= 0 || *o.latentSize % c.patch != 0)

@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -307,6 +308,261 @@ static PartitionResult partition(ShardingConstraintOp op, OpBuilder &,
 }
 
 //===----------------------------------------------------------------------===//
+// Context-parallel attention (ring, Ulysses)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The devices a context-parallel attention spreads one sequence over: the
+/// mesh axes that shard the query's length (major to minor) and their
+/// device count P.
+struct SequenceGroup {
+  FlatSymbolRefAttr mesh;
+  SmallVector<StringRef> axes;
+  int64_t size = 1;
+};
+
+/// Builds the local form of context-parallel attention ops at `builder`.
+class ContextParallelBuilder {
+public:
+  ContextParallelBuilder(OpBuilder &builder, Location loc,
+                         const SequenceGroup &group)
+      : b(builder), loc(loc), group(group) {}
+
+  /// `value` shifted one member along the ring: member i receives member
+  /// i − 1's block.
+  Value shift(Value value) {
+    return CollectivePermuteOp::create(
+        b, loc, value, group.mesh, group.axes,
+        CollectivePermuteOp::getRingShiftPairs(group.size, 1));
+  }
+
+  /// Moves the group's axes from dimension `from` to dimension `to`.
+  Value allToAll(Value value, int64_t from, int64_t to) {
+    auto type = cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[from] *= group.size;
+    shape[to] /= group.size;
+    SmallVector<Attribute> axes = llvm::map_to_vector(
+        group.axes, [&](StringRef a) -> Attribute { return b.getStringAttr(a); });
+    return AllToAllOp::create(b, loc, type.clone(shape), value, group.mesh,
+                              b.getArrayAttr(axes), b.getI64IntegerAttr(from),
+                              b.getI64IntegerAttr(to));
+  }
+
+  /// The log-sum-exp merge of two partial attentions over disjoint keys.
+  std::pair<Value, Value> merge(Value out, Value lse, Value out2,
+                                Value lse2) {
+    Value top = MaxOp::create(b, loc, lse, lse2);
+    Value w1 = ExpOp::create(b, loc, SubOp::create(b, loc, lse, top));
+    Value w2 = ExpOp::create(b, loc, SubOp::create(b, loc, lse2, top));
+    Value sum = AddOp::create(b, loc, w1, w2);
+    Value merged =
+        AddOp::create(b, loc, top, LogOp::create(b, loc, sum));
+    // out·w1/sum + out2·w2/sum, the weights spread along head_dim.
+    auto outType = cast<RankedTensorType>(out.getType());
+    auto spread = [&](Value weight) {
+      Value ratio = DivOp::create(b, loc, weight, sum);
+      if (outType.getElementType() != cast<RankedTensorType>(ratio.getType())
+                                          .getElementType())
+        ratio = ConvertOp::create(
+            b, loc,
+            cast<RankedTensorType>(ratio.getType())
+                .clone(outType.getElementType()),
+            ratio);
+      return BroadcastInDimOp::create(b, loc, outType, ratio,
+                                      b.getDenseI64ArrayAttr({0, 1, 2}));
+    };
+    Value result =
+        AddOp::create(b, loc, MulOp::create(b, loc, out, spread(w1)),
+                      MulOp::create(b, loc, out2, spread(w2)));
+    return {result, merged};
+  }
+
+  OpBuilder &b;
+  Location loc;
+  const SequenceGroup &group;
+};
+} // namespace
+
+/// The sequence group of a context-parallel attention op whose query has
+/// sharding `query`; P = 1 when its length is not sharded.
+static FailureOr<SequenceGroup> sequenceGroup(Operation *op,
+                                              ShardingAttr query) {
+  SequenceGroup group;
+  group.mesh = query.getMeshName();
+  for (StringAttr axis : query.getDimShardings()[2].getAxes())
+    group.axes.push_back(axis.getValue());
+  FailureOr<int64_t> size =
+      axesSize(op, query, query.getDimShardings()[2].getAxes());
+  if (failed(size))
+    return failure();
+  group.size = *size;
+  return group;
+}
+
+/// Ulysses needs the local heads to split over the group.
+static LogicalResult checkUlyssesHeads(Operation *op, Value localQuery,
+                                       const SequenceGroup &group) {
+  int64_t heads = cast<RankedTensorType>(localQuery.getType()).getDimSize(1);
+  if (heads % group.size == 0)
+    return success();
+  return op->emitOpError("cannot use ulysses attention: ")
+         << heads << " heads per device are not divisible by the " << group.size
+         << " devices that shard the sequence (mesh axes "
+         << llvm::join(group.axes, ", ")
+         << "); use ring attention or a mesh whose context degree divides the "
+            "heads";
+}
+
+/// The local attention op of `op`'s kind on local operands, without the
+/// context-parallel attribute (what one device computes).
+template <typename OpTy>
+static Operation *localAttention(OpBuilder &b, OpTy op, ValueRange operands,
+                                 TypeRange types) {
+  Operation *local = b.clone(*op.getOperation());
+  local->setOperands(operands);
+  local->removeAttr(op.getContextParallelAttrName());
+  for (auto [result, type] : llvm::zip_equal(local->getResults(), types))
+    result.setType(type);
+  return local;
+}
+
+/// Local types with dimension 1 (heads) divided and 2 (sequence)
+/// multiplied by the group size: what a device holds after Ulysses' move.
+static SmallVector<Type> headShardedTypes(TypeRange types, int64_t p) {
+  return llvm::map_to_vector(types, [&](Type type) -> Type {
+    auto t = cast<RankedTensorType>(type);
+    SmallVector<int64_t> shape(t.getShape());
+    shape[1] /= p;
+    shape[2] *= p;
+    return t.clone(shape);
+  });
+}
+
+static PartitionResult partition(FlashAttentionOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>) {
+  std::optional<ContextParallel> kind = op.getContextParallel();
+  FailureOr<SequenceGroup> group =
+      kind ? sequenceGroup(op, operandShardings[0]) : FailureOr<SequenceGroup>();
+  if (kind && failed(group))
+    return failure();
+  if (!kind || group->size == 1)
+    return cloneLocal(builder, op, operands, types);
+  ContextParallelBuilder cp(builder, op.getLoc(), *group);
+  if (*kind == ContextParallel::ulysses) {
+    if (failed(checkUlyssesHeads(op, operands[0], *group)))
+      return failure();
+    SmallVector<Value> moved = llvm::map_to_vector(
+        operands, [&](Value v) { return cp.allToAll(v, 2, 1); });
+    Operation *local = localAttention(builder, op, moved,
+                                      headShardedTypes(types, group->size));
+    return SmallVector<Value>{cp.allToAll(local->getResult(0), 1, 2),
+                              cp.allToAll(local->getResult(1), 1, 2)};
+  }
+  // Ring: P blocks of keys and values pass by; the next block's permute is
+  // issued before the current block's tiles.
+  Value q = operands[0], k = operands[1], v = operands[2];
+  Value out, lse;
+  for (int64_t step = 0; step < group->size; ++step) {
+    Value nextK, nextV;
+    if (step + 1 < group->size) {
+      nextK = cp.shift(k);
+      nextV = cp.shift(v);
+    }
+    Operation *local = localAttention(builder, op, {q, k, v}, types);
+    if (step == 0) {
+      out = local->getResult(0);
+      lse = local->getResult(1);
+    } else {
+      std::tie(out, lse) =
+          cp.merge(out, lse, local->getResult(0), local->getResult(1));
+    }
+    k = nextK;
+    v = nextV;
+  }
+  return SmallVector<Value>{out, lse};
+}
+
+/// The backward ops: Ulysses moves every operand's sequence to its heads and
+/// the cotangents back; ring rotates the key and value blocks, dQ summing
+/// each block's share and dK, dV travelling with their block.
+template <typename OpTy>
+static PartitionResult partitionFlashBackward(OpTy op, OpBuilder &builder,
+                                              ValueRange operands,
+                                              TypeRange types,
+                                              ArrayRef<ShardingAttr> shardings) {
+  std::optional<ContextParallel> kind = op.getContextParallel();
+  FailureOr<SequenceGroup> group =
+      kind ? sequenceGroup(op, shardings[0]) : FailureOr<SequenceGroup>();
+  if (kind && failed(group))
+    return failure();
+  if (!kind || group->size == 1)
+    return cloneLocal(builder, op, operands, types);
+  ContextParallelBuilder cp(builder, op.getLoc(), *group);
+  if (*kind == ContextParallel::ulysses) {
+    if (failed(checkUlyssesHeads(op, operands[0], *group)))
+      return failure();
+    // The log-sum-exp [B, H, S] moves like the others.
+    SmallVector<Value> moved = llvm::map_to_vector(
+        operands, [&](Value v) { return cp.allToAll(v, 2, 1); });
+    Operation *local = localAttention(builder, op, moved,
+                                      headShardedTypes(types, group->size));
+    return llvm::map_to_vector(local->getResults(), [&](Value r) {
+      return cp.allToAll(r, 1, 2);
+    });
+  }
+  SmallVector<Value> args(operands);
+  SmallVector<Value> acc;
+  constexpr bool kIsDq = std::is_same_v<OpTy, FlashAttentionDqOp>;
+  for (int64_t step = 0; step < group->size; ++step) {
+    Value nextK, nextV;
+    if (step + 1 < group->size) {
+      nextK = cp.shift(args[1]);
+      nextV = cp.shift(args[2]);
+    }
+    Operation *local = localAttention(builder, op, args, types);
+    if (step == 0) {
+      acc.assign(local->getResults().begin(), local->getResults().end());
+    } else {
+      for (auto [sum, part] : llvm::zip_equal(acc, local->getResults()))
+        sum = AddOp::create(builder, op.getLoc(), sum, part);
+    }
+    if (step + 1 < group->size) {
+      args[1] = nextK;
+      args[2] = nextV;
+      // dK and dV travel with the block they belong to.
+      if (!kIsDq)
+        for (Value &sum : acc)
+          sum = cp.shift(sum);
+    }
+  }
+  // After P − 1 hops a device holds the next device's block's dK, dV: one
+  // more hop brings each home.
+  if (!kIsDq)
+    for (Value &sum : acc)
+      sum = cp.shift(sum);
+  return acc;
+}
+
+static PartitionResult partition(FlashAttentionDqOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>) {
+  return partitionFlashBackward(op, builder, operands, types,
+                                operandShardings);
+}
+
+static PartitionResult partition(FlashAttentionDkvOp op, OpBuilder &builder,
+                                 ValueRange operands, TypeRange types,
+                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>) {
+  return partitionFlashBackward(op, builder, operands, types,
+                                operandShardings);
+}
+
+//===----------------------------------------------------------------------===//
 // Models
 //===----------------------------------------------------------------------===//
 
@@ -349,14 +605,15 @@ void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
                  BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp,
                  DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
                  AttentionOp, UpsampleNearestOp,
-                 // Attention tiles: each device runs its blocks' tiles; a
-                 // sharded reduction factor of the backward leaves the local
-                 // cotangent as the partial sum.
-                 FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp,
                  // Over a sharded dimension the local sum is the partial sum.
                  ReduceSumOp,
                  // Memory moves: each device moves its own block.
                  OffloadOp, ReloadOp>(*context);
+    // Attention tiles: each device runs its blocks' tiles (a sharded
+    // reduction factor of the backward leaves the local cotangent as the
+    // partial sum); context-parallel ones spread the sequence themselves.
+    attachModels<OwnPartition, FlashAttentionOp, FlashAttentionDqOp,
+                 FlashAttentionDkvOp>(*context);
     attachModels<OwnPartition, SliceOp, ReduceMaxOp, ReduceMeanOp, MseLossOp,
                  Conv2DOp, ConstantOp, IotaOp, RngNormalOp, RngUniformOp,
                  ShardingConstraintOp>(*context);

@@ -73,10 +73,21 @@ struct TileAttentionPass
         op.getContext(), t.blockQ, t.blockKvCompute, t.blockKv, t.blockQDkv,
         t.blockKvDkv, t.blockKvDkvCompute, t.blockQDq, t.blockKvDq,
         t.useFusedBwdKernel);
+    // Ring and Ulysses spread one unmasked sequence; the others keep whole
+    // keys and values.
+    ContextParallelAttr context;
+    int64_t sq = op.getQuery().getType().getDimSize(2);
+    int64_t skv = op.getKey().getType().getDimSize(2);
+    if (attention != ::sd::AttentionKind::Flash && !op.getMask() &&
+        sq == skv && !ShapedType::isDynamic(sq))
+      context = ContextParallelAttr::get(
+          op.getContext(), attention == ::sd::AttentionKind::Ring
+                               ? ContextParallel::ring
+                               : ContextParallel::ulysses);
     auto tiled = FlashAttentionOp::create(
         builder, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
         op.getMask(), builder.getF64FloatAttr(op.getEffectiveScale()),
-        blocks);
+        blocks, context);
     // Discardable attributes (sd.name, sd.layer) carry over; a sharding of
     // the one result would not fit two, and propagation gives them both.
     for (NamedAttribute attr : op->getDiscardableAttrs())

@@ -20,22 +20,29 @@ enum class AttentionKind {
   /// One score matrix per head (sd.attention as it is).
   DotProduct,
   /// Tiled into flash-attention blocks (sd-tile-attention); a sequence
-  /// sharded over `context` has its keys and values all-gathered.
+  /// sharded over mesh axes has its keys and values all-gathered.
   Flash,
+  /// Tiled, and self-attention over a sharded sequence passes the key and
+  /// value blocks around the ring of devices that shard it.
+  Ring,
+  /// Tiled, and self-attention over a sharded sequence switches to head
+  /// sharding by all-to-alls around each attention.
+  Ulysses,
 };
 
-inline constexpr std::array<std::pair<AttentionKind, std::string_view>, 2>
+inline constexpr std::array<std::pair<AttentionKind, std::string_view>, 4>
     kAttentionKindNames = {{
         {AttentionKind::DotProduct, "dot_product"},
         {AttentionKind::Flash, "flash"},
+        {AttentionKind::Ring, "ring"},
+        {AttentionKind::Ulysses, "ulysses"},
     }};
 
-/// MaxDiffusion's attention values that sd does not run (context-parallel
-/// and accelerator kernels), so that a config naming one gets an error
-/// that says so rather than "unknown".
-inline constexpr std::array<std::string_view, 6> kUnavailableAttentionKinds = {
-    "ring", "ulysses", "ulysses_ring", "cudnn_flash_te", "tokamax_flash",
-    "tokamax_ring"};
+/// MaxDiffusion's attention values that sd does not run (the hybrid and
+/// accelerator kernels), so that a config naming one gets an error that
+/// says so rather than "unknown".
+inline constexpr std::array<std::string_view, 4> kUnavailableAttentionKinds = {
+    "ulysses_ring", "cudnn_flash_te", "tokamax_flash", "tokamax_ring"};
 
 inline std::string_view attentionKindName(AttentionKind kind) {
   for (const auto &[k, name] : kAttentionKindNames)

@@ -57,6 +57,16 @@ def SD_CompareDirection : I32EnumAttr<"CompareDirection",
 def SD_CompareDirectionAttr
     : EnumAttr<SD_Dialect, SD_CompareDirection, "compare_direction">;
 
+def SD_ContextParallel : I32EnumAttr<"ContextParallel",
+    "how attention spreads a sequence over the mesh axes sharding it", [
+    I32EnumAttrCase<"ring", 0>, I32EnumAttrCase<"ulysses", 1>]> {
+  let cppNamespace = "::mlir::sd";
+  let genSpecializedAttr = 0;
+}
+
+def SD_ContextParallelAttr
+    : EnumAttr<SD_Dialect, SD_ContextParallel, "context_parallel">;
+
 //===----------------------------------------------------------------------===//
 // Mesh
 //===----------------------------------------------------------------------===//

@@ -552,18 +552,38 @@ def SD_FlashAttentionOp : SD_InferredOp<"flash_attention",
     Sharding rule: as `sd.attention`'s; the log-sum-exp follows batch,
     heads and Sq.
 
+    Context parallelism: with `context_parallel`, the query and key lengths
+    are one factor, so that a sequence sharded over mesh axes stays sharded
+    in the query, the key and the value, and `sd-partition` spreads the
+    attention over those axes (the group of P devices that share the
+    other coordinates):
+    * `ring`: the key and value blocks travel around the group by
+      `sd.collective_permute`, P−1 hops, each block's permute issued
+      before the current block's tiles; the partial outputs merge by
+      log-sum-exp (`lse = max + log(exp(lse₁ − max) + exp(lse₂ − max))`,
+      `out = out₁·exp(lse₁ − lse) + out₂·exp(lse₂ − lse)`).
+    * `ulysses`: `sd.all_to_all` moves the group's axes from the sequence
+      to the heads of query, key and value, each device attends whole
+      sequences of its heads, and `sd.all_to_all`s move the output and
+      log-sum-exp back; the local head count must be divisible by P.
+    Without sharded sequences the attribute changes nothing.
+
     Constraints:
     * `sd.attention`'s constraints on query, key, value and mask
     * `scale` is positive
+    * with `context_parallel`: no mask, and the query and key lengths are
+      equal
   }];
   let arguments = (ins SD_FloatTensor:$query, SD_FloatTensor:$key,
                        SD_FloatTensor:$value, Optional<SD_PredTensor>:$mask,
-                       F64Attr:$scale, SD_FlashBlocksAttr:$blocks);
+                       F64Attr:$scale, SD_FlashBlocksAttr:$blocks,
+                       OptionalAttr<SD_ContextParallelAttr>:$context_parallel);
   let results = (outs SD_FloatTensor:$result,
                       RankedTensorOf<[F32]>:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? `scale` `=` $scale
-    `blocks` `=` $blocks attr-dict `:` functional-type(operands, results)
+    `blocks` `=` $blocks (`context_parallel` `=` $context_parallel^)?
+    attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -588,22 +608,32 @@ class SD_FlashAttentionBackwardOp<string mnemonic, string what, string tiling,
     that slice's share. Written by `sd-differentiate` as part of the VJP
     of `sd.flash_attention`. All stages.
 
-    Sharding rule: batch and heads pass through; }] # rule # [{
+    Sharding rule: batch and heads pass through; }] # rule # [{ With
+    `context_parallel`, the query and key lengths are one pass-through
+    factor and `sd-partition` spreads the backward over the axes sharding
+    it, as `sd.flash_attention` does the forward: `ring` rotates the key
+    and value blocks (dQ sums each block's share; dK and dV travel with
+    their block and come home after the last hop), `ulysses` moves the
+    sequence to the heads and back by `sd.all_to_all`.
 
     Constraints:
     * `sd.attention`'s constraints on query, key, value and mask
     * `out` and `d_out` have the type of `sd.attention`'s result
     * `logsumexp` is f32 `[B, H, Sq]`
     * `scale` is positive
+    * with `context_parallel`: no mask, and the query and key lengths are
+      equal
   }];
   let arguments = (ins SD_FloatTensor:$query, SD_FloatTensor:$key,
                        SD_FloatTensor:$value, SD_FloatTensor:$out,
                        RankedTensorOf<[F32]>:$logsumexp,
                        SD_FloatTensor:$d_out, Optional<SD_PredTensor>:$mask,
-                       F64Attr:$scale, SD_FlashBlocksAttr:$blocks);
+                       F64Attr:$scale, SD_FlashBlocksAttr:$blocks,
+                       OptionalAttr<SD_ContextParallelAttr>:$context_parallel);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $out `,` $logsumexp `,` $d_out
-    (`mask` $mask^)? `scale` `=` $scale `blocks` `=` $blocks attr-dict
+    (`mask` $mask^)? `scale` `=` $scale `blocks` `=` $blocks
+    (`context_parallel` `=` $context_parallel^)? attr-dict
     `:` functional-type(operands, results)
   }];
 }

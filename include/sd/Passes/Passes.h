@@ -10,6 +10,7 @@
 // Option types of sd-print-report (LayoutChoice, ReportFormat).
 #include "sd/Analysis/Report.h"
 // Option type of sd-remat.
+#include "sd/Config/AttentionKind.h"
 #include "sd/Config/RematPolicyKind.h"
 #include "sd/Sharding/LogicalRules.h"
 

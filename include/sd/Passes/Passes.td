@@ -137,6 +137,14 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
     `4·bkv·(D + Dv)` bytes, fits in half the cache. Sizes need not divide
     the lengths: the last block of a length is partial, as if padded with
     masked keys or rows. The mask and the scale carry over unchanged.
+
+    Context parallelism (`attention`): `flash` leaves a sharded sequence's
+    keys and values to be all-gathered (the tiled op needs whole keys);
+    `ring` and `ulysses` mark self-attention without a mask (query and key
+    of one length) with `context_parallel`, so that the sequence stays
+    sharded and `sd-partition` passes key and value blocks around the ring,
+    or moves the sequence to the heads by all-to-alls. Cross-attention and
+    masked attention keep all-gathered keys and values.
   }];
   let options = [
     Option<"blockQ", "block-q", "int64_t", "0",
@@ -159,6 +167,16 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
            "Accumulate dQ by the dK/dV pass's key blocks">,
     Option<"cacheBytes", "cache-bytes", "int64_t", "0",
            "Per-core L2 cache the derived sizes fit (0: this machine's)">,
+    Option<"attention", "attention", "::sd::AttentionKind",
+           "::sd::AttentionKind::Flash",
+           "How a sharded sequence is attended (MaxDiffusion's names)",
+           [{::llvm::cl::values(
+               clEnumValN(::sd::AttentionKind::Flash, "flash",
+                          "all-gather the keys and values"),
+               clEnumValN(::sd::AttentionKind::Ring, "ring",
+                          "ring attention over the sequence's axes"),
+               clEnumValN(::sd::AttentionKind::Ulysses, "ulysses",
+                          "all-to-all between sequence and heads"))}]>,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }

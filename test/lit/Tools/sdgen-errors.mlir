@@ -18,6 +18,7 @@
 // RUN: not sdgen --preset=wan2.1-14b --frames=80 2>&1 | FileCheck %s --check-prefix=FRAMES
 // RUN: not sdgen --preset=wan2.1-14b --height=100 2>&1 | FileCheck %s --check-prefix=HEIGHT
 // RUN: not sdgen --preset=wan2.1-14b --latent-size=32 2>&1 | FileCheck %s --check-prefix=LATENT-WAN
+// RUN: not sdgen --preset=wan-long --latent-size=32 2>&1 | FileCheck %s --check-prefix=LATENT-WAN-LONG
 // RUN: not sdgen --preset=flux-dev --latent-size=64 --width=512 2>&1 | FileCheck %s --check-prefix=BOTH
 // RUN: not sdgen --preset=flux-dev --text-length=0 2>&1 | FileCheck %s --check-prefix=TEXT
 // Nothing reaches stdout, and the exit code is exactly 1.
@@ -25,7 +26,7 @@
 // RUN: %python -c "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:], capture_output=True).returncode != 1)" sdgen --preset=dit-s2 --latent-size=33
 
 // NOPRESET: error: give --preset=NAME (dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, flux-dev)
-// PRESET: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, flux-dev
+// PRESET: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev
 // HEADS: error: hidden size 384 is not divisible by 5 heads
 // DEPTH: error: depth 0 must be positive
 // HIDDEN: error: hidden size -4 must be positive
@@ -36,11 +37,12 @@
 // BATCH: error: batch 0 must be positive
 // DTYPE: error: unknown --dtype 'f16'; expected f32 or bf16
 // LOSS: error: unknown --loss 'v'; expected flow or epsilon
-// FRAMES-DIT: error: --frames applies to video models (wan2.1-14b) only
-// HEIGHT-DIT: error: --height and --width (pixels) apply to wan2.1-14b and flux-dev; give DiT --latent-size
-// TEXT-DIT: error: --text-length applies to text-conditioned models (wan2.1-14b, flux-dev)
+// FRAMES-DIT: error: --frames applies to video models (wan2.1-14b, wan-long) only
+// HEIGHT-DIT: error: --height and --width (pixels) apply to wan2.1-14b, wan-long and flux-dev; give DiT --latent-size
+// TEXT-DIT: error: --text-length applies to text-conditioned models (wan2.1-14b, wan-long, flux-dev)
 // FRAMES: error: frames 80 must be 4k+1 (the VAE keeps the first frame and compresses time by 4)
 // HEIGHT: error: height 100 must be a positive multiple of 16 (VAE factor 8 × patch 2)
 // LATENT-WAN: error: --latent-size applies to image models; give wan2.1-14b --frames, --height and --width
+// LATENT-WAN-LONG: error: --latent-size applies to image models; give wan-long --frames, --height and --width
 // BOTH: error: give --latent-size or --height/--width, not both
 // TEXT: error: text length 0 must be positive
