@@ -818,3 +818,21 @@ func.func @flash_attention_dkv_lse(%q: tensor<1x2x16x8xf32>, %lse: tensor<1x2x8x
   %dk, %dv = sd.flash_attention_dkv %q, %q, %q, %q, %lse, %q scale = 0.5 blocks = <> : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
   return %dk : tensor<1x2x16x8xf32>
 }
+
+// -----
+
+func.func @flash_attention_context_parallel_mask(%q: tensor<1x2x16x8xf32>, %m: tensor<1x1x16x16xi1>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+2 {{'sd.flash_attention' op with context_parallel takes no mask}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %lse = sd.flash_attention %q, %q, %q mask %m scale = 0.5 blocks = <> context_parallel = ring : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x1x16x16xi1>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16xf32>)
+  return %o : tensor<1x2x16x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_dq_context_parallel_lengths(%q: tensor<1x2x16x8xf32>, %k: tensor<1x2x12x8xf32>, %lse: tensor<1x2x16xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+2 {{'sd.flash_attention_dq' op with context_parallel needs one sequence: query length 16 and key length 12 differ}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq = sd.flash_attention_dq %q, %k, %k, %q, %lse, %q scale = 0.5 blocks = <> context_parallel = ulysses : (tensor<1x2x16x8xf32>, tensor<1x2x12x8xf32>, tensor<1x2x12x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16xf32>, tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32>
+  return %dq : tensor<1x2x16x8xf32>
+}

@@ -1,5 +1,6 @@
 // RUN: sdopt %s -split-input-file -verify-diagnostics -sd-tile-attention="cache-bytes=1048576" | FileCheck %s
 // RUN: sdopt %s -split-input-file -verify-diagnostics -sd-tile-attention="block-q=64 block-kv-compute=32 block-kv=128 block-kv-dq=96 use-fused-bwd-kernel=true" | FileCheck %s --check-prefix=GIVEN
+// RUN: sdopt %s -split-input-file -verify-diagnostics -sd-tile-attention="attention=ring cache-bytes=1048576" | FileCheck %s --check-prefix=RING
 
 // Block sizes derived from a 1 MiB cache at head_dim 64: the largest
 // power-of-two square tile whose query block, accumulator, scores and K/V
@@ -30,4 +31,20 @@ func.func @derived(%q: tensor<8x6x256x64xf32>, %k: tensor<8x6x256x64xf32>, %v: t
 func.func @masked_ragged(%q: tensor<1x2x1000x128xf32>, %k: tensor<1x2x77x128xf32>, %v: tensor<1x2x77x128xf32>, %m: tensor<1x1x1000x77xi1>) -> tensor<1x2x1000x128xf32> {
   %o = sd.attention %q, %k, %v mask %m scale = 0.5 : (tensor<1x2x1000x128xf32>, tensor<1x2x77x128xf32>, tensor<1x2x77x128xf32>, tensor<1x1x1000x77xi1>) -> tensor<1x2x1000x128xf32>
   return %o : tensor<1x2x1000x128xf32>
+}
+
+// -----
+
+// attention=ring marks self-attention without a mask; cross-attention (a
+// text context of other length) and masked attention keep whole keys.
+// RING-LABEL: func.func @context_parallel
+// RING: sd.flash_attention {{.*}} blocks = <{{.*}}> context_parallel = ring :
+// RING: sd.flash_attention {{.*}} blocks = <{{.*}}> :
+// RING: sd.flash_attention {{.*}} mask {{.*}} blocks = <{{.*}}> :
+// RING-NOT: context_parallel
+func.func @context_parallel(%q: tensor<1x2x64x8xf32>, %c: tensor<1x2x16x8xf32>, %m: tensor<1x1x64x64xi1>) -> (tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>) {
+  %self = sd.attention %q, %q, %q : (tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>) -> tensor<1x2x64x8xf32>
+  %cross = sd.attention %q, %c, %c : (tensor<1x2x64x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> tensor<1x2x64x8xf32>
+  %masked = sd.attention %q, %q, %q mask %m : (tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x1x64x64xi1>) -> tensor<1x2x64x8xf32>
+  return %self, %cross, %masked : tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>
 }

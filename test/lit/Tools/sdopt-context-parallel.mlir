@@ -1,0 +1,55 @@
+// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --stage=partitioned | FileCheck %s --check-prefix=RING
+// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --stage=partitioned | FileCheck %s --check-prefix=ULYSSES
+// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --report=json | FileCheck %s --check-prefix=RING-BYTES
+// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --report=json | FileCheck %s --check-prefix=ULYSSES-BYTES
+// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=flash --report=json | FileCheck %s --check-prefix=FLASH-BYTES
+// RUN: not sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HEADS
+
+// The self-attention block's sequence (64 tokens, batch 4, 4 heads of 8)
+// is sharded over context:4 by flux's rules; the forward program.
+
+// Ring: the key and value blocks (local [4, 4, 16, 8]) take P − 1 = 3 hops,
+// each hop's permute issued before the tiles of the block at hand; the
+// partial outputs merge by log-sum-exp.
+// RING-LABEL: func.func @loss
+// RING: %[[K1:.*]] = sd.collective_permute %[[K0:[0-9a-z_]+]] @mesh axes = ["context"] pairs = {{\[\[}}0, 1], [1, 2], [2, 3], [3, 0]] : tensor<4x4x16x8xf32>
+// RING: %[[V1:.*]] = sd.collective_permute %[[V0:[0-9a-z_]+]] @mesh axes = ["context"] pairs = {{\[\[}}0, 1], [1, 2], [2, 3], [3, 0]] : tensor<4x4x16x8xf32>
+// RING: %[[O0:.*]], %[[L0:.*]] = sd.flash_attention %[[Q:[0-9a-z_]+]], %[[K0]], %[[V0]] scale
+// RING-NOT: context_parallel
+// RING: %[[K2:.*]] = sd.collective_permute %[[K1]]
+// RING: %[[V2:.*]] = sd.collective_permute %[[V1]]
+// RING: %[[O1:.*]], %[[L1:.*]] = sd.flash_attention %[[Q]], %[[K1]], %[[V1]] scale
+// RING: %[[TOP:.*]] = sd.max %[[L0]], %[[L1]]
+// RING: sd.flash_attention %[[Q]], %[[K2]], %[[V2]] scale
+// RING: sd.flash_attention %[[Q]], %{{.*}}, %{{.*}} scale
+// RING-NOT: sd.flash_attention
+// RING-NOT: sd.all_gather
+
+// Ulysses: q, k and v move from the sequence to the heads ([4, 1, 64, 8]),
+// the output moves back.
+// ULYSSES-LABEL: func.func @loss
+// ULYSSES-COUNT-3: sd.all_to_all %{{.*}} @mesh axes = ["context"] src_dim = 2 tgt_dim = 1 : (tensor<4x4x16x8xf32>) -> tensor<4x1x64x8xf32>
+// ULYSSES: sd.flash_attention {{.*}} : (tensor<4x1x64x8xf32>, tensor<4x1x64x8xf32>, tensor<4x1x64x8xf32>) -> (tensor<4x1x64x8xf32>, tensor<4x1x64xf32>)
+// ULYSSES: sd.all_to_all %{{.*}} @mesh axes = ["context"] src_dim = 1 tgt_dim = 2 : (tensor<4x1x64x8xf32>) -> tensor<4x4x16x8xf32>
+// ULYSSES-NOT: sd.all_gather
+
+// The bytes each device sends per layer forward, as the formulas say, with
+// K, V, q and o of 32,768 bytes each globally (8,192 per device) and P = 4:
+// ring 2·(P−1)/P of K and V (49,152); Ulysses 4 all-to-alls of (P−1)/P of
+// the local q, k, v, o (24,576); flash all-gathers K and V (49,152). The
+// all_reduce is the loss's mean.
+// RING-BYTES: "bytes_per_device": 49152,
+// RING-BYTES-NEXT: "count": 6,
+// RING-BYTES-NEXT: "group_size": 4,
+// RING-BYTES-NEXT: "kind": "collective_permute"
+// ULYSSES-BYTES: "bytes_per_device": 24576,
+// ULYSSES-BYTES-NEXT: "count": 4,
+// ULYSSES-BYTES-NEXT: "group_size": 4,
+// ULYSSES-BYTES-NEXT: "kind": "all_to_all"
+// FLASH-BYTES: "bytes_per_device": 49152,
+// FLASH-BYTES-NEXT: "count": 2,
+// FLASH-BYTES-NEXT: "group_size": 4,
+// FLASH-BYTES-NEXT: "kind": "all_gather"
+
+// Ulysses needs the heads to split over the sequence's devices.
+// HEADS: error: 'sd.flash_attention' op cannot use ulysses attention: 4 heads per device are not divisible by the 8 devices that shard the sequence (mesh axes context); use ring attention or a mesh whose context degree divides the heads
