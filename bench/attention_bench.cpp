@@ -200,7 +200,7 @@ double now() {
       .count();
 }
 
-/// Uninitialized-on-purpose float storage, touched once so that page faults
+/// Zeroed float storage: the zeroing touches every page, so that page faults
 /// fall outside the timed calls.
 struct Buffer {
   explicit Buffer(int64_t floats)
@@ -240,10 +240,10 @@ struct Problem {
 };
 
 SdFlashBlocks toAbi(const mlir::sd::FlashTiling &t) {
-  return SdFlashBlocks{t.blockQ,          t.blockKvCompute, t.blockKv,
-                       t.blockQDkv,       t.blockKvDkv,     t.blockKvDkvCompute,
-                       t.blockQDq,        t.blockKvDq,
-                       t.useFusedBwdKernel ? 1 : 0};
+  return SdFlashBlocks{
+      t.blockQ,    t.blockKvCompute, t.blockKv,
+      t.blockQDkv, t.blockKvDkv,     t.blockKvDkvCompute,
+      t.blockQDq,  t.blockKvDq,      t.useFusedBwdKernel ? 1 : 0};
 }
 
 /// The untiled backward from primitives; `p` and `dp` are [B,H,N,N].
@@ -280,8 +280,7 @@ void untiledBackward(const Problem &pr, const float *q, const float *k,
   // dQ = dS·K, dK = dSᵀ·Q.
   kernels::gemm(bh, false, false, n, d, n, dp, n, nn, k, d, nd, 0.0f, dq, d,
                 nd);
-  kernels::gemm(bh, true, false, n, d, n, dp, n, nn, q, d, nd, 0.0f, dk, d,
-                nd);
+  kernels::gemm(bh, true, false, n, d, n, dp, n, nn, q, d, nd, 0.0f, dk, d, nd);
 }
 
 /// The extra floats of each mode (beyond Q, K, V, dO), as the bench
@@ -325,8 +324,8 @@ Timing timeIt(const Options &o, const std::function<void()> &call) {
   }
   t.calls = 1;
   if (o.warmup > 0 && last > 0)
-    t.calls = static_cast<int>(
-        std::clamp(std::ceil(o.minRunS / last), 1.0, 10000.0));
+    t.calls =
+        static_cast<int>(std::clamp(std::ceil(o.minRunS / last), 1.0, 10000.0));
   t.best = 1e300;
   for (int r = 0; r < o.reps; ++r) {
     double start = now();
@@ -369,12 +368,12 @@ double maxRelErr(const float *a, const float *b, int64_t size) {
 
 int main(int argc, char **argv) {
   Options o = parseOptions(argc, argv);
-  Problem pr{o.b, o.h, o.n, o.d, 1.0 / std::sqrt(double(o.d)),
-             omp_get_max_threads()};
+  Problem pr{
+      o.b, o.h, o.n, o.d, 1.0 / std::sqrt(double(o.d)), omp_get_max_threads()};
 
   int64_t l2 = o.l2 > 0 ? o.l2 : mlir::sd::hostL2CacheBytes();
-  mlir::sd::FlashTiling tiling = mlir::sd::completeFlashTiling(
-      parseBlocks(o.blocks), o.d, o.d, l2);
+  mlir::sd::FlashTiling tiling =
+      mlir::sd::completeFlashTiling(parseBlocks(o.blocks), o.d, o.d, l2);
   SdFlashBlocks blocks = toAbi(tiling);
   if (o.impl == "tiled" || o.check)
     std::printf("blocks block_q=%lld block_kv_compute=%lld block_kv=%lld "
@@ -418,20 +417,21 @@ int main(int argc, char **argv) {
     Timing t;
     if (tiled) {
       Buffer out(hd), lse(lseFloats);
-      Buffer scratch(std::max(kernels::flashAttentionScratchFloats(
-                                  pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks,
-                                  pr.threads),
-                              backward
-                                  ? kernels::flashAttentionBackwardScratchFloats(
-                                        pr.b, pr.h, pr.n, pr.n, pr.d, pr.d,
-                                        blocks, pr.threads)
-                                  : 0));
+      // One scratch buffer, shared by the forward and the backward.
+      int64_t scratchFloats = kernels::flashAttentionScratchFloats(
+          pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads);
+      if (backward)
+        scratchFloats = std::max(
+            scratchFloats,
+            kernels::flashAttentionBackwardScratchFloats(
+                pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads));
+      Buffer scratch(scratchFloats);
       Buffer dq(backward ? hd : 0), dk(backward ? hd : 0),
           dv(backward ? hd : 0);
       t = timeIt(o, [&] {
-        kernels::flashAttention(q.data, k.data, v.data, nullptr, 1, 1,
-                                out.data, lse.data, pr.b, pr.h, pr.n, pr.n,
-                                pr.d, pr.d, pr.scale, blocks, scratch.data);
+        kernels::flashAttention(q.data, k.data, v.data, nullptr, 1, 1, out.data,
+                                lse.data, pr.b, pr.h, pr.n, pr.n, pr.d, pr.d,
+                                pr.scale, blocks, scratch.data);
         if (backward)
           kernels::flashAttentionBackward(
               q.data, k.data, v.data, nullptr, 1, 1, out.data, lse.data,
@@ -464,11 +464,11 @@ int main(int argc, char **argv) {
   if (o.check) {
     // Tiled against untiled on the same inputs: output and gradients.
     Buffer out(hd), lse(lseFloats), outRef(hd);
-    Buffer scratch(std::max(
-        kernels::flashAttentionScratchFloats(pr.b, pr.h, pr.n, pr.n, pr.d,
-                                             pr.d, blocks, pr.threads),
-        kernels::flashAttentionBackwardScratchFloats(
-            pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads)));
+    Buffer scratch(
+        std::max(kernels::flashAttentionScratchFloats(
+                     pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads),
+                 kernels::flashAttentionBackwardScratchFloats(
+                     pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads)));
     Buffer dq(hd), dk(hd), dv(hd), dqRef(hd), dkRef(hd), dvRef(hd);
     Buffer p(std::max(kernels::attentionScratchFloats(pr.n, pr.n, pr.threads),
                       pr.scoreFloats())),
@@ -476,12 +476,12 @@ int main(int argc, char **argv) {
     kernels::flashAttention(q.data, k.data, v.data, nullptr, 1, 1, out.data,
                             lse.data, pr.b, pr.h, pr.n, pr.n, pr.d, pr.d,
                             pr.scale, blocks, scratch.data);
-    kernels::flashAttentionBackward(
-        q.data, k.data, v.data, nullptr, 1, 1, out.data, lse.data, dOut.data,
-        dq.data, dk.data, dv.data, pr.b, pr.h, pr.n, pr.n, pr.d, pr.d,
-        pr.scale, blocks, scratch.data);
-    kernels::attention(q.data, k.data, v.data, nullptr, 1, 1, outRef.data,
-                       pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, pr.scale, p.data);
+    kernels::flashAttentionBackward(q.data, k.data, v.data, nullptr, 1, 1,
+                                    out.data, lse.data, dOut.data, dq.data,
+                                    dk.data, dv.data, pr.b, pr.h, pr.n, pr.n,
+                                    pr.d, pr.d, pr.scale, blocks, scratch.data);
+    kernels::attention(q.data, k.data, v.data, nullptr, 1, 1, outRef.data, pr.b,
+                       pr.h, pr.n, pr.n, pr.d, pr.d, pr.scale, p.data);
     untiledBackward(pr, q.data, k.data, v.data, dOut.data, dqRef.data,
                     dkRef.data, dvRef.data, p.data, dp.data);
     double errs[4] = {maxRelErr(out.data, outRef.data, hd),

@@ -17,7 +17,9 @@
 #   sd data:2 (each attention) >= 1.5x faster than PyTorch DDP (issue 14)
 # Exits 1 if a target fails, 2 on a usage or setup error.
 #
-# Usage: bench/train_step.sh [--baselines-only] [--out DIR]
+# Usage: bench/train_step.sh [--quick] [--baselines-only] [--out DIR]
+#   --quick           a smoke test: 2 sd steps, 1 PyTorch step; the
+#                     targets are not enforced
 #   --baselines-only  only sgemm and PyTorch (no sdrun needed)
 #   --out DIR         keep logs and metrics there (default: a temp dir)
 # Environment: BUILD (build dir, default build), SDRUN, SGEMM_BENCH,
@@ -40,19 +42,25 @@ MODEL=models/dit_s2.mlir
 BATCH=8
 
 baselines_only=0
+quick=0
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --quick) quick=1 ;;
     --baselines-only) baselines_only=1 ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
     --out=*) out="${1#--out=}" ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "train_step.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 
 die() { echo "train_step.sh: $*" >&2; exit 2; }
+if [[ $quick -eq 1 ]]; then
+  SD_STEPS=2
+  PYTORCH_STEPS=1
+fi
 
 # --- Preconditions, checked before anything slow runs ---------------------
 [[ -x "$SGEMM_BENCH" ]] ||
@@ -140,7 +148,7 @@ load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 export SGEMM_GFLOPS="$sgemm_gflops" PYTORCH_S="$pytorch_s" \
   PYTORCH_DDP_S="$pytorch_ddp_s" \
   PYTORCH_PARAMS="$pytorch_params" SD_PARAMS="$sd_params" THREADS BASELINES_ONLY="$baselines_only" \
-  OUT="$out" CPU_MODEL="$cpu_model" LOAD_START="$load_start" \
+  OUT="$out" QUICK="$quick" CPU_MODEL="$cpu_model" LOAD_START="$load_start" \
   LOAD_END="$load_end" DATE_START="$date_start"
 "$PY" - <<'EOF'
 import json, os, statistics, sys
@@ -221,11 +229,16 @@ if os.environ["BASELINES_ONLY"] == "0":
     flash = None
     if os.path.exists(os.path.join(out, "sd_data2_flash.jsonl")):
         flash = metrics("sd_data2_flash")
+        # The same model FLOPs as the data:2 row: sdrun's count for the
+        # tiled program adds the backward's recompute, which is no useful
+        # work.
+        if d2["model_flops"] > 0:
+            flash["gflops"] = d2["model_flops"] / flash["step_s"] / 1e9
         fpct = 100 * flash["gflops"] / sgemm
         rows += [
             ("sd data:2 --attention=flash step",
              "%.3f s/step" % flash["step_s"], "", ""),
-            ("sd data:2 --attention=flash achieved",
+            ("sd data:2 --attention=flash achieved (data:2's model FLOPs)",
              "%.1f GFLOP/s" % flash["gflops"], "", ""),
             ("sd data:2 --attention=flash / sgemm", "%.1f%%" % fpct, ">= 85%",
              verdict(fpct >= 85)),
@@ -261,5 +274,9 @@ if os.environ["BASELINES_ONLY"] == "0":
                  m["peak_device_bytes"] / 1e6, m["peak_host_bytes"] / 1e6,
                  m["comm_bytes_per_device"] / 1e6,
                  " ".join("%.4f" % l for l in m["losses"])))
+if os.environ["QUICK"] == "1":
+    print()
+    print("--quick: a smoke test; the targets are not enforced")
+    failed = False
 sys.exit(1 if failed else 0)
 EOF

@@ -148,6 +148,11 @@ protected:
   std::optional<mlir::sd::TrainingOptions> train;
   /// How both programs are evaluated.
   mlir::sd::Precision precision = mlir::sd::Precision::Native;
+  /// With options, attention is tiled in both programs (sd-tile-attention,
+  /// before the training passes).
+  std::optional<mlir::sd::TileAttentionOptions> tile;
+  /// The partitioned program's logical axis rules (default: dit).
+  std::optional<::sd::LogicalAxisRules> rules;
 
   /// After `check`: the names of the ops of which some instance has an
   /// operand whose per-device type is smaller than its global type (the
@@ -222,6 +227,9 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
   specialize.batch = batch;
   mlir::PassManager globalPm(&context);
   globalPm.addPass(mlir::createInlinerPass());
+  if (tile)
+    globalPm.addNestedPass<mlir::func::FuncOp>(
+        mlir::sd::createTileAttention(*tile));
   if (train) {
     specialize.batch = batch / train->step.gradAccum;
     globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
@@ -235,6 +243,8 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
   options.mesh = GetParam();
   options.batch = batch;
   options.partition = true;
+  options.tileAttention = tile;
+  options.rules = rules;
   if (train) {
     options.train = true;
     options.training = *train;

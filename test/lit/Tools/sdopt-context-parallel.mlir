@@ -1,9 +1,9 @@
-// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --stage=partitioned | FileCheck %s --check-prefix=RING
-// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --stage=partitioned | FileCheck %s --check-prefix=ULYSSES
-// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --report=json | FileCheck %s --check-prefix=RING-BYTES
-// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --report=json | FileCheck %s --check-prefix=ULYSSES-BYTES
-// RUN: sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=flash --report=json | FileCheck %s --check-prefix=FLASH-BYTES
-// RUN: not sdopt %S/../E2E/Inputs/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HEADS
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --stage=partitioned | FileCheck %s --check-prefix=RING
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --stage=partitioned | FileCheck %s --check-prefix=ULYSSES
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --report=json | FileCheck %s --check-prefix=RING-BYTES
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --report=json | FileCheck %s --check-prefix=ULYSSES-BYTES
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=flash --report=json | FileCheck %s --check-prefix=FLASH-BYTES
+// RUN: not sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HEADS
 
 // The self-attention block's sequence (64 tokens, batch 4, 4 heads of 8)
 // is sharded over context:4 by flux's rules; the forward program.
