@@ -609,8 +609,12 @@ void TrainRun::printHeader() {
          << program.mesh.toString() << " ("
          << count(runtime.numDevices(), "device") << " × "
          << count(runtime.threadsPerDevice(), "thread") << "), remat "
-         << ::sd::rematPolicyName(options.pipeline.training.remat.policy)
-         << "\n";
+         << ::sd::rematPolicyName(options.pipeline.training.remat.policy);
+  // Attention is named when it is not dot_product (the default).
+  if (const std::optional<TileAttentionOptions> &tile =
+          options.pipeline.tileAttention)
+    outs() << ", attention " << ::sd::attentionKindName(tile->attention);
+  outs() << "\n";
   for (const std::string &note : options.notes)
     outs() << note << "\n";
 }

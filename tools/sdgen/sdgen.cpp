@@ -13,6 +13,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -28,7 +29,7 @@ static cl::OptionCategory sdgenCategory("sdgen options");
 static cl::opt<std::string>
     presetFlag("preset",
                cl::desc("Model: dit-tiny, dit-s2, dit-b2, dit-xl2, "
-                        "wan2.1-14b, flux-dev"),
+                        "wan2.1-14b, wan-long, flux-dev"),
                cl::value_desc("name"), cl::cat(sdgenCategory));
 static cl::opt<int64_t>
     depthFlag("depth",
@@ -94,8 +95,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "sdgen: write a diffusion-model program\n");
   if (presetFlag.empty()) {
-    llvm::errs() << "error: give --preset=NAME (dit-tiny, dit-s2, dit-b2, "
-                    "dit-xl2, wan2.1-14b, flux-dev)\n";
+    llvm::errs() << "error: give --preset=NAME ("
+                 << llvm::join(mlir::sd::getPresetNames(), ", ") << ")\n";
     return 1;
   }
   mlir::sd::ModelOverrides overrides;

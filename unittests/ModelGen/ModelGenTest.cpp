@@ -190,7 +190,7 @@ std::string errorOf(StringRef preset, const ModelOverrides &o) {
 TEST(ModelConfigErrors, NameTheBadValue) {
   EXPECT_EQ(errorOf("dit-xs", {}),
             "unknown preset 'dit-xs'; expected one of dit-tiny, dit-s2, "
-            "dit-b2, dit-xl2, wan2.1-14b, flux-dev");
+            "dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev");
   ModelOverrides heads;
   heads.heads = 5;
   EXPECT_EQ(errorOf("dit-s2", heads),

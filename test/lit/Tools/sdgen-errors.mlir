@@ -25,7 +25,7 @@
 // RUN: not sdgen --preset=dit-s2 --heads=5 2>/dev/null | count 0
 // RUN: %python -c "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:], capture_output=True).returncode != 1)" sdgen --preset=dit-s2 --latent-size=33
 
-// NOPRESET: error: give --preset=NAME (dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, flux-dev)
+// NOPRESET: error: give --preset=NAME (dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev)
 // PRESET: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev
 // HEADS: error: hidden size 384 is not divisible by 5 heads
 // DEPTH: error: depth 0 must be positive

@@ -1,7 +1,7 @@
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": 32, "block_kv": 64}' | FileCheck %s --check-prefix=FLASH
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=dot_product | FileCheck %s --check-prefix=DOT --implicit-check-not=sd.flash_attention
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": 32}' --train | FileCheck %s --check-prefix=TRAIN
-// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=ring 2>&1 | FileCheck %s --check-prefix=RING
+// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=ulysses_ring 2>&1 | FileCheck %s --check-prefix=HYBRID
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flashy 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": -3}' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"blok_q": 3}' 2>&1 | FileCheck %s --check-prefix=FIELD
@@ -19,7 +19,7 @@
 // TRAIN: sd.flash_attention_dq {{.*}}, %[[O]], %[[LSE]], %{{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_q_dkv = 32, block_q_dq = 32>
 // TRAIN: sd.flash_attention_dkv {{.*}}, %[[O]], %[[LSE]], %{{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_q_dkv = 32, block_q_dq = 32>
 
-// RING: error: --attention: attention 'ring' is not available in sd; sd runs dot_product and flash
-// UNKNOWN: error: --attention: attention 'flashy' is unknown; sd runs dot_product and flash
+// HYBRID: error: --attention: attention 'ulysses_ring' is not available in sd; sd runs dot_product, flash, ring and ulysses
+// UNKNOWN: error: --attention: attention 'flashy' is unknown; sd runs dot_product, flash, ring and ulysses
 // NEGATIVE: error: --flash-block-sizes: block_q: '-3' must be positive
 // FIELD: error: --flash-block-sizes: unknown field "blok_q"; expected one of block_q, block_kv_compute, block_kv, block_q_dkv, block_kv_dkv, block_kv_dkv_compute, block_q_dq, block_kv_dq, use_fused_bwd_kernel
