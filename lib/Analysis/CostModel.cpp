@@ -346,6 +346,7 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
   if (failed(checkStaticTypes(op)))
     return failure();
   int64_t flops = costOp.getFlops();
+  int64_t recomputeFlops = costOp.getRecomputeFlops();
   int64_t bytes = costOp.getBytesAccessed();
   // A global program's op computes one block per device: the result's
   // sharded dimensions and unreduced (partial-sum) axes split its work.
@@ -355,14 +356,15 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
       for (DimShardingAttr dim : sharding.getDimShardings())
         parts *= axesProduct(op, sharding, dim.getAxes());
       flops /= parts;
+      recomputeFlops /= parts;
       bytes /= parts;
     } else if (flops > 0) {
       ++cost.numOpsWithoutSharding;
     }
   }
   cost.flops += flops;
-  if (op->hasAttr(SDDialect::kRecomputeAttrName))
-    cost.recomputeFlops += flops;
+  cost.recomputeFlops +=
+      op->hasAttr(SDDialect::kRecomputeAttrName) ? flops : recomputeFlops;
   cost.bytesAccessed += bytes;
   // Communication a global program still owes: sd-partition turns each
   // reshard into collectives (not costed here).

@@ -154,6 +154,13 @@ static int64_t getFlops(FlashAttentionOp op) {
   return scores * (2 * (d + dv) + 6 + (op.getMask() ? 1 : 0));
 }
 
+// The scores and probabilities each backward op recomputes per tile: 2·D
+// for scale·Q·Kᵀ and 2 for exp(S − lse), per score.
+template <typename OpTy> static int64_t getRecomputeFlops(OpTy op) {
+  auto [scores, d, dv] = attentionSizes(op.getQuery(), op.getValue());
+  return scores * (2 * d + 2);
+}
+
 // Per score: the recomputed scores Q·Kᵀ (2·D) and P = exp(S − lse) (2),
 // dP = dO·Vᵀ (2·Dv), dS = P∘(dP − Di) (2), and dQ += dS·K (2·D); plus
 // Di = rowsum(dO∘O) per query row (2·Dv).
@@ -300,10 +307,17 @@ struct PerElementCost : public CostModelBase<PerElementCost<OpTy>, OpTy> {
   }
 };
 
-/// Ops with a formula of their own: `getFlops(op)`.
+/// Ops with a formula of their own: `getFlops(op)`, and
+/// `getRecomputeFlops(op)` where one is declared.
 template <typename OpTy>
 struct FormulaCost : public CostModelBase<FormulaCost<OpTy>, OpTy> {
   int64_t getFlops(Operation *op) const { return ::getFlops(cast<OpTy>(op)); }
+  int64_t getRecomputeFlops(Operation *op) const {
+    if constexpr (std::is_same_v<OpTy, FlashAttentionDqOp> ||
+                  std::is_same_v<OpTy, FlashAttentionDkvOp>)
+      return ::getRecomputeFlops(cast<OpTy>(op));
+    return 0;
+  }
 };
 
 /// Reductions: one add, max or sum input per operand element.

@@ -106,7 +106,12 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
     * dot_general: 2·M·N·K = 2 × result elements × contracted size.
     * attention: 2·B·H·Sq·Skv·(D + Dv) for Q·Kᵀ and P·V (4·B·H·Sq·Skv·D
       when Dv = D), plus 6 per score for the scale and the softmax, plus 1
-      per score for the mask when there is one.
+      per score for the mask when there is one. flash_attention: the same
+      (the online softmax's per-block rescaling is not counted).
+    * flash_attention_dq: per score 4·D + 2·Dv + 4 (the recomputed scores
+      and probabilities, dO·Vᵀ, dS, dS·K), plus 2·Dv per query row (Di);
+      flash_attention_dkv: per score 4·D + 4·Dv + 4, plus 2·Dv per row;
+      each + 1 per score with a mask.
     * conv2d: 2·N·Ho·Wo·Cout·KH·KW·Cin/groups, plus N·Ho·Wo·Cout for the
       bias.
     * elementwise ops: FLOPs per element × result elements,
@@ -147,6 +152,15 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
         results.
       }],
       "int64_t", "getBytesAccessed", (ins)>,
+    InterfaceMethod<[{
+        The part of `getFlops` that recomputes forward values inside the op
+        itself (flash attention's backward recomputes the scores
+        `scale·Q·Kᵀ` and probabilities `exp(S − lse)` of every tile: 2·D + 2
+        per score); 0 for every other op (the default). The report counts
+        it with the recomputations a remat policy adds.
+      }],
+      "int64_t", "getRecomputeFlops", (ins), [{}],
+      [{ return 0; }]>,
     InterfaceMethod<[{
         Where the op's results live: device memory (the default) or host
         memory (`sd.offload`). The cost model counts host-resident values

@@ -1,6 +1,8 @@
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": 32, "block_kv": 64}' | FileCheck %s --check-prefix=FLASH
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=dot_product | FileCheck %s --check-prefix=DOT --implicit-check-not=sd.flash_attention
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": 32}' --train | FileCheck %s --check-prefix=TRAIN
+// RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --train --report=json | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: sdopt %S/Inputs/attention_model.mlir --train --report=json | FileCheck %s --check-prefix=UNTILED
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=ulysses_ring 2>&1 | FileCheck %s --check-prefix=HYBRID
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flashy 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": -3}' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
@@ -18,6 +20,12 @@
 // TRAIN: %[[O:.*]], %[[LSE:.*]] = sd.flash_attention
 // TRAIN: sd.flash_attention_dq {{.*}}, %[[O]], %[[LSE]], %{{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_q_dkv = 32, block_q_dq = 32>
 // TRAIN: sd.flash_attention_dkv {{.*}}, %[[O]], %[[LSE]], %{{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_q_dkv = 32, block_q_dq = 32>
+
+// The report prices the tiled backward's recomputation: scores and
+// probabilities (2·D + 2 = 34 FLOPs per score) for 2·4·32·32 scores, in
+// the dQ and the dK/dV op; the untiled step recomputes nothing by itself.
+// RECOMPUTE: "recompute_flops": 557056,
+// UNTILED: "recompute_flops": 0,
 
 // HYBRID: error: --attention: attention 'ulysses_ring' is not available in sd; sd runs dot_product, flash, ring and ulysses
 // UNKNOWN: error: --attention: attention 'flashy' is unknown; sd runs dot_product, flash, ring and ulysses
