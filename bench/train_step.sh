@@ -25,7 +25,9 @@
 # Environment: BUILD (build dir, default build), SDRUN, SGEMM_BENCH,
 #   PYTORCH_PYTHON (default /usr/bin/python3: Debian's python3-torch),
 #   SD_STEPS (default 5), PYTORCH_STEPS (default 3), THREADS (default 2;
-#   also the number of DDP processes, 1 thread each).
+#   also the number of DDP processes, 1 thread each), ROUNDS (default 1:
+#   runs every measurement that many times, in turn, and keeps each one's
+#   best round; 2 or 3 on a machine that others load).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,6 +40,7 @@ PY="${PYTORCH_PYTHON:-/usr/bin/python3}"
 SD_STEPS="${SD_STEPS:-5}"
 PYTORCH_STEPS="${PYTORCH_STEPS:-3}"
 THREADS="${THREADS:-2}"
+ROUNDS="${ROUNDS:-1}"
 MODEL=models/dit_s2.mlir
 BATCH=8
 
@@ -73,6 +76,15 @@ if [[ $baselines_only -eq 0 ]]; then
   [[ -f "$MODEL" ]] || die "$MODEL not found"
 fi
 [[ "$SD_STEPS" -ge 2 ]] || die "SD_STEPS must be >= 2 (step 1 is warm-up)"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, not '$ROUNDS'"
+has_flash=0
+if [[ $baselines_only -eq 0 ]]; then
+  if "$SDRUN" --help 2>&1 | grep -q -- '--attention='; then
+    has_flash=1
+  else
+    echo "train_step.sh: $SDRUN has no --attention; no flash row" >&2
+  fi
+fi
 
 if [[ -z "$out" ]]; then
   out="$(mktemp -d "${TMPDIR:-/tmp}/sd-train-step.XXXXXX")"
@@ -102,66 +114,80 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 date_start="$(date -u '+%Y-%m-%d %H:%M UTC')"
 
-# --- Baselines ------------------------------------------------------------
-run sgemm env OMP_NUM_THREADS="$THREADS" "$SGEMM_BENCH" --table --n=2048
-sgemm_gflops="$(field "$out/sgemm.log" gflops)"
-[[ -n "$sgemm_gflops" ]] || die "no gflops= in $out/sgemm.log"
-
-run pytorch "$PY" bench/pytorch_dit_s2.py --threads="$THREADS" \
-  --steps="$PYTORCH_STEPS" --batch="$BATCH" --flops
-pytorch_s="$(field "$out/pytorch.log" step_s)"
-pytorch_params="$(field "$out/pytorch.log" params)"
-[[ -n "$pytorch_s" ]] || die "no step_s= in $out/pytorch.log"
-
-# PyTorch's fastest use of the cores: one single-threaded process per core.
-run pytorch_ddp "$PY" bench/pytorch_dit_s2.py --processes="$THREADS" \
-  --threads=1 --steps="$PYTORCH_STEPS" --batch="$BATCH" --flops
-pytorch_ddp_s="$(field "$out/pytorch_ddp.log" step_s)"
-[[ -n "$pytorch_ddp_s" ]] || die "no step_s= in $out/pytorch_ddp.log"
+# --- Measurements ---------------------------------------------------------
+# ROUNDS rounds of every measurement in the same order; each measure keeps
+# its best round (the highest sgemm rate, the lowest step time), so that a
+# burst of load from other work spoils one round, not the comparison.
+sd_params=""
+for ((round = 1; round <= ROUNDS; round++)); do
+  r=".r$round"
+  run "sgemm$r" env OMP_NUM_THREADS="$THREADS" "$SGEMM_BENCH" --table --n=2048
+  run "pytorch$r" "$PY" bench/pytorch_dit_s2.py --threads="$THREADS" \
+    --steps="$PYTORCH_STEPS" --batch="$BATCH" --flops
+  # PyTorch's fastest use of the cores: one single-threaded process per core.
+  run "pytorch_ddp$r" "$PY" bench/pytorch_dit_s2.py --processes="$THREADS" \
+    --threads=1 --steps="$PYTORCH_STEPS" --batch="$BATCH" --flops
+  if [[ $baselines_only -eq 0 ]]; then
+    run "sd_data2$r" "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
+      --steps="$SD_STEPS" --metrics="$out/sd_data2$r.jsonl"
+    run "sd_single$r" "$SDRUN" "$MODEL" --batch="$BATCH" --steps="$SD_STEPS" \
+      --threads-per-device="$THREADS" --metrics="$out/sd_single$r.jsonl"
+    if [[ $has_flash -eq 1 ]]; then
+      run "sd_data2_flash$r" "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
+        --steps="$SD_STEPS" --attention=flash \
+        --metrics="$out/sd_data2_flash$r.jsonl"
+    fi
+  fi
+done
+pytorch_params="$(field "$out/pytorch.r1.log" params)"
 
 # sd's parameter count, from sdopt's report ("131 tensors, 32,865,056
 # elements"), to check that the PyTorch model is the same size.
-sd_params=""
 if [[ -x "$BUILD/bin/sdopt" ]]; then
   "$BUILD/bin/sdopt" "$MODEL" --batch="$BATCH" --report >"$out/sdopt_report.log" 2>&1 || true
   sd_params="$({ grep -m1 '^ *parameters' "$out/sdopt_report.log" || true; } |
     sed -n 's/.*tensors, \([0-9,]*\) elements.*/\1/p' | tr -d ,)"
 fi
-
-# --- sd -------------------------------------------------------------------
-if [[ $baselines_only -eq 0 ]]; then
-  run sd_data2 "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
-    --steps="$SD_STEPS" --metrics="$out/sd_data2.jsonl"
-  run sd_single "$SDRUN" "$MODEL" --batch="$BATCH" --steps="$SD_STEPS" \
-    --threads-per-device="$THREADS" --metrics="$out/sd_single.jsonl"
-  if "$SDRUN" --help 2>&1 | grep -q -- '--attention='; then
-    run sd_data2_flash "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
-      --steps="$SD_STEPS" --attention=flash \
-      --metrics="$out/sd_data2_flash.jsonl"
-  else
-    echo "train_step.sh: $SDRUN has no --attention; no flash row" >&2
-  fi
-fi
 load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- Table ----------------------------------------------------------------
-export SGEMM_GFLOPS="$sgemm_gflops" PYTORCH_S="$pytorch_s" \
-  PYTORCH_DDP_S="$pytorch_ddp_s" \
-  PYTORCH_PARAMS="$pytorch_params" SD_PARAMS="$sd_params" THREADS BASELINES_ONLY="$baselines_only" \
+export ROUNDS PYTORCH_PARAMS="$pytorch_params" SD_PARAMS="$sd_params" THREADS BASELINES_ONLY="$baselines_only" \
   OUT="$out" QUICK="$quick" CPU_MODEL="$cpu_model" LOAD_START="$load_start" \
   LOAD_END="$load_end" DATE_START="$date_start"
 "$PY" - <<'EOF'
-import json, os, statistics, sys
+import json, os, re, statistics, sys
 
 out = os.environ["OUT"]
-sgemm = float(os.environ["SGEMM_GFLOPS"])
-torch_s = float(os.environ["PYTORCH_S"])
-ddp_s = float(os.environ["PYTORCH_DDP_S"])
+rounds = range(1, int(os.environ["ROUNDS"]) + 1)
+
+
+def field(name, key):
+    """KEY=... of the last line holding it in NAME.log, for every round."""
+    values = []
+    for r in rounds:
+        path = os.path.join(out, "%s.r%d.log" % (name, r))
+        found = re.findall(r"\b%s=([^ \n]*)" % key, open(path).read())
+        if not found:
+            sys.exit("train_step.sh: no %s= in %s" % (key, path))
+        values.append(float(found[-1]))
+    return values
+
+
+sgemm_rounds = field("sgemm", "gflops")
+sgemm = max(sgemm_rounds)
+torch_s = min(field("pytorch", "step_s"))
+ddp_s = min(field("pytorch_ddp", "step_s"))
 threads = os.environ["THREADS"]
 failed = False
 
 
 def metrics(name):
+    """The round of NAME with the lowest median step time."""
+    return min((metrics_of("%s.r%d" % (name, r)) for r in rounds),
+               key=lambda m: m["step_s"])
+
+
+def metrics_of(name):
     """Medians over the steps after the first (warm-up) of NAME.jsonl."""
     path = os.path.join(out, name + ".jsonl")
     rows = []
@@ -227,7 +253,7 @@ if os.environ["BASELINES_ONLY"] == "0":
          ">= 1.5x", verdict(ddp_s / d2["step_s"] >= 1.5)),
     ]
     flash = None
-    if os.path.exists(os.path.join(out, "sd_data2_flash.jsonl")):
+    if os.path.exists(os.path.join(out, "sd_data2_flash.r1.jsonl")):
         flash = metrics("sd_data2_flash")
         # The same model FLOPs as the data:2 row: sdrun's count for the
         # tiled program adds the backward's recompute, which is no useful
@@ -255,6 +281,9 @@ print()
 print("- CPU: %s; %d cores" % (os.environ["CPU_MODEL"], os.cpu_count()))
 print("- load average (1, 5, 15 min): %s at start, %s at end"
       % (os.environ["LOAD_START"], os.environ["LOAD_END"]))
+if len(rounds) > 1:
+    print("- %d rounds, each measure its best; sgemm per round: %s GFLOP/s"
+          % (len(rounds), ", ".join("%.1f" % g for g in sgemm_rounds)))
 print()
 
 print("| measure | value | target | result |")

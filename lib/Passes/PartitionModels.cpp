@@ -439,28 +439,49 @@ static SmallVector<Type> headShardedTypes(TypeRange types, int64_t p) {
   });
 }
 
+/// The sequence group `op` spreads over: none (`group` unset) when the op
+/// is not context-parallel or its sequence is not sharded.
+template <typename OpTy>
+static LogicalResult contextParallelGroup(OpTy op, ShardingAttr query,
+                                          std::optional<SequenceGroup> &group) {
+  if (!op.getContextParallel())
+    return success();
+  FailureOr<SequenceGroup> found = sequenceGroup(op, query);
+  if (failed(found))
+    return failure();
+  if (found->size > 1)
+    group = *found;
+  return success();
+}
+
+/// Ulysses: every operand's sequence moves to its heads (the log-sum-exp
+/// [B, H, S] like the others), one device attends whole sequences of its
+/// heads, and every result moves back.
+template <typename OpTy>
+static PartitionResult ulysses(ContextParallelBuilder &cp, OpTy op,
+                               ValueRange operands, TypeRange types) {
+  if (failed(checkUlyssesHeads(op, operands[0], cp.group)))
+    return failure();
+  SmallVector<Value> moved = llvm::map_to_vector(
+      operands, [&](Value v) { return cp.allToAll(v, 2, 1); });
+  Operation *local = localAttention(cp.b, op, moved,
+                                    headShardedTypes(types, cp.group.size));
+  return llvm::map_to_vector(local->getResults(),
+                             [&](Value r) { return cp.allToAll(r, 1, 2); });
+}
+
 static PartitionResult partition(FlashAttentionOp op, OpBuilder &builder,
                                  ValueRange operands, TypeRange types,
                                  ArrayRef<ShardingAttr> operandShardings,
                                  ArrayRef<ShardingAttr>) {
-  std::optional<ContextParallel> kind = op.getContextParallel();
-  FailureOr<SequenceGroup> group =
-      kind ? sequenceGroup(op, operandShardings[0]) : FailureOr<SequenceGroup>();
-  if (kind && failed(group))
+  std::optional<SequenceGroup> group;
+  if (failed(contextParallelGroup(op, operandShardings[0], group)))
     return failure();
-  if (!kind || group->size == 1)
+  if (!group)
     return cloneLocal(builder, op, operands, types);
   ContextParallelBuilder cp(builder, op.getLoc(), *group);
-  if (*kind == ContextParallel::ulysses) {
-    if (failed(checkUlyssesHeads(op, operands[0], *group)))
-      return failure();
-    SmallVector<Value> moved = llvm::map_to_vector(
-        operands, [&](Value v) { return cp.allToAll(v, 2, 1); });
-    Operation *local = localAttention(builder, op, moved,
-                                      headShardedTypes(types, group->size));
-    return SmallVector<Value>{cp.allToAll(local->getResult(0), 1, 2),
-                              cp.allToAll(local->getResult(1), 1, 2)};
-  }
+  if (*op.getContextParallel() == ContextParallel::ulysses)
+    return ulysses(cp, op, operands, types);
   // Ring: P blocks of keys and values pass by; the next block's permute is
   // issued before the current block's tiles.
   Value q = operands[0], k = operands[1], v = operands[2];
@@ -493,26 +514,14 @@ static PartitionResult partitionFlashBackward(OpTy op, OpBuilder &builder,
                                               ValueRange operands,
                                               TypeRange types,
                                               ArrayRef<ShardingAttr> shardings) {
-  std::optional<ContextParallel> kind = op.getContextParallel();
-  FailureOr<SequenceGroup> group =
-      kind ? sequenceGroup(op, shardings[0]) : FailureOr<SequenceGroup>();
-  if (kind && failed(group))
+  std::optional<SequenceGroup> group;
+  if (failed(contextParallelGroup(op, shardings[0], group)))
     return failure();
-  if (!kind || group->size == 1)
+  if (!group)
     return cloneLocal(builder, op, operands, types);
   ContextParallelBuilder cp(builder, op.getLoc(), *group);
-  if (*kind == ContextParallel::ulysses) {
-    if (failed(checkUlyssesHeads(op, operands[0], *group)))
-      return failure();
-    // The log-sum-exp [B, H, S] moves like the others.
-    SmallVector<Value> moved = llvm::map_to_vector(
-        operands, [&](Value v) { return cp.allToAll(v, 2, 1); });
-    Operation *local = localAttention(builder, op, moved,
-                                      headShardedTypes(types, group->size));
-    return llvm::map_to_vector(local->getResults(), [&](Value r) {
-      return cp.allToAll(r, 1, 2);
-    });
-  }
+  if (*op.getContextParallel() == ContextParallel::ulysses)
+    return ulysses(cp, op, operands, types);
   SmallVector<Value> args(operands);
   SmallVector<Value> acc;
   constexpr bool kIsDq = std::is_same_v<OpTy, FlashAttentionDqOp>;
