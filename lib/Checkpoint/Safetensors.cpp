@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 
 namespace sd::ckpt {
@@ -201,6 +202,23 @@ absl::Status finishTmp(int fd, FileCloser &closer, const std::string &tmp,
   return syncDirectory(parentDirectory(path));
 }
 
+/// Writes `path` by way of `path + ".tmp"`: `write(fd)` fills the .tmp file
+/// (false after a failed write, errno set), which `finishTmp` then puts in
+/// place; the .tmp file is removed whatever happens.
+absl::Status writeThroughTmp(const std::string &path,
+                             const std::function<bool(int)> &write,
+                             const std::function<void()> &beforeRename) {
+  std::string tmp = path + ".tmp";
+  absl::StatusOr<int> fd = openTmp(tmp);
+  if (!fd.ok())
+    return fd.status();
+  TmpRemover remover(tmp);
+  FileCloser closer(*fd);
+  if (!write(*fd))
+    return osError(errno, "cannot write", tmp);
+  return finishTmp(*fd, closer, tmp, path, beforeRename);
+}
+
 std::string formatShape(const std::vector<int64_t> &shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
@@ -353,15 +371,9 @@ absl::Status syncDirectory(const std::string &path) {
 absl::Status writeFileAtomically(const std::string &path,
                                  std::string_view bytes,
                                  const std::function<void()> &beforeRename) {
-  std::string tmp = path + ".tmp";
-  absl::StatusOr<int> fd = openTmp(tmp);
-  if (!fd.ok())
-    return fd.status();
-  TmpRemover remover(tmp);
-  FileCloser closer(*fd);
-  if (!writeAll(*fd, bytes.data(), bytes.size()))
-    return osError(errno, "cannot write", tmp);
-  return finishTmp(*fd, closer, tmp, path, beforeRename);
+  return writeThroughTmp(
+      path, [&](int fd) { return writeAll(fd, bytes.data(), bytes.size()); },
+      beforeRename);
 }
 
 //===----------------------------------------------------------------------===//
@@ -424,28 +436,24 @@ writeSafetensors(const std::string &path,
   header += '}';
   header.append((8 - header.size() % 8) % 8, ' ');
 
-  std::string tmp = path + ".tmp";
-  absl::StatusOr<int> fd = openTmp(tmp);
-  if (!fd.ok())
-    return fd.status();
-  TmpRemover remover(tmp);
-  FileCloser closer(*fd);
   int64_t total = 8 + static_cast<int64_t>(header.size()) + offset;
-  TmpWriter writer(*fd, total, halfWritten);
-  char length[8];
-  llvm::support::endian::write64le(length, header.size());
-  bool ok = writer.append(length, sizeof(length)) &&
-            writer.append(header.data(), header.size());
-  for (size_t i = 0; ok && i < tensors.size(); ++i)
-    ok = writer.append(reinterpret_cast<const char *>(tensors[i].data),
-                       static_cast<size_t>(checkedElements(tensors[i].shape)) *
-                           sizeof(float));
-  if (!ok)
-    return osError(errno, "cannot write", tmp);
-  if (absl::Status status = finishTmp(*fd, closer, tmp, path, nullptr);
-      !status.ok())
+  std::optional<TmpWriter> writer;
+  auto write = [&](int fd) {
+    writer.emplace(fd, total, halfWritten);
+    char length[8];
+    llvm::support::endian::write64le(length, header.size());
+    bool ok = writer->append(length, sizeof(length)) &&
+              writer->append(header.data(), header.size());
+    for (size_t i = 0; ok && i < tensors.size(); ++i)
+      ok = writer->append(
+          reinterpret_cast<const char *>(tensors[i].data),
+          static_cast<size_t>(checkedElements(tensors[i].shape)) *
+              sizeof(float));
+    return ok;
+  };
+  if (absl::Status status = writeThroughTmp(path, write, nullptr); !status.ok())
     return status;
-  return WrittenFile{writer.written(), writer.checksum()};
+  return WrittenFile{writer->written(), writer->checksum()};
 }
 
 //===----------------------------------------------------------------------===//

@@ -524,8 +524,8 @@ absl::Status Resolver::resolveModel() {
                   kUnavailableAttentionKinds.end(),
                   attention.value) != kUnavailableAttentionKinds.end();
     return invalid(absl::StrFormat(
-        "%s: attention '%s' %s; sd runs dot_product, flash, ring and "
-        "ulysses",
+        "%s: attention '%s' %s; sd runs dot_product, flash, ring, ulysses "
+        "and auto",
         attention.origin, attention.value,
         unavailable ? "is not available in sd" : "is unknown"));
   }

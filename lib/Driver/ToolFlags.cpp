@@ -144,7 +144,7 @@ struct ToolFlags::SpecOptions {
                "head), flash (tiled into flash-attention blocks; a sharded "
                "sequence's keys and values all-gathered), ring or ulysses "
                "(tiled, self-attention spread over the sequence's mesh "
-               "axes)"),
+               "axes), or auto (the one the cost model finds cheapest)"),
       cl::cat(stepCat)};
   Flag<std::string> flashBlockSizes{
       all, &F::flashBlockSizes, "flash-block-sizes",

@@ -192,21 +192,28 @@ getDimAxisIndices(OpTy op, const MeshSpec &mesh, AxisList &all) {
   return dims;
 }
 
+/// One result per device: `result(device)` for each device of `mesh`.
+template <typename Fn>
+static DeviceResults perDevice(const MeshSpec &mesh, Fn result) {
+  DeviceResults results(mesh.numDevices());
+  for (int64_t device = 0; device < mesh.numDevices(); ++device)
+    results[device].push_back(result(device));
+  return results;
+}
+
 /// Each device's block of `values[device]` under the per-dimension `dims`.
 static DeviceResults sliceBlocks(const MeshSpec &mesh,
                                  ArrayRef<const Tensor *> values,
                                  ArrayRef<AxisList> dims) {
-  DeviceResults results(mesh.numDevices());
-  for (int64_t device = 0; device < mesh.numDevices(); ++device) {
+  return perDevice(mesh, [&](int64_t device) {
     std::vector<int64_t> coords = mesh.coordinates(device);
     SmallVector<int64_t> counts, blocks;
     for (const AxisList &axes : dims) {
       counts.push_back(groupSize(mesh, axes));
       blocks.push_back(groupIndex(mesh, coords, axes));
     }
-    results[device].push_back(takeBlock(*values[device], counts, blocks));
-  }
-  return results;
+    return takeBlock(*values[device], counts, blocks);
+  });
 }
 
 static LogicalResult evalCollective(AllGatherOp op, const MeshSpec &mesh,
@@ -216,8 +223,7 @@ static LogicalResult evalCollective(AllGatherOp op, const MeshSpec &mesh,
   FailureOr<SmallVector<AxisList>> dims = getDimAxisIndices(op, mesh, all);
   if (failed(dims))
     return failure();
-  results.assign(mesh.numDevices(), {});
-  for (int64_t device = 0; device < mesh.numDevices(); ++device) {
+  results = perDevice(mesh, [&](int64_t device) {
     const Tensor &local = *operands[device][0];
     std::vector<int64_t> shape = local.shape();
     std::vector<int64_t> resultShape = shape, counts;
@@ -244,63 +250,51 @@ static LogicalResult evalCollective(AllGatherOp op, const MeshSpec &mesh,
         block[d] = 0;
       }
     }
-    results[device].push_back(std::move(result));
-  }
+    return result;
+  });
   return success();
 }
 
-static LogicalResult evalCollective(AllSliceOp op, const MeshSpec &mesh,
-                                    DeviceOperands operands,
-                                    DeviceResults &results) {
+/// all_slice: each device keeps its block of its operand; reduce_scatter:
+/// of the sum of the operands over the group of all the op's axes.
+template <typename OpTy>
+static std::enable_if_t<
+    llvm::is_one_of<OpTy, AllSliceOp, ReduceScatterOp>::value, LogicalResult>
+evalCollective(OpTy op, const MeshSpec &mesh, DeviceOperands operands,
+               DeviceResults &results) {
   AxisList all;
   FailureOr<SmallVector<AxisList>> dims = getDimAxisIndices(op, mesh, all);
   if (failed(dims))
     return failure();
+  std::map<int64_t, Tensor> sums;
   std::vector<const Tensor *> values;
-  for (const SmallVector<const Tensor *> &deviceOperands : operands)
-    values.push_back(deviceOperands[0]);
+  if constexpr (std::is_same_v<OpTy, ReduceScatterOp>)
+    values = sumGroups(mesh, operands, all, sums);
+  else
+    for (const SmallVector<const Tensor *> &deviceOperands : operands)
+      values.push_back(deviceOperands[0]);
   results = sliceBlocks(mesh, values, *dims);
   return success();
 }
 
-static LogicalResult evalCollective(ReduceScatterOp op, const MeshSpec &mesh,
+static LogicalResult evalOverGroups(AllReduceOp op, const MeshSpec &mesh,
                                     DeviceOperands operands,
+                                    const AxisList &axes,
                                     DeviceResults &results) {
-  AxisList all;
-  FailureOr<SmallVector<AxisList>> dims = getDimAxisIndices(op, mesh, all);
-  if (failed(dims))
-    return failure();
   std::map<int64_t, Tensor> sums;
-  results = sliceBlocks(mesh, sumGroups(mesh, operands, all, sums), *dims);
+  std::vector<const Tensor *> groupSums = sumGroups(mesh, operands, axes, sums);
+  results = perDevice(mesh, [&](int64_t device) { return *groupSums[device]; });
   return success();
 }
 
-static LogicalResult evalCollective(AllReduceOp op, const MeshSpec &mesh,
+static LogicalResult evalOverGroups(AllToAllOp op, const MeshSpec &mesh,
                                     DeviceOperands operands,
+                                    const AxisList &axes,
                                     DeviceResults &results) {
-  FailureOr<AxisList> axes = getAxisIndices(op, mesh, op.getReductionAxes());
-  if (failed(axes))
-    return failure();
-  std::map<int64_t, Tensor> sums;
-  std::vector<const Tensor *> perDevice =
-      sumGroups(mesh, operands, *axes, sums);
-  results.assign(mesh.numDevices(), {});
-  for (auto [device, sum] : llvm::enumerate(perDevice))
-    results[device].push_back(*sum);
-  return success();
-}
-
-static LogicalResult evalCollective(AllToAllOp op, const MeshSpec &mesh,
-                                    DeviceOperands operands,
-                                    DeviceResults &results) {
-  FailureOr<AxisList> axes = getAxisIndices(op, mesh, op.getAxes());
-  if (failed(axes))
-    return failure();
   auto src = static_cast<int64_t>(op.getSrcDim());
   auto tgt = static_cast<int64_t>(op.getTgtDim());
-  int64_t n = groupSize(mesh, *axes);
-  results.assign(mesh.numDevices(), {});
-  for (int64_t device = 0; device < mesh.numDevices(); ++device) {
+  int64_t n = groupSize(mesh, axes);
+  results = perDevice(mesh, [&](int64_t device) {
     const Tensor &local = *operands[device][0];
     // The piece each member sends: the operand with tgt split n ways.
     std::vector<int64_t> piece = local.shape(), resultShape = local.shape();
@@ -309,30 +303,28 @@ static LogicalResult evalCollective(AllToAllOp op, const MeshSpec &mesh,
     resultShape[src] *= n;
     Tensor result(resultShape, local.dtype());
     std::vector<int64_t> coords = mesh.coordinates(device);
-    int64_t self = groupIndex(mesh, coords, *axes);
+    int64_t self = groupIndex(mesh, coords, axes);
     // Block j of src comes from member j: its block `self` of tgt.
     std::vector<int64_t> from(piece.size(), 0), to(piece.size(), 0);
     from[tgt] = self * piece[tgt];
     for (int64_t member = 0; member < n; ++member) {
-      setGroupIndex(mesh, coords, *axes, member);
+      setGroupIndex(mesh, coords, axes, member);
       to[src] = member * piece[src];
       copyBox(*operands[mesh.deviceId(coords)][0], from, result, to, piece);
     }
-    results[device].push_back(std::move(result));
-  }
+    return result;
+  });
   return success();
 }
 
 /// Member `t` of each group receives the operand of the member that the
 /// pair targeting `t` names; a member no pair targets keeps its own.
-static LogicalResult evalCollective(CollectivePermuteOp op,
+static LogicalResult evalOverGroups(CollectivePermuteOp op,
                                     const MeshSpec &mesh,
                                     DeviceOperands operands,
+                                    const AxisList &axes,
                                     DeviceResults &results) {
-  FailureOr<AxisList> axes = getAxisIndices(op, mesh, op.getAxes());
-  if (failed(axes))
-    return failure();
-  int64_t size = groupSize(mesh, *axes);
+  int64_t size = groupSize(mesh, axes);
   std::map<int64_t, int64_t> sourceOf;
   for (auto [source, target] : op.getPairList()) {
     if (source < 0 || source >= size || target < 0 || target >= size)
@@ -341,31 +333,51 @@ static LogicalResult evalCollective(CollectivePermuteOp op,
              << "] names a member outside groups of size " << size;
     sourceOf[target] = source;
   }
-  results.assign(mesh.numDevices(), {});
-  for (int64_t device = 0; device < mesh.numDevices(); ++device) {
+  results = perDevice(mesh, [&](int64_t device) {
     std::vector<int64_t> coords = mesh.coordinates(device);
-    auto it = sourceOf.find(groupIndex(mesh, coords, *axes));
+    auto it = sourceOf.find(groupIndex(mesh, coords, axes));
     if (it != sourceOf.end())
-      setGroupIndex(mesh, coords, *axes, it->second);
-    results[device].push_back(*operands[mesh.deviceId(coords)][0]);
-  }
+      setGroupIndex(mesh, coords, axes, it->second);
+    return *operands[mesh.deviceId(coords)][0];
+  });
   return success();
 }
 
 /// Each device's row-major index on the op's axes: no communication, but a
 /// value that differs per device.
-static LogicalResult evalCollective(AxisIndexOp op, const MeshSpec &mesh,
-                                    DeviceOperands, DeviceResults &results) {
-  FailureOr<AxisList> axes = getAxisIndices(op, mesh, op.getAxes());
+static LogicalResult evalOverGroups(AxisIndexOp op, const MeshSpec &mesh,
+                                    DeviceOperands, const AxisList &axes,
+                                    DeviceResults &results) {
+  results = perDevice(mesh, [&](int64_t device) {
+    auto index =
+        static_cast<double>(groupIndex(mesh, mesh.coordinates(device), axes));
+    return Tensor({}, ref::DType::F32, index);
+  });
+  return success();
+}
+
+/// The axes whose groups all_reduce, all_to_all, collective_permute and
+/// axis_index work over.
+static ArrayAttr groupAxesOf(AllReduceOp op) {
+  return op.getReductionAxesAttr();
+}
+template <typename OpTy> static ArrayAttr groupAxesOf(OpTy op) {
+  return op.getAxesAttr();
+}
+
+/// The ops over the groups of one list of axes: `evalOverGroups` with the
+/// axes as indices.
+template <typename OpTy>
+static std::enable_if_t<
+    llvm::is_one_of<OpTy, AllReduceOp, AllToAllOp, CollectivePermuteOp,
+                    AxisIndexOp>::value,
+    LogicalResult>
+evalCollective(OpTy op, const MeshSpec &mesh, DeviceOperands operands,
+               DeviceResults &results) {
+  FailureOr<AxisList> axes = getAxisIndices(op, mesh, groupAxesOf(op));
   if (failed(axes))
     return failure();
-  results.assign(mesh.numDevices(), {});
-  for (int64_t device = 0; device < mesh.numDevices(); ++device) {
-    auto index = static_cast<double>(
-        groupIndex(mesh, mesh.coordinates(device), *axes));
-    results[device].push_back(Tensor({}, ref::DType::F32, index));
-  }
-  return success();
+  return evalOverGroups(op, mesh, operands, *axes, results);
 }
 
 //===----------------------------------------------------------------------===//

@@ -124,6 +124,20 @@ struct Evaluator::Frame {
     return operands;
   }
 
+  /// `lookupOperands` of `op` on each of `numDevices` devices.
+  FailureOr<SmallVector<SmallVector<const Tensor *>>>
+  lookupOperandsPerDevice(Operation *op, int64_t numDevices) {
+    SmallVector<SmallVector<const Tensor *>> perDevice;
+    for (int64_t device = 0; device < numDevices; ++device) {
+      FailureOr<SmallVector<const Tensor *>> operands =
+          lookupOperands(op, device);
+      if (failed(operands))
+        return failure();
+      perDevice.push_back(std::move(*operands));
+    }
+    return perDevice;
+  }
+
   /// Binds `value` to borrowed tensors, one per device.
   void borrow(Value value, ArrayRef<const Tensor *> perDevice) {
     SmallVector<Slot, 1> &slots = values[value];
@@ -329,15 +343,9 @@ LogicalResult Evaluator::evaluateOp(Operation *op, Frame &frame) {
     if (failed(operands))
       return failure();
     SmallVector<Tensor, 1> deviceResults;
-    if (failed(evaluable.evaluate(*operands, deviceResults)))
+    if (failed(evaluable.evaluate(*operands, deviceResults)) ||
+        failed(finalizeResults(op, deviceResults)))
       return failure();
-    if (deviceResults.size() != op->getNumResults())
-      return op->emitOpError()
-             << "reference evaluation produced " << deviceResults.size()
-             << " results instead of " << op->getNumResults();
-    for (auto [index, tensor] : llvm::enumerate(deviceResults))
-      if (failed(finalizeResult(op, index, tensor)))
-        return failure();
     results[device].assign(std::make_move_iterator(deviceResults.begin()),
                            std::make_move_iterator(deviceResults.end()));
   }
@@ -355,30 +363,20 @@ Evaluator::evaluateCollective(CollectiveEvaluableOpInterface collective,
       getCollectiveMeshSpec(collective, options.numDevices);
   if (failed(mesh))
     return failure();
-  SmallVector<SmallVector<const Tensor *>> operands;
-  for (int64_t device = 0; device < options.numDevices; ++device) {
-    FailureOr<SmallVector<const Tensor *>> deviceOperands =
-        frame.lookupOperands(op, device);
-    if (failed(deviceOperands))
-      return failure();
-    operands.push_back(std::move(*deviceOperands));
-  }
+  FailureOr<SmallVector<SmallVector<const Tensor *>>> operands =
+      frame.lookupOperandsPerDevice(op, options.numDevices);
+  if (failed(operands))
+    return failure();
   PerDeviceTensors results;
-  if (failed(collective.evaluateCollective(*mesh, operands, results)))
+  if (failed(collective.evaluateCollective(*mesh, *operands, results)))
     return failure();
   if (static_cast<int64_t>(results.size()) != options.numDevices)
     return op->emitOpError()
            << "reference evaluation produced results for " << results.size()
            << " devices instead of " << options.numDevices;
-  for (std::vector<Tensor> &deviceResults : results) {
-    if (deviceResults.size() != op->getNumResults())
-      return op->emitOpError()
-             << "reference evaluation produced " << deviceResults.size()
-             << " results instead of " << op->getNumResults();
-    for (auto [index, tensor] : llvm::enumerate(deviceResults))
-      if (failed(finalizeResult(op, index, tensor)))
-        return failure();
-  }
+  for (std::vector<Tensor> &deviceResults : results)
+    if (failed(finalizeResults(op, deviceResults)))
+      return failure();
   frame.defineResults(op, results);
   return success();
 }
@@ -393,31 +391,35 @@ LogicalResult Evaluator::evaluateCall(func::CallOp call, Frame &frame) {
     return call.emitOpError()
            << "calls @" << callee.getSymName()
            << " recursively, which the reference evaluator does not support";
-  SmallVector<SmallVector<const Tensor *>> args;
-  for (int64_t device = 0; device < options.numDevices; ++device) {
-    FailureOr<SmallVector<const Tensor *>> operands =
-        frame.lookupOperands(call, device);
-    if (failed(operands))
-      return failure();
-    args.push_back(std::move(*operands));
-  }
-  FailureOr<PerDeviceTensors> results = runBody(callee, args);
+  FailureOr<SmallVector<SmallVector<const Tensor *>>> args =
+      frame.lookupOperandsPerDevice(call, options.numDevices);
+  if (failed(args))
+    return failure();
+  FailureOr<PerDeviceTensors> results = runBody(callee, *args);
   if (failed(results))
     return failure();
   frame.defineResults(call, *results);
   return success();
 }
 
-LogicalResult Evaluator::finalizeResult(Operation *op, unsigned index,
-                                        Tensor &tensor) const {
-  auto type = cast<RankedTensorType>(op->getResult(index).getType());
-  if (!tensor.isValid() || ArrayRef<int64_t>(tensor.shape()) != type.getShape())
+LogicalResult
+Evaluator::finalizeResults(Operation *op,
+                           MutableArrayRef<Tensor> results) const {
+  if (results.size() != op->getNumResults())
     return op->emitOpError()
-           << "reference evaluation of result #" << index << " has shape "
-           << formatShape(tensor.shape()) << " instead of the type's " << type;
-  tensor.setDType(*getReferenceDType(type.getElementType()));
-  if (options.precision == Precision::Native)
-    tensor.roundToDType();
+           << "reference evaluation produced " << results.size()
+           << " results instead of " << op->getNumResults();
+  for (auto [index, tensor] : llvm::enumerate(results)) {
+    auto type = cast<RankedTensorType>(op->getResult(index).getType());
+    if (!tensor.isValid() ||
+        ArrayRef<int64_t>(tensor.shape()) != type.getShape())
+      return op->emitOpError() << "reference evaluation of result #" << index
+                               << " has shape " << formatShape(tensor.shape())
+                               << " instead of the type's " << type;
+    tensor.setDType(*getReferenceDType(type.getElementType()));
+    if (options.precision == Precision::Native)
+      tensor.roundToDType();
+  }
   return success();
 }
 

@@ -570,6 +570,22 @@ static RankedTensorType logSumExpType(RankedTensorType out) {
                                Float32Type::get(out.getContext()));
 }
 
+/// The attention result type of a flash attention op, forward or backward,
+/// after the checks of `sd.attention` and of its `context_parallel`.
+template <typename Adaptor>
+static FailureOr<RankedTensorType>
+inferFlashAttentionType(const InferError &error, Adaptor adaptor) {
+  FailureOr<RankedTensorType> out = inferAttentionType(
+      error, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
+      adaptor.getMask(), adaptor.getScaleAttr());
+  if (failed(out) ||
+      failed(checkContextParallel(error, adaptor.getContextParallelAttr(),
+                                  adaptor.getQuery(), adaptor.getKey(),
+                                  adaptor.getMask())))
+    return failure();
+  return *out;
+}
+
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
@@ -588,14 +604,8 @@ LogicalResult FlashAttentionOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
   InferError error(loc, getOperationName());
-  FailureOr<RankedTensorType> out =
-      inferAttentionType(error, adaptor.getQuery(), adaptor.getKey(),
-                         adaptor.getValue(), adaptor.getMask(),
-                         adaptor.getScaleAttr());
-  if (failed(out) ||
-      failed(checkContextParallel(error, adaptor.getContextParallelAttr(),
-                                  adaptor.getQuery(), adaptor.getKey(),
-                                  adaptor.getMask())))
+  FailureOr<RankedTensorType> out = inferFlashAttentionType(error, adaptor);
+  if (failed(out))
     return failure();
   types.push_back(*out);
   types.push_back(logSumExpType(*out));
@@ -610,14 +620,8 @@ static LogicalResult inferFlashBackwardTypes(const InferError &error,
                                              Adaptor adaptor,
                                              ValueRange cotangentsOf,
                                              SmallVectorImpl<Type> &types) {
-  FailureOr<RankedTensorType> out =
-      inferAttentionType(error, adaptor.getQuery(), adaptor.getKey(),
-                         adaptor.getValue(), adaptor.getMask(),
-                         adaptor.getScaleAttr());
-  if (failed(out) ||
-      failed(checkContextParallel(error, adaptor.getContextParallelAttr(),
-                                  adaptor.getQuery(), adaptor.getKey(),
-                                  adaptor.getMask())))
+  FailureOr<RankedTensorType> out = inferFlashAttentionType(error, adaptor);
+  if (failed(out))
     return failure();
   auto fits = [](Type a, RankedTensorType b) {
     auto t = cast<RankedTensorType>(a);

@@ -33,13 +33,20 @@ struct Preset {
 constexpr int64_t kVaeSpatial = 8;
 constexpr int64_t kVaeTemporal = 4;
 
-Preset makeDiT(StringRef name, int64_t depth, int64_t hidden, int64_t heads) {
+/// The fields every preset sets: its name, family and transformer size.
+ModelConfig makeConfig(StringRef name, ModelFamily family, int64_t depth,
+                       int64_t hidden, int64_t heads) {
   ModelConfig c;
   c.preset = name.str();
-  c.family = ModelFamily::DiT;
+  c.family = family;
   c.depth = depth;
   c.hidden = hidden;
   c.heads = heads;
+  return c;
+}
+
+Preset makeDiT(StringRef name, int64_t depth, int64_t hidden, int64_t heads) {
+  ModelConfig c = makeConfig(name, ModelFamily::DiT, depth, hidden, heads);
   c.mlpHidden = 4 * hidden;
   c.batch = 8;
   c.latentHeight = c.latentWidth = 32;
@@ -55,12 +62,7 @@ Preset makeDiT(StringRef name, int64_t depth, int64_t hidden, int64_t heads) {
 Preset makeWan(StringRef name, int64_t depth, int64_t hidden, int64_t heads,
                int64_t frames, int64_t height, int64_t width,
                int64_t textLength) {
-  ModelConfig c;
-  c.preset = name.str();
-  c.family = ModelFamily::Wan;
-  c.depth = depth;
-  c.hidden = hidden;
-  c.heads = heads;
+  ModelConfig c = makeConfig(name, ModelFamily::Wan, depth, hidden, heads);
   c.mlpHidden = std::llround(static_cast<double>(hidden) * 13824.0 / 5120.0);
   c.batch = 1;
   c.latentFrames = (frames - 1) / kVaeTemporal + 1;
@@ -74,13 +76,8 @@ Preset makeWan(StringRef name, int64_t depth, int64_t hidden, int64_t heads,
 }
 
 Preset makeFlux() {
-  ModelConfig c;
-  c.preset = "flux-dev";
-  c.family = ModelFamily::Flux;
-  c.depth = 19;
+  ModelConfig c = makeConfig("flux-dev", ModelFamily::Flux, 19, 3072, 24);
   c.singleDepth = 38;
-  c.hidden = 3072;
-  c.heads = 24;
   c.mlpHidden = 4 * 3072;
   c.batch = 1;
   // 1024×1024 pixels → 128×128×16 latents → 64×64 = 4096 tokens of 64.

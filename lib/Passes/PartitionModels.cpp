@@ -470,105 +470,92 @@ static PartitionResult ulysses(ContextParallelBuilder &cp, OpTy op,
                              [&](Value r) { return cp.allToAll(r, 1, 2); });
 }
 
-static PartitionResult partition(FlashAttentionOp op, OpBuilder &builder,
-                                 ValueRange operands, TypeRange types,
-                                 ArrayRef<ShardingAttr> operandShardings,
-                                 ArrayRef<ShardingAttr>) {
-  std::optional<SequenceGroup> group;
-  if (failed(contextParallelGroup(op, operandShardings[0], group)))
-    return failure();
-  if (!group)
-    return cloneLocal(builder, op, operands, types);
-  ContextParallelBuilder cp(builder, op.getLoc(), *group);
-  if (*op.getContextParallel() == ContextParallel::ulysses)
-    return ulysses(cp, op, operands, types);
-  // Ring: P blocks of keys and values pass by; the next block's permute is
-  // issued before the current block's tiles.
-  Value q = operands[0], k = operands[1], v = operands[2];
-  Value out, lse;
-  for (int64_t step = 0; step < group->size; ++step) {
-    Value nextK, nextV;
-    if (step + 1 < group->size) {
-      nextK = cp.shift(k);
-      nextV = cp.shift(v);
-    }
-    Operation *local = localAttention(builder, op, {q, k, v}, types);
-    if (step == 0) {
-      out = local->getResult(0);
-      lse = local->getResult(1);
-    } else {
-      std::tie(out, lse) =
-          cp.merge(out, lse, local->getResult(0), local->getResult(1));
-    }
-    k = nextK;
-    v = nextV;
-  }
-  return SmallVector<Value>{out, lse};
-}
-
-/// The backward ops: Ulysses moves every operand's sequence to its heads and
-/// the cotangents back; ring rotates the key and value blocks, dQ summing
-/// each block's share and dK, dV travelling with their block.
+/// Ring: P blocks of keys and values (operands 1 and 2) pass by, the next
+/// block's permute issued before the current block's tiles. The first
+/// block's results start the accumulators; `combine` folds each later
+/// block's results into them, and `betweenBlocks` runs on them before the
+/// next block arrives.
 template <typename OpTy>
-static PartitionResult partitionFlashBackward(OpTy op, OpBuilder &builder,
-                                              ValueRange operands,
-                                              TypeRange types,
-                                              ArrayRef<ShardingAttr> shardings) {
-  std::optional<SequenceGroup> group;
-  if (failed(contextParallelGroup(op, shardings[0], group)))
-    return failure();
-  if (!group)
-    return cloneLocal(builder, op, operands, types);
-  ContextParallelBuilder cp(builder, op.getLoc(), *group);
-  if (*op.getContextParallel() == ContextParallel::ulysses)
-    return ulysses(cp, op, operands, types);
+static SmallVector<Value>
+ringBlocks(ContextParallelBuilder &cp, OpTy op, ValueRange operands,
+           TypeRange types,
+           function_ref<void(SmallVector<Value> &, ValueRange)> combine,
+           function_ref<void(SmallVector<Value> &)> betweenBlocks) {
   SmallVector<Value> args(operands);
   SmallVector<Value> acc;
-  constexpr bool kIsDq = std::is_same_v<OpTy, FlashAttentionDqOp>;
-  for (int64_t step = 0; step < group->size; ++step) {
+  int64_t size = cp.group.size;
+  for (int64_t step = 0; step < size; ++step) {
     Value nextK, nextV;
-    if (step + 1 < group->size) {
+    if (step + 1 < size) {
       nextK = cp.shift(args[1]);
       nextV = cp.shift(args[2]);
     }
-    Operation *local = localAttention(builder, op, args, types);
-    if (step == 0) {
+    Operation *local = localAttention(cp.b, op, args, types);
+    if (step == 0)
       acc.assign(local->getResults().begin(), local->getResults().end());
-    } else {
-      for (auto [sum, part] : llvm::zip_equal(acc, local->getResults()))
-        sum = AddOp::create(builder, op.getLoc(), sum, part);
-    }
-    if (step + 1 < group->size) {
+    else
+      combine(acc, local->getResults());
+    if (step + 1 < size) {
       args[1] = nextK;
       args[2] = nextV;
-      // dK and dV travel with the block they belong to.
-      if (!kIsDq)
-        for (Value &sum : acc)
-          sum = cp.shift(sum);
+      betweenBlocks(acc);
     }
   }
-  // After P − 1 hops a device holds the next device's block's dK, dV: one
-  // more hop brings each home.
-  if (!kIsDq)
-    for (Value &sum : acc)
-      sum = cp.shift(sum);
   return acc;
 }
 
-static PartitionResult partition(FlashAttentionDqOp op, OpBuilder &builder,
-                                 ValueRange operands, TypeRange types,
-                                 ArrayRef<ShardingAttr> operandShardings,
-                                 ArrayRef<ShardingAttr>) {
-  return partitionFlashBackward(op, builder, operands, types,
-                                operandShardings);
+/// The forward ring: each block's output and log-sum-exp merge into the
+/// running pair.
+static SmallVector<Value> ring(ContextParallelBuilder &cp, FlashAttentionOp op,
+                               ValueRange operands, TypeRange types) {
+  return ringBlocks(
+      cp, op, operands, types,
+      [&](SmallVector<Value> &acc, ValueRange part) {
+        std::tie(acc[0], acc[1]) = cp.merge(acc[0], acc[1], part[0], part[1]);
+      },
+      [](SmallVector<Value> &) {});
 }
 
-static PartitionResult partition(FlashAttentionDkvOp op, OpBuilder &builder,
-                                 ValueRange operands, TypeRange types,
-                                 ArrayRef<ShardingAttr> operandShardings,
-                                 ArrayRef<ShardingAttr>) {
-  return partitionFlashBackward(op, builder, operands, types,
-                                operandShardings);
+/// The backward ring: dQ sums each block's share; dK and dV travel with
+/// their block.
+template <typename OpTy>
+static SmallVector<Value> ring(ContextParallelBuilder &cp, OpTy op,
+                               ValueRange operands, TypeRange types) {
+  constexpr bool kIsDq = std::is_same_v<OpTy, FlashAttentionDqOp>;
+  auto travel = [&](SmallVector<Value> &acc) {
+    if (!kIsDq)
+      for (Value &sum : acc)
+        sum = cp.shift(sum);
+  };
+  SmallVector<Value> acc = ringBlocks(
+      cp, op, operands, types,
+      [&](SmallVector<Value> &sums, ValueRange part) {
+        for (auto [sum, p] : llvm::zip_equal(sums, part))
+          sum = AddOp::create(cp.b, op.getLoc(), sum, p);
+      },
+      travel);
+  // After P − 1 hops a device holds the next device's block's dK, dV: one
+  // more hop brings each home.
+  travel(acc);
+  return acc;
+}
+
+/// A flash attention op, forward or backward, spread over the devices that
+/// shard its sequence (the query's, sharded as `query`) by Ulysses or the
+/// ring; cloned with local types when it is not context-parallel.
+template <typename OpTy>
+static PartitionResult
+partitionContextParallel(OpTy op, OpBuilder &builder, ValueRange operands,
+                         TypeRange types, ShardingAttr query) {
+  std::optional<SequenceGroup> group;
+  if (failed(contextParallelGroup(op, query, group)))
+    return failure();
+  if (!group)
+    return cloneLocal(builder, op, operands, types);
+  ContextParallelBuilder cp(builder, op.getLoc(), *group);
+  if (*op.getContextParallel() == ContextParallel::ulysses)
+    return ulysses(cp, op, operands, types);
+  return ring(cp, op, operands, types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -601,6 +588,20 @@ struct OwnPartition
                        operandShardings, resultShardings);
   }
 };
+
+/// Flash attention ops, forward and backward: `partitionContextParallel`.
+template <typename OpTy>
+struct ContextParallelPartition
+    : public PartitionOpInterface::ExternalModel<ContextParallelPartition<OpTy>,
+                                                 OpTy> {
+  PartitionResult partition(Operation *op, OpBuilder &builder,
+                            ValueRange operands, TypeRange types,
+                            ArrayRef<ShardingAttr> operandShardings,
+                            ArrayRef<ShardingAttr>) const {
+    return partitionContextParallel(cast<OpTy>(op), builder, operands, types,
+                                    operandShardings[0]);
+  }
+};
 } // namespace
 
 // Collectives and axis_index exist only after partitioning, and sd-partition
@@ -621,7 +622,7 @@ void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
     // Attention tiles: each device runs its blocks' tiles (a sharded
     // reduction factor of the backward leaves the local cotangent as the
     // partial sum); context-parallel ones spread the sequence themselves.
-    attachModels<OwnPartition, FlashAttentionOp, FlashAttentionDqOp,
+    attachModels<ContextParallelPartition, FlashAttentionOp, FlashAttentionDqOp,
                  FlashAttentionDkvOp>(*context);
     attachModels<OwnPartition, SliceOp, ReduceMaxOp, ReduceMeanOp, MseLossOp,
                  Conv2DOp, ConstantOp, IotaOp, RngNormalOp, RngUniformOp,

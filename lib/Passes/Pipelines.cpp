@@ -20,6 +20,11 @@ void mlir::sd::addTrainingPasses(OpPassManager &pm,
 
 void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
                                     const PipelineOptions &options) {
+  // attention=auto tries the strategies on copies of the module first, and
+  // tiles with the cheapest.
+  if (options.tileAttention &&
+      options.tileAttention->attention == ::sd::AttentionKind::Auto)
+    pm.addPass(createSelectAttention(options));
   SpecializeBatchOptions batch;
   // The training step runs the program once per microbatch.
   batch.batch = options.batch;
@@ -29,7 +34,8 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   pm.addPass(createSpecializeBatch(batch));
   // Attention is tiled before differentiation, whose VJP of the tiled op is
   // the tiled backward.
-  if (options.tileAttention)
+  if (options.tileAttention &&
+      options.tileAttention->attention != ::sd::AttentionKind::Auto)
     pm.addNestedPass<func::FuncOp>(createTileAttention(*options.tileAttention));
   // Without a mesh there is nothing to shard: the pipeline only specializes
   // (and differentiates).

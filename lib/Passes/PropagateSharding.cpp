@@ -86,6 +86,14 @@ private:
                                     function_ref<InFlightDiagnostic()> emit);
   ShardingAttr toAttr(const TensorSharding &sharding, bool closeAll) const;
   int addValue(Value value, Type type);
+  /// Makes value `id` a source of `sharding`; fails after an error through
+  /// `emit` when the sharding does not fit the mesh.
+  LogicalResult setSource(int id, ShardingAttr sharding,
+                          function_ref<InFlightDiagnostic()> emit);
+  /// Adds a function argument or result (`value` null) of `type`, a source
+  /// when the function gives it a sharding.
+  FailureOr<int> addBoundaryValue(Value value, Type type,
+                                  ShardingAttr sharding);
   void
   setBoundaryShardings(ArrayRef<std::pair<unsigned, ShardingAttr>> args,
                        ArrayRef<std::pair<unsigned, ShardingAttr>> results);
@@ -183,6 +191,27 @@ int ShardingPropagationDriver::addValue(Value value, Type type) {
   return values.size() - 1;
 }
 
+LogicalResult
+ShardingPropagationDriver::setSource(int id, ShardingAttr sharding,
+                                     function_ref<InFlightDiagnostic()> emit) {
+  FailureOr<TensorSharding> plain = toPlain(sharding, emit);
+  if (failed(plain))
+    return failure();
+  values[id].sharding = std::move(*plain);
+  values[id].isSource = true;
+  return success();
+}
+
+FailureOr<int>
+ShardingPropagationDriver::addBoundaryValue(Value value, Type type,
+                                            ShardingAttr sharding) {
+  int id = addValue(value, type);
+  if (sharding &&
+      failed(setSource(id, sharding, [&] { return func.emitError(); })))
+    return failure();
+  return id;
+}
+
 /// True for a ranked tensor type with a static shape.
 static bool isStaticTensor(Type type) {
   auto tensorType = dyn_cast<RankedTensorType>(type);
@@ -238,18 +267,13 @@ LogicalResult ShardingPropagationDriver::build() {
              << "; sharding propagation needs static tensor "
                 "shapes ("
              << kRerunHint << ")";
-    int id = addValue(arg, arg.getType());
-    sites[id].argument = index;
-    auto sharding = func.getArgAttrOfType<ShardingAttr>(
-        index, SDDialect::kShardingAttrName);
-    if (!sharding)
-      continue;
-    FailureOr<TensorSharding> plain =
-        toPlain(sharding, [&] { return func.emitError(); });
-    if (failed(plain))
+    FailureOr<int> id =
+        addBoundaryValue(arg, arg.getType(),
+                         func.getArgAttrOfType<ShardingAttr>(
+                             index, SDDialect::kShardingAttrName));
+    if (failed(id))
       return failure();
-    values[id].sharding = std::move(*plain);
-    values[id].isSource = true;
+    sites[*id].argument = index;
   }
 
   for (Operation &op : body) {
@@ -267,22 +291,18 @@ LogicalResult ShardingPropagationDriver::build() {
                  << operand.getType()
                  << "; sharding propagation needs static tensor shapes ("
                  << kRerunHint << ")";
-        int id = addValue(Value(), operand.getType());
-        sites[id].funcResult = index;
-        if (auto sharding = func.getResultAttrOfType<ShardingAttr>(
-                index, SDDialect::kShardingAttrName)) {
-          FailureOr<TensorSharding> plain =
-              toPlain(sharding, [&] { return func.emitError(); });
-          if (failed(plain))
-            return failure();
-          values[id].sharding = std::move(*plain);
-          values[id].isSource = true;
-        }
+        FailureOr<int> id =
+            addBoundaryValue(Value(), operand.getType(),
+                             func.getResultAttrOfType<ShardingAttr>(
+                                 index, SDDialect::kShardingAttrName));
+        if (failed(id))
+          return failure();
+        sites[*id].funcResult = index;
         Node node;
         node.rule =
             identityRule(cast<RankedTensorType>(operand.getType()).getShape());
         node.operands.push_back(valueIds.lookup(operand));
-        node.results.push_back(id);
+        node.results.push_back(*id);
         nodes.push_back(std::move(node));
         nodeSites.push_back(NodeSite{nullptr, static_cast<int>(index)});
       }
@@ -335,14 +355,9 @@ LogicalResult ShardingPropagationDriver::build() {
       } else if (perValue) {
         sharding = perValue.getShardings()[result.getResultNumber()];
       }
-      if (!sharding)
-        continue;
-      FailureOr<TensorSharding> plain =
-          toPlain(sharding, [&] { return op.emitOpError(); });
-      if (failed(plain))
+      if (sharding &&
+          failed(setSource(id, sharding, [&] { return op.emitOpError(); })))
         return failure();
-      values[id].sharding = std::move(*plain);
-      values[id].isSource = true;
     }
     nodes.push_back(std::move(node));
     nodeSites.push_back(NodeSite{&op});

@@ -27,16 +27,10 @@ struct TileAttentionPass
   using TileAttentionBase::TileAttentionBase;
 
   void runOnOperation() override {
-    FlashTiling requested;
-    requested.blockQ = blockQ;
-    requested.blockKvCompute = blockKvCompute;
-    requested.blockKv = blockKv;
-    requested.blockQDkv = blockQDkv;
-    requested.blockKvDkv = blockKvDkv;
-    requested.blockKvDkvCompute = blockKvDkvCompute;
-    requested.blockQDq = blockQDq;
-    requested.blockKvDq = blockKvDq;
-    requested.useFusedBwdKernel = useFusedBwdKernel;
+    // The options in FlashTiling's field order.
+    FlashTiling requested{blockQ,    blockKvCompute, blockKv,
+                          blockQDkv, blockKvDkv,     blockKvDkvCompute,
+                          blockQDq,  blockKvDq,      useFusedBwdKernel};
     int64_t cache = cacheBytes > 0 ? int64_t(cacheBytes) : hostL2CacheBytes();
 
     SmallVector<AttentionOp> ops;
@@ -78,8 +72,9 @@ struct TileAttentionPass
     ContextParallelAttr context;
     int64_t sq = op.getQuery().getType().getDimSize(2);
     int64_t skv = op.getKey().getType().getDimSize(2);
-    if (attention != ::sd::AttentionKind::Flash && !op.getMask() &&
-        sq == skv && !ShapedType::isDynamic(sq))
+    bool spread = attention == ::sd::AttentionKind::Ring ||
+                  attention == ::sd::AttentionKind::Ulysses;
+    if (spread && !op.getMask() && sq == skv && !ShapedType::isDynamic(sq))
       context = ContextParallelAttr::get(
           op.getContext(), attention == ::sd::AttentionKind::Ring
                                ? ContextParallel::ring

@@ -2,6 +2,8 @@
 
 #include "sd/Config/RunConfig.h"
 
+#include "../Sharding/ShardingTestUtils.h"
+
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -18,19 +20,19 @@ const std::string kConfigsDir = SD_CONFIGS_DIR;
                                      const std::string &expected) {
   if (status.ok())
     return ::testing::AssertionFailure() << "succeeded, expected an error";
-  if (status.code() != absl::StatusCode::kInvalidArgument)
-    return ::testing::AssertionFailure() << "wrong code: " << status;
-  std::string message(status.message());
-  if (message.find(expected) == std::string::npos)
-    return ::testing::AssertionFailure()
-           << "message \"" << message << "\" lacks \"" << expected << "\"";
-  return ::testing::AssertionSuccess();
+  return isInvalidArgumentWith(status, expected);
 }
 
 template <typename T>
 ::testing::AssertionResult failsWith(const absl::StatusOr<T> &result,
                                      const std::string &expected) {
   return failsWith(result.status(), expected);
+}
+
+/// Whether the config `text` (file "t.yml") fails to parse with `expected`.
+::testing::AssertionResult configFailsWith(const std::string &text,
+                                           const std::string &expected) {
+  return failsWith(parseRunConfig(text, "t.yml"), expected);
 }
 
 RunConfig parse(const std::string &text) {
@@ -347,14 +349,14 @@ TEST(RunConfigTest, RulesInBlockStyleAndAtEnd) {
 }
 
 TEST(RunConfigTest, RulesErrorsKeepFileLines) {
-  EXPECT_TRUE(failsWith(parseRunConfig("seed: 1\n"
-                                       "logical_axis_rules: [\n"
-                                       "  ['batch', 'data'],\n"
-                                       "  ['embed'],\n"
-                                       "]\n"
-                                       "seed: 2\n",
-                                       "t.yml"),
-                        "t.yml:4: rule must be [logical_name, mesh_axes]"));
+  EXPECT_TRUE(
+      configFailsWith("seed: 1\n"
+                      "logical_axis_rules: [\n"
+                      "  ['batch', 'data'],\n"
+                      "  ['embed'],\n"
+                      "]\n"
+                      "seed: 2\n",
+                      "t.yml:4: rule must be [logical_name, mesh_axes]"));
   // An indented root mapping keeps its columns too.
   RunConfig indented = parse("  seed: 1\n  logical_axis_rules:\n"
                              "    - [batch, data]\n");
@@ -406,34 +408,33 @@ TEST(RunConfigTest, FlashBackwardSizesDefaultToForward) {
 }
 
 TEST(RunConfigTest, FlashErrors) {
-  EXPECT_TRUE(failsWith(parseRunConfig("flash_block_sizes: {\n"
-                                       "  block_q: 512,\n"
-                                       "  block_z: 1}\n",
-                                       "t.yml"),
-                        "t.yml:3: flash_block_sizes: unknown field 'block_z'; "
-                        "expected one of block_q, block_kv_compute"));
-  EXPECT_TRUE(failsWith(parseRunConfig("flash_block_sizes: {\n"
-                                       "  block_kv: 0}\n",
-                                       "t.yml"),
-                        "t.yml:2: flash_block_sizes: block_kv: '0' must be "
-                        "positive"));
-  EXPECT_TRUE(failsWith(
-      parseRunConfig("flash_block_sizes: {use_fused_bwd_kernel: maybe}\n",
-                     "t.yml"),
+  EXPECT_TRUE(
+      configFailsWith("flash_block_sizes: {\n"
+                      "  block_q: 512,\n"
+                      "  block_z: 1}\n",
+                      "t.yml:3: flash_block_sizes: unknown field 'block_z'; "
+                      "expected one of block_q, block_kv_compute"));
+  EXPECT_TRUE(
+      configFailsWith("flash_block_sizes: {\n"
+                      "  block_kv: 0}\n",
+                      "t.yml:2: flash_block_sizes: block_kv: '0' must be "
+                      "positive"));
+  EXPECT_TRUE(configFailsWith(
+      "flash_block_sizes: {use_fused_bwd_kernel: maybe}\n",
       "t.yml:1: flash_block_sizes: use_fused_bwd_kernel: 'maybe' is not a "
       "boolean"));
-  EXPECT_TRUE(failsWith(
-      parseRunConfig("\nflash_block_sizes: '{\"block_x\": 1}'\n", "t.yml"),
-      "t.yml:2: flash_block_sizes: unknown field 'block_x'"));
-  EXPECT_TRUE(failsWith(
-      parseRunConfig("flash_block_sizes: '{\"block_q\": -4}'\n", "t.yml"),
+  EXPECT_TRUE(
+      configFailsWith("\nflash_block_sizes: '{\"block_x\": 1}'\n",
+                      "t.yml:2: flash_block_sizes: unknown field 'block_x'"));
+  EXPECT_TRUE(configFailsWith(
+      "flash_block_sizes: '{\"block_q\": -4}'\n",
       "t.yml:1: flash_block_sizes: block_q must be a positive integer"));
-  EXPECT_TRUE(failsWith(
-      parseRunConfig("flash_block_sizes: '{\"block_q\": '\n", "t.yml"),
-      "t.yml:1: flash_block_sizes: invalid JSON"));
-  EXPECT_TRUE(failsWith(parseRunConfig("flash_block_sizes: [1]\n", "t.yml"),
-                        "t.yml:1: flash_block_sizes: expected a mapping or a "
-                        "JSON string of block sizes, got a list"));
+  EXPECT_TRUE(configFailsWith("flash_block_sizes: '{\"block_q\": '\n",
+                              "t.yml:1: flash_block_sizes: invalid JSON"));
+  EXPECT_TRUE(
+      configFailsWith("flash_block_sizes: [1]\n",
+                      "t.yml:1: flash_block_sizes: expected a mapping or a "
+                      "JSON string of block sizes, got a list"));
 }
 
 //===----------------------------------------------------------------------===//
@@ -500,35 +501,33 @@ TEST(RunConfigTest, InvalidValues) {
 }
 
 TEST(RunConfigTest, FirstErrorOnly) {
-  EXPECT_TRUE(failsWith(parseRunConfig("seed: x\nlearning_rate: y\n", "t.yml"),
-                        "t.yml:1: seed: 'x' is not an integer"));
+  EXPECT_TRUE(configFailsWith("seed: x\nlearning_rate: y\n",
+                              "t.yml:1: seed: 'x' is not an integer"));
 }
 
 TEST(RunConfigTest, ValueLineNotKeyLine) {
-  EXPECT_TRUE(failsWith(parseRunConfig("learning_rate:\n  abc\n", "t.yml"),
-                        "t.yml:2: learning_rate: 'abc' is not a number"));
+  EXPECT_TRUE(configFailsWith("learning_rate:\n  abc\n",
+                              "t.yml:2: learning_rate: 'abc' is not a number"));
 }
 
 TEST(RunConfigTest, EmptyValueLineIsItsKeys) {
-  EXPECT_TRUE(failsWith(parseRunConfig("seed:\nlearning_rate: 1\n", "t.yml"),
-                        "t.yml:1: seed: expected an integer, got null"));
+  EXPECT_TRUE(configFailsWith("seed:\nlearning_rate: 1\n",
+                              "t.yml:1: seed: expected an integer, got null"));
   RunConfig c = parse("run_name:\nseed: 1\n");
   EXPECT_EQ(c.runName, "");
   EXPECT_EQ(c.originOf("run_name"), "t.yml:1");
 }
 
 TEST(RunConfigTest, TwoFillAxes) {
-  EXPECT_TRUE(failsWith(
-      parseRunConfig("ici_data_parallelism: -1\n"
-                     "ici_fsdp_parallelism: -1\n",
-                     "t.yml"),
+  EXPECT_TRUE(configFailsWith(
+      "ici_data_parallelism: -1\n"
+      "ici_fsdp_parallelism: -1\n",
       "t.yml:2: ici_fsdp_parallelism: only one ICI axis may be -1, but "
       "ici_data_parallelism is -1 too (t.yml:1)"));
-  EXPECT_TRUE(failsWith(
-      parseRunConfig("dcn_context_parallelism: -1\n"
-                     "ici_data_parallelism: -1\n"
-                     "dcn_tensor_parallelism: -1\n",
-                     "t.yml"),
+  EXPECT_TRUE(configFailsWith(
+      "dcn_context_parallelism: -1\n"
+      "ici_data_parallelism: -1\n"
+      "dcn_tensor_parallelism: -1\n",
       "t.yml:3: dcn_tensor_parallelism: only one DCN axis may be -1, but "
       "dcn_context_parallelism is -1 too (t.yml:1)"));
   // One ICI and one DCN -1 is what base_wan_14b.yml does.
@@ -539,19 +538,19 @@ TEST(RunConfigTest, TwoFillAxes) {
 }
 
 TEST(RunConfigTest, DocumentErrors) {
-  EXPECT_TRUE(failsWith(parseRunConfig("seed: 1\nfoo: [1, 2\n", "t.yml"),
-                        "t.yml:2: could not find closing ]"));
-  EXPECT_TRUE(failsWith(parseRunConfig("- a\n- b\n", "t.yml"),
-                        "t.yml:1: expected a mapping of config keys"));
-  EXPECT_TRUE(failsWith(parseRunConfig("just text\n", "t.yml"),
-                        "t.yml:1: expected a mapping of config keys"));
-  EXPECT_TRUE(failsWith(parseRunConfig("seed: 1\n---\nseed: 2\n", "t.yml"),
-                        "t.yml:3: expected one YAML document"));
-  EXPECT_TRUE(failsWith(parseRunConfig("[a]: 1\n", "t.yml"),
-                        "t.yml:1: expected a config key, got a list"));
+  EXPECT_TRUE(configFailsWith("seed: 1\nfoo: [1, 2\n",
+                              "t.yml:2: could not find closing ]"));
+  EXPECT_TRUE(configFailsWith("- a\n- b\n",
+                              "t.yml:1: expected a mapping of config keys"));
+  EXPECT_TRUE(configFailsWith("just text\n",
+                              "t.yml:1: expected a mapping of config keys"));
+  EXPECT_TRUE(configFailsWith("seed: 1\n---\nseed: 2\n",
+                              "t.yml:3: expected one YAML document"));
+  EXPECT_TRUE(configFailsWith("[a]: 1\n",
+                              "t.yml:1: expected a config key, got a list"));
   // A syntax error inside a key sd ignores is still an error.
-  EXPECT_TRUE(failsWith(parseRunConfig("seed: 1\nfoo: {a: 'x\n", "t.yml"),
-                        "t.yml:2: expected quote at end of scalar"));
+  EXPECT_TRUE(configFailsWith("seed: 1\nfoo: {a: 'x\n",
+                              "t.yml:2: expected quote at end of scalar"));
 }
 
 TEST(RunConfigTest, MissingFile) {

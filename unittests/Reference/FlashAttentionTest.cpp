@@ -62,25 +62,39 @@ Tensor randomMask(const std::vector<int64_t> &shape, uint64_t seed) {
   return mask;
 }
 
+/// The keys j that query i of (bi, hi) may attend to, with their scaled
+/// scores scale q_i . k_j.
+struct RowScores {
+  std::vector<int64_t> keys;
+  std::vector<double> scores;
+};
+
+RowScores rowScores(const Tensor &q, const Tensor &k, const Tensor *mask,
+                    double scale, int64_t bi, int64_t hi, int64_t i) {
+  RowScores row;
+  for (int64_t j = 0; j < k.dim(2); ++j) {
+    if (!allowedAt(mask, bi, hi, i, j))
+      continue;
+    double dot = 0.0;
+    for (int64_t c = 0; c < q.dim(3); ++c)
+      dot += q.at({bi, hi, i, c}) * k.at({bi, hi, j, c});
+    row.keys.push_back(j);
+    row.scores.push_back(scale * dot);
+  }
+  return row;
+}
+
 /// log sum_{allowed j} exp(scale q_i . k_j) per query row, straight from the
 /// definition (shifted by the row maximum); -inf for a row with no key.
 Tensor directLse(const Tensor &q, const Tensor &k, const Tensor *mask,
                  double scale) {
-  int64_t b = q.dim(0), h = q.dim(1), sq = q.dim(2), d = q.dim(3);
-  int64_t skv = k.dim(2);
+  int64_t b = q.dim(0), h = q.dim(1), sq = q.dim(2);
   Tensor lse({b, h, sq}, DType::F64);
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t hi = 0; hi < h; ++hi)
       for (int64_t i = 0; i < sq; ++i) {
-        std::vector<double> logits;
-        for (int64_t j = 0; j < skv; ++j) {
-          if (!allowedAt(mask, bi, hi, i, j))
-            continue;
-          double dot = 0.0;
-          for (int64_t c = 0; c < d; ++c)
-            dot += q.at({bi, hi, i, c}) * k.at({bi, hi, j, c});
-          logits.push_back(scale * dot);
-        }
+        std::vector<double> logits =
+            rowScores(q, k, mask, scale, bi, hi, i).scores;
         if (logits.empty()) {
           lse.at({bi, hi, i}) = -kInf;
           continue;
@@ -103,23 +117,13 @@ FlashGradients untiledGradients(const Tensor &q, const Tensor &k,
                                 const Tensor &v, const Tensor *mask,
                                 const Tensor &dOut, double scale) {
   int64_t b = q.dim(0), h = q.dim(1), sq = q.dim(2), d = q.dim(3);
-  int64_t skv = k.dim(2), dv = v.dim(3);
+  int64_t dv = v.dim(3);
   FlashGradients g{Tensor(q.shape(), DType::F64), Tensor(k.shape(), DType::F64),
                    Tensor(v.shape(), DType::F64)};
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t hi = 0; hi < h; ++hi)
       for (int64_t i = 0; i < sq; ++i) {
-        std::vector<int64_t> keys;
-        std::vector<double> p;
-        for (int64_t j = 0; j < skv; ++j) {
-          if (!allowedAt(mask, bi, hi, i, j))
-            continue;
-          double dot = 0.0;
-          for (int64_t c = 0; c < d; ++c)
-            dot += q.at({bi, hi, i, c}) * k.at({bi, hi, j, c});
-          keys.push_back(j);
-          p.push_back(scale * dot);
-        }
+        auto [keys, p] = rowScores(q, k, mask, scale, bi, hi, i);
         if (keys.empty())
           continue;
         double top = *std::max_element(p.begin(), p.end());
@@ -174,16 +178,9 @@ void expectGradientsClose(const FlashGradients &actual,
 FlashBlockSizes makeBlocks(int64_t q, int64_t kvCompute, int64_t kv,
                            int64_t qDkv, int64_t kvDkv, int64_t kvDkvCompute,
                            int64_t qDq, int64_t kvDq) {
-  FlashBlockSizes blocks;
-  blocks.blockQ = q;
-  blocks.blockKvCompute = kvCompute;
-  blocks.blockKv = kv;
-  blocks.blockQDkv = qDkv;
-  blocks.blockKvDkv = kvDkv;
-  blocks.blockKvDkvCompute = kvDkvCompute;
-  blocks.blockQDq = qDq;
-  blocks.blockKvDq = kvDq;
-  return blocks;
+  return FlashBlockSizes{q,    kvCompute, kv,
+                         qDkv, kvDkv,     kvDkvCompute,
+                         qDq,  kvDq,      /*fusedBackward=*/false};
 }
 
 FlashBlockSizes withFused(FlashBlockSizes blocks, bool fused) {

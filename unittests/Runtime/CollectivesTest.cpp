@@ -115,6 +115,16 @@ std::vector<int64_t> groupOf(const MeshSpec &mesh, int64_t device,
   return members;
 }
 
+/// The sum of `inputs` over `device`'s group, from 0 in ascending device id.
+std::vector<float> groupSum(const MeshSpec &mesh, const Buffers &inputs,
+                            int64_t device, const Axes &axes) {
+  std::vector<float> sum(inputs[device].size(), 0.0f);
+  for (int64_t member : groupOf(mesh, device, axes))
+    for (size_t i = 0; i < sum.size(); ++i)
+      sum[i] += inputs[member][i];
+  return sum;
+}
+
 Axes concat(const std::vector<Axes> &perDim) {
   Axes all;
   for (const Axes &axes : perDim)
@@ -284,6 +294,14 @@ Tensor randomOperand(int64_t device, const Shape &shape, unsigned seed) {
   return makeTensor(shape, [&](int64_t) { return uniform(generator) * 1e3f; });
 }
 
+/// One buffer per device of `mesh`: the data of `operand(device)`.
+template <typename Fn> Buffers perDevice(const MeshSpec &mesh, Fn operand) {
+  Buffers buffers;
+  for (int64_t d = 0; d < mesh.numDevices(); ++d)
+    buffers.push_back(operand(d).data);
+  return buffers;
+}
+
 void expectBitwiseEqual(const std::vector<float> &actual,
                         const std::vector<float> &expected,
                         const std::string &what) {
@@ -300,6 +318,15 @@ void expectBitwiseEqual(const std::vector<float> &actual,
     }
 }
 
+/// Expects the output of each device bitwise equal to `expected(device)`.
+template <typename Fn>
+void expectEachDevice(const Buffers &outputs, const std::string &what,
+                      Fn expected) {
+  for (int64_t d = 0; d < static_cast<int64_t>(outputs.size()); ++d)
+    expectBitwiseEqual(outputs[d], expected(d),
+                       what + " device " + std::to_string(d));
+}
+
 //===----------------------------------------------------------------------===//
 // One kind at a time, against global tensors
 //===----------------------------------------------------------------------===//
@@ -307,25 +334,22 @@ void expectBitwiseEqual(const std::vector<float> &actual,
 TEST(CollectivesTest, AllGatherAssemblesTheGroupsGlobalTensor) {
   for (const DimCase &c : dimCases()) {
     Shape counts = countsOf(c), global = scaled(kLocal, counts);
-    Buffers inputs;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      inputs.push_back(
-          block(groupGlobal(c, d, global), counts, blocksOf(c, d)).data);
+    Buffers inputs = perDevice(c.mesh, [&](int64_t d) {
+      return block(groupGlobal(c, d, global), counts, blocksOf(c, d));
+    });
     RunResult run = runCollective(
         c.mesh, perDimOp(SD_ALL_GATHER, kLocal, global, c.dimAxes), inputs);
     ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      expectBitwiseEqual(run.outputs[d], groupGlobal(c, d, global).data,
-                         describe(c) + " device " + std::to_string(d));
+    expectEachDevice(run.outputs, describe(c),
+                     [&](int64_t d) { return groupGlobal(c, d, global).data; });
   }
 }
 
 TEST(CollectivesTest, AllSliceKeepsTheDevicesBlock) {
   for (const DimCase &c : dimCases()) {
     Shape counts = countsOf(c), global = scaled(kLocal, counts);
-    Buffers inputs;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      inputs.push_back(groupGlobal(c, d, global).data);
+    Buffers inputs =
+        perDevice(c.mesh, [&](int64_t d) { return groupGlobal(c, d, global); });
     RunResult run = runCollective(
         c.mesh, perDimOp(SD_ALL_SLICE, global, kLocal, c.dimAxes), inputs);
     ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
@@ -344,11 +368,9 @@ TEST(CollectivesTest, AllSliceKeepsTheDevicesBlock) {
 TEST(CollectivesTest, SliceThenGatherRoundTrips) {
   for (const DimCase &c : dimCases()) {
     Shape counts = countsOf(c), global = scaled(kLocal, counts);
-    Buffers replicated;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      replicated.push_back(
-          randomOperand(groupKey(c.mesh, d, concat(c.dimAxes)), global, 7)
-              .data);
+    Buffers replicated = perDevice(c.mesh, [&](int64_t d) {
+      return randomOperand(groupKey(c.mesh, d, concat(c.dimAxes)), global, 7);
+    });
     RunResult sliced = runCollective(
         c.mesh, perDimOp(SD_ALL_SLICE, global, kLocal, c.dimAxes), replicated);
     ASSERT_TRUE(sliced.status.ok()) << sliced.status;
@@ -356,30 +378,23 @@ TEST(CollectivesTest, SliceThenGatherRoundTrips) {
         c.mesh, perDimOp(SD_ALL_GATHER, kLocal, global, c.dimAxes),
         sliced.outputs);
     ASSERT_TRUE(gathered.status.ok()) << gathered.status;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      expectBitwiseEqual(gathered.outputs[d], replicated[d],
-                         describe(c) + " device " + std::to_string(d));
+    expectEachDevice(gathered.outputs, describe(c),
+                     [&](int64_t d) { return replicated[d]; });
   }
 }
 
 TEST(CollectivesTest, ReduceScatterKeepsTheDevicesBlockOfTheGroupSum) {
   for (const DimCase &c : dimCases()) {
     Shape counts = countsOf(c), global = scaled(kLocal, counts);
-    Buffers inputs;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      inputs.push_back(deviceOperand(d, global).data);
+    Buffers inputs =
+        perDevice(c.mesh, [&](int64_t d) { return deviceOperand(d, global); });
     RunResult run = runCollective(
         c.mesh, perDimOp(SD_REDUCE_SCATTER, global, kLocal, c.dimAxes), inputs);
     ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
-      Tensor sum = makeTensor(global, [](int64_t) { return 0.0f; });
-      for (int64_t member : groupOf(c.mesh, d, concat(c.dimAxes)))
-        for (size_t i = 0; i < sum.data.size(); ++i)
-          sum.data[i] += inputs[member][i];
-      expectBitwiseEqual(run.outputs[d],
-                         block(sum, counts, blocksOf(c, d)).data,
-                         describe(c) + " device " + std::to_string(d));
-    }
+    expectEachDevice(run.outputs, describe(c), [&](int64_t d) {
+      Tensor sum{global, groupSum(c.mesh, inputs, d, concat(c.dimAxes))};
+      return block(sum, counts, blocksOf(c, d)).data;
+    });
   }
 }
 
@@ -407,20 +422,14 @@ std::string describe(const GroupCase &c) {
 
 TEST(CollectivesTest, AllReduceSumsTheGroup) {
   for (const GroupCase &c : groupCases()) {
-    Buffers inputs;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      inputs.push_back(deviceOperand(d, kLocal).data);
+    Buffers inputs =
+        perDevice(c.mesh, [&](int64_t d) { return deviceOperand(d, kLocal); });
     RunResult run = runCollective(
         c.mesh, groupOp(SD_ALL_REDUCE, kLocal, kLocal, c.axes), inputs);
     ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
-      std::vector<float> sum(numElements(kLocal), 0.0f);
-      for (int64_t member : groupOf(c.mesh, d, c.axes))
-        for (size_t i = 0; i < sum.size(); ++i)
-          sum[i] += inputs[member][i];
-      expectBitwiseEqual(run.outputs[d], sum,
-                         describe(c) + " device " + std::to_string(d));
-    }
+    expectEachDevice(run.outputs, describe(c), [&](int64_t d) {
+      return groupSum(c.mesh, inputs, d, c.axes);
+    });
   }
 }
 
@@ -487,9 +496,8 @@ TEST(CollectivesTest, CollectivePermuteFollowsPairs) {
   SdCollective op = groupOp(SD_COLLECTIVE_PERMUTE, kLocal, kLocal, axes);
   op.num_pairs = 2;
   op.pairs = pairs.data();
-  Buffers inputs;
-  for (int64_t d = 0; d < mesh.numDevices(); ++d)
-    inputs.push_back(randomOperand(d, kLocal, 3).data);
+  Buffers inputs =
+      perDevice(mesh, [&](int64_t d) { return randomOperand(d, kLocal, 3); });
   RunResult run = runCollective(mesh, op, inputs);
   ASSERT_TRUE(run.status.ok()) << run.status;
   auto deviceOfMember = [&](int64_t member) {
@@ -516,9 +524,8 @@ TEST(CollectivesTest, CollectivePermuteRingShiftInEveryGroup) {
     SdCollective op = groupOp(SD_COLLECTIVE_PERMUTE, kLocal, kLocal, c.axes);
     op.num_pairs = static_cast<int32_t>(n);
     op.pairs = pairs.data();
-    Buffers inputs;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      inputs.push_back(deviceOperand(d, kLocal).data);
+    Buffers inputs =
+        perDevice(c.mesh, [&](int64_t d) { return deviceOperand(d, kLocal); });
     RunResult run = runCollective(c.mesh, op, inputs);
     ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
     for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
@@ -545,9 +552,8 @@ TEST(CollectivesTest, ReduceScatterEqualsAllReduceThenAllSliceBitwise) {
   for (const DimCase &c : dimCases()) {
     Shape counts = countsOf(c), global = scaled(kLocal, counts);
     Axes all = concat(c.dimAxes);
-    Buffers inputs;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      inputs.push_back(randomOperand(d, global, 11).data);
+    Buffers inputs = perDevice(
+        c.mesh, [&](int64_t d) { return randomOperand(d, global, 11); });
     RunResult scattered = runCollective(
         c.mesh, perDimOp(SD_REDUCE_SCATTER, global, kLocal, c.dimAxes), inputs,
         /*threadsPerDevice=*/2);
@@ -561,9 +567,8 @@ TEST(CollectivesTest, ReduceScatterEqualsAllReduceThenAllSliceBitwise) {
         runCollective(c.mesh, perDimOp(SD_ALL_SLICE, global, kLocal, c.dimAxes),
                       reduced.outputs);
     ASSERT_TRUE(sliced.status.ok()) << sliced.status;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      expectBitwiseEqual(scattered.outputs[d], sliced.outputs[d],
-                         describe(c) + " device " + std::to_string(d));
+    expectEachDevice(scattered.outputs, describe(c),
+                     [&](int64_t d) { return sliced.outputs[d]; });
   }
 }
 
@@ -573,9 +578,8 @@ TEST(CollectivesTest, AllToAllEqualsAllGatherThenAllSlice) {
     int32_t src = 1, tgt = 0;
     Shape before = {3 * n, 5, 7}, gathered = {3 * n, 5 * n, 7},
           after = {3, 5 * n, 7};
-    Buffers inputs;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      inputs.push_back(randomOperand(d, before, 5).data);
+    Buffers inputs = perDevice(
+        c.mesh, [&](int64_t d) { return randomOperand(d, before, 5); });
     SdCollective op = groupOp(SD_ALL_TO_ALL, before, after, c.axes);
     op.src_dim = src;
     op.tgt_dim = tgt;
@@ -588,9 +592,8 @@ TEST(CollectivesTest, AllToAllEqualsAllGatherThenAllSlice) {
         c.mesh, perDimOp(SD_ALL_SLICE, gathered, after, {c.axes, {}, {}}),
         gather.outputs);
     ASSERT_TRUE(slice.status.ok()) << slice.status;
-    for (int64_t d = 0; d < c.mesh.numDevices(); ++d)
-      expectBitwiseEqual(direct.outputs[d], slice.outputs[d],
-                         describe(c) + " device " + std::to_string(d));
+    expectEachDevice(direct.outputs, describe(c),
+                     [&](int64_t d) { return slice.outputs[d]; });
   }
 }
 
@@ -599,9 +602,8 @@ TEST(CollectivesTest, ReductionsAreBitwiseDeterministic) {
   // summation order would show.
   MeshSpec mesh = mesh8();
   Shape shape = {64, 1031};
-  Buffers inputs;
-  for (int64_t d = 0; d < mesh.numDevices(); ++d)
-    inputs.push_back(randomOperand(d, shape, 1).data);
+  Buffers inputs =
+      perDevice(mesh, [&](int64_t d) { return randomOperand(d, shape, 1); });
   SdCollective op = groupOp(SD_ALL_REDUCE, shape, shape, {2, 0, 1});
   RunResult first = runCollective(mesh, op, inputs, /*threadsPerDevice=*/1);
   ASSERT_TRUE(first.status.ok()) << first.status;

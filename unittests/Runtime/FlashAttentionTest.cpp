@@ -11,6 +11,8 @@
 #include "sd/Runtime/Kernels.h"
 #include "sd/Runtime/Runtime.h"
 
+#include "RuntimeTestUtils.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -40,14 +42,7 @@ struct Inputs {
   const float *maskData() const { return mask.empty() ? nullptr : mask.data(); }
 };
 
-std::vector<float> randomFloats(int64_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> values(static_cast<size_t>(n));
-  for (float &x : values)
-    x = dist(gen);
-  return values;
-}
+using testutil::randomFloats;
 
 /// Random operands; with `maskB` > 0 a mask of [maskB, maskH, Sq, Skv] that
 /// drops a third of the keys at random, all keys of query row 1 of the first
@@ -160,17 +155,9 @@ struct Result {
 
 SdFlashBlocks makeBlocks(int64_t q, int64_t kvCompute, int64_t kv,
                          bool fused = false) {
-  SdFlashBlocks blocks;
-  blocks.block_q = q;
-  blocks.block_kv_compute = kvCompute;
-  blocks.block_kv = kv;
-  blocks.block_q_dkv = q;
-  blocks.block_kv_dkv = kv;
-  blocks.block_kv_dkv_compute = kvCompute;
-  blocks.block_q_dq = q;
-  blocks.block_kv_dq = kv;
-  blocks.fused_bwd = fused ? 1 : 0;
-  return blocks;
+  // The backward passes use the forward's sizes.
+  return SdFlashBlocks{q, kvCompute, kv,           q, kv, kvCompute,
+                       q, kv,        fused ? 1 : 0};
 }
 
 /// Runs the forward with scratch for the current team; outputs start as
@@ -186,22 +173,31 @@ void runForward(const Inputs &in, const SdFlashBlocks &blocks, Result &r) {
                  s.d, s.dv, in.scale, blocks, scratch.data());
 }
 
-/// Runs the backward of `in` given the forward's `out` and `lse`.
-void runBackward(const Inputs &in, const SdFlashBlocks &blocks,
-                 const std::vector<float> &out, const std::vector<float> &lse,
-                 Result &r) {
+/// Runs the backward of `in` given the forward's `out` and `lse`, with
+/// scratch for the current team, into the cotangents that are not null.
+void callBackward(const Inputs &in, const SdFlashBlocks &blocks,
+                  const std::vector<float> &out, const std::vector<float> &lse,
+                  float *dq, float *dk, float *dv) {
   const Shape &s = in.shape;
   std::vector<float> scratch(
       static_cast<size_t>(flashAttentionBackwardScratchFloats(
           s.b, s.h, s.sq, s.skv, s.d, s.dv, blocks, omp_get_max_threads())));
+  flashAttentionBackward(in.q.data(), in.k.data(), in.v.data(), in.maskData(),
+                         in.maskB, in.maskH, out.data(), lse.data(),
+                         in.dOut.data(), dq, dk, dv, s.b, s.h, s.sq, s.skv, s.d,
+                         s.dv, in.scale, blocks, scratch.data());
+}
+
+/// Runs the backward of `in` given the forward's `out` and `lse`; the
+/// cotangents start as garbage so that unwritten elements show.
+void runBackward(const Inputs &in, const SdFlashBlocks &blocks,
+                 const std::vector<float> &out, const std::vector<float> &lse,
+                 Result &r) {
+  const Shape &s = in.shape;
   r.dq.assign(static_cast<size_t>(s.b * s.h * s.sq * s.d), -9.0f);
   r.dk.assign(static_cast<size_t>(s.b * s.h * s.skv * s.d), -9.0f);
   r.dv.assign(static_cast<size_t>(s.b * s.h * s.skv * s.dv), -9.0f);
-  flashAttentionBackward(in.q.data(), in.k.data(), in.v.data(), in.maskData(),
-                         in.maskB, in.maskH, out.data(), lse.data(),
-                         in.dOut.data(), r.dq.data(), r.dk.data(), r.dv.data(),
-                         s.b, s.h, s.sq, s.skv, s.d, s.dv, in.scale, blocks,
-                         scratch.data());
+  callBackward(in, blocks, out, lse, r.dq.data(), r.dk.data(), r.dv.data());
 }
 
 Result run(const Inputs &in, const SdFlashBlocks &blocks) {
@@ -249,13 +245,50 @@ void expectMatchesReference(const Inputs &in, const Result &r) {
   expectClose(r.dv, e.dv, "dv");
 }
 
-/// Forward and both backward variants of `in` against the reference.
-void check(const Inputs &in, SdFlashBlocks blocks) {
+/// Calls `body` with `blocks` for each backward variant: a separate dQ
+/// pass, then dQ fused into the dK/dV pass.
+template <typename Body> void forEachBackward(SdFlashBlocks blocks, Body body) {
   for (int fused : {0, 1}) {
     SCOPED_TRACE(fused ? "fused dq" : "separate dq pass");
     blocks.fused_bwd = fused;
-    expectMatchesReference(in, run(in, blocks));
+    body(blocks);
   }
+}
+
+/// Forward and both backward variants of `in` against the reference.
+void check(const Inputs &in, const SdFlashBlocks &blocks) {
+  forEachBackward(blocks, [&](const SdFlashBlocks &variant) {
+    expectMatchesReference(in, run(in, variant));
+  });
+}
+
+/// Rows [k0, k1) of each of the `slabs` [rows, width] slabs of `x`: the keys
+/// of a K or V ([B·H, Skv, D]) or, with width 1, of a mask ([.., Sq, Skv]).
+std::vector<float> keyRows(const std::vector<float> &x, int64_t slabs,
+                           int64_t rows, int64_t width, int64_t k0,
+                           int64_t k1) {
+  std::vector<float> part;
+  for (int64_t slab = 0; slab < slabs; ++slab)
+    part.insert(part.end(), x.begin() + (slab * rows + k0) * width,
+                x.begin() + (slab * rows + k1) * width);
+  return part;
+}
+
+/// Each of the `slabs` [firstRows, width] slabs of `first` followed by the
+/// matching [secondRows, width] slab of `second`: key halves joined back.
+std::vector<float> joinKeyRows(const std::vector<float> &first,
+                               int64_t firstRows,
+                               const std::vector<float> &second,
+                               int64_t secondRows, int64_t slabs,
+                               int64_t width) {
+  std::vector<float> all;
+  for (int64_t slab = 0; slab < slabs; ++slab) {
+    all.insert(all.end(), first.begin() + slab * firstRows * width,
+               first.begin() + (slab + 1) * firstRows * width);
+    all.insert(all.end(), second.begin() + slab * secondRows * width,
+               second.begin() + (slab + 1) * secondRows * width);
+  }
+  return all;
 }
 
 bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b) {
@@ -332,31 +365,19 @@ TEST(FlashAttentionTest, BackwardOverKeySlicesAddsUp) {
   // forward's out and lse, gives that half's dk, dv and a share of dq.
   Shape shape{2, 2, 23, 40, 8, 6};
   Inputs full = makeInputs(shape, 2, 1);
-  for (int fused : {0, 1}) {
-    SCOPED_TRACE(fused ? "fused dq" : "separate dq pass");
-    SdFlashBlocks blocks = makeBlocks(8, 4, 16, fused);
+  forEachBackward(makeBlocks(8, 4, 16), [&](const SdFlashBlocks &blocks) {
     Result whole = run(full, blocks);
     int64_t split = 17;
     std::vector<float> dqSum(whole.dq.size(), 0.0f), dk, dv;
     for (auto [k0, k1] : {std::pair<int64_t, int64_t>{0, split},
                           std::pair<int64_t, int64_t>{split, shape.skv}}) {
       Inputs part = full;
+      int64_t pairs = shape.b * shape.h;
       part.shape.skv = k1 - k0;
-      part.k.clear();
-      part.v.clear();
-      part.mask.clear();
-      for (int64_t pair = 0; pair < shape.b * shape.h; ++pair) {
-        part.k.insert(part.k.end(),
-                      full.k.begin() + (pair * shape.skv + k0) * shape.d,
-                      full.k.begin() + (pair * shape.skv + k1) * shape.d);
-        part.v.insert(part.v.end(),
-                      full.v.begin() + (pair * shape.skv + k0) * shape.dv,
-                      full.v.begin() + (pair * shape.skv + k1) * shape.dv);
-      }
-      for (int64_t row = 0; row < full.maskB * full.maskH * shape.sq; ++row)
-        part.mask.insert(part.mask.end(),
-                         full.mask.begin() + row * shape.skv + k0,
-                         full.mask.begin() + row * shape.skv + k1);
+      part.k = keyRows(full.k, pairs, shape.skv, shape.d, k0, k1);
+      part.v = keyRows(full.v, pairs, shape.skv, shape.dv, k0, k1);
+      part.mask = keyRows(full.mask, full.maskB * full.maskH * shape.sq,
+                          shape.skv, 1, k0, k1);
       Result r;
       runBackward(part, blocks, whole.out, whole.lse, r);
       for (size_t i = 0; i < dqSum.size(); ++i)
@@ -367,20 +388,9 @@ TEST(FlashAttentionTest, BackwardOverKeySlicesAddsUp) {
         dv = r.dv;
         continue;
       }
-      std::vector<float> dkAll, dvAll;
-      int64_t first = split, second = shape.skv - split;
-      for (int64_t pair = 0; pair < shape.b * shape.h; ++pair) {
-        dkAll.insert(dkAll.end(), dk.begin() + pair * first * shape.d,
-                     dk.begin() + (pair + 1) * first * shape.d);
-        dkAll.insert(dkAll.end(), r.dk.begin() + pair * second * shape.d,
-                     r.dk.begin() + (pair + 1) * second * shape.d);
-        dvAll.insert(dvAll.end(), dv.begin() + pair * first * shape.dv,
-                     dv.begin() + (pair + 1) * first * shape.dv);
-        dvAll.insert(dvAll.end(), r.dv.begin() + pair * second * shape.dv,
-                     r.dv.begin() + (pair + 1) * second * shape.dv);
-      }
-      dk = std::move(dkAll);
-      dv = std::move(dvAll);
+      int64_t second = shape.skv - split;
+      dk = joinKeyRows(dk, split, r.dk, second, pairs, shape.d);
+      dv = joinKeyRows(dv, split, r.dv, second, pairs, shape.dv);
     }
     Expected e = reference(full);
     expectClose(dqSum, e.dq, "dq summed over key halves");
@@ -389,7 +399,7 @@ TEST(FlashAttentionTest, BackwardOverKeySlicesAddsUp) {
     // The whole-key backward's dq agrees with the halves' sum.
     expectClose(whole.dq, std::vector<double>(dqSum.begin(), dqSum.end()),
                 "whole dq vs halves");
-  }
+  });
 }
 
 TEST(FlashAttentionTest, NullCotangentsSkipTheirPass) {
@@ -398,32 +408,19 @@ TEST(FlashAttentionTest, NullCotangentsSkipTheirPass) {
   // buffers alone.
   Shape shape{2, 3, 21, 30, 8, 8};
   Inputs in = makeInputs(shape, 1, 1);
-  for (int fused : {0, 1}) {
-    SCOPED_TRACE(fused ? "fused dq" : "separate dq pass");
-    SdFlashBlocks blocks = makeBlocks(8, 4, 16, fused);
+  forEachBackward(makeBlocks(8, 4, 16), [&](const SdFlashBlocks &blocks) {
     Result whole = run(in, blocks);
-    const Shape &s = in.shape;
-    std::vector<float> scratch(
-        static_cast<size_t>(flashAttentionBackwardScratchFloats(
-            s.b, s.h, s.sq, s.skv, s.d, s.dv, blocks, omp_get_max_threads())));
     std::vector<float> dq(whole.dq.size(), -9.0f);
-    flashAttentionBackward(in.q.data(), in.k.data(), in.v.data(),
-                           in.maskData(), in.maskB, in.maskH, whole.out.data(),
-                           whole.lse.data(), in.dOut.data(), dq.data(),
-                           nullptr, nullptr, s.b, s.h, s.sq, s.skv, s.d, s.dv,
-                           in.scale, blocks, scratch.data());
+    callBackward(in, blocks, whole.out, whole.lse, dq.data(), nullptr, nullptr);
     std::vector<float> dk(whole.dk.size(), -9.0f), dv(whole.dv.size(), -9.0f);
-    flashAttentionBackward(in.q.data(), in.k.data(), in.v.data(),
-                           in.maskData(), in.maskB, in.maskH, whole.out.data(),
-                           whole.lse.data(), in.dOut.data(), nullptr,
-                           dk.data(), dv.data(), s.b, s.h, s.sq, s.skv, s.d,
-                           s.dv, in.scale, blocks, scratch.data());
+    callBackward(in, blocks, whole.out, whole.lse, nullptr, dk.data(),
+                 dv.data());
     EXPECT_EQ(dk, whole.dk);
     EXPECT_EQ(dv, whole.dv);
     // The separate pass and the fused partials add in different orders.
     for (size_t i = 0; i < dq.size(); ++i)
       EXPECT_NEAR(dq[i], whole.dq[i], 1e-5 * (1.0 + std::abs(whole.dq[i])));
-  }
+  });
 }
 
 TEST(FlashAttentionTest, NoKeysOrNoQueries) {
@@ -444,15 +441,14 @@ TEST(FlashAttentionTest, NoKeysOrNoQueries) {
 
 TEST(FlashAttentionTest, IsDeterministic) {
   Inputs in = makeInputs({2, 3, 70, 90, 16, 16}, 1, 3);
-  for (int fused : {0, 1}) {
-    SdFlashBlocks blocks = makeBlocks(32, 16, 64, fused);
+  forEachBackward(makeBlocks(32, 16, 64), [&](const SdFlashBlocks &blocks) {
     Result first = run(in, blocks), second = run(in, blocks);
     EXPECT_TRUE(bitwiseEqual(first.out, second.out));
     EXPECT_TRUE(bitwiseEqual(first.lse, second.lse));
     EXPECT_TRUE(bitwiseEqual(first.dq, second.dq));
     EXPECT_TRUE(bitwiseEqual(first.dk, second.dk));
     EXPECT_TRUE(bitwiseEqual(first.dv, second.dv));
-  }
+  });
 }
 
 TEST(FlashAttentionTest, ApiEntriesMatchTheKernels) {

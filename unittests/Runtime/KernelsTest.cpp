@@ -9,6 +9,8 @@
 #include "sd/Reference/Random.h"
 #include "sd/Runtime/Kernels.h"
 
+#include "RuntimeTestUtils.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -16,7 +18,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <vector>
 
 namespace sd::rt::kernels {
@@ -25,16 +26,7 @@ namespace {
 using ref::DType;
 using ref::Tensor;
 
-/// `n` floats uniform in [lo, hi) from a fixed seed.
-std::vector<float> randomFloats(int64_t n, uint32_t seed, float lo = -1.0f,
-                                float hi = 1.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
+using testutil::randomFloats;
 
 Tensor toTensor(const std::vector<float> &v, std::vector<int64_t> shape) {
   return Tensor(std::move(shape), DType::F32,

@@ -13,11 +13,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace sd::rt::testutil {
 
@@ -56,6 +59,18 @@ compileAndLoad(const std::string &source, const std::string &cacheDir) {
       LoadedProgram::load(compiled->libraryPath);
   EXPECT_TRUE(program.ok()) << program.status();
   return program.ok() ? std::move(*program) : nullptr;
+}
+
+/// `n` floats uniform in [lo, hi) from stream `seed`: operands of the
+/// kernel tests.
+inline std::vector<float> randomFloats(int64_t n, uint32_t seed,
+                                       float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> values(static_cast<size_t>(n));
+  for (float &x : values)
+    x = dist(gen);
+  return values;
 }
 
 /// A fresh directory `$TMPDIR/<prefix>-XXXXXX` (/tmp without TMPDIR); empty

@@ -9,10 +9,11 @@
 #ifndef SD_CONFIG_ATTENTIONKIND_H
 #define SD_CONFIG_ATTENTIONKIND_H
 
+#include "sd/Config/NameTable.h"
+
 #include <array>
 #include <optional>
 #include <string_view>
-#include <utility>
 
 namespace sd {
 
@@ -28,15 +29,18 @@ enum class AttentionKind {
   /// Tiled, and self-attention over a sharded sequence switches to head
   /// sharding by all-to-alls around each attention.
   Ulysses,
+  /// Tiled, with whichever of flash, ring and Ulysses the cost model finds
+  /// sends the fewest bytes per device.
+  Auto,
 };
 
-inline constexpr std::array<std::pair<AttentionKind, std::string_view>, 4>
-    kAttentionKindNames = {{
-        {AttentionKind::DotProduct, "dot_product"},
-        {AttentionKind::Flash, "flash"},
-        {AttentionKind::Ring, "ring"},
-        {AttentionKind::Ulysses, "ulysses"},
-    }};
+inline constexpr NameTable<AttentionKind, 5> kAttentionKindNames = {{
+    {AttentionKind::DotProduct, "dot_product"},
+    {AttentionKind::Flash, "flash"},
+    {AttentionKind::Ring, "ring"},
+    {AttentionKind::Ulysses, "ulysses"},
+    {AttentionKind::Auto, "auto"},
+}};
 
 /// MaxDiffusion's attention values that sd does not run (the hybrid and
 /// accelerator kernels), so that a config naming one gets an error that
@@ -45,18 +49,12 @@ inline constexpr std::array<std::string_view, 4> kUnavailableAttentionKinds = {
     "ulysses_ring", "cudnn_flash_te", "tokamax_flash", "tokamax_ring"};
 
 inline std::string_view attentionKindName(AttentionKind kind) {
-  for (const auto &[k, name] : kAttentionKindNames)
-    if (k == kind)
-      return name;
-  return "dot_product";
+  return lookupName(kAttentionKindNames, kind);
 }
 
 /// The kind spelled `name` (exactly), or nullopt.
 inline std::optional<AttentionKind> parseAttentionKind(std::string_view name) {
-  for (const auto &[kind, spelling] : kAttentionKindNames)
-    if (spelling == name)
-      return kind;
-  return std::nullopt;
+  return lookupKind(kAttentionKindNames, name);
 }
 
 } // namespace sd

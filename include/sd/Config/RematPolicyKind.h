@@ -10,12 +10,10 @@
 #ifndef SD_CONFIG_REMATPOLICYKIND_H
 #define SD_CONFIG_REMATPOLICYKIND_H
 
-#include <algorithm>
-#include <array>
-#include <cctype>
+#include "sd/Config/NameTable.h"
+
 #include <optional>
 #include <string_view>
-#include <utility>
 
 namespace sd {
 
@@ -31,37 +29,26 @@ enum class RematPolicyKind {
 
 /// Each policy with MaxDiffusion's spelling, in the order help texts list
 /// them.
-inline constexpr std::array<std::pair<RematPolicyKind, std::string_view>, 7>
-    kRematPolicyNames = {{
-        {RematPolicyKind::None, "NONE"},
-        {RematPolicyKind::Full, "FULL"},
-        {RematPolicyKind::MatmulWithoutBatch, "MATMUL_WITHOUT_BATCH"},
-        {RematPolicyKind::OffloadMatmulWithoutBatch,
-         "OFFLOAD_MATMUL_WITHOUT_BATCH"},
-        {RematPolicyKind::HiddenStateWithOffload, "HIDDEN_STATE_WITH_OFFLOAD"},
-        {RematPolicyKind::FluxOptimized, "FLUX_OPTIMIZED"},
-        {RematPolicyKind::Custom, "CUSTOM"},
-    }};
+inline constexpr NameTable<RematPolicyKind, 7> kRematPolicyNames = {{
+    {RematPolicyKind::None, "NONE"},
+    {RematPolicyKind::Full, "FULL"},
+    {RematPolicyKind::MatmulWithoutBatch, "MATMUL_WITHOUT_BATCH"},
+    {RematPolicyKind::OffloadMatmulWithoutBatch,
+     "OFFLOAD_MATMUL_WITHOUT_BATCH"},
+    {RematPolicyKind::HiddenStateWithOffload, "HIDDEN_STATE_WITH_OFFLOAD"},
+    {RematPolicyKind::FluxOptimized, "FLUX_OPTIMIZED"},
+    {RematPolicyKind::Custom, "CUSTOM"},
+}};
 
 /// MaxDiffusion's spelling of `kind`.
 inline std::string_view rematPolicyName(RematPolicyKind kind) {
-  for (const auto &[k, name] : kRematPolicyNames)
-    if (k == kind)
-      return name;
-  return "NONE";
+  return lookupName(kRematPolicyNames, kind);
 }
 
 /// The policy spelled `name`, in any case; nullopt for an unknown name.
 inline std::optional<RematPolicyKind>
 parseRematPolicyKind(std::string_view name) {
-  for (const auto &[kind, spelling] : kRematPolicyNames)
-    if (spelling.size() == name.size() &&
-        std::equal(spelling.begin(), spelling.end(), name.begin(),
-                   [](char a, char b) {
-                     return a == std::toupper(static_cast<unsigned char>(b));
-                   }))
-      return kind;
-  return std::nullopt;
+  return lookupKind(kRematPolicyNames, name, NameCase::Insensitive);
 }
 
 } // namespace sd

@@ -106,10 +106,12 @@ private:
   LogicalResult evaluateCollective(CollectiveEvaluableOpInterface collective,
                                    Frame &frame);
   LogicalResult evaluateCall(func::CallOp call, Frame &frame);
-  /// Sets the element type tag of result `index` of `op` and rounds it in
-  /// Native mode; fails when its shape is not the op's result shape.
-  LogicalResult finalizeResult(Operation *op, unsigned index,
-                               ::sd::ref::Tensor &tensor) const;
+  /// Sets the element type tag of each of `results` of `op` on one device
+  /// and rounds it in Native mode; fails when there are not as many as the
+  /// op has results or a shape is not its result's.
+  LogicalResult
+  finalizeResults(Operation *op,
+                  MutableArrayRef<::sd::ref::Tensor> results) const;
   FailureOr<const FunctionPlan *> getPlan(func::FuncOp func);
 
   EvalOptions options;

@@ -73,6 +73,12 @@ struct PipelineOptions {
   std::optional<TileAttentionOptions> tileAttention;
 };
 
+/// sd-tile-attention with the strategy (flash, ring or Ulysses) whose
+/// partitioned program sends the fewest bytes per device: the rest of the
+/// pipeline `options` describe runs on a copy of the module for each, and
+/// the cost model compares them (attention=auto).
+std::unique_ptr<Pass> createSelectAttention(const PipelineOptions &options);
+
 /// Specializes the batch, makes the mesh and applies the logical axis rules;
 /// with `propagate`, then inlines and propagates shardings; with
 /// `partition`, then partitions and optimizes the collectives.

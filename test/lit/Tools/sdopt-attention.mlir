@@ -27,7 +27,7 @@
 // RECOMPUTE: "recompute_flops": 557056,
 // UNTILED: "recompute_flops": 0,
 
-// HYBRID: error: --attention: attention 'ulysses_ring' is not available in sd; sd runs dot_product, flash, ring and ulysses
-// UNKNOWN: error: --attention: attention 'flashy' is unknown; sd runs dot_product, flash, ring and ulysses
+// HYBRID: error: --attention: attention 'ulysses_ring' is not available in sd; sd runs dot_product, flash, ring, ulysses and auto
+// UNKNOWN: error: --attention: attention 'flashy' is unknown; sd runs dot_product, flash, ring, ulysses and auto
 // NEGATIVE: error: --flash-block-sizes: block_q: '-3' must be positive
 // FIELD: error: --flash-block-sizes: unknown field "blok_q"; expected one of block_q, block_kv_compute, block_kv, block_q_dkv, block_kv_dkv, block_kv_dkv_compute, block_q_dq, block_kv_dq, use_fused_bwd_kernel

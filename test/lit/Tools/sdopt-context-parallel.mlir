@@ -3,6 +3,8 @@
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --report=json | FileCheck %s --check-prefix=RING-BYTES
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --report=json | FileCheck %s --check-prefix=ULYSSES-BYTES
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=flash --report=json | FileCheck %s --check-prefix=FLASH-BYTES
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=auto --stage=partitioned 2>&1 | FileCheck %s --check-prefix=AUTO4
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=auto --train --report 2>&1 | FileCheck %s --check-prefix=AUTO8
 // RUN: not sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HEADS
 
 // The self-attention block's sequence (64 tokens, batch 4, 4 heads of 8)
@@ -50,6 +52,17 @@
 // FLASH-BYTES-NEXT: "count": 2,
 // FLASH-BYTES-NEXT: "group_size": 4,
 // FLASH-BYTES-NEXT: "kind": "all_gather"
+
+// attention=auto prices the three partitioned programs and tiles with the
+// cheapest: Ulysses' all-to-alls on context:4 (the bytes above); on
+// context:8, where Ulysses does not partition (4 heads), ring's training
+// step sends less than flash's (each price includes the loss's 6-byte
+// all_reduce).
+// AUTO4: remark: attention=auto chose ulysses (sent per device: flash 49158 B, ring 49158 B, ulysses 24582 B)
+// AUTO4-NOT: see current operation
+// AUTO4: sd.all_to_all
+// AUTO8: remark: attention=auto chose ring (sent per device: flash {{[0-9]+}} B, ring {{[0-9]+}} B, ulysses does not partition)
+// AUTO8: collective_permute
 
 // Ulysses needs the heads to split over the sequence's devices.
 // HEADS: error: 'sd.flash_attention' op cannot use ulysses attention: 4 heads per device are not divisible by the 8 devices that shard the sequence (mesh axes context); use ring attention or a mesh whose context degree divides the heads

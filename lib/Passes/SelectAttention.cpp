@@ -1,0 +1,144 @@
+//===- SelectAttention.cpp - attention=auto -------------------------------===//
+//
+// The strategy for a sharded sequence chosen by the cost model: for each of
+// flash (K/V all-gathered), ring and Ulysses, a copy of the module runs the
+// rest of the default pipeline (tiled with that strategy, partitioned) as a
+// module nested in this one, and the cost model prices its collectives;
+// the module is then tiled with the strategy that sends the fewest bytes
+// per device (flash, then ring, on ties). A strategy whose partitioning
+// fails (Ulysses with heads the sequence's devices do not divide) is not a
+// candidate. A remark on the module names the choice and the prices.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Analysis/CostModel.h"
+#include "sd/IR/SDOps.h"
+#include "sd/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "sd-select-attention"
+
+using namespace mlir;
+using namespace mlir::sd;
+
+namespace {
+class SelectAttentionPass
+    : public PassWrapper<SelectAttentionPass, OperationPass<ModuleOp>> {
+public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SelectAttentionPass)
+
+  explicit SelectAttentionPass(const PipelineOptions &options)
+      : options(options) {}
+
+  StringRef getArgument() const override { return "sd-select-attention"; }
+  StringRef getDescription() const override {
+    return "Tile attention with the context strategy the cost model prices "
+           "cheapest";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<SDDialect>();
+    OpPassManager pm(ModuleOp::getOperationName());
+    buildDefaultPipeline(pm, variant(::sd::AttentionKind::Flash));
+    pm.getDependentDialects(registry);
+  }
+
+  void runOnOperation() override {
+    // On one device no sequence is sharded: every strategy is flash.
+    if (options.mesh.empty())
+      return tileWith(::sd::AttentionKind::Flash);
+    std::optional<::sd::AttentionKind> best;
+    int64_t bestBytes = 0;
+    std::string prices;
+    llvm::raw_string_ostream os(prices);
+    for (::sd::AttentionKind kind :
+         {::sd::AttentionKind::Flash, ::sd::AttentionKind::Ring,
+          ::sd::AttentionKind::Ulysses}) {
+      std::optional<int64_t> bytes = price(kind);
+      os << (kind == ::sd::AttentionKind::Flash ? "" : ", ")
+         << ::sd::attentionKindName(kind) << " ";
+      if (bytes)
+        os << *bytes << " B";
+      else
+        os << "does not partition";
+      if (bytes && (!best || *bytes < bestBytes)) {
+        best = kind;
+        bestBytes = *bytes;
+      }
+    }
+    LLVM_DEBUG(llvm::dbgs() << "sent per device: " << prices << "\n");
+    ModuleOp module = getOperation();
+    if (!best) {
+      emitError(module.getLoc(), "attention=auto: no attention strategy "
+                                 "partitions this program (")
+          << prices << ")";
+      return signalPassFailure();
+    }
+    // At the module's location, without the module attached (which the
+    // diagnostic would print whole).
+    emitRemark(module.getLoc(), "attention=auto chose ")
+        << ::sd::attentionKindName(*best) << " (sent per device: " << prices
+        << ")";
+    tileWith(*best);
+  }
+
+private:
+  /// Tiles the module's attention with strategy `kind`.
+  void tileWith(::sd::AttentionKind kind) {
+    TileAttentionOptions tile = *options.tileAttention;
+    tile.attention = kind;
+    OpPassManager pm(ModuleOp::getOperationName());
+    pm.addNestedPass<func::FuncOp>(createTileAttention(tile));
+    if (failed(runPipeline(pm, getOperation())))
+      signalPassFailure();
+  }
+
+  /// The pipeline for one strategy: partitioned, so that its collectives
+  /// can be priced.
+  PipelineOptions variant(::sd::AttentionKind kind) const {
+    PipelineOptions result = options;
+    result.tileAttention->attention = kind;
+    result.partition = !result.mesh.empty();
+    result.recordProvenance = false;
+    result.explain.clear();
+    return result;
+  }
+
+  /// The bytes each device sends per step with `kind`, or nullopt when the
+  /// program does not partition with it (its errors are not reported).
+  std::optional<int64_t> price(::sd::AttentionKind kind) {
+    ModuleOp module = getOperation();
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    auto copy = ModuleOp::create(builder, module.getLoc());
+    builder.setInsertionPointToStart(copy.getBody());
+    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+      if (&op != copy.getOperation())
+        builder.clone(op);
+    std::optional<int64_t> bytes;
+    {
+      ScopedDiagnosticHandler quiet(&getContext(),
+                                    [](Diagnostic &) { return success(); });
+      OpPassManager pm(ModuleOp::getOperationName());
+      buildDefaultPipeline(pm, variant(kind));
+      if (succeeded(runPipeline(pm, copy)))
+        if (func::FuncOp func = findReportFunction(
+                copy, options.train ? "train_step" : ""))
+          if (FailureOr<CostReport> report =
+                  computeCostReport(func, LayoutChoice::Auto);
+              succeeded(report))
+            bytes = report->collectiveBytesPerDevice;
+    }
+    copy.erase();
+    return bytes;
+  }
+
+  PipelineOptions options;
+};
+} // namespace
+
+std::unique_ptr<Pass>
+mlir::sd::createSelectAttention(const PipelineOptions &options) {
+  return std::make_unique<SelectAttentionPass>(options);
+}
