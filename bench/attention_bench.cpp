@@ -15,6 +15,8 @@
 //
 // Each run is a whole number of calls lasting at least --min-run-s (one
 // call for the long shapes); a cell's time is the best run's time per call.
+// Forward and forward+backward runs alternate, so that load from other work
+// does not skew the ratio between them.
 // Peak extra memory (beyond Q, K, V, dO) comes from the buffer sizes; the
 // peak RSS growth the kernel caused is measured too (VmHWM after
 // /proc/self/clear_refs). A mode whose buffers exceed --mem-frac of
@@ -172,7 +174,7 @@ mlir::sd::FlashTiling parseBlocks(const std::string &spec) {
 }
 
 /// A /proc/meminfo or /proc/self/status field in bytes ("kB" lines), or -1.
-int64_t procKb(const char *file, const char *field) {
+int64_t procBytes(const char *file, const char *field) {
   std::ifstream in(file);
   std::string line;
   size_t len = std::strlen(field);
@@ -308,32 +310,37 @@ Footprint untiledFootprint(const Problem &pr) {
           pr.headFloats() + 3 * pr.headFloats() + first + pr.scoreFloats()};
 }
 
-/// Times `call`: `warmup` untimed calls, then `reps` runs of `calls` calls,
-/// `calls` chosen from the warm-up so that a run lasts >= minRunS.
+/// Times the modes' calls: `warmup` untimed calls of each, then `reps`
+/// rounds in which each mode in turn makes one run of `calls` calls (its
+/// `calls` chosen from its warm-up so that a run lasts >= minRunS). The
+/// modes alternate so that a burst of load from other work hits both, not
+/// the ratio between them.
 struct Timing {
-  int runs = 0, calls = 0;
-  double best = 0;
+  int runs = 0, calls = 1;
+  double best = 1e300;
 };
-Timing timeIt(const Options &o, const std::function<void()> &call) {
-  Timing t;
-  double last = 0;
-  for (int i = 0; i < o.warmup; ++i) {
-    double start = now();
-    call();
-    last = now() - start;
+std::vector<Timing> timeModes(const Options &o,
+                              const std::vector<std::function<void()>> &calls) {
+  std::vector<Timing> t(calls.size());
+  for (size_t m = 0; m < calls.size(); ++m) {
+    double last = 0;
+    for (int i = 0; i < o.warmup; ++i) {
+      double start = now();
+      calls[m]();
+      last = now() - start;
+    }
+    if (o.warmup > 0 && last > 0)
+      t[m].calls = static_cast<int>(
+          std::clamp(std::ceil(o.minRunS / last), 1.0, 10000.0));
   }
-  t.calls = 1;
-  if (o.warmup > 0 && last > 0)
-    t.calls =
-        static_cast<int>(std::clamp(std::ceil(o.minRunS / last), 1.0, 10000.0));
-  t.best = 1e300;
-  for (int r = 0; r < o.reps; ++r) {
-    double start = now();
-    for (int c = 0; c < t.calls; ++c)
-      call();
-    t.best = std::min(t.best, (now() - start) / t.calls);
-  }
-  t.runs = o.reps;
+  for (int r = 0; r < o.reps; ++r)
+    for (size_t m = 0; m < calls.size(); ++m) {
+      double start = now();
+      for (int c = 0; c < t[m].calls; ++c)
+        calls[m]();
+      t[m].best = std::min(t[m].best, (now() - start) / t[m].calls);
+      t[m].runs = r + 1;
+    }
   return t;
 }
 
@@ -401,64 +408,79 @@ int main(int argc, char **argv) {
   Footprint need = tiled ? tiledFootprint(pr, blocks) : untiledFootprint(pr);
   int64_t hd = pr.headFloats(), lseFloats = pr.pairs() * pr.n;
 
+  // The modes asked for, less those whose buffers would not fit.
+  bool wantFwd = false, wantBwd = false;
+  int64_t available = procBytes("/proc/meminfo", "MemAvailable");
+  auto fits = [&](int64_t floats) {
+    return available <= 0 || double(floats) * 4 <= o.memFrac * available;
+  };
   for (const char *mode : {"fwd", "fwdbwd"}) {
     if (("," + o.modes + ",").find("," + std::string(mode) + ",") ==
         std::string::npos)
       continue;
     bool backward = std::strcmp(mode, "fwdbwd") == 0;
     int64_t floats = backward ? need.fwdbwd : need.fwd;
-    int64_t available = procKb("/proc/meminfo", "MemAvailable");
-    if (available > 0 && double(floats) * 4 > o.memFrac * double(available)) {
+    if (!fits(floats))
       printCell(o, mode, floats, nullptr, -1);
-      continue;
-    }
+    else
+      (backward ? wantBwd : wantFwd) = true;
+  }
+
+  if (wantFwd || wantBwd) {
+    // One set of buffers, the forward+backward's when it runs (the forward
+    // uses a part of them); the peak RSS is that of the largest mode.
     bool rssOk = resetPeakRss();
-    int64_t rssBefore = procKb("/proc/self/status", "VmRSS");
-    Timing t;
-    if (tiled) {
-      Buffer out(hd), lse(lseFloats);
-      // One scratch buffer, shared by the forward and the backward.
-      int64_t scratchFloats = kernels::flashAttentionScratchFloats(
-          pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads);
-      if (backward)
-        scratchFloats = std::max(
-            scratchFloats,
-            kernels::flashAttentionBackwardScratchFloats(
-                pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads));
-      Buffer scratch(scratchFloats);
-      Buffer dq(backward ? hd : 0), dk(backward ? hd : 0),
-          dv(backward ? hd : 0);
-      t = timeIt(o, [&] {
+    int64_t rssBefore = procBytes("/proc/self/status", "VmRSS");
+    int64_t gradFloats = wantBwd ? hd : 0;
+    Buffer out(hd), lse(tiled ? lseFloats : 0);
+    Buffer dq(gradFloats), dk(gradFloats), dv(gradFloats);
+    int64_t fwdScratch =
+        tiled ? kernels::flashAttentionScratchFloats(
+                    pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads)
+              : kernels::attentionScratchFloats(pr.n, pr.n, pr.threads);
+    int64_t bwdScratch = 0;
+    if (wantBwd)
+      bwdScratch =
+          tiled ? kernels::flashAttentionBackwardScratchFloats(
+                      pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads)
+                : pr.scoreFloats();
+    // Tiled: one scratch for both passes. Untiled: the forward's score rows,
+    // then P in the same buffer; dP (and dS) in `second`.
+    Buffer scratch(std::max(fwdScratch, bwdScratch));
+    Buffer second(!tiled && wantBwd ? pr.scoreFloats() : 0);
+    auto forward = [&] {
+      if (tiled)
         kernels::flashAttention(q.data, k.data, v.data, nullptr, 1, 1, out.data,
                                 lse.data, pr.b, pr.h, pr.n, pr.n, pr.d, pr.d,
                                 pr.scale, blocks, scratch.data);
-        if (backward)
-          kernels::flashAttentionBackward(
-              q.data, k.data, v.data, nullptr, 1, 1, out.data, lse.data,
-              dOut.data, dq.data, dk.data, dv.data, pr.b, pr.h, pr.n, pr.n,
-              pr.d, pr.d, pr.scale, blocks, scratch.data);
-      });
-    } else {
-      Buffer out(hd);
-      int64_t fwdScratch =
-          kernels::attentionScratchFloats(pr.n, pr.n, pr.threads);
-      Buffer first(backward ? std::max(fwdScratch, pr.scoreFloats())
-                            : fwdScratch);
-      Buffer dp(backward ? pr.scoreFloats() : 0);
-      Buffer dq(backward ? hd : 0), dk(backward ? hd : 0),
-          dv(backward ? hd : 0);
-      t = timeIt(o, [&] {
+      else
         kernels::attention(q.data, k.data, v.data, nullptr, 1, 1, out.data,
                            pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, pr.scale,
-                           first.data);
-        if (backward)
-          untiledBackward(pr, q.data, k.data, v.data, dOut.data, dq.data,
-                          dk.data, dv.data, first.data, dp.data);
-      });
-    }
-    int64_t peak = procKb("/proc/self/status", "VmHWM");
-    printCell(o, mode, floats, &t,
-              rssOk && peak > 0 && rssBefore > 0 ? peak - rssBefore : -1);
+                           scratch.data);
+    };
+    auto forwardBackward = [&] {
+      forward();
+      if (tiled)
+        kernels::flashAttentionBackward(
+            q.data, k.data, v.data, nullptr, 1, 1, out.data, lse.data,
+            dOut.data, dq.data, dk.data, dv.data, pr.b, pr.h, pr.n, pr.n, pr.d,
+            pr.d, pr.scale, blocks, scratch.data);
+      else
+        untiledBackward(pr, q.data, k.data, v.data, dOut.data, dq.data, dk.data,
+                        dv.data, scratch.data, second.data);
+    };
+    std::vector<std::function<void()>> calls;
+    if (wantFwd)
+      calls.push_back(forward);
+    if (wantBwd)
+      calls.push_back(forwardBackward);
+    std::vector<Timing> t = timeModes(o, calls);
+    int64_t peak = procBytes("/proc/self/status", "VmHWM");
+    int64_t rss = rssOk && peak > 0 && rssBefore > 0 ? peak - rssBefore : -1;
+    if (wantFwd)
+      printCell(o, "fwd", need.fwd, &t[0], wantBwd ? -1 : rss);
+    if (wantBwd)
+      printCell(o, "fwdbwd", need.fwdbwd, &t.back(), rss);
   }
 
   if (o.check) {

@@ -6,7 +6,7 @@ code writes it (the same expression as bench/pytorch_dit_s2.py),
 softmax(Q·Kᵀ·scale)·V on [B, H, N, D] f32 tensors, forward under no_grad and
 forward+backward through autograd (dQ, dK, dV from a fixed dO). Each run is a
 whole number of calls lasting at least --min-run-s; a cell's time is the best
-run's time per call. Prints key=value lines in sd_attention_bench's format:
+run's time per call, forward and forward+backward runs alternating. Prints key=value lines in sd_attention_bench's format:
 
   cell impl=pytorch b=8 h=6 n=256 d=64 mode=fwd peak_bytes=... runs=3
        calls=20 best_s=... rss_bytes=...
@@ -54,22 +54,30 @@ def reset_peak_rss():
         return False
 
 
-def time_it(call, warmup, reps, min_run_s):
-    last = 0.0
-    for _ in range(warmup):
-        start = time.perf_counter()
-        call()
-        last = time.perf_counter() - start
-    calls = 1
-    if warmup > 0 and last > 0:
-        calls = int(min(10000, max(1, math.ceil(min_run_s / last))))
-    best = float("inf")
-    for _ in range(reps):
-        start = time.perf_counter()
-        for _ in range(calls):
+def time_modes(calls, warmup, reps, min_run_s):
+    """`warmup` untimed calls of each mode, then `reps` rounds in which each
+    mode in turn makes one run of its `calls` calls (enough for min_run_s);
+    alternating keeps load from other work off the ratio between modes.
+    Returns (runs, calls, best seconds per call) per mode."""
+    counts = []
+    for call in calls:
+        last = 0.0
+        for _ in range(warmup):
+            start = time.perf_counter()
             call()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return reps, calls, best
+            last = time.perf_counter() - start
+        n = 1
+        if warmup > 0 and last > 0:
+            n = int(min(10000, max(1, math.ceil(min_run_s / last))))
+        counts.append(n)
+    best = [float("inf")] * len(calls)
+    for _ in range(reps):
+        for m, call in enumerate(calls):
+            start = time.perf_counter()
+            for _ in range(counts[m]):
+                call()
+            best[m] = min(best[m], (time.perf_counter() - start) / counts[m])
+    return [(reps, counts[m], best[m]) for m in range(len(calls))]
 
 
 def main():
@@ -100,37 +108,45 @@ def main():
     need = {"fwd": 2 * scores + heads, "fwdbwd": 4 * scores + 4 * heads}
     print("torch %s threads=%d" % (torch.__version__, torch.get_num_threads()))
 
-    for mode in ("fwd", "fwdbwd"):
+    def forward():
+        with torch.no_grad():
+            attention(q, k, v, scale)
+
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+
+    def forward_backward():
+        for t in leaves:
+            t.grad = None
+        attention(*leaves, scale).backward(d_out)
+
+    modes, calls = [], []
+    available = proc_bytes("/proc/meminfo", "MemAvailable")
+    for mode, call in (("fwd", forward), ("fwdbwd", forward_backward)):
         if mode not in args.modes.split(","):
             continue
-        line = ("cell impl=pytorch b=%d h=%d n=%d d=%d mode=%s peak_bytes=%d"
-                % (args.b, args.h, args.n, args.d, mode, need[mode]))
-        available = proc_bytes("/proc/meminfo", "MemAvailable")
         if available > 0 and need[mode] > args.mem_frac * available:
-            print(line + " skipped=1")
-            sys.stdout.flush()
+            print(line_of(args, mode, need) + " skipped=1")
             continue
-        rss_ok = reset_peak_rss()
-        before = proc_bytes("/proc/self/status", "VmRSS")
-        if mode == "fwd":
-            def call():
-                with torch.no_grad():
-                    attention(q, k, v, scale)
-        else:
-            leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
-
-            def call():
-                for t in leaves:
-                    t.grad = None
-                attention(*leaves, scale).backward(d_out)
-        runs, calls, best = time_it(call, args.warmup, args.reps,
-                                    args.min_run_s)
-        line += " runs=%d calls=%d best_s=%.6g" % (runs, calls, best)
-        peak = proc_bytes("/proc/self/status", "VmHWM")
-        if rss_ok and peak > 0 and before > 0:
+        modes.append(mode)
+        calls.append(call)
+    if not modes:
+        return
+    rss_ok = reset_peak_rss()
+    before = proc_bytes("/proc/self/status", "VmRSS")
+    timings = time_modes(calls, args.warmup, args.reps, args.min_run_s)
+    peak = proc_bytes("/proc/self/status", "VmHWM")
+    for mode, (runs, count, best) in zip(modes, timings):
+        line = line_of(args, mode, need) + (" runs=%d calls=%d best_s=%.6g"
+                                            % (runs, count, best))
+        # The peak RSS belongs to the largest mode that ran.
+        if rss_ok and peak > 0 and before > 0 and mode == modes[-1]:
             line += " rss_bytes=%d" % (peak - before)
         print(line)
-        sys.stdout.flush()
+
+
+def line_of(args, mode, need):
+    return ("cell impl=pytorch b=%d h=%d n=%d d=%d mode=%s peak_bytes=%d"
+            % (args.b, args.h, args.n, args.d, mode, need[mode]))
 
 
 if __name__ == "__main__":

@@ -275,8 +275,9 @@ def train(args, rank=0, world=1):
               % (fwd / 1e9, step / 1e9))
     pos = sincos_2d(c.grid, c.grid, c.hidden)
     if world > 1:
+        # The position table is a constant: nothing to broadcast per step.
         model = torch.nn.parallel.DistributedDataParallel(
-            DiTModule(c, params, pos))
+            DiTModule(c, params, pos), broadcast_buffers=False)
         weights = list(model.parameters())
         step_loss = model
     else:

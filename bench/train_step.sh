@@ -243,13 +243,13 @@ if os.environ["BASELINES_ONLY"] == "0":
         ("sd data:2 step", "%.3f s/step" % d2["step_s"], "", ""),
         ("sd data:2 achieved", "%.1f GFLOP/s" % d2["gflops"], "", ""),
         ("sd data:2 / sgemm", "%.1f%%" % pct, ">= 50%", verdict(pct >= 50)),
-        ("sd data:2 speed-up vs PyTorch", "%.2fx" % speedup, ">= 4x",
+        ("sd data:2 speed-up vs PyTorch", "%.3fx" % speedup, ">= 4x",
          verdict(speedup >= 4)),
         ("sd single device step (%s threads)" % threads,
          "%.3f s/step" % one["step_s"], "", ""),
         ("partitioning overhead (data:2 / single - 1)",
          "%+.1f%%" % (100 * overhead), "<= 15%", verdict(overhead <= 0.15)),
-        ("sd data:2 speed-up vs PyTorch DDP", "%.2fx" % (ddp_s / d2["step_s"]),
+        ("sd data:2 speed-up vs PyTorch DDP", "%.3fx" % (ddp_s / d2["step_s"]),
          ">= 1.5x", verdict(ddp_s / d2["step_s"] >= 1.5)),
     ]
     flash = None
@@ -269,7 +269,7 @@ if os.environ["BASELINES_ONLY"] == "0":
             ("sd data:2 --attention=flash / sgemm", "%.1f%%" % fpct, ">= 85%",
              verdict(fpct >= 85)),
             ("sd data:2 --attention=flash speed-up vs PyTorch DDP",
-             "%.2fx" % (ddp_s / flash["step_s"]), ">= 1.5x",
+             "%.3fx" % (ddp_s / flash["step_s"]), ">= 1.5x",
              verdict(ddp_s / flash["step_s"] >= 1.5)),
         ]
     else:
