@@ -72,18 +72,25 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x) {
   return _mm256_blendv_ps(y, x, isNan);
 }
 
-/// row[i] = exp(row[i] - shift) for i < n; returns the sum in double, added
-/// in a fixed order (8 lanes in two double accumulators, then lane order).
-__attribute__((target("avx2,fma"))) static double
-expShiftedAvx2(float *row, int64_t n, float shift) {
+/// Adds the eight exponentials `e` to the sum: lanes 0-3 to `acc0`, lanes
+/// 4-7 to `acc1`, in double.
+__attribute__((target("avx2,fma"))) static inline void
+accumulate8(__m256 e, __m256d &acc0, __m256d &acc1) {
+  acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+  acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+}
+
+/// row[i] = exp(row[i] - shift) for i in [start, n), eight at a time (the
+/// tail masked), each chunk of eight added to the sum as accumulate8 says.
+__attribute__((target("avx2,fma"))) static void
+expShiftedFromAvx2(float *row, int64_t start, int64_t n, float shift,
+                   __m256d &acc0, __m256d &acc1) {
   __m256 s = _mm256_set1_ps(shift);
-  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
-  int64_t i = 0;
+  int64_t i = start;
   for (; i + 8 <= n; i += 8) {
     __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + i), s));
     _mm256_storeu_ps(row + i, e);
-    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    accumulate8(e, acc0, acc1);
   }
   if (i < n) {
     // The tail through the same vector code, masked.
@@ -94,9 +101,13 @@ expShiftedAvx2(float *row, int64_t n, float shift) {
     __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + i, mask), s));
     e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
     _mm256_maskstore_ps(row + i, mask, e);
-    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    accumulate8(e, acc0, acc1);
   }
+}
+
+/// The sum of the two accumulators' lanes, in lane order.
+__attribute__((target("avx2,fma"))) static double laneSum(__m256d acc0,
+                                                          __m256d acc1) {
   alignas(32) double lane[8];
   _mm256_store_pd(lane, acc0);
   _mm256_store_pd(lane + 4, acc1);
@@ -105,6 +116,79 @@ expShiftedAvx2(float *row, int64_t n, float shift) {
     sum += v;
   return sum;
 }
+
+/// row[i] = exp(row[i] - shift) for i < n; returns the sum in double, added
+/// in a fixed order (8 lanes in two double accumulators, then lane order).
+__attribute__((target("avx2,fma"))) static double
+expShiftedAvx2(float *row, int64_t n, float shift) {
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  expShiftedFromAvx2(row, 0, n, shift, acc0, acc1);
+  return laneSum(acc0, acc1);
+}
+
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused
+// merge operand, which -Wmaybe-uninitialized reports at every use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+/// exp8's sixteen-lane form with AVX-512F: the same operations lane by lane,
+/// so the same result bits.
+__attribute__((target("avx512f,avx2,fma"))) static inline __m512
+exp16(__m512 x) {
+  __mmask16 tooSmall = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpLo),
+                                          _CMP_LT_OQ);
+  __mmask16 tooBig = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpHi),
+                                        _CMP_GT_OQ);
+  __mmask16 isNan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpLo)),
+                            _mm512_set1_ps(kExpHi));
+  __m512 fx = _mm512_roundscale_ps(
+      _mm512_fmadd_ps(xc, _mm512_set1_ps(kLog2e), _mm512_set1_ps(0.5f)),
+      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(kLn2Hi), xc);
+  r = _mm512_fnmadd_ps(fx, _mm512_set1_ps(kLn2Lo), r);
+  __m512 y = _mm512_set1_ps(kP0);
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kP1));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kP2));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kP3));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kP4));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(kP5));
+  y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r),
+                      _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  __m512i n = _mm512_cvtps_epi32(fx);
+  __m512i half = _mm512_srai_epi32(n, 1);
+  __m512 p1 = _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_add_epi32(half, _mm512_set1_epi32(127)), 23));
+  __m512 p2 = _mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_sub_epi32(n, half), _mm512_set1_epi32(127)),
+      23));
+  y = _mm512_mul_ps(_mm512_mul_ps(y, p1), p2);
+  y = _mm512_mask_mov_ps(y, tooSmall, _mm512_setzero_ps());
+  y = _mm512_mask_mov_ps(
+      y, tooBig, _mm512_set1_ps(std::numeric_limits<float>::infinity()));
+  return _mm512_mask_mov_ps(y, isNan, x);
+}
+
+/// expShiftedAvx2 sixteen at a time: the same exponentials, added to the
+/// sum in the same order (each half of sixteen as one chunk of eight), so
+/// the result does not depend on which path ran.
+__attribute__((target("avx512f,avx2,fma"))) static double
+expShiftedAvx512(float *row, int64_t n, float shift) {
+  __m512 s = _mm512_set1_ps(shift);
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + i), s));
+    _mm512_storeu_ps(row + i, e);
+    accumulate8(_mm512_castps512_ps256(e), acc0, acc1);
+    accumulate8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)),
+                acc0, acc1);
+  }
+  expShiftedFromAvx2(row, i, n, shift, acc0, acc1);
+  return laneSum(acc0, acc1);
+}
+
+#pragma GCC diagnostic pop
 
 /// The maximum of row[0..n) (n > 0) with AVX2; -inf entries count as any
 /// other value. Maximum is exact, so the lane order does not matter.
@@ -141,7 +225,15 @@ static bool hasAvx2() {
   return result;
 }
 
+/// Whether the AVX-512 path may run too (checked once).
+static bool hasAvx512() {
+  static const bool result = hasAvx2() && __builtin_cpu_supports("avx512f");
+  return result;
+}
+
 double expShifted(float *row, int64_t n, float shift) {
+  if (hasAvx512())
+    return expShiftedAvx512(row, n, shift);
   return hasAvx2() ? expShiftedAvx2(row, n, shift)
                    : expShiftedScalar(row, n, shift);
 }
