@@ -380,7 +380,7 @@ int main(int argc, char **argv) {
 
   int64_t l2 = o.l2 > 0 ? o.l2 : mlir::sd::hostL2CacheBytes();
   mlir::sd::FlashTiling tiling =
-      mlir::sd::completeFlashTiling(parseBlocks(o.blocks), o.d, o.d, l2);
+      mlir::sd::completeFlashTiling(parseBlocks(o.blocks), o.d, o.d, l2, o.n);
   SdFlashBlocks blocks = toAbi(tiling);
   if (o.impl == "tiled" || o.check)
     std::printf("blocks block_q=%lld block_kv_compute=%lld block_kv=%lld "

@@ -157,6 +157,9 @@ static int64_t getFlops(FlashAttentionOp op) {
 // The scores and probabilities each backward op recomputes per tile: 2·D
 // for scale·Q·Kᵀ and 2 for exp(S − lse), per score.
 template <typename OpTy> static int64_t getRecomputeFlops(OpTy op) {
+  if constexpr (std::is_same_v<OpTy, FlashAttentionDqOp>)
+    if (op.getFusingDkv())
+      return 0;
   auto [scores, d, dv] = attentionSizes(op.getQuery(), op.getValue());
   return scores * (2 * d + 2);
 }
@@ -166,6 +169,9 @@ template <typename OpTy> static int64_t getRecomputeFlops(OpTy op) {
 // Di = rowsum(dO∘O) per query row (2·Dv).
 static int64_t getFlops(FlashAttentionDqOp op) {
   auto [scores, d, dv] = attentionSizes(op.getQuery(), op.getValue());
+  // Accumulated in the fused dK/dV pass: only dQ += dS·K is this op's.
+  if (op.getFusingDkv())
+    return scores * 2 * d;
   int64_t rows = getNumElements(op.getLogsumexp().getType());
   return scores * (4 * d + 2 * dv + 4 + (op.getMask() ? 1 : 0)) +
          rows * 2 * dv;

@@ -867,3 +867,17 @@ MeshAttr mlir::sd::lookupMesh(Operation *from, FlatSymbolRefAttr meshName,
 
 #define GET_OP_CLASSES
 #include "sd/IR/SDOps.cpp.inc"
+
+FlashAttentionDkvOp FlashAttentionDqOp::getFusingDkv() {
+  if (!getBlocks().getUseFusedBwdKernel())
+    return {};
+  for (Operation *user : getDOut().getUsers()) {
+    auto dkv = dyn_cast<FlashAttentionDkvOp>(user);
+    if (dkv && dkv->getBlock() == (*this)->getBlock() &&
+        dkv->isBeforeInBlock(*this) &&
+        dkv->getOperands() == (*this)->getOperands() &&
+        dkv.getBlocks() == getBlocks() && dkv.getScaleAttr() == getScaleAttr())
+      return dkv;
+  }
+  return {};
+}

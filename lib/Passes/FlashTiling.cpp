@@ -42,7 +42,10 @@ int64_t mlir::sd::hostL2CacheBytes() {
 }
 
 FlashTiling mlir::sd::completeFlashTiling(FlashTiling t, int64_t d, int64_t dv,
-                                          int64_t cacheBytes) {
+                                          int64_t cacheBytes, int64_t skv) {
+  bool allDerived = !t.blockQ && !t.blockKvCompute && !t.blockKv &&
+                    !t.blockQDkv && !t.blockKvDkv && !t.blockKvDkvCompute &&
+                    !t.blockQDq && !t.blockKvDq;
   constexpr int64_t kMinBlock = 16, kMaxTile = 512, kMaxKv = 4096;
   const int64_t budget = cacheBytes / 2;
   // A forward work item's tiles: query block, output accumulator, score
@@ -74,5 +77,8 @@ FlashTiling mlir::sd::completeFlashTiling(FlashTiling t, int64_t d, int64_t dv,
     t.blockQDq = t.blockQ;
   if (t.blockKvDq == 0)
     t.blockKvDq = t.blockKv;
+  // One pass over the tiles instead of two, where the partials stay small.
+  if (allDerived && skv > 0 && (skv + t.blockKvDkv - 1) / t.blockKvDkv <= 2)
+    t.useFusedBwdKernel = true;
   return t;
 }

@@ -61,7 +61,9 @@ struct TileAttentionPass
         return emitError(op.getLoc())
                << "flash block size " << name << " is " << size
                << "; block sizes must be positive (0 derives one)";
-    FlashTiling t = completeFlashTiling(requested, d, dv, cache);
+    int64_t skv = op.getKey().getType().getDimSize(2);
+    FlashTiling t = completeFlashTiling(requested, d, dv, cache,
+                                        ShapedType::isDynamic(skv) ? 0 : skv);
     OpBuilder builder(op);
     auto blocks = FlashBlocksAttr::get(
         op.getContext(), t.blockQ, t.blockKvCompute, t.blockKv, t.blockQDkv,
@@ -71,7 +73,6 @@ struct TileAttentionPass
     // keys and values.
     ContextParallelAttr context;
     int64_t sq = op.getQuery().getType().getDimSize(2);
-    int64_t skv = op.getKey().getType().getDimSize(2);
     bool spread = attention == ::sd::AttentionKind::Ring ||
                   attention == ::sd::AttentionKind::Ulysses;
     if (spread && !op.getMask() && sq == skv && !ShapedType::isDynamic(sq))

@@ -641,14 +641,23 @@ class SD_FlashAttentionBackwardOp<string mnemonic, string what, string tiling,
 def SD_FlashAttentionDqOp : SD_FlashAttentionBackwardOp<"flash_attention_dq",
     "of the query",
     [{Work items are blocks of `block_q_dq` query rows, each looping over
-    the keys in blocks of `block_kv_dq`; with `use_fused_bwd_kernel` dQ is
-    instead accumulated by key blocks of the dK/dV pass's sizes, one
-    partial per block, added in block order.}],
+    the keys in blocks of `block_kv_dq`. With `use_fused_bwd_kernel` and an
+    `sd.flash_attention_dkv` of the same operands earlier in the block (as
+    sd-differentiate writes them), dQ is instead accumulated in that op's
+    dK/dV pass, one partial per key block added in block order: the
+    OpenMP target makes one runtime call of the two, and the cost model
+    prices this op as the pass's extra dS·K.}],
     [{the query length passes through to dQ;
     the key length and the value's head_dim are summed over (reduction
     factors: a sharded key length leaves a partial dQ); the query's
     head_dim needs replication.}]> {
   let results = (outs SD_FloatTensor:$d_query);
+  let extraClassDeclaration = [{
+    /// With `use_fused_bwd_kernel`: the sd.flash_attention_dkv of the same
+    /// operands and attributes earlier in the block whose dK/dV pass
+    /// accumulates this dQ; otherwise null.
+    FlashAttentionDkvOp getFusingDkv();
+  }];
 }
 
 def SD_FlashAttentionDkvOp : SD_FlashAttentionBackwardOp<"flash_attention_dkv",

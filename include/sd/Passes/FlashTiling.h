@@ -28,9 +28,11 @@ int64_t hostL2CacheBytes();
 /// `requested` with every 0 filled in for attention with head_dims `d` and
 /// `dv` on a core with `cacheBytes` of L2 (> 0): forward sizes derived (see
 /// sd-tile-attention's description), then each backward size from its
-/// forward one.
+/// forward one. When every size is derived and the key length `skv` is
+/// known (> 0), the fused dQ is chosen where its partials (one dQ per key
+/// block of the dK/dV pass) are at most twice dQ: ⌈skv / block_kv_dkv⌉ ≤ 2.
 FlashTiling completeFlashTiling(FlashTiling requested, int64_t d, int64_t dv,
-                                int64_t cacheBytes);
+                                int64_t cacheBytes, int64_t skv = 0);
 
 } // namespace mlir::sd
 

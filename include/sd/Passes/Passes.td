@@ -134,7 +134,11 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
     score tile and K/V tile, `4·(bq·D + bq·Dv + bq·bkv + bkv·(D + Dv))`
     bytes, fit in half the cache; `block_kv` = the largest multiple of
     `block_kv_compute` (at most 4,096) whose K and V block,
-    `4·bkv·(D + Dv)` bytes, fits in half the cache. Sizes need not divide
+    `4·bkv·(D + Dv)` bytes, fits in half the cache. With every size
+    derived, the fused dQ (`use_fused_bwd_kernel`: one pass over the tiles
+    instead of two) is chosen where its partials, one dQ per key block of
+    the dK/dV pass, are at most twice dQ (⌈Skv / block_kv_dkv⌉ ≤ 2); the
+    option can only turn it on. Sizes need not divide
     the lengths: the last block of a length is partial, as if padded with
     masked keys or rows. The mask and the scale carry over unchanged.
 

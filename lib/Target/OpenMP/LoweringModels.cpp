@@ -525,15 +525,35 @@ static void emitFlashBackward(OpTy op, ProgramBuilder &pb,
 }
 
 static LogicalResult emitCallOf(FlashAttentionDqOp op, ProgramBuilder &pb) {
+  // The fused backward of an earlier sd.flash_attention_dkv computed it.
+  if (pb.hasBuffer(op.getResult())) {
+    pb.entry() << "  // computed with the fused dK/dV pass\n";
+    return success();
+  }
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef dq) {
     emitFlashBackward(op, pb, os, dq, "nullptr", "nullptr");
   });
   return success();
 }
 
+/// The sd.flash_attention_dq whose dQ `op`'s dK/dV pass accumulates
+/// (FlashAttentionDqOp::getFusingDkv), or null.
+static FlashAttentionDqOp fusedDq(FlashAttentionDkvOp op) {
+  for (Operation *user : op.getDOut().getUsers())
+    if (auto dq = dyn_cast<FlashAttentionDqOp>(user))
+      if (dq.getFusingDkv() == op)
+        return dq;
+  return {};
+}
+
 static LogicalResult emitCallOf(FlashAttentionDkvOp op, ProgramBuilder &pb) {
+  FlashAttentionDqOp dq = fusedDq(op);
+  if (dq)
+    pb.allocate(dq.getResult());
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef dk) {
-    emitFlashBackward(op, pb, os, "nullptr", dk, pb.buffer(op.getDValue()));
+    emitFlashBackward(op, pb, os,
+                      dq ? pb.buffer(dq.getResult()) : std::string("nullptr"),
+                      dk, pb.buffer(op.getDValue()));
   });
   return success();
 }

@@ -5,11 +5,12 @@
 // Block sizes derived from a 1 MiB cache at head_dim 64: the largest
 // power-of-two square tile whose query block, accumulator, scores and K/V
 // tile fit in 512 KiB is 256; 512 KiB holds 4 such K/V tiles (1,024 keys).
-// Backward sizes follow the forward ones. The name, the scale (the default
-// 1/sqrt(64)) and the uses carry over.
+// Backward sizes follow the forward ones; the keys fit one dK/dV block, so
+// the fused dQ is chosen. The name, the scale (the default 1/sqrt(64)) and
+// the uses carry over.
 // CHECK-LABEL: func.func @derived
 // CHECK-SAME: (%[[Q:.*]]: tensor<8x6x256x64xf32>, %[[K:.*]]: tensor<8x6x256x64xf32>, %[[V:.*]]: tensor<8x6x256x64xf32>)
-// CHECK: %[[O:.*]], %{{.*}} = sd.flash_attention %[[Q]], %[[K]], %[[V]] scale = 1.250000e-01 blocks = <block_q = 256, block_kv_compute = 256, block_kv = 1024, block_q_dkv = 256, block_kv_dkv = 1024, block_kv_dkv_compute = 256, block_q_dq = 256, block_kv_dq = 1024> {sd.name = "attn_output"}
+// CHECK: %[[O:.*]], %{{.*}} = sd.flash_attention %[[Q]], %[[K]], %[[V]] scale = 1.250000e-01 blocks = <block_q = 256, block_kv_compute = 256, block_kv = 1024, block_q_dkv = 256, block_kv_dkv = 1024, block_kv_dkv_compute = 256, block_q_dq = 256, block_kv_dq = 1024, use_fused_bwd_kernel = true> {sd.name = "attn_output"}
 // CHECK-NOT: sd.attention
 // CHECK: return %[[O]]
 // GIVEN-LABEL: func.func @derived
@@ -27,7 +28,7 @@ func.func @derived(%q: tensor<8x6x256x64xf32>, %k: tensor<8x6x256x64xf32>, %v: t
 // is MaxDiffusion's default and not printed.
 // CHECK-LABEL: func.func @masked_ragged
 // CHECK-SAME: (%[[Q:.*]]: tensor<1x2x1000x128xf32>, %[[K:.*]]: tensor<1x2x77x128xf32>, %[[V:.*]]: tensor<1x2x77x128xf32>, %[[M:.*]]: tensor<1x1x1000x77xi1>)
-// CHECK: sd.flash_attention %[[Q]], %[[K]], %[[V]] mask %[[M]] scale = 5.000000e-01 blocks = <block_q = 128, block_kv_compute = 128, block_q_dkv = 128, block_kv_dkv_compute = 128, block_q_dq = 128> : {{.*}} -> (tensor<1x2x1000x128xf32>, tensor<1x2x1000xf32>)
+// CHECK: sd.flash_attention %[[Q]], %[[K]], %[[V]] mask %[[M]] scale = 5.000000e-01 blocks = <block_q = 128, block_kv_compute = 128, block_q_dkv = 128, block_kv_dkv_compute = 128, block_q_dq = 128, use_fused_bwd_kernel = true> : {{.*}} -> (tensor<1x2x1000x128xf32>, tensor<1x2x1000xf32>)
 func.func @masked_ragged(%q: tensor<1x2x1000x128xf32>, %k: tensor<1x2x77x128xf32>, %v: tensor<1x2x77x128xf32>, %m: tensor<1x1x1000x77xi1>) -> tensor<1x2x1000x128xf32> {
   %o = sd.attention %q, %k, %v mask %m scale = 0.5 : (tensor<1x2x1000x128xf32>, tensor<1x2x77x128xf32>, tensor<1x2x77x128xf32>, tensor<1x1x1000x77xi1>) -> tensor<1x2x1000x128xf32>
   return %o : tensor<1x2x1000x128xf32>

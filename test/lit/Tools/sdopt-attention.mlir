@@ -1,8 +1,10 @@
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": 32, "block_kv": 64}' | FileCheck %s --check-prefix=FLASH
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=dot_product | FileCheck %s --check-prefix=DOT --implicit-check-not=sd.flash_attention
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": 32}' --train | FileCheck %s --check-prefix=TRAIN
-// RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --train --report=json | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": 16}' --train --report=json | FileCheck %s --check-prefix=RECOMPUTE
 // RUN: sdopt %S/Inputs/attention_model.mlir --train --report=json | FileCheck %s --check-prefix=UNTILED
+// RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"use_fused_bwd_kernel": true}' --train --emit=openmp | FileCheck %s --check-prefix=FUSED
+// RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"use_fused_bwd_kernel": true}' --train --report=json | FileCheck %s --check-prefix=FUSED-FLOPS
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=ulysses_ring 2>&1 | FileCheck %s --check-prefix=HYBRID
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flashy 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": -3}' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
@@ -18,14 +20,24 @@
 // The training step's backward is the tiled backward, from the saved
 // output and log-sum-exp.
 // TRAIN: %[[O:.*]], %[[LSE:.*]] = sd.flash_attention
-// TRAIN: sd.flash_attention_dq {{.*}}, %[[O]], %[[LSE]], %{{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_q_dkv = 32, block_q_dq = 32>
 // TRAIN: sd.flash_attention_dkv {{.*}}, %[[O]], %[[LSE]], %{{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_q_dkv = 32, block_q_dq = 32>
+// TRAIN: sd.flash_attention_dq {{.*}}, %[[O]], %[[LSE]], %{{.*}} scale = 2.500000e-01 blocks = <block_q = 32, block_q_dkv = 32, block_q_dq = 32>
 
 // The report prices the tiled backward's recomputation: scores and
 // probabilities (2·D + 2 = 34 FLOPs per score) for 2·4·32·32 scores, in
-// the dQ and the dK/dV op; the untiled step recomputes nothing by itself.
+// the dQ and the dK/dV op (given sizes: the separate dQ pass); the untiled
+// step recomputes nothing by itself.
 // RECOMPUTE: "recompute_flops": 557056,
 // UNTILED: "recompute_flops": 0,
+
+// With use_fused_bwd_kernel the dK/dV op's runtime call also computes dQ
+// (its buffer is the fourth-from-last pointer); the dQ op emits nothing.
+// Its recomputation is then the dK/dV op's alone: 8192 scores × 34.
+// FUSED: api->flash_attention_backward(dev, {{[^,]*}}, {{[^,]*}}, {{[^,]*}}, nullptr, 1, 1, {{[^,]*}}, {{[^,]*}}, {{[^,]*}}, b[{{[0-9]+}}], b[{{[0-9]+}}], b[{{[0-9]+}}], 2, 4, 32, 32, 16, 16,
+// FUSED-NEXT: api->trace_end(dev);
+// FUSED: // computed with the fused dK/dV pass
+// FUSED-NOT: api->flash_attention_backward(
+// FUSED-FLOPS: "recompute_flops": 278528,
 
 // HYBRID: error: --attention: attention 'ulysses_ring' is not available in sd; sd runs dot_product, flash, ring, ulysses and auto
 // UNKNOWN: error: --attention: attention 'flashy' is unknown; sd runs dot_product, flash, ring, ulysses and auto

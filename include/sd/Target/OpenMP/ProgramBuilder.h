@@ -81,6 +81,8 @@ public:
 
   /// The C++ expression of `v`'s buffer (a `float *`).
   std::string buffer(Value v);
+  /// Whether `v` has a buffer already (an earlier step computed it).
+  bool hasBuffer(Value v) const { return bufferNames.count(v); }
   /// `buffer(v)`, or "nullptr" for an absent optional operand.
   std::string optionalBuffer(Value v) {
     return v ? buffer(v) : std::string("nullptr");
