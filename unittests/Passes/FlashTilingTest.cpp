@@ -1,0 +1,94 @@
+//===- FlashTilingTest.cpp - flash-attention block sizes ------------------===//
+//
+// completeFlashTiling on plain numbers: the derived forward sizes fit the
+// cache as sd-tile-attention's description says, backward sizes follow the
+// forward ones, given sizes stay, and the fused dQ is chosen only when
+// every size is derived and the keys span at most two dK/dV blocks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Passes/FlashTiling.h"
+
+#include <gtest/gtest.h>
+
+using mlir::sd::completeFlashTiling;
+using mlir::sd::FlashTiling;
+
+namespace {
+
+/// The bytes of a forward work item's tiles, as the pass's description
+/// gives them.
+int64_t tileBytes(int64_t bq, int64_t bkv, int64_t d, int64_t dv) {
+  return 4 * (bq * d + bq * dv + bq * bkv + bkv * (d + dv));
+}
+
+TEST(FlashTilingTest, DerivedSizesFitHalfTheCache) {
+  for (int64_t cache : {int64_t(256) << 10, int64_t(1) << 20,
+                        int64_t(2) << 20, int64_t(32) << 20}) {
+    for (int64_t d : {32, 64, 128}) {
+      SCOPED_TRACE(std::to_string(cache) + " bytes, head_dim " +
+                   std::to_string(d));
+      FlashTiling t = completeFlashTiling({}, d, d, cache);
+      EXPECT_EQ(t.blockQ, t.blockKvCompute);
+      EXPECT_GE(t.blockQ, 16);
+      EXPECT_LE(t.blockQ, 512);
+      // A power of two, the largest that fits (or 512).
+      EXPECT_EQ(t.blockQ & (t.blockQ - 1), 0);
+      if (t.blockQ > 16) {
+        EXPECT_LE(tileBytes(t.blockQ, t.blockQ, d, d), cache / 2);
+      }
+      if (t.blockQ < 512) {
+        EXPECT_GT(tileBytes(2 * t.blockQ, 2 * t.blockQ, d, d), cache / 2);
+      }
+      // Whole score tiles per K/V block, at most 4,096 keys.
+      EXPECT_EQ(t.blockKv % t.blockKvCompute, 0);
+      EXPECT_LE(t.blockKv, 4096);
+      EXPECT_FALSE(t.useFusedBwdKernel);
+    }
+  }
+}
+
+TEST(FlashTilingTest, OneMebibyteAtHeadDim64) {
+  // The figures sd-tile-attention.mlir checks in IR.
+  FlashTiling t = completeFlashTiling({}, 64, 64, 1 << 20);
+  EXPECT_EQ(t.blockQ, 256);
+  EXPECT_EQ(t.blockKvCompute, 256);
+  EXPECT_EQ(t.blockKv, 1024);
+}
+
+TEST(FlashTilingTest, BackwardSizesFollowForwardOnes) {
+  FlashTiling given;
+  given.blockQ = 64;
+  given.blockKvCompute = 32;
+  given.blockKv = 128;
+  given.blockKvDq = 96;
+  FlashTiling t = completeFlashTiling(given, 64, 64, 1 << 20, 4096);
+  EXPECT_EQ(t.blockQ, 64);
+  EXPECT_EQ(t.blockKvCompute, 32);
+  EXPECT_EQ(t.blockKv, 128);
+  EXPECT_EQ(t.blockQDkv, 64);
+  EXPECT_EQ(t.blockKvDkv, 128);
+  EXPECT_EQ(t.blockKvDkvCompute, 32);
+  EXPECT_EQ(t.blockQDq, 64);
+  EXPECT_EQ(t.blockKvDq, 96);
+  // A size was given: the fused dQ stays as given (off).
+  EXPECT_FALSE(t.useFusedBwdKernel);
+}
+
+TEST(FlashTilingTest, FusedDqWhereTheKeysSpanAtMostTwoBlocks) {
+  FlashTiling t = completeFlashTiling({}, 64, 64, 1 << 20, 2048);
+  ASSERT_EQ(t.blockKvDkv, 1024);
+  EXPECT_TRUE(t.useFusedBwdKernel);
+  EXPECT_TRUE(completeFlashTiling({}, 64, 64, 1 << 20, 77).useFusedBwdKernel);
+  EXPECT_FALSE(
+      completeFlashTiling({}, 64, 64, 1 << 20, 2049).useFusedBwdKernel);
+  // Unknown key length: no choice made.
+  EXPECT_FALSE(completeFlashTiling({}, 64, 64, 1 << 20).useFusedBwdKernel);
+  // Asked for, it stays on whatever the length.
+  FlashTiling fused;
+  fused.useFusedBwdKernel = true;
+  EXPECT_TRUE(
+      completeFlashTiling(fused, 64, 64, 1 << 20, 65536).useFusedBwdKernel);
+}
+
+} // namespace
