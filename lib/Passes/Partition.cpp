@@ -31,6 +31,11 @@ namespace mlir::sd {
 using namespace mlir;
 using namespace mlir::sd;
 
+/// Names an op class as a value, for generic lambdas.
+template <typename OpTy> struct OpKind {
+  using type = OpTy;
+};
+
 namespace {
 constexpr StringLiteral kRerunHint =
     "run --inline, sd-specialize-batch and sd-propagate-sharding first";
@@ -294,18 +299,20 @@ FailureOr<Value> FunctionPartitioner::reshardValue(
     reshard::Layout previous = layout;
     layout = *reshard::applyStep(layout, step);
     RankedTensorType type = localType(global, layout);
+    // The collectives whose axes are listed per dimension.
+    auto perDimension = [&](auto op) -> Value {
+      return decltype(op)::type::create(builder, loc, type, value, meshRef,
+                                        dimAxesAttr(ctx, mesh, step.dimAxes));
+    };
     switch (step.kind) {
     case reshard::StepKind::AllGather:
-      value = AllGatherOp::create(builder, loc, type, value, meshRef,
-                                  dimAxesAttr(ctx, mesh, step.dimAxes));
+      value = perDimension(OpKind<AllGatherOp>());
       break;
     case reshard::StepKind::AllSlice:
-      value = AllSliceOp::create(builder, loc, type, value, meshRef,
-                                 dimAxesAttr(ctx, mesh, step.dimAxes));
+      value = perDimension(OpKind<AllSliceOp>());
       break;
     case reshard::StepKind::ReduceScatter:
-      value = ReduceScatterOp::create(builder, loc, type, value, meshRef,
-                                      dimAxesAttr(ctx, mesh, step.dimAxes));
+      value = perDimension(OpKind<ReduceScatterOp>());
       break;
     case reshard::StepKind::AllReduce:
       value = AllReduceOp::create(builder, loc, type, value, meshRef,

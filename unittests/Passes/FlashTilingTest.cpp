@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 using mlir::sd::completeFlashTiling;
 using mlir::sd::FlashTiling;
 
@@ -20,6 +22,13 @@ namespace {
 /// gives them.
 int64_t tileBytes(int64_t bq, int64_t bkv, int64_t d, int64_t dv) {
   return 4 * (bq * d + bq * dv + bq * bkv + bkv * (d + dv));
+}
+
+/// The eight sizes in MaxDiffusion's order.
+std::vector<int64_t> sizesOf(const FlashTiling &t) {
+  return {t.blockQ,     t.blockKvCompute, t.blockKv,
+          t.blockQDkv,  t.blockKvDkv,     t.blockKvDkvCompute,
+          t.blockQDq,   t.blockKvDq};
 }
 
 TEST(FlashTilingTest, DerivedSizesFitHalfTheCache) {
@@ -50,27 +59,16 @@ TEST(FlashTilingTest, DerivedSizesFitHalfTheCache) {
 
 TEST(FlashTilingTest, OneMebibyteAtHeadDim64) {
   // The figures sd-tile-attention.mlir checks in IR.
-  FlashTiling t = completeFlashTiling({}, 64, 64, 1 << 20);
-  EXPECT_EQ(t.blockQ, 256);
-  EXPECT_EQ(t.blockKvCompute, 256);
-  EXPECT_EQ(t.blockKv, 1024);
+  EXPECT_EQ(sizesOf(completeFlashTiling({}, 64, 64, 1 << 20)),
+            (std::vector<int64_t>{256, 256, 1024, 256, 1024, 256, 256, 1024}));
 }
 
 TEST(FlashTilingTest, BackwardSizesFollowForwardOnes) {
-  FlashTiling given;
-  given.blockQ = 64;
-  given.blockKvCompute = 32;
-  given.blockKv = 128;
-  given.blockKvDq = 96;
+  // block_q, block_kv_compute, block_kv and block_kv_dq given.
+  FlashTiling given{64, 32, 128, 0, 0, 0, 0, 96, false};
   FlashTiling t = completeFlashTiling(given, 64, 64, 1 << 20, 4096);
-  EXPECT_EQ(t.blockQ, 64);
-  EXPECT_EQ(t.blockKvCompute, 32);
-  EXPECT_EQ(t.blockKv, 128);
-  EXPECT_EQ(t.blockQDkv, 64);
-  EXPECT_EQ(t.blockKvDkv, 128);
-  EXPECT_EQ(t.blockKvDkvCompute, 32);
-  EXPECT_EQ(t.blockQDq, 64);
-  EXPECT_EQ(t.blockKvDq, 96);
+  EXPECT_EQ(sizesOf(t),
+            (std::vector<int64_t>{64, 32, 128, 64, 128, 32, 64, 96}));
   // A size was given: the fused dQ stays as given (off).
   EXPECT_FALSE(t.useFusedBwdKernel);
 }
