@@ -156,12 +156,17 @@ static int64_t getFlops(FlashAttentionOp op) {
 
 // The scores and probabilities each backward op recomputes per tile: 2·D
 // for scale·Q·Kᵀ and 2 for exp(S − lse), per score.
-template <typename OpTy> static int64_t getRecomputeFlops(OpTy op) {
-  if constexpr (std::is_same_v<OpTy, FlashAttentionDqOp>)
-    if (op.getFusingDkv())
-      return 0;
-  auto [scores, d, dv] = attentionSizes(op.getQuery(), op.getValue());
+static int64_t recomputedScoreFlops(Value query, Value value) {
+  auto [scores, d, dv] = attentionSizes(query, value);
   return scores * (2 * d + 2);
+}
+static int64_t getRecomputeFlops(FlashAttentionDkvOp op) {
+  return recomputedScoreFlops(op.getQuery(), op.getValue());
+}
+// A dQ accumulated in the fused dK/dV pass recomputes nothing itself.
+static int64_t getRecomputeFlops(FlashAttentionDqOp op) {
+  return op.getFusingDkv() ? 0
+                           : recomputedScoreFlops(op.getQuery(), op.getValue());
 }
 
 // Per score: the recomputed scores Q·Kᵀ (2·D) and P = exp(S − lse) (2),
@@ -313,16 +318,19 @@ struct PerElementCost : public CostModelBase<PerElementCost<OpTy>, OpTy> {
   }
 };
 
-/// Ops with a formula of their own: `getFlops(op)`, and
-/// `getRecomputeFlops(op)` where one is declared.
+/// Ops with a formula of their own: `getFlops(op)`.
 template <typename OpTy>
 struct FormulaCost : public CostModelBase<FormulaCost<OpTy>, OpTy> {
   int64_t getFlops(Operation *op) const { return ::getFlops(cast<OpTy>(op)); }
+};
+
+/// The flash-attention backward ops: a formula, part of which recomputes
+/// the forward's scores and probabilities (`getRecomputeFlops(op)`).
+template <typename OpTy>
+struct FlashBackwardCost : public CostModelBase<FlashBackwardCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *op) const { return ::getFlops(cast<OpTy>(op)); }
   int64_t getRecomputeFlops(Operation *op) const {
-    if constexpr (std::is_same_v<OpTy, FlashAttentionDqOp> ||
-                  std::is_same_v<OpTy, FlashAttentionDkvOp>)
-      return ::getRecomputeFlops(cast<OpTy>(op));
-    return 0;
+    return ::getRecomputeFlops(cast<OpTy>(op));
   }
 };
 
@@ -385,7 +393,8 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
                  RngUniformOp>(*context);
     attachModels<ReduceCost, ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(*context);
     attachModels<FormulaCost, DotGeneralOp, AttentionOp, FlashAttentionOp,
-                 FlashAttentionDqOp, FlashAttentionDkvOp, Conv2DOp, MseLossOp>(
+                 Conv2DOp, MseLossOp>(*context);
+    attachModels<FlashBackwardCost, FlashAttentionDqOp, FlashAttentionDkvOp>(
         *context);
     attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,
                  UpsampleNearestOp, ConstantOp, IotaOp, ShardingConstraintOp,
