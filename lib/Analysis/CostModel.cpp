@@ -290,7 +290,10 @@ void CostAnalysis::addCollective(Operation *op, const CommunicationInfo &info,
                    [&](const std::string &a, const std::string &b) {
                      return rank(a) < rank(b);
                    });
+  // What a start issues counts under its collective's name.
   std::string kind = op->getName().stripDialect().str();
+  if (StringRef(kind).ends_with("_start"))
+    kind.resize(kind.size() - strlen("_start"));
   CollectiveSummary &summary = cost.collectives[{kind, llvm::join(axes, ",")}];
   if (summary.count == 0) {
     summary.kind = kind;

@@ -282,8 +282,12 @@ static CommunicationInfo communication(AllToAllOp op,
 }
 
 // Each device sends its S bytes at most once; a permute whose pairs all
-// keep blocks in place (or that has none) sends nothing.
-static CommunicationInfo communication(CollectivePermuteOp op,
+// keep blocks in place (or that has none) sends nothing. A start sends what
+// its permute would.
+template <typename OpTy,
+          typename = std::enable_if_t<llvm::is_one_of<
+              OpTy, CollectivePermuteOp, CollectivePermuteStartOp>::value>>
+static CommunicationInfo communication(OpTy op,
                                        SymbolTableCollection &symbols) {
   CommunicationInfo info = makeInfo(
       op, op.getMeshAttr(), symbols, CommunicationPattern::Permute,
@@ -399,10 +403,13 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
     attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,
                  UpsampleNearestOp, ConstantOp, IotaOp, ShardingConstraintOp,
                  ReshardOp>(*context);
-    attachModels<ViewCost, ReshapeOp, TransposeOp, SliceOp>(*context);
+    // A permute's done is its start's buffer.
+    attachModels<ViewCost, ReshapeOp, TransposeOp, SliceOp,
+                 CollectivePermuteDoneOp>(*context);
     ConvertOp::attachInterface<ConvertCost>(*context);
     attachModels<CollectiveCost, AllGatherOp, AllSliceOp, ReduceScatterOp,
-                 AllReduceOp, AllToAllOp, CollectivePermuteOp>(*context);
+                 AllReduceOp, AllToAllOp, CollectivePermuteOp,
+                 CollectivePermuteStartOp>(*context);
     // Each device knows its own coordinates: nothing is sent.
     attachModels<NoFlopsCost, AxisIndexOp>(*context);
     OffloadOp::attachInterface<MemoryMoveCost<OffloadOp, MemorySpace::Host>>(

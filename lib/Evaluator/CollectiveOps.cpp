@@ -318,8 +318,12 @@ static LogicalResult evalOverGroups(AllToAllOp op, const MeshSpec &mesh,
 }
 
 /// Member `t` of each group receives the operand of the member that the
-/// pair targeting `t` names; a member no pair targets keeps its own.
-static LogicalResult evalOverGroups(CollectivePermuteOp op,
+/// pair targeting `t` names; a member no pair targets keeps its own. A
+/// start's result is the permute's (its done passes it on).
+template <typename OpTy,
+          typename = std::enable_if_t<llvm::is_one_of<
+              OpTy, CollectivePermuteOp, CollectivePermuteStartOp>::value>>
+static LogicalResult evalOverGroups(OpTy op,
                                     const MeshSpec &mesh,
                                     DeviceOperands operands,
                                     const AxisList &axes,
@@ -370,7 +374,7 @@ template <typename OpTy> static ArrayAttr groupAxesOf(OpTy op) {
 template <typename OpTy>
 static std::enable_if_t<
     llvm::is_one_of<OpTy, AllReduceOp, AllToAllOp, CollectivePermuteOp,
-                    AxisIndexOp>::value,
+                    CollectivePermuteStartOp, AxisIndexOp>::value,
     LogicalResult>
 evalCollective(OpTy op, const MeshSpec &mesh, DeviceOperands operands,
                DeviceResults &results) {
@@ -419,6 +423,6 @@ void mlir::sd::registerCollectiveEvaluatorInterfaces(
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
     attachCollectiveModels<AllGatherOp, AllSliceOp, ReduceScatterOp,
                            AllReduceOp, AllToAllOp, CollectivePermuteOp,
-                           AxisIndexOp>(context);
+                           CollectivePermuteStartOp, AxisIndexOp>(context);
   });
 }

@@ -390,6 +390,11 @@ static LogicalResult evalOp(ReshardOp, Operands o, Results &r) {
   return produce(r, *o[0]);
 }
 
+/// The received block, which the start's evaluation already holds.
+static LogicalResult evalOp(CollectivePermuteDoneOp, Operands o, Results &r) {
+  return produce(r, *o[0]);
+}
+
 /// Moves between device and host memory do not change values.
 static LogicalResult evalOp(OffloadOp, Operands o, Results &r) {
   return produce(r, *o[0]);
@@ -434,8 +439,8 @@ void mlir::sd::registerEvaluatorInterfaces(DialectRegistry &registry) {
         // Constants, random numbers, loss, annotations.
         ConstantOp, IotaOp, RngNormalOp, RngUniformOp, MseLossOp,
         ShardingConstraintOp, ReshardOp,
-        // Memory moves.
-        OffloadOp, ReloadOp>(context);
+        // Memory moves, the end of an asynchronous permute.
+        OffloadOp, ReloadOp, CollectivePermuteDoneOp>(context);
   });
   registerCollectiveEvaluatorInterfaces(registry);
 }

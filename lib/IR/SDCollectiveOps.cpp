@@ -294,8 +294,8 @@ void CollectivePermuteOp::build(OpBuilder &builder, OperationState &state,
         builder.getStrArrayAttr(axes), builder.getDenseI64ArrayAttr(flat));
 }
 
-SmallVector<std::pair<int64_t, int64_t>> CollectivePermuteOp::getPairList() {
-  ArrayRef<int64_t> flat = getPairs();
+SmallVector<std::pair<int64_t, int64_t>>
+CollectivePermuteOp::pairList(ArrayRef<int64_t> flat) {
   SmallVector<std::pair<int64_t, int64_t>> pairs;
   for (size_t i = 0; i + 1 < flat.size(); i += 2)
     pairs.push_back({flat[i], flat[i + 1]});
@@ -342,42 +342,92 @@ void CollectivePermuteOp::printPermutePairs(OpAsmPrinter &printer, Operation *,
   printer << ']';
 }
 
-LogicalResult CollectivePermuteOp::verify() {
-  if (failed(verifyAxesList(*this, toStringRefs(getAxes()))))
+/// The checks of a permute and of its start on their own.
+template <typename OpTy>
+static LogicalResult verifyPermute(OpTy op) {
+  if (failed(verifyAxesList(op, toStringRefs(op.getAxes()))))
     return failure();
-  if (getPairs().size() % 2 != 0)
-    return emitOpError() << "has " << getPairs().size()
-                         << " integers in pairs; expected an even number";
+  if (op.getPairs().size() % 2 != 0)
+    return op.emitOpError() << "has " << op.getPairs().size()
+                            << " integers in pairs; expected an even number";
   // std::set rather than SmallDenseSet: GCC's -Wmaybe-uninitialized misfires
   // on the latter under the sanitizers.
   std::set<int64_t> sources, targets;
-  for (auto [source, target] : getPairList()) {
+  for (auto [source, target] : op.getPairList()) {
     if (!sources.insert(source).second)
-      return emitOpError() << "lists member " << source
-                           << " as the source of two pairs";
+      return op.emitOpError() << "lists member " << source
+                              << " as the source of two pairs";
     if (!targets.insert(target).second)
-      return emitOpError() << "lists member " << target
-                           << " as the target of two pairs";
+      return op.emitOpError() << "lists member " << target
+                              << " as the target of two pairs";
   }
   return success();
 }
 
-LogicalResult
-CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  MeshAttr mesh = lookupCollectiveMesh(*this, getMeshAttr(), symbols);
+/// The checks of a permute and of its start against their mesh.
+template <typename OpTy>
+static LogicalResult verifyPermuteSymbolUses(OpTy op,
+                                             SymbolTableCollection &symbols) {
+  MeshAttr mesh = lookupCollectiveMesh(op, op.getMeshAttr(), symbols);
   if (!mesh)
     return failure();
-  SmallVector<StringRef> axes = toStringRefs(getAxes());
-  FailureOr<int64_t> size = axesProduct(*this, mesh, getMeshAttr(), axes);
+  SmallVector<StringRef> axes = toStringRefs(op.getAxes());
+  FailureOr<int64_t> size = axesProduct(op, mesh, op.getMeshAttr(), axes);
   if (failed(size))
     return failure();
-  for (auto [source, target] : getPairList())
+  for (auto [source, target] : op.getPairList())
     for (int64_t member : {source, target})
       if (member < 0 || member >= *size)
-        return emitOpError()
+        return op.emitOpError()
                << "pair [" << source << ", " << target << "] names member "
                << member << ", outside the groups of "
                << describeAxes(axes, *size);
+  return success();
+}
+
+LogicalResult CollectivePermuteOp::verify() { return verifyPermute(*this); }
+
+LogicalResult
+CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPermuteSymbolUses(*this, symbols);
+}
+
+//===----------------------------------------------------------------------===//
+// collective_permute_start, collective_permute_done
+//===----------------------------------------------------------------------===//
+
+CollectivePermuteDoneOp CollectivePermuteStartOp::getDone() {
+  if (!getResult().hasOneUse())
+    return nullptr;
+  return dyn_cast<CollectivePermuteDoneOp>(*getResult().getUsers().begin());
+}
+
+LogicalResult CollectivePermuteStartOp::verify() {
+  if (failed(verifyPermute(*this)))
+    return failure();
+  // The done checks that it names this op's operand.
+  if (!getDone())
+    return emitOpError("must have one user, an sd.collective_permute_done");
+  return success();
+}
+
+LogicalResult
+CollectivePermuteStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyPermuteSymbolUses(*this, symbols);
+}
+
+CollectivePermuteStartOp CollectivePermuteDoneOp::getStart() {
+  return getPending().getDefiningOp<CollectivePermuteStartOp>();
+}
+
+LogicalResult CollectivePermuteDoneOp::verify() {
+  CollectivePermuteStartOp start = getStart();
+  if (!start)
+    return emitOpError("completes a value that no "
+                       "sd.collective_permute_start defines");
+  if (start.getOperand() != getSource())
+    return emitOpError("names a source that is not the operand of its "
+                       "sd.collective_permute_start");
   return success();
 }
 

@@ -104,6 +104,23 @@ int32_t runCollective(SdDevice *dev, const SdCollective *op, const float *in,
   return status.ok() ? 0 : device.fail(std::move(status));
 }
 
+int32_t startCollective(SdDevice *dev, const SdCollective *op,
+                        const float *in, float *out) {
+  Device &device = toDevice(dev);
+  if (!op)
+    return device.fail(absl::InvalidArgumentError(absl::StrFormat(
+        "device %d: a collective without a descriptor", device.id())));
+  absl::Status status =
+      device.transport().startCollective(device, *op, in, out);
+  return status.ok() ? 0 : device.fail(std::move(status));
+}
+
+int32_t finishCollective(SdDevice *dev, const SdCollective *op, float *out) {
+  Device &device = toDevice(dev);
+  absl::Status status = device.transport().finishCollective(device, *op, out);
+  return status.ok() ? 0 : device.fail(std::move(status));
+}
+
 void gemm(SdDevice *, int64_t batch, int32_t transA, int32_t transB, int64_t m,
           int64_t n, int64_t k, const float *a, int64_t lda, int64_t strideA,
           const float *b, int64_t ldb, int64_t strideB, float beta, float *c,
@@ -251,6 +268,8 @@ const SdApi *MeshRuntime::api() {
       /*move=*/moveBuffer,
       /*axis_index=*/axisIndex,
       /*collective=*/runCollective,
+      /*collective_start=*/startCollective,
+      /*collective_done=*/finishCollective,
       /*gemm=*/gemm,
       /*transpose=*/transpose,
       /*softmax=*/softmax,

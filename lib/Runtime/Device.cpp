@@ -1,12 +1,15 @@
-//===- Device.cpp - One device of the mesh --------------------------------===//
+//===- Device.cpp - One device of the mesh, and Transport's defaults ------===//
 //
 // A device is its coordinates, its two memory pools, its counters and the
 // first error a runtime call recorded; the thread that runs it is
-// MeshRuntime's business.
+// MeshRuntime's business. A transport without asynchronous collectives of
+// its own runs each started one when it is finished.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/Runtime/Runtime.h"
+
+#include "absl/strings/str_format.h"
 
 using namespace sd::rt;
 
@@ -24,3 +27,26 @@ int32_t Device::fail(absl::Status status) {
 }
 
 Transport::~Transport() = default;
+
+absl::Status Transport::startCollective(Device &device, const SdCollective &,
+                                        const float *in, float *out) {
+  std::lock_guard<std::mutex> lock(deferredMutex);
+  deferred[{device.id(), out}] = in;
+  return absl::OkStatus();
+}
+
+absl::Status Transport::finishCollective(Device &device,
+                                         const SdCollective &op, float *out) {
+  const float *in = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(deferredMutex);
+    auto it = deferred.find({device.id(), out});
+    if (it == deferred.end())
+      return absl::InternalError(absl::StrFormat(
+          "device %d: %s finishes a collective that was not started",
+          device.id(), op.name ? op.name : "a collective"));
+    in = it->second;
+    deferred.erase(it);
+  }
+  return collective(device, op, in, out);
+}

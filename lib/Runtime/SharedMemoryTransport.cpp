@@ -13,6 +13,14 @@
 // waits for no one, so the second barrier ignores aborts: that keeps peers'
 // operands alive until the last reader is done.
 //
+// An asynchronous collective_permute needs no barrier: its start posts the
+// operand under the device's sequence number (the k-th start of every device
+// is the same op of the program), and its done waits for the source
+// member's post of that number, copies it, marks it taken, and then waits
+// until its own post was taken, so that the operand outlives its reader. A
+// device whose peer is slower thus waits only at the done, after the work
+// the program placed between the two.
+//
 //===----------------------------------------------------------------------===//
 
 #include "sd/Reference/Tensor.h"
@@ -140,7 +148,8 @@ class SharedMemoryTransport final : public Transport {
 public:
   explicit SharedMemoryTransport(const MeshSpec &mesh)
       : meshSpec(mesh), inputs(mesh.numDevices(), nullptr),
-        barrierCache(mesh.numDevices()) {
+        barrierCache(mesh.numDevices()), posted(mesh.numDevices()),
+        nextSequence(mesh.numDevices(), 0), sequenceOf(mesh.numDevices()) {
     for (const MeshAxis &axis : mesh.axes())
       sizes.push_back(axis.size());
   }
@@ -148,6 +157,10 @@ public:
   const MeshSpec &mesh() const override { return meshSpec; }
   absl::Status collective(Device &device, const SdCollective &op,
                           const float *in, float *out) override;
+  absl::Status startCollective(Device &device, const SdCollective &op,
+                               const float *in, float *out) override;
+  absl::Status finishCollective(Device &device, const SdCollective &op,
+                                float *out) override;
   void abort(const absl::Status &status) override;
   void reset() override;
 
@@ -163,6 +176,8 @@ private:
     AxisList group;
   };
   absl::StatusOr<Plan> makePlan(const SdCollective &op) const;
+  /// InvalidArgument unless `device` is one of the mesh.
+  absl::Status checkDevice(const Device &device) const;
 
   int64_t groupSize(const AxisList &axes) const {
     int64_t size = 1;
@@ -223,6 +238,25 @@ private:
   /// Per device, the barriers it has used, so the common case takes no lock;
   /// each map is touched by its own device's thread only.
   std::vector<std::map<AxisList, Barrier *>> barrierCache;
+
+  /// An asynchronous permute's operand, as its device posted it.
+  struct Posted {
+    const float *in;
+    /// Set while the member it is sent to copies it, then `taken`.
+    bool copying = false;
+    bool taken = false;
+  };
+  /// The status of an abort, or OK; `asyncMutex` is held.
+  absl::Status abortedStatus();
+  /// Guards `posted`; `asyncCondition` signals every change of it.
+  std::mutex asyncMutex;
+  std::condition_variable asyncCondition;
+  /// Per device, its started permutes not yet finished, by sequence number.
+  std::vector<std::map<uint64_t, Posted>> posted;
+  /// Per device (touched by its own thread only): the next sequence number,
+  /// and the number of each started permute by its `out` buffer.
+  std::vector<uint64_t> nextSequence;
+  std::vector<std::map<const float *, uint64_t>> sequenceOf;
 };
 
 } // namespace
@@ -474,10 +508,8 @@ void SharedMemoryTransport::permute(const SdCollective &op, const Plan &plan,
 absl::Status SharedMemoryTransport::collective(Device &device,
                                                const SdCollective &op,
                                                const float *in, float *out) {
-  if (device.id() < 0 || device.id() >= meshSpec.numDevices())
-    return absl::InvalidArgumentError(
-        absl::StrFormat("device %d is not a device of mesh %s", device.id(),
-                        meshSpec.toString()));
+  if (absl::Status status = checkDevice(device); !status.ok())
+    return status;
   absl::StatusOr<Plan> planned = makePlan(op);
   if (!planned.ok())
     return planned.status();
@@ -530,22 +562,143 @@ absl::Status SharedMemoryTransport::collective(Device &device,
   return absl::OkStatus();
 }
 
-void SharedMemoryTransport::abort(const absl::Status &status) {
+absl::Status SharedMemoryTransport::checkDevice(const Device &device) const {
+  if (device.id() < 0 || device.id() >= meshSpec.numDevices())
+    return absl::InvalidArgumentError(
+        absl::StrFormat("device %d is not a device of mesh %s", device.id(),
+                        meshSpec.toString()));
+  return absl::OkStatus();
+}
+
+absl::Status SharedMemoryTransport::startCollective(Device &device,
+                                                    const SdCollective &op,
+                                                    const float *in,
+                                                    float *out) {
+  if (absl::Status status = checkDevice(device); !status.ok())
+    return status;
+  if (op.kind != SD_COLLECTIVE_PERMUTE)
+    return Transport::startCollective(device, op, in, out);
+  absl::StatusOr<Plan> plan = makePlan(op);
+  if (!plan.ok())
+    return plan.status();
+  int64_t id = device.id();
+  uint64_t sequence = nextSequence[id]++;
+  sequenceOf[id][out] = sequence;
+  {
+    std::lock_guard<std::mutex> lock(asyncMutex);
+    if (aborted.load())
+      return abortedStatus();
+    posted[id][sequence] = Posted{in};
+  }
+  asyncCondition.notify_all();
+  DeviceCounters &counters = device.counters();
+  counters.commBytes += commBytes(op, *plan);
+  ++counters.collectives;
+  return absl::OkStatus();
+}
+
+absl::Status SharedMemoryTransport::finishCollective(Device &device,
+                                                     const SdCollective &op,
+                                                     float *out) {
+  if (absl::Status status = checkDevice(device); !status.ok())
+    return status;
+  if (op.kind != SD_COLLECTIVE_PERMUTE)
+    return Transport::finishCollective(device, op, out);
+  absl::StatusOr<Plan> plan = makePlan(op);
+  if (!plan.ok())
+    return plan.status();
+  int64_t id = device.id();
+  auto found = sequenceOf[id].find(out);
+  if (found == sequenceOf[id].end())
+    return absl::InternalError(absl::StrFormat(
+        "device %d: '%s' finishes a permute that was not started", id,
+        op.name ? op.name : "<unnamed collective>"));
+  uint64_t sequence = found->second;
+  sequenceOf[id].erase(found);
+  // Who sends to this device, and whether it sends to another.
+  const std::vector<int64_t> &coords = device.coordinates();
+  int64_t self = groupIndex(coords, plan->axes), source = self;
+  bool sends = false;
+  for (int32_t i = 0; i < op.num_pairs; ++i) {
+    if (op.pairs[2 * i + 1] == self)
+      source = op.pairs[2 * i];
+    if (op.pairs[2 * i] == self && op.pairs[2 * i + 1] != self)
+      sends = true;
+  }
+  std::vector<int64_t> member = coords;
+  setGroupIndex(member, plan->axes, source);
+  int64_t sourceId = meshSpec.deviceId(member);
+
+  std::unique_lock<std::mutex> lock(asyncMutex);
+  asyncCondition.wait(lock, [&] {
+    return aborted.load() || posted[sourceId].count(sequence);
+  });
+  auto entry = posted[sourceId].find(sequence);
+  if (entry == posted[sourceId].end())
+    return abortedStatus();
+  const float *data = entry->second.in;
+  entry->second.copying = true;
+  lock.unlock();
+  if (data != out)
+    transferBox(data, plan->inShape, std::vector<int64_t>(plan->inShape.size()),
+                out, plan->outShape, std::vector<int64_t>(plan->inShape.size()),
+                plan->inShape, /*add=*/false);
+  lock.lock();
+  // The source's map may have changed, but not this entry: its owner erases
+  // it only once it is taken.
+  entry->second.copying = false;
+  entry->second.taken = true;
+  asyncCondition.notify_all();
+  // The operand must outlive its reader; after an abort a reader that is not
+  // copying never will.
+  if (sends) {
+    asyncCondition.wait(lock, [&] {
+      const Posted &own = posted[id][sequence];
+      return own.taken || (aborted.load() && !own.copying);
+    });
+    if (!posted[id][sequence].taken) {
+      posted[id].erase(sequence);
+      return abortedStatus();
+    }
+  }
+  posted[id].erase(sequence);
+  return absl::OkStatus();
+}
+
+absl::Status SharedMemoryTransport::abortedStatus() {
   std::lock_guard<std::mutex> lock(stateMutex);
-  if (!aborted.load())
-    abortStatus =
-        status.ok() ? absl::AbortedError("the mesh was aborted") : status;
-  aborted.store(true);
-  for (auto &[key, barrier] : barriers)
-    barrier->wake();
+  return abortStatus.ok() ? absl::AbortedError("the mesh was aborted")
+                          : abortStatus;
+}
+
+void SharedMemoryTransport::abort(const absl::Status &status) {
+  {
+    std::lock_guard<std::mutex> lock(stateMutex);
+    if (!aborted.load())
+      abortStatus =
+          status.ok() ? absl::AbortedError("the mesh was aborted") : status;
+    aborted.store(true);
+    for (auto &[key, barrier] : barriers)
+      barrier->wake();
+  }
+  std::lock_guard<std::mutex> lock(asyncMutex);
+  asyncCondition.notify_all();
 }
 
 void SharedMemoryTransport::reset() {
-  std::lock_guard<std::mutex> lock(stateMutex);
-  for (auto &[key, barrier] : barriers)
-    barrier->reset();
-  abortStatus = absl::OkStatus();
-  aborted.store(false);
+  {
+    std::lock_guard<std::mutex> lock(stateMutex);
+    for (auto &[key, barrier] : barriers)
+      barrier->reset();
+    abortStatus = absl::OkStatus();
+    aborted.store(false);
+  }
+  std::lock_guard<std::mutex> lock(asyncMutex);
+  for (auto &device : posted)
+    device.clear();
+  std::fill(nextSequence.begin(), nextSequence.end(), 0);
+  for (auto &device : sequenceOf)
+    device.clear();
 }
 
 std::unique_ptr<Transport>

@@ -11,8 +11,10 @@
 
 #include "gtest/gtest.h"
 
+#include <chrono>
 #include <cstring>
 #include <random>
+#include <thread>
 
 using namespace sd;
 using namespace sd::rt;
@@ -542,6 +544,165 @@ TEST(CollectivesTest, CollectivePermuteRingShiftInEveryGroup) {
       EXPECT_EQ(run.counters[d].commBytes, bytes) << describe(c);
     }
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous collectives (collective_start / collective_done)
+//===----------------------------------------------------------------------===//
+
+/// A ring shift by `shift` over the group of `axes`.
+struct Ring {
+  SdCollective op;
+  std::vector<int64_t> pairs;
+};
+Ring ringShift(const MeshSpec &mesh, const Axes &axes, int64_t shift) {
+  Ring ring{groupOp(SD_COLLECTIVE_PERMUTE, kLocal, kLocal, axes), {}};
+  int64_t n = groupSize(mesh, axes);
+  for (int64_t i = 0; i < n; ++i)
+    ring.pairs.insert(ring.pairs.end(), {i, ((i + shift) % n + n) % n});
+  ring.op.num_pairs = static_cast<int32_t>(n);
+  return ring;
+}
+
+/// The device of `device`'s group whose member index is `member`.
+int64_t groupMember(const MeshSpec &mesh, int64_t device, const Axes &axes,
+                    int64_t member) {
+  for (int64_t peer : groupOf(mesh, device, axes))
+    if (memberIndex(mesh, peer, axes) == member)
+      return peer;
+  return -1;
+}
+
+TEST(CollectivesTest, AsyncPermutesOverlapWorkAndMatchTheBlockingOne) {
+  for (const GroupCase &c : groupCases()) {
+    int64_t n = groupSize(c.mesh, c.axes);
+    // Two permutes in flight at once, the ring both ways, finished in the
+    // order they were started; odd devices are slow in between, so their
+    // peers wait in the done.
+    Ring forward = ringShift(c.mesh, c.axes, 1);
+    Ring backward = ringShift(c.mesh, c.axes, -1);
+    forward.op.pairs = forward.pairs.data();
+    backward.op.pairs = backward.pairs.data();
+    Buffers k = perDevice(c.mesh, [&](int64_t d) { return deviceOperand(d, kLocal); });
+    Buffers v = perDevice(c.mesh, [&](int64_t d) { return randomOperand(d, kLocal, 5); });
+    Buffers kOut(c.mesh.numDevices()), vOut(c.mesh.numDevices());
+    MeshRuntimeOptions options;
+    options.mesh = c.mesh;
+    options.threadsPerDevice = 1;
+    auto runtime = MeshRuntime::create(options);
+    ASSERT_TRUE(runtime.ok()) << runtime.status();
+    const SdApi *api = MeshRuntime::api();
+    absl::Status status = (*runtime)->runOnDevices([&](Device &device) {
+      auto *dev = reinterpret_cast<SdDevice *>(&device);
+      int64_t id = device.id();
+      kOut[id].assign(numElements(kLocal), -1.0f);
+      vOut[id].assign(numElements(kLocal), -1.0f);
+      if (api->collective_start(dev, &forward.op, k[id].data(),
+                                kOut[id].data()) ||
+          api->collective_start(dev, &backward.op, v[id].data(),
+                                vOut[id].data()))
+        return device.error();
+      if (id % 2 == 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (api->collective_done(dev, &forward.op, kOut[id].data()) ||
+          api->collective_done(dev, &backward.op, vOut[id].data()))
+        return device.error();
+      return absl::OkStatus();
+    });
+    ASSERT_TRUE(status.ok()) << status << " " << describe(c);
+    for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
+      int64_t self = memberIndex(c.mesh, d, c.axes);
+      expectBitwiseEqual(kOut[d], k[groupMember(c.mesh, d, c.axes, (self + n - 1) % n)],
+                         describe(c) + " forward, device " + std::to_string(d));
+      expectBitwiseEqual(vOut[d], v[groupMember(c.mesh, d, c.axes, (self + 1) % n)],
+                         describe(c) + " backward, device " + std::to_string(d));
+      int64_t bytes = n > 1 ? 2 * numElements(kLocal) * 4 : 0;
+      EXPECT_EQ((*runtime)->device(d).counters().commBytes, bytes);
+    }
+  }
+}
+
+TEST(CollectivesTest, AsyncOfOtherKindsRunsAtTheDone) {
+  // The transport's default: an all_reduce started and finished equals the
+  // blocking one, bitwise.
+  MeshSpec mesh = mesh4();
+  SdCollective op = groupOp(SD_ALL_REDUCE, kLocal, kLocal, {1, 0});
+  Buffers inputs =
+      perDevice(mesh, [&](int64_t d) { return randomOperand(d, kLocal, 9); });
+  RunResult blocking = runCollective(mesh, op, inputs);
+  ASSERT_TRUE(blocking.status.ok()) << blocking.status;
+  Buffers outputs(mesh.numDevices(), std::vector<float>(numElements(kLocal)));
+  auto runtime = MeshRuntime::create({mesh, 1});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  const SdApi *api = MeshRuntime::api();
+  absl::Status status = (*runtime)->runOnDevices([&](Device &device) {
+    auto *dev = reinterpret_cast<SdDevice *>(&device);
+    if (api->collective_start(dev, &op, inputs[device.id()].data(),
+                              outputs[device.id()].data()) ||
+        api->collective_done(dev, &op, outputs[device.id()].data()))
+      return device.error();
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(status.ok()) << status;
+  for (int64_t d = 0; d < mesh.numDevices(); ++d)
+    expectBitwiseEqual(outputs[d], blocking.outputs[d],
+                       "device " + std::to_string(d));
+}
+
+TEST(CollectivesTest, AsyncPermuteOfAFailedPeerAbortsInsteadOfHanging) {
+  // Device 0 starts the ring shift and fails before its done; the peer
+  // waiting for it to take its block returns Aborted instead of hanging, and
+  // the run reports device 0's error.
+  MeshSpec mesh = mesh4();
+  Ring ring = ringShift(mesh, {1, 0}, 1);
+  ring.op.pairs = ring.pairs.data();
+  Buffers inputs =
+      perDevice(mesh, [&](int64_t d) { return deviceOperand(d, kLocal); });
+  Buffers outputs(mesh.numDevices(), std::vector<float>(numElements(kLocal)));
+  auto runtime = MeshRuntime::create({mesh, 1});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  const SdApi *api = MeshRuntime::api();
+  std::vector<absl::StatusCode> codes(mesh.numDevices());
+  absl::Status status = (*runtime)->runOnDevices([&](Device &device) {
+    auto *dev = reinterpret_cast<SdDevice *>(&device);
+    int64_t id = device.id();
+    // A peer that starts after device 0 failed is refused at the start.
+    if (api->collective_start(dev, &ring.op, inputs[id].data(),
+                              outputs[id].data()) == 0) {
+      if (id == 0)
+        return absl::InternalError("device 0 failed mid-step");
+      api->collective_done(dev, &ring.op, outputs[id].data());
+    }
+    codes[id] = device.error().code();
+    return device.error();
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  EXPECT_NE(status.message().find("device 0 failed"), std::string::npos);
+  // Member 3 (device 3) sends to device 0, which never takes its block; the
+  // others may finish first if their peers were quicker than the abort.
+  EXPECT_EQ(codes[3], absl::StatusCode::kAborted);
+  for (int64_t d = 1; d < 3; ++d)
+    EXPECT_TRUE(codes[d] == absl::StatusCode::kOk ||
+                codes[d] == absl::StatusCode::kAborted)
+        << "device " << d << ": " << codes[d];
+}
+
+TEST(CollectivesTest, AsyncDoneWithoutStartIsAnError) {
+  MeshSpec mesh = mesh2();
+  Ring ring = ringShift(mesh, {0}, 1);
+  ring.op.pairs = ring.pairs.data();
+  std::vector<float> out(numElements(kLocal));
+  auto runtime = MeshRuntime::create({mesh, 1});
+  ASSERT_TRUE(runtime.ok()) << runtime.status();
+  absl::Status status = (*runtime)->runOnDevices([&](Device &device) {
+    if (MeshRuntime::api()->collective_done(
+            reinterpret_cast<SdDevice *>(&device), &ring.op, out.data()))
+      return device.error();
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  EXPECT_NE(status.message().find("was not started"), std::string::npos)
+      << status;
 }
 
 //===----------------------------------------------------------------------===//

@@ -274,7 +274,12 @@ def SD_CollectivePermuteOp : SD_CollectiveOp<"collective_permute",
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The (source, target) pairs of member indices.
-    ::llvm::SmallVector<std::pair<int64_t, int64_t>> getPairList();
+    ::llvm::SmallVector<std::pair<int64_t, int64_t>> getPairList() {
+      return pairList(getPairs());
+    }
+    /// `flat` ([s0, t0, s1, t1, ...]) as (source, target) pairs.
+    static ::llvm::SmallVector<std::pair<int64_t, int64_t>>
+    pairList(::llvm::ArrayRef<int64_t> flat);
     /// The pairs of a rotation by `shift` (any sign) along a group of
     /// `size` members: `[i, (i + shift) mod size]`; none for a multiple of
     /// `size`.
@@ -316,6 +321,87 @@ def SD_AxisIndexOp : SD_CollectiveOp<"axis_index"> {
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat = "$mesh `axes` `=` $axes attr-dict `:` type($result)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous collective_permute (start / done)
+//===----------------------------------------------------------------------===//
+
+def SD_CollectivePermuteStartOp : SD_Op<"collective_permute_start",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     AllTypesMatch<["operand", "result"]>]> {
+  let summary = "Issues a collective_permute whose result a later done completes";
+  let description = [{
+    ```mlir
+    %p = sd.collective_permute_start %x @mesh axes = ["context"] pairs = [[0, 1], [1, 0]] : tensor<4x8xf32>
+    %y = sd.collective_permute_done %p, %x : tensor<4x8xf32>
+    ```
+    The first half of an `sd.collective_permute` with the same operands and
+    attributes (same groups, pairs and semantics): it sends the operand and
+    posts the receive, and returns at once. Its result is the buffer the
+    block arrives in; nothing may read it but the matching
+    `sd.collective_permute_done`, whose result is the permute's. Work
+    placed between the two overlaps the transfer (ring attention's next K/V
+    block travels while the current one is computed: double buffering).
+    sd-async-collectives creates the pair from a `sd.collective_permute`.
+    It has side effects, so that no pass merges or drops an issued
+    transfer.
+    Pipeline stage: after sd-async-collectives (local types).
+    Constraints: those of `sd.collective_permute`, and
+    * its only user is one `sd.collective_permute_done` (whose second
+      operand is this op's operand)
+  }];
+  let arguments = (ins SD_LocalTensor:$operand, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, DenseI64ArrayAttr:$pairs);
+  let results = (outs SD_LocalTensor:$result);
+  let assemblyFormat = [{
+    $operand $mesh `axes` `=` $axes `pairs` `=`
+    custom<PermutePairs>($pairs) attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The (source, target) pairs of member indices.
+    ::llvm::SmallVector<std::pair<int64_t, int64_t>> getPairList() {
+      return CollectivePermuteOp::pairList(getPairs());
+    }
+    /// The done that completes it, if its only user is one.
+    CollectivePermuteDoneOp getDone();
+    static ::mlir::ParseResult parsePermutePairs(::mlir::OpAsmParser &parser,
+                                                 ::mlir::DenseI64ArrayAttr &pairs) {
+      return CollectivePermuteOp::parsePermutePairs(parser, pairs);
+    }
+    static void printPermutePairs(::mlir::OpAsmPrinter &printer,
+                                  ::mlir::Operation *op,
+                                  ::mlir::DenseI64ArrayAttr pairs) {
+      CollectivePermuteOp::printPermutePairs(printer, op, pairs);
+    }
+  }];
+}
+
+def SD_CollectivePermuteDoneOp : SD_Op<"collective_permute_done",
+    [AllTypesMatch<["pending", "source", "result"]>]> {
+  let summary = "Waits for a collective_permute_start and yields its result";
+  let description = [{
+    ```mlir
+    %y = sd.collective_permute_done %p, %x : tensor<4x8xf32>
+    ```
+    Waits until the block `%p`'s start receives has arrived and until the
+    start's operand `%x` (the second operand, which it keeps alive) has
+    been taken by the member it was sent to; the result is the received
+    block, in `%p`'s buffer. It has side effects (see the start).
+    Pipeline stage: after sd-async-collectives (local types).
+    Constraints:
+    * `pending` is the result of an `sd.collective_permute_start` whose
+      operand is `source`
+  }];
+  let arguments = (ins SD_LocalTensor:$pending, SD_LocalTensor:$source);
+  let results = (outs SD_LocalTensor:$result);
+  let assemblyFormat = "$pending `,` $source attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The start this op completes, if its pending value is one's.
+    CollectivePermuteStartOp getStart();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

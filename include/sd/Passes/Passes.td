@@ -648,4 +648,34 @@ def OptimizeCollectives
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def AsyncCollectives : Pass<"sd-async-collectives", "::mlir::func::FuncOp"> {
+  let summary = "Split collective permutes into a start and a done around "
+                "the work that does not need them";
+  let description = [{
+    Turns each `sd.collective_permute` of a partitioned program into an
+    `sd.collective_permute_start` at the permute's place and an
+    `sd.collective_permute_done` just before the first op that reads the
+    permuted block, so that the ops in between overlap the transfer (XLA's
+    asynchronous collective-permute). Ring attention issues the shift of
+    the next K/V block before the current block's tiles, so each block's
+    compute hides the next block's transfer (double buffering), and a trace
+    shows the start and done spans around it. A permute whose first reader
+    is the next op stays synchronous: there is nothing to overlap.
+
+    ```mlir
+    %k1 = sd.collective_permute %k0 @mesh axes = ["context"] pairs = [[0, 1], [1, 0]] : tensor<1x2x4x8xf32>
+    %o, %l = sd.flash_attention %q, %k0, %v0 ...
+    %o2, %l2 = sd.flash_attention %q, %k1, %v1 ...
+    // becomes
+    %p = sd.collective_permute_start %k0 @mesh axes = ["context"] pairs = [[0, 1], [1, 0]] : tensor<1x2x4x8xf32>
+    %o, %l = sd.flash_attention %q, %k0, %v0 ...
+    %k1 = sd.collective_permute_done %p, %k0 : tensor<1x2x4x8xf32>
+    %o2, %l2 = sd.flash_attention %q, %k1, %v1 ...
+    ```
+    The pair keeps the operand alive until the done, so the memory a
+    permute holds spans the overlapped ops.
+  }];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 #endif // SD_PASSES_TD

@@ -36,7 +36,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 3
+#define SD_ABI_VERSION 4
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -136,6 +136,16 @@ typedef struct SdApi {
    * allocated by the program. */
   int32_t (*collective)(SdDevice *dev, const SdCollective *op, const float *in,
                         float *out);
+  /* The two halves of an asynchronous collective (sd.collective_permute_
+   * start and done): `collective_start` issues `op` and returns at once;
+   * `collective_done` with the same `op` and `out` waits until `out` is
+   * complete and `in` is no longer read by anyone. Between the two the
+   * program computes other things, and neither reads `out` nor writes
+   * `in`. */
+  int32_t (*collective_start)(SdDevice *dev, const SdCollective *op,
+                              const float *in, float *out);
+  int32_t (*collective_done)(SdDevice *dev, const SdCollective *op,
+                             float *out);
 
   /* --- kernels ----------------------------------------------------------- */
   /* For b in [0, batch): C_b = op(A_b) · op(B_b) + beta · C_b, row-major,

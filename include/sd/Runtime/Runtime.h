@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -165,10 +166,28 @@ public:
   /// another device aborted the transport.
   virtual absl::Status collective(Device &device, const SdCollective &op,
                                   const float *in, float *out) = 0;
+  /// Issues `op` for `device` and returns before it completes; the matching
+  /// `finishCollective` (same device, op and `out`) waits for it. Every
+  /// device issues and finishes its collectives in one program order, so
+  /// the k-th start of one device matches the k-th start of its peers. The
+  /// default defers the whole collective to `finishCollective`; transports
+  /// that can move data in the meantime override both.
+  virtual absl::Status startCollective(Device &device, const SdCollective &op,
+                                       const float *in, float *out);
+  /// Completes the collective `startCollective` issued into `out`: `out` is
+  /// complete and the start's `in` is no longer read by anyone.
+  virtual absl::Status finishCollective(Device &device, const SdCollective &op,
+                                        float *out);
   /// Releases every device waiting in a collective with `status`, and makes
   /// later collectives fail, until `reset`.
   virtual void abort(const absl::Status &status) = 0;
   virtual void reset() = 0;
+
+private:
+  /// The default start's deferred collectives: the operand of each, by
+  /// device and `out` buffer.
+  std::mutex deferredMutex;
+  std::map<std::pair<int64_t, const float *>, const float *> deferred;
 };
 
 /// The in-process transport: devices are threads sharing memory.

@@ -681,7 +681,10 @@ static CollectiveCall collectiveOf(AllToAllOp op) {
           static_cast<int64_t>(op.getSrcDim()),
           static_cast<int64_t>(op.getTgtDim())};
 }
-static CollectiveCall collectiveOf(CollectivePermuteOp op) {
+template <typename OpTy,
+          typename = std::enable_if_t<llvm::is_one_of<
+              OpTy, CollectivePermuteOp, CollectivePermuteStartOp>::value>>
+static CollectiveCall collectiveOf(OpTy op) {
   return {"SD_COLLECTIVE_PERMUTE",       nullptr, op.getAxes(), 0, 0,
           llvm::to_vector(op.getPairs())};
 }
@@ -732,17 +735,36 @@ static void writeDescriptor(Operation *op, const CollectiveCall &c,
      << "    /*name=*/" << cString(pb.names.op(op)) << "};\n";
 }
 
+/// What a collective's step writes besides its descriptor.
+struct CollectiveStep {
+  /// The runtime call: "collective", "collective_start" or
+  /// "collective_done".
+  StringRef call = "collective";
+  /// The op whose descriptor it passes (a done passes its start's).
+  Operation *described;
+};
+
 /// A collective: a static descriptor and one runtime call, in a span named
-/// by the axes it communicates over and what one device sends (the cost
-/// model's ring bytes): "all_reduce fsdp,data 4x8 (dit.mlir:12)".
+/// by the op, the axes it communicates over and what one device sends (the
+/// cost model's ring bytes): "all_reduce fsdp,data 4x8 (dit.mlir:12)". A
+/// done fills its start's buffer and sends nothing.
 static LogicalResult emitCollective(Operation *op, FlatSymbolRefAttr meshRef,
                                     const CollectiveCall &c,
+                                    const CollectiveStep &how,
                                     ProgramBuilder &pb) {
-  Value in = op->getOperand(0), out = op->getResult(0);
+  Operation *described = how.described;
+  Value in = described->getOperand(0), out = op->getResult(0);
   MeshAttr mesh = pb.lookupMesh(op, meshRef);
   if (!mesh)
     return failure();
-  std::string bufferName = pb.allocate(out);
+  bool done = how.call == "collective_done";
+  std::string bufferName;
+  if (done) {
+    bufferName = pb.buffer(op->getOperand(0));
+    pb.setBuffer(out, bufferName);
+  } else {
+    bufferName = pb.allocate(out);
+  }
   std::string tag = pb.freshTag();
   ArrayRef<int64_t> inShape = shapeOf(in);
   if (inShape.size() > 8)
@@ -763,7 +785,7 @@ static LogicalResult emitCollective(Operation *op, FlatSymbolRefAttr meshRef,
       return failure();
     axes = *idx;
   }
-  writeDescriptor(op, c, dimAxes, axes, tag, pb);
+  writeDescriptor(described, c, dimAxes, axes, tag, pb);
   SmallVector<int64_t> used(axes);
   for (ArrayRef<int64_t> a : dimAxes)
     used.append(a.begin(), a.end());
@@ -782,8 +804,11 @@ static LogicalResult emitCollective(Operation *op, FlatSymbolRefAttr meshRef,
   pb.traceBegin({op->getName().stripDialect().str(), llvm::join(axisNames, ","),
                  shapeText(inShape), pb.names.label(op)},
                 "collective", costFlops(op), sent);
-  pb.entry() << "  if (int32_t st = api->collective(dev, &coll" << tag << ", "
-             << pb.buffer(in) << ", " << bufferName << ")) return st;\n";
+  pb.entry() << "  if (int32_t st = api->" << how.call << "(dev, &coll" << tag
+             << ", ";
+  if (!done)
+    pb.entry() << pb.buffer(in) << ", ";
+  pb.entry() << bufferName << ")) return st;\n";
   pb.traceEnd();
   return success();
 }
@@ -792,7 +817,22 @@ static LogicalResult emitCollective(Operation *op, FlatSymbolRefAttr meshRef,
 template <typename OpTy,
           typename = decltype(collectiveOf(std::declval<OpTy>()))>
 static LogicalResult emitCallOf(OpTy op, ProgramBuilder &pb) {
-  return emitCollective(op, op.getMeshAttr(), collectiveOf(op), pb);
+  return emitCollective(op, op.getMeshAttr(), collectiveOf(op),
+                        {"collective", op}, pb);
+}
+
+/// The halves of an asynchronous permute: the start issues it into its
+/// result's buffer, the done completes that buffer.
+static LogicalResult emitCallOf(CollectivePermuteStartOp op,
+                                ProgramBuilder &pb) {
+  return emitCollective(op, op.getMeshAttr(), collectiveOf(op),
+                        {"collective_start", op}, pb);
+}
+static LogicalResult emitCallOf(CollectivePermuteDoneOp op,
+                                ProgramBuilder &pb) {
+  CollectivePermuteStartOp start = op.getStart();
+  return emitCollective(op, start.getMeshAttr(), collectiveOf(start),
+                        {"collective_done", start}, pb);
 }
 
 /// The device's linear index along `axes` of the mesh.
@@ -906,6 +946,17 @@ struct CallModel : Base<CallModel<OpTy, Kind>, OpTy> {
   }
 };
 
+/// A permute's done: a call that completes its start's buffer.
+struct PermuteDoneModel : Base<PermuteDoneModel, CollectivePermuteDoneOp> {
+  LoweringKind getLoweringKind(Operation *) const {
+    return LoweringKind::Collective;
+  }
+  int64_t getResultBufferOperand(Operation *) const { return 0; }
+  LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
+    return emitCallOf(cast<CollectivePermuteDoneOp>(op), program);
+  }
+};
+
 } // namespace
 
 template <template <typename> class Model, typename... OpTys>
@@ -935,7 +986,8 @@ void mlir::sd::registerOpenMPLoweringInterfaces(DialectRegistry &registry) {
                 Conv2DOp, RngNormalOp, RngUniformOp>(context);
     attachCalls<LoweringKind::Collective, AllGatherOp, AllSliceOp,
                 ReduceScatterOp, AllReduceOp, AllToAllOp, CollectivePermuteOp,
-                AxisIndexOp>(context);
+                CollectivePermuteStartOp, AxisIndexOp>(context);
+    CollectivePermuteDoneOp::attachInterface<PermuteDoneModel>(*context);
     attachCalls<LoweringKind::Memory, OffloadOp, ReloadOp>(context);
   });
 }

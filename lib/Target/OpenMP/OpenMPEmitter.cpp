@@ -327,12 +327,20 @@ LogicalResult ProgramEmitter::planSteps() {
   return success();
 }
 
-/// Storage: a view shares its operand's buffer; each storage is released
-/// after its last reader.
+/// Storage: a view shares its operand's buffer, and so does a call that
+/// completes its result in an operand's (getResultBufferOperand); each
+/// storage is released after its last reader.
 void ProgramEmitter::planStorage() {
-  for (Step &step : steps)
-    if (step.plan.getKind() == KernelKind::alias)
+  for (Step &step : steps) {
+    if (step.plan.getKind() == KernelKind::alias) {
       aliasOf[step.root->getResult(0)] = step.root->getOperand(0);
+      continue;
+    }
+    int64_t shared = cast<OpenMPLoweringOpInterface>(step.root)
+                         .getResultBufferOperand();
+    if (shared >= 0)
+      aliasOf[step.root->getResult(0)] = step.root->getOperand(shared);
+  }
   for (auto [i, step] : llvm::enumerate(steps)) {
     for (Value result : step.root->getResults()) {
       Value st = storageOf(result);

@@ -468,6 +468,57 @@ func.func @all_to_all_result_type(%x: tensor<4x8xf32>) -> tensor<4x4xf32> {
 }
 
 //===----------------------------------------------------------------------===//
+// sd.collective_permute_start, sd.collective_permute_done
+//===----------------------------------------------------------------------===//
+
+// -----
+
+sd.mesh @mesh = <["context"=2]>
+func.func @permute_start_without_done(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute_start' op must have one user, an sd.collective_permute_done}}
+  %p = sd.collective_permute_start %x @mesh axes = ["context"] pairs = [[0, 1], [1, 0]] : tensor<4x8xf32>
+  return %p : tensor<4x8xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["context"=2]>
+func.func @permute_done_other_source(%x: tensor<4x8xf32>, %z: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %p = sd.collective_permute_start %x @mesh axes = ["context"] pairs = [[0, 1], [1, 0]] : tensor<4x8xf32>
+  // expected-error @+1 {{'sd.collective_permute_done' op names a source that is not the operand of its sd.collective_permute_start}}
+  %d = sd.collective_permute_done %p, %z : tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @permute_done_without_start(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute_done' op completes a value that no sd.collective_permute_start defines}}
+  %d = sd.collective_permute_done %x, %x : tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["context"=2]>
+func.func @permute_start_member_range(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute_start' op pair [0, 2] names member 2, outside the groups of}}
+  %p = sd.collective_permute_start %x @mesh axes = ["context"] pairs = [[0, 2]] : tensor<4x8xf32>
+  %d = sd.collective_permute_done %p, %x : tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["context"=2]>
+func.func @permute_start_two_sources(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'sd.collective_permute_start' op lists member 0 as the source of two pairs}}
+  %p = sd.collective_permute_start %x @mesh axes = ["context"] pairs = [[0, 1], [0, 0]] : tensor<4x8xf32>
+  %d = sd.collective_permute_done %p, %x : tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+//===----------------------------------------------------------------------===//
 // sd.collective_permute
 //===----------------------------------------------------------------------===//
 

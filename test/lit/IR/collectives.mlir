@@ -90,6 +90,25 @@ func.func @collective_permute(%kv: tensor<2x8x64x64xbf16>) -> tensor<2x8x64x64xb
 
 // -----
 
+// The asynchronous permute: a start, work in between, and its done, which
+// names the start's operand to keep it alive.
+// CHECK-LABEL: func.func @collective_permute_async
+// CHECK-SAME: (%[[KV:.*]]: tensor<2x8x64x64xf32>)
+// CHECK: %[[P:.*]] = sd.collective_permute_start %[[KV]] @mesh axes = ["context"] pairs = {{\[}}[0, 1], [1, 0]] : tensor<2x8x64x64xf32>
+// CHECK: %[[W:.*]] = sd.exp %[[KV]]
+// CHECK: %[[D:.*]] = sd.collective_permute_done %[[P]], %[[KV]] : tensor<2x8x64x64xf32>
+// CHECK: sd.add %[[W]], %[[D]]
+sd.mesh @mesh = <["context"=2]>
+func.func @collective_permute_async(%kv: tensor<2x8x64x64xf32>) -> tensor<2x8x64x64xf32> {
+  %p = sd.collective_permute_start %kv @mesh axes = ["context"] pairs = [[0, 1], [1, 0]] : tensor<2x8x64x64xf32>
+  %w = sd.exp %kv : tensor<2x8x64x64xf32>
+  %d = sd.collective_permute_done %p, %kv : tensor<2x8x64x64xf32>
+  %y = sd.add %w, %d : tensor<2x8x64x64xf32>
+  return %y : tensor<2x8x64x64xf32>
+}
+
+// -----
+
 // reshard in a global program, with a replicated axis and a dynamic batch.
 // CHECK-LABEL: func.func @reshard
 // CHECK-SAME: (%[[X:.*]]: tensor<?x384xf32>)

@@ -10,21 +10,27 @@
 // The self-attention block's sequence (64 tokens, batch 4, 4 heads of 8)
 // is sharded over context:4 by flux's rules; the forward program.
 
-// Ring: the key and value blocks (local [4, 4, 16, 8]) take P − 1 = 3 hops,
-// each hop's permute issued before the tiles of the block at hand; the
-// partial outputs merge by log-sum-exp.
+// Ring: the key and value blocks (local [4, 4, 16, 8]) take P − 1 = 3 hops;
+// each hop's permute starts before the tiles of the block at hand and is
+// done just before the next block's (double buffering); the partial
+// outputs merge by log-sum-exp.
 // RING-LABEL: func.func @loss
-// RING: %[[K1:.*]] = sd.collective_permute %[[K0:[0-9a-z_]+]] @mesh axes = ["context"] pairs = {{\[\[}}0, 1], [1, 2], [2, 3], [3, 0]] : tensor<4x4x16x8xf32>
-// RING: %[[V1:.*]] = sd.collective_permute %[[V0:[0-9a-z_]+]] @mesh axes = ["context"] pairs = {{\[\[}}0, 1], [1, 2], [2, 3], [3, 0]] : tensor<4x4x16x8xf32>
+// RING: %[[PK1:.*]] = sd.collective_permute_start %[[K0:[0-9a-z_]+]] @mesh axes = ["context"] pairs = {{\[\[}}0, 1], [1, 2], [2, 3], [3, 0]] : tensor<4x4x16x8xf32>
+// RING: %[[PV1:.*]] = sd.collective_permute_start %[[V0:[0-9a-z_]+]] @mesh axes = ["context"] pairs = {{\[\[}}0, 1], [1, 2], [2, 3], [3, 0]] : tensor<4x4x16x8xf32>
 // RING: %[[O0:.*]], %[[L0:.*]] = sd.flash_attention %[[Q:[0-9a-z_]+]], %[[K0]], %[[V0]] scale
 // RING-NOT: context_parallel
-// RING: %[[K2:.*]] = sd.collective_permute %[[K1]]
-// RING: %[[V2:.*]] = sd.collective_permute %[[V1]]
+// RING: %[[K1:.*]] = sd.collective_permute_done %[[PK1]], %[[K0]]
+// RING: %[[PK2:.*]] = sd.collective_permute_start %[[K1]]
+// RING: %[[V1:.*]] = sd.collective_permute_done %[[PV1]], %[[V0]]
+// RING: %[[PV2:.*]] = sd.collective_permute_start %[[V1]]
 // RING: %[[O1:.*]], %[[L1:.*]] = sd.flash_attention %[[Q]], %[[K1]], %[[V1]] scale
 // RING: %[[TOP:.*]] = sd.max %[[L0]], %[[L1]]
+// RING: %[[K2:.*]] = sd.collective_permute_done %[[PK2]], %[[K1]]
+// RING: %[[V2:.*]] = sd.collective_permute_done %[[PV2]], %[[V1]]
 // RING: sd.flash_attention %[[Q]], %[[K2]], %[[V2]] scale
 // RING: sd.flash_attention %[[Q]], %{{.*}}, %{{.*}} scale
 // RING-NOT: sd.flash_attention
+// RING-NOT: sd.collective_permute_start
 // RING-NOT: sd.all_gather
 
 // Ulysses: q, k and v move from the sequence to the heads ([4, 1, 64, 8]),

@@ -36,6 +36,13 @@ def SDOMP_OpenMPLoweringOpInterface
       }],
       "bool", "isBufferView", (ins), [{}], [{ return false; }]>,
     InterfaceMethod<[{
+        Calls whose result is completed in the buffer of one of their
+        operands (sd.collective_permute_done fills its start's): that
+        operand's index, else -1. The result then shares that buffer, which
+        lives until the result's last reader.
+      }],
+      "int64_t", "getResultBufferOperand", (ins), [{}], [{ return -1; }]>,
+    InterfaceMethod<[{
         Fusible ops and reductions: the position at which the op reads each
         of its operands when a kernel computes its result at `pos` (or, for
         a reduction, reads its input at `pos`). The default reads every
