@@ -127,7 +127,7 @@ TEST_P(ContextParallelTest, SelfAttentionTrainStep) {
   bool sharded = llvm::StringRef(GetParam()).contains("context");
   for (auto [kind, collective] :
        {std::pair{::sd::AttentionKind::Flash, "sd.all_gather"},
-        std::pair{::sd::AttentionKind::Ring, "sd.collective_permute"},
+        std::pair{::sd::AttentionKind::Ring, "sd.collective_permute_start"},
         std::pair{::sd::AttentionKind::Ulysses, "sd.all_to_all"}}) {
     SCOPED_TRACE(std::string(::sd::attentionKindName(kind)));
     tile = mlir::sd::TileAttentionOptions();
