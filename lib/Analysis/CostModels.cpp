@@ -274,11 +274,15 @@ static CommunicationInfo communication(AllReduceOp op,
                   getTensorBytes(op.getOperand().getType()));
 }
 
+// Within subgroups, each member keeps 1/m and sends the rest to m − 1
+// peers.
 static CommunicationInfo communication(AllToAllOp op,
                                        SymbolTableCollection &symbols) {
-  return makeInfo(op, op.getMeshAttr(), symbols, CommunicationPattern::AllToAll,
-                  toStringRefs(op.getAxes()),
-                  getTensorBytes(op.getOperand().getType()));
+  CommunicationInfo info = makeInfo(
+      op, op.getMeshAttr(), symbols, CommunicationPattern::AllToAll,
+      toStringRefs(op.getAxes()), getTensorBytes(op.getOperand().getType()));
+  info.groupSize = op.getExchangeSize(info.groupSize);
+  return info;
 }
 
 // Each device sends its S bytes at most once; a permute whose pairs all

@@ -247,12 +247,13 @@ static LogicalResult vjpOf(FlashAttentionOp op, OpBuilder &b, ValueRange cts,
   FloatAttr scale = op.getScaleAttr();
   FlashBlocksAttr blocks = op.getBlocks();
   ContextParallelAttr context = op.getContextParallelAttr();
+  IntegerAttr shards = op.getUlyssesShardsAttr();
   // dK/dV first: with use_fused_bwd_kernel the OpenMP target computes dQ in
   // the dK/dV pass of the op that precedes it.
   auto dkv = FlashAttentionDkvOp::create(b, loc, q, k, v, o, lse, cts[0],
-                                         mask, scale, blocks, context);
+                                         mask, scale, blocks, context, shards);
   out[0] = FlashAttentionDqOp::create(b, loc, q, k, v, o, lse, cts[0], mask,
-                                     scale, blocks, context);
+                                     scale, blocks, context, shards);
   out[1] = dkv.getDKey();
   out[2] = dkv.getDValue();
   return success();

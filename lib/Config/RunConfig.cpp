@@ -193,6 +193,9 @@ const CheckedKey<int64_t> kIntegerKeys[] = {
      [](int64_t v) { return v >= 0; }, "must not be negative"},
     {"profiler_steps", &RunConfig::profilerSteps,
      [](int64_t v) { return v >= 1; }, "must be at least 1"},
+    // -1 (MaxDiffusion's default) leaves it unset.
+    {"ulysses_shards", &RunConfig::ulyssesShards,
+     [](int64_t v) { return v == -1 || v >= 1; }, "must be -1 or at least 1"},
 };
 
 /// Keys whose value is kept as the string given.

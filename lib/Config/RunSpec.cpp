@@ -179,7 +179,9 @@ absl::Status checkFlags(const RunSpecFlags &flags) {
         CountFlag{&flags.warmupSteps, "warmup-steps", 0,
                   "must not be negative"},
         CountFlag{&flags.threadsPerDevice, "threads-per-device", 0,
-                  "must not be negative"}}) {
+                  "must not be negative"},
+        CountFlag{&flags.ulyssesShards, "ulysses-shards", 1,
+                  "must be at least 1"}}) {
     if (*flag && **flag < min)
       return flagError(flagName, requirement, std::to_string(**flag));
   }
@@ -524,14 +526,39 @@ absl::Status Resolver::resolveModel() {
                   kUnavailableAttentionKinds.end(),
                   attention.value) != kUnavailableAttentionKinds.end();
     return invalid(absl::StrFormat(
-        "%s: attention '%s' %s; sd runs dot_product, flash, ring, ulysses "
-        "and auto",
+        "%s: attention '%s' %s; sd runs dot_product, flash, ring, ulysses, "
+        "ulysses_ring and auto",
         attention.origin, attention.value,
         unavailable ? "is not available in sd" : "is unknown"));
   }
   model.attention.value = *kind;
   model.attention.source = attention.source;
   model.attention.origin = attention.origin;
+  // A config's ulysses_shards is MaxDiffusion's -1 when unset, and a
+  // config may keep one for another attention; the flag must fit.
+  std::optional<int64_t> fileShards = file.ulyssesShards;
+  if (fileShards && *fileShards < 1)
+    fileShards.reset();
+  bool takesShards =
+      *kind == AttentionKind::UlyssesRing || *kind == AttentionKind::Auto;
+  if (flags.ulyssesShards && !takesShards)
+    return invalid(absl::StrFormat(
+        "--ulysses-shards: ulysses_shards %d is for attention ulysses_ring "
+        "(or auto), not %s",
+        *flags.ulyssesShards, attention.value));
+  if (fileShards && !flags.ulyssesShards && !takesShards) {
+    spec.notes.push_back(absl::StrFormat(
+        "ulysses_shards: %d (unused: attention is %s)", *fileShards,
+        attention.value));
+  } else if (flags.ulyssesShards || fileShards) {
+    model.ulyssesShards = pick(flags.ulyssesShards, "ulysses-shards",
+                               "ulysses_shards", fileShards, int64_t(0));
+  } else if (*kind == AttentionKind::UlyssesRing) {
+    return invalid(absl::StrFormat(
+        "%s: attention ulysses_ring needs ulysses_shards (--ulysses-shards), "
+        "the devices per Ulysses group",
+        attention.origin));
+  }
   std::optional<FlashBlockSizes> flagSizes;
   if (flags.flashBlockSizes) {
     // The flag takes what the config key takes: MaxDiffusion's JSON.
@@ -751,6 +778,8 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   table.add("skip_first_n_steps_for_profiler", run.traceSkipSteps);
   table.add("profiler_steps", run.traceSteps);
   table.add("attention", spec.model.attention);
+  if (spec.model.ulyssesShards)
+    table.add("ulysses_shards", *spec.model.ulyssesShards);
   if (spec.model.flashBlockSizes)
     table.add("flash_block_sizes", *spec.model.flashBlockSizes);
   if (spec.model.weightsDtype)

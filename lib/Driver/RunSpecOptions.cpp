@@ -45,6 +45,8 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   if (spec.model.attention.value != ::sd::AttentionKind::DotProduct) {
     TileAttentionOptions &tile = options.tileAttention.emplace();
     tile.attention = spec.model.attention.value;
+    if (spec.model.ulyssesShards)
+      tile.ulyssesShards = spec.model.ulyssesShards->value;
     if (spec.model.flashBlockSizes) {
       const ::sd::FlashBlockSizes &given = spec.model.flashBlockSizes->value;
       tile.blockQ = given.blockQ;

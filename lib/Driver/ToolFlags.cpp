@@ -142,9 +142,15 @@ struct ToolFlags::SpecOptions {
       all, &F::attention, "attention",
       cl::desc("Attention: dot_product (default: one score matrix per "
                "head), flash (tiled into flash-attention blocks; a sharded "
-               "sequence's keys and values all-gathered), ring or ulysses "
-               "(tiled, self-attention spread over the sequence's mesh "
-               "axes), or auto (the one the cost model finds cheapest)"),
+               "sequence's keys and values all-gathered), ring, ulysses or "
+               "ulysses_ring (tiled, self-attention spread over the "
+               "sequence's mesh axes), or auto (the one the cost model "
+               "finds cheapest)"),
+      cl::cat(stepCat)};
+  Flag<int64_t> ulyssesShards{
+      all, &F::ulyssesShards, "ulysses-shards",
+      cl::desc("ulysses_shards: devices per Ulysses group of "
+               "--attention=ulysses_ring (the ring runs across the groups)"),
       cl::cat(stepCat)};
   Flag<std::string> flashBlockSizes{
       all, &F::flashBlockSizes, "flash-block-sizes",

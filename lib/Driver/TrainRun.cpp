@@ -612,8 +612,11 @@ void TrainRun::printHeader() {
          << ::sd::rematPolicyName(options.pipeline.training.remat.policy);
   // Attention is named when it is not dot_product (the default).
   if (const std::optional<TileAttentionOptions> &tile =
-          options.pipeline.tileAttention)
+          options.pipeline.tileAttention) {
     outs() << ", attention " << ::sd::attentionKindName(tile->attention);
+    if (tile->ulyssesShards > 0)
+      outs() << " (ulysses_shards " << tile->ulyssesShards << ")";
+  }
   outs() << "\n";
   for (const std::string &note : options.notes)
     outs() << note << "\n";

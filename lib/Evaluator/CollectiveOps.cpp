@@ -293,7 +293,8 @@ static LogicalResult evalOverGroups(AllToAllOp op, const MeshSpec &mesh,
                                     DeviceResults &results) {
   auto src = static_cast<int64_t>(op.getSrcDim());
   auto tgt = static_cast<int64_t>(op.getTgtDim());
-  int64_t n = groupSize(mesh, axes);
+  // Members exchange within subgroups of n consecutive group members.
+  int64_t n = op.getExchangeSize(groupSize(mesh, axes));
   results = perDevice(mesh, [&](int64_t device) {
     const Tensor &local = *operands[device][0];
     // The piece each member sends: the operand with tgt split n ways.
@@ -303,12 +304,13 @@ static LogicalResult evalOverGroups(AllToAllOp op, const MeshSpec &mesh,
     resultShape[src] *= n;
     Tensor result(resultShape, local.dtype());
     std::vector<int64_t> coords = mesh.coordinates(device);
-    int64_t self = groupIndex(mesh, coords, axes);
-    // Block j of src comes from member j: its block `self` of tgt.
+    int64_t index = groupIndex(mesh, coords, axes);
+    int64_t self = index % n, first = index - self;
+    // Block j of src comes from subgroup member j: its block `self` of tgt.
     std::vector<int64_t> from(piece.size(), 0), to(piece.size(), 0);
     from[tgt] = self * piece[tgt];
     for (int64_t member = 0; member < n; ++member) {
-      setGroupIndex(mesh, coords, axes, member);
+      setGroupIndex(mesh, coords, axes, first + member);
       to[src] = member * piece[src];
       copyBox(*operands[mesh.deviceId(coords)][0], from, result, to, piece);
     }

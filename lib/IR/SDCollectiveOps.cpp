@@ -244,27 +244,35 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (!mesh)
     return failure();
   SmallVector<StringRef> axes = toStringRefs(getAxes());
-  FailureOr<int64_t> product = axesProduct(*this, mesh, getMeshAttr(), axes);
-  if (failed(product))
+  FailureOr<int64_t> groupSize = axesProduct(*this, mesh, getMeshAttr(), axes);
+  if (failed(groupSize))
     return failure();
+  int64_t n = *groupSize;
+  std::string exchange = describeAxes(axes, *groupSize);
+  if (std::optional<uint64_t> subgroup = getSubgroupSize()) {
+    n = static_cast<int64_t>(*subgroup);
+    if (n < 1 || *groupSize % n != 0)
+      return emitOpError() << "subgroup_size " << n << " does not divide the "
+                           << exchange;
+    exchange = "the subgroups of " + std::to_string(n) + " members of " +
+               exchange;
+  }
   RankedTensorType operandType = getOperand().getType();
   auto src = static_cast<int64_t>(getSrcDim());
   auto tgt = static_cast<int64_t>(getTgtDim());
   int64_t tgtSize = operandType.getDimSize(tgt);
-  if (tgtSize % *product != 0)
+  if (tgtSize % n != 0)
     return emitOpError() << "tgt_dim " << tgt << " of size " << tgtSize
-                         << " is not divisible by "
-                         << describeAxes(axes, *product);
+                         << " is not divisible by " << exchange;
   SmallVector<int64_t> shape(operandType.getShape());
-  shape[src] *= *product;
-  shape[tgt] /= *product;
+  shape[src] *= n;
+  shape[tgt] /= n;
   auto expected = operandType.clone(shape);
   if (getResult().getType() != expected)
     return emitOpError() << "result type " << getResult().getType()
                          << " differs from the expected " << expected
-                         << " (src_dim " << src << " times " << *product
-                         << ", tgt_dim " << tgt << " divided by " << *product
-                         << ")";
+                         << " (src_dim " << src << " times " << n
+                         << ", tgt_dim " << tgt << " divided by " << n << ")";
   return success();
 }
 

@@ -550,8 +550,19 @@ inferAttentionType(const InferError &error, Value query, Value key,
 /// Context-parallel attention (ring, Ulysses) spreads one sequence: it
 /// attends no mask, and queries and keys have one length.
 static LogicalResult checkContextParallel(const InferError &error,
-                                          Attribute contextParallel,
+                                          ContextParallelAttr contextParallel,
+                                          IntegerAttr ulyssesShards,
                                           Value query, Value key, Value mask) {
+  bool hybrid = contextParallel &&
+                contextParallel.getValue() == ContextParallel::ulysses_ring;
+  if (hybrid && !ulyssesShards)
+    return error("with context_parallel = ulysses_ring needs ulysses_shards");
+  if (!hybrid && ulyssesShards)
+    return error("has ulysses_shards without context_parallel = "
+                 "ulysses_ring");
+  if (ulyssesShards && ulyssesShards.getInt() < 1)
+    return error("has ulysses_shards = ", ulyssesShards.getInt(),
+                 "; it must be positive");
   if (!contextParallel)
     return success();
   if (mask)
@@ -580,6 +591,7 @@ inferFlashAttentionType(const InferError &error, Adaptor adaptor) {
       adaptor.getMask(), adaptor.getScaleAttr());
   if (failed(out) ||
       failed(checkContextParallel(error, adaptor.getContextParallelAttr(),
+                                  adaptor.getUlyssesShardsAttr(),
                                   adaptor.getQuery(), adaptor.getKey(),
                                   adaptor.getMask())))
     return failure();

@@ -322,7 +322,8 @@ FailureOr<Value> FunctionPartitioner::reshardValue(
       value = AllToAllOp::create(builder, loc, type, value, meshRef,
                                  axesAttr(ctx, mesh, step.axes),
                                  builder.getI64IntegerAttr(step.srcDim),
-                                 builder.getI64IntegerAttr(step.tgtDim));
+                                 builder.getI64IntegerAttr(step.tgtDim),
+                                 /*subgroup_size=*/nullptr);
       break;
     case reshard::StepKind::Permute: {
       FailureOr<reshard::Permutation> perm =

@@ -321,32 +321,40 @@ struct SequenceGroup {
   int64_t size = 1;
 };
 
-/// Builds the local form of context-parallel attention ops at `builder`.
+/// Builds the local form of context-parallel attention ops at `builder`:
+/// Ulysses within subgroups of `ulysses` consecutive group members (none
+/// for 1), the ring across the P / `ulysses` subgroups (none for 1).
 class ContextParallelBuilder {
 public:
   ContextParallelBuilder(OpBuilder &builder, Location loc,
-                         const SequenceGroup &group)
-      : b(builder), loc(loc), group(group) {}
+                         const SequenceGroup &group, int64_t ulysses)
+      : b(builder), loc(loc), group(group), ulysses(ulysses) {}
 
-  /// `value` shifted one member along the ring: member i receives member
-  /// i − 1's block.
+  /// The hops of the ring: one block per subgroup.
+  int64_t ringSize() const { return group.size / ulysses; }
+
+  /// `value` shifted one subgroup along the ring: member i receives member
+  /// i − U's block (U = `ulysses`; i − 1 for the plain ring).
   Value shift(Value value) {
     return CollectivePermuteOp::create(
         b, loc, value, group.mesh, group.axes,
-        CollectivePermuteOp::getRingShiftPairs(group.size, 1));
+        CollectivePermuteOp::getRingShiftPairs(group.size, ulysses));
   }
 
-  /// Moves the group's axes from dimension `from` to dimension `to`.
+  /// Moves the subgroups' share of the group's axes from dimension `from`
+  /// to dimension `to`.
   Value allToAll(Value value, int64_t from, int64_t to) {
     auto type = cast<RankedTensorType>(value.getType());
     SmallVector<int64_t> shape(type.getShape());
-    shape[from] *= group.size;
-    shape[to] /= group.size;
+    shape[from] *= ulysses;
+    shape[to] /= ulysses;
     SmallVector<Attribute> axes = llvm::map_to_vector(
         group.axes, [&](StringRef a) -> Attribute { return b.getStringAttr(a); });
+    IntegerAttr subgroup =
+        ulysses < group.size ? b.getI64IntegerAttr(ulysses) : IntegerAttr();
     return AllToAllOp::create(b, loc, type.clone(shape), value, group.mesh,
                               b.getArrayAttr(axes), b.getI64IntegerAttr(from),
-                              b.getI64IntegerAttr(to));
+                              b.getI64IntegerAttr(to), subgroup);
   }
 
   /// The log-sum-exp merge of two partial attentions over disjoint keys.
@@ -381,6 +389,7 @@ public:
   OpBuilder &b;
   Location loc;
   const SequenceGroup &group;
+  int64_t ulysses;
 };
 } // namespace
 
@@ -400,18 +409,41 @@ static FailureOr<SequenceGroup> sequenceGroup(Operation *op,
   return group;
 }
 
-/// Ulysses needs the local heads to split over the group.
-static LogicalResult checkUlyssesHeads(Operation *op, Value localQuery,
-                                       const SequenceGroup &group) {
+/// The devices per Ulysses group of `op`'s context parallelism: 1 for the
+/// ring, P for Ulysses, `ulysses_shards` for the hybrid, which must divide
+/// P; the local heads must split over them.
+template <typename OpTy>
+static FailureOr<int64_t> ulyssesGroupSize(OpTy op, Value localQuery,
+                                           const SequenceGroup &group) {
+  ContextParallel kind = *op.getContextParallel();
+  int64_t u = 1;
+  if (kind == ContextParallel::ulysses)
+    u = group.size;
+  if (kind == ContextParallel::ulysses_ring) {
+    u = static_cast<int64_t>(op.getUlyssesShards().value_or(1));
+    if (group.size % u != 0)
+      return op->emitOpError("cannot use ulysses_ring attention: "
+                             "ulysses_shards ")
+             << u << " does not divide the " << group.size
+             << " devices that shard the sequence (mesh axes "
+             << llvm::join(group.axes, ", ") << ")";
+  }
   int64_t heads = cast<RankedTensorType>(localQuery.getType()).getDimSize(1);
-  if (heads % group.size == 0)
-    return success();
-  return op->emitOpError("cannot use ulysses attention: ")
-         << heads << " heads per device are not divisible by the " << group.size
-         << " devices that shard the sequence (mesh axes "
+  if (heads % u == 0)
+    return u;
+  InFlightDiagnostic diag = op->emitOpError("cannot use ")
+                            << stringifyContextParallel(kind)
+                            << " attention: " << heads
+                            << " heads per device are not divisible by ";
+  if (kind == ContextParallel::ulysses)
+    diag << "the " << u << " devices that shard the sequence (mesh axes "
          << llvm::join(group.axes, ", ")
-         << "); use ring attention or a mesh whose context degree divides the "
-            "heads";
+         << "); use ring attention or a mesh whose context degree divides "
+            "the heads";
+  else
+    diag << "ulysses_shards " << u
+         << "; use a ulysses_shards that divides the heads, or ring attention";
+  return diag;
 }
 
 /// The local attention op of `op`'s kind on local operands, without the
@@ -422,6 +454,7 @@ static Operation *localAttention(OpBuilder &b, OpTy op, ValueRange operands,
   Operation *local = b.clone(*op.getOperation());
   local->setOperands(operands);
   local->removeAttr(op.getContextParallelAttrName());
+  local->removeAttr(op.getUlyssesShardsAttrName());
   for (auto [result, type] : llvm::zip_equal(local->getResults(), types))
     result.setType(type);
   return local;
@@ -454,23 +487,24 @@ static LogicalResult contextParallelGroup(OpTy op, ShardingAttr query,
   return success();
 }
 
-/// Ulysses: every operand's sequence moves to its heads (the log-sum-exp
-/// [B, H, S] like the others), one device attends whole sequences of its
-/// heads, and every result moves back.
+/// Ulysses (within subgroups, for the hybrid): every operand's sequence
+/// moves to its heads (the log-sum-exp [B, H, S] like the others), `local`
+/// attends the subgroup's whole sequence of its heads, and every result
+/// moves back.
 template <typename OpTy>
-static PartitionResult ulysses(ContextParallelBuilder &cp, OpTy op,
-                               ValueRange operands, TypeRange types) {
-  if (failed(checkUlyssesHeads(op, operands[0], cp.group)))
-    return failure();
+static SmallVector<Value>
+ulysses(ContextParallelBuilder &cp, ValueRange operands, TypeRange types,
+        function_ref<SmallVector<Value>(ValueRange, TypeRange)> local) {
   SmallVector<Value> moved = llvm::map_to_vector(
       operands, [&](Value v) { return cp.allToAll(v, 2, 1); });
-  Operation *local = localAttention(cp.b, op, moved,
-                                    headShardedTypes(types, cp.group.size));
-  return llvm::map_to_vector(local->getResults(),
+  SmallVector<Value> results =
+      local(moved, headShardedTypes(types, cp.ulysses));
+  return llvm::map_to_vector(results,
                              [&](Value r) { return cp.allToAll(r, 1, 2); });
 }
 
-/// Ring: P blocks of keys and values (operands 1 and 2) pass by, the next
+/// Ring: one block of keys and values (operands 1 and 2) per subgroup
+/// passes by (P for the plain ring), the next
 /// block's permute issued before the current block's tiles. The first
 /// block's results start the accumulators; `combine` folds each later
 /// block's results into them, and `betweenBlocks` runs on them before the
@@ -483,7 +517,7 @@ ringBlocks(ContextParallelBuilder &cp, OpTy op, ValueRange operands,
            function_ref<void(SmallVector<Value> &)> betweenBlocks) {
   SmallVector<Value> args(operands);
   SmallVector<Value> acc;
-  int64_t size = cp.group.size;
+  int64_t size = cp.ringSize();
   for (int64_t step = 0; step < size; ++step) {
     Value nextK, nextV;
     if (step + 1 < size) {
@@ -541,8 +575,9 @@ static SmallVector<Value> ring(ContextParallelBuilder &cp, OpTy op,
 }
 
 /// A flash attention op, forward or backward, spread over the devices that
-/// shard its sequence (the query's, sharded as `query`) by Ulysses or the
-/// ring; cloned with local types when it is not context-parallel.
+/// shard its sequence (the query's, sharded as `query`) by the ring,
+/// Ulysses or both; cloned with local types when it is not
+/// context-parallel.
 template <typename OpTy>
 static PartitionResult
 partitionContextParallel(OpTy op, OpBuilder &builder, ValueRange operands,
@@ -552,10 +587,19 @@ partitionContextParallel(OpTy op, OpBuilder &builder, ValueRange operands,
     return failure();
   if (!group)
     return cloneLocal(builder, op, operands, types);
-  ContextParallelBuilder cp(builder, op.getLoc(), *group);
-  if (*op.getContextParallel() == ContextParallel::ulysses)
-    return ulysses(cp, op, operands, types);
-  return ring(cp, op, operands, types);
+  FailureOr<int64_t> u = ulyssesGroupSize(op, operands[0], *group);
+  if (failed(u))
+    return failure();
+  ContextParallelBuilder cp(builder, op.getLoc(), *group, *u);
+  auto local = [&](ValueRange args, TypeRange localTypes) {
+    if (cp.ringSize() > 1)
+      return ring(cp, op, args, localTypes);
+    Operation *attention = localAttention(cp.b, op, args, localTypes);
+    return SmallVector<Value>(attention->getResults());
+  };
+  if (*u == 1)
+    return local(operands, types);
+  return ulysses<OpTy>(cp, operands, types, local);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,8 @@
 //===- SelectAttention.cpp - attention=auto -------------------------------===//
 //
 // The strategy for a sharded sequence chosen by the cost model: for each of
-// flash (K/V all-gathered), ring and Ulysses, a copy of the module runs the
+// flash (K/V all-gathered), ring, Ulysses and, when `ulysses_shards` is
+// given, the hybrid ulysses_ring, a copy of the module runs the
 // rest of the default pipeline (tiled with that strategy, partitioned) as a
 // module nested in this one, and the cost model prices its collectives;
 // the module is then tiled with the strategy that sends the fewest bytes
@@ -53,9 +54,13 @@ public:
     int64_t bestBytes = 0;
     std::string prices;
     llvm::raw_string_ostream os(prices);
-    for (::sd::AttentionKind kind :
-         {::sd::AttentionKind::Flash, ::sd::AttentionKind::Ring,
-          ::sd::AttentionKind::Ulysses}) {
+    SmallVector<::sd::AttentionKind> kinds = {::sd::AttentionKind::Flash,
+                                              ::sd::AttentionKind::Ring,
+                                              ::sd::AttentionKind::Ulysses};
+    // The hybrid is a candidate when its group size is given.
+    if (options.tileAttention->ulyssesShards > 0)
+      kinds.push_back(::sd::AttentionKind::UlyssesRing);
+    for (::sd::AttentionKind kind : kinds) {
       std::optional<int64_t> bytes = price(kind);
       os << (kind == ::sd::AttentionKind::Flash ? "" : ", ")
          << ::sd::attentionKindName(kind) << " ";
@@ -89,6 +94,8 @@ private:
   void tileWith(::sd::AttentionKind kind) {
     TileAttentionOptions tile = *options.tileAttention;
     tile.attention = kind;
+    if (kind != ::sd::AttentionKind::UlyssesRing)
+      tile.ulyssesShards = 0;
     OpPassManager pm(ModuleOp::getOperationName());
     pm.addNestedPass<func::FuncOp>(createTileAttention(tile));
     if (failed(runPipeline(pm, getOperation())))
@@ -100,6 +107,8 @@ private:
   PipelineOptions variant(::sd::AttentionKind kind) const {
     PipelineOptions result = options;
     result.tileAttention->attention = kind;
+    if (kind != ::sd::AttentionKind::UlyssesRing)
+      result.tileAttention->ulyssesShards = 0;
     result.partition = !result.mesh.empty();
     result.recordProvenance = false;
     result.explain.clear();

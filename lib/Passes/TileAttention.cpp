@@ -21,6 +21,21 @@ namespace mlir::sd {
 using namespace mlir;
 using namespace mlir::sd;
 
+/// The context parallelism of `kind`, if it spreads sequences.
+static std::optional<ContextParallel>
+contextParallelOf(::sd::AttentionKind kind) {
+  switch (kind) {
+  case ::sd::AttentionKind::Ring:
+    return ContextParallel::ring;
+  case ::sd::AttentionKind::Ulysses:
+    return ContextParallel::ulysses;
+  case ::sd::AttentionKind::UlyssesRing:
+    return ContextParallel::ulysses_ring;
+  default:
+    return std::nullopt;
+  }
+}
+
 namespace {
 struct TileAttentionPass
     : public mlir::sd::impl::TileAttentionBase<TileAttentionPass> {
@@ -32,6 +47,21 @@ struct TileAttentionPass
                           blockQDkv, blockKvDkv,     blockKvDkvCompute,
                           blockQDq,  blockKvDq,      useFusedBwdKernel};
     int64_t cache = cacheBytes > 0 ? int64_t(cacheBytes) : hostL2CacheBytes();
+    bool hybrid = attention == ::sd::AttentionKind::UlyssesRing;
+    if (hybrid && ulyssesShards < 1) {
+      emitError(getOperation().getLoc())
+          << "attention=ulysses_ring needs ulysses-shards, the devices per "
+             "Ulysses group (a positive number; it is "
+          << int64_t(ulyssesShards) << ")";
+      return signalPassFailure();
+    }
+    if (!hybrid && ulyssesShards != 0) {
+      emitError(getOperation().getLoc())
+          << "ulysses-shards=" << int64_t(ulyssesShards)
+          << " is for attention=ulysses_ring, not attention="
+          << ::sd::attentionKindName(attention);
+      return signalPassFailure();
+    }
 
     SmallVector<AttentionOp> ops;
     getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
@@ -69,21 +99,21 @@ struct TileAttentionPass
         op.getContext(), t.blockQ, t.blockKvCompute, t.blockKv, t.blockQDkv,
         t.blockKvDkv, t.blockKvDkvCompute, t.blockQDq, t.blockKvDq,
         t.useFusedBwdKernel);
-    // Ring and Ulysses spread one unmasked sequence; the others keep whole
-    // keys and values.
+    // Ring, Ulysses and their hybrid spread one unmasked sequence; the
+    // others keep whole keys and values.
     ContextParallelAttr context;
+    IntegerAttr shards;
     int64_t sq = op.getQuery().getType().getDimSize(2);
-    bool spread = attention == ::sd::AttentionKind::Ring ||
-                  attention == ::sd::AttentionKind::Ulysses;
-    if (spread && !op.getMask() && sq == skv && !ShapedType::isDynamic(sq))
-      context = ContextParallelAttr::get(
-          op.getContext(), attention == ::sd::AttentionKind::Ring
-                               ? ContextParallel::ring
-                               : ContextParallel::ulysses);
+    std::optional<ContextParallel> spread = contextParallelOf(attention);
+    if (spread && !op.getMask() && sq == skv && !ShapedType::isDynamic(sq)) {
+      context = ContextParallelAttr::get(op.getContext(), *spread);
+      if (*spread == ContextParallel::ulysses_ring)
+        shards = builder.getI64IntegerAttr(ulyssesShards);
+    }
     auto tiled = FlashAttentionOp::create(
         builder, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
         op.getMask(), builder.getF64FloatAttr(op.getEffectiveScale()),
-        blocks, context);
+        blocks, context, shards);
     // Discardable attributes (sd.name, sd.layer) carry over; a sharding of
     // the one result would not fit two, and propagation gives them both.
     for (NamedAttribute attr : op->getDiscardableAttrs())

@@ -174,6 +174,8 @@ private:
     AxisList axes;
     /// The group's axes in mesh order, each once.
     AxisList group;
+    /// all_to_all: how many consecutive group members exchange blocks.
+    int64_t exchange = 1;
   };
   absl::StatusOr<Plan> makePlan(const SdCollective &op) const;
   /// InvalidArgument unless `device` is one of the mesh.
@@ -339,9 +341,17 @@ SharedMemoryTransport::makePlan(const SdCollective &op) const {
           "src_dim %d and tgt_dim %d must be distinct dimensions of rank %d",
           op.src_dim, op.tgt_dim, op.rank));
     int64_t n = groupSize(plan.axes);
+    if (op.subgroup_size < 0 || (op.subgroup_size > 0 && n % op.subgroup_size))
+      return invalid(absl::StrFormat(
+          "subgroup_size %d does not divide the group size %d",
+          op.subgroup_size, n));
+    if (op.subgroup_size > 0)
+      n = op.subgroup_size;
+    plan.exchange = n;
     if (expected[op.tgt_dim] % n != 0)
       return invalid(absl::StrFormat(
-          "tgt_dim %d of size %d is not divisible by the group size %d",
+          "tgt_dim %d of size %d is not divisible by the %d members that "
+          "exchange blocks",
           op.tgt_dim, expected[op.tgt_dim], n));
     expected[op.tgt_dim] /= n;
     expected[op.src_dim] *= n;
@@ -386,7 +396,8 @@ int64_t SharedMemoryTransport::commBytes(const SdCollective &op,
                                          const Plan &plan) const {
   // sd/Analysis/CostModel.cpp getRingBytesPerDevice on the S and N of
   // lib/Analysis/CostModels.cpp's getCommunication.
-  int64_t n = groupSize(plan.group);
+  int64_t n =
+      op.kind == SD_ALL_TO_ALL ? plan.exchange : groupSize(plan.group);
   if (n <= 1)
     return 0;
   auto chunk = [&](int64_t bytes) { return (bytes + n - 1) / n; };
@@ -472,15 +483,19 @@ void SharedMemoryTransport::allToAll(const SdCollective &op, const Plan &plan,
                                      const std::vector<int64_t> &coords,
                                      float *out) const {
   size_t rank = plan.inShape.size();
-  int64_t n = groupSize(plan.axes);
+  // Members exchange within subgroups of n consecutive group members.
+  int64_t n = plan.exchange;
+  int64_t index = groupIndex(coords, plan.axes);
+  int64_t self = index % n, first = index - self;
   // The piece each member sends: its operand with tgt_dim split n ways.
   std::vector<int64_t> piece = plan.inShape;
   piece[op.tgt_dim] /= n;
   std::vector<int64_t> from(rank, 0), to(rank, 0), member = coords;
-  from[op.tgt_dim] = groupIndex(coords, plan.axes) * piece[op.tgt_dim];
-  // Block j of src_dim comes from member j: its block `self` of tgt_dim.
+  from[op.tgt_dim] = self * piece[op.tgt_dim];
+  // Block j of src_dim comes from subgroup member j: its block `self` of
+  // tgt_dim.
   for (int64_t j = 0; j < n; ++j) {
-    setGroupIndex(member, plan.axes, j);
+    setGroupIndex(member, plan.axes, first + j);
     to[op.src_dim] = j * piece[op.src_dim];
     transferBox(inputOf(member), plan.inShape, from, out, plan.outShape, to,
                 piece, /*add=*/false);

@@ -181,6 +181,49 @@ TEST(RunSpecTest, FlagValuesAreCheckedLikeConfigValues) {
             "--devices must be positive, not 0");
 }
 
+TEST(RunSpecTest, UlyssesShardsGoWithTheHybridAttention) {
+  // The config keys as MaxDiffusion spells them; -1 is its "unset".
+  std::string hybrid = writeConfig(
+      "hybrid.yml", "attention: ulysses_ring\nulysses_shards: 2\n");
+  RunSpec spec = resolve(withConfig(hybrid));
+  EXPECT_EQ(spec.model.attention.value, AttentionKind::UlyssesRing);
+  ASSERT_TRUE(spec.model.ulyssesShards);
+  EXPECT_EQ(spec.model.ulyssesShards->value, 2);
+  // Settings name their origin by the config's file name.
+  EXPECT_EQ(spec.model.ulyssesShards->origin, "hybrid.yml:2");
+  // The flag beats the file.
+  RunSpecFlags flags = withConfig(hybrid);
+  flags.ulyssesShards = 4;
+  EXPECT_EQ(resolve(flags).model.ulyssesShards->value, 4);
+
+  std::string unset = writeConfig(
+      "unset.yml", "attention: ulysses_ring\nulysses_shards: -1\n");
+  EXPECT_EQ(errorOf(withConfig(unset)),
+            "unset.yml:1: attention ulysses_ring needs ulysses_shards "
+            "(--ulysses-shards), the devices per Ulysses group");
+  // A config may keep the key for another attention: a note, not an error.
+  std::string flash =
+      writeConfig("flash.yml", "attention: flash\nulysses_shards: 2\n");
+  RunSpec flashSpec = resolve(withConfig(flash));
+  EXPECT_FALSE(flashSpec.model.ulyssesShards);
+  ASSERT_FALSE(flashSpec.notes.empty());
+  EXPECT_EQ(flashSpec.notes.back(),
+            "ulysses_shards: 2 (unused: attention is flash)");
+  std::string zero = writeConfig("zero.yml", "ulysses_shards: 0\n");
+  EXPECT_EQ(errorOf(withConfig(zero)),
+            zero + ":1: ulysses_shards: '0' must be -1 or at least 1");
+  // The flag must fit the attention, and be at least 1.
+  RunSpecFlags ring;
+  ring.attention = "ring";
+  ring.ulyssesShards = 2;
+  EXPECT_EQ(errorOf(ring), "--ulysses-shards: ulysses_shards 2 is for "
+                           "attention ulysses_ring (or auto), not ring");
+  RunSpecFlags none;
+  none.attention = "ulysses_ring";
+  none.ulyssesShards = 0;
+  EXPECT_EQ(errorOf(none), "--ulysses-shards must be at least 1, not 0");
+}
+
 TEST(RunSpecTest, TheSameValueInAConfigIsAnError) {
   // What --adam-b1=5 is on the command line, adam_b1: 5 is in a file.
   std::string path = writeConfig("b1.yml", "adam_b1: 5\n");

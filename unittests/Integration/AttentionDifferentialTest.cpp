@@ -128,10 +128,15 @@ TEST_P(ContextParallelTest, SelfAttentionTrainStep) {
   for (auto [kind, collective] :
        {std::pair{::sd::AttentionKind::Flash, "sd.all_gather"},
         std::pair{::sd::AttentionKind::Ring, "sd.collective_permute_start"},
-        std::pair{::sd::AttentionKind::Ulysses, "sd.all_to_all"}}) {
+        std::pair{::sd::AttentionKind::Ulysses, "sd.all_to_all"},
+        // Pairs of devices: on context:4 Ulysses within each pair and a
+        // ring of two pairs, on context:2 Ulysses alone.
+        std::pair{::sd::AttentionKind::UlyssesRing, "sd.all_to_all"}}) {
     SCOPED_TRACE(std::string(::sd::attentionKindName(kind)));
     tile = mlir::sd::TileAttentionOptions();
     tile->attention = kind;
+    if (kind == ::sd::AttentionKind::UlyssesRing)
+      tile->ulyssesShards = 2;
     tile->blockQ = 8;
     tile->blockKvCompute = 4;
     tile->blockKv = 12;

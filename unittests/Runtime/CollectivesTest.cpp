@@ -489,6 +489,47 @@ TEST(CollectivesTest, AllToAllMovesShardingFromSrcToTgt) {
   }
 }
 
+TEST(CollectivesTest, AllToAllInSubgroupsEqualsAllToAllOverMinorAxes) {
+  // On a:2,b:2,c:2 over [a, b, c], subgroups of 2 consecutive members are
+  // the groups of [c], of 4 those of [b, c] (Shardy's minor sub-axes).
+  MeshSpec mesh = mesh8();
+  for (auto [subgroup, minorAxes] :
+       std::vector<std::pair<int32_t, Axes>>{{2, {2}}, {4, {1, 2}}}) {
+    Shape before = {4, 6, 8}, after = before;
+    after[1] *= subgroup;
+    after[2] /= subgroup;
+    Buffers inputs =
+        perDevice(mesh, [&](int64_t d) { return randomOperand(d, before, 7); });
+    SdCollective sub = groupOp(SD_ALL_TO_ALL, before, after, {0, 1, 2});
+    sub.src_dim = 1;
+    sub.tgt_dim = 2;
+    sub.subgroup_size = subgroup;
+    SdCollective minor = groupOp(SD_ALL_TO_ALL, before, after, minorAxes);
+    minor.src_dim = 1;
+    minor.tgt_dim = 2;
+    RunResult a = runCollective(mesh, sub, inputs);
+    RunResult b = runCollective(mesh, minor, inputs);
+    ASSERT_TRUE(a.status.ok()) << a.status;
+    ASSERT_TRUE(b.status.ok()) << b.status;
+    for (int64_t d = 0; d < mesh.numDevices(); ++d) {
+      expectBitwiseEqual(a.outputs[d], b.outputs[d],
+                         "subgroup " + std::to_string(subgroup) + " device " +
+                             std::to_string(d));
+      EXPECT_EQ(a.counters[d].commBytes, b.counters[d].commBytes);
+    }
+  }
+  // A subgroup that does not divide the group is refused.
+  SdCollective bad = groupOp(SD_ALL_TO_ALL, {4, 6, 8}, {4, 18, 8}, {0, 1, 2});
+  bad.src_dim = 1;
+  bad.tgt_dim = 2;
+  bad.subgroup_size = 3;
+  RunResult refused =
+      runCollective(mesh, bad, Buffers(8, std::vector<float>(4 * 6 * 8)));
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status.message().find("subgroup_size 3"), std::string::npos)
+      << refused.status;
+}
+
 TEST(CollectivesTest, CollectivePermuteFollowsPairs) {
   // data:2,fsdp:2 with axes [fsdp, data] (not mesh order): member index is
   // fsdp * 2 + data. Member 0 sends to 3, 3 to 1; 0 and 2 are not targeted.

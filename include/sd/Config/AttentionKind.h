@@ -29,24 +29,28 @@ enum class AttentionKind {
   /// Tiled, and self-attention over a sharded sequence switches to head
   /// sharding by all-to-alls around each attention.
   Ulysses,
+  /// Tiled, Ulysses within groups of `ulysses_shards` devices of the
+  /// sequence and the ring across the groups.
+  UlyssesRing,
   /// Tiled, with whichever of flash, ring and Ulysses the cost model finds
   /// sends the fewest bytes per device.
   Auto,
 };
 
-inline constexpr NameTable<AttentionKind, 5> kAttentionKindNames = {{
+inline constexpr NameTable<AttentionKind, 6> kAttentionKindNames = {{
     {AttentionKind::DotProduct, "dot_product"},
     {AttentionKind::Flash, "flash"},
     {AttentionKind::Ring, "ring"},
     {AttentionKind::Ulysses, "ulysses"},
+    {AttentionKind::UlyssesRing, "ulysses_ring"},
     {AttentionKind::Auto, "auto"},
 }};
 
-/// MaxDiffusion's attention values that sd does not run (the hybrid and
-/// accelerator kernels), so that a config naming one gets an error that
-/// says so rather than "unknown".
-inline constexpr std::array<std::string_view, 4> kUnavailableAttentionKinds = {
-    "ulysses_ring", "cudnn_flash_te", "tokamax_flash", "tokamax_ring"};
+/// MaxDiffusion's attention values that sd does not run (accelerator
+/// kernels), so that a config naming one gets an error that says so rather
+/// than "unknown".
+inline constexpr std::array<std::string_view, 3> kUnavailableAttentionKinds = {
+    "cudnn_flash_te", "tokamax_flash", "tokamax_ring"};
 
 inline std::string_view attentionKindName(AttentionKind kind) {
   return lookupName(kAttentionKindNames, kind);

@@ -106,6 +106,9 @@ struct RunConfig {
   /// `profiler_steps` (>= 1): sdrun's trace of a window of steps.
   std::optional<bool> enableProfiler;
   std::optional<int64_t> skipFirstNStepsForProfiler, profilerSteps;
+  /// `ulysses_shards` (>= 1, or -1 for unset as in MaxDiffusion's configs):
+  /// devices per Ulysses group of `attention: ulysses_ring`.
+  std::optional<int64_t> ulyssesShards;
   /// Strings as given ('' allowed); the caller interprets the dtypes and
   /// the attention kernel.
   std::optional<std::string> outputDir, runName, weightsDtype, activationsDtype,

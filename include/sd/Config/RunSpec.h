@@ -58,6 +58,7 @@ struct RunSpecFlags {
 
   // Attention: the kernel and its flash block sizes (MaxDiffusion's JSON).
   std::optional<std::string> attention, flashBlockSizes;
+  std::optional<int64_t> ulyssesShards;
 
   // sdrun's run.
   std::string modelPath;
@@ -149,6 +150,9 @@ struct ModelSettings {
   /// Given sizes (defaults filled in as FlashBlockSizes describes); unset:
   /// sd-tile-attention derives them from the cache.
   std::optional<Setting<FlashBlockSizes>> flashBlockSizes;
+  /// Devices per Ulysses group of ulysses_ring (and of auto's hybrid
+  /// candidate); unset otherwise.
+  std::optional<Setting<int64_t>> ulyssesShards;
   std::optional<Setting<std::string>> weightsDtype, activationsDtype;
 };
 

@@ -59,7 +59,8 @@ def SD_CompareDirectionAttr
 
 def SD_ContextParallel : I32EnumAttr<"ContextParallel",
     "how attention spreads a sequence over the mesh axes sharding it", [
-    I32EnumAttrCase<"ring", 0>, I32EnumAttrCase<"ulysses", 1>]> {
+    I32EnumAttrCase<"ring", 0>, I32EnumAttrCase<"ulysses", 1>,
+    I32EnumAttrCase<"ulysses_ring", 2>]> {
   let cppNamespace = "::mlir::sd";
   let genSpecializedAttr = 0;
 }

@@ -198,6 +198,13 @@ def SD_AllToAllOp : SD_CollectiveOp<"all_to_all",
     `tgt_dim`, with `1/n` of the traffic (Ulysses context parallelism,
     switching between sequence and head sharding).
 
+    With `subgroup_size = m`, the members of each group (numbered row-major
+    on `axes`) form consecutive subgroups of `m` (members `0..m-1`,
+    `m..2m-1`, ...: the minor part of the axes, as a Shardy sub-axis) and
+    the exchange runs within each subgroup: `n` is `m` above and `g`, `j`
+    are indices within the subgroup. Hybrid Ulysses-ring attention uses it
+    for the Ulysses groups of `ulysses_shards` devices.
+
     Pipeline stage: after sd-partition (local types).
 
     Constraints:
@@ -208,16 +215,28 @@ def SD_AllToAllOp : SD_CollectiveOp<"all_to_all",
     * no axis is listed twice
     * the mesh symbol names an `sd.mesh`
     * every listed axis exists in the mesh
-    * the operand's `tgt_dim` is divisible by the product `n` of the axes'
-      sizes; the result is the operand with `src_dim` times `n` and
-      `tgt_dim` divided by `n`
+    * `subgroup_size`, if present, is positive and divides the product of
+      the axes' sizes
+    * the operand's `tgt_dim` is divisible by `n` (the product of the axes'
+      sizes, or `subgroup_size`); the result is the operand with `src_dim`
+      times `n` and `tgt_dim` divided by `n`
   }];
   let arguments = (ins SD_LocalTensor:$operand, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, I64Attr:$src_dim, I64Attr:$tgt_dim);
+                       StrArrayAttr:$axes, I64Attr:$src_dim, I64Attr:$tgt_dim,
+                       OptionalAttr<I64Attr>:$subgroup_size);
   let results = (outs SD_LocalTensor:$result);
   let assemblyFormat = [{
     $operand $mesh `axes` `=` $axes `src_dim` `=` $src_dim `tgt_dim` `=` $tgt_dim
+    (`subgroup_size` `=` $subgroup_size^)?
     attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The number of members that exchange blocks: `subgroup_size`, else
+    /// `groupSize` (the product of the axes' sizes).
+    int64_t getExchangeSize(int64_t groupSize) {
+      std::optional<uint64_t> subgroup = getSubgroupSize();
+      return subgroup ? static_cast<int64_t>(*subgroup) : groupSize;
+    }
   }];
   let hasVerifier = 1;
 }

@@ -566,6 +566,10 @@ def SD_FlashAttentionOp : SD_InferredOp<"flash_attention",
       to the heads of query, key and value, each device attends whole
       sequences of its heads, and `sd.all_to_all`s move the output and
       log-sum-exp back; the local head count must be divisible by P.
+    * `ulysses_ring` with `ulysses_shards = U`: Ulysses inside subgroups of
+      U consecutive group members (`sd.all_to_all` with `subgroup_size`),
+      then a ring of P/U hops across the subgroups, each permute moving a
+      block U members along; U must divide P and the local head count.
     Without sharded sequences the attribute changes nothing.
 
     Constraints:
@@ -573,16 +577,20 @@ def SD_FlashAttentionOp : SD_InferredOp<"flash_attention",
     * `scale` is positive
     * with `context_parallel`: no mask, and the query and key lengths are
       equal
+    * `ulysses_shards` is given exactly with `context_parallel =
+      ulysses_ring`, and is positive
   }];
   let arguments = (ins SD_FloatTensor:$query, SD_FloatTensor:$key,
                        SD_FloatTensor:$value, Optional<SD_PredTensor>:$mask,
                        F64Attr:$scale, SD_FlashBlocksAttr:$blocks,
-                       OptionalAttr<SD_ContextParallelAttr>:$context_parallel);
+                       OptionalAttr<SD_ContextParallelAttr>:$context_parallel,
+                       OptionalAttr<I64Attr>:$ulysses_shards);
   let results = (outs SD_FloatTensor:$result,
                       RankedTensorOf<[F32]>:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? `scale` `=` $scale
     `blocks` `=` $blocks (`context_parallel` `=` $context_parallel^)?
+    (`ulysses_shards` `=` $ulysses_shards^)?
     attr-dict `:` functional-type(operands, results)
   }];
 }
@@ -614,7 +622,9 @@ class SD_FlashAttentionBackwardOp<string mnemonic, string what, string tiling,
     it, as `sd.flash_attention` does the forward: `ring` rotates the key
     and value blocks (dQ sums each block's share; dK and dV travel with
     their block and come home after the last hop), `ulysses` moves the
-    sequence to the heads and back by `sd.all_to_all`.
+    sequence to the heads and back by `sd.all_to_all`, `ulysses_ring` does
+    the latter within subgroups of `ulysses_shards` members and the former
+    across them.
 
     Constraints:
     * `sd.attention`'s constraints on query, key, value and mask
@@ -623,17 +633,21 @@ class SD_FlashAttentionBackwardOp<string mnemonic, string what, string tiling,
     * `scale` is positive
     * with `context_parallel`: no mask, and the query and key lengths are
       equal
+    * `ulysses_shards` is given exactly with `context_parallel =
+      ulysses_ring`, and is positive
   }];
   let arguments = (ins SD_FloatTensor:$query, SD_FloatTensor:$key,
                        SD_FloatTensor:$value, SD_FloatTensor:$out,
                        RankedTensorOf<[F32]>:$logsumexp,
                        SD_FloatTensor:$d_out, Optional<SD_PredTensor>:$mask,
                        F64Attr:$scale, SD_FlashBlocksAttr:$blocks,
-                       OptionalAttr<SD_ContextParallelAttr>:$context_parallel);
+                       OptionalAttr<SD_ContextParallelAttr>:$context_parallel,
+                       OptionalAttr<I64Attr>:$ulysses_shards);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $out `,` $logsumexp `,` $d_out
     (`mask` $mask^)? `scale` `=` $scale `blocks` `=` $blocks
-    (`context_parallel` `=` $context_parallel^)? attr-dict
+    (`context_parallel` `=` $context_parallel^)?
+    (`ulysses_shards` `=` $ulysses_shards^)? attr-dict
     `:` functional-type(operands, results)
   }];
 }

@@ -147,8 +147,11 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
     `ring` and `ulysses` mark self-attention without a mask (query and key
     of one length) with `context_parallel`, so that the sequence stays
     sharded and `sd-partition` passes key and value blocks around the ring,
-    or moves the sequence to the heads by all-to-alls. Cross-attention and
-    masked attention keep all-gathered keys and values.
+    or moves the sequence to the heads by all-to-alls; `ulysses_ring` marks
+    them likewise with `ulysses_shards` (the option of that name, which it
+    needs and which only it takes): Ulysses within groups of that many
+    devices, the ring across the groups. Cross-attention and masked
+    attention keep all-gathered keys and values.
   }];
   let options = [
     Option<"blockQ", "block-q", "int64_t", "0",
@@ -180,7 +183,12 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
                clEnumValN(::sd::AttentionKind::Ring, "ring",
                           "ring attention over the sequence's axes"),
                clEnumValN(::sd::AttentionKind::Ulysses, "ulysses",
-                          "all-to-all between sequence and heads"))}]>,
+                          "all-to-all between sequence and heads"),
+               clEnumValN(::sd::AttentionKind::UlyssesRing, "ulysses_ring",
+                          "Ulysses in groups of ulysses-shards, ring "
+                          "across them"))}]>,
+    Option<"ulyssesShards", "ulysses-shards", "int64_t", "0",
+           "Devices per Ulysses group of attention=ulysses_ring">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }

@@ -74,9 +74,11 @@ typedef struct SdCollective {
    * axes forming the group, major to minor as listed). */
   int32_t num_axes;
   int32_t axes[SD_MAX_AXES];
-  /* all_to_all */
+  /* all_to_all; a positive `subgroup_size` m exchanges within consecutive
+   * subgroups of m group members (0: the whole group) */
   int32_t src_dim;
   int32_t tgt_dim;
+  int32_t subgroup_size;
   /* collective_permute: `num_pairs` (source, target) member pairs, flattened */
   int32_t num_pairs;
   const int64_t *pairs;

@@ -660,6 +660,8 @@ struct CollectiveCall {
   /// The axes of the group (all_reduce, all_to_all, permute), else null.
   ArrayAttr axes;
   int64_t srcDim = 0, tgtDim = 0;
+  /// all_to_all's subgroup_size, 0 for the whole group.
+  int64_t subgroupSize = 0;
   /// Flattened (source, target) pairs of a permute.
   SmallVector<int64_t> pairs;
 };
@@ -677,15 +679,19 @@ static CollectiveCall collectiveOf(AllReduceOp op) {
   return {"SD_ALL_REDUCE", nullptr, op.getReductionAxes()};
 }
 static CollectiveCall collectiveOf(AllToAllOp op) {
-  return {"SD_ALL_TO_ALL", nullptr, op.getAxes(),
+  return {"SD_ALL_TO_ALL",
+          nullptr,
+          op.getAxes(),
           static_cast<int64_t>(op.getSrcDim()),
-          static_cast<int64_t>(op.getTgtDim())};
+          static_cast<int64_t>(op.getTgtDim()),
+          static_cast<int64_t>(op.getSubgroupSize().value_or(0)),
+          {}};
 }
 template <typename OpTy,
           typename = std::enable_if_t<llvm::is_one_of<
               OpTy, CollectivePermuteOp, CollectivePermuteStartOp>::value>>
 static CollectiveCall collectiveOf(OpTy op) {
-  return {"SD_COLLECTIVE_PERMUTE",       nullptr, op.getAxes(), 0, 0,
+  return {"SD_COLLECTIVE_PERMUTE",       nullptr, op.getAxes(), 0, 0, 0,
           llvm::to_vector(op.getPairs())};
 }
 
@@ -729,7 +735,8 @@ static void writeDescriptor(Operation *op, const CollectiveCall &c,
     os << (d ? ", " : "") << "{" << intList(a) << "}";
   os << "},\n    /*num_axes=*/" << axes.size() << ", /*axes=*/{"
      << intList(axes) << "},\n"
-     << "    /*src_dim=*/" << c.srcDim << ", /*tgt_dim=*/" << c.tgtDim << ",\n"
+     << "    /*src_dim=*/" << c.srcDim << ", /*tgt_dim=*/" << c.tgtDim
+     << ", /*subgroup_size=*/" << c.subgroupSize << ",\n"
      << "    /*num_pairs=*/" << c.pairs.size() / 2 << ", /*pairs=*/"
      << (c.pairs.empty() ? "nullptr" : "pairs" + tag) << ",\n"
      << "    /*name=*/" << cString(pb.names.op(op)) << "};\n";

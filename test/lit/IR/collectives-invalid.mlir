@@ -467,6 +467,33 @@ func.func @all_to_all_result_type(%x: tensor<4x8xf32>) -> tensor<4x4xf32> {
   return %y : tensor<4x4xf32>
 }
 
+// -----
+
+sd.mesh @mesh = <["context"=4]>
+func.func @all_to_all_subgroup_divides(%x: tensor<4x6xf32>) -> tensor<12x2xf32> {
+  // expected-error @+1 {{'sd.all_to_all' op subgroup_size 3 does not divide the mesh axis "context" of size 4}}
+  %y = sd.all_to_all %x @mesh axes = ["context"] src_dim = 0 tgt_dim = 1 subgroup_size = 3 : (tensor<4x6xf32>) -> tensor<12x2xf32>
+  return %y : tensor<12x2xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["context"=4]>
+func.func @all_to_all_subgroup_shape(%x: tensor<4x8xf32>) -> tensor<16x2xf32> {
+  // expected-error @+1 {{'sd.all_to_all' op result type 'tensor<16x2xf32>' differs from the expected 'tensor<8x4xf32>' (src_dim 0 times 2, tgt_dim 1 divided by 2)}}
+  %y = sd.all_to_all %x @mesh axes = ["context"] src_dim = 0 tgt_dim = 1 subgroup_size = 2 : (tensor<4x8xf32>) -> tensor<16x2xf32>
+  return %y : tensor<16x2xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["context"=4]>
+func.func @all_to_all_subgroup_tgt(%x: tensor<4x3xf32>) -> tensor<8x1xf32> {
+  // expected-error @+1 {{'sd.all_to_all' op tgt_dim 1 of size 3 is not divisible by the subgroups of 2 members of mesh axis "context" of size 4}}
+  %y = sd.all_to_all %x @mesh axes = ["context"] src_dim = 0 tgt_dim = 1 subgroup_size = 2 : (tensor<4x3xf32>) -> tensor<8x1xf32>
+  return %y : tensor<8x1xf32>
+}
+
 //===----------------------------------------------------------------------===//
 // sd.collective_permute_start, sd.collective_permute_done
 //===----------------------------------------------------------------------===//

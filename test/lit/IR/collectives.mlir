@@ -90,6 +90,18 @@ func.func @collective_permute(%kv: tensor<2x8x64x64xbf16>) -> tensor<2x8x64x64xb
 
 // -----
 
+// all_to_all within subgroups of 2 consecutive members of the context:4
+// group (hybrid Ulysses-ring attention's Ulysses groups).
+// CHECK-LABEL: func.func @all_to_all_subgroups
+// CHECK: sd.all_to_all %{{.*}} @mesh axes = ["context"] src_dim = 2 tgt_dim = 1 subgroup_size = 2 : (tensor<2x8x16x64xf32>) -> tensor<2x4x32x64xf32>
+sd.mesh @mesh = <["context"=4]>
+func.func @all_to_all_subgroups(%x: tensor<2x8x16x64xf32>) -> tensor<2x4x32x64xf32> {
+  %y = sd.all_to_all %x @mesh axes = ["context"] src_dim = 2 tgt_dim = 1 subgroup_size = 2 : (tensor<2x8x16x64xf32>) -> tensor<2x4x32x64xf32>
+  return %y : tensor<2x4x32x64xf32>
+}
+
+// -----
+
 // The asynchronous permute: a start, work in between, and its done, which
 // names the start's operand to keep it alive.
 // CHECK-LABEL: func.func @collective_permute_async

@@ -836,3 +836,30 @@ func.func @flash_attention_dq_context_parallel_lengths(%q: tensor<1x2x16x8xf32>,
   %dq = sd.flash_attention_dq %q, %k, %k, %q, %lse, %q scale = 0.5 blocks = <> context_parallel = ulysses : (tensor<1x2x16x8xf32>, tensor<1x2x12x8xf32>, tensor<1x2x12x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16xf32>, tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32>
   return %dq : tensor<1x2x16x8xf32>
 }
+
+// -----
+
+func.func @flash_attention_hybrid_without_shards(%q: tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+2 {{'sd.flash_attention' op with context_parallel = ulysses_ring needs ulysses_shards}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %lse = sd.flash_attention %q, %q, %q scale = 0.5 blocks = <> context_parallel = ulysses_ring : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16xf32>)
+  return %o : tensor<1x2x16x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_shards_without_hybrid(%q: tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+2 {{'sd.flash_attention' op has ulysses_shards without context_parallel = ulysses_ring}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %lse = sd.flash_attention %q, %q, %q scale = 0.5 blocks = <> context_parallel = ring ulysses_shards = 2 : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16xf32>)
+  return %o : tensor<1x2x16x8xf32>
+}
+
+// -----
+
+func.func @flash_attention_shards_zero(%q: tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32> {
+  // expected-error @+2 {{'sd.flash_attention' op has ulysses_shards = 0; it must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %lse = sd.flash_attention %q, %q, %q scale = 0.5 blocks = <> context_parallel = ulysses_ring ulysses_shards = 0 : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16xf32>)
+  return %o : tensor<1x2x16x8xf32>
+}

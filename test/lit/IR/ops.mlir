@@ -588,8 +588,11 @@ func.func @flash_attention(%q: tensor<2x6x100x64xf32>, %k: tensor<2x6x80x64xf32>
 // CHECK-LABEL: func.func @flash_attention_context_parallel
 // CHECK: sd.flash_attention %{{.*}}, %{{.*}}, %{{.*}} scale = 5.000000e-01 blocks = <block_q = 8> context_parallel = ring : {{.*}}
 // CHECK: sd.flash_attention_dkv {{.*}} scale = 5.000000e-01 blocks = <> context_parallel = ulysses : {{.*}}
+// CHECK: sd.flash_attention_dq {{.*}} scale = 5.000000e-01 blocks = <> context_parallel = ulysses_ring ulysses_shards = 2 : {{.*}}
 func.func @flash_attention_context_parallel(%q: tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) {
   %o, %lse = sd.flash_attention %q, %q, %q scale = 0.5 blocks = <block_q = 8> context_parallel = ring : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16xf32>)
   %dk, %dv = sd.flash_attention_dkv %q, %q, %q, %o, %lse, %q scale = 0.5 blocks = <> context_parallel = ulysses : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
-  return %o, %dk : tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>
+  %dq = sd.flash_attention_dq %q, %q, %q, %o, %lse, %q scale = 0.5 blocks = <> context_parallel = ulysses_ring ulysses_shards = 2 : (tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16xf32>, tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32>
+  %sum = sd.add %dk, %dq : tensor<1x2x16x8xf32>
+  return %o, %sum : tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>
 }

@@ -1,6 +1,7 @@
 // RUN: sdopt %s -split-input-file -verify-diagnostics -sd-tile-attention="cache-bytes=1048576" | FileCheck %s
 // RUN: sdopt %s -split-input-file -verify-diagnostics -sd-tile-attention="block-q=64 block-kv-compute=32 block-kv=128 block-kv-dq=96 use-fused-bwd-kernel=true" | FileCheck %s --check-prefix=GIVEN
 // RUN: sdopt %s -split-input-file -verify-diagnostics -sd-tile-attention="attention=ring cache-bytes=1048576" | FileCheck %s --check-prefix=RING
+// RUN: sdopt %s -split-input-file -verify-diagnostics -sd-tile-attention="attention=ulysses_ring ulysses-shards=2 cache-bytes=1048576" | FileCheck %s --check-prefix=HYBRID
 
 // Block sizes derived from a 1 MiB cache at head_dim 64: the largest
 // power-of-two square tile whose query block, accumulator, scores and K/V
@@ -43,6 +44,10 @@ func.func @masked_ragged(%q: tensor<1x2x1000x128xf32>, %k: tensor<1x2x77x128xf32
 // RING: sd.flash_attention {{.*}} blocks = <{{.*}}> :
 // RING: sd.flash_attention {{.*}} mask {{.*}} blocks = <{{.*}}> :
 // RING-NOT: context_parallel
+// attention=ulysses_ring marks the same op, with its group size.
+// HYBRID-LABEL: func.func @context_parallel
+// HYBRID: sd.flash_attention {{.*}} blocks = <{{.*}}> context_parallel = ulysses_ring ulysses_shards = 2 :
+// HYBRID-NOT: context_parallel
 func.func @context_parallel(%q: tensor<1x2x64x8xf32>, %c: tensor<1x2x16x8xf32>, %m: tensor<1x1x64x64xi1>) -> (tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>) {
   %self = sd.attention %q, %q, %q : (tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>) -> tensor<1x2x64x8xf32>
   %cross = sd.attention %q, %c, %c : (tensor<1x2x64x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> tensor<1x2x64x8xf32>

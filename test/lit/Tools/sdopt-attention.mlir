@@ -6,6 +6,9 @@
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"use_fused_bwd_kernel": true}' --train --emit=openmp | FileCheck %s --check-prefix=FUSED
 // RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"use_fused_bwd_kernel": true}' --train --report=json | FileCheck %s --check-prefix=FUSED-FLOPS
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=ulysses_ring 2>&1 | FileCheck %s --check-prefix=HYBRID
+// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=ring --ulysses-shards=2 2>&1 | FileCheck %s --check-prefix=SHARDS-KIND
+// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=ulysses_ring --ulysses-shards=0 2>&1 | FileCheck %s --check-prefix=SHARDS-ZERO
+// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=tokamax_ring 2>&1 | FileCheck %s --check-prefix=UNAVAILABLE
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flashy 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": -3}' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"blok_q": 3}' 2>&1 | FileCheck %s --check-prefix=FIELD
@@ -39,7 +42,10 @@
 // FUSED-NOT: api->flash_attention_backward(
 // FUSED-FLOPS: "recompute_flops": 278528,
 
-// HYBRID: error: --attention: attention 'ulysses_ring' is not available in sd; sd runs dot_product, flash, ring, ulysses and auto
-// UNKNOWN: error: --attention: attention 'flashy' is unknown; sd runs dot_product, flash, ring, ulysses and auto
+// HYBRID: error: --attention: attention ulysses_ring needs ulysses_shards (--ulysses-shards), the devices per Ulysses group
+// SHARDS-KIND: error: --ulysses-shards: ulysses_shards 2 is for attention ulysses_ring (or auto), not ring
+// SHARDS-ZERO: error: --ulysses-shards must be at least 1, not 0
+// UNAVAILABLE: error: --attention: attention 'tokamax_ring' is not available in sd; sd runs dot_product, flash, ring, ulysses, ulysses_ring and auto
+// UNKNOWN: error: --attention: attention 'flashy' is unknown; sd runs dot_product, flash, ring, ulysses, ulysses_ring and auto
 // NEGATIVE: error: --flash-block-sizes: block_q: '-3' must be positive
 // FIELD: error: --flash-block-sizes: unknown field "blok_q"; expected one of block_q, block_kv_compute, block_kv, block_q_dkv, block_kv_dkv, block_kv_dkv_compute, block_q_dq, block_kv_dq, use_fused_bwd_kernel

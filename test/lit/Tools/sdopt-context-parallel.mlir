@@ -6,6 +6,11 @@
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=auto --stage=partitioned 2>&1 | FileCheck %s --check-prefix=AUTO4
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=auto --train --report 2>&1 | FileCheck %s --check-prefix=AUTO8
 // RUN: not sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HEADS
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses_ring --ulysses-shards=2 --stage=partitioned | FileCheck %s --check-prefix=HYBRID
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses_ring --ulysses-shards=2 --report=json | FileCheck %s --check-prefix=HYBRID-BYTES
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=auto --ulysses-shards=2 --stage=partitioned 2>&1 | FileCheck %s --check-prefix=AUTO-HYBRID
+// RUN: not sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses_ring --ulysses-shards=3 --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HYBRID-DIVIDE
+// RUN: not sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses_ring --ulysses-shards=8 --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HYBRID-HEADS
 
 // The self-attention block's sequence (64 tokens, batch 4, 4 heads of 8)
 // is sharded over context:4 by flux's rules; the forward program.
@@ -72,3 +77,35 @@
 
 // Ulysses needs the heads to split over the sequence's devices.
 // HEADS: error: 'sd.flash_attention' op cannot use ulysses attention: 4 heads per device are not divisible by the 8 devices that shard the sequence (mesh axes context); use ring attention or a mesh whose context degree divides the heads
+
+// ulysses_ring with ulysses_shards = 2 on context:4: q, k and v move from
+// the sequence to the heads within pairs of devices ([4, 2, 32, 8]), then
+// the K/V blocks make one hop to the other pair (members i -> i + 2), and
+// the output moves back within the pair.
+// HYBRID-LABEL: func.func @loss
+// HYBRID-COUNT-3: sd.all_to_all %{{.*}} @mesh axes = ["context"] src_dim = 2 tgt_dim = 1 subgroup_size = 2 : (tensor<4x4x16x8xf32>) -> tensor<4x2x32x8xf32>
+// HYBRID: sd.collective_permute_start %{{.*}} @mesh axes = ["context"] pairs = {{\[\[}}0, 2], [1, 3], [2, 0], [3, 1]] : tensor<4x2x32x8xf32>
+// HYBRID: sd.flash_attention {{.*}} : (tensor<4x2x32x8xf32>, tensor<4x2x32x8xf32>, tensor<4x2x32x8xf32>) -> (tensor<4x2x32x8xf32>, tensor<4x2x32xf32>)
+// HYBRID: sd.flash_attention {{.*}} : (tensor<4x2x32x8xf32>, tensor<4x2x32x8xf32>, tensor<4x2x32x8xf32>) -> (tensor<4x2x32x8xf32>, tensor<4x2x32xf32>)
+// HYBRID-NOT: sd.flash_attention
+// HYBRID: sd.all_to_all %{{.*}} @mesh axes = ["context"] src_dim = 1 tgt_dim = 2 subgroup_size = 2 : (tensor<4x2x32x8xf32>) -> tensor<4x4x16x8xf32>
+// HYBRID-NOT: sd.all_gather
+
+// The hybrid's bytes on context:8 (P = 8, U = 2, R = 4 subgroups on the
+// ring), local q, k, v, o of 4,096 bytes: 4 all-to-alls of (U−1)/U
+// within the pairs (8,192), and K and V each take R − 1 = 3 hops of their
+// post-Ulysses block of 4,096 bytes (24,576).
+// HYBRID-BYTES: "bytes_per_device": 8192,
+// HYBRID-BYTES-NEXT: "count": 4,
+// HYBRID-BYTES-NEXT: "group_size": 2,
+// HYBRID-BYTES-NEXT: "kind": "all_to_all"
+// HYBRID-BYTES: "bytes_per_device": 24576,
+// HYBRID-BYTES-NEXT: "count": 6,
+// HYBRID-BYTES-NEXT: "group_size": 8,
+// HYBRID-BYTES-NEXT: "kind": "collective_permute"
+
+// auto with ulysses_shards prices the hybrid too.
+// AUTO-HYBRID: remark: attention=auto chose ulysses (sent per device: flash 49158 B, ring 49158 B, ulysses 24582 B, ulysses_ring 32774 B)
+
+// HYBRID-DIVIDE: error: 'sd.flash_attention' op cannot use ulysses_ring attention: ulysses_shards 3 does not divide the 4 devices that shard the sequence (mesh axes context)
+// HYBRID-HEADS: error: 'sd.flash_attention' op cannot use ulysses_ring attention: 4 heads per device are not divisible by ulysses_shards 8; use a ulysses_shards that divides the heads, or ring attention
