@@ -42,7 +42,7 @@ std::string programSource(int numAxes) {
 static const SdCollective coll0 = {
     SD_ALL_REDUCE, 1, {4}, {4}, {0}, {{0}}, )" +
                      std::to_string(numAxes) + ", {" + axes +
-                     R"(}, 0, 0, 0, nullptr,
+                     R"(}, 0, 0, 0, 0, nullptr,
     "%sum = sd.all_reduce"};
 
 extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
