@@ -1,6 +1,7 @@
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --stage=partitioned | FileCheck %s --check-prefix=RING
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --stage=partitioned | FileCheck %s --check-prefix=ULYSSES
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --report=json | FileCheck %s --check-prefix=RING-BYTES
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --emit=openmp | FileCheck %s --check-prefix=RING-EMIT
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --report=json | FileCheck %s --check-prefix=ULYSSES-BYTES
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=flash --report=json | FileCheck %s --check-prefix=FLASH-BYTES
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=auto --stage=partitioned 2>&1 | FileCheck %s --check-prefix=AUTO4
@@ -37,6 +38,15 @@
 // RING-NOT: sd.flash_attention
 // RING-NOT: sd.collective_permute_start
 // RING-NOT: sd.all_gather
+
+// The emitted program: the start posts K's block into a fresh buffer, the
+// block's tiles run, the done completes that buffer, and only then is the
+// sent block released (the peer may read it until the done).
+// RING-EMIT: api->collective_start(dev, &coll{{[0-9]+}}, [[K0:b\[[0-9]+\]]], [[K1:b\[[0-9]+\]]])
+// RING-EMIT: api->flash_attention(dev, {{b\[[0-9]+\]}}, [[K0]],
+// RING-EMIT-NOT: api->release(dev, [[K0]])
+// RING-EMIT: api->collective_done(dev, &coll{{[0-9]+}}, [[K1]])
+// RING-EMIT: api->release(dev, [[K0]])
 
 // Ulysses: q, k and v move from the sequence to the heads ([4, 1, 64, 8]),
 // the output moves back.
