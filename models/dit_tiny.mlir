@@ -37,32 +37,35 @@ module {
     %33 = sd.transpose %32 permutation = [0, 2, 1, 3] {sd.name = "xk_out"} : (tensor<?x256x4x16xf32>) -> tensor<?x4x256x16xf32>
     %34 = sd.reshape %29 : (tensor<?x256x64xf32>) -> tensor<?x256x4x16xf32>
     %35 = sd.transpose %34 permutation = [0, 2, 1, 3] : (tensor<?x256x4x16xf32>) -> tensor<?x4x256x16xf32>
-    %36 = sd.attention %31, %33, %35 : (tensor<?x4x256x16xf32>, tensor<?x4x256x16xf32>, tensor<?x4x256x16xf32>) -> tensor<?x4x256x16xf32>
-    %37 = sd.transpose %36 permutation = [0, 2, 1, 3] : (tensor<?x4x256x16xf32>) -> tensor<?x256x4x16xf32>
-    %38 = sd.reshape %37 {sd.name = "attn_output"} : (tensor<?x256x4x16xf32>) -> tensor<?x256x64xf32>
-    %39 = sd.dot_general %38, %arg4 batch = [] x [] contract = [2] x [0] : (tensor<?x256x64xf32>, tensor<64x64xf32>) -> tensor<?x256x64xf32>
-    %40 = sd.broadcast_in_dim %arg5 dims = [2] : (tensor<64xf32>) -> tensor<?x256x64xf32>
-    %41 = sd.add %39, %40 : tensor<?x256x64xf32>
-    %42 = sd.broadcast_in_dim %8 dims = [0, 2] : (tensor<?x64xf32>) -> tensor<?x256x64xf32>
-    %43 = sd.mul %42, %41 : tensor<?x256x64xf32>
-    %44 = sd.add %arg0, %43 : tensor<?x256x64xf32>
-    %45 = sd.layer_norm %44 : (tensor<?x256x64xf32>) -> tensor<?x256x64xf32>
-    %46 = sd.broadcast_in_dim %12 dims = [0, 2] : (tensor<?x64xf32>) -> tensor<?x256x64xf32>
-    %47 = sd.broadcast_in_dim %10 dims = [0, 2] : (tensor<?x64xf32>) -> tensor<?x256x64xf32>
-    %48 = sd.mul %45, %46 : tensor<?x256x64xf32>
-    %49 = sd.add %45, %48 : tensor<?x256x64xf32>
-    %50 = sd.add %49, %47 : tensor<?x256x64xf32>
-    %51 = sd.dot_general %50, %arg6 batch = [] x [] contract = [2] x [0] : (tensor<?x256x64xf32>, tensor<64x256xf32>) -> tensor<?x256x256xf32>
-    %52 = sd.broadcast_in_dim %arg7 dims = [2] : (tensor<256xf32>) -> tensor<?x256x256xf32>
-    %53 = sd.add %51, %52 : tensor<?x256x256xf32>
-    %54 = sd.gelu %53 {sd.name = "ffn_activation"} : tensor<?x256x256xf32>
-    %55 = sd.dot_general %54, %arg8 batch = [] x [] contract = [2] x [0] : (tensor<?x256x256xf32>, tensor<256x64xf32>) -> tensor<?x256x64xf32>
-    %56 = sd.broadcast_in_dim %arg9 dims = [2] : (tensor<64xf32>) -> tensor<?x256x64xf32>
-    %57 = sd.add %55, %56 : tensor<?x256x64xf32>
-    %58 = sd.broadcast_in_dim %14 dims = [0, 2] : (tensor<?x64xf32>) -> tensor<?x256x64xf32>
-    %59 = sd.mul %58, %57 : tensor<?x256x64xf32>
-    %60 = sd.add %44, %59 {sd.name = "hidden_states"} : tensor<?x256x64xf32>
-    return %60 : tensor<?x256x64xf32>
+    %36 = sd.sharding_constraint %31 logical = <[activation_batch, activation_heads, activation_length, activation_kv]> : tensor<?x4x256x16xf32>
+    %37 = sd.sharding_constraint %33 logical = <[activation_batch, activation_heads, activation_length, activation_kv]> : tensor<?x4x256x16xf32>
+    %38 = sd.sharding_constraint %35 logical = <[activation_batch, activation_heads, activation_length, activation_kv]> : tensor<?x4x256x16xf32>
+    %39 = sd.attention %36, %37, %38 : (tensor<?x4x256x16xf32>, tensor<?x4x256x16xf32>, tensor<?x4x256x16xf32>) -> tensor<?x4x256x16xf32>
+    %40 = sd.transpose %39 permutation = [0, 2, 1, 3] : (tensor<?x4x256x16xf32>) -> tensor<?x256x4x16xf32>
+    %41 = sd.reshape %40 {sd.name = "attn_output"} : (tensor<?x256x4x16xf32>) -> tensor<?x256x64xf32>
+    %42 = sd.dot_general %41, %arg4 batch = [] x [] contract = [2] x [0] : (tensor<?x256x64xf32>, tensor<64x64xf32>) -> tensor<?x256x64xf32>
+    %43 = sd.broadcast_in_dim %arg5 dims = [2] : (tensor<64xf32>) -> tensor<?x256x64xf32>
+    %44 = sd.add %42, %43 : tensor<?x256x64xf32>
+    %45 = sd.broadcast_in_dim %8 dims = [0, 2] : (tensor<?x64xf32>) -> tensor<?x256x64xf32>
+    %46 = sd.mul %45, %44 : tensor<?x256x64xf32>
+    %47 = sd.add %arg0, %46 : tensor<?x256x64xf32>
+    %48 = sd.layer_norm %47 : (tensor<?x256x64xf32>) -> tensor<?x256x64xf32>
+    %49 = sd.broadcast_in_dim %12 dims = [0, 2] : (tensor<?x64xf32>) -> tensor<?x256x64xf32>
+    %50 = sd.broadcast_in_dim %10 dims = [0, 2] : (tensor<?x64xf32>) -> tensor<?x256x64xf32>
+    %51 = sd.mul %48, %49 : tensor<?x256x64xf32>
+    %52 = sd.add %48, %51 : tensor<?x256x64xf32>
+    %53 = sd.add %52, %50 : tensor<?x256x64xf32>
+    %54 = sd.dot_general %53, %arg6 batch = [] x [] contract = [2] x [0] : (tensor<?x256x64xf32>, tensor<64x256xf32>) -> tensor<?x256x256xf32>
+    %55 = sd.broadcast_in_dim %arg7 dims = [2] : (tensor<256xf32>) -> tensor<?x256x256xf32>
+    %56 = sd.add %54, %55 : tensor<?x256x256xf32>
+    %57 = sd.gelu %56 {sd.name = "ffn_activation"} : tensor<?x256x256xf32>
+    %58 = sd.dot_general %57, %arg8 batch = [] x [] contract = [2] x [0] : (tensor<?x256x256xf32>, tensor<256x64xf32>) -> tensor<?x256x64xf32>
+    %59 = sd.broadcast_in_dim %arg9 dims = [2] : (tensor<64xf32>) -> tensor<?x256x64xf32>
+    %60 = sd.add %58, %59 : tensor<?x256x64xf32>
+    %61 = sd.broadcast_in_dim %14 dims = [0, 2] : (tensor<?x64xf32>) -> tensor<?x256x64xf32>
+    %62 = sd.mul %61, %60 : tensor<?x256x64xf32>
+    %63 = sd.add %47, %62 {sd.name = "hidden_states"} : tensor<?x256x64xf32>
+    return %63 : tensor<?x256x64xf32>
   }
   func.func @loss(%arg0: tensor<16x64xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform>}, %arg1: tensor<64xf32> {sd.logical_axes = #sd.logical_axes<[embed]>, sd.role = #sd.param<"x_embedder.proj.bias", zeros>}, %arg2: tensor<256x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"t_embedder.mlp.0.weight", normal(0.02)>}, %arg3: tensor<64xf32> {sd.logical_axes = #sd.logical_axes<[mlp]>, sd.role = #sd.param<"t_embedder.mlp.0.bias", zeros>}, %arg4: tensor<64x64xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"t_embedder.mlp.2.weight", normal(0.02)>}, %arg5: tensor<64xf32> {sd.logical_axes = #sd.logical_axes<[embed]>, sd.role = #sd.param<"t_embedder.mlp.2.bias", zeros>}, %arg6: tensor<1001x64xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"y_embedder.embedding_table.weight", normal(0.02)>}, %arg7: tensor<64x3x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, heads]>, sd.role = #sd.param<"blocks.0.attn.qkv.weight", xavier_uniform>}, %arg8: tensor<3x64xf32> {sd.logical_axes = #sd.logical_axes<[_, heads]>, sd.role = #sd.param<"blocks.0.attn.qkv.bias", zeros>}, %arg9: tensor<64x64xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"blocks.0.attn.proj.weight", xavier_uniform>}, %arg10: tensor<64xf32> {sd.logical_axes = #sd.logical_axes<[embed]>, sd.role = #sd.param<"blocks.0.attn.proj.bias", zeros>}, %arg11: tensor<64x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"blocks.0.mlp.fc1.weight", xavier_uniform>}, %arg12: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[mlp]>, sd.role = #sd.param<"blocks.0.mlp.fc1.bias", zeros>}, %arg13: tensor<256x64xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"blocks.0.mlp.fc2.weight", xavier_uniform>}, %arg14: tensor<64xf32> {sd.logical_axes = #sd.logical_axes<[embed]>, sd.role = #sd.param<"blocks.0.mlp.fc2.bias", zeros>}, %arg15: tensor<64x6x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"blocks.0.adaLN_modulation.1.weight", zeros>}, %arg16: tensor<6x64xf32> {sd.logical_axes = #sd.logical_axes<[_, _]>, sd.role = #sd.param<"blocks.0.adaLN_modulation.1.bias", zeros>}, %arg17: tensor<64x3x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, heads]>, sd.role = #sd.param<"blocks.1.attn.qkv.weight", xavier_uniform>}, %arg18: tensor<3x64xf32> {sd.logical_axes = #sd.logical_axes<[_, heads]>, sd.role = #sd.param<"blocks.1.attn.qkv.bias", zeros>}, %arg19: tensor<64x64xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"blocks.1.attn.proj.weight", xavier_uniform>}, %arg20: tensor<64xf32> {sd.logical_axes = #sd.logical_axes<[embed]>, sd.role = #sd.param<"blocks.1.attn.proj.bias", zeros>}, %arg21: tensor<64x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"blocks.1.mlp.fc1.weight", xavier_uniform>}, %arg22: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[mlp]>, sd.role = #sd.param<"blocks.1.mlp.fc1.bias", zeros>}, %arg23: tensor<256x64xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"blocks.1.mlp.fc2.weight", xavier_uniform>}, %arg24: tensor<64xf32> {sd.logical_axes = #sd.logical_axes<[embed]>, sd.role = #sd.param<"blocks.1.mlp.fc2.bias", zeros>}, %arg25: tensor<64x6x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"blocks.1.adaLN_modulation.1.weight", zeros>}, %arg26: tensor<6x64xf32> {sd.logical_axes = #sd.logical_axes<[_, _]>, sd.role = #sd.param<"blocks.1.adaLN_modulation.1.bias", zeros>}, %arg27: tensor<64x32xf32> {sd.logical_axes = #sd.logical_axes<[embed, _]>, sd.role = #sd.param<"final_layer.linear.weight", zeros>}, %arg28: tensor<32xf32> {sd.logical_axes = #sd.logical_axes<[_]>, sd.role = #sd.param<"final_layer.linear.bias", zeros>}, %arg29: tensor<64x2x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"final_layer.adaLN_modulation.1.weight", zeros>}, %arg30: tensor<2x64xf32> {sd.logical_axes = #sd.logical_axes<[_, _]>, sd.role = #sd.param<"final_layer.adaLN_modulation.1.bias", zeros>}, %arg31: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}, %arg32: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}, %arg33: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}, %arg34: tensor<?x1001xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<labels>}) -> tensor<f32> attributes {sd.default_batch = 8 : i64} {
     %0 = sd.sub %arg32, %arg31 : tensor<?x32x32x4xf32>

@@ -364,6 +364,16 @@ struct ViewCost : public CostModelBase<ViewCost<OpTy>, OpTy> {
   Value getViewSource(Operation *op) const { return op->getOperand(0); }
 };
 
+/// Ops that are their operand's value and buffer and move nothing: a
+/// sharding constraint (an annotation), a permute's done (its bytes are the
+/// start's).
+template <typename OpTy>
+struct AliasCost : public CostModelBase<AliasCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *) const { return 0; }
+  int64_t getBytesAccessed(Operation *) const { return 0; }
+  Value getViewSource(Operation *op) const { return op->getOperand(0); }
+};
+
 /// A convert holds its operand's elements too, each rounded once.
 struct ConvertCost : public CostModelBase<ConvertCost, ConvertOp> {
   int64_t getFlops(Operation *op) const { return getElementwiseFlops(op, 1); }
@@ -405,11 +415,10 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
     attachModels<FlashBackwardCost, FlashAttentionDqOp, FlashAttentionDkvOp>(
         *context);
     attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,
-                 UpsampleNearestOp, ConstantOp, IotaOp, ShardingConstraintOp,
-                 ReshardOp>(*context);
-    // A permute's done is its start's buffer.
-    attachModels<ViewCost, ReshapeOp, TransposeOp, SliceOp,
-                 CollectivePermuteDoneOp>(*context);
+                 UpsampleNearestOp, ConstantOp, IotaOp, ReshardOp>(*context);
+    attachModels<ViewCost, ReshapeOp, TransposeOp, SliceOp>(*context);
+    attachModels<AliasCost, CollectivePermuteDoneOp, ShardingConstraintOp>(
+        *context);
     ConvertOp::attachInterface<ConvertCost>(*context);
     attachModels<CollectiveCost, AllGatherOp, AllSliceOp, ReduceScatterOp,
                  AllReduceOp, AllToAllOp, CollectivePermuteOp,

@@ -117,7 +117,9 @@ Stream prepareStream(FnBuilder &f, const ModelConfig &c, const ParamMap &p,
 /// The stream's residual updates after attention over the joint keys.
 Value finishStream(FnBuilder &f, const ParamMap &p, const std::string &s,
                    const Stream &st, Value keys, Value values) {
-  Value o = mergeHeads(f, f.attention(st.q, keys, values));
+  // One stream's queries over the joint [text; image] keys.
+  Value o = mergeHeads(
+      f, f.attention(st.q, keys, values, /*selfAttention=*/false));
   Value attn = f.linear(o, p.lookup(s + "_attn.proj.weight"),
                         p.lookup(s + "_attn.proj.bias"));
   Value x = gatedResidual(f, st.x, st.mod[2], attn);

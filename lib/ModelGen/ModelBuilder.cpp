@@ -235,8 +235,24 @@ Value FnBuilder::rmsNorm(Value x, Value scale) {
                            builder.getF64FloatAttr(1e-6));
 }
 
-Value FnBuilder::attention(Value q, Value k, Value v) {
-  return AttentionOp::create(builder, loc, q, k, v, Value(), FloatAttr());
+Value FnBuilder::attention(Value q, Value k, Value v, bool selfAttention) {
+  auto constrain = [&](Value x, StringRef length) -> Value {
+    return ShardingConstraintOp::create(
+        builder, loc, x.getType(), x, ShardingAttr(),
+        LogicalAxesAttr::get(
+            builder.getContext(),
+            {builder.getStringAttr("activation_batch"),
+             builder.getStringAttr("activation_heads"),
+             builder.getStringAttr(length),
+             builder.getStringAttr("activation_kv")}));
+  };
+  StringRef kvLength =
+      selfAttention ? "activation_length" : "activation_kv_length";
+  // In operand order (not as arguments, whose order C++ leaves open).
+  Value cq = constrain(q, "activation_length");
+  Value ck = constrain(k, kvLength);
+  Value cv = constrain(v, kvLength);
+  return AttentionOp::create(builder, loc, cq, ck, cv, Value(), FloatAttr());
 }
 
 Value FnBuilder::mseLoss(Value pred, Value target) {

@@ -121,7 +121,13 @@ public:
   Value addBias(Value x, Value bias);
   Value layerNorm(Value x, Value scale = {}, Value bias = {});
   Value rmsNorm(Value x, Value scale);
-  Value attention(Value q, Value k, Value v);
+  /// Attention of q [B, H, Sq, D] over k, v [B, H, Skv, D], whose operands
+  /// are constrained to MaxDiffusion's activation names (batch, heads,
+  /// length, kv), as its attention layers constrain theirs, so that the
+  /// logical rules can shard the sequence (context parallelism): the keys'
+  /// length is `activation_length` for self-attention (one sequence) and
+  /// `activation_kv_length` for cross-attention.
+  Value attention(Value q, Value k, Value v, bool selfAttention = true);
   Value mseLoss(Value pred, Value target);
 
 private:

@@ -67,7 +67,7 @@ Value wanAttention(FnBuilder &f, const ModelConfig &c, const ParamMap &p,
   Value q4 = f.name(headsFirst(f, q), "xq_out");
   Value k4 = f.name(headsFirst(f, k), "xk_out");
   Value v4 = headsFirst(f, splitHeads(f, v, c.heads));
-  Value o = mergeHeads(f, f.attention(q4, k4, v4));
+  Value o = mergeHeads(f, f.attention(q4, k4, v4, /*selfAttention=*/!context));
   return f.linear(o, param("o.weight"), param("o.bias"));
 }
 

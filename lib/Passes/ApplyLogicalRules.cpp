@@ -105,8 +105,8 @@ struct ApplyLogicalRulesPass
       std::string name = "sharding constraint";
       if (auto named = op->getAttrOfType<StringAttr>(SDDialect::kNameAttrName))
         name = named.str();
-      ShardingAttr sharding =
-          resolve(op.getLoc(), name, logical, op.getType());
+      ShardingAttr sharding = resolve(op.getLoc(), name, logical, op.getType(),
+                                      /*isConstraint=*/true);
       if (!sharding)
         return WalkResult::interrupt();
       op.setShardingAttr(sharding);
@@ -132,27 +132,34 @@ private:
   }
 
   /// The sharding the rules give a tensor of `type` with `logical` names;
-  /// null after an error at `loc`.
+  /// null after an error at `loc`. A constraint's dimension that its mesh
+  /// axes do not divide stays open (propagation decides) instead of being
+  /// an error: MaxDiffusion's constraints name every activation dimension,
+  /// and GSPMD pads what does not divide.
   ShardingAttr resolve(Location loc, const std::string &name,
-                       LogicalAxesAttr logical, Type type) {
+                       LogicalAxesAttr logical, Type type,
+                       bool isConstraint = false) {
     auto tensorType = cast<RankedTensorType>(type);
     std::vector<std::string> names;
     for (StringAttr n : logical.getNames())
       names.push_back(n.str());
     std::vector<int64_t> shape(tensorType.getShape().begin(),
                                tensorType.getShape().end());
-    auto axes = parsedRules.resolve(spec, name, names, shape);
+    std::vector<bool> undivided;
+    auto axes = parsedRules.resolve(spec, name, names, shape,
+                                    isConstraint ? &undivided : nullptr);
     if (!axes.ok()) {
       emitError(loc) << std::string(axes.status().message());
       return {};
     }
     MLIRContext *ctx = &getContext();
     SmallVector<DimShardingAttr> dims;
-    for (const std::vector<std::string> &dimAxes : *axes) {
+    for (auto [d, dimAxes] : llvm::enumerate(*axes)) {
       SmallVector<StringAttr> axisNames;
       for (const std::string &axis : dimAxes)
         axisNames.push_back(StringAttr::get(ctx, axis));
-      dims.push_back(DimShardingAttr::get(ctx, axisNames, /*is_closed=*/true,
+      bool open = isConstraint && undivided[d];
+      dims.push_back(DimShardingAttr::get(ctx, axisNames, /*is_closed=*/!open,
                                           std::nullopt));
     }
     return ShardingAttr::get(ctx, getMeshRef(), dims, {});

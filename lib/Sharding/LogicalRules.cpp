@@ -30,8 +30,11 @@ namespace yaml = llvm::yaml;
 absl::StatusOr<std::vector<std::vector<std::string>>>
 LogicalAxisRules::resolve(const MeshSpec &mesh, std::string_view tensorName,
                           const std::vector<std::string> &logicalNames,
-                          const std::vector<int64_t> &shape) const {
+                          const std::vector<int64_t> &shape,
+                          std::vector<bool> *undivided) const {
   size_t rank = logicalNames.size();
+  if (undivided)
+    undivided->assign(rank, false);
   if (shape.size() != rank)
     return absl::InvalidArgumentError(
         absl::StrFormat("tensor \"%s\" has %d logical names but rank %d",
@@ -76,6 +79,11 @@ LogicalAxisRules::resolve(const MeshSpec &mesh, std::string_view tensorName,
     }
     if (shape[i] < 0 || ways == 1 || shape[i] % ways == 0)
       continue;
+    if (undivided) {
+      (*undivided)[i] = true;
+      result[i].clear();
+      continue;
+    }
     std::string by =
         result[i].size() == 1
             ? absl::StrFormat("mesh axis \"%s\" of size %d", result[i][0], ways)

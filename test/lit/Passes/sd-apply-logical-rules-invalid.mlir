@@ -41,15 +41,6 @@ func.func @batch_not_divisible_two_axes(
   return
 }
 
-// -----
-
-// A constraint is checked the same way and named by its sd.name.
-sd.mesh @mesh = <["tensor"=3]>
-func.func @constraint_not_divisible(%x: tensor<8x40xf32>) -> tensor<8x40xf32> {
-  // expected-error @+1 {{tensor "attn_output" dimension 1 ("activation_heads") of size 40 is not divisible by mesh axis "tensor" of size 3}}
-  %y = sd.sharding_constraint %x logical = <[_, activation_heads]> {sd.name = "attn_output"} : tensor<8x40xf32>
-  return %y : tensor<8x40xf32>
-}
 
 // -----
 

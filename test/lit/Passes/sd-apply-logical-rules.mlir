@@ -67,6 +67,20 @@ func.func @constraint(%x: tensor<8x16x4xf32>) -> tensor<8x16x4xf32> {
 
 // -----
 
+// A constraint is a hint: a dimension its mesh axes do not divide (40 heads
+// over tensor:3) stays open for propagation instead of being an error (an
+// argument's is one: sd-apply-logical-rules-invalid.mlir), while the other
+// dimensions are constrained.
+sd.mesh @mesh = <["data"=2, "tensor"=3]>
+// CHECK-LABEL: func.func @constraint_not_divisible
+// CHECK: sd.sharding_constraint %{{.*}} sharding = <@mesh, [{"data"}, {?}]> logical = <[activation_batch, activation_heads]>
+func.func @constraint_not_divisible(%x: tensor<8x40xf32>) -> tensor<8x40xf32> {
+  %y = sd.sharding_constraint %x logical = <[activation_batch, activation_heads]> {sd.name = "attn_output"} : tensor<8x40xf32>
+  return %y : tensor<8x40xf32>
+}
+
+// -----
+
 // Functions without logical names need no mesh.
 // CHECK-LABEL: func.func @nothing_to_do
 // CHECK-NOT: sd.sharding

@@ -27,23 +27,25 @@ func.func @megatron_mlp(%x: tensor<8x16xf32> {sd.sharding = #sd.sharding<@mesh, 
   return %y : tensor<8x16xf32>
 }
 
-// The checked-in DiT on all four axes (batch 8 over data and fsdp, heads
-// and MLP over tensor): local types, parameters gathered where used, the
-// loss a partial sum over the batch axes until its all_reduce, and no
-// global construct left.
+// The checked-in DiT on all four axes (batch 8 over data and fsdp, the
+// sequence over context through the attention's activation constraints,
+// heads and MLP over tensor): local types, parameters gathered where used,
+// keys and values gathered over context for the untiled attention, the
+// loss a partial sum over the batch and sequence axes until its
+// all_reduce, and no global construct left.
 
 // DIT-LABEL: func.func @loss
 // DIT-SAME: tensor<2x32x32x4xf32> {sd.local_sharding = #sd.sharding<@mesh, [{"data", "fsdp"}, {}, {}, {}]>
 // DIT-SAME: -> (tensor<f32> {sd.local_sharding = #sd.sharding<@mesh, []>})
 // DIT-NOT: sd.reshard
 // DIT-NOT: sd.sharding =
-// DIT: %[[QUARTER:.*]] = sd.constant dense<2.500000e-01> : tensor<f32>
+// DIT: %[[EIGHTH:.*]] = sd.constant dense<1.250000e-01> : tensor<f32>
 // DIT-NOT: sd.reshard
 // DIT-NOT: sd.sharding =
-// DIT: sd.attention {{.*}} -> tensor<2x2x256x16xf32>
+// DIT: sd.attention {{.*}} : (tensor<2x2x128x16xf32>, tensor<2x2x256x16xf32>, tensor<2x2x256x16xf32>) -> tensor<2x2x128x16xf32>
 // DIT-NOT: sd.reshard
 // DIT-NOT: sd.sharding =
-// DIT: %[[LOSS:.*]] = sd.mse_loss {{.*}} : tensor<2x32x32x4xf32>
-// DIT-NEXT: %[[PARTIAL:.*]] = sd.mul %[[LOSS]], %[[QUARTER]] : tensor<f32>
-// DIT-NEXT: %[[TOTAL:.*]] = sd.all_reduce %[[PARTIAL]] @mesh axes = ["data", "fsdp"] : tensor<f32>
+// DIT: %[[LOSS:.*]] = sd.mse_loss {{.*}} : tensor<2x16x32x4xf32>
+// DIT-NEXT: %[[PARTIAL:.*]] = sd.mul %[[LOSS]], %[[EIGHTH]] : tensor<f32>
+// DIT-NEXT: %[[TOTAL:.*]] = sd.all_reduce %[[PARTIAL]] @mesh axes = ["data", "fsdp", "context"] : tensor<f32>
 // DIT-NEXT: return %[[TOTAL]] : tensor<f32>

@@ -28,7 +28,11 @@
 // CHECK: sd.reshape {{.*}} {sd.name = "value_proj"} : (tensor<?x256x1x64xf32>) -> tensor<?x256x64xf32>
 // CHECK: %[[Q:.*]] = sd.transpose {{.*}} {sd.name = "xq_out"} : (tensor<?x256x4x16xf32>) -> tensor<?x4x256x16xf32>
 // CHECK: %[[K:.*]] = sd.transpose {{.*}} {sd.name = "xk_out"}
-// CHECK: sd.attention %[[Q]], %[[K]], %{{.*}} : {{.*}} -> tensor<?x4x256x16xf32>
+// The attention's operands carry MaxDiffusion's activation names, so the
+// rules may shard the sequence (context parallelism).
+// CHECK: %[[QC:.*]] = sd.sharding_constraint %[[Q]] logical = <[activation_batch, activation_heads, activation_length, activation_kv]>
+// CHECK: %[[KC:.*]] = sd.sharding_constraint %[[K]] logical = <[activation_batch, activation_heads, activation_length, activation_kv]>
+// CHECK: sd.attention %[[QC]], %[[KC]], %{{.*}} : {{.*}} -> tensor<?x4x256x16xf32>
 // CHECK: sd.reshape {{.*}} {sd.name = "attn_output"} : (tensor<?x256x4x16xf32>) -> tensor<?x256x64xf32>
 // CHECK: sd.gelu {{.*}} {sd.name = "ffn_activation"} : tensor<?x256x256xf32>
 // CHECK: %[[OUT:.*]] = sd.add {{.*}} {sd.name = "hidden_states"} : tensor<?x256x64xf32>

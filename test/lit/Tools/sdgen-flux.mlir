@@ -29,11 +29,17 @@
 // The joint sequence is [txt; img].
 // CHECK: %[[KEYS:.*]] = sd.concat %[[TXT_K]], %[[IMG_K]] dim = 2 : {{.*}} -> tensor<?x2x24x128xf32>
 // CHECK: %[[VALUES:.*]] = sd.concat
-// CHECK: sd.attention %[[IMG_Q]], %[[KEYS]], %[[VALUES]] : {{.*}} -> tensor<?x2x16x128xf32>
+// A stream's queries over the joint keys: the keys' length is the
+// cross-attention name.
+// CHECK: %[[QC:.*]] = sd.sharding_constraint %[[IMG_Q]] logical = <[activation_batch, activation_heads, activation_length, activation_kv]>
+// CHECK: %[[KC:.*]] = sd.sharding_constraint %[[KEYS]] logical = <[activation_batch, activation_heads, activation_kv_length, activation_kv]>
+// CHECK: %[[VC:.*]] = sd.sharding_constraint %[[VALUES]] logical = <[activation_batch, activation_heads, activation_kv_length, activation_kv]>
+// CHECK: sd.attention %[[QC]], %[[KC]], %[[VC]] : {{.*}} -> tensor<?x2x16x128xf32>
 // CHECK: sd.reshape {{.*}} {sd.name = "attn_output"} : (tensor<?x16x2x128xf32>) -> tensor<?x16x256xf32>
 // CHECK: sd.gelu {{.*}} {sd.name = "ffn_activation"} : tensor<?x16x1024xf32>
 // CHECK: %[[IMG:.*]] = sd.add {{.*}} {sd.name = "hidden_states"} : tensor<?x16x256xf32>
-// CHECK: sd.attention %[[TXT_Q]], %[[KEYS]], %[[VALUES]] : {{.*}} -> tensor<?x2x8x128xf32>
+// CHECK: %[[TXT_QC:.*]] = sd.sharding_constraint %[[TXT_Q]] logical = <[activation_batch, activation_heads, activation_length, activation_kv]>
+// CHECK: sd.attention %[[TXT_QC]], {{.*}} : {{.*}} -> tensor<?x2x8x128xf32>
 // CHECK: %[[TXT:.*]] = sd.add {{.*}} {sd.name = "hidden_states"} : tensor<?x8x256xf32>
 // CHECK: return %[[IMG]], %[[TXT]]
 

@@ -31,7 +31,7 @@
 
 // The patch embedding's weight, sharded over fsdp (mesh axis 1) on its
 // output dimension, is gathered before its GEMM.
-// CHECK: // %{{[0-9]+}} = sd.all_gather (dit_tiny.mlir:75)
+// CHECK: // %{{[0-9]+}} = sd.all_gather (dit_tiny.mlir:78)
 // CHECK-NEXT: static const SdCollective [[$PATCH_GATHER:coll[0-9]+]] = {
 // CHECK-NEXT: SD_ALL_GATHER, 2,
 // CHECK-NEXT: /*in_shape=*/{16, 32},
@@ -43,11 +43,11 @@
 // The step: patchify, gather the weight, one GEMM (M = 2·256 patches,
 // N = 64, K = 16), then release the gathered weight.
 // CHECK: SD_STEPS int32_t sd_steps_0(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results) {
-// CHECK: // %{{[0-9]+}} = sd.transpose (dit_tiny.mlir:73) [{{k[0-9]+}} library]
+// CHECK: // %{{[0-9]+}} = sd.transpose (dit_tiny.mlir:76) [{{k[0-9]+}} library]
 // CHECK: api->transpose(dev, b[{{[0-9]+}}], [[PATCHES:b\[[0-9]+\]]], 6, {{shape[0-9]+}}, {{shape[0-9]+}});
-// CHECK: api->trace_begin(dev, "all_gather fsdp 16x32 (dit_tiny.mlir:75)", "collective", 0, 2048);
+// CHECK: api->trace_begin(dev, "all_gather fsdp 16x32 (dit_tiny.mlir:78)", "collective", 0, 2048);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &[[$PATCH_GATHER]], a[0], [[W:b\[[0-9]+\]]])) return st;
-// CHECK: api->trace_begin(dev, "gemm 512x64x16 (dit_tiny.mlir:75)", "gemm", 1048576, 167936);
+// CHECK: api->trace_begin(dev, "gemm 512x64x16 (dit_tiny.mlir:78)", "gemm", 1048576, 167936);
 // CHECK-NEXT: // batch=1 M=512 N=64 K=16
 // CHECK-NEXT: api->gemm(dev, 1, 0, 0, 512, 64, 16, [[PATCHES]], 16, 8192, [[W]], 64, 1024, 0.0f, b[{{[0-9]+}}], 64, 32768);
 // CHECK-NEXT: api->trace_end(dev);
@@ -56,7 +56,7 @@
 // Layer norm and attention are runtime kernels: 2 images × 256 tokens of
 // 64 channels; 4 heads of 16 over 256 tokens, scaled by 1/sqrt(16).
 // CHECK: api->layer_norm(dev, b[{{[0-9]+}}], nullptr, nullptr, b[{{[0-9]+}}], 512, 64, 9.99999999999999955e-07);
-// CHECK: api->trace_begin(dev, "attention 2x4x256x16 (dit_tiny.mlir:40)", "kernel",
+// CHECK: api->trace_begin(dev, "attention 2x4x256x16 (dit_tiny.mlir:43)", "kernel",
 // CHECK-NEXT: if (int32_t st = api->attention(dev, [[Q:b\[[0-9]+\]]], [[KEY:b\[[0-9]+\]]], [[V:b\[[0-9]+\]]], nullptr, 1, 1, b[{{[0-9]+}}], 2, 4, 256, 256, 16, 16, 2.50000000000000000e-01)) return st;
 
 // A GEMM whose rhs is stored [N, K]: trans_b, no copy.
@@ -77,20 +77,20 @@
 
 // Backward of the patch embedding: the weight gradient is a trans_a GEMM
 // over all 512 patches, reduce-scattered over fsdp and summed over data.
-// CHECK: api->trace_begin(dev, "gemm 64x16x512 (dit_tiny.mlir:75)", "gemm", 1048576, 167936);
+// CHECK: api->trace_begin(dev, "gemm 64x16x512 (dit_tiny.mlir:78)", "gemm", 1048576, 167936);
 // CHECK-NEXT: // batch=1 M=64 N=16 K=512
 // CHECK-NEXT: api->gemm(dev, 1, 1, 0, 64, 16, 512, b[{{[0-9]+}}], 64, 32768, [[PATCHES]], 16, 8192, 0.0f, [[DW:b\[[0-9]+\]]], 16, 1024);
-// CHECK: api->trace_begin(dev, "reduce_scatter fsdp 64x16 (dit_tiny.mlir:75)", "collective", 0, 2048);
+// CHECK: api->trace_begin(dev, "reduce_scatter fsdp 64x16 (dit_tiny.mlir:78)", "collective", 0, 2048);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &{{coll[0-9]+}}, [[DW]], [[SCATTERED:b\[[0-9]+\]]])) return st;
-// CHECK: api->trace_begin(dev, "all_reduce data 32x16 (dit_tiny.mlir:75)", "collective", 0, 2048);
+// CHECK: api->trace_begin(dev, "all_reduce data 32x16 (dit_tiny.mlir:78)", "collective", 0, 2048);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &{{coll[0-9]+}}, [[SCATTERED]], b[{{[0-9]+}}])) return st;
 
 // AdamW updates the patch weight (argument 0) in place, and the step
 // returns the loss summed over the mesh and the donated parameters.
 // CHECK: // in place: donated into argument 0
-// CHECK-NEXT: api->trace_begin(dev, "{{k[0-9]+}} broadcast_in_dim+div+sqrt+add+mul+sub (dit_tiny.mlir:67)", "kernel",
+// CHECK-NEXT: api->trace_begin(dev, "{{k[0-9]+}} broadcast_in_dim+div+sqrt+add+mul+sub (dit_tiny.mlir:70)", "kernel",
 // CHECK-NEXT: {{k[0-9]+}}(a[0], {{.*}}, a[0]);
-// CHECK: api->trace_begin(dev, "all_reduce data,fsdp 1 (dit_tiny.mlir:67)", "collective", 0, 6);
+// CHECK: api->trace_begin(dev, "all_reduce data,fsdp 1 (dit_tiny.mlir:70)", "collective", 0, 6);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &{{coll[0-9]+}}, b[{{[0-9]+}}], [[LOSS:b\[[0-9]+\]]])) return st;
 // CHECK: results[0] = [[LOSS]];
 // CHECK-NEXT: results[1] = a[0];
@@ -103,7 +103,7 @@
 // The backward pass computes the same difference: one function, called
 // twice.
 // CHECK-LABEL: // {{k[0-9]+}}: fused over [2, 32, 32, 4]
-// CHECK-NEXT: //   %{{[0-9]+}} = sd.sub (dit_tiny.mlir:68)
+// CHECK-NEXT: //   %{{[0-9]+}} = sd.sub (dit_tiny.mlir:71)
 // CHECK-NEXT: //   (also called as {{k[0-9]+}}: the same loop nest)
 // CHECK-NEXT: SD_LOCAL void [[K:k[0-9]+]](const float *in0, const float *in1, float *out) {
 // CHECK-NEXT:   #pragma omp simd
@@ -115,7 +115,7 @@
 
 // A large kernel runs its outer loop in parallel: the MLP's gelu, the same
 // in both layers.
-// CHECK-LABEL: //   %{{[0-9]+}} = sd.gelu (dit_tiny.mlir:58)
+// CHECK-LABEL: //   %{{[0-9]+}} = sd.gelu (dit_tiny.mlir:61)
 // CHECK-NEXT: //   (also called as {{k[0-9]+}}: the same loop nest)
 // CHECK-NEXT: SD_LOCAL void {{k[0-9]+}}(const float *in0, float *out) {
 // CHECK-NEXT:   #pragma omp parallel for simd schedule(static)
@@ -126,7 +126,7 @@
 
 // The loss: the squared error accumulated in double and scaled by
 // 1 / 8192 (the local 2·32·32·4 elements).
-// CHECK-LABEL: //   %{{[0-9]+}} = sd.mse_loss (dit_tiny.mlir:141)
+// CHECK-LABEL: //   %{{[0-9]+}} = sd.mse_loss (dit_tiny.mlir:144)
 // CHECK-NEXT: SD_LOCAL void {{k[0-9]+}}(const float *in0, const float *in1, float *out) {
 // CHECK-NEXT:   double acc0 = 0.0;
 // CHECK-NEXT:   #pragma omp simd reduction(+:acc0)

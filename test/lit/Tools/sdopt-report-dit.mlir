@@ -17,7 +17,7 @@
 // learn_sigma half of the final projection, computed and not used).
 // CHECK-LABEL: sd report: @loss, mesh @mesh data:2,fsdp:4 (8 devices)
 // CHECK-NEXT:  program: global (not partitioned)
-// CHECK:       816 of 816 values and 325 ops with FLOPs have none and count whole
+// CHECK:       852 of 852 values and 325 ops with FLOPs have none and count whole
 // CHECK-NEXT:  calls: @dit_block x12 (each costed through its callee, once per call)
 // CHECK:       parameters 33.0 MB 131 tensors, 8,262,080 elements
 // CHECK-NEXT:  inputs 36.8 kB 4 tensors
