@@ -7,6 +7,10 @@
 // at once, so that peers blocked in a collective return instead of waiting
 // for an operand that never comes.
 //
+// A runtime may run the devices of one process of a multi-process mesh
+// (MeshRuntimeOptions::process) over a transport that reaches the others,
+// such as MpiTransport: one runtime per MPI rank.
+//
 // The device threads persist for the runtime's lifetime and wait for work
 // between calls: each keeps its OpenMP team (and OpenBLAS its buffers) from
 // one step to the next, instead of paying for new threads every step.
@@ -87,8 +91,8 @@ void MeshRuntime::startWorkers() {
         }
         absl::Status status = (*job)(*devices[id]);
         if (!status.ok())
-          transportPtr->abort(absl::AbortedError(
-              absl::StrFormat("device %d failed: %s", id, status.ToString())));
+          transportPtr->abort(absl::AbortedError(absl::StrFormat(
+              "device %d failed: %s", devices[id]->id(), status.ToString())));
         std::lock_guard<std::mutex> lock(w.mutex);
         w.statuses[id] = std::move(status);
         if (--w.pending == 0)
@@ -116,14 +120,40 @@ MeshRuntime::create(MeshRuntimeOptions options) {
     return absl::InvalidArgumentError(
         absl::StrFormat("threads per device must not be negative, got %d",
                         options.threadsPerDevice));
+  if (options.process < -1 || options.process >= mesh.numProcesses())
+    return absl::InvalidArgumentError(
+        absl::StrFormat("process %d is not a process of mesh %s (%d processes)",
+                        options.process, mesh.toString(), mesh.numProcesses()));
+  // Shared memory cannot reach the devices of other processes: their
+  // groups' barriers would wait forever.
+  if (options.process >= 0 && mesh.numProcesses() > 1 &&
+      !options.transportFactory)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "process %d of mesh %s (%d processes) needs a transport that reaches "
+        "the other processes (MeshRuntimeOptions::transportFactory)",
+        options.process, mesh.toString(), mesh.numProcesses()));
   std::unique_ptr<MeshRuntime> runtime(new MeshRuntime(std::move(options)));
-  int64_t numDevices = runtime->options.mesh.numDevices();
+  // This runtime's devices: all, or one process's contiguous ids.
+  int64_t first = runtime->firstDeviceId();
+  int64_t numDevices = runtime->options.process < 0
+                           ? runtime->options.mesh.numDevices()
+                           : runtime->options.mesh.devicesPerProcess();
   runtime->threads = runtime->options.threadsPerDevice > 0
                          ? runtime->options.threadsPerDevice
                          : static_cast<int>(std::max<int64_t>(
                                1, availableCores() / numDevices));
-  runtime->transportPtr = createSharedMemoryTransport(runtime->options.mesh);
-  for (int64_t id = 0; id < numDevices; ++id)
+  if (runtime->options.transportFactory) {
+    absl::StatusOr<std::unique_ptr<Transport>> transport =
+        runtime->options.transportFactory(runtime->options.mesh);
+    if (!transport.ok())
+      return transport.status();
+    if (!*transport)
+      return absl::InternalError("the transport factory returned no transport");
+    runtime->transportPtr = std::move(*transport);
+  } else {
+    runtime->transportPtr = createSharedMemoryTransport(runtime->options.mesh);
+  }
+  for (int64_t id = first; id < first + numDevices; ++id)
     runtime->devices.push_back(std::make_unique<Device>(
         id, runtime->options.mesh.coordinates(id),
         runtime->options.deviceMemoryBudget, runtime->options.hostMemoryBudget,

@@ -23,7 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "sd/Reference/Tensor.h"
+#include "TransportUtil.h"
+
 #include "sd/Runtime/Runtime.h"
 
 #include "absl/strings/str_format.h"
@@ -39,120 +40,17 @@ using namespace sd::rt;
 
 namespace {
 
-/// Mesh-axis indices, major to minor as an op lists them.
-using AxisList = std::vector<int32_t>;
-
-/// A reusable barrier for a fixed number of threads that `wake` releases
-/// when the transport is aborted.
-class Barrier {
-public:
-  explicit Barrier(int64_t parties) : parties(parties) {}
-
-  /// Waits until all parties have arrived. An abortable wait returns false,
-  /// without completing the barrier, once `aborted` is set; the others
-  /// always complete.
-  bool wait(const std::atomic<bool> &aborted, bool abortable) {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (abortable && aborted.load())
-      return false;
-    uint64_t generation = currentGeneration;
-    if (++arrived == parties) {
-      arrived = 0;
-      ++currentGeneration;
-      condition.notify_all();
-      return true;
-    }
-    condition.wait(lock, [&] {
-      return currentGeneration != generation || (abortable && aborted.load());
-    });
-    return currentGeneration != generation;
-  }
-
-  /// Wakes the waiters so they see the abort flag.
-  void wake() {
-    std::lock_guard<std::mutex> lock(mutex);
-    condition.notify_all();
-  }
-
-  /// Forgets the arrivals of an aborted round (no thread is waiting).
-  void reset() {
-    std::lock_guard<std::mutex> lock(mutex);
-    arrived = 0;
-  }
-
-private:
-  std::mutex mutex;
-  std::condition_variable condition;
-  const int64_t parties;
-  int64_t arrived = 0;
-  uint64_t currentGeneration = 0;
-};
-
-using ::sd::ref::rowMajorStrides;
-using ::sd::ref::shapeProduct;
-
-/// Below this many elements a copy or sum stays on the device thread.
-constexpr int64_t kParallelElements = 1 << 15;
-
-/// Copies (or, with `add`, adds) the box of shape `box` at `srcOffset` of
-/// `src` (shape `srcShape`) to `dstOffset` of `dst` (shape `dstShape`).
-/// Rows of the innermost dimension are contiguous; they are split statically
-/// over the device's OpenMP team, and each element gets exactly one
-/// operation, so the result does not depend on the team size.
-void transferBox(const float *src, const std::vector<int64_t> &srcShape,
-                 const std::vector<int64_t> &srcOffset, float *dst,
-                 const std::vector<int64_t> &dstShape,
-                 const std::vector<int64_t> &dstOffset,
-                 const std::vector<int64_t> &box, bool add) {
-  size_t rank = box.size();
-  if (rank == 0) {
-    *dst = add ? *dst + *src : *src;
-    return;
-  }
-  std::vector<int64_t> srcStrides = rowMajorStrides(srcShape);
-  std::vector<int64_t> dstStrides = rowMajorStrides(dstShape);
-  int64_t rowLength = box[rank - 1];
-  int64_t rows = shapeProduct(box) / std::max<int64_t>(rowLength, 1);
-  if (rowLength == 0 || rows == 0)
-    return;
-  int64_t srcBase = 0, dstBase = 0;
-  for (size_t d = 0; d < rank; ++d) {
-    srcBase += srcOffset[d] * srcStrides[d];
-    dstBase += dstOffset[d] * dstStrides[d];
-  }
-  bool parallel = rows * rowLength >= kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t row = 0; row < rows; ++row) {
-    // The row's index in the box's outer dimensions.
-    int64_t rest = row, from = srcBase, to = dstBase;
-    for (size_t d = rank - 1; d-- > 0;) {
-      int64_t index = rest % box[d];
-      rest /= box[d];
-      from += index * srcStrides[d];
-      to += index * dstStrides[d];
-    }
-    if (add) {
-      const float *in = src + from;
-      float *out = dst + to;
-      for (int64_t i = 0; i < rowLength; ++i)
-        out[i] += in[i];
-    } else {
-      std::memcpy(dst + to, src + from,
-                  static_cast<size_t>(rowLength) * sizeof(float));
-    }
-  }
-}
+using detail::AxisList;
+using detail::Barrier;
+using detail::transferBox;
 
 /// The in-process transport.
 class SharedMemoryTransport final : public Transport {
 public:
   explicit SharedMemoryTransport(const MeshSpec &mesh)
-      : meshSpec(mesh), inputs(mesh.numDevices(), nullptr),
+      : meshSpec(mesh), groups(mesh), inputs(mesh.numDevices(), nullptr),
         barrierCache(mesh.numDevices()), posted(mesh.numDevices()),
-        nextSequence(mesh.numDevices(), 0), sequenceOf(mesh.numDevices()) {
-    for (const MeshAxis &axis : mesh.axes())
-      sizes.push_back(axis.size());
-  }
+        nextSequence(mesh.numDevices(), 0), sequenceOf(mesh.numDevices()) {}
 
   const MeshSpec &mesh() const override { return meshSpec; }
   absl::Status collective(Device &device, const SdCollective &op,
@@ -165,43 +63,23 @@ public:
   void reset() override;
 
 private:
-  /// The op's shape and axis structure, checked against the mesh.
-  struct Plan {
-    std::vector<int64_t> inShape, outShape;
-    /// Per dimension (all_gather, all_slice, reduce_scatter) its axes.
-    std::vector<AxisList> dimAxes;
-    /// The other collectives' axes, as listed.
-    AxisList axes;
-    /// The group's axes in mesh order, each once.
-    AxisList group;
-    /// all_to_all: how many consecutive group members exchange blocks.
-    int64_t exchange = 1;
-  };
-  absl::StatusOr<Plan> makePlan(const SdCollective &op) const;
+  using Plan = detail::CollectivePlan;
+  absl::StatusOr<Plan> makePlan(const SdCollective &op) const {
+    return groups.makePlan(op);
+  }
   /// InvalidArgument unless `device` is one of the mesh.
   absl::Status checkDevice(const Device &device) const;
 
   int64_t groupSize(const AxisList &axes) const {
-    int64_t size = 1;
-    for (int32_t axis : axes)
-      size *= sizes[axis];
-    return size;
+    return groups.groupSize(axes);
   }
-  /// The row-major index of `coords` on `axes`.
   int64_t groupIndex(const std::vector<int64_t> &coords,
                      const AxisList &axes) const {
-    int64_t index = 0;
-    for (int32_t axis : axes)
-      index = index * sizes[axis] + coords[axis];
-    return index;
+    return groups.groupIndex(coords, axes);
   }
-  /// Sets `coords` on `axes` to the decomposition of `index`.
   void setGroupIndex(std::vector<int64_t> &coords, const AxisList &axes,
                      int64_t index) const {
-    for (size_t i = axes.size(); i-- > 0;) {
-      coords[axes[i]] = index % sizes[axes[i]];
-      index /= sizes[axes[i]];
-    }
+    groups.setGroupIndex(coords, axes, index);
   }
   /// The operand the device at `coords` published.
   const float *inputOf(const std::vector<int64_t> &coords) const {
@@ -210,7 +88,9 @@ private:
   /// The barrier of `device`'s group over `group`.
   Barrier &barrierFor(const Device &device, const AxisList &group);
   /// The bytes the cost model says one device sends for `op`.
-  int64_t commBytes(const SdCollective &op, const Plan &plan) const;
+  int64_t commBytes(const SdCollective &op, const Plan &plan) const {
+    return groups.commBytes(op, plan);
+  }
 
   void gather(const Plan &plan, const std::vector<int64_t> &coords,
               float *out) const;
@@ -225,7 +105,7 @@ private:
                float *out) const;
 
   MeshSpec meshSpec;
-  std::vector<int64_t> sizes;
+  detail::CollectiveGroups groups;
   /// Each device's operand of the collective it is in; written by its own
   /// thread before the group's first barrier, read by peers between the two.
   std::vector<const float *> inputs;
@@ -263,119 +143,6 @@ private:
 
 } // namespace
 
-absl::StatusOr<SharedMemoryTransport::Plan>
-SharedMemoryTransport::makePlan(const SdCollective &op) const {
-  std::string name = op.name ? op.name : "<unnamed collective>";
-  auto invalid = [&](const std::string &why) {
-    return absl::InvalidArgumentError(absl::StrFormat("'%s': %s", name, why));
-  };
-  if (op.kind < SD_ALL_GATHER || op.kind > SD_COLLECTIVE_PERMUTE)
-    return invalid(absl::StrFormat("unknown collective kind %d", op.kind));
-  if (op.rank < 0 || op.rank > SD_MAX_RANK)
-    return invalid(
-        absl::StrFormat("rank %d is not in [0, %d]", op.rank, SD_MAX_RANK));
-  Plan plan;
-  plan.inShape.assign(op.in_shape, op.in_shape + op.rank);
-  plan.outShape.assign(op.out_shape, op.out_shape + op.rank);
-  for (int32_t d = 0; d < op.rank; ++d)
-    if (op.in_shape[d] < 0 || op.out_shape[d] < 0)
-      return invalid(absl::StrFormat("negative size in dimension %d", d));
-  auto checkAxes = [&](const int32_t *axes, int32_t count,
-                       AxisList &list) -> absl::Status {
-    if (count < 0 || count > SD_MAX_AXES)
-      return invalid(
-          absl::StrFormat("%d axes is not in [0, %d]", count, SD_MAX_AXES));
-    for (int32_t i = 0; i < count; ++i) {
-      if (axes[i] < 0 || axes[i] >= static_cast<int32_t>(sizes.size()))
-        return invalid(absl::StrFormat("axis %d is not an axis of mesh %s",
-                                       axes[i], meshSpec.toString()));
-      list.push_back(axes[i]);
-    }
-    return absl::OkStatus();
-  };
-  bool perDim = op.kind == SD_ALL_GATHER || op.kind == SD_ALL_SLICE ||
-                op.kind == SD_REDUCE_SCATTER;
-  if (perDim) {
-    plan.dimAxes.resize(op.rank);
-    for (int32_t d = 0; d < op.rank; ++d) {
-      if (absl::Status status =
-              checkAxes(op.dim_axes[d], op.num_dim_axes[d], plan.dimAxes[d]);
-          !status.ok())
-        return status;
-      plan.group.insert(plan.group.end(), plan.dimAxes[d].begin(),
-                        plan.dimAxes[d].end());
-    }
-  } else {
-    if (absl::Status status = checkAxes(op.axes, op.num_axes, plan.axes);
-        !status.ok())
-      return status;
-    plan.group = plan.axes;
-  }
-  std::sort(plan.group.begin(), plan.group.end());
-  if (std::adjacent_find(plan.group.begin(), plan.group.end()) !=
-      plan.group.end())
-    return invalid("a mesh axis is listed twice");
-
-  // The result's shape follows from the operand's.
-  std::vector<int64_t> expected = plan.inShape;
-  switch (op.kind) {
-  case SD_ALL_GATHER:
-    for (int32_t d = 0; d < op.rank; ++d)
-      expected[d] *= groupSize(plan.dimAxes[d]);
-    break;
-  case SD_ALL_SLICE:
-  case SD_REDUCE_SCATTER:
-    for (int32_t d = 0; d < op.rank; ++d) {
-      int64_t count = groupSize(plan.dimAxes[d]);
-      if (expected[d] % count != 0)
-        return invalid(absl::StrFormat(
-            "dimension %d of size %d is not divisible into %d blocks", d,
-            expected[d], count));
-      expected[d] /= count;
-    }
-    break;
-  case SD_ALL_TO_ALL: {
-    if (op.src_dim < 0 || op.src_dim >= op.rank || op.tgt_dim < 0 ||
-        op.tgt_dim >= op.rank || op.src_dim == op.tgt_dim)
-      return invalid(absl::StrFormat(
-          "src_dim %d and tgt_dim %d must be distinct dimensions of rank %d",
-          op.src_dim, op.tgt_dim, op.rank));
-    int64_t n = groupSize(plan.axes);
-    if (op.subgroup_size < 0 || (op.subgroup_size > 0 && n % op.subgroup_size))
-      return invalid(absl::StrFormat(
-          "subgroup_size %d does not divide the group size %d",
-          op.subgroup_size, n));
-    if (op.subgroup_size > 0)
-      n = op.subgroup_size;
-    plan.exchange = n;
-    if (expected[op.tgt_dim] % n != 0)
-      return invalid(absl::StrFormat(
-          "tgt_dim %d of size %d is not divisible by the %d members that "
-          "exchange blocks",
-          op.tgt_dim, expected[op.tgt_dim], n));
-    expected[op.tgt_dim] /= n;
-    expected[op.src_dim] *= n;
-    break;
-  }
-  case SD_COLLECTIVE_PERMUTE: {
-    int64_t n = groupSize(plan.axes);
-    if (op.num_pairs < 0 || (op.num_pairs > 0 && !op.pairs))
-      return invalid("bad permutation pairs");
-    for (int32_t i = 0; i < 2 * op.num_pairs; ++i)
-      if (op.pairs[i] < 0 || op.pairs[i] >= n)
-        return invalid(absl::StrFormat(
-            "pair [%d, %d] names a member outside groups of size %d",
-            op.pairs[i / 2 * 2], op.pairs[i / 2 * 2 + 1], n));
-    break;
-  }
-  default:
-    break;
-  }
-  if (expected != plan.outShape)
-    return invalid("the result shape does not follow from the operand shape");
-  return plan;
-}
-
 Barrier &SharedMemoryTransport::barrierFor(const Device &device,
                                            const AxisList &group) {
   std::map<AxisList, Barrier *> &cache = barrierCache[device.id()];
@@ -390,35 +157,6 @@ Barrier &SharedMemoryTransport::barrierFor(const Device &device,
     barrier = std::make_unique<Barrier>(groupSize(group));
   cache.emplace(group, barrier.get());
   return *barrier;
-}
-
-int64_t SharedMemoryTransport::commBytes(const SdCollective &op,
-                                         const Plan &plan) const {
-  // sd/Analysis/CostModel.cpp getRingBytesPerDevice on the S and N of
-  // lib/Analysis/CostModels.cpp's getCommunication.
-  int64_t n =
-      op.kind == SD_ALL_TO_ALL ? plan.exchange : groupSize(plan.group);
-  if (n <= 1)
-    return 0;
-  auto chunk = [&](int64_t bytes) { return (bytes + n - 1) / n; };
-  int64_t inBytes = shapeProduct(plan.inShape) * int64_t(sizeof(float));
-  int64_t outBytes = shapeProduct(plan.outShape) * int64_t(sizeof(float));
-  switch (op.kind) {
-  case SD_ALL_GATHER:
-    return (n - 1) * chunk(outBytes);
-  case SD_REDUCE_SCATTER:
-  case SD_ALL_TO_ALL:
-    return (n - 1) * chunk(inBytes);
-  case SD_ALL_REDUCE:
-    return 2 * (n - 1) * chunk(inBytes);
-  case SD_COLLECTIVE_PERMUTE:
-    for (int32_t i = 0; i < op.num_pairs; ++i)
-      if (op.pairs[2 * i] != op.pairs[2 * i + 1])
-        return inBytes;
-    return 0;
-  default:
-    return 0;
-  }
 }
 
 void SharedMemoryTransport::gather(const Plan &plan,
@@ -652,7 +390,12 @@ absl::Status SharedMemoryTransport::finishCollective(Device &device,
   if (entry == posted[sourceId].end())
     return abortedStatus();
   const float *data = entry->second.in;
-  entry->second.copying = true;
+  // A member nobody sends to keeps its own operand. Reading it is no take:
+  // only the member it is sent to may mark it taken, or that member would
+  // wait for a post its owner has already erased.
+  bool keepsOwn = sourceId == id;
+  if (!keepsOwn)
+    entry->second.copying = true;
   lock.unlock();
   if (data != out)
     transferBox(data, plan->inShape, std::vector<int64_t>(plan->inShape.size()),
@@ -661,9 +404,11 @@ absl::Status SharedMemoryTransport::finishCollective(Device &device,
   lock.lock();
   // The source's map may have changed, but not this entry: its owner erases
   // it only once it is taken.
-  entry->second.copying = false;
-  entry->second.taken = true;
-  asyncCondition.notify_all();
+  if (!keepsOwn) {
+    entry->second.copying = false;
+    entry->second.taken = true;
+    asyncCondition.notify_all();
+  }
   // The operand must outlive its reader; after an abort a reader that is not
   // copying never will.
   if (sends) {

@@ -193,29 +193,54 @@ private:
 /// The in-process transport: devices are threads sharing memory.
 std::unique_ptr<Transport> createSharedMemoryTransport(const MeshSpec &mesh);
 
+/// Makes the transport of a runtime's devices; an error fails
+/// MeshRuntime::create.
+using TransportFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Transport>>(const MeshSpec &)>;
+
 struct MeshRuntimeOptions {
   MeshSpec mesh;
-  /// OpenMP threads per device; 0 means max(1, cores / devices).
+  /// OpenMP threads per device; 0 means max(1, cores / devices this
+  /// runtime runs).
   int threadsPerDevice = 0;
   /// Per-device budgets in bytes; 0 means unlimited.
   int64_t deviceMemoryBudget = 0;
   int64_t hostMemoryBudget = 0;
   /// How every device's pools hand out buffers.
   MemoryPoolOptions pools;
+  /// The process whose devices this runtime runs (ids [process *
+  /// devicesPerProcess(), (process + 1) * devicesPerProcess())), as one rank
+  /// of a multi-process mesh does; -1 runs every device of the mesh here.
+  int64_t process = -1;
+  /// The transport; unset means the shared-memory one, which connects the
+  /// devices of one process only (so a runtime of one process of a
+  /// multi-process mesh needs another, e.g. createMpiTransport).
+  TransportFactory transportFactory;
 };
 
-/// The devices of one mesh, each running on its own thread.
+/// The devices of one mesh, or of one process of it, each running on its
+/// own thread.
 class MeshRuntime {
 public:
-  /// InvalidArgument on an empty mesh or a negative budget.
+  /// InvalidArgument on an empty mesh, a negative budget or a process the
+  /// mesh does not have; the transport factory's error.
   static absl::StatusOr<std::unique_ptr<MeshRuntime>>
   create(MeshRuntimeOptions options);
   ~MeshRuntime();
 
   const MeshSpec &mesh() const { return options.mesh; }
+  /// The devices this runtime runs: the whole mesh's, or those of
+  /// options.process. `device(i)` is the i-th of them in id order, so its
+  /// mesh id is firstDeviceId() + i (i itself without a process).
   int64_t numDevices() const { return static_cast<int64_t>(devices.size()); }
   int threadsPerDevice() const { return threads; }
-  Device &device(int64_t id) { return *devices[id]; }
+  Device &device(int64_t index) { return *devices[index]; }
+  /// The process this runtime runs, -1 for all of them.
+  int64_t process() const { return options.process; }
+  int64_t firstDeviceId() const {
+    return options.process < 0 ? 0
+                               : options.process * mesh().devicesPerProcess();
+  }
 
   /// Runs `fn` once per device, each on its own thread whose OpenMP team
   /// has threadsPerDevice() threads, and waits for all. The threads persist

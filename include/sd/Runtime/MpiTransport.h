@@ -1,0 +1,60 @@
+//===- MpiTransport.h - Collectives between processes -----------*- C++ -*-===//
+//
+// A Transport for meshes that span processes: each MPI rank is one process
+// of the mesh (MeshSpec's process-major numbering), runs its own devices as
+// threads (MeshRuntime with MeshRuntimeOptions::process), and exchanges
+// with the devices of other ranks through MPI point-to-point messages.
+// Members of a group inside one process still share memory.
+//
+// Results are bitwise those of the shared-memory transport on the same
+// global mesh: reductions add the same operands in the same member order.
+//
+// The library SDRuntimeMpi holds it, so that only programs that use MPI
+// link against it. This header does not include <mpi.h>.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_RUNTIME_MPITRANSPORT_H
+#define SD_RUNTIME_MPITRANSPORT_H
+
+#include "sd/Runtime/Runtime.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include <memory>
+
+namespace sd::rt {
+
+/// Initializes MPI with MPI_THREAD_MULTIPLE (device threads call MPI
+/// concurrently) unless it is already initialized. FailedPrecondition when
+/// the library provides a lower thread level. `argc`/`argv` may be null.
+absl::Status initializeMpi(int *argc = nullptr, char ***argv = nullptr);
+/// Finalizes MPI if it was initialized and is not finalized yet. Every
+/// MpiTransport must be destroyed before.
+void finalizeMpi();
+/// This process's rank in MPI_COMM_WORLD and the world's size (MPI must be
+/// initialized).
+int mpiWorldRank();
+int mpiWorldSize();
+
+struct MpiTransportOptions {
+  /// After an abort, how long a device waits for its messages to remote
+  /// peers to complete before it calls MPI_Abort (the last resort: a send
+  /// cannot be withdrawn, and its operand must outlive it).
+  double abortGraceSeconds = 60;
+};
+
+/// The transport of this rank's devices of `mesh`. MPI must be initialized
+/// with MPI_THREAD_MULTIPLE (initializeMpi). InvalidArgument when the world
+/// size is not mesh.numProcesses(); FailedPrecondition when MPI is not
+/// initialized or its thread level is too low; InvalidArgument when
+/// message tags for the devices of one process would not fit MPI_TAG_UB.
+/// Collective over MPI_COMM_WORLD: every rank creates its transport.
+absl::StatusOr<std::unique_ptr<Transport>>
+createMpiTransport(const MeshSpec &mesh,
+                   const MpiTransportOptions &options = {});
+
+} // namespace sd::rt
+
+#endif // SD_RUNTIME_MPITRANSPORT_H

@@ -1,0 +1,834 @@
+//===- MpiTransport.cpp - Collectives between processes over MPI ----------===//
+//
+// Each MPI rank runs the devices of one mesh process as threads. A
+// collective is a set of pieces: boxes that one group member contributes to
+// another (a block for all_gather, a chunk of the operand for reductions, a
+// tgt_dim block for all_to_all, the whole operand for a permute). A piece
+// between two devices of this process is copied through shared memory, as
+// the shared-memory transport does: members publish their buffers, meet at a
+// barrier of the group's local members, copy, and meet again so that nobody
+// frees a buffer a peer still reads. A piece from or to another process is
+// one MPI_Isend/MPI_Irecv pair (packed into a staging buffer when the box is
+// not contiguous), posted after the first barrier and waited for by polling.
+//
+// Bitwise equality with the shared-memory transport: a reduction over N
+// members splits the result into N chunks (reduce_scatter: each member's
+// block; all_reduce: N contiguous ranges of the flattened tensor). The owner
+// of a chunk receives that chunk of every member's operand and folds them in
+// ascending member order (copy the first, add the others), exactly the
+// additions the shared-memory transport performs on every element; all_reduce
+// then gathers the folded chunks. Each device sends about 2(N-1)/N of the
+// tensor, like a ring, but every sum has one fixed order. MPI_Allreduce is
+// not used: its order is the library's. Counters get the cost model's
+// bytes, as from the shared-memory transport, so that sdrun's measured
+// communication still equals sdopt's prediction.
+//
+// Tags: every device runs the same program, so the k-th collective of one
+// device is the k-th of its peers. A message's tag is (k, phase, sender's
+// local index, receiver's local index), the sequence number modulo what fits
+// under MPI_TAG_UB; a wrapped tag cannot be mismatched because one sender
+// thread posts and one receiver thread receives each (sender, receiver)
+// stream in program order, and MPI does not let messages of one stream
+// overtake each other.
+//
+// Asynchronous collective_permute: the start posts every send and receive
+// (to peers in this process too, through MPI's loopback to its own rank, so
+// that the start needs no barrier; that loopback is one copy, measured as
+// fast as the shared-memory transport's) and the finish waits for them.
+//
+// Failures: an abort (a local device failed) releases local barriers and
+// every wait for a message; the waiting device then cancels its receives.
+// A send cannot be withdrawn and reads the operand until it completes, so
+// the device still waits for its sends, up to abortGraceSeconds, and calls
+// MPI_Abort if they never complete. Remote peers are not told about the
+// abort: a rank whose device waits for a message from a failed device of
+// another rank waits until that rank exits (mpirun then ends the job), and a
+// rank that dies ends the whole job the same way. Open MPI 4.1 has no ULFM,
+// so surviving the loss of a rank is left to a later design. reset() only
+// restarts this rank's sequence numbers: ranks resume in lockstep after a
+// failed step only if the step failed on every rank alike, so a driver
+// should treat a failed multi-process step as fatal to the job.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Runtime/MpiTransport.h"
+
+#include "TransportUtil.h"
+
+#include "sd/Reference/Tensor.h"
+
+#include "absl/strings/str_format.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+using namespace sd;
+using namespace sd::rt;
+
+namespace {
+
+using detail::AxisList;
+using detail::Barrier;
+using detail::CollectiveGroups;
+using detail::CollectivePlan;
+using detail::transferBox;
+using ::sd::ref::rowMajorStrides;
+using ::sd::ref::shapeProduct;
+using Shape = std::vector<int64_t>;
+
+/// A box that one member contributes to another: where it lies in the
+/// sender's buffer and where it goes in the receiver's.
+struct Piece {
+  Shape srcOffset, box, dstOffset;
+};
+
+/// A piece and the member at the other end.
+struct Transfer {
+  int64_t peer;
+  Piece piece;
+};
+
+/// Whether a box of a row-major tensor of `shape` is one contiguous range:
+/// after its first dimension larger than 1 it spans whole dimensions.
+bool isContiguous(const Shape &shape, const Shape &box) {
+  size_t d = 0;
+  while (d < box.size() && box[d] == 1)
+    ++d;
+  for (++d; d < box.size(); ++d)
+    if (box[d] != shape[d])
+      return false;
+  return true;
+}
+
+int64_t flatOffset(const Shape &shape, const Shape &offset) {
+  Shape strides = rowMajorStrides(shape);
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat += offset[d] * strides[d];
+  return flat;
+}
+
+/// Pauses between polls of MPI. Polling is what drives Open MPI's progress
+/// (a large message moves in fragments, each needing a poll on both sides),
+/// so a device keeps polling, yielding its core to threads that compute,
+/// and only after a long wait (a peer far behind) sleeps between polls.
+class Backoff {
+public:
+  void pause() {
+    if (++polls < 64)
+      return;
+    if (polls == 64)
+      start = std::chrono::steady_clock::now();
+    if (polls % 1024 == 0 &&
+        std::chrono::steady_clock::now() - start > std::chrono::seconds(1))
+      sleeping = true;
+    if (sleeping)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    else
+      std::this_thread::yield();
+  }
+
+private:
+  int64_t polls = 0;
+  bool sleeping = false;
+  std::chrono::steady_clock::time_point start;
+};
+
+/// One device's messages of one collective that are not complete yet.
+struct Messages {
+  std::vector<MPI_Request> recvs, sends;
+};
+
+/// The transport of one rank's devices (see the file comment).
+class MpiTransport final : public Transport {
+public:
+  MpiTransport(const MeshSpec &mesh, MPI_Comm comm, int rank, int64_t slots,
+               const MpiTransportOptions &options)
+      : meshSpec(mesh), groups(mesh), comm(comm), rank(rank),
+        perProcess(mesh.devicesPerProcess()),
+        firstId(int64_t(rank) * mesh.devicesPerProcess()), slots(slots),
+        options(options), inputs(perProcess, nullptr),
+        outputs(perProcess, nullptr), states(perProcess) {}
+  ~MpiTransport() override;
+
+  const MeshSpec &mesh() const override { return meshSpec; }
+  absl::Status collective(Device &device, const SdCollective &op,
+                          const float *in, float *out) override;
+  absl::Status startCollective(Device &device, const SdCollective &op,
+                               const float *in, float *out) override;
+  absl::Status finishCollective(Device &device, const SdCollective &op,
+                                float *out) override;
+  void abort(const absl::Status &status) override;
+  void reset() override;
+
+private:
+  /// A started asynchronous permute of one device.
+  struct AsyncPermute {
+    Messages messages;
+    const float *in;
+    /// No member sends to this device: it keeps its own operand.
+    bool keepsOwn;
+    int64_t elements;
+  };
+  /// What one local device keeps between its collectives; touched by its
+  /// own thread only (and by reset, while no device runs).
+  struct LocalState {
+    /// The device's collectives so far: the tag's sequence number.
+    uint64_t sequence = 0;
+    /// Packing and receive buffers, kept so that large collectives do not
+    /// fault in fresh pages every step.
+    std::vector<std::vector<float>> staging;
+    /// The barrier of each group this device was in (null when no other
+    /// member of the group lives in this process).
+    std::map<AxisList, Barrier *> barriers;
+    std::map<const float *, AsyncPermute> async;
+  };
+
+  bool isLocal(int64_t id) const {
+    return id >= firstId && id < firstId + perProcess;
+  }
+  int peerRank(int64_t id) const {
+    return static_cast<int>(meshSpec.processOf(id));
+  }
+  /// The tag of phase `phase` of collective `sequence` from `from` to `to`.
+  int tagOf(uint64_t sequence, int phase, int64_t from, int64_t to) const {
+    int64_t slot = static_cast<int64_t>((sequence * 2 + phase) %
+                                        static_cast<uint64_t>(slots));
+    return static_cast<int>(
+        (slot * perProcess + from % perProcess) * perProcess + to % perProcess);
+  }
+  absl::Status checkDevice(const Device &device) const;
+  absl::Status abortedStatus();
+  /// The barrier of the local members of `device`'s group over `group`.
+  Barrier *barrierFor(const Device &device, const AxisList &group);
+
+  /// The pieces `device` receives (in member order) and sends for `op`
+  /// (any kind but all_slice); all_reduce's are its first phase.
+  void planPieces(const SdCollective &op, const CollectivePlan &plan,
+                  const Device &device, std::vector<Transfer> &incoming,
+                  std::vector<Transfer> &outgoing) const;
+  /// Permute: who sends to each member (itself when no pair names it).
+  std::vector<int64_t> permuteSources(const SdCollective &op,
+                                      int64_t members) const;
+
+  /// Moves `incoming` into `out` and `outgoing` out of `src`: local pieces
+  /// from the buffers peers published in `published`, remote ones by MPI.
+  /// With `reduce`, pieces are folded into `out` in `incoming`'s order.
+  /// False when an abort interrupted a wait (pending requests stay in
+  /// `messages` for `drain`). `staged` counts the device's staging buffers
+  /// in use by this collective (a pending send may still read one).
+  bool exchange(Device &device, uint64_t sequence, int phase,
+                const std::vector<Transfer> &incoming,
+                const std::vector<Transfer> &outgoing, const float *src,
+                const Shape &srcShape, float *out, const Shape &outShape,
+                bool reduce, const std::vector<const float *> &published,
+                size_t &staged, Messages &messages);
+  /// Waits for `requests` by polling; false when `abortable` and the
+  /// transport is aborted first.
+  bool wait(MPI_Request *requests, int count, bool abortable);
+  /// After an abort: cancels the receives and waits for the sends, calling
+  /// MPI_Abort when they do not complete in time.
+  void drain(Messages &messages);
+
+  MeshSpec meshSpec;
+  CollectiveGroups groups;
+  MPI_Comm comm;
+  int rank;
+  int64_t perProcess;
+  int64_t firstId;
+  /// Sequence slots under MPI_TAG_UB (two phases per collective).
+  int64_t slots;
+  MpiTransportOptions options;
+  /// Each local device's operand and result of the collective it is in,
+  /// written by its own thread before its group's first barrier.
+  std::vector<const float *> inputs, outputs;
+  std::vector<LocalState> states;
+
+  std::atomic<bool> aborted{false};
+  /// Guards `abortStatus` and `barriers`.
+  std::mutex stateMutex;
+  absl::Status abortStatus;
+  /// Keyed by the group's axes and its first local member; never erased.
+  std::map<std::pair<AxisList, int64_t>, std::unique_ptr<Barrier>> barriers;
+};
+
+} // namespace
+
+MpiTransport::~MpiTransport() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Comm_free(&comm);
+}
+
+absl::Status MpiTransport::checkDevice(const Device &device) const {
+  if (!isLocal(device.id()))
+    return absl::InvalidArgumentError(
+        absl::StrFormat("device %d is not a device of process %d of mesh %s",
+                        device.id(), rank, meshSpec.toString()));
+  return absl::OkStatus();
+}
+
+absl::Status MpiTransport::abortedStatus() {
+  std::lock_guard<std::mutex> lock(stateMutex);
+  return abortStatus.ok() ? absl::AbortedError("the mesh was aborted")
+                          : abortStatus;
+}
+
+Barrier *MpiTransport::barrierFor(const Device &device, const AxisList &group) {
+  std::map<AxisList, Barrier *> &cache = states[device.id() - firstId].barriers;
+  if (auto it = cache.find(group); it != cache.end())
+    return it->second;
+  // The group's members in this process, named by the first of them.
+  int64_t parties = 0, first = -1;
+  for (int64_t n = 0, e = groups.groupSize(group); n < e; ++n) {
+    int64_t id = groups.memberDevice(device.coordinates(), group, n);
+    if (!isLocal(id))
+      continue;
+    ++parties;
+    if (first < 0 || id < first)
+      first = id;
+  }
+  Barrier *barrier = nullptr;
+  if (parties > 1) {
+    std::lock_guard<std::mutex> lock(stateMutex);
+    std::unique_ptr<Barrier> &slot = barriers[{group, first}];
+    if (!slot)
+      slot = std::make_unique<Barrier>(parties);
+    barrier = slot.get();
+  }
+  cache.emplace(group, barrier);
+  return barrier;
+}
+
+std::vector<int64_t> MpiTransport::permuteSources(const SdCollective &op,
+                                                  int64_t members) const {
+  // The last pair naming a target wins, as in the shared-memory transport.
+  std::vector<int64_t> source(members);
+  for (int64_t m = 0; m < members; ++m)
+    source[m] = m;
+  for (int32_t i = 0; i < op.num_pairs; ++i)
+    source[op.pairs[2 * i + 1]] = op.pairs[2 * i];
+  return source;
+}
+
+void MpiTransport::planPieces(const SdCollective &op,
+                              const CollectivePlan &plan, const Device &device,
+                              std::vector<Transfer> &incoming,
+                              std::vector<Transfer> &outgoing) const {
+  const Shape &coords = device.coordinates();
+  size_t rank = plan.inShape.size();
+  Shape zero(rank, 0);
+  int64_t self = device.id();
+  // The block a member holds (gather) or keeps (reduce_scatter).
+  auto blockOf = [&](const Shape &memberCoords, const Shape &blockShape) {
+    Shape offset(rank);
+    for (size_t d = 0; d < rank; ++d)
+      offset[d] =
+          groups.groupIndex(memberCoords, plan.dimAxes[d]) * blockShape[d];
+    return offset;
+  };
+  switch (op.kind) {
+  case SD_ALL_GATHER: {
+    Shape own = blockOf(coords, plan.inShape);
+    for (int64_t n = 0, e = groups.groupSize(plan.group); n < e; ++n) {
+      int64_t id = groups.memberDevice(coords, plan.group, n);
+      incoming.push_back({id,
+                          {zero, plan.inShape,
+                           blockOf(meshSpec.coordinates(id), plan.inShape)}});
+      if (id != self)
+        outgoing.push_back({id, {zero, plan.inShape, own}});
+    }
+    break;
+  }
+  case SD_REDUCE_SCATTER: {
+    Shape own = blockOf(coords, plan.outShape);
+    for (int64_t n = 0, e = groups.groupSize(plan.group); n < e; ++n) {
+      int64_t id = groups.memberDevice(coords, plan.group, n);
+      incoming.push_back({id, {own, plan.outShape, zero}});
+      if (id != self)
+        outgoing.push_back({id,
+                            {blockOf(meshSpec.coordinates(id), plan.outShape),
+                             plan.outShape, zero}});
+    }
+    break;
+  }
+  case SD_ALL_REDUCE: {
+    // Member j owns the elements [j·E/N, (j+1)·E/N) of the flat tensor.
+    int64_t elements = shapeProduct(plan.inShape);
+    int64_t members = groups.groupSize(plan.group);
+    auto chunk = [&](int64_t j) {
+      int64_t begin = j * elements / members;
+      return Piece{{begin}, {(j + 1) * elements / members - begin}, {begin}};
+    };
+    int64_t own = groups.groupIndex(coords, plan.group);
+    for (int64_t n = 0; n < members; ++n) {
+      int64_t id = groups.memberDevice(coords, plan.group, n);
+      incoming.push_back({id, chunk(own)});
+      if (id != self)
+        outgoing.push_back({id, chunk(n)});
+    }
+    break;
+  }
+  case SD_ALL_TO_ALL: {
+    int64_t n = plan.exchange;
+    int64_t index = groups.groupIndex(coords, plan.axes);
+    int64_t own = index % n, first = index - own;
+    Shape piece = plan.inShape;
+    piece[op.tgt_dim] /= n;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t id = groups.memberDevice(coords, plan.axes, first + j);
+      // Block j of src_dim is member j's block `own` of tgt_dim.
+      Piece in{zero, piece, zero};
+      in.srcOffset[op.tgt_dim] = own * piece[op.tgt_dim];
+      in.dstOffset[op.src_dim] = j * piece[op.src_dim];
+      incoming.push_back({id, in});
+      if (id == self)
+        continue;
+      Piece sent{zero, piece, zero};
+      sent.srcOffset[op.tgt_dim] = j * piece[op.tgt_dim];
+      sent.dstOffset[op.src_dim] = own * piece[op.src_dim];
+      outgoing.push_back({id, sent});
+    }
+    break;
+  }
+  case SD_COLLECTIVE_PERMUTE: {
+    int64_t members = groups.groupSize(plan.axes);
+    std::vector<int64_t> source = permuteSources(op, members);
+    int64_t own = groups.groupIndex(coords, plan.axes);
+    Piece whole{zero, plan.inShape, zero};
+    incoming.push_back(
+        {groups.memberDevice(coords, plan.axes, source[own]), whole});
+    for (int64_t t = 0; t < members; ++t)
+      if (source[t] == own && t != own)
+        outgoing.push_back({groups.memberDevice(coords, plan.axes, t), whole});
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+bool MpiTransport::wait(MPI_Request *requests, int count, bool abortable) {
+  Backoff backoff;
+  while (true) {
+    int done = 0;
+    MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
+    if (done)
+      return true;
+    if (abortable && aborted.load())
+      return false;
+    backoff.pause();
+  }
+}
+
+void MpiTransport::drain(Messages &messages) {
+  for (MPI_Request &request : messages.recvs)
+    if (request != MPI_REQUEST_NULL)
+      MPI_Cancel(&request);
+  std::vector<MPI_Request> all = messages.recvs;
+  all.insert(all.end(), messages.sends.begin(), messages.sends.end());
+  messages.recvs.clear();
+  messages.sends.clear();
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(options.abortGraceSeconds);
+  Backoff backoff;
+  while (true) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(all.size()), all.data(), &done,
+                MPI_STATUSES_IGNORE);
+    if (done)
+      return;
+    if (std::chrono::steady_clock::now() > deadline)
+      break;
+    backoff.pause();
+  }
+  // A pending send still reads an operand its device is about to release;
+  // nothing but ending the job makes that safe.
+  std::fprintf(stderr,
+               "sd: MPI rank %d: messages of an aborted collective did not "
+               "complete within %.0f s; aborting the MPI job\n",
+               rank, options.abortGraceSeconds);
+  MPI_Abort(comm, 1);
+}
+
+bool MpiTransport::exchange(Device &device, uint64_t sequence, int phase,
+                            const std::vector<Transfer> &incoming,
+                            const std::vector<Transfer> &outgoing,
+                            const float *src, const Shape &srcShape, float *out,
+                            const Shape &outShape, bool reduce,
+                            const std::vector<const float *> &published,
+                            size_t &staged, Messages &messages) {
+  int64_t self = device.id();
+  std::vector<std::vector<float>> &staging = states[self - firstId].staging;
+  auto stagingBuffer = [&](int64_t elements) {
+    if (staged == staging.size())
+      staging.emplace_back();
+    std::vector<float> &buffer = staging[staged++];
+    if (static_cast<int64_t>(buffer.size()) < elements)
+      buffer.resize(elements);
+    return buffer.data();
+  };
+  size_t rank = outShape.size();
+  Shape zero(rank, 0);
+
+  // Remote receives: straight into `out` when the box is one range there
+  // and nothing is added, otherwise into a staging buffer.
+  std::vector<int> requestOf(incoming.size(), -1);
+  std::vector<float *> stagedAt(incoming.size(), nullptr);
+  for (size_t i = 0; i < incoming.size(); ++i) {
+    const Transfer &t = incoming[i];
+    int64_t elements = shapeProduct(t.piece.box);
+    if (isLocal(t.peer) || elements == 0)
+      continue;
+    float *buffer;
+    if (!reduce && isContiguous(outShape, t.piece.box)) {
+      buffer = out + flatOffset(outShape, t.piece.dstOffset);
+    } else {
+      buffer = stagingBuffer(elements);
+      stagedAt[i] = buffer;
+    }
+    requestOf[i] = static_cast<int>(messages.recvs.size());
+    messages.recvs.emplace_back();
+    MPI_Irecv(buffer, static_cast<int>(elements), MPI_FLOAT, peerRank(t.peer),
+              tagOf(sequence, phase, t.peer, self), comm,
+              &messages.recvs.back());
+  }
+  // Remote sends: straight from `src` when the box is one range there.
+  for (const Transfer &t : outgoing) {
+    int64_t elements = shapeProduct(t.piece.box);
+    if (isLocal(t.peer) || elements == 0)
+      continue;
+    const float *buffer;
+    if (isContiguous(srcShape, t.piece.box)) {
+      buffer = src + flatOffset(srcShape, t.piece.srcOffset);
+    } else {
+      float *packed = stagingBuffer(elements);
+      transferBox(src, srcShape, t.piece.srcOffset, packed, t.piece.box,
+                  Shape(rank, 0), t.piece.box, /*add=*/false);
+      buffer = packed;
+    }
+    messages.sends.emplace_back();
+    MPI_Isend(buffer, static_cast<int>(elements), MPI_FLOAT, peerRank(t.peer),
+              tagOf(sequence, phase, self, t.peer), comm,
+              &messages.sends.back());
+  }
+
+  // A piece whose bytes are here: copied or folded into `out`.
+  auto place = [&](size_t i) {
+    const Transfer &t = incoming[i];
+    bool add = reduce && i > 0;
+    if (isLocal(t.peer))
+      transferBox(published[t.peer - firstId], srcShape, t.piece.srcOffset, out,
+                  outShape, t.piece.dstOffset, t.piece.box, add);
+    else if (stagedAt[i])
+      transferBox(stagedAt[i], t.piece.box, zero, out, outShape,
+                  t.piece.dstOffset, t.piece.box, add);
+  };
+  if (reduce) {
+    // Strictly in member order; a remote piece is waited for when its turn
+    // comes, so the fold overlaps the later members' transfers.
+    for (size_t i = 0; i < incoming.size(); ++i) {
+      if (requestOf[i] >= 0 &&
+          !wait(&messages.recvs[requestOf[i]], 1, /*abortable=*/true))
+        return false;
+      place(i);
+    }
+    return true;
+  }
+  // Local pieces first, while the remote ones are on their way.
+  for (size_t i = 0; i < incoming.size(); ++i)
+    if (isLocal(incoming[i].peer))
+      place(i);
+  for (size_t i = 0; i < incoming.size(); ++i) {
+    if (requestOf[i] < 0)
+      continue;
+    if (!wait(&messages.recvs[requestOf[i]], 1, /*abortable=*/true))
+      return false;
+    place(i);
+  }
+  return true;
+}
+
+absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
+                                      const float *in, float *out) {
+  if (absl::Status status = checkDevice(device); !status.ok())
+    return status;
+  absl::StatusOr<CollectivePlan> planned = groups.makePlan(op);
+  if (!planned.ok())
+    return planned.status();
+  const CollectivePlan &plan = *planned;
+  if (shapeProduct(plan.inShape) > INT_MAX ||
+      shapeProduct(plan.outShape) > INT_MAX)
+    return absl::UnimplementedError(absl::StrFormat(
+        "'%s': tensors of more than %d elements exceed one MPI message",
+        op.name ? op.name : "<unnamed collective>", INT_MAX));
+  if (aborted.load())
+    return abortedStatus();
+  LocalState &state = states[device.id() - firstId];
+  uint64_t sequence = state.sequence++;
+  auto count = [&] {
+    DeviceCounters &counters = device.counters();
+    counters.commBytes += groups.commBytes(op, plan);
+    ++counters.collectives;
+    return absl::OkStatus();
+  };
+  if (op.kind == SD_ALL_SLICE) {
+    // Reads nothing but its own operand.
+    Shape offset(plan.inShape.size());
+    for (size_t d = 0; d < offset.size(); ++d)
+      offset[d] = groups.groupIndex(device.coordinates(), plan.dimAxes[d]) *
+                  plan.outShape[d];
+    transferBox(in, plan.inShape, offset, out, plan.outShape,
+                Shape(offset.size(), 0), plan.outShape, /*add=*/false);
+    return count();
+  }
+
+  std::vector<Transfer> incoming, outgoing;
+  planPieces(op, plan, device, incoming, outgoing);
+  // A permute's member that nobody sends to keeps its operand; in place
+  // there is nothing to copy.
+  if (op.kind == SD_COLLECTIVE_PERMUTE && incoming[0].peer == device.id() &&
+      in == out)
+    incoming.clear();
+  bool flat = op.kind == SD_ALL_REDUCE;
+  Shape inShape = flat ? Shape{shapeProduct(plan.inShape)} : plan.inShape;
+  Shape outShape = flat ? Shape{shapeProduct(plan.outShape)} : plan.outShape;
+  bool reduce = op.kind == SD_REDUCE_SCATTER || op.kind == SD_ALL_REDUCE;
+
+  int64_t local = device.id() - firstId;
+  inputs[local] = in;
+  outputs[local] = out;
+  Barrier *barrier = barrierFor(device, plan.group);
+  if (barrier && !barrier->wait(aborted, /*abortable=*/true))
+    return abortedStatus();
+  // From here every local member passes every barrier, aborted or not, so
+  // that none returns while a peer still reads its buffers.
+  Messages messages;
+  size_t staged = 0;
+  bool ok = exchange(device, sequence, /*phase=*/0, incoming, outgoing, in,
+                     inShape, out, outShape, reduce, inputs, staged, messages);
+  if (op.kind == SD_ALL_REDUCE) {
+    // Every local chunk is folded: gather them, and the remote ones. A
+    // member that an abort stopped in the first phase has not folded its
+    // chunk; the abort it saw is visible to every member past this barrier,
+    // so all of them skip the gather alike.
+    if (barrier)
+      barrier->wait(aborted, /*abortable=*/false);
+    ok = ok && !aborted.load();
+    if (ok) {
+      // Phase 1 sent each member m its chunk m (`outgoing`) and received
+      // this device's chunk from everyone (`incoming`); phase 2 receives
+      // the folded chunk m from m and sends this device's to the others.
+      std::vector<Transfer> folded;
+      for (const Transfer &t : incoming)
+        if (t.peer != device.id())
+          folded.push_back(t);
+      ok = exchange(device, sequence, /*phase=*/1, /*incoming=*/outgoing,
+                    /*outgoing=*/folded, out, outShape, out, outShape,
+                    /*reduce=*/false, outputs, staged, messages);
+    }
+  }
+  if (ok)
+    ok = wait(messages.sends.data(), static_cast<int>(messages.sends.size()),
+              /*abortable=*/true) &&
+         wait(messages.recvs.data(), static_cast<int>(messages.recvs.size()),
+              /*abortable=*/true);
+  if (!ok)
+    drain(messages);
+  if (barrier)
+    barrier->wait(aborted, /*abortable=*/false);
+  if (!ok)
+    return abortedStatus();
+  return count();
+}
+
+absl::Status MpiTransport::startCollective(Device &device,
+                                           const SdCollective &op,
+                                           const float *in, float *out) {
+  if (absl::Status status = checkDevice(device); !status.ok())
+    return status;
+  if (op.kind != SD_COLLECTIVE_PERMUTE)
+    return Transport::startCollective(device, op, in, out);
+  absl::StatusOr<CollectivePlan> plan = groups.makePlan(op);
+  if (!plan.ok())
+    return plan.status();
+  int64_t elements = shapeProduct(plan->inShape);
+  if (elements > INT_MAX)
+    return absl::UnimplementedError(absl::StrFormat(
+        "'%s': tensors of more than %d elements exceed one MPI message",
+        op.name ? op.name : "<unnamed collective>", INT_MAX));
+  if (aborted.load())
+    return abortedStatus();
+  int64_t self = device.id();
+  LocalState &state = states[self - firstId];
+  uint64_t sequence = state.sequence++;
+  int64_t members = groups.groupSize(plan->axes);
+  std::vector<int64_t> source = permuteSources(op, members);
+  const Shape &coords = device.coordinates();
+  int64_t own = groups.groupIndex(coords, plan->axes);
+
+  AsyncPermute async{{}, in, source[own] == own, elements};
+  if (elements > 0) {
+    if (!async.keepsOwn) {
+      int64_t from = groups.memberDevice(coords, plan->axes, source[own]);
+      async.messages.recvs.emplace_back();
+      MPI_Irecv(out, static_cast<int>(elements), MPI_FLOAT, peerRank(from),
+                tagOf(sequence, 0, from, self), comm,
+                &async.messages.recvs.back());
+    }
+    for (int64_t t = 0; t < members; ++t) {
+      if (source[t] != own || t == own)
+        continue;
+      int64_t to = groups.memberDevice(coords, plan->axes, t);
+      async.messages.sends.emplace_back();
+      MPI_Isend(in, static_cast<int>(elements), MPI_FLOAT, peerRank(to),
+                tagOf(sequence, 0, self, to), comm,
+                &async.messages.sends.back());
+    }
+  }
+  state.async[out] = std::move(async);
+  DeviceCounters &counters = device.counters();
+  counters.commBytes += groups.commBytes(op, *plan);
+  ++counters.collectives;
+  return absl::OkStatus();
+}
+
+absl::Status MpiTransport::finishCollective(Device &device,
+                                            const SdCollective &op,
+                                            float *out) {
+  if (absl::Status status = checkDevice(device); !status.ok())
+    return status;
+  if (op.kind != SD_COLLECTIVE_PERMUTE)
+    return Transport::finishCollective(device, op, out);
+  LocalState &state = states[device.id() - firstId];
+  auto found = state.async.find(out);
+  if (found == state.async.end())
+    return absl::InternalError(absl::StrFormat(
+        "device %d: '%s' finishes a permute that was not started", device.id(),
+        op.name ? op.name : "<unnamed collective>"));
+  AsyncPermute async = std::move(found->second);
+  state.async.erase(found);
+  Messages &messages = async.messages;
+  bool ok = wait(messages.recvs.data(), static_cast<int>(messages.recvs.size()),
+                 /*abortable=*/true) &&
+            wait(messages.sends.data(), static_cast<int>(messages.sends.size()),
+                 /*abortable=*/true);
+  if (!ok) {
+    drain(messages);
+    return abortedStatus();
+  }
+  if (async.keepsOwn && async.in != out && async.elements > 0)
+    std::memcpy(out, async.in,
+                static_cast<size_t>(async.elements) * sizeof(float));
+  return absl::OkStatus();
+}
+
+void MpiTransport::abort(const absl::Status &status) {
+  std::lock_guard<std::mutex> lock(stateMutex);
+  if (!aborted.load())
+    abortStatus =
+        status.ok() ? absl::AbortedError("the mesh was aborted") : status;
+  aborted.store(true);
+  for (auto &[key, barrier] : barriers)
+    barrier->wake();
+}
+
+void MpiTransport::reset() {
+  // No device runs: permutes started but never finished still own
+  // messages, which must be settled before their buffers are reused.
+  for (LocalState &state : states) {
+    for (auto &[out, async] : state.async)
+      drain(async.messages);
+    state.async.clear();
+    state.sequence = 0;
+  }
+  std::lock_guard<std::mutex> lock(stateMutex);
+  for (auto &[key, barrier] : barriers)
+    barrier->reset();
+  abortStatus = absl::OkStatus();
+  aborted.store(false);
+}
+
+absl::Status sd::rt::initializeMpi(int *argc, char ***argv) {
+  int initialized = 0, provided = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  else
+    MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "MPI provides thread level %d, but sd's device threads call MPI "
+        "concurrently and need MPI_THREAD_MULTIPLE (%d)",
+        provided, MPI_THREAD_MULTIPLE));
+  return absl::OkStatus();
+}
+
+void sd::rt::finalizeMpi() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized)
+    MPI_Finalize();
+}
+
+int sd::rt::mpiWorldRank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int sd::rt::mpiWorldSize() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+absl::StatusOr<std::unique_ptr<Transport>>
+sd::rt::createMpiTransport(const MeshSpec &mesh,
+                           const MpiTransportOptions &options) {
+  int initialized = 0, finalized = 0, provided = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    return absl::FailedPreconditionError(
+        "MPI is not initialized (sd::rt::initializeMpi)");
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "MPI was initialized with thread level %d; sd's device threads need "
+        "MPI_THREAD_MULTIPLE (%d)",
+        provided, MPI_THREAD_MULTIPLE));
+  if (absl::Status status = verifyMeshAxes(mesh.axes()); !status.ok())
+    return status;
+  int size = mpiWorldSize(), rank = mpiWorldRank();
+  if (size != mesh.numProcesses())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "MPI world size %d does not match the %d processes of mesh %s (one "
+        "rank per process)",
+        size, mesh.numProcesses(), mesh.toString()));
+  int *tagUb = nullptr, found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUb, &found);
+  int64_t tags = found && tagUb ? int64_t(*tagUb) + 1 : 32768;
+  int64_t perProcess = mesh.devicesPerProcess();
+  // Two phases of one collective between every pair of local indices.
+  int64_t slots = tags / (perProcess * perProcess);
+  if (slots < 2)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d devices per process need %d MPI tags per collective, but "
+        "MPI_TAG_UB is %d",
+        perProcess, 2 * perProcess * perProcess, tags - 1));
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  return std::unique_ptr<Transport>(
+      new MpiTransport(mesh, comm, rank, slots, options));
+}

@@ -1,0 +1,215 @@
+//===- TransportUtil.cpp - Pieces shared by sd's transports ---------------===//
+//
+// Moved unchanged from SharedMemoryTransport.cpp, so that the MPI transport
+// checks, counts and adds exactly as the shared-memory one does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TransportUtil.h"
+
+#include "sd/Reference/Tensor.h"
+
+#include "absl/strings/str_format.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace sd;
+using namespace sd::rt;
+using namespace sd::rt::detail;
+
+using ::sd::ref::rowMajorStrides;
+using ::sd::ref::shapeProduct;
+
+/// Below this many elements a copy or sum stays on the device thread.
+static constexpr int64_t kParallelElements = 1 << 15;
+
+void detail::transferBox(const float *src, const std::vector<int64_t> &srcShape,
+                         const std::vector<int64_t> &srcOffset, float *dst,
+                         const std::vector<int64_t> &dstShape,
+                         const std::vector<int64_t> &dstOffset,
+                         const std::vector<int64_t> &box, bool add) {
+  size_t rank = box.size();
+  if (rank == 0) {
+    *dst = add ? *dst + *src : *src;
+    return;
+  }
+  std::vector<int64_t> srcStrides = rowMajorStrides(srcShape);
+  std::vector<int64_t> dstStrides = rowMajorStrides(dstShape);
+  int64_t rowLength = box[rank - 1];
+  int64_t rows = shapeProduct(box) / std::max<int64_t>(rowLength, 1);
+  if (rowLength == 0 || rows == 0)
+    return;
+  int64_t srcBase = 0, dstBase = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    srcBase += srcOffset[d] * srcStrides[d];
+    dstBase += dstOffset[d] * dstStrides[d];
+  }
+  bool parallel = rows * rowLength >= kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t row = 0; row < rows; ++row) {
+    // The row's index in the box's outer dimensions.
+    int64_t rest = row, from = srcBase, to = dstBase;
+    for (size_t d = rank - 1; d-- > 0;) {
+      int64_t index = rest % box[d];
+      rest /= box[d];
+      from += index * srcStrides[d];
+      to += index * dstStrides[d];
+    }
+    if (add) {
+      const float *in = src + from;
+      float *out = dst + to;
+      for (int64_t i = 0; i < rowLength; ++i)
+        out[i] += in[i];
+    } else {
+      std::memcpy(dst + to, src + from,
+                  static_cast<size_t>(rowLength) * sizeof(float));
+    }
+  }
+}
+
+CollectiveGroups::CollectiveGroups(const MeshSpec &mesh) : meshSpec(mesh) {
+  for (const MeshAxis &axis : mesh.axes())
+    sizes.push_back(axis.size());
+}
+
+absl::StatusOr<CollectivePlan>
+CollectiveGroups::makePlan(const SdCollective &op) const {
+  std::string name = op.name ? op.name : "<unnamed collective>";
+  auto invalid = [&](const std::string &why) {
+    return absl::InvalidArgumentError(absl::StrFormat("'%s': %s", name, why));
+  };
+  if (op.kind < SD_ALL_GATHER || op.kind > SD_COLLECTIVE_PERMUTE)
+    return invalid(absl::StrFormat("unknown collective kind %d", op.kind));
+  if (op.rank < 0 || op.rank > SD_MAX_RANK)
+    return invalid(
+        absl::StrFormat("rank %d is not in [0, %d]", op.rank, SD_MAX_RANK));
+  CollectivePlan plan;
+  plan.inShape.assign(op.in_shape, op.in_shape + op.rank);
+  plan.outShape.assign(op.out_shape, op.out_shape + op.rank);
+  for (int32_t d = 0; d < op.rank; ++d)
+    if (op.in_shape[d] < 0 || op.out_shape[d] < 0)
+      return invalid(absl::StrFormat("negative size in dimension %d", d));
+  auto checkAxes = [&](const int32_t *axes, int32_t count,
+                       AxisList &list) -> absl::Status {
+    if (count < 0 || count > SD_MAX_AXES)
+      return invalid(
+          absl::StrFormat("%d axes is not in [0, %d]", count, SD_MAX_AXES));
+    for (int32_t i = 0; i < count; ++i) {
+      if (axes[i] < 0 || axes[i] >= static_cast<int32_t>(sizes.size()))
+        return invalid(absl::StrFormat("axis %d is not an axis of mesh %s",
+                                       axes[i], meshSpec.toString()));
+      list.push_back(axes[i]);
+    }
+    return absl::OkStatus();
+  };
+  bool perDim = op.kind == SD_ALL_GATHER || op.kind == SD_ALL_SLICE ||
+                op.kind == SD_REDUCE_SCATTER;
+  if (perDim) {
+    plan.dimAxes.resize(op.rank);
+    for (int32_t d = 0; d < op.rank; ++d) {
+      if (absl::Status status =
+              checkAxes(op.dim_axes[d], op.num_dim_axes[d], plan.dimAxes[d]);
+          !status.ok())
+        return status;
+      plan.group.insert(plan.group.end(), plan.dimAxes[d].begin(),
+                        plan.dimAxes[d].end());
+    }
+  } else {
+    if (absl::Status status = checkAxes(op.axes, op.num_axes, plan.axes);
+        !status.ok())
+      return status;
+    plan.group = plan.axes;
+  }
+  std::sort(plan.group.begin(), plan.group.end());
+  if (std::adjacent_find(plan.group.begin(), plan.group.end()) !=
+      plan.group.end())
+    return invalid("a mesh axis is listed twice");
+
+  // The result's shape follows from the operand's.
+  std::vector<int64_t> expected = plan.inShape;
+  switch (op.kind) {
+  case SD_ALL_GATHER:
+    for (int32_t d = 0; d < op.rank; ++d)
+      expected[d] *= groupSize(plan.dimAxes[d]);
+    break;
+  case SD_ALL_SLICE:
+  case SD_REDUCE_SCATTER:
+    for (int32_t d = 0; d < op.rank; ++d) {
+      int64_t count = groupSize(plan.dimAxes[d]);
+      if (expected[d] % count != 0)
+        return invalid(absl::StrFormat(
+            "dimension %d of size %d is not divisible into %d blocks", d,
+            expected[d], count));
+      expected[d] /= count;
+    }
+    break;
+  case SD_ALL_TO_ALL: {
+    if (op.src_dim < 0 || op.src_dim >= op.rank || op.tgt_dim < 0 ||
+        op.tgt_dim >= op.rank || op.src_dim == op.tgt_dim)
+      return invalid(absl::StrFormat(
+          "src_dim %d and tgt_dim %d must be distinct dimensions of rank %d",
+          op.src_dim, op.tgt_dim, op.rank));
+    int64_t n = groupSize(plan.axes);
+    if (op.subgroup_size < 0 || (op.subgroup_size > 0 && n % op.subgroup_size))
+      return invalid(
+          absl::StrFormat("subgroup_size %d does not divide the group size %d",
+                          op.subgroup_size, n));
+    if (op.subgroup_size > 0)
+      n = op.subgroup_size;
+    plan.exchange = n;
+    if (expected[op.tgt_dim] % n != 0)
+      return invalid(absl::StrFormat(
+          "tgt_dim %d of size %d is not divisible by the %d members that "
+          "exchange blocks",
+          op.tgt_dim, expected[op.tgt_dim], n));
+    expected[op.tgt_dim] /= n;
+    expected[op.src_dim] *= n;
+    break;
+  }
+  case SD_COLLECTIVE_PERMUTE: {
+    int64_t n = groupSize(plan.axes);
+    if (op.num_pairs < 0 || (op.num_pairs > 0 && !op.pairs))
+      return invalid("bad permutation pairs");
+    for (int32_t i = 0; i < 2 * op.num_pairs; ++i)
+      if (op.pairs[i] < 0 || op.pairs[i] >= n)
+        return invalid(absl::StrFormat(
+            "pair [%d, %d] names a member outside groups of size %d",
+            op.pairs[i / 2 * 2], op.pairs[i / 2 * 2 + 1], n));
+    break;
+  }
+  default:
+    break;
+  }
+  if (expected != plan.outShape)
+    return invalid("the result shape does not follow from the operand shape");
+  return plan;
+}
+
+int64_t CollectiveGroups::commBytes(const SdCollective &op,
+                                    const CollectivePlan &plan) const {
+  // sd/Analysis/CostModel.cpp getRingBytesPerDevice on the S and N of
+  // lib/Analysis/CostModels.cpp's getCommunication.
+  int64_t n = op.kind == SD_ALL_TO_ALL ? plan.exchange : groupSize(plan.group);
+  if (n <= 1)
+    return 0;
+  auto chunk = [&](int64_t bytes) { return (bytes + n - 1) / n; };
+  int64_t inBytes = shapeProduct(plan.inShape) * int64_t(sizeof(float));
+  int64_t outBytes = shapeProduct(plan.outShape) * int64_t(sizeof(float));
+  switch (op.kind) {
+  case SD_ALL_GATHER:
+    return (n - 1) * chunk(outBytes);
+  case SD_REDUCE_SCATTER:
+  case SD_ALL_TO_ALL:
+    return (n - 1) * chunk(inBytes);
+  case SD_ALL_REDUCE:
+    return 2 * (n - 1) * chunk(inBytes);
+  case SD_COLLECTIVE_PERMUTE:
+    for (int32_t i = 0; i < op.num_pairs; ++i)
+      if (op.pairs[2 * i] != op.pairs[2 * i + 1])
+        return inBytes;
+    return 0;
+  default:
+    return 0;
+  }
+}
