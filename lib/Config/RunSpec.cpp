@@ -302,6 +302,7 @@ absl::Status Resolver::resolveMesh() {
       options.devices = mesh.devices;
     if (mesh.processes > 0)
       options.processes = mesh.processes;
+    options.processesFromMpi = flags.processesFromMpi;
     absl::StatusOr<MeshSpec> parsed = parseMesh(mesh.ici, mesh.dcn, options);
     if (!parsed.ok())
       return parsed.status();

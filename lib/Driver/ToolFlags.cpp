@@ -84,6 +84,11 @@ struct ToolFlags::SpecOptions {
   Flag<int64_t> devices{all, &F::devices, "devices",
                         cl::desc("Device count (fills a -1 mesh axis)"),
                         cl::cat(meshCat)};
+  Flag<std::string> dcnMesh{
+      all, &F::dcnMesh, "dcn-mesh",
+      cl::desc("Mesh part across processes/hosts, e.g. data:2 (sdrun: one "
+               "MPI rank per process, launched by mpirun)"),
+      cl::cat(meshCat)};
   Flag<std::string> rules{
       all, &F::rules, "rules",
       cl::desc("Logical axis rules: dit (default), sdxl, flux, wan, or a "
@@ -160,15 +165,12 @@ struct ToolFlags::SpecOptions {
       cl::cat(stepCat)};
 };
 
-/// sdopt's: a mesh across processes, and microbatches.
+/// sdopt's: the process count of a mesh across processes (sdrun's is
+/// mpirun's), and microbatches.
 struct ToolFlags::SdoptOptions {
   BoundFlags &all;
   cl::OptionCategory &meshCat, &stepCat;
 
-  Flag<std::string> dcnMesh{
-      all, &F::dcnMesh, "dcn-mesh",
-      cl::desc("Mesh part across processes/hosts, e.g. data:2"),
-      cl::cat(meshCat)};
   Flag<int64_t> processes{all, &F::processes, "processes",
                           cl::desc("Process count (fills a -1 DCN axis)"),
                           cl::cat(meshCat)};

@@ -66,7 +66,10 @@ void warn(const Twine &message) {
 
 /// "1 key", "3 keys".
 std::string count(size_t n, llvm::StringRef noun) {
-  return std::to_string(n) + " " + noun.str() + (n == 1 ? "" : "s");
+  if (n == 1)
+    return "1 " + noun.str();
+  return std::to_string(n) + " " + noun.str() +
+         (noun.ends_with("s") ? "es" : "s");
 }
 
 /// Fails when the directory `path` would be written into does not exist, so
@@ -453,6 +456,18 @@ absl::Status TrainRun::preflight() {
                             {options.metricsPath, "--metrics"}})
     if (absl::Status status = checkOutputPath(path, flag); !status.ok())
       return status;
+  // A rank of a multi-process run holds its own devices' blocks only:
+  // what needs every block in one place is not there yet.
+  if (options.process >= 0)
+    for (auto [given, flag] :
+         {std::pair<bool, llvm::StringRef>{options.verify, "--verify"},
+          {checkpointing, "--checkpoint-dir"},
+          {!options.exportPath.empty(), "--export"}})
+      if (given)
+        return absl::UnimplementedError(
+            (flag + " is not available in a run over several processes "
+                    "(mpirun) yet")
+                .str());
   if (options.resume && !checkpointing)
     return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
   if (options.resume && !options.initFrom.empty())
@@ -541,6 +556,11 @@ TrainRun::startSession(const PipelineOptions &pipeline, int threads,
     return loaded.status();
   rt::MeshRuntimeOptions runtime;
   runtime.mesh = built.mesh;
+  // --verify's single-device session runs in this process alone.
+  if (built.mesh.numProcesses() > 1) {
+    runtime.process = options.process;
+    runtime.transportFactory = options.transportFactory;
+  }
   runtime.threadsPerDevice = threads;
   runtime.deviceMemoryBudget = deviceBudget;
   runtime.hostMemoryBudget = hostBudget;
@@ -606,8 +626,11 @@ void TrainRun::printHeader() {
       params += rt::numElements(arg.globalShape);
   outs() << "sdrun: " << options.modelPath << ", " << params
          << " parameters, batch " << program.batch << ", mesh "
-         << program.mesh.toString() << " ("
-         << count(runtime.numDevices(), "device") << " × "
+         << program.mesh.toString() << " (";
+  // One rank of an MPI job runs its process's devices.
+  if (runtime.process() >= 0)
+    outs() << count(program.mesh.numProcesses(), "process") << " × ";
+  outs() << count(runtime.numDevices(), "device") << " × "
          << count(runtime.threadsPerDevice(), "thread") << "), remat "
          << ::sd::rematPolicyName(options.pipeline.training.remat.policy);
   // Attention is named when it is not dot_product (the default).

@@ -163,7 +163,7 @@ TrainingSession::setArguments(const std::vector<std::vector<float>> &globals) {
   releaseArguments();
   buffers.assign(mesh->numDevices(), std::vector<void *>(args.size(), nullptr));
   absl::Status status = mesh->runOnDevices([&](Device &device) -> absl::Status {
-    std::vector<void *> &mine = buffers[device.id()];
+    std::vector<void *> &mine = buffers[local(device)];
     for (size_t i = 0; i < args.size(); ++i) {
       int64_t bytes = numElements(args[i].localShape) * sizeof(float);
       auto buffer = device.pool(SD_DEVICE_MEMORY).allocate(bytes, args[i].name);
@@ -195,7 +195,7 @@ TrainingSession::step(int64_t stepsTaken) {
   SdProgramEntry entry = program->entry();
   auto start = std::chrono::steady_clock::now();
   absl::Status status = mesh->runOnDevices([&](Device &device) -> absl::Status {
-    std::vector<void *> &mine = buffers[device.id()];
+    std::vector<void *> &mine = buffers[local(device)];
     for (size_t i = 0; i < args.size(); ++i)
       if (args[i].kind == ArgumentKind::Step)
         *static_cast<float *>(mine[i]) = static_cast<float>(stepsTaken);
@@ -217,12 +217,12 @@ TrainingSession::step(int64_t stepsTaken) {
       if (!result)
         return absl::InternalError(absl::StrCat(
             "device ", device.id(), ": the program returned a null result"));
-    comm[device.id()] = device.counters().commBytes - commBefore;
+    comm[local(device)] = device.counters().commBytes - commBefore;
     MemoryPool &pool = device.pool(SD_DEVICE_MEMORY);
     for (size_t r = 0; r < numResults; ++r) {
       int64_t alias = programSpec.resultAliases[r];
       if (static_cast<int64_t>(r) == programSpec.lossResult)
-        losses[device.id()] = *static_cast<float *>(results[r]);
+        losses[local(device)] = *static_cast<float *>(results[r]);
       if (alias >= 0) {
         if (results[r] != mine[alias]) {
           if (pool.owns(mine[alias]))

@@ -376,9 +376,13 @@ absl::StatusOr<MeshSpec> sd::parseMesh(std::string_view ici,
     std::string what = dcnSpec.entries.empty()
                            ? std::string("an empty dcn mesh")
                            : "dcn mesh " + dcnSpec.toString();
+    std::string given =
+        opts.processesFromMpi
+            ? absl::StrFormat("mpirun started %d", *opts.processes)
+            : absl::StrFormat("--processes=%d", *opts.processes);
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s has %d process%s but --processes=%d", what, mesh.numProcesses(),
-        mesh.numProcesses() == 1 ? "" : "es", *opts.processes));
+        "%s has %d process%s but %s", what, mesh.numProcesses(),
+        mesh.numProcesses() == 1 ? "" : "es", given));
   }
   return mesh;
 }

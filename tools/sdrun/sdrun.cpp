@@ -9,6 +9,11 @@
 // runs the training it describes (sd/Driver/TrainModelFile.h). See the
 // README.
 //
+// Under mpirun (`mpirun -np P sdrun MODEL --mesh=... --dcn-mesh=...`) each
+// rank runs the devices of one process of the mesh, whose DCN part must
+// have exactly P processes, over the MPI transport; only rank 0 prints
+// anything but errors and writes the run's files.
+//
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunSpec.h"
@@ -17,20 +22,58 @@
 #include "sd/Driver/TrainModelFile.h"
 
 #include "sd/Checkpoint/Checkpoint.h"
+#include "sd/Runtime/MpiTransport.h"
 
+#include "absl/strings/str_format.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace {
 int fail(const absl::Status &status) {
-  llvm::errs() << "sdrun: error: " << std::string(status.message()) << "\n";
+  // One write, so that the lines of an MPI job's ranks do not interleave.
+  llvm::errs() << "sdrun: error: " + std::string(status.message()) + "\n";
   return 1;
+}
+
+/// This process's place in an MPI job, when mpirun started it.
+struct MpiJob {
+  int rank = 0;
+  int size = 1;
+};
+
+/// Joins the MPI job mpirun started this process in, if any (Open MPI and
+/// PMIx launchers set these variables); nullopt without one.
+absl::StatusOr<std::optional<MpiJob>> joinMpiJob(int &argc, char **&argv) {
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK"))
+    return std::nullopt;
+  if (absl::Status status = sd::rt::initializeMpi(&argc, &argv); !status.ok())
+    return status;
+  return MpiJob{sd::rt::mpiWorldRank(), sd::rt::mpiWorldSize()};
+}
+
+/// Ranks other than 0 print nothing but errors (stderr).
+void silenceStdout() {
+  llvm::outs().flush();
+  int null = open("/dev/null", O_WRONLY);
+  if (null >= 0) {
+    dup2(null, STDOUT_FILENO);
+    close(null);
+  }
 }
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  absl::StatusOr<std::optional<MpiJob>> mpi = joinMpiJob(argc, argv);
+  if (!mpi.ok())
+    return fail(mpi.status());
+  if (*mpi && (*mpi)->rank != 0)
+    silenceStdout();
   mlir::sd::ToolFlags flags(mlir::sd::Tool::Sdrun);
   // Crash tests (sdrun-checkpoint-kill.test) stop each checkpoint write at
   // this point until they kill the run.
@@ -44,14 +87,31 @@ int main(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "sdrun: train an sd model on a device mesh\n");
 
+  sd::RunSpecFlags values = flags.values();
+  if (*mpi) {
+    values.processes = (*mpi)->size;
+    values.processesFromMpi = true;
+  }
   absl::StatusOr<sd::RunSpec> spec =
-      sd::resolveRunSpec(flags.values(), sd::HostInfo::current());
-  if (!spec.ok())
+      sd::resolveRunSpec(values, sd::HostInfo::current());
+  // Every rank resolves the same flags: a bad one is an error on each.
+  if (spec.ok() && *mpi && spec->mesh.mesh.numProcesses() != (*mpi)->size)
+    spec = absl::InvalidArgumentError(absl::StrFormat(
+        "mesh %s has %d process%s but mpirun started %d (give the DCN part "
+        "with --dcn-mesh or the config's dcn_* keys)",
+        spec->mesh.mesh.toString(), spec->mesh.mesh.numProcesses(),
+        spec->mesh.mesh.numProcesses() == 1 ? "" : "es", (*mpi)->size));
+  if (!spec.ok()) {
+    if (*mpi)
+      sd::rt::finalizeMpi();
     return fail(spec.status());
+  }
   for (const std::string &warning : spec->warnings)
     llvm::errs() << "sdrun: warning: " << warning << "\n";
   if (flags.printConfig()) {
     sd::printRunSpec(*spec, llvm::outs());
+    if (*mpi)
+      sd::rt::finalizeMpi();
     return 0;
   }
   mlir::sd::TrainRunHooks hooks;
@@ -59,7 +119,23 @@ int main(int argc, char **argv) {
     hooks.checkpointWrite.atPoint = sd::ckpt::stallAt(testCheckpointStall);
   mlir::sd::TrainRunOptions options = mlir::sd::trainRunOptions(*spec);
   options.compileOnly = flags.compileOnly();
+  if (*mpi) {
+    options.process = (*mpi)->rank;
+    options.transportFactory = [](const sd::MeshSpec &mesh) {
+      return sd::rt::createMpiTransport(mesh);
+    };
+    // Rank 0 writes the run's files (its devices' trace).
+    if ((*mpi)->rank != 0) {
+      options.metricsPath.clear();
+      options.runDir.clear();
+      options.tracePath.clear();
+    }
+  }
   absl::Status status = mlir::sd::trainModelFile(options, hooks);
+  // A failed rank leaves MPI unfinalized: mpirun then ends the other ranks,
+  // which may wait in a collective for it.
+  if (*mpi && status.ok())
+    sd::rt::finalizeMpi();
   // Failures the run has shown (compiler diagnostics, verify: FAILED) get
   // no second message.
   if (!status.ok() && !mlir::sd::isReportedFailure(status))

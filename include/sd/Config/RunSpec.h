@@ -44,6 +44,8 @@ struct RunSpecFlags {
   // The mesh and the logical axis rules.
   std::optional<std::string> mesh, dcnMesh, rules;
   std::optional<int64_t> devices, processes;
+  /// `processes` is the size of the MPI job sdrun runs in (mpirun -np).
+  bool processesFromMpi = false;
 
   // The batch.
   std::optional<int64_t> batch, gradAccum;

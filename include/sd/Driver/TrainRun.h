@@ -18,6 +18,7 @@
 
 #include "sd/Checkpoint/Checkpoint.h"
 #include "sd/Passes/Passes.h"
+#include "sd/Runtime/Runtime.h"
 #include "sd/Sharding/Mesh.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -68,6 +69,10 @@ struct TrainRunOptions {
   /// Lines printed under the run's header (what the config set that sd
   /// records but does not apply, ...).
   std::vector<std::string> notes;
+  /// One process of a multi-process mesh (an MPI rank): its index and the
+  /// transport that reaches the other processes; -1 runs every device here.
+  int64_t process = -1;
+  ::sd::rt::TransportFactory transportFactory;
 };
 
 /// What tests inject into a run (production runs leave them empty).

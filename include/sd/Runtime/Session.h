@@ -113,10 +113,16 @@ private:
                   std::unique_ptr<LoadedProgram> program);
   void releaseArguments();
   void resetAfterFailure();
+  /// `device`'s index among this runtime's devices (its id without a
+  /// process of a multi-process mesh).
+  int64_t local(const Device &device) const {
+    return device.id() - mesh->firstDeviceId();
+  }
   std::unique_ptr<MeshRuntime> mesh;
   ProgramSpec programSpec;
   std::unique_ptr<LoadedProgram> program;
-  /// buffers[device][argument], from the device's pool.
+  /// buffers[device][argument] by local device index, from the device's
+  /// pool.
   std::vector<std::vector<void *>> buffers;
   int64_t lastCommBytes = 0;
 };
