@@ -232,6 +232,11 @@ struct ToolFlags::RunOptions {
       all, &F::threadsPerDevice, "threads-per-device",
       cl::desc("OpenMP threads per device (default: cores / devices, >= 1)"),
       cl::cat(runCat)};
+  Flag<double> collectiveTimeout{
+      all, &F::collectiveTimeout, "collective-timeout",
+      cl::desc("Under mpirun: seconds a collective waits for another rank "
+               "before the run fails naming it (default 600)"),
+      cl::value_desc("seconds"), cl::cat(runCat)};
   Flag<std::string> deviceMemory{
       all, &F::deviceMemory, "device-memory",
       cl::desc("Device memory budget per device, e.g. 512MiB, 2GB (default: "

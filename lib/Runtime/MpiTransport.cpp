@@ -232,8 +232,10 @@ private:
                 bool reduce, const std::vector<const float *> &published,
                 size_t &staged, Messages &messages);
   /// Waits for `requests` by polling; false when `abortable` and the
-  /// transport is aborted first.
-  bool wait(MPI_Request *requests, int count, bool abortable);
+  /// transport is aborted first, or when they take longer than the
+  /// collective timeout, which aborts the transport with DeadlineExceeded
+  /// naming `peer` (the rank waited for; -1: several).
+  bool wait(MPI_Request *requests, int count, bool abortable, int peer = -1);
   /// After an abort: cancels the receives and waits for the sends, calling
   /// MPI_Abort when they do not complete in time.
   void drain(Messages &messages);
@@ -417,8 +419,12 @@ void MpiTransport::planPieces(const SdCollective &op,
   }
 }
 
-bool MpiTransport::wait(MPI_Request *requests, int count, bool abortable) {
+bool MpiTransport::wait(MPI_Request *requests, int count, bool abortable,
+                        int peer) {
   Backoff backoff;
+  auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration<double>(options.collectiveTimeoutSeconds);
   while (true) {
     int done = 0;
     MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE);
@@ -426,6 +432,15 @@ bool MpiTransport::wait(MPI_Request *requests, int count, bool abortable) {
       return true;
     if (abortable && aborted.load())
       return false;
+    if (abortable && std::chrono::steady_clock::now() > deadline) {
+      std::string whom = peer >= 0 ? absl::StrFormat("rank %d", peer)
+                                   : std::string("its peer ranks");
+      abort(absl::DeadlineExceededError(absl::StrFormat(
+          "MPI rank %d: a collective waited more than %.0f s for %s "
+          "(--collective-timeout); that process is stopped, hung or gone",
+          rank, options.collectiveTimeoutSeconds, whom)));
+      return false;
+    }
     backoff.pause();
   }
 }
@@ -438,8 +453,12 @@ void MpiTransport::drain(Messages &messages) {
   all.insert(all.end(), messages.sends.begin(), messages.sends.end());
   messages.recvs.clear();
   messages.sends.clear();
+  // A timed-out peer will not take what is sent to it: no grace then.
+  absl::Status cause = abortedStatus();
+  double grace =
+      absl::IsDeadlineExceeded(cause) ? 0.0 : options.abortGraceSeconds;
   auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(options.abortGraceSeconds);
+                  std::chrono::duration<double>(grace);
   Backoff backoff;
   while (true) {
     int done = 0;
@@ -452,11 +471,14 @@ void MpiTransport::drain(Messages &messages) {
     backoff.pause();
   }
   // A pending send still reads an operand its device is about to release;
-  // nothing but ending the job makes that safe.
-  std::fprintf(stderr,
-               "sd: MPI rank %d: messages of an aborted collective did not "
-               "complete within %.0f s; aborting the MPI job\n",
-               rank, options.abortGraceSeconds);
+  // nothing but ending the job makes that safe. The cause first, since the
+  // job ends before the device can report it.
+  std::string message = absl::StrFormat(
+      "sd: error: %s\nsd: MPI rank %d: messages of the aborted collective did "
+      "not complete within %.0f s; aborting the MPI job\n",
+      cause.message(), rank, grace);
+  std::fputs(message.c_str(), stderr);
+  std::fflush(stderr);
   MPI_Abort(comm, 1);
 }
 
@@ -538,7 +560,8 @@ bool MpiTransport::exchange(Device &device, uint64_t sequence, int phase,
     // comes, so the fold overlaps the later members' transfers.
     for (size_t i = 0; i < incoming.size(); ++i) {
       if (requestOf[i] >= 0 &&
-          !wait(&messages.recvs[requestOf[i]], 1, /*abortable=*/true))
+          !wait(&messages.recvs[requestOf[i]], 1, /*abortable=*/true,
+                peerRank(incoming[i].peer)))
         return false;
       place(i);
     }
@@ -551,7 +574,8 @@ bool MpiTransport::exchange(Device &device, uint64_t sequence, int phase,
   for (size_t i = 0; i < incoming.size(); ++i) {
     if (requestOf[i] < 0)
       continue;
-    if (!wait(&messages.recvs[requestOf[i]], 1, /*abortable=*/true))
+    if (!wait(&messages.recvs[requestOf[i]], 1, /*abortable=*/true,
+              peerRank(incoming[i].peer)))
       return false;
     place(i);
   }

@@ -94,6 +94,11 @@ int main(int argc, char **argv) {
   }
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
+  if (spec.ok() && values.collectiveTimeout &&
+      !(*values.collectiveTimeout > 0))
+    spec = absl::InvalidArgumentError(absl::StrFormat(
+        "--collective-timeout must be positive, not %g",
+        *values.collectiveTimeout));
   // Every rank resolves the same flags: a bad one is an error on each.
   if (spec.ok() && *mpi && spec->mesh.mesh.numProcesses() != (*mpi)->size)
     spec = absl::InvalidArgumentError(absl::StrFormat(
@@ -121,8 +126,11 @@ int main(int argc, char **argv) {
   options.compileOnly = flags.compileOnly();
   if (*mpi) {
     options.process = (*mpi)->rank;
-    options.transportFactory = [](const sd::MeshSpec &mesh) {
-      return sd::rt::createMpiTransport(mesh);
+    sd::rt::MpiTransportOptions transport;
+    if (values.collectiveTimeout)
+      transport.collectiveTimeoutSeconds = *values.collectiveTimeout;
+    options.transportFactory = [transport](const sd::MeshSpec &mesh) {
+      return sd::rt::createMpiTransport(mesh, transport);
     };
     // Rank 0 writes the run's files (its devices' trace).
     if ((*mpi)->rank != 0) {

@@ -70,6 +70,9 @@ struct RunSpecFlags {
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
       exportPath, tracePath, metricsPath, cacheDir, deviceMemory, hostMemory;
   std::optional<bool> resume, verify;
+  /// Under mpirun: seconds a collective waits for another rank (sdrun reads
+  /// it itself; the run spec does not resolve it).
+  std::optional<double> collectiveTimeout;
 };
 
 /// What the resolver needs to know about the machine.

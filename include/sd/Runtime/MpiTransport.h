@@ -43,6 +43,11 @@ struct MpiTransportOptions {
   /// peers to complete before it calls MPI_Abort (the last resort: a send
   /// cannot be withdrawn, and its operand must outlive it).
   double abortGraceSeconds = 60;
+  /// How long a device waits for a message from another rank before it
+  /// gives up with DeadlineExceeded naming that rank (a stopped or hung
+  /// peer, which MPI cannot tell from a slow one); sdrun's
+  /// --collective-timeout.
+  double collectiveTimeoutSeconds = 600;
 };
 
 /// The transport of this rank's devices of `mesh`. MPI must be initialized
