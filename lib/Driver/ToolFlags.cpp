@@ -232,6 +232,11 @@ struct ToolFlags::RunOptions {
       all, &F::threadsPerDevice, "threads-per-device",
       cl::desc("OpenMP threads per device (default: cores / devices, >= 1)"),
       cl::cat(runCat)};
+  Flag<bool> traceAllRanks{
+      all, &F::traceAllRanks, "trace-all-ranks",
+      cl::desc("Under mpirun: every rank writes its devices' trace (rank r: "
+               "FILE.rankR.json beside --trace=FILE.json), not rank 0 alone"),
+      cl::cat(runCat)};
   Flag<double> collectiveTimeout{
       all, &F::collectiveTimeout, "collective-timeout",
       cl::desc("Under mpirun: seconds a collective waits for another rank "

@@ -56,6 +56,13 @@ absl::StatusOr<std::optional<MpiJob>> joinMpiJob(int &argc, char **&argv) {
   return MpiJob{sd::rt::mpiWorldRank(), sd::rt::mpiWorldSize()};
 }
 
+/// Where rank `rank` writes its trace: FILE.rankR.json beside FILE.json.
+std::string rankTracePath(const std::string &path, int rank) {
+  llvm::StringRef stem = path;
+  stem.consume_back(".json");
+  return (stem + ".rank" + llvm::Twine(rank) + ".json").str();
+}
+
 /// Ranks other than 0 print nothing but errors (stderr).
 void silenceStdout() {
   llvm::outs().flush();
@@ -132,11 +139,15 @@ int main(int argc, char **argv) {
     options.transportFactory = [transport](const sd::MeshSpec &mesh) {
       return sd::rt::createMpiTransport(mesh, transport);
     };
-    // Rank 0 writes the run's files (its devices' trace).
+    // Rank 0 writes the run's files and its devices' trace; the others
+    // their own trace with --trace-all-ranks.
     if ((*mpi)->rank != 0) {
       options.metricsPath.clear();
       options.runDir.clear();
-      options.tracePath.clear();
+      if (values.traceAllRanks.value_or(false) && !options.tracePath.empty())
+        options.tracePath = rankTracePath(options.tracePath, (*mpi)->rank);
+      else
+        options.tracePath.clear();
     }
   }
   absl::Status status = mlir::sd::trainModelFile(options, hooks);

@@ -73,6 +73,9 @@ struct RunSpecFlags {
   /// Under mpirun: seconds a collective waits for another rank (sdrun reads
   /// it itself; the run spec does not resolve it).
   std::optional<double> collectiveTimeout;
+  /// Under mpirun: every rank writes the trace of its devices (rank r's
+  /// beside --trace's file, as FILE.rankR.json), not rank 0 alone.
+  std::optional<bool> traceAllRanks;
 };
 
 /// What the resolver needs to know about the machine.
