@@ -15,6 +15,9 @@
 #   partitioning overhead (data:2 time / single-device time - 1) <= 15%
 #   sd data:2 --attention=flash achieved GFLOP/s >= 85% of sgemm (issue 14)
 #   sd data:2 (each attention) >= 1.5x faster than PyTorch DDP (issue 14)
+#   sd data:2 as 2 MPI ranks (mpirun -np 2, --dcn-mesh=data:2, one device
+#   per rank) at most 15% slower than data:2 in one process (issue 15;
+#   skipped when mpirun is missing)
 # Exits 1 if a target fails, 2 on a usage or setup error.
 #
 # Usage: bench/train_step.sh [--quick] [--baselines-only] [--out DIR]
@@ -136,6 +139,14 @@ for ((round = 1; round <= ROUNDS; round++)); do
       run "sd_data2_flash$r" "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
         --steps="$SD_STEPS" --attention=flash \
         --metrics="$out/sd_data2_flash$r.jsonl"
+    fi
+    # The same mesh over two processes (rank 0 writes the metrics).
+    if command -v mpirun >/dev/null; then
+      run "sd_data2_mpi$r" env OMPI_ALLOW_RUN_AS_ROOT=1 \
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 mpirun --oversubscribe \
+        -np 2 "$SDRUN" "$MODEL" --mesh=data:1 --dcn-mesh=data:2 \
+        --batch="$BATCH" --steps="$SD_STEPS" \
+        --metrics="$out/sd_data2_mpi$r.jsonl"
     fi
   fi
 done
@@ -275,6 +286,15 @@ if os.environ["BASELINES_ONLY"] == "0":
     else:
         rows.append(("sd data:2 --attention=flash", "not run (sdrun has no "
                      "--attention)", "", ""))
+    if os.path.exists(os.path.join(out, "sd_data2_mpi.r1.jsonl")):
+        mpi = metrics("sd_data2_mpi")
+        slower = mpi["step_s"] / d2["step_s"] - 1
+        rows += [
+            ("sd data:2 as 2 MPI ranks step", "%.3f s/step" % mpi["step_s"],
+             "", ""),
+            ("2 MPI ranks vs 1 process (ranks / process - 1)",
+             "%+.1f%%" % (100 * slower), "<= 15%", verdict(slower <= 0.15)),
+        ]
 
 print("DiT-S/2 training step, batch 8, %s" % os.environ["DATE_START"])
 print()
