@@ -491,7 +491,6 @@ static LogicalResult contextParallelGroup(OpTy op, ShardingAttr query,
 /// moves to its heads (the log-sum-exp [B, H, S] like the others), `local`
 /// attends the subgroup's whole sequence of its heads, and every result
 /// moves back.
-template <typename OpTy>
 static SmallVector<Value>
 ulysses(ContextParallelBuilder &cp, ValueRange operands, TypeRange types,
         function_ref<SmallVector<Value>(ValueRange, TypeRange)> local) {
@@ -504,11 +503,11 @@ ulysses(ContextParallelBuilder &cp, ValueRange operands, TypeRange types,
 }
 
 /// Ring: one block of keys and values (operands 1 and 2) per subgroup
-/// passes by (P for the plain ring), the next
-/// block's permute issued before the current block's tiles. The first
-/// block's results start the accumulators; `combine` folds each later
-/// block's results into them, and `betweenBlocks` runs on them before the
-/// next block arrives.
+/// passes by (P blocks for the plain ring), the next block's permute issued
+/// before the current block's tiles (sd-async-collectives then overlaps
+/// them). The first block's results start the accumulators; `combine` folds
+/// each later block's results into them, and `betweenBlocks` runs on them
+/// before the next block arrives.
 template <typename OpTy>
 static SmallVector<Value>
 ringBlocks(ContextParallelBuilder &cp, OpTy op, ValueRange operands,
@@ -599,7 +598,7 @@ partitionContextParallel(OpTy op, OpBuilder &builder, ValueRange operands,
   };
   if (*u == 1)
     return local(operands, types);
-  return ulysses<OpTy>(cp, operands, types, local);
+  return ulysses(cp, operands, types, local);
 }
 
 //===----------------------------------------------------------------------===//
