@@ -94,12 +94,12 @@ constexpr int64_t kMaxDevicesPerProcess = 512;
 struct MeshOptions {
   std::optional<int64_t> devices;
   std::optional<int64_t> processes;
-  /// `processes` is the size of an MPI job (mpirun -np), which messages
-  /// then name instead of --processes.
-  bool processesFromMpi = false;
   /// When set, a mesh whose ICI product (devices per process) is larger is
   /// an error.
   std::optional<int64_t> maxDevicesPerProcess;
+  /// `processes` is the size of an MPI job (mpirun -np), which messages
+  /// then name instead of --processes.
+  bool processesFromMpi = false;
 };
 
 /// Checks axes that did not come from parseMesh (an IR mesh attribute, a
