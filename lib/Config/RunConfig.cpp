@@ -536,7 +536,8 @@ ConfigReader::readFlashSizes(std::string_view key, yaml::Node *node) {
   // '{"block_q": 1024}' as MaxDiffusion's command line passes it.
   if (std::optional<std::string> json = scalarText(node))
     return readFlashJson(key, node, *json);
-  auto *map = llvm::dyn_cast<yaml::MappingNode>(node);
+  // A value the parser could not read (a stray directive) is null here.
+  auto *map = llvm::dyn_cast_or_null<yaml::MappingNode>(node);
   if (!map)
     return error(node, key,
                  "expected a mapping or a JSON string of block sizes, got " +

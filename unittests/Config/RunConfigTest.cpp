@@ -408,6 +408,12 @@ TEST(RunConfigTest, FlashBackwardSizesDefaultToForward) {
 }
 
 TEST(RunConfigTest, FlashErrors) {
+  // A value the YAML parser cannot read (a directive where a value should
+  // be) is an error, not a crash (a fuzzer input).
+  EXPECT_TRUE(configFailsWith(
+      "flash_block_sizes: \n%flash\n",
+      "t.yml:1: flash_block_sizes: expected a mapping or a JSON string of "
+      "block sizes, got null"));
   EXPECT_TRUE(
       configFailsWith("flash_block_sizes: {\n"
                       "  block_q: 512,\n"
