@@ -5,7 +5,7 @@
  * depends on nothing but libgomp: everything it needs from the runtime
  * (memory, collectives, GEMM and the non-fused kernels) comes through the
  * function table below, so the object never links against sd or a BLAS and
- * the runtime can change its transport (threads today, MPI later) without
+ * the runtime can change its transport (threads, MPI) without
  * recompiling programs.
  *
  * The header is plain C (it is also compiled into every generated program,

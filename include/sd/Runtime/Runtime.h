@@ -4,8 +4,9 @@
 // devices. In this process each device is a thread with its own OpenMP team;
 // a device owns its memory pools (device memory and host memory), its
 // counters, and the error it last recorded. Collectives go through a
-// `Transport`, so a multi-process transport (MPI) can replace the shared-memory
-// one without touching devices, kernels or programs.
+// `Transport`: the shared-memory one between the threads of one process, or
+// the MPI one (MpiTransport.h) for a runtime that runs one process's devices
+// of a multi-process mesh, without touching devices, kernels or programs.
 //
 // No MLIR here: the runtime links Abseil, OpenMP, a BLAS and sd's MLIR-free
 // libraries only.
