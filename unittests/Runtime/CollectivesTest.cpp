@@ -9,6 +9,8 @@
 
 #include "sd/Runtime/Runtime.h"
 
+#include "CollectiveTestUtils.h"
+
 #include "gtest/gtest.h"
 
 #include <chrono>
@@ -83,12 +85,7 @@ int64_t axisSize(const MeshSpec &mesh, int32_t axis) {
   return mesh.axes()[axis].size();
 }
 
-int64_t groupSize(const MeshSpec &mesh, const Axes &axes) {
-  int64_t n = 1;
-  for (int32_t axis : axes)
-    n *= axisSize(mesh, axis);
-  return n;
-}
+using testutil::groupSize;
 
 /// The spec's block / member index: row-major over `axes` as listed.
 int64_t memberIndex(const MeshSpec &mesh, int64_t device, const Axes &axes) {
@@ -134,23 +131,9 @@ Axes concat(const std::vector<Axes> &perDim) {
   return all;
 }
 
-/// A collective descriptor; the caller fills what its kind needs.
-SdCollective makeOp(SdCollectiveKind kind, const Shape &in, const Shape &out) {
-  SdCollective op;
-  std::memset(&op, 0, sizeof(op));
-  op.kind = kind;
-  op.rank = static_cast<int32_t>(in.size());
-  for (size_t d = 0; d < in.size(); ++d) {
-    op.in_shape[d] = in[d];
-    op.out_shape[d] = out[d];
-  }
-  op.name = "test collective";
-  return op;
-}
-
 SdCollective perDimOp(SdCollectiveKind kind, const Shape &in, const Shape &out,
                       const std::vector<Axes> &dimAxes) {
-  SdCollective op = makeOp(kind, in, out);
+  SdCollective op = testutil::makeCollective(kind, in, out);
   for (size_t d = 0; d < dimAxes.size(); ++d) {
     op.num_dim_axes[d] = static_cast<int32_t>(dimAxes[d].size());
     for (size_t i = 0; i < dimAxes[d].size(); ++i)
@@ -161,7 +144,7 @@ SdCollective perDimOp(SdCollectiveKind kind, const Shape &in, const Shape &out,
 
 SdCollective groupOp(SdCollectiveKind kind, const Shape &in, const Shape &out,
                      const Axes &axes) {
-  SdCollective op = makeOp(kind, in, out);
+  SdCollective op = testutil::makeCollective(kind, in, out);
   op.num_axes = static_cast<int32_t>(axes.size());
   for (size_t i = 0; i < axes.size(); ++i)
     op.axes[i] = axes[i];

@@ -15,6 +15,8 @@
 #include "sd/Runtime/MpiTransport.h"
 #include "sd/Runtime/Runtime.h"
 
+#include "CollectiveTestUtils.h"
+
 #include "gtest/gtest.h"
 
 #include <mpi.h>
@@ -36,26 +38,7 @@ using Shape = std::vector<int64_t>;
 using Axes = std::vector<int32_t>;
 using Buffers = std::vector<std::vector<float>>;
 
-int64_t groupSize(const MeshSpec &mesh, const Axes &axes) {
-  int64_t n = 1;
-  for (int32_t axis : axes)
-    n *= mesh.axes()[axis].size();
-  return n;
-}
-
-/// A collective descriptor; the caller fills what its kind needs.
-SdCollective makeOp(SdCollectiveKind kind, const Shape &in, const Shape &out) {
-  SdCollective op;
-  std::memset(&op, 0, sizeof(op));
-  op.kind = kind;
-  op.rank = static_cast<int32_t>(in.size());
-  for (size_t d = 0; d < in.size(); ++d) {
-    op.in_shape[d] = in[d];
-    op.out_shape[d] = out[d];
-  }
-  op.name = "mpi test collective";
-  return op;
-}
+using testutil::groupSize;
 
 /// One op of a case, with the storage its descriptor points into.
 struct Case {
@@ -68,7 +51,7 @@ struct Case {
 
 Case perDimCase(SdCollectiveKind kind, const Shape &in, const Shape &out,
                 const std::vector<Axes> &dimAxes, std::string what) {
-  Case c{std::move(what), makeOp(kind, in, out), {}};
+  Case c{std::move(what), testutil::makeCollective(kind, in, out), {}};
   for (size_t d = 0; d < dimAxes.size(); ++d) {
     c.op.num_dim_axes[d] = static_cast<int32_t>(dimAxes[d].size());
     for (size_t i = 0; i < dimAxes[d].size(); ++i)
@@ -79,7 +62,7 @@ Case perDimCase(SdCollectiveKind kind, const Shape &in, const Shape &out,
 
 Case groupCase(SdCollectiveKind kind, const Shape &in, const Shape &out,
                const Axes &axes, std::string what) {
-  Case c{std::move(what), makeOp(kind, in, out), {}};
+  Case c{std::move(what), testutil::makeCollective(kind, in, out), {}};
   c.op.num_axes = static_cast<int32_t>(axes.size());
   for (size_t i = 0; i < axes.size(); ++i)
     c.op.axes[i] = axes[i];
