@@ -183,9 +183,10 @@ std::string stepDirectoryName(int64_t step) {
 
 namespace {
 
-/// Every device's blocks of every argument, and which device owns each
-/// distinct block: owned[device] lists the arguments whose block the device
-/// writes (the lowest-numbered device holding the block).
+/// This process's devices' blocks of every argument (blocks[local device]
+/// [argument]), and which device of the mesh owns each distinct block:
+/// owned[device id] lists the arguments whose block that device writes (the
+/// lowest-numbered device of the whole mesh holding the block).
 struct ShardPlan {
   std::vector<std::vector<const float *>> blocks;
   std::vector<std::vector<size_t>> owned;
@@ -194,23 +195,29 @@ struct ShardPlan {
 absl::StatusOr<ShardPlan> planShards(rt::TrainingSession &session) {
   const rt::ProgramSpec &spec = session.spec();
   rt::MeshRuntime &runtime = session.runtime();
+  const MeshSpec &mesh = runtime.mesh();
   int64_t numDevices = runtime.numDevices();
+  // A runtime of one process of a multi-process mesh still plans the whole
+  // mesh: ownership does not depend on which process asks.
+  int64_t meshDevices = runtime.process() < 0 ? numDevices : mesh.numDevices();
+  std::vector<std::vector<int64_t>> coords(meshDevices);
+  for (int64_t g = 0; g < meshDevices; ++g)
+    coords[g] = mesh.coordinates(g);
   ShardPlan plan;
   plan.blocks.resize(numDevices);
-  plan.owned.resize(numDevices);
+  plan.owned.resize(meshDevices);
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
-    std::set<std::vector<int64_t>> seen;
     for (int64_t d = 0; d < numDevices; ++d) {
       absl::StatusOr<const float *> block =
           session.deviceBlock(d, static_cast<int64_t>(i));
       if (!block.ok())
         return block.status();
       plan.blocks[d].push_back(*block);
-      if (seen.insert(
-                  blockKey(spec.arguments[i], runtime.device(d).coordinates()))
-              .second)
-        plan.owned[d].push_back(i);
     }
+    std::set<std::vector<int64_t>> seen;
+    for (int64_t g = 0; g < meshDevices; ++g)
+      if (seen.insert(blockKey(spec.arguments[i], coords[g])).second)
+        plan.owned[g].push_back(i);
   }
   return plan;
 }
@@ -247,28 +254,35 @@ absl::Status prepareStepDirectory(const std::string &stepDir) {
 }
 
 /// What the shard writers produced: per device its file, and crcs[device][k]
-/// the CRC-32 of the device's k-th owned block.
+/// the CRC-32 of the device's k-th owned block (by local index after
+/// writeShards, by mesh id once every process's are gathered).
 struct WrittenShards {
   std::vector<WrittenFile> files;
   std::vector<std::vector<uint32_t>> crcs;
 };
 
-/// Writes every device's shard file into `stepDir`, one thread per device
-/// (the writes overlap their fsyncs).
+std::string shardFileName(int64_t device) {
+  return absl::StrCat("device_", device, ".safetensors");
+}
+
+/// Writes this process's devices' shard files into `stepDir`, one thread
+/// per device (the writes overlap their fsyncs).
 absl::StatusOr<WrittenShards>
 writeShards(const std::string &stepDir, rt::TrainingSession &session,
             const ShardPlan &plan, int64_t step,
             const CheckpointWriteOptions &options) {
   const rt::ProgramSpec &spec = session.spec();
   int64_t numDevices = session.runtime().numDevices();
+  int64_t first = session.runtime().firstDeviceId();
   std::string meshText = session.runtime().mesh().toString();
   std::vector<absl::StatusOr<WrittenFile>> written(
       numDevices, absl::UnknownError("not written"));
   WrittenShards shards;
   shards.crcs.resize(numDevices);
   auto writeShard = [&](int64_t d) {
+    int64_t id = first + d;
     std::vector<SafetensorsTensorView> tensors;
-    for (size_t i : plan.owned[d]) {
+    for (size_t i : plan.owned[id]) {
       const rt::ArgumentSpec &arg = spec.arguments[i];
       tensors.push_back({arg.name, arg.localShape, plan.blocks[d][i]});
       shards.crcs[d].push_back(
@@ -277,21 +291,104 @@ writeShards(const std::string &stepDir, rt::TrainingSession &session,
     }
     std::map<std::string, std::string> metadata = {
         {"format", "sd"},
-        {"sd.device", std::to_string(d)},
+        {"sd.device", std::to_string(id)},
         {"sd.mesh", meshText},
         {"sd.step", std::to_string(step)}};
     std::function<void()> halfWritten;
-    if (options.atPoint && d == 0)
+    if (options.atPoint && id == 0)
       halfWritten = [&] { options.atPoint(WritePoint::Shard); };
-    written[d] =
-        writeSafetensors(absl::StrCat(stepDir, "/device_", d, ".safetensors"),
-                         tensors, metadata, halfWritten);
+    written[d] = writeSafetensors(stepDir + "/" + shardFileName(id), tensors,
+                                  metadata, halfWritten);
   };
   parallelFor(numDevices, numDevices, writeShard);
   for (absl::StatusOr<WrittenFile> &file : written) {
     if (!file.ok())
       return file.status();
     shards.files.push_back(*file);
+  }
+  return shards;
+}
+
+//===----------------------------------------------------------------------===//
+// Agreement between the processes of a multi-process mesh
+//===----------------------------------------------------------------------===//
+
+/// `status` as bytes for ProcessGroup::allGather, and back.
+std::string encodeStatus(const absl::Status &status) {
+  proto::ProcessShards message;
+  message.set_error_code(static_cast<int32_t>(status.code()));
+  message.set_error(std::string(status.message()));
+  return message.SerializeAsString();
+}
+
+absl::Status decodeStatus(const proto::ProcessShards &message) {
+  return absl::Status(static_cast<absl::StatusCode>(message.error_code()),
+                      message.error());
+}
+
+/// The first failure among every process's `status` (in rank order), the
+/// same on every process; `status` itself without a group.
+absl::Status agree(rt::ProcessGroup *group, const absl::Status &status) {
+  if (!group)
+    return status;
+  absl::StatusOr<std::vector<std::string>> all =
+      group->allGather(encodeStatus(status));
+  if (!all.ok())
+    return all.status();
+  for (const std::string &bytes : *all) {
+    proto::ProcessShards message;
+    if (!message.ParseFromString(bytes))
+      return absl::DataLossError("a process sent an unreadable status");
+    if (message.error_code() != 0)
+      return decodeStatus(message);
+  }
+  return absl::OkStatus();
+}
+
+/// Every process's WrittenShards by mesh id, from this process's `mine`
+/// (or its failure); the first failure in rank order on every process.
+absl::StatusOr<WrittenShards>
+gatherShards(rt::ProcessGroup *group, int64_t devicesPerProcess,
+             const absl::StatusOr<WrittenShards> &mine) {
+  if (!group)
+    return mine;
+  proto::ProcessShards message;
+  if (!mine.ok()) {
+    message.set_error_code(static_cast<int32_t>(mine.status().code()));
+    message.set_error(std::string(mine.status().message()));
+  } else {
+    for (size_t d = 0; d < mine->files.size(); ++d) {
+      proto::ShardFile *file = message.add_files();
+      file->set_size_bytes(mine->files[d].sizeBytes);
+      file->set_crc32(mine->files[d].crc32);
+      proto::BlockCrcs *crcs = message.add_block_crcs();
+      for (uint32_t crc : mine->crcs[d])
+        crcs->add_crc32(crc);
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> all =
+      group->allGather(message.SerializeAsString());
+  if (!all.ok())
+    return all.status();
+  WrittenShards shards;
+  for (size_t rank = 0; rank < all->size(); ++rank) {
+    proto::ProcessShards part;
+    if (!part.ParseFromString((*all)[rank]))
+      return absl::DataLossError(absl::StrCat(
+          "process ", rank, " sent an unreadable list of its shard files"));
+    if (part.error_code() != 0)
+      return decodeStatus(part);
+    if (part.files_size() != devicesPerProcess ||
+        part.block_crcs_size() != devicesPerProcess)
+      return absl::DataLossError(absl::StrCat(
+          "process ", rank, " wrote ", part.files_size(), " shard files, not ",
+          devicesPerProcess));
+    for (int64_t d = 0; d < devicesPerProcess; ++d) {
+      shards.files.push_back(
+          {part.files(d).size_bytes(), part.files(d).crc32()});
+      const auto &crcs = part.block_crcs(d).crc32();
+      shards.crcs.emplace_back(crcs.begin(), crcs.end());
+    }
   }
   return shards;
 }
@@ -333,13 +430,14 @@ proto::Manifest buildManifest(rt::TrainingSession &session,
     }
     tensors.push_back(tensor);
   }
-  for (int64_t d = 0; d < runtime.numDevices(); ++d) {
-    std::string fileName = absl::StrCat("device_", d, ".safetensors");
+  for (int64_t d = 0; d < static_cast<int64_t>(plan.owned.size()); ++d) {
+    std::string fileName = shardFileName(d);
+    std::vector<int64_t> coords = mesh.coordinates(d);
     for (size_t k = 0; k < plan.owned[d].size(); ++k) {
       const rt::ArgumentSpec &arg = spec.arguments[plan.owned[d][k]];
       proto::Block *block = tensors[plan.owned[d][k]]->add_blocks();
       block->set_file(fileName);
-      for (int64_t start : blockOffset(arg, runtime.device(d).coordinates()))
+      for (int64_t start : blockOffset(arg, coords))
         block->add_offset(start);
       for (int64_t size : arg.localShape)
         block->add_shape(size);
@@ -368,8 +466,8 @@ std::function<void(WritePoint)> stallAt(WritePoint point) {
   return [point](WritePoint reached) {
     if (reached != point)
       return;
-    std::fprintf(stderr, "sd: checkpoint write stalled at %s\n",
-                 writePointName(point));
+    std::fprintf(stderr, "sd: checkpoint write stalled at %s (pid %d)\n",
+                 writePointName(point), static_cast<int>(::getpid()));
     std::fflush(stderr);
     while (true)
       ::pause();
@@ -383,30 +481,49 @@ absl::Status saveCheckpoint(const std::string &dir,
   if (meta.step < 0)
     return absl::InvalidArgumentError(
         absl::StrCat("cannot checkpoint step ", meta.step));
+  rt::MeshRuntime &runtime = session.runtime();
+  // Processes of a multi-process mesh each write their devices' files, and
+  // agree at each stage, so that every process returns the same result.
+  rt::ProcessGroup *group = runtime.process() >= 0 && runtime.mesh().numProcesses() > 1
+                                ? runtime.processGroup()
+                                : nullptr;
+  if (runtime.process() >= 0 && runtime.mesh().numProcesses() > 1 && !group)
+    return absl::FailedPreconditionError(
+        "a checkpoint of one process of a multi-process mesh needs a process "
+        "group (MeshRuntimeOptions::processGroup)");
+  bool root = runtime.process() <= 0;
   absl::StatusOr<ShardPlan> plan = planShards(session);
-  if (!plan.ok())
-    return plan.status();
-  std::string stepDir = dir + "/" + stepDirectoryName(meta.step);
-  if (absl::Status status = prepareStepDirectory(stepDir); !status.ok())
+  if (absl::Status status = agree(group, plan.status()); !status.ok())
     return status;
-  absl::StatusOr<WrittenShards> shards =
-      writeShards(stepDir, session, *plan, meta.step, options);
+  std::string stepDir = dir + "/" + stepDirectoryName(meta.step);
+  // One process clears the step directory before anyone writes into it.
+  absl::Status prepared = root ? prepareStepDirectory(stepDir)
+                               : absl::OkStatus();
+  if (absl::Status status = agree(group, prepared); !status.ok())
+    return status;
+  absl::StatusOr<WrittenShards> shards = gatherShards(
+      group, runtime.mesh().devicesPerProcess(),
+      writeShards(stepDir, session, *plan, meta.step, options));
   if (!shards.ok())
     return shards.status();
 
-  // The manifest comes last: its rename completes the step.
-  std::function<void()> beforeRename;
-  if (options.atPoint)
-    beforeRename = [&] { options.atPoint(WritePoint::Manifest); };
-  if (absl::Status status =
-          writeFileAtomically(stepDir + "/" + kManifestName,
-                              serializeManifest(buildManifest(session, meta, *plan, *shards)),
-                              beforeRename);
-      !status.ok())
-    return status;
-  // The manifest's rename is durable (writeFileAtomically synced stepDir);
-  // now the step directory's entry in `dir`.
-  return syncDirectory(dir);
+  // The manifest comes last, once every process's files are durable: its
+  // rename completes the step.
+  absl::Status written = absl::OkStatus();
+  if (root) {
+    std::function<void()> beforeRename;
+    if (options.atPoint)
+      beforeRename = [&] { options.atPoint(WritePoint::Manifest); };
+    written = writeFileAtomically(
+        stepDir + "/" + kManifestName,
+        serializeManifest(buildManifest(session, meta, *plan, *shards)),
+        beforeRename);
+    // The manifest's rename is durable (writeFileAtomically synced
+    // stepDir); now the step directory's entry in `dir`.
+    if (written.ok())
+      written = syncDirectory(dir);
+  }
+  return agree(group, written);
 }
 
 //===----------------------------------------------------------------------===//

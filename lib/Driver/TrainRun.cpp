@@ -224,7 +224,9 @@ absl::Status initFromSafetensors(const std::string &path,
   return absl::OkStatus();
 }
 
-/// Writes the parameters of `session` (gathered) to a safetensors file.
+/// Writes the parameters of `session` (gathered) to a safetensors file. A
+/// process of a multi-process run other than 0 takes part in the gathers
+/// and writes nothing.
 absl::Status exportParameters(rt::TrainingSession &session,
                               const std::string &path, int64_t step,
                               const std::string &model) {
@@ -242,6 +244,8 @@ absl::Status exportParameters(rt::TrainingSession &session,
     values.push_back(std::move(*gathered));
     tensors.push_back({arg.name, arg.globalShape, values.back().data()});
   }
+  if (session.runtime().process() > 0)
+    return absl::OkStatus();
   std::map<std::string, std::string> metadata{
       {"format", "pt"}, {"step", std::to_string(step)}, {"model", model}};
   return ckpt::writeSafetensors(path, tensors, metadata).status();
@@ -456,18 +460,6 @@ absl::Status TrainRun::preflight() {
                             {options.metricsPath, "--metrics"}})
     if (absl::Status status = checkOutputPath(path, flag); !status.ok())
       return status;
-  // A rank of a multi-process run holds its own devices' blocks only:
-  // what needs every block in one place is not there yet.
-  if (options.process >= 0)
-    for (auto [given, flag] :
-         {std::pair<bool, llvm::StringRef>{options.verify, "--verify"},
-          {checkpointing, "--checkpoint-dir"},
-          {!options.exportPath.empty(), "--export"}})
-      if (given)
-        return absl::UnimplementedError(
-            (flag + " is not available in a run over several processes "
-                    "(mpirun) yet")
-                .str());
   if (options.resume && !checkpointing)
     return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
   if (options.resume && !options.initFrom.empty())
@@ -485,11 +477,14 @@ absl::Status TrainRun::preflight() {
       !llvm::sys::fs::is_directory(options.checkpointDir))
     return absl::InvalidArgumentError(
         "--checkpoint-dir='" + options.checkpointDir + "' is not a directory");
-  // One run at a time writes into a checkpoint directory.
+  // One run at a time writes into a checkpoint directory; of a
+  // multi-process run, process 0 holds the lock for all.
   if (std::error_code error =
           llvm::sys::fs::create_directories(options.checkpointDir))
     return absl::InvalidArgumentError(
         "cannot create '" + options.checkpointDir + "': " + error.message());
+  if (options.process > 0)
+    return absl::OkStatus();
   std::string lock = options.checkpointDir + "/.lock";
   lockFd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lockFd < 0 || ::flock(lockFd, LOCK_EX | LOCK_NB) != 0)
@@ -560,6 +555,7 @@ TrainRun::startSession(const PipelineOptions &pipeline, int threads,
   if (built.mesh.numProcesses() > 1) {
     runtime.process = options.process;
     runtime.transportFactory = options.transportFactory;
+    runtime.processGroup = options.processGroup;
   }
   runtime.threadsPerDevice = threads;
   runtime.deviceMemoryBudget = deviceBudget;
@@ -990,9 +986,16 @@ absl::Status TrainRun::verify() {
   single.dcnMesh.clear();
   single.devices = 0;
   TrainProgram singleProgram;
-  // 0 threads: all the cores OpenMP sees for the one device.
+  // 0 threads: all the cores OpenMP sees for the one device. Every process
+  // of a multi-process run runs the reference (the comparison gathers the
+  // run's parameters on all of them), each on its own devices' cores.
+  rt::MeshRuntime &runtime = session->runtime();
+  int threads = runtime.process() < 0
+                    ? 0
+                    : runtime.threadsPerDevice() *
+                          static_cast<int>(runtime.numDevices());
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>> reference =
-      startSession(single, /*threads=*/0, 0, 0, singleProgram);
+      startSession(single, threads, 0, 0, singleProgram);
   if (!reference.ok())
     return reference.status();
   if (absl::Status status = (*reference)->setArguments(start); !status.ok())

@@ -28,6 +28,8 @@ int32_t Device::fail(absl::Status status) {
 
 Transport::~Transport() = default;
 
+ProcessGroup::~ProcessGroup() = default;
+
 absl::Status Transport::startCollective(Device &device, const SdCollective &,
                                         const float *in, float *out) {
   std::lock_guard<std::mutex> lock(deferredMutex);

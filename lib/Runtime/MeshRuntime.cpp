@@ -132,6 +132,13 @@ MeshRuntime::create(MeshRuntimeOptions options) {
         "process %d of mesh %s (%d processes) needs a transport that reaches "
         "the other processes (MeshRuntimeOptions::transportFactory)",
         options.process, mesh.toString(), mesh.numProcesses()));
+  if (const std::shared_ptr<ProcessGroup> &group = options.processGroup)
+    if (group->size() != mesh.numProcesses() || group->rank() != options.process)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "the process group's rank %d of %d is not process %d of mesh %s "
+          "(%d processes)",
+          group->rank(), group->size(), options.process, mesh.toString(),
+          mesh.numProcesses()));
   std::unique_ptr<MeshRuntime> runtime(new MeshRuntime(std::move(options)));
   // This runtime's devices: all, or one process's contiguous ids.
   int64_t first = runtime->firstDeviceId();

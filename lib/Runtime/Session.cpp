@@ -263,19 +263,59 @@ TrainingSession::gatherArgument(int64_t index) {
   if (index < 0 || index >= static_cast<int64_t>(programSpec.arguments.size()))
     return absl::OutOfRangeError(absl::StrCat("no argument #", index));
   const ArgumentSpec &arg = programSpec.arguments[index];
+  const MeshSpec &meshSpec = mesh->mesh();
+  int64_t blockElements = numElements(arg.localShape);
+  size_t blockBytes = blockElements * sizeof(float);
+  // Every device's block with its mesh id: this process's, and with a
+  // process group the other processes' too (each sends its devices'
+  // blocks, in id order).
+  std::vector<std::pair<int64_t, const float *>> blocks;
+  std::vector<std::string> parts;
+  if (mesh->process() >= 0 && meshSpec.numProcesses() > 1) {
+    ProcessGroup *group = mesh->processGroup();
+    if (!group)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "gathering '", arg.name,
+          "' needs the other processes' blocks, but the runtime has no "
+          "process group (MeshRuntimeOptions::processGroup)"));
+    std::string mine;
+    mine.reserve(blockBytes * mesh->numDevices());
+    for (int64_t d = 0; d < mesh->numDevices(); ++d)
+      mine.append(static_cast<const char *>(buffers[d][index]), blockBytes);
+    absl::StatusOr<std::vector<std::string>> gathered = group->allGather(mine);
+    if (!gathered.ok())
+      return gathered.status();
+    parts = std::move(*gathered);
+    int64_t perProcess = meshSpec.devicesPerProcess();
+    for (size_t p = 0; p < parts.size(); ++p) {
+      if (parts[p].size() != blockBytes * perProcess)
+        return absl::DataLossError(absl::StrCat(
+            "process ", p, " sent ", parts[p].size(), " bytes of '", arg.name,
+            "', expected ", blockBytes * perProcess));
+      for (int64_t d = 0; d < perProcess; ++d)
+        blocks.emplace_back(static_cast<int64_t>(p) * perProcess + d,
+                            reinterpret_cast<const float *>(parts[p].data() +
+                                                            d * blockBytes));
+    }
+  } else {
+    for (int64_t d = 0; d < mesh->numDevices(); ++d)
+      blocks.emplace_back(mesh->firstDeviceId() + d,
+                          static_cast<const float *>(buffers[d][index]));
+  }
   std::vector<float> global(numElements(arg.globalShape), 0.0f);
-  for (int64_t d = 0; d < mesh->numDevices(); ++d)
-    copyBlock(arg, mesh->device(d).coordinates(), global.data(),
-              static_cast<float *>(buffers[d][index]), /*toGlobal=*/true);
+  std::vector<float> block(blockElements);
+  for (auto [id, data] : blocks) {
+    std::memcpy(block.data(), data, blockBytes);
+    copyBlock(arg, meshSpec.coordinates(id), global.data(), block.data(),
+              /*toGlobal=*/true);
+  }
   // Replicas must agree bitwise (a missing all-reduce would not).
-  std::vector<float> block(numElements(arg.localShape));
-  for (int64_t d = 0; d < mesh->numDevices(); ++d) {
-    copyBlock(arg, mesh->device(d).coordinates(), global.data(), block.data(),
+  for (auto [id, data] : blocks) {
+    copyBlock(arg, meshSpec.coordinates(id), global.data(), block.data(),
               /*toGlobal=*/false);
-    if (std::memcmp(block.data(), buffers[d][index],
-                    block.size() * sizeof(float)) != 0)
+    if (std::memcmp(block.data(), data, blockBytes) != 0)
       return absl::DataLossError(absl::StrCat(
-          "the replicas of '", arg.name, "' differ (device ", d, ")"));
+          "the replicas of '", arg.name, "' differ (device ", id, ")"));
   }
   return global;
 }

@@ -139,6 +139,11 @@ int main(int argc, char **argv) {
     options.transportFactory = [transport](const sd::MeshSpec &mesh) {
       return sd::rt::createMpiTransport(mesh, transport);
     };
+    absl::StatusOr<std::unique_ptr<sd::rt::ProcessGroup>> group =
+        sd::rt::createMpiProcessGroup(transport);
+    if (!group.ok())
+      return fail(group.status());
+    options.processGroup = std::move(*group);
     // Rank 0 writes the run's files and its devices' trace; the others
     // their own trace with --trace-all-ranks.
     if ((*mpi)->rank != 0) {
@@ -151,6 +156,8 @@ int main(int argc, char **argv) {
     }
   }
   absl::Status status = mlir::sd::trainModelFile(options, hooks);
+  // The group's communicator is freed before MPI is finalized.
+  options.processGroup.reset();
   // A failed rank leaves MPI unfinalized: mpirun then ends the other ranks,
   // which may wait in a collective for it.
   if (*mpi && status.ok())

@@ -570,6 +570,49 @@ TEST(MpiTransportTest, ARuntimeRunsOnlyItsProcesssDevices) {
   }
 }
 
+TEST(MpiProcessGroupTest, AllGatherReturnsEveryRanksBytesInRankOrder) {
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
+      createMpiProcessGroup();
+  ASSERT_TRUE(group.ok()) << group.status();
+  EXPECT_EQ((*group)->rank(), mpiWorldRank());
+  EXPECT_EQ((*group)->size(), mpiWorldSize());
+  // Sizes differ per rank, one rank sends nothing, and bytes include NUL.
+  int rank = mpiWorldRank();
+  std::string mine(rank == 1 ? 0 : 1000 * (rank + 1), static_cast<char>(rank));
+  if (!mine.empty())
+    mine[0] = '\0';
+  for (int round = 0; round < 3; ++round) {
+    absl::StatusOr<std::vector<std::string>> all = (*group)->allGather(mine);
+    ASSERT_TRUE(all.ok()) << all.status();
+    ASSERT_EQ(all->size(), static_cast<size_t>(mpiWorldSize()));
+    for (int r = 0; r < mpiWorldSize(); ++r) {
+      std::string expected(r == 1 ? 0 : 1000 * (r + 1), static_cast<char>(r));
+      if (!expected.empty())
+        expected[0] = '\0';
+      EXPECT_EQ((*all)[r], expected) << "rank " << r << ", round " << round;
+    }
+  }
+}
+
+TEST(MpiProcessGroupTest, ARuntimeRefusesAGroupOfAnotherShape) {
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
+      createMpiProcessGroup();
+  ASSERT_TRUE(group.ok()) << group.status();
+  MeshRuntimeOptions options;
+  options.mesh = MeshSpec({{"x", 1, mpiWorldSize()}});
+  options.process = (mpiWorldRank() + 1) % mpiWorldSize();
+  options.transportFactory = [](const MeshSpec &m) {
+    return createMpiTransport(m);
+  };
+  options.processGroup = std::move(*group);
+  absl::StatusOr<std::unique_ptr<MeshRuntime>> runtime =
+      MeshRuntime::create(options);
+  EXPECT_TRUE(absl::IsInvalidArgument(runtime.status())) << runtime.status();
+  EXPECT_NE(std::string(runtime.status().message()).find("process group"),
+            std::string::npos)
+      << runtime.status();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {

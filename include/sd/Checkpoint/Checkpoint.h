@@ -86,7 +86,7 @@ struct CheckpointWriteOptions {
 };
 
 /// A CheckpointWriteOptions::atPoint for crash tests: at `point` it prints
-/// `sd: checkpoint write stalled at <name>` to stderr and waits until the
+/// `sd: checkpoint write stalled at <name> (pid <pid>)` to stderr and waits until the
 /// process is killed; other points pass.
 std::function<void(WritePoint)> stallAt(WritePoint point);
 

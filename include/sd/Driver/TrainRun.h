@@ -73,6 +73,9 @@ struct TrainRunOptions {
   /// transport that reaches the other processes; -1 runs every device here.
   int64_t process = -1;
   ::sd::rt::TransportFactory transportFactory;
+  /// The host's messages to the other processes (gathers for --export and
+  /// --verify, checkpoint agreement); only process 0 writes files.
+  std::shared_ptr<::sd::rt::ProcessGroup> processGroup;
 };
 
 /// What tests inject into a run (production runs leave them empty).

@@ -60,6 +60,14 @@ absl::StatusOr<std::unique_ptr<Transport>>
 createMpiTransport(const MeshSpec &mesh,
                    const MpiTransportOptions &options = {});
 
+/// The ProcessGroup of this rank among MPI_COMM_WORLD's (rank = process of
+/// the mesh). Each allGather waits at most
+/// `options.collectiveTimeoutSeconds` for the other ranks, then fails with
+/// DeadlineExceeded. FailedPrecondition when MPI is not initialized.
+/// Collective over MPI_COMM_WORLD.
+absl::StatusOr<std::unique_ptr<ProcessGroup>>
+createMpiProcessGroup(const MpiTransportOptions &options = {});
+
 } // namespace sd::rt
 
 #endif // SD_RUNTIME_MPITRANSPORT_H

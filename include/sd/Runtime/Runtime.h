@@ -194,6 +194,23 @@ private:
 /// The in-process transport: devices are threads sharing memory.
 std::unique_ptr<Transport> createSharedMemoryTransport(const MeshSpec &mesh);
 
+/// Byte messages between the processes of a multi-process mesh, for the
+/// host's work outside the programs: assembling a global tensor to export or
+/// compare, agreeing that every process wrote its part of a checkpoint.
+/// Every process makes the same calls in the same order, from one thread.
+class ProcessGroup {
+public:
+  virtual ~ProcessGroup();
+  /// This process (its mesh process index) and how many there are.
+  virtual int64_t rank() const = 0;
+  virtual int64_t size() const = 0;
+  /// Every process's `bytes`, in rank order, on every process. An error
+  /// (a peer that never arrives: DeadlineExceeded naming the wait) leaves
+  /// the group unusable.
+  virtual absl::StatusOr<std::vector<std::string>>
+  allGather(std::string_view bytes) = 0;
+};
+
 /// Makes the transport of a runtime's devices; an error fails
 /// MeshRuntime::create.
 using TransportFactory =
@@ -217,6 +234,10 @@ struct MeshRuntimeOptions {
   /// devices of one process only (so a runtime of one process of a
   /// multi-process mesh needs another, e.g. createMpiTransport).
   TransportFactory transportFactory;
+  /// How this process reaches the others' hosts (createMpiProcessGroup);
+  /// needed when `process` is set for what assembles global tensors
+  /// (TrainingSession::gatherArgument, checkpoints).
+  std::shared_ptr<ProcessGroup> processGroup;
 };
 
 /// The devices of one mesh, or of one process of it, each running on its
@@ -242,6 +263,10 @@ public:
     return options.process < 0 ? 0
                                : options.process * mesh().devicesPerProcess();
   }
+  /// The group of this runtime's process and the others of its mesh;
+  /// nullptr when the runtime runs every device of the mesh or was given
+  /// none.
+  ProcessGroup *processGroup() const { return options.processGroup.get(); }
 
   /// Runs `fn` once per device, each on its own thread whose OpenMP team
   /// has threadsPerDevice() threads, and waits for all. The threads persist
