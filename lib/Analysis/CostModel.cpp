@@ -575,6 +575,7 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
     ::sd::MeshSpec spec = toMeshSpec(mesh);
     report.meshSpec = spec.toString();
     report.numDevices = spec.numDevices();
+    report.mesh = spec;
   }
 
   SymbolTableCollection detection;
@@ -633,4 +634,35 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
   report.parameterGathers =
       summarizeParameterGathers(func, layout, mesh, body.argumentGathers);
   return report;
+}
+
+std::vector<AxisCommunication>
+mlir::sd::predictCommunication(const CostReport &report,
+                               const ::sd::NetworkModel &network) {
+  std::vector<AxisCommunication> result;
+  for (const CollectiveSummary &summary : report.collectives) {
+    std::vector<int> axes;
+    for (const std::string &name : summary.axes)
+      for (size_t i = 0; i < report.mesh.axes().size(); ++i)
+        if (report.mesh.axes()[i].name == name)
+          axes.push_back(static_cast<int>(i));
+    auto it = llvm::find_if(result, [&](const AxisCommunication &entry) {
+      return entry.axes == summary.axes;
+    });
+    if (it == result.end()) {
+      AxisCommunication entry;
+      entry.axes = summary.axes;
+      ::sd::GroupShape group = ::sd::groupShape(report.mesh, axes);
+      entry.link = group.link;
+      entry.groupSize = group.size;
+      result.push_back(std::move(entry));
+      it = std::prev(result.end());
+    }
+    it->count += summary.count;
+    it->bytesPerDevice += summary.bytesPerDevice;
+    it->predictedSeconds += ::sd::predictCollectiveSeconds(
+        report.mesh, axes, summary.kind, summary.count, summary.bytesPerDevice,
+        network);
+  }
+  return result;
 }

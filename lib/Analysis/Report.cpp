@@ -143,7 +143,39 @@ static void printParameterGathers(const CostReport &report,
                        : "Σ S(N−1)/N over the parameters' groups");
 }
 
-static void printText(const CostReport &report, llvm::raw_ostream &os) {
+/// The collectives' predicted time per set of mesh axes (sd/Sharding/
+/// Network.h), with the network model's figures.
+static void printCommunicationTime(const CostReport &report,
+                                   const ::sd::NetworkModel &network,
+                                   llvm::raw_ostream &os) {
+  std::vector<AxisCommunication> rows = predictCommunication(report, network);
+  os << "\ncommunication time per mesh axes (predicted: ICI "
+     << ::sd::formatBandwidth(network.iciBandwidth) << " per device, "
+     << ::sd::formatSeconds(network.iciLatency) << "; DCN "
+     << ::sd::formatBandwidth(network.dcnBandwidth) << " per process, "
+     << ::sd::formatSeconds(network.dcnLatency) << ")\n";
+  os << "  " << llvm::left_justify("mesh axes", 20)
+     << llvm::left_justify("link", 9) << llvm::right_justify("N", 5)
+     << llvm::right_justify("bytes sent", 13)
+     << llvm::right_justify("predicted", 12) << "\n";
+  double total = 0;
+  for (const AxisCommunication &row : rows) {
+    os << "  " << llvm::left_justify(llvm::join(row.axes, ","), 20)
+       << llvm::left_justify(::sd::linkName(row.link), 9)
+       << llvm::right_justify(std::to_string(row.groupSize), 5)
+       << llvm::right_justify(formatBytes(row.bytesPerDevice), 13)
+       << llvm::right_justify(::sd::formatSeconds(row.predictedSeconds), 12)
+       << "\n";
+    total += row.predictedSeconds;
+  }
+  os << "  " << llvm::left_justify("total", 34)
+     << llvm::right_justify(formatBytes(report.collectiveBytesPerDevice), 13)
+     << llvm::right_justify(::sd::formatSeconds(total), 12) << "\n";
+}
+
+static void printText(const CostReport &report,
+                      const ::sd::NetworkModel &network,
+                      llvm::raw_ostream &os) {
   os << "sd report: @" << report.function;
   if (report.meshName.empty())
     os << ", no mesh (1 device)\n";
@@ -219,6 +251,7 @@ static void printText(const CostReport &report, llvm::raw_ostream &os) {
      << llvm::right_justify(std::to_string(count), 8)
      << llvm::right_justify(formatBytes(report.collectiveBytesPerDevice), 13)
      << "\n";
+  printCommunicationTime(report, network, os);
   printParameterGathers(report, os);
 }
 
@@ -226,7 +259,22 @@ static void printText(const CostReport &report, llvm::raw_ostream &os) {
 // JSON
 //===----------------------------------------------------------------------===//
 
-llvm::json::Value mlir::sd::reportToJson(const CostReport &report) {
+llvm::json::Value mlir::sd::reportToJson(const CostReport &report,
+                                         const ::sd::NetworkModel &network) {
+  llvm::json::Array communication;
+  for (const AxisCommunication &row : predictCommunication(report, network)) {
+    llvm::json::Array axes;
+    for (const std::string &axis : row.axes)
+      axes.push_back(axis);
+    communication.push_back(llvm::json::Object{
+        {"axes", std::move(axes)},
+        {"link", ::sd::linkName(row.link)},
+        {"group_size", row.groupSize},
+        {"count", row.count},
+        {"bytes_per_device", row.bytesPerDevice},
+        {"predicted_seconds", row.predictedSeconds},
+    });
+  }
   llvm::json::Array collectives;
   for (const CollectiveSummary &summary : report.collectives) {
     llvm::json::Array axes;
@@ -288,6 +336,14 @@ llvm::json::Value mlir::sd::reportToJson(const CostReport &report) {
            {"collective_bytes", report.collectiveBytesPerDevice},
        }},
       {"collectives", std::move(collectives)},
+      {"network",
+       llvm::json::Object{
+           {"ici_bytes_per_second", network.iciBandwidth},
+           {"ici_latency_seconds", network.iciLatency},
+           {"dcn_bytes_per_second", network.dcnBandwidth},
+           {"dcn_latency_seconds", network.dcnLatency},
+       }},
+      {"communication", std::move(communication)},
       {"parameter_gathers",
        llvm::json::Object{
            {"parameters", g.numParameters},
@@ -306,10 +362,11 @@ llvm::json::Value mlir::sd::reportToJson(const CostReport &report) {
 }
 
 void mlir::sd::printReport(const CostReport &report, ReportFormat format,
-                           llvm::raw_ostream &os) {
+                           llvm::raw_ostream &os,
+                           const ::sd::NetworkModel &network) {
   if (format == ReportFormat::Text) {
-    printText(report, os);
+    printText(report, network, os);
     return;
   }
-  os << llvm::formatv("{0:2}", reportToJson(report)) << "\n";
+  os << llvm::formatv("{0:2}", reportToJson(report, network)) << "\n";
 }

@@ -605,6 +605,10 @@ absl::Status Resolver::resolveModel() {
 }
 
 absl::Status Resolver::resolveBudgets() {
+  absl::StatusOr<NetworkModel> network = resolveNetwork(flags);
+  if (!network.ok())
+    return network.status();
+  spec.mesh.network = *network;
   RunSettings &run = spec.run;
   for (auto [flag, flagName, budget] :
        {std::tuple{&flags.deviceMemory, "device-memory",
@@ -795,4 +799,30 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   table.print(os);
   for (const std::string &note : spec.notes)
     os << note << "\n";
+}
+
+absl::StatusOr<NetworkModel> sd::resolveNetwork(const RunSpecFlags &flags) {
+  NetworkModel network;
+  for (auto [text, name, field] :
+       {std::tuple{&flags.iciBandwidth, "ici-bandwidth", &network.iciBandwidth},
+        std::tuple{&flags.dcnBandwidth, "dcn-bandwidth",
+                   &network.dcnBandwidth}}) {
+    if (!*text)
+      continue;
+    absl::StatusOr<double> value = parseBandwidth(**text, name);
+    if (!value.ok())
+      return value.status();
+    *field = *value;
+  }
+  for (auto [text, name, field] :
+       {std::tuple{&flags.iciLatency, "ici-latency", &network.iciLatency},
+        std::tuple{&flags.dcnLatency, "dcn-latency", &network.dcnLatency}}) {
+    if (!*text)
+      continue;
+    absl::StatusOr<double> value = parseLatency(**text, name);
+    if (!value.ok())
+      return value.status();
+    *field = *value;
+  }
+  return network;
 }

@@ -14,6 +14,7 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   const ::sd::MeshSettings &mesh = spec.mesh;
   std::tie(options.mesh, options.dcnMesh, options.devices, options.processes) =
       std::tie(mesh.ici, mesh.dcn, mesh.devices, mesh.processes);
+  options.network = mesh.network;
   options.rules = spec.rules.value;
   options.batch = spec.batch.global.value;
   // The devices the rules shard the batch over, so that the program's

@@ -188,15 +188,17 @@ static void runDefaultPipelineFirst(MlirOptMainConfig &config,
 /// OpenMP code) to `os` after those `config` sets up.
 static void printAfterPasses(MlirOptMainConfig &config,
                              const SdoptCommandLine::Flags &flags,
+                             const ::sd::NetworkModel &network,
                              llvm::raw_ostream &os) {
   MlirOptMainConfig passes = config;
-  config.setPassPipelineSetupFn([passes, &flags, &os](PassManager &pm) {
+  config.setPassPipelineSetupFn([passes, &flags, network,
+                                 &os](PassManager &pm) {
     if (failed(passes.setupPassPipeline(pm)))
       return failure();
     if (flags.report.getNumOccurrences() > 0) {
       PrintReportOptions report;
       report.format = flags.report;
-      pm.addPass(createPrintReport(os, report));
+      pm.addPass(createPrintReport(os, report, network));
     }
     if (!flags.showSharding.empty()) {
       ShowShardingOptions show;
@@ -300,8 +302,15 @@ FailureOr<SdoptInvocation> SdoptCommandLine::resolve() {
     return failure();
   // The printing passes run last and write to the output file.
   invocation.printInstead = flags->printInstead();
+  absl::StatusOr<::sd::NetworkModel> network = ::sd::resolveNetwork(values);
+  if (!network.ok()) {
+    llvm::errs() << "error: " << std::string(network.status().message())
+                 << "\n";
+    return failure();
+  }
   if (invocation.printInstead)
-    printAfterPasses(invocation.config, *flags, invocation.output->os());
+    printAfterPasses(invocation.config, *flags, *network,
+                     invocation.output->os());
   useReadableDiagnostics(registry, invocation.config);
   return invocation;
 }

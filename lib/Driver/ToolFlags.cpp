@@ -89,6 +89,27 @@ struct ToolFlags::SpecOptions {
       cl::desc("Mesh part across processes/hosts, e.g. data:2 (sdrun: one "
                "MPI rank per process, launched by mpirun)"),
       cl::cat(meshCat)};
+  Flag<std::string> iciBandwidth{
+      all, &F::iciBandwidth, "ici-bandwidth",
+      cl::desc("Cost model: bytes per second a device sends to the devices "
+               "of its process, e.g. 100GB/s (default 10GB/s, shared memory)"),
+      cl::cat(meshCat)};
+  Flag<std::string> dcnBandwidth{
+      all, &F::dcnBandwidth, "dcn-bandwidth",
+      cl::desc("Cost model: bytes per second a process sends to other "
+               "processes, shared by its devices, e.g. 100Gb/s (default "
+               "25Gb/s Ethernet)"),
+      cl::cat(meshCat)};
+  Flag<std::string> iciLatency{
+      all, &F::iciLatency, "ici-latency",
+      cl::desc("Cost model: seconds per ring step inside a process, e.g. "
+               "5us (default 1us)"),
+      cl::cat(meshCat)};
+  Flag<std::string> dcnLatency{
+      all, &F::dcnLatency, "dcn-latency",
+      cl::desc("Cost model: seconds per ring step between processes "
+               "(default 25us)"),
+      cl::cat(meshCat)};
   Flag<std::string> rules{
       all, &F::rules, "rules",
       cl::desc("Logical axis rules: dit (default), sdxl, flux, wan, or a "

@@ -201,6 +201,8 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
     if (failed(local))
       return failure();
     program.predictedCommBytes = local->collectiveBytesPerDevice;
+    program.predictedCommunication =
+        predictCommunication(*local, options.network);
   }
   FailureOr<std::string> source = lowerToOpenMP(*lowered, "train_step");
   if (failed(source))

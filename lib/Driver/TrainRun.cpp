@@ -334,6 +334,9 @@ private:
   absl::Status runSteps();
   /// The summary, the loss plot, the trace and the exported parameters.
   absl::Status writeOutputs();
+  /// The summary's lines of measured and predicted collective time per
+  /// set of mesh axes.
+  void printCommunicationTimes();
   /// With --verify: the same steps on one device, from the same values.
   absl::Status verify();
 
@@ -930,6 +933,7 @@ void TrainRun::printSummary() {
     outs() << " (sdopt predicts " << rt::formatBytes(program.predictedCommBytes)
            << ")";
   outs() << "\n";
+  printCommunicationTimes();
   // sd.offload / sd.reload traffic (remat policies with offload).
   int64_t offloaded = 0, reloaded = 0;
   for (int64_t d = 0; d < runtime.numDevices(); ++d) {
@@ -941,6 +945,40 @@ void TrainRun::printSummary() {
     outs() << "per device: moved " << rt::formatBytes(offloaded / ran)
            << " to host memory and " << rt::formatBytes(reloaded / ran)
            << " back per step (sd.offload, sd.reload)\n";
+}
+
+void TrainRun::printCommunicationTimes() {
+  if (program.predictedCommunication.empty() || losses.empty())
+    return;
+  rt::MeshRuntime &runtime = session->runtime();
+  const std::vector<::sd::MeshAxis> &axes = program.mesh.axes();
+  outs() << "per device and step, collectives by mesh axes (measured: the "
+            "slowest device";
+  if (runtime.process() >= 0)
+    outs() << " of this process";
+  outs() << ", waits for peers included):\n";
+  for (const AxisCommunication &row : program.predictedCommunication) {
+    uint32_t mask = 0;
+    for (const std::string &name : row.axes)
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (axes[i].name == name)
+          mask |= 1u << i;
+    double measured = 0;
+    for (int64_t d = 0; d < runtime.numDevices(); ++d) {
+      const std::map<uint32_t, double> &seconds =
+          runtime.device(d).counters().collectiveSeconds;
+      auto it = seconds.find(mask);
+      if (it != seconds.end())
+        measured = std::max(measured, it->second);
+    }
+    measured /= static_cast<double>(losses.size());
+    outs() << "  " << llvm::left_justify(llvm::join(row.axes, ","), 18)
+           << llvm::left_justify(::sd::linkName(row.link), 9)
+           << llvm::right_justify(rt::formatBytes(row.bytesPerDevice), 11)
+           << "  measured " << llvm::right_justify(::sd::formatSeconds(measured), 9)
+           << ", sdopt predicts "
+           << ::sd::formatSeconds(row.predictedSeconds) << "\n";
+  }
 }
 
 absl::Status TrainRun::writeOutputs() {

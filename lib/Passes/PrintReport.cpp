@@ -35,13 +35,34 @@ struct PrintReportPass
     func::FuncOp func = findReportFunction(getOperation(), function);
     if (!func)
       return signalPassFailure();
+    ::sd::NetworkModel network = networkOverride.value_or(::sd::NetworkModel());
+    for (auto [text, name, field, isLatency] :
+         {std::tuple{&iciBandwidth, "ici-bandwidth", &network.iciBandwidth,
+                     false},
+          std::tuple{&dcnBandwidth, "dcn-bandwidth", &network.dcnBandwidth,
+                     false},
+          std::tuple{&iciLatency, "ici-latency", &network.iciLatency, true},
+          std::tuple{&dcnLatency, "dcn-latency", &network.dcnLatency, true}}) {
+      if (networkOverride)
+        break;
+      absl::StatusOr<double> value =
+          isLatency ? ::sd::parseLatency(text->getValue(), name)
+                    : ::sd::parseBandwidth(text->getValue(), name);
+      if (!value.ok()) {
+        getOperation().emitError(std::string(value.status().message()));
+        return signalPassFailure();
+      }
+      *field = *value;
+    }
     FailureOr<CostReport> report = computeCostReport(func, layout);
     if (failed(report))
       return signalPassFailure();
-    printReport(*report, format, *os);
+    printReport(*report, format, *os, network);
     markAllAnalysesPreserved();
   }
 
+  /// The tool's network model, which replaces the options'.
+  std::optional<::sd::NetworkModel> networkOverride;
   /// Where the report goes; not owned.
   llvm::raw_ostream *os = &llvm::outs();
 };
@@ -51,4 +72,13 @@ std::unique_ptr<Pass>
 mlir::sd::createPrintReport(llvm::raw_ostream &os,
                             const PrintReportOptions &options) {
   return std::make_unique<PrintReportPass>(os, options);
+}
+
+std::unique_ptr<Pass>
+mlir::sd::createPrintReport(llvm::raw_ostream &os,
+                            const PrintReportOptions &options,
+                            const ::sd::NetworkModel &network) {
+  auto pass = std::make_unique<PrintReportPass>(os, options);
+  pass->networkOverride = network;
+  return pass;
 }

@@ -14,6 +14,7 @@
 
 #include <omp.h>
 
+#include <chrono>
 #include <cstring>
 
 using namespace sd;
@@ -94,31 +95,42 @@ int64_t axisIndex(SdDevice *dev, const int32_t *axes, int32_t numAxes) {
   return index;
 }
 
-int32_t runCollective(SdDevice *dev, const SdCollective *op, const float *in,
-                      float *out) {
-  Device &device = toDevice(dev);
+/// Runs `call` (a transport call for `op`) and adds its time to the
+/// device's collective seconds of `op`'s axes.
+template <typename Call>
+int32_t timedCollective(Device &device, const SdCollective *op, Call call) {
   if (!op)
     return device.fail(absl::InvalidArgumentError(absl::StrFormat(
         "device %d: a collective without a descriptor", device.id())));
-  absl::Status status = device.transport().collective(device, *op, in, out);
+  auto begin = std::chrono::steady_clock::now();
+  absl::Status status = call();
+  device.counters().collectiveSeconds[collectiveAxisMask(*op)] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
   return status.ok() ? 0 : device.fail(std::move(status));
+}
+
+int32_t runCollective(SdDevice *dev, const SdCollective *op, const float *in,
+                      float *out) {
+  Device &device = toDevice(dev);
+  return timedCollective(device, op, [&] {
+    return device.transport().collective(device, *op, in, out);
+  });
 }
 
 int32_t startCollective(SdDevice *dev, const SdCollective *op,
                         const float *in, float *out) {
   Device &device = toDevice(dev);
-  if (!op)
-    return device.fail(absl::InvalidArgumentError(absl::StrFormat(
-        "device %d: a collective without a descriptor", device.id())));
-  absl::Status status =
-      device.transport().startCollective(device, *op, in, out);
-  return status.ok() ? 0 : device.fail(std::move(status));
+  return timedCollective(device, op, [&] {
+    return device.transport().startCollective(device, *op, in, out);
+  });
 }
 
 int32_t finishCollective(SdDevice *dev, const SdCollective *op, float *out) {
   Device &device = toDevice(dev);
-  absl::Status status = device.transport().finishCollective(device, *op, out);
-  return status.ok() ? 0 : device.fail(std::move(status));
+  return timedCollective(device, op, [&] {
+    return device.transport().finishCollective(device, *op, out);
+  });
 }
 
 void gemm(SdDevice *, int64_t batch, int32_t transA, int32_t transB, int64_t m,

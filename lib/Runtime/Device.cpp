@@ -30,6 +30,16 @@ Transport::~Transport() = default;
 
 ProcessGroup::~ProcessGroup() = default;
 
+uint32_t sd::rt::collectiveAxisMask(const SdCollective &op) {
+  uint32_t mask = 0;
+  for (int32_t i = 0; i < op.num_axes && i < SD_MAX_AXES; ++i)
+    mask |= 1u << op.axes[i];
+  for (int32_t d = 0; d < op.rank && d < SD_MAX_RANK; ++d)
+    for (int32_t i = 0; i < op.num_dim_axes[d] && i < SD_MAX_AXES; ++i)
+      mask |= 1u << op.dim_axes[d][i];
+  return mask;
+}
+
 absl::Status Transport::startCollective(Device &device, const SdCollective &,
                                         const float *in, float *out) {
   std::lock_guard<std::mutex> lock(deferredMutex);

@@ -501,6 +501,15 @@ bool MpiTransport::exchange(Device &device, uint64_t sequence, int phase,
   };
   size_t rank = outShape.size();
   Shape zero(rank, 0);
+  // The trace gets a span "MPI" from the first message posted to the last
+  // received (nested in the collective's span).
+  TraceRecorder &trace = device.trace();
+  TraceClock::time_point mpiBegin = TraceClock::now();
+  auto traceMpi = [&] {
+    if (trace.enabled() && (!messages.recvs.empty() || !messages.sends.empty()))
+      trace.span("MPI", "mpi", mpiBegin, TraceClock::now());
+    return true;
+  };
 
   // Remote receives: straight into `out` when the box is one range there
   // and nothing is added, otherwise into a staging buffer.
@@ -565,7 +574,7 @@ bool MpiTransport::exchange(Device &device, uint64_t sequence, int phase,
         return false;
       place(i);
     }
-    return true;
+    return traceMpi();
   }
   // Local pieces first, while the remote ones are on their way.
   for (size_t i = 0; i < incoming.size(); ++i)
@@ -579,7 +588,7 @@ bool MpiTransport::exchange(Device &device, uint64_t sequence, int phase,
       return false;
     place(i);
   }
-  return true;
+  return traceMpi();
 }
 
 absl::Status MpiTransport::collective(Device &device, const SdCollective &op,

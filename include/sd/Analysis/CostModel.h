@@ -21,6 +21,8 @@
 #define SD_ANALYSIS_COSTMODEL_H
 
 #include "sd/IR/SDCost.h"
+#include "sd/Sharding/Mesh.h"
+#include "sd/Sharding/Network.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -146,6 +148,8 @@ struct CostReport {
   std::string meshName;
   std::string meshSpec;
   int64_t numDevices = 1;
+  /// The mesh itself (one `data:1` axis without a mesh).
+  ::sd::MeshSpec mesh;
   ProgramLayout layout = ProgramLayout::Unsharded;
 
   /// Arguments with `#sd.param`; the others (inputs, and arguments without
@@ -204,6 +208,24 @@ struct CostReport {
            peakActivationBytes;
   }
 };
+
+/// The collectives of a report over one set of mesh axes, with the time a
+/// network model predicts for them.
+struct AxisCommunication {
+  /// In mesh order.
+  std::vector<std::string> axes;
+  ::sd::Link link = ::sd::Link::None;
+  int64_t groupSize = 1;
+  int64_t count = 0;
+  int64_t bytesPerDevice = 0;
+  double predictedSeconds = 0;
+};
+
+/// `report`'s collectives grouped by their mesh axes (in the order of the
+/// report's rows) and priced by `network` (sd/Sharding/Network.h).
+std::vector<AxisCommunication>
+predictCommunication(const CostReport &report,
+                     const ::sd::NetworkModel &network);
 
 /// The function to report on: `name` when given, else `@loss`, else the
 /// only public function. Null after an error on `module`.

@@ -27,12 +27,15 @@ std::string formatBytes(int64_t bytes);
 /// Likewise for FLOPs: "512 FLOP", "1.2 GFLOP".
 std::string formatFlops(int64_t flops);
 
-/// The report as JSON; every number exact (see the README for the keys).
-llvm::json::Value reportToJson(const CostReport &report);
+/// The report as JSON; every number exact (see the README for the keys),
+/// with the communication time `network` predicts per set of mesh axes.
+llvm::json::Value reportToJson(const CostReport &report,
+                               const ::sd::NetworkModel &network = {});
 
 /// Prints the text table or the JSON (indented, with a final newline).
 void printReport(const CostReport &report, ReportFormat format,
-                 llvm::raw_ostream &os);
+                 llvm::raw_ostream &os,
+                 const ::sd::NetworkModel &network = {});
 
 } // namespace mlir::sd
 

@@ -20,6 +20,7 @@
 #include "sd/Config/RunConfig.h"
 #include "sd/Sharding/LogicalRules.h"
 #include "sd/Sharding/Mesh.h"
+#include "sd/Sharding/Network.h"
 
 #include "absl/status/statusor.h"
 
@@ -70,6 +71,10 @@ struct RunSpecFlags {
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
       exportPath, tracePath, metricsPath, cacheDir, deviceMemory, hostMemory;
   std::optional<bool> resume, verify;
+  /// The network the cost model prices collectives on (sd/Sharding/
+  /// Network.h): bandwidths and latencies as the flags give them.
+  std::optional<std::string> iciBandwidth, dcnBandwidth, iciLatency,
+      dcnLatency;
   /// Under mpirun: seconds a collective waits for another rank (sdrun reads
   /// it itself; the run spec does not resolve it).
   std::optional<double> collectiveTimeout;
@@ -114,6 +119,8 @@ struct MeshSettings {
   int64_t devices = 0, processes = 0;
   /// The parsed mesh; one `data:1` axis without `ici`.
   MeshSpec mesh;
+  /// What its links cost (--ici-bandwidth, ...; the defaults otherwise).
+  NetworkModel network;
   /// Where `ici` came from.
   SettingSource source = SettingSource::Default;
   std::string origin = "default";
@@ -224,6 +231,11 @@ std::optional<int64_t> parseByteSize(std::string_view text);
 /// or key and the bad value, e.g. `--adam-b1 must be in [0, 1), not 5`.
 absl::StatusOr<RunSpec> resolveRunSpec(const RunSpecFlags &flags,
                                        const HostInfo &host);
+
+/// The network model of --ici-bandwidth, --dcn-bandwidth, --ici-latency
+/// and --dcn-latency (defaults for those not given); InvalidArgument naming
+/// the flag and its text.
+absl::StatusOr<NetworkModel> resolveNetwork(const RunSpecFlags &flags);
 
 /// `sdrun --print-config`: the header line, each setting with its value and
 /// origin, then the notes.

@@ -38,6 +38,8 @@ struct TrainProgram {
   int64_t modelFlops = 0;
   /// The compiler's per-device communication estimate for one step.
   int64_t predictedCommBytes = 0;
+  /// Its collectives per set of mesh axes, priced by the options' network.
+  std::vector<AxisCommunication> predictedCommunication;
 };
 
 /// Builds the training step of `module` (left unchanged) with `options`

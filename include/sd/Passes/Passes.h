@@ -13,6 +13,7 @@
 #include "sd/Config/AttentionKind.h"
 #include "sd/Config/RematPolicyKind.h"
 #include "sd/Sharding/LogicalRules.h"
+#include "sd/Sharding/Network.h"
 
 #include <optional>
 
@@ -71,6 +72,8 @@ struct PipelineOptions {
   /// the training passes) with these options; unset: attention stays
   /// sd.attention (MaxDiffusion's `attention: dot_product`).
   std::optional<TileAttentionOptions> tileAttention;
+  /// What the mesh's links cost, for reports of the partitioned program.
+  ::sd::NetworkModel network;
 };
 
 /// sd-tile-attention with the strategy (flash, ring or Ulysses) whose
@@ -94,6 +97,11 @@ createApplyLogicalRules(const ::sd::LogicalAxisRules &rules,
 /// llvm::outs(): sdopt sends them to its output file instead of the IR.
 std::unique_ptr<Pass> createPrintReport(llvm::raw_ostream &os,
                                         const PrintReportOptions &options);
+/// Likewise, pricing the collectives with `network` instead of the
+/// options' bandwidths and latencies (sdopt resolves them from its flags).
+std::unique_ptr<Pass> createPrintReport(llvm::raw_ostream &os,
+                                        const PrintReportOptions &options,
+                                        const ::sd::NetworkModel &network);
 std::unique_ptr<Pass> createShowSharding(llvm::raw_ostream &os,
                                          const ShowShardingOptions &options);
 

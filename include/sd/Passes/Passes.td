@@ -491,7 +491,11 @@ def PrintReport : Pass<"sd-print-report", "::mlir::ModuleOp"> {
     freed after their last use; calls costed through their callees, once
     per call), FLOPs and bytes accessed (CostOpInterface), and the
     collectives by kind and mesh axes with their count and the bytes each
-    device sends under the ring convention.
+    device sends under the ring convention. Then the predicted time of the
+    collectives per set of mesh axes, from a network model
+    (sd/Sharding/Network.h): ICI links inside a process at `ici-bandwidth`
+    per device, DCN links between processes at `dcn-bandwidth` per process,
+    and a latency per ring step.
 
     ```
     sd report: @loss, mesh @mesh fsdp:2 (2 devices)
@@ -529,6 +533,17 @@ def PrintReport : Pass<"sd-print-report", "::mlir::ModuleOp"> {
                           "types are what one device holds"),
                clEnumValN(::mlir::sd::LayoutChoice::Global, "global",
                           "per-device blocks from the shardings"))}]>,
+    Option<"iciBandwidth", "ici-bandwidth", "std::string", "\"10GB/s\"",
+           "Bytes per second a device sends to devices of its process "
+           "(100GB/s, 25Gb/s; a plain number is GB/s)">,
+    Option<"dcnBandwidth", "dcn-bandwidth", "std::string", "\"25Gb/s\"",
+           "Bytes per second a process sends to other processes (its "
+           "devices share it)">,
+    Option<"iciLatency", "ici-latency", "std::string", "\"1us\"",
+           "Seconds per ring step inside a process (25us, 1.5ms; a plain "
+           "number is microseconds)">,
+    Option<"dcnLatency", "dcn-latency", "std::string", "\"25us\"",
+           "Seconds per ring step between processes">,
   ];
 }
 

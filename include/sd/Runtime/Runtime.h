@@ -111,7 +111,14 @@ struct DeviceCounters {
   /// Bytes moved by sd.offload (device → host) and sd.reload (host → device).
   int64_t offloadBytes = 0;
   int64_t reloadBytes = 0;
+  /// Seconds this device spent in collectives (issuing them and waiting
+  /// for them, peers' lateness included), by the mesh axes of their groups
+  /// (bit i: axis i; collectiveAxisMask).
+  std::map<uint32_t, double> collectiveSeconds;
 };
+
+/// The mesh axes a collective's group spans, as a bit set (bit i: axis i).
+uint32_t collectiveAxisMask(const SdCollective &op);
 
 class Transport;
 

@@ -12,7 +12,9 @@
 // (64·1024·4 = 262144 B) = 1310720 B; total 262144 + 65536 + 1310720.
 // The weight is the one sharded parameter and is gathered once: its
 // 786432 B meet ZeRO's bound Ψ(N−1)/N, Ψ = 1048576 B (the whole weight),
-// N = 4.
+// N = 4. The network model's default (10 GB/s per device inside a
+// process, 1 µs a ring step) predicts 786432 B / 10 GB/s + 3 steps =
+// 81.6432 µs for it.
 // CHECK:      "collectives": [
 // CHECK-NEXT:   {
 // CHECK-NEXT:     "axes": [
@@ -25,11 +27,29 @@
 // CHECK-NEXT:     "tensor_bytes": 1048576
 // CHECK-NEXT:   }
 // CHECK-NEXT: ],
+// CHECK-NEXT: "communication": [
+// CHECK-NEXT:   {
+// CHECK-NEXT:     "axes": [
+// CHECK-NEXT:       "fsdp"
+// CHECK-NEXT:     ],
+// CHECK-NEXT:     "bytes_per_device": 786432,
+// CHECK-NEXT:     "count": 1,
+// CHECK-NEXT:     "group_size": 4,
+// CHECK-NEXT:     "link": "ICI",
+// CHECK-NEXT:     "predicted_seconds": 8.16432{{0*[0-9]?}}e-05
+// CHECK-NEXT:   }
+// CHECK-NEXT: ],
 // CHECK-NEXT: "function": "loss",
 // CHECK-NEXT: "mesh": {
 // CHECK-NEXT:   "devices": 4,
 // CHECK-NEXT:   "name": "mesh",
 // CHECK-NEXT:   "spec": "fsdp:4"
+// CHECK-NEXT: },
+// CHECK-NEXT: "network": {
+// CHECK-NEXT:   "dcn_bytes_per_second": 3125000000,
+// CHECK-NEXT:   "dcn_latency_seconds": 2.5{{0*[0-9]?}}e-05,
+// CHECK-NEXT:   "ici_bytes_per_second": 10000000000,
+// CHECK-NEXT:   "ici_latency_seconds": 9.9{{9*[0-9]?}}e-07
 // CHECK-NEXT: },
 // CHECK-NEXT: "parameter_gathers": {
 // CHECK-NEXT:   "all_gather_bytes": 786432,
