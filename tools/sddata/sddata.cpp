@@ -35,7 +35,7 @@ static cl::opt<std::string> digitsOut(cl::Positional, cl::Required,
                                       cl::cat(sddataCategory));
 static cl::opt<int64_t> digitsResolution(
     "resolution", cl::desc("8 (as stored) or 16 (bilinear upscaling)"),
-    cl::init(8), cl::sub(digitsCommand), cl::cat(sddataCategory));
+    cl::value_desc("n"), cl::init(8), cl::sub(digitsCommand), cl::cat(sddataCategory));
 static cl::opt<std::string> digitsCsv(
     "digits-csv", cl::desc("scikit-learn's digits.csv.gz"),
     cl::init(sd::data::kDefaultDigitsCsv), cl::value_desc("path"),
@@ -52,13 +52,14 @@ static cl::opt<std::string> imagesOut(cl::Positional, cl::Required,
                                       cl::cat(sddataCategory));
 static cl::opt<int64_t> imagesResolution(
     "resolution", cl::desc("Side of the square images (required)"),
-    cl::sub(imagesCommand), cl::cat(sddataCategory));
+    cl::value_desc("n"), cl::sub(imagesCommand), cl::cat(sddataCategory));
 static cl::opt<int64_t> channels("channels",
                                  cl::desc("1 (grayscale) or 3 (RGB)"),
-                                 cl::init(3), cl::sub(imagesCommand),
+                                 cl::value_desc("n"), cl::init(3), cl::sub(imagesCommand),
                                  cl::cat(sddataCategory));
 static cl::opt<std::string> name(
     "name", cl::desc("Dataset name (default: SRC_DIR's name)"),
+    cl::value_desc("name"),
     cl::sub(imagesCommand), cl::cat(sddataCategory));
 static cl::opt<bool>
     skipBad("skip-bad",
@@ -68,14 +69,14 @@ static cl::opt<bool>
 // digits and images
 static cl::opt<double> heldout("heldout",
                                cl::desc("Fraction of samples held out"),
-                               cl::init(0.1), cl::sub(digitsCommand),
+                               cl::value_desc("fraction"), cl::init(0.1), cl::sub(digitsCommand),
                                cl::sub(imagesCommand), cl::cat(sddataCategory));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the split and order"),
-                              cl::init(0), cl::sub(digitsCommand),
+                              cl::value_desc("n"), cl::init(0), cl::sub(digitsCommand),
                               cl::sub(imagesCommand), cl::cat(sddataCategory));
 static cl::opt<int64_t> shardSize("shard-size",
                                   cl::desc("Samples per shard at most"),
-                                  cl::init(4096), cl::sub(digitsCommand),
+                                  cl::value_desc("n"), cl::init(4096), cl::sub(digitsCommand),
                                   cl::sub(imagesCommand),
                                   cl::cat(sddataCategory));
 static cl::opt<bool>
@@ -97,7 +98,7 @@ static cl::opt<std::string> sheet("sheet",
                                   cl::cat(sddataCategory));
 static cl::opt<int64_t> sheetCount("sheet-count",
                                    cl::desc("Samples on the sheet (10 a row)"),
-                                   cl::init(100), cl::sub(inspectCommand),
+                                   cl::value_desc("n"), cl::init(100), cl::sub(inspectCommand),
                                    cl::cat(sddataCategory));
 static cl::opt<bool>
     noChecksums("no-checksums",
