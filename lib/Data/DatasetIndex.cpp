@@ -18,6 +18,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace sd::data {
@@ -439,11 +440,17 @@ IndexParser::index(const llvm::json::Object &root) const {
       object(root, "splits", "splits");
   if (!splits.ok())
     return splits.status();
-  for (const auto &entry : **splits) {
-    absl::StatusOr<SplitInfo> split = this->split(**splits, entry.first);
+  // In name order, so that the first bad split reported does not depend on
+  // the JSON object's hash order.
+  std::vector<std::string> names;
+  for (const auto &entry : **splits)
+    names.push_back(entry.first.str());
+  std::sort(names.begin(), names.end());
+  for (const std::string &name : names) {
+    absl::StatusOr<SplitInfo> split = this->split(**splits, name);
     if (!split.ok())
       return split.status();
-    index.splits.emplace(entry.first.str(), std::move(*split));
+    index.splits.emplace(name, std::move(*split));
   }
   // Two splits must not share a shard file.
   std::map<std::string, std::string> owners;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CRC.h"
 #include "llvm/Support/Endian.h"
@@ -84,11 +85,16 @@ parseShardHeader(llvm::StringRef bytes, const std::string &path) {
   const llvm::json::Object *object = json->getAsObject();
   if (!object)
     return notSafetensors(path, "its header is not a JSON object");
+  // Entries in name order, so that the first bad one reported does not
+  // depend on the JSON object's hash order.
+  std::vector<llvm::StringRef> keys;
+  for (const auto &entry : *object)
+    if (entry.first != "__metadata__")
+      keys.push_back(entry.first);
+  llvm::sort(keys);
   std::map<std::string, TensorLayout> tensors;
-  for (const auto &[key, value] : *object) {
-    if (key == "__metadata__")
-      continue;
-    const llvm::json::Object *entry = value.getAsObject();
+  for (llvm::StringRef key : keys) {
+    const llvm::json::Object *entry = object->getObject(key);
     const llvm::json::Array *shape = entry ? entry->getArray("shape") : nullptr;
     const llvm::json::Array *offsets =
         entry ? entry->getArray("data_offsets") : nullptr;

@@ -217,10 +217,12 @@ absl::Status inspectDataset(const std::string &dir,
       !status.ok())
     return status;
   os << "checked " << plural(shardCount(*index), "shard") << ": "
-     << (options.checksums ? "sizes, checksums and shapes match the index; "
-                             "labels are class indices\n"
+     << (options.checksums ? "sizes, checksums and shapes match the index"
                            : "sizes and shapes match the index (checksums "
-                             "not checked)\n");
+                             "not checked)")
+     << (options.checksums && index->hasLabels
+             ? "; labels are class indices\n"
+             : "\n");
   if (index->hasLabels) {
     absl::StatusOr<std::map<std::string, std::vector<int64_t>>> counts =
         countClasses(*index);
