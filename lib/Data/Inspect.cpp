@@ -63,8 +63,8 @@ void printIndex(const DatasetIndex &index, llvm::raw_ostream &os) {
                           plural(split.count, "sample"),
                           plural(split.shards.size(), "shard"));
     for (const ShardInfo &shard : split.shards)
-      os << absl::StrFormat("  %s  %d samples  %d bytes  crc32 %s\n",
-                            shard.file, shard.count, shard.sizeBytes,
+      os << absl::StrFormat("  %s  %s  %d bytes  crc32 %s\n", shard.file,
+                            plural(shard.count, "sample"), shard.sizeBytes,
                             formatCrc32(shard.crc32));
   }
 }
