@@ -398,6 +398,12 @@ IndexParser::index(const llvm::json::Object &root) const {
   index.range = *range;
   if (images && !index.range)
     return error("features.images.range", "is missing");
+  // Sizes are at most 2^24 each, so these products do not overflow; a
+  // sample of more than 2^31 floats (8 GiB) is not a training sample.
+  constexpr int64_t kMaxElements = int64_t(1) << 31;
+  if (index.sampleElements() > kMaxElements)
+    return error(absl::StrCat("features.", index.sampleFeature, ".shape"),
+                 "has more than 2^31 elements");
   index.hasLabels = (*features)->get("labels") != nullptr;
   if (index.hasLabels) {
     absl::StatusOr<std::vector<int64_t>> labels =
@@ -411,6 +417,8 @@ IndexParser::index(const llvm::json::Object &root) const {
     if (!embeddings.ok())
       return embeddings.status();
     index.embeddingShape = *embeddings;
+    if (index.embeddingElements() > kMaxElements)
+      return error("features.embeddings.shape", "has more than 2^31 elements");
   }
 
   // Classes: a name per class, as many as num_classes; none without labels.

@@ -186,16 +186,8 @@ absl::StatusOr<MappedShard> openShard(const DatasetIndex &index,
   if (status.type() != llvm::sys::fs::file_type::regular_file)
     return absl::InvalidArgumentError(
         absl::StrCat("dataset shard '", shard.path, "' is not a file"));
-  int64_t size = static_cast<int64_t>(status.getSize());
-  if (size < info.sizeBytes)
-    return absl::DataLossError(
-        absl::StrFormat("dataset shard '%s' is truncated: %d bytes, index "
-                        "says %d",
-                        shard.path, size, info.sizeBytes));
-  if (size > info.sizeBytes)
-    return absl::DataLossError(
-        absl::StrFormat("dataset shard '%s' has %d bytes, index says %d",
-                        shard.path, size, info.sizeBytes));
+  // Mapped first and measured after, so that the checks below see the
+  // bytes that are read.
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(shard.path, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
@@ -205,9 +197,16 @@ absl::StatusOr<MappedShard> openShard(const DatasetIndex &index,
                                            buffer.getError().message()));
   shard.buffer = std::move(*buffer);
   llvm::StringRef bytes = shard.buffer->getBuffer();
-  if (static_cast<int64_t>(bytes.size()) != info.sizeBytes)
-    return absl::DataLossError(absl::StrFormat(
-        "dataset shard '%s' changed while it was read", shard.path));
+  int64_t size = static_cast<int64_t>(bytes.size());
+  if (size < info.sizeBytes)
+    return absl::DataLossError(
+        absl::StrFormat("dataset shard '%s' is truncated: %d bytes, index "
+                        "says %d",
+                        shard.path, size, info.sizeBytes));
+  if (size > info.sizeBytes)
+    return absl::DataLossError(
+        absl::StrFormat("dataset shard '%s' has %d bytes, index says %d",
+                        shard.path, size, info.sizeBytes));
   if (checksums) {
     uint32_t crc = llvm::crc32(llvm::arrayRefFromStringRef(bytes));
     if (crc != info.crc32)

@@ -131,7 +131,8 @@ countClasses(const DatasetIndex &index) {
 
 absl::StatusOr<std::pair<int64_t, int64_t>>
 writeContactSheet(const DatasetIndex &index, const std::string &split,
-                  int64_t count, int64_t columns, const std::string &path) {
+                  int64_t count, int64_t columns, const std::string &path,
+                  int64_t maxPixels) {
   if (count < 1 || columns < 1)
     return absl::InvalidArgumentError(absl::StrFormat(
         "a contact sheet of %d samples in %d columns is empty", count,
@@ -173,7 +174,7 @@ writeContactSheet(const DatasetIndex &index, const std::string &split,
   int64_t cellWidth = width * zoom + kGap, cellHeight = height * zoom + kGap;
   int64_t sheetWidth = columns * cellWidth + kGap;
   int64_t sheetHeight = rows * cellHeight + kGap;
-  if (sheetWidth * sheetHeight > (int64_t(1) << 28))
+  if (sheetWidth * sheetHeight > maxPixels)
     return absl::InvalidArgumentError(absl::StrFormat(
         "a contact sheet of %dx%d pixels is too large; show fewer samples",
         sheetWidth, sheetHeight));

@@ -415,6 +415,26 @@ TEST(InspectTest, PrintsCountsAndWritesASheet) {
   EXPECT_THAT(text, HasSubstr("split train: 4 samples"));
   EXPECT_THAT(text, ::testing::Not(HasSubstr("class  heldout")));
 
+  // The held-out split's sheet, an empty split's, and a sheet too large.
+  absl::StatusOr<std::pair<int64_t, int64_t>> heldout = writeContactSheet(
+      *index, "heldout", 100, 10, (dir / "h.png").string());
+  ASSERT_TRUE(heldout.ok()) << heldout.status();
+  EXPECT_EQ(*heldout, (std::pair<int64_t, int64_t>{36, 36}));
+  EXPECT_EQ(writeContactSheet(*index, "train", 4, 2, (dir / "big.png").string(),
+                              /*maxPixels=*/1000)
+                .status()
+                .message(),
+            "a contact sheet of 70x70 pixels is too large; show fewer samples");
+  options.heldout = 0;
+  options.writer.force = true;
+  absl::StatusOr<DatasetIndex> none = buildImageFolderDataset(
+      src.string(), (dir / "none").string(), options);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(writeContactSheet(*none, "heldout", 10, 10, (dir / "e.png").string())
+                .status()
+                .message(),
+            "split 'heldout' has no samples to show");
+
   inspect.sheetCount = 0;
   inspect.checksums = false;
   text.clear();

@@ -122,6 +122,11 @@ TEST(DatasetIndexTest, LatentsWithEmbeddingsAndNoLabels) {
   EXPECT_TRUE(parsed->classNames.empty());
   EXPECT_EQ(parsed->embeddingShape, (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(parsed->embeddingElements(), 6);
+  header.embeddingShape = std::vector<int64_t>{1 << 24, 1 << 24};
+  EXPECT_EQ(parseDatasetIndex(formatDatasetIndex(header), "x.json")
+                .status()
+                .message(),
+            "'x.json': features.embeddings.shape has more than 2^31 elements");
 }
 
 TEST(DatasetIndexTest, MissingIndex) {
@@ -173,8 +178,39 @@ TEST(DatasetIndexTest, BadIndexesNameTheField) {
        "'i.json': features.images.range must be [low, high] with low < high"},
       {"feature", "\"images\"", "\"pixels\"",
        "'i.json': features must have exactly one of 'images' and 'latents'"},
+      {"elements", "\"shape\": [\n        2,\n        3,",
+       "\"shape\": [\n        16777216,\n        16777216,",
+       "'i.json': features.images.shape has more than 2^31 elements"},
       {"split name", "\"train\"", "\"tr ain\"",
        "'i.json': splits.tr ain is not a split name"},
+      {"features object", "\"features\": {", "\"features\": 3, \"x\": {",
+       "'i.json': features must be an object"},
+      {"shards array", "\"shards\": []", "\"shards\": 3",
+       "'i.json': splits.heldout.shards must be an array"},
+      {"shard object", "\"shards\": []", "\"shards\": [3]",
+       "'i.json': splits.heldout.shards[0] must be an object"},
+      {"overflow", "[{\"file\": \"t.safetensors\", \"count\": 4",
+       "[{\"file\": \"u.safetensors\", \"count\": 9000000000000000000, "
+       "\"size_bytes\": 100, \"crc32\": \"0x00000000\"}, "
+       "{\"file\": \"t.safetensors\", \"count\": 9000000000000000000",
+       "'i.json': splits.train has too many samples"},
+      {"no range", "],\n      \"range\": [\n        -1,\n        1\n      ]",
+       "]", "'i.json': features.images.range is missing"},
+      {"no classes",
+       "\"num_classes\": 3,\n  \"class_names\": [\n    \"a\",\n    \"b\",\n"
+       "    \"c\"\n  ]",
+       "\"num_classes\": 0,\n  \"class_names\": []",
+       "'i.json': num_classes must be positive when samples have labels"},
+      {"no labels",
+       ",\n    \"labels\": {\n      \"dtype\": \"F32\",\n      \"shape\": []\n    }",
+       "", "'i.json': num_classes must be 0 when samples have no labels"},
+      {"class name", "\"a\",", "1,",
+       "'i.json': class_names must be an array of strings"},
+      {"shared shard", "\"count\": 0,\n      \"shards\": []",
+       "\"count\": 1,\n      \"shards\": [{\"file\": \"t.safetensors\", "
+       "\"count\": 1, \"size_bytes\": 100, \"crc32\": \"0x00000000\"}]",
+       "'i.json': splits.train lists 't.safetensors', which is listed "
+       "already"},
   };
   for (const BadIndex &bad : cases) {
     std::string text = good;
@@ -402,6 +438,67 @@ TEST(VerifyDatasetTest, MissingTensorAndBadLabel) {
   float label;
   EXPECT_TRUE(reader->readSamples({3}, nullptr, &label, nullptr).ok());
   EXPECT_EQ(reader->readSamples({4}, nullptr, &label, nullptr), status);
+}
+
+/// Writes `bytes` as shard 0 of `split` and updates its size and CRC.
+void writeRawShard(DatasetIndex &index, const std::string &split,
+                   const std::string &bytes) {
+  ShardInfo &info = index.splits[split].shards[0];
+  writeFile(index.shardPath(info), bytes);
+  info.sizeBytes = static_cast<int64_t>(bytes.size());
+  info.crc32 = static_cast<uint32_t>(crc32(
+      0, reinterpret_cast<const Bytef *>(bytes.data()), bytes.size()));
+}
+
+/// A safetensors file with `header` (padded) and `dataBytes` zero bytes.
+std::string rawSafetensors(const std::string &header, size_t dataBytes) {
+  std::string bytes(8, '\0');
+  bytes[0] = static_cast<char>(header.size());
+  return bytes + header + std::string(dataBytes, '\0');
+}
+
+TEST(VerifyDatasetTest, MalformedHeaders) {
+  fs::path dir = freshDir();
+  DatasetIndex index = writeToy(dir, 3, 3);
+  std::string path = (dir / "train-00000.safetensors").string();
+  std::string prefix =
+      "dataset shard '" + path + "' is not a safetensors file: ";
+  const char *images = "\"images\":{\"dtype\":\"F32\",";
+  struct Bad {
+    std::string bytes;
+    std::string message;
+  };
+  std::vector<Bad> cases = {
+      {"abc", "shorter than its 8-byte header length"},
+      {rawSafetensors("{\"images\":", 0), "[1:10, byte=10]: Unexpected EOF"},
+      {rawSafetensors("[1, 2]", 0), "its header is not a JSON object"},
+      {rawSafetensors("{\"images\":{\"dtype\":\"F32\"}}", 0),
+       "tensor 'images' lacks a dtype, shape or data_offsets"},
+      {rawSafetensors(std::string("{") + images +
+                          "\"shape\":[-3],\"data_offsets\":[0,0]}}",
+                      0),
+       "tensor 'images' has a bad shape"},
+      {rawSafetensors(std::string("{") + images +
+                          "\"shape\":[1],\"data_offsets\":[0,8]}}",
+                      4),
+       "tensor 'images' has data_offsets outside the file"},
+      {rawSafetensors(std::string("{") + images +
+                          "\"shape\":[3],\"data_offsets\":[0,8]}}",
+                      8),
+       "tensor 'images' has data_offsets that do not fit its shape"},
+  };
+  for (const Bad &bad : cases) {
+    writeRawShard(index, "train", bad.bytes);
+    absl::Status status = verifyDataset(index);
+    EXPECT_TRUE(absl::IsDataLoss(status)) << bad.message;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(prefix + bad.message));
+  }
+
+  // A directory where the shard should be.
+  fs::remove(path);
+  fs::create_directories(path);
+  EXPECT_EQ(verifyDataset(index).message(),
+            "dataset shard '" + path + "' is not a file");
 }
 
 TEST(VerifyDatasetTest, NotSafetensorsAndWrongDtype) {

@@ -197,6 +197,22 @@ TEST(ImageTest, HugeDimensionsAreRefusedBeforeDecoding) {
             "268435456 pixels");
 }
 
+TEST(ImageTest, HugeJpegIsRefusedBeforeDecoding) {
+  // The frame header (SOF0: FF C0, length, precision, height, width) of a
+  // small JPEG patched to claim 60000 × 60000 pixels (0xea60; libjpeg's
+  // own limit is 65500).
+  std::string jpeg = encodeJpeg(8, 8, 3, std::vector<uint8_t>(192, 50));
+  size_t sof = jpeg.find("\xff\xc0");
+  ASSERT_NE(sof, std::string::npos);
+  for (size_t i = sof + 5; i < sof + 9; i += 2) {
+    jpeg[i] = '\xea';
+    jpeg[i + 1] = '\x60';
+  }
+  EXPECT_EQ(std::string(decodeImage(jpeg, "big.jpg", 3).status().message()),
+            "'big.jpg' is 60000x60000 pixels; sd decodes images of at most "
+            "268435456 pixels");
+}
+
 //===----------------------------------------------------------------------===//
 // Crop and resize
 //===----------------------------------------------------------------------===//

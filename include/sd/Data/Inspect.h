@@ -48,11 +48,13 @@ countClasses(const DatasetIndex &index);
 /// per row, row by row, on a dark gray background. Each sample is enlarged
 /// (nearest) to at least 32 pixels; 3 channels show as RGB, other counts as
 /// the first channel in gray; values map from the feature's range (the
-/// shown samples' min and max when it has none) to 0..255. Returns the
-/// sheet's size in pixels.
+/// shown samples' min and max when it has none) to 0..255. A sheet of more
+/// than `maxPixels` is refused (InvalidArgument). Returns the sheet's size
+/// in pixels.
 absl::StatusOr<std::pair<int64_t, int64_t>>
 writeContactSheet(const DatasetIndex &index, const std::string &split,
-                  int64_t count, int64_t columns, const std::string &path);
+                  int64_t count, int64_t columns, const std::string &path,
+                  int64_t maxPixels = int64_t(1) << 28);
 
 } // namespace sd::data
 
