@@ -933,7 +933,6 @@ void TrainRun::printSummary() {
     outs() << " (sdopt predicts " << rt::formatBytes(program.predictedCommBytes)
            << ")";
   outs() << "\n";
-  printCommunicationTimes();
   // sd.offload / sd.reload traffic (remat policies with offload).
   int64_t offloaded = 0, reloaded = 0;
   for (int64_t d = 0; d < runtime.numDevices(); ++d) {
@@ -945,6 +944,7 @@ void TrainRun::printSummary() {
     outs() << "per device: moved " << rt::formatBytes(offloaded / ran)
            << " to host memory and " << rt::formatBytes(reloaded / ran)
            << " back per step (sd.offload, sd.reload)\n";
+  printCommunicationTimes();
 }
 
 void TrainRun::printCommunicationTimes() {
