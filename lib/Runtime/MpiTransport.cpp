@@ -23,6 +23,13 @@
 // bytes, as from the shared-memory transport, so that sdrun's measured
 // communication still equals sdopt's prediction.
 //
+// Communicators: one per set of DCN axes, split from MPI_COMM_WORLD once
+// when the transport is created (MPI_Comm_split by the process's DCN
+// coordinates outside the set). A collective's messages go over the
+// communicator of its group's DCN axes, so the collectives of different
+// groups never share a message stream. Groups that differ only in ICI axes
+// span the same processes and share it.
+//
 // Tags: every device runs the same program, so the k-th collective of one
 // device is the k-th of its peers. A message's tag is (k, phase, sender's
 // local index, receiver's local index), the sequence number modulo what fits
@@ -147,12 +154,71 @@ struct Messages {
   std::vector<MPI_Request> recvs, sends;
 };
 
+/// The communicator of the processes a group of mesh axes spans, and each
+/// world rank's rank in it (MPI_UNDEFINED outside it).
+struct GroupComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::vector<int> rankOf;
+};
+
+/// The DCN axes of `mesh` (those split across processes) as a bit set.
+uint32_t dcnAxisMask(const MeshSpec &mesh) {
+  uint32_t mask = 0;
+  for (size_t i = 0; i < mesh.axes().size(); ++i)
+    if (mesh.axes()[i].dcn > 1)
+      mask |= 1u << i;
+  return mask;
+}
+
+/// One communicator per set of DCN axes (built once, collectively over
+/// `world`): the processes whose DCN coordinates agree outside the set.
+/// Groups that differ only in ICI axes span the same processes, so a
+/// collective's messages go over the communicator of its axes' DCN part.
+std::map<uint32_t, GroupComm> splitGroupComms(const MeshSpec &mesh,
+                                              MPI_Comm world, int rank) {
+  uint32_t dcnMask = dcnAxisMask(mesh);
+  std::vector<int64_t> coords =
+      mesh.coordinates(int64_t(rank) * mesh.devicesPerProcess());
+  int size = 0;
+  MPI_Comm_size(world, &size);
+  MPI_Group worldGroup;
+  MPI_Comm_group(world, &worldGroup);
+  std::vector<int> worldRanks(size);
+  for (int r = 0; r < size; ++r)
+    worldRanks[r] = r;
+  std::map<uint32_t, GroupComm> comms;
+  // Every subset of the DCN axes, in the same order on every rank.
+  for (uint32_t sub = 0;; sub = (sub - dcnMask) & dcnMask) {
+    int64_t color = 0;
+    for (size_t i = 0; i < mesh.axes().size(); ++i) {
+      const MeshAxis &axis = mesh.axes()[i];
+      if (axis.dcn > 1 && !(sub & (1u << i)))
+        color = color * axis.dcn + coords[i] / axis.ici;
+    }
+    GroupComm group;
+    MPI_Comm_split(world, static_cast<int>(color), rank, &group.comm);
+    MPI_Group commGroup;
+    MPI_Comm_group(group.comm, &commGroup);
+    group.rankOf.assign(size, MPI_UNDEFINED);
+    MPI_Group_translate_ranks(worldGroup, size, worldRanks.data(), commGroup,
+                              group.rankOf.data());
+    MPI_Group_free(&commGroup);
+    comms[sub] = std::move(group);
+    if (sub == dcnMask)
+      break;
+  }
+  MPI_Group_free(&worldGroup);
+  return comms;
+}
+
 /// The transport of one rank's devices (see the file comment).
 class MpiTransport final : public Transport {
 public:
   MpiTransport(const MeshSpec &mesh, MPI_Comm comm, int rank, int64_t slots,
                const MpiTransportOptions &options)
-      : meshSpec(mesh), groups(mesh), comm(comm), rank(rank),
+      : meshSpec(mesh), groups(mesh), comm(comm),
+        groupComms(splitGroupComms(mesh, comm, rank)),
+        dcnMask(dcnAxisMask(mesh)), rank(rank),
         perProcess(mesh.devicesPerProcess()),
         firstId(int64_t(rank) * mesh.devicesPerProcess()), slots(slots),
         options(options), inputs(perProcess, nullptr),
@@ -198,6 +264,10 @@ private:
   int peerRank(int64_t id) const {
     return static_cast<int>(meshSpec.processOf(id));
   }
+  /// The communicator of `op`'s group (its axes' DCN part).
+  const GroupComm &commFor(const SdCollective &op) const {
+    return groupComms.at(collectiveAxisMask(op) & dcnMask);
+  }
   /// The tag of phase `phase` of collective `sequence` from `from` to `to`.
   int tagOf(uint64_t sequence, int phase, int64_t from, int64_t to) const {
     int64_t slot = static_cast<int64_t>((sequence * 2 + phase) %
@@ -225,8 +295,8 @@ private:
   /// False when an abort interrupted a wait (pending requests stay in
   /// `messages` for `drain`). `staged` counts the device's staging buffers
   /// in use by this collective (a pending send may still read one).
-  bool exchange(Device &device, uint64_t sequence, int phase,
-                const std::vector<Transfer> &incoming,
+  bool exchange(Device &device, const GroupComm &group, uint64_t sequence,
+                int phase, const std::vector<Transfer> &incoming,
                 const std::vector<Transfer> &outgoing, const float *src,
                 const Shape &srcShape, float *out, const Shape &outShape,
                 bool reduce, const std::vector<const float *> &published,
@@ -242,7 +312,11 @@ private:
 
   MeshSpec meshSpec;
   CollectiveGroups groups;
+  /// A duplicate of MPI_COMM_WORLD (MPI_Abort's).
   MPI_Comm comm;
+  /// By the DCN axes a group spans.
+  std::map<uint32_t, GroupComm> groupComms;
+  uint32_t dcnMask;
   int rank;
   int64_t perProcess;
   int64_t firstId;
@@ -267,8 +341,11 @@ private:
 MpiTransport::~MpiTransport() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized)
-    MPI_Comm_free(&comm);
+  if (finalized)
+    return;
+  for (auto &[mask, group] : groupComms)
+    MPI_Comm_free(&group.comm);
+  MPI_Comm_free(&comm);
 }
 
 absl::Status MpiTransport::checkDevice(const Device &device) const {
@@ -482,7 +559,8 @@ void MpiTransport::drain(Messages &messages) {
   MPI_Abort(comm, 1);
 }
 
-bool MpiTransport::exchange(Device &device, uint64_t sequence, int phase,
+bool MpiTransport::exchange(Device &device, const GroupComm &group,
+                            uint64_t sequence, int phase,
                             const std::vector<Transfer> &incoming,
                             const std::vector<Transfer> &outgoing,
                             const float *src, const Shape &srcShape, float *out,
@@ -529,8 +607,9 @@ bool MpiTransport::exchange(Device &device, uint64_t sequence, int phase,
     }
     requestOf[i] = static_cast<int>(messages.recvs.size());
     messages.recvs.emplace_back();
-    MPI_Irecv(buffer, static_cast<int>(elements), MPI_FLOAT, peerRank(t.peer),
-              tagOf(sequence, phase, t.peer, self), comm,
+    MPI_Irecv(buffer, static_cast<int>(elements), MPI_FLOAT,
+              group.rankOf[peerRank(t.peer)],
+              tagOf(sequence, phase, t.peer, self), group.comm,
               &messages.recvs.back());
   }
   // Remote sends: straight from `src` when the box is one range there.
@@ -548,8 +627,9 @@ bool MpiTransport::exchange(Device &device, uint64_t sequence, int phase,
       buffer = packed;
     }
     messages.sends.emplace_back();
-    MPI_Isend(buffer, static_cast<int>(elements), MPI_FLOAT, peerRank(t.peer),
-              tagOf(sequence, phase, self, t.peer), comm,
+    MPI_Isend(buffer, static_cast<int>(elements), MPI_FLOAT,
+              group.rankOf[peerRank(t.peer)],
+              tagOf(sequence, phase, self, t.peer), group.comm,
               &messages.sends.back());
   }
 
@@ -647,7 +727,9 @@ absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
   // that none returns while a peer still reads its buffers.
   Messages messages;
   size_t staged = 0;
-  bool ok = exchange(device, sequence, /*phase=*/0, incoming, outgoing, in,
+  const GroupComm &group = commFor(op);
+  bool ok = exchange(device, group, sequence, /*phase=*/0, incoming, outgoing,
+                     in,
                      inShape, out, outShape, reduce, inputs, staged, messages);
   if (op.kind == SD_ALL_REDUCE) {
     // Every local chunk is folded: gather them, and the remote ones. A
@@ -665,7 +747,8 @@ absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
       for (const Transfer &t : incoming)
         if (t.peer != device.id())
           folded.push_back(t);
-      ok = exchange(device, sequence, /*phase=*/1, /*incoming=*/outgoing,
+      ok = exchange(device, group, sequence, /*phase=*/1,
+                    /*incoming=*/outgoing,
                     /*outgoing=*/folded, out, outShape, out, outShape,
                     /*reduce=*/false, outputs, staged, messages);
     }
@@ -710,22 +793,23 @@ absl::Status MpiTransport::startCollective(Device &device,
   int64_t own = groups.groupIndex(coords, plan->axes);
 
   AsyncPermute async{{}, in, source[own] == own, elements};
+  const GroupComm &group = commFor(op);
   if (elements > 0) {
     if (!async.keepsOwn) {
       int64_t from = groups.memberDevice(coords, plan->axes, source[own]);
       async.messages.recvs.emplace_back();
-      MPI_Irecv(out, static_cast<int>(elements), MPI_FLOAT, peerRank(from),
-                tagOf(sequence, 0, from, self), comm,
-                &async.messages.recvs.back());
+      MPI_Irecv(out, static_cast<int>(elements), MPI_FLOAT,
+                group.rankOf[peerRank(from)], tagOf(sequence, 0, from, self),
+                group.comm, &async.messages.recvs.back());
     }
     for (int64_t t = 0; t < members; ++t) {
       if (source[t] != own || t == own)
         continue;
       int64_t to = groups.memberDevice(coords, plan->axes, t);
       async.messages.sends.emplace_back();
-      MPI_Isend(in, static_cast<int>(elements), MPI_FLOAT, peerRank(to),
-                tagOf(sequence, 0, self, to), comm,
-                &async.messages.sends.back());
+      MPI_Isend(in, static_cast<int>(elements), MPI_FLOAT,
+                group.rankOf[peerRank(to)], tagOf(sequence, 0, self, to),
+                group.comm, &async.messages.sends.back());
     }
   }
   state.async[out] = std::move(async);
