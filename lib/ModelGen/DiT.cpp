@@ -5,8 +5,9 @@
 // class embeddings summed into the conditioning c, N blocks, and the
 // adaLN final layer. learn_sigma doubles the output channels; the loss
 // regresses only the first half (the sigma half trains through DiT's
-// variational bound, which is not modelled). Fused projections (qkv,
-// adaLN) are [in, k, out] weights, chunked after the projection.
+// variational bound, which is not modelled) and @denoise returns only that
+// half. Fused projections (qkv, adaLN) are [in, k, out] weights, chunked
+// after the projection.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,11 +67,14 @@ SmallVector<Value> ditBlock(FnBuilder &f, const ModelConfig &c,
   return {f.name(gatedResidual(f, x, mod[5], mlp), "hidden_states")};
 }
 
-} // namespace
-
-Value modelgen::buildDiT(ModelBuilder &mb) {
+/// The DiT network: patch and position embedding, the conditioning c from
+/// t and the labels, the blocks and the final layer. Returns the
+/// prediction [B, H, W, C] for the noised latents `xt`; declares the
+/// parameters in the current model function, so @loss and @denoise get the
+/// same ones, and calls the shared @dit_block.
+Value ditNetwork(ModelBuilder &mb, Value xt, Value t, Value labels) {
   const ModelConfig &c = mb.getConfig();
-  FnBuilder &f = mb.loss();
+  FnBuilder &f = mb.fn();
   Type dtype = mb.getDType();
   int64_t b = mb.getBatchDim(), d = c.hidden, p = c.patch;
   int64_t gridH = c.latentHeight / p, gridW = c.latentWidth / p;
@@ -89,20 +93,10 @@ Value modelgen::buildDiT(ModelBuilder &mb) {
            {c.numClasses + 1, d}, {"_", "embed"}, InitKind::normal, 0.02);
   ParamMap ep = mb.params(embedSpecs);
 
-  Value x0 = mb.input(InputKind::latents, latentShape, dtype,
-                      {"batch", "_", "_", "_"});
-  Value noise =
-      mb.input(InputKind::noise, latentShape, dtype, {"batch", "_", "_", "_"});
-  Value t = mb.input(InputKind::timestep, {b}, f.getF32(), {"batch"});
-  Value labels =
-      mb.input(InputKind::labels, {b, c.numClasses + 1}, dtype, {"batch", "_"});
-  f.setBatchSource(t);
-  NoisedLatents noised = addNoise(f, c.loss, x0, noise, t);
-
   // Patch embedding, then the fixed position embedding. The bias is added
   // to the projection, not folded into the [S, D] position table: a sharded
   // bias would shard the table, which would then be gathered.
-  Value patches = patchify(f, noised.input, 1, p, PatchOrder::ChannelMajor);
+  Value patches = patchify(f, xt, 1, p, PatchOrder::ChannelMajor);
   Value x = f.linear(patches, ep.lookup("x_embedder.proj.weight"),
                      ep.lookup("x_embedder.proj.bias"));
   Value pos = f.convert(sinCos2D(f, gridH, gridW, d), dtype);
@@ -136,9 +130,9 @@ Value modelgen::buildDiT(ModelBuilder &mb) {
   ParamMap fp = mb.params(finalSpecs);
   Value h = modulatedNorm(f, fp, "final_layer.adaLN_modulation.1", x, condSilu);
 
-  // The predicted noise is the first latentChannels of each patch
-  // position's outChannels (DiT's output is channel-minor), sliced from
-  // the output rather than from the weight, which stays whole.
+  // The prediction is the first latentChannels of each patch position's
+  // outChannels (DiT's output is channel-minor), sliced from the output
+  // rather than from the weight, which stays whole.
   Value out = f.linear(h, fp.lookup("final_layer.linear.weight"),
                        fp.lookup("final_layer.linear.bias"));
   if (c.outChannels != c.latentChannels) {
@@ -147,6 +141,25 @@ Value modelgen::buildDiT(ModelBuilder &mb) {
                   c.latentChannels);
     out = f.reshape(out, {b, tokens, cells * c.latentChannels});
   }
-  Value pred = unpatchify(f, out, latentShape, 1, p, PatchOrder::ChannelMinor);
-  return f.mseLoss(pred, noised.target);
+  return unpatchify(f, out, latentShape, 1, p, PatchOrder::ChannelMinor);
+}
+
+} // namespace
+
+void modelgen::buildDiT(ModelBuilder &mb) {
+  const ModelConfig &c = mb.getConfig();
+  int64_t b = mb.getBatchDim();
+  ModelNetwork network;
+  network.latentShape = {b, c.latentHeight, c.latentWidth, c.latentChannels};
+  network.latentAxes = {"batch", "_", "_", "_"};
+  network.conditions = [&](ModelBuilder &m) -> SmallVector<Value> {
+    Value t = m.input(InputKind::timestep, {b}, m.fn().getF32(), {"batch"});
+    Value labels = m.input(InputKind::labels, {b, c.numClasses + 1},
+                           m.getDType(), {"batch", "_"});
+    return {t, labels};
+  };
+  network.predict = [](ModelBuilder &m, Value xt, ArrayRef<Value> in) {
+    return ditNetwork(m, xt, in[0], in[1]);
+  };
+  buildModelFunctions(mb, network);
 }

@@ -178,19 +178,19 @@ SmallVector<Value> singleBlock(FnBuilder &f, const ModelConfig &c,
   return {f.name(gatedResidual(f, x, mod[2], out), "hidden_states")};
 }
 
-} // namespace
-
-Value modelgen::buildFlux(ModelBuilder &mb) {
+/// The Flux network: the final projection [B, L_text + L_image, patch] for
+/// noised latents `xt` at times `t` with the text context and the pooled
+/// text vector; declares the parameters in the current model function and
+/// calls the shared block functions. The text positions' outputs are
+/// meaningless (Flux drops them).
+Value fluxNetwork(ModelBuilder &mb, Value xt, Value t, Value text,
+                  Value pooled) {
   const ModelConfig &c = mb.getConfig();
-  FnBuilder &f = mb.loss();
-  Type dtype = mb.getDType();
+  FnBuilder &f = mb.fn();
   int64_t b = mb.getBatchDim(), d = c.hidden, p = c.patch;
   int64_t gridH = c.latentHeight / p, gridW = c.latentWidth / p;
-  int64_t imgTokens = gridH * gridW, txtTokens = c.textLength;
-  int64_t tokens = txtTokens + imgTokens;
+  int64_t txtTokens = c.textLength;
   int64_t patchDim = p * p * c.latentChannels;
-  SmallVector<int64_t> latentShape = {b, c.latentHeight, c.latentWidth,
-                                      c.latentChannels};
 
   ParamSpecs embedSpecs;
   addLinear(embedSpecs, "img_in", patchDim, d, "_", "embed");
@@ -200,21 +200,8 @@ Value modelgen::buildFlux(ModelBuilder &mb) {
   addLinear(embedSpecs, "txt_in", c.textDim, d, "_", "embed");
   ParamMap ep = mb.params(embedSpecs);
 
-  Value x0 = mb.input(InputKind::latents, latentShape, dtype,
-                      {"batch", "_", "_", "_"});
-  Value noise =
-      mb.input(InputKind::noise, latentShape, dtype, {"batch", "_", "_", "_"});
-  Value t = mb.input(InputKind::timestep, {b}, f.getF32(), {"batch"});
-  Value text = mb.input(InputKind::context, {b, txtTokens, c.textDim}, dtype,
-                        {"batch", "activation_length", "embed"});
-  Value pooled =
-      mb.input(InputKind::context, {b, c.pooledDim}, dtype, {"batch", "_"});
-  f.setBatchSource(t);
-  NoisedLatents noised = addNoise(f, c.loss, x0, noise, t);
-
-  Value img =
-      f.linear(patchify(f, noised.input, 1, p, PatchOrder::ChannelMajor),
-               ep.lookup("img_in.weight"), ep.lookup("img_in.bias"));
+  Value img = f.linear(patchify(f, xt, 1, p, PatchOrder::ChannelMajor),
+                       ep.lookup("img_in.weight"), ep.lookup("img_in.bias"));
   Value vec = mlpEmbedder(f, ep, "time_in", timestepEmbedding(f, t, c.freqDim));
   // The guidance strength is one constant for the whole batch: its
   // embedding is computed once, batch-free, then broadcast.
@@ -270,19 +257,51 @@ Value modelgen::buildFlux(ModelBuilder &mb) {
                  "_");
   ParamMap fp = mb.params(finalSpecs);
   Value h = modulatedNorm(f, fp, "final_layer.adaLN_modulation.1", x, vecSilu);
-  Value pred = f.linear(h, fp.lookup("final_layer.linear.weight"),
-                        fp.lookup("final_layer.linear.bias"));
+  return f.linear(h, fp.lookup("final_layer.linear.weight"),
+                  fp.lookup("final_layer.linear.bias"));
+}
 
+} // namespace
+
+void modelgen::buildFlux(ModelBuilder &mb) {
+  const ModelConfig &c = mb.getConfig();
+  int64_t b = mb.getBatchDim(), p = c.patch;
+  int64_t imgTokens = (c.latentHeight / p) * (c.latentWidth / p);
+  int64_t txtTokens = c.textLength, tokens = txtTokens + imgTokens;
+  int64_t patchDim = p * p * c.latentChannels;
+  ModelNetwork network;
+  network.latentShape = {b, c.latentHeight, c.latentWidth, c.latentChannels};
+  network.latentAxes = {"batch", "_", "_", "_"};
+  network.conditions = [&](ModelBuilder &m) -> SmallVector<Value> {
+    Value t = m.input(InputKind::timestep, {b}, m.fn().getF32(), {"batch"});
+    Value text = m.input(InputKind::context, {b, txtTokens, c.textDim},
+                         m.getDType(), {"batch", "activation_length", "embed"});
+    Value pooled = m.input(InputKind::context, {b, c.pooledDim}, m.getDType(),
+                           {"batch", "_"});
+    return {t, text, pooled};
+  };
+  network.predict = [](ModelBuilder &m, Value xt, ArrayRef<Value> in) {
+    return fluxNetwork(m, xt, in[0], in[1], in[2]);
+  };
   // MSE over the image tokens: text positions are zero in both operands,
   // and the mean over all tokens is rescaled to the mean over the image.
-  SmallVector<int64_t> all = {b, tokens, patchDim};
-  Value textZeros = f.splat(0.0, {txtTokens, patchDim});
-  Value mask = f.concat({textZeros, f.splat(1.0, {imgTokens, patchDim})}, 0);
-  Value target =
-      f.concat({f.expand(textZeros, {b, txtTokens, patchDim}, {1, 2}),
-                patchify(f, noised.target, 1, p, PatchOrder::ChannelMajor)},
-               1);
-  Value masked = f.mul(pred, f.expand(mask, all, {1, 2}));
-  Value loss = f.mseLoss(masked, target);
-  return f.scale(loss, static_cast<double>(tokens) / imgTokens);
+  network.loss = [&](FnBuilder &f, Value pred, Value target) {
+    SmallVector<int64_t> all = {b, tokens, patchDim};
+    Value textZeros = f.splat(0.0, {txtTokens, patchDim});
+    Value mask = f.concat({textZeros, f.splat(1.0, {imgTokens, patchDim})}, 0);
+    Value tokenTarget =
+        f.concat({f.expand(textZeros, {b, txtTokens, patchDim}, {1, 2}),
+                  patchify(f, target, 1, p, PatchOrder::ChannelMajor)},
+                 1);
+    Value masked = f.mul(pred, f.expand(mask, all, {1, 2}));
+    Value loss = f.mseLoss(masked, tokenTarget);
+    return f.scale(loss, static_cast<double>(tokens) / imgTokens);
+  };
+  // The image tokens, unpatchified as Flux's "(h w) (c ph pw)".
+  network.toLatents = [&](FnBuilder &f, Value pred) {
+    Value img = f.slice(pred, 1, txtTokens, tokens);
+    return unpatchify(f, img, network.latentShape, 1, p,
+                      PatchOrder::ChannelMajor);
+  };
+  buildModelFunctions(mb, network);
 }

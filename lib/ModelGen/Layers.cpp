@@ -222,21 +222,29 @@ Value modelgen::unpatchify(FnBuilder &f, Value tokens,
 // Loss
 //===----------------------------------------------------------------------===//
 
-NoisedLatents modelgen::addNoise(FnBuilder &f, LossKind kind, Value latents,
-                                 Value noise, Value t) {
+NoisedLatents modelgen::addNoise(FnBuilder &f, PredictionType type,
+                                 Value latents, Value noise, Value t) {
   ArrayRef<int64_t> shape = shapeOf(latents);
   Type dtype = cast<RankedTensorType>(latents.getType()).getElementType();
   auto perSample = [&](Value v) {
     return f.broadcast(f.convert(v, dtype), shape, {0});
   };
-  if (kind == LossKind::Flow) {
+  if (type == PredictionType::Flow) {
     // x_t = (1 − t)·x0 + t·noise = x0 + t·(noise − x0).
     Value target = f.sub(noise, latents);
     return {f.add(latents, f.mul(perSample(t), target)), target};
   }
   // ᾱ = cos²(πt/2): sqrt(ᾱ) = cos(πt/2), sqrt(1 − ᾱ) = sin(πt/2).
   Value angle = f.scale(t, M_PI / 2);
-  Value signal = f.mul(perSample(f.cos(angle)), latents);
-  Value input = f.add(signal, f.mul(perSample(f.sin(angle)), noise));
-  return {input, noise};
+  Value cosB = perSample(f.cos(angle));
+  Value signal = f.mul(cosB, latents);
+  Value sinB = perSample(f.sin(angle));
+  Value input = f.add(signal, f.mul(sinB, noise));
+  if (type == PredictionType::Epsilon)
+    return {input, noise};
+  // v = sqrt(ᾱ)·noise − sqrt(1 − ᾱ)·x0 (Salimans & Ho; diffusers'
+  // get_velocity), its products written in operand order.
+  Value noisePart = f.mul(cosB, noise);
+  Value signalPart = f.mul(sinB, latents);
+  return {input, f.sub(noisePart, signalPart)};
 }

@@ -1,8 +1,10 @@
 //===- ModelBuilder.cpp - writing sd ops and model functions --------------===//
 //
 // FnBuilder wraps the op builders of the sd dialect (types are inferred
-// wherever the dialect can infer them); ModelBuilder declares @loss's
-// arguments with their roles and logical axes and creates block functions.
+// wherever the dialect can infer them); ModelBuilder declares the model
+// functions' arguments with their roles and logical axes and creates block
+// functions; buildModelFunctions writes @loss and @denoise around a
+// family's network.
 //
 //===----------------------------------------------------------------------===//
 
@@ -266,19 +268,30 @@ Value FnBuilder::mseLoss(Value pred, Value target) {
 ModelBuilder::ModelBuilder(MLIRContext &context, const ModelConfig &config)
     : context(context), config(config) {
   context.loadDialect<SDDialect, func::FuncDialect>();
+  dtype = config.bf16 ? Type(BFloat16Type::get(&context))
+                      : Type(Float32Type::get(&context));
+  module = ModuleOp::create(UnknownLoc::get(&context));
+}
+
+func::FuncOp ModelBuilder::beginFunction(StringRef name) {
   OpBuilder builder(&context);
-  dtype =
-      config.bf16 ? Type(builder.getBF16Type()) : Type(builder.getF32Type());
-  Location loc = builder.getUnknownLoc();
-  module = ModuleOp::create(loc);
   builder.setInsertionPointToEnd(module->getBody());
-  auto f32Scalar = RankedTensorType::get({}, builder.getF32Type());
-  lossFunc = func::FuncOp::create(builder, loc, "loss",
-                                  builder.getFunctionType({}, {f32Scalar}));
-  lossFunc->setAttr(SDDialect::kDefaultBatchAttrName,
-                    builder.getI64IntegerAttr(config.batch));
-  Block *entry = lossFunc.addEntryBlock();
-  lossFn = std::make_unique<FnBuilder>(entry, dtype, getBatchDim());
+  func = func::FuncOp::create(builder, builder.getUnknownLoc(), name,
+                              builder.getFunctionType({}, {}));
+  func->setAttr(SDDialect::kDefaultBatchAttrName,
+                builder.getI64IntegerAttr(config.batch));
+  if (!firstFunc)
+    firstFunc = func;
+  numParams = 0;
+  body =
+      std::make_unique<FnBuilder>(func.addEntryBlock(), dtype, getBatchDim());
+  return func;
+}
+
+void ModelBuilder::endFunction(ValueRange results) {
+  func::ReturnOp::create(body->getBuilder(), body->getLoc(), results);
+  func.setFunctionType(
+      FunctionType::get(&context, func.getArgumentTypes(), results.getTypes()));
 }
 
 Value ModelBuilder::input(InputKind kind, ArrayRef<int64_t> shape,
@@ -289,11 +302,11 @@ Value ModelBuilder::input(InputKind kind, ArrayRef<int64_t> shape,
   NamedAttrList attrs;
   attrs.set(SDDialect::kRoleAttrName, InputAttr::get(&context, kind));
   attrs.set(SDDialect::kLogicalAxesAttrName, makeAxes(&context, axisNames));
-  unsigned index = lossFunc.getNumArguments();
+  unsigned index = func.getNumArguments();
   auto type = RankedTensorType::get(shape, elementType);
-  (void)lossFunc.insertArgument(index, type, attrs.getDictionary(&context),
-                                lossFunc.getLoc());
-  return lossFunc.getArgument(index);
+  (void)func.insertArgument(index, type, attrs.getDictionary(&context),
+                            func.getLoc());
+  return func.getArgument(index);
 }
 
 Value ModelBuilder::param(const ParamSpec &spec, StringRef prefix) {
@@ -304,10 +317,9 @@ Value ModelBuilder::param(const ParamSpec &spec, StringRef prefix) {
   attrs.set(SDDialect::kRoleAttrName, role);
   attrs.set(SDDialect::kLogicalAxesAttrName, makeAxes(&context, spec.axes));
   unsigned index = numParams++;
-  (void)lossFunc.insertArgument(index, RankedTensorType::get(spec.shape, dtype),
-                                attrs.getDictionary(&context),
-                                lossFunc.getLoc());
-  return lossFunc.getArgument(index);
+  (void)func.insertArgument(index, RankedTensorType::get(spec.shape, dtype),
+                            attrs.getDictionary(&context), func.getLoc());
+  return func.getArgument(index);
 }
 
 ParamMap ModelBuilder::params(ArrayRef<ParamSpec> specs, StringRef prefix) {
@@ -319,17 +331,20 @@ ParamMap ModelBuilder::params(ArrayRef<ParamSpec> specs, StringRef prefix) {
 
 func::FuncOp ModelBuilder::blockFunction(StringRef name, TypeRange leadingTypes,
                                          ArrayRef<ParamSpec> specs,
-                                         const BlockBody &body) {
+                                         const BlockBody &blockBody) {
+  if (func::FuncOp existing = blockFunctions.lookup(name))
+    return existing;
   OpBuilder builder(&context);
-  // Block functions precede @loss, so the file reads bottom-up like C.
-  builder.setInsertionPoint(lossFunc);
+  // Block functions precede the model functions, so the file reads
+  // bottom-up like C.
+  builder.setInsertionPoint(firstFunc);
   SmallVector<Type> argTypes(leadingTypes.begin(), leadingTypes.end());
   for (const ParamSpec &spec : specs)
     argTypes.push_back(RankedTensorType::get(spec.shape, dtype));
-  auto func = func::FuncOp::create(builder, lossFunc.getLoc(), name,
-                                   builder.getFunctionType(argTypes, {}));
-  func.setPrivate();
-  Block *entry = func.addEntryBlock();
+  auto block = func::FuncOp::create(builder, firstFunc.getLoc(), name,
+                                    builder.getFunctionType(argTypes, {}));
+  block.setPrivate();
+  Block *entry = block.addEntryBlock();
   FnBuilder f(entry, dtype, getBatchDim());
   // The batch-carrying argument with the fewest elements per sample (the
   // conditioning vector rather than the activations) feeds the ones.
@@ -351,31 +366,67 @@ func::FuncOp ModelBuilder::blockFunction(StringRef name, TypeRange leadingTypes,
   ParamMap map;
   for (auto [i, spec] : llvm::enumerate(specs))
     map[spec.name] = entry->getArgument(leadingTypes.size() + i);
-  SmallVector<Value> results = body(f, leading, map);
+  SmallVector<Value> results = blockBody(f, leading, map);
   func::ReturnOp::create(f.getBuilder(), f.getLoc(), results);
-  func.setFunctionType(
+  block.setFunctionType(
       builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
-  return func;
+  blockFunctions[name] = block;
+  return block;
 }
 
-SmallVector<Value> ModelBuilder::callBlock(func::FuncOp func,
+SmallVector<Value> ModelBuilder::callBlock(func::FuncOp callee,
                                            ValueRange leading,
                                            ArrayRef<ParamSpec> specs,
                                            StringRef prefix) {
   SmallVector<Value> operands(leading.begin(), leading.end());
   for (const ParamSpec &spec : specs)
     operands.push_back(param(spec, prefix));
-  auto call = func::CallOp::create(lossFn->getBuilder(), lossFn->getLoc(), func,
+  auto call = func::CallOp::create(body->getBuilder(), body->getLoc(), callee,
                                    operands);
   return SmallVector<Value>(call.getResults());
 }
 
-OwningOpRef<ModuleOp> ModelBuilder::finish(Value lossValue) {
-  func::ReturnOp::create(lossFn->getBuilder(), lossFn->getLoc(), lossValue);
+OwningOpRef<ModuleOp> ModelBuilder::finish() {
   if (failed(verify(*module))) {
     emitError(module->getLoc())
         << "sdgen produced a program that does not verify (a generator bug)";
     return nullptr;
   }
   return std::move(module);
+}
+
+//===----------------------------------------------------------------------===//
+// Model functions
+//===----------------------------------------------------------------------===//
+
+void modelgen::buildModelFunctions(ModelBuilder &mb,
+                                   const ModelNetwork &network) {
+  const ModelConfig &c = mb.getConfig();
+  Type dtype = mb.getDType();
+
+  // @loss: noise the latents, predict, compare with the target.
+  mb.beginFunction("loss");
+  FnBuilder &f = mb.fn();
+  Value x0 = mb.input(InputKind::latents, network.latentShape, dtype,
+                      network.latentAxes);
+  Value noise = mb.input(InputKind::noise, network.latentShape, dtype,
+                         network.latentAxes);
+  SmallVector<Value> conditions = network.conditions(mb);
+  f.setBatchSource(conditions.front());
+  NoisedLatents noised = addNoise(f, c.prediction, x0, noise, conditions[0]);
+  Value output = network.predict(mb, noised.input, conditions);
+  mb.endFunction(network.loss ? network.loss(f, output, noised.target)
+                              : f.mseLoss(output, noised.target));
+  if (!c.withDenoise)
+    return;
+
+  // @denoise: the same network on given noised latents.
+  mb.beginFunction("denoise");
+  FnBuilder &g = mb.fn();
+  Value xt = mb.input(InputKind::latents, network.latentShape, dtype,
+                      network.latentAxes);
+  conditions = network.conditions(mb);
+  g.setBatchSource(conditions.front());
+  output = network.predict(mb, xt, conditions);
+  mb.endFunction(network.toLatents ? network.toLatents(g, output) : output);
 }

@@ -1,8 +1,9 @@
 //===- ModelBuilder.h - building blocks of model programs ------*- C++ -*-===//
 //
 // Private to SDModelGen. `FnBuilder` writes the ops of one function with
-// inferred types; `ModelBuilder` owns the module, declares @loss's
-// parameters and inputs, and creates block functions and their calls. The
+// inferred types; `ModelBuilder` owns the module, declares the parameters
+// and inputs of the model functions (@loss, @denoise), and creates block
+// functions and their calls. The
 // layer helpers (linear, attention, adaLN, embeddings, RoPE, loss) are the
 // pieces the model families share.
 //
@@ -143,25 +144,35 @@ private:
   DenseMap<Type, Value> onesCache;
 };
 
-/// The module under construction and its @loss function.
+/// The module under construction and its public model functions (@loss,
+/// @denoise). One model function is built at a time, the current one:
+/// inputs, parameters and block calls go to it. Block functions are shared
+/// by all model functions.
 class ModelBuilder {
 public:
   ModelBuilder(MLIRContext &context, const ModelConfig &config);
 
   const ModelConfig &getConfig() const { return config; }
-  /// The builder of @loss's body.
-  FnBuilder &loss() { return *lossFn; }
   Type getDType() const { return dtype; }
   /// The batch dimension of types: dynamic, or the static batch.
   int64_t getBatchDim() const {
     return config.staticBatch ? config.batch : ShapedType::kDynamic;
   }
 
-  /// Appends a model input to @loss.
+  /// Starts the public function @name, after the previous ones, and makes
+  /// it current. It carries `sd.default_batch`.
+  func::FuncOp beginFunction(StringRef name);
+  /// The builder of the current function's body.
+  FnBuilder &fn() { return *body; }
+  /// Returns `results` from the current function, whose result types they
+  /// become.
+  void endFunction(ValueRange results);
+
+  /// Appends a model input to the current function.
   Value input(InputKind kind, ArrayRef<int64_t> shape, Type elementType,
               ArrayRef<StringRef> axes);
-  /// Declares a parameter of @loss (before the inputs), named
-  /// `prefix + spec.name`.
+  /// Declares a parameter of the current function (after its parameters,
+  /// before its inputs), named `prefix + spec.name`.
   Value param(const ParamSpec &spec, StringRef prefix = "");
   /// Declares all of `specs`; the map is keyed by `spec.name`.
   ParamMap params(ArrayRef<ParamSpec> specs, StringRef prefix = "");
@@ -170,25 +181,56 @@ public:
   /// its results out.
   using BlockBody = std::function<SmallVector<Value>(
       FnBuilder &, ArrayRef<Value> leading, const ParamMap &)>;
-  /// Creates private function @name(leading..., params in spec order).
+  /// Creates private function @name(leading..., params in spec order)
+  /// before the first model function; a second request for @name returns
+  /// the function the first one created (`body` is not run again).
   func::FuncOp blockFunction(StringRef name, TypeRange leadingTypes,
                              ArrayRef<ParamSpec> specs, const BlockBody &body);
-  /// Declares the parameters `prefix + spec.name` and calls `func`.
+  /// Declares the parameters `prefix + spec.name` and calls `func` from the
+  /// current function.
   SmallVector<Value> callBlock(func::FuncOp func, ValueRange leading,
                                ArrayRef<ParamSpec> specs, StringRef prefix);
 
-  /// Returns `lossValue` from @loss, verifies and hands the module over.
-  OwningOpRef<ModuleOp> finish(Value lossValue);
+  /// Verifies the module and hands it over.
+  OwningOpRef<ModuleOp> finish();
 
 private:
   MLIRContext &context;
   const ModelConfig &config;
   Type dtype;
   OwningOpRef<ModuleOp> module;
-  func::FuncOp lossFunc;
-  std::unique_ptr<FnBuilder> lossFn;
+  /// The first model function: block functions go before it.
+  func::FuncOp firstFunc;
+  /// The current model function, its body and its number of parameters.
+  func::FuncOp func;
+  std::unique_ptr<FnBuilder> body;
   unsigned numParams = 0;
+  llvm::StringMap<func::FuncOp> blockFunctions;
 };
+
+/// What a model family gives `buildModelFunctions`: the shape of its
+/// latents and its network, split so that @loss and @denoise share it.
+struct ModelNetwork {
+  SmallVector<int64_t> latentShape;
+  SmallVector<StringRef> latentAxes;
+  /// Declares the inputs after the latents (and the noise) in the current
+  /// function: the timestep [B] first, then the conditioning.
+  std::function<SmallVector<Value>(ModelBuilder &)> conditions;
+  /// The network's output for noised latents x_t and the conditions:
+  /// declares the parameters and calls the block functions.
+  std::function<Value(ModelBuilder &, Value xt, ArrayRef<Value> conditions)>
+      predict;
+  /// The loss of an output against the target in latent layout; default
+  /// the MSE of the output.
+  std::function<Value(FnBuilder &, Value output, Value target)> loss;
+  /// The output in latent layout, for @denoise; default the output itself.
+  std::function<Value(FnBuilder &, Value output)> toLatents;
+};
+
+/// Writes @loss(params..., latents, noise, conditions...) -> loss and, with
+/// `withDenoise`, @denoise(params..., x_t, conditions...) -> prediction
+/// [latentShape]: the same network, parameters and block functions.
+void buildModelFunctions(ModelBuilder &mb, const ModelNetwork &network);
 
 //===----------------------------------------------------------------------===//
 // Layers shared by the model families (Layers.cpp)
@@ -254,17 +296,17 @@ struct NoisedLatents {
   Value input;
   Value target;
 };
-NoisedLatents addNoise(FnBuilder &f, LossKind kind, Value latents, Value noise,
-                       Value t);
+NoisedLatents addNoise(FnBuilder &f, PredictionType type, Value latents,
+                       Value noise, Value t);
 
 //===----------------------------------------------------------------------===//
 // Model families
 //===----------------------------------------------------------------------===//
 
-/// Each writes the whole model into `mb` and returns the loss value.
-Value buildDiT(ModelBuilder &mb);
-Value buildWan(ModelBuilder &mb);
-Value buildFlux(ModelBuilder &mb);
+/// Each writes the model functions into `mb` (`buildModelFunctions`).
+void buildDiT(ModelBuilder &mb);
+void buildWan(ModelBuilder &mb);
+void buildFlux(ModelBuilder &mb);
 
 } // namespace mlir::sd::modelgen
 

@@ -108,12 +108,12 @@ SmallVector<Value> wanBlock(FnBuilder &f, const ModelConfig &c,
   return {f.name(gatedResidual(f, x, mod[5], y), "hidden_states")};
 }
 
-} // namespace
-
-Value modelgen::buildWan(ModelBuilder &mb) {
+/// The Wan network: the prediction [B, F, H, W, C] for noised latents `xt`
+/// at times `t` with the text context; declares the parameters in the
+/// current model function and calls the shared @wan_block.
+Value wanNetwork(ModelBuilder &mb, Value xt, Value t, Value text) {
   const ModelConfig &c = mb.getConfig();
-  FnBuilder &f = mb.loss();
-  Type dtype = mb.getDType();
+  FnBuilder &f = mb.fn();
   int64_t b = mb.getBatchDim(), d = c.hidden;
   int64_t pf = c.patchFrames, p = c.patch;
   int64_t patchDim = pf * p * p * c.latentChannels;
@@ -136,16 +136,7 @@ Value modelgen::buildWan(ModelBuilder &mb) {
   addFusedLinear(embedSpecs, "time_projection.1", d, 6, d, "embed", "_");
   ParamMap ep = mb.params(embedSpecs);
 
-  SmallVector<StringRef> latentAxes = {"batch", "_", "_", "_", "_"};
-  Value x0 = mb.input(InputKind::latents, latentShape, dtype, latentAxes);
-  Value noise = mb.input(InputKind::noise, latentShape, dtype, latentAxes);
-  Value t = mb.input(InputKind::timestep, {b}, f.getF32(), {"batch"});
-  Value text = mb.input(InputKind::context, {b, c.textLength, c.textDim}, dtype,
-                        {"batch", "activation_length", "embed"});
-  f.setBatchSource(t);
-  NoisedLatents noised = addNoise(f, c.loss, x0, noise, t);
-
-  Value x = f.linear(patchify(f, noised.input, pf, p, PatchOrder::ChannelMajor),
+  Value x = f.linear(patchify(f, xt, pf, p, PatchOrder::ChannelMajor),
                      ep.lookup("patch_embedding.weight"),
                      ep.lookup("patch_embedding.bias"));
   Value context = f.gelu(f.linear(text, ep.lookup("text_embedding.0.weight"),
@@ -191,6 +182,26 @@ Value modelgen::buildWan(ModelBuilder &mb) {
   Value h = modulate(f, f.layerNorm(x), mod[0], mod[1]);
   Value out =
       f.linear(h, hp.lookup("head.head.weight"), hp.lookup("head.head.bias"));
-  Value pred = unpatchify(f, out, latentShape, pf, p, PatchOrder::ChannelMinor);
-  return f.mseLoss(pred, noised.target);
+  return unpatchify(f, out, latentShape, pf, p, PatchOrder::ChannelMinor);
+}
+
+} // namespace
+
+void modelgen::buildWan(ModelBuilder &mb) {
+  const ModelConfig &c = mb.getConfig();
+  int64_t b = mb.getBatchDim();
+  ModelNetwork network;
+  network.latentShape = {b, c.latentFrames, c.latentHeight, c.latentWidth,
+                         c.latentChannels};
+  network.latentAxes = {"batch", "_", "_", "_", "_"};
+  network.conditions = [&](ModelBuilder &m) -> SmallVector<Value> {
+    Value t = m.input(InputKind::timestep, {b}, m.fn().getF32(), {"batch"});
+    Value text = m.input(InputKind::context, {b, c.textLength, c.textDim},
+                         m.getDType(), {"batch", "activation_length", "embed"});
+    return {t, text};
+  };
+  network.predict = [](ModelBuilder &m, Value xt, ArrayRef<Value> in) {
+    return wanNetwork(m, xt, in[0], in[1]);
+  };
+  buildModelFunctions(mb, network);
 }

@@ -1,8 +1,8 @@
 //===- sdgen.cpp - write diffusion-model programs -------------------------===//
 //
 // `sdgen --preset=dit-s2 [overrides] [-o file]` writes the model's @loss
-// program in the sd dialect and a one-line summary (parameters, ops) to
-// stderr. All logic lives in SDModelGen.
+// (and, with --with-denoise, @denoise) program in the sd dialect and a one-line
+// summary (parameters, ops) to stderr. All logic lives in SDModelGen.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +28,8 @@ static cl::OptionCategory sdgenCategory("sdgen options");
 
 static cl::opt<std::string>
     presetFlag("preset",
-               cl::desc("Model: dit-tiny, dit-s2, dit-b2, dit-xl2, "
-                        "wan2.1-14b, wan-long, flux-dev"),
+               cl::desc("Model: dit-tiny, dit-digits, dit-s2, dit-b2, "
+                        "dit-xl2, wan2.1-14b, wan-long, flux-dev"),
                cl::value_desc("name"), cl::cat(sdgenCategory));
 static cl::opt<int64_t>
     depthFlag("depth",
@@ -55,9 +55,19 @@ static cl::opt<int64_t> textLengthFlag("text-length",
 static cl::opt<std::string>
     dtypeFlag("dtype", cl::desc("Parameters and activations: f32 or bf16"),
               cl::value_desc("type"), cl::cat(sdgenCategory));
-static cl::opt<std::string>
-    lossFlag("loss", cl::desc("Objective: flow (default) or epsilon"),
-             cl::value_desc("kind"), cl::cat(sdgenCategory));
+static cl::opt<std::string> predictionTypeFlag(
+    "prediction-type",
+    cl::desc("What the network predicts: epsilon, v_prediction or flow "
+             "(default: the preset's)"),
+    cl::value_desc("type"), cl::cat(sdgenCategory));
+static cl::alias lossAlias("loss", cl::desc("Alias for --prediction-type"),
+                           cl::aliasopt(predictionTypeFlag),
+                           cl::cat(sdgenCategory));
+static cl::opt<bool> withDenoiseFlag(
+    "with-denoise",
+    cl::desc("Also write @denoise, the network's prediction for noised "
+             "latents (dit-digits always does)"),
+    cl::cat(sdgenCategory));
 static cl::opt<bool>
     staticBatchFlag("static-batch",
                     cl::desc("Write the batch statically instead of '?'"), cl::cat(sdgenCategory));
@@ -111,8 +121,9 @@ int main(int argc, char **argv) {
   overrides.width = given(widthFlag);
   overrides.textLength = given(textLengthFlag);
   overrides.dtype = given(dtypeFlag);
-  overrides.loss = given(lossFlag);
+  overrides.predictionType = given(predictionTypeFlag);
   overrides.staticBatch = staticBatchFlag;
+  overrides.withDenoise = withDenoiseFlag;
 
   absl::StatusOr<mlir::sd::ModelConfig> config =
       mlir::sd::makeModelConfig(presetFlag, overrides);

@@ -2,13 +2,19 @@
 //
 // The parameter count of every preset equals the count derived by hand from
 // the PyTorch module definitions (DiT models.py, Wan2.1 model.py, Flux
-// model.py/layers.py) and is within 3% of the published size.
+// model.py/layers.py) and is within 3% of the published size. @denoise has
+// @loss's parameters, and @loss is the MSE of @denoise's prediction against
+// the target of each prediction type (evaluated in double).
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/ModelGen/ModelGen.h"
+#include "sd/Evaluator/EvaluableOpInterface.h"
+#include "sd/Evaluator/Evaluator.h"
 #include "sd/IR/SDOps.h"
+#include "sd/Reference/Random.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -21,12 +27,16 @@ namespace {
 /// Linear layer: weight and bias.
 int64_t linear(int64_t in, int64_t out) { return in * out + out; }
 
-int64_t ditParams(int64_t depth, int64_t d) {
+/// DiT with patch 2 over `channels` latent channels, `classes` classes and
+/// learn_sigma (output channels 2 × channels) or not.
+int64_t ditParams(int64_t depth, int64_t d, int64_t channels = 4,
+                  int64_t classes = 1000, bool learnSigma = true) {
   int64_t block = linear(d, 3 * d) + linear(d, d) + linear(d, 4 * d) +
                   linear(4 * d, d) + linear(d, 6 * d);
-  int64_t embed =
-      linear(2 * 2 * 4, d) + linear(256, d) + linear(d, d) + 1001 * d;
-  int64_t final = linear(d, 2 * 2 * 8) + linear(d, 2 * d);
+  int64_t embed = linear(2 * 2 * channels, d) + linear(256, d) + linear(d, d) +
+                  (classes + 1) * d;
+  int64_t final =
+      linear(d, 2 * 2 * channels * (learnSigma ? 2 : 1)) + linear(d, 2 * d);
   return depth * block + embed + final;
 }
 
@@ -56,6 +66,13 @@ int64_t fluxParams() {
 
 class ModelGenTest : public ::testing::Test {
 protected:
+  ModelGenTest() {
+    // The reference evaluator's implementations, for LossIsMseOfDenoise.
+    DialectRegistry registry;
+    registerEvaluatorInterfaces(registry);
+    context.appendDialectRegistry(registry);
+  }
+
   ModelStats generate(StringRef preset, const ModelOverrides &o = {}) {
     auto config = makeModelConfig(preset, o);
     if (!config.ok()) {
@@ -91,6 +108,19 @@ TEST_F(ModelGenTest, ParameterCountsMatchThePyTorchModels) {
     double off = std::abs(static_cast<double>(stats.numParams) - c.published);
     EXPECT_LT(off / c.published, 0.03) << c.preset;
   }
+}
+
+TEST_F(ModelGenTest, DitDigitsPreset) {
+  auto config = makeModelConfig("dit-digits", {});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->batch, 64);
+  EXPECT_EQ(config->numPatches(), 16);
+  EXPECT_EQ(config->prediction, PredictionType::Epsilon);
+  EXPECT_TRUE(config->withDenoise);
+  ModelStats stats = generate("dit-digits");
+  EXPECT_EQ(stats.numParams, ditParams(4, 128, 1, 10, false));
+  EXPECT_EQ(stats.numParams, 1272324);
+  EXPECT_EQ(stats.numParamTensors, 7 + 4 * 10 + 4);
 }
 
 TEST_F(ModelGenTest, DitTinyShape) {
@@ -189,8 +219,8 @@ std::string errorOf(StringRef preset, const ModelOverrides &o) {
 
 TEST(ModelConfigErrors, NameTheBadValue) {
   EXPECT_EQ(errorOf("dit-xs", {}),
-            "unknown preset 'dit-xs'; expected one of dit-tiny, dit-s2, "
-            "dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev");
+            "unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, "
+            "dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev");
   ModelOverrides heads;
   heads.heads = 5;
   EXPECT_EQ(errorOf("dit-s2", heads),
@@ -210,6 +240,212 @@ TEST(ModelConfigErrors, NameTheBadValue) {
   frames.frames = 80;
   EXPECT_NE(errorOf("wan2.1-14b", frames).find("frames 80 must be 4k+1"),
             std::string::npos);
+}
+
+TEST(PredictionTypes, RoundTrip) {
+  for (PredictionType type :
+       {PredictionType::Epsilon, PredictionType::VPrediction,
+        PredictionType::Flow})
+    EXPECT_EQ(parsePredictionType(stringifyPredictionType(type)), type);
+  EXPECT_EQ(stringifyPredictionType(PredictionType::VPrediction),
+            "v_prediction");
+  EXPECT_EQ(parsePredictionType("v"), std::nullopt);
+  ModelOverrides v;
+  v.predictionType = "v_prediction";
+  auto config = makeModelConfig("dit-digits", v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->prediction, PredictionType::VPrediction);
+  ModelOverrides bad;
+  bad.predictionType = "sample";
+  EXPECT_EQ(errorOf("dit-s2", bad), "unknown --prediction-type 'sample'; "
+                                    "expected epsilon, v_prediction or flow");
+}
+
+//===----------------------------------------------------------------------===//
+// @denoise
+//===----------------------------------------------------------------------===//
+
+/// Small static-batch models of each family with @denoise.
+struct DenoiseCase {
+  const char *preset;
+  ModelOverrides overrides;
+};
+
+std::vector<DenoiseCase> denoiseCases() {
+  ModelOverrides small;
+  small.depth = 1;
+  small.hidden = 32;
+  small.heads = 2;
+  small.batch = 2;
+  small.staticBatch = true;
+  small.withDenoise = true;
+  ModelOverrides dit = small;
+  dit.latentSize = 4;
+  ModelOverrides video = small;
+  video.frames = 5;
+  video.height = 32;
+  video.width = 32;
+  video.textLength = 3;
+  ModelOverrides image = small;
+  image.height = 32;
+  image.width = 32;
+  image.textLength = 3;
+  return {{"dit-digits", small},
+          {"dit-tiny", dit},
+          {"wan2.1-14b", video},
+          {"flux-dev", image}};
+}
+
+/// @denoise takes @loss's parameters (types and attributes, in order), then
+/// the noised latents and @loss's inputs after the noise, and returns the
+/// latents' type; it calls the same block functions.
+TEST_F(ModelGenTest, DenoiseSharesTheParameters) {
+  for (const DenoiseCase &c : denoiseCases()) {
+    auto config = makeModelConfig(c.preset, c.overrides);
+    ASSERT_TRUE(config.ok()) << config.status();
+    OwningOpRef<ModuleOp> module = generateModel(context, *config);
+    ASSERT_TRUE(module) << c.preset;
+    auto loss = module->lookupSymbol<func::FuncOp>("loss");
+    auto denoise = module->lookupSymbol<func::FuncOp>("denoise");
+    ASSERT_TRUE(loss && denoise) << c.preset;
+    // @loss: params, latents, noise, rest; @denoise: params, x_t, rest.
+    unsigned numLoss = loss.getNumArguments();
+    ASSERT_EQ(denoise.getNumArguments() + 1, numLoss) << c.preset;
+    for (unsigned i = 0, j = 0; i < numLoss; ++i) {
+      auto role = loss.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
+      if (role && role.getKind() == InputKind::noise)
+        continue;
+      EXPECT_EQ(loss.getArgument(i).getType(), denoise.getArgument(j).getType())
+          << c.preset << " argument #" << i;
+      EXPECT_EQ(loss.getArgAttrDict(i), denoise.getArgAttrDict(j))
+          << c.preset << " argument #" << i;
+      ++j;
+    }
+    auto latents = llvm::find_if(loss.getArguments(), [&](BlockArgument arg) {
+      auto role = loss.getArgAttrOfType<InputAttr>(arg.getArgNumber(),
+                                                   SDDialect::kRoleAttrName);
+      return role && role.getKind() == InputKind::latents;
+    });
+    ASSERT_NE(latents, loss.getArguments().end());
+    ASSERT_EQ(denoise.getNumResults(), 1u) << c.preset;
+    EXPECT_EQ(denoise.getResultTypes()[0], latents->getType()) << c.preset;
+    int64_t calls = 0;
+    denoise.walk([&](func::CallOp) { ++calls; });
+    EXPECT_GT(calls, 0) << c.preset;
+  }
+}
+
+/// Without --with-denoise there is no @denoise (the bundled models stay as
+/// they are); dit-digits always has one.
+TEST_F(ModelGenTest, DenoiseOnlyWhenAsked) {
+  for (auto [preset, expected] :
+       {std::pair{"dit-tiny", false}, std::pair{"dit-digits", true}}) {
+    auto config = makeModelConfig(preset, {});
+    ASSERT_TRUE(config.ok()) << config.status();
+    OwningOpRef<ModuleOp> module = generateModel(context, *config);
+    ASSERT_TRUE(module) << preset;
+    EXPECT_EQ(static_cast<bool>(module->lookupSymbol("denoise")), expected)
+        << preset;
+  }
+}
+
+/// Arguments of `func` from their roles, with every parameter drawn from
+/// normal(0.2) so that the zero-initialized layers (adaLN-Zero, the final
+/// projections) do not make the prediction zero.
+std::vector<::sd::ref::Tensor> randomArguments(func::FuncOp func) {
+  auto args = initializeArguments(func, /*seed=*/7);
+  if (failed(args)) {
+    ADD_FAILURE() << "cannot initialize the arguments of @"
+                  << func.getSymName().str();
+    return {};
+  }
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (!func.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName))
+      continue;
+    ::sd::ref::Tensor &tensor = (*args)[i];
+    for (int64_t k = 0; k < tensor.numElements(); ++k)
+      tensor[k] = 0.2 * ::sd::ref::normalAt(1000 + i, k);
+  }
+  return std::move(*args);
+}
+
+/// x_t and the target of `type` from x0, noise and t [B], as @loss computes
+/// them (the angle with the f32 constant π/2 the program holds).
+std::pair<::sd::ref::Tensor, ::sd::ref::Tensor>
+noised(PredictionType type, const ::sd::ref::Tensor &x0,
+       const ::sd::ref::Tensor &noise, const ::sd::ref::Tensor &t) {
+  ::sd::ref::Tensor xt = x0, target = x0;
+  int64_t perSample = x0.numElements() / t.numElements();
+  double halfPi = static_cast<float>(M_PI / 2);
+  for (int64_t i = 0; i < x0.numElements(); ++i) {
+    double ti = t[i / perSample], a = x0[i], n = noise[i];
+    double c = std::cos(ti * halfPi), s = std::sin(ti * halfPi);
+    switch (type) {
+    case PredictionType::Flow:
+      xt[i] = a + ti * (n - a);
+      target[i] = n - a;
+      break;
+    case PredictionType::Epsilon:
+      xt[i] = c * a + s * n;
+      target[i] = n;
+      break;
+    case PredictionType::VPrediction:
+      xt[i] = c * a + s * n;
+      target[i] = c * n - s * a;
+      break;
+    }
+  }
+  return {xt, target};
+}
+
+/// @loss(x0, noise, t, ...) = mean((@denoise(x_t, t, ...) − target)²) for
+/// every prediction type and family, evaluated in double.
+TEST_F(ModelGenTest, LossIsMseOfDenoise) {
+  for (const DenoiseCase &c : denoiseCases()) {
+    for (PredictionType type :
+         {PredictionType::Epsilon, PredictionType::VPrediction,
+          PredictionType::Flow}) {
+      SCOPED_TRACE(std::string(c.preset) + " " +
+                   stringifyPredictionType(type).str());
+      ModelOverrides o = c.overrides;
+      o.predictionType = stringifyPredictionType(type).str();
+      auto config = makeModelConfig(c.preset, o);
+      ASSERT_TRUE(config.ok()) << config.status();
+      OwningOpRef<ModuleOp> module = generateModel(context, *config);
+      ASSERT_TRUE(module);
+      auto loss = module->lookupSymbol<func::FuncOp>("loss");
+      auto denoise = module->lookupSymbol<func::FuncOp>("denoise");
+      ASSERT_TRUE(loss && denoise);
+
+      std::vector<::sd::ref::Tensor> args = randomArguments(loss);
+      ASSERT_EQ(args.size(), loss.getNumArguments());
+      // args: the parameters [0, latents), x0, noise, t, conditions...
+      unsigned latents = 0;
+      while (
+          loss.getArgAttrOfType<ParamAttr>(latents, SDDialect::kRoleAttrName))
+        ++latents;
+      auto [xt, target] =
+          noised(type, args[latents], args[latents + 1], args[latents + 2]);
+      std::vector<::sd::ref::Tensor> denoiseArgs(args.begin(),
+                                                 args.begin() + latents);
+      denoiseArgs.push_back(xt);
+      denoiseArgs.insert(denoiseArgs.end(), args.begin() + latents + 2,
+                         args.end());
+
+      EvalOptions exact{Precision::F64};
+      auto lossValue = evaluate(loss, args, exact);
+      auto pred = evaluate(denoise, denoiseArgs, exact);
+      ASSERT_TRUE(succeeded(lossValue) && succeeded(pred));
+      const ::sd::ref::Tensor &p = pred->front();
+      ASSERT_EQ(p.shape(), target.shape());
+      double sum = 0.0;
+      for (int64_t i = 0; i < p.numElements(); ++i)
+        sum += (p[i] - target[i]) * (p[i] - target[i]);
+      double mse = sum / static_cast<double>(p.numElements());
+      EXPECT_GT(mse, 0.0);
+      EXPECT_NEAR(lossValue->front()[0], mse, 1e-9 * mse);
+    }
+  }
 }
 
 } // namespace

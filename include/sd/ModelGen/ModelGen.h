@@ -7,10 +7,14 @@
 // The program is `func.func @loss(params..., inputs...) -> tensor<f32>`,
 // with one private block function per block kind (`@dit_block`,
 // `@wan_block`, `@flux_double_block`, `@flux_single_block`) called once per
-// layer. Conventions that later passes rely on:
+// layer. With `withDenoise`, a second public function `@denoise(params...,
+// x_t, t, conditions...)` returns the network's raw prediction for a noised
+// input, in latent layout: the same parameter arguments (names, axes,
+// order) as @loss, and the same block functions. Conventions that later
+// passes rely on:
 //
-// * The batch dimension is dynamic (`?`) unless `staticBatch`; `@loss`
-//   carries `sd.default_batch`.
+// * The batch dimension is dynamic (`?`) unless `staticBatch`; `@loss` and
+//   `@denoise` carry `sd.default_batch`.
 // * Parameters come first, named as in the PyTorch checkpoints
 //   (`blocks.3.attn.qkv.weight`), each with `sd.role = #sd.param<name,
 //   init>` and `sd.logical_axes` using MaxDiffusion's names:
@@ -43,7 +47,12 @@
 //   labels one-hot `[B, classes + 1]` `[batch, _]`; Wan/Flux text context
 //   `[B, L, 4096]` `[batch, activation_length, embed]`; Flux also the pooled
 //   text vector as a second context input `[B, 768]` `[batch, _]`. Flux's
-//   guidance is folded in as the constant `guidance` (3.5).
+//   guidance is folded in as the constant `guidance` (3.5). @denoise takes
+//   the noised latents x_t (role `latents`) in place of latents and noise,
+//   then the same timestep and conditioning inputs.
+// * The loss is the MSE between the network's prediction and the target
+//   of the prediction type (`PredictionType`), computed in @loss from the
+//   latents x0, the noise and t.
 // * Projections are `sd.dot_general` contracting the activation's last
 //   dimension with dim 0 of an `[in, out]` or fused `[in, k, out]` weight
 //   (no batch dimensions); attention is `sd.attention` on `[B, H, S, D]`.
@@ -95,9 +104,16 @@ namespace mlir::sd {
 
 enum class ModelFamily { DiT, Wan, Flux };
 
-/// The training objective: flow matching (x_t = (1−t)·x0 + t·noise, target
-/// noise − x0) or epsilon prediction (ᾱ = cos²(πt/2), target noise).
-enum class LossKind { Flow, Epsilon };
+/// What the network predicts, with diffusers' names. Epsilon and v share
+/// the cosine schedule ᾱ = cos²(πt/2), x_t = cos(πt/2)·x0 + sin(πt/2)·noise:
+/// epsilon's target is the noise, v's is cos(πt/2)·noise − sin(πt/2)·x0.
+/// Flow matching has x_t = (1−t)·x0 + t·noise and target noise − x0.
+enum class PredictionType { Epsilon, VPrediction, Flow };
+
+/// The name of a prediction type: `epsilon`, `v_prediction` or `flow`.
+llvm::StringRef stringifyPredictionType(PredictionType type);
+/// The prediction type called `name`, if any.
+std::optional<PredictionType> parsePredictionType(llvm::StringRef name);
 
 /// Everything the generator needs, after presets and overrides are merged
 /// and checked. Sizes are in latent space (patches of the latent).
@@ -136,7 +152,9 @@ struct ModelConfig {
   /// Flux's distilled guidance strength, folded in as a constant.
   double guidance = 3.5;
   bool bf16 = false;
-  LossKind loss = LossKind::Flow;
+  PredictionType prediction = PredictionType::Flow;
+  /// Also write @denoise, the network's prediction as a function.
+  bool withDenoise = false;
 
   int64_t headDim() const { return hidden / heads; }
   /// Tokens of the latent after patchifying.
@@ -155,8 +173,11 @@ struct ModelOverrides {
   /// Video frames and pixel height/width (Wan; Flux height/width).
   std::optional<int64_t> frames, height, width;
   std::optional<int64_t> textLength;
-  std::optional<std::string> dtype, loss;
+  /// `f32`/`bf16`; a prediction type's name (`parsePredictionType`).
+  std::optional<std::string> dtype, predictionType;
   bool staticBatch = false;
+  /// Write @denoise (presets may write it anyway: dit-digits does).
+  bool withDenoise = false;
 };
 
 /// The preset names, in the order they are documented.

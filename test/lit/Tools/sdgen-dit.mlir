@@ -104,7 +104,7 @@
 // BF16: return %{{.*}} : tensor<f32>
 
 // Epsilon prediction: x_t = cos(πt/2)·x0 + sin(πt/2)·noise, target noise.
-// RUN: sdgen --preset=dit-tiny --loss=epsilon 2>/dev/null | FileCheck %s --check-prefix=EPS
+// RUN: sdgen --preset=dit-tiny --prediction-type=epsilon 2>/dev/null | FileCheck %s --check-prefix=EPS
 // EPS-LABEL: func.func @loss
 // EPS-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
 // EPS: sd.constant dense<1.57079637> : tensor<f32>

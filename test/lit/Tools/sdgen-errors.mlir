@@ -11,6 +11,7 @@
 // RUN: not sdgen --preset=dit-s2 --mlp-ratio=0 2>&1 | FileCheck %s --check-prefix=RATIO
 // RUN: not sdgen --preset=dit-s2 --batch=0 2>&1 | FileCheck %s --check-prefix=BATCH
 // RUN: not sdgen --preset=dit-s2 --dtype=f16 2>&1 | FileCheck %s --check-prefix=DTYPE
+// RUN: not sdgen --preset=dit-s2 --prediction-type=sample 2>&1 | FileCheck %s --check-prefix=PREDICTION
 // RUN: not sdgen --preset=dit-s2 --loss=v 2>&1 | FileCheck %s --check-prefix=LOSS
 // RUN: not sdgen --preset=dit-s2 --frames=9 2>&1 | FileCheck %s --check-prefix=FRAMES-DIT
 // RUN: not sdgen --preset=dit-s2 --height=256 2>&1 | FileCheck %s --check-prefix=HEIGHT-DIT
@@ -25,8 +26,8 @@
 // RUN: not sdgen --preset=dit-s2 --heads=5 2>/dev/null | count 0
 // RUN: %python -c "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:], capture_output=True).returncode != 1)" sdgen --preset=dit-s2 --latent-size=33
 
-// NOPRESET: error: give --preset=NAME (dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev)
-// PRESET: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev
+// NOPRESET: error: give --preset=NAME (dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev)
+// PRESET: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev
 // HEADS: error: hidden size 384 is not divisible by 5 heads
 // DEPTH: error: depth 0 must be positive
 // HIDDEN: error: hidden size -4 must be positive
@@ -36,7 +37,8 @@
 // RATIO: error: mlp ratio 0 must be positive
 // BATCH: error: batch 0 must be positive
 // DTYPE: error: unknown --dtype 'f16'; expected f32 or bf16
-// LOSS: error: unknown --loss 'v'; expected flow or epsilon
+// PREDICTION: error: unknown --prediction-type 'sample'; expected epsilon, v_prediction or flow
+// LOSS: error: unknown --prediction-type 'v'; expected epsilon, v_prediction or flow
 // FRAMES-DIT: error: --frames applies to video models (wan2.1-14b, wan-long) only
 // HEIGHT-DIT: error: --height and --width (pixels) apply to wan2.1-14b, wan-long and flux-dev; give DiT --latent-size
 // TEXT-DIT: error: --text-length applies to text-conditioned models (wan2.1-14b, wan-long, flux-dev)
