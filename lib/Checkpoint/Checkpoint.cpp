@@ -412,6 +412,7 @@ proto::Manifest buildManifest(rt::TrainingSession &session,
   manifest.mutable_rng()->set_seed(meta.seed);
   manifest.mutable_rng()->set_data_seed(meta.dataSeed);
   manifest.mutable_rng()->set_data_position(meta.dataPosition);
+  manifest.mutable_rng()->set_data_epoch(meta.dataEpoch);
   for (const auto &[name, value] : meta.hyperparameters)
     (*manifest.mutable_hyperparameters())[name] = value;
   manifest.set_model(meta.model);
@@ -585,6 +586,7 @@ absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
   ckpt.meta.seed = manifest->rng().seed();
   ckpt.meta.dataSeed = manifest->rng().data_seed();
   ckpt.meta.dataPosition = manifest->rng().data_position();
+  ckpt.meta.dataEpoch = manifest->rng().data_epoch();
   ckpt.meta.model = manifest->model();
   for (const auto &[name, value] : manifest->hyperparameters())
     ckpt.meta.hyperparameters[name] = value;

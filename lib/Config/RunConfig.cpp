@@ -181,6 +181,10 @@ const CheckedKey<double> kNumberKeys[] = {
      "must not be negative"},
     {"warmup_steps_fraction", &RunConfig::warmupStepsFraction,
      [](double v) { return v >= 0 && v <= 1; }, "must be in [0, 1]"},
+    {"class_dropout_prob", &RunConfig::classDropoutProb,
+     [](double v) { return v >= 0 && v <= 1; }, "must be in [0, 1]"},
+    {"ema_decay", &RunConfig::emaDecay,
+     [](double v) { return v >= 0 && v < 1; }, "must be in [0, 1)"},
 };
 
 const CheckedKey<int64_t> kIntegerKeys[] = {
@@ -196,6 +200,9 @@ const CheckedKey<int64_t> kIntegerKeys[] = {
     // -1 (MaxDiffusion's default) leaves it unset.
     {"ulysses_shards", &RunConfig::ulyssesShards,
      [](int64_t v) { return v == -1 || v >= 1; }, "must be -1 or at least 1"},
+    // Never for -1 (MaxDiffusion's spelling) and 0.
+    {"eval_every", &RunConfig::evalEvery, [](int64_t v) { return v >= -1; },
+     "must be -1, 0 or at least 1"},
 };
 
 /// Keys whose value is kept as the string given.
@@ -209,6 +216,9 @@ constexpr StringKey kStringKeys[] = {
     {"weights_dtype", &RunConfig::weightsDtype},
     {"activations_dtype", &RunConfig::activationsDtype},
     {"attention", &RunConfig::attention},
+    {"dataset_type", &RunConfig::datasetType},
+    {"train_data_dir", &RunConfig::trainDataDir},
+    {"prediction_type", &RunConfig::predictionType},
 };
 
 struct NamesKey {

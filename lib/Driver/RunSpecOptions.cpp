@@ -42,6 +42,7 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   step.weightDecay = opt.weightDecay.value;
   step.maxGradNorm = opt.maxGradNorm.value;
   step.gradAccum = spec.batch.gradAccum.value;
+  step.emaDecay = opt.emaDecay.value;
 
   if (spec.model.attention.value != ::sd::AttentionKind::DotProduct) {
     TileAttentionOptions &tile = options.tileAttention.emplace();
@@ -87,6 +88,12 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.resume = settings.resume;
   run.initFrom = settings.initFrom;
   run.exportPath = settings.exportPath;
+  run.exportEmaPath = settings.exportEmaPath;
+  run.datasetType = spec.data.type.value;
+  run.trainDataDir = spec.data.trainDataDir.value;
+  run.classDropoutProb = spec.data.classDropoutProb.value;
+  // -1 and 0 both mean never.
+  run.evalEvery = std::max<int64_t>(spec.data.evalEvery.value, 0);
   run.tracePath = settings.tracePath.value;
   run.traceSkipSteps = settings.traceSkipSteps.value;
   run.traceSteps = settings.traceSteps.value;

@@ -163,6 +163,11 @@ struct ToolFlags::SpecOptions {
       all, &F::maxGradNorm, "max-grad-norm",
       cl::desc("Clip gradients to this global norm (default 0: no clipping)"),
       cl::cat(stepCat)};
+  Flag<double> emaDecay{
+      all, &F::emaDecay, "ema-decay",
+      cl::desc("ema_decay: keep an exponential moving average of the "
+               "parameters in the step (DiT: 0.9999; default 0: none)"),
+      cl::cat(stepCat)};
 
   Flag<std::string> attention{
       all, &F::attention, "attention",
@@ -299,6 +304,32 @@ struct ToolFlags::RunOptions {
       &F::initFrom,
       "init-from",
       cl::desc("Load the parameters by name from a safetensors file"),
+      cl::value_desc("file.safetensors"),
+      cl::cat(runCat)};
+  Flag<std::string> datasetType{
+      all, &F::datasetType, "dataset-type",
+      cl::desc("dataset_type: synthetic (default: a generated data set of "
+               "one batch, fresh noise every step) or sd (--train-data-dir)"),
+      cl::cat(runCat)};
+  Flag<std::string> trainDataDir{
+      all, &F::trainDataDir, "train-data-dir",
+      cl::desc("train_data_dir: a data set sddata wrote (dataset_type sd)"),
+      cl::value_desc("dir"), cl::cat(runCat)};
+  Flag<double> classDropoutProb{
+      all, &F::classDropoutProb, "class-dropout-prob",
+      cl::desc("Probability that a sample's label is dropped to the null "
+               "class, for classifier-free guidance (DiT: 0.1; default 0)"),
+      cl::cat(runCat)};
+  Flag<int64_t> evalEvery{
+      all, &F::evalEvery, "eval-every",
+      cl::desc("eval_every: steps between held-out losses (default 0: never)"),
+      cl::cat(runCat)};
+  Flag<std::string> exportEmaPath{
+      all,
+      &F::exportEmaPath,
+      "export-ema",
+      cl::desc("Write the EMA parameters (ema_decay) to a safetensors file, "
+               "under the parameters' names"),
       cl::value_desc("file.safetensors"),
       cl::cat(runCat)};
   Flag<std::string> exportPath{

@@ -10,6 +10,8 @@
 
 #include "sd/Checkpoint/Checkpoint.h"
 #include "sd/Checkpoint/Safetensors.h"
+#include "sd/Data/Batches.h"
+#include "sd/Data/Dataset.h"
 #include "sd/Driver/TrainProgram.h"
 #include "sd/Runtime/Program.h"
 #include "sd/Runtime/Session.h"
@@ -56,6 +58,7 @@ using llvm::Twine;
 namespace rt = ::sd::rt;
 namespace ckpt = ::sd::ckpt;
 namespace telemetry = ::sd::telemetry;
+namespace data = ::sd::data;
 
 namespace {
 
@@ -152,7 +155,8 @@ std::map<std::string, double> hyperparameters(const PipelineOptions &options) {
           {"adam_b2", o.beta2},
           {"adam_eps", o.epsilon},
           {"adam_weight_decay", o.weightDecay},
-          {"max_grad_norm", o.maxGradNorm}};
+          {"max_grad_norm", o.maxGradNorm},
+          {"ema_decay", o.emaDecay}};
 }
 
 /// Replaces the parameters of `values` (the step's arguments in `spec`'s
@@ -227,22 +231,29 @@ absl::Status initFromSafetensors(const std::string &path,
 /// Writes the parameters of `session` (gathered) to a safetensors file. A
 /// process of a multi-process run other than 0 takes part in the gathers
 /// and writes nothing.
+/// With `ema`, the parameters' moving averages (the optimizer states
+/// "ema NAME") under the parameters' names.
 absl::Status exportParameters(rt::TrainingSession &session,
                               const std::string &path, int64_t step,
-                              const std::string &model) {
+                              const std::string &model, bool ema = false) {
   std::vector<std::vector<float>> values;
   std::vector<ckpt::SafetensorsTensorView> tensors;
   const rt::ProgramSpec &spec = session.spec();
+  constexpr llvm::StringLiteral kEmaPrefix = "ema ";
+  values.reserve(spec.arguments.size());
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     const rt::ArgumentSpec &arg = spec.arguments[i];
-    if (arg.kind != rt::ArgumentKind::Parameter)
+    llvm::StringRef name = arg.name;
+    if (ema ? arg.kind != rt::ArgumentKind::OptimizerState ||
+                  !name.consume_front(kEmaPrefix)
+            : arg.kind != rt::ArgumentKind::Parameter)
       continue;
     absl::StatusOr<std::vector<float>> gathered =
         session.gatherArgument(static_cast<int64_t>(i));
     if (!gathered.ok())
       return gathered.status();
     values.push_back(std::move(*gathered));
-    tensors.push_back({arg.name, arg.globalShape, values.back().data()});
+    tensors.push_back({name.str(), arg.globalShape, values.back().data()});
   }
   if (session.runtime().process() > 0)
     return absl::OkStatus();
@@ -357,6 +368,17 @@ private:
                TrainProgram &built) const;
   void printHeader();
   absl::Status restoreCheckpoint();
+  /// Opens and checks the data set (dataset_type sd) before compiling.
+  absl::Status openDataset();
+  /// The step's inputs and the maker of their batches (after compile).
+  absl::Status makeBatches();
+  /// The stream position of step `step`'s batch.
+  int64_t positionOf(int64_t step) const {
+    return firstPosition + (step - firstStep) * program.batch;
+  }
+  /// Gives `target` the inputs of the batch at `position` (every row).
+  absl::Status feedBatch(rt::TrainingSession &target,
+                         const std::vector<std::vector<float>> &inputs);
   /// Writes the metrics line, the CSV row and the progress of one step.
   absl::Status recordStep(int64_t step,
                           const rt::TrainingSession::StepResult &result);
@@ -396,6 +418,18 @@ private:
   const bool tracing;
   int64_t traceBegin = 0, traceEnd = 0;
 
+  /// What the steps train on: the data set (dataset_type sd), the maker of
+  /// each step's inputs, and the loader thread that makes the next batch
+  /// during a step. Step s reads the batch at stream position
+  /// firstPosition + (s − firstStep) · batch.
+  std::optional<data::DatasetIndex> datasetIndex;
+  std::shared_ptr<const data::DatasetReader> dataset;
+  std::unique_ptr<data::BatchMaker> batches;
+  std::unique_ptr<data::Prefetcher> prefetcher;
+  int64_t firstPosition = 0;
+  /// Seconds the loader spent making batches, and the steps waited for it.
+  double loadSeconds = 0, loadWaitSeconds = 0;
+
   /// This run's losses, and the loss curve of the whole run (a resumed
   /// run's CSV holds the steps before the checkpoint).
   std::vector<double> losses;
@@ -426,8 +460,9 @@ absl::Status TrainRun::run() {
   if (options.compileOnly)
     return compileOnly();
   for (absl::Status (TrainRun::*phase)() :
-       {&TrainRun::preflight, &TrainRun::findCheckpoint, &TrainRun::compile,
-        &TrainRun::restore, &TrainRun::openOutputs, &TrainRun::runSteps,
+       {&TrainRun::preflight, &TrainRun::findCheckpoint, &TrainRun::openDataset,
+        &TrainRun::compile, &TrainRun::makeBatches, &TrainRun::restore,
+        &TrainRun::openOutputs, &TrainRun::runSteps,
         &TrainRun::writeOutputs, &TrainRun::verify})
     if (absl::Status status = (this->*phase)(); !status.ok())
       return status;
@@ -457,8 +492,14 @@ absl::Status TrainRun::preflight() {
             llvm::sys::fs::create_directories(options.runDir))
       return absl::InvalidArgumentError("cannot create '" + options.runDir +
                                         "': " + error.message());
+  if (!options.exportEmaPath.empty() &&
+      !(options.pipeline.training.step.emaDecay > 0))
+    return absl::InvalidArgumentError(
+        "--export-ema needs the step to keep EMA weights: give ema_decay "
+        "(--ema-decay)");
   for (auto [path, flag] : {std::pair<const std::string &, llvm::StringRef>{
                                 options.exportPath, "--export"},
+                            {options.exportEmaPath, "--export-ema"},
                             {options.tracePath, "--trace"},
                             {options.metricsPath, "--metrics"}})
     if (absl::Status status = checkOutputPath(path, flag); !status.ok())
@@ -529,6 +570,79 @@ absl::Status TrainRun::findCheckpoint() {
   // (parseManifest has checked that the directory's name and the
   // manifest's step agree: checkpoints are found and ordered by name.)
   resumed = std::move(*read);
+  return absl::OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Data
+//===----------------------------------------------------------------------===//
+
+absl::Status TrainRun::openDataset() {
+  if (options.datasetType != "sd")
+    return absl::OkStatus();
+  absl::StatusOr<data::DatasetIndex> index =
+      data::readDatasetIndex(options.trainDataDir);
+  if (!index.ok())
+    return index.status();
+  // Every shard's size, checksum and shapes, before anything compiles: a
+  // damaged data set is one error naming the file, not a failure at some
+  // step of the run.
+  if (absl::Status status = data::verifyDataset(*index); !status.ok())
+    return status;
+  absl::StatusOr<data::DatasetReader> reader =
+      data::DatasetReader::open(*index, "train");
+  if (!reader.ok())
+    return reader.status();
+  dataset = std::make_shared<const data::DatasetReader>(std::move(*reader));
+  datasetIndex = std::move(*index);
+  return absl::OkStatus();
+}
+
+absl::Status TrainRun::makeBatches() {
+  std::vector<data::StepInput> inputs;
+  for (size_t i = 0; i < program.spec.arguments.size(); ++i) {
+    const rt::ArgumentSpec &arg = program.spec.arguments[i];
+    if (arg.kind != rt::ArgumentKind::Input)
+      continue;
+    llvm::StringRef kind = llvm::StringRef(arg.name).split('.').first;
+    std::optional<data::InputRole> role = data::parseInputRole(kind.str());
+    if (!role)
+      return absl::InvalidArgumentError("the step's input '" + arg.name +
+                                        "' is not one sdrun can feed");
+    inputs.push_back({i, *role, arg.name, arg.globalShape});
+  }
+  data::BatchOptions batchOptions;
+  batchOptions.seed = seed;
+  batchOptions.labelDropout = options.classDropoutProb;
+  batchOptions.dataset = dataset;
+  batchOptions.index = datasetIndex;
+  // Synthetic data: a generated data set of one global batch, as the
+  // model's default batch once was (fresh noise and timesteps each step).
+  batchOptions.syntheticSamples = program.batch;
+  absl::StatusOr<std::unique_ptr<data::BatchMaker>> maker =
+      data::BatchMaker::create(std::move(inputs), program.batch,
+                               std::move(batchOptions));
+  if (!maker.ok())
+    return maker.status();
+  batches = std::move(*maker);
+  if (datasetIndex)
+    outs() << "data: " << datasetIndex->name << " (" << options.trainDataDir
+           << "), " << dataset->size() << " training samples of "
+           << data::formatShape(datasetIndex->sampleShape) << ", "
+           << llvm::format("%.1f", static_cast<double>(dataset->size()) /
+                                       static_cast<double>(program.batch))
+           << " steps per epoch\n";
+  return absl::OkStatus();
+}
+
+absl::Status
+TrainRun::feedBatch(rt::TrainingSession &target,
+                    const std::vector<std::vector<float>> &inputs) {
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (absl::Status status = target.setArgument(
+            static_cast<int64_t>(batches->inputs()[k].argument), inputs[k]);
+        !status.ok())
+      return status;
   return absl::OkStatus();
 }
 
@@ -677,41 +791,29 @@ absl::Status TrainRun::restoreCheckpoint() {
   const rt::ProgramSpec &spec = program.spec;
   firstStep = resumed->meta.step;
   seed = resumed->meta.seed;
-  // The batch is drawn from the seed; a run resumed with another global
-  // batch (per_device_batch_size on a larger mesh) draws it again.
+  // The data stream continues where the checkpoint left it, whatever this
+  // run's batch; the inputs themselves are made anew for every step.
+  firstPosition = resumed->meta.dataPosition;
   rt::ProgramSpec restored;
-  std::vector<size_t> redrawn;
-  std::string redrawNote;
+  std::vector<size_t> inputs;
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
-    const rt::ArgumentSpec &arg = spec.arguments[i];
-    const ckpt::LoadedTensor *saved = resumed->find(arg.name);
-    if (arg.kind == rt::ArgumentKind::Input &&
-        (!saved || saved->globalShape != arg.globalShape))
-      redrawn.push_back(i);
+    if (spec.arguments[i].kind == rt::ArgumentKind::Input)
+      inputs.push_back(i);
     else
-      restored.arguments.push_back(arg);
+      restored.arguments.push_back(spec.arguments[i]);
   }
   absl::StatusOr<std::vector<std::vector<float>>> values =
       ckpt::argumentsFromCheckpoint(*resumed, restored);
   if (!values.ok())
     return values.status();
-  if (redrawn.empty()) {
-    start = std::move(*values);
-  } else {
-    FailureOr<std::vector<std::vector<float>>> initial =
-        initialTrainArguments(module, options.pipeline, seed);
-    if (failed(initial))
-      return compilerFailure("could not draw the training batch");
-    start = std::move(*initial);
-    size_t next = 0;
-    for (size_t i = 0; i < spec.arguments.size(); ++i)
-      if (!llvm::is_contained(redrawn, i))
-        start[i] = std::move((*values)[next++]);
-    redrawNote = "the checkpoint's batch does not have this run's shape: "
-                 "drew a batch of " +
-                 std::to_string(program.batch) +
-                 " from the checkpoint's seed " + std::to_string(seed) + "\n";
-  }
+  start.assign(spec.arguments.size(), {});
+  size_t next = 0;
+  for (size_t i = 0; i < spec.arguments.size(); ++i)
+    start[i] = llvm::is_contained(inputs, i)
+                   ? std::vector<float>(rt::numElements(
+                                            spec.arguments[i].globalShape),
+                                        0.0f)
+                   : std::move((*values)[next++]);
   // What differs from the run that wrote the checkpoint.
   std::vector<std::string> changed;
   for (const auto &[key, value] : hyperparameters(options.pipeline)) {
@@ -737,7 +839,10 @@ absl::Status TrainRun::restoreCheckpoint() {
                            savedMesh;
   if (savedMesh != program.mesh.toString())
     resumeNote += ", resharded onto " + program.mesh.toString();
-  outs() << resumeNote << ")\n" << redrawNote;
+  outs() << resumeNote << ")\n";
+  if (datasetIndex)
+    outs() << "data: continuing at sample " << firstPosition << " of the "
+           << "stream (epoch " << batches->epochOf(firstPosition) << ")\n";
   return absl::OkStatus();
 }
 
@@ -791,10 +896,41 @@ absl::Status TrainRun::runSteps() {
   traceEnd = std::min(options.steps, traceBegin + options.traceSteps);
   rt::MeshRuntime &runtime = session->runtime();
   int64_t lastCheckpoint = firstStep;
+  // The rows of the batch this process's devices hold: each process makes
+  // only those.
+  std::vector<data::RowRange> rows;
+  if (runtime.process() >= 0)
+    for (const data::StepInput &input : batches->inputs()) {
+      const rt::ArgumentSpec &arg = program.spec.arguments[input.argument];
+      for (int64_t d = 0; d < runtime.numDevices(); ++d) {
+        int64_t block = 0;
+        for (int32_t axis : arg.dimAxes[0])
+          block = block * program.mesh.axes()[axis].size() +
+                  runtime.device(d).coordinates()[axis];
+        rows.push_back({block * arg.localShape[0],
+                        (block + 1) * arg.localShape[0]});
+      }
+    }
+  if (firstStep < options.steps)
+    prefetcher = std::make_unique<data::Prefetcher>(
+        *batches, positionOf(firstStep), std::move(rows));
   for (int64_t step = firstStep; step < options.steps; ++step) {
     if (tracing && step == traceBegin)
       runtime.enableTracing(true);
+    Clock::time_point waitBegin = Clock::now();
+    absl::StatusOr<data::PreparedBatch> batch = prefetcher->next();
     Clock::time_point begin = Clock::now();
+    if (!batch.ok())
+      return abandonSteps(batch.status());
+    loadSeconds +=
+        std::chrono::duration<double>(batch->end - batch->begin).count();
+    loadWaitSeconds += std::chrono::duration<double>(begin - waitBegin).count();
+    runtime.traceLoaderSpan("batch of step " + std::to_string(step + 1),
+                            batch->begin, batch->end);
+    runtime.traceHostSpan("wait for batch", waitBegin, begin, "data");
+    if (absl::Status status = feedBatch(*session, batch->inputs);
+        !status.ok())
+      return abandonSteps(status);
     absl::StatusOr<rt::TrainingSession::StepResult> result =
         session->step(step);
     if (!result.ok())
@@ -815,6 +951,7 @@ absl::Status TrainRun::runSteps() {
   }
   progress->finish();
   std::cout.flush();
+  prefetcher.reset();
   int64_t endStep = std::max(firstStep, options.steps);
   if (checkpointing && lastCheckpoint != endStep)
     return saveCheckpoint(endStep);
@@ -861,8 +998,9 @@ absl::Status TrainRun::saveCheckpoint(int64_t stepsTaken) {
   meta.step = stepsTaken;
   meta.seed = seed;
   meta.dataSeed = seed;
-  // The batch is drawn once from the seed: every step reads the same one.
-  meta.dataPosition = stepsTaken;
+  // The next sample of the data stream (sd/Data/Batches.h).
+  meta.dataPosition = positionOf(stepsTaken);
+  meta.dataEpoch = batches->epochOf(meta.dataPosition);
   meta.model = model;
   meta.hyperparameters = hyperparameters(options.pipeline);
   if (absl::Status status = ckpt::saveCheckpoint(
@@ -893,6 +1031,7 @@ absl::Status TrainRun::saveCheckpoint(int64_t stepsTaken) {
 
 absl::Status TrainRun::abandonSteps(absl::Status status) {
   progress->finish();
+  prefetcher.reset();
   if (tracing && session->runtime().tracingEnabled())
     if (absl::Status written = writeTrace(); !written.ok())
       warn(std::string(written.message()));
@@ -945,6 +1084,18 @@ void TrainRun::printSummary() {
            << " to host memory and " << rt::formatBytes(reloaded / ran)
            << " back per step (sd.offload, sd.reload)\n";
   printCommunicationTimes();
+  if (batches && ran > 0) {
+    outs() << "data: ";
+    if (datasetIndex)
+      outs() << datasetIndex->name << ", epoch "
+             << batches->epochOf(positionOf(firstStep + ran) - 1) << " at the end";
+    else
+      outs() << "synthetic (" << batches->numSamples() << " samples)";
+    outs() << format(", loader %.2f ms per batch, %.2f ms of it exposed "
+                     "(%.1f%% of a step)\n",
+                     1e3 * loadSeconds / ran, 1e3 * loadWaitSeconds / ran,
+                     100 * loadWaitSeconds / totalSeconds);
+  }
 }
 
 void TrainRun::printCommunicationTimes() {
@@ -997,14 +1148,23 @@ absl::Status TrainRun::writeOutputs() {
   if (tracing)
     if (absl::Status status = writeTrace(); !status.ok())
       return status;
-  if (options.exportPath.empty())
-    return absl::OkStatus();
-  if (absl::Status status =
-          exportParameters(*session, options.exportPath,
-                           std::max(firstStep, options.steps), model);
-      !status.ok())
-    return status;
-  outs() << "exported the parameters to " << options.exportPath << "\n";
+  if (!options.exportPath.empty()) {
+    if (absl::Status status =
+            exportParameters(*session, options.exportPath,
+                             std::max(firstStep, options.steps), model);
+        !status.ok())
+      return status;
+    outs() << "exported the parameters to " << options.exportPath << "\n";
+  }
+  if (!options.exportEmaPath.empty()) {
+    if (absl::Status status = exportParameters(
+            *session, options.exportEmaPath,
+            std::max(firstStep, options.steps), model, /*ema=*/true);
+        !status.ok())
+      return status;
+    outs() << "exported the EMA parameters to " << options.exportEmaPath
+           << "\n";
+  }
   return absl::OkStatus();
 }
 
@@ -1042,6 +1202,12 @@ absl::Status TrainRun::verify() {
   bool finite = true;
   double worstLoss = 0;
   for (int64_t step = firstStep; step < options.steps; ++step) {
+    absl::StatusOr<std::vector<std::vector<float>>> batch =
+        batches->make(positionOf(step));
+    if (!batch.ok())
+      return batch.status();
+    if (absl::Status status = feedBatch(**reference, *batch); !status.ok())
+      return status;
     absl::StatusOr<rt::TrainingSession::StepResult> result =
         (*reference)->step(step);
     if (!result.ok())

@@ -187,9 +187,18 @@ FailureOr<std::vector<Tensor>> mlir::sd::initializeArguments(func::FuncOp func,
     FailureOr<Tensor> value = failure();
     if (param) {
       value = initializeParameter(func, index, param, shape, *dtype, seed);
-    } else if (isa_and_nonnull<OptimizerStateAttr>(role)) {
-      // AdamW's moments start at zero.
+    } else if (auto state = dyn_cast_or_null<OptimizerStateAttr>(role)) {
+      // AdamW's moments start at zero, the parameters' moving average at
+      // the parameter (an argument before it: the step lists parameters
+      // first).
       value = Tensor(shape, *dtype);
+      if (state.getKind() == MomentKind::ema) {
+        for (unsigned p = 0; p < index; ++p)
+          if (auto other = func.getArgAttrOfType<ParamAttr>(
+                  p, SDDialect::kRoleAttrName);
+              other && other.getName() == state.getParam())
+            value = args[p];
+      }
     } else if (auto input = dyn_cast_or_null<InputAttr>(role)) {
       int64_t ordinal = ordinals[input.getKind()]++;
       value = initializeInput(func, index, input.getKind(), ordinal, shape,

@@ -33,6 +33,7 @@ namespace {
 struct StepOptions {
   double learningRate, beta1, beta2, epsilon, weightDecay, maxGradNorm;
   int64_t warmupSteps, gradAccum;
+  double emaDecay;
 };
 
 class TrainStepBuilder {
@@ -92,14 +93,16 @@ private:
   SmallVector<std::pair<int64_t, size_t>> completions;
 
   func::FuncOp step;
-  SmallVector<Value> params, mu, nu, inputs;
+  SmallVector<Value> params, mu, nu, ema, inputs;
   Value stepCount;
   /// Per parameter, the gradient summed over microbatches.
   SmallVector<Value> gradients;
   /// AdamW's step scalars and, per parameter, its results (null until
   /// updated).
   Value correction1, correction2, learningRate;
-  SmallVector<Value> newParams, newMu, newNu;
+  SmallVector<Value> newParams, newMu, newNu, newEma;
+  /// Optimizer states per parameter: mu and nu, and ema with ema-decay.
+  int64_t numStates() const { return options.emaDecay > 0 ? 3 : 2; }
 };
 
 Value TrainStepBuilder::broadcastScalar(Value value, Type type) {
@@ -172,7 +175,10 @@ LogicalResult TrainStepBuilder::analyze() {
 void TrainStepBuilder::addStateArgs(SmallVectorImpl<Type> &types,
                                     SmallVectorImpl<DictionaryAttr> &attrs) {
   MLIRContext *context = grad.getContext();
-  for (MomentKind kind : {MomentKind::mu, MomentKind::nu})
+  SmallVector<MomentKind> kinds = {MomentKind::mu, MomentKind::nu};
+  if (options.emaDecay > 0)
+    kinds.push_back(MomentKind::ema);
+  for (MomentKind kind : kinds)
     for (unsigned i : paramIndices) {
       NamedAttrList stateAttrs(grad.getArgAttrDict(i));
       auto param =
@@ -215,7 +221,7 @@ void TrainStepBuilder::createFunction() {
   // parameter, with its sharding where it has one, and written in place of
   // the old one (donated).
   SmallVector<Type> resultTypes = {gradType.getResult(0)};
-  for (int64_t c = 0; c < 3; ++c)
+  for (int64_t c = 0; c < 1 + numStates(); ++c)
     llvm::append_range(resultTypes, gradType.getResults().drop_front());
   builder.setInsertionPoint(grad);
   step =
@@ -228,7 +234,7 @@ void TrainStepBuilder::createFunction() {
   // the whole array each time, quadratic in the parameter count.
   size_t numParams = paramIndices.size();
   SmallVector<DictionaryAttr> resultAttrs = {DictionaryAttr::get(context, {})};
-  for (int64_t c = 0; c < 3; ++c)
+  for (int64_t c = 0; c < 1 + numStates(); ++c)
     for (auto [n, i] : llvm::enumerate(paramIndices)) {
       NamedAttrList attrs;
       if (Attribute sharding = grad.getArgAttr(i, SDDialect::kShardingAttrName))
@@ -244,7 +250,10 @@ void TrainStepBuilder::createFunction() {
   llvm::append_range(params, args.take_front(numParams));
   llvm::append_range(mu, args.slice(numParams, numParams));
   llvm::append_range(nu, args.slice(2 * numParams, numParams));
-  llvm::append_range(inputs, args.slice(3 * numParams, inputIndices.size()));
+  if (options.emaDecay > 0)
+    llvm::append_range(ema, args.slice(3 * numParams, numParams));
+  llvm::append_range(inputs, args.slice((1 + numStates()) * numParams,
+                                        inputIndices.size()));
   stepCount = args.back();
   builder.setInsertionPointToEnd(entry);
 }
@@ -408,6 +417,10 @@ void TrainStepBuilder::updateParameter(size_t n) {
       create<SubOp>(p, create<MulOp>(asParam(learningRate), direction));
   newMu[n] = m;
   newNu[n] = v;
+  if (options.emaDecay > 0)
+    newEma[n] = create<AddOp>(
+        create<MulOp>(splat(options.emaDecay, type), ema[n]),
+        create<MulOp>(splat(1.0 - options.emaDecay, type), newParams[n]));
 }
 
 FailureOr<func::FuncOp> TrainStepBuilder::build() {
@@ -419,6 +432,7 @@ FailureOr<func::FuncOp> TrainStepBuilder::build() {
   newParams.assign(numParams, Value());
   newMu.assign(numParams, Value());
   newNu.assign(numParams, Value());
+  newEma.assign(numParams, Value());
   Value lossSum;
   for (int64_t k = 0; k < options.gradAccum; ++k) {
     SmallVector<Value> micro;
@@ -450,6 +464,8 @@ FailureOr<func::FuncOp> TrainStepBuilder::build() {
   llvm::append_range(results, newParams);
   llvm::append_range(results, newMu);
   llvm::append_range(results, newNu);
+  if (options.emaDecay > 0)
+    llvm::append_range(results, newEma);
   func::ReturnOp::create(builder, grad.getLoc(), results);
 
   // What no result needs (microbatches of unused inputs) goes.
@@ -480,8 +496,14 @@ public:
           << "grad-accum must be at least 1, not " << gradAccum.getValue();
       return signalPassFailure();
     }
+    if (!(emaDecay >= 0 && emaDecay < 1)) {
+      emitError(module.getLoc())
+          << "ema-decay must be in [0, 1), not " << emaDecay.getValue();
+      return signalPassFailure();
+    }
     StepOptions options{learningRate, beta1,       beta2,       epsilon,
-                        weightDecay,  maxGradNorm, warmupSteps, gradAccum};
+                        weightDecay,  maxGradNorm, warmupSteps, gradAccum,
+                        emaDecay};
     TrainStepBuilder stepBuilder(grad, options);
     if (failed(stepBuilder.build()))
       return signalPassFailure();

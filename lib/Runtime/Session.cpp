@@ -181,6 +181,24 @@ TrainingSession::setArguments(const std::vector<std::vector<float>> &globals) {
   return status;
 }
 
+absl::Status TrainingSession::setArgument(int64_t index,
+                                          const std::vector<float> &global) {
+  if (buffers.empty())
+    return absl::FailedPreconditionError("the session has no arguments");
+  if (index < 0 || index >= static_cast<int64_t>(programSpec.arguments.size()))
+    return absl::OutOfRangeError(absl::StrCat("no argument #", index));
+  const ArgumentSpec &arg = programSpec.arguments[index];
+  if (static_cast<int64_t>(global.size()) != numElements(arg.globalShape))
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument '", arg.name, "' has ", global.size(),
+                     " elements, expected ", numElements(arg.globalShape)));
+  for (int64_t d = 0; d < mesh->numDevices(); ++d)
+    copyBlock(arg, mesh->device(d).coordinates(),
+              const_cast<float *>(global.data()),
+              static_cast<float *>(buffers[d][index]), /*toGlobal=*/false);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TrainingSession::StepResult>
 TrainingSession::step(int64_t stepsTaken) {
   if (buffers.empty())

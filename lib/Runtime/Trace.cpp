@@ -121,6 +121,7 @@ void MeshRuntime::enableTracing(bool enable) {
   for (std::unique_ptr<Device> &device : devices)
     device->trace().enable(enable, origin);
   hostRecorder.enable(enable, origin);
+  loaderRecorder.enable(enable, origin);
   tracing = enable;
 }
 
@@ -129,6 +130,12 @@ void MeshRuntime::traceHostSpan(std::string_view name,
                                 TraceClock::time_point end,
                                 std::string_view category) {
   hostRecorder.span(name, category, begin, end);
+}
+
+void MeshRuntime::traceLoaderSpan(std::string_view name,
+                                  TraceClock::time_point begin,
+                                  TraceClock::time_point end) {
+  loaderRecorder.span(name, "data", begin, end);
 }
 
 //===----------------------------------------------------------------------===//
@@ -305,6 +312,9 @@ absl::StatusOr<int64_t> sd::rt::writeChromeTrace(MeshRuntime &runtime,
     writer.track(id + 1, deviceTrackName(runtime.mesh(), device),
                  device.trace());
   }
+  if (!runtime.loaderTrace().events().empty())
+    writer.track(runtime.numDevices() + 1, "data loader",
+                 runtime.loaderTrace());
   os << "\n],\n"
      << R"("displayTimeUnit": "ms"})"
      << "\n";

@@ -55,6 +55,8 @@ struct CheckpointMeta {
   uint64_t seed = 0;
   uint64_t dataSeed = 0;
   int64_t dataPosition = 0;
+  /// The epoch of the data set that position is in.
+  int64_t dataEpoch = 0;
   /// Identifies the model, e.g. "flux-tiny.mlir sha256:…".
   std::string model;
   /// Optimizer hyperparameters ("learning_rate", "adam_b1", ...).

@@ -96,6 +96,8 @@ struct RunConfig {
   std::optional<double> adamEps;                      ///< > 0.
   std::optional<double> adamWeightDecay, maxGradNorm; ///< >= 0.
   std::optional<double> warmupStepsFraction;          ///< In [0, 1].
+  /// DiT's class_dropout_prob, in [0, 1]; ema_decay, in [0, 1).
+  std::optional<double> classDropoutProb, emaDecay;
   /// `opt_enable_grad_global_norm_clipping`.
   std::optional<bool> gradNormClipping;
   std::optional<uint64_t> seed;
@@ -109,10 +111,12 @@ struct RunConfig {
   /// `ulysses_shards` (>= 1, or -1 for unset as in MaxDiffusion's configs):
   /// devices per Ulysses group of `attention: ulysses_ring`.
   std::optional<int64_t> ulyssesShards;
+  /// `eval_every` (-1 or 0: never): steps between held-out losses.
+  std::optional<int64_t> evalEvery;
   /// Strings as given ('' allowed); the caller interprets the dtypes and
   /// the attention kernel.
   std::optional<std::string> outputDir, runName, weightsDtype, activationsDtype,
-      attention;
+      attention, datasetType, trainDataDir, predictionType;
 
   /// Top-level keys sd does not use, in order of first appearance, each
   /// once. sdrun names them in one warning.

@@ -56,12 +56,17 @@ struct RunSpecFlags {
   std::optional<std::string> remat;
   std::optional<std::vector<std::string>> namesSaved, namesOffloaded;
   std::optional<double> learningRate, adamB1, adamB2, adamEps, weightDecay,
-      maxGradNorm;
+      maxGradNorm, emaDecay;
   std::optional<int64_t> warmupSteps;
 
   // Attention: the kernel and its flash block sizes (MaxDiffusion's JSON).
   std::optional<std::string> attention, flashBlockSizes;
   std::optional<int64_t> ulyssesShards;
+
+  // What the steps train on.
+  std::optional<std::string> datasetType, trainDataDir;
+  std::optional<double> classDropoutProb;
+  std::optional<int64_t> evalEvery;
 
   // sdrun's run.
   std::string modelPath;
@@ -69,7 +74,8 @@ struct RunSpecFlags {
       threadsPerDevice;
   std::optional<uint64_t> seed;
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
-      exportPath, tracePath, metricsPath, cacheDir, deviceMemory, hostMemory;
+      exportPath, exportEmaPath, tracePath, metricsPath, cacheDir, deviceMemory,
+      hostMemory;
   std::optional<bool> resume, verify;
   /// The network the cost model prices collectives on (sd/Sharding/
   /// Network.h): bandwidths and latencies as the flags give them.
@@ -156,6 +162,24 @@ struct OptimizerSettings {
   Setting<int64_t> warmupSteps{0};
   /// The warmup_steps_fraction the warm-up was computed from, if any.
   std::optional<double> warmupStepsFraction;
+  /// ema_decay: the step keeps an exponential moving average of the
+  /// parameters with this decay; 0 keeps none.
+  Setting<double> emaDecay{0.0};
+};
+
+/// What the steps train on (sd/Data/Batches.h).
+struct DataSettings {
+  /// dataset_type: "synthetic" (a generated data set of one global batch)
+  /// or "sd" (a directory sddata wrote, train_data_dir).
+  Setting<std::string> type{std::string("synthetic")};
+  Setting<std::string> trainDataDir;
+  /// DiT's class_dropout_prob: labels dropped to the null class.
+  Setting<double> classDropoutProb{0.0};
+  /// eval_every: steps between losses on the held-out split (0: never).
+  Setting<int64_t> evalEvery{0};
+  /// prediction_type as a config gives it (the model decides; sdrun checks
+  /// that they agree).
+  std::optional<Setting<std::string>> predictionType;
 };
 
 /// How the model's layers run: the attention kernel and its block sizes,
@@ -189,6 +213,8 @@ struct RunSettings {
   std::string checkpointDir;
   bool resume = false;
   std::string initFrom, exportPath;
+  /// --export-ema: the EMA parameters, under the parameters' names.
+  std::string exportEmaPath;
   /// A Chrome trace: --trace, or trace.json in runDir when the config
   /// enables the profiler ("" for none).
   Setting<std::string> tracePath;
@@ -211,6 +237,7 @@ struct RunSpec {
   RematSettings remat;
   OptimizerSettings optimizer;
   ModelSettings model;
+  DataSettings data;
   RunSettings run;
   /// Lines printed under the run's header: what the config set that sd
   /// records but does not apply, how a -1 axis was filled, ...

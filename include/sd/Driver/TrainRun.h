@@ -61,6 +61,17 @@ struct TrainRunOptions {
   bool resume = false;
   std::string initFrom;
   std::string exportPath;
+  /// The EMA parameters (the step's ema states) under the parameters'
+  /// names.
+  std::string exportEmaPath;
+  /// What the steps train on (sd/Data/Batches.h): "synthetic" or "sd" with
+  /// `trainDataDir`; labels dropped to the null class with
+  /// `classDropoutProb`; the held-out loss every `evalEvery` steps (0:
+  /// never).
+  std::string datasetType = "synthetic";
+  std::string trainDataDir;
+  double classDropoutProb = 0;
+  int64_t evalEvery = 0;
   /// A Chrome trace of `traceSteps` steps after the first `traceSkipSteps`
   /// of this run.
   std::string tracePath;

@@ -279,7 +279,8 @@ def SD_InputAttr : SD_Attr<"Input", "input"> {
 
 def SD_MomentKind : I32EnumAttr<"MomentKind", "optimizer moment", [
     I32EnumAttrCase<"mu", 0>,
-    I32EnumAttrCase<"nu", 1>]> {
+    I32EnumAttrCase<"nu", 1>,
+    I32EnumAttrCase<"ema", 2>]> {
   let cppNamespace = "::mlir::sd";
   let genSpecializedAttr = 0;
 }

@@ -373,6 +373,11 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
             tensor<4xf32> {sd.aliases = 2 : i64})
     ```
 
+    With `ema-decay` d > 0 the step also keeps an exponential moving average
+    of each parameter (DiT's EMA weights, for sampling): one more state
+    argument per parameter, `#sd.optimizer_state<"w", ema>` after nu,
+    updated as ema' = d·ema + (1−d)·p' and aliased like the moments.
+
     A module without `@loss_grad`, a gradient function that does not
     return the loss and one gradient per parameter or has no seed,
     `grad-accum` below 1, or microbatches with a scalar input is an error.
@@ -391,6 +396,9 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
            "Clip gradients to this global norm (0: no clipping)">,
     Option<"gradAccum", "grad-accum", "int64_t", "1",
            "Microbatches whose gradients are accumulated per step">,
+    Option<"emaDecay", "ema-decay", "double", "0.0",
+           "Keep an exponential moving average of the parameters with this "
+           "decay (0: none)">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect",
                            "::mlir::func::FuncDialect"];

@@ -300,6 +300,11 @@ public:
                      TraceClock::time_point end,
                      std::string_view category = "host");
   TraceRecorder &hostTrace() { return hostRecorder; }
+  /// A span of the thread that makes the training data ahead of each step,
+  /// on a "data loader" track of its own. Ignored unless tracing.
+  void traceLoaderSpan(std::string_view name, TraceClock::time_point begin,
+                       TraceClock::time_point end);
+  TraceRecorder &loaderTrace() { return loaderRecorder; }
 
 private:
   explicit MeshRuntime(MeshRuntimeOptions options);
@@ -312,7 +317,7 @@ private:
   std::vector<std::unique_ptr<Device>> devices;
   std::unique_ptr<Workers> workers;
   bool tracing = false;
-  TraceRecorder hostRecorder;
+  TraceRecorder hostRecorder, loaderRecorder;
 };
 
 } // namespace sd::rt

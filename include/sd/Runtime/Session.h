@@ -79,6 +79,14 @@ public:
   /// cannot hold them; the session then has no arguments.
   absl::Status setArguments(const std::vector<std::vector<float>> &globals);
 
+  /// Replaces argument `index`'s blocks on every device of this runtime
+  /// with those of `global` (its global row-major value; only the blocks
+  /// this process's devices hold are read), in the buffers they have:
+  /// what a training loop does with each step's batch. FailedPrecondition
+  /// without arguments; OutOfRange for a bad index; InvalidArgument for a
+  /// wrong element count.
+  absl::Status setArgument(int64_t index, const std::vector<float> &global);
+
   struct StepResult {
     /// The loss of device 0 (all devices hold the same value).
     double loss = 0;
