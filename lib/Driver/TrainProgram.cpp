@@ -21,9 +21,10 @@ namespace {
 /// The training step's module after the default pipeline: partitioned for
 /// `options.mesh`, or the single-device step (inlined) without one.
 FailureOr<OwningOpRef<ModuleOp>> runPipeline(ModuleOp module,
-                                             PipelineOptions options) {
+                                             PipelineOptions options,
+                                             bool train = true) {
   OwningOpRef<ModuleOp> clone(module.clone());
-  options.train = true;
+  options.train = train;
   options.propagate = options.partition = !options.mesh.empty();
   PassManager pm(module.getContext());
   buildDefaultPipeline(pm, options);
@@ -62,9 +63,39 @@ FailureOr<SingleDeviceStep> buildSingleDeviceStep(ModuleOp module,
   return SingleDeviceStep{std::move(*single), step};
 }
 
-/// The runtime's description of `func`'s arguments and results.
+/// Fills `arg`'s global shape and split axes from its local shape and its
+/// `sd.local_sharding` (if any).
+LogicalResult describeSharding(func::FuncOp func, ShardingAttr sharding,
+                               const ::sd::MeshSpec &mesh,
+                               ::sd::rt::ArgumentSpec &arg) {
+  arg.dimAxes.assign(arg.localShape.size(), {});
+  arg.globalShape = arg.localShape;
+  if (!sharding)
+    return success();
+  for (auto [dim, dimSharding] : llvm::enumerate(sharding.getDimShardings())) {
+    for (StringAttr name : dimSharding.getAxes()) {
+      int32_t index = -1;
+      for (auto [a, axis] : llvm::enumerate(mesh.axes()))
+        if (axis.name == name.getValue())
+          index = static_cast<int32_t>(a);
+      if (index < 0)
+        return func.emitError()
+               << "'" << arg.name << "' is sharded over unknown mesh axis '"
+               << name.getValue() << "'";
+      arg.dimAxes[dim].push_back(index);
+      arg.globalShape[dim] *= mesh.axes()[index].size();
+    }
+  }
+  return success();
+}
+
+/// The runtime's description of `func`'s arguments and results. A training
+/// step returns the scalar loss first; a `forward` model function returns
+/// the loss (@loss) or tensors the caller reads (@denoise), which the
+/// session keeps.
 FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
-                                          const ::sd::MeshSpec &mesh) {
+                                          const ::sd::MeshSpec &mesh,
+                                          bool forward = false) {
   ::sd::rt::ProgramSpec spec;
   llvm::StringMap<int64_t> inputOrdinals;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
@@ -92,26 +123,11 @@ FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
     } else {
       return func.emitError() << "argument #" << i << " has no sd.role";
     }
-    arg.dimAxes.assign(arg.localShape.size(), {});
-    arg.globalShape = arg.localShape;
-    if (auto sharding = func.getArgAttrOfType<ShardingAttr>(
-            i, SDDialect::kLocalShardingAttrName)) {
-      for (auto [dim, dimSharding] :
-           llvm::enumerate(sharding.getDimShardings())) {
-        for (StringAttr name : dimSharding.getAxes()) {
-          int32_t index = -1;
-          for (auto [a, axis] : llvm::enumerate(mesh.axes()))
-            if (axis.name == name.getValue())
-              index = static_cast<int32_t>(a);
-          if (index < 0)
-            return func.emitError() << "argument '" << arg.name
-                                    << "' is sharded over unknown mesh axis '"
-                                    << name.getValue() << "'";
-          arg.dimAxes[dim].push_back(index);
-          arg.globalShape[dim] *= mesh.axes()[index].size();
-        }
-      }
-    }
+    if (failed(describeSharding(func,
+                                func.getArgAttrOfType<ShardingAttr>(
+                                    i, SDDialect::kLocalShardingAttrName),
+                                mesh, arg)))
+      return failure();
     spec.arguments.push_back(std::move(arg));
   }
   for (unsigned r = 0; r < func.getNumResults(); ++r) {
@@ -120,6 +136,30 @@ FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
     spec.resultAliases.push_back(alias ? alias.getInt() : -1);
   }
   spec.lossResult = 0;
+  auto first = func.getNumResults() > 0
+                   ? dyn_cast<RankedTensorType>(func.getResultTypes()[0])
+                   : RankedTensorType();
+  if (forward && !(first && first.getRank() == 0)) {
+    spec.lossResult = -1;
+    spec.keepResults = true;
+    for (unsigned r = 0; r < func.getNumResults(); ++r) {
+      auto type = dyn_cast<RankedTensorType>(func.getResultTypes()[r]);
+      if (!type || !type.hasStaticShape())
+        return func.emitError()
+               << "result #" << r << " is not a statically shaped tensor";
+      ::sd::rt::ArgumentSpec result;
+      result.name = "result #" + std::to_string(r);
+      result.localShape.assign(type.getShape().begin(), type.getShape().end());
+      if (failed(describeSharding(
+              func,
+              func.getResultAttrOfType<ShardingAttr>(
+                  r, SDDialect::kLocalShardingAttrName),
+              mesh, result)))
+        return failure();
+      spec.results.push_back(std::move(result));
+    }
+    return spec;
+  }
   auto lossType = func.getNumResults() > 0
                       ? dyn_cast<RankedTensorType>(func.getResultTypes()[0])
                       : RankedTensorType();
@@ -229,4 +269,55 @@ mlir::sd::initialTrainArguments(ModuleOp module, const PipelineOptions &options,
     tensor = ::sd::ref::Tensor();
   }
   return values;
+}
+
+FailureOr<TrainProgram> mlir::sd::buildModelProgram(ModuleOp module,
+                                                    const PipelineOptions &options,
+                                                    StringRef function) {
+  TrainProgram program;
+  if (options.mesh.empty()) {
+    program.mesh = ::sd::MeshSpec({::sd::MeshAxis{"data", 1, 1}});
+  } else {
+    ::sd::MeshOptions meshOptions;
+    if (options.devices > 0)
+      meshOptions.devices = options.devices;
+    if (options.processes > 0)
+      meshOptions.processes = options.processes;
+    absl::StatusOr<::sd::MeshSpec> mesh =
+        ::sd::parseMesh(options.mesh, options.dcnMesh, meshOptions);
+    if (!mesh.ok())
+      return module.emitError() << mesh.status().message();
+    program.mesh = *mesh;
+  }
+  if (!module.lookupSymbol<func::FuncOp>(function))
+    return module.emitError() << "the model has no @" << function;
+  FailureOr<OwningOpRef<ModuleOp>> lowered =
+      runPipeline(module, options, /*train=*/false);
+  if (failed(lowered))
+    return failure();
+  auto func = (*lowered)->lookupSymbol<func::FuncOp>(function);
+  FailureOr<::sd::rt::ProgramSpec> spec =
+      describe(func, program.mesh, /*forward=*/true);
+  if (failed(spec))
+    return failure();
+  program.spec = std::move(*spec);
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto input = func.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
+    const ::sd::rt::ArgumentSpec &arg = program.spec.arguments[i];
+    if (input && !arg.globalShape.empty()) {
+      program.batch = arg.globalShape[0];
+      break;
+    }
+  }
+  FailureOr<CostReport> local = computeCostReport(func, LayoutChoice::Auto);
+  if (failed(local))
+    return failure();
+  program.predictedCommBytes = local->collectiveBytesPerDevice;
+  program.predictedCommunication =
+      predictCommunication(*local, options.network);
+  FailureOr<std::string> source = lowerToOpenMP(**lowered, function);
+  if (failed(source))
+    return failure();
+  program.source = std::move(*source);
+  return program;
 }

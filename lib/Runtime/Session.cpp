@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace sd::rt {
 
@@ -67,7 +68,25 @@ TrainingSession::TrainingSession(std::unique_ptr<MeshRuntime> mesh,
     : mesh(std::move(mesh)), programSpec(std::move(spec)),
       program(std::move(program)) {}
 
-TrainingSession::~TrainingSession() { releaseArguments(); }
+TrainingSession::~TrainingSession() {
+  releaseResults();
+  releaseArguments();
+}
+
+void TrainingSession::releaseResults() {
+  for (int64_t d = 0; d < static_cast<int64_t>(kept.size()); ++d) {
+    Device &device = mesh->device(d);
+    for (void *buffer : kept[d]) {
+      if (!buffer)
+        continue;
+      if (device.pool(SD_DEVICE_MEMORY).owns(buffer))
+        device.pool(SD_DEVICE_MEMORY).release(buffer);
+      else
+        device.pool(SD_HOST_MEMORY).release(buffer);
+    }
+  }
+  kept.clear();
+}
 
 void TrainingSession::releaseArguments() {
   for (int64_t d = 0; d < static_cast<int64_t>(buffers.size()); ++d) {
@@ -86,6 +105,7 @@ void TrainingSession::resetAfterFailure() {
   // A failed step leaves intermediates allocated and donated arguments
   // half-updated, and devices may disagree: drop everything.
   buffers.clear();
+  kept.clear();
   for (int64_t d = 0; d < mesh->numDevices(); ++d) {
     mesh->device(d).pool(SD_DEVICE_MEMORY).releaseAll();
     mesh->device(d).pool(SD_HOST_MEMORY).releaseAll();
@@ -136,8 +156,18 @@ TrainingSession::create(MeshRuntimeOptions options, ProgramSpec spec,
     if (alias >= 0)
       donated[alias] = true;
   }
-  if (spec.lossResult < 0 || spec.lossResult >= numResults ||
-      spec.resultAliases[spec.lossResult] != -1)
+  if (spec.keepResults) {
+    if (static_cast<int64_t>(spec.results.size()) != numResults)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the program keeps its results but describes ", spec.results.size(),
+          " of its ", numResults));
+    for (ArgumentSpec &result : spec.results)
+      result.axisSizes = axisSizes;
+  }
+  if (spec.lossResult == -1 && spec.keepResults) {
+    // A forward program: its results are read with gatherResult.
+  } else if (spec.lossResult < 0 || spec.lossResult >= numResults ||
+             spec.resultAliases[spec.lossResult] != -1)
     return absl::InvalidArgumentError(absl::StrCat(
         "result #", spec.lossResult, " cannot be the loss"));
   auto runtime = MeshRuntime::create(std::move(options));
@@ -209,6 +239,9 @@ TrainingSession::step(int64_t stepsTaken) {
   size_t numResults = programSpec.resultAliases.size();
   std::vector<double> losses(mesh->numDevices(), 0.0);
   std::vector<int64_t> comm(mesh->numDevices(), 0);
+  releaseResults();
+  if (programSpec.keepResults)
+    kept.assign(mesh->numDevices(), std::vector<void *>(numResults, nullptr));
   const SdApi *api = MeshRuntime::api();
   SdProgramEntry entry = program->entry();
   auto start = std::chrono::steady_clock::now();
@@ -251,9 +284,24 @@ TrainingSession::step(int64_t stepsTaken) {
         }
         continue;
       }
-      // Results nobody keeps (the loss).
+      // Results nobody keeps (the loss), unless the caller reads them.
       bool isArgument =
           std::find(mine.begin(), mine.end(), results[r]) != mine.end();
+      if (programSpec.keepResults) {
+        // An argument returned as it is stays the argument's: keep a copy.
+        if (isArgument) {
+          int64_t bytes =
+              numElements(programSpec.results[r].localShape) * sizeof(float);
+          absl::StatusOr<void *> copy = pool.allocate(bytes, "result");
+          if (!copy.ok())
+            return copy.status();
+          std::memcpy(*copy, results[r], bytes);
+          kept[local(device)][r] = *copy;
+        } else {
+          kept[local(device)][r] = results[r];
+        }
+        continue;
+      }
       if (!isArgument) {
         if (pool.owns(results[r]))
           pool.release(results[r]);
@@ -271,16 +319,15 @@ TrainingSession::step(int64_t stepsTaken) {
     return status;
   }
   lastCommBytes = *std::max_element(comm.begin(), comm.end());
-  return StepResult{losses[0], seconds};
+  double loss = programSpec.lossResult >= 0
+                    ? losses[0]
+                    : std::numeric_limits<double>::quiet_NaN();
+  return StepResult{loss, seconds};
 }
 
-absl::StatusOr<std::vector<float>>
-TrainingSession::gatherArgument(int64_t index) {
-  if (buffers.empty())
-    return absl::FailedPreconditionError("the session has no arguments");
-  if (index < 0 || index >= static_cast<int64_t>(programSpec.arguments.size()))
-    return absl::OutOfRangeError(absl::StrCat("no argument #", index));
-  const ArgumentSpec &arg = programSpec.arguments[index];
+absl::StatusOr<std::vector<float>> TrainingSession::gatherBlocks(
+    const ArgumentSpec &arg,
+    const std::function<const float *(int64_t)> &blockOf) {
   const MeshSpec &meshSpec = mesh->mesh();
   int64_t blockElements = numElements(arg.localShape);
   size_t blockBytes = blockElements * sizeof(float);
@@ -299,7 +346,7 @@ TrainingSession::gatherArgument(int64_t index) {
     std::string mine;
     mine.reserve(blockBytes * mesh->numDevices());
     for (int64_t d = 0; d < mesh->numDevices(); ++d)
-      mine.append(static_cast<const char *>(buffers[d][index]), blockBytes);
+      mine.append(reinterpret_cast<const char *>(blockOf(d)), blockBytes);
     absl::StatusOr<std::vector<std::string>> gathered = group->allGather(mine);
     if (!gathered.ok())
       return gathered.status();
@@ -317,8 +364,7 @@ TrainingSession::gatherArgument(int64_t index) {
     }
   } else {
     for (int64_t d = 0; d < mesh->numDevices(); ++d)
-      blocks.emplace_back(mesh->firstDeviceId() + d,
-                          static_cast<const float *>(buffers[d][index]));
+      blocks.emplace_back(mesh->firstDeviceId() + d, blockOf(d));
   }
   std::vector<float> global(numElements(arg.globalShape), 0.0f);
   std::vector<float> block(blockElements);
@@ -336,6 +382,31 @@ TrainingSession::gatherArgument(int64_t index) {
           "the replicas of '", arg.name, "' differ (device ", id, ")"));
   }
   return global;
+}
+
+absl::StatusOr<std::vector<float>>
+TrainingSession::gatherArgument(int64_t index) {
+  if (buffers.empty())
+    return absl::FailedPreconditionError("the session has no arguments");
+  if (index < 0 || index >= static_cast<int64_t>(programSpec.arguments.size()))
+    return absl::OutOfRangeError(absl::StrCat("no argument #", index));
+  return gatherBlocks(programSpec.arguments[index], [&](int64_t d) {
+    return static_cast<const float *>(buffers[d][index]);
+  });
+}
+
+absl::StatusOr<std::vector<float>>
+TrainingSession::gatherResult(int64_t index) {
+  if (kept.empty())
+    return absl::FailedPreconditionError(
+        "the session keeps no results (ProgramSpec::keepResults, after a "
+        "step)");
+  if (index < 0 || index >= static_cast<int64_t>(programSpec.results.size()) ||
+      !kept[0][index])
+    return absl::OutOfRangeError(absl::StrCat("no kept result #", index));
+  return gatherBlocks(programSpec.results[index], [&](int64_t d) {
+    return static_cast<const float *>(kept[d][index]);
+  });
 }
 
 absl::StatusOr<const float *> TrainingSession::deviceBlock(int64_t device,

@@ -48,6 +48,16 @@ struct TrainProgram {
 FailureOr<TrainProgram> buildTrainProgram(ModuleOp module,
                                           const PipelineOptions &options);
 
+/// The forward program of the model function `function` (@loss for a
+/// held-out loss, @denoise for a sampler): the default pipeline without
+/// training, partitioned for `options.mesh` (one device without), lowered
+/// to the runtime's C++. A function returning tensors has them kept by the
+/// session (ProgramSpec::keepResults); one returning the scalar loss
+/// reports it as a training step does. `modelFlops` is left 0.
+FailureOr<TrainProgram> buildModelProgram(ModuleOp module,
+                                          const PipelineOptions &options,
+                                          StringRef function);
+
 /// The global value of every argument of the training step `options`
 /// builds, drawn from `seed`, in f32 (row-major, argument order).
 FailureOr<std::vector<std::vector<float>>>

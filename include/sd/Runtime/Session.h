@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,8 +51,15 @@ struct ProgramSpec {
   std::vector<ArgumentSpec> arguments;
   /// Per result, the argument it is donated into, or -1.
   std::vector<int64_t> resultAliases;
-  /// The result holding the scalar loss (replicated on every device).
+  /// The result holding the scalar loss (replicated on every device); -1
+  /// for a program without one (a model's forward function).
   int64_t lossResult = 0;
+  /// Per result, its shapes and sharding (kind and name unused); needed
+  /// only with `keepResults`.
+  std::vector<ArgumentSpec> results;
+  /// Keep the results that are not donated after each step, for
+  /// TrainingSession::gatherResult (a sampler's predictions).
+  bool keepResults = false;
 };
 
 /// Elements of a shape.
@@ -103,6 +111,11 @@ public:
   /// blocks; DataLoss when the devices holding the same block disagree.
   absl::StatusOr<std::vector<float>> gatherArgument(int64_t index);
 
+  /// The global value of result `index` of the last step (with
+  /// ProgramSpec::keepResults), assembled like gatherArgument's.
+  /// FailedPrecondition before a step or without keepResults.
+  absl::StatusOr<std::vector<float>> gatherResult(int64_t index);
+
   /// Device `device`'s block of argument `index` (localShape elements,
   /// row-major), valid until the next step or setArguments; FailedPrecondition
   /// without arguments, OutOfRange for a bad index.
@@ -120,6 +133,13 @@ private:
   TrainingSession(std::unique_ptr<MeshRuntime> mesh, ProgramSpec spec,
                   std::unique_ptr<LoadedProgram> program);
   void releaseArguments();
+  void releaseResults();
+  /// The global tensor of `spec` from every device's block (`blockOf` of
+  /// this runtime's local device index), across processes with a process
+  /// group; DataLoss when replicas differ.
+  absl::StatusOr<std::vector<float>>
+  gatherBlocks(const ArgumentSpec &spec,
+               const std::function<const float *(int64_t)> &blockOf);
   void resetAfterFailure();
   /// `device`'s index among this runtime's devices (its id without a
   /// process of a multi-process mesh).
@@ -132,6 +152,9 @@ private:
   /// buffers[device][argument] by local device index, from the device's
   /// pool.
   std::vector<std::vector<void *>> buffers;
+  /// kept[device][result] after a step with keepResults (null for donated
+  /// results).
+  std::vector<std::vector<void *>> kept;
   int64_t lastCommBytes = 0;
 };
 
