@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sys/file.h>
@@ -67,12 +68,12 @@ void warn(const Twine &message) {
   errs() << "sdrun: warning: " << message << "\n";
 }
 
-/// "1 key", "3 keys".
+/// "1 key", "3 keys", "2 batches".
 std::string count(size_t n, llvm::StringRef noun) {
   if (n == 1)
     return "1 " + noun.str();
   return std::to_string(n) + " " + noun.str() +
-         (noun.ends_with("s") ? "es" : "s");
+         (noun.ends_with("s") || noun.ends_with("ch") ? "es" : "s");
 }
 
 /// Fails when the directory `path` would be written into does not exist, so
@@ -366,6 +367,15 @@ private:
   startSession(const PipelineOptions &pipeline, int threads,
                int64_t deviceBudget, int64_t hostBudget,
                TrainProgram &built) const;
+  /// Compiles and loads `built` and creates its session on `built.mesh`.
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
+  loadSession(const TrainProgram &built, int threads, int64_t deviceBudget,
+              int64_t hostBudget) const;
+  /// eval_every: the forward @loss program on the mesh and the maker of
+  /// the held-out batches (fixed noise: the same batches every time).
+  absl::Status prepareEvaluation();
+  /// The mean loss over the held-out batches with the current parameters.
+  absl::StatusOr<double> evaluate();
   void printHeader();
   absl::Status restoreCheckpoint();
   /// Opens and checks the data set (dataset_type sd) before compiling.
@@ -381,7 +391,8 @@ private:
                          const std::vector<std::vector<float>> &inputs);
   /// Writes the metrics line, the CSV row and the progress of one step.
   absl::Status recordStep(int64_t step,
-                          const rt::TrainingSession::StepResult &result);
+                          const rt::TrainingSession::StepResult &result,
+                          std::optional<double> heldout);
   absl::Status saveCheckpoint(int64_t stepsTaken);
   /// Ends the step loop after `status`: a failed step still leaves its
   /// trace (and the steps before it).
@@ -429,6 +440,12 @@ private:
   int64_t firstPosition = 0;
   /// Seconds the loader spent making batches, and the steps waited for it.
   double loadSeconds = 0, loadWaitSeconds = 0;
+  /// eval_every: the held-out loss's program and batches, and its curve.
+  std::unique_ptr<rt::TrainingSession> evalSession;
+  std::unique_ptr<data::BatchMaker> heldoutBatches;
+  int64_t heldoutBatchCount = 0;
+  std::vector<std::pair<int64_t, double>> heldoutCurve;
+  std::optional<double> lastHeldout;
 
   /// This run's losses, and the loss curve of the whole run (a resumed
   /// run's CSV holds the steps before the checkpoint).
@@ -598,10 +615,12 @@ absl::Status TrainRun::openDataset() {
   return absl::OkStatus();
 }
 
-absl::Status TrainRun::makeBatches() {
+/// The inputs of a step or model program that sdrun feeds, by role.
+static absl::StatusOr<std::vector<data::StepInput>>
+stepInputs(const rt::ProgramSpec &spec) {
   std::vector<data::StepInput> inputs;
-  for (size_t i = 0; i < program.spec.arguments.size(); ++i) {
-    const rt::ArgumentSpec &arg = program.spec.arguments[i];
+  for (size_t i = 0; i < spec.arguments.size(); ++i) {
+    const rt::ArgumentSpec &arg = spec.arguments[i];
     if (arg.kind != rt::ArgumentKind::Input)
       continue;
     llvm::StringRef kind = llvm::StringRef(arg.name).split('.').first;
@@ -611,6 +630,14 @@ absl::Status TrainRun::makeBatches() {
                                         "' is not one sdrun can feed");
     inputs.push_back({i, *role, arg.name, arg.globalShape});
   }
+  return inputs;
+}
+
+absl::Status TrainRun::makeBatches() {
+  absl::StatusOr<std::vector<data::StepInput>> inputs =
+      stepInputs(program.spec);
+  if (!inputs.ok())
+    return inputs.status();
   data::BatchOptions batchOptions;
   batchOptions.seed = seed;
   batchOptions.labelDropout = options.classDropoutProb;
@@ -620,11 +647,14 @@ absl::Status TrainRun::makeBatches() {
   // model's default batch once was (fresh noise and timesteps each step).
   batchOptions.syntheticSamples = program.batch;
   absl::StatusOr<std::unique_ptr<data::BatchMaker>> maker =
-      data::BatchMaker::create(std::move(inputs), program.batch,
+      data::BatchMaker::create(std::move(*inputs), program.batch,
                                std::move(batchOptions));
   if (!maker.ok())
     return maker.status();
   batches = std::move(*maker);
+  if (options.evalEvery > 0)
+    if (absl::Status status = prepareEvaluation(); !status.ok())
+      return status;
   if (datasetIndex)
     outs() << "data: " << datasetIndex->name << " (" << options.trainDataDir
            << "), " << dataset->size() << " training samples of "
@@ -633,6 +663,106 @@ absl::Status TrainRun::makeBatches() {
                                        static_cast<double>(program.batch))
            << " steps per epoch\n";
   return absl::OkStatus();
+}
+
+absl::Status TrainRun::prepareEvaluation() {
+  const data::SplitInfo *split =
+      datasetIndex ? datasetIndex->findSplit("heldout") : nullptr;
+  if (!split || split->count == 0)
+    return absl::InvalidArgumentError(
+        "eval_every needs held-out samples: dataset_type sd with a non-empty "
+        "'heldout' split (sddata --heldout)" +
+        std::string(datasetIndex ? " ('" + options.trainDataDir + "' has none)"
+                                 : ""));
+  // @loss's forward program on the step's mesh, at the step's global batch.
+  PipelineOptions forward = options.pipeline;
+  forward.batch = program.batch;
+  FailureOr<TrainProgram> built = buildModelProgram(module, forward, "loss");
+  if (failed(built))
+    return compilerFailure("could not build the held-out loss's program");
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> session =
+      loadSession(*built, options.threadsPerDevice, options.deviceMemoryBudget,
+                  options.hostMemoryBudget);
+  if (!session.ok())
+    return session.status();
+  evalSession = std::move(*session);
+  std::vector<std::vector<float>> zeros;
+  for (const rt::ArgumentSpec &arg : built->spec.arguments)
+    zeros.emplace_back(rt::numElements(arg.globalShape), 0.0f);
+  if (absl::Status status = evalSession->setArguments(zeros); !status.ok())
+    return status;
+  absl::StatusOr<data::DatasetReader> reader =
+      data::DatasetReader::open(*datasetIndex, "heldout");
+  if (!reader.ok())
+    return reader.status();
+  absl::StatusOr<std::vector<data::StepInput>> inputs =
+      stepInputs(built->spec);
+  if (!inputs.ok())
+    return inputs.status();
+  data::BatchOptions heldout;
+  heldout.seed = seed;
+  heldout.dataset =
+      std::make_shared<const data::DatasetReader>(std::move(*reader));
+  heldout.index = datasetIndex;
+  absl::StatusOr<std::unique_ptr<data::BatchMaker>> maker =
+      data::BatchMaker::create(std::move(*inputs), built->batch,
+                               std::move(heldout));
+  if (!maker.ok())
+    return maker.status();
+  heldoutBatches = std::move(*maker);
+  heldoutBatchCount =
+      (split->count + heldoutBatches->batch() - 1) / heldoutBatches->batch();
+  outs() << "held-out loss every " << count(options.evalEvery, "step")
+         << ": " << count(heldoutBatchCount, "batch") << " of "
+         << heldoutBatches->batch() << " from " << split->count
+         << " held-out samples, fixed noise\n";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> TrainRun::evaluate() {
+  // The step's parameters, by name.
+  const rt::ProgramSpec &evalSpec = evalSession->spec();
+  for (size_t i = 0; i < evalSpec.arguments.size(); ++i) {
+    const rt::ArgumentSpec &arg = evalSpec.arguments[i];
+    if (arg.kind != rt::ArgumentKind::Parameter)
+      continue;
+    auto it = llvm::find_if(program.spec.arguments,
+                            [&](const rt::ArgumentSpec &trained) {
+                              return trained.kind ==
+                                         rt::ArgumentKind::Parameter &&
+                                     trained.name == arg.name;
+                            });
+    if (it == program.spec.arguments.end())
+      return absl::InternalError("the training step has no parameter '" +
+                                 arg.name + "'");
+    absl::StatusOr<std::vector<float>> values = session->gatherArgument(
+        static_cast<int64_t>(it - program.spec.arguments.begin()));
+    if (!values.ok())
+      return values.status();
+    if (absl::Status status =
+            evalSession->setArgument(static_cast<int64_t>(i), *values);
+        !status.ok())
+      return status;
+  }
+  double sum = 0;
+  for (int64_t k = 0; k < heldoutBatchCount; ++k) {
+    absl::StatusOr<std::vector<std::vector<float>>> batch =
+        heldoutBatches->make(k * heldoutBatches->batch());
+    if (!batch.ok())
+      return batch.status();
+    for (size_t n = 0; n < batch->size(); ++n)
+      if (absl::Status status = evalSession->setArgument(
+              static_cast<int64_t>(heldoutBatches->inputs()[n].argument),
+              (*batch)[n]);
+          !status.ok())
+        return status;
+    absl::StatusOr<rt::TrainingSession::StepResult> result =
+        evalSession->step(0);
+    if (!result.ok())
+      return result.status();
+    sum += result->loss;
+  }
+  return sum / static_cast<double>(heldoutBatchCount);
 }
 
 absl::Status
@@ -658,6 +788,12 @@ TrainRun::startSession(const PipelineOptions &pipeline, int threads,
   if (failed(step))
     return compilerFailure("could not build the training step");
   built = std::move(*step);
+  return loadSession(built, threads, deviceBudget, hostBudget);
+}
+
+absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
+TrainRun::loadSession(const TrainProgram &built, int threads,
+                      int64_t deviceBudget, int64_t hostBudget) const {
   absl::StatusOr<rt::CompiledProgram> compiled =
       compileDeviceProgram(built.source);
   if (!compiled.ok())
@@ -869,12 +1005,15 @@ absl::Status TrainRun::openOutputs() {
   }
   if (options.runDir.empty())
     return absl::OkStatus();
-  const std::vector<std::string> csvColumns = {"loss",
-                                               "step_time_s",
-                                               "samples_per_s",
-                                               "achieved_gflops",
-                                               "comm_bytes_per_device",
-                                               "peak_device_bytes"};
+  std::vector<std::string> csvColumns = {"loss",
+                                         "step_time_s",
+                                         "samples_per_s",
+                                         "achieved_gflops",
+                                         "comm_bytes_per_device",
+                                         "peak_device_bytes"};
+  // nan in the rows of steps without one.
+  if (options.evalEvery > 0)
+    csvColumns.push_back("heldout_loss");
   if (absl::Status status = csv.open(options.runDir + "/metrics.csv",
                                      csvColumns, options.resume, firstStep);
       !status.ok())
@@ -937,7 +1076,21 @@ absl::Status TrainRun::runSteps() {
       return abandonSteps(result.status());
     runtime.traceHostSpan("step " + std::to_string(step + 1), begin,
                           Clock::now());
-    if (absl::Status status = recordStep(step, *result); !status.ok())
+    std::optional<double> heldout;
+    if (options.evalEvery > 0 && (step + 1) % options.evalEvery == 0) {
+      Clock::time_point evalBegin = Clock::now();
+      absl::StatusOr<double> loss = evaluate();
+      if (!loss.ok())
+        return abandonSteps(loss.status());
+      runtime.traceHostSpan("held-out loss", evalBegin, Clock::now());
+      heldout = lastHeldout = *loss;
+      heldoutCurve.emplace_back(step + 1, *loss);
+      progress->printAbove(formatv("held-out loss at step {0}: {1:f6}",
+                                   step + 1, *loss)
+                               .str());
+    }
+    if (absl::Status status = recordStep(step, *result, heldout);
+        !status.ok())
       return abandonSteps(status);
     bool last = step + 1 == options.steps;
     if (checkpointing && !last && options.checkpointEvery > 0 &&
@@ -960,7 +1113,8 @@ absl::Status TrainRun::runSteps() {
 
 absl::Status
 TrainRun::recordStep(int64_t step,
-                     const rt::TrainingSession::StepResult &result) {
+                     const rt::TrainingSession::StepResult &result,
+                     std::optional<double> heldout) {
   losses.push_back(result.loss);
   curve.emplace_back(step + 1, result.loss);
   totalSeconds += result.seconds;
@@ -969,6 +1123,7 @@ TrainRun::recordStep(int64_t step,
   telemetry::StepExtras extras;
   extras.samplesPerSecond = samples;
   extras.gflopsPerSecond = gflops;
+  extras.heldoutLoss = lastHeldout;
   progress->update(step + 1, result.loss, result.seconds, extras);
   if (metrics) {
     llvm::json::Object line{
@@ -982,14 +1137,20 @@ TrainRun::recordStep(int64_t step,
         {"peak_host_bytes", session->peakHostBytes()},
         {"comm_bytes_per_device", session->lastStepCommBytes()},
     };
+    if (heldout)
+      line["heldout_loss"] = *heldout;
     metrics->os() << llvm::json::Value(std::move(line)) << "\n";
     metrics->os().flush();
   }
   if (!csv.isOpen())
     return absl::OkStatus();
-  return csv.write(step + 1, {result.loss, result.seconds, samples, gflops,
-                              static_cast<double>(session->lastStepCommBytes()),
-                              static_cast<double>(session->peakDeviceBytes())});
+  std::vector<double> row = {
+      result.loss, result.seconds, samples, gflops,
+      static_cast<double>(session->lastStepCommBytes()),
+      static_cast<double>(session->peakDeviceBytes())};
+  if (options.evalEvery > 0)
+    row.push_back(heldout.value_or(std::numeric_limits<double>::quiet_NaN()));
+  return csv.write(step + 1, row);
 }
 
 absl::Status TrainRun::saveCheckpoint(int64_t stepsTaken) {
@@ -1139,6 +1300,7 @@ absl::Status TrainRun::writeOutputs() {
     std::string plot = options.runDir + "/loss.png";
     telemetry::LossPlotOptions plotOptions;
     plotOptions.runName = options.runName;
+    plotOptions.secondary = heldoutCurve;
     if (absl::Status status =
             telemetry::writeLossPlot(plot, curve, plotOptions);
         !status.ok())

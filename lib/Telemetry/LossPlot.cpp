@@ -523,6 +523,18 @@ absl::Status sd::telemetry::writeLossPlot(
   const int lineHeight = kCapHeight * scale;
 
   PlotData data = preparePlotData(points);
+  PlotData second = preparePlotData(options.secondary);
+  if (!second.curve.empty()) {
+    if (data.curve.empty()) {
+      data.xLo = second.xLo, data.xHi = second.xHi;
+      data.yLo = second.yLo, data.yHi = second.yHi;
+    } else {
+      data.xLo = std::min(data.xLo, second.xLo);
+      data.xHi = std::max(data.xHi, second.xHi);
+      data.yLo = std::min(data.yLo, second.yLo);
+      data.yHi = std::max(data.yHi, second.yHi);
+    }
+  }
   const std::vector<std::pair<double, double>> &curve = data.curve;
   const double xLo = data.xLo, xHi = data.xHi, yLo = data.yLo, yHi = data.yHi;
 
@@ -590,6 +602,8 @@ absl::Status sd::telemetry::writeLossPlot(
   std::string title = options.metricName;
   if (!options.runName.empty())
     absl::StrAppend(&title, " - ", options.runName);
+  if (!second.curve.empty())
+    absl::StrAppend(&title, " (orange: ", options.secondaryName, ")");
   if (curve.empty())
     absl::StrAppend(&title, " (no data)");
   if (data.skipped > 0)
@@ -602,6 +616,9 @@ absl::Status sd::telemetry::writeLossPlot(
 
   drawCurve(canvas, curve, xAxis, yAxis, left, top, right, bottom,
             options.curveColor);
+  if (!second.curve.empty())
+    drawCurve(canvas, second.curve, xAxis, yAxis, left, top, right, bottom,
+              options.secondaryColor);
 
   std::string png;
   if (absl::Status status =

@@ -49,6 +49,8 @@ std::vector<std::string> formatExtras(const StepExtras &extras) {
     fields.push_back(absl::StrFormat("%.1f GFLOP/s", *extras.gflopsPerSecond));
   if (extras.learningRate)
     fields.push_back(absl::StrFormat("lr %.2e", *extras.learningRate));
+  if (extras.heldoutLoss)
+    fields.push_back(absl::StrFormat("held-out %.4f", *extras.heldoutLoss));
   return fields;
 }
 

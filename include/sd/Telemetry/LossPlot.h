@@ -37,6 +37,11 @@ struct LossPlotOptions {
   int height = 500;
   /// Color of the curve; pixels on the curve's center have exactly this.
   Rgb curveColor = {31, 119, 180};
+  /// A second curve over the first (the held-out loss), in its own color;
+  /// the axes cover both, and the title names it.
+  std::vector<std::pair<int64_t, double>> secondary;
+  std::string secondaryName = "held-out";
+  Rgb secondaryColor = {255, 127, 14};
 };
 
 /// Renders `points` (step, value) as a line plot and writes it as a PNG to

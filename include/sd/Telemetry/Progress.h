@@ -28,6 +28,8 @@ struct StepExtras {
   std::optional<double> gflopsPerSecond;
   /// Current learning rate, printed as `lr 1.00e-04`.
   std::optional<double> learningRate;
+  /// The latest held-out loss, printed as `held-out 0.2345`.
+  std::optional<double> heldoutLoss;
 };
 
 /// Formats a duration for an ETA: `42s`, `1m48s`, `2h03m` (seconds are
