@@ -19,8 +19,8 @@ config.substitutions.append(("%cxx", os.environ.get("SD_CXX", "c++")))
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.sd_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["sdopt", "sdgen", "sdrun", "sddata", "not",
-                                    "count", "split-file"],
+llvm_config.add_tool_substitutions(["sdopt", "sdgen", "sdrun", "sddata",
+                                    "sdsample", "not", "count", "split-file"],
                                    tool_dirs)
 # Device programs compiled by sdrun are cached in the build tree, not in the
 # user's cache directory (CI shares one cache between its two builds).
