@@ -848,6 +848,10 @@ absl::Status SampleRun::run() {
 absl::Status SampleRun::resolve() {
   if (absl::Status status = checkOptions(options); !status.ok())
     return status;
+  auto denoise = module.lookupSymbol<func::FuncOp>("denoise");
+  if (!denoise)
+    return absl::InvalidArgumentError(
+        "the model has no @denoise (sdgen writes it with --with-denoise)");
   absl::StatusOr<std::optional<Prediction>> recorded = modelPrediction(module);
   if (!recorded.ok())
     return recorded.status();
@@ -882,9 +886,6 @@ absl::Status SampleRun::resolve() {
   sampler.seed = options.seed;
 
   // The classes the labels input has room for.
-  auto denoise = module.lookupSymbol<func::FuncOp>("denoise");
-  if (!denoise)
-    return compilerFailure("the model has no @denoise");
   int64_t numClasses = 0;
   for (unsigned i = 0; i < denoise.getNumArguments(); ++i) {
     auto input =
