@@ -224,6 +224,18 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a positive integer on a function";
     return success();
   }
+  if (attrName == kPredictionTypeAttrName) {
+    auto type = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !type ||
+        !llvm::is_contained({"epsilon", "v_prediction", "flow"},
+                            type.getValue()))
+      return emitError(op->getLoc())
+             << "'" << kPredictionTypeAttrName
+             << "' must be \"epsilon\", \"v_prediction\" or \"flow\" on a "
+                "function, not "
+             << attr.getValue();
+    return success();
+  }
   if (attrName == kShardingRuleAttrName) {
     auto rule = dyn_cast<OpShardingRuleAttr>(attr.getValue());
     if (!rule)

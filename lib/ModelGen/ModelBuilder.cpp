@@ -404,8 +404,12 @@ void modelgen::buildModelFunctions(ModelBuilder &mb,
   const ModelConfig &c = mb.getConfig();
   Type dtype = mb.getDType();
 
-  // @loss: noise the latents, predict, compare with the target.
-  mb.beginFunction("loss");
+  // @loss: noise the latents, predict, compare with the target. It says
+  // which target, for the tools that train and sample it.
+  func::FuncOp loss = mb.beginFunction("loss");
+  loss->setAttr(SDDialect::kPredictionTypeAttrName,
+                StringAttr::get(loss.getContext(),
+                                stringifyPredictionType(c.prediction)));
   FnBuilder &f = mb.fn();
   Value x0 = mb.input(InputKind::latents, network.latentShape, dtype,
                       network.latentAxes);

@@ -416,6 +416,10 @@ TEST_F(ModelGenTest, LossIsMseOfDenoise) {
       auto loss = module->lookupSymbol<func::FuncOp>("loss");
       auto denoise = module->lookupSymbol<func::FuncOp>("denoise");
       ASSERT_TRUE(loss && denoise);
+      auto named =
+          loss->getAttrOfType<StringAttr>(SDDialect::kPredictionTypeAttrName);
+      ASSERT_TRUE(named);
+      EXPECT_EQ(named.getValue(), stringifyPredictionType(type));
 
       std::vector<::sd::ref::Tensor> args = randomArguments(loss);
       ASSERT_EQ(args.size(), loss.getNumArguments());

@@ -68,6 +68,9 @@ def SD_Dialect : Dialect {
     * `sd.aliases` on a function result is the index of an argument of the
       same type (the argument's buffer is reused for the result).
     * `sd.default_batch` is a positive integer on a function.
+    * `sd.prediction_type` is one of the strings "epsilon", "v_prediction"
+      and "flow" on a function (what a model's @loss regresses, as sdgen
+      writes it).
     * `sd.sharding_rule` is a `#sd.sharding_rule` that fits the op's
       operand and result types (see the attribute's constraints).
   }];
@@ -82,6 +85,8 @@ def SD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kShardingAttrName = "sd.sharding";
     static constexpr ::llvm::StringLiteral kNameAttrName = "sd.name";
     static constexpr ::llvm::StringLiteral kDefaultBatchAttrName = "sd.default_batch";
+    /// On @loss: what the network predicts (diffusers' prediction_type).
+    static constexpr ::llvm::StringLiteral kPredictionTypeAttrName = "sd.prediction_type";
     static constexpr ::llvm::StringLiteral kShardingRuleAttrName = "sd.sharding_rule";
     static constexpr ::llvm::StringLiteral kProvenanceAttrName = "sd.provenance";
     static constexpr ::llvm::StringLiteral kLocalShardingAttrName = "sd.local_sharding";

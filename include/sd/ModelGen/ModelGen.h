@@ -52,7 +52,8 @@
 //   then the same timestep and conditioning inputs.
 // * The loss is the MSE between the network's prediction and the target
 //   of the prediction type (`PredictionType`), computed in @loss from the
-//   latents x0, the noise and t.
+//   latents x0, the noise and t; @loss names the type in
+//   `sd.prediction_type` ("epsilon", "v_prediction" or "flow").
 // * Projections are `sd.dot_general` contracting the activation's last
 //   dimension with dim 0 of an `[in, out]` or fused `[in, k, out]` weight
 //   (no batch dimensions); attention is `sd.attention` on `[B, H, S, D]`.

@@ -487,6 +487,21 @@ func.func @default_batch_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// expected-error @+1 {{'sd.prediction_type' must be "epsilon", "v_prediction" or "flow" on a function, not "sample"}}
+func.func @prediction_type_unknown(%x: tensor<4xf32>) attributes {sd.prediction_type = "sample"} {
+  return
+}
+
+// -----
+
+func.func @prediction_type_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.prediction_type' must be "epsilon", "v_prediction" or "flow" on a function, not "flow"}}
+  %y = sd.neg %x {sd.prediction_type = "flow"} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 func.func @vjp_group_not_integer(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'sd.vjp_group' must be an integer, not "a"}}
   %y = sd.neg %x {sd.vjp_group = "a"} : tensor<4xf32>

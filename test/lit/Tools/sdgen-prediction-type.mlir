@@ -1,6 +1,7 @@
 // --prediction-type chooses the regression target of @loss, overriding the
-// preset's (flow for the DiT presets, epsilon for dit-digits). Epsilon and
-// v share the cosine schedule x_t = cos(πt/2)·x0 + sin(πt/2)·noise.
+// preset's (flow for the DiT presets, epsilon for dit-digits), and @loss
+// names it in sd.prediction_type. Epsilon and v share the cosine schedule
+// x_t = cos(πt/2)·x0 + sin(πt/2)·noise.
 
 // v_prediction: the target is v = cos(πt/2)·noise − sin(πt/2)·x0, from
 // the same cos and sin as x_t.
@@ -9,6 +10,7 @@
 // V-SAME: %[[X0:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // V-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
 // V-SAME: %[[T:[a-z0-9]+]]: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}
+// V-SAME: attributes {sd.default_batch = 8 : i64, sd.prediction_type = "v_prediction"}
 // V: %[[HALF_PI:.*]] = sd.constant dense<1.57079637> : tensor<f32>
 // V: %[[HALF_PIS:.*]] = sd.broadcast_in_dim %[[HALF_PI]] dims = [] : (tensor<f32>) -> tensor<?xf32>
 // V: %[[ANGLE:.*]] = sd.mul %[[T]], %[[HALF_PIS]] : tensor<?xf32>
@@ -30,6 +32,7 @@
 // RUN: sdgen --preset=dit-tiny --prediction-type=epsilon 2>/dev/null | FileCheck %s --check-prefix=EPS
 // EPS-LABEL: func.func @loss
 // EPS-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
+// EPS-SAME: sd.prediction_type = "epsilon"
 // EPS: sd.cos
 // EPS: sd.sin
 // EPS-NOT: sd.sub
@@ -41,6 +44,7 @@
 // FLOW-LABEL: func.func @loss
 // FLOW-SAME: %[[X0:[a-z0-9]+]]: tensor<?x8x8x1xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // FLOW-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x8x8x1xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
+// FLOW-SAME: sd.prediction_type = "flow"
 // FLOW-NOT: sd.cos
 // FLOW: %[[TARGET:.*]] = sd.sub %[[NOISE]], %[[X0]] : tensor<?x8x8x1xf32>
 // FLOW: sd.mse_loss %{{.*}}, %[[TARGET]] : tensor<?x8x8x1xf32>
