@@ -169,6 +169,24 @@ FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
   return spec;
 }
 
+/// The mesh `options` describe (one `data:1` axis without one); an error on
+/// `module` when it does not parse.
+FailureOr<::sd::MeshSpec> programMesh(ModuleOp module,
+                                      const PipelineOptions &options) {
+  if (options.mesh.empty())
+    return ::sd::MeshSpec({::sd::MeshAxis{"data", 1, 1}});
+  ::sd::MeshOptions meshOptions;
+  if (options.devices > 0)
+    meshOptions.devices = options.devices;
+  if (options.processes > 0)
+    meshOptions.processes = options.processes;
+  absl::StatusOr<::sd::MeshSpec> mesh =
+      ::sd::parseMesh(options.mesh, options.dcnMesh, meshOptions);
+  if (!mesh.ok())
+    return module.emitError() << mesh.status().message();
+  return *mesh;
+}
+
 } // namespace
 
 FailureOr<TrainProgram>
@@ -194,21 +212,14 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
     }
   }
 
+  FailureOr<::sd::MeshSpec> mesh = programMesh(module, options);
+  if (failed(mesh))
+    return failure();
+  program.mesh = *mesh;
   OwningOpRef<ModuleOp> lowered;
   if (options.mesh.empty()) {
-    program.mesh = ::sd::MeshSpec({::sd::MeshAxis{"data", 1, 1}});
     lowered = std::move(single->module);
   } else {
-    ::sd::MeshOptions meshOptions;
-    if (options.devices > 0)
-      meshOptions.devices = options.devices;
-    if (options.processes > 0)
-      meshOptions.processes = options.processes;
-    absl::StatusOr<::sd::MeshSpec> mesh =
-        ::sd::parseMesh(options.mesh, options.dcnMesh, meshOptions);
-    if (!mesh.ok())
-      return module.emitError() << mesh.status().message();
-    program.mesh = *mesh;
     FailureOr<OwningOpRef<ModuleOp>> meshModule = runPipeline(module, options);
     if (failed(meshModule))
       return failure();
@@ -275,20 +286,10 @@ FailureOr<TrainProgram> mlir::sd::buildModelProgram(ModuleOp module,
                                                     const PipelineOptions &options,
                                                     StringRef function) {
   TrainProgram program;
-  if (options.mesh.empty()) {
-    program.mesh = ::sd::MeshSpec({::sd::MeshAxis{"data", 1, 1}});
-  } else {
-    ::sd::MeshOptions meshOptions;
-    if (options.devices > 0)
-      meshOptions.devices = options.devices;
-    if (options.processes > 0)
-      meshOptions.processes = options.processes;
-    absl::StatusOr<::sd::MeshSpec> mesh =
-        ::sd::parseMesh(options.mesh, options.dcnMesh, meshOptions);
-    if (!mesh.ok())
-      return module.emitError() << mesh.status().message();
-    program.mesh = *mesh;
-  }
+  FailureOr<::sd::MeshSpec> mesh = programMesh(module, options);
+  if (failed(mesh))
+    return failure();
+  program.mesh = *mesh;
   if (!module.lookupSymbol<func::FuncOp>(function))
     return module.emitError() << "the model has no @" << function;
   FailureOr<OwningOpRef<ModuleOp>> lowered =

@@ -152,6 +152,9 @@ private:
 /// One device's messages of one collective that are not complete yet.
 struct Messages {
   std::vector<MPI_Request> recvs, sends;
+  /// The world rank each send goes to and each receive comes from (named
+  /// when one never completes).
+  std::vector<int> sendPeers, recvPeers;
 };
 
 /// The communicator of the processes a group of mesh axes spans, and each
@@ -304,8 +307,10 @@ private:
   /// Waits for `requests` by polling; false when `abortable` and the
   /// transport is aborted first, or when they take longer than the
   /// collective timeout, which aborts the transport with DeadlineExceeded
-  /// naming `peer` (the rank waited for; -1: several).
-  bool wait(MPI_Request *requests, int count, bool abortable, int peer = -1);
+  /// naming `peer` (the rank waited for), else the rank in `peers` (one per
+  /// request) of the first request still pending.
+  bool wait(MPI_Request *requests, int count, bool abortable, int peer = -1,
+            const int *peers = nullptr);
   /// After an abort: cancels the receives and waits for the sends, calling
   /// MPI_Abort when they do not complete in time.
   void drain(Messages &messages);
@@ -497,7 +502,7 @@ void MpiTransport::planPieces(const SdCollective &op,
 }
 
 bool MpiTransport::wait(MPI_Request *requests, int count, bool abortable,
-                        int peer) {
+                        int peer, const int *peers) {
   Backoff backoff;
   auto deadline =
       std::chrono::steady_clock::now() +
@@ -510,6 +515,13 @@ bool MpiTransport::wait(MPI_Request *requests, int count, bool abortable,
     if (abortable && aborted.load())
       return false;
     if (abortable && std::chrono::steady_clock::now() > deadline) {
+      // The rank of the first request still pending, when they are known.
+      for (int i = 0; peers && peer < 0 && i < count; ++i) {
+        int complete = 0;
+        MPI_Request_get_status(requests[i], &complete, MPI_STATUS_IGNORE);
+        if (!complete)
+          peer = peers[i];
+      }
       std::string whom = peer >= 0 ? absl::StrFormat("rank %d", peer)
                                    : std::string("its peer ranks");
       abort(absl::DeadlineExceededError(absl::StrFormat(
@@ -607,6 +619,7 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
     }
     requestOf[i] = static_cast<int>(messages.recvs.size());
     messages.recvs.emplace_back();
+    messages.recvPeers.push_back(peerRank(t.peer));
     MPI_Irecv(buffer, static_cast<int>(elements), MPI_FLOAT,
               group.rankOf[peerRank(t.peer)],
               tagOf(sequence, phase, t.peer, self), group.comm,
@@ -627,6 +640,7 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
       buffer = packed;
     }
     messages.sends.emplace_back();
+    messages.sendPeers.push_back(peerRank(t.peer));
     MPI_Isend(buffer, static_cast<int>(elements), MPI_FLOAT,
               group.rankOf[peerRank(t.peer)],
               tagOf(sequence, phase, self, t.peer), group.comm,
@@ -755,9 +769,9 @@ absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
   }
   if (ok)
     ok = wait(messages.sends.data(), static_cast<int>(messages.sends.size()),
-              /*abortable=*/true) &&
+              /*abortable=*/true, -1, messages.sendPeers.data()) &&
          wait(messages.recvs.data(), static_cast<int>(messages.recvs.size()),
-              /*abortable=*/true);
+              /*abortable=*/true, -1, messages.recvPeers.data());
   if (!ok)
     drain(messages);
   if (barrier)
@@ -798,6 +812,7 @@ absl::Status MpiTransport::startCollective(Device &device,
     if (!async.keepsOwn) {
       int64_t from = groups.memberDevice(coords, plan->axes, source[own]);
       async.messages.recvs.emplace_back();
+      async.messages.recvPeers.push_back(peerRank(from));
       MPI_Irecv(out, static_cast<int>(elements), MPI_FLOAT,
                 group.rankOf[peerRank(from)], tagOf(sequence, 0, from, self),
                 group.comm, &async.messages.recvs.back());
@@ -807,6 +822,7 @@ absl::Status MpiTransport::startCollective(Device &device,
         continue;
       int64_t to = groups.memberDevice(coords, plan->axes, t);
       async.messages.sends.emplace_back();
+      async.messages.sendPeers.push_back(peerRank(to));
       MPI_Isend(in, static_cast<int>(elements), MPI_FLOAT,
                 group.rankOf[peerRank(to)], tagOf(sequence, 0, self, to),
                 group.comm, &async.messages.sends.back());
@@ -836,9 +852,9 @@ absl::Status MpiTransport::finishCollective(Device &device,
   state.async.erase(found);
   Messages &messages = async.messages;
   bool ok = wait(messages.recvs.data(), static_cast<int>(messages.recvs.size()),
-                 /*abortable=*/true) &&
+                 /*abortable=*/true, -1, messages.recvPeers.data()) &&
             wait(messages.sends.data(), static_cast<int>(messages.sends.size()),
-                 /*abortable=*/true);
+                 /*abortable=*/true, -1, messages.sendPeers.data());
   if (!ok) {
     drain(messages);
     return abortedStatus();
