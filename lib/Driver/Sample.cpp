@@ -204,8 +204,14 @@ void sampling::samplerStep(const SamplerOptions &options, int64_t step,
     for (int64_t e = 0; e < elements; ++e) {
       size_t at = i * elements + e;
       Decomposed d = decompose(options.prediction, t, x[at], pred[at]);
-      if (options.clipX0)
+      if (options.clipX0 && std::abs(d.x0) > 1) {
         d.x0 = std::clamp(d.x0, -1.0, 1.0);
+        // The noise that x_t and the clipped x0 imply (GLIDE's and
+        // diffusers' use_clipped_model_output): keeping the network's
+        // noise beside a clipped x0 leaves DDIM's deterministic path off
+        // the model's and speckles the samples.
+        d.noise = (x[at] - signalScale(t) * d.x0) / noiseScale(t);
+      }
       double value;
       if (options.sampler == Sampler::Ddim) {
         value = signalScale(next) * d.x0 + noiseScale(next) * d.noise;

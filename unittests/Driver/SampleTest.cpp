@@ -152,6 +152,25 @@ INSTANTIATE_TEST_SUITE_P(
                                   false},
                       SamplerCase{Sampler::Euler, Prediction::Flow, false}));
 
+TEST(SampleClip, DdimTakesTheNoiseOfTheClippedX0) {
+  // x0 = 3 lies outside [−1, 1]: DDIM moves from the clipped x0 = 1 and the
+  // noise that x_t and it imply, not the network's.
+  const double t = 0.5, next = 0.25, x = 2.0;
+  double c = signalScale(t), s = noiseScale(t);
+  std::vector<float> pred = {static_cast<float>((x - c * 3.0) / s)};
+  std::vector<float> state = {static_cast<float>(x)};
+  samplerStep({Sampler::Ddim, Prediction::Epsilon, true, 0}, 0, t, next, {0},
+              1, pred, state);
+  double noise = (x - c * 1.0) / s;
+  EXPECT_NEAR(state[0], signalScale(next) + noiseScale(next) * noise, 1e-6);
+  // Unclipped, the same step keeps x0 = 3 and the network's noise.
+  state = {static_cast<float>(x)};
+  samplerStep({Sampler::Ddim, Prediction::Epsilon, false, 0}, 0, t, next, {0},
+              1, pred, state);
+  EXPECT_NEAR(state[0], signalScale(next) * 3 + noiseScale(next) * pred[0],
+              1e-6);
+}
+
 /// The exact prediction for data x0 ~ N(mu, sd²) (one element): the
 /// conditional mean of the target given x_t, for each prediction type.
 Denoiser gaussianPredictor(Prediction prediction, double mu, double sd) {

@@ -135,8 +135,12 @@ TEST_F(SampleDifferentialTest, GuidedDdimStepMatchesTheEvaluator) {
   for (int64_t i = 0; i < 2 * elements; ++i) {
     double cond = out[i], uncond = out[2 * elements + i];
     double eps = uncond + scale * (cond - uncond);
-    double x0 = std::clamp((x[i] - s * eps) / c, -1.0, 1.0);
-    double expected = cNext * x0 + sNext * eps;
+    double x0 = (x[i] - s * eps) / c, noise = eps;
+    if (std::abs(x0) > 1) {
+      x0 = std::clamp(x0, -1.0, 1.0);
+      noise = (x[i] - c * x0) / s;
+    }
+    double expected = cNext * x0 + sNext * noise;
     largest = std::max(largest, std::abs(eps));
     worstPred = std::max(worstPred, std::abs((*pred)[i] - eps));
     worstStep = std::max(worstStep, std::abs(stepped[i] - expected));

@@ -97,7 +97,8 @@ struct SamplerOptions {
   Sampler sampler = Sampler::Ddim;
   Prediction prediction = Prediction::Epsilon;
   /// Clip each x0 estimate to [−1, 1] (pixel data in that range) before
-  /// DDPM's posterior or DDIM's update; unused by Euler.
+  /// DDPM's posterior or DDIM's update, DDIM then taking the noise that
+  /// x_t and the clipped x0 imply, (x_t − cos·x0) / sin; unused by Euler.
   bool clipX0 = true;
   /// Keys the initial noise and DDPM's fresh noise.
   uint64_t seed = 0;
