@@ -562,6 +562,7 @@ mlir::sd::readLatestCheckpoint(const std::string &dir) {
   WeightSource source;
   source.description = absl::StrFormat("%s (step %d)", loaded->path,
                                        loaded->meta.step);
+  source.checkpoint = true;
   for (ckpt::LoadedTensor &tensor : loaded->tensors) {
     source.shapes[tensor.name] = tensor.globalShape;
     source.tensors[tensor.name] = std::move(tensor.values);
@@ -607,9 +608,12 @@ absl::StatusOr<std::map<std::string, std::vector<float>>> selectWeightsOf(
   if (ema.value_or(false) && !hasEma)
     return absl::InvalidArgumentError(
         source.description + " has no EMA weights (such as '" +
-        kEmaPrefix.str() + params.front().first +
-        "'): train with ema_decay (--ema-decay), or sample the raw weights "
-        "with --no-ema");
+        kEmaPrefix.str() + params.front().first + "'): " +
+        (source.checkpoint
+             ? "train with ema_decay (--ema-decay), or sample the raw "
+               "weights with --no-ema"
+             : "a file of sdrun --export-ema holds them under the "
+               "parameters' own names and is sampled without --ema"));
   usedEma = ema.value_or(hasEma);
   std::map<std::string, std::vector<float>> weights;
   for (const auto &[name, shape] : params) {

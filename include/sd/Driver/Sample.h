@@ -241,6 +241,8 @@ int64_t samplesPerCall(const DenoiseProgram &program, double guidanceScale);
 struct WeightSource {
   /// What was read ("w.safetensors", "ckpt/step_00000020 (step 20)").
   std::string description;
+  /// A checkpoint (its EMA weights are "ema NAME"), or a safetensors file.
+  bool checkpoint = false;
   /// Tensors by name (checkpoints: every argument, "ema NAME" included).
   std::map<std::string, std::vector<float>> tensors;
   std::map<std::string, std::vector<int64_t>> shapes;
