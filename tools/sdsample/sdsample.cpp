@@ -112,9 +112,9 @@ struct Flags {
   cl::opt<std::string> deviceMemory{
       "device-memory", cl::desc("Device memory budget per device, e.g. 512MiB"),
       cl::cat(meshCat)};
-  cl::opt<std::string> cacheDir{
-      "cache-dir", cl::desc("Where compiled programs are cached"),
-      cl::cat(meshCat)};
+  cl::opt<std::string> cacheDir{"cache-dir",
+                                cl::desc("Where compiled programs are cached"),
+                                cl::cat(meshCat)};
 
   cl::opt<std::string> weights{
       "weights",
@@ -184,9 +184,12 @@ struct Flags {
 /// The run's options from the flags: the mesh, batch and rules through the
 /// run spec (as sdrun resolves them), the rest as given.
 absl::StatusOr<mlir::sd::SampleOptions>
-sampleOptions(const Flags &flags, const std::optional<std::pair<int, int>> &mpi) {
+sampleOptions(const Flags &flags,
+              const std::optional<std::pair<int, int>> &mpi) {
   sd::RunSpecFlags values;
-  auto given = [](const auto &option) { return option.getNumOccurrences() > 0; };
+  auto given = [](const auto &option) {
+    return option.getNumOccurrences() > 0;
+  };
   if (given(flags.config))
     values.config = flags.config;
   if (given(flags.mesh))
@@ -247,7 +250,8 @@ sampleOptions(const Flags &flags, const std::optional<std::pair<int, int>> &mpi)
                               : file.guidanceScale.value_or(1.0);
   options.prediction = file.prediction;
   if (given(flags.predictionType)) {
-    options.prediction = mlir::sd::sampling::parsePrediction(flags.predictionType);
+    options.prediction =
+        mlir::sd::sampling::parsePrediction(flags.predictionType);
     if (!options.prediction)
       return absl::InvalidArgumentError(
           "unknown --prediction-type '" + flags.predictionType +

@@ -104,9 +104,8 @@ Denoiser perfectPredictor(Prediction prediction, std::vector<float> x0) {
       }
       double c = signalScale(t), s = noiseScale(t);
       double eps = (x[i] - c * x0[i]) / s;
-      pred[i] = static_cast<float>(prediction == Prediction::Epsilon
-                                       ? eps
-                                       : c * eps - s * x0[i]);
+      pred[i] = static_cast<float>(
+          prediction == Prediction::Epsilon ? eps : c * eps - s * x0[i]);
     }
     return pred;
   };
@@ -129,9 +128,8 @@ TEST_P(PerfectPredictorTest, RecoversTheCleanSample) {
     x0[i] = static_cast<float>(std::sin(1.7 * i)) * 0.9f;
   SamplerOptions options{c.sampler, c.prediction, c.clip, /*seed=*/3};
   for (int64_t steps : {1, 7, 50}) {
-    absl::StatusOr<std::vector<float>> x =
-        sample(options, steps, ids, elements,
-               perfectPredictor(c.prediction, x0));
+    absl::StatusOr<std::vector<float>> x = sample(
+        options, steps, ids, elements, perfectPredictor(c.prediction, x0));
     ASSERT_TRUE(x.ok()) << x.status();
     // One step goes from the noise straight to x0 = (x − sin·ε)/cos, where
     // 1/cos(0.999·π/2) ≈ 637 magnifies the f32 rounding of ε.
@@ -159,8 +157,8 @@ TEST(SampleClip, DdimTakesTheNoiseOfTheClippedX0) {
   double c = signalScale(t), s = noiseScale(t);
   std::vector<float> pred = {static_cast<float>((x - c * 3.0) / s)};
   std::vector<float> state = {static_cast<float>(x)};
-  samplerStep({Sampler::Ddim, Prediction::Epsilon, true, 0}, 0, t, next, {0},
-              1, pred, state);
+  samplerStep({Sampler::Ddim, Prediction::Epsilon, true, 0}, 0, t, next, {0}, 1,
+              pred, state);
   double noise = (x - c * 1.0) / s;
   EXPECT_NEAR(state[0], signalScale(next) + noiseScale(next) * noise, 1e-6);
   // Unclipped, the same step keeps x0 = 3 and the network's noise.
@@ -205,8 +203,8 @@ TEST_P(GaussianDataTest, SamplesTheDataDistribution) {
   std::vector<int64_t> ids(4000);
   std::iota(ids.begin(), ids.end(), 0);
   SamplerOptions options{c.sampler, c.prediction, c.clip, /*seed=*/11};
-  absl::StatusOr<std::vector<float>> x = sample(
-      options, 100, ids, 1, gaussianPredictor(c.prediction, mu, sd));
+  absl::StatusOr<std::vector<float>> x =
+      sample(options, 100, ids, 1, gaussianPredictor(c.prediction, mu, sd));
   ASSERT_TRUE(x.ok()) << x.status();
   double mean = 0, square = 0;
   for (float v : *x) {
@@ -222,13 +220,12 @@ TEST_P(GaussianDataTest, SamplesTheDataDistribution) {
 
 INSTANTIATE_TEST_SUITE_P(
     Samplers, GaussianDataTest,
-    ::testing::Values(SamplerCase{Sampler::Ddim, Prediction::Epsilon, false},
-                      SamplerCase{Sampler::Ddim, Prediction::VPrediction,
-                                  false},
-                      SamplerCase{Sampler::Ddpm, Prediction::Epsilon, false},
-                      SamplerCase{Sampler::Ddpm, Prediction::VPrediction,
-                                  false},
-                      SamplerCase{Sampler::Euler, Prediction::Flow, false}));
+    ::testing::Values(
+        SamplerCase{Sampler::Ddim, Prediction::Epsilon, false},
+        SamplerCase{Sampler::Ddim, Prediction::VPrediction, false},
+        SamplerCase{Sampler::Ddpm, Prediction::Epsilon, false},
+        SamplerCase{Sampler::Ddpm, Prediction::VPrediction, false},
+        SamplerCase{Sampler::Euler, Prediction::Flow, false}));
 
 TEST(SampleNoise, KeyedBySeedAndSample) {
   std::vector<float> both = initialNoise(5, {4, 9}, 3);
@@ -346,8 +343,8 @@ TEST(SampleConfig, BadValuesNameTheLine) {
   path = writeTemp("bad.yml", "guidance_scale: [1, 2]\n");
   EXPECT_EQ(readSamplingConfig(path).status().message(),
             "bad.yml:1: guidance_scale must be a scalar");
-  EXPECT_TRUE(absl::IsNotFound(
-      readSamplingConfig("/nonexistent/run.yml").status()));
+  EXPECT_TRUE(
+      absl::IsNotFound(readSamplingConfig("/nonexistent/run.yml").status()));
 }
 
 } // namespace

@@ -150,8 +150,7 @@ struct Image {
 /// lays them out. 3 channels show as RGB, other counts as the first channel
 /// in gray.
 Image sampleGrid(llvm::ArrayRef<float> samples, int64_t rows, int64_t columns,
-                 int64_t height, int64_t width, int64_t channels,
-                 int64_t zoom);
+                 int64_t height, int64_t width, int64_t channels, int64_t zoom);
 
 /// The zoom that makes a cell of height × width at least 32 pixels.
 int64_t defaultZoom(int64_t height, int64_t width);

@@ -1,0 +1,849 @@
+//===- SampleRun.cpp - sdsample: @denoise on a mesh in a sampler loop ----===//
+//
+// The model's @denoise built, compiled and loaded for a mesh
+// (DenoiseProgram), the guided prediction of a chunk of samples, the
+// weights from a safetensors file or a checkpoint, and sdsample's run in
+// phases. The sampler math is in Sample.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Driver/Sample.h"
+
+#include "sd/Checkpoint/Checkpoint.h"
+#include "sd/Checkpoint/Safetensors.h"
+#include "sd/Driver/Diagnostics.h"
+#include "sd/Driver/TrainProgram.h"
+#include "sd/Driver/TrainRun.h"
+#include "sd/IR/SDAttrs.h"
+#include "sd/IR/SDDialect.h"
+#include "sd/InitAll.h"
+#include "sd/Runtime/Program.h"
+#include "sd/Sharding/YamlDiagnostics.h"
+#include "sd/Support/InputLimits.h"
+#include "sd/Telemetry/LossPlot.h"
+
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "absl/strings/str_format.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::sampling;
+using llvm::format;
+using llvm::outs;
+
+namespace rt = ::sd::rt;
+namespace ckpt = ::sd::ckpt;
+
+//===----------------------------------------------------------------------===//
+// @denoise on a mesh
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Compiles `source` (or finds it in the cache), printing each file as it
+/// finishes (with `printCompilation`), as sdrun does.
+absl::StatusOr<rt::CompiledProgram>
+compileSource(const std::string &source, const DeviceSettings &device) {
+  rt::CompileOptions compileOptions;
+  compileOptions.cacheDir = device.cacheDir;
+  if (device.printCompilation)
+    compileOptions.progress = [](const rt::CompileProgress &progress) {
+      if (progress.done == 0)
+        outs() << "compiling the device program: " << progress.total
+               << (progress.total == 1 ? " file, " : " files, ")
+               << progress.jobs << " at a time (" << progress.directory
+               << ")\n";
+      else
+        outs() << "  [" << progress.done << "/" << progress.total << "] "
+               << progress.file << " " << format("%.1f", progress.seconds)
+               << " s\n";
+      outs().flush();
+    };
+  absl::StatusOr<rt::CompiledProgram> compiled =
+      rt::compileProgram(source, compileOptions);
+  if (compiled.ok() && !compiled->cacheHit && device.printCompilation)
+    outs() << "compiled the device program in "
+           << format("%.1f", compiled->compileSeconds) << " s\n";
+  return compiled;
+}
+
+std::string shapeString(llvm::ArrayRef<int64_t> shape) {
+  return "[" +
+         llvm::join(llvm::map_range(
+                        shape, [](int64_t d) { return std::to_string(d); }),
+                    ", ") +
+         "]";
+}
+
+} // namespace
+
+DenoiseProgram::~DenoiseProgram() = default;
+
+const ::sd::MeshSpec &DenoiseProgram::mesh() const {
+  return trainingSession->runtime().mesh();
+}
+
+absl::StatusOr<std::unique_ptr<DenoiseProgram>>
+DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
+                       const DeviceSettings &settings) {
+  FailureOr<TrainProgram> built =
+      buildModelProgram(module, pipeline, "denoise");
+  if (failed(built))
+    return absl::InvalidArgumentError("could not build the model's @denoise");
+  std::unique_ptr<DenoiseProgram> program(new DenoiseProgram());
+  const rt::ProgramSpec &spec = built->spec;
+  if (spec.results.size() != 1 || spec.results[0].globalShape.size() != 4)
+    return absl::InvalidArgumentError(
+        "@denoise must return one prediction [B, H, W, C]");
+  for (size_t i = 0; i < spec.arguments.size(); ++i) {
+    const rt::ArgumentSpec &arg = spec.arguments[i];
+    if (arg.kind == rt::ArgumentKind::Parameter)
+      continue;
+    llvm::StringRef kind = llvm::StringRef(arg.name).split('.').first;
+    int64_t *slot = kind == "latents"    ? &program->latentsArg
+                    : kind == "timestep" ? &program->timestepArg
+                    : kind == "labels"   ? &program->labelsArg
+                                         : nullptr;
+    if (!slot || *slot >= 0)
+      return absl::InvalidArgumentError(
+          "@denoise's input '" + arg.name +
+          "' is not one sdsample can feed (it feeds one latents, one "
+          "timestep and one labels input)");
+    *slot = static_cast<int64_t>(i);
+  }
+  if (program->latentsArg < 0 || program->timestepArg < 0)
+    return absl::InvalidArgumentError(
+        "@denoise needs a latents and a timestep input");
+  const std::vector<int64_t> &latents =
+      spec.arguments[program->latentsArg].globalShape;
+  if (latents.size() != 4 || latents != spec.results[0].globalShape)
+    return absl::InvalidArgumentError(
+        "@denoise's latents " + shapeString(latents) + " and prediction " +
+        shapeString(spec.results[0].globalShape) +
+        " must be one shape [B, H, W, C]");
+  program->batchSize = latents[0];
+  program->shape.assign(latents.begin() + 1, latents.end());
+  program->elements = latents[1] * latents[2] * latents[3];
+  if (program->labelsArg >= 0) {
+    const std::vector<int64_t> &labels =
+        spec.arguments[program->labelsArg].globalShape;
+    if (labels.size() != 2 || labels[1] < 2)
+      return absl::InvalidArgumentError(
+          "@denoise's labels " + shapeString(labels) +
+          " are not [B, classes + 1] one-hot rows");
+    program->classes = labels[1] - 1;
+  }
+
+  absl::StatusOr<rt::CompiledProgram> compiled =
+      compileSource(built->source, settings);
+  if (!compiled.ok())
+    return compiled.status();
+  absl::StatusOr<std::unique_ptr<rt::LoadedProgram>> loaded =
+      rt::LoadedProgram::load(compiled->libraryPath);
+  if (!loaded.ok())
+    return loaded.status();
+  rt::MeshRuntimeOptions runtime;
+  runtime.mesh = built->mesh;
+  if (built->mesh.numProcesses() > 1) {
+    runtime.process = settings.process;
+    runtime.transportFactory = settings.transportFactory;
+    runtime.processGroup = settings.processGroup;
+  }
+  runtime.threadsPerDevice = settings.threadsPerDevice;
+  runtime.deviceMemoryBudget = settings.deviceMemoryBudget;
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> session =
+      rt::TrainingSession::create(runtime, built->spec, std::move(*loaded));
+  if (!session.ok())
+    return session.status();
+  program->trainingSession = std::move(*session);
+  return program;
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>>
+DenoiseProgram::parameters() const {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
+  for (const rt::ArgumentSpec &arg : trainingSession->spec().arguments)
+    if (arg.kind == rt::ArgumentKind::Parameter)
+      params.emplace_back(arg.name, arg.globalShape);
+  return params;
+}
+
+int64_t DenoiseProgram::parameterCount() const {
+  int64_t count = 0;
+  for (const auto &[name, shape] : parameters())
+    count += rt::numElements(shape);
+  return count;
+}
+
+absl::Status DenoiseProgram::setWeights(
+    const std::map<std::string, std::vector<float>> &weights) {
+  std::vector<std::vector<float>> values;
+  for (const rt::ArgumentSpec &arg : trainingSession->spec().arguments) {
+    size_t elements = static_cast<size_t>(rt::numElements(arg.globalShape));
+    if (arg.kind != rt::ArgumentKind::Parameter) {
+      values.emplace_back(elements, 0.0f);
+      continue;
+    }
+    auto it = weights.find(arg.name);
+    if (it == weights.end())
+      return absl::InvalidArgumentError("no weights for parameter '" +
+                                        arg.name + "'");
+    if (it->second.size() != elements)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("parameter '%s' has %d elements, its weights %d",
+                          arg.name, elements, it->second.size()));
+    values.push_back(it->second);
+  }
+  return trainingSession->setArguments(values);
+}
+
+absl::StatusOr<std::vector<float>>
+DenoiseProgram::predict(const std::vector<float> &x,
+                        const std::vector<float> &t,
+                        const std::vector<float> &labels) {
+  for (auto [index, value] :
+       {std::pair<int64_t, const std::vector<float> *>{latentsArg, &x},
+        {timestepArg, &t},
+        {labelsArg, &labels}}) {
+    if (index < 0)
+      continue;
+    if (absl::Status status = trainingSession->setArgument(index, *value);
+        !status.ok())
+      return status;
+  }
+  if (absl::StatusOr<rt::TrainingSession::StepResult> step =
+          trainingSession->step(0);
+      !step.ok())
+    return step.status();
+  return trainingSession->gatherResult(0);
+}
+
+int64_t mlir::sd::samplesPerCall(const DenoiseProgram &program,
+                                 double guidanceScale) {
+  bool guided = program.numClasses() > 0 && guidanceScale != 1.0;
+  return guided ? program.batch() / 2 : program.batch();
+}
+
+sampling::Denoiser mlir::sd::guidedDenoiser(DenoiseProgram &program,
+                                            std::vector<int64_t> classes,
+                                            double guidanceScale) {
+  return [&program, classes = std::move(classes),
+          guidanceScale](llvm::ArrayRef<float> x,
+                         double t) -> absl::StatusOr<std::vector<float>> {
+    int64_t n = static_cast<int64_t>(classes.size());
+    int64_t batch = program.batch(), elements = program.sampleElements();
+    int64_t columns = program.numClasses() > 0 ? program.numClasses() + 1 : 0;
+    bool guided = columns > 0 && guidanceScale != 1.0;
+    if (n > samplesPerCall(program, guidanceScale) ||
+        x.size() != static_cast<size_t>(n * elements))
+      return absl::InternalError(absl::StrFormat(
+          "a chunk of %d samples does not fit a call of batch %d", n, batch));
+    std::vector<float> rows(static_cast<size_t>(batch * elements), 0.0f);
+    std::vector<float> times(static_cast<size_t>(batch), static_cast<float>(t));
+    std::vector<float> labels(static_cast<size_t>(batch * columns), 0.0f);
+    // Every row not conditioned on a class (unconditional and padding rows)
+    // holds the null class.
+    for (int64_t r = 0; r < batch && columns > 0; ++r)
+      labels[r * columns + columns - 1] = 1.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy_n(x.begin() + i * elements, elements,
+                  rows.begin() + i * elements);
+      if (guided)
+        std::copy_n(x.begin() + i * elements, elements,
+                    rows.begin() + (n + i) * elements);
+      if (columns > 0) {
+        labels[i * columns + columns - 1] = 0.0f;
+        labels[i * columns + classes[i]] = 1.0f;
+      }
+    }
+    absl::StatusOr<std::vector<float>> pred =
+        program.predict(rows, times, labels);
+    if (!pred.ok())
+      return pred.status();
+    std::vector<float> out(pred->begin(), pred->begin() + n * elements);
+    if (guided)
+      applyGuidance(
+          out, llvm::ArrayRef<float>(*pred).slice(n * elements, n * elements),
+          guidanceScale, out);
+    return out;
+  };
+}
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<WeightSource>
+mlir::sd::readWeightsFile(const std::string &path) {
+  // A FIFO would block and /dev/zero never end.
+  if (absl::Status status = ::sd::checkRegularFile(path, "weights file");
+      !status.ok())
+    return status;
+  absl::StatusOr<ckpt::SafetensorsFile> file = ckpt::readSafetensors(path);
+  if (!file.ok())
+    return file.status();
+  WeightSource source;
+  source.description = path;
+  for (ckpt::SafetensorsTensor &tensor : file->tensors) {
+    source.shapes[tensor.name] = tensor.shape;
+    source.tensors[tensor.name] = std::move(tensor.values);
+  }
+  return source;
+}
+
+absl::StatusOr<WeightSource>
+mlir::sd::readLatestCheckpoint(const std::string &dir) {
+  if (!llvm::sys::fs::is_directory(dir))
+    return absl::NotFoundError("--checkpoint-dir='" + dir +
+                               "' is not a directory");
+  absl::StatusOr<std::vector<std::string>> existing =
+      ckpt::listCheckpoints(dir);
+  if (!existing.ok())
+    return existing.status();
+  if (existing->empty())
+    return absl::NotFoundError("no complete checkpoint in '" + dir + "'");
+  absl::StatusOr<ckpt::LoadedCheckpoint> loaded =
+      ckpt::loadCheckpoint(existing->back());
+  if (!loaded.ok())
+    return loaded.status();
+  WeightSource source;
+  source.description =
+      absl::StrFormat("%s (step %d)", loaded->path, loaded->meta.step);
+  source.checkpoint = true;
+  for (ckpt::LoadedTensor &tensor : loaded->tensors) {
+    source.shapes[tensor.name] = tensor.globalShape;
+    source.tensors[tensor.name] = std::move(tensor.values);
+  }
+  return source;
+}
+
+namespace {
+
+/// The parameters of the module's @denoise: names and shapes, in order.
+FailureOr<std::vector<std::pair<std::string, std::vector<int64_t>>>>
+denoiseParameters(ModuleOp module) {
+  auto func = module.lookupSymbol<func::FuncOp>("denoise");
+  if (!func)
+    return module.emitError()
+           << "the model has no @denoise (sdgen writes it with "
+              "--with-denoise)";
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto param = func.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName);
+    if (!param)
+      continue;
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (!type || !type.hasStaticShape())
+      return func.emitError() << "parameter '" << param.getName().getValue()
+                              << "' is not a statically shaped tensor";
+    params.emplace_back(
+        param.getName().str(),
+        std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
+  }
+  return params;
+}
+
+constexpr llvm::StringLiteral kEmaPrefix = "ema ";
+
+absl::StatusOr<std::map<std::string, std::vector<float>>> selectWeightsOf(
+    const WeightSource &source,
+    const std::vector<std::pair<std::string, std::vector<int64_t>>> &params,
+    std::optional<bool> ema, bool &usedEma) {
+  if (params.empty())
+    return absl::InvalidArgumentError("@denoise has no parameters");
+  bool hasEma = source.tensors.count(kEmaPrefix.str() + params.front().first);
+  if (ema.value_or(false) && !hasEma)
+    return absl::InvalidArgumentError(
+        source.description + " has no EMA weights (such as '" +
+        kEmaPrefix.str() + params.front().first + "'): " +
+        (source.checkpoint
+             ? "train with ema_decay (--ema-decay), or sample the raw "
+               "weights with --no-ema"
+             : "a file of sdrun --export-ema holds them under the "
+               "parameters' own names and is sampled without --ema"));
+  usedEma = ema.value_or(hasEma);
+  std::map<std::string, std::vector<float>> weights;
+  for (const auto &[name, shape] : params) {
+    std::string key = usedEma ? kEmaPrefix.str() + name : name;
+    auto it = source.tensors.find(key);
+    if (it == source.tensors.end())
+      return absl::InvalidArgumentError(
+          source.description + " has no tensor '" + key + "'" +
+          (usedEma ? " (the EMA weights of parameter '" + name + "')"
+                   : " (a parameter of the model)"));
+    const std::vector<int64_t> &given = source.shapes.at(key);
+    if (given != shape)
+      return absl::InvalidArgumentError(
+          source.description + ": tensor '" + key + "' has shape " +
+          shapeString(given) + ", but the model's is " + shapeString(shape));
+    auto bad =
+        llvm::find_if(it->second, [](float v) { return !std::isfinite(v); });
+    if (bad != it->second.end())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' holds %g at element %d; weights must be finite",
+          source.description, key, *bad, bad - it->second.begin()));
+    weights[name] = it->second;
+  }
+  return weights;
+}
+
+} // namespace
+
+absl::StatusOr<std::map<std::string, std::vector<float>>>
+mlir::sd::selectWeights(const WeightSource &source,
+                        const DenoiseProgram &program, std::optional<bool> ema,
+                        bool &usedEma) {
+  return selectWeightsOf(source, program.parameters(), ema, usedEma);
+}
+
+absl::StatusOr<std::optional<Prediction>>
+mlir::sd::modelPrediction(ModuleOp module) {
+  for (llvm::StringRef name : {"denoise", "loss"}) {
+    auto func = module.lookupSymbol<func::FuncOp>(name);
+    if (!func)
+      continue;
+    auto attr = func->getAttrOfType<StringAttr>("sd.prediction_type");
+    if (!attr)
+      continue;
+    std::optional<Prediction> prediction = parsePrediction(attr.getValue());
+    if (!prediction)
+      return absl::InvalidArgumentError(
+          "@" + name.str() + "'s sd.prediction_type '" + attr.str() +
+          "' is not epsilon, v_prediction or flow");
+    return prediction;
+  }
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// sdsample
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Fails when the directory `path` would be written into does not exist,
+/// before anything is compiled or sampled.
+absl::Status checkOutputPath(const std::string &path, llvm::StringRef flag) {
+  if (path.empty())
+    return absl::OkStatus();
+  llvm::StringRef parent = llvm::sys::path::parent_path(path);
+  if (llvm::sys::fs::is_directory(path))
+    return absl::InvalidArgumentError(
+        (flag + "='" + path + "' is a directory").str());
+  if (!parent.empty() && !llvm::sys::fs::is_directory(parent))
+    return absl::InvalidArgumentError(
+        (flag + "='" + path + "': directory '" + parent + "' does not exist")
+            .str());
+  return absl::OkStatus();
+}
+
+/// The options' checks that need no model.
+absl::Status checkOptions(const SampleOptions &options) {
+  if (options.weightsPath.empty() == options.checkpointDir.empty())
+    return absl::InvalidArgumentError(
+        "give the weights with --weights=FILE.safetensors or "
+        "--checkpoint-dir=DIR (one of them)");
+  if (options.steps < 1 || options.steps > kMaxSamplingSteps)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--num-inference-steps must be in [1, %d], not %d",
+                        kMaxSamplingSteps, options.steps));
+  if (!std::isfinite(options.guidanceScale))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--guidance-scale must be finite, not %g", options.guidanceScale));
+  if (options.samplesPerClass < 1 || options.samplesPerClass > kMaxSamples)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--samples-per-class must be in [1, %d], not %d",
+                        kMaxSamples, options.samplesPerClass));
+  if (options.gridZoom < 0 || options.gridZoom > 256)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--grid-scale must be in [1, 256] (0: automatic), not %d",
+        options.gridZoom));
+  if (options.gridPath.empty() && options.outputPath.empty())
+    return absl::InvalidArgumentError(
+        "nothing to write: give --grid=FILE.png and/or "
+        "--output=FILE.safetensors");
+  for (auto [path, flag] : {std::pair<const std::string &, llvm::StringRef>{
+                                options.gridPath, "--grid"},
+                            {options.outputPath, "--output"}})
+    if (absl::Status status = checkOutputPath(path, flag); !status.ok())
+      return status;
+  return absl::OkStatus();
+}
+
+/// One sdsample run; run() does it in order.
+class SampleRun {
+public:
+  SampleRun(ModuleOp module, const SampleOptions &options)
+      : module(module), options(options),
+        diagnostics(module.getContext(), [this](Diagnostic &diagnostic) {
+          if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
+            compilerReported = true;
+          return failure();
+        }) {}
+
+  absl::Status run();
+
+private:
+  /// The model's prediction type, the sampler, the classes and the
+  /// weights, before anything compiles.
+  absl::Status resolve();
+  absl::Status compile();
+  absl::Status sampleAll();
+  absl::Status writeOutputs();
+
+  absl::Status compilerFailure(llvm::StringRef message) const {
+    if (compilerReported)
+      return reportedFailure(message.str());
+    return absl::InvalidArgumentError(message.str());
+  }
+  bool writes() const { return options.device.process <= 0; }
+
+  ModuleOp module;
+  const SampleOptions &options;
+  bool compilerReported = false;
+  ScopedDiagnosticHandler diagnostics;
+
+  SamplerOptions sampler;
+  std::string predictionSource;
+  std::vector<int64_t> classes;
+  WeightSource source;
+  std::map<std::string, std::vector<float>> weights;
+  bool usedEma = false;
+  std::unique_ptr<DenoiseProgram> program;
+  /// Class-major: classes[r]'s samples are rows r·K .. r·K + K − 1.
+  std::vector<float> samples;
+  double seconds = 0;
+};
+
+absl::Status SampleRun::run() {
+  for (absl::Status (SampleRun::*phase)() :
+       {&SampleRun::resolve, &SampleRun::compile, &SampleRun::sampleAll,
+        &SampleRun::writeOutputs})
+    if (absl::Status status = (this->*phase)(); !status.ok())
+      return status;
+  return absl::OkStatus();
+}
+
+absl::Status SampleRun::resolve() {
+  if (absl::Status status = checkOptions(options); !status.ok())
+    return status;
+  auto denoise = module.lookupSymbol<func::FuncOp>("denoise");
+  if (!denoise)
+    return absl::InvalidArgumentError(
+        "the model has no @denoise (sdgen writes it with --with-denoise)");
+  absl::StatusOr<std::optional<Prediction>> recorded = modelPrediction(module);
+  if (!recorded.ok())
+    return recorded.status();
+  if (*recorded && options.prediction && **recorded != *options.prediction)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "prediction type %s was asked for, but the model predicts %s "
+        "(sd.prediction_type)",
+        predictionName(*options.prediction).str(),
+        predictionName(**recorded).str()));
+  if (*recorded) {
+    sampler.prediction = **recorded;
+    predictionSource = "the model's";
+  } else if (options.prediction) {
+    sampler.prediction = *options.prediction;
+    predictionSource = "as given";
+  } else {
+    sampler.prediction = Prediction::Epsilon;
+    predictionSource = "assumed: the model does not record it; "
+                       "--prediction-type sets it";
+  }
+  sampler.sampler =
+      options.sampler.value_or(defaultSampler(sampler.prediction));
+  if (absl::Status status = checkSampler(sampler.sampler, sampler.prediction);
+      !status.ok())
+    return status;
+  if (options.clipX0 && *options.clipX0 && sampler.sampler == Sampler::Euler)
+    return absl::InvalidArgumentError(
+        "--clip-x0 applies to the ddpm and ddim samplers, not euler");
+  sampler.clipX0 = options.clipX0.value_or(sampler.sampler != Sampler::Euler);
+  sampler.seed = options.seed;
+
+  // The classes the labels input has room for.
+  int64_t numClasses = 0;
+  for (unsigned i = 0; i < denoise.getNumArguments(); ++i) {
+    auto input =
+        denoise.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
+    auto type = dyn_cast<RankedTensorType>(denoise.getArgument(i).getType());
+    if (input && input.getKind() == InputKind::labels && type &&
+        type.getRank() == 2 && !type.isDynamicDim(1))
+      numClasses = type.getDimSize(1) - 1;
+  }
+  if (numClasses <= 0) {
+    if (!options.classes.empty())
+      return absl::InvalidArgumentError(
+          "--classes needs a class-conditional model; @denoise has no labels "
+          "input");
+    if (options.guidanceScale != 1.0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--guidance-scale=%g needs a class-conditional model; @denoise has "
+          "no labels input (leave it at 1)",
+          options.guidanceScale));
+    classes = {0};
+  } else if (options.classes.empty()) {
+    for (int64_t c = 0; c < numClasses; ++c)
+      classes.push_back(c);
+  } else {
+    for (int64_t c : options.classes)
+      if (c < 0 || c >= numClasses)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--classes: class %d is not one of the model's %d classes "
+            "(0 to %d)",
+            c, numClasses, numClasses - 1));
+    classes = options.classes;
+  }
+  int64_t total = static_cast<int64_t>(classes.size());
+  if (total > kMaxSamples / options.samplesPerClass)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d classes × %d samples is more than %d samples",
+                        total, options.samplesPerClass, kMaxSamples));
+
+  // The weights, checked against the parameters before compiling.
+  absl::StatusOr<WeightSource> read =
+      options.weightsPath.empty() ? readLatestCheckpoint(options.checkpointDir)
+                                  : readWeightsFile(options.weightsPath);
+  if (!read.ok())
+    return read.status();
+  source = std::move(*read);
+  FailureOr<std::vector<std::pair<std::string, std::vector<int64_t>>>> params =
+      denoiseParameters(module);
+  if (failed(params))
+    return compilerFailure("could not read @denoise's parameters");
+  absl::StatusOr<std::map<std::string, std::vector<float>>> selected =
+      selectWeightsOf(source, *params, options.ema, usedEma);
+  if (!selected.ok())
+    return selected.status();
+  weights = std::move(*selected);
+  return absl::OkStatus();
+}
+
+absl::Status SampleRun::compile() {
+  absl::StatusOr<std::unique_ptr<DenoiseProgram>> created =
+      DenoiseProgram::create(module, options.pipeline, options.device);
+  if (!created.ok())
+    return compilerReported
+               ? reportedFailure(std::string(created.status().message()))
+               : created.status();
+  program = std::move(*created);
+  if (absl::Status status = program->setWeights(weights); !status.ok())
+    return status;
+  weights.clear();
+  if (samplesPerCall(*program, options.guidanceScale) < 1)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a batch of %d has no room for guidance's two rows a sample; give "
+        "--batch of at least 2",
+        program->batch()));
+
+  rt::MeshRuntime &runtime = program->session().runtime();
+  outs() << "sdsample: " << options.modelPath << ", "
+         << program->parameterCount() << " parameters, batch "
+         << program->batch() << ", mesh " << program->mesh().toString() << " (";
+  if (runtime.process() >= 0)
+    outs() << program->mesh().numProcesses() << " processes × ";
+  outs() << runtime.numDevices()
+         << (runtime.numDevices() == 1 ? " device × " : " devices × ")
+         << runtime.threadsPerDevice()
+         << (runtime.threadsPerDevice() == 1 ? " thread)\n" : " threads)\n");
+  outs() << "weights: " << source.description << (usedEma ? ", EMA" : "")
+         << "\n";
+  outs() << "sampler: " << samplerName(sampler.sampler) << ", " << options.steps
+         << (options.steps == 1 ? " step" : " steps") << ", "
+         << predictionName(sampler.prediction) << " prediction ("
+         << predictionSource << ")";
+  if (sampler.sampler != Sampler::Euler)
+    outs() << (sampler.clipX0 ? ", x0 clipped to [-1, 1]" : ", x0 not clipped");
+  if (program->numClasses() > 0)
+    outs() << ", guidance scale " << format("%g", options.guidanceScale);
+  outs() << ", seed " << options.seed << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status SampleRun::sampleAll() {
+  int64_t perClass = options.samplesPerClass;
+  int64_t elements = program->sampleElements();
+  int64_t total = static_cast<int64_t>(classes.size()) * perClass;
+  int64_t chunk = samplesPerCall(*program, options.guidanceScale);
+  int64_t chunks = (total + chunk - 1) / chunk;
+  bool conditional = program->numClasses() > 0;
+  outs() << "sampling " << total << (total == 1 ? " sample" : " samples");
+  if (conditional)
+    outs() << " (" << classes.size()
+           << (classes.size() == 1 ? " class × " : " classes × ") << perClass
+           << ")";
+  outs() << " in " << chunks << (chunks == 1 ? " chunk" : " chunks")
+         << " of up to " << chunk << "\n";
+  outs().flush();
+  samples.assign(static_cast<size_t>(total * elements), 0.0f);
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t first = 0, c = 0; first < total; first += chunk, ++c) {
+    int64_t n = std::min(chunk, total - first);
+    // Sample k of class y is sample id y·kMaxSamples + k whatever else is
+    // sampled: its noise comes out the same in any run.
+    std::vector<int64_t> ids, chunkClasses;
+    for (int64_t i = first; i < first + n; ++i) {
+      int64_t klass = classes[i / perClass];
+      ids.push_back(klass * kMaxSamples + i % perClass);
+      chunkClasses.push_back(klass);
+    }
+    auto chunkStart = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<float>> x = sampling::sample(
+        sampler, options.steps, ids, elements,
+        guidedDenoiser(*program, chunkClasses, options.guidanceScale));
+    if (!x.ok())
+      return x.status();
+    std::copy(x->begin(), x->end(), samples.begin() + first * elements);
+    double chunkSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - chunkStart)
+                              .count();
+    outs() << "chunk " << c + 1 << "/" << chunks << ": " << n
+           << (n == 1 ? " sample, " : " samples, ") << options.steps
+           << (options.steps == 1 ? " step in " : " steps in ")
+           << format("%.2f", chunkSeconds) << " s ("
+           << format("%.1f", 1e3 * chunkSeconds / options.steps)
+           << " ms a step)\n";
+    outs().flush();
+  }
+  seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  for (float v : samples)
+    if (!std::isfinite(v))
+      return absl::InternalError(
+          "the samples are not finite (the network's predictions grew "
+          "without bound)");
+  return absl::OkStatus();
+}
+
+absl::Status SampleRun::writeOutputs() {
+  int64_t perClass = options.samplesPerClass;
+  int64_t total =
+      static_cast<int64_t>(samples.size()) / program->sampleElements();
+  const std::vector<int64_t> &shape = program->sampleShape();
+  outs() << "done: " << total << (total == 1 ? " sample" : " samples") << " in "
+         << format("%.2f", seconds) << " s\n";
+  if (!writes())
+    return absl::OkStatus();
+  if (!options.gridPath.empty()) {
+    int64_t zoom = options.gridZoom > 0 ? options.gridZoom
+                                        : defaultZoom(shape[0], shape[1]);
+    // A grid of more than 2^28 pixels is refused, as sddata's sheet is.
+    int64_t rows = static_cast<int64_t>(classes.size());
+    double pixels = double(rows * (shape[0] * zoom + 2) + 2) *
+                    double(perClass * (shape[1] * zoom + 2) + 2);
+    if (pixels > double(int64_t(1) << 28))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "a grid of %.0f pixels is too large; lower --grid-scale or "
+          "--samples-per-class",
+          pixels));
+    Image image =
+        sampleGrid(samples, rows, perClass, shape[0], shape[1], shape[2], zoom);
+    std::string png;
+    if (absl::Status status = ::sd::telemetry::encodePng(
+            static_cast<int>(image.width), static_cast<int>(image.height),
+            image.rgb, png);
+        !status.ok())
+      return status;
+    if (absl::Status status = ckpt::writeFileAtomically(options.gridPath, png);
+        !status.ok())
+      return status;
+    outs() << "wrote " << options.gridPath << ": " << image.width << "x"
+           << image.height << " pixels, a row per class, " << perClass
+           << (perClass == 1 ? " sample" : " samples") << " a row\n";
+  }
+  if (!options.outputPath.empty()) {
+    std::vector<int64_t> sampleShape = {total, shape[0], shape[1], shape[2]};
+    std::vector<float> labels;
+    for (int64_t klass : classes)
+      labels.insert(labels.end(), static_cast<size_t>(perClass),
+                    static_cast<float>(klass));
+    std::vector<ckpt::SafetensorsTensorView> tensors = {
+        {"samples", sampleShape, samples.data()}};
+    if (program->numClasses() > 0)
+      tensors.push_back({"labels", {total}, labels.data()});
+    std::map<std::string, std::string> metadata = {
+        {"format", "pt"},
+        {"model", llvm::sys::path::filename(options.modelPath).str()},
+        {"weights", source.description + (usedEma ? " (EMA)" : "")},
+        {"sampler", samplerName(sampler.sampler).str()},
+        {"prediction_type", predictionName(sampler.prediction).str()},
+        {"num_inference_steps", std::to_string(options.steps)},
+        {"guidance_scale", absl::StrFormat("%g", options.guidanceScale)},
+        {"seed", std::to_string(options.seed)}};
+    absl::StatusOr<ckpt::WrittenFile> written =
+        ckpt::writeSafetensors(options.outputPath, tensors, metadata);
+    if (!written.ok())
+      return written.status();
+    outs() << "wrote " << options.outputPath << ": samples "
+           << shapeString(sampleShape);
+    if (program->numClasses() > 0)
+      outs() << ", labels [" << total << "]";
+    outs() << "\n";
+  }
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status mlir::sd::runSampling(ModuleOp module,
+                                   const SampleOptions &options) {
+  SampleRun run(module, options);
+  absl::Status status = run.run();
+  outs().flush();
+  return status;
+}
+
+absl::Status mlir::sd::sampleModelFile(const SampleOptions &options) {
+  DialectRegistry registry;
+  registry.insert<SDDialect, func::FuncDialect>();
+  func::registerInlinerExtension(registry);
+  registerAllSDExtensions(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  ReadableDiagnosticHandler diagnostics(sourceMgr, &context);
+  bool sawError = false;
+  ScopedDiagnosticHandler noteErrors(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      sawError = true;
+    return failure();
+  });
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFileOrSTDIN(options.modelPath);
+  if (!file)
+    return absl::NotFoundError("could not open input file " +
+                               options.modelPath + ": " +
+                               file.getError().message());
+  if (absl::Status nesting = ::sd::checkNestingDepth(
+          std::string_view((*file)->getBuffer()), options.modelPath);
+      !nesting.ok())
+    return nesting;
+  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  if (!module) {
+    if (sawError)
+      return reportedFailure("could not parse '" + options.modelPath + "'");
+    return absl::InvalidArgumentError("could not parse '" + options.modelPath +
+                                      "'");
+  }
+  return runSampling(*module, options);
+}
