@@ -185,6 +185,8 @@ const CheckedKey<double> kNumberKeys[] = {
      [](double v) { return v >= 0 && v <= 1; }, "must be in [0, 1]"},
     {"ema_decay", &RunConfig::emaDecay,
      [](double v) { return v >= 0 && v < 1; }, "must be in [0, 1)"},
+    {"guidance_scale", &RunConfig::guidanceScale,
+     [](double v) { return v >= 0; }, "must not be negative"},
 };
 
 const CheckedKey<int64_t> kIntegerKeys[] = {
@@ -203,6 +205,8 @@ const CheckedKey<int64_t> kIntegerKeys[] = {
     // Never for -1 (MaxDiffusion's spelling) and 0.
     {"eval_every", &RunConfig::evalEvery, [](int64_t v) { return v >= -1; },
      "must be -1, 0 or at least 1"},
+    {"num_inference_steps", &RunConfig::numInferenceSteps,
+     [](int64_t v) { return v >= 1; }, "must be at least 1"},
 };
 
 /// Keys whose value is kept as the string given.

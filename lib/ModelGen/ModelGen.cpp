@@ -340,6 +340,21 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
     return fail("--text-length applies to text-conditioned models "
                 "(wan2.1-14b, wan-long, flux-dev)");
 
+  if ((o.channels || o.classes) && !isDiT)
+    return fail("--channels and --classes apply to DiT models");
+  if (o.channels) {
+    if (*o.channels <= 0 || *o.channels > 64)
+      return fail(llvm::formatv("{0} channels: give 1 to 64", *o.channels));
+    // learn_sigma presets predict twice the channels (the variance).
+    int64_t ratio = c.outChannels / c.latentChannels;
+    c.latentChannels = *o.channels;
+    c.outChannels = ratio * *o.channels;
+  }
+  if (o.classes) {
+    if (*o.classes <= 0 || *o.classes > 100000)
+      return fail(llvm::formatv("{0} classes: give 1 to 100000", *o.classes));
+    c.numClasses = *o.classes;
+  }
   if (o.latentSize) {
     if (*o.latentSize <= 0 || *o.latentSize % c.patch != 0)
       return fail(llvm::formatv("latent size {0} is not divisible by the "

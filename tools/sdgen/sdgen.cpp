@@ -44,6 +44,16 @@ static cl::opt<int64_t>
 static cl::opt<int64_t>
     latentSizeFlag("latent-size",
                    cl::desc("Latent height = width (DiT, Flux)"), cl::cat(sdgenCategory));
+static cl::opt<int64_t> channelsFlag(
+    "channels",
+    cl::desc("Channels of a latent or pixel (DiT; 1 for grayscale, 3 for RGB "
+             "images)"),
+    cl::cat(sdgenCategory));
+static cl::opt<int64_t> classesFlag(
+    "classes",
+    cl::desc("Classes of the labels (DiT; one more label column is the null "
+             "class)"),
+    cl::cat(sdgenCategory));
 static cl::opt<int64_t> framesFlag("frames",
                                    cl::desc("Video frames, 4k+1 (Wan)"), cl::cat(sdgenCategory));
 static cl::opt<int64_t>
@@ -116,6 +126,8 @@ int main(int argc, char **argv) {
   overrides.mlpRatio = given(mlpRatioFlag);
   overrides.batch = given(batchFlag);
   overrides.latentSize = given(latentSizeFlag);
+  overrides.channels = given(channelsFlag);
+  overrides.classes = given(classesFlag);
   overrides.frames = given(framesFlag);
   overrides.height = given(heightFlag);
   overrides.width = given(widthFlag);

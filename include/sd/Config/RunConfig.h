@@ -98,6 +98,10 @@ struct RunConfig {
   std::optional<double> warmupStepsFraction;          ///< In [0, 1].
   /// DiT's class_dropout_prob, in [0, 1]; ema_decay, in [0, 1).
   std::optional<double> classDropoutProb, emaDecay;
+  /// Sampling (sdsample reads them; sdrun only checks them):
+  /// `guidance_scale` (>= 0) and `num_inference_steps` (>= 1).
+  std::optional<double> guidanceScale;
+  std::optional<int64_t> numInferenceSteps;
   /// `opt_enable_grad_global_norm_clipping`.
   std::optional<bool> gradNormClipping;
   std::optional<uint64_t> seed;

@@ -171,6 +171,9 @@ struct ModelOverrides {
   std::optional<double> mlpRatio;
   /// Latent height = width (DiT, Flux).
   std::optional<int64_t> latentSize;
+  /// DiT: channels of a latent (or pixel) and the classes of its labels
+  /// (the labels get one more column, the null class).
+  std::optional<int64_t> channels, classes;
   /// Video frames and pixel height/width (Wan; Flux height/width).
   std::optional<int64_t> frames, height, width;
   std::optional<int64_t> textLength;

@@ -48,3 +48,11 @@
 // LATENT-WAN-LONG: error: --latent-size applies to image models; give wan-long --frames, --height and --width
 // BOTH: error: give --latent-size or --height/--width, not both
 // TEXT: error: text length 0 must be positive
+
+// --channels and --classes shape a DiT's latents and labels only.
+// RUN: not sdgen --preset=wan-long --channels=3 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHANNELS-WAN
+// CHANNELS-WAN: error: --channels and --classes apply to DiT models
+// RUN: not sdgen --preset=dit-digits --classes=0 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CLASSES
+// CLASSES: error: 0 classes: give 1 to 100000
+// RUN: not sdgen --preset=dit-digits --channels=65 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHANNELS
+// CHANNELS: error: 65 channels: give 1 to 64
