@@ -92,6 +92,8 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.datasetType = spec.data.type.value;
   run.trainDataDir = spec.data.trainDataDir.value;
   run.classDropoutProb = spec.data.classDropoutProb.value;
+  if (spec.data.predictionType)
+    run.predictionType = spec.data.predictionType->value;
   // -1 and 0 both mean never.
   run.evalEvery = std::max<int64_t>(spec.data.evalEvery.value, 0);
   run.tracePath = settings.tracePath.value;

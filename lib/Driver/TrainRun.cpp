@@ -13,6 +13,7 @@
 #include "sd/Data/Batches.h"
 #include "sd/Data/Dataset.h"
 #include "sd/Driver/TrainProgram.h"
+#include "sd/IR/SDDialect.h"
 #include "sd/Runtime/Program.h"
 #include "sd/Runtime/Session.h"
 #include "sd/Runtime/Trace.h"
@@ -497,6 +498,17 @@ absl::Status TrainRun::compilerFailure(llvm::StringRef message) const {
 //===----------------------------------------------------------------------===//
 
 absl::Status TrainRun::preflight() {
+  // The model decides what it predicts; a config that says otherwise was
+  // written for another model.
+  if (!options.predictionType.empty())
+    if (auto loss = module.lookupSymbol<func::FuncOp>("loss"))
+      if (auto predicts = loss->getAttrOfType<StringAttr>(
+              SDDialect::kPredictionTypeAttrName);
+          predicts && predicts.getValue() != options.predictionType)
+        return absl::InvalidArgumentError(
+            "prediction_type " + options.predictionType +
+            " is not what the model predicts: its @loss is " +
+            predicts.getValue().str() + " (sdgen --prediction-type)");
   // Each device of this process is a thread team: sdopt may analyse any
   // mesh, but a run starts only as many devices as a process can hold.
   if (options.mesh.devicesPerProcess() > ::sd::kMaxDevicesPerProcess)

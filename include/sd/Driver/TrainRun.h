@@ -72,6 +72,9 @@ struct TrainRunOptions {
   std::string trainDataDir;
   double classDropoutProb = 0;
   int64_t evalEvery = 0;
+  /// The config's prediction_type ("" when not given): it must be what the
+  /// model predicts (@loss's sd.prediction_type).
+  std::string predictionType;
   /// A Chrome trace of `traceSteps` steps after the first `traceSkipSteps`
   /// of this run.
   std::string tracePath;
