@@ -27,16 +27,11 @@ enum class Stream : uint64_t {
   SyntheticContext,
 };
 
-/// SplitMix64's finalizer: decorrelates the keys of nearby seeds.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using ref::splitMix64;
 
 uint64_t streamKey(uint64_t seed, Stream stream, uint64_t extra = 0) {
-  return mix(mix(seed ^ mix(static_cast<uint64_t>(stream))) ^ extra);
+  return splitMix64(
+      splitMix64(seed ^ splitMix64(static_cast<uint64_t>(stream))) ^ extra);
 }
 
 int64_t product(const std::vector<int64_t> &shape, size_t from) {

@@ -93,16 +93,11 @@ namespace {
 /// The RNG streams of the sampler, each keyed by the seed and its tag.
 enum class Stream : uint64_t { Initial = 1, Ddpm };
 
-/// SplitMix64's finalizer (as the batches' streams use it).
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 uint64_t streamKey(uint64_t seed, Stream stream, uint64_t extra = 0) {
-  return mix(mix(seed ^ mix(static_cast<uint64_t>(stream) + 0x5a3d)) ^ extra);
+  using ::sd::ref::splitMix64;
+  return splitMix64(
+      splitMix64(seed ^ splitMix64(static_cast<uint64_t>(stream) + 0x5a3d)) ^
+      extra);
 }
 
 /// ᾱ(t) = cos²(πt/2).

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Driver/Sample.h"
+#include "sd/Driver/TrainModelFile.h"
 
 #include "sd/Checkpoint/Checkpoint.h"
 #include "sd/Checkpoint/Safetensors.h"
@@ -437,22 +438,6 @@ mlir::sd::modelPrediction(ModuleOp module) {
 
 namespace {
 
-/// Fails when the directory `path` would be written into does not exist,
-/// before anything is compiled or sampled.
-absl::Status checkOutputPath(const std::string &path, llvm::StringRef flag) {
-  if (path.empty())
-    return absl::OkStatus();
-  llvm::StringRef parent = llvm::sys::path::parent_path(path);
-  if (llvm::sys::fs::is_directory(path))
-    return absl::InvalidArgumentError(
-        (flag + "='" + path + "' is a directory").str());
-  if (!parent.empty() && !llvm::sys::fs::is_directory(parent))
-    return absl::InvalidArgumentError(
-        (flag + "='" + path + "': directory '" + parent + "' does not exist")
-            .str());
-  return absl::OkStatus();
-}
-
 /// The options' checks that need no model.
 absl::Status checkOptions(const SampleOptions &options) {
   if (options.weightsPath.empty() == options.checkpointDir.empty())
@@ -812,38 +797,7 @@ absl::Status mlir::sd::runSampling(ModuleOp module,
 }
 
 absl::Status mlir::sd::sampleModelFile(const SampleOptions &options) {
-  DialectRegistry registry;
-  registry.insert<SDDialect, func::FuncDialect>();
-  func::registerInlinerExtension(registry);
-  registerAllSDExtensions(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  llvm::SourceMgr sourceMgr;
-  ReadableDiagnosticHandler diagnostics(sourceMgr, &context);
-  bool sawError = false;
-  ScopedDiagnosticHandler noteErrors(&context, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error)
-      sawError = true;
-    return failure();
+  return withModelFile(options.modelPath, [&](ModuleOp module) {
+    return runSampling(module, options);
   });
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFileOrSTDIN(options.modelPath);
-  if (!file)
-    return absl::NotFoundError("could not open input file " +
-                               options.modelPath + ": " +
-                               file.getError().message());
-  if (absl::Status nesting = ::sd::checkNestingDepth(
-          std::string_view((*file)->getBuffer()), options.modelPath);
-      !nesting.ok())
-    return nesting;
-  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
-  if (!module) {
-    if (sawError)
-      return reportedFailure("could not parse '" + options.modelPath + "'");
-    return absl::InvalidArgumentError("could not parse '" + options.modelPath +
-                                      "'");
-  }
-  return runSampling(*module, options);
 }

@@ -10,15 +10,18 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::sd;
 
-absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
-                                      const TrainRunHooks &hooks) {
+absl::Status
+mlir::sd::withModelFile(const std::string &path,
+                        llvm::function_ref<absl::Status(ModuleOp)> fn) {
   DialectRegistry registry;
   registry.insert<SDDialect, func::FuncDialect>();
   func::registerInlinerExtension(registry);
@@ -34,15 +37,14 @@ absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
     return failure();
   });
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFileOrSTDIN(options.modelPath);
+      llvm::MemoryBuffer::getFileOrSTDIN(path);
   if (!file)
-    return absl::NotFoundError("could not open input file " +
-                               options.modelPath + ": " +
+    return absl::NotFoundError("could not open input file " + path + ": " +
                                file.getError().message());
   // MLIR's parser recurses per nesting level: refuse what would overflow
   // its stack.
   if (absl::Status nesting = ::sd::checkNestingDepth(
-          std::string_view((*file)->getBuffer()), options.modelPath);
+          std::string_view((*file)->getBuffer()), path);
       !nesting.ok())
     return nesting;
   sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
@@ -51,9 +53,30 @@ absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
   if (!module) {
     // The parser's diagnostics are the message; without one, say what failed.
     if (sawError)
-      return reportedFailure("could not parse '" + options.modelPath + "'");
-    return absl::InvalidArgumentError("could not parse '" + options.modelPath +
-                                      "'");
+      return reportedFailure("could not parse '" + path + "'");
+    return absl::InvalidArgumentError("could not parse '" + path + "'");
   }
-  return runTraining(*module, options, hooks);
+  return fn(*module);
+}
+
+absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
+                                      const TrainRunHooks &hooks) {
+  return withModelFile(options.modelPath, [&](ModuleOp module) {
+    return runTraining(module, options, hooks);
+  });
+}
+
+absl::Status mlir::sd::checkOutputPath(const std::string &path,
+                                       llvm::StringRef flag) {
+  if (path.empty())
+    return absl::OkStatus();
+  llvm::StringRef parent = llvm::sys::path::parent_path(path);
+  if (llvm::sys::fs::is_directory(path))
+    return absl::InvalidArgumentError(
+        (flag + "='" + path + "' is a directory").str());
+  if (!parent.empty() && !llvm::sys::fs::is_directory(parent))
+    return absl::InvalidArgumentError(
+        (flag + "='" + path + "': directory '" + parent + "' does not exist")
+            .str());
+  return absl::OkStatus();
 }

@@ -12,6 +12,7 @@
 #include "sd/Checkpoint/Safetensors.h"
 #include "sd/Data/Batches.h"
 #include "sd/Data/Dataset.h"
+#include "sd/Driver/TrainModelFile.h"
 #include "sd/Driver/TrainProgram.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/Runtime/Program.h"
@@ -75,22 +76,6 @@ std::string count(size_t n, llvm::StringRef noun) {
     return "1 " + noun.str();
   return std::to_string(n) + " " + noun.str() +
          (noun.ends_with("s") || noun.ends_with("ch") ? "es" : "s");
-}
-
-/// Fails when the directory `path` would be written into does not exist, so
-/// that a bad output path is reported before the run rather than after it.
-absl::Status checkOutputPath(const std::string &path, llvm::StringRef flag) {
-  if (path.empty())
-    return absl::OkStatus();
-  llvm::StringRef parent = llvm::sys::path::parent_path(path);
-  if (llvm::sys::fs::is_directory(path))
-    return absl::InvalidArgumentError(
-        (flag + "='" + path + "' is a directory").str());
-  if (!parent.empty() && !llvm::sys::fs::is_directory(parent))
-    return absl::InvalidArgumentError(
-        (flag + "='" + path + "': directory '" + parent + "' does not exist")
-            .str());
-  return absl::OkStatus();
 }
 
 /// Keeps the lines of a JSON-lines metrics file whose "step" is at most

@@ -44,6 +44,13 @@ double uniformAt(uint64_t seed, uint64_t index) {
   return uniformOnStream(seed, index, /*stream=*/0);
 }
 
+uint64_t splitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 double normalAt(uint64_t seed, uint64_t index) {
   const double kPi = 3.14159265358979323846;
   double u1 = uniformOnStream(seed, index, /*stream=*/1);

@@ -13,6 +13,18 @@ namespace mlir::sd {
 absl::Status trainModelFile(const TrainRunOptions &options,
                             const TrainRunHooks &hooks = {});
 
+/// Parses the model file `path` (sd's dialects registered, diagnostics
+/// printed with source excerpts, the nesting depth checked first) and
+/// calls `fn` on it. Parse errors come back as a reportedFailure (the
+/// diagnostics are the message); a missing file as NotFound.
+absl::Status withModelFile(const std::string &path,
+                           llvm::function_ref<absl::Status(ModuleOp)> fn);
+
+/// Fails when the directory `path` would be written into does not exist
+/// or `path` is a directory, naming `flag`, so that a bad output path is
+/// reported before a run rather than after it. "" passes.
+absl::Status checkOutputPath(const std::string &path, llvm::StringRef flag);
+
 } // namespace mlir::sd
 
 #endif // SD_DRIVER_TRAINMODELFILE_H

@@ -35,6 +35,11 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter,
 /// the top 53 bits of the first two Philox output words, times 2^-53.
 double uniformAt(uint64_t seed, uint64_t index);
 
+/// SplitMix64's finalizer: a well-mixed 64-bit key from `x`, for deriving
+/// the seed of one stream from a seed and a tag (nearby inputs give
+/// unrelated keys).
+uint64_t splitMix64(uint64_t x);
+
 /// Standard normal double for element `index` of stream `seed`, by Box-Muller
 /// (cosine branch) from two independent uniforms u1, u2 that Philox derives
 /// from (seed, index) on streams 1 and 2:
