@@ -250,23 +250,35 @@ absl::Status exportParameters(rt::TrainingSession &session,
 }
 
 /// (step, loss) of the rows of a metrics CSV up to `lastStep`.
-std::vector<std::pair<int64_t, double>> readLossHistory(const std::string &path,
-                                                        int64_t lastStep) {
+/// (step, value) of column `column` of a metrics CSV's rows up to
+/// `lastStep`, where the value is a number.
+std::vector<std::pair<int64_t, double>>
+readMetricsHistory(const std::string &path, llvm::StringRef column,
+                   int64_t lastStep) {
   std::vector<std::pair<int64_t, double>> points;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return points;
   llvm::SmallVector<llvm::StringRef> lines;
   (*buffer)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  if (lines.empty())
+    return points;
+  llvm::SmallVector<llvm::StringRef> header;
+  lines.front().split(header, ',');
+  auto it = llvm::find(header, column);
+  if (it == header.end())
+    return points;
+  size_t index = static_cast<size_t>(it - header.begin());
   for (llvm::StringRef line : llvm::drop_begin(lines)) {
     llvm::SmallVector<llvm::StringRef> fields;
     line.split(fields, ',');
     int64_t step;
-    double loss;
-    if (fields.size() < 3 || fields[1].getAsInteger(10, step) ||
-        fields[2].getAsDouble(loss) || step > lastStep)
+    double value;
+    if (fields.size() <= index || fields[1].getAsInteger(10, step) ||
+        fields[index].getAsDouble(value) || !std::isfinite(value) ||
+        step > lastStep)
       continue;
-    points.emplace_back(step, loss);
+    points.emplace_back(step, value);
   }
   return points;
 }
@@ -1015,8 +1027,10 @@ absl::Status TrainRun::openOutputs() {
                                      csvColumns, options.resume, firstStep);
       !status.ok())
     return status;
-  if (options.resume)
-    curve = readLossHistory(csv.path(), firstStep);
+  if (options.resume) {
+    curve = readMetricsHistory(csv.path(), "loss", firstStep);
+    heldoutCurve = readMetricsHistory(csv.path(), "heldout_loss", firstStep);
+  }
   return absl::OkStatus();
 }
 
