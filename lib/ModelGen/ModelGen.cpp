@@ -238,6 +238,74 @@ std::optional<PredictionType> mlir::sd::parsePredictionType(StringRef name) {
   return std::nullopt;
 }
 
+/// The overrides that shape a model's inputs: frames, latent or pixel size,
+/// channels, classes and text length, each checked against the family.
+static absl::Status applyInputShape(const ModelOverrides &o,
+                                    StringRef presetName, ModelConfig &c) {
+  bool isDiT = c.family == ModelFamily::DiT;
+  bool isWan = c.family == ModelFamily::Wan;
+  if (o.frames && !isWan)
+    return fail("--frames applies to video models (wan2.1-14b, wan-long) only");
+  if (o.latentSize && isWan)
+    return fail("--latent-size applies to image models; give " + presetName +
+                " --frames, --height and --width");
+  if ((o.height || o.width) && isDiT)
+    return fail("--height and --width (pixels) apply to wan2.1-14b, wan-long "
+                "and flux-dev; give DiT --latent-size");
+  if (o.latentSize && (o.height || o.width))
+    return fail("give --latent-size or --height/--width, not both");
+  if (o.textLength && isDiT)
+    return fail("--text-length applies to text-conditioned models "
+                "(wan2.1-14b, wan-long, flux-dev)");
+
+  if ((o.channels || o.classes) && !isDiT)
+    return fail("--channels and --classes apply to DiT models");
+  if (o.channels) {
+    if (*o.channels <= 0 || *o.channels > 64)
+      return fail(llvm::formatv("{0} channels: give 1 to 64", *o.channels));
+    // learn_sigma presets predict twice the channels (the variance).
+    int64_t ratio = c.outChannels / c.latentChannels;
+    c.latentChannels = *o.channels;
+    c.outChannels = ratio * *o.channels;
+  }
+  if (o.classes) {
+    if (*o.classes <= 0 || *o.classes > 100000)
+      return fail(llvm::formatv("{0} classes: give 1 to 100000", *o.classes));
+    c.numClasses = *o.classes;
+  }
+  if (o.latentSize) {
+    if (*o.latentSize <= 0 || *o.latentSize % c.patch != 0)
+      return fail(llvm::formatv("latent size {0} is not divisible by the "
+                                "patch size {1}",
+                                *o.latentSize, c.patch));
+    c.latentHeight = c.latentWidth = *o.latentSize;
+  }
+  if (o.height)
+    if (absl::Status status =
+            pixelsToLatent("height", *o.height, c.patch, c.latentHeight);
+        !status.ok())
+      return status;
+  if (o.width)
+    if (absl::Status status =
+            pixelsToLatent("width", *o.width, c.patch, c.latentWidth);
+        !status.ok())
+      return status;
+  if (o.frames) {
+    if (*o.frames <= 0 || (*o.frames - 1) % kVaeTemporal != 0)
+      return fail(llvm::formatv("frames {0} must be 4k+1 (the VAE keeps the "
+                                "first frame and compresses time by {1})",
+                                *o.frames, kVaeTemporal));
+    c.latentFrames = (*o.frames - 1) / kVaeTemporal + 1;
+  }
+  if (o.textLength) {
+    if (*o.textLength <= 0)
+      return fail(
+          llvm::formatv("text length {0} must be positive", *o.textLength));
+    c.textLength = *o.textLength;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
                                                       const ModelOverrides &o) {
   std::optional<Preset> preset = lookupPreset(presetName);
@@ -250,7 +318,6 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
   }
   ModelConfig c = preset->config;
   bool isDiT = c.family == ModelFamily::DiT;
-  bool isWan = c.family == ModelFamily::Wan;
 
   if (o.dtype) {
     if (*o.dtype != "f32" && *o.dtype != "bf16")
@@ -326,65 +393,8 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
   }
   c.staticBatch = o.staticBatch;
 
-  if (o.frames && !isWan)
-    return fail("--frames applies to video models (wan2.1-14b, wan-long) only");
-  if (o.latentSize && isWan)
-    return fail("--latent-size applies to image models; give " + presetName +
-                " --frames, --height and --width");
-  if ((o.height || o.width) && isDiT)
-    return fail("--height and --width (pixels) apply to wan2.1-14b, wan-long "
-                "and flux-dev; give DiT --latent-size");
-  if (o.latentSize && (o.height || o.width))
-    return fail("give --latent-size or --height/--width, not both");
-  if (o.textLength && isDiT)
-    return fail("--text-length applies to text-conditioned models "
-                "(wan2.1-14b, wan-long, flux-dev)");
-
-  if ((o.channels || o.classes) && !isDiT)
-    return fail("--channels and --classes apply to DiT models");
-  if (o.channels) {
-    if (*o.channels <= 0 || *o.channels > 64)
-      return fail(llvm::formatv("{0} channels: give 1 to 64", *o.channels));
-    // learn_sigma presets predict twice the channels (the variance).
-    int64_t ratio = c.outChannels / c.latentChannels;
-    c.latentChannels = *o.channels;
-    c.outChannels = ratio * *o.channels;
-  }
-  if (o.classes) {
-    if (*o.classes <= 0 || *o.classes > 100000)
-      return fail(llvm::formatv("{0} classes: give 1 to 100000", *o.classes));
-    c.numClasses = *o.classes;
-  }
-  if (o.latentSize) {
-    if (*o.latentSize <= 0 || *o.latentSize % c.patch != 0)
-      return fail(llvm::formatv("latent size {0} is not divisible by the "
-                                "patch size {1}",
-                                *o.latentSize, c.patch));
-    c.latentHeight = c.latentWidth = *o.latentSize;
-  }
-  if (o.height)
-    if (absl::Status status =
-            pixelsToLatent("height", *o.height, c.patch, c.latentHeight);
-        !status.ok())
-      return status;
-  if (o.width)
-    if (absl::Status status =
-            pixelsToLatent("width", *o.width, c.patch, c.latentWidth);
-        !status.ok())
-      return status;
-  if (o.frames) {
-    if (*o.frames <= 0 || (*o.frames - 1) % kVaeTemporal != 0)
-      return fail(llvm::formatv("frames {0} must be 4k+1 (the VAE keeps the "
-                                "first frame and compresses time by {1})",
-                                *o.frames, kVaeTemporal));
-    c.latentFrames = (*o.frames - 1) / kVaeTemporal + 1;
-  }
-  if (o.textLength) {
-    if (*o.textLength <= 0)
-      return fail(
-          llvm::formatv("text length {0} must be positive", *o.textLength));
-    c.textLength = *o.textLength;
-  }
+  if (absl::Status status = applyInputShape(o, presetName, c); !status.ok())
+    return status;
   if (absl::Status status = checkSizes(c); !status.ok())
     return status;
   return c;
