@@ -313,12 +313,10 @@ writeShards(const std::string &stepDir, rt::TrainingSession &session,
 // Agreement between the processes of a multi-process mesh
 //===----------------------------------------------------------------------===//
 
-/// `status` as bytes for ProcessGroup::allGather, and back.
-std::string encodeStatus(const absl::Status &status) {
-  proto::ProcessShards message;
+/// `status` into a process's message (code 0 when OK), and back.
+void encodeStatus(const absl::Status &status, proto::ProcessShards &message) {
   message.set_error_code(static_cast<int32_t>(status.code()));
   message.set_error(std::string(status.message()));
-  return message.SerializeAsString();
 }
 
 absl::Status decodeStatus(const proto::ProcessShards &message) {
@@ -331,16 +329,18 @@ absl::Status decodeStatus(const proto::ProcessShards &message) {
 absl::Status agree(rt::ProcessGroup *group, const absl::Status &status) {
   if (!group)
     return status;
+  proto::ProcessShards message;
+  encodeStatus(status, message);
   absl::StatusOr<std::vector<std::string>> all =
-      group->allGather(encodeStatus(status));
+      group->allGather(message.SerializeAsString());
   if (!all.ok())
     return all.status();
   for (const std::string &bytes : *all) {
-    proto::ProcessShards message;
-    if (!message.ParseFromString(bytes))
+    proto::ProcessShards part;
+    if (!part.ParseFromString(bytes))
       return absl::DataLossError("a process sent an unreadable status");
-    if (message.error_code() != 0)
-      return decodeStatus(message);
+    if (part.error_code() != 0)
+      return decodeStatus(part);
   }
   return absl::OkStatus();
 }
@@ -354,8 +354,7 @@ gatherShards(rt::ProcessGroup *group, int64_t devicesPerProcess,
     return mine;
   proto::ProcessShards message;
   if (!mine.ok()) {
-    message.set_error_code(static_cast<int32_t>(mine.status().code()));
-    message.set_error(std::string(mine.status().message()));
+    encodeStatus(mine.status(), message);
   } else {
     for (size_t d = 0; d < mine->files.size(); ++d) {
       proto::ShardFile *file = message.add_files();

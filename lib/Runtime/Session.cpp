@@ -367,12 +367,11 @@ absl::StatusOr<std::vector<float>> TrainingSession::gatherBlocks(
       blocks.emplace_back(mesh->firstDeviceId() + d, blockOf(d));
   }
   std::vector<float> global(numElements(arg.globalShape), 0.0f);
+  // (copyBlock only reads the block when it writes the global tensor.)
+  for (auto [id, data] : blocks)
+    copyBlock(arg, meshSpec.coordinates(id), global.data(),
+              const_cast<float *>(data), /*toGlobal=*/true);
   std::vector<float> block(blockElements);
-  for (auto [id, data] : blocks) {
-    std::memcpy(block.data(), data, blockBytes);
-    copyBlock(arg, meshSpec.coordinates(id), global.data(), block.data(),
-              /*toGlobal=*/true);
-  }
   // Replicas must agree bitwise (a missing all-reduce would not).
   for (auto [id, data] : blocks) {
     copyBlock(arg, meshSpec.coordinates(id), global.data(), block.data(),
