@@ -57,33 +57,6 @@ namespace ckpt = ::sd::ckpt;
 
 namespace {
 
-/// Compiles `source` (or finds it in the cache), printing each file as it
-/// finishes (with `printCompilation`), as sdrun does.
-absl::StatusOr<rt::CompiledProgram>
-compileSource(const std::string &source, const DeviceSettings &device) {
-  rt::CompileOptions compileOptions;
-  compileOptions.cacheDir = device.cacheDir;
-  if (device.printCompilation)
-    compileOptions.progress = [](const rt::CompileProgress &progress) {
-      if (progress.done == 0)
-        outs() << "compiling the device program: " << progress.total
-               << (progress.total == 1 ? " file, " : " files, ")
-               << progress.jobs << " at a time (" << progress.directory
-               << ")\n";
-      else
-        outs() << "  [" << progress.done << "/" << progress.total << "] "
-               << progress.file << " " << format("%.1f", progress.seconds)
-               << " s\n";
-      outs().flush();
-    };
-  absl::StatusOr<rt::CompiledProgram> compiled =
-      rt::compileProgram(source, compileOptions);
-  if (compiled.ok() && !compiled->cacheHit && device.printCompilation)
-    outs() << "compiled the device program in "
-           << format("%.1f", compiled->compileSeconds) << " s\n";
-  return compiled;
-}
-
 std::string shapeString(llvm::ArrayRef<int64_t> shape) {
   return "[" +
          llvm::join(llvm::map_range(
@@ -151,25 +124,8 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
     program->classes = labels[1] - 1;
   }
 
-  absl::StatusOr<rt::CompiledProgram> compiled =
-      compileSource(built->source, settings);
-  if (!compiled.ok())
-    return compiled.status();
-  absl::StatusOr<std::unique_ptr<rt::LoadedProgram>> loaded =
-      rt::LoadedProgram::load(compiled->libraryPath);
-  if (!loaded.ok())
-    return loaded.status();
-  rt::MeshRuntimeOptions runtime;
-  runtime.mesh = built->mesh;
-  if (built->mesh.numProcesses() > 1) {
-    runtime.process = settings.process;
-    runtime.transportFactory = settings.transportFactory;
-    runtime.processGroup = settings.processGroup;
-  }
-  runtime.threadsPerDevice = settings.threadsPerDevice;
-  runtime.deviceMemoryBudget = settings.deviceMemoryBudget;
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>> session =
-      rt::TrainingSession::create(runtime, built->spec, std::move(*loaded));
+      startProgramSession(*built, settings);
   if (!session.ok())
     return session.status();
   program->trainingSession = std::move(*session);

@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -321,4 +323,58 @@ FailureOr<TrainProgram> mlir::sd::buildModelProgram(ModuleOp module,
     return failure();
   program.source = std::move(*source);
   return program;
+}
+
+absl::StatusOr<::sd::rt::CompiledProgram>
+mlir::sd::compileDeviceProgram(const std::string &source,
+                               const DeviceSettings &settings) {
+  ::sd::rt::CompileOptions compileOptions;
+  compileOptions.cacheDir = settings.cacheDir;
+  // What is being compiled and how far along it is, a line a file (only
+  // when the program is not in the cache).
+  if (settings.printCompilation)
+    compileOptions.progress = [](const ::sd::rt::CompileProgress &progress) {
+      llvm::raw_ostream &os = llvm::outs();
+      if (progress.done == 0)
+        os << "compiling the device program: " << progress.total
+           << (progress.total == 1 ? " file, " : " files, ") << progress.jobs
+           << " at a time (" << progress.directory << ")\n";
+      else
+        os << "  [" << progress.done << "/" << progress.total << "] "
+           << progress.file << " " << llvm::format("%.1f", progress.seconds)
+           << " s\n";
+      os.flush();
+    };
+  absl::StatusOr<::sd::rt::CompiledProgram> compiled =
+      ::sd::rt::compileProgram(source, compileOptions);
+  if (compiled.ok() && !compiled->cacheHit && settings.printCompilation)
+    llvm::outs() << "compiled the device program in "
+                 << llvm::format("%.1f", compiled->compileSeconds) << " s\n";
+  return compiled;
+}
+
+absl::StatusOr<std::unique_ptr<::sd::rt::TrainingSession>>
+mlir::sd::startProgramSession(const TrainProgram &program,
+                              const DeviceSettings &settings) {
+  absl::StatusOr<::sd::rt::CompiledProgram> compiled =
+      compileDeviceProgram(program.source, settings);
+  if (!compiled.ok())
+    return compiled.status();
+  absl::StatusOr<std::unique_ptr<::sd::rt::LoadedProgram>> loaded =
+      ::sd::rt::LoadedProgram::load(compiled->libraryPath);
+  if (!loaded.ok())
+    return loaded.status();
+  ::sd::rt::MeshRuntimeOptions runtime;
+  runtime.mesh = program.mesh;
+  // A one-device program (--verify's) runs in this process alone.
+  if (program.mesh.numProcesses() > 1) {
+    runtime.process = settings.process;
+    runtime.transportFactory = settings.transportFactory;
+    runtime.processGroup = settings.processGroup;
+  }
+  runtime.threadsPerDevice = settings.threadsPerDevice;
+  runtime.deviceMemoryBudget = settings.deviceMemoryBudget;
+  runtime.hostMemoryBudget = settings.hostMemoryBudget;
+  return ::sd::rt::TrainingSession::create(runtime, program.spec,
+                                           std::move(*loaded));
 }

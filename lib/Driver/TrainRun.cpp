@@ -357,10 +357,9 @@ private:
   absl::Status compilerFailure(llvm::StringRef message) const;
   /// Builds, compiles and loads the step for `pipeline` and creates its
   /// session (without arguments).
-  /// Compiles `source` (or finds it in the cache), printing what it
-  /// compiles and how far along it is.
-  absl::StatusOr<rt::CompiledProgram>
-  compileDeviceProgram(const std::string &source) const;
+  /// The run's cache directory and, for one process of a multi-process
+  /// mesh, its transport and process group.
+  DeviceSettings deviceSettings() const;
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
   startSession(const PipelineOptions &pipeline, int threads,
                int64_t deviceBudget, int64_t hostBudget,
@@ -803,51 +802,20 @@ TrainRun::startSession(const PipelineOptions &pipeline, int threads,
 absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
 TrainRun::loadSession(const TrainProgram &built, int threads,
                       int64_t deviceBudget, int64_t hostBudget) const {
-  absl::StatusOr<rt::CompiledProgram> compiled =
-      compileDeviceProgram(built.source);
-  if (!compiled.ok())
-    return compiled.status();
-  absl::StatusOr<std::unique_ptr<rt::LoadedProgram>> loaded =
-      rt::LoadedProgram::load(compiled->libraryPath);
-  if (!loaded.ok())
-    return loaded.status();
-  rt::MeshRuntimeOptions runtime;
-  runtime.mesh = built.mesh;
-  // --verify's single-device session runs in this process alone.
-  if (built.mesh.numProcesses() > 1) {
-    runtime.process = options.process;
-    runtime.transportFactory = options.transportFactory;
-    runtime.processGroup = options.processGroup;
-  }
-  runtime.threadsPerDevice = threads;
-  runtime.deviceMemoryBudget = deviceBudget;
-  runtime.hostMemoryBudget = hostBudget;
-  return rt::TrainingSession::create(runtime, built.spec, std::move(*loaded));
+  DeviceSettings settings = deviceSettings();
+  settings.threadsPerDevice = threads;
+  settings.deviceMemoryBudget = deviceBudget;
+  settings.hostMemoryBudget = hostBudget;
+  return startProgramSession(built, settings);
 }
 
-absl::StatusOr<rt::CompiledProgram>
-TrainRun::compileDeviceProgram(const std::string &source) const {
-  rt::CompileOptions compileOptions;
-  compileOptions.cacheDir = options.cacheDir;
-  // What is being compiled and how far along it is, a line a file (only
-  // when the program is not in the cache).
-  compileOptions.progress = [](const rt::CompileProgress &progress) {
-    if (progress.done == 0)
-      outs() << "compiling the device program: "
-             << count(progress.total, "file") << ", " << progress.jobs
-             << " at a time (" << progress.directory << ")\n";
-    else
-      outs() << "  [" << progress.done << "/" << progress.total << "] "
-             << progress.file << " " << format("%.1f", progress.seconds)
-             << " s\n";
-    outs().flush();
-  };
-  absl::StatusOr<rt::CompiledProgram> compiled =
-      rt::compileProgram(source, compileOptions);
-  if (compiled.ok() && !compiled->cacheHit)
-    outs() << "compiled the device program in "
-           << format("%.1f", compiled->compileSeconds) << " s\n";
-  return compiled;
+DeviceSettings TrainRun::deviceSettings() const {
+  DeviceSettings settings;
+  settings.cacheDir = options.cacheDir;
+  settings.process = options.process;
+  settings.transportFactory = options.transportFactory;
+  settings.processGroup = options.processGroup;
+  return settings;
 }
 
 absl::Status TrainRun::compileOnly() {
@@ -855,7 +823,7 @@ absl::Status TrainRun::compileOnly() {
   if (failed(step))
     return compilerFailure("could not build the training step");
   absl::StatusOr<rt::CompiledProgram> compiled =
-      compileDeviceProgram(step->source);
+      compileDeviceProgram(step->source, deviceSettings());
   if (!compiled.ok())
     return compiled.status();
   outs() << "device program of " << options.modelPath << " (batch "

@@ -21,6 +21,7 @@
 #ifndef SD_DRIVER_SAMPLE_H
 #define SD_DRIVER_SAMPLE_H
 
+#include "sd/Driver/TrainProgram.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Runtime/Runtime.h"
 #include "sd/Runtime/Session.h"
@@ -160,20 +161,6 @@ int64_t defaultZoom(int64_t height, int64_t width);
 //===----------------------------------------------------------------------===//
 // The model's @denoise on a mesh
 //===----------------------------------------------------------------------===//
-
-/// How a program is compiled and run (sdrun's settings of the same names).
-struct DeviceSettings {
-  int threadsPerDevice = 0;
-  int64_t deviceMemoryBudget = 0;
-  std::string cacheDir;
-  /// One process of a multi-process mesh (an MPI rank); -1 runs every
-  /// device here.
-  int64_t process = -1;
-  ::sd::rt::TransportFactory transportFactory;
-  std::shared_ptr<::sd::rt::ProcessGroup> processGroup;
-  /// Print what is compiled (a line a file) and how long it took.
-  bool printCompilation = true;
-};
 
 /// A model's @denoise, built for a mesh, compiled, loaded and fed with
 /// weights: each predict() is one step of the device program on a whole

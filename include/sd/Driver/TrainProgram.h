@@ -13,12 +13,15 @@
 #define SD_DRIVER_TRAINPROGRAM_H
 
 #include "sd/Passes/Passes.h"
+#include "sd/Runtime/Program.h"
+#include "sd/Runtime/Runtime.h"
 #include "sd/Runtime/Session.h"
 #include "sd/Sharding/Mesh.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +44,34 @@ struct TrainProgram {
   /// Its collectives per set of mesh axes, priced by the options' network.
   std::vector<AxisCommunication> predictedCommunication;
 };
+
+/// How a program is compiled and run (sdrun's settings of the same names).
+struct DeviceSettings {
+  int threadsPerDevice = 0;
+  int64_t deviceMemoryBudget = 0;
+  int64_t hostMemoryBudget = 0;
+  std::string cacheDir;
+  /// One process of a multi-process mesh (an MPI rank); -1 runs every
+  /// device here. Used only for a program whose mesh has several processes.
+  int64_t process = -1;
+  ::sd::rt::TransportFactory transportFactory;
+  std::shared_ptr<::sd::rt::ProcessGroup> processGroup;
+  /// Print what is compiled (a line a file) and how long it took.
+  bool printCompilation = true;
+};
+
+/// Compiles a program's C++ `source` (or finds it in the cache), printing
+/// each file as it finishes and the time it took with
+/// `settings.printCompilation`.
+absl::StatusOr<::sd::rt::CompiledProgram>
+compileDeviceProgram(const std::string &source,
+                     const DeviceSettings &settings);
+
+/// Compiles and loads `program` and creates its session on `program.mesh`
+/// (without arguments).
+absl::StatusOr<std::unique_ptr<::sd::rt::TrainingSession>>
+startProgramSession(const TrainProgram &program,
+                    const DeviceSettings &settings);
 
 /// Builds the training step of `module` (left unchanged) with `options`
 /// (`options.train` is implied; an empty mesh builds the single-device
