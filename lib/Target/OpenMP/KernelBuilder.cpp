@@ -65,8 +65,10 @@ Index mlir::sd::openmp::clampIndex(const std::string &e, int64_t size) {
                        std::to_string(size - 1) + ")");
 }
 
-KernelBuilder::KernelBuilder(Operation *root, ArrayRef<std::string> fusedOps)
-    : root(root), id(*getKernelId(root)), fusedOps(fusedOps) {}
+KernelBuilder::KernelBuilder(Operation *root, ArrayRef<std::string> fusedOps,
+                             ArrayRef<Value> outputs)
+    : root(root), id(*getKernelId(root)), fusedOps(fusedOps),
+      outputs(outputs) {}
 
 std::string KernelBuilder::print(const Index &i) {
   if (!i.affine)
@@ -295,6 +297,10 @@ LogicalResult KernelBuilder::generate(bool collapse) {
   } else {
     result = gen(root->getResult(0), pos);
   }
+  // The extra outputs, at every point of the loop space (their shape).
+  outputResults.clear();
+  for (Value v : outputs)
+    outputResults.push_back(gen(v, pos));
   // The output offset: row-major over the kept loops.
   Index out = constantIndex(0);
   int64_t stride = 1;
@@ -359,13 +365,19 @@ LogicalResult KernelBuilder::build(KernelFunction &out) {
   f << "(";
   for (unsigned i = 0; i < inputs.size(); ++i)
     f << "const float *in" << i << ", ";
-  f << "float *out) {\n";
+  f << "float *out";
+  for (unsigned i = 1; i <= outputs.size(); ++i)
+    f << ", float *out" << i;
+  f << ") {\n";
+  assert((outputs.empty() || !isReduction) &&
+         "a reduction kernel has no extra outputs");
   if (isReduction)
     writeReduction(f, extents, outIndex);
   else
     writeLoops(f, extents);
 
   out.inputs.assign(inputs.begin(), inputs.end());
+  out.outputs.assign(outputs.begin(), outputs.end());
   out.identityRead.assign(inputs.size(), true);
   for (const Access &a : accesses) {
     bool same = a.offset.affine && a.offset.k == outIndex.k &&
@@ -381,10 +393,19 @@ void KernelBuilder::writeLoops(llvm::raw_ostream &f,
                                ArrayRef<int64_t> extents) {
   std::string outOffset = print(affines.back());
   bool parallel = product(loopShape) >= kParallelWork;
-  std::string store =
-      isPred(root->getResult(0)) ? "(" + result + " ? 1.0f : 0.0f)" : result;
+  auto storeAt = [&](StringRef offset) {
+    auto store = [](Value v, const std::string &var) {
+      return isPred(v) ? "(" + var + " ? 1.0f : 0.0f)" : var;
+    };
+    std::string text = "      out[" + offset.str() +
+                       "] = " + store(root->getResult(0), result) + ";\n";
+    for (auto [i, v] : llvm::enumerate(outputs))
+      text += "      out" + std::to_string(i + 1) + "[" + offset.str() +
+              "] = " + store(v, outputResults[i]) + ";\n";
+    return text;
+  };
   if (groups.empty()) {
-    f << "  {\n" << body << "      out[0] = " << store << ";\n  }\n}\n";
+    f << "  {\n" << body << storeAt("0") << "  }\n}\n";
     return;
   }
   unsigned n = groups.size();
@@ -405,7 +426,7 @@ void KernelBuilder::writeLoops(llvm::raw_ostream &f,
     f << indent << "for (int64_t j" << g << " = 0; j" << g << " < "
       << extents[g] << "; ++j" << g << ") {\n";
   }
-  f << body << "      out[" << outOffset << "] = " << store << ";\n";
+  f << body << storeAt(outOffset);
   for (unsigned g = n; g > 0; --g)
     f << std::string(2 * g, ' ') << "}\n";
   f << "}\n";
@@ -590,8 +611,11 @@ static inline float sd_erf(float x) {
   float r = 1.0f - p * sd_exp(-a * a);
   return x < 0.0f ? -r : r;
 }
+// 0.5·x·(1 + tanh(u)) = x·sigmoid(2u): one exp and one division, and no
+// cancellation for negative x (1 + tanh(u) loses every digit there).
 static inline float sd_gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + sd_tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return x / (1.0f + sd_exp(-2.0f * u));
 }
 static inline float sd_gelu_erf(float x) {
   return 0.5f * x * (1.0f + sd_erf(x * 0.7071067811865476f));

@@ -4,8 +4,10 @@
 // shapes, every op with an OpenMPLoweringOpInterface) and decides which ops
 // fuse into one loop nest (see the pass description in Passes.td). The
 // decision walks the ops once backwards, so every op sees its users'
-// decisions: an op fuses into its only user when that user is itself fused
-// code; cheap ops (splat constants, iota, index ops over materialized
+// decisions: an op fuses into the kernel its users are in when they are all
+// in one; an elementwise op whose users are in several kernels is computed
+// in the first of them that loops over its shape, which also stores it
+// (multi-output fusion), when every other reader runs later; cheap ops (splat constants, iota, index ops over materialized
 // values) are recomputed in every kernel that reads them. What an op is
 // comes from its interface alone. The emitter (OpenMPEmitter.cpp) reads
 // the resulting `sd_omp.plan` attributes.
@@ -50,8 +52,11 @@ namespace {
 enum class Role {
   /// Its own kernel (or library call); its result is materialized.
   Root,
-  /// Computed inside its only user's kernel.
+  /// Computed inside the kernel its users are in.
   Fused,
+  /// Computed inside a later kernel, which also stores it (multi-output
+  /// fusion).
+  Output,
   /// Recomputed inside every kernel that reads it.
   Inline,
 };
@@ -169,10 +174,74 @@ LogicalResult LowerToOpenMPPass::verifyLowerable(func::FuncOp func,
   return success();
 }
 
+/// The root of the kernel that computes `op` (an op already decided): the
+/// op itself for roots, its kernel's root for fused ops and extra outputs,
+/// null for inline ops.
+static Operation *kernelRootOf(Operation *op,
+                               const DenseMap<Operation *, Role> &roles,
+                               const DenseMap<Operation *, Operation *> &into) {
+  while (op) {
+    switch (roles.lookup(op)) {
+    case Role::Root:
+      return op;
+    case Role::Fused:
+    case Role::Output:
+      op = into.lookup(op);
+      break;
+    case Role::Inline:
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+/// Multi-output fusion of the elementwise `op`, whose users are in several
+/// kernels: the earliest of its users' `fused` kernels that loops over
+/// `op`'s shape computes it and stores it too, provided every reader
+/// outside that kernel runs after it. Null when there is none.
+static Operation *
+outputKernelFor(Operation *op, const DenseMap<Operation *, int64_t> &position,
+                const DenseMap<Operation *, Role> &roles,
+                const DenseMap<Operation *, Operation *> &into) {
+  auto shape = cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+  auto positionOf = [&](Operation *x) {
+    auto it = position.find(x);
+    return it == position.end() ? static_cast<int64_t>(position.size())
+                                : it->second;
+  };
+  Operation *best = nullptr;
+  SmallVector<Operation *> readers;
+  for (Operation *user : op->getUsers()) {
+    if (!position.count(user)) {
+      readers.push_back(user); // the return
+      continue;
+    }
+    Operation *root = kernelRootOf(user, roles, into);
+    if (!root)
+      return nullptr; // read inside kernels not known yet
+    readers.push_back(root);
+    if (!isFusible(kindOf(root)) || isBufferView(root) ||
+        cast<RankedTensorType>(root->getResult(0).getType()).getShape() !=
+            shape)
+      continue;
+    if (!best || positionOf(root) < positionOf(best))
+      best = root;
+  }
+  if (!best)
+    return nullptr;
+  for (Operation *reader : readers)
+    if (reader != best && positionOf(reader) <= positionOf(best))
+      return nullptr;
+  return best;
+}
+
 DenseMap<Operation *, Role>
 LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
                              DenseMap<Operation *, Operation *> &fusedInto) {
   DenseMap<Operation *, Role> roles;
+  DenseMap<Operation *, int64_t> position;
+  for (auto [i, op] : llvm::enumerate(ops))
+    position[op] = static_cast<int64_t>(i);
   for (Operation *op : llvm::reverse(ops)) {
     std::optional<LoweringKind> kind = kindOf(op);
     if (!kind)
@@ -188,6 +257,14 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
           allFusedUsers = false;
         if (!llvm::is_contained(users, user))
           users.push_back(user);
+      }
+      // The kernel all users are computed in, if they share one.
+      Operation *sharedRoot = nullptr;
+      if (allFusedUsers) {
+        sharedRoot = kernelRootOf(users.front(), roles, fusedInto);
+        for (Operation *user : users)
+          if (kernelRootOf(user, roles, fusedInto) != sharedRoot)
+            sharedRoot = nullptr;
       }
       if (kind == LoweringKind::Cheap) {
         if (allFusedUsers)
@@ -210,6 +287,15 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
         // A broadcast (or reshape, slice, ...) read by several kernels is
         // recomputed by each rather than materialized at its larger size.
         role = Role::Inline;
+      } else if (sharedRoot) {
+        // Several users, one kernel: computed there, never materialized.
+        role = Role::Fused;
+        fusedInto[op] = users.front();
+      } else if (kind == LoweringKind::Elementwise) {
+        if (Operation *root = outputKernelFor(op, position, roles, fusedInto)) {
+          role = Role::Output;
+          fusedInto[op] = root;
+        }
       }
     }
     roles[op] = role;
@@ -254,6 +340,13 @@ void LowerToOpenMPPass::runOnOperation() {
       ids[op] = ids.lookup(fusedInto.lookup(op));
       op->setAttr(SDOMPDialect::kPlanAttrName, InKernelAttr::get(ctx, ids[op]));
       ++numFused;
+      break;
+    case Role::Output:
+      ids[op] = ids.lookup(fusedInto.lookup(op));
+      op->setAttr(SDOMPDialect::kPlanAttrName,
+                  KernelOutputAttr::get(ctx, ids[op]));
+      ++numFused;
+      ++numOutputs;
       break;
     case Role::Inline:
       op->setAttr(SDOMPDialect::kPlanAttrName, InlineAttr::get(ctx));

@@ -31,10 +31,12 @@ LogicalResult SDOMPDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() != kPlanAttrName)
     return op->emitError("unknown sd_omp attribute '")
            << attr.getName().getValue() << "'";
-  if (!isa<KernelAttr, InKernelAttr, InlineAttr>(attr.getValue()))
+  if (!isa<KernelAttr, InKernelAttr, KernelOutputAttr, InlineAttr>(
+          attr.getValue()))
     return op->emitError("'")
-           << kPlanAttrName << "' must be #sd_omp.kernel, #sd_omp.in_kernel "
-           << "or #sd_omp.inline, not " << attr.getValue();
+           << kPlanAttrName << "' must be #sd_omp.kernel, #sd_omp.in_kernel, "
+           << "#sd_omp.kernel_output or #sd_omp.inline, not "
+           << attr.getValue();
   return success();
 }
 
@@ -47,6 +49,14 @@ LogicalResult KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult InKernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t id) {
+  if (id < 0)
+    return emitError() << "kernel id " << id << " is negative";
+  return success();
+}
+
+LogicalResult
+KernelOutputAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         int64_t id) {
   if (id < 0)
     return emitError() << "kernel id " << id << " is negative";
   return success();

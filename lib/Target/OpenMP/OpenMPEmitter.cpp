@@ -234,6 +234,15 @@ struct Step {
   /// The later steps that call this step's function.
   SmallVector<std::string> sharers;
 
+  /// The values the step writes: its root's results, then a fused
+  /// kernel's extra outputs.
+  SmallVector<Value> results() const {
+    SmallVector<Value> values(root->getResults().begin(),
+                              root->getResults().end());
+    llvm::append_range(values, function.outputs);
+    return values;
+  }
+
   /// Whether the step's function is its own (written in a kernel file).
   bool definesKernel() const { return isLoop() && callee == name(); }
 
@@ -294,14 +303,18 @@ private:
 LogicalResult ProgramEmitter::planSteps() {
   Block &body = func.getBody().front();
   DenseMap<int64_t, SmallVector<std::string>> members;
+  DenseMap<int64_t, SmallVector<Value>> outputs;
   llvm::StringMap<size_t> stepWithBody;
   for (Operation &op : body.without_terminator()) {
     if (!getPlan(&op))
       return op.emitOpError("has no 'sd_omp.plan'; run sd-lower-to-openmp "
                             "first");
     if (std::optional<int64_t> id = getKernelId(&op)) {
-      members[*id].push_back(names.op(&op));
+      bool stored = isa<KernelOutputAttr>(getPlan(&op));
+      members[*id].push_back(names.op(&op) + (stored ? " (stored)" : ""));
       kernelOps[*id].push_back(&op);
+      if (stored)
+        outputs[*id].push_back(op.getResult(0));
     }
   }
   for (Operation &op : body.without_terminator()) {
@@ -310,7 +323,7 @@ LogicalResult ProgramEmitter::planSteps() {
       continue;
     Step step{&op, plan, {}, {}, {}, {}};
     if (step.isLoop()) {
-      KernelBuilder kernel(&op, members[plan.getId()]);
+      KernelBuilder kernel(&op, members[plan.getId()], outputs[plan.getId()]);
       if (failed(kernel.build(step.function)))
         return failure();
       step.inputs = step.function.inputs;
@@ -342,7 +355,7 @@ void ProgramEmitter::planStorage() {
       aliasOf[step.root->getResult(0)] = step.root->getOperand(shared);
   }
   for (auto [i, step] : llvm::enumerate(steps)) {
-    for (Value result : step.root->getResults()) {
+    for (Value result : step.results()) {
       Value st = storageOf(result);
       if (!lastUse.count(st))
         lastUse[st] = i;
@@ -382,32 +395,36 @@ void ProgramEmitter::planDonation() {
   }
 }
 
-/// A fused kernel's call, into a fresh buffer or a donated argument.
+/// A fused kernel's call, each output into a fresh buffer or a donated
+/// argument.
 void ProgramEmitter::emitKernelStep(Step &step) {
-  Value out = step.root->getResult(0);
-  std::string name = step.name(), outName;
-  auto donated = inPlace.find(out);
-  if (donated != inPlace.end()) {
-    outName = "a[" + std::to_string(donated->second) + "]";
-    bufferNames[out] = outName;
-    entryOs << "  // in place: donated into argument " << donated->second
-            << "\n";
-  } else {
-    outName = allocate(out);
+  SmallVector<std::string> outNames;
+  int64_t bytes = 0;
+  for (Value out : step.results()) {
+    auto donated = inPlace.find(out);
+    if (donated != inPlace.end()) {
+      outNames.push_back("a[" + std::to_string(donated->second) + "]");
+      bufferNames[out] = outNames.back();
+      entryOs << "  // in place: donated into argument " << donated->second
+              << "\n";
+    } else {
+      outNames.push_back(allocate(out));
+    }
+    bytes += 4 * numElements(out.getType());
   }
   // Its memory traffic is its buffers (f32 each), not its ops' operands.
   ArrayRef<Operation *> ops = kernelOps[step.plan.getId()];
-  int64_t flops = 0, bytes = 4 * numElements(out.getType());
+  int64_t flops = 0;
   for (Operation *member : ops)
     flops += costFlops(member);
   for (Value in : step.inputs)
     bytes += 4 * numElements(in.getType());
-  traceBegin({name, fusedKinds(ops), names.label(step.root)}, "kernel", flops,
-             bytes);
+  traceBegin({step.name(), fusedKinds(ops), names.label(step.root)}, "kernel",
+             flops, bytes);
   entryOs << "  " << step.callee << "(";
   for (Value in : step.inputs)
     entryOs << buffer(in) << ", ";
-  entryOs << outName << ");\n";
+  entryOs << llvm::join(outNames, ", ") << ");\n";
   traceEnd();
 }
 
@@ -440,7 +457,7 @@ LogicalResult ProgramEmitter::emitEntry() {
     for (Value st : releases[i])
       entryOs << "  api->release(dev, " << buffer(st) << ");\n";
     // Schedule this step's own outputs if they are owned.
-    for (Value out : step.root->getResults()) {
+    for (Value out : step.results()) {
       if (!owned.count(out) || returned.count(out))
         continue;
       int64_t last = lastUse.lookup(out);

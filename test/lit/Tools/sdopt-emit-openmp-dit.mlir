@@ -85,11 +85,14 @@
 // CHECK: api->trace_begin(dev, "all_reduce data 32x16 (dit_tiny.mlir:78)", "collective", 0, 2048);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &{{coll[0-9]+}}, [[SCATTERED]], b[{{[0-9]+}}])) return st;
 
-// AdamW updates the patch weight (argument 0) in place, and the step
-// returns the loss summed over the mesh and the donated parameters.
+// AdamW updates the patch weight (argument 0) and its two moments in
+// place, in one kernel that stores the new moments as extra outputs, and
+// the step returns the loss summed over the mesh and the donated parameters.
 // CHECK: // in place: donated into argument 0
-// CHECK-NEXT: api->trace_begin(dev, "{{k[0-9]+}} broadcast_in_dim+div+sqrt+add+mul+sub (dit_tiny.mlir:70)", "kernel",
-// CHECK-NEXT: {{k[0-9]+}}(a[0], {{.*}}, a[0]);
+// CHECK-NEXT: // in place: donated into argument [[M:[0-9]+]]
+// CHECK-NEXT: // in place: donated into argument [[V:[0-9]+]]
+// CHECK-NEXT: api->trace_begin(dev, "{{k[0-9]+}} mul+add+broadcast_in_dim+div+sqrt+sub (dit_tiny.mlir:70)", "kernel",
+// CHECK-NEXT: {{k[0-9]+}}(a[0], a[[[M]]], {{.*}}, a[0], a[[[M]]], a[[[V]]]);
 // CHECK: api->trace_begin(dev, "all_reduce data,fsdp 1 (dit_tiny.mlir:70)", "collective", 0, 6);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &{{coll[0-9]+}}, b[{{[0-9]+}}], [[LOSS:b\[[0-9]+\]]])) return st;
 // CHECK: results[0] = [[LOSS]];
@@ -113,16 +116,24 @@
 // CHECK-NEXT:       const float [[D:v[0-9]+]] = [[A]] - [[B]];
 // CHECK-NEXT:       out[j0] = [[D]];
 
-// A large kernel runs its outer loop in parallel: the MLP's gelu, the same
-// in both layers.
-// CHECK-LABEL: //   %{{[0-9]+}} = sd.gelu (dit_tiny.mlir:61)
+// A large kernel runs its outer loop in parallel: the MLP's bias and gelu,
+// the same in both layers. The biased value is stored too (the gelu's
+// backward reads it): a second output.
+// CHECK-LABEL: //   %{{[0-9]+}} = sd.add (dit_tiny.mlir:60) (stored)
+// CHECK-NEXT: //   %{{[0-9]+}} = sd.gelu (dit_tiny.mlir:61)
 // CHECK-NEXT: //   (also called as {{k[0-9]+}}: the same loop nest)
-// CHECK-NEXT: SD_LOCAL void {{k[0-9]+}}(const float *in0, float *out) {
-// CHECK-NEXT:   #pragma omp parallel for simd schedule(static)
-// CHECK-NEXT:   for (int64_t j0 = 0; j0 < 131072; ++j0) {
-// CHECK-NEXT:       const float [[X:v[0-9]+]] = in0[j0];
-// CHECK-NEXT:       const float [[G:v[0-9]+]] = sd_gelu_tanh([[X]]);
-// CHECK-NEXT:       out[j0] = [[G]];
+// CHECK-NEXT: SD_LOCAL void {{k[0-9]+}}(const float *in0, const float *in1, float *out, float *out1) {
+// CHECK-NEXT:   #pragma omp parallel for schedule(static)
+// CHECK-NEXT:   for (int64_t j0 = 0; j0 < 512; ++j0) {
+// CHECK-NEXT:     #pragma omp simd
+// CHECK-NEXT:     for (int64_t j1 = 0; j1 < 256; ++j1) {
+// CHECK-NEXT:       const float [[X:v[0-9]+]] = in0[256 * j0 + j1];
+// CHECK-NEXT:       const float [[B:v[0-9]+]] = in1[j1];
+// CHECK-NEXT:       const float [[BB:v[0-9]+]] = [[B]];
+// CHECK-NEXT:       const float [[S:v[0-9]+]] = [[X]] + [[BB]];
+// CHECK-NEXT:       const float [[G:v[0-9]+]] = sd_gelu_tanh([[S]]);
+// CHECK-NEXT:       out[256 * j0 + j1] = [[G]];
+// CHECK-NEXT:       out1[256 * j0 + j1] = [[S]];
 
 // The loss: the squared error accumulated in double and scaled by
 // 1 / 8192 (the local 2·32·32·4 elements).

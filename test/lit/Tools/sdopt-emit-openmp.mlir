@@ -180,7 +180,7 @@ func.func @trace_spans(%x: tensor<64x16xf32>, %w: tensor<16x32xf32>) -> tensor<6
 // CHECK: std::unique_ptr<float *[]> b(new float *[4]());
 // CHECK: //--- steps_0.cpp
 // CHECK: [[K]](a[0], a[1], b[0]);
-// CHECK: [[K]](b[0], a[1], b[1]);
+// CHECK: [[K]](a[1], a[0], b[1]);
 // CHECK: [[OTHER]](const_cast<float *>([[CST]]), b[2]);
 // CHECK: //--- kernels_0.cpp
 // CHECK: // [[K]]: fused over [64, 32]
@@ -194,8 +194,8 @@ func.func @trace_spans(%x: tensor<64x16xf32>, %w: tensor<16x32xf32>) -> tensor<6
 func.func @files_and_shared_kernels(%x: tensor<64x32xf32>, %y: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<3xf32>) {
   %e = sd.exp %x : tensor<64x32xf32>
   %m = sd.mul %e, %y : tensor<64x32xf32>
-  %e2 = sd.exp %m : tensor<64x32xf32>
-  %m2 = sd.mul %e2, %y : tensor<64x32xf32>
+  %e2 = sd.exp %y : tensor<64x32xf32>
+  %m2 = sd.mul %e2, %x : tensor<64x32xf32>
   %c = sd.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
   %t = sd.tanh %c : tensor<3xf32>
   return %m, %m2, %t : tensor<64x32xf32>, tensor<64x32xf32>, tensor<3xf32>

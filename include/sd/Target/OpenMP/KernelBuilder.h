@@ -162,6 +162,9 @@ struct KernelFunction {
   /// Per input, whether the kernel reads it only at the position it writes
   /// (so the output may overwrite it in place).
   SmallVector<bool> identityRead;
+  /// The values it stores besides its root's result (`#sd_omp.kernel_output`
+  /// ops), in parameter order after `out` (`out1`, `out2`, ...).
+  SmallVector<Value> outputs;
 };
 
 //===----------------------------------------------------------------------===//
@@ -172,8 +175,10 @@ struct KernelFunction {
 /// and the ops fused into it).
 class KernelBuilder {
 public:
-  /// `fusedOps` names the kernel's ops for its comment.
-  KernelBuilder(Operation *root, ArrayRef<std::string> fusedOps);
+  /// `fusedOps` names the kernel's ops for its comment; `outputs` are the
+  /// values it stores besides its root's result, each of the root's shape.
+  KernelBuilder(Operation *root, ArrayRef<std::string> fusedOps,
+                ArrayRef<Value> outputs = {});
 
   /// Writes the kernel into `out`.
   LogicalResult build(KernelFunction &out);
@@ -239,6 +244,9 @@ private:
   int64_t id;
   /// The fused ops, named, for the kernel's comment.
   ArrayRef<std::string> fusedOps;
+  /// The extra outputs, and per generation the variables holding them.
+  SmallVector<Value> outputs;
+  SmallVector<std::string> outputResults;
   bool isReduction = false;
   ReductionInfo reduction;
   /// The index space and, per loop, whether it is reduced.

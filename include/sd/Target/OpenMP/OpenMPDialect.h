@@ -23,20 +23,23 @@
 
 namespace mlir::sd::openmp {
 
-/// The plan of `op`: a KernelAttr, InKernelAttr or InlineAttr; null when
+/// The plan of `op`: a KernelAttr, InKernelAttr, KernelOutputAttr or
+/// InlineAttr; null when
 /// the op has none.
 inline Attribute getPlan(Operation *op) {
   return op->getAttr(SDOMPDialect::kPlanAttrName);
 }
 
-/// The kernel whose code computes `op` (as its root or fused into it); none
-/// for inline and unplanned ops.
+/// The kernel whose code computes `op` (as its root, fused into it, or as
+/// one of its extra outputs); none for inline and unplanned ops.
 inline std::optional<int64_t> getKernelId(Operation *op) {
   Attribute plan = getPlan(op);
   if (auto root = dyn_cast_if_present<KernelAttr>(plan))
     return root.getId();
   if (auto member = dyn_cast_if_present<InKernelAttr>(plan))
     return member.getId();
+  if (auto output = dyn_cast_if_present<KernelOutputAttr>(plan))
+    return output.getId();
   return std::nullopt;
 }
 

@@ -76,10 +76,30 @@ def SDOMP_KernelAttr : SDOMP_Attr<"Kernel", "kernel"> {
 }
 
 def SDOMP_InKernelAttr : SDOMP_Attr<"InKernel", "in_kernel"> {
-  let summary = "An op fused into the kernel of its only user";
+  let summary = "An op fused into the kernel that all its users are in";
   let description = [{
     `#sd_omp.in_kernel<3>`: the op is computed inside kernel 3, at the
     positions where that kernel reads it; its result has no buffer.
+
+    Constraints:
+
+    * The id is not negative.
+  }];
+  let parameters = (ins "int64_t":$id);
+  let assemblyFormat = "`<` $id `>`";
+  let genVerifyDecl = 1;
+}
+
+def SDOMP_KernelOutputAttr : SDOMP_Attr<"KernelOutput", "kernel_output"> {
+  let summary = "An op computed inside a later kernel that also stores it";
+  let description = [{
+    `#sd_omp.kernel_output<3>`: a multi-output fusion (XLA's term). The op
+    is computed inside kernel 3 (a `fused` kernel whose loop space is this
+    op's shape), which also stores it, at every point, into a buffer of
+    its own; kernels after kernel 3 read that buffer. This is how a value
+    that the forward pass uses at once and the backward pass again later
+    (the input of a GELU, Adam's new moments) costs one pass over memory
+    instead of two.
 
     Constraints:
 

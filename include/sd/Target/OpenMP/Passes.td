@@ -22,6 +22,9 @@ def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
       `collective`, `constant` (a non-splat constant: a static array) or
       `memory` (offload, reload).
     * `#sd_omp.in_kernel<N>` on an op computed inside kernel N.
+    * `#sd_omp.kernel_output<N>` on an op computed inside kernel N, which
+      also stores it into a buffer of its own for later kernels
+      (multi-output fusion).
     * `#sd_omp.inline` on a cheap op (splat constant, iota, or an index op
       such as a broadcast of a materialized value) recomputed inside each
       kernel that reads it instead of being materialized.
@@ -29,9 +32,15 @@ def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
     What each op is comes from its `OpenMPLoweringOpInterface` (attached by
     `registerOpenMPLoweringInterfaces`); an op without it is an error.
     Fusion: fusible ops (elementwise, index maps, cheap ops) fuse into their
-    consumer when it is their only user and itself fused code; reductions
-    fuse their producers the same way. A value read by several kernels, or
-    by a library call, a collective or the return, is materialized once.
+    consumers' kernel when every user is fused code of that one kernel;
+    reductions fuse their producers the same way. An index map read by
+    several kernels is recomputed in each. An elementwise value read by
+    several kernels, or also by a library call, a collective or the return,
+    is materialized once: by the first of its users' fused kernels that
+    loops over its shape, as an extra output of that kernel, when every
+    other reader runs after it (XLA's multi-output fusion: the input of a
+    GELU is computed and stored by the GELU's kernel, Adam's new moments
+    by the parameter update's); otherwise by a kernel of its own.
 
     ```mlir
     %e = sd.exp %x : tensor<8x16xf32>
@@ -55,6 +64,8 @@ def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Number of kernels planned">,
     Statistic<"numFused", "num-fused", "Number of ops fused into a consumer">,
+    Statistic<"numOutputs", "num-outputs",
+              "Number of ops stored as an extra output of a later kernel">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect",
                            "::mlir::sd::openmp::SDOMPDialect"];

@@ -46,7 +46,7 @@ func.func @reshard(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
 
 // The plan attribute is typed.
 func.func @untyped_plan(%x: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'sd_omp.plan' must be #sd_omp.kernel, #sd_omp.in_kernel or #sd_omp.inline, not "k0"}}
+  // expected-error @+1 {{'sd_omp.plan' must be #sd_omp.kernel, #sd_omp.in_kernel, #sd_omp.kernel_output or #sd_omp.inline, not "k0"}}
   %e = sd.exp %x {sd_omp.plan = "k0"} : tensor<8xf32>
   return %e : tensor<8xf32>
 }

@@ -21,14 +21,15 @@ func.func @chain(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>) -> tensor<8x16xf32>
 
 // -----
 
-// A value two kernels read is materialized once; a splat constant is
-// recomputed where it is read.
+// A value two kernels read is materialized once, by the first of them (a
+// second output of its kernel); a splat constant is recomputed where it is
+// read.
 // CHECK-LABEL: func.func @multi_use
-// CHECK: %[[E:.*]] = sd.exp %{{.*}} {sd_omp.plan = #sd_omp.kernel<0, fused>}
-// CHECK-NEXT: sd.neg %[[E]] {sd_omp.plan = #sd_omp.kernel<1, fused>}
-// CHECK-NEXT: %[[S:.*]] = sd.sqrt %[[E]] {sd_omp.plan = #sd_omp.in_kernel<2>}
+// CHECK: %[[E:.*]] = sd.exp %{{.*}} {sd_omp.plan = #sd_omp.kernel_output<0>}
+// CHECK-NEXT: sd.neg %[[E]] {sd_omp.plan = #sd_omp.kernel<0, fused>}
+// CHECK-NEXT: %[[S:.*]] = sd.sqrt %[[E]] {sd_omp.plan = #sd_omp.in_kernel<1>}
 // CHECK-NEXT: %[[C:.*]] = sd.constant {sd_omp.plan = #sd_omp.inline}
-// CHECK-NEXT: sd.mul %[[S]], %[[C]] {sd_omp.plan = #sd_omp.kernel<2, fused>}
+// CHECK-NEXT: sd.mul %[[S]], %[[C]] {sd_omp.plan = #sd_omp.kernel<1, fused>}
 func.func @multi_use(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
   %e = sd.exp %x : tensor<8x16xf32>
   %a = sd.neg %e : tensor<8x16xf32>
@@ -36,6 +37,59 @@ func.func @multi_use(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32
   %c = sd.constant dense<2.0> : tensor<8x16xf32>
   %d = sd.mul %b, %c : tensor<8x16xf32>
   return %a, %d : tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// Several users in one kernel: computed there, never materialized.
+// CHECK-LABEL: func.func @users_in_one_kernel
+// CHECK: sd.tanh %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<0>}
+// CHECK-NEXT: sd.add %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<0>}
+// CHECK-NEXT: sd.mul %{{.*}} {sd_omp.plan = #sd_omp.kernel<0, fused>}
+func.func @users_in_one_kernel(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %t = sd.tanh %x : tensor<8x16xf32>
+  %a = sd.add %t, %x : tensor<8x16xf32>
+  %b = sd.mul %t, %a : tensor<8x16xf32>
+  return %b : tensor<8x16xf32>
+}
+
+// -----
+
+// The input of a gelu that a GEMM reads later is stored by the gelu's
+// kernel.
+// CHECK-LABEL: func.func @output_before_library_reader
+// CHECK: %[[S:.*]] = sd.add %{{.*}} {sd_omp.plan = #sd_omp.kernel_output<0>}
+// CHECK-NEXT: sd.gelu %[[S]] {sd_omp.plan = #sd_omp.kernel<0, fused>}
+// CHECK-NEXT: sd.dot_general %[[S]], {{.*}} {sd_omp.plan = #sd_omp.kernel<1, library>}
+func.func @output_before_library_reader(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> (tensor<8x16xf32>, tensor<8x4xf32>) {
+  %s = sd.add %x, %x : tensor<8x16xf32>
+  %g = sd.gelu %s : tensor<8x16xf32>
+  %y = sd.dot_general %s, %w batch = [] x [] contract = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %g, %y : tensor<8x16xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// No extra output when another reader runs before the kernel (the
+// reduction), or when the user's kernel loops over another shape (the
+// broadcast's): the value has a kernel of its own.
+// CHECK-LABEL: func.func @no_output
+// CHECK: %[[E:.*]] = sd.exp %{{.*}} {sd_omp.plan = #sd_omp.kernel<0, fused>}
+// CHECK-NEXT: sd.reduce_sum %[[E]] {{.*}}{sd_omp.plan = #sd_omp.kernel<1, reduce>}
+// CHECK-NEXT: sd.neg %[[E]] {sd_omp.plan = #sd_omp.kernel<2, fused>}
+// CHECK: %[[F:.*]] = sd.exp %{{.*}} {sd_omp.plan = #sd_omp.kernel<3, fused>}
+// CHECK-NEXT: sd.reshape %[[F]] {{.*}}{sd_omp.plan = #sd_omp.in_kernel<4>}
+// CHECK-NEXT: sd.neg {{.*}}{sd_omp.plan = #sd_omp.kernel<4, fused>}
+// CHECK-NEXT: sd.dot_general %[[F]]
+func.func @no_output(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> (tensor<8xf32>, tensor<8x16xf32>, tensor<128xf32>, tensor<8x4xf32>) {
+  %e = sd.exp %x : tensor<8x16xf32>
+  %s = sd.reduce_sum %e dims = [1] : (tensor<8x16xf32>) -> tensor<8xf32>
+  %n = sd.neg %e : tensor<8x16xf32>
+  %f = sd.exp %x : tensor<8x16xf32>
+  %r = sd.reshape %f : (tensor<8x16xf32>) -> tensor<128xf32>
+  %m = sd.neg %r : tensor<128xf32>
+  %y = sd.dot_general %f, %w batch = [] x [] contract = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %s, %n, %m, %y : tensor<8xf32>, tensor<8x16xf32>, tensor<128xf32>, tensor<8x4xf32>
 }
 
 // -----
