@@ -69,6 +69,7 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
     return;
   pm.addNestedPass<func::FuncOp>(createPartition());
   pm.addNestedPass<func::FuncOp>(createOptimizeCollectives());
+  pm.addNestedPass<func::FuncOp>(createFoldProductTransposes());
   pm.addNestedPass<func::FuncOp>(createAsyncCollectives());
 }
 

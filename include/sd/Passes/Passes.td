@@ -679,6 +679,37 @@ def OptimizeCollectives
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def FoldProductTransposes
+    : Pass<"sd-fold-product-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Write a transposed product as the product of its swapped "
+                "operands";
+  let description = [{
+    A `transpose` that swaps the two groups of free dimensions of a
+    `dot_general`'s result ([batch, lhs free, rhs free] into [batch, rhs
+    free, lhs free]) becomes the `dot_general` of the swapped operands,
+    which a GEMM computes with other transpose flags instead of a pass over
+    memory. The product may reach the transpose through `all_reduce`s
+    (which commute with it); every value on the way has the one user.
+    Reverse-mode differentiation writes each weight's gradient this way
+    (dy·x, transposed into the weight's layout), so a training step loses
+    one transpose per weight. It runs after `sd-partition`, on local types,
+    so that shardings and collectives are unchanged.
+
+    ```mlir
+    %p = sd.dot_general %dy, %x batch = [] x [] contract = [0] x [0] : (tensor<8x4xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+    %s = sd.all_reduce %p @mesh axes = ["data"] : tensor<4x3xf32>
+    %w = sd.transpose %s permutation = [1, 0] : (tensor<4x3xf32>) -> tensor<3x4xf32>
+    // becomes
+    %p = sd.dot_general %x, %dy batch = [] x [] contract = [0] x [0] : (tensor<8x3xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+    %w = sd.all_reduce %p @mesh axes = ["data"] : tensor<3x4xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numFolded", "num-folded", "Number of transposes folded">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 def AsyncCollectives : Pass<"sd-async-collectives", "::mlir::func::FuncOp"> {
   let summary = "Split collective permutes into a start and a done around "
                 "the work that does not need them";
