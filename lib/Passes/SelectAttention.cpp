@@ -4,11 +4,14 @@
 // flash (K/V all-gathered), ring, Ulysses and, when `ulysses_shards` is
 // given, the hybrid ulysses_ring, a copy of the module runs the
 // rest of the default pipeline (tiled with that strategy, partitioned) as a
-// module nested in this one, and the cost model prices its collectives;
-// the module is then tiled with the strategy that sends the fewest bytes
-// per device (flash, then ring, on ties). A strategy whose partitioning
-// fails (Ulysses with heads the sequence's devices do not divide) is not a
-// candidate. A remark on the module names the choice and the prices.
+// module nested in this one, and the cost model prices its collectives
+// with the network model (sd/Sharding/Network.h: bytes over each link's
+// bandwidth plus a latency per ring step); the module is then tiled with
+// the strategy whose collectives take the least predicted time per step
+// (then the fewest bytes; flash, then ring, on ties). A strategy whose
+// partitioning fails (Ulysses with heads the sequence's devices do not
+// divide) is not a candidate. A remark on the module names the choice and
+// the prices.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +22,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Debug.h"
+
+#include <tuple>
 
 #define DEBUG_TYPE "sd-select-attention"
 
@@ -51,7 +56,7 @@ public:
     if (options.mesh.empty())
       return tileWith(::sd::AttentionKind::Flash);
     std::optional<::sd::AttentionKind> best;
-    int64_t bestBytes = 0;
+    Price bestPrice;
     std::string prices;
     llvm::raw_string_ostream os(prices);
     SmallVector<::sd::AttentionKind> kinds = {::sd::AttentionKind::Flash,
@@ -61,19 +66,20 @@ public:
     if (options.tileAttention->ulyssesShards > 0)
       kinds.push_back(::sd::AttentionKind::UlyssesRing);
     for (::sd::AttentionKind kind : kinds) {
-      std::optional<int64_t> bytes = price(kind);
+      std::optional<Price> p = price(kind);
       os << (kind == ::sd::AttentionKind::Flash ? "" : ", ")
          << ::sd::attentionKindName(kind) << " ";
-      if (bytes)
-        os << *bytes << " B";
+      if (p)
+        os << ::sd::formatSeconds(p->seconds) << " for " << p->bytes << " B";
       else
         os << "does not partition";
-      if (bytes && (!best || *bytes < bestBytes)) {
+      if (p && (!best || std::tie(p->seconds, p->bytes) <
+                             std::tie(bestPrice.seconds, bestPrice.bytes))) {
         best = kind;
-        bestBytes = *bytes;
+        bestPrice = *p;
       }
     }
-    LLVM_DEBUG(llvm::dbgs() << "sent per device: " << prices << "\n");
+    LLVM_DEBUG(llvm::dbgs() << "per device and step: " << prices << "\n");
     ModuleOp module = getOperation();
     if (!best) {
       emitError(module.getLoc(), "attention=auto: no attention strategy "
@@ -84,12 +90,18 @@ public:
     // At the module's location, without the module attached (which the
     // diagnostic would print whole).
     emitRemark(module.getLoc(), "attention=auto chose ")
-        << ::sd::attentionKindName(*best) << " (sent per device: " << prices
-        << ")";
+        << ::sd::attentionKindName(*best)
+        << " (predicted communication per device and step: " << prices << ")";
     tileWith(*best);
   }
 
 private:
+  /// What one strategy's collectives cost per device and step.
+  struct Price {
+    int64_t bytes = 0;
+    double seconds = 0;
+  };
+
   /// Tiles the module's attention with strategy `kind`.
   void tileWith(::sd::AttentionKind kind) {
     TileAttentionOptions tile = *options.tileAttention;
@@ -115,9 +127,10 @@ private:
     return result;
   }
 
-  /// The bytes each device sends per step with `kind`, or nullopt when the
-  /// program does not partition with it (its errors are not reported).
-  std::optional<int64_t> price(::sd::AttentionKind kind) {
+  /// What each device's collectives cost per step with `kind`, or nullopt
+  /// when the program does not partition with it (its errors are not
+  /// reported).
+  std::optional<Price> price(::sd::AttentionKind kind) {
     ModuleOp module = getOperation();
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     auto copy = ModuleOp::create(builder, module.getLoc());
@@ -125,7 +138,7 @@ private:
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
       if (&op != copy.getOperation())
         builder.clone(op);
-    std::optional<int64_t> bytes;
+    std::optional<Price> result;
     {
       ScopedDiagnosticHandler quiet(&getContext(),
                                     [](Diagnostic &) { return success(); });
@@ -136,11 +149,15 @@ private:
                 copy, options.train ? "train_step" : ""))
           if (FailureOr<CostReport> report =
                   computeCostReport(func, LayoutChoice::Auto);
-              succeeded(report))
-            bytes = report->collectiveBytesPerDevice;
+              succeeded(report)) {
+            result = Price{report->collectiveBytesPerDevice, 0.0};
+            for (const AxisCommunication &axes :
+                 predictCommunication(*report, options.network))
+              result->seconds += axes.predictedSeconds;
+          }
     }
     copy.erase();
-    return bytes;
+    return result;
   }
 
   PipelineOptions options;

@@ -77,7 +77,8 @@ struct PipelineOptions {
 };
 
 /// sd-tile-attention with the strategy (flash, ring or Ulysses) whose
-/// partitioned program sends the fewest bytes per device: the rest of the
+/// partitioned program's collectives take the least time per step under
+/// `options.network` (then send the fewest bytes): the rest of the
 /// pipeline `options` describe runs on a copy of the module for each, and
 /// the cost model compares them (attention=auto).
 std::unique_ptr<Pass> createSelectAttention(const PipelineOptions &options);

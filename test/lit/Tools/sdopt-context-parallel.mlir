@@ -4,12 +4,13 @@
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ring --emit=openmp | FileCheck %s --check-prefix=RING-EMIT
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses --report=json | FileCheck %s --check-prefix=ULYSSES-BYTES
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=flash --report=json | FileCheck %s --check-prefix=FLASH-BYTES
-// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=auto --stage=partitioned 2>&1 | FileCheck %s --check-prefix=AUTO4
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=auto --ici-latency=0 --stage=partitioned 2>&1 | FileCheck %s --check-prefix=AUTO4
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=auto --stage=partitioned 2>&1 | FileCheck %s --check-prefix=AUTO4-LATENCY
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=auto --train --report 2>&1 | FileCheck %s --check-prefix=AUTO8
 // RUN: not sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HEADS
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses_ring --ulysses-shards=2 --stage=partitioned | FileCheck %s --check-prefix=HYBRID
 // RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses_ring --ulysses-shards=2 --report=json | FileCheck %s --check-prefix=HYBRID-BYTES
-// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=auto --ulysses-shards=2 --stage=partitioned 2>&1 | FileCheck %s --check-prefix=AUTO-HYBRID
+// RUN: sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=auto --ulysses-shards=2 --ici-latency=0 --stage=partitioned 2>&1 | FileCheck %s --check-prefix=AUTO-HYBRID
 // RUN: not sdopt %sd_src_root/models/self_attention.mlir --mesh=context:4 --rules=flux --batch=4 --attention=ulysses_ring --ulysses-shards=3 --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HYBRID-DIVIDE
 // RUN: not sdopt %sd_src_root/models/self_attention.mlir --mesh=context:8 --rules=flux --batch=4 --attention=ulysses_ring --ulysses-shards=8 --stage=partitioned 2>&1 | FileCheck %s --check-prefix=HYBRID-HEADS
 
@@ -74,15 +75,20 @@
 // FLASH-BYTES-NEXT: "group_size": 4,
 // FLASH-BYTES-NEXT: "kind": "all_gather"
 
-// attention=auto prices the three partitioned programs and tiles with the
-// cheapest: Ulysses' all-to-alls on context:4 (the bytes above); on
+// attention=auto prices the three partitioned programs' collectives with
+// the network model and tiles with the fastest. Without latency the time is
+// the bytes over the ICI bandwidth (10 GB/s): Ulysses' all-to-alls on
+// context:4 (the bytes above) win. With the default 1 µs per ring step,
+// Ulysses' four all-to-alls of 3 steps each cost more than flash's two
+// all-gathers, and flash wins its tie with ring by coming first. On
 // context:8, where Ulysses does not partition (4 heads), ring's training
-// step sends less than flash's (each price includes the loss's 6-byte
-// all_reduce).
-// AUTO4: remark: attention=auto chose ulysses (sent per device: flash 49158 B, ring 49158 B, ulysses 24582 B)
+// step is the fastest (each price includes the loss's 6-byte all_reduce).
+// AUTO4: remark: attention=auto chose ulysses (predicted communication per device and step: flash 4.9 µs for 49158 B, ring 4.9 µs for 49158 B, ulysses 2.5 µs for 24582 B)
 // AUTO4-NOT: see current operation
 // AUTO4: sd.all_to_all
-// AUTO8: remark: attention=auto chose ring (sent per device: flash {{[0-9]+}} B, ring {{[0-9]+}} B, ulysses does not partition)
+// AUTO4-LATENCY: remark: attention=auto chose flash (predicted communication per device and step: flash 16.9 µs for 49158 B, ring 16.9 µs for 49158 B, ulysses 20.5 µs for 24582 B)
+// AUTO4-LATENCY: sd.all_gather
+// AUTO8: remark: attention=auto chose ring (predicted communication per device and step: flash {{[0-9.]+}} µs for {{[0-9]+}} B, ring {{[0-9.]+}} µs for {{[0-9]+}} B, ulysses does not partition)
 // AUTO8: collective_permute
 
 // Ulysses needs the heads to split over the sequence's devices.
@@ -115,7 +121,7 @@
 // HYBRID-BYTES-NEXT: "kind": "collective_permute"
 
 // auto with ulysses_shards prices the hybrid too.
-// AUTO-HYBRID: remark: attention=auto chose ulysses (sent per device: flash 49158 B, ring 49158 B, ulysses 24582 B, ulysses_ring 32774 B)
+// AUTO-HYBRID: remark: attention=auto chose ulysses (predicted communication per device and step: flash 4.9 µs for 49158 B, ring 4.9 µs for 49158 B, ulysses 2.5 µs for 24582 B, ulysses_ring 3.3 µs for 32774 B)
 
 // HYBRID-DIVIDE: error: 'sd.flash_attention' op cannot use ulysses_ring attention: ulysses_shards 3 does not divide the 4 devices that shard the sequence (mesh axes context)
 // HYBRID-HEADS: error: 'sd.flash_attention' op cannot use ulysses_ring attention: 4 heads per device are not divisible by ulysses_shards 8; use a ulysses_shards that divides the heads, or ring attention
