@@ -124,16 +124,17 @@ static LogicalResult vjpOf(ErfOp op, OpBuilder &b, ValueRange cts,
 }
 
 /// The derivative of the tanh-approximated gelu 0.5·x·(1 + tanh(u)),
-/// u = c·(x + a·x³): 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²).
+/// u = c·(x + a·x³): 0.5·(1 + t) + 0.5·x·(1 − t²)·c·(1 + 3a·x²), written
+/// with s = σ(2u) = 0.5·(1 + t), so 0.5·(1 − t²) = 2·s·(1 − s): one
+/// exponential and one division per element, as in the forward.
 static Value geluTanhDerivative(Emitter &e, Value x) {
   const double c = std::sqrt(2.0 / llvm::numbers::pi), a = 0.044715;
   Value x2 = e.mul(x, x);
-  Value u = e.scale(e.add(x, e.scale(e.mul(x, x2), a)), c);
-  Value t = TanhOp::create(e.b, e.loc, u);
+  Value u2 = e.scale(e.add(x, e.scale(e.mul(x, x2), a)), 2 * c);
+  Value s = SigmoidOp::create(e.b, e.loc, u2);
   Value du = e.add(e.splatLike(x, c), e.scale(x2, 3 * a * c));
-  Value outer = e.scale(e.add(e.splatLike(t, 1.0), t), 0.5);
-  Value inner = e.mul(e.scale(x, 0.5), e.mul(e.rsub(1.0, e.mul(t, t)), du));
-  return e.add(outer, inner);
+  Value inner = e.mul(e.scale(x, 2.0), e.mul(e.mul(s, e.rsub(1.0, s)), du));
+  return e.add(s, inner);
 }
 
 /// The derivative of the exact gelu x·Φ(x): Φ(x) + x·φ(x), with
