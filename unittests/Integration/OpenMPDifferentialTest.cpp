@@ -352,6 +352,35 @@ func.func @main(%x: tensor<8x16x32xf32> {sd.role = #sd.input<latents>, sd.logica
               "main", 8, GetParam(), 1e-5);
 }
 
+TEST_P(OpenMPOpsTest, MultiOutputFusion) {
+  std::string program = checkOpenMP(R"mlir(
+func.func @main(%x: tensor<8x16x32xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>},
+                %b: tensor<32xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[embed]>},
+                %w: tensor<32x24xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[embed, mlp]>})
+    -> (tensor<8x16x32xf32>, tensor<8x16x24xf32>, tensor<8x16x32xf32>, tensor<8x16xf32>) {
+  %bb = sd.broadcast_in_dim %b dims = [2] : (tensor<32xf32>) -> tensor<8x16x32xf32>
+  %a = sd.add %x, %bb : tensor<8x16x32xf32>
+  %g = sd.gelu %a : tensor<8x16x32xf32>
+  %t = sd.tanh %g : tensor<8x16x32xf32>
+  %u = sd.mul %t, %g : tensor<8x16x32xf32>
+  %v = sd.add %u, %t : tensor<8x16x32xf32>
+  %d = sd.dot_general %a, %w batch = [] x [] contract = [2] x [0] : (tensor<8x16x32xf32>, tensor<32x24xf32>) -> tensor<8x16x24xf32>
+  %e = sd.exp %v : tensor<8x16x32xf32>
+  %s = sd.reduce_sum %e dims = [2] : (tensor<8x16x32xf32>) -> tensor<8x16xf32>
+  %n = sd.neg %e : tensor<8x16x32xf32>
+  return %v, %d, %n, %s : tensor<8x16x32xf32>, tensor<8x16x24xf32>, tensor<8x16x32xf32>, tensor<8x16xf32>
+}
+)mlir",
+                                    "main", 8, GetParam(), 1e-5);
+  // Multi-output fusion: the biased value, which the GEMM reads later, is
+  // stored by the kernel that computes gelu, tanh, mul and add (tanh and
+  // gelu have several users, all in that kernel); %v, returned, is stored
+  // by exp's kernel. exp, read by a reduction before neg's kernel runs, is
+  // a kernel of its own.
+  EXPECT_NE(program.find("(stored)"), std::string::npos) << program;
+  EXPECT_NE(program.find("float *out1"), std::string::npos) << program;
+}
+
 TEST_P(OpenMPOpsTest, NormsSoftmaxAttention) {
   checkOpenMP(R"mlir(
 func.func @main(%x: tensor<8x16x32xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>},
