@@ -7,6 +7,13 @@
 //
 //   sd_sgemm_bench                         Google Benchmark, n = 2048 (and
 //                                          512, 1024), GFLOP/s as a counter
+//   OMP_NUM_THREADS=1 sd_sgemm_bench --benchmark_filter=StepShapes
+//                                          DiT-S/2's per-device GEMMs at
+//                                          batch 8 on data:2 (M×N×K and
+//                                          transposes), with warm caches
+//                                          and with the caches evicted
+//                                          before each call, as inside a
+//                                          training step
 //   sd_sgemm_bench --table [--n=N] [--reps=R]
 //                                          one line for scripts:
 //                                          sgemm n=2048 threads=2 gflops=150.3
@@ -82,6 +89,58 @@ BENCHMARK(BM_Sgemm)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(1.0);
+
+/// One GEMM of DiT-S/2's step on one device (4 samples of 256 tokens):
+/// args m, n, k, transA, transB, cold. Cold calls first write a buffer
+/// larger than the last-level cache share a step's other tensors occupy
+/// (256 MiB), outside the timing.
+void BM_SgemmStepShapes(benchmark::State &state) {
+  int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)),
+      k = static_cast<int>(state.range(2));
+  bool transA = state.range(3) != 0, transB = state.range(4) != 0;
+  bool cold = state.range(5) != 0;
+  int threads = benchThreads();
+  openblas_set_num_threads(threads);
+  std::vector<float> a(size_t(m) * k, 0.5f), b(size_t(k) * n, 0.25f),
+      c(size_t(m) * n);
+  std::vector<float> evict(cold ? size_t(64) << 20 : 0);
+  auto multiply = [&] {
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a.data(),
+                transA ? m : k, b.data(), transB ? k : n, 0.0f, c.data(), n);
+  };
+  multiply();
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      for (size_t i = 0; i < evict.size(); i += 16)
+        evict[i] += 1.0f;
+      benchmark::ClobberMemory();
+      state.ResumeTiming();
+    }
+    multiply();
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["threads"] = threads;
+  state.counters["FLOPS"] = benchmark::Counter(
+      2.0 * double(m) * n * k, benchmark::Counter::kIsIterationInvariantRate,
+      benchmark::Counter::kIs1000);
+  state.SetLabel(std::to_string(m) + "x" + std::to_string(n) + "x" +
+                 std::to_string(k) + (transA ? " tA" : "") +
+                 (transB ? " tB" : "") + (cold ? " cold" : " warm"));
+}
+BENCHMARK(BM_SgemmStepShapes)
+    ->ArgsProduct({{1024}, {1536}, {384}, {0}, {0}, {0, 1}})
+    ->Args({1024, 384, 1536, 0, 1, 0})
+    ->Args({1024, 384, 1536, 0, 1, 1})
+    ->Args({384, 1536, 1024, 1, 0, 0})
+    ->Args({384, 1536, 1024, 1, 0, 1})
+    ->Args({1024, 1152, 384, 0, 0, 0})
+    ->Args({1024, 1152, 384, 0, 0, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(0.5);
 
 /// --table: best of `reps` timed multiplies after one warm-up.
 int runTable(int n, int reps) {
