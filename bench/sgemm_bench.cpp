@@ -95,7 +95,8 @@ BENCHMARK(BM_Sgemm)
 /// larger than the last-level cache share a step's other tensors occupy
 /// (256 MiB), outside the timing.
 void BM_SgemmStepShapes(benchmark::State &state) {
-  int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)),
+  int m = static_cast<int>(state.range(0)),
+      n = static_cast<int>(state.range(1)),
       k = static_cast<int>(state.range(2));
   bool transA = state.range(3) != 0, transB = state.range(4) != 0;
   bool cold = state.range(5) != 0;

@@ -27,9 +27,8 @@ using namespace mlir::sd;
 
 /// The permutation of a product's result [batch, lhs free, rhs free] into
 /// [batch, rhs free, lhs free].
-static SmallVector<int64_t> swappedFreeGroups(int64_t numBatch,
-                                              int64_t numLhsFree,
-                                              int64_t numRhsFree) {
+static SmallVector<int64_t>
+swappedFreeGroups(int64_t numBatch, int64_t numLhsFree, int64_t numRhsFree) {
   SmallVector<int64_t> permutation;
   for (int64_t i = 0; i < numBatch; ++i)
     permutation.push_back(i);
@@ -61,9 +60,8 @@ static bool foldTranspose(TransposeOp transpose) {
   int64_t numLhsFree = lhsRank - numBatch - dot.getLhsContract().size();
   int64_t numRhsFree = rhsRank - numBatch - dot.getRhsContract().size();
   if (numLhsFree == 0 || numRhsFree == 0 ||
-      transpose.getPermutation() !=
-          ArrayRef<int64_t>(
-              swappedFreeGroups(numBatch, numLhsFree, numRhsFree)))
+      transpose.getPermutation() != ArrayRef<int64_t>(swappedFreeGroups(
+                                        numBatch, numLhsFree, numRhsFree)))
     return false;
 
   OpBuilder b(dot);

@@ -67,8 +67,8 @@ Index mlir::sd::openmp::clampIndex(const std::string &e, int64_t size) {
 
 KernelBuilder::KernelBuilder(Operation *root, ArrayRef<std::string> fusedOps,
                              ArrayRef<Value> outputs)
-    : root(root), id(*getKernelId(root)), fusedOps(fusedOps),
-      outputs(outputs) {}
+    : root(root), id(*getKernelId(root)), fusedOps(fusedOps), outputs(outputs) {
+}
 
 std::string KernelBuilder::print(const Index &i) {
   if (!i.affine)

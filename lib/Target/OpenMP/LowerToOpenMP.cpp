@@ -7,10 +7,10 @@
 // decisions: an op fuses into the kernel its users are in when they are all
 // in one; an elementwise op whose users are in several kernels is computed
 // in the first of them that loops over its shape, which also stores it
-// (multi-output fusion), when every other reader runs later; cheap ops (splat constants, iota, index ops over materialized
-// values) are recomputed in every kernel that reads them. What an op is
-// comes from its interface alone. The emitter (OpenMPEmitter.cpp) reads
-// the resulting `sd_omp.plan` attributes.
+// (multi-output fusion), when every other reader runs later; cheap ops (splat
+// constants, iota, index ops over materialized values) are recomputed in every
+// kernel that reads them. What an op is comes from its interface alone. The
+// emitter (OpenMPEmitter.cpp) reads the resulting `sd_omp.plan` attributes.
 //
 //===----------------------------------------------------------------------===//
 
