@@ -77,8 +77,17 @@ FlashTiling mlir::sd::completeFlashTiling(FlashTiling t, int64_t d, int64_t dv,
     t.blockQDq = t.blockQ;
   if (t.blockKvDq == 0)
     t.blockKvDq = t.blockKv;
-  // One pass over the tiles instead of two, where the partials stay small.
-  if (allDerived && skv > 0 && (skv + t.blockKvDkv - 1) / t.blockKvDkv <= 2)
+  // One pass over the tiles instead of two: the separate dQ pass recomputes
+  // every tile's scores and dP (7 products per tile against 5). The dK/dV
+  // key blocks grow, in whole sub-blocks, until there are at most two, so
+  // that the partials (one dQ per key block) stay at most twice dQ.
+  if (allDerived && skv > 0) {
+    if ((skv + t.blockKvDkv - 1) / t.blockKvDkv > 2) {
+      int64_t half = (skv + 1) / 2;
+      t.blockKvDkv = (half + t.blockKvDkvCompute - 1) / t.blockKvDkvCompute *
+                     t.blockKvDkvCompute;
+    }
     t.useFusedBwdKernel = true;
+  }
   return t;
 }

@@ -73,16 +73,37 @@ TEST(FlashTilingTest, BackwardSizesFollowForwardOnes) {
   EXPECT_FALSE(t.useFusedBwdKernel);
 }
 
-TEST(FlashTilingTest, FusedDqWhereTheKeysSpanAtMostTwoBlocks) {
+TEST(FlashTilingTest, FusedDqWithAtMostTwoKeyBlocks) {
+  // Two derived dK/dV blocks of 1,024 keys: fused as derived.
   FlashTiling t = completeFlashTiling({}, 64, 64, 1 << 20, 2048);
-  ASSERT_EQ(t.blockKvDkv, 1024);
+  EXPECT_EQ(t.blockKvDkv, 1024);
   EXPECT_TRUE(t.useFusedBwdKernel);
-  EXPECT_TRUE(completeFlashTiling({}, 64, 64, 1 << 20, 77).useFusedBwdKernel);
-  EXPECT_FALSE(
-      completeFlashTiling({}, 64, 64, 1 << 20, 2049).useFusedBwdKernel);
+  FlashTiling short_ = completeFlashTiling({}, 64, 64, 1 << 20, 77);
+  EXPECT_EQ(short_.blockKvDkv, 1024);
+  EXPECT_TRUE(short_.useFusedBwdKernel);
+  // Longer keys: the dK/dV block grows to half of them, in whole
+  // sub-blocks of block_kv_dkv_compute (256), so that there are two.
+  FlashTiling longer = completeFlashTiling({}, 64, 64, 1 << 20, 2049);
+  EXPECT_EQ(longer.blockKvDkvCompute, 256);
+  EXPECT_EQ(longer.blockKvDkv, 1280);
+  EXPECT_TRUE(longer.useFusedBwdKernel);
+  FlashTiling longest = completeFlashTiling({}, 64, 64, 1 << 20, 16384);
+  EXPECT_EQ(longest.blockKvDkv, 8192);
+  EXPECT_TRUE(longest.useFusedBwdKernel);
+  // The other sizes stay derived from the cache alone.
+  EXPECT_EQ(longest.blockKv, t.blockKv);
+  EXPECT_EQ(longest.blockKvDq, t.blockKvDq);
   // Unknown key length: no choice made.
-  EXPECT_FALSE(completeFlashTiling({}, 64, 64, 1 << 20).useFusedBwdKernel);
-  // Asked for, it stays on whatever the length.
+  FlashTiling unknown = completeFlashTiling({}, 64, 64, 1 << 20);
+  EXPECT_FALSE(unknown.useFusedBwdKernel);
+  EXPECT_EQ(unknown.blockKvDkv, 1024);
+  // A size given: nothing changes but the fill-in; asked for, the fused dQ
+  // stays on whatever the length.
+  FlashTiling given;
+  given.blockKv = 512;
+  FlashTiling kept = completeFlashTiling(given, 64, 64, 1 << 20, 65536);
+  EXPECT_EQ(kept.blockKvDkv, 512);
+  EXPECT_FALSE(kept.useFusedBwdKernel);
   FlashTiling fused;
   fused.useFusedBwdKernel = true;
   EXPECT_TRUE(

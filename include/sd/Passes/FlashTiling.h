@@ -29,8 +29,10 @@ int64_t hostL2CacheBytes();
 /// `dv` on a core with `cacheBytes` of L2 (> 0): forward sizes derived (see
 /// sd-tile-attention's description), then each backward size from its
 /// forward one. When every size is derived and the key length `skv` is
-/// known (> 0), the fused dQ is chosen where its partials (one dQ per key
-/// block of the dK/dV pass) are at most twice dQ: ⌈skv / block_kv_dkv⌉ ≤ 2.
+/// known (> 0), the fused dQ is chosen, with block_kv_dkv grown to
+/// ⌈skv / 2⌉ (rounded up to whole block_kv_dkv_compute blocks) where the
+/// keys would span more than two dK/dV blocks, so that its partials (one dQ
+/// per key block) stay at most twice dQ.
 FlashTiling completeFlashTiling(FlashTiling requested, int64_t d, int64_t dv,
                                 int64_t cacheBytes, int64_t skv = 0);
 

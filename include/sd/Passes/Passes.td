@@ -136,9 +136,11 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
     `block_kv_compute` (at most 4,096) whose K and V block,
     `4·bkv·(D + Dv)` bytes, fits in half the cache. With every size
     derived, the fused dQ (`use_fused_bwd_kernel`: one pass over the tiles
-    instead of two) is chosen where its partials, one dQ per key block of
-    the dK/dV pass, are at most twice dQ (⌈Skv / block_kv_dkv⌉ ≤ 2); the
-    option can only turn it on. Sizes need not divide
+    instead of two, which would recompute the scores and dP) is chosen, and
+    `block_kv_dkv` grows to ⌈Skv / 2⌉ (in whole `block_kv_dkv_compute`
+    blocks) where the keys would otherwise span more than two dK/dV
+    blocks, so that the partials, one dQ per key block, are at most twice
+    dQ; the option can only turn it on. Sizes need not divide
     the lengths: the last block of a length is partial, as if padded with
     masked keys or rows. The mask and the scale carry over unchanged.
 
