@@ -72,28 +72,27 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8(__m256 x) {
   return _mm256_blendv_ps(y, x, isNan);
 }
 
-/// Adds the eight exponentials `e` to the sum: lanes 0-3 to `acc0`, lanes
-/// 4-7 to `acc1`, in double.
-__attribute__((target("avx2,fma"))) static inline void
-accumulate8(__m256 e, __m256d &acc0, __m256d &acc1) {
-  acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-  acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-}
+// A row's sum of exponentials is kept in sixteen float lanes, element i in
+// lane i % 16, each lane adding its elements in order; the lanes are then
+// added in double, in lane order. The AVX2 path keeps lanes 0-7 and 8-15
+// in two registers, the AVX-512 path in one, so both give the same bits.
 
 /// row[i] = exp(row[i] - shift) for i in [start, n), eight at a time (the
-/// tail masked), each chunk of eight added to the sum as accumulate8 says.
+/// tail masked); `start` is a multiple of 16, and each chunk of eight is
+/// added to `lo` (lanes 0-7) or `hi` (lanes 8-15).
 __attribute__((target("avx2,fma"))) static void
 expShiftedFromAvx2(float *row, int64_t start, int64_t n, float shift,
-                   __m256d &acc0, __m256d &acc1) {
+                   __m256 &lo, __m256 &hi) {
   __m256 s = _mm256_set1_ps(shift);
   int64_t i = start;
   for (; i + 8 <= n; i += 8) {
     __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + i), s));
     _mm256_storeu_ps(row + i, e);
-    accumulate8(e, acc0, acc1);
+    __m256 &acc = (i & 8) ? hi : lo;
+    acc = _mm256_add_ps(acc, e);
   }
   if (i < n) {
-    // The tail through the same vector code, masked.
+    // The tail through the same vector code, masked (adding zeros).
     alignas(32) int32_t lanes[8];
     for (int j = 0; j < 8; ++j)
       lanes[j] = i + j < n ? -1 : 0;
@@ -101,35 +100,37 @@ expShiftedFromAvx2(float *row, int64_t start, int64_t n, float shift,
     __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + i, mask), s));
     e = _mm256_and_ps(e, _mm256_castsi256_ps(mask));
     _mm256_maskstore_ps(row + i, mask, e);
-    accumulate8(e, acc0, acc1);
+    __m256 &acc = (i & 8) ? hi : lo;
+    acc = _mm256_add_ps(acc, e);
   }
 }
 
-/// The sum of the two accumulators' lanes, in lane order.
-__attribute__((target("avx2,fma"))) static double laneSum(__m256d acc0,
-                                                          __m256d acc1) {
-  alignas(32) double lane[8];
-  _mm256_store_pd(lane, acc0);
-  _mm256_store_pd(lane + 4, acc1);
+/// The sum of the sixteen lanes, in double, in lane order.
+__attribute__((target("avx2,fma"))) static double laneSum(__m256 lo,
+                                                          __m256 hi) {
+  alignas(32) float lane[16];
+  _mm256_store_ps(lane, lo);
+  _mm256_store_ps(lane + 8, hi);
   double sum = 0.0;
-  for (double v : lane)
+  for (float v : lane)
     sum += v;
   return sum;
 }
 
-/// row[i] = exp(row[i] - shift) for i < n; returns the sum in double, added
-/// in a fixed order (8 lanes in two double accumulators, then lane order).
+/// row[i] = exp(row[i] - shift) for i < n; returns the sum (see above).
 __attribute__((target("avx2,fma"))) static double
 expShiftedAvx2(float *row, int64_t n, float shift) {
-  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
-  expShiftedFromAvx2(row, 0, n, shift, acc0, acc1);
-  return laneSum(acc0, acc1);
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  expShiftedFromAvx2(row, 0, n, shift, lo, hi);
+  return laneSum(lo, hi);
 }
 
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused
-// merge operand, which -Wmaybe-uninitialized reports at every use.
+// merge operand, which -Wmaybe-uninitialized and -Wuninitialized report at
+// every use.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 /// exp8's sixteen-lane form with AVX-512F: the same operations lane by lane,
 /// so the same result bits.
@@ -169,23 +170,36 @@ exp16(__m512 x) {
   return _mm512_mask_mov_ps(y, isNan, x);
 }
 
-/// expShiftedAvx2 sixteen at a time: the same exponentials, added to the
-/// sum in the same order (each half of sixteen as one chunk of eight), so
-/// the result does not depend on which path ran.
+/// expShiftedAvx2 sixteen at a time: the same exponentials in the same
+/// lanes, so the result does not depend on which path ran.
 __attribute__((target("avx512f,avx2,fma"))) static double
 expShiftedAvx512(float *row, int64_t n, float shift) {
   __m512 s = _mm512_set1_ps(shift);
-  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  __m512 acc = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + i), s));
     _mm512_storeu_ps(row + i, e);
-    accumulate8(_mm512_castps512_ps256(e), acc0, acc1);
-    accumulate8(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)),
-                acc0, acc1);
+    acc = _mm512_add_ps(acc, e);
   }
-  expShiftedFromAvx2(row, i, n, shift, acc0, acc1);
-  return laneSum(acc0, acc1);
+  __m256 lo = _mm512_castps512_ps256(acc);
+  __m256 hi =
+      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+  expShiftedFromAvx2(row, i, n, shift, lo, hi);
+  return laneSum(lo, hi);
+}
+
+/// The maximum of row[0..n) (n > 0), sixteen lanes at a time.
+__attribute__((target("avx512f,avx2,fma"))) static float
+maxRowAvx512(const float *row, int64_t n) {
+  __m512 acc = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    acc = _mm512_max_ps(acc, _mm512_loadu_ps(row + i));
+  float result = _mm512_reduce_max_ps(acc);
+  for (; i < n; ++i)
+    result = std::max(result, row[i]);
+  return result;
 }
 
 #pragma GCC diagnostic pop
@@ -238,7 +252,37 @@ double expShifted(float *row, int64_t n, float shift) {
                    : expShiftedScalar(row, n, shift);
 }
 
+} // namespace detail
+
+bool hasVectorPath(VectorPath path) {
+  switch (path) {
+  case VectorPath::Best:
+    return true;
+  case VectorPath::Avx2:
+    return detail::hasAvx2();
+  case VectorPath::Avx512:
+    return detail::hasAvx512();
+  }
+  return false;
+}
+
+double expShiftedRow(float *row, int64_t n, float shift, VectorPath path) {
+  switch (path) {
+  case VectorPath::Best:
+    break;
+  case VectorPath::Avx2:
+    return detail::expShiftedAvx2(row, n, shift);
+  case VectorPath::Avx512:
+    return detail::expShiftedAvx512(row, n, shift);
+  }
+  return detail::expShifted(row, n, shift);
+}
+
+namespace detail {
+
 float maxRow(const float *row, int64_t n) {
+  if (hasAvx512())
+    return maxRowAvx512(row, n);
   if (hasAvx2())
     return maxRowAvx2(row, n);
   float result = row[0];

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -114,6 +115,45 @@ void checkGemm(const GemmCase &c) {
       for (int64_t j = c.n; j < ldc; ++j)
         EXPECT_EQ(out[bi * strideC + i * ldc + j],
                   c0[bi * strideC + i * ldc + j]);
+}
+
+/// Every vector path of the row exponentials gives the same bits, values
+/// and sum, for lengths with and without a tail, with -inf entries (masked
+/// keys) and a NaN; the values are exp's to a few ulp.
+TEST(KernelsTest, RowExponentialsAgreeAcrossVectorPaths) {
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 256, 515}) {
+    std::vector<float> row = randomFloats(n, 0x5eed + n);
+    for (float &v : row)
+      v *= 20.0f; // scores in [-20, 20)
+    if (n > 3) {
+      row[1] = -std::numeric_limits<float>::infinity();
+      row[n - 2] = -std::numeric_limits<float>::infinity();
+    }
+    float shift = *std::max_element(row.begin(), row.end());
+    std::vector<float> best = row;
+    double bestSum = expShiftedRow(best.data(), n, shift);
+    double want = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      // The difference is taken in float, as the kernel does.
+      double e = std::exp(static_cast<double>(row[i] - shift));
+      want += e;
+      EXPECT_NEAR(best[i], e, 4e-7 * e + 1e-38) << "n " << n << " i " << i;
+    }
+    EXPECT_NEAR(bestSum, want, 1e-6 * want) << "n " << n;
+    for (VectorPath path : {VectorPath::Avx2, VectorPath::Avx512}) {
+      if (!hasVectorPath(path))
+        continue;
+      std::vector<float> other = row;
+      double sum = expShiftedRow(other.data(), n, shift, path);
+      EXPECT_EQ(std::memcmp(other.data(), best.data(), n * sizeof(float)), 0)
+          << "n " << n;
+      EXPECT_EQ(std::memcmp(&sum, &bestSum, sizeof(sum)), 0) << "n " << n;
+    }
+  }
+  std::vector<float> nan = {0.0f, std::nanf(""), -1.0f};
+  expShiftedRow(nan.data(), 3, 0.0f);
+  EXPECT_TRUE(std::isnan(nan[1]));
+  EXPECT_EQ(nan[0], 1.0f);
 }
 
 TEST(KernelsTest, GemmAllTransposesStridesAndBeta) {

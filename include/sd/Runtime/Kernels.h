@@ -74,6 +74,20 @@ void conv2d(const float *in, const float *kernel, const float *bias, float *out,
             const int64_t *outShape, const int64_t *strides,
             const int64_t *padding, int64_t groups);
 
+/// The vector paths of the softmax and attention kernels' exponentials.
+enum class VectorPath { Best, Avx2, Avx512 };
+
+/// Whether this CPU can run `path` (Best: always).
+bool hasVectorPath(VectorPath path);
+
+/// row[i] = exp(row[i] - shift) for i < n, as softmax and (flash) attention
+/// compute their probabilities; returns the sum of the results, kept in
+/// sixteen float lanes (element i in lane i % 16, in order) and added in
+/// double in lane order. Every vector path gives the same bits; `path`
+/// forces one (which the CPU must have), for the tests that check so.
+double expShiftedRow(float *row, int64_t n, float shift,
+                     VectorPath path = VectorPath::Best);
+
 } // namespace sd::rt::kernels
 
 #endif // SD_RUNTIME_KERNELS_H
