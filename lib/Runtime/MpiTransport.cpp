@@ -72,10 +72,13 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <unistd.h>
 
 using namespace sd;
 using namespace sd::rt;
@@ -924,6 +927,24 @@ int sd::rt::mpiWorldSize() {
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   return size;
+}
+
+absl::StatusOr<std::optional<sd::rt::MpiJob>>
+sd::rt::joinMpiJob(int &argc, char **&argv) {
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK"))
+    return std::nullopt;
+  if (absl::Status status = initializeMpi(&argc, &argv); !status.ok())
+    return status;
+  return MpiJob{mpiWorldRank(), mpiWorldSize()};
+}
+
+void sd::rt::discardStdout() {
+  std::fflush(stdout);
+  int null = open("/dev/null", O_WRONLY);
+  if (null >= 0) {
+    dup2(null, STDOUT_FILENO);
+    close(null);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Transport>>

@@ -30,8 +30,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace {
 int fail(const absl::Status &status) {
@@ -40,47 +38,25 @@ int fail(const absl::Status &status) {
   return 1;
 }
 
-/// This process's place in an MPI job, when mpirun started it.
-struct MpiJob {
-  int rank = 0;
-  int size = 1;
-};
-
-/// Joins the MPI job mpirun started this process in, if any (Open MPI and
-/// PMIx launchers set these variables); nullopt without one.
-absl::StatusOr<std::optional<MpiJob>> joinMpiJob(int &argc, char **&argv) {
-  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK"))
-    return std::nullopt;
-  if (absl::Status status = sd::rt::initializeMpi(&argc, &argv); !status.ok())
-    return status;
-  return MpiJob{sd::rt::mpiWorldRank(), sd::rt::mpiWorldSize()};
-}
-
 /// Where rank `rank` writes its trace: FILE.rankR.json beside FILE.json.
 std::string rankTracePath(const std::string &path, int rank) {
   llvm::StringRef stem = path;
   stem.consume_back(".json");
   return (stem + ".rank" + llvm::Twine(rank) + ".json").str();
 }
-
-/// Ranks other than 0 print nothing but errors (stderr).
-void silenceStdout() {
-  llvm::outs().flush();
-  int null = open("/dev/null", O_WRONLY);
-  if (null >= 0) {
-    dup2(null, STDOUT_FILENO);
-    close(null);
-  }
-}
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  absl::StatusOr<std::optional<MpiJob>> mpi = joinMpiJob(argc, argv);
+  absl::StatusOr<std::optional<sd::rt::MpiJob>> mpi =
+      sd::rt::joinMpiJob(argc, argv);
   if (!mpi.ok())
     return fail(mpi.status());
-  if (*mpi && (*mpi)->rank != 0)
-    silenceStdout();
+  if (*mpi && (*mpi)->rank != 0) {
+    // Ranks other than 0 print nothing but errors (stderr).
+    llvm::outs().flush();
+    sd::rt::discardStdout();
+  }
   mlir::sd::ToolFlags flags(mlir::sd::Tool::Sdrun);
   // Crash tests (sdrun-checkpoint-kill.test) stop each checkpoint write at
   // this point until they kill the run.

@@ -27,8 +27,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace cl = llvm::cl;
 using mlir::sd::sampling::Prediction;
@@ -39,27 +37,6 @@ int fail(const absl::Status &status) {
   // One write, so that the lines of an MPI job's ranks do not interleave.
   llvm::errs() << "sdsample: error: " + std::string(status.message()) + "\n";
   return 1;
-}
-
-/// Joins the MPI job mpirun started this process in, if any; the rank and
-/// the size, or nullopt without one.
-absl::StatusOr<std::optional<std::pair<int, int>>> joinMpiJob(int &argc,
-                                                              char **&argv) {
-  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK"))
-    return std::nullopt;
-  if (absl::Status status = sd::rt::initializeMpi(&argc, &argv); !status.ok())
-    return status;
-  return std::pair{sd::rt::mpiWorldRank(), sd::rt::mpiWorldSize()};
-}
-
-/// Ranks other than 0 print nothing but errors (stderr).
-void silenceStdout() {
-  llvm::outs().flush();
-  int null = open("/dev/null", O_WRONLY);
-  if (null >= 0) {
-    dup2(null, STDOUT_FILENO);
-    close(null);
-  }
 }
 
 /// The flags; they live as long as main's frame.
@@ -184,8 +161,7 @@ struct Flags {
 /// The run's options from the flags: the mesh, batch and rules through the
 /// run spec (as sdrun resolves them), the rest as given.
 absl::StatusOr<mlir::sd::SampleOptions>
-sampleOptions(const Flags &flags,
-              const std::optional<std::pair<int, int>> &mpi) {
+sampleOptions(const Flags &flags, const std::optional<sd::rt::MpiJob> &mpi) {
   sd::RunSpecFlags values;
   auto given = [](const auto &option) {
     return option.getNumOccurrences() > 0;
@@ -214,19 +190,19 @@ sampleOptions(const Flags &flags,
     values.cacheDir = flags.cacheDir;
   values.modelPath = flags.model;
   if (mpi) {
-    values.processes = mpi->second;
+    values.processes = mpi->size;
     values.processesFromMpi = true;
   }
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
   if (!spec.ok())
     return spec.status();
-  if (mpi && spec->mesh.mesh.numProcesses() != mpi->second)
+  if (mpi && spec->mesh.mesh.numProcesses() != mpi->size)
     return absl::InvalidArgumentError(absl::StrFormat(
         "mesh %s has %d process%s but mpirun started %d (give the DCN part "
         "with --dcn-mesh)",
         spec->mesh.mesh.toString(), spec->mesh.mesh.numProcesses(),
-        spec->mesh.mesh.numProcesses() == 1 ? "" : "es", mpi->second));
+        spec->mesh.mesh.numProcesses() == 1 ? "" : "es", mpi->size));
 
   mlir::sd::SampleOptions options;
   options.modelPath = flags.model;
@@ -283,12 +259,15 @@ sampleOptions(const Flags &flags,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  absl::StatusOr<std::optional<std::pair<int, int>>> mpi =
-      joinMpiJob(argc, argv);
+  absl::StatusOr<std::optional<sd::rt::MpiJob>> mpi =
+      sd::rt::joinMpiJob(argc, argv);
   if (!mpi.ok())
     return fail(mpi.status());
-  if (*mpi && (*mpi)->first != 0)
-    silenceStdout();
+  if (*mpi && (*mpi)->rank != 0) {
+    // Ranks other than 0 print nothing but errors (stderr).
+    llvm::outs().flush();
+    sd::rt::discardStdout();
+  }
   Flags flags;
   cl::HideUnrelatedOptions({&flags.sampleCat, &flags.meshCat});
   cl::ParseCommandLineOptions(
@@ -296,7 +275,7 @@ int main(int argc, char **argv) {
 
   absl::StatusOr<mlir::sd::SampleOptions> options = sampleOptions(flags, *mpi);
   if (options.ok() && *mpi) {
-    options->device.process = (*mpi)->first;
+    options->device.process = (*mpi)->rank;
     options->device.transportFactory = [](const sd::MeshSpec &mesh) {
       return sd::rt::createMpiTransport(mesh, {});
     };

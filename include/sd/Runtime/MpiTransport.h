@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 
 #include <memory>
+#include <optional>
 
 namespace sd::rt {
 
@@ -37,6 +38,20 @@ void finalizeMpi();
 /// initialized).
 int mpiWorldRank();
 int mpiWorldSize();
+
+/// This process's place in an MPI job.
+struct MpiJob {
+  int rank = 0;
+  int size = 1;
+};
+/// Joins the MPI job mpirun started this process in, if any (Open MPI and
+/// PMIx launchers set OMPI_COMM_WORLD_SIZE or PMIX_RANK): initializes MPI
+/// (initializeMpi, with the program's arguments) and returns the rank and
+/// the world's size; nullopt for a process no launcher started.
+absl::StatusOr<std::optional<MpiJob>> joinMpiJob(int &argc, char **&argv);
+/// Sends this process's standard output to /dev/null, so that ranks other
+/// than 0 print nothing but errors. Flush buffered output streams first.
+void discardStdout();
 
 struct MpiTransportOptions {
   /// After an abort, how long a device waits for its messages to remote
