@@ -189,6 +189,9 @@ absl::Status checkFlags(const RunSpecFlags &flags) {
     if (*flag && **flag < min)
       return flagError(flagName, requirement, std::to_string(**flag));
   }
+  if (flags.collectiveTimeout && !(*flags.collectiveTimeout > 0))
+    return flagError("collective-timeout", "must be positive",
+                     shortDouble(*flags.collectiveTimeout));
   // Upper limits (RunConfig.h): far above a real run, below an overflow.
   using LimitFlag =
       std::tuple<const std::optional<int64_t> *, const char *, int64_t>;
@@ -313,6 +316,16 @@ absl::Status Resolver::resolveMesh() {
       return parsed.status();
     mesh.mesh = *std::move(parsed);
   }
+  // parseMesh checks a mesh it parses; without one the run is data:1 in one
+  // process.
+  if (mesh.ici.empty() && flags.processes && *flags.processes != 1)
+    return invalid(absl::StrFormat(
+        "no mesh is given, which runs one device in one process, but %s "
+        "(give the mesh with --mesh and --dcn-mesh, or the config's ici_* "
+        "and dcn_* keys)",
+        flags.processesFromMpi
+            ? absl::StrFormat("mpirun started %d", *flags.processes)
+            : absl::StrFormat("--processes=%d", *flags.processes)));
   if (flags.devices && *flags.devices != mesh.mesh.numDevices())
     return invalid(absl::StrFormat("mesh %s has %d devices, but --devices=%d",
                                    mesh.mesh.toString(), mesh.mesh.numDevices(),
@@ -678,6 +691,7 @@ absl::Status Resolver::resolveBudgets() {
     *budget = *size;
   }
   run.threadsPerDevice = static_cast<int>(flags.threadsPerDevice.value_or(0));
+  run.collectiveTimeout = flags.collectiveTimeout;
   return absl::OkStatus();
 }
 

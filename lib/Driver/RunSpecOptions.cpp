@@ -65,6 +65,15 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   return options;
 }
 
+DeviceSettings mlir::sd::deviceSettings(const ::sd::RunSpec &spec) {
+  DeviceSettings device;
+  device.threadsPerDevice = spec.run.threadsPerDevice;
+  device.deviceMemoryBudget = spec.run.deviceMemoryBudget;
+  device.hostMemoryBudget = spec.run.hostMemoryBudget;
+  device.cacheDir = spec.run.cacheDir;
+  return device;
+}
+
 TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   const ::sd::RunSettings &settings = spec.run;
   TrainRunOptions run;
@@ -75,10 +84,7 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.steps = settings.steps.value;
   run.seed = settings.seed.value;
   run.verify = settings.verify;
-  run.threadsPerDevice = settings.threadsPerDevice;
-  run.deviceMemoryBudget = settings.deviceMemoryBudget;
-  run.hostMemoryBudget = settings.hostMemoryBudget;
-  run.cacheDir = settings.cacheDir;
+  run.device = deviceSettings(spec);
   run.metricsPath = settings.metricsPath;
   run.runDir = settings.runDir;
   run.runName = settings.effectiveRunName;

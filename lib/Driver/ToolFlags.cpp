@@ -1,4 +1,4 @@
-//===- ToolFlags.cpp - Run-specification flags of sdopt and sdrun ---------===//
+//===- ToolFlags.cpp - Run-specification flags of the tools ---------------===//
 //
 // Each flag is bound to the RunSpecFlags field it sets, so that reading the
 // command line back is one loop. Defaults live in the resolver
@@ -71,10 +71,12 @@ using F = RunSpecFlags;
 
 } // namespace
 
-/// The flags both tools have: mesh, rules, batch, training step.
-struct ToolFlags::SpecOptions {
+/// The flags every tool has: mesh, network, rules, batch and attention
+/// (under `attentionCat`).
+struct ToolFlags::MeshOptions {
   BoundFlags &all;
-  cl::OptionCategory &meshCat, &stepCat;
+  cl::OptionCategory &meshCat, &attentionCat;
+  const char *batchHelp;
 
   Flag<std::string> mesh{all, &F::mesh, "mesh",
                          cl::desc("Device mesh (ICI), e.g. data:8,fsdp:4; -1 "
@@ -86,8 +88,8 @@ struct ToolFlags::SpecOptions {
                         cl::cat(meshCat)};
   Flag<std::string> dcnMesh{
       all, &F::dcnMesh, "dcn-mesh",
-      cl::desc("Mesh part across processes/hosts, e.g. data:2 (sdrun: one "
-               "MPI rank per process, launched by mpirun)"),
+      cl::desc("Mesh part across processes/hosts, e.g. data:2 (sdrun and "
+               "sdsample: one MPI rank per process, launched by mpirun)"),
       cl::cat(meshCat)};
   Flag<std::string> iciBandwidth{
       all, &F::iciBandwidth, "ici-bandwidth",
@@ -115,14 +117,40 @@ struct ToolFlags::SpecOptions {
       cl::desc("Logical axis rules: dit (default), sdxl, flux, wan, or a "
                "MaxDiffusion YAML file"),
       cl::cat(meshCat)};
-  Flag<int64_t> batch{all, &F::batch, "batch",
-                      cl::desc("Global batch (default: the model's)"),
+  Flag<int64_t> batch{all, &F::batch, "batch", cl::desc(batchHelp),
                       cl::cat(meshCat)};
   Flag<double> perDeviceBatch{
       all, &F::perDeviceBatch, "per-device-batch",
       cl::desc("MaxDiffusion's per_device_batch_size (may be fractional); "
                "global batch = this × devices"),
       cl::cat(meshCat)};
+
+  Flag<std::string> attention{
+      all, &F::attention, "attention",
+      cl::desc("Attention: dot_product (default: one score matrix per "
+               "head), flash (tiled into flash-attention blocks; a sharded "
+               "sequence's keys and values all-gathered), ring, ulysses or "
+               "ulysses_ring (tiled, self-attention spread over the "
+               "sequence's mesh axes), or auto (the one the cost model "
+               "finds cheapest)"),
+      cl::cat(attentionCat)};
+  Flag<int64_t> ulyssesShards{
+      all, &F::ulyssesShards, "ulysses-shards",
+      cl::desc("ulysses_shards: devices per Ulysses group of "
+               "--attention=ulysses_ring (the ring runs across the groups)"),
+      cl::cat(attentionCat)};
+  Flag<std::string> flashBlockSizes{
+      all, &F::flashBlockSizes, "flash-block-sizes",
+      cl::desc("flash_block_sizes as MaxDiffusion's JSON, e.g. "
+               "'{\"block_q\": 256, \"block_kv\": 1024}' (default: derived "
+               "from the cache)"),
+      cl::cat(attentionCat)};
+};
+
+/// The training step's: remat policy and optimizer (sdopt, sdrun).
+struct ToolFlags::StepOptions {
+  BoundFlags &all;
+  cl::OptionCategory &stepCat;
 
   Flag<std::string> remat{
       all, &F::remat, "remat",
@@ -168,27 +196,6 @@ struct ToolFlags::SpecOptions {
       cl::desc("ema_decay: keep an exponential moving average of the "
                "parameters in the step (DiT: 0.9999; default 0: none)"),
       cl::cat(stepCat)};
-
-  Flag<std::string> attention{
-      all, &F::attention, "attention",
-      cl::desc("Attention: dot_product (default: one score matrix per "
-               "head), flash (tiled into flash-attention blocks; a sharded "
-               "sequence's keys and values all-gathered), ring, ulysses or "
-               "ulysses_ring (tiled, self-attention spread over the "
-               "sequence's mesh axes), or auto (the one the cost model "
-               "finds cheapest)"),
-      cl::cat(stepCat)};
-  Flag<int64_t> ulyssesShards{
-      all, &F::ulyssesShards, "ulysses-shards",
-      cl::desc("ulysses_shards: devices per Ulysses group of "
-               "--attention=ulysses_ring (the ring runs across the groups)"),
-      cl::cat(stepCat)};
-  Flag<std::string> flashBlockSizes{
-      all, &F::flashBlockSizes, "flash-block-sizes",
-      cl::desc("flash_block_sizes as MaxDiffusion's JSON, e.g. "
-               "'{\"block_q\": 256, \"block_kv\": 1024}' (default: derived "
-               "from the cache)"),
-      cl::cat(stepCat)};
 };
 
 /// sdopt's: the process count of a mesh across processes (sdrun's is
@@ -206,25 +213,57 @@ struct ToolFlags::SdoptOptions {
       cl::cat(stepCat)};
 };
 
-/// sdrun's: the model, the config, and the run around the step.
+/// sdrun's and sdsample's: the model, the config, and the devices the
+/// program runs on.
+struct ToolFlags::DeviceOptions {
+  BoundFlags &all;
+  cl::OptionCategory &deviceCat;
+  const char *configHelp;
+
+  cl::opt<std::string> modelPath{cl::Positional, cl::Required,
+                                 cl::desc("<model.mlir>")};
+  Flag<std::string> config{all,
+                           &F::config,
+                           "config",
+                           cl::desc(configHelp),
+                           cl::value_desc("file.yml"),
+                           cl::cat(deviceCat)};
+  Flag<int64_t> threadsPerDevice{
+      all, &F::threadsPerDevice, "threads-per-device",
+      cl::desc("OpenMP threads per device (default: cores / devices, >= 1)"),
+      cl::cat(deviceCat)};
+  Flag<std::string> deviceMemory{
+      all, &F::deviceMemory, "device-memory",
+      cl::desc("Device memory budget per device, e.g. 512MiB, 2GB (default: "
+               "unlimited)"),
+      cl::cat(deviceCat)};
+  Flag<std::string> hostMemory{
+      all, &F::hostMemory, "host-memory",
+      cl::desc("Host memory budget per device (default: unlimited)"),
+      cl::cat(deviceCat)};
+  Flag<std::string> cacheDir{
+      all, &F::cacheDir, "cache-dir",
+      cl::desc("Where compiled programs are cached (default: $SD_CACHE_DIR, "
+               "$XDG_CACHE_HOME/sd, ~/.cache/sd)"),
+      cl::cat(deviceCat)};
+  Flag<double> collectiveTimeout{
+      all,
+      &F::collectiveTimeout,
+      "collective-timeout",
+      cl::desc("Under mpirun: seconds a collective waits for another rank "
+               "before the run fails naming it (default 600)"),
+      cl::value_desc("seconds"),
+      cl::cat(deviceCat)};
+};
+
+/// sdrun's: the key=value overrides and the run around the step.
 struct ToolFlags::RunOptions {
   BoundFlags &all;
   cl::OptionCategory &runCat;
 
-  cl::opt<std::string> modelPath{cl::Positional, cl::Required,
-                                 cl::desc("<model.mlir>")};
   cl::list<std::string> overrides{
       cl::Positional, cl::ZeroOrMore,
       cl::desc("[key=value ...] (override --config's keys)")};
-  Flag<std::string> config{
-      all,
-      &F::config,
-      "config",
-      cl::desc("A MaxDiffusion-style YAML config (ici_*/dcn_* parallelism, "
-               "per_device_batch_size, remat_policy, learning_rate, adam_*, "
-               "max_train_steps, ...)"),
-      cl::value_desc("file.yml"),
-      cl::cat(runCat)};
   cl::opt<bool> printConfig{
       "print-config",
       cl::desc("Print the resolved run settings, where each came from, and "
@@ -254,28 +293,10 @@ struct ToolFlags::RunOptions {
       cl::desc("Also run the steps on one device and compare the losses and "
                "updated parameters (exit 1 above 1e-4 relative difference)"),
       cl::cat(runCat)};
-  Flag<int64_t> threadsPerDevice{
-      all, &F::threadsPerDevice, "threads-per-device",
-      cl::desc("OpenMP threads per device (default: cores / devices, >= 1)"),
-      cl::cat(runCat)};
   Flag<bool> traceAllRanks{
       all, &F::traceAllRanks, "trace-all-ranks",
       cl::desc("Under mpirun: every rank writes its devices' trace (rank r: "
                "FILE.rankR.json beside --trace=FILE.json), not rank 0 alone"),
-      cl::cat(runCat)};
-  Flag<double> collectiveTimeout{
-      all, &F::collectiveTimeout, "collective-timeout",
-      cl::desc("Under mpirun: seconds a collective waits for another rank "
-               "before the run fails naming it (default 600)"),
-      cl::value_desc("seconds"), cl::cat(runCat)};
-  Flag<std::string> deviceMemory{
-      all, &F::deviceMemory, "device-memory",
-      cl::desc("Device memory budget per device, e.g. 512MiB, 2GB (default: "
-               "unlimited)"),
-      cl::cat(runCat)};
-  Flag<std::string> hostMemory{
-      all, &F::hostMemory, "host-memory",
-      cl::desc("Host memory budget per device (default: unlimited)"),
       cl::cat(runCat)};
   Flag<std::string> outputDir{
       all, &F::outputDir, "output-dir",
@@ -356,21 +377,38 @@ struct ToolFlags::RunOptions {
       all, &F::traceSteps, "trace-steps",
       cl::desc("profiler_steps: steps the trace covers (default 10)"),
       cl::cat(runCat)};
-  Flag<std::string> cacheDir{
-      all, &F::cacheDir, "cache-dir",
-      cl::desc("Where compiled programs are cached (default: $SD_CACHE_DIR, "
-               "$XDG_CACHE_HOME/sd, ~/.cache/sd)"),
-      cl::cat(runCat)};
 };
 
 ToolFlags::ToolFlags(Tool tool)
     : meshCategory("sd mesh and batch options"),
       stepCategory("sd training-step options"),
-      runCategory("sdrun options"), categoryList{&meshCategory, &stepCategory} {
-  spec.reset(new SpecOptions{boundFlags, meshCategory, stepCategory});
+      deviceCategory("sd device options"),
+      runCategory("sdrun options"), categoryList{&meshCategory} {
+  bool sample = tool == Tool::Sdsample;
+  mesh.reset(new MeshOptions{
+      boundFlags, meshCategory, sample ? meshCategory : stepCategory,
+      sample ? "Rows of one call of the device program (default: the "
+               "model's; guidance uses two a sample)"
+             : "Global batch (default: the model's)"});
+  if (!sample) {
+    step.reset(new StepOptions{boundFlags, stepCategory});
+    categoryList.push_back(&stepCategory);
+  }
   if (tool == Tool::Sdopt) {
     sdopt.reset(new SdoptOptions{boundFlags, meshCategory, stepCategory});
-  } else {
+    return;
+  }
+  device.reset(new DeviceOptions{
+      boundFlags, deviceCategory,
+      sample ? "A MaxDiffusion-style YAML config: the mesh (ici_*/dcn_*), "
+               "per_device_batch_size and logical_axis_rules as sdrun reads "
+               "them, and num_inference_steps, guidance_scale, "
+               "prediction_type"
+             : "A MaxDiffusion-style YAML config (ici_*/dcn_* parallelism, "
+               "per_device_batch_size, remat_policy, learning_rate, adam_*, "
+               "max_train_steps, ...)"});
+  categoryList.push_back(&deviceCategory);
+  if (tool == Tool::Sdrun) {
     run.reset(new RunOptions{boundFlags, runCategory});
     categoryList.push_back(&runCategory);
   }
@@ -382,10 +420,10 @@ RunSpecFlags ToolFlags::values() const {
   RunSpecFlags flags;
   for (const BoundFlag *flag : boundFlags)
     flag->store(flags);
-  if (run) {
-    flags.modelPath = run->modelPath;
+  if (device)
+    flags.modelPath = device->modelPath;
+  if (run)
     flags.overrides.assign(run->overrides.begin(), run->overrides.end());
-  }
   return flags;
 }
 

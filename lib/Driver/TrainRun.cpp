@@ -357,17 +357,9 @@ private:
   absl::Status compilerFailure(llvm::StringRef message) const;
   /// Builds, compiles and loads the step for `pipeline` and creates its
   /// session (without arguments).
-  /// The run's cache directory and, for one process of a multi-process
-  /// mesh, its transport and process group.
-  DeviceSettings deviceSettings() const;
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
-  startSession(const PipelineOptions &pipeline, int threads,
-               int64_t deviceBudget, int64_t hostBudget,
+  startSession(const PipelineOptions &pipeline, const DeviceSettings &settings,
                TrainProgram &built) const;
-  /// Compiles and loads `built` and creates its session on `built.mesh`.
-  absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
-  loadSession(const TrainProgram &built, int threads, int64_t deviceBudget,
-              int64_t hostBudget) const;
   /// eval_every: the forward @loss program on the mesh and the maker of
   /// the held-out batches (fixed noise: the same batches every time).
   absl::Status prepareEvaluation();
@@ -552,7 +544,7 @@ absl::Status TrainRun::preflight() {
           llvm::sys::fs::create_directories(options.checkpointDir))
     return absl::InvalidArgumentError(
         "cannot create '" + options.checkpointDir + "': " + error.message());
-  if (options.process > 0)
+  if (options.device.process > 0)
     return absl::OkStatus();
   std::string lock = options.checkpointDir + "/.lock";
   lockFd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -689,8 +681,7 @@ absl::Status TrainRun::prepareEvaluation() {
   if (failed(built))
     return compilerFailure("could not build the held-out loss's program");
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>> session =
-      loadSession(*built, options.threadsPerDevice, options.deviceMemoryBudget,
-                  options.hostMemoryBudget);
+      startProgramSession(*built, options.device);
   if (!session.ok())
     return session.status();
   evalSession = std::move(*session);
@@ -789,33 +780,14 @@ TrainRun::feedBatch(rt::TrainingSession &target,
 //===----------------------------------------------------------------------===//
 
 absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
-TrainRun::startSession(const PipelineOptions &pipeline, int threads,
-                       int64_t deviceBudget, int64_t hostBudget,
+TrainRun::startSession(const PipelineOptions &pipeline,
+                       const DeviceSettings &settings,
                        TrainProgram &built) const {
   FailureOr<TrainProgram> step = buildTrainProgram(module, pipeline);
   if (failed(step))
     return compilerFailure("could not build the training step");
   built = std::move(*step);
-  return loadSession(built, threads, deviceBudget, hostBudget);
-}
-
-absl::StatusOr<std::unique_ptr<rt::TrainingSession>>
-TrainRun::loadSession(const TrainProgram &built, int threads,
-                      int64_t deviceBudget, int64_t hostBudget) const {
-  DeviceSettings settings = deviceSettings();
-  settings.threadsPerDevice = threads;
-  settings.deviceMemoryBudget = deviceBudget;
-  settings.hostMemoryBudget = hostBudget;
   return startProgramSession(built, settings);
-}
-
-DeviceSettings TrainRun::deviceSettings() const {
-  DeviceSettings settings;
-  settings.cacheDir = options.cacheDir;
-  settings.process = options.process;
-  settings.transportFactory = options.transportFactory;
-  settings.processGroup = options.processGroup;
-  return settings;
 }
 
 absl::Status TrainRun::compileOnly() {
@@ -823,7 +795,7 @@ absl::Status TrainRun::compileOnly() {
   if (failed(step))
     return compilerFailure("could not build the training step");
   absl::StatusOr<rt::CompiledProgram> compiled =
-      compileDeviceProgram(step->source, deviceSettings());
+      compileDeviceProgram(step->source, options.device);
   if (!compiled.ok())
     return compiled.status();
   outs() << "device program of " << options.modelPath << " (batch "
@@ -834,9 +806,8 @@ absl::Status TrainRun::compileOnly() {
 }
 
 absl::Status TrainRun::compile() {
-  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> started = startSession(
-      options.pipeline, options.threadsPerDevice, options.deviceMemoryBudget,
-      options.hostMemoryBudget, program);
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> started =
+      startSession(options.pipeline, options.device, program);
   if (!started.ok())
     return started.status();
   session = std::move(*started);
@@ -1329,12 +1300,14 @@ absl::Status TrainRun::verify() {
   // of a multi-process run runs the reference (the comparison gathers the
   // run's parameters on all of them), each on its own devices' cores.
   rt::MeshRuntime &runtime = session->runtime();
-  int threads = runtime.process() < 0
-                    ? 0
-                    : runtime.threadsPerDevice() *
-                          static_cast<int>(runtime.numDevices());
+  DeviceSettings settings = options.device;
+  settings.threadsPerDevice =
+      runtime.process() < 0
+          ? 0
+          : runtime.threadsPerDevice() * static_cast<int>(runtime.numDevices());
+  settings.deviceMemoryBudget = settings.hostMemoryBudget = 0;
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>> reference =
-      startSession(single, threads, 0, 0, singleProgram);
+      startSession(single, settings, singleProgram);
   if (!reference.ok())
     return reference.status();
   if (absl::Status status = (*reference)->setArguments(start); !status.ok())

@@ -11,6 +11,8 @@
 
 #include "sd/Runtime/Kernels.h"
 
+#include "KernelsDetail.h"
+
 #include <cblas.h>
 #include <omp.h>
 
@@ -19,14 +21,6 @@
 #include <limits>
 
 namespace sd::rt::kernels {
-
-namespace detail {
-// Defined in KernelsMisc.cpp: row[i] = exp(row[i] - shift), returning the
-// sum (sixteen float lanes added in double; 0 for -inf entries).
-double expShifted(float *row, int64_t n, float shift);
-// The maximum of row[0..n), n > 0.
-float maxRow(const float *row, int64_t n);
-} // namespace detail
 
 int64_t attentionScratchFloats(int64_t sq, int64_t skv, int threads) {
   return static_cast<int64_t>(std::max(threads, 1)) * sq * skv;

@@ -19,6 +19,8 @@
 
 #include "sd/Runtime/Kernels.h"
 
+#include "KernelsDetail.h"
+
 #include <cblas.h>
 #include <omp.h>
 
@@ -28,15 +30,6 @@
 #include <limits>
 
 namespace sd::rt::kernels {
-
-namespace detail {
-// Defined in KernelsMisc.cpp: row[i] = exp(row[i] - shift) (AVX-512 or AVX2
-// when the CPU has it), returning the sum (sixteen float lanes added in
-// double; 0 for -inf entries).
-double expShifted(float *row, int64_t n, float shift);
-// The maximum of row[0..n), n > 0.
-float maxRow(const float *row, int64_t n);
-} // namespace detail
 
 namespace {
 

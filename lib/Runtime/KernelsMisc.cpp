@@ -10,6 +10,8 @@
 #include "sd/Reference/Random.h"
 #include "sd/Runtime/Kernels.h"
 
+#include "KernelsDetail.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,7 +23,7 @@
 namespace sd::rt::kernels {
 
 //===----------------------------------------------------------------------===//
-// Exponentials (shared with KernelsAttention.cpp)
+// Exponentials (KernelsDetail.h: shared with the attention kernels)
 //===----------------------------------------------------------------------===//
 
 namespace detail {

@@ -2,7 +2,8 @@
 //
 // The host side of a multi-process run (gathering a tensor, agreeing on a
 // checkpoint) exchanges byte strings between ranks: an MPI_Iallgather of the
-// sizes, then an MPI_Iallgatherv of the bytes, on a communicator of its own
+// sizes, then MPI_Iallgatherv of the bytes (in rounds, since MPI counts are
+// ints and a gathered tensor may pass 2 GiB), on a communicator of its own
 // (so that they never match the device threads' messages). Both are polled
 // with a deadline instead of waited for: a stopped rank makes the others
 // fail with DeadlineExceeded rather than hang (Open MPI 4.1 cannot cancel a
@@ -17,6 +18,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <thread>
@@ -28,9 +30,11 @@ namespace {
 
 class MpiProcessGroup final : public ProcessGroup {
 public:
-  MpiProcessGroup(MPI_Comm comm, int rank, int size, double timeoutSeconds)
+  MpiProcessGroup(MPI_Comm comm, int rank, int size,
+                  const MpiTransportOptions &options)
       : comm(comm), rankIndex(rank), worldSize(size),
-        timeoutSeconds(timeoutSeconds) {}
+        timeoutSeconds(options.collectiveTimeoutSeconds),
+        maxRoundBytes(options.maxHostRoundBytes) {}
   ~MpiProcessGroup() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -46,10 +50,6 @@ public:
     if (broken)
       return absl::FailedPreconditionError(
           "the MPI process group failed earlier and cannot be used");
-    if (bytes.size() > static_cast<size_t>(INT_MAX))
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "MPI rank %d: %d bytes do not fit one MPI message (at most %d)",
-          rankIndex, bytes.size(), INT_MAX));
     long long mine = static_cast<long long>(bytes.size());
     std::vector<long long> sizes(worldSize);
     MPI_Request request;
@@ -57,26 +57,35 @@ public:
                    comm, &request);
     if (absl::Status status = wait(request); !status.ok())
       return status;
-    std::vector<int> counts(worldSize), displacements(worldSize);
-    long long total = 0;
-    for (int r = 0; r < worldSize; ++r) {
-      if (total + sizes[r] > INT_MAX)
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "MPI rank %d: the ranks' %d bytes do not fit one MPI message",
-            rankIndex, total + sizes[r]));
-      counts[r] = static_cast<int>(sizes[r]);
-      displacements[r] = static_cast<int>(total);
-      total += sizes[r];
-    }
-    std::string all(static_cast<size_t>(total), '\0');
-    MPI_Iallgatherv(bytes.data(), static_cast<int>(mine), MPI_BYTE, all.data(),
-                    counts.data(), displacements.data(), MPI_BYTE, comm,
-                    &request);
-    if (absl::Status status = wait(request); !status.ok())
-      return status;
+    // MPI counts are ints: each round carries at most `chunk` bytes of
+    // every rank, so that a round's total fits one.
+    long long chunk = std::max<long long>(
+        1, std::min<long long>(maxRoundBytes, INT_MAX / worldSize));
+    long long largest = *std::max_element(sizes.begin(), sizes.end());
     std::vector<std::string> parts(worldSize);
     for (int r = 0; r < worldSize; ++r)
-      parts[r] = all.substr(displacements[r], counts[r]);
+      parts[r].reserve(static_cast<size_t>(sizes[r]));
+    std::vector<int> counts(worldSize), displacements(worldSize);
+    std::string round;
+    for (long long offset = 0; offset < largest; offset += chunk) {
+      int total = 0;
+      for (int r = 0; r < worldSize; ++r) {
+        counts[r] = static_cast<int>(
+            std::clamp<long long>(sizes[r] - offset, 0, chunk));
+        displacements[r] = total;
+        total += counts[r];
+      }
+      round.resize(static_cast<size_t>(total));
+      const char *send = bytes.data() + std::min(offset, mine);
+      MPI_Iallgatherv(send, counts[rankIndex], MPI_BYTE, round.data(),
+                      counts.data(), displacements.data(), MPI_BYTE, comm,
+                      &request);
+      if (absl::Status status = wait(request); !status.ok())
+        return status;
+      for (int r = 0; r < worldSize; ++r)
+        parts[r].append(round, static_cast<size_t>(displacements[r]),
+                        static_cast<size_t>(counts[r]));
+    }
     return parts;
   }
 
@@ -112,6 +121,7 @@ private:
   int rankIndex;
   int worldSize;
   double timeoutSeconds;
+  int64_t maxRoundBytes;
   bool broken = false;
 };
 
@@ -127,6 +137,6 @@ sd::rt::createMpiProcessGroup(const MpiTransportOptions &options) {
         "MPI is not initialized (sd::rt::initializeMpi)");
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  return std::unique_ptr<ProcessGroup>(new MpiProcessGroup(
-      comm, mpiWorldRank(), mpiWorldSize(), options.collectiveTimeoutSeconds));
+  return std::unique_ptr<ProcessGroup>(
+      new MpiProcessGroup(comm, mpiWorldRank(), mpiWorldSize(), options));
 }

@@ -947,6 +947,20 @@ void sd::rt::discardStdout() {
   }
 }
 
+absl::StatusOr<sd::rt::MpiConnections>
+sd::rt::connectMpi(const MpiTransportOptions &options) {
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
+      createMpiProcessGroup(options);
+  if (!group.ok())
+    return group.status();
+  MpiConnections connections;
+  connections.transportFactory = [options](const MeshSpec &mesh) {
+    return createMpiTransport(mesh, options);
+  };
+  connections.processGroup = std::move(*group);
+  return connections;
+}
+
 absl::StatusOr<std::unique_ptr<Transport>>
 sd::rt::createMpiTransport(const MeshSpec &mesh,
                            const MpiTransportOptions &options) {

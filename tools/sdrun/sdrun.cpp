@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunSpec.h"
+#include "sd/Driver/MpiDevices.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/ToolFlags.h"
 #include "sd/Driver/TrainModelFile.h"
@@ -77,18 +78,7 @@ int main(int argc, char **argv) {
   }
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
-  if (spec.ok() && values.collectiveTimeout &&
-      !(*values.collectiveTimeout > 0))
-    spec = absl::InvalidArgumentError(absl::StrFormat(
-        "--collective-timeout must be positive, not %g",
-        *values.collectiveTimeout));
   // Every rank resolves the same flags: a bad one is an error on each.
-  if (spec.ok() && *mpi && spec->mesh.mesh.numProcesses() != (*mpi)->size)
-    spec = absl::InvalidArgumentError(absl::StrFormat(
-        "mesh %s has %d process%s but mpirun started %d (give the DCN part "
-        "with --dcn-mesh or the config's dcn_* keys)",
-        spec->mesh.mesh.toString(), spec->mesh.mesh.numProcesses(),
-        spec->mesh.mesh.numProcesses() == 1 ? "" : "es", (*mpi)->size));
   if (!spec.ok()) {
     if (*mpi)
       sd::rt::finalizeMpi();
@@ -108,18 +98,10 @@ int main(int argc, char **argv) {
   mlir::sd::TrainRunOptions options = mlir::sd::trainRunOptions(*spec);
   options.compileOnly = flags.compileOnly();
   if (*mpi) {
-    options.process = (*mpi)->rank;
-    sd::rt::MpiTransportOptions transport;
-    if (values.collectiveTimeout)
-      transport.collectiveTimeoutSeconds = *values.collectiveTimeout;
-    options.transportFactory = [transport](const sd::MeshSpec &mesh) {
-      return sd::rt::createMpiTransport(mesh, transport);
-    };
-    absl::StatusOr<std::unique_ptr<sd::rt::ProcessGroup>> group =
-        sd::rt::createMpiProcessGroup(transport);
-    if (!group.ok())
-      return fail(group.status());
-    options.processGroup = std::move(*group);
+    if (absl::Status joined =
+            mlir::sd::joinMpiDevices(options.device, **mpi, spec->run);
+        !joined.ok())
+      return fail(joined);
     // Rank 0 writes the run's files and its devices' trace; the others
     // their own trace with --trace-all-ranks.
     if ((*mpi)->rank != 0) {
@@ -133,7 +115,7 @@ int main(int argc, char **argv) {
   }
   absl::Status status = mlir::sd::trainModelFile(options, hooks);
   // The group's communicator is freed before MPI is finalized.
-  options.processGroup.reset();
+  options.device.processGroup.reset();
   // A failed rank leaves MPI unfinalized: mpirun then ends the other ranks,
   // which may wait in a collective for it.
   if (*mpi && status.ok())

@@ -16,8 +16,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunSpec.h"
+#include "sd/Driver/MpiDevices.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/Sample.h"
+#include "sd/Driver/ToolFlags.h"
 #include "sd/Driver/TrainRun.h"
 #include "sd/Runtime/MpiTransport.h"
 
@@ -39,59 +41,10 @@ int fail(const absl::Status &status) {
   return 1;
 }
 
-/// The flags; they live as long as main's frame.
-struct Flags {
-  cl::OptionCategory meshCat{"sdsample mesh options"};
+/// The sampling flags (the others: ToolFlags); they live as long as main's
+/// frame.
+struct SampleFlags {
   cl::OptionCategory sampleCat{"sdsample options"};
-
-  cl::opt<std::string> model{cl::Positional, cl::Required,
-                             cl::desc("<model.mlir>")};
-  cl::opt<std::string> config{
-      "config",
-      cl::desc("A MaxDiffusion-style YAML config: the mesh (ici_*/dcn_*), "
-               "per_device_batch_size and logical_axis_rules as sdrun reads "
-               "them, and num_inference_steps, guidance_scale, "
-               "prediction_type"),
-      cl::value_desc("file.yml"), cl::cat(sampleCat)};
-
-  cl::opt<std::string> mesh{
-      "mesh", cl::desc("Device mesh (ICI), e.g. data:2 (default: one device)"),
-      cl::cat(meshCat)};
-  cl::opt<std::string> dcnMesh{
-      "dcn-mesh",
-      cl::desc("Mesh part across processes (one MPI rank per process)"),
-      cl::cat(meshCat)};
-  cl::opt<int64_t> devices{"devices",
-                           cl::desc("Device count (fills a -1 mesh axis)"),
-                           cl::cat(meshCat)};
-  cl::opt<std::string> rules{
-      "rules",
-      cl::desc("Logical axis rules: dit (default), sdxl, flux, wan, or a "
-               "YAML file"),
-      cl::cat(meshCat)};
-  cl::opt<int64_t> batch{
-      "batch",
-      cl::desc("Rows of one call of the device program (default: the "
-               "model's; guidance uses two a sample)"),
-      cl::cat(meshCat)};
-  cl::opt<double> perDeviceBatch{
-      "per-device-batch", cl::desc("Batch per device (batch = this × devices)"),
-      cl::cat(meshCat)};
-  cl::opt<std::string> attention{
-      "attention",
-      cl::desc("Attention kernel as for sdrun: dot_product (default), flash, "
-               "ring, ulysses, ulysses_ring, auto"),
-      cl::cat(meshCat)};
-  cl::opt<int64_t> threadsPerDevice{
-      "threads-per-device",
-      cl::desc("OpenMP threads per device (default: cores / devices)"),
-      cl::cat(meshCat)};
-  cl::opt<std::string> deviceMemory{
-      "device-memory", cl::desc("Device memory budget per device, e.g. 512MiB"),
-      cl::cat(meshCat)};
-  cl::opt<std::string> cacheDir{"cache-dir",
-                                cl::desc("Where compiled programs are cached"),
-                                cl::cat(meshCat)};
 
   cl::opt<std::string> weights{
       "weights",
@@ -158,64 +111,23 @@ struct Flags {
       cl::value_desc("file.safetensors"), cl::cat(sampleCat)};
 };
 
-/// The run's options from the flags: the mesh, batch and rules through the
-/// run spec (as sdrun resolves them), the rest as given.
+/// The run's options: the mesh, batch, rules and devices from `spec`, the
+/// sampling from `flags` over the config's sampling keys.
 absl::StatusOr<mlir::sd::SampleOptions>
-sampleOptions(const Flags &flags, const std::optional<sd::rt::MpiJob> &mpi) {
-  sd::RunSpecFlags values;
+sampleOptions(const sd::RunSpec &spec, const SampleFlags &flags) {
   auto given = [](const auto &option) {
     return option.getNumOccurrences() > 0;
   };
-  if (given(flags.config))
-    values.config = flags.config;
-  if (given(flags.mesh))
-    values.mesh = flags.mesh;
-  if (given(flags.dcnMesh))
-    values.dcnMesh = flags.dcnMesh;
-  if (given(flags.devices))
-    values.devices = flags.devices;
-  if (given(flags.rules))
-    values.rules = flags.rules;
-  if (given(flags.batch))
-    values.batch = flags.batch;
-  if (given(flags.perDeviceBatch))
-    values.perDeviceBatch = flags.perDeviceBatch;
-  if (given(flags.attention))
-    values.attention = flags.attention;
-  if (given(flags.threadsPerDevice))
-    values.threadsPerDevice = flags.threadsPerDevice;
-  if (given(flags.deviceMemory))
-    values.deviceMemory = flags.deviceMemory;
-  if (given(flags.cacheDir))
-    values.cacheDir = flags.cacheDir;
-  values.modelPath = flags.model;
-  if (mpi) {
-    values.processes = mpi->size;
-    values.processesFromMpi = true;
-  }
-  absl::StatusOr<sd::RunSpec> spec =
-      sd::resolveRunSpec(values, sd::HostInfo::current());
-  if (!spec.ok())
-    return spec.status();
-  if (mpi && spec->mesh.mesh.numProcesses() != mpi->size)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "mesh %s has %d process%s but mpirun started %d (give the DCN part "
-        "with --dcn-mesh)",
-        spec->mesh.mesh.toString(), spec->mesh.mesh.numProcesses(),
-        spec->mesh.mesh.numProcesses() == 1 ? "" : "es", mpi->size));
-
   mlir::sd::SampleOptions options;
-  options.modelPath = flags.model;
-  options.pipeline = mlir::sd::pipelineOptions(*spec);
-  options.device.threadsPerDevice = spec->run.threadsPerDevice;
-  options.device.deviceMemoryBudget = spec->run.deviceMemoryBudget;
-  options.device.cacheDir = spec->run.cacheDir;
+  options.modelPath = spec.run.modelPath;
+  options.pipeline = mlir::sd::pipelineOptions(spec);
+  options.device = mlir::sd::deviceSettings(spec);
 
   // The config's sampling keys, under the flags.
   mlir::sd::SamplingConfig file;
-  if (given(flags.config)) {
+  if (!spec.configFile.empty()) {
     absl::StatusOr<mlir::sd::SamplingConfig> read =
-        mlir::sd::readSamplingConfig(flags.config);
+        mlir::sd::readSamplingConfig(spec.configFile);
     if (!read.ok())
       return read.status();
     file = *read;
@@ -255,6 +167,28 @@ sampleOptions(const Flags &flags, const std::optional<sd::rt::MpiJob> &mpi) {
   options.outputPath = flags.output;
   return options;
 }
+
+/// The run's options for the command line, as one rank of `mpi` if set.
+absl::StatusOr<mlir::sd::SampleOptions>
+sampleOptions(const mlir::sd::ToolFlags &toolFlags, const SampleFlags &flags,
+              const std::optional<sd::rt::MpiJob> &mpi) {
+  sd::RunSpecFlags values = toolFlags.values();
+  if (mpi) {
+    values.processes = mpi->size;
+    values.processesFromMpi = true;
+  }
+  absl::StatusOr<sd::RunSpec> spec =
+      sd::resolveRunSpec(values, sd::HostInfo::current());
+  if (!spec.ok())
+    return spec.status();
+  absl::StatusOr<mlir::sd::SampleOptions> options = sampleOptions(*spec, flags);
+  if (options.ok() && mpi)
+    if (absl::Status joined =
+            mlir::sd::joinMpiDevices(options->device, *mpi, spec->run);
+        !joined.ok())
+      return joined;
+  return options;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -268,23 +202,17 @@ int main(int argc, char **argv) {
     llvm::outs().flush();
     sd::rt::discardStdout();
   }
-  Flags flags;
-  cl::HideUnrelatedOptions({&flags.sampleCat, &flags.meshCat});
+  mlir::sd::ToolFlags toolFlags(mlir::sd::Tool::Sdsample);
+  SampleFlags flags;
+  std::vector<const cl::OptionCategory *> categories(
+      toolFlags.categories().begin(), toolFlags.categories().end());
+  categories.push_back(&flags.sampleCat);
+  cl::HideUnrelatedOptions(categories);
   cl::ParseCommandLineOptions(
       argc, argv, "sdsample: sample images from a trained sd model\n");
 
-  absl::StatusOr<mlir::sd::SampleOptions> options = sampleOptions(flags, *mpi);
-  if (options.ok() && *mpi) {
-    options->device.process = (*mpi)->rank;
-    options->device.transportFactory = [](const sd::MeshSpec &mesh) {
-      return sd::rt::createMpiTransport(mesh, {});
-    };
-    absl::StatusOr<std::unique_ptr<sd::rt::ProcessGroup>> group =
-        sd::rt::createMpiProcessGroup({});
-    if (!group.ok())
-      return fail(group.status());
-    options->device.processGroup = std::move(*group);
-  }
+  absl::StatusOr<mlir::sd::SampleOptions> options =
+      sampleOptions(toolFlags, flags, *mpi);
   if (!options.ok()) {
     if (*mpi)
       sd::rt::finalizeMpi();

@@ -179,6 +179,42 @@ TEST(RunSpecTest, FlagValuesAreCheckedLikeConfigValues) {
             "--grad-accum must be at least 1, not 0");
   EXPECT_EQ(flagError(&RunSpecFlags::devices, int64_t(0)),
             "--devices must be positive, not 0");
+  EXPECT_EQ(flagError(&RunSpecFlags::collectiveTimeout, 0.0),
+            "--collective-timeout must be positive, not 0");
+  EXPECT_EQ(flagError(&RunSpecFlags::collectiveTimeout, std::nan("")),
+            "--collective-timeout must be positive, not nan");
+}
+
+TEST(RunSpecTest, CollectiveTimeoutIsARunSetting) {
+  RunSpecFlags flags;
+  EXPECT_FALSE(resolve(flags).run.collectiveTimeout.has_value());
+  flags.collectiveTimeout = 5.0;
+  EXPECT_EQ(resolve(flags).run.collectiveTimeout, 5.0);
+}
+
+TEST(RunSpecTest, ProcessesMustMatchTheMesh) {
+  RunSpecFlags flags;
+  flags.processes = 2;
+  flags.processesFromMpi = true;
+  // Without a mesh the run is one device in one process.
+  EXPECT_EQ(errorOf(flags),
+            "no mesh is given, which runs one device in one process, but "
+            "mpirun started 2 (give the mesh with --mesh and --dcn-mesh, or "
+            "the config's ici_* and dcn_* keys)");
+  flags.processesFromMpi = false;
+  EXPECT_NE(errorOf(flags).find("but --processes=2 "), std::string::npos);
+  // A parsed mesh is checked by parseMesh.
+  flags.processesFromMpi = true;
+  flags.mesh = "data:2";
+  EXPECT_EQ(errorOf(flags),
+            "an empty dcn mesh has 1 process but mpirun started 2");
+  flags.dcnMesh = "data:2";
+  EXPECT_EQ(resolve(flags).mesh.mesh.numProcesses(), 2);
+  // One process without a mesh is fine.
+  RunSpecFlags one;
+  one.processes = 1;
+  one.processesFromMpi = true;
+  EXPECT_EQ(resolve(one).mesh.mesh.numProcesses(), 1);
 }
 
 TEST(RunSpecTest, UlyssesShardsGoWithTheHybridAttention) {

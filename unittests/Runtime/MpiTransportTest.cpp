@@ -570,19 +570,15 @@ TEST(MpiTransportTest, ARuntimeRunsOnlyItsProcesssDevices) {
   }
 }
 
-TEST(MpiProcessGroupTest, AllGatherReturnsEveryRanksBytesInRankOrder) {
-  absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
-      createMpiProcessGroup();
-  ASSERT_TRUE(group.ok()) << group.status();
-  EXPECT_EQ((*group)->rank(), mpiWorldRank());
-  EXPECT_EQ((*group)->size(), mpiWorldSize());
-  // Sizes differ per rank, one rank sends nothing, and bytes include NUL.
+/// Every rank's bytes in rank order from `group`, three times over: sizes
+/// differ per rank, one rank sends nothing, and bytes include NUL.
+void expectAllGatherInRankOrder(ProcessGroup &group) {
   int rank = mpiWorldRank();
   std::string mine(rank == 1 ? 0 : 1000 * (rank + 1), static_cast<char>(rank));
   if (!mine.empty())
     mine[0] = '\0';
   for (int round = 0; round < 3; ++round) {
-    absl::StatusOr<std::vector<std::string>> all = (*group)->allGather(mine);
+    absl::StatusOr<std::vector<std::string>> all = group.allGather(mine);
     ASSERT_TRUE(all.ok()) << all.status();
     ASSERT_EQ(all->size(), static_cast<size_t>(mpiWorldSize()));
     for (int r = 0; r < mpiWorldSize(); ++r) {
@@ -592,6 +588,27 @@ TEST(MpiProcessGroupTest, AllGatherReturnsEveryRanksBytesInRankOrder) {
       EXPECT_EQ((*all)[r], expected) << "rank " << r << ", round " << round;
     }
   }
+}
+
+TEST(MpiProcessGroupTest, AllGatherReturnsEveryRanksBytesInRankOrder) {
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> group = createMpiProcessGroup();
+  ASSERT_TRUE(group.ok()) << group.status();
+  expectAllGatherInRankOrder(**group);
+}
+
+TEST(MpiProcessGroupTest, LongStringsGoInRounds) {
+  // 7 bytes of each rank a round: 1000 bytes take 143 rounds, 4000 572.
+  MpiTransportOptions options;
+  options.maxHostRoundBytes = 7;
+  absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
+      createMpiProcessGroup(options);
+  ASSERT_TRUE(group.ok()) << group.status();
+  expectAllGatherInRankOrder(**group);
+  // Nothing from anyone is no round at all.
+  absl::StatusOr<std::vector<std::string>> none = (*group)->allGather("");
+  ASSERT_TRUE(none.ok()) << none.status();
+  for (const std::string &part : *none)
+    EXPECT_TRUE(part.empty());
 }
 
 TEST(MpiProcessGroupTest, ARuntimeRefusesAGroupOfAnotherShape) {

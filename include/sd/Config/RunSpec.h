@@ -1,10 +1,10 @@
 //===- RunSpec.h - The typed specification of a run -------------*- C++ -*-===//
 //
-// What sdopt and sdrun resolve their command lines into: the mesh, the
-// logical axis rules, the batch, the remat policy, the optimizer, dtypes,
-// attention settings and sdrun's run settings (steps, checkpoints, outputs,
-// budgets), each with the origin of its value. One function builds it from
-// what the flags set, a MaxDiffusion config file (RunConfig.h) and its
+// What sdopt, sdrun and sdsample resolve their command lines into: the
+// mesh, the logical axis rules, the batch, the remat policy, the optimizer,
+// dtypes, attention settings and the run's settings (steps, checkpoints,
+// outputs, budgets), each with the origin of its value. One function builds it
+// from what the flags set, a MaxDiffusion config file (RunConfig.h) and its
 // key=value overrides, with precedence flag > key=value > file > default,
 // and checks every value the same way whatever its source. MLIR-free and
 // free of llvm::cl: the tools' flag module (sd/Driver/ToolFlags.h) fills
@@ -45,7 +45,7 @@ struct RunSpecFlags {
   // The mesh and the logical axis rules.
   std::optional<std::string> mesh, dcnMesh, rules;
   std::optional<int64_t> devices, processes;
-  /// `processes` is the size of the MPI job sdrun runs in (mpirun -np).
+  /// `processes` is the size of the MPI job the tool runs in (mpirun -np).
   bool processesFromMpi = false;
 
   // The batch.
@@ -81,8 +81,7 @@ struct RunSpecFlags {
   /// Network.h): bandwidths and latencies as the flags give them.
   std::optional<std::string> iciBandwidth, dcnBandwidth, iciLatency,
       dcnLatency;
-  /// Under mpirun: seconds a collective waits for another rank (sdrun reads
-  /// it itself; the run spec does not resolve it).
+  /// Under mpirun: seconds a collective waits for another rank.
   std::optional<double> collectiveTimeout;
   /// Under mpirun: every rank writes the trace of its devices (rank r's
   /// beside --trace's file, as FILE.rankR.json), not rank 0 alone.
@@ -225,6 +224,9 @@ struct RunSettings {
   int threadsPerDevice = 0;
   /// Per-device budgets in bytes (0: unlimited).
   int64_t deviceMemoryBudget = 0, hostMemoryBudget = 0;
+  /// Under mpirun: seconds a collective waits for another rank (unset: the
+  /// transport's default).
+  std::optional<double> collectiveTimeout;
 };
 
 /// A resolved run: every setting valid, with its origin.

@@ -21,6 +21,10 @@ namespace mlir::sd {
 /// partition) is left to the caller.
 PipelineOptions pipelineOptions(const ::sd::RunSpec &spec);
 
+/// The threads, memory budgets and program cache of `spec`'s run (one
+/// process: the tool adds an MPI rank's process, transport and group).
+DeviceSettings deviceSettings(const ::sd::RunSpec &spec);
+
 /// sdrun's training run of `spec`: the training step's pipeline and the
 /// run settings.
 TrainRunOptions trainRunOptions(const ::sd::RunSpec &spec);

@@ -1,8 +1,9 @@
 //===- ToolFlags.h - Run-specification flags of the tools -------*- C++ -*-===//
 //
 // The flags that set a run specification (sd/Config/RunSpec.h) — mesh,
-// rules, batch, remat policy, optimizer, and sdrun's run settings — declared
-// once as llvm::cl options for both tools. A tool constructs one ToolFlags in
+// rules, batch, attention, remat policy, optimizer, devices and sdrun's run
+// settings — declared once as llvm::cl options for sdopt, sdrun and
+// sdsample. A tool constructs one ToolFlags in
 // main before parsing its command line (the options live as long as it, not
 // as file-scope globals) and hands values() to sd::resolveRunSpec.
 //
@@ -20,11 +21,14 @@
 
 namespace mlir::sd {
 
-/// The tool whose flags to declare: both get the mesh, rules, batch and
-/// training-step flags; sdopt also --dcn-mesh, --processes and
-/// --grad-accum; sdrun the model and key=value positionals, --config,
-/// --print-config and the run's flags (steps, checkpoints, outputs, ...).
-enum class Tool { Sdopt, Sdrun };
+/// The tool whose flags to declare. All get the mesh, rules, batch and
+/// attention flags. sdopt and sdrun also the training step's (remat,
+/// optimizer); sdopt --processes and --grad-accum; sdrun and sdsample the
+/// model positional, --config and the devices' flags (threads, memory
+/// budgets, program cache, collective timeout); sdrun the key=value
+/// positionals, --print-config and the run's flags (steps, checkpoints,
+/// outputs, ...). sdsample's sampling flags are its own.
+enum class Tool { Sdopt, Sdrun, Sdsample };
 
 class ToolFlags {
 public:
@@ -49,16 +53,21 @@ public:
 
 private:
   /// The groups of flags.
-  struct SpecOptions;
+  struct MeshOptions;
+  struct StepOptions;
   struct SdoptOptions;
+  struct DeviceOptions;
   struct RunOptions;
 
-  llvm::cl::OptionCategory meshCategory, stepCategory, runCategory;
+  llvm::cl::OptionCategory meshCategory, stepCategory, deviceCategory,
+      runCategory;
   std::vector<const llvm::cl::OptionCategory *> categoryList;
   /// Every flag of the groups made, in declaration order.
   std::vector<const BoundFlag *> boundFlags;
-  std::unique_ptr<SpecOptions> spec;
+  std::unique_ptr<MeshOptions> mesh;
+  std::unique_ptr<StepOptions> step;
   std::unique_ptr<SdoptOptions> sdopt;
+  std::unique_ptr<DeviceOptions> device;
   std::unique_ptr<RunOptions> run;
 };
 

@@ -17,6 +17,7 @@
 #define SD_DRIVER_TRAINRUN_H
 
 #include "sd/Checkpoint/Checkpoint.h"
+#include "sd/Driver/TrainProgram.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Runtime/Runtime.h"
 #include "sd/Sharding/Mesh.h"
@@ -45,10 +46,12 @@ struct TrainRunOptions {
   int64_t steps = 10;
   uint64_t seed = 0;
   bool verify = false;
-  int threadsPerDevice = 0;
-  int64_t deviceMemoryBudget = 0;
-  int64_t hostMemoryBudget = 0;
-  std::string cacheDir;
+  /// Threads, budgets, the program cache, and for one process of a
+  /// multi-process mesh (an MPI rank) its index, the transport that reaches
+  /// the other processes and the host's messages to them (gathers for
+  /// --export and --verify, checkpoint agreement); only process 0 writes
+  /// files.
+  DeviceSettings device;
   /// JSON lines, one per step ("" for none).
   std::string metricsPath;
   /// output_dir/run_name: metrics.csv and loss.png ("" for none).
@@ -83,13 +86,6 @@ struct TrainRunOptions {
   /// Lines printed under the run's header (what the config set that sd
   /// records but does not apply, ...).
   std::vector<std::string> notes;
-  /// One process of a multi-process mesh (an MPI rank): its index and the
-  /// transport that reaches the other processes; -1 runs every device here.
-  int64_t process = -1;
-  ::sd::rt::TransportFactory transportFactory;
-  /// The host's messages to the other processes (gathers for --export and
-  /// --verify, checkpoint agreement); only process 0 writes files.
-  std::shared_ptr<::sd::rt::ProcessGroup> processGroup;
 };
 
 /// What tests inject into a run (production runs leave them empty).

@@ -63,6 +63,11 @@ struct MpiTransportOptions {
   /// peer, which MPI cannot tell from a slow one); sdrun's
   /// --collective-timeout.
   double collectiveTimeoutSeconds = 600;
+  /// The most bytes of each rank one round of a process group's allGather
+  /// carries (it also stays under INT_MAX bytes for all ranks together,
+  /// MPI's count limit); longer strings take several rounds. Tests lower
+  /// it.
+  int64_t maxHostRoundBytes = int64_t(1) << 30;
 };
 
 /// The transport of this rank's devices of `mesh`. MPI must be initialized
@@ -82,6 +87,17 @@ createMpiTransport(const MeshSpec &mesh,
 /// Collective over MPI_COMM_WORLD.
 absl::StatusOr<std::unique_ptr<ProcessGroup>>
 createMpiProcessGroup(const MpiTransportOptions &options = {});
+
+/// What one rank of an MPI job gives the mesh runtime (RuntimeOptions'
+/// fields of the same names): the transport of each program's mesh and the
+/// host's process group.
+struct MpiConnections {
+  TransportFactory transportFactory;
+  std::shared_ptr<ProcessGroup> processGroup;
+};
+/// createMpiTransport as a factory and createMpiProcessGroup, both with
+/// `options`; the latter's errors.
+absl::StatusOr<MpiConnections> connectMpi(const MpiTransportOptions &options);
 
 } // namespace sd::rt
 
