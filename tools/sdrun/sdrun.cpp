@@ -50,14 +50,9 @@ std::string rankTracePath(const std::string &path, int rank) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   absl::StatusOr<std::optional<sd::rt::MpiJob>> mpi =
-      sd::rt::joinMpiJob(argc, argv);
+      mlir::sd::joinToolMpiJob(argc, argv);
   if (!mpi.ok())
     return fail(mpi.status());
-  if (*mpi && (*mpi)->rank != 0) {
-    // Ranks other than 0 print nothing but errors (stderr).
-    llvm::outs().flush();
-    sd::rt::discardStdout();
-  }
   mlir::sd::ToolFlags flags(mlir::sd::Tool::Sdrun);
   // Crash tests (sdrun-checkpoint-kill.test) stop each checkpoint write at
   // this point until they kill the run.

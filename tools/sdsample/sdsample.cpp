@@ -194,14 +194,9 @@ sampleOptions(const mlir::sd::ToolFlags &toolFlags, const SampleFlags &flags,
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   absl::StatusOr<std::optional<sd::rt::MpiJob>> mpi =
-      sd::rt::joinMpiJob(argc, argv);
+      mlir::sd::joinToolMpiJob(argc, argv);
   if (!mpi.ok())
     return fail(mpi.status());
-  if (*mpi && (*mpi)->rank != 0) {
-    // Ranks other than 0 print nothing but errors (stderr).
-    llvm::outs().flush();
-    sd::rt::discardStdout();
-  }
   mlir::sd::ToolFlags toolFlags(mlir::sd::Tool::Sdsample);
   SampleFlags flags;
   std::vector<const cl::OptionCategory *> categories(

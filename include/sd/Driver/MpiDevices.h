@@ -14,7 +14,23 @@
 #include "sd/Driver/TrainProgram.h"
 #include "sd/Runtime/MpiTransport.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 namespace mlir::sd {
+
+/// Joins the MPI job mpirun started the tool in, if any
+/// (rt::joinMpiJob); ranks other than 0 then print nothing but errors
+/// (stderr).
+inline absl::StatusOr<std::optional<::sd::rt::MpiJob>>
+joinToolMpiJob(int &argc, char **&argv) {
+  absl::StatusOr<std::optional<::sd::rt::MpiJob>> mpi =
+      ::sd::rt::joinMpiJob(argc, argv);
+  if (mpi.ok() && *mpi && (*mpi)->rank != 0) {
+    llvm::outs().flush();
+    ::sd::rt::discardStdout();
+  }
+  return mpi;
+}
 
 /// Makes `device` the devices of process `job.rank`: the MPI transport and
 /// process group, with the run's --collective-timeout. The process group's
