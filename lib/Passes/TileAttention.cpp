@@ -105,10 +105,19 @@ struct TileAttentionPass
     IntegerAttr shards;
     int64_t sq = op.getQuery().getType().getDimSize(2);
     std::optional<ContextParallel> spread = contextParallelOf(attention);
-    if (spread && !op.getMask() && sq == skv && !ShapedType::isDynamic(sq)) {
+    bool self = sq == skv && !ShapedType::isDynamic(sq);
+    if (spread && !op.getMask() && self) {
       context = ContextParallelAttr::get(op.getContext(), *spread);
       if (*spread == ContextParallel::ulysses_ring)
         shards = builder.getI64IntegerAttr(ulyssesShards);
+    } else if (spread && self) {
+      // Cross-attention's short text keys are expected to stay whole; a
+      // masked self-attention the user asked to spread is worth a word.
+      op.emitRemark() << "has a mask, so attention="
+                      << ::sd::attentionKindName(attention)
+                      << " does not spread it: its keys and values stay "
+                         "whole (all-gathered over a sharded sequence), as "
+                         "for attention=flash";
     }
     auto tiled = FlashAttentionOp::create(
         builder, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),

@@ -38,19 +38,18 @@ func.func @masked_ragged(%q: tensor<1x2x1000x128xf32>, %k: tensor<1x2x77x128xf32
 // -----
 
 // attention=ring marks self-attention without a mask; cross-attention (a
-// text context of other length) and masked attention keep whole keys.
+// text context of other length) keeps whole keys (masked attention too:
+// sd-tile-attention-masked-context.mlir).
 // RING-LABEL: func.func @context_parallel
 // RING: sd.flash_attention {{.*}} blocks = <{{.*}}> context_parallel = ring :
 // RING: sd.flash_attention {{.*}} blocks = <{{.*}}> :
-// RING: sd.flash_attention {{.*}} mask {{.*}} blocks = <{{.*}}> :
 // RING-NOT: context_parallel
 // attention=ulysses_ring marks the same op, with its group size.
 // HYBRID-LABEL: func.func @context_parallel
 // HYBRID: sd.flash_attention {{.*}} blocks = <{{.*}}> context_parallel = ulysses_ring ulysses_shards = 2 :
 // HYBRID-NOT: context_parallel
-func.func @context_parallel(%q: tensor<1x2x64x8xf32>, %c: tensor<1x2x16x8xf32>, %m: tensor<1x1x64x64xi1>) -> (tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>) {
+func.func @context_parallel(%q: tensor<1x2x64x8xf32>, %c: tensor<1x2x16x8xf32>) -> (tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>) {
   %self = sd.attention %q, %q, %q : (tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>) -> tensor<1x2x64x8xf32>
   %cross = sd.attention %q, %c, %c : (tensor<1x2x64x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>) -> tensor<1x2x64x8xf32>
-  %masked = sd.attention %q, %q, %q mask %m : (tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x1x64x64xi1>) -> tensor<1x2x64x8xf32>
-  return %self, %cross, %masked : tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>
+  return %self, %cross : tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>
 }
