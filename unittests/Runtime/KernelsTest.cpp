@@ -150,6 +150,35 @@ TEST(KernelsTest, RowExponentialsAgreeAcrossVectorPaths) {
       EXPECT_EQ(std::memcmp(&sum, &bestSum, sizeof(sum)), 0) << "n " << n;
     }
   }
+  // The whole range, unshifted: exp to a few ulp on Cephes' range
+  // [-87.3365, 88.3763] (normal floats), 0 below it and +inf above it, the
+  // same bits in every path.
+  std::vector<float> wide;
+  for (float x = -100.0f; x <= 100.0f; x += 0.37f)
+    wide.push_back(x);
+  for (float x : {-87.3365f, -87.33f, -87.34f, 88.37f, 88.3762f, 88.38f})
+    wide.push_back(x);
+  std::vector<float> wideBest = wide;
+  expShiftedRow(wideBest.data(), static_cast<int64_t>(wide.size()), 0.0f);
+  for (size_t i = 0; i < wide.size(); ++i) {
+    double e = std::exp(static_cast<double>(wide[i]));
+    if (wide[i] < -87.3365447504f)
+      EXPECT_EQ(wideBest[i], 0.0f) << wide[i];
+    else if (wide[i] > 88.3762626647949f)
+      EXPECT_TRUE(std::isinf(wideBest[i])) << wide[i];
+    else
+      EXPECT_NEAR(wideBest[i], e, 4e-7 * e) << wide[i];
+  }
+  for (VectorPath path : {VectorPath::Avx2, VectorPath::Avx512}) {
+    if (!hasVectorPath(path))
+      continue;
+    std::vector<float> other = wide;
+    expShiftedRow(other.data(), static_cast<int64_t>(wide.size()), 0.0f,
+                  path);
+    EXPECT_EQ(std::memcmp(other.data(), wideBest.data(),
+                          wide.size() * sizeof(float)),
+              0);
+  }
   std::vector<float> nan = {0.0f, std::nanf(""), -1.0f};
   expShiftedRow(nan.data(), 3, 0.0f);
   EXPECT_TRUE(std::isnan(nan[1]));
