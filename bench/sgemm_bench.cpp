@@ -1,28 +1,35 @@
-//===- sgemm_bench.cpp - OpenBLAS sgemm ceiling --------------------------===//
+//===- sgemm_bench.cpp - The f32 GEMM ceiling, OpenBLAS and oneDNN ------===//
 //
-// The practical f32 compute ceiling of this machine: cblas_sgemm on square
-// n×n matrices with OpenBLAS's OpenMP build, threads from OMP_NUM_THREADS
-// (default: all cores). sd's training step is judged as a fraction of it
-// (bench/train_step.sh).
+// The practical f32 compute ceiling of this machine: sgemm on square n×n
+// matrices with the two libraries sd's kernels use, OpenBLAS's and oneDNN's
+// OpenMP builds, threads from OMP_NUM_THREADS (default: all cores). sd's
+// training step and attention are judged as a fraction of the faster one
+// (bench/train_step.sh, bench/attention.sh).
 //
 //   sd_sgemm_bench                         Google Benchmark, n = 2048 (and
-//                                          512, 1024), GFLOP/s as a counter
+//                                          512, 1024), each library,
+//                                          GFLOP/s as a counter
 //   OMP_NUM_THREADS=1 sd_sgemm_bench --benchmark_filter=StepShapes
 //                                          DiT-S/2's per-device GEMMs at
 //                                          batch 8 on data:2 (M×N×K and
-//                                          transposes), with warm caches
-//                                          and with the caches evicted
-//                                          before each call, as inside a
-//                                          training step
+//                                          transposes) and attention's
+//                                          tiles, each library, with warm
+//                                          caches and with the caches
+//                                          evicted before each call, as
+//                                          inside a training step: what
+//                                          KernelsGemm.cpp's choice of
+//                                          library rests on
 //   sd_sgemm_bench --table [--n=N] [--reps=R]
-//                                          one line for scripts:
-//                                          sgemm n=2048 threads=2 gflops=150.3
+//                                          a line a library for scripts:
+//                                          sgemm library=openblas n=2048
+//                                          threads=2 gflops=150.3
 //
 //===----------------------------------------------------------------------===//
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <chrono>
@@ -45,6 +52,23 @@ int benchThreads() {
   return omp_get_num_procs();
 }
 
+enum Library { OpenBlas, OneDnn };
+constexpr const char *kLibraryNames[] = {"openblas", "onednn"};
+
+/// Row-major C = op(A)·op(B) through `library`.
+void sgemm(Library library, bool transA, bool transB, int m, int n, int k,
+           const float *a, int lda, const float *b, int ldb, float *c,
+           int ldc) {
+  if (library == OneDnn) {
+    dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
+               ldb, 0.0f, c, ldc);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
+              0.0f, c, ldc);
+}
+
 struct Matrices {
   explicit Matrices(int n) : n(n), a(size_t(n) * n), b(a.size()), c(a.size()) {
     std::mt19937 rng(42);
@@ -54,9 +78,9 @@ struct Matrices {
       b[i] = dist(rng);
     }
   }
-  void multiply() {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  void multiply(Library library) {
+    sgemm(library, false, false, n, n, n, a.data(), n, b.data(), n, c.data(),
+          n);
   }
   int n;
   std::vector<float> a, b, c;
@@ -64,14 +88,16 @@ struct Matrices {
 
 double flopsOf(int n) { return 2.0 * double(n) * n * n; }
 
+/// args n, library.
 void BM_Sgemm(benchmark::State &state) {
   int n = static_cast<int>(state.range(0));
+  auto library = static_cast<Library>(state.range(1));
   int threads = benchThreads();
   openblas_set_num_threads(threads);
   Matrices m(n);
-  m.multiply(); // warm-up: thread pool start, page faults
+  m.multiply(library); // warm-up: thread pool start, JIT, page faults
   for (auto _ : state) {
-    m.multiply();
+    m.multiply(library);
     benchmark::DoNotOptimize(m.c.data());
     benchmark::ClobberMemory();
   }
@@ -80,35 +106,33 @@ void BM_Sgemm(benchmark::State &state) {
   state.counters["FLOPS"] = benchmark::Counter(
       flopsOf(n), benchmark::Counter::kIsIterationInvariantRate,
       benchmark::Counter::kIs1000);
-  state.SetLabel("n=" + std::to_string(n));
+  state.SetLabel("n=" + std::to_string(n) + " " + kLibraryNames[library]);
 }
 BENCHMARK(BM_Sgemm)
-    ->Arg(512)
-    ->Arg(1024)
-    ->Arg(2048)
+    ->ArgsProduct({{512, 1024, 2048}, {OpenBlas, OneDnn}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(1.0);
 
-/// One GEMM of DiT-S/2's step on one device (4 samples of 256 tokens):
-/// args m, n, k, transA, transB, cold. Cold calls first write a buffer
-/// larger than the last-level cache share a step's other tensors occupy
-/// (256 MiB), outside the timing.
+/// One GEMM of DiT-S/2's step on one device (4 samples of 256 tokens), or
+/// of its flash attention's tiles: args m, n, k, transA, transB, cold,
+/// library. Cold calls first write a buffer larger than the last-level
+/// cache share a step's other tensors occupy (256 MiB), outside the timing.
 void BM_SgemmStepShapes(benchmark::State &state) {
   int m = static_cast<int>(state.range(0)),
       n = static_cast<int>(state.range(1)),
       k = static_cast<int>(state.range(2));
   bool transA = state.range(3) != 0, transB = state.range(4) != 0;
   bool cold = state.range(5) != 0;
+  auto library = static_cast<Library>(state.range(6));
   int threads = benchThreads();
   openblas_set_num_threads(threads);
   std::vector<float> a(size_t(m) * k, 0.5f), b(size_t(k) * n, 0.25f),
       c(size_t(m) * n);
   std::vector<float> evict(cold ? size_t(64) << 20 : 0);
   auto multiply = [&] {
-    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a.data(),
-                transA ? m : k, b.data(), transB ? k : n, 0.0f, c.data(), n);
+    sgemm(library, transA, transB, m, n, k, a.data(), transA ? m : k, b.data(),
+          transB ? k : n, c.data(), n);
   };
   multiply();
   for (auto _ : state) {
@@ -129,37 +153,44 @@ void BM_SgemmStepShapes(benchmark::State &state) {
       benchmark::Counter::kIs1000);
   state.SetLabel(std::to_string(m) + "x" + std::to_string(n) + "x" +
                  std::to_string(k) + (transA ? " tA" : "") +
-                 (transB ? " tB" : "") + (cold ? " cold" : " warm"));
+                 (transB ? " tB" : "") + (cold ? " cold " : " warm ") +
+                 kLibraryNames[library]);
 }
 BENCHMARK(BM_SgemmStepShapes)
-    ->ArgsProduct({{1024}, {1536}, {384}, {0}, {0}, {0, 1}})
-    ->Args({1024, 384, 1536, 0, 1, 0})
-    ->Args({1024, 384, 1536, 0, 1, 1})
-    ->Args({384, 1536, 1024, 1, 0, 0})
-    ->Args({384, 1536, 1024, 1, 0, 1})
-    ->Args({1024, 1152, 384, 0, 0, 0})
-    ->Args({1024, 1152, 384, 0, 0, 1})
+    // The MLP's products: forward, input gradient, weight gradient.
+    ->ArgsProduct({{1024}, {1536}, {384}, {0}, {0}, {0, 1}, {OpenBlas, OneDnn}})
+    ->ArgsProduct({{1024}, {384}, {1536}, {0}, {1}, {0, 1}, {OpenBlas, OneDnn}})
+    ->ArgsProduct({{384}, {1536}, {1024}, {1}, {0}, {0, 1}, {OpenBlas, OneDnn}})
+    // The attention projection's forward and weight gradient.
+    ->ArgsProduct({{1024}, {1152}, {384}, {0}, {0}, {0, 1}, {OpenBlas, OneDnn}})
+    ->ArgsProduct({{384}, {1152}, {1024}, {1}, {0}, {0, 1}, {OpenBlas, OneDnn}})
+    // Flash attention's tiles (N 256, D 64): Q·Kᵀ and P·V, in cache.
+    ->ArgsProduct({{256}, {256}, {64}, {0}, {1}, {0}, {OpenBlas, OneDnn}})
+    ->ArgsProduct({{256}, {64}, {256}, {0}, {0}, {0}, {OpenBlas, OneDnn}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(0.5);
 
-/// --table: best of `reps` timed multiplies after one warm-up.
+/// --table: for each library, the best of `reps` timed multiplies after one
+/// warm-up.
 int runTable(int n, int reps) {
   int threads = benchThreads();
   openblas_set_num_threads(threads);
   Matrices m(n);
-  m.multiply();
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    m.multiply();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                             start)
-                   .count();
-    best = std::min(best, s);
+  for (Library library : {OpenBlas, OneDnn}) {
+    m.multiply(library);
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      m.multiply(library);
+      double s = std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+      best = std::min(best, s);
+    }
+    std::printf("sgemm library=%s n=%d threads=%d gflops=%.1f\n",
+                kLibraryNames[library], n, threads, flopsOf(n) / best / 1e9);
   }
-  std::printf("sgemm n=%d threads=%d gflops=%.1f\n", n, threads,
-              flopsOf(n) / best / 1e9);
   return 0;
 }
 

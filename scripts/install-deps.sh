@@ -9,7 +9,7 @@ PACKAGES=(
   clang-22 libclang-rt-22-dev
   libabsl-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev libopenblas0-openmp libopenmpi-dev openmpi-bin libzstd-dev zlib1g-dev libpng-dev libjpeg-dev python3-sklearn
+  libopenblas-dev libopenblas0-openmp libdnnl-dev libopenmpi-dev openmpi-bin libzstd-dev zlib1g-dev libpng-dev libjpeg-dev python3-sklearn
 )
 
 missing=()

@@ -13,7 +13,6 @@
 
 #include "KernelsDetail.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -81,11 +80,8 @@ void attention(const float *q, const float *k, const float *v,
     if (d == 0)
       std::fill(scores, scores + rows * skv, 0.0f);
     else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-                  static_cast<blasint>(rows), static_cast<blasint>(skv),
-                  static_cast<blasint>(d), alpha, qh, static_cast<blasint>(d),
-                  kh, static_cast<blasint>(d), 0.0f, scores,
-                  static_cast<blasint>(skv));
+      detail::sgemm(false, true, rows, skv, d, alpha, qh, d, kh, d, 0.0f,
+                    scores, skv);
     const float *maskHead = nullptr;
     if (mask)
       maskHead =
@@ -94,11 +90,8 @@ void attention(const float *q, const float *k, const float *v,
     for (int64_t r = 0; r < rows; ++r)
       softmaxScoresRow(scores + r * skv,
                        maskHead ? maskHead + (r0 + r) * skv : nullptr, skv);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                static_cast<blasint>(rows), static_cast<blasint>(dv),
-                static_cast<blasint>(skv), 1.0f, scores,
-                static_cast<blasint>(skv), vh, static_cast<blasint>(dv), 0.0f,
-                oh, static_cast<blasint>(dv));
+    detail::sgemm(false, false, rows, dv, skv, 1.0f, scores, skv, vh, dv, 0.0f,
+                  oh, dv);
   }
 }
 

@@ -1,9 +1,11 @@
 //===- KernelsDetail.h - Row primitives shared by the kernels ---*- C++ -*-===//
 //
-// The vectorized row operations that KernelsMisc.cpp defines and the
-// attention kernels (KernelsAttention.cpp, KernelsFlash.cpp) share. Each
-// picks the AVX-512, AVX2 or scalar path the CPU allows; the vector paths
-// give the same bits (kernels::expShiftedRow tests them one by one).
+// What the attention kernels (KernelsAttention.cpp, KernelsFlash.cpp) share
+// with the others: the vectorized row operations KernelsMisc.cpp defines and
+// the GEMM of KernelsGemm.cpp. Each
+// row operation picks the AVX-512, AVX2 or scalar path the CPU allows; the
+// vector paths give the same bits (kernels::expShiftedRow tests them one by
+// one).
 //
 // Private to lib/Runtime.
 //
@@ -26,6 +28,13 @@ float maxRow(const float *row, int64_t n);
 
 /// Softmax of one contiguous row in place; a row of only -inf becomes NaN.
 void softmaxRow(float *row, int64_t n);
+
+/// One row-major C = alpha·op(A)·op(B) + beta·C (KernelsGemm.cpp: oneDNN or
+/// OpenBLAS by the product's form); nothing for an empty C, C = beta·C for
+/// k = 0.
+void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+           float alpha, const float *a, int64_t lda, const float *b,
+           int64_t ldb, float beta, float *c, int64_t ldc);
 
 } // namespace sd::rt::kernels::detail
 

@@ -21,7 +21,6 @@
 
 #include "KernelsDetail.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -76,16 +75,7 @@ struct Problem {
   }
 };
 
-/// Row-major cblas_sgemm with int64 sizes; m, n, k > 0.
-void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-           float alpha, const float *a, int64_t lda, const float *b,
-           int64_t ldb, float beta, float *c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
-}
+using detail::sgemm;
 
 /// Whether a `rows` x `n` tile of the mask (row stride `ld`) allows any key.
 /// A tile that allows none contributes nothing and is skipped whole.

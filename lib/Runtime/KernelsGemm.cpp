@@ -1,9 +1,16 @@
-//===- KernelsGemm.cpp - Strided batched GEMM over OpenBLAS ---------------===//
+//===- KernelsGemm.cpp - Strided batched GEMM over oneDNN and OpenBLAS ----===//
 //
-// Every matrix product of a device program ends here. OpenBLAS's OpenMP build
-// runs one sgemm on the calling thread's OpenMP team, and single-threaded when
-// called inside a parallel region; both schedules split the output, never the
-// contraction, so results are deterministic for a given team size.
+// Every matrix product of a device program ends here, and the attention
+// kernels' tiles too (detail::sgemm). Two libraries, each where it measured
+// faster on the GEMM shapes of a DiT training step (bench/sgemm_bench.cpp's
+// StepShapes, both libraries side by side): oneDNN's sgemm (JIT-generated
+// AVX-512/AVX2 kernels) for every form but one, 6-20% faster than OpenBLAS
+// 0.3.21 on the step's products and attention tiles; OpenBLAS for Aᵀ·B (the
+// weight gradients' form: both operands stored with the contraction on
+// rows), where oneDNN 2.6 measured slower. Both are Debian's OpenMP builds:
+// one called from a device thread runs on that thread's OpenMP team, and
+// single-threaded inside a parallel region. Neither's result depends on
+// anything but the shapes and the team size, so runs repeat bitwise.
 //
 // A batch of small GEMMs (attention's per-head products, 256x64x256) is
 // parallelized over the batch instead: splitting one small GEMM over threads
@@ -13,8 +20,11 @@
 
 #include "sd/Runtime/Kernels.h"
 
+#include "KernelsDetail.h"
+
 #include <cblas.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 
@@ -33,17 +43,24 @@ static void scaleOutput(int64_t m, int64_t n, float beta, float *c,
       c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
 }
 
-/// One GEMM through cblas_sgemm (row-major, alpha 1).
-static void gemmOne(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                    const float *a, int64_t lda, const float *b, int64_t ldb,
-                    float beta, float *c, int64_t ldc) {
-  if (k == 0) {
+void detail::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return;
+  if (k <= 0) {
     scaleOutput(m, n, beta, c, ldc);
     return;
   }
+  // oneDNN refuses nothing valid; its status is checked all the same, and a
+  // refusal falls back to OpenBLAS.
+  if (!(transA && !transB) &&
+      dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda,
+                 b, ldb, beta, c, ldc) == dnnl_success)
+    return;
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
+              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
               static_cast<blasint>(ldc));
 }
@@ -62,13 +79,13 @@ void gemm(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
   if (overBatch) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < batch; ++i)
-      gemmOne(transA, transB, m, n, k, a + i * strideA, lda, b + i * strideB,
-              ldb, beta, c + i * strideC, ldc);
+      detail::sgemm(transA, transB, m, n, k, 1.0f, a + i * strideA, lda,
+                    b + i * strideB, ldb, beta, c + i * strideC, ldc);
     return;
   }
   for (int64_t i = 0; i < batch; ++i)
-    gemmOne(transA, transB, m, n, k, a + i * strideA, lda, b + i * strideB, ldb,
-            beta, c + i * strideC, ldc);
+    detail::sgemm(transA, transB, m, n, k, 1.0f, a + i * strideA, lda,
+                  b + i * strideB, ldb, beta, c + i * strideC, ldc);
 }
 
 } // namespace sd::rt::kernels
