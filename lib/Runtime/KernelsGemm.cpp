@@ -4,10 +4,10 @@
 // kernels' tiles too (detail::sgemm). Two libraries, each where it measured
 // faster on the GEMM shapes of a DiT training step (bench/sgemm_bench.cpp's
 // StepShapes, both libraries side by side): oneDNN's sgemm (JIT-generated
-// AVX-512/AVX2 kernels) for every form but one, 6-20% faster than OpenBLAS
-// 0.3.21 on the step's products and attention tiles; OpenBLAS for Aᵀ·B (the
-// weight gradients' form: both operands stored with the contraction on
-// rows), where oneDNN 2.6 measured slower. Both are Debian's OpenMP builds:
+// AVX-512/AVX2 kernels) for every form but one, 6-22% faster than OpenBLAS
+// 0.3.21 on the step's products and 19-40% on attention's tiles; OpenBLAS
+// for Aᵀ·B (the weight gradients' form: both operands stored with the
+// contraction on rows), where oneDNN 2.6 measured 6-16% slower. Both are Debian's OpenMP builds:
 // one called from a device thread runs on that thread's OpenMP team, and
 // single-threaded inside a parallel region. Neither's result depends on
 // anything but the shapes and the team size, so runs repeat bitwise.
