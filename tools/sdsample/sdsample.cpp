@@ -181,6 +181,8 @@ sampleOptions(const mlir::sd::ToolFlags &toolFlags, const SampleFlags &flags,
       sd::resolveRunSpec(values, sd::HostInfo::current());
   if (!spec.ok())
     return spec.status();
+  for (const std::string &warning : spec->warnings)
+    llvm::errs() << "sdsample: warning: " << warning << "\n";
   absl::StatusOr<mlir::sd::SampleOptions> options = sampleOptions(*spec, flags);
   if (options.ok() && mpi)
     if (absl::Status joined =
