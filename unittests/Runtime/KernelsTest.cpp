@@ -193,7 +193,7 @@ TEST(KernelsTest, GemmAllTransposesStridesAndBeta) {
 }
 
 TEST(KernelsTest, GemmBatchedSmallAndSequentialLarge) {
-  // Small GEMMs run one per thread; large ones use OpenBLAS's threads.
+  // Small GEMMs run one per thread; large ones use the library's threads.
   checkGemm({8, 33, 17, 64, false, true, 0.0f});
   checkGemm({2, 301, 203, 97, true, false, 0.25f});
   checkGemm({1, 1, 1, 1, false, false, 0.0f});
@@ -207,15 +207,22 @@ TEST(KernelsTest, GemmWithEmptyContractionScalesC) {
 }
 
 TEST(KernelsTest, GemmIsDeterministic) {
-  int64_t m = 129, n = 77, k = 300;
-  std::vector<float> a = randomFloats(8 * m * k, 4),
-                     b = randomFloats(8 * k * n, 5);
-  std::vector<float> c1(8 * m * n), c2(8 * m * n);
-  gemm(8, false, false, m, n, k, a.data(), k, m * k, b.data(), n, k * n, 0.0f,
-       c1.data(), n, m * n);
-  gemm(8, false, false, m, n, k, a.data(), k, m * k, b.data(), n, k * n, 0.0f,
-       c2.data(), n, m * n);
-  EXPECT_TRUE(bitwiseEqual(c1, c2));
+  // Every form (oneDNN for all but Aᵀ·B, OpenBLAS for that one), batched
+  // small GEMMs and one large one on the whole team: the same bits twice.
+  for (bool transA : {false, true})
+    for (bool transB : {false, true})
+      for (auto [batch, m, n, k] : {std::array<int64_t, 4>{8, 129, 77, 300},
+                                    std::array<int64_t, 4>{1, 300, 500, 700}}) {
+        SCOPED_TRACE(testing::Message() << "transA " << transA << " transB "
+                                        << transB << " batch " << batch);
+        std::vector<float> a = randomFloats(batch * m * k, 4),
+                           b = randomFloats(batch * k * n, 5);
+        std::vector<float> c1(batch * m * n), c2(batch * m * n);
+        for (std::vector<float> *c : {&c1, &c2})
+          gemm(batch, transA, transB, m, n, k, a.data(), transA ? m : k, m * k,
+               b.data(), transB ? k : n, k * n, 0.0f, c->data(), n, m * n);
+        EXPECT_TRUE(bitwiseEqual(c1, c2));
+      }
 }
 
 //===----------------------------------------------------------------------===//
