@@ -207,6 +207,8 @@ const CheckedKey<int64_t> kIntegerKeys[] = {
      "must be -1, 0 or at least 1"},
     {"num_inference_steps", &RunConfig::numInferenceSteps,
      [](int64_t v) { return v >= 1; }, "must be at least 1"},
+    {"flash_min_seq_length", &RunConfig::flashMinSeqLength,
+     [](int64_t v) { return v >= 0; }, "must not be negative"},
 };
 
 /// Keys whose value is kept as the string given.

@@ -185,7 +185,9 @@ absl::Status checkFlags(const RunSpecFlags &flags) {
         CountFlag{&flags.threadsPerDevice, "threads-per-device", 0,
                   "must not be negative"},
         CountFlag{&flags.ulyssesShards, "ulysses-shards", 1,
-                  "must be at least 1"}}) {
+                  "must be at least 1"},
+        CountFlag{&flags.flashMinSeqLength, "flash-min-seq-length", 0,
+                  "must not be negative"}}) {
     if (*flag && **flag < min)
       return flagError(flagName, requirement, std::to_string(**flag));
   }
@@ -640,6 +642,13 @@ absl::Status Resolver::resolveModel() {
     }
     flagSizes = parsed.flashBlockSizes;
   }
+  model.flashMinSeqLength =
+      pick(flags.flashMinSeqLength, "flash-min-seq-length",
+           "flash_min_seq_length", file.flashMinSeqLength, int64_t(0));
+  if (model.flashMinSeqLength.value > 0 && *kind == AttentionKind::DotProduct)
+    spec.notes.push_back(absl::StrFormat(
+        "flash_min_seq_length: %d (unused: attention is dot_product)",
+        model.flashMinSeqLength.value));
   if (flagSizes || file.flashBlockSizes) {
     model.flashBlockSizes =
         pick(flagSizes, "flash-block-sizes", "flash_block_sizes",
@@ -861,6 +870,7 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
     table.add("ulysses_shards", *spec.model.ulyssesShards);
   if (spec.model.flashBlockSizes)
     table.add("flash_block_sizes", *spec.model.flashBlockSizes);
+  table.add("flash_min_seq_length", spec.model.flashMinSeqLength);
   if (spec.model.weightsDtype)
     table.add("weights_dtype", *spec.model.weightsDtype);
   if (spec.model.activationsDtype)

@@ -49,6 +49,7 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
     tile.attention = spec.model.attention.value;
     if (spec.model.ulyssesShards)
       tile.ulyssesShards = spec.model.ulyssesShards->value;
+    tile.minSeqLength = spec.model.flashMinSeqLength.value;
     if (spec.model.flashBlockSizes) {
       const ::sd::FlashBlockSizes &given = spec.model.flashBlockSizes->value;
       tile.blockQ = given.blockQ;

@@ -98,8 +98,8 @@ struct SdoptCommandLine::Flags {
   bool usePipeline(const ::sd::RunSpecFlags &values) const {
     return !values.mesh.value_or("").empty() || values.batch ||
            values.perDeviceBatch || values.attention ||
-           values.flashBlockSizes || !explain.empty() ||
-           stage.getNumOccurrences() > 0 || train;
+           values.flashBlockSizes || values.flashMinSeqLength ||
+           !explain.empty() || stage.getNumOccurrences() > 0 || train;
   }
 
   /// Whether a pass prints instead of the IR.

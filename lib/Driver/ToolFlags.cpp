@@ -139,6 +139,12 @@ struct ToolFlags::MeshOptions {
       cl::desc("ulysses_shards: devices per Ulysses group of "
                "--attention=ulysses_ring (the ring runs across the groups)"),
       cl::cat(attentionCat)};
+  Flag<int64_t> flashMinSeqLength{
+      all, &F::flashMinSeqLength, "flash-min-seq-length",
+      cl::desc("flash_min_seq_length: attention whose query is shorter "
+               "stays dot_product under a tiled --attention (default 0: "
+               "none)"),
+      cl::cat(attentionCat)};
   Flag<std::string> flashBlockSizes{
       all, &F::flashBlockSizes, "flash-block-sizes",
       cl::desc("flash_block_sizes as MaxDiffusion's JSON, e.g. "

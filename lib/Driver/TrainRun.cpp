@@ -836,6 +836,8 @@ void TrainRun::printHeader() {
     outs() << ", attention " << ::sd::attentionKindName(tile->attention);
     if (tile->ulyssesShards > 0)
       outs() << " (ulysses_shards " << tile->ulyssesShards << ")";
+    if (tile->minSeqLength > 0)
+      outs() << " from " << tile->minSeqLength << " tokens";
   }
   outs() << "\n";
   for (const std::string &note : options.notes)

@@ -1,9 +1,10 @@
 //===- TileAttention.cpp - attention into flash-attention blocks ----------===//
 //
-// Each sd.attention becomes an sd.flash_attention with the block sizes the
-// options give, the open ones derived from the op's head_dims and the cache
-// (FlashTiling.h). The attention's own attributes (its name, its layer)
-// carry over to the tiled op.
+// Each sd.attention (whose query is at least min-seq-length long) becomes an
+// sd.flash_attention with the block sizes the options give, the open ones
+// derived from the op's head_dims and the cache (FlashTiling.h). The
+// attention's own attributes (its name, its layer) carry over to the tiled
+// op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,8 +64,20 @@ struct TileAttentionPass
       return signalPassFailure();
     }
 
+    if (minSeqLength < 0) {
+      emitError(getOperation().getLoc())
+          << "min-seq-length is " << int64_t(minSeqLength)
+          << "; it must not be negative";
+      return signalPassFailure();
+    }
     SmallVector<AttentionOp> ops;
-    getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
+    getOperation().walk([&](AttentionOp op) {
+      // MaxDiffusion's flash_min_seq_length: a short query keeps the
+      // untiled form (a dynamic one is tiled).
+      int64_t sq = op.getQuery().getType().getDimSize(2);
+      if (ShapedType::isDynamic(sq) || sq >= minSeqLength)
+        ops.push_back(op);
+    });
     for (AttentionOp op : ops)
       if (failed(tile(op, requested, cache)))
         return signalPassFailure();

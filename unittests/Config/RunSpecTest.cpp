@@ -217,6 +217,37 @@ TEST(RunSpecTest, ProcessesMustMatchTheMesh) {
   EXPECT_EQ(resolve(one).mesh.mesh.numProcesses(), 1);
 }
 
+TEST(RunSpecTest, FlashMinSeqLengthFromFlagOrConfig) {
+  // MaxDiffusion's Wan config sets 4096; sd's default is 0 (tile all).
+  EXPECT_EQ(resolve(RunSpecFlags()).model.flashMinSeqLength.value, 0);
+  std::string wan = writeConfig(
+      "minseq.yml", "attention: flash\nflash_min_seq_length: 4096\n");
+  RunSpec spec = resolve(withConfig(wan));
+  EXPECT_EQ(spec.model.flashMinSeqLength.value, 4096);
+  EXPECT_EQ(spec.model.flashMinSeqLength.source, SettingSource::Config);
+  RunSpecFlags flags = withConfig(wan);
+  flags.flashMinSeqLength = 0;
+  EXPECT_EQ(resolve(flags).model.flashMinSeqLength.value, 0);
+  flags.flashMinSeqLength = -1;
+  EXPECT_EQ(errorOf(flags),
+            "--flash-min-seq-length must not be negative, not -1");
+  std::string negative =
+      writeConfig("minseq-negative.yml", "flash_min_seq_length: -2\n");
+  EXPECT_NE(errorOf(withConfig(negative))
+                .find("minseq-negative.yml:1: flash_min_seq_length: '-2' "
+                      "must not be negative"),
+            std::string::npos)
+      << errorOf(withConfig(negative));
+  // With dot_product it changes nothing, and a note says so.
+  std::string dot = writeConfig(
+      "minseq-dot.yml", "attention: dot_product\nflash_min_seq_length: 64\n");
+  std::vector<std::string> notes = resolve(withConfig(dot)).notes;
+  EXPECT_NE(std::find(notes.begin(), notes.end(),
+                      "flash_min_seq_length: 64 (unused: attention is "
+                      "dot_product)"),
+            notes.end());
+}
+
 TEST(RunSpecTest, UlyssesShardsGoWithTheHybridAttention) {
   // The config keys as MaxDiffusion spells them; -1 is its "unset".
   std::string hybrid = writeConfig(

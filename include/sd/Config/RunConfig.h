@@ -115,6 +115,9 @@ struct RunConfig {
   /// `ulysses_shards` (>= 1, or -1 for unset as in MaxDiffusion's configs):
   /// devices per Ulysses group of `attention: ulysses_ring`.
   std::optional<int64_t> ulyssesShards;
+  /// `flash_min_seq_length` (>= 0): attention whose query is shorter stays
+  /// dot_product under a tiled `attention`.
+  std::optional<int64_t> flashMinSeqLength;
   /// `eval_every` (-1 or 0: never): steps between held-out losses.
   std::optional<int64_t> evalEvery;
   /// Strings as given ('' allowed); the caller interprets the dtypes and

@@ -61,7 +61,7 @@ struct RunSpecFlags {
 
   // Attention: the kernel and its flash block sizes (MaxDiffusion's JSON).
   std::optional<std::string> attention, flashBlockSizes;
-  std::optional<int64_t> ulyssesShards;
+  std::optional<int64_t> ulyssesShards, flashMinSeqLength;
 
   // What the steps train on.
   std::optional<std::string> datasetType, trainDataDir;
@@ -191,6 +191,9 @@ struct ModelSettings {
   /// Devices per Ulysses group of ulysses_ring (and of auto's hybrid
   /// candidate); unset otherwise.
   std::optional<Setting<int64_t>> ulyssesShards;
+  /// MaxDiffusion's flash_min_seq_length: under a tiled attention, an
+  /// attention whose query is shorter keeps the untiled form (0: none).
+  Setting<int64_t> flashMinSeqLength{0};
   std::optional<Setting<std::string>> weightsDtype, activationsDtype;
 };
 

@@ -154,6 +154,12 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
     needs and which only it takes): Ulysses within groups of that many
     devices, the ring across the groups. Cross-attention and masked
     attention keep all-gathered keys and values.
+
+    `min-seq-length` is MaxDiffusion's `flash_min_seq_length`: an attention
+    whose query (static length) is shorter keeps the untiled `sd.attention`
+    (dot_product), whatever `attention` says, as MaxDiffusion falls back to
+    dot-product attention for short sequences. 0, the default, tiles every
+    attention.
   }];
   let options = [
     Option<"blockQ", "block-q", "int64_t", "0",
@@ -191,6 +197,9 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
                           "across them"))}]>,
     Option<"ulyssesShards", "ulysses-shards", "int64_t", "0",
            "Devices per Ulysses group of attention=ulysses_ring">,
+    Option<"minSeqLength", "min-seq-length", "int64_t", "0",
+           "MaxDiffusion's flash_min_seq_length: attention whose query is "
+           "shorter keeps the untiled form">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }

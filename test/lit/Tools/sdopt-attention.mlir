@@ -12,6 +12,15 @@
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flashy 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"block_q": -3}' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-block-sizes='{"blok_q": 3}' 2>&1 | FileCheck %s --check-prefix=FIELD
+// RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-min-seq-length=33 | FileCheck %s --check-prefix=MINSEQ-ABOVE --implicit-check-not=sd.flash_attention
+// RUN: sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-min-seq-length=32 | FileCheck %s --check-prefix=MINSEQ-AT
+// RUN: not sdopt %S/Inputs/attention_model.mlir --attention=flash --flash-min-seq-length=-3 2>&1 | FileCheck %s --check-prefix=MINSEQ-NEGATIVE
+
+// --flash-min-seq-length (flash_min_seq_length): the model's 32-token
+// attention stays untiled under a threshold of 33 and is tiled at 32.
+// MINSEQ-ABOVE: sd.attention {{.*}} {sd.name = "attn_output"}
+// MINSEQ-AT: sd.flash_attention
+// MINSEQ-NEGATIVE: error: --flash-min-seq-length must not be negative, not -3
 
 // --attention=flash tiles attention with the given block sizes (the others
 // 512, backward sizes following forward ones); dot_product keeps it.
