@@ -42,6 +42,7 @@ namespace {
 
 using detail::AxisList;
 using detail::Barrier;
+using detail::sumBoxes;
 using detail::transferBox;
 
 /// The in-process transport.
@@ -208,13 +209,15 @@ void SharedMemoryTransport::reduce(const Plan &plan,
   for (size_t d = 0; d < blockAxes.size(); ++d)
     offset[d] = groupIndex(coords, blockAxes[d]) * plan.outShape[d];
   // Members in ascending mesh coordinates (plan.group is in mesh order),
-  // added left to right: the same order on every member.
+  // added left to right in one pass: the same order on every member.
   std::vector<int64_t> member = coords;
+  std::vector<const float *> inputs;
   for (int64_t n = 0, e = groupSize(plan.group); n < e; ++n) {
     setGroupIndex(member, plan.group, n);
-    transferBox(inputOf(member), plan.inShape, offset, out, plan.outShape, zero,
-                plan.outShape, /*add=*/n > 0);
+    inputs.push_back(inputOf(member));
   }
+  sumBoxes(inputs, plan.inShape, offset, out, plan.outShape, zero,
+           plan.outShape);
 }
 
 void SharedMemoryTransport::allToAll(const SdCollective &op, const Plan &plan,

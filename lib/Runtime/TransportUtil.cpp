@@ -1,7 +1,7 @@
 //===- TransportUtil.cpp - Pieces shared by sd's transports ---------------===//
 //
-// Moved unchanged from SharedMemoryTransport.cpp, so that the MPI transport
-// checks, counts and adds exactly as the shared-memory one does.
+// Shared by the shared-memory and MPI transports, so that both check,
+// count and add exactly alike.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,14 +24,20 @@ using ::sd::ref::shapeProduct;
 /// Below this many elements a copy or sum stays on the device thread.
 static constexpr int64_t kParallelElements = 1 << 15;
 
-void detail::transferBox(const float *src, const std::vector<int64_t> &srcShape,
-                         const std::vector<int64_t> &srcOffset, float *dst,
-                         const std::vector<int64_t> &dstShape,
-                         const std::vector<int64_t> &dstOffset,
-                         const std::vector<int64_t> &box, bool add) {
+/// Calls `row(from, to, length)` for every contiguous row of the box of
+/// shape `box` at `srcOffset` of a `srcShape` tensor and `dstOffset` of a
+/// `dstShape` one (element offsets of the row's start in each), the rows
+/// split statically over the device's OpenMP team when there are enough
+/// elements. A rank-0 box is one row of length 1.
+template <typename RowFn>
+static void forEachBoxRow(const std::vector<int64_t> &srcShape,
+                          const std::vector<int64_t> &srcOffset,
+                          const std::vector<int64_t> &dstShape,
+                          const std::vector<int64_t> &dstOffset,
+                          const std::vector<int64_t> &box, RowFn row) {
   size_t rank = box.size();
   if (rank == 0) {
-    *dst = add ? *dst + *src : *src;
+    row(int64_t(0), int64_t(0), int64_t(1));
     return;
   }
   std::vector<int64_t> srcStrides = rowMajorStrides(srcShape);
@@ -47,25 +53,72 @@ void detail::transferBox(const float *src, const std::vector<int64_t> &srcShape,
   }
   bool parallel = rows * rowLength >= kParallelElements;
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t row = 0; row < rows; ++row) {
+  for (int64_t r = 0; r < rows; ++r) {
     // The row's index in the box's outer dimensions.
-    int64_t rest = row, from = srcBase, to = dstBase;
+    int64_t rest = r, from = srcBase, to = dstBase;
     for (size_t d = rank - 1; d-- > 0;) {
       int64_t index = rest % box[d];
       rest /= box[d];
       from += index * srcStrides[d];
       to += index * dstStrides[d];
     }
-    if (add) {
-      const float *in = src + from;
-      float *out = dst + to;
-      for (int64_t i = 0; i < rowLength; ++i)
-        out[i] += in[i];
-    } else {
-      std::memcpy(dst + to, src + from,
-                  static_cast<size_t>(rowLength) * sizeof(float));
-    }
+    row(from, to, rowLength);
   }
+}
+
+void detail::transferBox(const float *src, const std::vector<int64_t> &srcShape,
+                         const std::vector<int64_t> &srcOffset, float *dst,
+                         const std::vector<int64_t> &dstShape,
+                         const std::vector<int64_t> &dstOffset,
+                         const std::vector<int64_t> &box, bool add) {
+  forEachBoxRow(srcShape, srcOffset, dstShape, dstOffset, box,
+                [&](int64_t from, int64_t to, int64_t length) {
+                  const float *in = src + from;
+                  float *out = dst + to;
+                  if (add) {
+                    for (int64_t i = 0; i < length; ++i)
+                      out[i] += in[i];
+                  } else {
+                    std::memcpy(out, in,
+                                static_cast<size_t>(length) * sizeof(float));
+                  }
+                });
+}
+
+/// Elements of a row summed at a time: the partial sums of a chunk stay in
+/// L1 while each further source is added to them.
+static constexpr int64_t kSumChunk = 2048;
+
+void detail::sumBoxes(const std::vector<const float *> &srcs,
+                      const std::vector<int64_t> &srcShape,
+                      const std::vector<int64_t> &srcOffset, float *dst,
+                      const std::vector<int64_t> &dstShape,
+                      const std::vector<int64_t> &dstOffset,
+                      const std::vector<int64_t> &box) {
+  if (srcs.empty())
+    return;
+  if (srcs.size() == 1) {
+    transferBox(srcs[0], srcShape, srcOffset, dst, dstShape, dstOffset, box,
+                /*add=*/false);
+    return;
+  }
+  forEachBoxRow(srcShape, srcOffset, dstShape, dstOffset, box,
+                [&](int64_t from, int64_t to, int64_t length) {
+                  float *out = dst + to;
+                  for (int64_t c = 0; c < length; c += kSumChunk) {
+                    int64_t n = std::min(kSumChunk, length - c);
+                    const float *s0 = srcs[0] + from + c,
+                                *s1 = srcs[1] + from + c;
+                    float *o = out + c;
+                    for (int64_t i = 0; i < n; ++i)
+                      o[i] = s0[i] + s1[i];
+                    for (size_t k = 2; k < srcs.size(); ++k) {
+                      const float *sk = srcs[k] + from + c;
+                      for (int64_t i = 0; i < n; ++i)
+                        o[i] += sk[i];
+                    }
+                  }
+                });
 }
 
 CollectiveGroups::CollectiveGroups(const MeshSpec &mesh) : meshSpec(mesh) {

@@ -86,6 +86,17 @@ void transferBox(const float *src, const std::vector<int64_t> &srcShape,
                  const std::vector<int64_t> &dstOffset,
                  const std::vector<int64_t> &box, bool add);
 
+/// dst's box = the sum of the same box of every source, added left to right
+/// (((s0 + s1) + s2) + ..., as transferBox copying s0 and adding the others
+/// one by one would give, bit for bit) in one pass over dst. The sources
+/// share `srcShape` and `srcOffset`; one source is a copy.
+void sumBoxes(const std::vector<const float *> &srcs,
+              const std::vector<int64_t> &srcShape,
+              const std::vector<int64_t> &srcOffset, float *dst,
+              const std::vector<int64_t> &dstShape,
+              const std::vector<int64_t> &dstOffset,
+              const std::vector<int64_t> &box);
+
 /// An op's shape and axis structure, checked against the mesh.
 struct CollectivePlan {
   std::vector<int64_t> inShape, outShape;
