@@ -418,6 +418,25 @@ TEST(CollectivesTest, AllReduceSumsTheGroup) {
   }
 }
 
+TEST(CollectivesTest, AllReduceOfLongRowsAddsInMemberOrder) {
+  // Rows longer than one summing chunk (and not a multiple of it), over 2,
+  // 4 and 8 members: the same bits as adding the members one by one in
+  // ascending order.
+  Shape local = {3, 5000};
+  for (const GroupCase &c : {GroupCase{mesh2(), {0}},
+                             GroupCase{mesh4(), {1, 0}},
+                             GroupCase{mesh8(), {0, 1, 2}}}) {
+    Buffers inputs =
+        perDevice(c.mesh, [&](int64_t d) { return deviceOperand(d, local); });
+    RunResult run = runCollective(
+        c.mesh, groupOp(SD_ALL_REDUCE, local, local, c.axes), inputs);
+    ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+    expectEachDevice(run.outputs, describe(c), [&](int64_t d) {
+      return groupSum(c.mesh, inputs, d, c.axes);
+    });
+  }
+}
+
 TEST(CollectivesTest, AllReduceOfAScalar) {
   MeshSpec mesh = mesh4();
   Buffers inputs = {{1.5f}, {2.0f}, {4.0f}, {8.0f}};
