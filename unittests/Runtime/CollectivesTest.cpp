@@ -423,9 +423,9 @@ TEST(CollectivesTest, AllReduceOfLongRowsAddsInMemberOrder) {
   // 4 and 8 members: the same bits as adding the members one by one in
   // ascending order.
   Shape local = {3, 5000};
-  for (const GroupCase &c : {GroupCase{mesh2(), {0}},
-                             GroupCase{mesh4(), {1, 0}},
-                             GroupCase{mesh8(), {0, 1, 2}}}) {
+  for (const GroupCase &c :
+       {GroupCase{mesh2(), {0}}, GroupCase{mesh4(), {1, 0}},
+        GroupCase{mesh8(), {0, 1, 2}}}) {
     Buffers inputs =
         perDevice(c.mesh, [&](int64_t d) { return deviceOperand(d, local); });
     RunResult run = runCollective(
