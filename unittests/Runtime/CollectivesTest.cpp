@@ -405,36 +405,31 @@ std::string describe(const GroupCase &c) {
   return text + "]";
 }
 
+/// all_reduce of `local`-shaped operands over `c`: every device gets its
+/// group's sum, added in ascending member order (bitwise).
+void expectAllReduceSums(const GroupCase &c, const Shape &local) {
+  Buffers inputs =
+      perDevice(c.mesh, [&](int64_t d) { return deviceOperand(d, local); });
+  RunResult run = runCollective(
+      c.mesh, groupOp(SD_ALL_REDUCE, local, local, c.axes), inputs);
+  ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+  expectEachDevice(run.outputs, describe(c), [&](int64_t d) {
+    return groupSum(c.mesh, inputs, d, c.axes);
+  });
+}
+
 TEST(CollectivesTest, AllReduceSumsTheGroup) {
-  for (const GroupCase &c : groupCases()) {
-    Buffers inputs =
-        perDevice(c.mesh, [&](int64_t d) { return deviceOperand(d, kLocal); });
-    RunResult run = runCollective(
-        c.mesh, groupOp(SD_ALL_REDUCE, kLocal, kLocal, c.axes), inputs);
-    ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
-    expectEachDevice(run.outputs, describe(c), [&](int64_t d) {
-      return groupSum(c.mesh, inputs, d, c.axes);
-    });
-  }
+  for (const GroupCase &c : groupCases())
+    expectAllReduceSums(c, kLocal);
 }
 
 TEST(CollectivesTest, AllReduceOfLongRowsAddsInMemberOrder) {
   // Rows longer than one summing chunk (and not a multiple of it), over 2,
-  // 4 and 8 members: the same bits as adding the members one by one in
-  // ascending order.
-  Shape local = {3, 5000};
+  // 4 and 8 members.
   for (const GroupCase &c :
        {GroupCase{mesh2(), {0}}, GroupCase{mesh4(), {1, 0}},
-        GroupCase{mesh8(), {0, 1, 2}}}) {
-    Buffers inputs =
-        perDevice(c.mesh, [&](int64_t d) { return deviceOperand(d, local); });
-    RunResult run = runCollective(
-        c.mesh, groupOp(SD_ALL_REDUCE, local, local, c.axes), inputs);
-    ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
-    expectEachDevice(run.outputs, describe(c), [&](int64_t d) {
-      return groupSum(c.mesh, inputs, d, c.axes);
-    });
-  }
+        GroupCase{mesh8(), {0, 1, 2}}})
+    expectAllReduceSums(c, {3, 5000});
 }
 
 TEST(CollectivesTest, AllReduceOfAScalar) {
