@@ -164,9 +164,11 @@ BENCHMARK(BM_SgemmStepShapes)
     // The attention projection's forward and weight gradient.
     ->ArgsProduct({{1024}, {1152}, {384}, {0}, {0}, {0, 1}, {OpenBlas, OneDnn}})
     ->ArgsProduct({{384}, {1152}, {1024}, {1}, {0}, {0, 1}, {OpenBlas, OneDnn}})
-    // Flash attention's tiles (N 256, D 64): Q·Kᵀ and P·V, in cache.
+    // Flash attention's tiles (N 256, D 64), in cache: Q·Kᵀ, P·V, and the
+    // backward's Pᵀ·dO (dSᵀ·Q alike).
     ->ArgsProduct({{256}, {256}, {64}, {0}, {1}, {0}, {OpenBlas, OneDnn}})
     ->ArgsProduct({{256}, {64}, {256}, {0}, {0}, {0}, {OpenBlas, OneDnn}})
+    ->ArgsProduct({{256}, {64}, {256}, {1}, {0}, {0}, {OpenBlas, OneDnn}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(0.5);

@@ -80,8 +80,8 @@ void attention(const float *q, const float *k, const float *v,
     if (d == 0)
       std::fill(scores, scores + rows * skv, 0.0f);
     else
-      detail::sgemm(false, true, rows, skv, d, alpha, qh, d, kh, d, 0.0f,
-                    scores, skv);
+      detail::tileSgemm(false, true, rows, skv, d, alpha, qh, d, kh, d, 0.0f,
+                        scores, skv);
     const float *maskHead = nullptr;
     if (mask)
       maskHead =
@@ -90,8 +90,8 @@ void attention(const float *q, const float *k, const float *v,
     for (int64_t r = 0; r < rows; ++r)
       softmaxScoresRow(scores + r * skv,
                        maskHead ? maskHead + (r0 + r) * skv : nullptr, skv);
-    detail::sgemm(false, false, rows, dv, skv, 1.0f, scores, skv, vh, dv, 0.0f,
-                  oh, dv);
+    detail::tileSgemm(false, false, rows, dv, skv, 1.0f, scores, skv, vh, dv,
+                      0.0f, oh, dv);
   }
 }
 

@@ -29,12 +29,17 @@ float maxRow(const float *row, int64_t n);
 /// Softmax of one contiguous row in place; a row of only -inf becomes NaN.
 void softmaxRow(float *row, int64_t n);
 
-/// One row-major C = alpha·op(A)·op(B) + beta·C (KernelsGemm.cpp: oneDNN or
-/// OpenBLAS by the product's form); nothing for an empty C, C = beta·C for
-/// k = 0.
+/// One row-major C = alpha·op(A)·op(B) + beta·C of a program's product
+/// (KernelsGemm.cpp: oneDNN or OpenBLAS by the product's form); nothing for
+/// an empty C, C = beta·C for k = 0.
 void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
            float alpha, const float *a, int64_t lda, const float *b,
            int64_t ldb, float beta, float *c, int64_t ldc);
+
+/// sgemm for the attention kernels' in-cache tiles: oneDNN in every form.
+void tileSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+               float alpha, const float *a, int64_t lda, const float *b,
+               int64_t ldb, float beta, float *c, int64_t ldc);
 
 } // namespace sd::rt::kernels::detail
 

@@ -75,7 +75,7 @@ struct Problem {
   }
 };
 
-using detail::sgemm;
+using detail::tileSgemm;
 
 /// Whether a `rows` x `n` tile of the mask (row stride `ld`) allows any key.
 /// A tile that allows none contributes nothing and is skipped whole.
@@ -99,7 +99,8 @@ void maskedScores(const Problem &p, const float *qBlk, const float *kSub,
   if (p.d == 0)
     std::fill(s, s + rows * n, 0.0f);
   else
-    sgemm(false, true, rows, n, p.d, p.alpha, qBlk, p.d, kSub, p.d, 0.0f, s, n);
+    tileSgemm(false, true, rows, n, p.d, p.alpha, qBlk, p.d, kSub, p.d, 0.0f, s,
+              n);
   if (!mask)
     return;
   for (int64_t r = 0; r < rows; ++r) {
@@ -180,8 +181,8 @@ void forwardItem(const Problem &p, const ForwardPlan &plan, int64_t pair,
         }
       }
       if (p.dv > 0)
-        sgemm(false, false, rows, p.dv, n, 1.0f, s, n, vh + c0 * p.dv, p.dv,
-              1.0f, oBlk, p.dv);
+        tileSgemm(false, false, rows, p.dv, n, 1.0f, s, n, vh + c0 * p.dv, p.dv,
+                  1.0f, oBlk, p.dv);
     }
   }
   float *lseBlk = lse + pair * p.sq + r0;
@@ -267,8 +268,8 @@ bool probabilitiesAndScoreGrads(const Problem &p, const Gradients &g,
   if (p.dv == 0)
     std::fill(ds, ds + rows * n, 0.0f);
   else
-    sgemm(false, true, rows, n, p.dv, 1.0f, g.dOut + row0 * p.dv, p.dv,
-          p.v + (pair * p.skv + c0) * p.dv, p.dv, 0.0f, ds, n);
+    tileSgemm(false, true, rows, n, p.dv, 1.0f, g.dOut + row0 * p.dv, p.dv,
+              p.v + (pair * p.skv + c0) * p.dv, p.dv, 0.0f, ds, n);
   for (int64_t r = 0; r < rows; ++r) {
     const float *pRow = prob + r * n;
     float *dsRow = ds + r * n;
@@ -305,16 +306,16 @@ void dkvItem(const Problem &p, const Gradients &g, const BackwardPlan &plan,
         continue;
       // dV += Pᵀ·dO, dK += scale·dSᵀ·Q, dQ partial += scale·dS·K.
       if (p.dv > 0)
-        sgemm(true, false, n, p.dv, rows, 1.0f, prob, n, doBlk, p.dv, 1.0f,
-              dvGrad + (pair * p.skv + c0) * p.dv, p.dv);
+        tileSgemm(true, false, n, p.dv, rows, 1.0f, prob, n, doBlk, p.dv, 1.0f,
+                  dvGrad + (pair * p.skv + c0) * p.dv, p.dv);
       if (p.d == 0)
         continue;
-      sgemm(true, false, n, p.d, rows, p.alpha, ds, n, qBlk, p.d, 1.0f,
-            dk + (pair * p.skv + c0) * p.d, p.d);
+      tileSgemm(true, false, n, p.d, rows, p.alpha, ds, n, qBlk, p.d, 1.0f,
+                dk + (pair * p.skv + c0) * p.d, p.d);
       if (partial)
-        sgemm(false, false, rows, p.d, n, p.alpha, ds, n,
-              p.k + (pair * p.skv + c0) * p.d, p.d, 1.0f, partial + r0 * p.d,
-              p.d);
+        tileSgemm(false, false, rows, p.d, n, p.alpha, ds, n,
+                  p.k + (pair * p.skv + c0) * p.d, p.d, 1.0f,
+                  partial + r0 * p.d, p.d);
     }
   }
 }
@@ -332,8 +333,8 @@ void dqItem(const Problem &p, const Gradients &g, const BackwardPlan &plan,
     int64_t n = std::min(p.skv, c0 + plan.blockKvDq) - c0;
     if (!probabilitiesAndScoreGrads(p, g, pair, r0, rows, c0, n, prob, ds))
       continue;
-    sgemm(false, false, rows, p.d, n, p.alpha, ds, n,
-          p.k + (pair * p.skv + c0) * p.d, p.d, 1.0f, dqBlk, p.d);
+    tileSgemm(false, false, rows, p.d, n, p.alpha, ds, n,
+              p.k + (pair * p.skv + c0) * p.d, p.d, 1.0f, dqBlk, p.d);
   }
 }
 

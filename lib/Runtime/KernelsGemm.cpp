@@ -1,16 +1,18 @@
 //===- KernelsGemm.cpp - Strided batched GEMM over oneDNN and OpenBLAS ----===//
 //
-// Every matrix product of a device program ends here, and the attention
-// kernels' tiles too (detail::sgemm). Two libraries, each where it measured
-// faster on the GEMM shapes of a DiT training step (bench/sgemm_bench.cpp's
-// StepShapes, both libraries side by side): oneDNN's sgemm (JIT-generated
-// AVX-512/AVX2 kernels) for every form but one, 6-22% faster than OpenBLAS
-// 0.3.21 on the step's products and 19-40% on attention's tiles; OpenBLAS
-// for Aᵀ·B (the weight gradients' form: both operands stored with the
-// contraction on rows), where oneDNN 2.6 measured 6-16% slower. Both are Debian's OpenMP builds:
-// one called from a device thread runs on that thread's OpenMP team, and
-// single-threaded inside a parallel region. Neither's result depends on
-// anything but the shapes and the team size, so runs repeat bitwise.
+// Every matrix product of a device program ends here (detail::sgemm), and
+// the attention kernels' tiles too (detail::tileSgemm). Two libraries, each
+// where it measured faster on the GEMM shapes of a DiT training step
+// (bench/sgemm_bench.cpp's StepShapes, both libraries side by side):
+// oneDNN's sgemm (JIT-generated AVX-512/AVX2 kernels) for every program
+// product but one form, 6-22% faster than OpenBLAS 0.3.21, and for every
+// attention tile, 16-40% faster; OpenBLAS for the program's Aᵀ·B (the
+// weight gradients' form: both operands stored with the contraction on
+// rows, tokens by the thousand), where oneDNN 2.6 measured 6-16% slower. Both
+// are Debian's OpenMP builds: one called from a device thread runs on that
+// thread's OpenMP team, and single-threaded inside a parallel region. Neither's
+// result depends on anything but the shapes and the team size, so runs repeat
+// bitwise.
 //
 // A batch of small GEMMs (attention's per-head products, 256x64x256) is
 // parallelized over the batch instead: splitting one small GEMM over threads
@@ -43,9 +45,11 @@ static void scaleOutput(int64_t m, int64_t n, float beta, float *c,
       c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
 }
 
-void detail::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                   float alpha, const float *a, int64_t lda, const float *b,
-                   int64_t ldb, float beta, float *c, int64_t ldc) {
+/// One GEMM through oneDNN (`useOneDnn`, when it accepts it) or OpenBLAS.
+static void sgemmWith(bool useOneDnn, bool transA, bool transB, int64_t m,
+                      int64_t n, int64_t k, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float beta,
+                      float *c, int64_t ldc) {
   if (m <= 0 || n <= 0)
     return;
   if (k <= 0) {
@@ -54,7 +58,7 @@ void detail::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   }
   // oneDNN refuses nothing valid; its status is checked all the same, and a
   // refusal falls back to OpenBLAS.
-  if (!(transA && !transB) &&
+  if (useOneDnn &&
       dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a, lda,
                  b, ldb, beta, c, ldc) == dnnl_success)
     return;
@@ -63,6 +67,20 @@ void detail::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
               static_cast<blasint>(ldc));
+}
+
+void detail::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, float beta, float *c, int64_t ldc) {
+  sgemmWith(!(transA && !transB), transA, transB, m, n, k, alpha, a, lda, b,
+            ldb, beta, c, ldc);
+}
+
+void detail::tileSgemm(bool transA, bool transB, int64_t m, int64_t n,
+                       int64_t k, float alpha, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float beta, float *c,
+                       int64_t ldc) {
+  sgemmWith(true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemm(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
