@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The proof that sd trains a model that learned something (issue 16):
+# The proof that sd trains a model that learned something:
 # builds scikit-learn's handwritten digits as an sd data set (sddata), trains
 # models/dit_digits.mlir on data:2 from configs/dit_digits.yml (fresh noise,
 # class-label dropout, EMA, the held-out loss every eval_every steps), then

@@ -2,11 +2,11 @@
 # How sdopt's time grows with program size: for each preset, the op count of
 # the inlined program and the wall time of sdopt parsing + verifying +
 # printing it, alone and through the default pipeline (mesh + logical rules).
-# Target (issue: foundation): well under 1 s per 10k ops.
+# Target: well under 1 s per 10k ops.
 # Then the whole training-step compile of the largest preset: sdopt --train
 # (sd-differentiate, sd-remat, sd-build-train-step, propagation, partitioning)
 # on Wan2.1-14B over fsdp:4,tensor:2 with full remat, batch sdopt's choice.
-# Target (issue: sdopt speed): at most 1.5 s on a 2-core machine.
+# Target: at most 1.5 s on a 2-core machine.
 #
 # Usage: bench/sdopt_scale.sh [build dir]   (prints two Markdown tables)
 set -euo pipefail

@@ -15,11 +15,11 @@
 #   sd data:2 achieved GFLOP/s >= 50% of sgemm
 #   sd data:2 step >= 4x faster than PyTorch (2 threads)
 #   partitioning overhead (data:2 time / single-device time - 1) <= 15%
-#   sd data:2 --attention=flash achieved GFLOP/s >= 85% of sgemm (issue 14)
-#   sd data:2 (each attention) >= 1.5x faster than PyTorch DDP (issue 14)
+#   sd data:2 --attention=flash achieved GFLOP/s >= 85% of sgemm
+#   sd data:2 (each attention) >= 1.5x faster than PyTorch DDP
 #   sd data:2 as 2 MPI ranks (mpirun -np 2, --dcn-mesh=data:2, one device
-#   per rank) at most 15% slower than data:2 in one process (issue 15;
-#   skipped when mpirun is missing)
+#   per rank) at most 15% slower than data:2 in one process (skipped
+#   when mpirun is missing)
 # Exits 1 if a target fails, 2 on a usage or setup error.
 #
 # Usage: bench/train_step.sh [--quick] [--baselines-only] [--out DIR]

@@ -870,7 +870,9 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
     table.add("ulysses_shards", *spec.model.ulyssesShards);
   if (spec.model.flashBlockSizes)
     table.add("flash_block_sizes", *spec.model.flashBlockSizes);
-  table.add("flash_min_seq_length", spec.model.flashMinSeqLength);
+  if (spec.model.attention.value != AttentionKind::DotProduct ||
+      spec.model.flashMinSeqLength.source != SettingSource::Default)
+    table.add("flash_min_seq_length", spec.model.flashMinSeqLength);
   if (spec.model.weightsDtype)
     table.add("weights_dtype", *spec.model.weightsDtype);
   if (spec.model.activationsDtype)

@@ -407,9 +407,9 @@ ToolFlags::ToolFlags(Tool tool)
   device.reset(new DeviceOptions{
       boundFlags, deviceCategory,
       sample ? "A MaxDiffusion-style YAML config: the mesh (ici_*/dcn_*), "
-               "per_device_batch_size and logical_axis_rules as sdrun reads "
-               "them, and num_inference_steps, guidance_scale, "
-               "prediction_type"
+               "per_device_batch_size, logical_axis_rules and the attention "
+               "keys as sdrun reads them, and num_inference_steps, "
+               "guidance_scale, prediction_type"
              : "A MaxDiffusion-style YAML config (ici_*/dcn_* parallelism, "
                "per_device_batch_size, remat_policy, learning_rate, adam_*, "
                "max_train_steps, ...)"});

@@ -6,7 +6,7 @@
 // (bench/sgemm_bench.cpp's StepShapes, both libraries side by side):
 // oneDNN's sgemm (JIT-generated AVX-512/AVX2 kernels) for every program
 // product but one form, 6-22% faster than OpenBLAS 0.3.21, and for every
-// attention tile, 16-40% faster; OpenBLAS for the program's Aᵀ·B (the
+// attention tile, 4-40% faster; OpenBLAS for the program's Aᵀ·B (the
 // weight gradients' form: both operands stored with the contraction on
 // rows, tokens by the thousand), where oneDNN 2.6 measured 6-16% slower. Both
 // are Debian's OpenMP builds: one called from a device thread runs on that

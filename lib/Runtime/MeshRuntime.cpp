@@ -2,18 +2,19 @@
 //
 // Each device runs on its own std::thread with its own OpenMP team (libgomp
 // keeps the team size per thread), so a device's kernels and its GEMMs
-// (OpenBLAS's OpenMP build) run on threadsPerDevice() threads and devices do
-// not contend for one global pool. A device that fails aborts the transport
-// at once, so that peers blocked in a collective return instead of waiting
-// for an operand that never comes.
+// (oneDNN's and OpenBLAS's OpenMP builds) run on threadsPerDevice() threads
+// and devices do not contend for one global pool. A device that fails
+// aborts the transport at once, so that peers blocked in a collective
+// return instead of waiting for an operand that never comes.
 //
 // A runtime may run the devices of one process of a multi-process mesh
 // (MeshRuntimeOptions::process) over a transport that reaches the others,
 // such as MpiTransport: one runtime per MPI rank.
 //
 // The device threads persist for the runtime's lifetime and wait for work
-// between calls: each keeps its OpenMP team (and OpenBLAS its buffers) from
-// one step to the next, instead of paying for new threads every step.
+// between calls: each keeps its OpenMP team (and the GEMM libraries their
+// buffers) from one step to the next, instead of paying for new threads
+// every step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,8 +75,8 @@ void MeshRuntime::startWorkers() {
   workers->statuses.resize(devices.size());
   for (size_t id = 0; id < devices.size(); ++id) {
     workers->threads.emplace_back([this, id] {
-      // This thread's OpenMP ICV: its parallel regions (and OpenBLAS's)
-      // get a team of this size.
+      // This thread's OpenMP ICV: its parallel regions (and the GEMM
+      // libraries') get a team of this size.
       omp_set_num_threads(threads);
       Workers &w = *workers;
       uint64_t seen = 0;

@@ -5,10 +5,12 @@
 //            --num-inference-steps=100 --guidance-scale=2 --samples-per-class=8
 //            --output=samples.safetensors
 //
-// Parses the flags, resolves the mesh, batch and rules as sdrun does (a
-// --config file's ici_*/dcn_* keys, per_device_batch_size and
-// logical_axis_rules, and its sampling keys) and runs the sampler
-// (sd/Driver/Sample.h). See docs/sampling.md.
+// Parses the flags (the mesh, batch, attention and device ones are sdrun's,
+// from sd/Driver/ToolFlags.h; the sampling ones its own), resolves them with
+// a --config file as sdrun does (its ici_*/dcn_* keys,
+// per_device_batch_size, logical_axis_rules and attention keys, and its
+// sampling keys) and runs the sampler (sd/Driver/Sample.h). See
+// docs/sampling.md.
 //
 // Under mpirun each rank runs the devices of one process of the mesh, as
 // sdrun's do; only rank 0 prints and writes.

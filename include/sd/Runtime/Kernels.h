@@ -17,7 +17,8 @@
 
 namespace sd::rt::kernels {
 
-/// See SdApi::gemm (calls OpenBLAS's cblas_sgemm, OpenMP build).
+/// See SdApi::gemm (oneDNN's or OpenBLAS's sgemm by the product's form:
+/// KernelsGemm.cpp).
 void gemm(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
           int64_t k, const float *a, int64_t lda, int64_t strideA,
           const float *b, int64_t ldb, int64_t strideB, float beta, float *c,
