@@ -77,11 +77,9 @@ void attention(const float *q, const float *k, const float *v,
       std::fill(oh, oh + rows * dv, 0.0f);
       continue;
     }
-    if (d == 0)
-      std::fill(scores, scores + rows * skv, 0.0f);
-    else
-      detail::tileSgemm(false, true, rows, skv, d, alpha, qh, d, kh, d, 0.0f,
-                        scores, skv);
+    // With no head_dim (k = 0) the scores are zeros.
+    detail::tileSgemm(false, true, rows, skv, d, alpha, qh, d, kh, d, 0.0f,
+                      scores, skv);
     const float *maskHead = nullptr;
     if (mask)
       maskHead =

@@ -96,11 +96,9 @@ bool anyAllowed(const float *mask, int64_t ld, int64_t rows, int64_t n) {
 /// tile's first entry in the [Sq, Skv] mask, or null.
 void maskedScores(const Problem &p, const float *qBlk, const float *kSub,
                   const float *mask, int64_t rows, int64_t n, float *s) {
-  if (p.d == 0)
-    std::fill(s, s + rows * n, 0.0f);
-  else
-    tileSgemm(false, true, rows, n, p.d, p.alpha, qBlk, p.d, kSub, p.d, 0.0f, s,
-              n);
+  // With no head_dim (k = 0) the scores are zeros.
+  tileSgemm(false, true, rows, n, p.d, p.alpha, qBlk, p.d, kSub, p.d, 0.0f, s,
+            n);
   if (!mask)
     return;
   for (int64_t r = 0; r < rows; ++r) {
@@ -180,9 +178,8 @@ void forwardItem(const Problem &p, const ForwardPlan &plan, int64_t pair,
             oRow[j] *= correction;
         }
       }
-      if (p.dv > 0)
-        tileSgemm(false, false, rows, p.dv, n, 1.0f, s, n, vh + c0 * p.dv, p.dv,
-                  1.0f, oBlk, p.dv);
+      tileSgemm(false, false, rows, p.dv, n, 1.0f, s, n, vh + c0 * p.dv, p.dv,
+                1.0f, oBlk, p.dv);
     }
   }
   float *lseBlk = lse + pair * p.sq + r0;
@@ -265,11 +262,9 @@ bool probabilitiesAndScoreGrads(const Problem &p, const Gradients &g,
     else
       detail::expShifted(row, n, rowLse);
   }
-  if (p.dv == 0)
-    std::fill(ds, ds + rows * n, 0.0f);
-  else
-    tileSgemm(false, true, rows, n, p.dv, 1.0f, g.dOut + row0 * p.dv, p.dv,
-              p.v + (pair * p.skv + c0) * p.dv, p.dv, 0.0f, ds, n);
+  // dP = dO·Vᵀ (zeros with no value head_dim).
+  tileSgemm(false, true, rows, n, p.dv, 1.0f, g.dOut + row0 * p.dv, p.dv,
+            p.v + (pair * p.skv + c0) * p.dv, p.dv, 0.0f, ds, n);
   for (int64_t r = 0; r < rows; ++r) {
     const float *pRow = prob + r * n;
     float *dsRow = ds + r * n;
@@ -305,11 +300,8 @@ void dkvItem(const Problem &p, const Gradients &g, const BackwardPlan &plan,
       if (!probabilitiesAndScoreGrads(p, g, pair, r0, rows, c0, n, prob, ds))
         continue;
       // dV += Pᵀ·dO, dK += scale·dSᵀ·Q, dQ partial += scale·dS·K.
-      if (p.dv > 0)
-        tileSgemm(true, false, n, p.dv, rows, 1.0f, prob, n, doBlk, p.dv, 1.0f,
-                  dvGrad + (pair * p.skv + c0) * p.dv, p.dv);
-      if (p.d == 0)
-        continue;
+      tileSgemm(true, false, n, p.dv, rows, 1.0f, prob, n, doBlk, p.dv, 1.0f,
+                dvGrad + (pair * p.skv + c0) * p.dv, p.dv);
       tileSgemm(true, false, n, p.d, rows, p.alpha, ds, n, qBlk, p.d, 1.0f,
                 dk + (pair * p.skv + c0) * p.d, p.d);
       if (partial)

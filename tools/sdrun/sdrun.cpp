@@ -25,7 +25,6 @@
 #include "sd/Checkpoint/Checkpoint.h"
 #include "sd/Runtime/MpiTransport.h"
 
-#include "absl/strings/str_format.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -67,10 +66,7 @@ int main(int argc, char **argv) {
       argc, argv, "sdrun: train an sd model on a device mesh\n");
 
   sd::RunSpecFlags values = flags.values();
-  if (*mpi) {
-    values.processes = (*mpi)->size;
-    values.processesFromMpi = true;
-  }
+  mlir::sd::setMpiProcesses(values, *mpi);
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
   // Every rank resolves the same flags: a bad one is an error on each.

@@ -25,7 +25,6 @@
 #include "sd/Driver/TrainRun.h"
 #include "sd/Runtime/MpiTransport.h"
 
-#include "absl/strings/str_format.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -33,8 +32,6 @@
 #include <cstdlib>
 
 namespace cl = llvm::cl;
-using mlir::sd::sampling::Prediction;
-using mlir::sd::sampling::Sampler;
 
 namespace {
 int fail(const absl::Status &status) {
@@ -175,10 +172,7 @@ absl::StatusOr<mlir::sd::SampleOptions>
 sampleOptions(const mlir::sd::ToolFlags &toolFlags, const SampleFlags &flags,
               const std::optional<sd::rt::MpiJob> &mpi) {
   sd::RunSpecFlags values = toolFlags.values();
-  if (mpi) {
-    values.processes = mpi->size;
-    values.processesFromMpi = true;
-  }
+  mlir::sd::setMpiProcesses(values, mpi);
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
   if (!spec.ok())

@@ -32,6 +32,16 @@ joinToolMpiJob(int &argc, char **&argv) {
   return mpi;
 }
 
+/// A run's flags as one rank of `job` (if set): mpirun's process count,
+/// which the run spec checks against the mesh's.
+inline void setMpiProcesses(::sd::RunSpecFlags &values,
+                            const std::optional<::sd::rt::MpiJob> &job) {
+  if (!job)
+    return;
+  values.processes = job->size;
+  values.processesFromMpi = true;
+}
+
 /// Makes `device` the devices of process `job.rank`: the MPI transport and
 /// process group, with the run's --collective-timeout. The process group's
 /// errors.
