@@ -439,6 +439,31 @@ TEST(FlashAttentionTest, NoKeysOrNoQueries) {
   EXPECT_EQ(r.dv, std::vector<float>(r.dv.size(), 0.0f));
 }
 
+TEST(FlashAttentionTest, EmptyHeadDims) {
+  // An empty query/key head_dim makes every score 0 (rows average the
+  // values); an empty value head_dim makes dP zeros (dQ and dK too). Empty
+  // gradients still get (non-null) buffers: a null one skips its pass.
+  for (Shape shape : {Shape{1, 2, 6, 7, 0, 3}, Shape{1, 2, 6, 7, 3, 0}})
+    for (bool fused : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "d " << shape.d << " dv " << shape.dv
+                                      << " fused " << fused);
+      Inputs in = makeInputs(shape);
+      SdFlashBlocks blocks = makeBlocks(4, 4, 4, fused);
+      Result r;
+      runForward(in, blocks, r);
+      r.dq.assign(in.q.size(), -9.0f);
+      r.dk.assign(in.k.size(), -9.0f);
+      r.dv.assign(in.v.size(), -9.0f);
+      float none = -9.0f;
+      auto buffer = [&](std::vector<float> &v) {
+        return v.empty() ? &none : v.data();
+      };
+      callBackward(in, blocks, r.out, r.lse, buffer(r.dq), buffer(r.dk),
+                   buffer(r.dv));
+      expectMatchesReference(in, r);
+    }
+}
+
 TEST(FlashAttentionTest, IsDeterministic) {
   Inputs in = makeInputs({2, 3, 70, 90, 16, 16}, 1, 3);
   forEachBackward(makeBlocks(32, 16, 64), [&](const SdFlashBlocks &blocks) {
