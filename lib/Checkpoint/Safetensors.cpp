@@ -1,6 +1,7 @@
 //===- Safetensors.cpp - Reading and writing safetensors files ------------===//
 
 #include "sd/Checkpoint/Safetensors.h"
+#include "sd/Sharding/YamlDiagnostics.h"
 #include "sd/Support/InputLimits.h"
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +46,8 @@ public:
     if (fd >= 0)
       ::close(fd);
   }
+  /// Gives up the descriptor without closing it.
+  void disown() { fd = -1; }
   /// Closes now and reports the error (close can report a failed write).
   int release() {
     int result = ::close(fd);
@@ -380,14 +383,18 @@ absl::Status writeFileAtomically(const std::string &path,
 // Writing
 //===----------------------------------------------------------------------===//
 
-absl::StatusOr<WrittenFile>
-writeSafetensors(const std::string &path,
-                 const std::vector<SafetensorsTensorView> &tensors,
-                 const std::map<std::string, std::string> &metadata,
-                 const std::function<void()> &halfWritten) {
-  // Validate first: a header that is not UTF-8 is not JSON.
+namespace {
+
+/// The header of a file of `entries` (validated: UTF-8 names, unique, not
+/// "__metadata__", valid shapes), compact, in Python's order: __metadata__
+/// first, then the tensors in the order of their bytes; padded to 8 bytes.
+absl::StatusOr<std::string>
+buildHeader(const std::string &path,
+            const std::vector<SafetensorsStreamWriter::Entry> &entries,
+            const std::map<std::string, std::string> &metadata,
+            int64_t &dataBytes) {
   std::set<std::string_view> names;
-  for (const SafetensorsTensorView &tensor : tensors) {
+  for (const SafetensorsStreamWriter::Entry &tensor : entries) {
     if (tensor.name.empty() || tensor.name == "__metadata__" ||
         !llvm::json::isUTF8(tensor.name))
       return absl::InvalidArgumentError(absl::StrCat(
@@ -395,21 +402,17 @@ writeSafetensors(const std::string &path,
     if (!names.insert(tensor.name).second)
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot write '", path, "': two tensors named '", tensor.name, "'"));
-    if (checkedElements(tensor.shape) < 0)
+    int64_t bytes = 0;
+    if (checkedElements(tensor.shape) < 0 ||
+        __builtin_mul_overflow(checkedElements(tensor.shape), 4, &bytes))
       return absl::InvalidArgumentError(
           absl::StrCat("cannot write '", path, "': tensor '", tensor.name,
                        "' has a bad shape ", formatShape(tensor.shape)));
-    if (!tensor.data && checkedElements(tensor.shape) > 0)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot write '", path, "': tensor '", tensor.name, "' has no data"));
   }
   for (const auto &[key, value] : metadata)
     if (!llvm::json::isUTF8(key) || !llvm::json::isUTF8(value))
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot write '", path, "': metadata '", key, "' is not UTF-8"));
-
-  // The header, compact, in Python's order: "__metadata__" first, then the
-  // tensors in the order of their bytes, each with dtype, shape and offsets.
   std::string header = "{";
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
@@ -423,7 +426,7 @@ writeSafetensors(const std::string &path,
     header += '}';
   }
   int64_t offset = 0;
-  for (const SafetensorsTensorView &tensor : tensors) {
+  for (const SafetensorsStreamWriter::Entry &tensor : entries) {
     int64_t bytes = checkedElements(tensor.shape) * 4;
     if (header.back() != '{')
       header += ',';
@@ -435,25 +438,120 @@ writeSafetensors(const std::string &path,
   }
   header += '}';
   header.append((8 - header.size() % 8) % 8, ' ');
+  dataBytes = offset;
+  return header;
+}
 
-  int64_t total = 8 + static_cast<int64_t>(header.size()) + offset;
+} // namespace
+
+struct SafetensorsStreamWriter::State {
+  std::string path, tmp;
+  std::vector<Entry> entries;
+  std::function<void()> halfWritten;
+  int fd = -1;
   std::optional<TmpWriter> writer;
-  auto write = [&](int fd) {
-    writer.emplace(fd, total, halfWritten);
-    char length[8];
-    llvm::support::endian::write64le(length, header.size());
-    bool ok = writer->append(length, sizeof(length)) &&
-              writer->append(header.data(), header.size());
-    for (size_t i = 0; ok && i < tensors.size(); ++i)
-      ok = writer->append(
-          reinterpret_cast<const char *>(tensors[i].data),
-          static_cast<size_t>(checkedElements(tensors[i].shape)) *
-              sizeof(float));
-    return ok;
-  };
-  if (absl::Status status = writeThroughTmp(path, write, nullptr); !status.ok())
+  size_t next = 0;
+  bool finished = false;
+};
+
+SafetensorsStreamWriter::SafetensorsStreamWriter(std::unique_ptr<State> state)
+    : state(std::move(state)) {}
+
+SafetensorsStreamWriter::~SafetensorsStreamWriter() {
+  if (!state->finished) {
+    if (state->fd >= 0)
+      ::close(state->fd);
+    ::unlink(state->tmp.c_str());
+  }
+}
+
+absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>>
+SafetensorsStreamWriter::create(
+    const std::string &path, const std::vector<Entry> &entries,
+    const std::map<std::string, std::string> &metadata,
+    std::function<void()> halfWritten) {
+  int64_t dataBytes = 0;
+  absl::StatusOr<std::string> header =
+      buildHeader(path, entries, metadata, dataBytes);
+  if (!header.ok())
+    return header.status();
+  auto state = std::make_unique<State>();
+  state->path = path;
+  state->tmp = path + ".tmp";
+  state->entries = entries;
+  state->halfWritten = std::move(halfWritten);
+  absl::StatusOr<int> fd = openTmp(state->tmp);
+  if (!fd.ok())
+    return fd.status();
+  state->fd = *fd;
+  std::unique_ptr<SafetensorsStreamWriter> writer(
+      new SafetensorsStreamWriter(std::move(state)));
+  State &st = *writer->state;
+  int64_t total = 8 + static_cast<int64_t>(header->size()) + dataBytes;
+  st.writer.emplace(st.fd, total, st.halfWritten);
+  char length[8];
+  llvm::support::endian::write64le(length, header->size());
+  if (!st.writer->append(length, sizeof(length)) ||
+      !st.writer->append(header->data(), header->size()))
+    return osError(errno, "cannot write", st.tmp);
+  return writer;
+}
+
+absl::Status SafetensorsStreamWriter::append(const float *values) {
+  State &st = *state;
+  if (st.next >= st.entries.size())
+    return absl::FailedPreconditionError(
+        absl::StrCat("'", st.path, "' has all its tensors already"));
+  int64_t elements = checkedElements(st.entries[st.next].shape);
+  if (elements > 0 && !values)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write '", st.path, "': tensor '",
+                     st.entries[st.next].name, "' has no data"));
+  if (!st.writer->append(reinterpret_cast<const char *>(values),
+                         static_cast<size_t>(elements) * sizeof(float)))
+    return osError(errno, "cannot write", st.tmp);
+  ++st.next;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WrittenFile> SafetensorsStreamWriter::finish() {
+  State &st = *state;
+  if (st.next != st.entries.size())
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", st.path, "' is missing tensor '", st.entries[st.next].name, "'"));
+  // The closer owns the descriptor now; the remover removes the .tmp file
+  // if the rename does not happen.
+  int fd = st.fd;
+  FileCloser closer(fd);
+  st.fd = -1;
+  TmpRemover remover(st.tmp);
+  if (absl::Status status = finishTmp(fd, closer, st.tmp, st.path, nullptr);
+      !status.ok())
     return status;
-  return WrittenFile{writer->written(), writer->checksum()};
+  st.finished = true;
+  return WrittenFile{st.writer->written(), st.writer->checksum()};
+}
+
+absl::StatusOr<WrittenFile>
+writeSafetensors(const std::string &path,
+                 const std::vector<SafetensorsTensorView> &tensors,
+                 const std::map<std::string, std::string> &metadata,
+                 const std::function<void()> &halfWritten) {
+  std::vector<SafetensorsStreamWriter::Entry> entries;
+  for (const SafetensorsTensorView &tensor : tensors) {
+    if (!tensor.data && checkedElements(tensor.shape) > 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot write '", path, "': tensor '", tensor.name, "' has no data"));
+    entries.push_back({tensor.name, tensor.shape});
+  }
+  absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>> writer =
+      SafetensorsStreamWriter::create(path, entries, metadata, halfWritten);
+  if (!writer.ok())
+    return writer.status();
+  for (const SafetensorsTensorView &tensor : tensors)
+    if (absl::Status status = (*writer)->append(tensor.data); !status.ok())
+      return status;
+  return (*writer)->finish();
 }
 
 //===----------------------------------------------------------------------===//
@@ -467,20 +565,14 @@ const SafetensorsTensor *SafetensorsFile::find(std::string_view name) const {
   return nullptr;
 }
 
-absl::StatusOr<SafetensorsFile> parseSafetensors(std::string_view bytes,
-                                                 const std::string &fileName) {
+absl::StatusOr<SafetensorsFile>
+parseSafetensorsHeader(std::string_view headerText, int64_t dataSize,
+                       const std::string &fileName) {
   auto dataLoss = [&](auto &&...parts) {
     return absl::DataLossError(
         absl::StrCat("safetensors file '", fileName, "' ", parts...));
   };
-  if (bytes.size() < 8)
-    return dataLoss("is truncated: ", bytes.size(),
-                    " bytes, too short for the header length");
-  uint64_t headerSize = llvm::support::endian::read64le(bytes.data());
-  if (headerSize > bytes.size() - 8)
-    return dataLoss("is truncated: its header has ", headerSize,
-                    " bytes but the file only ", bytes.size());
-  std::string_view headerText = bytes.substr(8, headerSize);
+  int64_t headerSize = static_cast<int64_t>(headerText.size());
   // llvm::json::parse recurses per level: thousands of nested arrays would
   // overflow the stack. A real header nests three levels.
   if (absl::Status deep = checkNestingDepth(headerText, "header"); !deep.ok())
@@ -494,8 +586,7 @@ absl::StatusOr<SafetensorsFile> parseSafetensors(std::string_view bytes,
   if (!entries)
     return dataLoss("has a malformed header: not a JSON object");
 
-  int64_t dataStart = 8 + static_cast<int64_t>(headerSize);
-  int64_t dataSize = static_cast<int64_t>(bytes.size()) - dataStart;
+  int64_t dataStart = 8 + headerSize;
   SafetensorsFile file;
   // Entries sorted by name, so that errors do not depend on hash order.
   std::vector<std::string> keys;
@@ -592,19 +683,188 @@ absl::StatusOr<SafetensorsFile> parseSafetensors(std::string_view bytes,
     return dataLoss("is corrupt: its tensors end at byte ", expectedBegin,
                     " of the data section but it has ", dataSize, " bytes");
 
-  // Values, in file order.
+  // In file order.
   std::vector<SafetensorsTensor> ordered;
   ordered.reserve(ranges.size());
-  for (const Range &range : ranges) {
-    SafetensorsTensor &tensor = file.tensors[range.tensor];
+  for (const Range &range : ranges)
+    ordered.push_back(std::move(file.tensors[range.tensor]));
+  file.tensors = std::move(ordered);
+  return file;
+}
+
+absl::StatusOr<SafetensorsFile> parseSafetensors(std::string_view bytes,
+                                                 const std::string &fileName) {
+  auto dataLoss = [&](auto &&...parts) {
+    return absl::DataLossError(
+        absl::StrCat("safetensors file '", fileName, "' ", parts...));
+  };
+  if (bytes.size() < 8)
+    return dataLoss("is truncated: ", bytes.size(),
+                    " bytes, too short for the header length");
+  uint64_t headerSize = llvm::support::endian::read64le(bytes.data());
+  if (headerSize > bytes.size() - 8)
+    return dataLoss("is truncated: its header has ", headerSize,
+                    " bytes but the file only ", bytes.size());
+  absl::StatusOr<SafetensorsFile> file = parseSafetensorsHeader(
+      bytes.substr(8, headerSize),
+      static_cast<int64_t>(bytes.size() - 8 - headerSize), fileName);
+  if (!file.ok())
+    return file.status();
+  for (SafetensorsTensor &tensor : file->tensors) {
     int64_t elements = checkedElements(tensor.shape);
     tensor.values.resize(static_cast<size_t>(elements));
     convertToFloat(tensor.dtype, bytes.data() + tensor.fileBegin, elements,
                    tensor.values.data());
-    ordered.push_back(std::move(tensor));
   }
-  file.tensors = std::move(ordered);
   return file;
+}
+
+//===----------------------------------------------------------------------===//
+// Ranged reading
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Reads exactly `size` bytes at `offset`, retrying short reads and EINTR;
+/// false with errno set (0 at an early end of file).
+bool preadAll(int fd, char *out, int64_t size, int64_t offset) {
+  while (size > 0) {
+    ssize_t got = ::pread(
+        fd, out, static_cast<size_t>(std::min<int64_t>(size, int64_t(1) << 30)),
+        offset);
+    if (got < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    if (got == 0) {
+      errno = 0;
+      return false;
+    }
+    out += got;
+    size -= got;
+    offset += got;
+  }
+  return true;
+}
+
+} // namespace
+
+SafetensorsReader::SafetensorsReader(std::string path, int fd,
+                                     SafetensorsFile header,
+                                     int64_t headerBytes)
+    : filePath(std::move(path)), fd(fd), header(std::move(header)),
+      read(headerBytes) {}
+
+SafetensorsReader::~SafetensorsReader() { ::close(fd); }
+
+absl::StatusOr<std::unique_ptr<SafetensorsReader>>
+SafetensorsReader::open(const std::string &path) {
+  auto dataLoss = [&](auto &&...parts) {
+    return absl::DataLossError(
+        absl::StrCat("safetensors file '", path, "' ", parts...));
+  };
+  // A FIFO would block and a device never end: regular files only.
+  if (absl::Status status = checkRegularFile(path, "safetensors file");
+      !status.ok())
+    return status;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return osError(errno, "cannot open", path);
+  FileCloser closer(fd);
+  struct stat info;
+  if (::fstat(fd, &info) != 0)
+    return osError(errno, "cannot stat", path);
+  int64_t size = static_cast<int64_t>(info.st_size);
+  char length[8];
+  if (size < 8 || !preadAll(fd, length, 8, 0))
+    return dataLoss("is truncated: ", size,
+                    " bytes, too short for the header length");
+  uint64_t headerSize = llvm::support::endian::read64le(length);
+  if (headerSize > static_cast<uint64_t>(size - 8))
+    return dataLoss("is truncated: its header has ", headerSize,
+                    " bytes but the file only ", size);
+  if (headerSize > static_cast<uint64_t>(kMaxSafetensorsHeaderBytes))
+    return dataLoss("has a header of ", headerSize, " bytes, more than the ",
+                    kMaxSafetensorsHeaderBytes, " a safetensors file may have");
+  std::string text(static_cast<size_t>(headerSize), '\0');
+  if (!preadAll(fd, text.data(), static_cast<int64_t>(headerSize), 8))
+    return osError(errno, "cannot read", path);
+  absl::StatusOr<SafetensorsFile> header = parseSafetensorsHeader(
+      text, size - 8 - static_cast<int64_t>(headerSize), path);
+  if (!header.ok())
+    return header.status();
+  int owned = fd;
+  closer.disown();
+  return std::unique_ptr<SafetensorsReader>(new SafetensorsReader(
+      path, owned, std::move(*header), 8 + static_cast<int64_t>(headerSize)));
+}
+
+int64_t SafetensorsReader::bytesRead() const { return read.load(); }
+
+absl::Status SafetensorsReader::readBytes(int64_t begin, int64_t size,
+                                          char *out) const {
+  if (!preadAll(fd, out, size, begin))
+    return errno ? osError(errno, "cannot read", filePath)
+                 : absl::DataLossError(
+                       absl::StrCat("safetensors file '", filePath,
+                                    "' ends before byte ", begin + size));
+  read += size;
+  return absl::OkStatus();
+}
+
+absl::Status SafetensorsReader::readBlock(const SafetensorsTensor &tensor,
+                                          const std::vector<int64_t> &offsets,
+                                          const std::vector<int64_t> &shape,
+                                          float *out) const {
+  size_t rank = tensor.shape.size();
+  if (offsets.size() != rank || shape.size() != rank)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", tensor.name, "' of '", filePath, "' has rank ", rank));
+  for (size_t d = 0; d < rank; ++d)
+    if (offsets[d] < 0 || shape[d] < 0 ||
+        offsets[d] + shape[d] > tensor.shape[d])
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block ", formatShape(shape), " at ", formatShape(offsets),
+          " is outside tensor '", tensor.name, "' ", formatShape(tensor.shape),
+          " of '", filePath, "'"));
+  int64_t elements = checkedElements(shape);
+  if (elements == 0)
+    return absl::OkStatus();
+  int64_t elementSize = dtypeSize(tensor.dtype);
+  // The block's trailing dimensions that span the whole tensor are read
+  // with their row: a run of `run` contiguous elements per outer index.
+  size_t split = rank;
+  int64_t run = 1;
+  while (split > 0) {
+    run *= shape[split - 1];
+    --split;
+    if (shape[split] != tensor.shape[split])
+      break;
+  }
+  if (rank == 0)
+    run = 1;
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    strides[d - 1] = strides[d] * tensor.shape[d];
+  std::vector<char> bytes(static_cast<size_t>(run * elementSize));
+  std::vector<int64_t> index(split, 0);
+  for (int64_t done = 0; done < elements; done += run) {
+    int64_t at = 0;
+    for (size_t d = 0; d < rank; ++d)
+      at += (offsets[d] + (d < split ? index[d] : 0)) * strides[d];
+    if (absl::Status status = readBytes(tensor.fileBegin + at * elementSize,
+                                        run * elementSize, bytes.data());
+        !status.ok())
+      return status;
+    convertToFloat(tensor.dtype, bytes.data(), run, out + done);
+    for (size_t d = split; d-- > 0;) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<SafetensorsFile> readSafetensors(const std::string &path) {

@@ -551,6 +551,7 @@ absl::Status Resolver::resolveOutputs() {
   run.exportEmaPath = flags.exportEmaPath.value_or("");
   run.metricsPath = flags.metricsPath.value_or("");
   run.verify = flags.verify.value_or(false);
+  run.allowNonfiniteLoss = flags.allowNonfiniteLoss.value_or(false);
   run.cacheDir = flags.cacheDir.value_or("");
   return absl::OkStatus();
 }
@@ -685,7 +686,9 @@ absl::Status Resolver::resolveBudgets() {
   for (auto [flag, flagName, budget] :
        {std::tuple{&flags.deviceMemory, "device-memory",
                    &run.deviceMemoryBudget},
-        std::tuple{&flags.hostMemory, "host-memory", &run.hostMemoryBudget}}) {
+        std::tuple{&flags.hostMemory, "host-memory", &run.hostMemoryBudget},
+        std::tuple{&flags.hostMemoryLimit, "host-memory-limit",
+                   &run.processMemoryLimit}}) {
     if (!*flag)
       continue;
     std::optional<int64_t> size = parseByteSize(**flag);

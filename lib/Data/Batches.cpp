@@ -48,20 +48,6 @@ std::string shapeText(const std::vector<int64_t> &shape, size_t from) {
 
 } // namespace
 
-std::optional<InputRole> sd::data::parseInputRole(std::string_view kind) {
-  if (kind == "latents")
-    return InputRole::Latents;
-  if (kind == "noise")
-    return InputRole::Noise;
-  if (kind == "timestep")
-    return InputRole::Timestep;
-  if (kind == "labels")
-    return InputRole::Labels;
-  if (kind == "context")
-    return InputRole::Context;
-  return std::nullopt;
-}
-
 BatchMaker::BatchMaker(std::vector<StepInput> inputs, int64_t batch,
                        BatchOptions options)
     : stepInputs(std::move(inputs)), globalBatch(batch),

@@ -71,6 +71,7 @@ DeviceSettings mlir::sd::deviceSettings(const ::sd::RunSpec &spec) {
   device.threadsPerDevice = spec.run.threadsPerDevice;
   device.deviceMemoryBudget = spec.run.deviceMemoryBudget;
   device.hostMemoryBudget = spec.run.hostMemoryBudget;
+  device.processMemoryLimit = spec.run.processMemoryLimit;
   device.cacheDir = spec.run.cacheDir;
   return device;
 }
@@ -85,6 +86,7 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.steps = settings.steps.value;
   run.seed = settings.seed.value;
   run.verify = settings.verify;
+  run.allowNonfiniteLoss = settings.allowNonfiniteLoss;
   run.device = deviceSettings(spec);
   run.metricsPath = settings.metricsPath;
   run.runDir = settings.runDir;
@@ -96,7 +98,9 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.initFrom = settings.initFrom;
   run.exportPath = settings.exportPath;
   run.exportEmaPath = settings.exportEmaPath;
-  run.datasetType = spec.data.type.value;
+  // resolveRunSpec accepts these two.
+  run.datasetType =
+      spec.data.type.value == "sd" ? DatasetType::Sd : DatasetType::Synthetic;
   run.trainDataDir = spec.data.trainDataDir.value;
   run.classDropoutProb = spec.data.classDropoutProb.value;
   if (spec.data.predictionType)

@@ -89,11 +89,13 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
     const rt::ArgumentSpec &arg = spec.arguments[i];
     if (arg.kind == rt::ArgumentKind::Parameter)
       continue;
-    llvm::StringRef kind = llvm::StringRef(arg.name).split('.').first;
-    int64_t *slot = kind == "latents"    ? &program->latentsArg
-                    : kind == "timestep" ? &program->timestepArg
-                    : kind == "labels"   ? &program->labelsArg
-                                         : nullptr;
+    bool input = arg.kind == rt::ArgumentKind::Input;
+    int64_t *slot = !input                               ? nullptr
+                    : arg.role == rt::InputRole::Latents ? &program->latentsArg
+                    : arg.role == rt::InputRole::Timestep
+                        ? &program->timestepArg
+                    : arg.role == rt::InputRole::Labels ? &program->labelsArg
+                                                        : nullptr;
     if (!slot || *slot >= 0)
       return absl::InvalidArgumentError(
           "@denoise's input '" + arg.name +

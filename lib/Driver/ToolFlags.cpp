@@ -247,6 +247,12 @@ struct ToolFlags::DeviceOptions {
       all, &F::hostMemory, "host-memory",
       cl::desc("Host memory budget per device (default: unlimited)"),
       cl::cat(deviceCat)};
+  Flag<std::string> hostMemoryLimit{
+      all, &F::hostMemoryLimit, "host-memory-limit",
+      cl::desc("Resident memory one process may use, e.g. 6GiB: a run whose "
+               "predicted peak is larger is refused before compiling "
+               "(default: the machine's memory over its processes)"),
+      cl::cat(deviceCat)};
   Flag<std::string> cacheDir{
       all, &F::cacheDir, "cache-dir",
       cl::desc("Where compiled programs are cached (default: $SD_CACHE_DIR, "
@@ -298,6 +304,11 @@ struct ToolFlags::RunOptions {
       all, &F::verify, "verify",
       cl::desc("Also run the steps on one device and compare the losses and "
                "updated parameters (exit 1 above 1e-4 relative difference)"),
+      cl::cat(runCat)};
+  Flag<bool> allowNonfiniteLoss{
+      all, &F::allowNonfiniteLoss, "allow-nonfinite-loss",
+      cl::desc("Go on after a step whose loss is NaN or infinite (default: "
+               "stop there with an error, before checkpointing it)"),
       cl::cat(runCat)};
   Flag<bool> traceAllRanks{
       all, &F::traceAllRanks, "trace-all-ranks",

@@ -3,7 +3,6 @@
 #include "sd/Driver/TrainProgram.h"
 
 #include "sd/Analysis/CostModel.h"
-#include "sd/Evaluator/Evaluator.h"
 #include "sd/IR/SDAttrs.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/IR/SDOps.h"
@@ -14,6 +13,8 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -46,25 +47,6 @@ func::FuncOp findTrainStep(ModuleOp module) {
   return func;
 }
 
-/// The single-device training step of `options` (its mesh ignored), and the
-/// module holding it.
-struct SingleDeviceStep {
-  OwningOpRef<ModuleOp> module;
-  func::FuncOp step;
-};
-FailureOr<SingleDeviceStep> buildSingleDeviceStep(ModuleOp module,
-                                                  PipelineOptions options) {
-  options.mesh.clear();
-  options.dcnMesh.clear();
-  FailureOr<OwningOpRef<ModuleOp>> single = runPipeline(module, options);
-  if (failed(single))
-    return failure();
-  func::FuncOp step = findTrainStep(**single);
-  if (!step)
-    return failure();
-  return SingleDeviceStep{std::move(*single), step};
-}
-
 /// Fills `arg`'s global shape and split axes from its local shape and its
 /// `sd.local_sharding` (if any).
 LogicalResult describeSharding(func::FuncOp func, ShardingAttr sharding,
@@ -91,6 +73,102 @@ LogicalResult describeSharding(func::FuncOp func, ShardingAttr sharding,
   return success();
 }
 
+/// How a parameter starts, in the runtime's terms.
+::sd::rt::InitSpec initSpec(InitAttr init) {
+  ::sd::rt::InitSpec spec;
+  spec.scale = init.getScale().convertToDouble();
+  switch (init.getKind()) {
+  case InitKind::zeros:
+    spec.kind = ::sd::rt::InitKind::Zeros;
+    break;
+  case InitKind::ones:
+    spec.kind = ::sd::rt::InitKind::Ones;
+    break;
+  case InitKind::constant:
+    spec.kind = ::sd::rt::InitKind::Constant;
+    break;
+  case InitKind::normal:
+    spec.kind = ::sd::rt::InitKind::Normal;
+    break;
+  case InitKind::uniform:
+    spec.kind = ::sd::rt::InitKind::Uniform;
+    break;
+  case InitKind::xavier_uniform:
+    spec.kind = ::sd::rt::InitKind::XavierUniform;
+    break;
+  }
+  return spec;
+}
+
+/// Fills `arg`'s kind, name and typed role from argument `i`'s `sd.role`
+/// (and its element type); an error on `func` for what the runtime cannot
+/// hold or start.
+LogicalResult describeRole(func::FuncOp func, unsigned i,
+                           ::sd::rt::ArgumentSpec &arg,
+                           llvm::StringMap<int64_t> &inputOrdinals) {
+  auto type = cast<RankedTensorType>(func.getArgument(i).getType());
+  if (!type.getElementType().isF32())
+    return func.emitError()
+           << "argument #" << i << " has element type " << type.getElementType()
+           << "; the runtime holds f32 arguments";
+  arg.elementType = ::sd::rt::ElementType::F32;
+  Attribute role = func.getArgAttr(i, SDDialect::kRoleAttrName);
+  if (auto param = dyn_cast_if_present<ParamAttr>(role)) {
+    arg.kind = ::sd::rt::ArgumentKind::Parameter;
+    arg.name = arg.parameter = param.getName().str();
+    arg.init = initSpec(param.getInit());
+    if (!std::isfinite(static_cast<float>(arg.init.scale)))
+      return func.emitError()
+             << "argument #" << i << " (\"" << arg.name
+             << "\") is initialized with "
+             << stringifyInitKind(param.getInit().getKind()) << "("
+             << arg.init.scale << "), whose scale is not a finite f32 number";
+    if (arg.init.kind == ::sd::rt::InitKind::XavierUniform &&
+        type.getRank() < 2)
+      return func.emitError()
+             << "argument #" << i << " (\"" << arg.name
+             << "\") is initialized with xavier_uniform, which needs rank >= "
+                "2, not rank "
+             << type.getRank();
+    return success();
+  }
+  if (auto state = dyn_cast_if_present<OptimizerStateAttr>(role)) {
+    arg.kind = ::sd::rt::ArgumentKind::OptimizerState;
+    arg.parameter = state.getParam().str();
+    arg.name =
+        (stringifyMomentKind(state.getKind()) + " " + arg.parameter).str();
+    arg.moment = state.getKind() == MomentKind::mu ? ::sd::rt::MomentKind::Mu
+                 : state.getKind() == MomentKind::nu
+                     ? ::sd::rt::MomentKind::Nu
+                     : ::sd::rt::MomentKind::Ema;
+    // An EMA starts at its parameter (the step lists parameters first).
+    for (unsigned p = 0; p < i; ++p)
+      if (auto other =
+              func.getArgAttrOfType<ParamAttr>(p, SDDialect::kRoleAttrName);
+          other && other.getName() == state.getParam())
+        arg.init = initSpec(other.getInit());
+    return success();
+  }
+  auto input = dyn_cast_if_present<InputAttr>(role);
+  if (!input)
+    return func.emitError() << "argument #" << i << " has no sd.role";
+  StringRef kind = stringifyInputKind(input.getKind());
+  int64_t ordinal = inputOrdinals[kind]++;
+  arg.name = (kind + "." + Twine(ordinal)).str();
+  arg.ordinal = ordinal;
+  if (input.getKind() == InputKind::step) {
+    arg.kind = ::sd::rt::ArgumentKind::Step;
+    return success();
+  }
+  arg.kind = ::sd::rt::ArgumentKind::Input;
+  std::optional<::sd::rt::InputRole> parsed = ::sd::rt::parseInputRole(kind);
+  if (!parsed)
+    return func.emitError() << "argument #" << i << " is an input of kind '"
+                            << kind << "', which the runtime cannot feed";
+  arg.role = *parsed;
+  return success();
+}
+
 /// The runtime's description of `func`'s arguments and results. A training
 /// step returns the scalar loss first; a `forward` model function returns
 /// the loss (@loss) or tensors the caller reads (@denoise), which the
@@ -107,24 +185,8 @@ FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
       return func.emitError() << "argument #" << i
                               << " is not a statically shaped tensor";
     arg.localShape.assign(type.getShape().begin(), type.getShape().end());
-    Attribute role = func.getArgAttr(i, SDDialect::kRoleAttrName);
-    if (auto param = dyn_cast_if_present<ParamAttr>(role)) {
-      arg.kind = ::sd::rt::ArgumentKind::Parameter;
-      arg.name = param.getName().str();
-    } else if (auto state = dyn_cast_if_present<OptimizerStateAttr>(role)) {
-      arg.kind = ::sd::rt::ArgumentKind::OptimizerState;
-      arg.name = (stringifyMomentKind(state.getKind()) + " " +
-                  state.getParam().getValue())
-                     .str();
-    } else if (auto input = dyn_cast_if_present<InputAttr>(role)) {
-      StringRef kind = stringifyInputKind(input.getKind());
-      arg.kind = input.getKind() == InputKind::step
-                     ? ::sd::rt::ArgumentKind::Step
-                     : ::sd::rt::ArgumentKind::Input;
-      arg.name = (kind + "." + Twine(inputOrdinals[kind]++)).str();
-    } else {
-      return func.emitError() << "argument #" << i << " has no sd.role";
-    }
+    if (failed(describeRole(func, i, arg, inputOrdinals)))
+      return failure();
     if (failed(describeSharding(func,
                                 func.getArgAttrOfType<ShardingAttr>(
                                     i, SDDialect::kLocalShardingAttrName),
@@ -191,97 +253,85 @@ FailureOr<::sd::MeshSpec> programMesh(ModuleOp module,
 
 } // namespace
 
+/// A cost report's per-device memory.
+static DeviceMemory deviceMemory(const CostReport &report) {
+  DeviceMemory memory;
+  memory.parameters = report.parameterBytes;
+  memory.optimizerState = report.optimizerStateBytes;
+  memory.inputs = report.inputBytes;
+  memory.activationPeak = report.peakActivationBytes;
+  memory.hostPeak = report.peakHostBytes;
+  return memory;
+}
+
+/// The global batch: dimension 0 of the first input but the step counter.
+static int64_t globalBatch(func::FuncOp step) {
+  for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+    auto input = step.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
+    auto type = cast<RankedTensorType>(step.getArgument(i).getType());
+    if (input && input.getKind() != InputKind::step && type.getRank() > 0)
+      return type.getDimSize(0);
+  }
+  return 0;
+}
+
 FailureOr<TrainProgram>
 mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   TrainProgram program;
-  // The whole model's FLOPs come from the single-device step.
-  FailureOr<SingleDeviceStep> single = buildSingleDeviceStep(module, options);
-  if (failed(single))
-    return failure();
-  func::FuncOp singleStep = single->step;
-  FailureOr<CostReport> cost =
-      computeCostReport(singleStep, LayoutChoice::Auto);
-  if (failed(cost))
-    return failure();
-  program.modelFlops = cost->flops;
-  for (unsigned i = 0; i < singleStep.getNumArguments(); ++i) {
-    auto input = singleStep.getArgAttrOfType<InputAttr>(
-        i, SDDialect::kRoleAttrName);
-    auto type = cast<RankedTensorType>(singleStep.getArgument(i).getType());
-    if (input && input.getKind() != InputKind::step && type.getRank() > 0) {
-      program.batch = type.getDimSize(0);
-      break;
-    }
-  }
-
   FailureOr<::sd::MeshSpec> mesh = programMesh(module, options);
   if (failed(mesh))
     return failure();
   program.mesh = *mesh;
-  OwningOpRef<ModuleOp> lowered;
-  if (options.mesh.empty()) {
-    lowered = std::move(single->module);
-  } else {
-    FailureOr<OwningOpRef<ModuleOp>> meshModule = runPipeline(module, options);
-    if (failed(meshModule))
-      return failure();
-    lowered = std::move(*meshModule);
-  }
+  // One module through the pipeline: the training step on global shapes
+  // first, where the whole model's FLOPs and the global batch are read,
+  // then (with a mesh) partitioned in place.
+  OwningOpRef<ModuleOp> lowered(module.clone());
+  PipelineOptions global = options;
+  global.train = true;
+  global.propagate = global.partition = false;
+  PassManager pm(module.getContext());
+  buildDefaultPipeline(pm, global);
+  pm.addPass(createInlinerPass());
+  if (failed(pm.run(*lowered)))
+    return failure();
   func::FuncOp step = findTrainStep(*lowered);
   if (!step)
     return failure();
-  FailureOr<::sd::rt::ProgramSpec> spec = describe(step, program.mesh);
-  if (failed(spec))
+  FailureOr<CostReport> cost = computeCostReport(step, LayoutChoice::Auto);
+  if (failed(cost))
     return failure();
-  program.spec = std::move(*spec);
-  // Arguments are initialized in the single-device step's order: the
-  // partitioned step must have the same arguments in the same order.
+  program.modelFlops = cost->flops;
+  program.batch = globalBatch(step);
   if (!options.mesh.empty()) {
-    FailureOr<::sd::rt::ProgramSpec> singleSpec =
-        describe(singleStep, ::sd::MeshSpec({::sd::MeshAxis{"data", 1, 1}}));
-    if (failed(singleSpec))
+    PassManager partition(module.getContext());
+    PipelineOptions partitioned = options;
+    partitioned.train = true;
+    partitioned.propagate = partitioned.partition = true;
+    buildPartitionPipeline(partition, partitioned);
+    if (failed(partition.run(*lowered)))
       return failure();
-    const auto &a = program.spec.arguments, &b = singleSpec->arguments;
-    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i)
-      if (i >= a.size() || i >= b.size() || a[i].name != b[i].name ||
-          a[i].globalShape != b[i].globalShape)
-        return step.emitError()
-               << "the partitioned step's argument #" << i
-               << " does not match the single-device step's";
-  }
-  if (!options.mesh.empty()) {
+    step = findTrainStep(*lowered);
+    if (!step)
+      return failure();
     FailureOr<CostReport> local = computeCostReport(step, LayoutChoice::Auto);
     if (failed(local))
       return failure();
     program.predictedCommBytes = local->collectiveBytesPerDevice;
     program.predictedCommunication =
         predictCommunication(*local, options.network);
+    program.memory = deviceMemory(*local);
+  } else {
+    program.memory = deviceMemory(*cost);
   }
+  FailureOr<::sd::rt::ProgramSpec> spec = describe(step, program.mesh);
+  if (failed(spec))
+    return failure();
+  program.spec = std::move(*spec);
   FailureOr<std::string> source = lowerToOpenMP(*lowered, "train_step");
   if (failed(source))
     return failure();
   program.source = std::move(*source);
   return program;
-}
-
-FailureOr<std::vector<std::vector<float>>>
-mlir::sd::initialTrainArguments(ModuleOp module, const PipelineOptions &options,
-                                uint64_t seed) {
-  FailureOr<SingleDeviceStep> single = buildSingleDeviceStep(module, options);
-  if (failed(single))
-    return failure();
-  FailureOr<std::vector<::sd::ref::Tensor>> tensors =
-      initializeArguments(single->step, seed);
-  if (failed(tensors))
-    return failure();
-  std::vector<std::vector<float>> values;
-  values.reserve(tensors->size());
-  for (::sd::ref::Tensor &tensor : *tensors) {
-    const std::vector<double> &v = tensor.values();
-    values.emplace_back(v.begin(), v.end());
-    tensor = ::sd::ref::Tensor();
-  }
-  return values;
 }
 
 FailureOr<TrainProgram> mlir::sd::buildModelProgram(ModuleOp module,

@@ -27,27 +27,8 @@ using namespace mlir::sd;
 namespace ref = ::sd::ref;
 using ref::Tensor;
 
-/// SplitMix64's output function (Steele, Lea, Flood 2014): a bijective mix
-/// of all 64 bits.
-static uint64_t splitmix64(uint64_t x) {
-  uint64_t z = x + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-/// 64-bit FNV-1a of the bytes of `key`.
-static uint64_t fnv1a64(StringRef key) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char byte : key) {
-    hash ^= byte;
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
 uint64_t mlir::sd::deriveSeed(uint64_t seed, StringRef key) {
-  return splitmix64(seed ^ splitmix64(fnv1a64(key)));
+  return ref::deriveSeed(seed, std::string_view(key.data(), key.size()));
 }
 
 uint64_t mlir::sd::parameterSeed(uint64_t seed, StringRef name) {

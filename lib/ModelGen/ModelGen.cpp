@@ -57,13 +57,13 @@ Preset makeDiT(StringRef name, int64_t depth, int64_t hidden, int64_t heads) {
 }
 
 /// A Wan2.1 transformer of `depth` layers, `hidden` wide, over a video of
-/// `frames` (4k+1) × `height` × `width` pixels and `textLength` text tokens;
-/// the FFN keeps Wan2.1-14B's ratio 13824 / 5120.
+/// `frames` (4k+1) × `height` × `width` pixels and `textLength` text tokens,
+/// with an FFN `mlpHidden` wide.
 Preset makeWan(StringRef name, int64_t depth, int64_t hidden, int64_t heads,
-               int64_t frames, int64_t height, int64_t width,
+               int64_t mlpHidden, int64_t frames, int64_t height, int64_t width,
                int64_t textLength) {
   ModelConfig c = makeConfig(name, ModelFamily::Wan, depth, hidden, heads);
-  c.mlpHidden = std::llround(static_cast<double>(hidden) * 13824.0 / 5120.0);
+  c.mlpHidden = mlpHidden;
   c.batch = 1;
   c.latentFrames = (frames - 1) / kVaeTemporal + 1;
   c.latentHeight = height / kVaeSpatial;
@@ -72,7 +72,7 @@ Preset makeWan(StringRef name, int64_t depth, int64_t hidden, int64_t heads,
   c.patchFrames = 1;
   c.patch = 2;
   c.textLength = textLength;
-  return {c, 13824.0 / 5120.0};
+  return {c, static_cast<double>(mlpHidden) / static_cast<double>(hidden)};
 }
 
 Preset makeFlux() {
@@ -117,12 +117,17 @@ std::optional<Preset> lookupPreset(StringRef name) {
     return makeDiT(name, 28, 1152, 16);
   // 81 frames of 1280×720 → 21×90×160 latents → 21×45×80 = 75,600 tokens.
   if (name == "wan2.1-14b")
-    return makeWan(name, 40, 5120, 40, 81, 720, 1280, 512);
+    return makeWan(name, 40, 5120, 40, 13824, 81, 720, 1280, 512);
+  // Wan2.1-T2V-1.3B: 30 layers, 1536 wide, 12 heads, FFN 8960; 81 frames of
+  // 832×480 → 21×60×104 latents → 21×30×52 = 32,760 tokens.
+  if (name == "wan2.1-1.3b")
+    return makeWan(name, 30, 1536, 12, 8960, 81, 480, 832, 512);
   // A long sequence on a small model: 61 frames of 256×256 → 16×32×32
   // latents → 16×16×16 = 4,096 tokens, whose attention scores (64 MiB per
   // head in f32) dominate its memory unless attention is tiled.
   if (name == "wan-long")
-    return makeWan(name, 2, 128, 4, 61, 256, 256, 16);
+    // The FFN keeps Wan2.1-14B's ratio 13824 / 5120.
+    return makeWan(name, 2, 128, 4, 346, 61, 256, 256, 16);
   if (name == "flux-dev")
     return makeFlux();
   return std::nullopt;
@@ -211,9 +216,9 @@ absl::Status pixelsToLatent(StringRef what, int64_t pixels, int64_t patch,
 } // namespace
 
 ArrayRef<StringRef> mlir::sd::getPresetNames() {
-  static const StringRef names[] = {"dit-tiny", "dit-digits", "dit-s2",
-                                    "dit-b2",   "dit-xl2",    "wan2.1-14b",
-                                    "wan-long", "flux-dev"};
+  static const StringRef names[] = {"dit-tiny",    "dit-digits", "dit-s2",
+                                    "dit-b2",      "dit-xl2",    "wan2.1-14b",
+                                    "wan2.1-1.3b", "wan-long",   "flux-dev"};
   return names;
 }
 
@@ -245,18 +250,19 @@ static absl::Status applyInputShape(const ModelOverrides &o,
   bool isDiT = c.family == ModelFamily::DiT;
   bool isWan = c.family == ModelFamily::Wan;
   if (o.frames && !isWan)
-    return fail("--frames applies to video models (wan2.1-14b, wan-long) only");
+    return fail("--frames applies to video models (wan2.1-14b, wan2.1-1.3b, "
+                "wan-long) only");
   if (o.latentSize && isWan)
     return fail("--latent-size applies to image models; give " + presetName +
                 " --frames, --height and --width");
   if ((o.height || o.width) && isDiT)
-    return fail("--height and --width (pixels) apply to wan2.1-14b, wan-long "
-                "and flux-dev; give DiT --latent-size");
+    return fail("--height and --width (pixels) apply to wan2.1-14b, "
+                "wan2.1-1.3b, wan-long and flux-dev; give DiT --latent-size");
   if (o.latentSize && (o.height || o.width))
     return fail("give --latent-size or --height/--width, not both");
   if (o.textLength && isDiT)
     return fail("--text-length applies to text-conditioned models "
-                "(wan2.1-14b, wan-long, flux-dev)");
+                "(wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)");
 
   if ((o.channels || o.classes) && !isDiT)
     return fail("--channels and --classes apply to DiT models");

@@ -59,6 +59,11 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
     addTrainingPasses(pm, options.training);
   if (!options.propagate && !options.partition)
     return;
+  buildPartitionPipeline(pm, options);
+}
+
+void mlir::sd::buildPartitionPipeline(OpPassManager &pm,
+                                      const PipelineOptions &options) {
   // Propagation works on one call-free function.
   pm.addPass(createInlinerPass());
   PropagateShardingOptions propagation;

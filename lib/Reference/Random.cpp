@@ -51,6 +51,15 @@ uint64_t splitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+uint64_t deriveSeed(uint64_t seed, std::string_view key) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char byte : key) {
+    hash ^= byte;
+    hash *= 0x100000001b3ULL;
+  }
+  return splitMix64(seed ^ splitMix64(hash));
+}
+
 double normalAt(uint64_t seed, uint64_t index) {
   const double kPi = 3.14159265358979323846;
   double u1 = uniformOnStream(seed, index, /*stream=*/1);

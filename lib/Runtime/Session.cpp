@@ -14,10 +14,6 @@
 
 namespace sd::rt {
 
-int64_t numElements(const std::vector<int64_t> &shape) {
-  return ::sd::ref::shapeProduct(shape);
-}
-
 void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
                float *global, float *local, bool toGlobal) {
   const std::vector<int64_t> &localShape = spec.localShape;
@@ -29,15 +25,7 @@ void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
       *local = *global;
     return;
   }
-  // The block's offset along each dimension: the row-major index of the
-  // device's coordinates on the dimension's axes, times the block size.
-  std::vector<int64_t> offsets(rank, 0);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t block = 0;
-    for (int32_t axis : spec.dimAxes[d])
-      block = block * spec.axisSizes[axis] + coords[axis];
-    offsets[d] = block * localShape[d];
-  }
+  std::vector<int64_t> offsets = spec.blockOffsets(coords);
   std::vector<int64_t> globalStrides =
       ::sd::ref::rowMajorStrides(spec.globalShape);
   // Copy rows of the innermost dimension.
@@ -190,22 +178,59 @@ TrainingSession::setArguments(const std::vector<std::vector<float>> &globals) {
       return absl::InvalidArgumentError(absl::StrCat(
           "argument '", args[i].name, "' has ", globals[i].size(),
           " elements, expected ", numElements(args[i].globalShape)));
+  return fillArguments([&](int64_t index, const std::vector<int64_t> &coords,
+                           float *out) {
+    copyBlock(args[index], coords, const_cast<float *>(globals[index].data()),
+              out, /*toGlobal=*/false);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status TrainingSession::fillArguments(const BlockFiller &fill) {
+  const std::vector<ArgumentSpec> &args = programSpec.arguments;
   releaseArguments();
   buffers.assign(mesh->numDevices(), std::vector<void *>(args.size(), nullptr));
+  // first[d][i]: the lowest local device holding the same block of argument
+  // i as device d. Only those fill; the others copy from them after.
+  int64_t numDevices = mesh->numDevices();
+  std::vector<std::vector<int64_t>> first(numDevices,
+                                          std::vector<int64_t>(args.size()));
+  for (size_t i = 0; i < args.size(); ++i)
+    for (int64_t d = 0; d < numDevices; ++d) {
+      std::vector<int64_t> offsets =
+          args[i].blockOffsets(mesh->device(d).coordinates());
+      first[d][i] = d;
+      for (int64_t e = 0; e < d; ++e)
+        if (first[e][i] == e &&
+            args[i].blockOffsets(mesh->device(e).coordinates()) == offsets) {
+          first[d][i] = e;
+          break;
+        }
+    }
   absl::Status status = mesh->runOnDevices([&](Device &device) -> absl::Status {
-    std::vector<void *> &mine = buffers[local(device)];
+    int64_t d = local(device);
+    std::vector<void *> &mine = buffers[d];
     for (size_t i = 0; i < args.size(); ++i) {
-      int64_t bytes = numElements(args[i].localShape) * sizeof(float);
-      auto buffer = device.pool(SD_DEVICE_MEMORY).allocate(bytes, args[i].name);
+      auto buffer = device.pool(SD_DEVICE_MEMORY)
+                        .allocate(args[i].localBytes(), args[i].name);
       if (!buffer.ok())
         return buffer.status();
       mine[i] = *buffer;
-      copyBlock(args[i], device.coordinates(),
-                const_cast<float *>(globals[i].data()),
-                static_cast<float *>(mine[i]), /*toGlobal=*/false);
+      if (first[d][i] == d)
+        if (absl::Status filled =
+                fill(static_cast<int64_t>(i), device.coordinates(),
+                     static_cast<float *>(mine[i]));
+            !filled.ok())
+          return filled;
     }
     return absl::OkStatus();
   });
+  if (status.ok())
+    for (int64_t d = 0; d < numDevices; ++d)
+      for (size_t i = 0; i < args.size(); ++i)
+        if (first[d][i] != d)
+          std::memcpy(buffers[d][i], buffers[first[d][i]][i],
+                      args[i].localBytes());
   if (!status.ok())
     resetAfterFailure();
   return status;

@@ -29,7 +29,7 @@ static cl::OptionCategory sdgenCategory("sdgen options");
 static cl::opt<std::string>
     presetFlag("preset",
                cl::desc("Model: dit-tiny, dit-digits, dit-s2, dit-b2, "
-                        "dit-xl2, wan2.1-14b, wan-long, flux-dev"),
+                        "dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev"),
                cl::value_desc("name"), cl::cat(sdgenCategory));
 static cl::opt<int64_t>
     depthFlag("depth",

@@ -367,6 +367,101 @@ std::string writeTwoByTwo(const std::string &dir) {
   return dir + "/step_00000010";
 }
 
+/// Reads every block each device of a session on `target` holds through
+/// `reader` (as sdrun's --resume fills a session) into that session, and
+/// checks the gathered values against `globals` bitwise.
+void expectReadBlocks(const CheckpointReader &reader, const char *target,
+                      const std::vector<std::vector<float>> &globals) {
+  std::unique_ptr<TrainingSession> resumed = session(target);
+  ASSERT_NE(resumed, nullptr);
+  ASSERT_TRUE(reader.check(resumed->spec()).ok());
+  const ProgramSpec &spec = resumed->spec();
+  absl::Status filled = resumed->fillArguments(
+      [&](int64_t i, const std::vector<int64_t> &coords, float *out) {
+        const ArgumentSpec &arg = spec.arguments[i];
+        return reader.readBlock(arg.name, arg.blockOffsets(coords),
+                                arg.localShape, out);
+      });
+  ASSERT_TRUE(filled.ok()) << filled;
+  for (size_t i = 0; i < globals.size(); ++i) {
+    absl::StatusOr<std::vector<float>> gathered =
+        resumed->gatherArgument(static_cast<int64_t>(i));
+    ASSERT_TRUE(gathered.ok()) << gathered.status();
+    EXPECT_TRUE(bitwiseEqual(*gathered, globals[i]))
+        << target << ": " << spec.arguments[i].name;
+  }
+}
+
+TEST_F(CheckpointTest, BlocksAreReadAloneOntoAnyMesh) {
+  std::vector<std::vector<float>> globals =
+      globalsFor(modelSpec(mesh("fsdp:4")), 2.5f);
+  std::unique_ptr<TrainingSession> saved = sessionWith("fsdp:4", globals);
+  ASSERT_NE(saved, nullptr);
+  std::string dir = testDir();
+  ASSERT_TRUE(saveCheckpoint(dir, *saved, metaFor(5)).ok());
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+      CheckpointReader::open(dir + "/step_00000005");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->meta().step, 5);
+  EXPECT_EQ((*reader)->mesh(), mesh("fsdp:4"));
+  for (const char *target :
+       {"fsdp:4", "data:2,fsdp:2", "x:1", "fsdp:2", "data:4"})
+    expectReadBlocks(**reader, target, globals);
+}
+
+TEST_F(CheckpointTest, OnItsOwnMeshEachBlockIsReadOnce) {
+  std::vector<std::vector<float>> globals =
+      globalsFor(modelSpec(mesh("fsdp:4")), 3.5f);
+  std::unique_ptr<TrainingSession> saved = sessionWith("fsdp:4", globals);
+  ASSERT_NE(saved, nullptr);
+  std::string dir = testDir();
+  ASSERT_TRUE(saveCheckpoint(dir, *saved, metaFor(6)).ok());
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+      CheckpointReader::open(dir + "/step_00000006");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  int64_t headers = (*reader)->bytesRead();
+  // One device's blocks: exactly their bytes, nothing of the others'.
+  const ProgramSpec spec = modelSpec(mesh("fsdp:4"));
+  int64_t expected = 0;
+  std::vector<int64_t> coords = {1};
+  for (const ArgumentSpec &original : spec.arguments) {
+    ArgumentSpec arg = original;
+    arg.axisSizes = {4};
+    std::vector<float> block(rt::numElements(arg.localShape));
+    ASSERT_TRUE((*reader)
+                    ->readBlock(arg.name, arg.blockOffsets(coords),
+                                arg.localShape, block.data())
+                    .ok());
+    expected += arg.localBytes();
+  }
+  EXPECT_EQ((*reader)->bytesRead() - headers, expected);
+}
+
+TEST_F(CheckpointTest, ACorruptBlockIsDataLossWhenItIsRead) {
+  std::string stepDir = writeTwoByTwo(testDir());
+  std::string shard = stepDir + "/device_1.safetensors";
+  std::string bytes = readAll(shard);
+  bytes[bytes.size() - 5] ^= 0x10;
+  writeAll(shard, bytes);
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+      CheckpointReader::open(stepDir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::unique_ptr<TrainingSession> target = session("data:2,fsdp:2");
+  ASSERT_NE(target, nullptr);
+  const ProgramSpec &spec = target->spec();
+  absl::Status filled = target->fillArguments(
+      [&](int64_t i, const std::vector<int64_t> &coords, float *out) {
+        const ArgumentSpec &arg = spec.arguments[i];
+        return (*reader)->readBlock(arg.name, arg.blockOffsets(coords),
+                                    arg.localShape, out);
+      });
+  ASSERT_FALSE(filled.ok());
+  EXPECT_EQ(filled.code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(
+      contains(filled, "checkpoint shard '" + shard + "' is corrupt: tensor '"))
+      << filled;
+}
+
 TEST_F(CheckpointTest, ACorruptByteIsDataLossNamingTheFile) {
   std::string stepDir = writeTwoByTwo(testDir());
   std::string shard = stepDir + "/device_1.safetensors";

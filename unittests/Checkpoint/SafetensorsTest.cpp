@@ -166,6 +166,103 @@ TEST_F(SafetensorsTest, ReadsAHandWrittenFileOfEveryDtype) {
   EXPECT_EQ(h->fileEnd - h->fileBegin, 12);
 }
 
+TEST_F(SafetensorsTest, ReaderReadsBlocksOfItsRowsOnly) {
+  // A [4, 3, 5] F32 tensor and a [4, 6] BF16 one, blocks of each read alone.
+  std::vector<float> big(60);
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<float>(i) - 0.5f;
+  std::vector<uint16_t> bf16(24);
+  for (size_t i = 0; i < bf16.size(); ++i)
+    bf16[i] = static_cast<uint16_t>(0x3f80 + i); // 1 + i/128
+  std::string header =
+      R"({"big":{"dtype":"F32","shape":[4,3,5],"data_offsets":[0,240]},)"
+      R"("bf":{"dtype":"BF16","shape":[4,6],"data_offsets":[240,288]}})";
+  std::string path = dir + "/blocks.safetensors";
+  writeAll(path, pythonLayout(header, rawBytes(big) + rawBytes(bf16)));
+  absl::StatusOr<std::unique_ptr<SafetensorsReader>> reader =
+      SafetensorsReader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  int64_t headerBytes = (*reader)->bytesRead();
+  const SafetensorsTensor *t = (*reader)->find("big");
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(t->values.empty());
+  // Rows 1..2 of dimension 0, columns 1..3 of dimension 2.
+  std::vector<float> block(2 * 3 * 3);
+  ASSERT_TRUE(
+      (*reader)->readBlock(*t, {1, 0, 1}, {2, 3, 3}, block.data()).ok());
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 3; ++k)
+        EXPECT_EQ(block[(i * 3 + j) * 3 + k],
+                  big[(1 + i) * 15 + j * 5 + 1 + k]);
+  // Only the bytes of the block's rows were read: 6 rows of 3 floats.
+  EXPECT_EQ((*reader)->bytesRead() - headerBytes, 6 * 3 * 4);
+  // A block of whole trailing dimensions is one run.
+  std::vector<float> rows(2 * 15);
+  ASSERT_TRUE((*reader)->readBlock(*t, {2, 0, 0}, {2, 3, 5}, rows.data()).ok());
+  EXPECT_EQ(rows, std::vector<float>(big.begin() + 30, big.end()));
+  // BF16 converts exactly.
+  const SafetensorsTensor *bf = (*reader)->find("bf");
+  ASSERT_NE(bf, nullptr);
+  std::vector<float> half(4 * 2);
+  ASSERT_TRUE((*reader)->readBlock(*bf, {0, 4}, {4, 2}, half.data()).ok());
+  EXPECT_EQ(half[0], 1.0f + 4.0f / 128);
+  EXPECT_EQ(half[7], 1.0f + 23.0f / 128);
+  // Outside the tensor.
+  absl::Status outside =
+      (*reader)->readBlock(*t, {3, 0, 0}, {2, 3, 5}, rows.data());
+  EXPECT_EQ(outside.code(), absl::StatusCode::kInvalidArgument) << outside;
+}
+
+TEST_F(SafetensorsTest, ReaderRefusesSpecialFilesAndHugeHeaders) {
+  absl::StatusOr<std::unique_ptr<SafetensorsReader>> zero =
+      SafetensorsReader::open("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_TRUE(contains(zero.status(), "not a regular file")) << zero.status();
+  std::string path = dir + "/huge.safetensors";
+  writeAll(path, littleEndian64(uint64_t(1) << 40) + std::string(64, ' '));
+  absl::StatusOr<std::unique_ptr<SafetensorsReader>> huge =
+      SafetensorsReader::open(path);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(SafetensorsTest, StreamWriterWritesTensorByTensorAndLeavesNoTmp) {
+  std::vector<float> a = {1.0f, -2.5f};
+  std::vector<float> b = {0.0f, -0.0f, 3.25f};
+  std::string path = dir + "/stream.safetensors";
+  absl::StatusOr<WrittenFile> whole = writeSafetensors(
+      dir + "/whole.safetensors",
+      {{"a", {2}, a.data()}, {"b", {1, 3}, b.data()}}, {{"format", "pt"}});
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  {
+    absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>> writer =
+        SafetensorsStreamWriter::create(path, {{"a", {2}}, {"b", {1, 3}}},
+                                        {{"format", "pt"}});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->append(a.data()).ok());
+    // Unfinished: finish() names the missing tensor; nothing is in place.
+    absl::StatusOr<WrittenFile> early = (*writer)->finish();
+    EXPECT_FALSE(early.ok());
+    EXPECT_TRUE(contains(early.status(), "missing tensor 'b'"));
+    EXPECT_NE(access(path.c_str(), F_OK), 0);
+    ASSERT_TRUE((*writer)->append(b.data()).ok());
+    absl::StatusOr<WrittenFile> done = (*writer)->finish();
+    ASSERT_TRUE(done.ok()) << done.status();
+    EXPECT_EQ(done->crc32, whole->crc32);
+  }
+  EXPECT_EQ(readAll(path), readAll(dir + "/whole.safetensors"));
+  EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0);
+  // Abandoned: the file that was there stays as it was.
+  {
+    absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>> writer =
+        SafetensorsStreamWriter::create(path, {{"c", {1}}}, {});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+  }
+  EXPECT_EQ(readAll(path), readAll(dir + "/whole.safetensors"));
+  EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0);
+}
+
 /// A tensor name with characters JSON escapes, and a non-ASCII one.
 const char *const kOddName = "q\"u\\o\nt\x01" "e\xc3\xa9";
 

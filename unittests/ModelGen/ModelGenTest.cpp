@@ -40,15 +40,14 @@ int64_t ditParams(int64_t depth, int64_t d, int64_t channels = 4,
   return depth * block + embed + final;
 }
 
-int64_t wanParams() {
-  int64_t d = 5120, ffn = 13824;
+int64_t wanParams(int64_t depth = 40, int64_t d = 5120, int64_t ffn = 13824) {
   int64_t attn = 4 * linear(d, d) + 2 * d; // q, k, v, o, norm_q, norm_k
   int64_t block = 2 * attn + 2 * d /*norm3*/ + linear(d, ffn) + linear(ffn, d) +
                   6 * d /*modulation*/;
   int64_t embed = linear(16 * 2 * 2, d) + linear(4096, d) + linear(d, d) +
                   linear(256, d) + linear(d, d) + linear(d, 6 * d);
   int64_t head = linear(d, 64) + 2 * d;
-  return 40 * block + embed + head;
+  return depth * block + embed + head;
 }
 
 int64_t fluxParams() {
@@ -100,6 +99,9 @@ TEST_F(ModelGenTest, ParameterCountsMatchThePyTorchModels) {
       {"dit-b2", ditParams(12, 768), 130e6},
       {"dit-xl2", ditParams(28, 1152), 675e6},
       {"wan2.1-14b", wanParams(), 14.0e9},
+      // "1.3B" is the model's name; its released bf16 weights are 2.84 GB,
+      // 1.42B parameters, which this architecture has exactly.
+      {"wan2.1-1.3b", wanParams(30, 1536, 8960), 1.42e9},
       {"flux-dev", fluxParams(), 11.9e9},
   };
   for (const Case &c : cases) {
@@ -218,9 +220,10 @@ std::string errorOf(StringRef preset, const ModelOverrides &o) {
 }
 
 TEST(ModelConfigErrors, NameTheBadValue) {
-  EXPECT_EQ(errorOf("dit-xs", {}),
-            "unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, "
-            "dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev");
+  EXPECT_EQ(
+      errorOf("dit-xs", {}),
+      "unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, "
+      "dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev");
   ModelOverrides heads;
   heads.heads = 5;
   EXPECT_EQ(errorOf("dit-s2", heads),

@@ -18,8 +18,10 @@
 // without a manifest is an incomplete write and is ignored.
 //
 // Every file is written atomically (`.tmp`, fsync, rename, fsync of the
-// directory). Loading assembles global tensors, so a checkpoint can be
-// loaded onto any mesh (resharding) with TrainingSession::setArguments.
+// directory). A checkpoint loads onto any mesh (resharding): a training run
+// reads, for each block its process holds, the stored blocks that overlap
+// it (CheckpointReader), never a whole tensor; loadCheckpoint assembles the
+// global tensors for tools that want them (and for tests).
 //
 // Crash tests stop a write at a known point through
 // CheckpointWriteOptions::atPoint (stallAt() waits there to be killed).
@@ -38,6 +40,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -146,6 +149,46 @@ struct LoadedCheckpoint {
 /// manifest says 120", "... is missing"; FailedPrecondition for a format
 /// version this library does not read.
 absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir);
+
+/// A checkpoint opened for reading only the blocks a process holds, on any
+/// mesh (resharding): open() reads and verifies the manifest and checks each
+/// shard file's size; readBlock() then reads, for the block it is asked
+/// for, the stored blocks that overlap it, each streamed through in pieces
+/// of at most 1 MiB with its CRC-32 checked against the manifest, keeping
+/// only the overlap. On the mesh the checkpoint was written on every block
+/// is read once, exactly; no tensor is ever assembled whole.
+class CheckpointReader {
+public:
+  /// Errors as loadCheckpoint's for the manifest and the files' sizes.
+  static absl::StatusOr<std::unique_ptr<CheckpointReader>>
+  open(const std::string &stepDir);
+  ~CheckpointReader();
+
+  const std::string &path() const { return stepDir; }
+  const CheckpointMeta &meta() const { return checkpointMeta; }
+  /// The mesh it was written on.
+  const MeshSpec &mesh() const { return writtenMesh; }
+  /// InvalidArgument (argumentsFromCheckpoint's messages) unless every
+  /// argument of `spec` but its inputs has a tensor of its name and global
+  /// shape here.
+  absl::Status check(const rt::ProgramSpec &spec) const;
+  /// Reads the block of tensor `name` at `offsets` of `shape` into `out`.
+  /// DataLoss naming the shard file when a stored block's CRC-32 differs
+  /// from the manifest's or a file is shorter than it says.
+  absl::Status readBlock(const std::string &name,
+                         const std::vector<int64_t> &offsets,
+                         const std::vector<int64_t> &shape, float *out) const;
+  /// Bytes read from the shard files so far.
+  int64_t bytesRead() const;
+
+private:
+  struct Impl;
+  CheckpointReader(std::string stepDir, std::unique_ptr<Impl> impl);
+  std::string stepDir;
+  CheckpointMeta checkpointMeta;
+  MeshSpec writtenMesh;
+  std::unique_ptr<Impl> impl;
+};
 
 /// The global values of `spec`'s arguments (in argument order, for
 /// TrainingSession::setArguments on any mesh), matched by name in `ckpt`.

@@ -20,9 +20,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +95,88 @@ struct SafetensorsFile {
 /// not read is InvalidArgument. Messages name the file and the tensor.
 absl::StatusOr<SafetensorsFile> parseSafetensors(std::string_view bytes,
                                                  const std::string &fileName);
+
+/// Parses a safetensors header (the JSON after the 8-byte length) of a file
+/// whose data section has `dataSize` bytes, with parseSafetensors's checks;
+/// the tensors come in file order without their values.
+absl::StatusOr<SafetensorsFile>
+parseSafetensorsHeader(std::string_view headerText, int64_t dataSize,
+                       const std::string &fileName);
+
+/// The largest safetensors header sd reads (the format's reference reader
+/// refuses more than 100 MB): a larger length is a damaged or hostile file.
+constexpr int64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+/// A safetensors file opened for reading parts of its tensors: only the
+/// header is read when it opens, then each readBlock reads the bytes of the
+/// rows it asks for (pread, so many threads may read at once).
+class SafetensorsReader {
+public:
+  /// Opens `path`, which must be a regular file, and reads and checks its
+  /// header (parseSafetensorsHeader) against the file's size.
+  static absl::StatusOr<std::unique_ptr<SafetensorsReader>>
+  open(const std::string &path);
+  ~SafetensorsReader();
+  SafetensorsReader(const SafetensorsReader &) = delete;
+  SafetensorsReader &operator=(const SafetensorsReader &) = delete;
+
+  const std::string &path() const { return filePath; }
+  /// The tensors in file order, without values.
+  const std::vector<SafetensorsTensor> &tensors() const {
+    return header.tensors;
+  }
+  const std::map<std::string, std::string> &metadata() const {
+    return header.metadata;
+  }
+  const SafetensorsTensor *find(std::string_view name) const {
+    return header.find(name);
+  }
+  /// Reads the block of `tensor` (one of tensors()) at `offsets` of
+  /// `shape` into `out` as f32, converting from the file's dtype: the bytes
+  /// of its rows only, a run of whole rows in one read.
+  absl::Status readBlock(const SafetensorsTensor &tensor,
+                         const std::vector<int64_t> &offsets,
+                         const std::vector<int64_t> &shape, float *out) const;
+  /// Reads `size` bytes at file offset `begin` into `out`.
+  absl::Status readBytes(int64_t begin, int64_t size, char *out) const;
+  /// Bytes the reads have read so far (the header included).
+  int64_t bytesRead() const;
+
+private:
+  SafetensorsReader(std::string path, int fd, SafetensorsFile header,
+                    int64_t headerBytes);
+  std::string filePath;
+  int fd;
+  SafetensorsFile header;
+  mutable std::atomic<int64_t> read{0};
+};
+
+/// A safetensors file written tensor by tensor: the header (every name and
+/// shape, F32) first, then each tensor's values in order as they come, so
+/// that a caller holds one tensor at a time. Written to `path.tmp` and
+/// renamed into place by finish(); destroyed unfinished, it removes the
+/// `.tmp` file and leaves whatever was at `path` as it was.
+class SafetensorsStreamWriter {
+public:
+  struct Entry {
+    std::string name;
+    std::vector<int64_t> shape;
+  };
+  static absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>>
+  create(const std::string &path, const std::vector<Entry> &entries,
+         const std::map<std::string, std::string> &metadata,
+         std::function<void()> halfWritten = nullptr);
+  ~SafetensorsStreamWriter();
+  /// Writes the next tensor's values (its shape's elements).
+  absl::Status append(const float *values);
+  /// After the last tensor: fsync, rename, fsync of the directory.
+  absl::StatusOr<WrittenFile> finish();
+
+private:
+  struct State;
+  explicit SafetensorsStreamWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state;
+};
 
 /// Reads and parses the file at `path` (NotFound when it does not exist).
 absl::StatusOr<SafetensorsFile> readSafetensors(const std::string &path);

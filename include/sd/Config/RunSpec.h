@@ -75,8 +75,8 @@ struct RunSpecFlags {
   std::optional<uint64_t> seed;
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
       exportPath, exportEmaPath, tracePath, metricsPath, cacheDir, deviceMemory,
-      hostMemory;
-  std::optional<bool> resume, verify;
+      hostMemory, hostMemoryLimit;
+  std::optional<bool> resume, verify, allowNonfiniteLoss;
   /// The network the cost model prices collectives on (sd/Sharding/
   /// Network.h): bandwidths and latencies as the flags give them.
   std::optional<std::string> iciBandwidth, dcnBandwidth, iciLatency,
@@ -223,10 +223,16 @@ struct RunSettings {
   Setting<int64_t> traceSkipSteps{0}, traceSteps{10};
   std::string metricsPath, cacheDir;
   bool verify = false;
+  /// Go on after a step whose loss is NaN or infinite (by default the run
+  /// stops there, before it checkpoints).
+  bool allowNonfiniteLoss = false;
   /// 0: cores / devices.
   int threadsPerDevice = 0;
   /// Per-device budgets in bytes (0: unlimited).
   int64_t deviceMemoryBudget = 0, hostMemoryBudget = 0;
+  /// --host-memory-limit: the most resident memory one process may be
+  /// predicted to use (0: no limit but the machine's).
+  int64_t processMemoryLimit = 0;
   /// Under mpirun: seconds a collective waits for another rank (unset: the
   /// transport's default).
   std::optional<double> collectiveTimeout;

@@ -25,6 +25,7 @@
 #define SD_DATA_BATCHES_H
 
 #include "sd/Data/Dataset.h"
+#include "sd/Runtime/ArgumentSpec.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -41,11 +42,9 @@
 
 namespace sd::data {
 
-/// What one input of a training step holds.
-enum class InputRole { Latents, Noise, Timestep, Labels, Context };
-
-/// "latents", "noise", "timestep", "labels", "context"; nullopt otherwise.
-std::optional<InputRole> parseInputRole(std::string_view kind);
+/// What one input of a training step holds (the runtime's typed argument
+/// description says it).
+using ::sd::rt::InputRole;
 
 /// An input of the step: which argument, what it holds, its global shape
 /// (batch-major: dimension 0 is the batch).

@@ -27,6 +27,21 @@
 
 namespace mlir::sd {
 
+/// What one device of a program holds at its peak, as the cost model
+/// predicts it (sd/Analysis/CostModel.h), in bytes.
+struct DeviceMemory {
+  int64_t parameters = 0;
+  int64_t optimizerState = 0;
+  int64_t inputs = 0;
+  /// Op results at the peak: activations and gradients.
+  int64_t activationPeak = 0;
+  /// Values offloaded to host memory at their peak.
+  int64_t hostPeak = 0;
+  int64_t total() const {
+    return parameters + optimizerState + inputs + activationPeak + hostPeak;
+  }
+};
+
 struct TrainProgram {
   /// The C++ program every device runs (files in split-file form).
   std::string source;
@@ -43,6 +58,8 @@ struct TrainProgram {
   int64_t predictedCommBytes = 0;
   /// Its collectives per set of mesh axes, priced by the options' network.
   std::vector<AxisCommunication> predictedCommunication;
+  /// One device's predicted memory.
+  DeviceMemory memory;
 };
 
 /// How a program is compiled and run (sdrun's settings of the same names).
@@ -50,6 +67,9 @@ struct DeviceSettings {
   int threadsPerDevice = 0;
   int64_t deviceMemoryBudget = 0;
   int64_t hostMemoryBudget = 0;
+  /// The most resident memory this process may be predicted to use (0: the
+  /// machine's memory over the processes on it).
+  int64_t processMemoryLimit = 0;
   std::string cacheDir;
   /// One process of a multi-process mesh (an MPI rank); -1 runs every
   /// device here. Used only for a program whose mesh has several processes.
@@ -88,12 +108,6 @@ FailureOr<TrainProgram> buildTrainProgram(ModuleOp module,
 FailureOr<TrainProgram> buildModelProgram(ModuleOp module,
                                           const PipelineOptions &options,
                                           StringRef function);
-
-/// The global value of every argument of the training step `options`
-/// builds, drawn from `seed`, in f32 (row-major, argument order).
-FailureOr<std::vector<std::vector<float>>>
-initialTrainArguments(ModuleOp module, const PipelineOptions &options,
-                      uint64_t seed);
 
 } // namespace mlir::sd
 

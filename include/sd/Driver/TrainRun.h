@@ -32,6 +32,14 @@
 
 namespace mlir::sd {
 
+/// What the steps train on (MaxDiffusion's dataset_type, as sd reads it).
+enum class DatasetType {
+  /// A generated data set of one global batch (fresh noise each step).
+  Synthetic,
+  /// A directory sddata wrote (train_data_dir).
+  Sd,
+};
+
 struct TrainRunOptions {
   /// The model file (for messages and the checkpoint's model identifier).
   std::string modelPath;
@@ -46,6 +54,9 @@ struct TrainRunOptions {
   int64_t steps = 10;
   uint64_t seed = 0;
   bool verify = false;
+  /// Go on after a non-finite loss instead of stopping before the step's
+  /// results are checkpointed or exported.
+  bool allowNonfiniteLoss = false;
   /// Threads, budgets, the program cache, and for one process of a
   /// multi-process mesh (an MPI rank) its index, the transport that reaches
   /// the other processes and the host's messages to them (gathers for
@@ -67,11 +78,11 @@ struct TrainRunOptions {
   /// The EMA parameters (the step's ema states) under the parameters'
   /// names.
   std::string exportEmaPath;
-  /// What the steps train on (sd/Data/Batches.h): "synthetic" or "sd" with
+  /// What the steps train on (sd/Data/Batches.h): synthetic data or
   /// `trainDataDir`; labels dropped to the null class with
   /// `classDropoutProb`; the held-out loss every `evalEvery` steps (0:
   /// never).
-  std::string datasetType = "synthetic";
+  DatasetType datasetType = DatasetType::Synthetic;
   std::string trainDataDir;
   double classDropoutProb = 0;
   int64_t evalEvery = 0;

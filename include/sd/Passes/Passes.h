@@ -88,6 +88,11 @@ std::unique_ptr<Pass> createSelectAttention(const PipelineOptions &options);
 /// `partition`, then partitions and optimizes the collectives.
 void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &options);
 
+/// The default pipeline's second half on a module the first half
+/// (`propagate` and `partition` off) made: inlines, propagates, partitions
+/// (unless `partition` is off) and optimizes the collectives.
+void buildPartitionPipeline(OpPassManager &pm, const PipelineOptions &options);
+
 /// sd-apply-logical-rules with the rules as an object (its `rules` option,
 /// a preset name or a YAML file, is then unused).
 std::unique_ptr<Pass>

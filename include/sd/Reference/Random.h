@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace sd::ref {
@@ -39,6 +40,12 @@ double uniformAt(uint64_t seed, uint64_t index);
 /// the seed of one stream from a seed and a tag (nearby inputs give
 /// unrelated keys).
 uint64_t splitMix64(uint64_t x);
+
+/// The seed of the stream named `key` under the run's `seed`:
+/// splitMix64(seed ^ splitMix64(fnv1a64(key))), with FNV-1a's 64-bit hash
+/// of the key's bytes (sd/Evaluator/Evaluator.h says which key each
+/// argument draws from).
+uint64_t deriveSeed(uint64_t seed, std::string_view key);
 
 /// Standard normal double for element `index` of stream `seed`, by Box-Muller
 /// (cosine branch) from two independent uniforms u1, u2 that Philox derives

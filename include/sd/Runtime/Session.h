@@ -16,6 +16,7 @@
 #ifndef SD_RUNTIME_SESSION_H
 #define SD_RUNTIME_SESSION_H
 
+#include "sd/Runtime/ArgumentSpec.h"
 #include "sd/Runtime/Program.h"
 #include "sd/Runtime/Runtime.h"
 
@@ -28,42 +29,6 @@
 #include <vector>
 
 namespace sd::rt {
-
-/// What an argument of the step is.
-enum class ArgumentKind { Parameter, OptimizerState, Input, Step };
-
-/// One argument of the per-device step function.
-struct ArgumentSpec {
-  /// "x_embedder.proj.weight", "mu x_embedder.proj.weight", "latents.0".
-  std::string name;
-  ArgumentKind kind = ArgumentKind::Input;
-  std::vector<int64_t> globalShape;
-  std::vector<int64_t> localShape;
-  /// Per dimension, the mesh axes (indices into the mesh) that split it,
-  /// major to minor; a device's block along the dimension is the row-major
-  /// index of its coordinates on those axes.
-  std::vector<std::vector<int32_t>> dimAxes;
-  /// The mesh's axis sizes (filled by TrainingSession::create).
-  std::vector<int64_t> axisSizes;
-};
-
-struct ProgramSpec {
-  std::vector<ArgumentSpec> arguments;
-  /// Per result, the argument it is donated into, or -1.
-  std::vector<int64_t> resultAliases;
-  /// The result holding the scalar loss (replicated on every device); -1
-  /// for a program without one (a model's forward function).
-  int64_t lossResult = 0;
-  /// Per result, its shapes and sharding (kind and name unused); needed
-  /// only with `keepResults`.
-  std::vector<ArgumentSpec> results;
-  /// Keep the results that are not donated after each step, for
-  /// TrainingSession::gatherResult (a sampler's predictions).
-  bool keepResults = false;
-};
-
-/// Elements of a shape.
-int64_t numElements(const std::vector<int64_t> &shape);
 
 /// Copies the block of the device at `coords` of a global row-major tensor
 /// of `spec` into `local` (localShape elements), or back (`toGlobal`; only
@@ -86,6 +51,21 @@ public:
   /// any it had. Fails with the out-of-memory error of the first device that
   /// cannot hold them; the session then has no arguments.
   absl::Status setArguments(const std::vector<std::vector<float>> &globals);
+
+  /// Makes one device's block of argument `index` in `out` (its localShape
+  /// elements, row-major); `coords` are the device's mesh coordinates
+  /// (ArgumentSpec::blockOffsets gives the block's place in the tensor).
+  /// Called from the devices' threads at once, one block per call.
+  using BlockFiller = std::function<absl::Status(
+      int64_t index, const std::vector<int64_t> &coords, float *out)>;
+
+  /// Gives every device its blocks of every argument, in device memory,
+  /// replacing any it had: `fill` makes each distinct block this process
+  /// holds once (devices holding the same block get a copy), so nothing
+  /// global is ever made. The first error of `fill`, or the out-of-memory
+  /// error of the first device that cannot hold its blocks; the session then
+  /// has no arguments.
+  absl::Status fillArguments(const BlockFiller &fill);
 
   /// Replaces argument `index`'s blocks on every device of this runtime
   /// with those of `global` (its global row-major value; only the blocks

@@ -26,8 +26,8 @@
 // RUN: not sdgen --preset=dit-s2 --heads=5 2>/dev/null | count 0
 // RUN: %python -c "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:], capture_output=True).returncode != 1)" sdgen --preset=dit-s2 --latent-size=33
 
-// NOPRESET: error: give --preset=NAME (dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev)
-// PRESET: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan-long, flux-dev
+// NOPRESET: error: give --preset=NAME (dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)
+// PRESET: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev
 // HEADS: error: hidden size 384 is not divisible by 5 heads
 // DEPTH: error: depth 0 must be positive
 // HIDDEN: error: hidden size -4 must be positive
@@ -39,9 +39,9 @@
 // DTYPE: error: unknown --dtype 'f16'; expected f32 or bf16
 // PREDICTION: error: unknown --prediction-type 'sample'; expected epsilon, v_prediction or flow
 // LOSS: error: unknown --prediction-type 'v'; expected epsilon, v_prediction or flow
-// FRAMES-DIT: error: --frames applies to video models (wan2.1-14b, wan-long) only
-// HEIGHT-DIT: error: --height and --width (pixels) apply to wan2.1-14b, wan-long and flux-dev; give DiT --latent-size
-// TEXT-DIT: error: --text-length applies to text-conditioned models (wan2.1-14b, wan-long, flux-dev)
+// FRAMES-DIT: error: --frames applies to video models (wan2.1-14b, wan2.1-1.3b, wan-long) only
+// HEIGHT-DIT: error: --height and --width (pixels) apply to wan2.1-14b, wan2.1-1.3b, wan-long and flux-dev; give DiT --latent-size
+// TEXT-DIT: error: --text-length applies to text-conditioned models (wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)
 // FRAMES: error: frames 80 must be 4k+1 (the VAE keeps the first frame and compresses time by 4)
 // HEIGHT: error: height 100 must be a positive multiple of 16 (VAE factor 8 × patch 2)
 // LATENT-WAN: error: --latent-size applies to image models; give wan2.1-14b --frames, --height and --width

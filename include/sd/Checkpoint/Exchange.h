@@ -1,0 +1,90 @@
+//===- Exchange.h - Parameters in and out as plain safetensors ---*- C++
+//-*-===//
+//
+// What a training run trades with the world besides its checkpoints:
+// `--init-from` reads parameters by name from a safetensors file (only the
+// bytes of the blocks each process holds), `--export` writes them (one
+// tensor at a time, through process 0), and the checkpoint directory's
+// lock keeps two runs out of one directory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_CHECKPOINT_EXCHANGE_H
+#define SD_CHECKPOINT_EXCHANGE_H
+
+#include "sd/Checkpoint/Safetensors.h"
+#include "sd/Runtime/Session.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sd::ckpt {
+
+/// A safetensors file matched against a step's arguments by name: each
+/// Parameter, and the EMA state of each parameter the file has, takes the
+/// tensor of its parameter's name. Only the header has been read.
+struct ParameterImport {
+  std::unique_ptr<SafetensorsReader> reader;
+  /// Per argument of the step, the file's tensor or null.
+  std::vector<const SafetensorsTensor *> tensors;
+  /// Parameters loaded, and those the file lacks (which keep their
+  /// seeded values); the file's tensors the step does not have.
+  int64_t loaded = 0;
+  std::vector<std::string> missing, unused;
+};
+
+/// Opens `path` and matches it against `spec`. InvalidArgument naming the
+/// tensor and both shapes when a shape differs, or when the file has none
+/// of the parameters; the reader's errors for the file itself.
+absl::StatusOr<ParameterImport>
+openParameterImport(const std::string &path, const rt::ProgramSpec &spec);
+
+/// Reads argument `arg`'s block at `offsets` from `tensor` of `import`; a
+/// NaN or infinite weight (which would train silently to a NaN loss) is
+/// InvalidArgument naming the tensor and its global element.
+absl::Status readImportedBlock(const ParameterImport &import,
+                               const SafetensorsTensor &tensor,
+                               const rt::ArgumentSpec &arg,
+                               const std::vector<int64_t> &offsets, float *out);
+
+/// What --export writes: the parameters, or their moving averages (the
+/// step's EMA states) under the parameters' names.
+enum class ExportedValues { Parameters, Ema };
+
+/// Writes `values` of `session` to a safetensors file with `metadata`, one
+/// tensor at a time: each is gathered (every process takes part) and
+/// process 0 appends it to the file (written beside it and renamed into
+/// place at the end) and drops it, so no process holds more than one whole
+/// tensor. Other processes write nothing; when process 0 cannot write, it
+/// still takes part in every gather, then fails.
+absl::Status
+exportParameters(rt::TrainingSession &session, const std::string &path,
+                 ExportedValues values,
+                 const std::map<std::string, std::string> &metadata);
+
+/// An exclusive lock on a checkpoint directory (its `.lock` file, flock),
+/// held until destroyed.
+class DirectoryLock {
+public:
+  /// FailedPrecondition naming the directory when another process holds
+  /// it.
+  static absl::StatusOr<DirectoryLock> acquire(const std::string &dir);
+  DirectoryLock(DirectoryLock &&other) noexcept : fd(other.fd) {
+    other.fd = -1;
+  }
+  DirectoryLock &operator=(DirectoryLock &&other) noexcept;
+  ~DirectoryLock();
+
+private:
+  explicit DirectoryLock(int fd) : fd(fd) {}
+  int fd = -1;
+};
+
+} // namespace sd::ckpt
+
+#endif // SD_CHECKPOINT_EXCHANGE_H

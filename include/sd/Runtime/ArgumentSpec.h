@@ -1,0 +1,128 @@
+//===- ArgumentSpec.h - What each argument of a device program is -*- C++
+//-*-===//
+//
+// The runtime's typed description of a compiled step's arguments, made by
+// the compiler side (sd/Driver/TrainProgram.h) from the partitioned
+// function's `sd.role` and `sd.local_sharding` attributes. Everything a
+// driver asks about an argument is a field here (its kind, the parameter it
+// belongs to, its input role and ordinal, its moment, its element type, how
+// its values start), so no layer splits a name string to find it out.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_RUNTIME_ARGUMENTSPEC_H
+#define SD_RUNTIME_ARGUMENTSPEC_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sd::rt {
+
+/// What an argument of the step is.
+enum class ArgumentKind { Parameter, OptimizerState, Input, Step };
+
+/// The element type of a buffer the runtime hands a program.
+enum class ElementType { F32 };
+
+/// Bytes of one element.
+int64_t elementBytes(ElementType type);
+/// "f32".
+const char *elementTypeName(ElementType type);
+
+/// What an input argument holds (the model's `#sd.input<...>` kinds but the
+/// step counter, which is ArgumentKind::Step).
+enum class InputRole { Latents, Noise, Timestep, Context, Labels };
+
+/// "latents", "noise", "timestep", "context", "labels".
+const char *inputRoleName(InputRole role);
+/// The role named `name`; nullopt for any other name.
+std::optional<InputRole> parseInputRole(std::string_view name);
+
+/// Which optimizer state an OptimizerState argument is.
+enum class MomentKind { Mu, Nu, Ema };
+/// "mu", "nu", "ema".
+const char *momentKindName(MomentKind kind);
+
+/// How a parameter's values start (the model's `#sd.init<...>`).
+enum class InitKind { Zeros, Ones, Constant, Normal, Uniform, XavierUniform };
+
+struct InitSpec {
+  InitKind kind = InitKind::Zeros;
+  /// constant(c): c; normal(s): the standard deviation; uniform(a): the
+  /// bound; unused otherwise.
+  double scale = 0;
+};
+
+/// One argument of the per-device step function.
+struct ArgumentSpec {
+  /// The name checkpoints and messages use: "x_embedder.proj.weight",
+  /// "mu x_embedder.proj.weight", "latents.0".
+  std::string name;
+  ArgumentKind kind = ArgumentKind::Input;
+  ElementType elementType = ElementType::F32;
+  /// Parameter and OptimizerState: the parameter's name.
+  std::string parameter;
+  /// OptimizerState: which one.
+  MomentKind moment = MomentKind::Mu;
+  /// Input: what it holds, and its ordinal among the inputs of that role
+  /// (argument order).
+  InputRole role = InputRole::Latents;
+  int64_t ordinal = 0;
+  /// Parameter, and the EMA state of one: how the parameter starts (AdamW's
+  /// moments and the step counter start at zero).
+  InitSpec init;
+  std::vector<int64_t> globalShape;
+  std::vector<int64_t> localShape;
+  /// Per dimension, the mesh axes (indices into the mesh) that split it,
+  /// major to minor; a device's block along the dimension is the row-major
+  /// index of its coordinates on those axes.
+  std::vector<std::vector<int32_t>> dimAxes;
+  /// The mesh's axis sizes (filled by TrainingSession::create).
+  std::vector<int64_t> axisSizes;
+
+  /// Bytes of the global tensor and of one device's block.
+  int64_t globalBytes() const;
+  int64_t localBytes() const;
+  /// The global offsets of the block of the device at `coords` (one per
+  /// mesh axis).
+  std::vector<int64_t> blockOffsets(const std::vector<int64_t> &coords) const;
+};
+
+struct ProgramSpec {
+  std::vector<ArgumentSpec> arguments;
+  /// Per result, the argument it is donated into, or -1.
+  std::vector<int64_t> resultAliases;
+  /// The result holding the scalar loss (replicated on every device); -1
+  /// for a program without one (a model's forward function).
+  int64_t lossResult = 0;
+  /// Per result, its shapes and sharding (kind and name unused); needed
+  /// only with `keepResults`.
+  std::vector<ArgumentSpec> results;
+  /// Keep the results that are not donated after each step, for
+  /// TrainingSession::gatherResult (a sampler's predictions).
+  bool keepResults = false;
+
+  /// The index of the Parameter argument called `name`, or -1.
+  int64_t findParameter(std::string_view name) const;
+};
+
+/// Elements of a shape.
+int64_t numElements(const std::vector<int64_t> &shape);
+
+/// Fills `out` (`arg.localShape` elements) with the block at `offsets` of
+/// `arg`'s starting value under the run's `seed`, drawn per element from the
+/// counter-based generator (sd/Reference/Random.h) exactly as the evaluator
+/// draws the whole tensor (sd/Evaluator/Evaluator.h): a block made alone is
+/// bitwise the same as that part of the global tensor, whatever the mesh.
+/// Parameters follow their InitSpec (under the stream of their name), an
+/// EMA state its parameter's, every other argument starts at zero (inputs
+/// are fed before each step).
+void initialBlock(const ArgumentSpec &arg, uint64_t seed,
+                  const std::vector<int64_t> &offsets, float *out);
+
+} // namespace sd::rt
+
+#endif // SD_RUNTIME_ARGUMENTSPEC_H

@@ -1,0 +1,193 @@
+//===- TrainData.cpp - What each step of a run trains on ------------------===//
+
+#include "TrainRunImpl.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::train;
+using llvm::errs;
+using llvm::format;
+using llvm::formatv;
+using llvm::outs;
+using llvm::Twine;
+
+namespace mlir::sd::train {
+
+absl::Status TrainRun::openDataset() {
+  if (options.datasetType != DatasetType::Sd)
+    return absl::OkStatus();
+  absl::StatusOr<data::DatasetIndex> index =
+      data::readDatasetIndex(options.trainDataDir);
+  if (!index.ok())
+    return index.status();
+  // Every shard's size, checksum and shapes, before anything compiles: a
+  // damaged data set is one error naming the file, not a failure at some
+  // step of the run.
+  if (absl::Status status = data::verifyDataset(*index); !status.ok())
+    return status;
+  absl::StatusOr<data::DatasetReader> reader =
+      data::DatasetReader::open(*index, "train");
+  if (!reader.ok())
+    return reader.status();
+  dataset = std::make_shared<const data::DatasetReader>(std::move(*reader));
+  datasetIndex = std::move(*index);
+  return absl::OkStatus();
+}
+
+/// The inputs of a step or model program that sdrun feeds, by role.
+static absl::StatusOr<std::vector<data::StepInput>>
+stepInputs(const rt::ProgramSpec &spec) {
+  std::vector<data::StepInput> inputs;
+  for (size_t i = 0; i < spec.arguments.size(); ++i) {
+    const rt::ArgumentSpec &arg = spec.arguments[i];
+    if (arg.kind == rt::ArgumentKind::Input)
+      inputs.push_back({i, arg.role, arg.name, arg.globalShape});
+  }
+  return inputs;
+}
+
+absl::Status TrainRun::makeBatches() {
+  absl::StatusOr<std::vector<data::StepInput>> inputs =
+      stepInputs(program.spec);
+  if (!inputs.ok())
+    return inputs.status();
+  data::BatchOptions batchOptions;
+  batchOptions.seed = seed;
+  batchOptions.labelDropout = options.classDropoutProb;
+  batchOptions.dataset = dataset;
+  batchOptions.index = datasetIndex;
+  // Synthetic data: a generated data set of one global batch, as the
+  // model's default batch once was (fresh noise and timesteps each step).
+  batchOptions.syntheticSamples = program.batch;
+  absl::StatusOr<std::unique_ptr<data::BatchMaker>> maker =
+      data::BatchMaker::create(std::move(*inputs), program.batch,
+                               std::move(batchOptions));
+  if (!maker.ok())
+    return maker.status();
+  batches = std::move(*maker);
+  if (options.evalEvery > 0)
+    if (absl::Status status = prepareEvaluation(); !status.ok())
+      return status;
+  if (datasetIndex)
+    outs() << "data: " << datasetIndex->name << " (" << options.trainDataDir
+           << "), " << dataset->size() << " training samples of "
+           << data::formatShape(datasetIndex->sampleShape) << ", "
+           << llvm::format("%.1f", static_cast<double>(dataset->size()) /
+                                       static_cast<double>(program.batch))
+           << " steps per epoch\n";
+  return absl::OkStatus();
+}
+
+absl::Status TrainRun::prepareEvaluation() {
+  const data::SplitInfo *split =
+      datasetIndex ? datasetIndex->findSplit("heldout") : nullptr;
+  if (!split || split->count == 0)
+    return absl::InvalidArgumentError(
+        "eval_every needs held-out samples: dataset_type sd with a non-empty "
+        "'heldout' split (sddata --heldout)" +
+        std::string(datasetIndex ? " ('" + options.trainDataDir + "' has none)"
+                                 : ""));
+  // @loss's forward program on the step's mesh, at the step's global batch.
+  PipelineOptions forward = options.pipeline;
+  forward.batch = program.batch;
+  FailureOr<TrainProgram> built = buildModelProgram(module, forward, "loss");
+  if (failed(built))
+    return compilerFailure("could not build the held-out loss's program");
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> session =
+      startProgramSession(*built, options.device);
+  if (!session.ok())
+    return session.status();
+  evalSession = std::move(*session);
+  // Buffers for its arguments: evaluate() fills them before each use.
+  if (absl::Status status = evalSession->fillArguments(
+          [&](int64_t i, const std::vector<int64_t> &, float *out) {
+            const rt::ArgumentSpec &arg = evalSession->spec().arguments[i];
+            std::fill(out, out + rt::numElements(arg.localShape), 0.0f);
+            return absl::OkStatus();
+          });
+      !status.ok())
+    return status;
+  absl::StatusOr<data::DatasetReader> reader =
+      data::DatasetReader::open(*datasetIndex, "heldout");
+  if (!reader.ok())
+    return reader.status();
+  absl::StatusOr<std::vector<data::StepInput>> inputs = stepInputs(built->spec);
+  if (!inputs.ok())
+    return inputs.status();
+  data::BatchOptions heldout;
+  heldout.seed = seed;
+  heldout.dataset =
+      std::make_shared<const data::DatasetReader>(std::move(*reader));
+  heldout.index = datasetIndex;
+  absl::StatusOr<std::unique_ptr<data::BatchMaker>> maker =
+      data::BatchMaker::create(std::move(*inputs), built->batch,
+                               std::move(heldout));
+  if (!maker.ok())
+    return maker.status();
+  heldoutBatches = std::move(*maker);
+  heldoutBatchCount =
+      (split->count + heldoutBatches->batch() - 1) / heldoutBatches->batch();
+  outs() << "held-out loss every " << count(options.evalEvery, "step") << ": "
+         << count(heldoutBatchCount, "batch") << " of "
+         << heldoutBatches->batch() << " from " << split->count
+         << " held-out samples, fixed noise\n";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> TrainRun::evaluate() {
+  // The step's parameters, by name.
+  const rt::ProgramSpec &evalSpec = evalSession->spec();
+  for (size_t i = 0; i < evalSpec.arguments.size(); ++i) {
+    const rt::ArgumentSpec &arg = evalSpec.arguments[i];
+    if (arg.kind != rt::ArgumentKind::Parameter)
+      continue;
+    auto it = llvm::find_if(
+        program.spec.arguments, [&](const rt::ArgumentSpec &trained) {
+          return trained.kind == rt::ArgumentKind::Parameter &&
+                 trained.name == arg.name;
+        });
+    if (it == program.spec.arguments.end())
+      return absl::InternalError("the training step has no parameter '" +
+                                 arg.name + "'");
+    absl::StatusOr<std::vector<float>> values = session->gatherArgument(
+        static_cast<int64_t>(it - program.spec.arguments.begin()));
+    if (!values.ok())
+      return values.status();
+    if (absl::Status status =
+            evalSession->setArgument(static_cast<int64_t>(i), *values);
+        !status.ok())
+      return status;
+  }
+  double sum = 0;
+  for (int64_t k = 0; k < heldoutBatchCount; ++k) {
+    absl::StatusOr<std::vector<std::vector<float>>> batch =
+        heldoutBatches->make(k * heldoutBatches->batch());
+    if (!batch.ok())
+      return batch.status();
+    for (size_t n = 0; n < batch->size(); ++n)
+      if (absl::Status status = evalSession->setArgument(
+              static_cast<int64_t>(heldoutBatches->inputs()[n].argument),
+              (*batch)[n]);
+          !status.ok())
+        return status;
+    absl::StatusOr<rt::TrainingSession::StepResult> result =
+        evalSession->step(0);
+    if (!result.ok())
+      return result.status();
+    sum += result->loss;
+  }
+  return sum / static_cast<double>(heldoutBatchCount);
+}
+
+absl::Status
+TrainRun::feedBatch(rt::TrainingSession &target,
+                    const std::vector<std::vector<float>> &inputs) {
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (absl::Status status = target.setArgument(
+            static_cast<int64_t>(batches->inputs()[k].argument), inputs[k]);
+        !status.ok())
+      return status;
+  return absl::OkStatus();
+}
+
+} // namespace mlir::sd::train

@@ -1,0 +1,265 @@
+//===- TrainOutputs.cpp - The summary, trace, exports and verification ----===//
+
+#include "TrainRunImpl.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::train;
+using llvm::errs;
+using llvm::format;
+using llvm::formatv;
+using llvm::outs;
+using llvm::Twine;
+
+namespace mlir::sd::train {
+
+std::map<std::string, std::string> TrainRun::exportMetadata() const {
+  return {{"format", "pt"},
+          {"step", std::to_string(std::max(firstStep, options.steps))},
+          {"model", model}};
+}
+
+absl::Status TrainRun::writeTrace() {
+  rt::MeshRuntime &runtime = session->runtime();
+  runtime.enableTracing(false);
+  absl::StatusOr<int64_t> events =
+      rt::writeChromeTrace(runtime, options.tracePath);
+  if (!events.ok())
+    return events.status();
+  std::string window =
+      traceBegin < traceEnd
+          ? formatv("steps {0}-{1}", traceBegin + 1, traceEnd).str()
+          : std::string("no step: the run ended before the window");
+  outs() << "trace: " << options.tracePath << " (" << window << ", " << *events
+         << " events; open it in https://ui.perfetto.dev)\n";
+  return absl::OkStatus();
+}
+
+void TrainRun::printSummary() {
+  rt::MeshRuntime &runtime = session->runtime();
+  outs() << "done: " << count(losses.size(), "step")
+         << format(" in %.2f s, loss %.6f -> %.6f\n", totalSeconds,
+                   losses.front(), losses.back());
+  outs() << "per device: peak device memory "
+         << rt::formatBytes(session->peakDeviceBytes()) << ", peak host memory "
+         << rt::formatBytes(session->peakHostBytes()) << ", sent "
+         << rt::formatBytes(session->lastStepCommBytes())
+         << " per step in collectives";
+  if (!options.pipeline.mesh.empty())
+    outs() << " (sdopt predicts " << rt::formatBytes(program.predictedCommBytes)
+           << ")";
+  outs() << "\n";
+  // sd.offload / sd.reload traffic (remat policies with offload).
+  int64_t offloaded = 0, reloaded = 0;
+  for (int64_t d = 0; d < runtime.numDevices(); ++d) {
+    offloaded = std::max(offloaded, runtime.device(d).counters().offloadBytes);
+    reloaded = std::max(reloaded, runtime.device(d).counters().reloadBytes);
+  }
+  int64_t ran = static_cast<int64_t>(losses.size());
+  if (offloaded + reloaded > 0)
+    outs() << "per device: moved " << rt::formatBytes(offloaded / ran)
+           << " to host memory and " << rt::formatBytes(reloaded / ran)
+           << " back per step (sd.offload, sd.reload)\n";
+  printCommunicationTimes();
+  printMemory();
+  outs() << format("time to first step: %.2f s (build %.2f s, compile and "
+                   "load %.2f s, starting values %.2f s, first step %.2f s)\n",
+                   firstStepAt, buildSeconds, compileSeconds, restoreSeconds,
+                   losses.empty() ? 0.0 : firstStepSeconds);
+  if (batches && ran > 0) {
+    outs() << "data: ";
+    if (datasetIndex)
+      outs() << datasetIndex->name << ", epoch "
+             << batches->epochOf(positionOf(firstStep + ran) - 1)
+             << " at the end";
+    else
+      outs() << "synthetic (" << batches->numSamples() << " samples)";
+    outs() << format(", loader %.2f ms per batch, %.2f ms of it exposed "
+                     "(%.1f%% of a step)\n",
+                     1e3 * loadSeconds / ran, 1e3 * loadWaitSeconds / ran,
+                     100 * loadWaitSeconds / totalSeconds);
+  }
+}
+
+void TrainRun::printMemory() {
+  // Every process's peak (each process prints the same line; only
+  // process 0's is shown).
+  std::vector<int64_t> peaks = {peakResidentBytes()};
+  if (options.device.processGroup && program.mesh.numProcesses() > 1)
+    if (absl::StatusOr<std::vector<std::string>> all =
+            options.device.processGroup->allGather(std::to_string(peaks[0]));
+        all.ok()) {
+      peaks.clear();
+      for (const std::string &peak : *all)
+        peaks.push_back(std::atoll(peak.c_str()));
+    }
+  int64_t largest = *std::max_element(peaks.begin(), peaks.end());
+  int64_t sum = 0;
+  for (int64_t peak : peaks)
+    sum += peak;
+  outs() << "per process: peak resident memory " << rt::formatBytes(largest);
+  if (peaks.size() > 1)
+    outs() << " (the largest of " << peaks.size() << " processes; "
+           << rt::formatBytes(sum) << " in all)";
+  outs() << ", predicted " << rt::formatBytes(memory.total()) << " (";
+  bool first = true;
+  for (const MemoryItem &item : memory.items()) {
+    if (item.bytes == 0)
+      continue;
+    outs() << (first ? "" : ", ") << item.name << " "
+           << rt::formatBytes(item.bytes);
+    first = false;
+  }
+  outs() << ")\n";
+}
+
+void TrainRun::printCommunicationTimes() {
+  if (program.predictedCommunication.empty() || losses.empty())
+    return;
+  rt::MeshRuntime &runtime = session->runtime();
+  const std::vector<::sd::MeshAxis> &axes = program.mesh.axes();
+  outs() << "per device and step, collectives by mesh axes (measured: the "
+            "slowest device";
+  if (runtime.process() >= 0)
+    outs() << " of this process";
+  outs() << ", waits for peers included):\n";
+  for (const AxisCommunication &row : program.predictedCommunication) {
+    uint32_t mask = 0;
+    for (const std::string &name : row.axes)
+      for (size_t i = 0; i < axes.size(); ++i)
+        if (axes[i].name == name)
+          mask |= 1u << i;
+    double measured = 0;
+    for (int64_t d = 0; d < runtime.numDevices(); ++d) {
+      const std::map<uint32_t, double> &seconds =
+          runtime.device(d).counters().collectiveSeconds;
+      auto it = seconds.find(mask);
+      if (it != seconds.end())
+        measured = std::max(measured, it->second);
+    }
+    measured /= static_cast<double>(losses.size());
+    outs() << "  " << llvm::left_justify(llvm::join(row.axes, ","), 18)
+           << llvm::left_justify(::sd::linkName(row.link), 9)
+           << llvm::right_justify(rt::formatBytes(row.bytesPerDevice), 11)
+           << "  measured "
+           << llvm::right_justify(::sd::formatSeconds(measured), 9)
+           << ", sdopt predicts " << ::sd::formatSeconds(row.predictedSeconds)
+           << "\n";
+  }
+}
+
+absl::Status TrainRun::writeOutputs() {
+  if (!losses.empty())
+    printSummary();
+  if (!options.runDir.empty()) {
+    std::string plot = options.runDir + "/loss.png";
+    telemetry::LossPlotOptions plotOptions;
+    plotOptions.runName = options.runName;
+    plotOptions.secondary = heldoutCurve;
+    if (absl::Status status =
+            telemetry::writeLossPlot(plot, curve, plotOptions);
+        !status.ok())
+      return status;
+    outs() << "metrics: " << options.runDir << "/metrics.csv, " << plot << "\n";
+  }
+  if (tracing)
+    if (absl::Status status = writeTrace(); !status.ok())
+      return status;
+  if (!options.exportPath.empty()) {
+    if (absl::Status status = ckpt::exportParameters(
+            *session, options.exportPath, ckpt::ExportedValues::Parameters,
+            exportMetadata());
+        !status.ok())
+      return status;
+    outs() << "exported the parameters to " << options.exportPath << "\n";
+  }
+  if (!options.exportEmaPath.empty()) {
+    if (absl::Status status =
+            ckpt::exportParameters(*session, options.exportEmaPath,
+                                   ckpt::ExportedValues::Ema, exportMetadata());
+        !status.ok())
+      return status;
+    outs() << "exported the EMA parameters to " << options.exportEmaPath
+           << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainRun::verify() {
+  if (!options.verify)
+    return absl::OkStatus();
+  if (losses.empty()) {
+    outs() << "verify: no steps ran, nothing to compare\n";
+    return absl::OkStatus();
+  }
+  PipelineOptions single = options.pipeline;
+  single.mesh.clear();
+  single.dcnMesh.clear();
+  single.devices = 0;
+  TrainProgram singleProgram;
+  // 0 threads: all the cores OpenMP sees for the one device. Every process
+  // of a multi-process run runs the reference (the comparison gathers the
+  // run's parameters on all of them), each on its own devices' cores.
+  rt::MeshRuntime &runtime = session->runtime();
+  DeviceSettings settings = options.device;
+  settings.threadsPerDevice =
+      runtime.process() < 0
+          ? 0
+          : runtime.threadsPerDevice() * static_cast<int>(runtime.numDevices());
+  settings.deviceMemoryBudget = settings.hostMemoryBudget = 0;
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> reference =
+      startSession(single, settings, singleProgram);
+  if (!reference.ok())
+    return reference.status();
+  if (absl::Status status = (*reference)->setArguments(start); !status.ok())
+    return status;
+  // NaN or infinity anywhere fails the comparison.
+  bool finite = true;
+  double worstLoss = 0;
+  for (int64_t step = firstStep; step < options.steps; ++step) {
+    absl::StatusOr<std::vector<std::vector<float>>> batch =
+        batches->make(positionOf(step));
+    if (!batch.ok())
+      return batch.status();
+    if (absl::Status status = feedBatch(**reference, *batch); !status.ok())
+      return status;
+    absl::StatusOr<rt::TrainingSession::StepResult> result =
+        (*reference)->step(step);
+    if (!result.ok())
+      return result.status();
+    double loss = losses[step - firstStep];
+    finite &= std::isfinite(loss) && std::isfinite(result->loss);
+    double diff = std::fabs(loss - result->loss) /
+                  std::max(std::fabs(result->loss), 1e-30);
+    worstLoss = std::max(worstLoss, diff);
+  }
+  absl::StatusOr<rt::ParameterComparison> comparison =
+      rt::compareParameters(*session, **reference);
+  if (!comparison.ok()) {
+    if (absl::IsInvalidArgument(comparison.status()))
+      return absl::InvalidArgumentError(
+          "--verify: " + std::string(comparison.status().message()));
+    return comparison.status();
+  }
+  finite &= comparison->finite;
+  if (!finite) {
+    outs() << "verify: FAILED: a loss or parameter is not finite\n";
+    return reportedFailure("verify: a loss or parameter is not finite");
+  }
+  double worstParam = comparison->relativeDifference;
+  std::string worstName =
+      comparison->worstTensor.empty() ? "all equal" : comparison->worstTensor;
+  bool ok = worstLoss <= 1e-4 && worstParam <= 1e-4;
+  if (firstStep > 0)
+    outs() << formatv("verify: steps {0}-{1} from the checkpoint's values\n",
+                      firstStep + 1, options.steps);
+  outs() << format("verify: largest relative difference to one device: "
+                   "loss %.3g, parameters %.3g (%s): %s\n",
+                   worstLoss, worstParam, worstName.c_str(),
+                   ok ? "ok" : "FAILED (above 1e-4)");
+  if (!ok)
+    return reportedFailure("verify: the run differs from one device");
+  return absl::OkStatus();
+}
+
+} // namespace mlir::sd::train

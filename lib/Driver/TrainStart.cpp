@@ -1,0 +1,140 @@
+//===- TrainStart.cpp - The starting values of a run ----------------------===//
+
+#include "TrainRunImpl.h"
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::train;
+using llvm::errs;
+using llvm::format;
+using llvm::formatv;
+using llvm::outs;
+using llvm::Twine;
+
+namespace mlir::sd::train {
+
+/// What --init-from's file gave: a line, and warnings for what it lacks or
+/// has beyond the model.
+static void reportImport(const ckpt::ParameterImport &import) {
+  const std::string &path = import.reader->path();
+  outs() << "initialized " << count(import.loaded, "parameter") << " from "
+         << path << "\n";
+  if (!import.missing.empty())
+    warn(Twine(path) + " has no tensor for " +
+         count(import.missing.size(), "parameter") +
+         ", which keep their seeded values: " +
+         llvm::join(import.missing, ", "));
+  if (!import.unused.empty())
+    warn(Twine(path) + " has " + count(import.unused.size(), "tensor") +
+         " the model does not have: " + llvm::join(import.unused, ", "));
+}
+
+absl::Status TrainRun::restore() {
+  // The session's spec: it knows the mesh's axis sizes.
+  const rt::ProgramSpec &spec = session->spec();
+  rt::TrainingSession::BlockFiller fill;
+  std::optional<ckpt::ParameterImport> initFrom;
+  if (resumed) {
+    if (absl::Status status = restoreCheckpoint(); !status.ok())
+      return status;
+    // Every block from the checkpoint's blocks that overlap it; inputs
+    // start at zero (each step's batch replaces them).
+    fill = [&](int64_t i, const std::vector<int64_t> &coords, float *out) {
+      const rt::ArgumentSpec &arg = spec.arguments[i];
+      if (arg.kind == rt::ArgumentKind::Input) {
+        std::fill(out, out + rt::numElements(arg.localShape), 0.0f);
+        return absl::OkStatus();
+      }
+      return resumed->readBlock(arg.name, arg.blockOffsets(coords),
+                                arg.localShape, out);
+    };
+  } else {
+    if (!options.initFrom.empty()) {
+      absl::StatusOr<ckpt::ParameterImport> file =
+          ckpt::openParameterImport(options.initFrom, spec);
+      if (!file.ok())
+        return file.status();
+      initFrom = std::move(*file);
+      reportImport(*initFrom);
+    }
+    // Each block drawn alone from the counter-based generator, or read from
+    // --init-from's file.
+    fill = [&](int64_t i, const std::vector<int64_t> &coords, float *out) {
+      const rt::ArgumentSpec &arg = spec.arguments[i];
+      std::vector<int64_t> offsets = arg.blockOffsets(coords);
+      if (initFrom && initFrom->tensors[i])
+        return ckpt::readImportedBlock(*initFrom, *initFrom->tensors[i], arg,
+                                       offsets, out);
+      rt::initialBlock(arg, seed, offsets, out);
+      return absl::OkStatus();
+    };
+  }
+  Clock::time_point begin = Clock::now();
+  if (absl::Status status = session->fillArguments(fill); !status.ok())
+    return status;
+  restoreSeconds = secondsSince(begin);
+  if (options.verify)
+    if (absl::Status status = gatherStart(); !status.ok())
+      return status;
+  if (firstStep >= options.steps)
+    outs() << "nothing to run: the checkpoint is at step " << firstStep
+           << ", max_train_steps is " << options.steps << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status TrainRun::gatherStart() {
+  outs() << "verify: every process holds the whole model (the one-device "
+            "reference starts from the run's values)\n";
+  const rt::ProgramSpec &spec = program.spec;
+  start.assign(spec.arguments.size(), {});
+  for (size_t i = 0; i < spec.arguments.size(); ++i) {
+    absl::StatusOr<std::vector<float>> values =
+        session->gatherArgument(static_cast<int64_t>(i));
+    if (!values.ok())
+      return values.status();
+    start[i] = std::move(*values);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainRun::restoreCheckpoint() {
+  firstStep = resumed->meta().step;
+  seed = resumed->meta().seed;
+  // The data stream continues where the checkpoint left it, whatever this
+  // run's batch; the inputs themselves are made anew for every step.
+  firstPosition = resumed->meta().dataPosition;
+  if (absl::Status status = resumed->check(program.spec); !status.ok())
+    return status;
+  // What differs from the run that wrote the checkpoint.
+  std::vector<std::string> changed;
+  for (const auto &[key, value] : hyperparameters(options.pipeline)) {
+    auto it = resumed->meta().hyperparameters.find(key);
+    if (it != resumed->meta().hyperparameters.end() && it->second != value)
+      changed.push_back(formatv("{0} {1} -> {2}", key, format("%g", it->second),
+                                format("%g", value))
+                            .str());
+  }
+  if (!changed.empty())
+    warn("resuming with other optimizer settings than the checkpoint's "
+         "(the run is then not the one that was interrupted): " +
+         llvm::join(changed, ", "));
+  if (options.seed != resumed->meta().seed)
+    warn(formatv("the run continues with the checkpoint's seed {0}, not {1}",
+                 resumed->meta().seed, options.seed));
+  if (resumed->meta().model != model)
+    warn("the checkpoint was written for model '" + resumed->meta().model +
+         "', this is '" + model + "'");
+  std::string savedMesh = resumed->mesh().toString();
+  std::string resumeNote = "resumed from " + resumed->path() + " (step " +
+                           std::to_string(firstStep) + ", saved on mesh " +
+                           savedMesh;
+  if (savedMesh != program.mesh.toString())
+    resumeNote += ", resharded onto " + program.mesh.toString();
+  outs() << resumeNote << ")\n";
+  if (datasetIndex)
+    outs() << "data: continuing at sample " << firstPosition << " of the "
+           << "stream (epoch " << batches->epochOf(firstPosition) << ")\n";
+  return absl::OkStatus();
+}
+
+} // namespace mlir::sd::train

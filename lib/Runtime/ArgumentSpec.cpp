@@ -1,0 +1,163 @@
+//===- ArgumentSpec.cpp - Typed arguments and their starting blocks -------===//
+
+#include "sd/Runtime/ArgumentSpec.h"
+
+#include "sd/Reference/Random.h"
+#include "sd/Reference/Tensor.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sd::rt {
+
+int64_t elementBytes(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return 4;
+  }
+  return 4;
+}
+
+const char *elementTypeName(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return "f32";
+  }
+  return "f32";
+}
+
+namespace {
+constexpr const char *kRoleNames[] = {"latents", "noise", "timestep", "context",
+                                      "labels"};
+constexpr const char *kMomentNames[] = {"mu", "nu", "ema"};
+} // namespace
+
+const char *inputRoleName(InputRole role) {
+  return kRoleNames[static_cast<int>(role)];
+}
+
+std::optional<InputRole> parseInputRole(std::string_view name) {
+  for (int i = 0; i < static_cast<int>(std::size(kRoleNames)); ++i)
+    if (name == kRoleNames[i])
+      return static_cast<InputRole>(i);
+  return std::nullopt;
+}
+
+const char *momentKindName(MomentKind kind) {
+  return kMomentNames[static_cast<int>(kind)];
+}
+
+int64_t numElements(const std::vector<int64_t> &shape) {
+  return ::sd::ref::shapeProduct(shape);
+}
+
+int64_t ArgumentSpec::globalBytes() const {
+  return numElements(globalShape) * elementBytes(elementType);
+}
+
+int64_t ArgumentSpec::localBytes() const {
+  return numElements(localShape) * elementBytes(elementType);
+}
+
+std::vector<int64_t>
+ArgumentSpec::blockOffsets(const std::vector<int64_t> &coords) const {
+  std::vector<int64_t> offsets(localShape.size(), 0);
+  for (size_t d = 0; d < localShape.size(); ++d) {
+    int64_t block = 0;
+    for (int32_t axis : dimAxes[d])
+      block = block * axisSizes[axis] + coords[axis];
+    offsets[d] = block * localShape[d];
+  }
+  return offsets;
+}
+
+int64_t ProgramSpec::findParameter(std::string_view name) const {
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (arguments[i].kind == ArgumentKind::Parameter &&
+        arguments[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+namespace {
+
+/// Calls `fill(row, globalIndexOfRowStart)` for every innermost row of the
+/// block at `offsets`, in parallel over rows on the calling device's team.
+template <typename Fill>
+void forEachRow(const ArgumentSpec &arg, const std::vector<int64_t> &offsets,
+                Fill fill) {
+  const std::vector<int64_t> &local = arg.localShape;
+  size_t rank = local.size();
+  if (rank == 0) {
+    fill(0, 0);
+    return;
+  }
+  std::vector<int64_t> strides = ::sd::ref::rowMajorStrides(arg.globalShape);
+  int64_t inner = local[rank - 1];
+  int64_t rows = inner == 0 ? 0 : numElements(local) / inner;
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < rows; ++row) {
+    // The row's index along each outer dimension, innermost first.
+    int64_t rest = row, at = offsets[rank - 1];
+    for (size_t d = rank - 1; d-- > 0;) {
+      at += (offsets[d] + rest % local[d]) * strides[d];
+      rest /= local[d];
+    }
+    fill(row, at);
+  }
+}
+
+} // namespace
+
+void initialBlock(const ArgumentSpec &arg, uint64_t seed,
+                  const std::vector<int64_t> &offsets, float *out) {
+  int64_t inner = arg.localShape.empty() ? 1 : arg.localShape.back();
+  bool drawn = arg.kind == ArgumentKind::Parameter ||
+               (arg.kind == ArgumentKind::OptimizerState &&
+                arg.moment == MomentKind::Ema);
+  InitKind kind = drawn ? arg.init.kind : InitKind::Zeros;
+  // The evaluator's formulas (Evaluator.h), in double, then rounded to f32
+  // once: normal(s) is 0 + s·n, uniform(a) is -a + 2a·u.
+  double low = 0, width = 0;
+  if (kind == InitKind::Uniform) {
+    low = -arg.init.scale;
+    width = arg.init.scale - low;
+  } else if (kind == InitKind::XavierUniform) {
+    double fanIn = static_cast<double>(arg.globalShape.front()), fanOut = 1;
+    for (size_t d = 1; d < arg.globalShape.size(); ++d)
+      fanOut *= static_cast<double>(arg.globalShape[d]);
+    double bound = std::sqrt(6.0 / (fanIn + fanOut));
+    low = -bound;
+    width = bound - low;
+  }
+  uint64_t stream = ::sd::ref::deriveSeed(seed, arg.parameter);
+  forEachRow(arg, offsets, [&](int64_t row, int64_t at) {
+    float *dst = out + row * inner;
+    switch (kind) {
+    case InitKind::Zeros:
+    case InitKind::Ones:
+    case InitKind::Constant: {
+      double value = kind == InitKind::Zeros  ? 0.0
+                     : kind == InitKind::Ones ? 1.0
+                                              : arg.init.scale;
+      std::fill(dst, dst + inner, static_cast<float>(value));
+      return;
+    }
+    case InitKind::Normal:
+      for (int64_t i = 0; i < inner; ++i)
+        dst[i] = static_cast<float>(
+            0.0 + arg.init.scale * ::sd::ref::normalAt(
+                                       stream, static_cast<uint64_t>(at + i)));
+      return;
+    case InitKind::Uniform:
+    case InitKind::XavierUniform:
+      for (int64_t i = 0; i < inner; ++i)
+        dst[i] = static_cast<float>(
+            low + width * ::sd::ref::uniformAt(stream,
+                                               static_cast<uint64_t>(at + i)));
+      return;
+    }
+  });
+}
+
+} // namespace sd::rt
