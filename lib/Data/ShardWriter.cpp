@@ -143,6 +143,9 @@ std::string ShardWriter::header(int64_t count) const {
 }
 
 absl::Status ShardWriter::append(const char *bytes, size_t size) {
+  // zlib's crc32 of a null buffer is its initial value, not `crc`.
+  if (size == 0)
+    return absl::OkStatus();
   if (!writeAll(fd, bytes, size))
     return osError(errno, "cannot write", path);
   crc = static_cast<uint32_t>(

@@ -319,7 +319,8 @@ TEST(DatasetReaderTest, EmbeddingsWithoutLabels) {
             "an embedding of 0 values does not have 4");
   absl::StatusOr<DatasetIndex> index = writer->finish();
   ASSERT_TRUE(index.ok()) << index.status();
-  EXPECT_TRUE(verifyDataset(*index).ok());
+  absl::Status verified = verifyDataset(*index);
+  EXPECT_TRUE(verified.ok()) << verified;
 
   absl::StatusOr<DatasetReader> reader = DatasetReader::open(*index, "train");
   ASSERT_TRUE(reader.ok()) << reader.status();
