@@ -211,9 +211,8 @@ absl::StatusOr<MappedShard> openShard(const DatasetIndex &index,
                         shard.path, status.getSize(), info.sizeBytes));
   // Mapped first and measured after, so that the checks below see the
   // bytes that are read.
-  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      readRegularFile(shard.path, "dataset shard",
-                      static_cast<uint64_t>(info.sizeBytes));
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = readRegularFile(
+      shard.path, "dataset shard", static_cast<uint64_t>(info.sizeBytes));
   if (!buffer.ok())
     return buffer.status();
   shard.buffer = std::move(*buffer);

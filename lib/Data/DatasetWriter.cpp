@@ -159,10 +159,9 @@ BuildDirectory::create(const std::string &target,
   std::string model =
       (llvm::Twine(parent) + "/." + name + ".sddata-XXXXXX").str();
   if (!::mkdtemp(model.data()))
-    return absl::ErrnoToStatus(errno,
-                               absl::StrCat("cannot create a directory "
-                                            "beside '",
-                                            build->target, "'"));
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create a directory "
+                                                   "beside '",
+                                                   build->target, "'"));
   build->buildPath = model;
   return build;
 }
@@ -188,8 +187,8 @@ absl::Status BuildDirectory::commit() {
   if (!llvm::sys::fs::exists(target)) {
     if (::rename(buildPath.c_str(), target.c_str()) != 0)
       return absl::ErrnoToStatus(
-          errno, absl::StrCat("cannot rename '", buildPath, "' to '", target,
-                              "'"));
+          errno,
+          absl::StrCat("cannot rename '", buildPath, "' to '", target, "'"));
     committed = true;
     return ckpt::syncDirectory(parent);
   }
@@ -200,9 +199,9 @@ absl::Status BuildDirectory::commit() {
   if (::renameat2(AT_FDCWD, buildPath.c_str(), AT_FDCWD, target.c_str(),
                   RENAME_EXCHANGE) != 0) {
     if (errno != EINVAL && errno != ENOSYS)
-      return absl::ErrnoToStatus(
-          errno, absl::StrCat("cannot put '", buildPath, "' in place of '",
-                              target, "'"));
+      return absl::ErrnoToStatus(errno,
+                                 absl::StrCat("cannot put '", buildPath,
+                                              "' in place of '", target, "'"));
     old = buildPath + "-old";
     if (::rename(target.c_str(), old.c_str()) != 0)
       return absl::ErrnoToStatus(
@@ -211,8 +210,8 @@ absl::Status BuildDirectory::commit() {
       int error = errno;
       ::rename(old.c_str(), target.c_str());
       return absl::ErrnoToStatus(
-          error, absl::StrCat("cannot rename '", buildPath, "' to '", target,
-                              "'"));
+          error,
+          absl::StrCat("cannot rename '", buildPath, "' to '", target, "'"));
     }
   }
   committed = true;

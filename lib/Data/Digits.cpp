@@ -31,8 +31,7 @@ namespace {
 /// The text of the gzip `bytes` (its members one after the other), or an
 /// error past `maxBytes` of text: a small file may inflate to any size.
 absl::StatusOr<std::string> gunzip(llvm::StringRef bytes,
-                                   const std::string &path,
-                                   uint64_t maxBytes) {
+                                   const std::string &path, uint64_t maxBytes) {
   auto invalid = [&](const std::string &why) {
     return absl::DataLossError(absl::StrCat(
         "digits file '", path, "' is not a valid gzip file: ", why));

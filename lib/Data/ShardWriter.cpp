@@ -90,8 +90,8 @@ ShardWriter::create(const std::string &path, const DatasetIndex &index,
   // Shapes and offsets only get shorter for fewer samples.
   uint64_t size = writer->header(capacity).size();
   writer->reserved = (size + 7) / 8 * 8;
-  writer->fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                      0644);
+  writer->fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (writer->fd < 0)
     return osError(errno, "cannot create", path);
   off_t dataBegin = static_cast<off_t>(8 + writer->reserved);
@@ -123,14 +123,15 @@ std::string ShardWriter::header(int64_t count) const {
     header += '}';
   }
   int64_t offset = 0;
-  auto tensor = [&](const std::string &name, const std::vector<int64_t> &shape) {
+  auto tensor = [&](const std::string &name,
+                    const std::vector<int64_t> &shape) {
     int64_t bytes = count * product(shape) * 4;
     if (header.back() != '{')
       header += ',';
     appendJsonString(header, name);
-    absl::StrAppend(&header, ":{\"dtype\":\"F32\",\"shape\":",
-                    shapeOf(count, shape), ",\"data_offsets\":[", offset, ",",
-                    offset + bytes, "]}");
+    absl::StrAppend(&header,
+                    ":{\"dtype\":\"F32\",\"shape\":", shapeOf(count, shape),
+                    ",\"data_offsets\":[", offset, ",", offset + bytes, "]}");
     offset += bytes;
   };
   tensor(feature, sampleShape);
@@ -218,12 +219,12 @@ absl::Status ShardWriter::finish(ShardInfo &shard) {
   fd = -1;
   if (::close(closing) != 0)
     return osError(errno, "cannot close", path);
-  uLong prefixCrc = crc32_z(0, reinterpret_cast<const Bytef *>(prefix.data()),
-                            prefix.size());
+  uLong prefixCrc =
+      crc32_z(0, reinterpret_cast<const Bytef *>(prefix.data()), prefix.size());
   shard.count = samples;
   shard.sizeBytes = static_cast<int64_t>(prefix.size() + written);
-  shard.crc32 = static_cast<uint32_t>(crc32_combine(
-      prefixCrc, crc, static_cast<z_off_t>(written)));
+  shard.crc32 = static_cast<uint32_t>(
+      crc32_combine(prefixCrc, crc, static_cast<z_off_t>(written)));
   return absl::OkStatus();
 }
 

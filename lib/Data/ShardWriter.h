@@ -1,4 +1,4 @@
-//===- ShardWriter.h - One dataset shard, written sample by sample -*- C++ -*-===//
+//===- ShardWriter.h - A dataset shard, sample by sample --------*- C++ -*-===//
 //
 // A safetensors shard holds [k, ...] tensors whose k is known only when the
 // shard is full or the dataset ends, and the header (with k in every shape

@@ -230,8 +230,7 @@ static LogicalResult openFiles(SdoptInvocation &invocation,
                                    "input file", ::sd::kMaxProgramFileBytes,
                                    /*nullTerminated=*/true);
   if (!input.ok()) {
-    llvm::errs() << "error: " << std::string(input.status().message())
-                 << "\n";
+    llvm::errs() << "error: " << std::string(input.status().message()) << "\n";
     return failure();
   }
   invocation.input = std::move(*input);

@@ -114,8 +114,8 @@ sd::readRegularFileOrStdin(std::string_view path, std::string_view what,
       if (errno == EINTR)
         continue;
       return absl::ErrnoToStatus(
-          errno, absl::StrFormat("cannot read %s from standard input: %s",
-                                 what, std::strerror(errno)));
+          errno, absl::StrFormat("cannot read %s from standard input: %s", what,
+                                 std::strerror(errno)));
     }
     if (got == 0)
       break;

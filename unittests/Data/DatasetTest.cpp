@@ -717,19 +717,18 @@ TEST(VerifyDatasetTest, NonFiniteValuesNameTheSample) {
   absl::StatusOr<DatasetReader> reader = DatasetReader::open(index, "train");
   ASSERT_TRUE(reader.ok()) << reader.status();
   std::vector<float> samples(12);
-  EXPECT_TRUE(reader->readSamples({3, 0}, samples.data(), nullptr, nullptr)
-                  .ok());
-  EXPECT_EQ(reader->readSamples({0, 4}, samples.data(), nullptr, nullptr)
-                .message(),
-            message);
+  EXPECT_TRUE(
+      reader->readSamples({3, 0}, samples.data(), nullptr, nullptr).ok());
+  EXPECT_EQ(
+      reader->readSamples({0, 4}, samples.data(), nullptr, nullptr).message(),
+      message);
 }
 
 /// The build directories (`.NAME.sddata-*`) left in `parent`.
 std::vector<std::string> buildDirectories(const fs::path &parent) {
   std::vector<std::string> found;
   for (const fs::directory_entry &entry : fs::directory_iterator(parent))
-    if (entry.path().filename().string().find(".sddata-") !=
-        std::string::npos)
+    if (entry.path().filename().string().find(".sddata-") != std::string::npos)
       found.push_back(entry.path().string());
   return found;
 }
@@ -797,13 +796,12 @@ TEST(DatasetWriterTest, SamplesGoToTheShardFileAsTheyCome) {
   const sd::ckpt::SafetensorsTensor *images = file->find("images");
   ASSERT_NE(images, nullptr);
   EXPECT_EQ(images->shape, (std::vector<int64_t>{10, 2, 3, 1}));
-  EXPECT_EQ(std::vector<float>(images->values.begin() + 54,
-                               images->values.end()),
-            toySample(9));
+  EXPECT_EQ(
+      std::vector<float>(images->values.begin() + 54, images->values.end()),
+      toySample(9));
   const sd::ckpt::SafetensorsTensor *labels = file->find("labels");
   ASSERT_NE(labels, nullptr);
-  EXPECT_EQ(labels->values,
-            (std::vector<float>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0}));
+  EXPECT_EQ(labels->values, (std::vector<float>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0}));
   EXPECT_EQ(file->metadata.at("first_sample"), "0");
 }
 

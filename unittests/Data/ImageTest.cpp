@@ -193,21 +193,19 @@ std::string pngClaiming(uint32_t width, uint32_t height) {
 }
 
 TEST(ImageTest, HugeDimensionsAreRefusedBeforeDecoding) {
-  EXPECT_EQ(decodeImage(pngClaiming(100000, 100000), "big.png", 3)
-                .status()
-                .message(),
-            "'big.png' is 100000x100000 pixels of 3 channels; sd decodes "
-            "images of at most 268435456 values");
+  EXPECT_EQ(
+      decodeImage(pngClaiming(100000, 100000), "big.png", 3).status().message(),
+      "'big.png' is 100000x100000 pixels of 3 channels; sd decodes "
+      "images of at most 268435456 values");
   // The limit counts the channels asked for: 9500 × 9500 × 3 is above it.
   EXPECT_EQ(
       decodeImage(pngClaiming(9500, 9500), "rgb.png", 3).status().message(),
       "'rgb.png' is 9500x9500 pixels of 3 channels; sd decodes images of at "
       "most 268435456 values");
-  EXPECT_EQ(decodeImage(pngClaiming(20000, 20000), "gray.png", 1)
-                .status()
-                .message(),
-            "'gray.png' is 20000x20000 pixels of 1 channel; sd decodes images "
-            "of at most 268435456 values");
+  EXPECT_EQ(
+      decodeImage(pngClaiming(20000, 20000), "gray.png", 1).status().message(),
+      "'gray.png' is 20000x20000 pixels of 1 channel; sd decodes images "
+      "of at most 268435456 values");
 }
 
 TEST(ImageTest, HugeJpegIsRefusedBeforeDecoding) {

@@ -61,9 +61,9 @@ TEST(FilesTest, RefusesSpecialFilesWithoutBlocking) {
       readRegularFile(fifo.string(), "dataset index", 1024);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_TRUE(absl::IsInvalidArgument(buffer.status()));
-  EXPECT_EQ(buffer.status().message(),
-            "cannot read dataset index \"" + fifo.string() +
-                "\": not a regular file");
+  EXPECT_EQ(buffer.status().message(), "cannot read dataset index \"" +
+                                           fifo.string() +
+                                           "\": not a regular file");
 
   EXPECT_EQ(readRegularFile("/dev/zero", "digits file", 0).status().message(),
             "cannot read digits file \"/dev/zero\": not a regular file");
@@ -120,18 +120,16 @@ TEST(FilesTest, StandardInputIsBoundedToo) {
   EXPECT_EQ((*buffer)->getBufferIdentifier(), "<stdin>");
 
   ASSERT_NE(std::freopen("/dev/zero", "rb", stdin), nullptr);
-  EXPECT_EQ(readRegularFileOrStdin("-", "input file", 1 << 20)
-                .status()
-                .message(),
-            "cannot read input file from standard input: more than the limit "
-            "of 1048576 bytes");
+  EXPECT_EQ(
+      readRegularFileOrStdin("-", "input file", 1 << 20).status().message(),
+      "cannot read input file from standard input: more than the limit "
+      "of 1048576 bytes");
   ::dup2(saved, STDIN_FILENO);
   ::close(saved);
   // Other paths are readRegularFile's.
-  EXPECT_EQ(readRegularFileOrStdin("/dev/zero", "input file", 10)
-                .status()
-                .message(),
-            "cannot read input file \"/dev/zero\": not a regular file");
+  EXPECT_EQ(
+      readRegularFileOrStdin("/dev/zero", "input file", 10).status().message(),
+      "cannot read input file \"/dev/zero\": not a regular file");
 }
 
 } // namespace

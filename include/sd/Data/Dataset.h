@@ -114,8 +114,8 @@ absl::Status writeDatasetIndex(const DatasetIndex &index,
 /// != index's 0x.."), its labels are class indices and its samples and
 /// embeddings finite (InvalidArgument naming the sample and its split), and
 /// its tensors have the index's dtype and shapes (InvalidArgument naming the
-/// tensor, the file and both shapes). Stops at the first problem; every message names the
-/// shard's path.
+/// tensor, the file and both shapes). Stops at the first problem; every message
+/// names the shard's path.
 absl::Status verifyDataset(const DatasetIndex &index, bool checksums = true);
 
 /// Reads samples of one split by global index, for a loader. The shards are

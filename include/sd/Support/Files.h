@@ -43,8 +43,8 @@ absl::Status checkRegularFile(std::string_view path, std::string_view what,
 /// without blocking), mapped or read, with a NUL after the last byte when
 /// `nullTerminated`. Errors name `what` and `path` as checkRegularFile's do.
 absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>>
-readRegularFile(std::string_view path, std::string_view what,
-                uint64_t maxBytes, bool nullTerminated = false);
+readRegularFile(std::string_view path, std::string_view what, uint64_t maxBytes,
+                bool nullTerminated = false);
 
 /// readRegularFile, or for "-" standard input, read to its end but refused
 /// (InvalidArgument) as soon as it passes `maxBytes`.
