@@ -79,7 +79,8 @@ std::optional<rt::ArgumentKind> fromProto(proto::Tensor::Kind kind) {
 /// NotFound when it is missing, DataLoss when it is damaged.
 absl::StatusOr<proto::Manifest> readManifest(const std::string &stepDir) {
   absl::StatusOr<std::string> bytes =
-      readFileBytes(stepDir + "/" + kManifestName);
+      readFileBytes(stepDir + "/" + kManifestName, "checkpoint manifest",
+                    uint64_t(64) << 20);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status()))
       return absl::NotFoundError(absl::StrCat(
@@ -639,7 +640,8 @@ absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
       return absl::DataLossError(
           absl::StrCat("checkpoint shard '", path, "' ", parts...));
     };
-    absl::StatusOr<std::string> bytes = readFileBytes(path);
+    absl::StatusOr<std::string> bytes = readFileBytes(
+        path, "checkpoint shard", static_cast<uint64_t>(file.size_bytes()));
     if (!bytes.ok()) {
       if (absl::IsNotFound(bytes.status()))
         return shardError("is missing");

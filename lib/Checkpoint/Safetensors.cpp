@@ -2,7 +2,10 @@
 
 #include "sd/Checkpoint/Safetensors.h"
 #include "sd/Sharding/YamlDiagnostics.h"
+#include "sd/Support/Files.h"
 #include "sd/Support/InputLimits.h"
+
+#include "llvm/Support/MemoryBuffer.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -325,40 +328,14 @@ integerArray(const llvm::json::Value *value) {
 // Files
 //===----------------------------------------------------------------------===//
 
-absl::StatusOr<std::string> readFileBytes(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return osError(errno, "cannot open", path);
-  FileCloser closer(fd);
-  struct stat info;
-  if (::fstat(fd, &info) != 0)
-    return osError(errno, "cannot stat", path);
-  if (S_ISDIR(info.st_mode))
-    return absl::FailedPreconditionError(
-        absl::StrCat("'", path, "' is a directory"));
-  // The size fstat reports, then whatever else is there (a file that grows
-  // while it is read) in pieces.
-  std::string bytes(static_cast<size_t>(info.st_size), '\0');
-  size_t done = 0;
-  char more[4096];
-  while (true) {
-    bool inPlace = done < bytes.size();
-    ssize_t got = inPlace ? ::read(fd, bytes.data() + done, bytes.size() - done)
-                          : ::read(fd, more, sizeof(more));
-    if (got < 0) {
-      if (errno == EINTR)
-        continue;
-      return osError(errno, "cannot read", path);
-    }
-    if (got == 0)
-      break;
-    if (!inPlace)
-      bytes.append(more, static_cast<size_t>(got));
-    done += static_cast<size_t>(got);
-  }
-  if (done < bytes.size())
-    bytes.resize(done);
-  return bytes;
+absl::StatusOr<std::string> readFileBytes(const std::string &path,
+                                          std::string_view what,
+                                          uint64_t maxBytes) {
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      ::sd::readRegularFile(path, what, maxBytes);
+  if (!buffer.ok())
+    return buffer.status();
+  return (*buffer)->getBuffer().str();
 }
 
 absl::Status syncDirectory(const std::string &path) {
@@ -867,8 +844,10 @@ absl::Status SafetensorsReader::readBlock(const SafetensorsTensor &tensor,
   return absl::OkStatus();
 }
 
-absl::StatusOr<SafetensorsFile> readSafetensors(const std::string &path) {
-  absl::StatusOr<std::string> bytes = readFileBytes(path);
+absl::StatusOr<SafetensorsFile> readSafetensors(const std::string &path,
+                                                uint64_t maxBytes) {
+  absl::StatusOr<std::string> bytes =
+      readFileBytes(path, "safetensors file", maxBytes);
   if (!bytes.ok())
     return bytes.status();
   return parseSafetensors(*bytes, path);

@@ -8,6 +8,7 @@
 #include "sd/Data/Dataset.h"
 
 #include "sd/Checkpoint/Safetensors.h"
+#include "sd/Support/Files.h"
 #include "sd/Support/InputLimits.h"
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -501,15 +503,16 @@ absl::StatusOr<DatasetIndex> parseDatasetIndex(std::string_view json,
 absl::StatusOr<DatasetIndex> readDatasetIndex(const std::string &dir) {
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, kIndexFileName);
-  absl::StatusOr<std::string> bytes = ckpt::readFileBytes(std::string(path));
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> bytes =
+      readRegularFile(path.str(), "dataset index", kMaxIndexFileBytes);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status()))
       return absl::NotFoundError(absl::StrCat(
           "'", dir, "' holds no sd dataset (no ", kIndexFileName, ")"));
     return bytes.status();
   }
-  absl::StatusOr<DatasetIndex> index =
-      parseDatasetIndex(*bytes, std::string(path));
+  absl::StatusOr<DatasetIndex> index = parseDatasetIndex(
+      std::string_view((*bytes)->getBuffer()), std::string(path));
   if (!index.ok())
     return index.status();
   index->dir = dir;

@@ -11,6 +11,7 @@
 
 #include "sd/Data/Dataset.h"
 
+#include "sd/Support/Files.h"
 #include "sd/Support/InputLimits.h"
 
 #include "absl/strings/str_cat.h"
@@ -168,6 +169,24 @@ absl::Status checkLabel(float label, int64_t numClasses,
       shard.path, sample, label, numClasses));
 }
 
+/// Checks that the `count` floats at `values` (sample `sample` of `split`'s
+/// `feature`) are finite: a NaN or an infinity in the data trains to a NaN
+/// loss.
+absl::Status checkFinite(const char *values, int64_t count,
+                         const MappedShard &shard, const std::string &split,
+                         int64_t sample, const std::string &feature) {
+  for (int64_t i = 0; i < count; ++i) {
+    float value;
+    std::memcpy(&value, values + i * sizeof(float), sizeof(value));
+    if (!std::isfinite(value))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "dataset shard '%s': sample %d of split '%s' has %g in its %s; sd "
+          "trains on finite values only",
+          shard.path, sample, split, value, feature));
+  }
+  return absl::OkStatus();
+}
+
 /// Opens `shard` of `index` the way verifyDataset and DatasetReader::open
 /// check it (see verifyDataset).
 absl::StatusOr<MappedShard> openShard(const DatasetIndex &index,
@@ -186,15 +205,16 @@ absl::StatusOr<MappedShard> openShard(const DatasetIndex &index,
   if (status.type() != llvm::sys::fs::file_type::regular_file)
     return absl::InvalidArgumentError(
         absl::StrCat("dataset shard '", shard.path, "' is not a file"));
+  if (static_cast<int64_t>(status.getSize()) > info.sizeBytes)
+    return absl::DataLossError(
+        absl::StrFormat("dataset shard '%s' has %d bytes, index says %d",
+                        shard.path, status.getSize(), info.sizeBytes));
   // Mapped first and measured after, so that the checks below see the
   // bytes that are read.
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(shard.path, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return absl::UnknownError(absl::StrCat("cannot read dataset shard '",
-                                           shard.path, "': ",
-                                           buffer.getError().message()));
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = readRegularFile(
+      shard.path, "dataset shard", static_cast<uint64_t>(info.sizeBytes));
+  if (!buffer.ok())
+    return buffer.status();
   shard.buffer = std::move(*buffer);
   llvm::StringRef bytes = shard.buffer->getBuffer();
   int64_t size = static_cast<int64_t>(bytes.size());
@@ -251,22 +271,39 @@ absl::StatusOr<MappedShard> openShard(const DatasetIndex &index,
 
 absl::Status verifyDataset(const DatasetIndex &index, bool checksums) {
   int64_t numClasses = static_cast<int64_t>(index.classNames.size());
-  for (const auto &[name, split] : index.splits)
+  int64_t sampleElements = index.sampleElements();
+  int64_t embeddingElements = index.embeddingElements();
+  for (const auto &[name, split] : index.splits) {
+    // The split's index of the shard's first sample.
+    int64_t start = 0;
     for (const ShardInfo &info : split.shards) {
       absl::StatusOr<MappedShard> shard = openShard(index, info, checksums);
       if (!shard.ok())
         return shard.status();
-      // Labels are data, so only a full read checks them.
-      if (!checksums || !shard->labels)
-        continue;
-      for (int64_t i = 0; i < info.count; ++i) {
+      // Values and labels are data, so only a full read checks them.
+      for (int64_t i = 0; checksums && i < info.count; ++i) {
+        if (absl::Status status = checkFinite(
+                shard->samples + i * sampleElements * sizeof(float),
+                sampleElements, *shard, name, start + i, index.sampleFeature);
+            !status.ok())
+          return status;
+        if (shard->embeddings)
+          if (absl::Status status = checkFinite(
+                  shard->embeddings + i * embeddingElements * sizeof(float),
+                  embeddingElements, *shard, name, start + i, "embeddings");
+              !status.ok())
+            return status;
+        if (!shard->labels)
+          continue;
         float label;
         std::memcpy(&label, shard->labels + i * sizeof(float), sizeof(label));
         if (absl::Status status = checkLabel(label, numClasses, *shard, i);
             !status.ok())
           return status;
       }
+      start += info.count;
     }
+  }
   return absl::OkStatus();
 }
 
@@ -277,6 +314,7 @@ absl::Status verifyDataset(const DatasetIndex &index, bool checksums) {
 struct DatasetReader::Impl {
   std::string datasetName;
   std::string split;
+  std::string sampleFeature;
   int64_t sampleElements = 0;
   int64_t embeddingElements = 0;
   bool hasLabels = false;
@@ -303,6 +341,7 @@ absl::StatusOr<DatasetReader> DatasetReader::open(const DatasetIndex &index,
   auto impl = std::make_unique<Impl>();
   impl->datasetName = index.name;
   impl->split = split;
+  impl->sampleFeature = index.sampleFeature;
   impl->sampleElements = index.sampleElements();
   impl->embeddingElements = index.embeddingElements();
   impl->hasLabels = index.hasLabels;
@@ -351,9 +390,15 @@ absl::Status DatasetReader::readSamples(absl::Span<const int64_t> indices,
         impl->starts.begin() - 1);
     const MappedShard &shard = impl->shards[shardIndex];
     int64_t local = index - impl->starts[shardIndex];
-    if (samples)
-      std::memcpy(samples + k * impl->sampleElements,
-                  shard.samples + local * sampleBytes, sampleBytes);
+    if (samples) {
+      const char *sample = shard.samples + local * sampleBytes;
+      if (absl::Status status =
+              checkFinite(sample, impl->sampleElements, shard, impl->split,
+                          index, impl->sampleFeature);
+          !status.ok())
+        return status;
+      std::memcpy(samples + k * impl->sampleElements, sample, sampleBytes);
+    }
     if (labels) {
       std::memcpy(&labels[k], shard.labels + local * sizeof(float),
                   sizeof(float));
@@ -362,9 +407,16 @@ absl::Status DatasetReader::readSamples(absl::Span<const int64_t> indices,
           !status.ok())
         return status;
     }
-    if (embeddings)
-      std::memcpy(embeddings + k * impl->embeddingElements,
-                  shard.embeddings + local * embeddingBytes, embeddingBytes);
+    if (embeddings) {
+      const char *embedding = shard.embeddings + local * embeddingBytes;
+      if (absl::Status status =
+              checkFinite(embedding, impl->embeddingElements, shard,
+                          impl->split, index, "embeddings");
+          !status.ok())
+        return status;
+      std::memcpy(embeddings + k * impl->embeddingElements, embedding,
+                  embeddingBytes);
+    }
   }
   return absl::OkStatus();
 }

@@ -2,8 +2,9 @@
 //
 // scikit-learn ships the UCI optical-recognition digits (1,797 images of
 // 8×8 pixels, 16 levels) as digits.csv.gz; Debian's python3-sklearn puts it
-// under /usr/lib/python3/dist-packages. zlib's gzFile reads it (and reads an
-// uncompressed CSV as is).
+// under /usr/lib/python3/dist-packages. It is read whole (a regular file of
+// bounded size) and inflated by zlib in memory, bounded too; an
+// uncompressed CSV is read as is.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,44 +12,83 @@
 
 #include "sd/Data/Image.h"
 #include "sd/Data/Split.h"
+#include "sd/Support/Files.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <zlib.h>
 
-#include <cerrno>
 #include <cmath>
 
 namespace sd::data {
 
 namespace {
 
+/// The text of the gzip `bytes` (its members one after the other), or an
+/// error past `maxBytes` of text: a small file may inflate to any size.
+absl::StatusOr<std::string> gunzip(llvm::StringRef bytes,
+                                   const std::string &path, uint64_t maxBytes) {
+  auto invalid = [&](const std::string &why) {
+    return absl::DataLossError(absl::StrCat(
+        "digits file '", path, "' is not a valid gzip file: ", why));
+  };
+  z_stream stream = {};
+  // 16: a gzip header and trailer around the deflate data.
+  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK)
+    return absl::ResourceExhaustedError("cannot start zlib's inflate");
+  stream.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(bytes.data()));
+  stream.avail_in = static_cast<uInt>(bytes.size());
+  std::string text;
+  char chunk[1 << 16];
+  int result = Z_OK;
+  while (true) {
+    stream.next_out = reinterpret_cast<Bytef *>(chunk);
+    stream.avail_out = sizeof(chunk);
+    result = inflate(&stream, Z_NO_FLUSH);
+    text.append(chunk, sizeof(chunk) - stream.avail_out);
+    if (text.size() > maxBytes) {
+      inflateEnd(&stream);
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "digits file '%s' inflates to more than %d bytes", path, maxBytes));
+    }
+    if (result == Z_STREAM_END && stream.avail_in > 0) {
+      inflateReset(&stream); // The next member.
+      continue;
+    }
+    if (result == Z_STREAM_END)
+      break;
+    if (result != Z_OK) {
+      std::string message = stream.msg ? stream.msg : "unexpected end of file";
+      inflateEnd(&stream);
+      return invalid(message);
+    }
+    if (stream.avail_in == 0 && stream.avail_out > 0) {
+      inflateEnd(&stream);
+      return invalid("unexpected end of file");
+    }
+  }
+  inflateEnd(&stream);
+  return text;
+}
+
 /// The whole (decompressed) content of `path`.
 absl::StatusOr<std::string> readGzipOrPlain(const std::string &path) {
-  if (!llvm::sys::fs::exists(path))
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      readRegularFile(path, "digits file", kMaxDigitsFileBytes);
+  if (absl::IsNotFound(file.status()))
     return absl::NotFoundError(absl::StrCat(
         "digits file '", path,
         "' does not exist (install python3-sklearn, or pass --digits-csv)"));
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (!file)
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open '", path, "'"));
-  std::string text;
-  char buffer[1 << 16];
-  int read;
-  while ((read = gzread(file, buffer, sizeof(buffer))) > 0)
-    text.append(buffer, static_cast<size_t>(read));
-  int error = Z_OK;
-  std::string message = read < 0 ? gzerror(file, &error) : "";
-  if (gzclose(file) != Z_OK && message.empty())
-    message = "unexpected end of file";
-  if (!message.empty())
-    return absl::DataLossError(absl::StrCat(
-        "digits file '", path, "' is not a valid gzip file: ", message));
-  return text;
+  if (!file.ok())
+    return file.status();
+  llvm::StringRef bytes = (*file)->getBuffer();
+  if (!bytes.starts_with("\x1f\x8b"))
+    return bytes.str();
+  return gunzip(bytes, path, kMaxDigitsFileBytes);
 }
 
 /// An integer in [low, high] written as a number ("7" or "7.0"), or nullopt.

@@ -9,10 +9,11 @@
 
 #include "sd/Data/Image.h"
 
-#include "sd/Checkpoint/Safetensors.h"
+#include "sd/Support/Files.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <png.h>
 // jpeglib.h needs size_t and FILE declared first.
@@ -37,16 +38,28 @@ struct Decoded {
   std::vector<uint8_t> bytes;
 };
 
+/// Whether an image of `width` × `height` pixels, decoded to `channels`,
+/// is within kMaxImageValues (and not empty).
+bool fits(int64_t width, int64_t height, int64_t channels) {
+  int64_t pixels, values;
+  return width > 0 && height > 0 &&
+         !__builtin_mul_overflow(width, height, &pixels) &&
+         !__builtin_mul_overflow(pixels, channels, &values) &&
+         values <= kMaxImageValues;
+}
+
 absl::Status tooLarge(const std::string &fileName, int64_t width,
-                      int64_t height) {
-  return absl::InvalidArgumentError(
-      absl::StrFormat("'%s' is %dx%d pixels; sd decodes images of at most %d "
-                      "pixels",
-                      fileName, width, height, kMaxImagePixels));
+                      int64_t height, int64_t channels) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "'%s' is %dx%d pixels of %d channel%s; sd decodes images of at most "
+      "%d values",
+      fileName, width, height, channels, channels == 1 ? "" : "s",
+      kMaxImageValues));
 }
 
 absl::StatusOr<Decoded> decodePng(std::string_view bytes,
-                                  const std::string &fileName) {
+                                  const std::string &fileName,
+                                  int64_t channels) {
   png_image image;
   std::memset(&image, 0, sizeof(image));
   image.version = PNG_IMAGE_VERSION;
@@ -58,10 +71,11 @@ absl::StatusOr<Decoded> decodePng(std::string_view bytes,
   };
   if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
     return failed();
-  if (image.width == 0 || image.height == 0 ||
-      int64_t(image.width) * image.height > kMaxImagePixels) {
+  // Four bytes a pixel below, then `channels` floats of four bytes each:
+  // no larger than the limit's floats.
+  if (!fits(image.width, image.height, channels)) {
     png_image_free(&image);
-    return tooLarge(fileName, image.width, image.height);
+    return tooLarge(fileName, image.width, image.height, channels);
   }
   // 16-bit samples are sRGB-encoded like 8-bit ones in practice; without
   // this flag libpng would take them as linear and gamma-encode them.
@@ -106,9 +120,9 @@ void onJpegMessage(j_common_ptr info, int level) {
 /// Decodes JPEG `bytes` as RGB into `rgb`; false with `errors.message` on
 /// failure. Only plain data lives in this frame, so that longjmp (from
 /// onJpegError) skips no destructor; `rgb` is the caller's.
-bool decodeJpegRgb(const unsigned char *bytes, size_t size, JpegErrors &errors,
-                   std::vector<uint8_t> &rgb, int64_t &width,
-                   int64_t &height) {
+bool decodeJpegRgb(const unsigned char *bytes, size_t size, int64_t channels,
+                   JpegErrors &errors, std::vector<uint8_t> &rgb,
+                   int64_t &width, int64_t &height) {
   jpeg_decompress_struct info;
   info.err = jpeg_std_error(&errors.manager);
   errors.manager.error_exit = onJpegError;
@@ -129,7 +143,7 @@ bool decodeJpegRgb(const unsigned char *bytes, size_t size, JpegErrors &errors,
     return false;
   }
   info.out_color_space = JCS_RGB;
-  if (int64_t(info.image_width) * info.image_height > kMaxImagePixels) {
+  if (!fits(info.image_width, info.image_height, channels)) {
     width = info.image_width;
     height = info.image_height;
     jpeg_destroy_decompress(&info);
@@ -150,15 +164,16 @@ bool decodeJpegRgb(const unsigned char *bytes, size_t size, JpegErrors &errors,
 }
 
 absl::StatusOr<Decoded> decodeJpeg(std::string_view bytes,
-                                   const std::string &fileName) {
+                                   const std::string &fileName,
+                                   int64_t channels) {
   Decoded decoded;
   decoded.channels = 3;
   JpegErrors errors;
   if (!decodeJpegRgb(reinterpret_cast<const unsigned char *>(bytes.data()),
-                     bytes.size(), errors, decoded.bytes, decoded.width,
-                     decoded.height)) {
+                     bytes.size(), channels, errors, decoded.bytes,
+                     decoded.width, decoded.height)) {
     if (errors.message[0] == '\0')
-      return tooLarge(fileName, decoded.width, decoded.height);
+      return tooLarge(fileName, decoded.width, decoded.height, channels);
     return absl::InvalidArgumentError(absl::StrCat(
         "'", fileName, "' is not a valid JPEG image: ", errors.message));
   }
@@ -177,9 +192,9 @@ absl::StatusOr<Image> decodeImage(std::string_view bytes,
   static constexpr std::string_view kJpegSignature = "\xff\xd8\xff";
   absl::StatusOr<Decoded> decoded;
   if (bytes.substr(0, kPngSignature.size()) == kPngSignature)
-    decoded = decodePng(bytes, fileName);
+    decoded = decodePng(bytes, fileName, channels);
   else if (bytes.substr(0, kJpegSignature.size()) == kJpegSignature)
-    decoded = decodeJpeg(bytes, fileName);
+    decoded = decodeJpeg(bytes, fileName, channels);
   else
     return absl::InvalidArgumentError(
         absl::StrCat("'", fileName, "' is neither a PNG nor a JPEG image"));
@@ -212,10 +227,11 @@ absl::StatusOr<Image> decodeImage(std::string_view bytes,
 }
 
 absl::StatusOr<Image> readImage(const std::string &path, int64_t channels) {
-  absl::StatusOr<std::string> bytes = ckpt::readFileBytes(path);
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> bytes =
+      readRegularFile(path, "image", kMaxImageFileBytes);
   if (!bytes.ok())
     return bytes.status();
-  return decodeImage(*bytes, path, channels);
+  return decodeImage(std::string_view((*bytes)->getBuffer()), path, channels);
 }
 
 Image centerCrop(const Image &image) {

@@ -221,9 +221,9 @@ absl::Status inspectDataset(const std::string &dir,
      << (options.checksums ? "sizes, checksums and shapes match the index"
                            : "sizes and shapes match the index (checksums "
                              "not checked)")
-     << (options.checksums && index->hasLabels
-             ? "; labels are class indices\n"
-             : "\n");
+     << (options.checksums && index->hasLabels ? "; labels are class indices"
+                                               : "")
+     << (options.checksums ? "; values are finite\n" : "\n");
   if (index->hasLabels) {
     absl::StatusOr<std::map<std::string, std::vector<int64_t>>> counts =
         countClasses(*index);

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Driver/MemoryPlan.h"
 #include "sd/Driver/Sample.h"
 #include "sd/Driver/TrainModelFile.h"
 
@@ -254,7 +255,9 @@ mlir::sd::readWeightsFile(const std::string &path) {
   if (absl::Status status = ::sd::checkRegularFile(path, "weights file");
       !status.ok())
     return status;
-  absl::StatusOr<ckpt::SafetensorsFile> file = ckpt::readSafetensors(path);
+  // A file larger than the machine cannot be loaded whole.
+  absl::StatusOr<ckpt::SafetensorsFile> file = ckpt::readSafetensors(
+      path, static_cast<uint64_t>(machineMemoryBytes()));
   if (!file.ok())
     return file.status();
   WeightSource source;

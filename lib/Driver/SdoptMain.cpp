@@ -12,6 +12,7 @@
 #include "sd/Driver/Diagnostics.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Passes/Passes.h"
+#include "sd/Support/Files.h"
 #include "sd/Support/InputLimits.h"
 #include "sd/Target/OpenMP/OpenMPEmitter.h"
 #include "sd/Target/OpenMP/Passes.h"
@@ -222,11 +223,17 @@ static LogicalResult openFiles(SdoptInvocation &invocation,
                                StringRef inputFilename,
                                StringRef outputFilename) {
   std::string errorMessage;
-  invocation.input = openInputFile(inputFilename, &errorMessage);
-  if (!invocation.input) {
-    llvm::errs() << "error: " << errorMessage << "\n";
+  // A regular file of bounded size (or "-", standard input), NUL-terminated
+  // for MLIR's lexer.
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> input =
+      ::sd::readRegularFileOrStdin(std::string_view(inputFilename),
+                                   "input file", ::sd::kMaxProgramFileBytes,
+                                   /*nullTerminated=*/true);
+  if (!input.ok()) {
+    llvm::errs() << "error: " << std::string(input.status().message()) << "\n";
     return failure();
   }
+  invocation.input = std::move(*input);
   if (absl::Status nesting = ::sd::checkNestingDepth(
           std::string_view(invocation.input->getBuffer()),
           std::string_view(inputFilename));

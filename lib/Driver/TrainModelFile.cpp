@@ -4,6 +4,7 @@
 #include "sd/Driver/Diagnostics.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/InitAll.h"
+#include "sd/Support/Files.h"
 #include "sd/Support/InputLimits.h"
 
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -36,11 +37,14 @@ mlir::sd::withModelFile(const std::string &path,
       sawError = true;
     return failure();
   });
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFileOrSTDIN(path);
-  if (!file)
-    return absl::NotFoundError("could not open input file " + path + ": " +
-                               file.getError().message());
+  // A regular file of bounded size (or "-", standard input), NUL-terminated
+  // for MLIR's lexer.
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      ::sd::readRegularFileOrStdin(path, "model file",
+                                   ::sd::kMaxProgramFileBytes,
+                                   /*nullTerminated=*/true);
+  if (!file.ok())
+    return file.status();
   // MLIR's parser recurses per nesting level: refuse what would overflow
   // its stack.
   if (absl::Status nesting = ::sd::checkNestingDepth(

@@ -149,6 +149,10 @@ void TrainRun::printCommunicationTimes() {
 }
 
 absl::Status TrainRun::writeOutputs() {
+  // A fresh metrics.csv replaces the earlier run's file when it closes.
+  if (csv.isOpen())
+    if (absl::Status status = csv.close(); !status.ok())
+      return status;
   if (!losses.empty())
     printSummary();
   if (!options.runDir.empty()) {

@@ -2,6 +2,8 @@
 
 #include "TrainRunImpl.h"
 
+#include "sd/Support/Files.h"
+
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
@@ -37,8 +39,9 @@ double secondsSince(Clock::time_point start) {
 
 std::string modelIdentifier(const std::string &path) {
   std::string id = llvm::sys::path::filename(path).str();
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (buffer)
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      ::sd::readRegularFile(path, "model file", ::sd::kMaxProgramFileBytes);
+  if (buffer.ok())
     id += " xxh3:" + llvm::utohexstr(llvm::xxh3_64bits(
                          llvm::arrayRefFromStringRef((*buffer)->getBuffer())));
   return id;

@@ -5,7 +5,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLParser.h"
@@ -27,34 +26,12 @@ absl::Status sd::yamlDiagnosticStatus(const llvm::SMDiagnostic &diag,
       absl::StrFormat("%s:%d: %s", label, diag.getLineNo(), message));
 }
 
-absl::Status sd::checkRegularFile(std::string_view path, std::string_view what,
-                                  uint64_t maxBytes) {
-  auto failure = [&](const std::string &reason) {
-    return absl::StrFormat("cannot read %s \"%s\": %s", what, path, reason);
-  };
-  // The status, not the file: opening a FIFO would wait for a writer.
-  llvm::sys::fs::file_status status;
-  if (std::error_code error = llvm::sys::fs::status(llvm::Twine(path), status))
-    return absl::NotFoundError(failure(error.message()));
-  if (status.type() == llvm::sys::fs::file_type::directory_file)
-    return absl::InvalidArgumentError(failure("it is a directory"));
-  if (status.type() != llvm::sys::fs::file_type::regular_file)
-    return absl::InvalidArgumentError(failure("not a regular file"));
-  if (maxBytes && status.getSize() > maxBytes)
-    return absl::InvalidArgumentError(failure(absl::StrFormat(
-        "%d bytes is above the limit of %d", status.getSize(), maxBytes)));
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::string> sd::readYamlFile(std::string_view path,
                                              std::string_view what) {
-  if (absl::Status s = checkRegularFile(path, what, kMaxYamlFileBytes); !s.ok())
-    return s;
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(llvm::Twine(path), /*IsText=*/true);
-  if (!buffer)
-    return absl::NotFoundError(absl::StrFormat(
-        "cannot read %s \"%s\": %s", what, path, buffer.getError().message()));
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      readRegularFile(path, what, kMaxYamlFileBytes);
+  if (!buffer.ok())
+    return buffer.status();
   return (*buffer)->getBuffer().str();
 }
 

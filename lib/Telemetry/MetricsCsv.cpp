@@ -2,25 +2,27 @@
 //
 // Opening (fresh or resumed) and row writing. A resumed file is rewritten
 // through a temporary file and a rename, so an interrupted resume never
-// leaves a half-trimmed file behind.
+// leaves a half-trimmed file behind; a fresh one is written beside the old
+// one and renamed over it with its first row.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/Telemetry/MetricsCsv.h"
+
+#include "sd/Support/Files.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 using namespace sd::telemetry;
 
@@ -69,13 +71,11 @@ absl::Status readKeptRows(const std::string &path, const std::string &header,
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     return absl::OkStatus();
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::PermissionDeniedError(
-        absl::StrFormat("cannot read metrics file '%s'", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string content = buffer.str();
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      sd::readRegularFile(path, "metrics file", kMaxMetricsFileBytes);
+  if (!buffer.ok())
+    return buffer.status();
+  std::string content = (*buffer)->getBuffer().str();
   exists = !content.empty();
   if (!exists)
     return absl::OkStatus();
@@ -152,6 +152,10 @@ absl::Status MetricsCsv::open(const std::string &path,
                               bool append, int64_t resumeStep) {
   file.reset();
   numKeptRows = 0;
+  if (pendingTmp) {
+    std::remove(pendingTmp->c_str());
+    pendingTmp.reset();
+  }
   if (absl::Status status = checkColumns(path, columns); !status.ok())
     return status;
   filePath = path;
@@ -190,19 +194,47 @@ absl::Status MetricsCsv::open(const std::string &path,
     }
   }
 
-  file.reset(std::fopen(path.c_str(), "wb"));
+  // A new file starts beside an old one, which it replaces with its first
+  // row (or when closed): a run that fails before it logs anything leaves
+  // the old file as it was.
+  std::string tmpPath = path + ".tmp";
+  file.reset(std::fopen(tmpPath.c_str(), "wb"));
   if (!file)
-    return errnoError(errno,
-                      absl::StrFormat("cannot create metrics file '%s'", path));
+    return errnoError(
+        errno, absl::StrFormat("cannot create metrics file '%s'", tmpPath));
+  pendingTmp = std::make_unique<std::string>(tmpPath);
   std::string text = headerLine + "\n";
   if (std::fwrite(text.data(), 1, text.size(), file.get()) != text.size() ||
       std::fflush(file.get()) != 0) {
     int error = errno;
     file.reset();
-    return errnoError(error,
-                      absl::StrFormat("cannot write metrics file '%s'", path));
+    return errnoError(
+        error, absl::StrFormat("cannot write metrics file '%s'", tmpPath));
+  }
+  // Nothing to keep: the new file is in place at once.
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return putInPlace();
+  return absl::OkStatus();
+}
+
+absl::Status MetricsCsv::putInPlace() {
+  if (!pendingTmp)
+    return absl::OkStatus();
+  std::unique_ptr<std::string> tmpPath = std::move(pendingTmp);
+  if (std::rename(tmpPath->c_str(), filePath.c_str()) != 0) {
+    int error = errno;
+    std::remove(tmpPath->c_str());
+    return errnoError(error, absl::StrFormat("cannot replace metrics file "
+                                             "'%s'",
+                                             filePath));
   }
   return absl::OkStatus();
+}
+
+MetricsCsv::~MetricsCsv() {
+  if (pendingTmp)
+    std::remove(pendingTmp->c_str());
 }
 
 absl::Status MetricsCsv::write(int64_t step, absl::Span<const double> values) {
@@ -230,7 +262,7 @@ absl::Status MetricsCsv::writeAt(double wallTimeSeconds, int64_t step,
       std::fflush(file.get()) != 0)
     return errnoError(
         errno, absl::StrFormat("cannot write metrics file '%s'", filePath));
-  return absl::OkStatus();
+  return putInPlace();
 }
 
 absl::Status MetricsCsv::close() {
@@ -240,5 +272,5 @@ absl::Status MetricsCsv::close() {
   if (std::fclose(f) != 0)
     return errnoError(
         errno, absl::StrFormat("cannot close metrics file '%s'", filePath));
-  return absl::OkStatus();
+  return putInPlace();
 }

@@ -2,6 +2,9 @@
 
 #include "sd/Telemetry/MetricsHistory.h"
 
+#include "sd/Support/Files.h"
+#include "sd/Telemetry/MetricsCsv.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -16,9 +19,12 @@
 namespace sd::telemetry {
 
 absl::Status trimMetricsLines(const std::string &path, int64_t lastStep) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      ::sd::readRegularFile(path, "metrics file", kMaxMetricsFileBytes);
+  if (absl::IsNotFound(buffer.status()))
     return absl::OkStatus();
+  if (!buffer.ok())
+    return buffer.status();
   std::string kept;
   llvm::SmallVector<llvm::StringRef> lines;
   (*buffer)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
@@ -53,8 +59,9 @@ std::vector<std::pair<int64_t, double>>
 readMetricsHistory(const std::string &path, std::string_view column,
                    int64_t lastStep) {
   std::vector<std::pair<int64_t, double>> points;
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      ::sd::readRegularFile(path, "metrics file", kMaxMetricsFileBytes);
+  if (!buffer.ok())
     return points;
   llvm::SmallVector<llvm::StringRef> lines;
   (*buffer)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);

@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include <set>
+#include <sys/stat.h>
 
 using namespace sd::data;
 using namespace sd::data::testing;
@@ -193,6 +194,30 @@ TEST(DigitsTest, BadInputs) {
   EXPECT_THAT(cut.status().message(),
               HasSubstr("digits file '" + options.csvPath +
                         "' is not a valid gzip file"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// The digits file may be a FIFO or /dev/zero (refused by its type), or a
+// small gzip file that inflates without end (refused past the limit).
+TEST(DigitsTest, SpecialFilesAndGzipBombs) {
+  fs::path dir = freshDir();
+  std::string out = (dir / "out").string();
+  DigitsOptions options;
+  options.csvPath = (dir / "fifo.csv").string();
+  ASSERT_EQ(::mkfifo(options.csvPath.c_str(), 0600), 0);
+  EXPECT_EQ(buildDigitsDataset(out, options).status().message(),
+            "cannot read digits file \"" + options.csvPath +
+                "\": not a regular file");
+  options.csvPath = "/dev/zero";
+  EXPECT_EQ(buildDigitsDataset(out, options).status().message(),
+            "cannot read digits file \"/dev/zero\": not a regular file");
+  // 65 MiB of text in 65 KiB of gzip.
+  options.csvPath = (dir / "bomb.csv.gz").string();
+  writeGzip(options.csvPath, std::string(kMaxDigitsFileBytes + (1 << 20), '0'));
+  EXPECT_LT(fs::file_size(options.csvPath), uint64_t(1) << 20);
+  EXPECT_EQ(buildDigitsDataset(out, options).status().message(),
+            "digits file '" + options.csvPath +
+                "' inflates to more than 67108864 bytes");
   EXPECT_FALSE(fs::exists(out));
 }
 
@@ -441,6 +466,50 @@ TEST(InspectTest, PrintsCountsAndWritesASheet) {
   EXPECT_EQ(inspectDataset((dir / "out").string(), inspect, os).message(),
             "a contact sheet of 0 samples in 10 columns is empty");
   EXPECT_THAT(text, HasSubstr("(checksums not checked)"));
+}
+
+// `sddata images` that meets a bad image while rebuilding a dataset fails
+// and leaves the dataset that was there readable, as it was.
+TEST(ImageFolderTest, FailedRebuildKeepsTheOldDataset) {
+  fs::path dir = freshDir();
+  fs::path src = makeImageTree(dir);
+  std::string out = (dir / "out").string();
+  ImageFolderOptions options;
+  options.resolution = 4;
+  absl::StatusOr<DatasetIndex> built =
+      buildImageFolderDataset(src.string(), out, options);
+  ASSERT_TRUE(built.ok()) << built.status();
+  std::string oldIndex = readFile(fs::path(out) / "index.json");
+
+  writeFile(src / "dog" / "f.png", "\x89PNG\r\n\x1a\n broken");
+  absl::StatusOr<DatasetIndex> failed =
+      buildImageFolderDataset(src.string(), out, options);
+  EXPECT_THAT(failed.status().message(),
+              HasSubstr("f.png' is not a valid PNG image"));
+  EXPECT_EQ(readFile(fs::path(out) / "index.json"), oldIndex);
+  absl::StatusOr<DatasetIndex> kept = readDatasetIndex(out);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(verifyDataset(*kept).ok());
+  for (const fs::directory_entry &entry : fs::directory_iterator(dir))
+    EXPECT_EQ(entry.path().filename().string().find(".sddata-"),
+              std::string::npos)
+        << entry.path();
+}
+
+// An image file of 8 GiB (sparse) is refused by its size, unread.
+TEST(ImageFolderTest, HugeImageFileIsRefusedBySize) {
+  fs::path dir = freshDir();
+  fs::path src = makeImageTree(dir);
+  writeFile(src / "dog" / "huge.png", "");
+  fs::resize_file(src / "dog" / "huge.png", uint64_t(8) << 30);
+  ImageFolderOptions options;
+  options.resolution = 4;
+  absl::StatusOr<DatasetIndex> index =
+      buildImageFolderDataset(src.string(), (dir / "out").string(), options);
+  EXPECT_EQ(index.status().message(),
+            "cannot read image \"" + (src / "dog" / "huge.png").string() +
+                "\": 8589934592 bytes is above the limit of 1073741824");
+  EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
 } // namespace

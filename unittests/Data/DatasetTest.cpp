@@ -10,6 +10,9 @@
 
 #include <zlib.h>
 
+#include <cmath>
+#include <sys/stat.h>
+
 using namespace sd::data;
 using namespace sd::data::testing;
 using ::testing::HasSubstr;
@@ -319,7 +322,8 @@ TEST(DatasetReaderTest, EmbeddingsWithoutLabels) {
             "an embedding of 0 values does not have 4");
   absl::StatusOr<DatasetIndex> index = writer->finish();
   ASSERT_TRUE(index.ok()) << index.status();
-  EXPECT_TRUE(verifyDataset(*index).ok());
+  absl::Status verified = verifyDataset(*index);
+  EXPECT_TRUE(verified.ok()) << verified;
 
   absl::StatusOr<DatasetReader> reader = DatasetReader::open(*index, "train");
   ASSERT_TRUE(reader.ok()) << reader.status();
@@ -646,6 +650,159 @@ TEST(DatasetWriterTest, BadHeadersAndSamples) {
   EXPECT_TRUE(absl::IsFailedPrecondition(writer->finish().status()));
   EXPECT_TRUE(
       absl::IsFailedPrecondition(writer->add("train", toySample(0), 0)));
+}
+
+//===----------------------------------------------------------------------===//
+// Hostile files, non-finite values and failed rebuilds
+//===----------------------------------------------------------------------===//
+
+// An index that is a FIFO (which blocked the reader for ever) or a sparse
+// file of 8 GiB (which was read into memory) is refused at once.
+TEST(DatasetIndexTest, SpecialAndHugeIndexFilesAreRefused) {
+  fs::path dir = freshDir();
+  fs::path index = dir / "index.json";
+  ASSERT_EQ(::mkfifo(index.c_str(), 0600), 0);
+  EXPECT_EQ(readDatasetIndex(dir.string()).status().message(),
+            "cannot read dataset index \"" + index.string() +
+                "\": not a regular file");
+  fs::remove(index);
+  writeFile(index, "");
+  fs::resize_file(index, uint64_t(8) << 30);
+  EXPECT_EQ(readDatasetIndex(dir.string()).status().message(),
+            "cannot read dataset index \"" + index.string() +
+                "\": 8589934592 bytes is above the limit of 67108864");
+}
+
+TEST(DatasetWriterTest, NonFiniteSamplesAreRefused) {
+  fs::path dir = freshDir() / "toy";
+  absl::StatusOr<DatasetWriter> writer =
+      DatasetWriter::create(dir.string(), toyHeader(), {});
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE(writer->add("train", toySample(0), 0).ok());
+  std::vector<float> sample = toySample(1);
+  sample[4] = std::nanf("");
+  EXPECT_EQ(writer->add("train", sample, 1).message(),
+            "sample 1 of split 'train' has nan in its images (value 4); sd "
+            "trains on finite values only");
+  sample[4] = -INFINITY;
+  EXPECT_EQ(writer->add("heldout", sample, 1).message(),
+            "sample 0 of split 'heldout' has -inf in its images (value 4); sd "
+            "trains on finite values only");
+}
+
+// A NaN written by another tool: verifyDataset (what sdrun runs before
+// training and `sddata inspect` runs) and the reader name the sample and
+// its split.
+TEST(VerifyDatasetTest, NonFiniteValuesNameTheSample) {
+  fs::path dir = freshDir();
+  DatasetIndex index = writeToy(dir, 5, 3);
+  // train-00001 holds samples 3 and 4; sample 4's third value becomes inf.
+  std::vector<float> images = toySample(3);
+  std::vector<float> second = toySample(4);
+  second[2] = INFINITY;
+  images.insert(images.end(), second.begin(), second.end());
+  std::vector<float> labels = {0, 1};
+  replaceShard(index, "train", 1,
+               {{"images", {2, 2, 3, 1}, images.data()},
+                {"labels", {2}, labels.data()}});
+  std::string path = (dir / "train-00001.safetensors").string();
+  std::string message = "dataset shard '" + path +
+                        "': sample 4 of split 'train' has inf in its "
+                        "images; sd trains on finite values only";
+  absl::Status status = verifyDataset(index);
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_EQ(status.message(), message);
+  // Without checksums the data is not read; the reader finds it when it is.
+  EXPECT_TRUE(verifyDataset(index, /*checksums=*/false).ok());
+  absl::StatusOr<DatasetReader> reader = DatasetReader::open(index, "train");
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<float> samples(12);
+  EXPECT_TRUE(
+      reader->readSamples({3, 0}, samples.data(), nullptr, nullptr).ok());
+  EXPECT_EQ(
+      reader->readSamples({0, 4}, samples.data(), nullptr, nullptr).message(),
+      message);
+}
+
+/// The build directories (`.NAME.sddata-*`) left in `parent`.
+std::vector<std::string> buildDirectories(const fs::path &parent) {
+  std::vector<std::string> found;
+  for (const fs::directory_entry &entry : fs::directory_iterator(parent))
+    if (entry.path().filename().string().find(".sddata-") != std::string::npos)
+      found.push_back(entry.path().string());
+  return found;
+}
+
+// A rebuild that fails part-way (here: the writer is dropped without
+// finish(), as a builder that meets a bad image does) leaves the old
+// dataset exactly as it was, and nothing beside it.
+TEST(DatasetWriterTest, FailedRebuildLeavesTheOldDataset) {
+  fs::path parent = freshDir();
+  fs::path dir = parent / "toy";
+  DatasetIndex old = writeToy(dir, 5, 2);
+  std::string oldIndex = readFile(dir / "index.json");
+  std::string oldShard = readFile(dir / "train-00000.safetensors");
+  {
+    absl::StatusOr<DatasetWriter> writer =
+        DatasetWriter::create(dir.string(), toyHeader(), {});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    for (int64_t i = 0; i < 3; ++i)
+      ASSERT_TRUE(writer->add("train", toySample(50 + i), 0).ok());
+    // Meanwhile the old dataset is whole.
+    EXPECT_EQ(readFile(dir / "index.json"), oldIndex);
+    EXPECT_EQ(buildDirectories(parent).size(), 1u);
+  }
+  EXPECT_EQ(readFile(dir / "index.json"), oldIndex);
+  EXPECT_EQ(readFile(dir / "train-00000.safetensors"), oldShard);
+  EXPECT_TRUE(verifyDataset(*readDatasetIndex(dir.string())).ok());
+  EXPECT_TRUE(buildDirectories(parent).empty());
+
+  // A new target under missing parents: nothing is left either.
+  {
+    absl::StatusOr<DatasetWriter> writer = DatasetWriter::create(
+        (parent / "a" / "b" / "new").string(), toyHeader(), {});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE(writer->add("train", toySample(0), 0).ok());
+  }
+  EXPECT_FALSE(fs::exists(parent / "a"));
+}
+
+// Each sample goes to its shard file when it is added, so a shard need not
+// fit in memory; the finished shard is a safetensors file like any other
+// (its header padded with spaces to the room kept for it).
+TEST(DatasetWriterTest, SamplesGoToTheShardFileAsTheyCome) {
+  fs::path parent = freshDir();
+  DatasetWriterOptions options;
+  options.shardSize = 1000;
+  absl::StatusOr<DatasetWriter> writer =
+      DatasetWriter::create((parent / "toy").string(), toyHeader(), options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  std::vector<std::string> builds = buildDirectories(parent);
+  ASSERT_EQ(builds.size(), 1u);
+  fs::path shard = fs::path(builds[0]) / "train-00000.safetensors";
+  for (int64_t i = 0; i < 10; ++i) {
+    ASSERT_TRUE(writer->add("train", toySample(i), i % 3).ok());
+    // The 8-byte length, the header's room, and i + 1 samples of 6 floats.
+    EXPECT_GT(fs::file_size(shard), uint64_t(8 + 24 * (i + 1)));
+  }
+  absl::StatusOr<DatasetIndex> index = writer->finish();
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ(index->dir, (parent / "toy").string());
+  EXPECT_TRUE(buildDirectories(parent).empty());
+  EXPECT_TRUE(verifyDataset(*index).ok());
+  absl::StatusOr<sd::ckpt::SafetensorsFile> file = sd::ckpt::readSafetensors(
+      (parent / "toy" / "train-00000.safetensors").string());
+  ASSERT_TRUE(file.ok()) << file.status();
+  const sd::ckpt::SafetensorsTensor *images = file->find("images");
+  ASSERT_NE(images, nullptr);
+  EXPECT_EQ(images->shape, (std::vector<int64_t>{10, 2, 3, 1}));
+  EXPECT_EQ(
+      std::vector<float>(images->values.begin() + 54, images->values.end()),
+      toySample(9));
+  const sd::ckpt::SafetensorsTensor *labels = file->find("labels");
+  ASSERT_NE(labels, nullptr);
+  EXPECT_EQ(labels->values, (std::vector<float>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0}));
+  EXPECT_EQ(file->metadata.at("first_sample"), "0");
 }
 
 } // namespace

@@ -178,23 +178,34 @@ TEST(ImageTest, CorruptFilesNameTheFile) {
   EXPECT_THAT(missing.status().message(), HasSubstr("/nonexistent/x.png"));
 }
 
-TEST(ImageTest, HugeDimensionsAreRefusedBeforeDecoding) {
-  // A valid 1×1 PNG whose header then claims 100000 × 100000 pixels (with
-  // the header's CRC fixed, so libpng accepts it).
+/// A valid 1×1 PNG whose header then claims `width` × `height` pixels
+/// (with the header's CRC fixed, so libpng accepts it).
+std::string pngClaiming(uint32_t width, uint32_t height) {
   std::string png = solidPng(1, 1, 0, 0, 0);
-  for (int offset : {16, 20}) {
-    png[offset] = 0;
-    png[offset + 1] = 0x01;
-    png[offset + 2] = static_cast<char>(0x86);
-    png[offset + 3] = static_cast<char>(0xa0);
-  }
+  for (auto [offset, size] : {std::pair{16, width}, {20, height}})
+    for (int i = 0; i < 4; ++i)
+      png[offset + i] = static_cast<char>(size >> (24 - 8 * i));
   uint32_t crc = static_cast<uint32_t>(
       crc32(0, reinterpret_cast<const Bytef *>(png.data() + 12), 17));
   for (int i = 0; i < 4; ++i)
     png[29 + i] = static_cast<char>(crc >> (24 - 8 * i));
-  EXPECT_EQ(decodeImage(png, "big.png", 3).status().message(),
-            "'big.png' is 100000x100000 pixels; sd decodes images of at most "
-            "268435456 pixels");
+  return png;
+}
+
+TEST(ImageTest, HugeDimensionsAreRefusedBeforeDecoding) {
+  EXPECT_EQ(
+      decodeImage(pngClaiming(100000, 100000), "big.png", 3).status().message(),
+      "'big.png' is 100000x100000 pixels of 3 channels; sd decodes "
+      "images of at most 268435456 values");
+  // The limit counts the channels asked for: 9500 × 9500 × 3 is above it.
+  EXPECT_EQ(
+      decodeImage(pngClaiming(9500, 9500), "rgb.png", 3).status().message(),
+      "'rgb.png' is 9500x9500 pixels of 3 channels; sd decodes images of at "
+      "most 268435456 values");
+  EXPECT_EQ(
+      decodeImage(pngClaiming(20000, 20000), "gray.png", 1).status().message(),
+      "'gray.png' is 20000x20000 pixels of 1 channel; sd decodes images "
+      "of at most 268435456 values");
 }
 
 TEST(ImageTest, HugeJpegIsRefusedBeforeDecoding) {
@@ -209,8 +220,8 @@ TEST(ImageTest, HugeJpegIsRefusedBeforeDecoding) {
     jpeg[i + 1] = '\x60';
   }
   EXPECT_EQ(std::string(decodeImage(jpeg, "big.jpg", 3).status().message()),
-            "'big.jpg' is 60000x60000 pixels; sd decodes images of at most "
-            "268435456 pixels");
+            "'big.jpg' is 60000x60000 pixels of 3 channels; sd decodes images "
+            "of at most 268435456 values");
 }
 
 //===----------------------------------------------------------------------===//

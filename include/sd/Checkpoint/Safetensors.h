@@ -178,16 +178,21 @@ private:
   std::unique_ptr<State> state;
 };
 
-/// Reads and parses the file at `path` (NotFound when it does not exist).
-absl::StatusOr<SafetensorsFile> readSafetensors(const std::string &path);
+/// Reads and parses the file at `path`, a regular file of at most
+/// `maxBytes` (0: any size; NotFound when it does not exist).
+absl::StatusOr<SafetensorsFile> readSafetensors(const std::string &path,
+                                                uint64_t maxBytes = 0);
 
 //===----------------------------------------------------------------------===//
 // File helpers shared with the checkpoint code
 //===----------------------------------------------------------------------===//
 
-/// The whole content of the file at `path`; NotFound when it is missing,
-/// other OS errors as Internal/PermissionDenied, each naming the path.
-absl::StatusOr<std::string> readFileBytes(const std::string &path);
+/// The whole content of `what` at `path`, a regular file of at most
+/// `maxBytes` (0: any size; sd::readRegularFile); NotFound when it is
+/// missing, other errors naming `what` and the path.
+absl::StatusOr<std::string> readFileBytes(const std::string &path,
+                                          std::string_view what,
+                                          uint64_t maxBytes);
 
 /// Writes `bytes` to `path` atomically, like writeSafetensors: `path.tmp`,
 /// fsync, (`beforeRename`, a test hook, if set), rename, fsync of the

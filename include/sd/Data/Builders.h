@@ -38,8 +38,13 @@ struct Digit {
   int64_t label = 0;
 };
 
-/// Reads the digits CSV (gzip-compressed or not); errors name the file and
-/// the line.
+/// The largest digits file read, and the most text it may inflate to: the
+/// real one is 57 KiB compressed and 265 KiB of text.
+inline constexpr uint64_t kMaxDigitsFileBytes = uint64_t(64) << 20;
+
+/// Reads the digits CSV (gzip-compressed or not), a regular file of at most
+/// kMaxDigitsFileBytes (sd::readRegularFile); errors name the file and the
+/// line.
 absl::StatusOr<std::vector<Digit>> readDigitsCsv(const std::string &path);
 
 /// Builds dataset "digits" in `outDir`: images [R, R, 1] with ink at +1 and

@@ -35,6 +35,9 @@ inline constexpr const char *kDatasetFormat = "sd-dataset";
 inline constexpr int64_t kDatasetVersion = 1;
 /// The index's file name inside the dataset directory.
 inline constexpr const char *kIndexFileName = "index.json";
+/// The largest index read: about 150 bytes a shard, so 64 MiB lists
+/// hundreds of thousands of shards.
+inline constexpr uint64_t kMaxIndexFileBytes = uint64_t(64) << 20;
 
 /// One shard file of a split.
 struct ShardInfo {
@@ -95,7 +98,9 @@ std::string formatDatasetIndex(const DatasetIndex &index);
 absl::StatusOr<DatasetIndex> parseDatasetIndex(std::string_view json,
                                                const std::string &fileName);
 
-/// Reads `dir`/index.json; NotFound when the directory holds none.
+/// Reads `dir`/index.json; NotFound when the directory holds none,
+/// InvalidArgument when it is not a regular file of at most
+/// kMaxIndexFileBytes (sd::readRegularFile).
 absl::StatusOr<DatasetIndex> readDatasetIndex(const std::string &dir);
 
 /// Writes `index` to `dir`/index.json atomically (index.json.tmp, fsync,
@@ -106,10 +111,11 @@ absl::Status writeDatasetIndex(const DatasetIndex &index,
 /// Checks every shard of every split: it exists (NotFound), has the index's
 /// size (DataLoss: "... is truncated: X bytes, index says Y"), with
 /// `checksums` its CRC-32 matches (DataLoss: "... is corrupt: crc32 0x..
-/// != index's 0x..") and its labels are class indices (InvalidArgument), and
+/// != index's 0x.."), its labels are class indices and its samples and
+/// embeddings finite (InvalidArgument naming the sample and its split), and
 /// its tensors have the index's dtype and shapes (InvalidArgument naming the
-/// tensor, the file and both shapes). Stops at the first problem; every message names the
-/// shard's path.
+/// tensor, the file and both shapes). Stops at the first problem; every message
+/// names the shard's path.
 absl::Status verifyDataset(const DatasetIndex &index, bool checksums = true);
 
 /// Reads samples of one split by global index, for a loader. The shards are
@@ -140,7 +146,8 @@ public:
   /// `embeddings`, in the order of `indices`. Any output may be null to skip
   /// it. OutOfRange for an index outside [0, size()); InvalidArgument when
   /// `labels` or `embeddings` is asked of a dataset without them, or (naming
-  /// the shard) when a label read is not a class index.
+  /// the shard) when a label read is not a class index or a value read is
+  /// not finite.
   absl::Status readSamples(absl::Span<const int64_t> indices, float *samples,
                            float *labels, float *embeddings) const;
 

@@ -1,11 +1,12 @@
 //===- DatasetWriter.h - Writing sd datasets sample by sample ---*- C++ -*-===//
 //
 // Builders (sddata's digits and image folders, or a user's own C++ code)
-// add samples one at a time; the writer buffers at most one shard per split
-// and writes it (safetensors, atomically) when it is full, so a dataset
-// larger than memory can be written. index.json is written last, so a
-// directory whose build was interrupted has no index and is not mistaken
-// for a dataset.
+// add samples one at a time; each goes straight into its split's open shard
+// file, so neither a dataset nor a shard needs to fit in memory (one sample
+// of 4096×4096×3 floats is 192 MiB). The dataset is built in a directory
+// beside the target (`.NAME.sddata-XXXXXX` in the same parent) and put in
+// place by a rename when it is complete, so a build that fails or is killed
+// leaves whatever was at the target exactly as it was.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +15,12 @@
 
 #include "sd/Data/Dataset.h"
 
-#include <set>
+#include <memory>
 
 namespace sd::data {
+
+class BuildDirectory;
+class ShardWriter;
 
 struct DatasetWriterOptions {
   /// At most this many samples per shard.
@@ -34,21 +38,24 @@ public:
   /// Starts writing the dataset `header` describes (name, source, classes,
   /// features, and the names of its splits, whose counts and shards the
   /// writer fills) into `dir`:
-  /// - a missing directory is created, an empty one is used;
-  /// - one that holds a dataset of the same name is rebuilt: its index is
-  ///   removed now and the shards the new index does not list at finish();
+  /// - a missing directory is created at finish(), an empty one replaced;
+  /// - one that holds a dataset of the same name is rebuilt: it stays as it
+  ///   is until finish() swaps the new one in and removes the old index and
+  ///   shards;
   /// - one that holds a dataset of another name, or other files, is refused
   ///   (FailedPrecondition) unless `options.force`; files that are not the
-  ///   old dataset's shards are never removed.
-  /// InvalidArgument for a bad header or shard size.
+  ///   old dataset's index or shards are moved into the new one.
+  /// InvalidArgument for a bad header or shard size. A writer destroyed
+  /// before finish() removes what it built and leaves `dir` alone.
   static absl::StatusOr<DatasetWriter> create(const std::string &dir,
                                               DatasetIndex header,
                                               const DatasetWriterOptions &options);
 
   /// Appends one sample to `split`: `sample` has sampleElements() floats,
   /// `label` is a class index exactly when the dataset has labels, and
-  /// `embedding` has embeddingElements() floats (empty without embeddings).
-  /// Writes the split's shard when it is full.
+  /// `embedding` has embeddingElements() floats (empty without embeddings),
+  /// all finite (InvalidArgument naming the sample and the split). Finishes
+  /// the split's shard when it is full.
   absl::Status add(const std::string &split, absl::Span<const float> sample,
                    std::optional<int64_t> label,
                    absl::Span<const float> embedding = {});
@@ -58,30 +65,30 @@ public:
   const std::string &source() const { return index.source; }
   void setSource(std::string source) { index.source = std::move(source); }
 
-  /// Writes the remaining shards and then the index; returns the index
-  /// (with `dir` set). The writer is done afterwards.
+  /// Finishes the open shards, writes the index and puts the dataset in
+  /// place of `dir`; returns the index (with `dir` set). The writer is done
+  /// afterwards, whether this succeeds or not.
   absl::StatusOr<DatasetIndex> finish();
 
+  DatasetWriter(DatasetWriter &&) noexcept;
+  DatasetWriter &operator=(DatasetWriter &&) noexcept;
+  ~DatasetWriter();
+
 private:
-  /// The samples of a split not yet in a shard.
-  struct Pending {
-    int64_t count = 0;
-    std::vector<float> samples;
-    std::vector<float> labels;
-    std::vector<float> embeddings;
-  };
+  DatasetWriter(DatasetIndex index, const DatasetWriterOptions &options);
+  /// Finishes `split`'s open shard and adds it to the index.
+  absl::Status finishShard(const std::string &split);
 
-  DatasetWriter(DatasetIndex index, const DatasetWriterOptions &options)
-      : index(std::move(index)), options(options) {}
-  /// Writes `split`'s pending samples as its next shard.
-  absl::Status flush(const std::string &split);
-
+  /// The index being built; its `dir` is the build directory until
+  /// finish().
   DatasetIndex index;
   DatasetWriterOptions options;
-  std::map<std::string, Pending> pending;
-  /// Shard files of the dataset being replaced, removed at finish() unless
-  /// the new index lists them.
-  std::set<std::string> oldShards;
+  /// The `dir` given to create(), and the directory the dataset is built
+  /// in, beside it.
+  std::string targetDir;
+  std::unique_ptr<BuildDirectory> build;
+  /// Each split's open shard (null between shards).
+  std::map<std::string, std::unique_ptr<ShardWriter>> open;
   bool finished = false;
 };
 

@@ -31,9 +31,12 @@ struct Image {
   }
 };
 
-/// The most pixels sd decodes from one image (a guard against a small file
-/// that claims a huge size).
-inline constexpr int64_t kMaxImagePixels = int64_t(1) << 28;
+/// The most values (width × height × channels asked for) sd decodes from
+/// one image, 1 GiB of floats: a small file that claims a huge size is
+/// refused by its header, before anything is allocated for its pixels.
+inline constexpr int64_t kMaxImageValues = int64_t(1) << 28;
+/// The largest image file read (sd::readRegularFile).
+inline constexpr uint64_t kMaxImageFileBytes = uint64_t(1) << 30;
 
 /// Decodes PNG or JPEG `bytes` (told apart by their signature, not by the
 /// file name) into an image of `channels` (1 or 3). Any PNG (grayscale,
@@ -42,12 +45,14 @@ inline constexpr int64_t kMaxImagePixels = int64_t(1) << 28;
 /// 0.299 R + 0.587 G + 0.114 B, and gray becomes three equal ones. A file
 /// that does not decode cleanly (libjpeg's warnings about corrupt or
 /// truncated data included) is InvalidArgument naming `fileName` and the
-/// decoder's message.
+/// decoder's message; so is one whose header declares more than
+/// kMaxImageValues.
 absl::StatusOr<Image> decodeImage(std::string_view bytes,
                                   const std::string &fileName,
                                   int64_t channels);
 
-/// Reads and decodes the file at `path` (errors name it).
+/// Reads and decodes the file at `path`, a regular file of at most
+/// kMaxImageFileBytes (errors name it).
 absl::StatusOr<Image> readImage(const std::string &path, int64_t channels);
 
 /// The largest square centered in `image` (the extra row or column of an

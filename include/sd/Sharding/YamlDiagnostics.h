@@ -11,6 +11,9 @@
 #ifndef SD_SHARDING_YAMLDIAGNOSTICS_H
 #define SD_SHARDING_YAMLDIAGNOSTICS_H
 
+// checkRegularFile, declared here before lib/Support had it.
+#include "sd/Support/Files.h"
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -42,16 +45,8 @@ absl::Status checkYamlStructure(std::string_view text, std::string_view label,
 /// The largest YAML file read: 16 MiB, far above any config or rules file.
 constexpr uint64_t kMaxYamlFileBytes = uint64_t(16) << 20;
 
-/// An error unless `path` is a regular file of at most `maxBytes` (0: any
-/// size), checked without opening it, so that a directory, a FIFO or
-/// /dev/zero neither blocks nor reads without end:
-/// `cannot read rules file "/dev/zero": not a regular file` (`what` is
-/// "rules file"). A missing file is NotFound.
-absl::Status checkRegularFile(std::string_view path, std::string_view what,
-                              uint64_t maxBytes = 0);
-
 /// The text of the `what` ("config file", "rules file") at `path`, a
-/// regular file of at most kMaxYamlFileBytes (checkRegularFile).
+/// regular file of at most kMaxYamlFileBytes (readRegularFile).
 absl::StatusOr<std::string> readYamlFile(std::string_view path,
                                          std::string_view what);
 

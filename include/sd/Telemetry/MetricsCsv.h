@@ -27,22 +27,32 @@
 
 namespace sd::telemetry {
 
+/// The largest metrics file a resumed run reads back: a row is about 100
+/// bytes, so 1 GiB holds ten million steps.
+inline constexpr uint64_t kMaxMetricsFileBytes = uint64_t(1) << 30;
+
 /// Writer of a run's metrics CSV. Not thread-safe.
 class MetricsCsv {
 public:
   MetricsCsv() = default;
   MetricsCsv(MetricsCsv &&) = default;
   MetricsCsv &operator=(MetricsCsv &&) = default;
+  /// Removes a new file that never replaced the old one (see open()).
+  ~MetricsCsv();
 
   /// Opens `path` for a run that logs `columns` (after `wall_time,step`),
   /// creating missing parent directories.
   ///
-  /// With `append` false an existing file is replaced. With `append` true
+  /// With `append` false an existing file is replaced: the new one is
+  /// written to `path.tmp` and renamed over it with its first row or by
+  /// close(), so a run that ends before either keeps the old file as it was
+  /// (the destructor removes `path.tmp`). With `append` true
   /// (a resumed run) the file's header must be the one this run writes, and
   /// of its rows only those with `step <= resumeStep` are kept: later rows
   /// belong to the part of the old run that the checkpoint does not cover
   /// and that will be run again. A missing file is created as if `append`
-  /// were false. Errors name `path`.
+  /// were false; an existing one must be a regular file of at most
+  /// kMaxMetricsFileBytes (sd::readRegularFile). Errors name `path`.
   absl::Status open(const std::string &path,
                     const std::vector<std::string> &columns, bool append,
                     int64_t resumeStep = std::numeric_limits<int64_t>::max());
@@ -65,6 +75,9 @@ public:
   size_t keptRows() const { return numKeptRows; }
 
 private:
+  /// Renames the new file over the old one, once.
+  absl::Status putInPlace();
+
   struct FileCloser {
     void operator()(std::FILE *f) const { std::fclose(f); }
   };
@@ -73,6 +86,9 @@ private:
   std::string headerLine;
   size_t numColumns = 0;
   size_t numKeptRows = 0;
+  /// The new file not yet renamed to `filePath` (null once it is, and in a
+  /// moved-from writer).
+  std::unique_ptr<std::string> pendingTmp;
 };
 
 } // namespace sd::telemetry

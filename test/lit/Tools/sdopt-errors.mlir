@@ -8,6 +8,11 @@
 // RUN: not sdopt %S/Inputs/small_model.mlir --mesh=data:2 --devices=4 2>&1 | FileCheck %s --check-prefix=DEVICES
 // RUN: not sdopt %S/Inputs/does_not_exist.mlir --mesh=data:2 2>&1 | FileCheck %s --check-prefix=NOFILE
 // RUN: not sdopt %s 2>&1 | FileCheck %s --check-prefix=PARSE
+// A FIFO or /dev/zero is refused unopened; a sparse 8 GiB file by its size.
+// RUN: rm -rf %t && mkdir -p %t && mkfifo %t/fifo.mlir && truncate -s 8G %t/huge.mlir
+// RUN: not sdopt %t/fifo.mlir 2>&1 | FileCheck %s --check-prefix=FIFO
+// RUN: not sdopt /dev/zero 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not sdopt %t/huge.mlir 2>&1 | FileCheck %s --check-prefix=HUGE
 // Flags are checked like the config keys they set (sd/Config/RunSpec.h).
 // RUN: not sdopt %S/Inputs/small_model.mlir --train --adam-eps=0 2>&1 | FileCheck %s --check-prefix=EPS
 // RUN: not sdopt %S/Inputs/small_model.mlir --sd-default-pipeline="mesh=data:2 rules=nope" 2>&1 | FileCheck %s --check-prefix=PIPELINE-RULES
@@ -21,7 +26,10 @@
 // BOTH: error: give --batch or --per-device-batch, not both
 // RULES: error: unknown logical axis rules preset "unknown"
 // DEVICES: error: mesh data:2 has 2 devices but --devices=4
-// NOFILE: error: cannot open input file '{{.*}}does_not_exist.mlir': No such file or directory
+// FIFO: error: cannot read input file "{{.*}}fifo.mlir": not a regular file
+// ZERO: error: cannot read input file "/dev/zero": not a regular file
+// HUGE: error: cannot read input file "{{.*}}huge.mlir": 8589934592 bytes is above the limit of 1073741824
+// NOFILE: error: cannot read input file "{{.*}}does_not_exist.mlir": No such file or directory
 // PARSE: error: custom op 'sd.not_an_op' is unknown
 // EPS: error: --adam-eps must be positive, not 0
 // PIPELINE-RULES: {{^}}error: unknown logical axis rules preset "nope"

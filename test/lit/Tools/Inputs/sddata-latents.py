@@ -3,7 +3,8 @@ embeddings) in sd's dataset format using only Python's standard library:
 what docs/data.md describes for users who cache latents themselves (there
 with numpy and the safetensors package), checked by sddata-latents.test.
 
-Usage: sddata-latents.py OUT_DIR
+Usage: sddata-latents.py OUT_DIR [--nan]
+(--nan: sample 5's latents hold a NaN, which sd must refuse.)
 """
 import json
 import os
@@ -38,6 +39,8 @@ def main(out):
         count = min(SHARD_SIZE, SAMPLES - start)
         samples = range(start, start + count)
         latents = [i * 0.5 + k * 0.01 - 2 for i in samples for k in range(H * W * C)]
+        if NAN and start <= 5 < start + count:
+            latents[(5 - start) * H * W * C + 7] = float("nan")
         embeddings = [i + k / 100 for i in samples for k in range(L * D)]
         name = "train-%05d.safetensors" % len(shards)
         path = os.path.join(out, name)
@@ -62,6 +65,8 @@ def main(out):
         os.fsync(f.fileno())
     os.rename(tmp, os.path.join(out, "index.json"))
 
+
+NAN = "--nan" in sys.argv[2:]
 
 if __name__ == "__main__":
     main(sys.argv[1])
