@@ -18,6 +18,7 @@
 
 #include "sd/Config/RunSpec.h"
 #include "sd/Driver/MpiDevices.h"
+#include "sd/Driver/RankAgreement.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/ToolFlags.h"
 #include "sd/Driver/TrainModelFile.h"
@@ -61,6 +62,13 @@ int main(int argc, char **argv) {
       llvm::cl::values(
           clEnumValN(sd::ckpt::WritePoint::Shard, "shard", ""),
           clEnumValN(sd::ckpt::WritePoint::Manifest, "manifest", "")));
+  // Start-up tests (sdrun-mpi-startup.test) make one rank arrive late at
+  // the ranks' handshake.
+  llvm::cl::opt<double> testStartupDelay(
+      "test-startup-delay", llvm::cl::Hidden,
+      llvm::cl::desc("Testing: sleep this many seconds before the ranks' "
+                     "start-up handshake"),
+      llvm::cl::init(0));
   llvm::cl::HideUnrelatedOptions(flags.categories());
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "sdrun: train an sd model on a device mesh\n");
@@ -89,6 +97,16 @@ int main(int argc, char **argv) {
   mlir::sd::TrainRunOptions options = mlir::sd::trainRunOptions(*spec);
   options.compileOnly = flags.compileOnly();
   if (*mpi) {
+    // Before the process group, whose creation waits for every rank.
+    mlir::sd::StartupCheck check =
+        mlir::sd::trainingStartupCheck(*spec, options.compileOnly);
+    check.testDelaySeconds = testStartupDelay;
+    if (absl::Status agreed = mlir::sd::agreeAcrossRanks(check);
+        !agreed.ok()) {
+      int code = fail(agreed);
+      mlir::sd::leaveMpiJobAfter(agreed);
+      return code;
+    }
     if (absl::Status joined =
             mlir::sd::joinMpiDevices(options.device, **mpi, spec->run);
         !joined.ok())
