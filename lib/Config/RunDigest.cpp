@@ -140,8 +140,8 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   d.add("class_dropout_prob", data.classDropoutProb.value);
   // -1 and 0 both mean never, as they do for checkpoint_every.
   d.add("eval_every", std::max<int64_t>(data.evalEvery.value, 0));
-  d.add("prediction_type", data.predictionType ? data.predictionType->value
-                                               : std::string("none"));
+  d.add("prediction_type",
+        data.predictionType ? data.predictionType->value : std::string("none"));
   d.add("seed", std::to_string(run.seed.value));
   d.addText("checkpoint_dir", run.checkpointDir);
   d.add("checkpoint_every", std::max<int64_t>(run.checkpointEvery.value, 0));
@@ -180,9 +180,8 @@ absl::StatusOr<RunDigest> sd::decodeDigest(std::string_view bytes) {
   while (!bytes.empty()) {
     DigestEntry entry;
     if (!field(entry.name) || !field(entry.value) || !field(entry.shown))
-      return absl::InvalidArgumentError(
-          absl::StrCat("malformed run digest after ", digest.size(),
-                       " entries"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "malformed run digest after ", digest.size(), " entries"));
     digest.push_back(std::move(entry));
   }
   return digest;
@@ -194,9 +193,10 @@ std::string shown(const DigestEntry &entry) {
 }
 
 const DigestEntry *find(const RunDigest &digest, std::string_view name) {
-  auto found = std::find_if(
-      digest.begin(), digest.end(),
-      [&](const DigestEntry &entry) { return entry.name == name; });
+  auto found =
+      std::find_if(digest.begin(), digest.end(), [&](const DigestEntry &entry) {
+        return entry.name == name;
+      });
   return found == digest.end() ? nullptr : &*found;
 }
 } // namespace
@@ -208,8 +208,8 @@ std::optional<std::string> sd::firstDifference(const RunDigest &reference,
   for (const DigestEntry &mine : reference) {
     const DigestEntry *theirs = find(other, mine.name);
     if (!theirs)
-      return absl::StrCat("rank ", otherRank, " has no ", mine.name,
-                          ", rank ", referenceRank, "'s is ", shown(mine));
+      return absl::StrCat("rank ", otherRank, " has no ", mine.name, ", rank ",
+                          referenceRank, "'s is ", shown(mine));
     if (theirs->value == mine.value)
       continue;
     if (shown(*theirs) == shown(mine))
@@ -223,8 +223,7 @@ std::optional<std::string> sd::firstDifference(const RunDigest &reference,
   for (const DigestEntry &theirs : other)
     if (!find(reference, theirs.name))
       return absl::StrCat("rank ", otherRank, "'s ", theirs.name, " is ",
-                          shown(theirs), ", rank ", referenceRank,
-                          " has none");
+                          shown(theirs), ", rank ", referenceRank, " has none");
   return std::nullopt;
 }
 

@@ -56,6 +56,9 @@ bool isAgreedFailure(const absl::Status &status) {
   return status.GetPayload(kAgreedPayload).has_value();
 }
 
+/// The digest entry of a rank that failed before the handshake.
+constexpr char kStartupError[] = "startup_error";
+
 // A verdict: "K" (agreed), "E<code>|<every rank: 0 or 1>|<message>", or
 // "T<token path>\n<token>" (look for the token).
 std::string encodeVerdict(const absl::Status &status) {
@@ -88,14 +91,18 @@ absl::Status compareDigests(const std::vector<std::string> &encoded) {
   for (size_t rank = 0; rank < encoded.size(); ++rank) {
     absl::StatusOr<RunDigest> digest = ::sd::decodeDigest(encoded[rank]);
     if (!digest.ok())
-      return everyRank(absl::InvalidArgumentError(
-          absl::StrCat("rank ", rank, " sent a run digest rank 0 cannot read (",
-                       digest.status().message(),
-                       "); do all ranks run the same sd?")));
+      return everyRank(absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank, " sent a run digest rank 0 cannot read (",
+          digest.status().message(), "); do all ranks run the same sd?")));
     digests.push_back(std::move(*digest));
   }
-  if (std::optional<std::string> difference =
-          ::sd::firstDisagreement(digests))
+  // A rank that failed before the handshake sent its error alone.
+  for (size_t rank = 0; rank < digests.size(); ++rank)
+    for (const DigestEntry &entry : digests[rank])
+      if (entry.name == kStartupError)
+        return everyRank(absl::FailedPreconditionError(
+            absl::StrCat("rank ", rank, " could not start: ", entry.value)));
+  if (std::optional<std::string> difference = ::sd::firstDisagreement(digests))
     return everyRank(absl::InvalidArgumentError(
         *difference + " (every rank must be given the same model and "
                       "settings)"));
@@ -123,9 +130,8 @@ absl::StatusOr<std::string> writeToken(const std::string &dir,
                                        const std::string &token) {
   std::string path = (dir + "/.sd-shared-check-" + token);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  bool written =
-      fd >= 0 && ::write(fd, token.data(), token.size()) ==
-                     static_cast<ssize_t>(token.size());
+  bool written = fd >= 0 && ::write(fd, token.data(), token.size()) ==
+                                static_cast<ssize_t>(token.size());
   int error = errno;
   if (fd >= 0 && ::close(fd) != 0 && written) {
     written = false;
@@ -135,7 +141,8 @@ absl::StatusOr<std::string> writeToken(const std::string &dir,
     if (fd >= 0)
       ::unlink(path.c_str());
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot write '", path, "' (to check that every rank "
+        absl::StrCat("cannot write '", path,
+                     "' (to check that every rank "
                      "sees the same checkpoint directory): ",
                      std::strerror(error)));
   }
@@ -263,8 +270,8 @@ DigestEntry mlir::sd::modelDigestEntry(const std::string &path) {
   else if (!file)
     entry.value = absl::StrCat("unreadable: ", file.getError().message());
   else
-    entry.value = absl::StrFormat(
-        "xxh3 %016x", llvm::xxh3_64bits((*file)->getBuffer()));
+    entry.value =
+        absl::StrFormat("xxh3 %016x", llvm::xxh3_64bits((*file)->getBuffer()));
   return entry;
 }
 
@@ -272,11 +279,9 @@ StartupCheck mlir::sd::trainingStartupCheck(const ::sd::RunSpec &spec,
                                             bool compileOnly) {
   StartupCheck check;
   check.digest.push_back(modelDigestEntry(spec.run.modelPath));
-  RunDigest settings =
-      ::sd::runSpecDigest(spec, ::sd::DigestScope::Training);
+  RunDigest settings = ::sd::runSpecDigest(spec, ::sd::DigestScope::Training);
   check.digest.insert(check.digest.end(), settings.begin(), settings.end());
-  check.digest.push_back(
-      {"compile_only", ::sd::digestValue(compileOnly), ""});
+  check.digest.push_back({"compile_only", ::sd::digestValue(compileOnly), ""});
   check.sharedDirectory = spec.run.checkpointDir;
   if (spec.run.collectiveTimeout)
     check.timeoutSeconds = *spec.run.collectiveTimeout;
@@ -288,8 +293,7 @@ StartupCheck mlir::sd::samplingStartupCheck(const ::sd::RunSpec &spec,
   StartupCheck check;
   RunDigest &d = check.digest;
   d.push_back(modelDigestEntry(spec.run.modelPath));
-  RunDigest settings =
-      ::sd::runSpecDigest(spec, ::sd::DigestScope::Sampling);
+  RunDigest settings = ::sd::runSpecDigest(spec, ::sd::DigestScope::Sampling);
   d.insert(d.end(), settings.begin(), settings.end());
   auto text = [](const std::string &value) {
     return value.empty() ? std::string("none") : ::sd::digestQuoted(value);
@@ -313,11 +317,9 @@ StartupCheck mlir::sd::samplingStartupCheck(const ::sd::RunSpec &spec,
                           return sampling::samplerName(s).str();
                         }),
                ""});
-  d.push_back(
-      {"clip_x0", optional(options.clipX0, flag), ""});
+  d.push_back({"clip_x0", optional(options.clipX0, flag), ""});
   d.push_back({"num_inference_steps", ::sd::digestValue(options.steps), ""});
-  d.push_back(
-      {"guidance_scale", ::sd::digestValue(options.guidanceScale), ""});
+  d.push_back({"guidance_scale", ::sd::digestValue(options.guidanceScale), ""});
   d.push_back({"seed", std::to_string(options.seed), ""});
   d.push_back(
       {"samples_per_class", ::sd::digestValue(options.samplesPerClass), ""});
@@ -342,6 +344,18 @@ absl::Status mlir::sd::agreeAcrossRanks(const StartupCheck &check) {
   if (!status.ok() && !isAgreedFailure(status))
     status.SetPayload(kPartialPayload, absl::Cord("1"));
   return status;
+}
+
+absl::Status mlir::sd::shareStartupFailure(const absl::Status &failure) {
+  StartupCheck check;
+  check.digest.push_back({kStartupError, std::string(failure.message()), ""});
+  absl::Status shared = agreeAcrossRanks(check);
+  absl::Status result = failure;
+  // OK: a job of one rank, which has no one else to tell.
+  result.SetPayload(shared.ok() || isAgreedFailure(shared) ? kAgreedPayload
+                                                           : kPartialPayload,
+                    absl::Cord("1"));
+  return result;
 }
 
 void mlir::sd::leaveMpiJobAfter(const absl::Status &status) {

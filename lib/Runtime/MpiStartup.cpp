@@ -32,7 +32,9 @@ constexpr int kFirstTag = 20000;
 
 /// A short pause between polls: start-up waits are for processes, not for
 /// messages in flight.
-void waitAWhile() { std::this_thread::sleep_for(std::chrono::microseconds(500)); }
+void waitAWhile() {
+  std::this_thread::sleep_for(std::chrono::microseconds(500));
+}
 
 Clock::time_point deadlineAfter(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -83,7 +85,7 @@ MpiStartupChannel::gather(std::string_view mine) {
         return std::vector<std::string>();
       if (Clock::now() > deadline)
         return absl::DeadlineExceededError(absl::StrFormat(
-            "MPI rank %d: rank 0 did not join the run's start-up within %.0f "
+            "MPI rank %d: rank 0 did not join the run's start-up within %g "
             "s (--collective-timeout); it is late, stopped, hung or gone",
             rankIndex, timeoutSeconds));
       waitAWhile();
@@ -107,7 +109,7 @@ MpiStartupChannel::gather(std::string_view mine) {
         if (!heard[r])
           absentRanks.push_back(r);
       return absl::DeadlineExceededError(absl::StrFormat(
-          "MPI rank 0: %s did not join the run's start-up within %.0f s "
+          "MPI rank 0: %s did not join the run's start-up within %g s "
           "(--collective-timeout); %s late, stopped, hung or gone",
           rankList(absentRanks), timeoutSeconds,
           absentRanks.size() == 1 ? "it is" : "they are"));
@@ -120,15 +122,19 @@ MpiStartupChannel::gather(std::string_view mine) {
 absl::StatusOr<std::string>
 MpiStartupChannel::broadcast(std::string_view bytes) {
   int tag = nextTag();
-  Clock::time_point deadline = deadlineAfter(timeoutSeconds);
+  // Rank 0 may itself have waited the timeout for another rank before it
+  // answers: the others wait twice as long, so that it is rank 0 that names
+  // a missing rank, not they rank 0.
+  Clock::time_point deadline =
+      deadlineAfter(rankIndex == 0 ? timeoutSeconds : 2 * timeoutSeconds);
   if (rankIndex != 0) {
     std::string received;
     while (!tryReceive(0, tag, received)) {
       if (Clock::now() > deadline)
         return absl::DeadlineExceededError(absl::StrFormat(
             "MPI rank %d: rank 0 did not answer in the run's start-up within "
-            "%.0f s (--collective-timeout); it is late, stopped, hung or gone",
-            rankIndex, timeoutSeconds));
+            "%g s (2 x --collective-timeout); it is stopped, hung or gone",
+            rankIndex, 2 * timeoutSeconds));
       waitAWhile();
     }
     return received;
@@ -158,7 +164,7 @@ MpiStartupChannel::broadcast(std::string_view bytes) {
           absent.push_back(peers[i]);
       }
       return absl::DeadlineExceededError(absl::StrFormat(
-          "MPI rank 0: %s did not take part in the run's start-up within %.0f "
+          "MPI rank 0: %s did not take part in the run's start-up within %g "
           "s (--collective-timeout); %s stopped, hung or gone",
           rankList(absent), timeoutSeconds,
           absent.size() == 1 ? "it is" : "they are"));

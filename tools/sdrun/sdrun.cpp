@@ -77,11 +77,13 @@ int main(int argc, char **argv) {
   mlir::sd::setMpiProcesses(values, *mpi);
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
-  // Every rank resolves the same flags: a bad one is an error on each.
+  // A bad flag is an error on each rank given it; the others learn of it
+  // in the start-up handshake.
   if (!spec.ok()) {
+    int code = fail(spec.status());
     if (*mpi)
-      sd::rt::finalizeMpi();
-    return fail(spec.status());
+      mlir::sd::leaveMpiJobAfter(mlir::sd::shareStartupFailure(spec.status()));
+    return code;
   }
   for (const std::string &warning : spec->warnings)
     llvm::errs() << "sdrun: warning: " << warning << "\n";
@@ -101,8 +103,7 @@ int main(int argc, char **argv) {
     mlir::sd::StartupCheck check =
         mlir::sd::trainingStartupCheck(*spec, options.compileOnly);
     check.testDelaySeconds = testStartupDelay;
-    if (absl::Status agreed = mlir::sd::agreeAcrossRanks(check);
-        !agreed.ok()) {
+    if (absl::Status agreed = mlir::sd::agreeAcrossRanks(check); !agreed.ok()) {
       int code = fail(agreed);
       mlir::sd::leaveMpiJobAfter(agreed);
       return code;

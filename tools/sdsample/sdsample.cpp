@@ -176,13 +176,18 @@ sampleOptions(const mlir::sd::ToolFlags &toolFlags, const SampleFlags &flags,
   mlir::sd::setMpiProcesses(values, mpi);
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
-  if (!spec.ok())
-    return spec.status();
-  for (const std::string &warning : spec->warnings)
-    llvm::errs() << "sdsample: warning: " << warning << "\n";
-  absl::StatusOr<mlir::sd::SampleOptions> options = sampleOptions(*spec, flags);
-  if (!options.ok() || !mpi)
+  if (spec.ok())
+    for (const std::string &warning : spec->warnings)
+      llvm::errs() << "sdsample: warning: " << warning << "\n";
+  absl::StatusOr<mlir::sd::SampleOptions> options =
+      spec.ok() ? sampleOptions(*spec, flags)
+                : absl::StatusOr<mlir::sd::SampleOptions>(spec.status());
+  if (!mpi)
     return options;
+  // A bad flag is an error on each rank given it; the others learn of it
+  // in the start-up handshake.
+  if (!options.ok())
+    return mlir::sd::shareStartupFailure(options.status());
   // Before the process group, whose creation waits for every rank.
   if (absl::Status agreed = mlir::sd::agreeAcrossRanks(
           mlir::sd::samplingStartupCheck(*spec, *options));

@@ -158,15 +158,15 @@ TEST(RunDigestTest, SettingsWithinOthers) {
   RunSpecFlags data = rankFlags();
   data.datasetType = "sd";
   data.trainDataDir = "a/digits";
-  EXPECT_EQ(differenceFor([](RunSpecFlags &f) { f.trainDataDir = "b/digits"; },
-                          data),
-            "rank 1's train_data_dir is 'b/digits', rank 0's is 'a/digits'");
+  EXPECT_EQ(
+      differenceFor([](RunSpecFlags &f) { f.trainDataDir = "b/digits"; }, data),
+      "rank 1's train_data_dir is 'b/digits', rank 0's is 'a/digits'");
 
   RunSpecFlags checkpoints = rankFlags();
   checkpoints.checkpointDir = "ckpt";
-  EXPECT_EQ(differenceFor([](RunSpecFlags &f) { f.resume = true; },
-                          checkpoints),
-            "rank 1's resume is true, rank 0's is false");
+  EXPECT_EQ(
+      differenceFor([](RunSpecFlags &f) { f.resume = true; }, checkpoints),
+      "rank 1's resume is true, rank 0's is false");
 
   RunSpecFlags ulysses = rankFlags();
   ulysses.attention = "ulysses_ring";
@@ -177,10 +177,12 @@ TEST(RunDigestTest, SettingsWithinOthers) {
 
   RunSpecFlags flash = rankFlags();
   flash.attention = "flash";
-  std::string blocks =
-      differenceFor([](RunSpecFlags &f) { f.flashBlockSizes = "{\"block_q\": "
-                                                              "256}"; },
-                    flash);
+  std::string blocks = differenceFor(
+      [](RunSpecFlags &f) {
+        f.flashBlockSizes = "{\"block_q\": "
+                            "256}";
+      },
+      flash);
   EXPECT_EQ(blocks.rfind("rank 1's flash_block_sizes is {", 0), 0u) << blocks;
   EXPECT_NE(blocks.find("rank 0's is none"), std::string::npos) << blocks;
 }

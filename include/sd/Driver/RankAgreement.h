@@ -65,6 +65,13 @@ StartupCheck samplingStartupCheck(const ::sd::RunSpec &spec,
 /// (FailedPrecondition), or a rank that did not arrive (DeadlineExceeded).
 absl::Status agreeAcrossRanks(const StartupCheck &check);
 
+/// The handshake of a rank that failed before it could describe its run
+/// (its flags did not resolve): its digest is `failure` alone, so that the
+/// other ranks fail with `rank 1 could not start: ...` rather than wait for
+/// it. Returns `failure`, for leaveMpiJobAfter to tell whether every rank
+/// knows of it.
+absl::Status shareStartupFailure(const absl::Status &failure);
+
 /// Ends this rank's part in the MPI job after the failure `status` (call
 /// it once the error is printed): finalizes MPI, so that each rank exits
 /// with its own message, unless `status` is a failure of agreeAcrossRanks

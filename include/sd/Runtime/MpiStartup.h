@@ -43,9 +43,9 @@ public:
 
   /// Rank 0 sends `bytes` to every other rank but the absent ones, which
   /// return them; rank 0 returns `bytes` once its messages are taken.
-  /// DeadlineExceeded on a rank that does not hear from rank 0 within the
-  /// timeout, naming it; on rank 0 naming the ranks that did not take its
-  /// message.
+  /// DeadlineExceeded on a rank that does not hear from rank 0 within twice
+  /// the timeout (rank 0 may have waited the timeout for another rank),
+  /// naming it; on rank 0 naming the ranks that did not take its message.
   absl::StatusOr<std::string> broadcast(std::string_view bytes);
 
   /// On rank 0: the ranks a gather did not hear from (sorted).
