@@ -18,6 +18,7 @@
 
 #include "sd/Config/RunSpec.h"
 #include "sd/Driver/MpiDevices.h"
+#include "sd/Driver/RankAgreement.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/ToolFlags.h"
 #include "sd/Driver/TrainModelFile.h"
@@ -61,6 +62,13 @@ int main(int argc, char **argv) {
       llvm::cl::values(
           clEnumValN(sd::ckpt::WritePoint::Shard, "shard", ""),
           clEnumValN(sd::ckpt::WritePoint::Manifest, "manifest", "")));
+  // Start-up tests (sdrun-mpi-startup.test) make one rank arrive late at
+  // the ranks' handshake.
+  llvm::cl::opt<double> testStartupDelay(
+      "test-startup-delay", llvm::cl::Hidden,
+      llvm::cl::desc("Testing: sleep this many seconds before the ranks' "
+                     "start-up handshake"),
+      llvm::cl::init(0));
   llvm::cl::HideUnrelatedOptions(flags.categories());
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "sdrun: train an sd model on a device mesh\n");
@@ -69,11 +77,13 @@ int main(int argc, char **argv) {
   mlir::sd::setMpiProcesses(values, *mpi);
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
-  // Every rank resolves the same flags: a bad one is an error on each.
+  // A bad flag is an error on each rank given it; the others learn of it
+  // in the start-up handshake.
   if (!spec.ok()) {
+    int code = fail(spec.status());
     if (*mpi)
-      sd::rt::finalizeMpi();
-    return fail(spec.status());
+      mlir::sd::leaveMpiJobAfter(mlir::sd::shareStartupFailure(spec.status()));
+    return code;
   }
   for (const std::string &warning : spec->warnings)
     llvm::errs() << "sdrun: warning: " << warning << "\n";
@@ -89,6 +99,15 @@ int main(int argc, char **argv) {
   mlir::sd::TrainRunOptions options = mlir::sd::trainRunOptions(*spec);
   options.compileOnly = flags.compileOnly();
   if (*mpi) {
+    // Before the process group, whose creation waits for every rank.
+    mlir::sd::StartupCheck check =
+        mlir::sd::trainingStartupCheck(*spec, options.compileOnly);
+    check.testDelaySeconds = testStartupDelay;
+    if (absl::Status agreed = mlir::sd::agreeAcrossRanks(check); !agreed.ok()) {
+      int code = fail(agreed);
+      mlir::sd::leaveMpiJobAfter(agreed);
+      return code;
+    }
     if (absl::Status joined =
             mlir::sd::joinMpiDevices(options.device, **mpi, spec->run);
         !joined.ok())

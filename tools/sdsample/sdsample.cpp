@@ -19,6 +19,7 @@
 
 #include "sd/Config/RunSpec.h"
 #include "sd/Driver/MpiDevices.h"
+#include "sd/Driver/RankAgreement.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/Sample.h"
 #include "sd/Driver/ToolFlags.h"
@@ -175,16 +176,27 @@ sampleOptions(const mlir::sd::ToolFlags &toolFlags, const SampleFlags &flags,
   mlir::sd::setMpiProcesses(values, mpi);
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
-  if (!spec.ok())
-    return spec.status();
-  for (const std::string &warning : spec->warnings)
-    llvm::errs() << "sdsample: warning: " << warning << "\n";
-  absl::StatusOr<mlir::sd::SampleOptions> options = sampleOptions(*spec, flags);
-  if (options.ok() && mpi)
-    if (absl::Status joined =
-            mlir::sd::joinMpiDevices(options->device, *mpi, spec->run);
-        !joined.ok())
-      return joined;
+  if (spec.ok())
+    for (const std::string &warning : spec->warnings)
+      llvm::errs() << "sdsample: warning: " << warning << "\n";
+  absl::StatusOr<mlir::sd::SampleOptions> options =
+      spec.ok() ? sampleOptions(*spec, flags)
+                : absl::StatusOr<mlir::sd::SampleOptions>(spec.status());
+  if (!mpi)
+    return options;
+  // A bad flag is an error on each rank given it; the others learn of it
+  // in the start-up handshake.
+  if (!options.ok())
+    return mlir::sd::shareStartupFailure(options.status());
+  // Before the process group, whose creation waits for every rank.
+  if (absl::Status agreed = mlir::sd::agreeAcrossRanks(
+          mlir::sd::samplingStartupCheck(*spec, *options));
+      !agreed.ok())
+    return agreed;
+  if (absl::Status joined =
+          mlir::sd::joinMpiDevices(options->device, *mpi, spec->run);
+      !joined.ok())
+    return joined;
   return options;
 }
 } // namespace
@@ -207,9 +219,10 @@ int main(int argc, char **argv) {
   absl::StatusOr<mlir::sd::SampleOptions> options =
       sampleOptions(toolFlags, flags, *mpi);
   if (!options.ok()) {
+    int code = fail(options.status());
     if (*mpi)
-      sd::rt::finalizeMpi();
-    return fail(options.status());
+      mlir::sd::leaveMpiJobAfter(options.status());
+    return code;
   }
   absl::Status status = mlir::sd::sampleModelFile(*options);
   // The group's communicator is freed before MPI is finalized; a failed
