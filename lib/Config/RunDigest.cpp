@@ -152,6 +152,9 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   d.add("export", !run.exportPath.empty());
   d.add("export_ema", !run.exportEmaPath.empty());
   d.add("verify", run.verify);
+  // One rank stopping at a NaN loss while another goes on would leave it
+  // waiting in the next collective.
+  d.add("allow_nonfinite_loss", run.allowNonfiniteLoss);
   return std::move(d.digest);
 }
 

@@ -110,6 +110,32 @@ absl::Status mlir::sd::checkMemory(const ProcessMemory &memory,
   return absl::OkStatus();
 }
 
+absl::Status mlir::sd::agreeAcrossProcesses(rt::ProcessGroup *group,
+                                            const absl::Status &status) {
+  if (!group || group->size() <= 1)
+    return status;
+  // "CODE MESSAGE", code 0 for OK.
+  std::string mine = std::to_string(static_cast<int>(status.code())) + " " +
+                     std::string(status.message());
+  absl::StatusOr<std::vector<std::string>> all = group->allGather(mine);
+  if (!all.ok())
+    return all.status();
+  for (size_t rank = 0; rank < all->size(); ++rank) {
+    llvm::StringRef text = (*all)[rank];
+    auto [codeText, message] = text.split(' ');
+    int code = 0;
+    if (codeText.getAsInteger(10, code) || code == 0)
+      continue;
+    std::string prefix =
+        static_cast<int64_t>(rank) == group->rank()
+            ? std::string()
+            : "process " + std::to_string(rank) + ": ";
+    return absl::Status(static_cast<absl::StatusCode>(code),
+                        prefix + message.str());
+  }
+  return absl::OkStatus();
+}
+
 /// A "Key:   123 kB" line of /proc/self/status, in bytes.
 static int64_t statusBytes(llvm::StringRef key) {
   auto buffer = llvm::MemoryBuffer::getFileAsStream("/proc/self/status");

@@ -250,10 +250,11 @@ absl::Status TrainRun::compile() {
                         ? program.mesh.devicesPerProcess()
                         : program.mesh.numDevices();
   memory = predictProcessMemory(program, devices, residentBytes(), staging);
-  if (absl::Status status =
-          checkMemory(memory, options.device, processesOnThisHost());
-      !status.ok())
-    return status;
+  absl::Status fits = checkMemory(memory, options.device, processesOnThisHost());
+  if (program.mesh.numProcesses() > 1)
+    fits = agreeAcrossProcesses(options.device.processGroup.get(), fits);
+  if (!fits.ok())
+    return fits;
   begin = Clock::now();
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>> started =
       startProgramSession(program, options.device);

@@ -125,6 +125,8 @@ TEST(RunDigestTest, EverySettingThatMustAgree) {
        "rank 1's export_ema is true, rank 0's is false"},
       {[](RunSpecFlags &f) { f.verify = true; },
        "rank 1's verify is true, rank 0's is false"},
+      {[](RunSpecFlags &f) { f.allowNonfiniteLoss = true; },
+       "rank 1's allow_nonfinite_loss is true, rank 0's is false"},
   };
   for (const Case &c : cases)
     EXPECT_EQ(differenceFor(c.change), c.message);
@@ -195,6 +197,7 @@ TEST(RunDigestTest, PerRankSettingsNeedNotAgree) {
               f.cacheDir = "/tmp/cache";
               f.deviceMemory = "1GiB";
               f.hostMemory = "2GiB";
+              f.hostMemoryLimit = "4GiB";
               f.collectiveTimeout = 5;
               f.metricsPath = "m.jsonl";
               f.tracePath = "t.json";

@@ -18,6 +18,8 @@
 
 #include "sd/Driver/TrainProgram.h"
 
+#include "sd/Runtime/Runtime.h"
+
 #include "absl/status/status.h"
 
 #include <cstdint>
@@ -65,6 +67,13 @@ ProcessMemory predictProcessMemory(const TrainProgram &program, int64_t devices,
 absl::Status checkMemory(const ProcessMemory &memory,
                          const DeviceSettings &settings,
                          int64_t processesOnHost);
+
+/// The first failure among every process's `status` (in rank order, named
+/// "process N: " when it is another's), the same on every process of
+/// `group`; `status` itself without one. Budgets and machines may differ
+/// between ranks, so one rank's refusal must stop them all.
+absl::Status agreeAcrossProcesses(::sd::rt::ProcessGroup *group,
+                                  const absl::Status &status);
 
 /// This process's resident memory now and at its peak (/proc/self/status
 /// VmRSS and VmHWM), 0 where it cannot be read.
