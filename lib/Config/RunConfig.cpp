@@ -2,11 +2,13 @@
 //
 // Reads MaxDiffusion config files and command-line overrides with
 // llvm::yaml, flash_block_sizes JSON strings with llvm::json, and the
-// logical axis rules with sd::parseRulesYaml.
+// logical axis rules with sd::parseRulesYaml; checks each key against the
+// catalogue of ConfigKeys.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunConfig.h"
+#include "ConfigKeys.h"
 #include "sd/Sharding/YamlDiagnostics.h"
 
 #include "absl/status/status.h"
@@ -25,6 +27,7 @@
 #include <cmath>
 
 using namespace sd;
+using namespace sd::detail;
 namespace yaml = llvm::yaml;
 
 //===----------------------------------------------------------------------===//
@@ -250,12 +253,6 @@ constexpr std::string_view kSeedKey = "seed";
 constexpr std::string_view kRematKey = "remat_policy";
 constexpr std::string_view kFlashKey = "flash_block_sizes";
 
-/// The keys of MaxDiffusion's configs, sorted.
-constexpr std::string_view kMaxDiffusionKeys[] = {
-#define MAXDIFFUSION_KEY(name) #name,
-#include "MaxDiffusionKeys.def"
-};
-
 /// The keys sd reads, from the reader's tables.
 const std::vector<std::string> &sdKeys() {
   static const std::vector<std::string> keys = [] {
@@ -278,58 +275,6 @@ const std::vector<std::string> &sdKeys() {
     return result;
   }();
   return keys;
-}
-
-/// How a key that chooses what is trained asks for something sd cannot do.
-enum class ModelKeyKind {
-  Name,     ///< A non-empty string: weights to load.
-  Flag,     ///< True.
-  Positive, ///< A number above 0.
-  Lora,     ///< A mapping whose lora_model_name_or_path lists LoRAs to load.
-};
-
-/// A key of MaxDiffusion's that chooses what is trained or loaded. Its
-/// error reads `KEY: VALUE <asks>; KEY=<off> <instead>`.
-struct ModelKey {
-  std::string_view name;
-  ModelKeyKind kind;
-  std::string_view asks, off, instead;
-};
-constexpr std::string_view kReleasedWeights =
-    "names released weights to start from, which sd cannot load yet";
-constexpr std::string_view kOwnParameters =
-    "trains the model file's own parameters (seeded, or --init-from's) "
-    "instead";
-constexpr ModelKey kModelKeys[] = {
-    {"pretrained_model_name_or_path", ModelKeyKind::Name, kReleasedWeights,
-     "''", kOwnParameters},
-    {"wan_transformer_pretrained_model_name_or_path", ModelKeyKind::Name,
-     kReleasedWeights, "''", kOwnParameters},
-    {"unet_checkpoint", ModelKeyKind::Name,
-     "names a checkpoint to start from, which sd cannot load yet", "''",
-     kOwnParameters},
-    {"pretrained_orbax_dir", ModelKeyKind::Name,
-     "names converted weights to start from, which sd cannot load yet", "''",
-     kOwnParameters},
-    {"train_text_encoder", ModelKeyKind::Flag,
-     "trains the text encoder too, which sd cannot do yet", "False",
-     "trains the model file's parameters alone"},
-    {"enable_lora", ModelKeyKind::Flag,
-     "asks for LoRA adapters, which sd cannot train or apply yet", "False",
-     "trains the model's own weights"},
-    {"lora_config", ModelKeyKind::Lora,
-     "loads LoRA weights, which sd cannot apply yet", "{}", "loads none"},
-    {"snr_gamma", ModelKeyKind::Positive,
-     "weights the loss by min-SNR, which sd cannot do yet (its loss is the "
-     "plain mean squared error)",
-     "-1", "keeps the plain loss"},
-};
-
-const ModelKey *findModelKey(std::string_view key) {
-  for (const ModelKey &entry : kModelKeys)
-    if (entry.name == key)
-      return &entry;
-  return nullptr;
 }
 
 /// `unknown key 'K'; did you mean 'N'?`, or without a near key why it is
@@ -1058,69 +1003,14 @@ absl::Status verifyMeshFill(const RunConfig &config) {
   return absl::OkStatus();
 }
 
-/// No key asks for what sd cannot do yet.
-absl::Status verifyModelKeys(const RunConfig &config) {
-  auto lookup = [&](std::string_view key) -> const ModelKeyValue * {
-    for (const auto &[name, value] : config.modelKeys)
-      if (name == key)
-        return &value;
-    return nullptr;
-  };
-  for (const auto &[key, value] : config.modelKeys) {
-    if (!value.active)
-      continue;
-    const ModelKey &model = *findModelKey(key);
-    // Where the config says enable_lora: False (Wan's), lora_config is
-    // the LoRA to load once it is enabled.
-    if (model.kind == ModelKeyKind::Lora)
-      if (const ModelKeyValue *enable = lookup("enable_lora");
-          enable && !enable->active)
-        continue;
-    std::string origin = config.originOf(key);
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s%s: %s %s; %s=%s %s", origin.empty() ? "" : origin + ": ", key,
-        value.shown, model.asks, key, model.off, model.instead));
-  }
-  return absl::OkStatus();
-}
-
 } // namespace
+
+const std::vector<std::string> &sd::detail::sdConfigKeys() { return sdKeys(); }
 
 absl::Status sd::verifyRunConfig(const RunConfig &config) {
   if (absl::Status s = verifyMeshFill(config); !s.ok())
     return s;
   return verifyModelKeys(config);
-}
-
-bool sd::isConfigKey(std::string_view key) {
-  const std::vector<std::string> &own = sdKeys();
-  return std::find(own.begin(), own.end(), key) != own.end() ||
-         std::binary_search(std::begin(kMaxDiffusionKeys),
-                            std::end(kMaxDiffusionKeys), key);
-}
-
-std::string sd::nearestConfigKey(std::string_view key) {
-  // Near enough to be a typo: an edit or two in a short key, three in a
-  // long one.
-  unsigned limit =
-      std::clamp<unsigned>(static_cast<unsigned>(key.size()) / 3, 1, 3);
-  std::string best;
-  unsigned bestDistance = limit + 1;
-  auto consider = [&](std::string_view candidate) {
-    unsigned distance = llvm::StringRef(key).edit_distance(
-        llvm::StringRef(candidate.data(), candidate.size()),
-        /*AllowReplacements=*/true, /*MaxEditDistance=*/limit);
-    // Strictly nearer: on a tie, a key sd reads (listed first) wins.
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = std::string(candidate);
-    }
-  };
-  for (const std::string &candidate : sdKeys())
-    consider(candidate);
-  for (std::string_view candidate : kMaxDiffusionKeys)
-    consider(candidate);
-  return best;
 }
 
 absl::StatusOr<RunConfig> sd::parseRunConfig(std::string_view yamlText,
