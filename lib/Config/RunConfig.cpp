@@ -2,11 +2,13 @@
 //
 // Reads MaxDiffusion config files and command-line overrides with
 // llvm::yaml, flash_block_sizes JSON strings with llvm::json, and the
-// logical axis rules with sd::parseRulesYaml.
+// logical axis rules with sd::parseRulesYaml; checks each key against the
+// catalogue of ConfigKeys.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunConfig.h"
+#include "ConfigKeys.h"
 #include "sd/Sharding/YamlDiagnostics.h"
 
 #include "absl/status/status.h"
@@ -25,6 +27,7 @@
 #include <cmath>
 
 using namespace sd;
+using namespace sd::detail;
 namespace yaml = llvm::yaml;
 
 //===----------------------------------------------------------------------===//
@@ -236,7 +239,54 @@ constexpr NamesKey kNamesKeys[] = {
     {"names_which_can_be_offloaded", &RunConfig::namesOffloaded},
 };
 
+struct BoolKey {
+  std::string_view name;
+  std::optional<bool> RunConfig::*member;
+};
+constexpr BoolKey kBoolKeys[] = {
+    {"opt_enable_grad_global_norm_clipping", &RunConfig::gradNormClipping},
+    {"enable_profiler", &RunConfig::enableProfiler},
+};
+
 constexpr std::string_view kRulesKey = "logical_axis_rules";
+constexpr std::string_view kSeedKey = "seed";
+constexpr std::string_view kRematKey = "remat_policy";
+constexpr std::string_view kFlashKey = "flash_block_sizes";
+
+/// The keys sd reads, from the reader's tables.
+const std::vector<std::string> &sdKeys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> result;
+    for (bool dcn : {false, true})
+      for (size_t axis = 0; axis < kConfigMeshAxes.size(); ++axis)
+        result.push_back(meshKey(dcn, axis));
+    for (const CheckedKey<double> &entry : kNumberKeys)
+      result.emplace_back(entry.name);
+    for (const CheckedKey<int64_t> &entry : kIntegerKeys)
+      result.emplace_back(entry.name);
+    for (const StringKey &entry : kStringKeys)
+      result.emplace_back(entry.name);
+    for (const NamesKey &entry : kNamesKeys)
+      result.emplace_back(entry.name);
+    for (const BoolKey &entry : kBoolKeys)
+      result.emplace_back(entry.name);
+    for (std::string_view name : {kRulesKey, kSeedKey, kRematKey, kFlashKey})
+      result.emplace_back(name);
+    return result;
+  }();
+  return keys;
+}
+
+/// `unknown key 'K'; did you mean 'N'?`, or without a near key why it is
+/// unknown.
+std::string unknownKeyMessage(std::string_view key) {
+  std::string nearest = nearestConfigKey(key);
+  if (!nearest.empty())
+    return absl::StrFormat("unknown key '%s'; did you mean '%s'?", key,
+                           nearest);
+  return absl::StrFormat(
+      "unknown key '%s': neither sd nor MaxDiffusion's configs have it", key);
+}
 
 /// YAML's null spellings (plain only: a quoted 'null' is a string).
 bool isNull(const yaml::Node *node) {
@@ -415,6 +465,8 @@ private:
                                                 yaml::Node *node,
                                                 const std::string &json);
   absl::Status readRules(std::string_view rulesText, std::string_view where);
+  absl::StatusOr<ModelKeyValue> readModelKey(const ModelKey &model,
+                                             yaml::Node *node);
 
   /// Stores the value of `key` if `table` has it, after checking its range;
   /// nullopt when `table` does not have it.
@@ -424,6 +476,8 @@ private:
                                          const CheckedKey<T> (&table)[N]);
 
   /// Stores the value of a key sd uses; `known` is false for other keys.
+  /// A key that chooses what is trained is also stored (in modelKeys), but
+  /// `known` is false: sd does not use it.
   absl::Status setValue(std::string_view key, yaml::Node *value, bool &known);
 
   std::string text;
@@ -593,6 +647,62 @@ ConfigReader::readFlashSizes(std::string_view key, yaml::Node *node) {
   return given.resolve();
 }
 
+absl::StatusOr<ModelKeyValue> ConfigReader::readModelKey(const ModelKey &model,
+                                                         yaml::Node *node) {
+  std::string_view key = model.name;
+  ModelKeyValue result;
+  switch (model.kind) {
+  case ModelKeyKind::Name: {
+    absl::StatusOr<std::string> name = readString(key, node);
+    if (!name.ok())
+      return name.status();
+    result.active = !name->empty();
+    result.shown = describe(node);
+    return result;
+  }
+  case ModelKeyKind::Flag: {
+    absl::StatusOr<bool> flag = readBool(key, node);
+    if (!flag.ok())
+      return flag.status();
+    result.active = *flag;
+    result.shown = *flag ? "True" : "False";
+    return result;
+  }
+  case ModelKeyKind::Positive: {
+    absl::StatusOr<double> number = readNumeric<double>(key, node);
+    if (!number.ok())
+      return number.status();
+    result.active = *number > 0;
+    result.shown = *plainText(node);
+    return result;
+  }
+  case ModelKeyKind::Lora:
+    break;
+  }
+  result.shown = describe(node);
+  if (isNull(node))
+    return result;
+  auto *map = llvm::dyn_cast<yaml::MappingNode>(node);
+  if (!map)
+    return error(node, key, "expected a mapping, got " + describe(node));
+  for (yaml::KeyValueNode &entry : *map) {
+    std::optional<std::string> field = scalarText(entry.getKey());
+    if (!field || *field != "lora_model_name_or_path")
+      continue;
+    std::string fieldKey = absl::StrFormat("%s: %s", key, *field);
+    absl::StatusOr<std::vector<std::string>> names =
+        readNames(fieldKey, entry.getValue());
+    if (!names.ok())
+      return names.status();
+    result.active = !names->empty();
+    result.shown = absl::StrFormat("{lora_model_name_or_path: [%s]}",
+                                   absl::StrJoin(*names, ", "));
+  }
+  if (absl::Status s = pending(); !s.ok())
+    return s;
+  return result;
+}
+
 absl::Status ConfigReader::readRules(std::string_view rulesText,
                                      std::string_view where) {
   absl::StatusOr<LogicalAxisRules> rules = parseRulesYaml(rulesText, label);
@@ -659,7 +769,7 @@ absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
     return done(*std::move(s));
   if (std::optional<absl::Status> s = setChecked(key, value, kIntegerKeys))
     return done(*std::move(s));
-  if (key == "seed") {
+  if (key == kSeedKey) {
     absl::StatusOr<int64_t> seed = readInteger(key, value);
     if (!seed.ok())
       return seed.status();
@@ -668,17 +778,13 @@ absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
     config.seed = static_cast<uint64_t>(*seed);
     return done(absl::OkStatus());
   }
-  for (auto [name, member] :
-       {std::pair<std::string_view, std::optional<bool> RunConfig::*>{
-            "opt_enable_grad_global_norm_clipping",
-            &RunConfig::gradNormClipping},
-        {"enable_profiler", &RunConfig::enableProfiler}}) {
-    if (key != name)
+  for (const BoolKey &entry : kBoolKeys) {
+    if (key != entry.name)
       continue;
     absl::StatusOr<bool> flag = readBool(key, value);
     if (!flag.ok())
       return flag.status();
-    config.*member = *flag;
+    config.*entry.member = *flag;
     return done(absl::OkStatus());
   }
   for (const StringKey &entry : kStringKeys) {
@@ -690,7 +796,7 @@ absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
     config.*entry.member = *std::move(string);
     return done(absl::OkStatus());
   }
-  if (key == "remat_policy") {
+  if (key == kRematKey) {
     absl::StatusOr<std::string> policy = readString(key, value);
     if (!policy.ok())
       return policy.status();
@@ -711,7 +817,7 @@ absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
     config.*entry.member = *std::move(names);
     return done(absl::OkStatus());
   }
-  if (key == "flash_block_sizes") {
+  if (key == kFlashKey) {
     absl::StatusOr<FlashBlockSizes> sizes = readFlashSizes(key, value);
     if (!sizes.ok())
       return sizes.status();
@@ -719,6 +825,21 @@ absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
     return done(absl::OkStatus());
   }
   known = false;
+  if (const ModelKey *model = findModelKey(key)) {
+    absl::StatusOr<ModelKeyValue> read = readModelKey(*model, value);
+    if (!read.ok())
+      return read.status();
+    auto &modelKeys = config.modelKeys;
+    auto it =
+        std::find_if(modelKeys.begin(), modelKeys.end(),
+                     [&](const auto &entry) { return entry.first == key; });
+    if (it == modelKeys.end())
+      modelKeys.emplace_back(std::string(key), *std::move(read));
+    else
+      it->second = *std::move(read);
+  }
+  // The warning about keys sd does not use names where each came from.
+  config.origins[std::string(key)] = origin;
   return absl::OkStatus();
 }
 
@@ -790,6 +911,8 @@ absl::Status ConfigReader::readFile() {
       if (!key || key->empty())
         return error(keyNode, "",
                      "expected a config key, got " + describe(keyNode));
+      if (!isConfigKey(*key))
+        return error(keyNode, "", unknownKeyMessage(*key));
       if (*key == kRulesKey) {
         rulesKey = keyNode; // The iterator skips the value.
         continue;
@@ -817,6 +940,10 @@ absl::Status ConfigReader::readFile() {
 }
 
 absl::Status ConfigReader::readOverride(std::string_view key) {
+  // MaxDiffusion refuses a key its config does not have; sd refuses one
+  // that no config has.
+  if (!isConfigKey(key))
+    return error(nullptr, "", unknownKeyMessage(key));
   if (key == kRulesKey)
     return readRules(absl::StrFormat("%s: %s", kRulesKey, text), label);
   if (absl::Status s = checkYamlStructure(text, label, withLines); !s.ok())
@@ -849,7 +976,10 @@ absl::Status ConfigReader::readOverride(std::string_view key) {
 // Entry points
 //===----------------------------------------------------------------------===//
 
-absl::Status sd::verifyRunConfig(const RunConfig &config) {
+namespace {
+
+/// At most one ICI and one DCN axis set to -1.
+absl::Status verifyMeshFill(const RunConfig &config) {
   for (bool dcn : {false, true}) {
     const auto &sizes = dcn ? config.dcn : config.ici;
     std::optional<size_t> fill;
@@ -873,6 +1003,16 @@ absl::Status sd::verifyRunConfig(const RunConfig &config) {
   return absl::OkStatus();
 }
 
+} // namespace
+
+const std::vector<std::string> &sd::detail::sdConfigKeys() { return sdKeys(); }
+
+absl::Status sd::verifyRunConfig(const RunConfig &config) {
+  if (absl::Status s = verifyMeshFill(config); !s.ok())
+    return s;
+  return verifyModelKeys(config);
+}
+
 absl::StatusOr<RunConfig> sd::parseRunConfig(std::string_view yamlText,
                                              std::string_view fileName) {
   RunConfig config;
@@ -882,7 +1022,8 @@ absl::StatusOr<RunConfig> sd::parseRunConfig(std::string_view yamlText,
               .readFile();
       !s.ok())
     return s;
-  if (absl::Status s = verifyRunConfig(config); !s.ok())
+  // The keys that ask for what sd cannot do wait for the overrides.
+  if (absl::Status s = verifyMeshFill(config); !s.ok())
     return s;
   return config;
 }

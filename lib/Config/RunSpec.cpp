@@ -10,8 +10,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
@@ -231,6 +234,8 @@ private:
   absl::Status resolveModel();
   absl::Status resolveBudgets();
   absl::Status resolveData();
+  absl::Status checkRunFlags();
+  void warnIgnoredKeys();
 
   /// "file.yml:12" or "command line" for a key the config set; the file's
   /// name for a key it did not set (the setting then follows from another
@@ -272,6 +277,20 @@ private:
 
 absl::Status Resolver::resolveMesh() {
   MeshSettings &mesh = spec.mesh;
+  // An empty value is a mistake (a shell variable that was not set), not a
+  // request for one device, which leaving the flag out is.
+  if (flags.mesh && absl::StripAsciiWhitespace(*flags.mesh).empty())
+    return invalid("--mesh is empty: give the mesh's axes, e.g. "
+                   "--mesh=data:2 (leave --mesh out for one device)");
+  if (flags.dcnMesh && absl::StripAsciiWhitespace(*flags.dcnMesh).empty())
+    return invalid("--dcn-mesh is empty: give the axes across processes, "
+                   "e.g. --dcn-mesh=data:2 (leave --dcn-mesh out for one "
+                   "process)");
+  if (flags.dcnMesh && !flags.mesh)
+    return invalid(absl::StrFormat(
+        "--dcn-mesh=%s needs --mesh, the axes within a process (e.g. "
+        "--mesh=data:1 for one device a process)",
+        *flags.dcnMesh));
   mesh.devices = flags.devices.value_or(0);
   mesh.processes = flags.processes.value_or(0);
   if (flags.mesh || flags.dcnMesh || !hasConfig) {
@@ -297,13 +316,19 @@ absl::Status Resolver::resolveMesh() {
     // One process: a -1 DCN axis is filled with 1.
     if (!mesh.dcn.empty() && !flags.processes)
       mesh.processes = 1;
-    if (mesh.ici.find("-1") != std::string::npos && !flags.devices) {
-      mesh.devices = host.cores;
-      spec.notes.push_back(absl::StrFormat(
-          "mesh: the -1 axis is filled with %d devices (one per core; "
-          "--devices=N sets another count)",
-          host.cores));
-    }
+  }
+  // A -1 axis, from --mesh or the config's ici_* keys, is filled with the
+  // cores unless --devices gives the count.
+  if (!flags.devices &&
+      llvm::any_of(absl::StrSplit(mesh.ici, ','), [](absl::string_view axis) {
+        return absl::StripAsciiWhitespace(axis.substr(axis.find(':') + 1)) ==
+               "-1";
+      })) {
+    mesh.devices = host.cores;
+    spec.notes.push_back(absl::StrFormat(
+        "mesh: the -1 axis is filled with %d devices (one per core; "
+        "--devices=N sets another count)",
+        host.cores));
   }
   mesh.mesh = MeshSpec({MeshAxis{"data", 1, 1}});
   if (!mesh.ici.empty()) {
@@ -707,17 +732,46 @@ absl::Status Resolver::resolveBudgets() {
   return absl::OkStatus();
 }
 
+/// The checks between sdrun's run flags, made here so that --print-config
+/// refuses what the run would.
+absl::Status Resolver::checkRunFlags() {
+  const RunSettings &run = spec.run;
+  if (!run.exportEmaPath.empty() && !(spec.optimizer.emaDecay.value > 0))
+    return invalid("--export-ema needs the step to keep EMA weights: give "
+                   "ema_decay (--ema-decay)");
+  if (run.resume && run.checkpointDir.empty())
+    return invalid("--resume needs --checkpoint-dir");
+  if (run.resume && !run.initFrom.empty())
+    return invalid("give --resume or --init-from, not both");
+  return absl::OkStatus();
+}
+
+/// One warning for each place the keys sd does not use came from: the
+/// file, the command line.
+void Resolver::warnIgnoredKeys() {
+  std::vector<std::pair<std::string, std::vector<std::string>>> bySource;
+  for (const std::string &key : file.ignoredKeys) {
+    std::string source = file.originOf(key) == "command line"
+                             ? "command line"
+                             : llvm::sys::path::filename(file.fileName).str();
+    auto it = llvm::find_if(
+        bySource, [&](const auto &group) { return group.first == source; });
+    if (it == bySource.end())
+      it = bySource.insert(it, {source, {}});
+    it->second.push_back(key);
+  }
+  for (const auto &[source, keys] : bySource)
+    spec.warnings.push_back(absl::StrFormat(
+        "%s: ignoring %d %s sd does not use: %s", source, keys.size(),
+        keys.size() == 1 ? "key" : "keys", absl::StrJoin(keys, ", ")));
+}
+
 absl::StatusOr<RunSpec> Resolver::resolve() {
   if (absl::Status s = checkFlags(flags); !s.ok())
     return s;
   spec.configFile = hasConfig ? file.fileName : "";
   spec.run.modelPath = flags.modelPath;
-  if (!file.ignoredKeys.empty())
-    spec.warnings.push_back(absl::StrFormat(
-        "%s: ignoring %d %s sd does not use: %s",
-        llvm::sys::path::filename(file.fileName).str(), file.ignoredKeys.size(),
-        file.ignoredKeys.size() == 1 ? "key" : "keys",
-        absl::StrJoin(file.ignoredKeys, ", ")));
+  warnIgnoredKeys();
   // In the order the settings are listed, so the notes come in that order.
   for (absl::Status (Resolver::*step)() :
        {&Resolver::resolveMesh, &Resolver::resolveBatch,
@@ -732,27 +786,56 @@ absl::StatusOr<RunSpec> Resolver::resolve() {
     return s;
   if (absl::Status s = resolveBudgets(); !s.ok())
     return s;
+  if (absl::Status s = checkRunFlags(); !s.ok())
+    return s;
   return std::move(spec);
 }
 
 } // namespace
 
+bool sd::isConfigFileArgument(std::string_view argument) {
+  llvm::StringRef text(argument.data(), argument.size());
+  return !text.contains('=') &&
+         (text.ends_with(".yml") || text.ends_with(".yaml"));
+}
+
 absl::StatusOr<RunSpec> sd::resolveRunSpec(const RunSpecFlags &flags,
                                            const HostInfo &host) {
+  // MaxDiffusion's habit, `train.py base_xl.yml key=value`: a config file
+  // among the arguments is read as --config's.
+  std::optional<std::string> configPath = flags.config;
+  std::vector<std::string> overrides;
+  for (const std::string &argument : flags.overrides) {
+    if (!isConfigFileArgument(argument)) {
+      overrides.push_back(argument);
+      continue;
+    }
+    if (configPath)
+      return invalid(absl::StrFormat(
+          "'%s': a second config file, after %s'%s'; give one", argument,
+          flags.config ? "--config=" : "", *configPath));
+    configPath = argument;
+  }
+  if (!overrides.empty() && !flags.takesOverrides)
+    return invalid(absl::StrFormat(
+        "'%s': only sdrun takes key=value arguments; set the key in the "
+        "config file, or give its flag",
+        overrides.front()));
   RunConfig file;
-  if (flags.config) {
-    absl::StatusOr<RunConfig> loaded = loadRunConfig(*flags.config);
+  if (configPath) {
+    absl::StatusOr<RunConfig> loaded = loadRunConfig(*configPath);
     if (!loaded.ok())
       return loaded.status();
     file = *std::move(loaded);
-    if (absl::Status s = applyOverrides(file, flags.overrides); !s.ok())
+    if (absl::Status s = applyOverrides(file, overrides); !s.ok())
       return s;
-  } else if (!flags.overrides.empty()) {
-    return invalid(
-        absl::StrFormat("'%s': key=value arguments override a --config file",
-                        flags.overrides.front()));
+  } else if (!overrides.empty()) {
+    return invalid(absl::StrFormat(
+        "'%s': key=value arguments override a config file (--config=FILE.yml, "
+        "or FILE.yml after the model)",
+        overrides.front()));
   }
-  return Resolver(flags, file, flags.config.has_value(), host).resolve();
+  return Resolver(flags, file, configPath.has_value(), host).resolve();
 }
 
 //===----------------------------------------------------------------------===//

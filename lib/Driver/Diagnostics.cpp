@@ -67,7 +67,13 @@ ReadableDiagnosticHandler::ReadableDiagnosticHandler(llvm::SourceMgr &mgr,
       else
         pos += kUnknown.size();
     }
-    out << trimSourceExcerpts(located);
+    std::string trimmed = trimSourceExcerpts(located);
+    // sdrun builds the pipeline more than once (for the mesh, the initial
+    // values, --verify's one device); each build would repeat its remarks.
+    if (diag.getSeverity() != DiagnosticSeverity::Error &&
+        !printed.insert(trimmed).second)
+      return;
+    out << trimmed;
     out.flush();
   });
 }

@@ -80,8 +80,8 @@ struct ToolFlags::MeshOptions {
 
   Flag<std::string> mesh{all, &F::mesh, "mesh",
                          cl::desc("Device mesh (ICI), e.g. data:8,fsdp:4; -1 "
-                                  "fills from --devices (default: one "
-                                  "device)"),
+                                  "fills from --devices, or one device a "
+                                  "core (default: one device)"),
                          cl::cat(meshCat)};
   Flag<int64_t> devices{all, &F::devices, "devices",
                         cl::desc("Device count (fills a -1 mesh axis)"),
@@ -224,10 +224,14 @@ struct ToolFlags::SdoptOptions {
 struct ToolFlags::DeviceOptions {
   BoundFlags &all;
   cl::OptionCategory &deviceCat;
-  const char *configHelp;
+  const char *configHelp, *argumentsHelp;
 
   cl::opt<std::string> modelPath{cl::Positional, cl::Required,
                                  cl::desc("<model.mlir>")};
+  /// After the model, MaxDiffusion's way: a config file (as --config) and,
+  /// for sdrun, key=value overrides of its keys.
+  cl::list<std::string> arguments{cl::Positional, cl::ZeroOrMore,
+                                  cl::desc(argumentsHelp)};
   Flag<std::string> config{all,
                            &F::config,
                            "config",
@@ -268,14 +272,11 @@ struct ToolFlags::DeviceOptions {
       cl::cat(deviceCat)};
 };
 
-/// sdrun's: the key=value overrides and the run around the step.
+/// sdrun's: --print-config, --compile-only and the run around the step.
 struct ToolFlags::RunOptions {
   BoundFlags &all;
   cl::OptionCategory &runCat;
 
-  cl::list<std::string> overrides{
-      cl::Positional, cl::ZeroOrMore,
-      cl::desc("[key=value ...] (override --config's keys)")};
   cl::opt<bool> printConfig{
       "print-config",
       cl::desc("Print the resolved run settings, where each came from, and "
@@ -423,7 +424,10 @@ ToolFlags::ToolFlags(Tool tool)
                "guidance_scale, prediction_type"
              : "A MaxDiffusion-style YAML config (ici_*/dcn_* parallelism, "
                "per_device_batch_size, remat_policy, learning_rate, adam_*, "
-               "max_train_steps, ...)"});
+               "max_train_steps, ...)",
+      sample ? "[config.yml] (the same as --config=config.yml)"
+             : "[config.yml] [key=value ...] (a config file, as "
+               "--config=config.yml, and overrides of its keys)"});
   categoryList.push_back(&deviceCategory);
   if (tool == Tool::Sdrun) {
     run.reset(new RunOptions{boundFlags, runCategory});
@@ -437,10 +441,12 @@ RunSpecFlags ToolFlags::values() const {
   RunSpecFlags flags;
   for (const BoundFlag *flag : boundFlags)
     flag->store(flags);
-  if (device)
+  if (device) {
     flags.modelPath = device->modelPath;
-  if (run)
-    flags.overrides.assign(run->overrides.begin(), run->overrides.end());
+    flags.overrides.assign(device->arguments.begin(), device->arguments.end());
+  }
+  // sdsample reads its sampling keys from the file alone.
+  flags.takesOverrides = run != nullptr;
   return flags;
 }
 

@@ -80,6 +80,13 @@ std::string sd::telemetry::formatEta(double seconds) {
 }
 
 bool sd::telemetry::isInteractiveTerminal(int fd) {
+  // Under mpirun a rank's stdout is a pseudo-terminal even when mpirun's own
+  // output goes to a file or a pipe, where a redrawn line would leave
+  // carriage returns and escape codes; a rank cannot tell, so it prints
+  // plain lines. Open MPI, PMIx and MPICH (PMI) each set one of these.
+  for (const char *variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
+    if (std::getenv(variable))
+      return false;
   if (!isatty(fd))
     return false;
   const char *term = std::getenv("TERM");

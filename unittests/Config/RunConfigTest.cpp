@@ -4,6 +4,8 @@
 
 #include "../Sharding/ShardingTestUtils.h"
 
+#include "absl/strings/str_format.h"
+
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -175,8 +177,139 @@ TEST(RunConfigTest, Base2Base) {
 }
 
 TEST(RunConfigTest, IgnoredKeysInFileOrderOnce) {
-  RunConfig c = parse("b: 1\nlearning_rate: 1.e-3\na: [x]\nb: 2\n");
-  EXPECT_EQ(c.ignoredKeys, (std::vector<std::string>{"b", "a"}));
+  RunConfig c = parse("jax_cache_dir: 1\nlearning_rate: 1.e-3\n"
+                      "dataset_name: [x]\njax_cache_dir: 2\n");
+  EXPECT_EQ(c.ignoredKeys,
+            (std::vector<std::string>{"jax_cache_dir", "dataset_name"}));
+  // Each names where it came from.
+  EXPECT_EQ(c.originOf("jax_cache_dir"), "t.yml:4");
+  EXPECT_EQ(c.originOf("dataset_name"), "t.yml:3");
+}
+
+//===----------------------------------------------------------------------===//
+// Keys that no config knows, and keys that change what is trained
+//===----------------------------------------------------------------------===//
+
+TEST(RunConfigTest, UnknownKeysAreErrorsWithASuggestion) {
+  EXPECT_TRUE(
+      configFailsWith("seed: 1\nmax_train_step: 5\n",
+                      "t.yml:2: unknown key 'max_train_step'; did you mean "
+                      "'max_train_steps'?"));
+  EXPECT_TRUE(configFailsWith("learnig_rate: 1.e-4\n",
+                              "t.yml:1: unknown key 'learnig_rate'; did you "
+                              "mean 'learning_rate'?"));
+  // A MaxDiffusion key sd does not use is suggested too.
+  EXPECT_TRUE(configFailsWith("jax_cach_dir: x\n",
+                              "t.yml:1: unknown key 'jax_cach_dir'; did you "
+                              "mean 'jax_cache_dir'?"));
+  EXPECT_TRUE(configFailsWith("my_custom_key: 3\n",
+                              "t.yml:1: unknown key 'my_custom_key': neither "
+                              "sd nor MaxDiffusion's configs have it"));
+  // On the command line.
+  RunConfig c;
+  EXPECT_TRUE(failsWith(applyOverride(c, "max_train_step=5"),
+                        "command line: unknown key 'max_train_step'; did you "
+                        "mean 'max_train_steps'?"));
+  EXPECT_TRUE(failsWith(applyOverride(c, "nokey=[1"),
+                        "command line: unknown key 'nokey': neither sd nor "
+                        "MaxDiffusion's configs have it"));
+  EXPECT_TRUE(c.ignoredKeys.empty());
+}
+
+TEST(RunConfigTest, NearestConfigKey) {
+  EXPECT_EQ(nearestConfigKey("max_train_step"), "max_train_steps");
+  EXPECT_EQ(nearestConfigKey("ici_dat_parallelism"), "ici_data_parallelism");
+  EXPECT_EQ(nearestConfigKey("per_device_batch"), "");
+  EXPECT_EQ(nearestConfigKey("x"), "");
+  EXPECT_TRUE(isConfigKey("ema_decay")); // sd's own.
+  EXPECT_TRUE(isConfigKey("snr_gamma")); // MaxDiffusion's.
+  EXPECT_TRUE(isConfigKey("logical_axis_rules"));
+  EXPECT_FALSE(isConfigKey("max_train_step"));
+}
+
+TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"pretrained_model_name_or_path: 'org/model'",
+       "t.yml:2: pretrained_model_name_or_path: 'org/model' names released "
+       "weights to start from, which sd cannot load yet; "
+       "pretrained_model_name_or_path='' trains the model file's own "
+       "parameters (seeded, or --init-from's) instead"},
+      {"wan_transformer_pretrained_model_name_or_path: x",
+       "t.yml:2: wan_transformer_pretrained_model_name_or_path: 'x' names "
+       "released weights"},
+      {"unet_checkpoint: 'gs://b/c'",
+       "t.yml:2: unet_checkpoint: 'gs://b/c' names a checkpoint to start "
+       "from, which sd cannot load yet; unet_checkpoint=''"},
+      {"pretrained_orbax_dir: /d",
+       "t.yml:2: pretrained_orbax_dir: '/d' names converted weights"},
+      {"train_text_encoder: True",
+       "t.yml:2: train_text_encoder: True trains the text encoder too, which "
+       "sd cannot do yet; train_text_encoder=False trains the model file's "
+       "parameters alone"},
+      {"enable_lora: yes",
+       "t.yml:2: enable_lora: True asks for LoRA adapters, which sd cannot "
+       "train or apply yet; enable_lora=False"},
+      {"lora_config: {lora_model_name_or_path: [a/b], scale: [0.5]}",
+       "t.yml:2: lora_config: {lora_model_name_or_path: [a/b]} loads LoRA "
+       "weights, which sd cannot apply yet; lora_config={} loads none"},
+      {"snr_gamma: 5.0",
+       "t.yml:2: snr_gamma: 5.0 weights the loss by min-SNR, which sd cannot "
+       "do yet (its loss is the plain mean squared error); snr_gamma=-1"},
+  };
+  for (const auto &[line, message] : cases) {
+    // Read without complaint (an override may undo it), refused after.
+    RunConfig c = parse(std::string("seed: 1\n") + line + "\n");
+    EXPECT_TRUE(failsWith(verifyRunConfig(c), message)) << line;
+    EXPECT_TRUE(failsWith(applyOverrides(c, {}), message)) << line;
+  }
+  // MaxDiffusion's defaults ask for nothing.
+  RunConfig defaults = parse("pretrained_model_name_or_path: ''\n"
+                             "unet_checkpoint:\n"
+                             "train_text_encoder: False\n"
+                             "enable_lora: False\n"
+                             "lora_config: {lora_model_name_or_path: [], "
+                             "weight_name: []}\n"
+                             "snr_gamma: -1.0\n");
+  EXPECT_TRUE(verifyRunConfig(defaults).ok());
+  EXPECT_EQ(defaults.ignoredKeys.size(), 6u);
+  // A LoRA listed while enable_lora is False (Wan's configs) is not loaded.
+  EXPECT_TRUE(verifyRunConfig(parse("enable_lora: False\n"
+                                    "lora_config: {lora_model_name_or_path: "
+                                    "[a/b]}\n"))
+                  .ok());
+  // An override undoes the file's value, and sets one.
+  RunConfig c = parse("pretrained_model_name_or_path: 'org/model'\n");
+  EXPECT_TRUE(applyOverrides(c, {"pretrained_model_name_or_path="}).ok());
+  EXPECT_TRUE(failsWith(applyOverrides(c, {"train_text_encoder=True"}),
+                        "command line: train_text_encoder: True trains"));
+  // A value of the wrong type is an error as it is read.
+  EXPECT_TRUE(configFailsWith("enable_lora: maybe\n",
+                              "t.yml:1: enable_lora: 'maybe' is not a "
+                              "boolean"));
+  EXPECT_TRUE(configFailsWith("lora_config: [a]\n",
+                              "t.yml:1: lora_config: expected a mapping, got "
+                              "a list"));
+}
+
+TEST(RunConfigTest, MaxDiffusionConfigsAskForReleasedWeights) {
+  // Each of MaxDiffusion's configs loads (its other keys are used or
+  // ignored), and fine-tunes released weights, which sd refuses until the
+  // override that trains the model file's parameters instead.
+  const std::pair<const char *, int> configs[] = {{"base_xl.yml", 30},
+                                                  {"base_2_base.yml", 30},
+                                                  {"base_flux_dev.yml", 30},
+                                                  {"base_wan_14b.yml", 30}};
+  for (const auto &[name, line] : configs) {
+    std::string path = kMaxDiffusionDir + "/" + name;
+    RunConfig c = load(path);
+    EXPECT_FALSE(c.ignoredKeys.empty()) << name;
+    EXPECT_TRUE(failsWith(
+        verifyRunConfig(c),
+        absl::StrFormat("%s:%d: pretrained_model_name_or_path: '", path, line)))
+        << name;
+    EXPECT_TRUE(applyOverrides(c, {"pretrained_model_name_or_path=''"}).ok())
+        << name;
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -544,7 +677,7 @@ TEST(RunConfigTest, TwoFillAxes) {
 }
 
 TEST(RunConfigTest, DocumentErrors) {
-  EXPECT_TRUE(configFailsWith("seed: 1\nfoo: [1, 2\n",
+  EXPECT_TRUE(configFailsWith("seed: 1\ndataset_name: [1, 2\n",
                               "t.yml:2: could not find closing ]"));
   EXPECT_TRUE(configFailsWith("- a\n- b\n",
                               "t.yml:1: expected a mapping of config keys"));
@@ -555,7 +688,7 @@ TEST(RunConfigTest, DocumentErrors) {
   EXPECT_TRUE(configFailsWith("[a]: 1\n",
                               "t.yml:1: expected a config key, got a list"));
   // A syntax error inside a key sd ignores is still an error.
-  EXPECT_TRUE(configFailsWith("seed: 1\nfoo: {a: 'x\n",
+  EXPECT_TRUE(configFailsWith("seed: 1\nlora_config: {a: 'x\n",
                               "t.yml:2: expected quote at end of scalar"));
 }
 
@@ -604,7 +737,7 @@ TEST(RunConfigTest, Overrides) {
           .ok());
   EXPECT_EQ(c.rules->rules, (std::vector<LogicalAxisRule>{
                                 {"batch", {"data"}}, {"embed", {"fsdp"}}}));
-  // Unknown keys are collected, once.
+  // MaxDiffusion's keys that sd does not use are collected, once.
   ASSERT_TRUE(applyOverride(c, "dataset_name=foo").ok());
   ASSERT_TRUE(applyOverride(c, "dataset_name=bar").ok());
   EXPECT_EQ(c.ignoredKeys, std::vector<std::string>{"dataset_name"});
@@ -636,7 +769,8 @@ TEST(RunConfigTest, OverridesCheckFillAxesAfterAll) {
   // only the state after both is checked.
   RunConfig c = load(kMaxDiffusionDir + "/base_xl.yml");
   EXPECT_TRUE(
-      applyOverrides(c, {"ici_fsdp_parallelism=-1", "ici_data_parallelism=1"})
+      applyOverrides(c, {"pretrained_model_name_or_path=''",
+                         "ici_fsdp_parallelism=-1", "ici_data_parallelism=1"})
           .ok());
   EXPECT_EQ(c.iciMeshString(), "data:1,fsdp:-1,context:1,tensor:1");
   EXPECT_TRUE(failsWith(

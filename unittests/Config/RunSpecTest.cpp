@@ -31,8 +31,8 @@ RunSpec resolve(const RunSpecFlags &flags, const HostInfo &info = host()) {
 }
 
 /// The message of the error resolving `flags`, or "" when it resolves.
-std::string errorOf(const RunSpecFlags &flags) {
-  absl::StatusOr<RunSpec> spec = resolveRunSpec(flags, host());
+std::string errorOf(const RunSpecFlags &flags, const HostInfo &info = host()) {
+  absl::StatusOr<RunSpec> spec = resolveRunSpec(flags, info);
   if (spec.ok())
     return "";
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
@@ -372,11 +372,50 @@ TEST(RunSpecTest, FillsAFlagMeshFromDevices) {
   RunSpec spec = resolve(flags);
   EXPECT_EQ(spec.mesh.mesh.toString(), "data:2,fsdp:4");
   EXPECT_EQ(spec.mesh.origin, "--mesh");
+  EXPECT_TRUE(spec.notes.empty());
+  // Without --devices the -1 is filled with the cores, as a config's is.
   flags.devices.reset();
-  EXPECT_NE(errorOf(flags), "");
+  spec = resolve(flags, host(4));
+  EXPECT_EQ(spec.mesh.mesh.toString(), "data:2,fsdp:2");
+  EXPECT_EQ(spec.mesh.devices, 4);
+  ASSERT_EQ(spec.notes.size(), 1u);
+  EXPECT_EQ(spec.notes.front(),
+            "mesh: the -1 axis is filled with 4 devices (one per core; "
+            "--devices=N sets another count)");
+  flags.mesh = "data:-1";
+  EXPECT_EQ(resolve(flags, host(3)).mesh.mesh.toString(), "data:3");
+  flags.mesh = "data:2,fsdp:-1";
+  EXPECT_EQ(errorOf(flags, host(3)),
+            "cannot fill mesh axis \"fsdp\": 3 devices are not divisible by 2 "
+            "(the product of the other axes)");
   flags.mesh = "data:2";
   flags.devices = 4;
   EXPECT_EQ(errorOf(flags), "mesh data:2 has 2 devices but --devices=4");
+}
+
+TEST(RunSpecTest, AnEmptyMeshIsAnError) {
+  RunSpecFlags flags;
+  flags.mesh = "";
+  EXPECT_EQ(errorOf(flags), "--mesh is empty: give the mesh's axes, e.g. "
+                            "--mesh=data:2 (leave --mesh out for one device)");
+  flags.mesh = " ";
+  EXPECT_NE(errorOf(flags), "");
+  // Also over a config's mesh.
+  flags = withConfig(kDitTiny);
+  flags.mesh = "";
+  EXPECT_NE(errorOf(flags), "");
+  flags = RunSpecFlags();
+  flags.mesh = "data:2";
+  flags.dcnMesh = "";
+  EXPECT_EQ(errorOf(flags), "--dcn-mesh is empty: give the axes across "
+                            "processes, e.g. --dcn-mesh=data:2 (leave "
+                            "--dcn-mesh out for one process)");
+  // A DCN part alone would have run one device.
+  flags = RunSpecFlags();
+  flags.dcnMesh = "data:2";
+  EXPECT_EQ(errorOf(flags),
+            "--dcn-mesh=data:2 needs --mesh, the axes within a process (e.g. "
+            "--mesh=data:1 for one device a process)");
 }
 
 TEST(RunSpecTest, DcnMeshKeepsOneProcess) {
@@ -452,15 +491,106 @@ TEST(RunSpecTest, OverridesNeedAConfig) {
   RunSpecFlags flags;
   flags.overrides = {"learning_rate=1"};
   EXPECT_EQ(errorOf(flags),
-            "'learning_rate=1': key=value arguments override a --config file");
+            "'learning_rate=1': key=value arguments override a config file "
+            "(--config=FILE.yml, or FILE.yml after the model)");
 }
 
-TEST(RunSpecTest, IgnoredKeysAreOneWarning) {
-  std::string path = writeConfig("extra.yml", "my_key: 1\nother: 2\n");
-  RunSpec spec = resolve(withConfig(path, {"third=3"}));
-  ASSERT_EQ(spec.warnings.size(), 1u);
-  EXPECT_EQ(spec.warnings[0],
-            "extra.yml: ignoring 3 keys sd does not use: my_key, other, third");
+TEST(RunSpecTest, AConfigFileAmongTheArgumentsIsTheConfig) {
+  // MaxDiffusion's `train.py base_xl.yml key=value`.
+  RunSpecFlags flags;
+  flags.overrides = {kDitTiny, "learning_rate=0.5"};
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.configFile, kDitTiny);
+  EXPECT_EQ(spec.optimizer.learningRate.value, 0.5);
+  EXPECT_EQ(spec.optimizer.adamB2.origin, "dit_tiny.yml:22");
+  // The order does not matter, and .yaml counts too.
+  std::string yaml = writeConfig("run.yaml", "seed: 3\n");
+  flags.overrides = {"learning_rate=0.5", yaml};
+  spec = resolve(flags);
+  EXPECT_EQ(spec.configFile, yaml);
+  EXPECT_EQ(spec.run.seed.value, 3u);
+  EXPECT_TRUE(isConfigFileArgument("a/b.yml"));
+  EXPECT_FALSE(isConfigFileArgument("run_name=x.yml"));
+  EXPECT_FALSE(isConfigFileArgument("novalue"));
+  // One config file.
+  flags.overrides = {kDitTiny, yaml};
+  EXPECT_EQ(errorOf(flags), "'" + yaml + "': a second config file, after '" +
+                                kDitTiny + "'; give one");
+  flags = withConfig(kDitTiny, {yaml});
+  EXPECT_EQ(errorOf(flags), "'" + yaml +
+                                "': a second config file, after --config='" +
+                                kDitTiny + "'; give one");
+  // sdsample takes the file, not key=value.
+  flags = RunSpecFlags();
+  flags.takesOverrides = false;
+  flags.overrides = {kDitTiny};
+  EXPECT_EQ(resolve(flags).configFile, kDitTiny);
+  flags.overrides = {kDitTiny, "guidance_scale=2"};
+  EXPECT_EQ(errorOf(flags),
+            "'guidance_scale=2': only sdrun takes key=value arguments; set the "
+            "key in the config file, or give its flag");
+}
+
+TEST(RunSpecTest, IgnoredKeysAreOneWarningPerOrigin) {
+  std::string path =
+      writeConfig("extra.yml", "jax_cache_dir: 1\ndataset_name: 2\n");
+  RunSpec spec = resolve(withConfig(path, {"hf_access_token=3"}));
+  ASSERT_EQ(spec.warnings.size(), 2u);
+  EXPECT_EQ(spec.warnings[0], "extra.yml: ignoring 2 keys sd does not use: "
+                              "jax_cache_dir, dataset_name");
+  EXPECT_EQ(spec.warnings[1],
+            "command line: ignoring 1 key sd does not use: hf_access_token");
+}
+
+TEST(RunSpecTest, UnknownKeysAreErrors) {
+  EXPECT_EQ(errorOf(withConfig(kDitTiny, {"max_train_step=3"})),
+            "command line: unknown key 'max_train_step'; did you mean "
+            "'max_train_steps'?");
+  std::string path = writeConfig("typo.yml", "seed: 1\nmax_train_step: 3\n");
+  EXPECT_EQ(errorOf(withConfig(path)),
+            path + ":2: unknown key 'max_train_step'; did you mean "
+                   "'max_train_steps'?");
+}
+
+TEST(RunSpecTest, MaxDiffusionConfigsNeedTheirWeightsTurnedOff) {
+  std::string baseXl = std::string(SD_TEST_MAXDIFFUSION_DIR) + "/base_xl.yml";
+  RunSpecFlags flags = withConfig(baseXl);
+  flags.devices = 2;
+  EXPECT_EQ(errorOf(flags),
+            baseXl +
+                ":30: pretrained_model_name_or_path: "
+                "'stabilityai/stable-diffusion-xl-base-1.0' names released "
+                "weights to start from, which sd cannot load yet; "
+                "pretrained_model_name_or_path='' trains the model file's own "
+                "parameters (seeded, or --init-from's) instead");
+  flags.overrides = {"pretrained_model_name_or_path=''"};
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.mesh.mesh.toString(), "data:2");
+  ASSERT_EQ(spec.warnings.size(), 2u);
+  EXPECT_EQ(spec.warnings[0].rfind("base_xl.yml: ignoring ", 0), 0u);
+  EXPECT_EQ(spec.warnings[1], "command line: ignoring 1 key sd does not use: "
+                              "pretrained_model_name_or_path");
+}
+
+TEST(RunSpecTest, RunFlagsThatDoNotGoTogether) {
+  // The run's own checks, made before --print-config prints.
+  RunSpecFlags flags;
+  flags.resume = true;
+  EXPECT_EQ(errorOf(flags), "--resume needs --checkpoint-dir");
+  flags.checkpointDir = "ckpt";
+  EXPECT_EQ(resolve(flags).run.resume, true);
+  flags.initFrom = "w.safetensors";
+  EXPECT_EQ(errorOf(flags), "give --resume or --init-from, not both");
+  flags = RunSpecFlags();
+  flags.exportEmaPath = "ema.safetensors";
+  EXPECT_EQ(errorOf(flags), "--export-ema needs the step to keep EMA weights: "
+                            "give ema_decay (--ema-decay)");
+  flags.emaDecay = 0.999;
+  EXPECT_EQ(resolve(flags).run.exportEmaPath, "ema.safetensors");
+  // ema_decay from a config counts.
+  flags = withConfig(writeConfig("ema.yml", "ema_decay: 0.9\n"));
+  flags.exportEmaPath = "ema.safetensors";
+  EXPECT_EQ(resolve(flags).optimizer.emaDecay.value, 0.9);
 }
 
 TEST(RunSpecTest, OutputsAndProfiler) {

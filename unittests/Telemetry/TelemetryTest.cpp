@@ -6,6 +6,8 @@
 
 #include "gtest/gtest.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cmath>
@@ -42,6 +44,30 @@ public:
   }
 
 private:
+  std::optional<std::string> saved;
+};
+
+/// Sets (or, given nullptr, unsets) an environment variable for one test
+/// and restores it afterwards.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name(name) {
+    if (const char *old = std::getenv(name))
+      saved = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (saved)
+      setenv(name, saved->c_str(), 1);
+    else
+      unsetenv(name);
+  }
+
+private:
+  const char *name;
   std::optional<std::string> saved;
 };
 
@@ -212,6 +238,51 @@ TEST(ProgressTest, DumbTerminalGetsPlainLines) {
   progress.printAbove("note");
   EXPECT_EQ(os.str(),
             "step  1/10  loss 1.000000  1.000 s/step  ETA 9s\nnote\n");
+}
+
+TEST(ProgressTest, MpiRanksAreNeverInteractive) {
+  // mpirun gives each rank a pseudo-terminal for stdout wherever mpirun's
+  // own output goes (a file, a pipe), so a rank must not redraw.
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(grantpt(master), 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  int rankStdout = open(ptsname(master), O_RDWR | O_NOCTTY);
+  ASSERT_GE(rankStdout, 0);
+  ScopedTerm term("xterm");
+  const char *kRankVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
+                                  "PMI_SIZE"};
+  {
+    ScopedEnv ompi(kRankVariables[0], nullptr),
+        pmix(kRankVariables[1], nullptr), pmi(kRankVariables[2], nullptr);
+    EXPECT_TRUE(isInteractiveTerminal(rankStdout));
+    for (const char *variable : kRankVariables) {
+      ScopedEnv rank(variable, "2");
+      EXPECT_FALSE(isInteractiveTerminal(rankStdout)) << variable;
+    }
+  }
+  close(rankStdout);
+  close(master);
+  // A file is no terminal.
+  fs::path path = freshDir() / "progress.txt";
+  fs::create_directories(path.parent_path());
+  FILE *file = std::fopen(path.c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  EXPECT_FALSE(isInteractiveTerminal(fileno(file)));
+  std::fclose(file);
+}
+
+TEST(ProgressTest, PlainLinesHaveNoEscapeCodes) {
+  ScopedTerm term("xterm");
+  std::ostringstream os;
+  {
+    ProgressReporter progress(3, 0, os, /*isTerminal=*/false);
+    progress.update(1, 0.5, 0.1, StepExtras{8.0, 100.0, 1e-4, 0.4});
+    progress.printAbove("checkpoint: step 1");
+    progress.update(2, 0.4, 0.1);
+  }
+  EXPECT_EQ(os.str().find('\x1b'), std::string::npos);
+  EXPECT_EQ(os.str().find('\r'), std::string::npos);
 }
 
 //===----------------------------------------------------------------------===//

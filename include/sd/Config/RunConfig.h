@@ -3,9 +3,12 @@
 // `sdrun --config=FILE.yml` reads a MaxDiffusion config file (base_xl.yml,
 // base_wan_14b.yml, ...) and the `key=value` overrides that follow it on the
 // command line. This header holds what such a file sets, with MaxDiffusion's
-// key names and semantics, and the reader. Keys that sd does not use are
-// collected rather than rejected, so MaxDiffusion's own files load as they
-// are. MLIR-free: LLVM is used only for its YAML and JSON parsers.
+// key names and semantics, and the reader. Keys of MaxDiffusion's configs
+// that sd does not use are collected rather than rejected, so MaxDiffusion's
+// own files load as they are; a key that neither knows is a typo and an
+// error, and a key that changes what is trained in a way sd cannot do yet
+// (pretrained_model_name_or_path, enable_lora, ...) is refused by
+// verifyRunConfig. MLIR-free: LLVM is used only for its YAML and JSON parsers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sd {
@@ -68,6 +72,20 @@ struct FlashBlockSizes {
   bool operator!=(const FlashBlockSizes &other) const {
     return !(*this == other);
   }
+};
+
+/// The value of a MaxDiffusion key that chooses *what* is trained or
+/// loaded: released weights (pretrained_model_name_or_path, unet_checkpoint,
+/// ...), LoRA adapters (enable_lora, lora_config), the text encoder
+/// (train_text_encoder) or the loss's weighting (snr_gamma). sd cannot do
+/// what any of them asks yet, so a value other than MaxDiffusion's default
+/// (`active`) is an error rather than a key quietly ignored.
+struct ModelKeyValue {
+  /// The value as messages show it: 'stabilityai/...', True, [a, b].
+  std::string shown;
+  /// The value asks for something (a non-empty name, true, a positive
+  /// snr_gamma, a LoRA to load).
+  bool active = false;
 };
 
 /// What a config file plus key=value overrides set. Every field is optional:
@@ -125,12 +143,16 @@ struct RunConfig {
   std::optional<std::string> outputDir, runName, weightsDtype, activationsDtype,
       attention, datasetType, trainDataDir, predictionType;
 
-  /// Top-level keys sd does not use, in order of first appearance, each
-  /// once. sdrun names them in one warning.
+  /// Keys of MaxDiffusion's configs that sd does not use, in order of first
+  /// appearance, each once. The tools name them in a warning for each
+  /// origin (the file, the command line).
   std::vector<std::string> ignoredKeys;
-  /// Where each key that was used got its value: "FILE:LINE" or
-  /// "command line". Lets later checks (batch divisibility, ...) point at
-  /// the line to fix.
+  /// The keys that choose what is trained or loaded (ModelKeyValue), in
+  /// order of first appearance; a later value replaces an earlier one, so
+  /// the override `pretrained_model_name_or_path=''` undoes the file's.
+  std::vector<std::pair<std::string, ModelKeyValue>> modelKeys;
+  /// Where each key got its value: "FILE:LINE" or "command line". Lets
+  /// later checks (batch divisibility, ...) point at the line to fix.
   std::map<std::string, std::string, std::less<>> origins;
 
   /// "data:2,fsdp:1,context:1,tensor:1" from the ICI sizes (axes not given
@@ -147,9 +169,14 @@ struct RunConfig {
 
 /// Reads a config: a YAML mapping of MaxDiffusion keys. Errors are
 /// InvalidArgument prefixed with `fileName:line: ` of the offending value
-/// (the first problem only): YAML syntax, a non-mapping document, a value of
-/// the wrong type or out of range, two -1 axes. Duplicate keys: the last one
-/// wins, as with PyYAML.
+/// (the first problem only): YAML syntax, a non-mapping document, a key that
+/// neither sd nor MaxDiffusion's configs have (with the nearest key that
+/// does: `unknown key 'max_train_step'; did you mean 'max_train_steps'?`), a
+/// value of the wrong type or out of range, two -1 axes. Duplicate keys: the
+/// last one wins, as with PyYAML. A key that asks for what sd cannot do
+/// (ModelKeyValue) is read, not refused: an override may still undo it, and
+/// verifyRunConfig, which resolving a run calls after the overrides,
+/// refuses it.
 absl::StatusOr<RunConfig> parseRunConfig(std::string_view yamlText,
                                          std::string_view fileName);
 
@@ -158,8 +185,10 @@ absl::StatusOr<RunConfig> loadRunConfig(std::string_view path);
 
 /// Applies one MaxDiffusion command-line override `key=value` on top of
 /// config. The value is a YAML value (0.25, 'x', [a, b], {...}, True) and is
-/// checked as in a file; an unknown key is added to ignoredKeys. Errors
-/// (InvalidArgument): no '=', or a bad value (the message names the key).
+/// checked as in a file; a MaxDiffusion key sd does not use is added to
+/// ignoredKeys. Errors (InvalidArgument, `command line: ...`): no '=', a key
+/// neither sd nor MaxDiffusion knows (with a suggestion, as in a file), or a
+/// bad value (the message names the key).
 /// Checks that involve several keys (two -1 axes) are left to
 /// verifyRunConfig, since a later override may fix what an earlier one
 /// broke (`ici_data_parallelism=1 ici_fsdp_parallelism=-1` on base_xl.yml).
@@ -169,9 +198,20 @@ absl::Status applyOverride(RunConfig &config, std::string_view keyEqualsValue);
 absl::Status applyOverrides(RunConfig &config,
                             const std::vector<std::string> &overrides);
 
-/// The checks across keys: at most one ICI and one DCN axis set to -1. The
-/// message names both keys and where they were set.
+/// The checks across keys, for a config with its overrides applied: at most
+/// one ICI and one DCN axis set to -1 (the message names both keys and where
+/// they were set), and no key that asks for what sd cannot do yet
+/// (ModelKeyValue; the message names the key, its value, where it was set,
+/// what sd cannot do and the value that goes on without it).
 absl::Status verifyRunConfig(const RunConfig &config);
+
+/// Whether `key` is a config key: one sd reads or one of MaxDiffusion's
+/// configs has.
+bool isConfigKey(std::string_view key);
+/// The config key nearest to `key` by edit distance, when one is near
+/// enough to be the key meant (`max_train_step` → `max_train_steps`); ""
+/// otherwise.
+std::string nearestConfigKey(std::string_view key);
 
 /// The requirement ("must be in [0, 1)") that `value` breaks as the value of
 /// the numeric key `key` (per_device_batch_size, learning_rate, adam_*,

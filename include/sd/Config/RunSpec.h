@@ -38,9 +38,15 @@ namespace sd {
 /// What the command line set: a field is set when its flag was given. Flag
 /// names are those of sd/Driver/ToolFlags.h (`mesh` is --mesh, ...).
 struct RunSpecFlags {
-  /// --config and the key=value arguments that follow the model.
+  /// --config, and the arguments that follow the model: key=value
+  /// overrides of the config's keys and, MaxDiffusion's habit
+  /// (`sdrun MODEL.mlir base_xl.yml key=value`), the config file itself,
+  /// which resolveRunSpec reads as --config's (isConfigFileArgument).
   std::optional<std::string> config;
   std::vector<std::string> overrides;
+  /// Whether key=value arguments are taken (sdrun); sdsample takes only a
+  /// config file there.
+  bool takesOverrides = true;
 
   // The mesh and the logical axis rules.
   std::optional<std::string> mesh, dcnMesh, rules;
@@ -263,10 +269,18 @@ struct RunSpec {
 /// The spelling of --device-memory and --host-memory.
 std::optional<int64_t> parseByteSize(std::string_view text);
 
+/// Whether an argument after the model is a config file (FILE.yml or
+/// FILE.yaml, without '=') rather than a key=value override.
+bool isConfigFileArgument(std::string_view argument);
+
 /// Resolves `flags`, the config file they name and its key=value overrides
 /// into a RunSpec. Precedence: flag > key=value > file > default. Errors
 /// (InvalidArgument, or the config reader's): one message naming the flag
-/// or key and the bad value, e.g. `--adam-b1 must be in [0, 1), not 5`.
+/// or key and the bad value, e.g. `--adam-b1 must be in [0, 1), not 5`;
+/// among them two config files, a config key that asks for what sd cannot
+/// do (verifyRunConfig), an empty --mesh, and the run flags that do not go
+/// together (--resume without --checkpoint-dir or with --init-from,
+/// --export-ema without ema_decay).
 absl::StatusOr<RunSpec> resolveRunSpec(const RunSpecFlags &flags,
                                        const HostInfo &host);
 

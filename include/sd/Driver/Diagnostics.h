@@ -12,6 +12,7 @@
 #define SD_DRIVER_DIAGNOSTICS_H
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -38,7 +39,10 @@ struct DiagnosticBuffer {
 
 /// SourceMgrDiagnosticHandler whose source excerpts are trimmed
 /// (trimSourceExcerpts) before they reach `os`. Files that `mgr` does not
-/// hold are loaded by name, as SourceMgrDiagnosticHandler does.
+/// hold are loaded by name, as SourceMgrDiagnosticHandler does. A remark or
+/// warning the handler has printed already (the same text at the same
+/// location, from a pipeline built again) is not printed again; errors
+/// always are.
 class ReadableDiagnosticHandler : private detail::DiagnosticBuffer,
                                   public SourceMgrDiagnosticHandler {
 public:
@@ -47,6 +51,8 @@ public:
 
 private:
   llvm::raw_ostream &out;
+  /// The remarks and warnings printed so far.
+  llvm::StringSet<> printed;
 };
 
 } // namespace mlir::sd

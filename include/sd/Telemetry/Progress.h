@@ -37,7 +37,9 @@ struct StepExtras {
 std::string formatEta(double seconds);
 
 /// Whether progress on `fd` should be drawn as a redrawn terminal line:
-/// `fd` is a terminal and `TERM` is not `dumb`.
+/// `fd` is a terminal, `TERM` is not `dumb`, and the process is not an MPI
+/// rank (whose stdout is mpirun's pseudo-terminal wherever mpirun's output
+/// goes).
 bool isInteractiveTerminal(int fd);
 
 /// Reports training progress, one update per finished step.
