@@ -115,11 +115,6 @@ absl::Status TrainRun::preflight() {
         "mesh %s has %d devices in one process; sdrun runs at most %d",
         options.mesh.toString(), options.mesh.devicesPerProcess(),
         ::sd::kMaxDevicesPerProcess));
-  if (!options.exportEmaPath.empty() &&
-      !(options.pipeline.training.step.emaDecay > 0))
-    return absl::InvalidArgumentError(
-        "--export-ema needs the step to keep EMA weights: give ema_decay "
-        "(--ema-decay)");
   for (auto [path, flag] : {std::pair<const std::string &, llvm::StringRef>{
                                 options.exportPath, "--export"},
                             {options.exportEmaPath, "--export-ema"},
@@ -127,10 +122,6 @@ absl::Status TrainRun::preflight() {
                             {options.metricsPath, "--metrics"}})
     if (absl::Status status = checkOutputPath(path, flag); !status.ok())
       return status;
-  if (options.resume && !checkpointing)
-    return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
-  if (options.resume && !options.initFrom.empty())
-    return absl::InvalidArgumentError("give --resume or --init-from, not both");
   // Before compiling: a FIFO would block and /dev/zero never end.
   if (!options.initFrom.empty())
     if (absl::Status status =
