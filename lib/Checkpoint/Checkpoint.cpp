@@ -800,6 +800,16 @@ absl::Status CheckpointReader::check(const rt::ProgramSpec &spec) const {
   return absl::OkStatus();
 }
 
+bool CheckpointReader::holds(const std::string &name,
+                             const std::vector<int64_t> &shape) const {
+  auto it = impl->tensors.find(name);
+  if (it == impl->tensors.end())
+    return false;
+  const proto::Tensor &tensor = impl->manifest.tensors(it->second);
+  return std::vector<int64_t>(tensor.global_shape().begin(),
+                              tensor.global_shape().end()) == shape;
+}
+
 int64_t CheckpointReader::bytesRead() const {
   int64_t bytes = 0;
   for (const auto &[name, file] : impl->files)

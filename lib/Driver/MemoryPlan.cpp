@@ -63,7 +63,12 @@ ProcessMemory mlir::sd::predictProcessMemory(const TrainProgram &program,
 absl::Status mlir::sd::checkMemory(const ProcessMemory &memory,
                                    const DeviceSettings &settings,
                                    int64_t processesOnHost) {
-  auto largest = [&](const std::vector<MemoryItem> &items) {
+  // The three largest items, largest first.
+  auto largest = [&](std::vector<MemoryItem> items) {
+    std::stable_sort(items.begin(), items.end(),
+                     [](const MemoryItem &a, const MemoryItem &b) {
+                       return a.bytes > b.bytes;
+                     });
     std::string text;
     for (size_t i = 0; i < items.size() && i < 3; ++i) {
       if (items[i].bytes == 0)

@@ -327,10 +327,17 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   if (failed(spec))
     return failure();
   program.spec = std::move(*spec);
-  FailureOr<std::string> source = lowerToOpenMP(*lowered, "train_step");
+  ProgramMemory allocated;
+  FailureOr<std::string> source =
+      lowerToOpenMP(*lowered, "train_step", &allocated);
   if (failed(source))
     return failure();
   program.source = std::move(*source);
+  // What the emitted program allocates is what the devices will hold beside
+  // the arguments: the cost model's activation peak counts every value,
+  // also those the fused kernels keep in registers.
+  program.memory.activationPeak = allocated.devicePeakBytes;
+  program.memory.hostPeak = allocated.hostPeakBytes;
   return program;
 }
 

@@ -119,9 +119,15 @@ absl::Status TrainRun::preflight() {
                                 options.exportPath, "--export"},
                             {options.exportEmaPath, "--export-ema"},
                             {options.tracePath, "--trace"},
-                            {options.metricsPath, "--metrics"}})
+                            {options.metricsPath, "--metrics"}}) {
+    // The run's directory (output_dir/run_name) is created once the run's
+    // checks pass; a file placed in it is fine.
+    if (!options.runDir.empty() &&
+        llvm::sys::path::parent_path(path) == options.runDir)
+      continue;
     if (absl::Status status = checkOutputPath(path, flag); !status.ok())
       return status;
+  }
   // Before compiling: a FIFO would block and /dev/zero never end.
   if (!options.initFrom.empty())
     if (absl::Status status =

@@ -37,11 +37,14 @@ absl::Status TrainRun::restore() {
   if (resumed) {
     if (absl::Status status = restoreCheckpoint(); !status.ok())
       return status;
-    // Every block from the checkpoint's blocks that overlap it; inputs
-    // start at zero (each step's batch replaces them).
+    // Every block from the checkpoint's blocks that overlap it. Inputs are
+    // replaced by each step's batch, but are read too where their shape is
+    // the run's, so that every stored byte is checked by the process that
+    // holds it; with another batch they start at zero.
     fill = [&](int64_t i, const std::vector<int64_t> &coords, float *out) {
       const rt::ArgumentSpec &arg = spec.arguments[i];
-      if (arg.kind == rt::ArgumentKind::Input) {
+      if (arg.kind == rt::ArgumentKind::Input &&
+          !resumed->holds(arg.name, arg.globalShape)) {
         std::fill(out, out + rt::numElements(arg.localShape), 0.0f);
         return absl::OkStatus();
       }

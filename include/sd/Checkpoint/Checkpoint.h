@@ -172,6 +172,8 @@ public:
   /// argument of `spec` but its inputs has a tensor of its name and global
   /// shape here.
   absl::Status check(const rt::ProgramSpec &spec) const;
+  /// Whether it holds a tensor called `name` of global shape `shape`.
+  bool holds(const std::string &name, const std::vector<int64_t> &shape) const;
   /// Reads the block of tensor `name` at `offsets` of `shape` into `out`.
   /// DataLoss naming the shard file when a stored block's CRC-32 differs
   /// from the manifest's or a file is shorter than it says.

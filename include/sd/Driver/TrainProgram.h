@@ -27,13 +27,15 @@
 
 namespace mlir::sd {
 
-/// What one device of a program holds at its peak, as the cost model
-/// predicts it (sd/Analysis/CostModel.h), in bytes.
+/// What one device of a program holds at its peak, in bytes: its arguments
+/// (the cost model's figures) and what the emitted program allocates beside
+/// them (sd/Target/OpenMP/OpenMPEmitter.h's ProgramMemory).
 struct DeviceMemory {
   int64_t parameters = 0;
   int64_t optimizerState = 0;
   int64_t inputs = 0;
-  /// Op results at the peak: activations and gradients.
+  /// The program's own buffers at their peak: the activations it stores,
+  /// gradients, temporaries and results.
   int64_t activationPeak = 0;
   /// Values offloaded to host memory at their peak.
   int64_t hostPeak = 0;

@@ -35,23 +35,26 @@ static func::FuncOp findFunction(ModuleOp module, StringRef name) {
 
 /// Emits the function `name` (see findFunction) of `module` to `os`.
 static LogicalResult emitFunction(ModuleOp module, StringRef name,
-                                  llvm::raw_ostream &os) {
+                                  llvm::raw_ostream &os,
+                                  ProgramMemory *memory = nullptr) {
   func::FuncOp func = findFunction(module, name);
   if (!func)
     return module.emitError("no function ")
            << (name.empty() ? "" : "'" + name.str() + "' ")
            << "to emit as OpenMP";
-  return emitOpenMPProgram(func, os);
+  return emitOpenMPProgram(func, os, memory);
 }
 
 FailureOr<std::string> mlir::sd::lowerToOpenMP(ModuleOp module,
-                                               StringRef funcName) {
+                                               StringRef funcName,
+                                               ProgramMemory *memory) {
   PassManager pm(module.getContext());
   pm.addPass(createInlinerPass());
   pm.addNestedPass<func::FuncOp>(createLowerToOpenMP());
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (failed(pm.run(module)) || failed(emitFunction(module, funcName, os)))
+  if (failed(pm.run(module)) ||
+      failed(emitFunction(module, funcName, os, memory)))
     return failure();
   return text;
 }

@@ -310,6 +310,7 @@ static std::string transposeInto(DotGeneralOp op, Value v,
   int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
   std::string shape = pb.staticShape(shapeOf(v));
   std::string permName = pb.staticShape(perm);
+  pb.countTemporary(bytes);
   entry << "  float *" << tmp << " = static_cast<float *>(api->alloc(dev, "
         << bytes << ", SD_DEVICE_MEMORY, "
         << cString(pb.names.op(op) + " (transposed operand)") << "));\n"

@@ -137,6 +137,7 @@ std::string ProgramBuilder::allocate(Value v, StringRef space) {
           << "  if (!" << name << ") return 1;\n";
   bufferNames[v] = name;
   owned.insert(v);
+  countAllocation(v, space == "SD_HOST_MEMORY");
   return name;
 }
 
@@ -145,6 +146,29 @@ void ProgramBuilder::adoptBuffer(Value v, std::string name, bool host) {
   owned.insert(v);
   if (host)
     hostStorage.insert(v);
+  countAllocation(v, host);
+}
+
+void ProgramBuilder::countAllocation(Value v, bool host) {
+  int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
+  countedBytes[v] = {bytes, host};
+  int64_t &live = host ? liveHost : liveDevice;
+  int64_t &peak = host ? counted.hostPeakBytes : counted.devicePeakBytes;
+  live += bytes;
+  peak = std::max(peak, live);
+}
+
+void ProgramBuilder::countRelease(Value v) {
+  auto it = countedBytes.find(v);
+  if (it == countedBytes.end())
+    return;
+  (it->second.second ? liveHost : liveDevice) -= it->second.first;
+  countedBytes.erase(it);
+}
+
+void ProgramBuilder::countTemporary(int64_t bytes) {
+  counted.devicePeakBytes =
+      std::max(counted.devicePeakBytes, liveDevice + bytes);
 }
 
 std::string ProgramBuilder::staticShape(ArrayRef<int64_t> values) {
@@ -454,16 +478,19 @@ LogicalResult ProgramEmitter::emitEntry() {
   for (auto [i, step] : llvm::enumerate(steps)) {
     if (failed(emitStep(step)))
       return failure();
-    for (Value st : releases[i])
+    for (Value st : releases[i]) {
       entryOs << "  api->release(dev, " << buffer(st) << ");\n";
+      countRelease(st);
+    }
     // Schedule this step's own outputs if they are owned.
     for (Value out : step.results()) {
       if (!owned.count(out) || returned.count(out))
         continue;
       int64_t last = lastUse.lookup(out);
-      if (last == static_cast<int64_t>(i))
+      if (last == static_cast<int64_t>(i)) {
         entryOs << "  api->release(dev, " << buffer(out) << ");\n";
-      else
+        countRelease(out);
+      } else
         releases[last].push_back(out);
     }
     stepEnds.push_back({entryText.size(), staticsText.size(),
@@ -493,6 +520,12 @@ void ProgramEmitter::emitResults() {
     }
     int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
     std::string name = "r" + std::to_string(j);
+    // A copy the runtime keeps: it stays live to the end.
+    bool host = hostStorage.count(st);
+    int64_t &live = host ? liveHost : liveDevice;
+    int64_t &peak = host ? counted.hostPeakBytes : counted.devicePeakBytes;
+    live += bytes;
+    peak = std::max(peak, live);
     include("<cstring>");
     entryOs << "  float *" << name << " = static_cast<float *>(api->alloc(dev, "
             << bytes << ", "
@@ -649,7 +682,12 @@ LogicalResult ProgramEmitter::emit(llvm::raw_ostream &os) {
 }
 
 LogicalResult mlir::sd::emitOpenMPProgram(func::FuncOp func,
-                                          llvm::raw_ostream &os) {
+                                          llvm::raw_ostream &os,
+                                          ProgramMemory *memory) {
   ProgramEmitter emitter(func);
-  return emitter.emit(os);
+  if (failed(emitter.emit(os)))
+    return failure();
+  if (memory)
+    *memory = emitter.memory();
+  return success();
 }

@@ -21,16 +21,29 @@
 
 namespace mlir::sd {
 
+/// What the emitted program allocates itself, at its peak: every value it
+/// stores (fused kernels keep the others in registers), its results and its
+/// temporaries, each from its allocation to its release, in the order the
+/// program runs. The arguments (held by the runtime) and the runtime's own
+/// scratch are not included.
+struct ProgramMemory {
+  int64_t devicePeakBytes = 0;
+  int64_t hostPeakBytes = 0;
+};
+
 /// Writes `func`, planned by sd-lower-to-openmp, as C++ files in LLVM's
 /// split-file form (a header, `program.cpp` defining `sd_program_run` and
 /// `sd_program_abi_version`, and `kernels_N.cpp` files) that
 /// sd::rt::compileProgram compiles in parallel. Errors (a missing plan, an
 /// op the emitter cannot write) are reported on the op.
-LogicalResult emitOpenMPProgram(func::FuncOp func, llvm::raw_ostream &os);
+LogicalResult emitOpenMPProgram(func::FuncOp func, llvm::raw_ostream &os,
+                                ProgramMemory *memory = nullptr);
 
 /// Runs sd-lower-to-openmp on `module` (which it annotates) and emits the
 /// function named `funcName`; diagnostics go to the context's handler.
-FailureOr<std::string> lowerToOpenMP(ModuleOp module, StringRef funcName);
+/// With `memory`, also what the program allocates at its peak.
+FailureOr<std::string> lowerToOpenMP(ModuleOp module, StringRef funcName,
+                                     ProgramMemory *memory = nullptr);
 
 /// A module pass that emits function `funcName` (empty: `train_step`, else
 /// `loss`, else the first function) of an already planned module to `os`;

@@ -16,6 +16,7 @@
 #define SD_TARGET_OPENMP_PROGRAMBUILDER_H
 
 #include "sd/IR/SDAttrs.h"
+#include "sd/Target/OpenMP/OpenMPEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -129,6 +130,15 @@ public:
 
   Namer names;
 
+  /// The bytes the program's own allocations hold at once, in emission
+  /// order (device, host): each allocation counts from where it is made
+  /// to its release. A temporary (a transposed GEMM operand) is counted for
+  /// its one call.
+  void countAllocation(Value v, bool host);
+  void countRelease(Value v);
+  void countTemporary(int64_t bytes);
+  const ProgramMemory &memory() const { return counted; }
+
 protected:
   std::string entryText;
   llvm::raw_string_ostream entryOs{entryText};
@@ -147,6 +157,10 @@ protected:
   /// Storage in host memory.
   DenseSet<Value> hostStorage;
   SymbolTableCollection symbols;
+  /// Live bytes per counted value and space, and the peaks.
+  DenseMap<Value, std::pair<int64_t, bool>> countedBytes;
+  int64_t liveDevice = 0, liveHost = 0;
+  ProgramMemory counted;
 };
 
 } // namespace mlir::sd::openmp
