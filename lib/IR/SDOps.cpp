@@ -66,8 +66,8 @@ mlir::sd::verifyTensorSize(Type type,
   int64_t elements = 1;
   for (int64_t size : tensorType.getShape())
     if (!isDyn(size) && llvm::MulOverflow(elements, size, elements))
-      return emitValueError() << " of type " << type << " has more than "
-                              << kMax << " elements";
+      return emitValueError()
+             << " of type " << type << " has more than " << kMax << " elements";
   Type elementType = tensorType.getElementType();
   int64_t elementBytes =
       elementType.isIntOrFloat()
