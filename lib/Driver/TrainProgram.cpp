@@ -385,6 +385,11 @@ FailureOr<TrainProgram> mlir::sd::buildModelProgram(ModuleOp module,
 absl::StatusOr<::sd::rt::CompiledProgram>
 mlir::sd::compileDeviceProgram(const std::string &source,
                                const DeviceSettings &settings) {
+  // Refuse a team the CPUs cannot serve before minutes of compiling.
+  if (absl::Status threads =
+          ::sd::rt::checkThreadsPerDevice(settings.threadsPerDevice);
+      !threads.ok())
+    return threads;
   ::sd::rt::CompileOptions compileOptions;
   compileOptions.cacheDir = settings.cacheDir;
   // What is being compiled and how far along it is, a line a file (only

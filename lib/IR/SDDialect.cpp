@@ -120,6 +120,11 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
     return emitError(op->getLoc()) << "'" << attr.getName()
                            << "' is only valid on function arguments";
   Type type = func.getArgumentTypes()[argIndex];
+  // Before the attribute's own checks, which multiply the dimensions.
+  if (failed(verifyTensorSize(type, [&] {
+        return emitError(op->getLoc()) << describeArgument(func, argIndex);
+      })))
+    return failure();
   StringRef attrName = attr.getName().getValue();
 
   if (attrName == kRoleAttrName) {
@@ -177,6 +182,10 @@ LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
   if (!func)
     return emitError(op->getLoc()) << "'" << attr.getName()
                            << "' is only valid on function results";
+  if (failed(verifyTensorSize(func.getResultTypes()[resultIndex], [&] {
+        return emitError(op->getLoc()) << "result #" << resultIndex;
+      })))
+    return failure();
   StringRef attrName = attr.getName().getValue();
   if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)
     return emitError(op->getLoc()) << "'" << attrName
@@ -211,6 +220,11 @@ LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
 LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef attrName = attr.getName().getValue();
+  // The shardings and rules are checked against the op's types before the
+  // op's own verifier runs, so the types' sizes are checked first here.
+  if ((attrName == kShardingAttrName || attrName == kShardingRuleAttrName) &&
+      failed(verifyTensorSizesFit(op)))
+    return failure();
   if (attrName == kNameAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return emitError(op->getLoc()) << "'" << kNameAttrName

@@ -13,8 +13,10 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -52,6 +54,42 @@ static std::string formatList(ArrayRef<int64_t> values) {
   for (auto [i, v] : llvm::enumerate(values))
     text += (i ? ", " : "") + (isDyn(v) ? std::string("?") : std::to_string(v));
   return text + "]";
+}
+
+LogicalResult
+mlir::sd::verifyTensorSize(Type type,
+                           function_ref<InFlightDiagnostic()> emitValueError) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType)
+    return success();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t elements = 1;
+  for (int64_t size : tensorType.getShape())
+    if (!isDyn(size) && llvm::MulOverflow(elements, size, elements))
+      return emitValueError()
+             << " of type " << type << " has more than " << kMax << " elements";
+  Type elementType = tensorType.getElementType();
+  int64_t elementBytes =
+      elementType.isIntOrFloat()
+          ? llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8)
+          : 1;
+  int64_t bytes;
+  if (llvm::MulOverflow(elements, elementBytes, bytes))
+    return emitValueError() << " of type " << type << " has " << elements
+                            << " elements, more than " << kMax << " bytes";
+  return success();
+}
+
+LogicalResult mlir::sd::verifyTensorSizesFit(Operation *op) {
+  for (auto [index, type] : llvm::enumerate(op->getOperandTypes()))
+    if (failed(verifyTensorSize(
+            type, [&] { return op->emitOpError("operand #") << index; })))
+      return failure();
+  for (auto [index, type] : llvm::enumerate(op->getResultTypes()))
+    if (failed(verifyTensorSize(
+            type, [&] { return op->emitOpError("result #") << index; })))
+      return failure();
+  return success();
 }
 
 /// Checks that `dims` are distinct and in `[0, rank)`; `what` names them.

@@ -381,6 +381,45 @@ FailureOr<func::FuncOp> GradientBuilder::build() {
 // The pass
 //===----------------------------------------------------------------------===//
 
+/// Erases the private functions that no other top-level op of `module`
+/// reaches through calls or symbol references: the layer functions, now
+/// inlined into the gradient, and their callees. One walk over the module's
+/// symbol uses, so a chain of thousands of calls costs linear time (asking
+/// each function whether the module still uses it walks the module once per
+/// function). Nothing is erased when an op's uses cannot be known.
+void eraseUnreachedPrivateFunctions(ModuleOp module) {
+  SymbolTable symbols(module);
+  DenseSet<Operation *> reached;
+  SmallVector<Operation *> worklist;
+  auto isPrivateFunction = [](Operation &op) {
+    auto func = dyn_cast<func::FuncOp>(op);
+    return func && func.isPrivate();
+  };
+  // Marks the private functions `from` refers to; false for unknown uses.
+  auto reach = [&](Operation *from) {
+    std::optional<SymbolTable::UseRange> uses =
+        SymbolTable::getSymbolUses(from);
+    if (!uses)
+      return false;
+    for (const SymbolTable::SymbolUse &use : *uses) {
+      Operation *symbol = symbols.lookup(use.getSymbolRef().getRootReference());
+      if (symbol && isPrivateFunction(*symbol) && reached.insert(symbol).second)
+        worklist.push_back(symbol);
+    }
+    return true;
+  };
+  for (Operation &op : module.getBody()->getOperations())
+    if (!isPrivateFunction(op) && !reach(&op))
+      return;
+  while (!worklist.empty())
+    if (!reach(worklist.pop_back_val()))
+      return;
+  for (Operation &op :
+       llvm::make_early_inc_range(module.getBody()->getOperations()))
+    if (isPrivateFunction(op) && !reached.contains(&op))
+      op.erase();
+}
+
 class DifferentiatePass
     : public mlir::sd::impl::DifferentiateBase<DifferentiatePass> {
 public:
@@ -409,9 +448,7 @@ public:
 
     // @loss and the layer functions are now part of the gradient.
     loss.erase();
-    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-      if (func.isPrivate() && SymbolTable::symbolKnownUseEmpty(func, module))
-        func.erase();
+    eraseUnreachedPrivateFunctions(module);
   }
 };
 

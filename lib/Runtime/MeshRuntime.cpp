@@ -24,7 +24,10 @@
 
 #include <omp.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -32,13 +35,40 @@
 using namespace sd;
 using namespace sd::rt;
 
-/// Cores this process may use: OpenMP's view (which honours the affinity
-/// mask), else the hardware's.
-static int availableCores() {
-  int cores = omp_get_num_procs();
-  if (cores < 1)
-    cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::max(cores, 1);
+int sd::rt::availableCpus() {
+  // The mask's size grows with the machine's CPUs: a cpu_set_t holds 1024,
+  // and sched_getaffinity fails with EINVAL on a set too small for the
+  // kernel's.
+  for (int cpus = CPU_SETSIZE; cpus <= (1 << 20); cpus *= 2) {
+    cpu_set_t *set = CPU_ALLOC(cpus);
+    if (!set)
+      break;
+    size_t bytes = CPU_ALLOC_SIZE(cpus);
+    CPU_ZERO_S(bytes, set);
+    int result = sched_getaffinity(0, bytes, set);
+    int count = CPU_COUNT_S(bytes, set);
+    CPU_FREE(set);
+    if (result == 0)
+      return std::max(count, 1);
+    if (errno != EINVAL)
+      break;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+absl::Status sd::rt::checkThreadsPerDevice(int threadsPerDevice) {
+  if (threadsPerDevice < 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--threads-per-device must not be negative, not %d", threadsPerDevice));
+  // A team larger than the CPUs gains nothing, and a large one fails inside
+  // OpenMP (threads it cannot create), where no error can be returned.
+  int cpus = availableCpus();
+  if (threadsPerDevice > cpus)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--threads-per-device=%d is more than the %d cpu%s this process may "
+        "run on (its cpu affinity)",
+        threadsPerDevice, cpus, cpus == 1 ? "" : "s"));
+  return absl::OkStatus();
 }
 
 /// One persistent thread per device, running whatever `runOnDevices` hands
@@ -117,10 +147,9 @@ MeshRuntime::create(MeshRuntimeOptions options) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "memory budgets must not be negative (device %d, host %d)",
         options.deviceMemoryBudget, options.hostMemoryBudget));
-  if (options.threadsPerDevice < 0)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("threads per device must not be negative, got %d",
-                        options.threadsPerDevice));
+  if (absl::Status threads = checkThreadsPerDevice(options.threadsPerDevice);
+      !threads.ok())
+    return threads;
   if (options.process < -1 || options.process >= mesh.numProcesses())
     return absl::InvalidArgumentError(
         absl::StrFormat("process %d is not a process of mesh %s (%d processes)",
@@ -149,7 +178,7 @@ MeshRuntime::create(MeshRuntimeOptions options) {
   runtime->threads = runtime->options.threadsPerDevice > 0
                          ? runtime->options.threadsPerDevice
                          : static_cast<int>(std::max<int64_t>(
-                               1, availableCores() / numDevices));
+                               1, availableCpus() / numDevices));
   if (runtime->options.transportFactory) {
     absl::StatusOr<std::unique_ptr<Transport>> transport =
         runtime->options.transportFactory(runtime->options.mesh);

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Runtime/Program.h"
+#include "sd/Runtime/Runtime.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -22,7 +23,6 @@
 #include "absl/strings/str_join.h"
 
 #include <dlfcn.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -188,14 +188,6 @@ absl::Status startCommand(const std::vector<std::string> &argv,
   return absl::OkStatus();
 }
 
-/// Hardware threads this process may run on.
-int availableCores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 int compileJobs(const CompileOptions &options) {
   if (options.jobs > 0)
     return options.jobs;
@@ -204,7 +196,7 @@ int compileJobs(const CompileOptions &options) {
     if (absl::SimpleAtoi(env, &jobs) && jobs > 0)
       return jobs;
   }
-  return availableCores();
+  return availableCpus();
 }
 
 /// The failure of a compiler run: the command, how it ended, the first

@@ -18,6 +18,7 @@
 
 #include "llvm/Support/FileSystem.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 using namespace sd::testing;
@@ -146,7 +147,8 @@ std::string OpenMPDifferentialTest::checkOpenMP(llvm::StringRef source,
     return *program;
   ::sd::rt::MeshRuntimeOptions runtimeOptions;
   runtimeOptions.mesh = mesh;
-  runtimeOptions.threadsPerDevice = 2;
+  // At most the CPUs this process may run on, as the runtime requires.
+  runtimeOptions.threadsPerDevice = std::min(2, ::sd::rt::availableCpus());
   auto runtime = ::sd::rt::MeshRuntime::create(runtimeOptions);
   EXPECT_TRUE(runtime.ok()) << runtime.status();
   if (!runtime.ok())

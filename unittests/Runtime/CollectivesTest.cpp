@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -164,7 +165,8 @@ RunResult runCollective(const MeshSpec &mesh, const SdCollective &op,
   RunResult result;
   MeshRuntimeOptions options;
   options.mesh = mesh;
-  options.threadsPerDevice = threadsPerDevice;
+  // A runtime refuses more threads than the process's CPUs.
+  options.threadsPerDevice = std::min(threadsPerDevice, availableCpus());
   absl::StatusOr<std::unique_ptr<MeshRuntime>> runtime =
       MeshRuntime::create(options);
   if (!runtime.ok()) {

@@ -481,7 +481,7 @@ TEST(FlashAttentionTest, ApiEntriesMatchTheKernels) {
   // a team of 2, with the scratch back in the pool afterwards.
   MeshRuntimeOptions options;
   options.mesh = MeshSpec({{"data", 1, 1}});
-  options.threadsPerDevice = 2;
+  options.threadsPerDevice = std::min(2, availableCpus());
   absl::StatusOr<std::unique_ptr<MeshRuntime>> runtime =
       MeshRuntime::create(std::move(options));
   ASSERT_TRUE(runtime.ok()) << runtime.status();

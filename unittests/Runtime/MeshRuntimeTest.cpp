@@ -5,7 +5,9 @@
 #include "gtest/gtest.h"
 
 #include <omp.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -85,10 +87,13 @@ TEST(MeshRuntimeTest, DevicesKnowTheirCoordinates) {
 }
 
 TEST(MeshRuntimeTest, EachDeviceRunsOnItsOwnThreadWithItsTeamSize) {
+  // Four devices of up to 3 threads: more threads than CPUs in all, which a
+  // simulated mesh needs; each device's team fits the CPUs.
+  int threads = std::min(3, availableCpus());
   std::unique_ptr<MeshRuntime> runtime =
-      makeRuntime(MeshSpec({{"data", 2, 1}, {"fsdp", 2, 1}}), /*threads=*/3);
+      makeRuntime(MeshSpec({{"data", 2, 1}, {"fsdp", 2, 1}}), threads);
   ASSERT_TRUE(runtime);
-  EXPECT_EQ(runtime->threadsPerDevice(), 3);
+  EXPECT_EQ(runtime->threadsPerDevice(), threads);
   std::mutex mutex;
   std::set<std::thread::id> threadIds;
   std::vector<int> maxThreads(4, 0), teamSizes(4, 0);
@@ -109,15 +114,43 @@ TEST(MeshRuntimeTest, EachDeviceRunsOnItsOwnThreadWithItsTeamSize) {
   });
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(threadIds.size(), 4u);
-  EXPECT_EQ(maxThreads, std::vector<int>(4, 3));
-  EXPECT_EQ(teamSizes, std::vector<int>(4, 3));
+  EXPECT_EQ(maxThreads, std::vector<int>(4, threads));
+  EXPECT_EQ(teamSizes, std::vector<int>(4, threads));
+}
+
+TEST(MeshRuntimeTest, RefusesMoreThreadsPerDeviceThanCpus) {
+  int cpus = availableCpus();
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(cpus, CPU_COUNT(&set));
+  MeshRuntimeOptions options;
+  options.mesh = MeshSpec({{"data", 2, 1}});
+  options.threadsPerDevice = cpus + 1;
+  absl::StatusOr<std::unique_ptr<MeshRuntime>> refused =
+      MeshRuntime::create(options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "--threads-per-device=" + std::to_string(cpus + 1) +
+                " is more than the " + std::to_string(cpus) +
+                (cpus == 1 ? " cpu" : " cpus") +
+                " this process may run on (its cpu affinity)");
+  // The case: a team of 1024 aborted inside OpenMP.
+  if (cpus < 1024) {
+    options.threadsPerDevice = 1024;
+    EXPECT_FALSE(MeshRuntime::create(options).ok());
+  }
+  // As many as there are CPUs, on each of two devices, runs.
+  std::unique_ptr<MeshRuntime> runtime =
+      makeRuntime(MeshSpec({{"data", 2, 1}}), cpus);
+  ASSERT_TRUE(runtime);
+  EXPECT_EQ(runtime->threadsPerDevice(), cpus);
 }
 
 TEST(MeshRuntimeTest, DefaultThreadsSplitTheCores) {
   std::unique_ptr<MeshRuntime> runtime =
       makeRuntime(MeshSpec({{"data", 2, 1}}), /*threads=*/0);
   ASSERT_TRUE(runtime);
-  EXPECT_EQ(runtime->threadsPerDevice(), std::max(1, omp_get_num_procs() / 2));
+  EXPECT_EQ(runtime->threadsPerDevice(), std::max(1, availableCpus() / 2));
 }
 
 TEST(MeshRuntimeTest, ReturnsTheFirstErrorInDeviceOrder) {

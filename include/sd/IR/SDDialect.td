@@ -46,6 +46,13 @@ def SD_Dialect : Dialect {
     says otherwise; `sd.mesh` is created by `sd-materialize-mesh` (or written
     by hand); shardings appear after `sd-apply-logical-rules`.
 
+    Constraints (every sd program):
+    * each tensor an sd op takes or yields, and the type of each function
+      argument or result that carries an sd attribute, has a number of
+      elements and a size in bytes that a signed 64-bit integer holds
+      (static dimensions; a dynamic batch dimension is checked once
+      `sd-specialize-batch` fixes it).
+
     Constraints (discardable attributes):
     * `sd.role` and `sd.logical_axes` may only appear as function argument
       attributes, each with its own attribute kind.
@@ -124,7 +131,14 @@ def SD_Dialect : Dialect {
   }];
 }
 
+// Every sd op: each tensor it takes or yields has an element count and a
+// byte size that int64 holds (mlir::sd::TensorSizesFit in SDOps.h). First,
+// so that no other trait or verifier multiplies such a shape's dimensions.
+def SD_TensorSizesFit : NativeOpTrait<"TensorSizesFit"> {
+  let cppNamespace = "::mlir::sd";
+}
+
 class SD_Op<string mnemonic, list<Trait> traits = []>
-    : Op<SD_Dialect, mnemonic, traits>;
+    : Op<SD_Dialect, mnemonic, !listconcat([SD_TensorSizesFit], traits)>;
 
 #endif // SD_IR_SDDIALECT_TD

@@ -35,6 +35,29 @@ OpShardingRuleAttr getReduceShardingRule(Operation *op, ArrayRef<int64_t> dims);
 /// error through `emitError`) when there is none.
 MeshAttr lookupMesh(Operation *from, FlatSymbolRefAttr meshName,
                     function_ref<InFlightDiagnostic()> emitError);
+
+/// Checks that `type`, when a ranked tensor, has a number of elements and a
+/// size in bytes that int64 holds (its static dimensions); otherwise an
+/// error through `emitValueError`, whose diagnostic starts by naming the
+/// value ("operand #1"). Every size sd computes from a shape (memory, costs,
+/// buffers) is an int64.
+LogicalResult
+verifyTensorSize(Type type, function_ref<InFlightDiagnostic()> emitValueError);
+
+/// The trait of every sd op: verifyTensorSize of each operand and result.
+template <typename ConcreteType>
+class TensorSizesFit : public OpTrait::TraitBase<ConcreteType, TensorSizesFit> {
+public:
+  static LogicalResult verifyTrait(Operation *op);
+};
+
+/// TensorSizesFit's check, shared by every op.
+LogicalResult verifyTensorSizesFit(Operation *op);
+
+template <typename ConcreteType>
+LogicalResult TensorSizesFit<ConcreteType>::verifyTrait(Operation *op) {
+  return verifyTensorSizesFit(op);
+}
 } // namespace mlir::sd
 
 // After the declarations above: the interfaces' default implementations

@@ -218,6 +218,16 @@ public:
   allGather(std::string_view bytes) = 0;
 };
 
+/// The CPUs this process may run on (its affinity mask, as `taskset` or a
+/// container's cpuset sets it), at least 1: the most threads per device a
+/// runtime runs, and the default number of parallel compiler jobs.
+int availableCpus();
+
+/// InvalidArgument, naming the flag, for more threads per device than
+/// availableCpus() or fewer than 0 (0 is the default): MeshRuntime::create's
+/// check, which a tool may make before it compiles anything.
+absl::Status checkThreadsPerDevice(int threadsPerDevice);
+
 /// Makes the transport of a runtime's devices; an error fails
 /// MeshRuntime::create.
 using TransportFactory =
@@ -225,8 +235,9 @@ using TransportFactory =
 
 struct MeshRuntimeOptions {
   MeshSpec mesh;
-  /// OpenMP threads per device; 0 means max(1, cores / devices this
-  /// runtime runs).
+  /// OpenMP threads per device (--threads-per-device), at most
+  /// availableCpus(); 0 means max(1, availableCpus() / devices this runtime
+  /// runs).
   int threadsPerDevice = 0;
   /// Per-device budgets in bytes; 0 means unlimited.
   int64_t deviceMemoryBudget = 0;
@@ -251,8 +262,9 @@ struct MeshRuntimeOptions {
 /// own thread.
 class MeshRuntime {
 public:
-  /// InvalidArgument on an empty mesh, a negative budget or a process the
-  /// mesh does not have; the transport factory's error.
+  /// InvalidArgument on an empty mesh, a negative budget, more threads per
+  /// device than availableCpus() or a process the mesh does not have; the
+  /// transport factory's error.
   static absl::StatusOr<std::unique_ptr<MeshRuntime>>
   create(MeshRuntimeOptions options);
   ~MeshRuntime();

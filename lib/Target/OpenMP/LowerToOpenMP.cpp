@@ -176,23 +176,34 @@ LogicalResult LowerToOpenMPPass::verifyLowerable(func::FuncOp func,
 
 /// The root of the kernel that computes `op` (an op already decided): the
 /// op itself for roots, its kernel's root for fused ops and extra outputs,
-/// null for inline ops.
+/// null for inline ops. The roots found are kept in `memo` for every op
+/// passed on the way (their roles are final once their producers are being
+/// planned), so a chain of thousands of fused ops is walked once, not once
+/// per op.
 static Operation *kernelRootOf(Operation *op,
                                const DenseMap<Operation *, Role> &roles,
-                               const DenseMap<Operation *, Operation *> &into) {
+                               const DenseMap<Operation *, Operation *> &into,
+                               DenseMap<Operation *, Operation *> &memo) {
+  SmallVector<Operation *> path;
+  Operation *root = nullptr;
   while (op) {
-    switch (roles.lookup(op)) {
-    case Role::Root:
-      return op;
-    case Role::Fused:
-    case Role::Output:
-      op = into.lookup(op);
+    if (auto known = memo.find(op); known != memo.end()) {
+      root = known->second;
       break;
-    case Role::Inline:
-      return nullptr;
     }
+    path.push_back(op);
+    Role role = roles.lookup(op);
+    if (role == Role::Root) {
+      root = op;
+      break;
+    }
+    if (role == Role::Inline)
+      break;
+    op = into.lookup(op);
   }
-  return nullptr;
+  for (Operation *passed : path)
+    memo[passed] = root;
+  return root;
 }
 
 /// Multi-output fusion of the elementwise `op`, whose users are in several
@@ -202,7 +213,8 @@ static Operation *kernelRootOf(Operation *op,
 static Operation *
 outputKernelFor(Operation *op, const DenseMap<Operation *, int64_t> &position,
                 const DenseMap<Operation *, Role> &roles,
-                const DenseMap<Operation *, Operation *> &into) {
+                const DenseMap<Operation *, Operation *> &into,
+                DenseMap<Operation *, Operation *> &memo) {
   auto shape = cast<RankedTensorType>(op->getResult(0).getType()).getShape();
   auto positionOf = [&](Operation *x) {
     auto it = position.find(x);
@@ -216,7 +228,7 @@ outputKernelFor(Operation *op, const DenseMap<Operation *, int64_t> &position,
       readers.push_back(user); // the return
       continue;
     }
-    Operation *root = kernelRootOf(user, roles, into);
+    Operation *root = kernelRootOf(user, roles, into, memo);
     if (!root)
       return nullptr; // read inside kernels not known yet
     readers.push_back(root);
@@ -239,6 +251,7 @@ DenseMap<Operation *, Role>
 LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
                              DenseMap<Operation *, Operation *> &fusedInto) {
   DenseMap<Operation *, Role> roles;
+  DenseMap<Operation *, Operation *> rootMemo;
   DenseMap<Operation *, int64_t> position;
   for (auto [i, op] : llvm::enumerate(ops))
     position[op] = static_cast<int64_t>(i);
@@ -261,9 +274,9 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
       // The kernel all users are computed in, if they share one.
       Operation *sharedRoot = nullptr;
       if (allFusedUsers) {
-        sharedRoot = kernelRootOf(users.front(), roles, fusedInto);
+        sharedRoot = kernelRootOf(users.front(), roles, fusedInto, rootMemo);
         for (Operation *user : users)
-          if (kernelRootOf(user, roles, fusedInto) != sharedRoot)
+          if (kernelRootOf(user, roles, fusedInto, rootMemo) != sharedRoot)
             sharedRoot = nullptr;
       }
       if (kind == LoweringKind::Cheap) {
@@ -292,7 +305,8 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
         role = Role::Fused;
         fusedInto[op] = users.front();
       } else if (kind == LoweringKind::Elementwise) {
-        if (Operation *root = outputKernelFor(op, position, roles, fusedInto)) {
+        if (Operation *root =
+                outputKernelFor(op, position, roles, fusedInto, rootMemo)) {
           role = Role::Output;
           fusedInto[op] = root;
         }

@@ -395,6 +395,10 @@ void ProgramEmitter::planStorage() {
 /// Donation: a fused kernel that reads argument i only where it writes, as
 /// its last use, writes its donated result into argument i's buffer.
 void ProgramEmitter::planDonation() {
+  // The arguments already written in place: a set, not a search of
+  // inPlace per result, which a program of thousands of parameters (three
+  // donated results each) makes quadratic.
+  DenseSet<int64_t> donatedArgs;
   for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
     auto aliases =
         func.getResultAttrOfType<IntegerAttr>(j, SDDialect::kAliasesAttrName);
@@ -405,7 +409,7 @@ void ProgramEmitter::planDonation() {
     Step &step = steps[defStep.lookup(v)];
     if (step.plan.getKind() != KernelKind::fused || inPlace.count(v) ||
         returned.count(arg) || lastUse.lookup(arg) != defStep.lookup(v) ||
-        llvm::any_of(inPlace, [&](auto &e) { return e.second == argIndex; }))
+        donatedArgs.contains(argIndex))
       continue;
     bool reads = false, identity = true;
     for (auto [k, in] : llvm::enumerate(step.inputs)) {
@@ -414,8 +418,10 @@ void ProgramEmitter::planDonation() {
       reads = true;
       identity = identity && step.function.identityRead[k];
     }
-    if (reads && identity)
+    if (reads && identity) {
       inPlace[v] = argIndex;
+      donatedArgs.insert(argIndex);
+    }
   }
 }
 

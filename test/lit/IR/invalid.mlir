@@ -20,6 +20,63 @@ func.func @mesh_in_function() {
 }
 
 //===----------------------------------------------------------------------===//
+// Tensor sizes (every op, and annotated function arguments and results)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// 16 × 3037000500² elements: more than int64 counts.
+func.func @size_operand_elements(%x: tensor<16x3037000500x3037000500xf32>) {
+  // expected-error @+1 {{'sd.tanh' op operand #0 of type 'tensor<16x3037000500x3037000500xf32>' has more than 9223372036854775807 elements}}
+  %y = sd.tanh %x : tensor<16x3037000500x3037000500xf32>
+  return
+}
+
+// -----
+
+// 2^62 f32 elements count, but their 2^64 bytes do not.
+func.func @size_result_bytes(%x: tensor<f32>) {
+  // expected-error @+1 {{'sd.broadcast_in_dim' op result #0 of type 'tensor<4611686018427387904xf32>' has 4611686018427387904 elements, more than 9223372036854775807 bytes}}
+  %y = sd.broadcast_in_dim %x dims = [] : (tensor<f32>) -> tensor<4611686018427387904xf32>
+  return
+}
+
+// -----
+
+// A dynamic dimension is not counted; the static ones are.
+func.func @size_dynamic_batch(%x: tensor<?x4611686018427387904x2xbf16>) {
+  // expected-error @+1 {{'sd.neg' op operand #0 of type 'tensor<?x4611686018427387904x2xbf16>' has more than 9223372036854775807 elements}}
+  %y = sd.neg %x : tensor<?x4611686018427387904x2xbf16>
+  return
+}
+
+// -----
+
+// An unused parameter is checked by its annotation.
+// expected-error @+1 {{argument #0 ("w") of type 'tensor<3037000499x3037000499xf32>' has 9223372030926249001 elements, more than 9223372036854775807 bytes}}
+func.func @size_argument(%w: tensor<3037000499x3037000499xf32> {sd.role = #sd.param<"w", zeros>}) {
+  return
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=2]>
+// expected-error @+1 {{result #0 of type 'tensor<2305843009213693952x2xbf16>' has 4611686018427387904 elements, more than 9223372036854775807 bytes}}
+func.func @size_result(%x: tensor<2305843009213693952x2xbf16>) -> (tensor<2305843009213693952x2xbf16> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}]>}) {
+  return %x : tensor<2305843009213693952x2xbf16>
+}
+
+// -----
+
+// The op's sharding is checked before its verifier runs: the size first.
+sd.mesh @mesh = <["data"=2]>
+func.func @size_sharded_op(%x: tensor<f32>) {
+  // expected-error @+1 {{'sd.broadcast_in_dim' op result #0 of type 'tensor<3037000500x3037000500xf32>' has more than 9223372036854775807 elements}}
+  %y = sd.broadcast_in_dim %x dims = [] {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data"}, {}]>]>} : (tensor<f32>) -> tensor<3037000500x3037000500xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 
