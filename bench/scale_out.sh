@@ -113,6 +113,31 @@ if [[ -n "$BASELINE_SDRUN" ]]; then
       --steps=2 --cache-dir="$out/cache-base" >"$out/baseline.log" 2>&1 ) || true
 fi
 
+# DiT-XL/2 on fsdp:2 (batch 2): peak resident memory against the prediction,
+# and with BASELINE_SDRUN the same run's peak (GNU time's maximum RSS).
+"$SDGEN" --preset=dit-xl2 -o "$out/dit_xl2.mlir" 2>/dev/null ||
+  die "sdgen --preset=dit-xl2 failed"
+xl2() { # NAME SDRUN
+  /usr/bin/time -f "maxrss_kib %M" "$2" "$out/dit_xl2.mlir" --mesh=fsdp:2 \
+    --batch=2 --steps=2 --cache-dir="$out/cache-xl2" >"$out/$1.log" 2>&1 ||
+    die "$1 failed; see $out/$1.log"
+}
+xl2 xl2 "$SDRUN"
+[[ -n "$BASELINE_SDRUN" ]] && xl2 xl2-base "$BASELINE_SDRUN"
+# DiT-S/2 on data:2, warm program cache: the time to the first step (the
+# second of two runs), and both sdruns' whole one-step command.
+s2() { # NAME SDRUN
+  "$2" models/dit_s2.mlir --mesh=data:2 --steps=1 --cache-dir="$out/cache-s2-$1" \
+    >/dev/null 2>&1 || die "$1 failed"
+  local start
+  start=$(date +%s.%N)
+  "$2" models/dit_s2.mlir --mesh=data:2 --steps=1 --cache-dir="$out/cache-s2-$1" \
+    >"$out/$1.log" 2>&1 || die "$1 failed; see $out/$1.log"
+  awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }' >"$out/$1.seconds"
+}
+s2 s2 "$SDRUN"
+[[ -n "$BASELINE_SDRUN" ]] && s2 s2-base "$BASELINE_SDRUN"
+
 python3 - "$out" "$BASELINE_LIMIT_GB" "$refused" "$refused_s" "$compiled_refused" <<'PY'
 import json, re, sys
 out, limit, refused, refused_s, compiled = sys.argv[1:6]
@@ -167,6 +192,28 @@ print(f"\nlosses: steps 1-2 on 4 ranks {four.get(1)!r}, {four.get(2)!r}; step 3 
 ok = refused != "ran (not refused)" and int(compiled) == 0
 print(f"--host-memory-limit=2GiB on 4 ranks: {refused} ({refused_s} s, "
       f"{compiled} programs compiled; {verdict(ok)})")
+xl2 = open(f"{out}/xl2.log").read()
+m = re.search(r"per process: peak resident memory ([0-9.]+ \w+), predicted ([0-9.]+ \w+)", xl2)
+peak, predicted = size(m.group(1)), size(m.group(2))
+line = (f"\nDiT-XL/2, fsdp:2, batch 2: peak resident {gib(peak)}, predicted {gib(predicted)}: "
+        f"{peak / predicted:.2f} ({verdict(peak <= 1.2 * predicted)})")
+try:
+    base = re.search(r"maxrss_kib (\d+)", open(f"{out}/xl2-base.log").read())
+    line += f"; baseline sdrun's peak {gib(int(base.group(1)) * 1024)}"
+except (FileNotFoundError, AttributeError):
+    pass
+print(line)
+s2 = open(f"{out}/s2.log").read()
+first = re.search(r"time to first step: ([0-9.]+) s \(.*first step ([0-9.]+) s\)", s2)
+before_step = float(first.group(1)) - float(first.group(2))
+line = (f"DiT-S/2, data:2, warm cache: {first.group(0)}; before the step "
+        f"{before_step:.2f} s ({verdict(before_step <= 1.5)}: <= 1.5 s); whole 1-step "
+        f"command {open(f'{out}/s2.seconds').read()} s")
+try:
+    line += f" (baseline sdrun: {open(f'{out}/s2-base.seconds').read()} s)"
+except FileNotFoundError:
+    pass
+print(line)
 try:
     base = open(f"{out}/baseline.log").read()
     lines = [l for l in base.splitlines() if "error" in l.lower() or "memory" in l.lower()]
