@@ -121,8 +121,6 @@ TEST(RunDigestTest, EverySettingThatMustAgree) {
        "rank 1's init_from is 'w.safetensors', rank 0's is none"},
       {[](RunSpecFlags &f) { f.exportPath = "out.safetensors"; },
        "rank 1's export is true, rank 0's is false"},
-      {[](RunSpecFlags &f) { f.exportEmaPath = "ema.safetensors"; },
-       "rank 1's export_ema is true, rank 0's is false"},
       {[](RunSpecFlags &f) { f.verify = true; },
        "rank 1's verify is true, rank 0's is false"},
       {[](RunSpecFlags &f) { f.allowNonfiniteLoss = true; },
@@ -130,6 +128,13 @@ TEST(RunDigestTest, EverySettingThatMustAgree) {
   };
   for (const Case &c : cases)
     EXPECT_EQ(differenceFor(c.change), c.message);
+  // --export-ema needs ema_decay on both.
+  RunSpecFlags withEma = rankFlags();
+  withEma.emaDecay = 0.999;
+  EXPECT_EQ(differenceFor(
+                [](RunSpecFlags &f) { f.exportEmaPath = "ema.safetensors"; },
+                withEma),
+            "rank 1's export_ema is true, rank 0's is false");
 }
 
 // Settings that need a base of their own to differ on their own.
