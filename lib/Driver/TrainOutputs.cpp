@@ -206,10 +206,14 @@ absl::Status TrainRun::verify() {
   // run's parameters on all of them), each on its own devices' cores.
   rt::MeshRuntime &runtime = session->runtime();
   DeviceSettings settings = options.device;
+  // (At most the CPUs this process may run on: mpirun may bind a rank to
+  // fewer than its devices' threads.)
   settings.threadsPerDevice =
       runtime.process() < 0
           ? 0
-          : runtime.threadsPerDevice() * static_cast<int>(runtime.numDevices());
+          : std::min(runtime.threadsPerDevice() *
+                         static_cast<int>(runtime.numDevices()),
+                     ::sd::rt::availableCpus());
   settings.deviceMemoryBudget = settings.hostMemoryBudget = 0;
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>> reference =
       startSession(single, settings, singleProgram);
