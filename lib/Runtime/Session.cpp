@@ -208,23 +208,36 @@ absl::Status TrainingSession::fillArguments(const BlockFiller &fill) {
         }
     }
   absl::Status status = mesh->runOnDevices([&](Device &device) -> absl::Status {
-    int64_t d = local(device);
-    std::vector<void *> &mine = buffers[d];
+    std::vector<void *> &mine = buffers[local(device)];
     for (size_t i = 0; i < args.size(); ++i) {
       auto buffer = device.pool(SD_DEVICE_MEMORY)
                         .allocate(args[i].localBytes(), args[i].name);
       if (!buffer.ok())
         return buffer.status();
       mine[i] = *buffer;
-      if (first[d][i] == d)
-        if (absl::Status filled =
-                fill(static_cast<int64_t>(i), device.coordinates(),
-                     static_cast<float *>(mine[i]));
-            !filled.ok())
-          return filled;
     }
     return absl::OkStatus();
   });
+  // The distinct blocks, shared out over every device's thread (a block
+  // replicated on all devices would otherwise be made by device 0 alone).
+  std::vector<std::pair<int64_t, size_t>> jobs;
+  for (int64_t d = 0; d < numDevices; ++d)
+    for (size_t i = 0; i < args.size(); ++i)
+      if (first[d][i] == d)
+        jobs.push_back({d, i});
+  if (status.ok())
+    status = mesh->runOnDevices([&](Device &device) -> absl::Status {
+      for (size_t j = local(device); j < jobs.size();
+           j += static_cast<size_t>(numDevices)) {
+        auto [d, i] = jobs[j];
+        if (absl::Status filled =
+                fill(static_cast<int64_t>(i), mesh->device(d).coordinates(),
+                     static_cast<float *>(buffers[d][i]));
+            !filled.ok())
+          return filled;
+      }
+      return absl::OkStatus();
+    });
   if (status.ok())
     for (int64_t d = 0; d < numDevices; ++d)
       for (size_t i = 0; i < args.size(); ++i)
