@@ -2,15 +2,6 @@
 
 #include "TrainRunImpl.h"
 
-using namespace mlir;
-using namespace mlir::sd;
-using namespace mlir::sd::train;
-using llvm::errs;
-using llvm::format;
-using llvm::formatv;
-using llvm::outs;
-using llvm::Twine;
-
 namespace mlir::sd::train {
 
 std::map<std::string, std::string> TrainRun::exportMetadata() const {

@@ -62,6 +62,11 @@ namespace rt = ::sd::rt;
 namespace ckpt = ::sd::ckpt;
 namespace telemetry = ::sd::telemetry;
 namespace data = ::sd::data;
+using llvm::errs;
+using llvm::format;
+using llvm::formatv;
+using llvm::outs;
+using llvm::Twine;
 
 /// `sdrun: warning: MESSAGE` on stderr, after what stdout holds.
 void warn(const llvm::Twine &message);
