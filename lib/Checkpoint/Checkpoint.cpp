@@ -78,9 +78,8 @@ std::optional<rt::ArgumentKind> fromProto(proto::Tensor::Kind kind) {
 /// Reads, parses and verifies `stepDir`'s manifest (parseManifest):
 /// NotFound when it is missing, DataLoss when it is damaged.
 absl::StatusOr<proto::Manifest> readManifest(const std::string &stepDir) {
-  absl::StatusOr<std::string> bytes =
-      readFileBytes(stepDir + "/" + kManifestName, "checkpoint manifest",
-                    uint64_t(64) << 20);
+  absl::StatusOr<std::string> bytes = readFileBytes(
+      stepDir + "/" + kManifestName, "checkpoint manifest", uint64_t(64) << 20);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status()))
       return absl::NotFoundError(absl::StrCat(

@@ -131,10 +131,9 @@ absl::Status mlir::sd::agreeAcrossProcesses(rt::ProcessGroup *group,
     int code = 0;
     if (codeText.getAsInteger(10, code) || code == 0)
       continue;
-    std::string prefix =
-        static_cast<int64_t>(rank) == group->rank()
-            ? std::string()
-            : "process " + std::to_string(rank) + ": ";
+    std::string prefix = static_cast<int64_t>(rank) == group->rank()
+                             ? std::string()
+                             : "process " + std::to_string(rank) + ": ";
     return absl::Status(static_cast<absl::StatusCode>(code),
                         prefix + message.str());
   }

@@ -256,8 +256,8 @@ mlir::sd::readWeightsFile(const std::string &path) {
       !status.ok())
     return status;
   // A file larger than the machine cannot be loaded whole.
-  absl::StatusOr<ckpt::SafetensorsFile> file = ckpt::readSafetensors(
-      path, static_cast<uint64_t>(machineMemoryBytes()));
+  absl::StatusOr<ckpt::SafetensorsFile> file =
+      ckpt::readSafetensors(path, static_cast<uint64_t>(machineMemoryBytes()));
   if (!file.ok())
     return file.status();
   WeightSource source;

@@ -247,7 +247,8 @@ absl::Status TrainRun::compile() {
                         ? program.mesh.devicesPerProcess()
                         : program.mesh.numDevices();
   memory = predictProcessMemory(program, devices, residentBytes(), staging);
-  absl::Status fits = checkMemory(memory, options.device, processesOnThisHost());
+  absl::Status fits =
+      checkMemory(memory, options.device, processesOnThisHost());
   if (program.mesh.numProcesses() > 1)
     fits = agreeAcrossProcesses(options.device.processGroup.get(), fits);
   if (!fits.ok())
