@@ -379,9 +379,9 @@ gatherShards(rt::ProcessGroup *group, int64_t devicesPerProcess,
       return decodeStatus(part);
     if (part.files_size() != devicesPerProcess ||
         part.block_crcs_size() != devicesPerProcess)
-      return absl::DataLossError(absl::StrCat(
-          "process ", rank, " wrote ", part.files_size(), " shard files, not ",
-          devicesPerProcess));
+      return absl::DataLossError(
+          absl::StrCat("process ", rank, " wrote ", part.files_size(),
+                       " shard files, not ", devicesPerProcess));
     for (int64_t d = 0; d < devicesPerProcess; ++d) {
       shards.files.push_back(
           {part.files(d).size_bytes(), part.files(d).crc32()});
@@ -484,9 +484,10 @@ absl::Status saveCheckpoint(const std::string &dir,
   rt::MeshRuntime &runtime = session.runtime();
   // Processes of a multi-process mesh each write their devices' files, and
   // agree at each stage, so that every process returns the same result.
-  rt::ProcessGroup *group = runtime.process() >= 0 && runtime.mesh().numProcesses() > 1
-                                ? runtime.processGroup()
-                                : nullptr;
+  rt::ProcessGroup *group =
+      runtime.process() >= 0 && runtime.mesh().numProcesses() > 1
+          ? runtime.processGroup()
+          : nullptr;
   if (runtime.process() >= 0 && runtime.mesh().numProcesses() > 1 && !group)
     return absl::FailedPreconditionError(
         "a checkpoint of one process of a multi-process mesh needs a process "
@@ -497,13 +498,13 @@ absl::Status saveCheckpoint(const std::string &dir,
     return status;
   std::string stepDir = dir + "/" + stepDirectoryName(meta.step);
   // One process clears the step directory before anyone writes into it.
-  absl::Status prepared = root ? prepareStepDirectory(stepDir)
-                               : absl::OkStatus();
+  absl::Status prepared =
+      root ? prepareStepDirectory(stepDir) : absl::OkStatus();
   if (absl::Status status = agree(group, prepared); !status.ok())
     return status;
-  absl::StatusOr<WrittenShards> shards = gatherShards(
-      group, runtime.mesh().devicesPerProcess(),
-      writeShards(stepDir, session, *plan, meta.step, options));
+  absl::StatusOr<WrittenShards> shards =
+      gatherShards(group, runtime.mesh().devicesPerProcess(),
+                   writeShards(stepDir, session, *plan, meta.step, options));
   if (!shards.ok())
     return shards.status();
 
@@ -564,6 +565,21 @@ listCheckpoints(const std::string &dir) {
 
 namespace {
 
+/// `stepDir`'s manifest (readManifest), with every shard file's size on
+/// disk checked against it: parseManifest verified the manifest, and its
+/// sizes are trusted once the files have them, before anything is
+/// allocated or read from them.
+absl::StatusOr<proto::Manifest>
+readCheckedManifest(const std::string &stepDir) {
+  absl::StatusOr<proto::Manifest> manifest = readManifest(stepDir);
+  if (!manifest.ok())
+    return manifest.status();
+  if (absl::Status status = checkShardSizesOnDisk(*manifest, stepDir);
+      !status.ok())
+    return status;
+  return manifest;
+}
+
 CheckpointMeta metaOf(const proto::Manifest &manifest) {
   CheckpointMeta meta;
   meta.step = manifest.step();
@@ -594,14 +610,9 @@ const LoadedTensor *LoadedCheckpoint::find(const std::string &name) const {
 }
 
 absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
-  absl::StatusOr<proto::Manifest> manifest = readManifest(stepDir);
+  absl::StatusOr<proto::Manifest> manifest = readCheckedManifest(stepDir);
   if (!manifest.ok())
     return manifest.status();
-  // parseManifest verified the manifest; its sizes are trusted once the
-  // files have them, before anything is allocated from them.
-  if (absl::Status status = checkShardSizesOnDisk(*manifest, stepDir);
-      !status.ok())
-    return status;
 
   LoadedCheckpoint ckpt;
   ckpt.path = stepDir;
@@ -734,12 +745,9 @@ CheckpointReader::~CheckpointReader() = default;
 
 absl::StatusOr<std::unique_ptr<CheckpointReader>>
 CheckpointReader::open(const std::string &stepDir) {
-  absl::StatusOr<proto::Manifest> manifest = readManifest(stepDir);
+  absl::StatusOr<proto::Manifest> manifest = readCheckedManifest(stepDir);
   if (!manifest.ok())
     return manifest.status();
-  if (absl::Status status = checkShardSizesOnDisk(*manifest, stepDir);
-      !status.ok())
-    return status;
   auto impl = std::make_unique<Impl>();
   for (const proto::ShardFile &file : manifest->files()) {
     std::string path = stepDir + "/" + file.name();
