@@ -9,6 +9,7 @@
 #include "sd/Target/OpenMP/OpenMPEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/Format.h"
@@ -21,11 +22,21 @@ using namespace mlir::sd;
 
 namespace {
 
+/// Runs `pm` on `module` and verifies the result once, not after every
+/// pass: on a program of hundreds of thousands of ops each verification
+/// costs a large part of a pass. sdopt verifies after every pass, and the
+/// tests run each pass there.
+LogicalResult runAndVerify(PassManager &pm, ModuleOp module) {
+  pm.enableVerifier(false);
+  if (failed(pm.run(module)))
+    return failure();
+  return verify(module);
+}
+
 /// The training step's module after the default pipeline: partitioned for
 /// `options.mesh`, or the single-device step (inlined) without one.
-FailureOr<OwningOpRef<ModuleOp>> runPipeline(ModuleOp module,
-                                             PipelineOptions options,
-                                             bool train = true) {
+FailureOr<OwningOpRef<ModuleOp>>
+runPipeline(ModuleOp module, PipelineOptions options, bool train = true) {
   OwningOpRef<ModuleOp> clone(module.clone());
   options.train = train;
   options.propagate = options.partition = !options.mesh.empty();
@@ -34,7 +45,7 @@ FailureOr<OwningOpRef<ModuleOp>> runPipeline(ModuleOp module,
   // With a mesh the pipeline inlines the blocks before propagation.
   if (options.mesh.empty())
     pm.addPass(createInlinerPass());
-  if (failed(pm.run(*clone)))
+  if (failed(runAndVerify(pm, *clone)))
     return failure();
   return clone;
 }
@@ -100,12 +111,20 @@ LogicalResult describeSharding(func::FuncOp func, ShardingAttr sharding,
   return spec;
 }
 
+/// What describeRole has seen of the arguments before the current one.
+struct SeenArguments {
+  /// How each parameter starts, by name (a program lists its parameters
+  /// before their EMA).
+  llvm::StringMap<::sd::rt::InitSpec> parameterInits;
+  /// The next ordinal of each input kind.
+  llvm::StringMap<int64_t> inputOrdinals;
+};
+
 /// Fills `arg`'s kind, name and typed role from argument `i`'s `sd.role`
 /// (and its element type); an error on `func` for what the runtime cannot
 /// hold or start.
 LogicalResult describeRole(func::FuncOp func, unsigned i,
-                           ::sd::rt::ArgumentSpec &arg,
-                           llvm::StringMap<int64_t> &inputOrdinals) {
+                           ::sd::rt::ArgumentSpec &arg, SeenArguments &seen) {
   auto type = cast<RankedTensorType>(func.getArgument(i).getType());
   if (!type.getElementType().isF32())
     return func.emitError()
@@ -130,6 +149,7 @@ LogicalResult describeRole(func::FuncOp func, unsigned i,
              << "\") is initialized with xavier_uniform, which needs rank >= "
                 "2, not rank "
              << type.getRank();
+    seen.parameterInits.try_emplace(arg.parameter, arg.init);
     return success();
   }
   if (auto state = dyn_cast_if_present<OptimizerStateAttr>(role)) {
@@ -142,18 +162,16 @@ LogicalResult describeRole(func::FuncOp func, unsigned i,
                      ? ::sd::rt::MomentKind::Nu
                      : ::sd::rt::MomentKind::Ema;
     // An EMA starts at its parameter (the step lists parameters first).
-    for (unsigned p = 0; p < i; ++p)
-      if (auto other =
-              func.getArgAttrOfType<ParamAttr>(p, SDDialect::kRoleAttrName);
-          other && other.getName() == state.getParam())
-        arg.init = initSpec(other.getInit());
+    if (auto found = seen.parameterInits.find(arg.parameter);
+        found != seen.parameterInits.end())
+      arg.init = found->second;
     return success();
   }
   auto input = dyn_cast_if_present<InputAttr>(role);
   if (!input)
     return func.emitError() << "argument #" << i << " has no sd.role";
   StringRef kind = stringifyInputKind(input.getKind());
-  int64_t ordinal = inputOrdinals[kind]++;
+  int64_t ordinal = seen.inputOrdinals[kind]++;
   arg.name = (kind + "." + Twine(ordinal)).str();
   arg.ordinal = ordinal;
   if (input.getKind() == InputKind::step) {
@@ -173,19 +191,18 @@ LogicalResult describeRole(func::FuncOp func, unsigned i,
 /// step returns the scalar loss first; a `forward` model function returns
 /// the loss (@loss) or tensors the caller reads (@denoise), which the
 /// session keeps.
-FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
-                                          const ::sd::MeshSpec &mesh,
-                                          bool forward = false) {
+FailureOr<::sd::rt::ProgramSpec>
+describe(func::FuncOp func, const ::sd::MeshSpec &mesh, bool forward = false) {
   ::sd::rt::ProgramSpec spec;
-  llvm::StringMap<int64_t> inputOrdinals;
+  SeenArguments seen;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     ::sd::rt::ArgumentSpec arg;
     auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
     if (!type || !type.hasStaticShape())
-      return func.emitError() << "argument #" << i
-                              << " is not a statically shaped tensor";
+      return func.emitError()
+             << "argument #" << i << " is not a statically shaped tensor";
     arg.localShape.assign(type.getShape().begin(), type.getShape().end());
-    if (failed(describeRole(func, i, arg, inputOrdinals)))
+    if (failed(describeRole(func, i, arg, seen)))
       return failure();
     if (failed(describeSharding(func,
                                 func.getArgAttrOfType<ShardingAttr>(
@@ -214,11 +231,10 @@ FailureOr<::sd::rt::ProgramSpec> describe(func::FuncOp func,
       ::sd::rt::ArgumentSpec result;
       result.name = "result #" + std::to_string(r);
       result.localShape.assign(type.getShape().begin(), type.getShape().end());
-      if (failed(describeSharding(
-              func,
-              func.getResultAttrOfType<ShardingAttr>(
-                  r, SDDialect::kLocalShardingAttrName),
-              mesh, result)))
+      if (failed(describeSharding(func,
+                                  func.getResultAttrOfType<ShardingAttr>(
+                                      r, SDDialect::kLocalShardingAttrName),
+                                  mesh, result)))
         return failure();
       spec.results.push_back(std::move(result));
     }
@@ -292,7 +308,7 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   PassManager pm(module.getContext());
   buildDefaultPipeline(pm, global);
   pm.addPass(createInlinerPass());
-  if (failed(pm.run(*lowered)))
+  if (failed(runAndVerify(pm, *lowered)))
     return failure();
   func::FuncOp step = findTrainStep(*lowered);
   if (!step)
@@ -308,7 +324,7 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
     partitioned.train = true;
     partitioned.propagate = partitioned.partition = true;
     buildPartitionPipeline(partition, partitioned);
-    if (failed(partition.run(*lowered)))
+    if (failed(runAndVerify(partition, *lowered)))
       return failure();
     step = findTrainStep(*lowered);
     if (!step)
@@ -341,9 +357,9 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   return program;
 }
 
-FailureOr<TrainProgram> mlir::sd::buildModelProgram(ModuleOp module,
-                                                    const PipelineOptions &options,
-                                                    StringRef function) {
+FailureOr<TrainProgram>
+mlir::sd::buildModelProgram(ModuleOp module, const PipelineOptions &options,
+                            StringRef function) {
   TrainProgram program;
   FailureOr<::sd::MeshSpec> mesh = programMesh(module, options);
   if (failed(mesh))

@@ -12,9 +12,9 @@
 
 #include "PartitionTestUtils.h"
 
-#include "sd/Target/OpenMP/OpenMPEmitter.h"
 #include "sd/Runtime/Program.h"
 #include "sd/Runtime/Runtime.h"
+#include "sd/Target/OpenMP/OpenMPEmitter.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -186,9 +186,8 @@ std::string OpenMPDifferentialTest::checkOpenMP(llvm::StringRef source,
                        });
       argBuffers[i] = data;
     }
-    if (run(::sd::rt::MeshRuntime::api(),
-            reinterpret_cast<SdDevice *>(&dev), argBuffers.data(),
-            results.data()) != 0)
+    if (run(::sd::rt::MeshRuntime::api(), reinterpret_cast<SdDevice *>(&dev),
+            argBuffers.data(), results.data()) != 0)
       return dev.error();
     std::unordered_set<void *> seen;
     for (unsigned r = 0; r < numResults; ++r) {
@@ -424,8 +423,8 @@ func.func @main(%x: tensor<8x8x8x4xf32> {sd.role = #sd.input<latents>, sd.logica
 // "" is one device without a mesh; the others partition the programs, so
 // the generated code runs their collectives.
 INSTANTIATE_TEST_SUITE_P(Meshes, OpenMPOpsTest,
-                         ::testing::Values("", "data:2", "fsdp:2",
-                                           "tensor:2", "data:2,fsdp:2"),
+                         ::testing::Values("", "data:2", "fsdp:2", "tensor:2",
+                                           "data:2,fsdp:2"),
                          [](const ::testing::TestParamInfo<const char *> &i) {
                            return std::string(i.param).empty()
                                       ? std::string("single")
@@ -439,7 +438,8 @@ INSTANTIATE_TEST_SUITE_P(Meshes, OpenMPOpsTest,
 class OpenMPTrainStepTest : public OpenMPDifferentialTest {};
 
 TEST_P(OpenMPTrainStepTest, DitTiny) {
-  std::string source = ditTinySource([&](llvm::StringRef s) { return parse(s); });
+  std::string source =
+      ditTinySource([&](llvm::StringRef s) { return parse(s); });
   ASSERT_FALSE(source.empty()) << diagnostics;
   train = mlir::sd::TrainingOptions();
   std::string program =
@@ -449,7 +449,8 @@ TEST_P(OpenMPTrainStepTest, DitTiny) {
 }
 
 TEST_P(OpenMPTrainStepTest, DitTinyOffload) {
-  std::string source = ditTinySource([&](llvm::StringRef s) { return parse(s); });
+  std::string source =
+      ditTinySource([&](llvm::StringRef s) { return parse(s); });
   ASSERT_FALSE(source.empty()) << diagnostics;
   mlir::sd::TrainingOptions options;
   options.remat.policy = ::sd::RematPolicyKind::OffloadMatmulWithoutBatch;
@@ -457,6 +458,43 @@ TEST_P(OpenMPTrainStepTest, DitTinyOffload) {
   std::string program =
       checkOpenMP(source, "loss", 8, GetParam(), /*tolerance=*/1e-4);
   EXPECT_NE(program.find("SD_HOST_MEMORY"), std::string::npos);
+}
+
+/// Twelve parameters summed into one value, so that every update reads the
+/// same gradient: the AdamW updates run as one loop over a table of
+/// argument numbers, and the results are handed back from a table. Each
+/// parameter starts at its own random values, and weight decay makes each
+/// update read its parameter: a row of the table that names the wrong
+/// argument changes the result.
+TEST_P(OpenMPTrainStepTest, UpdatesOfManyParametersFromATable) {
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  constexpr int kParams = 12;
+  os << "func.func @loss(";
+  for (int i = 0; i < kParams; ++i)
+    os << "%p" << i << ": tensor<4xf32> {sd.role = #sd.param<\"p" << i
+       << "\", normal(1.0)>, sd.logical_axes = #sd.logical_axes<[embed]>}, ";
+  os << "%x: tensor<?x4xf32> {sd.role = #sd.input<latents>, sd.logical_axes "
+        "= #sd.logical_axes<[batch, embed]>}, %t: tensor<?x4xf32> {sd.role = "
+        "#sd.input<noise>, sd.logical_axes = #sd.logical_axes<[batch, "
+        "embed]>}) -> tensor<f32> {\n"
+     << "  %s0 = sd.add %p0, %p0 : tensor<4xf32>\n";
+  for (int i = 1; i < kParams; ++i)
+    os << "  %s" << i << " = sd.add %s" << i - 1 << ", %p" << i
+       << " : tensor<4xf32>\n";
+  os << "  %b = sd.broadcast_in_dim %s" << kParams - 1
+     << " dims = [1] : (tensor<4xf32>) -> tensor<?x4xf32>\n"
+     << "  %y = sd.add %x, %b : tensor<?x4xf32>\n"
+     << "  %l = sd.mse_loss %y, %t : tensor<?x4xf32>\n"
+     << "  return %l : tensor<f32>\n}\n";
+  mlir::sd::TrainingOptions options;
+  options.step.weightDecay = 0.1;
+  train = options;
+  std::string program =
+      checkOpenMP(source, "loss", 8, GetParam(), /*tolerance=*/1e-5);
+  EXPECT_NE(program.find("in place, arguments from run"), std::string::npos)
+      << program;
+  EXPECT_NE(program.find("static const int32_t res"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Meshes, OpenMPTrainStepTest,

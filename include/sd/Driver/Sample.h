@@ -162,6 +162,9 @@ int64_t defaultZoom(int64_t height, int64_t width);
 // The model's @denoise on a mesh
 //===----------------------------------------------------------------------===//
 
+/// `shape` as messages write it: "[2, 4, 8]".
+std::string shapeString(llvm::ArrayRef<int64_t> shape);
+
 /// A model's @denoise, built for a mesh, compiled, loaded and fed with
 /// weights: each predict() is one step of the device program on a whole
 /// batch.

@@ -9,6 +9,7 @@
 #include "sd/Target/OpenMP/OpenMPEmitter.h"
 #include "sd/Target/OpenMP/Passes.h"
 
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -49,7 +50,13 @@ FailureOr<std::string> mlir::sd::lowerToOpenMP(ModuleOp module,
                                                StringRef funcName,
                                                ProgramMemory *memory) {
   PassManager pm(module.getContext());
-  pm.addPass(createInlinerPass());
+  // The inliner (and the canonicalization it runs on every function) only
+  // where a call is left: a training step from the pipeline has none.
+  bool hasCalls =
+      module.walk([](CallOpInterface) { return WalkResult::interrupt(); })
+          .wasInterrupted();
+  if (hasCalls)
+    pm.addPass(createInlinerPass());
   pm.addNestedPass<func::FuncOp>(createLowerToOpenMP());
   std::string text;
   llvm::raw_string_ostream os(text);

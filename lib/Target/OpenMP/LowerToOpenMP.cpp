@@ -7,7 +7,8 @@
 // decisions: an op fuses into the kernel its users are in when they are all
 // in one; an elementwise op whose users are in several kernels is computed
 // in the first of them that loops over its shape, which also stores it
-// (multi-output fusion), when every other reader runs later; cheap ops (splat
+// (multi-output fusion), when every other reader runs later, and while the
+// kernel holds fewer than max-fused-ops ops; cheap ops (splat
 // constants, iota, index ops over materialized values) are recomputed in every
 // kernel that reads them. What an op is comes from its interface alone. The
 // emitter (OpenMPEmitter.cpp) reads the resulting `sd_omp.plan` attributes.
@@ -127,7 +128,7 @@ struct LowerToOpenMPPass
     LowerToOpenMPBase::getDependentDialects(registry);
     registerOpenMPLoweringInterfaces(registry);
   }
-  LogicalResult verifyLowerable(func::FuncOp func, AsmState &state);
+  LogicalResult verifyLowerable(func::FuncOp func);
   /// Decides the role of every op, users before producers.
   DenseMap<Operation *, Role>
   planRoles(ArrayRef<Operation *> ops,
@@ -137,8 +138,15 @@ struct LowerToOpenMPPass
 
 } // namespace
 
-LogicalResult LowerToOpenMPPass::verifyLowerable(func::FuncOp func,
-                                                 AsmState &state) {
+LogicalResult LowerToOpenMPPass::verifyLowerable(func::FuncOp func) {
+  // Value names for an error only: numbering every value of a program of
+  // hundreds of thousands of ops costs more than the checks.
+  std::optional<AsmState> state;
+  auto nameOf = [&](Value value) {
+    if (!state)
+      state.emplace(func);
+    return valueName(value, *state);
+  };
   if (func.isExternal())
     return success();
   if (!func.getBody().hasOneBlock())
@@ -149,7 +157,7 @@ LogicalResult LowerToOpenMPPass::verifyLowerable(func::FuncOp func,
                    bool allowI1) {
     return checkType(
         value.getType(), allowI1, [&] { return owner->emitOpError(); },
-        [&] { return (role + " " + valueName(value, state)).str(); });
+        [&] { return (role + " " + nameOf(value)).str(); });
   };
   for (BlockArgument arg : func.getArguments())
     if (failed(check(func, "argument", arg, /*allowI1=*/false)))
@@ -255,6 +263,12 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
   DenseMap<Operation *, int64_t> position;
   for (auto [i, op] : llvm::enumerate(ops))
     position[op] = static_cast<int64_t>(i);
+  // The ops each kernel computes so far, by root: a kernel that is full
+  // takes no more producers.
+  DenseMap<Operation *, int64_t> kernelOps;
+  auto hasRoom = [&](Operation *root) {
+    return root && kernelOps.lookup(root) < maxFusedOps;
+  };
   for (Operation *op : llvm::reverse(ops)) {
     std::optional<LoweringKind> kind = kindOf(op);
     if (!kind)
@@ -291,8 +305,11 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
         if (viewChain) {
           role = Role::Root;
         } else if (userRole != Role::Inline) {
-          role = Role::Fused;
-          fusedInto[op] = users.front();
+          if (hasRoom(
+                  kernelRootOf(users.front(), roles, fusedInto, rootMemo))) {
+            role = Role::Fused;
+            fusedInto[op] = users.front();
+          }
         } else if (kind == LoweringKind::IndexMap) {
           role = Role::Inline;
         }
@@ -300,19 +317,24 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
         // A broadcast (or reshape, slice, ...) read by several kernels is
         // recomputed by each rather than materialized at its larger size.
         role = Role::Inline;
-      } else if (sharedRoot) {
+      } else if (hasRoom(sharedRoot)) {
         // Several users, one kernel: computed there, never materialized.
         role = Role::Fused;
         fusedInto[op] = users.front();
       } else if (kind == LoweringKind::Elementwise) {
-        if (Operation *root =
-                outputKernelFor(op, position, roles, fusedInto, rootMemo)) {
+        Operation *root =
+            outputKernelFor(op, position, roles, fusedInto, rootMemo);
+        if (hasRoom(root)) {
           role = Role::Output;
           fusedInto[op] = root;
         }
       }
     }
     roles[op] = role;
+    if (role == Role::Root)
+      kernelOps[op] = 1;
+    else if (role == Role::Fused || role == Role::Output)
+      ++kernelOps[kernelRootOf(op, roles, fusedInto, rootMemo)];
   }
   return roles;
 }
@@ -321,11 +343,14 @@ void LowerToOpenMPPass::runOnOperation() {
   func::FuncOp func = getOperation();
   if (func.isExternal())
     return;
-  {
-    AsmState state(func);
-    if (failed(verifyLowerable(func, state)))
-      return signalPassFailure();
+  if (maxFusedOps < 1) {
+    func.emitError() << "sd-lower-to-openmp: max-fused-ops must be at least "
+                        "1, not "
+                     << static_cast<int64_t>(maxFusedOps);
+    return signalPassFailure();
   }
+  if (failed(verifyLowerable(func)))
+    return signalPassFailure();
   SmallVector<Operation *> ops;
   for (Operation &op : func.getBody().front().without_terminator())
     ops.push_back(&op);

@@ -132,8 +132,8 @@ std::string ProgramBuilder::buffer(Value v) {
 std::string ProgramBuilder::allocate(Value v, StringRef space) {
   std::string name = freshBuffer();
   int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
-  entryOs << "  " << name << " = static_cast<float *>(api->alloc(dev, "
-          << bytes << ", " << space << ", " << cString(names.of(v)) << "));\n"
+  entryOs << "  " << name << " = static_cast<float *>(api->alloc(dev, " << bytes
+          << ", " << space << ", " << cString(names.of(v)) << "));\n"
           << "  if (!" << name << ") return 1;\n";
   bufferNames[v] = name;
   owned.insert(v);
@@ -218,6 +218,12 @@ constexpr size_t kMaxKernelFiles = 32;
 /// The steps are functions of about this many bytes of code each, in files
 /// of their own.
 constexpr size_t kStepFileBytes = 96000;
+/// Runs of at least kMinTableRun in-place calls of one kernel (the
+/// optimizer's update of same-shaped parameters) loop over a table of
+/// argument numbers, in tables of at most kMaxTableRun calls: code the
+/// system compiler builds in a fraction of the time of one call each.
+constexpr size_t kMinTableRun = 8;
+constexpr size_t kMaxTableRun = 1024;
 
 /// The parameters of every function that runs steps.
 constexpr const char *kStepParameters =
@@ -288,7 +294,24 @@ private:
   void planDonation();
   LogicalResult emitEntry();
   LogicalResult emitStep(Step &step);
+  /// A fused kernel's call: its trace span, cost and operands.
+  struct KernelCall {
+    std::string traceName;
+    int64_t flops = 0, bytes = 0;
+    /// Per operand (inputs, then outputs): its buffer expression and the
+    /// argument it is (-1 for other buffers).
+    SmallVector<std::string> operands;
+    SmallVector<int64_t> argumentOf;
+    /// The arguments the call writes in place.
+    SmallVector<int64_t> donated;
+  };
+  KernelCall kernelCall(Step &step);
+  void emitDonations(const KernelCall &call, StringRef indent);
   void emitKernelStep(Step &step);
+  bool writesInPlace(const Step &step) const;
+  size_t tableRunLength(size_t first,
+                        ArrayRef<SmallVector<Value>> releases) const;
+  void emitTableRun(size_t first, size_t count);
   void emitResults();
   void writeFiles(llvm::raw_ostream &os);
   int64_t writeStepFiles(llvm::raw_ostream &os);
@@ -373,8 +396,8 @@ void ProgramEmitter::planStorage() {
       aliasOf[step.root->getResult(0)] = step.root->getOperand(0);
       continue;
     }
-    int64_t shared = cast<OpenMPLoweringOpInterface>(step.root)
-                         .getResultBufferOperand();
+    int64_t shared =
+        cast<OpenMPLoweringOpInterface>(step.root).getResultBufferOperand();
     if (shared >= 0)
       aliasOf[step.root->getResult(0)] = step.root->getOperand(shared);
   }
@@ -426,36 +449,160 @@ void ProgramEmitter::planDonation() {
 }
 
 /// A fused kernel's call, each output into a fresh buffer or a donated
-/// argument.
-void ProgramEmitter::emitKernelStep(Step &step) {
-  SmallVector<std::string> outNames;
-  int64_t bytes = 0;
+/// argument; the outputs' buffers are planned when it is made.
+ProgramEmitter::KernelCall ProgramEmitter::kernelCall(Step &step) {
+  KernelCall call;
+  auto add = [&](int64_t argument, std::string expr) {
+    call.argumentOf.push_back(argument);
+    call.operands.push_back(std::move(expr));
+  };
+  for (Value in : step.inputs) {
+    auto arg = dyn_cast<BlockArgument>(storageOf(in));
+    std::string expr = buffer(in);
+    int64_t argument = arg && expr == bufferNames.lookup(arg)
+                           ? static_cast<int64_t>(arg.getArgNumber())
+                           : -1;
+    add(argument, std::move(expr));
+    call.bytes += 4 * numElements(in.getType());
+  }
   for (Value out : step.results()) {
     auto donated = inPlace.find(out);
     if (donated != inPlace.end()) {
-      outNames.push_back("a[" + std::to_string(donated->second) + "]");
-      bufferNames[out] = outNames.back();
-      entryOs << "  // in place: donated into argument " << donated->second
-              << "\n";
+      bufferNames[out] = "a[" + std::to_string(donated->second) + "]";
+      call.donated.push_back(donated->second);
+      add(donated->second, bufferNames[out]);
     } else {
-      outNames.push_back(allocate(out));
+      add(-1, allocate(out));
     }
-    bytes += 4 * numElements(out.getType());
+    // Its memory traffic is its buffers (f32 each), not its ops' operands.
+    call.bytes += 4 * numElements(out.getType());
   }
-  // Its memory traffic is its buffers (f32 each), not its ops' operands.
   ArrayRef<Operation *> ops = kernelOps[step.plan.getId()];
-  int64_t flops = 0;
   for (Operation *member : ops)
-    flops += costFlops(member);
-  for (Value in : step.inputs)
-    bytes += 4 * numElements(in.getType());
-  traceBegin({step.name(), fusedKinds(ops), names.label(step.root)}, "kernel",
-             flops, bytes);
-  entryOs << "  " << step.callee << "(";
-  for (Value in : step.inputs)
-    entryOs << buffer(in) << ", ";
-  entryOs << llvm::join(outNames, ", ") << ");\n";
+    call.flops += costFlops(member);
+  call.traceName = step.name() + " " + fusedKinds(ops);
+  if (std::string label = names.label(step.root); !label.empty())
+    call.traceName += " " + label;
+  return call;
+}
+
+void ProgramEmitter::emitDonations(const KernelCall &call, StringRef indent) {
+  for (int64_t arg : call.donated)
+    entryOs << indent << "// in place: donated into argument " << arg << "\n";
+}
+
+void ProgramEmitter::emitKernelStep(Step &step) {
+  KernelCall call = kernelCall(step);
+  emitDonations(call, "  ");
+  traceBegin({call.traceName}, "kernel", call.flops, call.bytes);
+  entryOs << "  " << step.callee << "(" << llvm::join(call.operands, ", ")
+          << ");\n";
   traceEnd();
+}
+
+/// Whether `step` is a fused kernel writing every result in place (so that
+/// it allocates nothing).
+bool ProgramEmitter::writesInPlace(const Step &step) const {
+  if (!step.isLoop())
+    return false;
+  return llvm::all_of(step.results(),
+                      [&](Value out) { return inPlace.count(out); });
+}
+
+/// Steps first.. that can run as one loop over a table: in-place calls of
+/// one function after which nothing is released, differing only in which
+/// arguments they read and write; how many (at most kMaxTableRun).
+size_t
+ProgramEmitter::tableRunLength(size_t first,
+                               ArrayRef<SmallVector<Value>> releases) const {
+  size_t end = first;
+  while (end < steps.size() && end - first < kMaxTableRun &&
+         writesInPlace(steps[end]) && releases[end].empty() &&
+         steps[end].callee == steps[first].callee)
+    ++end;
+  return end - first;
+}
+
+/// Steps first..first+count-1 (tableRunLength's) as one loop over a static
+/// table of the arguments each call reads, or one by one where they differ
+/// in more than arguments. Each call keeps its trace span's name.
+void ProgramEmitter::emitTableRun(size_t first, size_t count) {
+  SmallVector<KernelCall> calls;
+  for (size_t i = first; i < first + count; ++i)
+    calls.push_back(kernelCall(steps[i]));
+  const KernelCall &head = calls.front();
+  // Per operand: the column of the table it is read from, or -1 when every
+  // call passes the same buffer.
+  SmallVector<int64_t> column(head.operands.size(), -1);
+  int64_t columns = 0;
+  bool tabular = true;
+  for (auto [k, expr] : llvm::enumerate(head.operands)) {
+    bool same = llvm::all_of(
+        calls, [&](const KernelCall &c) { return c.operands[k] == expr; });
+    if (same)
+      continue;
+    tabular = tabular && llvm::all_of(calls, [&](const KernelCall &c) {
+                return c.argumentOf[k] >= 0;
+              });
+    column[k] = columns++;
+  }
+  tabular = tabular && llvm::all_of(calls, [&](const KernelCall &c) {
+              return c.flops == head.flops && c.bytes == head.bytes;
+            });
+  const std::string &callee = steps[first].callee;
+  if (!tabular) {
+    for (auto [i, call] : llvm::enumerate(calls)) {
+      entryOs << "  // " << names.op(steps[first + i].root) << "\n";
+      emitDonations(call, "  ");
+      traceBegin({call.traceName}, "kernel", call.flops, call.bytes);
+      entryOs << "  " << callee << "(" << llvm::join(call.operands, ", ")
+              << ");\n";
+      traceEnd();
+    }
+    return;
+  }
+  std::string tag = freshTag();
+  entryOs << "  // " << steps[first].name() << " .. "
+          << steps[first + count - 1].name() << ": " << count << " calls of "
+          << callee << " in place, arguments from run" << tag << "\n"
+          << "  {\n"
+          << "    static const int32_t run" << tag << "[" << count << "]["
+          << std::max<int64_t>(columns, 1) << "] = {\n";
+  for (auto [i, call] : llvm::enumerate(calls)) {
+    entryOs << "      // " << names.op(steps[first + i].root) << "\n";
+    emitDonations(call, "      ");
+    SmallVector<std::string> row;
+    for (auto [k, col] : llvm::enumerate(column))
+      if (col >= 0)
+        row.push_back(std::to_string(call.argumentOf[k]));
+    if (row.empty())
+      row.push_back("0");
+    entryOs << "      {" << llvm::join(row, ", ") << "},\n";
+  }
+  entryOs << "    };\n"
+          << "    static const char *const run" << tag << "_names[" << count
+          << "] = {\n";
+  for (const KernelCall &call : calls)
+    entryOs << "      " << cString(call.traceName) << ",\n";
+  entryOs << "    };\n"
+          << "    for (int64_t i = 0; i < " << count << "; ++i) {\n"
+          << "      const int32_t *s = run" << tag << "[i];\n"
+          << "      (void)s;\n"
+          << "      api->trace_begin(dev, run" << tag << "_names[i], "
+          << "\"kernel\", " << head.flops << ", " << head.bytes << ");\n"
+          << "      " << callee << "(";
+  for (auto [k, col] : llvm::enumerate(column)) {
+    if (k)
+      entryOs << ", ";
+    if (col < 0)
+      entryOs << head.operands[k];
+    else
+      entryOs << "a[s[" << col << "]]";
+  }
+  entryOs << ");\n"
+          << "      api->trace_end(dev);\n"
+          << "    }\n"
+          << "  }\n";
 }
 
 LogicalResult ProgramEmitter::emitStep(Step &step) {
@@ -481,7 +628,15 @@ LogicalResult ProgramEmitter::emitEntry() {
   for (BlockArgument arg : func.getArguments())
     bufferNames[arg] = "a[" + std::to_string(arg.getArgNumber()) + "]";
   SmallVector<SmallVector<Value>> releases(steps.size());
-  for (auto [i, step] : llvm::enumerate(steps)) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Step &step = steps[i];
+    if (size_t run = tableRunLength(i, releases); run >= kMinTableRun) {
+      emitTableRun(i, run);
+      i += run - 1;
+      stepEnds.push_back(
+          {entryText.size(), staticsText.size(), stepIncludes.takeVector()});
+      continue;
+    }
     if (failed(emitStep(step)))
       return failure();
     for (Value st : releases[i]) {
@@ -499,8 +654,8 @@ LogicalResult ProgramEmitter::emitEntry() {
       } else
         releases[last].push_back(out);
     }
-    stepEnds.push_back({entryText.size(), staticsText.size(),
-                        stepIncludes.takeVector()});
+    stepEnds.push_back(
+        {entryText.size(), staticsText.size(), stepIncludes.takeVector()});
   }
   return success();
 }
@@ -508,6 +663,32 @@ LogicalResult ProgramEmitter::emitEntry() {
 /// Results: each a distinct buffer the runtime now owns.
 void ProgramEmitter::emitResults() {
   DenseSet<Value> claimed;
+  // Results that are arguments, (result, argument), written as a loop over
+  // a table when there are many in a row.
+  SmallVector<std::pair<int64_t, int64_t>> fromArguments;
+  auto flush = [&] {
+    for (size_t first = 0; first < fromArguments.size();
+         first += kMaxTableRun) {
+      auto chunk = ArrayRef(fromArguments)
+                       .slice(first, std::min(kMaxTableRun,
+                                              fromArguments.size() - first));
+      if (chunk.size() < kMinTableRun) {
+        for (auto [result, arg] : chunk)
+          entryOs << "  results[" << result << "] = a[" << arg << "];\n";
+      } else {
+        std::string tag = freshTag();
+        entryOs << "  {\n    static const int32_t res" << tag << "["
+                << chunk.size() << "][2] = {\n";
+        for (auto [result, arg] : chunk)
+          entryOs << "      {" << result << ", " << arg << "},\n";
+        entryOs << "    };\n    for (int64_t i = 0; i < " << chunk.size()
+                << "; ++i)\n      results[res" << tag << "[i][0]] = a[res"
+                << tag << "[i][1]];\n  }\n";
+      }
+      stepEnds.push_back({entryText.size(), staticsText.size(), {}});
+    }
+    fromArguments.clear();
+  };
   for (auto [j, v] : llvm::enumerate(ret.getOperands())) {
     Value st = storageOf(v);
     auto aliases =
@@ -521,9 +702,21 @@ void ProgramEmitter::emitResults() {
     else if (auto arg = dyn_cast<BlockArgument>(st))
       claim = static_cast<int64_t>(arg.getArgNumber()) == aliasIndex;
     if (claim && claimed.insert(st).second) {
+      // The argument whose buffer holds it: the argument itself, or the
+      // one it was written into in place.
+      Value arg = isa<BlockArgument>(st) ? st
+                  : inPlace.count(st)    ? func.getArgument(inPlace.lookup(st))
+                                         : Value();
+      if (arg && buffer(v) == bufferNames.lookup(arg)) {
+        fromArguments.emplace_back(j, cast<BlockArgument>(arg).getArgNumber());
+        continue;
+      }
+      flush();
       entryOs << "  results[" << j << "] = " << buffer(v) << ";\n";
+      stepEnds.push_back({entryText.size(), staticsText.size(), {}});
       continue;
     }
+    flush();
     int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
     std::string name = "r" + std::to_string(j);
     // A copy the runtime keeps: it stays live to the end.
@@ -543,7 +736,13 @@ void ProgramEmitter::emitResults() {
             << "  std::memcpy(" << name << ", " << buffer(v) << ", " << bytes
             << ");\n"
             << "  results[" << j << "] = " << name << ";\n";
+    // A step file may end after any result: a program of tens of
+    // thousands of results is not one function the compiler chews on for
+    // a minute.
+    stepEnds.push_back(
+        {entryText.size(), staticsText.size(), stepIncludes.takeVector()});
   }
+  flush();
 }
 
 /// The distinct kernels, in files of about kKernelFileBytes each.
@@ -555,8 +754,8 @@ void ProgramEmitter::writeKernelFiles(llvm::raw_ostream &os) {
       kernels.push_back(&step);
       bytes += step.function.body.size();
     }
-  size_t files = std::clamp<size_t>(
-      llvm::divideCeil(bytes, kKernelFileBytes), 1, kMaxKernelFiles);
+  size_t files = std::clamp<size_t>(llvm::divideCeil(bytes, kKernelFileBytes),
+                                    1, kMaxKernelFiles);
   size_t perFile = llvm::divideCeil(bytes, files), written = 0, file = 0;
   for (auto [i, step] : llvm::enumerate(kernels)) {
     // A new file starts when this one holds its share.
@@ -659,8 +858,7 @@ void ProgramEmitter::writeFiles(llvm::raw_ostream &os) {
   os << "\nextern \"C\" int32_t sd_program_run(const SdApi *api, SdDevice "
         "*dev, void *const *args, void **results) {\n"
      << "  // The arguments, and the buffers that outlive their step.\n"
-     << "  std::unique_ptr<float *[]> a(new float *[" << numArgs + 1
-     << "]);\n"
+     << "  std::unique_ptr<float *[]> a(new float *[" << numArgs + 1 << "]);\n"
      << "  for (int i = 0; i < " << numArgs
      << "; ++i)\n    a[i] = static_cast<float *>(args[i]);\n"
      << "  std::unique_ptr<float *[]> b(new float *[" << nextSlot + 1

@@ -41,6 +41,10 @@ def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
     other reader runs after it (XLA's multi-output fusion: the input of a
     GELU is computed and stored by the GELU's kernel, Adam's new moments
     by the parameter update's); otherwise by a kernel of its own.
+    A kernel holds at most `max-fused-ops` ops: past that, the next producer
+    starts a kernel of its own (a chain of 20,000 adds becomes 79 kernels of
+    at most 256 ops, which the system compiler builds in linear time, not one
+    expression 20,000 deep that takes it minutes).
 
     ```mlir
     %e = sd.exp %x : tensor<8x16xf32>
@@ -60,6 +64,9 @@ def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
     Option<"fusion", "fusion", "bool", "true",
            "Fuse elementwise and index ops into their consumers (false: "
            "every op is its own kernel)">,
+    Option<"maxFusedOps", "max-fused-ops", "int64_t", "256",
+           "The most ops one fused kernel computes (at least 1); a producer "
+           "past it is materialized by a kernel of its own">,
   ];
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Number of kernels planned">,

@@ -1,0 +1,216 @@
+//===- DenoiseProgram.cpp - @denoise on a mesh, and its guided prediction ===//
+//
+// The model's @denoise built, compiled and loaded for a mesh
+// (DenoiseProgram), and the classifier-free-guided prediction of a chunk of
+// samples that the sampler loop calls. sdsample's run is in SampleRun.cpp,
+// the sampler math in Sample.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Driver/Sample.h"
+
+#include "sd/Driver/TrainProgram.h"
+#include "sd/Runtime/Program.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include "absl/strings/str_format.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::sd;
+using namespace mlir::sd::sampling;
+
+namespace rt = ::sd::rt;
+
+//===----------------------------------------------------------------------===//
+// @denoise on a mesh
+//===----------------------------------------------------------------------===//
+
+std::string mlir::sd::shapeString(llvm::ArrayRef<int64_t> shape) {
+  return "[" +
+         llvm::join(llvm::map_range(
+                        shape, [](int64_t d) { return std::to_string(d); }),
+                    ", ") +
+         "]";
+}
+
+DenoiseProgram::~DenoiseProgram() = default;
+
+const ::sd::MeshSpec &DenoiseProgram::mesh() const {
+  return trainingSession->runtime().mesh();
+}
+
+absl::StatusOr<std::unique_ptr<DenoiseProgram>>
+DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
+                       const DeviceSettings &settings) {
+  FailureOr<TrainProgram> built =
+      buildModelProgram(module, pipeline, "denoise");
+  if (failed(built))
+    return absl::InvalidArgumentError("could not build the model's @denoise");
+  std::unique_ptr<DenoiseProgram> program(new DenoiseProgram());
+  const rt::ProgramSpec &spec = built->spec;
+  if (spec.results.size() != 1 || spec.results[0].globalShape.size() != 4)
+    return absl::InvalidArgumentError(
+        "@denoise must return one prediction [B, H, W, C]");
+  for (size_t i = 0; i < spec.arguments.size(); ++i) {
+    const rt::ArgumentSpec &arg = spec.arguments[i];
+    if (arg.kind == rt::ArgumentKind::Parameter)
+      continue;
+    bool input = arg.kind == rt::ArgumentKind::Input;
+    int64_t *slot = !input                               ? nullptr
+                    : arg.role == rt::InputRole::Latents ? &program->latentsArg
+                    : arg.role == rt::InputRole::Timestep
+                        ? &program->timestepArg
+                    : arg.role == rt::InputRole::Labels ? &program->labelsArg
+                                                        : nullptr;
+    if (!slot || *slot >= 0)
+      return absl::InvalidArgumentError(
+          "@denoise's input '" + arg.name +
+          "' is not one sdsample can feed (it feeds one latents, one "
+          "timestep and one labels input)");
+    *slot = static_cast<int64_t>(i);
+  }
+  if (program->latentsArg < 0 || program->timestepArg < 0)
+    return absl::InvalidArgumentError(
+        "@denoise needs a latents and a timestep input");
+  const std::vector<int64_t> &latents =
+      spec.arguments[program->latentsArg].globalShape;
+  if (latents.size() != 4 || latents != spec.results[0].globalShape)
+    return absl::InvalidArgumentError(
+        "@denoise's latents " + shapeString(latents) + " and prediction " +
+        shapeString(spec.results[0].globalShape) +
+        " must be one shape [B, H, W, C]");
+  program->batchSize = latents[0];
+  program->shape.assign(latents.begin() + 1, latents.end());
+  program->elements = latents[1] * latents[2] * latents[3];
+  if (program->labelsArg >= 0) {
+    const std::vector<int64_t> &labels =
+        spec.arguments[program->labelsArg].globalShape;
+    if (labels.size() != 2 || labels[1] < 2)
+      return absl::InvalidArgumentError(
+          "@denoise's labels " + shapeString(labels) +
+          " are not [B, classes + 1] one-hot rows");
+    program->classes = labels[1] - 1;
+  }
+
+  absl::StatusOr<std::unique_ptr<rt::TrainingSession>> session =
+      startProgramSession(*built, settings);
+  if (!session.ok())
+    return session.status();
+  program->trainingSession = std::move(*session);
+  return program;
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>>
+DenoiseProgram::parameters() const {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
+  for (const rt::ArgumentSpec &arg : trainingSession->spec().arguments)
+    if (arg.kind == rt::ArgumentKind::Parameter)
+      params.emplace_back(arg.name, arg.globalShape);
+  return params;
+}
+
+int64_t DenoiseProgram::parameterCount() const {
+  int64_t count = 0;
+  for (const auto &[name, shape] : parameters())
+    count += rt::numElements(shape);
+  return count;
+}
+
+absl::Status DenoiseProgram::setWeights(
+    const std::map<std::string, std::vector<float>> &weights) {
+  std::vector<std::vector<float>> values;
+  for (const rt::ArgumentSpec &arg : trainingSession->spec().arguments) {
+    size_t elements = static_cast<size_t>(rt::numElements(arg.globalShape));
+    if (arg.kind != rt::ArgumentKind::Parameter) {
+      values.emplace_back(elements, 0.0f);
+      continue;
+    }
+    auto it = weights.find(arg.name);
+    if (it == weights.end())
+      return absl::InvalidArgumentError("no weights for parameter '" +
+                                        arg.name + "'");
+    if (it->second.size() != elements)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("parameter '%s' has %d elements, its weights %d",
+                          arg.name, elements, it->second.size()));
+    values.push_back(it->second);
+  }
+  return trainingSession->setArguments(values);
+}
+
+absl::StatusOr<std::vector<float>>
+DenoiseProgram::predict(const std::vector<float> &x,
+                        const std::vector<float> &t,
+                        const std::vector<float> &labels) {
+  for (auto [index, value] :
+       {std::pair<int64_t, const std::vector<float> *>{latentsArg, &x},
+        {timestepArg, &t},
+        {labelsArg, &labels}}) {
+    if (index < 0)
+      continue;
+    if (absl::Status status = trainingSession->setArgument(index, *value);
+        !status.ok())
+      return status;
+  }
+  if (absl::StatusOr<rt::TrainingSession::StepResult> step =
+          trainingSession->step(0);
+      !step.ok())
+    return step.status();
+  return trainingSession->gatherResult(0);
+}
+
+int64_t mlir::sd::samplesPerCall(const DenoiseProgram &program,
+                                 double guidanceScale) {
+  bool guided = program.numClasses() > 0 && guidanceScale != 1.0;
+  return guided ? program.batch() / 2 : program.batch();
+}
+
+sampling::Denoiser mlir::sd::guidedDenoiser(DenoiseProgram &program,
+                                            std::vector<int64_t> classes,
+                                            double guidanceScale) {
+  return [&program, classes = std::move(classes),
+          guidanceScale](llvm::ArrayRef<float> x,
+                         double t) -> absl::StatusOr<std::vector<float>> {
+    int64_t n = static_cast<int64_t>(classes.size());
+    int64_t batch = program.batch(), elements = program.sampleElements();
+    int64_t columns = program.numClasses() > 0 ? program.numClasses() + 1 : 0;
+    bool guided = columns > 0 && guidanceScale != 1.0;
+    if (n > samplesPerCall(program, guidanceScale) ||
+        x.size() != static_cast<size_t>(n * elements))
+      return absl::InternalError(absl::StrFormat(
+          "a chunk of %d samples does not fit a call of batch %d", n, batch));
+    std::vector<float> rows(static_cast<size_t>(batch * elements), 0.0f);
+    std::vector<float> times(static_cast<size_t>(batch), static_cast<float>(t));
+    std::vector<float> labels(static_cast<size_t>(batch * columns), 0.0f);
+    // Every row not conditioned on a class (unconditional and padding rows)
+    // holds the null class.
+    for (int64_t r = 0; r < batch && columns > 0; ++r)
+      labels[r * columns + columns - 1] = 1.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy_n(x.begin() + i * elements, elements,
+                  rows.begin() + i * elements);
+      if (guided)
+        std::copy_n(x.begin() + i * elements, elements,
+                    rows.begin() + (n + i) * elements);
+      if (columns > 0) {
+        labels[i * columns + columns - 1] = 0.0f;
+        labels[i * columns + classes[i]] = 1.0f;
+      }
+    }
+    absl::StatusOr<std::vector<float>> pred =
+        program.predict(rows, times, labels);
+    if (!pred.ok())
+      return pred.status();
+    std::vector<float> out(pred->begin(), pred->begin() + n * elements);
+    if (guided)
+      applyGuidance(
+          out, llvm::ArrayRef<float>(*pred).slice(n * elements, n * elements),
+          guidanceScale, out);
+    return out;
+  };
+}
+
+//===----------------------------------------------------------------------===//
