@@ -53,6 +53,56 @@ BatchMaker::BatchMaker(std::vector<StepInput> inputs, int64_t batch,
     : stepInputs(std::move(inputs)), globalBatch(batch),
       options(std::move(options)) {}
 
+absl::Status data::checkDatasetFits(const std::vector<StepInput> &inputs,
+                                    const DatasetIndex &index) {
+  std::string dataset = "data set '" + index.name + "' (" + index.dir + ")";
+  for (const StepInput &input : inputs) {
+    switch (input.role) {
+    case InputRole::Latents:
+      if (shapeText(input.globalShape, 1) != formatShape(index.sampleShape))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the model's input '", input.name, "' holds samples of shape ",
+            shapeText(input.globalShape, 1), " but ", dataset, " has ",
+            index.sampleFeature, " of shape ", formatShape(index.sampleShape)));
+      break;
+    case InputRole::Labels: {
+      int64_t columns = product(input.globalShape, 1);
+      int64_t classes = static_cast<int64_t>(index.classNames.size());
+      if (!index.hasLabels)
+        return absl::InvalidArgumentError(
+            absl::StrCat("the model's input '", input.name,
+                         "' holds class labels but ", dataset, " has none"));
+      if (input.globalShape.size() != 2 || columns != classes + 1)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the model's input '", input.name, "' has ", columns,
+            " label columns, but ", dataset, " has ", classes,
+            " classes: the model needs one column per class plus the null "
+            "class (",
+            classes + 1, ")"));
+      break;
+    }
+    case InputRole::Context:
+      if (!index.embeddingShape)
+        return absl::InvalidArgumentError(
+            absl::StrCat("the model's input '", input.name,
+                         "' holds text context of "
+                         "shape ",
+                         shapeText(input.globalShape, 1), " but ", dataset,
+                         " has no embeddings"));
+      if (shapeText(input.globalShape, 1) != formatShape(*index.embeddingShape))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the model's input '", input.name, "' holds context of shape ",
+            shapeText(input.globalShape, 1), " but ", dataset,
+            " has embeddings of shape ", formatShape(*index.embeddingShape)));
+      break;
+    case InputRole::Noise:
+    case InputRole::Timestep:
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<BatchMaker>>
 BatchMaker::create(std::vector<StepInput> inputs, int64_t batch,
                    BatchOptions options) {
@@ -73,55 +123,11 @@ BatchMaker::create(std::vector<StepInput> inputs, int64_t batch,
   if (options.dataset) {
     if (!options.index)
       return absl::InvalidArgumentError("a data set without its index");
+    if (absl::Status status = checkDatasetFits(inputs, *options.index);
+        !status.ok())
+      return status;
     const DatasetIndex &index = *options.index;
     std::string dataset = "data set '" + index.name + "' (" + index.dir + ")";
-    bool hasContext = false;
-    for (const StepInput &input : inputs) {
-      switch (input.role) {
-      case InputRole::Latents:
-        if (shapeText(input.globalShape, 1) !=
-            formatShape(index.sampleShape))
-          return absl::InvalidArgumentError(absl::StrCat(
-              "the model's input '", input.name, "' holds samples of shape ",
-              shapeText(input.globalShape, 1), " but ", dataset, " has ",
-              index.sampleFeature, " of shape ",
-              formatShape(index.sampleShape)));
-        break;
-      case InputRole::Labels: {
-        int64_t columns = product(input.globalShape, 1);
-        int64_t classes = static_cast<int64_t>(index.classNames.size());
-        if (!index.hasLabels)
-          return absl::InvalidArgumentError(absl::StrCat(
-              "the model's input '", input.name, "' holds class labels but ",
-              dataset, " has none"));
-        if (input.globalShape.size() != 2 || columns != classes + 1)
-          return absl::InvalidArgumentError(absl::StrCat(
-              "the model's input '", input.name, "' has ", columns,
-              " label columns, but ", dataset, " has ", classes,
-              " classes: the model needs one column per class plus the null "
-              "class (", classes + 1, ")"));
-        break;
-      }
-      case InputRole::Context:
-        hasContext = true;
-        if (!index.embeddingShape)
-          return absl::InvalidArgumentError(absl::StrCat(
-              "the model's input '", input.name, "' holds text context of "
-              "shape ", shapeText(input.globalShape, 1), " but ", dataset,
-              " has no embeddings"));
-        if (shapeText(input.globalShape, 1) !=
-            formatShape(*index.embeddingShape))
-          return absl::InvalidArgumentError(absl::StrCat(
-              "the model's input '", input.name, "' holds context of shape ",
-              shapeText(input.globalShape, 1), " but ", dataset,
-              " has embeddings of shape ", formatShape(*index.embeddingShape)));
-        break;
-      case InputRole::Noise:
-      case InputRole::Timestep:
-        break;
-      }
-    }
-    (void)hasContext;
     if (options.dataset->size() < 1)
       return absl::InvalidArgumentError(dataset + " has no training samples");
   }
@@ -138,8 +144,8 @@ int64_t BatchMaker::sampleAt(int64_t q) const {
   int64_t epoch = q / n;
   std::lock_guard<std::mutex> lock(epochMutex);
   if (epoch != cachedEpoch) {
-    cachedOrder = seededPermutation(
-        n, streamKey(options.seed, Stream::Epoch, static_cast<uint64_t>(epoch)));
+    cachedOrder = seededPermutation(n, streamKey(options.seed, Stream::Epoch,
+                                                 static_cast<uint64_t>(epoch)));
     cachedEpoch = epoch;
   }
   return cachedOrder[q % n];
@@ -184,10 +190,10 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
       labels.resize(ids.size());
     if (needContext)
       embeddings.resize(ids.size() * reader.embeddingElements());
-    if (absl::Status status = reader.readSamples(
-            ids, needSamples ? samples.data() : nullptr,
-            needLabels ? labels.data() : nullptr,
-            needContext ? embeddings.data() : nullptr);
+    if (absl::Status status =
+            reader.readSamples(ids, needSamples ? samples.data() : nullptr,
+                               needLabels ? labels.data() : nullptr,
+                               needContext ? embeddings.data() : nullptr);
         !status.ok())
       return status;
   }
@@ -232,9 +238,9 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
       }
       case InputRole::Timestep:
         for (int64_t e = 0; e < per; ++e)
-          row[e] = static_cast<float>(ref::uniformAt(
-              streamKey(options.seed, Stream::Timestep),
-              q * static_cast<uint64_t>(per) + e));
+          row[e] = static_cast<float>(
+              ref::uniformAt(streamKey(options.seed, Stream::Timestep),
+                             q * static_cast<uint64_t>(per) + e));
         break;
       case InputRole::Labels: {
         // One-hot over the classes and the null class (the last column).

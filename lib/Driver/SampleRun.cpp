@@ -185,15 +185,19 @@ mlir::sd::modelPrediction(ModuleOp module) {
     auto func = module.lookupSymbol<func::FuncOp>(name);
     if (!func)
       continue;
-    auto attr = func->getAttrOfType<StringAttr>("sd.prediction_type");
+    // (The verifier accepts only a #sd.prediction here.)
+    auto attr = func->getAttrOfType<PredictionTypeAttr>(
+        SDDialect::kPredictionTypeAttrName);
     if (!attr)
       continue;
-    std::optional<Prediction> prediction = parsePrediction(attr.getValue());
-    if (!prediction)
-      return absl::InvalidArgumentError(
-          "@" + name.str() + "'s sd.prediction_type '" + attr.str() +
-          "' is not epsilon, v_prediction or flow");
-    return prediction;
+    switch (attr.getValue()) {
+    case PredictionType::epsilon:
+      return Prediction::Epsilon;
+    case PredictionType::v_prediction:
+      return Prediction::VPrediction;
+    case PredictionType::flow:
+      return Prediction::Flow;
+    }
   }
   return std::nullopt;
 }

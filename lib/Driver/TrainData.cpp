@@ -4,6 +4,35 @@
 
 namespace mlir::sd::train {
 
+/// The inputs of the model's @loss that a data set feeds, from its argument
+/// types (the batch dimension may be dynamic), named as the step names
+/// them; an input whose other dimensions are not all static is left to
+/// the batch maker.
+static std::vector<data::StepInput> modelInputs(ModuleOp module) {
+  std::vector<data::StepInput> inputs;
+  auto loss = module.lookupSymbol<func::FuncOp>("loss");
+  if (!loss)
+    return inputs;
+  llvm::StringMap<int64_t> ordinals;
+  for (BlockArgument arg : loss.getArguments()) {
+    auto input = loss.getArgAttrOfType<InputAttr>(arg.getArgNumber(),
+                                                  SDDialect::kRoleAttrName);
+    if (!input)
+      continue;
+    StringRef kind = stringifyInputKind(input.getKind());
+    int64_t ordinal = ordinals[kind]++;
+    std::optional<rt::InputRole> role = rt::parseInputRole(kind);
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!role || !type || type.getRank() == 0 ||
+        llvm::any_of(type.getShape().drop_front(), ShapedType::isDynamic))
+      continue;
+    inputs.push_back(
+        {arg.getArgNumber(), *role, (kind + "." + Twine(ordinal)).str(),
+         std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+  }
+  return inputs;
+}
+
 absl::Status TrainRun::openDataset() {
   if (options.datasetType != DatasetType::Sd)
     return absl::OkStatus();
@@ -15,6 +44,11 @@ absl::Status TrainRun::openDataset() {
   // damaged data set is one error naming the file, not a failure at some
   // step of the run.
   if (absl::Status status = data::verifyDataset(*index); !status.ok())
+    return status;
+  // The samples' shape and classes against the model's inputs, before a
+  // compile that would be wasted on them.
+  if (absl::Status status = data::checkDatasetFits(modelInputs(module), *index);
+      !status.ok())
     return status;
   absl::StatusOr<data::DatasetReader> reader =
       data::DatasetReader::open(*index, "train");

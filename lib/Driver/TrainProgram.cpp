@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/Format.h"
@@ -33,6 +34,22 @@ LogicalResult runAndVerify(PassManager &pm, ModuleOp module) {
   return verify(module);
 }
 
+bool hasCalls(ModuleOp module) {
+  return module.walk([](CallOpInterface) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+/// Inlines what calls are left in `module`: none, after a training
+/// pipeline that inlined the model's blocks, and then the inliner (and the
+/// canonicalization it runs on every function) is skipped.
+LogicalResult inlineCalls(ModuleOp module) {
+  if (!hasCalls(module))
+    return success();
+  PassManager pm(module.getContext());
+  pm.addPass(createInlinerPass());
+  return runAndVerify(pm, module);
+}
+
 /// The training step's module after the default pipeline: partitioned for
 /// `options.mesh`, or the single-device step (inlined) without one.
 FailureOr<OwningOpRef<ModuleOp>>
@@ -42,10 +59,10 @@ runPipeline(ModuleOp module, PipelineOptions options, bool train = true) {
   options.propagate = options.partition = !options.mesh.empty();
   PassManager pm(module.getContext());
   buildDefaultPipeline(pm, options);
-  // With a mesh the pipeline inlines the blocks before propagation.
-  if (options.mesh.empty())
-    pm.addPass(createInlinerPass());
   if (failed(runAndVerify(pm, *clone)))
+    return failure();
+  // With a mesh the pipeline inlined the blocks before propagation.
+  if (options.mesh.empty() && failed(inlineCalls(*clone)))
     return failure();
   return clone;
 }
@@ -307,8 +324,7 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   global.propagate = global.partition = false;
   PassManager pm(module.getContext());
   buildDefaultPipeline(pm, global);
-  pm.addPass(createInlinerPass());
-  if (failed(runAndVerify(pm, *lowered)))
+  if (failed(runAndVerify(pm, *lowered)) || failed(inlineCalls(*lowered)))
     return failure();
   func::FuncOp step = findTrainStep(*lowered);
   if (!step)
@@ -323,6 +339,7 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
     PipelineOptions partitioned = options;
     partitioned.train = true;
     partitioned.propagate = partitioned.partition = true;
+    partitioned.callFree = !hasCalls(*lowered);
     buildPartitionPipeline(partition, partitioned);
     if (failed(runAndVerify(partition, *lowered)))
       return failure();

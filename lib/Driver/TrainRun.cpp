@@ -101,13 +101,15 @@ absl::Status TrainRun::preflight() {
   // written for another model.
   if (!options.predictionType.empty())
     if (auto loss = module.lookupSymbol<func::FuncOp>("loss"))
-      if (auto predicts = loss->getAttrOfType<StringAttr>(
+      if (auto predicts = loss->getAttrOfType<PredictionTypeAttr>(
               SDDialect::kPredictionTypeAttrName);
-          predicts && predicts.getValue() != options.predictionType)
+          predicts && stringifyPredictionType(predicts.getValue()) !=
+                          options.predictionType)
         return absl::InvalidArgumentError(
             "prediction_type " + options.predictionType +
             " is not what the model predicts: its @loss is " +
-            predicts.getValue().str() + " (sdgen --prediction-type)");
+            stringifyPredictionType(predicts.getValue()).str() +
+            " (sdgen --prediction-type)");
   // Each device of this process is a thread team: sdopt may analyse any
   // mesh, but a run starts only as many devices as a process can hold.
   if (options.mesh.devicesPerProcess() > ::sd::kMaxDevicesPerProcess)
@@ -294,23 +296,6 @@ void TrainRun::printHeader() {
 }
 
 } // namespace mlir::sd::train
-
-//===----------------------------------------------------------------------===//
-// Failures the run has already shown
-//===----------------------------------------------------------------------===//
-
-/// The payload that marks a reportedFailure.
-static constexpr const char kReportedPayload[] = "sd.reported";
-
-absl::Status mlir::sd::reportedFailure(const std::string &message) {
-  absl::Status status = absl::AbortedError(message);
-  status.SetPayload(kReportedPayload, absl::Cord());
-  return status;
-}
-
-bool mlir::sd::isReportedFailure(const absl::Status &status) {
-  return status.GetPayload(kReportedPayload).has_value();
-}
 
 absl::Status mlir::sd::runTraining(ModuleOp module,
                                    const TrainRunOptions &options,

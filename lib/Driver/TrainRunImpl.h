@@ -25,6 +25,7 @@
 #include "sd/Driver/MemoryPlan.h"
 #include "sd/Driver/TrainModelFile.h"
 #include "sd/Driver/TrainProgram.h"
+#include "sd/IR/SDAttrs.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/Runtime/Program.h"
 #include "sd/Runtime/Session.h"

@@ -38,11 +38,10 @@ void SDDialect::initialize() {
 
 /// Describes function argument `index` for messages: `argument #3
 /// ("blocks.0.attn.q.weight")` when it is a named parameter.
-static std::string describeArgument(FunctionOpInterface func,
-                                    unsigned index) {
+static std::string describeArgument(FunctionOpInterface func, unsigned index) {
   std::string text = "argument #" + std::to_string(index);
-  if (auto param = func.getArgAttrOfType<ParamAttr>(
-          index, SDDialect::kRoleAttrName))
+  if (auto param =
+          func.getArgAttrOfType<ParamAttr>(index, SDDialect::kRoleAttrName))
     text += " (\"" + param.getName().getValue().str() + "\")";
   return text;
 }
@@ -77,7 +76,7 @@ static LogicalResult verifySharding(Operation *op, Attribute attr, Type type,
   auto sharding = dyn_cast<ShardingAttr>(attr);
   if (!sharding)
     return emitError(op->getLoc()) << "'" << SDDialect::kShardingAttrName
-                           << "' must be a #sd.sharding, not " << attr;
+                                   << "' must be a #sd.sharding, not " << attr;
   auto emit = [&] { return emitError(op->getLoc()); };
   MeshAttr mesh = lookupMesh(op, sharding.getMeshName(), emit);
   if (!mesh)
@@ -117,8 +116,8 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
                                                   NamedAttribute attr) {
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func)
-    return emitError(op->getLoc()) << "'" << attr.getName()
-                           << "' is only valid on function arguments";
+    return emitError(op->getLoc())
+           << "'" << attr.getName() << "' is only valid on function arguments";
   Type type = func.getArgumentTypes()[argIndex];
   // Before the attribute's own checks, which multiply the dimensions.
   if (failed(verifyTensorSize(type, [&] {
@@ -170,8 +169,8 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
   if (attrName == kLocalShardingAttrName)
     return verifyLocalSharding(op, attr.getValue(), type,
                                describeArgument(func, argIndex));
-  return emitError(op->getLoc()) << "unknown sd argument attribute '" << attrName
-                         << "'";
+  return emitError(op->getLoc())
+         << "unknown sd argument attribute '" << attrName << "'";
 }
 
 LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
@@ -180,17 +179,18 @@ LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
                                                      NamedAttribute attr) {
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func)
-    return emitError(op->getLoc()) << "'" << attr.getName()
-                           << "' is only valid on function results";
+    return emitError(op->getLoc())
+           << "'" << attr.getName() << "' is only valid on function results";
   if (failed(verifyTensorSize(func.getResultTypes()[resultIndex], [&] {
         return emitError(op->getLoc()) << "result #" << resultIndex;
       })))
     return failure();
   StringRef attrName = attr.getName().getValue();
   if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)
-    return emitError(op->getLoc()) << "'" << attrName
-                           << "' belongs on a function argument, not on a "
-                              "result";
+    return emitError(op->getLoc())
+           << "'" << attrName
+           << "' belongs on a function argument, not on a "
+              "result";
   if (attrName == kLocalShardingAttrName)
     return verifyLocalSharding(op, attr.getValue(),
                                func.getResultTypes()[resultIndex],
@@ -210,10 +210,9 @@ LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
     return success();
   }
   if (attrName != kShardingAttrName)
-    return emitError(op->getLoc()) << "unknown sd result attribute '" << attrName
-                           << "'";
-  return verifySharding(op, attr.getValue(),
-                        func.getResultTypes()[resultIndex],
+    return emitError(op->getLoc())
+           << "unknown sd result attribute '" << attrName << "'";
+  return verifySharding(op, attr.getValue(), func.getResultTypes()[resultIndex],
                         "result #" + std::to_string(resultIndex));
 }
 
@@ -227,25 +226,25 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
     return failure();
   if (attrName == kNameAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
-      return emitError(op->getLoc()) << "'" << kNameAttrName
-                             << "' must be a string, not " << attr.getValue();
+      return emitError(op->getLoc())
+             << "'" << kNameAttrName << "' must be a string, not "
+             << attr.getValue();
     return success();
   }
   if (attrName == kDefaultBatchAttrName) {
     auto batch = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<FunctionOpInterface>(op) || !batch || batch.getInt() <= 0)
-      return emitError(op->getLoc()) << "'" << kDefaultBatchAttrName
-                             << "' must be a positive integer on a function";
+      return emitError(op->getLoc())
+             << "'" << kDefaultBatchAttrName
+             << "' must be a positive integer on a function";
     return success();
   }
   if (attrName == kPredictionTypeAttrName) {
-    auto type = dyn_cast<StringAttr>(attr.getValue());
-    if (!isa<FunctionOpInterface>(op) || !type ||
-        !llvm::is_contained({"epsilon", "v_prediction", "flow"},
-                            type.getValue()))
+    if (!isa<FunctionOpInterface>(op) ||
+        !isa<PredictionTypeAttr>(attr.getValue()))
       return emitError(op->getLoc())
              << "'" << kPredictionTypeAttrName
-             << "' must be \"epsilon\", \"v_prediction\" or \"flow\" on a "
+             << "' must be a #sd.prediction<epsilon|v_prediction|flow> on a "
                 "function, not "
              << attr.getValue();
     return success();
@@ -253,18 +252,19 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
   if (attrName == kShardingRuleAttrName) {
     auto rule = dyn_cast<OpShardingRuleAttr>(attr.getValue());
     if (!rule)
-      return emitError(op->getLoc()) << "'" << kShardingRuleAttrName
-                             << "' must be a #sd.sharding_rule, not "
-                             << attr.getValue();
+      return emitError(op->getLoc())
+             << "'" << kShardingRuleAttrName
+             << "' must be a #sd.sharding_rule, not " << attr.getValue();
     return rule.verifyFor(op, [&] { return emitError(op->getLoc()); });
   }
   if (attrName == kShardingAttrName) {
     auto perValue = dyn_cast<ShardingPerValueAttr>(attr.getValue());
     if (!perValue)
-      return emitError(op->getLoc()) << "'" << kShardingAttrName
-                             << "' on an op must be a #sd.sharding_per_value, "
-                                "not "
-                             << attr.getValue();
+      return emitError(op->getLoc())
+             << "'" << kShardingAttrName
+             << "' on an op must be a #sd.sharding_per_value, "
+                "not "
+             << attr.getValue();
     if (perValue.getShardings().size() != op->getNumResults())
       return emitError(op->getLoc())
              << "'" << kShardingAttrName << "' has "
@@ -279,8 +279,8 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
   if (attrName == kProvenanceAttrName) {
     auto list = dyn_cast<ArrayAttr>(attr.getValue());
     if (!list || !llvm::all_of(list, llvm::IsaPred<StringAttr>))
-      return emitError(op->getLoc()) << "'" << kProvenanceAttrName
-                             << "' must be an array of strings";
+      return emitError(op->getLoc())
+             << "'" << kProvenanceAttrName << "' must be an array of strings";
     return success();
   }
   if (attrName == kBackwardAttrName || attrName == kRecomputeAttrName) {
@@ -307,7 +307,8 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)
-    return emitError(op->getLoc()) << "'" << attrName
-                           << "' belongs on a function argument, not on an op";
+    return emitError(op->getLoc())
+           << "'" << attrName
+           << "' belongs on a function argument, not on an op";
   return emitError(op->getLoc()) << "unknown sd attribute '" << attrName << "'";
 }

@@ -229,7 +229,7 @@ NoisedLatents modelgen::addNoise(FnBuilder &f, PredictionType type,
   auto perSample = [&](Value v) {
     return f.broadcast(f.convert(v, dtype), shape, {0});
   };
-  if (type == PredictionType::Flow) {
+  if (type == PredictionType::flow) {
     // x_t = (1 − t)·x0 + t·noise = x0 + t·(noise − x0).
     Value target = f.sub(noise, latents);
     return {f.add(latents, f.mul(perSample(t), target)), target};
@@ -240,7 +240,7 @@ NoisedLatents modelgen::addNoise(FnBuilder &f, PredictionType type,
   Value signal = f.mul(cosB, latents);
   Value sinB = perSample(f.sin(angle));
   Value input = f.add(signal, f.mul(sinB, noise));
-  if (type == PredictionType::Epsilon)
+  if (type == PredictionType::epsilon)
     return {input, noise};
   // v = sqrt(ᾱ)·noise − sqrt(1 − ᾱ)·x0 (Salimans & Ho; diffusers'
   // get_velocity), its products written in operand order.

@@ -241,12 +241,11 @@ Value FnBuilder::attention(Value q, Value k, Value v, bool selfAttention) {
   auto constrain = [&](Value x, StringRef length) -> Value {
     return ShardingConstraintOp::create(
         builder, loc, x.getType(), x, ShardingAttr(),
-        LogicalAxesAttr::get(
-            builder.getContext(),
-            {builder.getStringAttr("activation_batch"),
-             builder.getStringAttr("activation_heads"),
-             builder.getStringAttr(length),
-             builder.getStringAttr("activation_kv")}));
+        LogicalAxesAttr::get(builder.getContext(),
+                             {builder.getStringAttr("activation_batch"),
+                              builder.getStringAttr("activation_heads"),
+                              builder.getStringAttr(length),
+                              builder.getStringAttr("activation_kv")}));
   };
   StringRef kvLength =
       selfAttention ? "activation_length" : "activation_kv_length";
@@ -408,8 +407,7 @@ void modelgen::buildModelFunctions(ModelBuilder &mb,
   // which target, for the tools that train and sample it.
   func::FuncOp loss = mb.beginFunction("loss");
   loss->setAttr(SDDialect::kPredictionTypeAttrName,
-                StringAttr::get(loss.getContext(),
-                                stringifyPredictionType(c.prediction)));
+                PredictionTypeAttr::get(loss.getContext(), c.prediction));
   FnBuilder &f = mb.fn();
   Value x0 = mb.input(InputKind::latents, network.latentShape, dtype,
                       network.latentAxes);

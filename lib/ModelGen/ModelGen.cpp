@@ -99,7 +99,7 @@ Preset makeDiTDigits() {
   c.latentHeight = c.latentWidth = 8;
   c.latentChannels = c.outChannels = 1;
   c.numClasses = 10;
-  c.prediction = PredictionType::Epsilon;
+  c.prediction = PredictionType::epsilon;
   c.withDenoise = true;
   return preset;
 }
@@ -222,27 +222,6 @@ ArrayRef<StringRef> mlir::sd::getPresetNames() {
   return names;
 }
 
-/// The prediction types in the order errors list them.
-static constexpr std::pair<PredictionType, StringLiteral> kPredictionTypes[] = {
-    {PredictionType::Epsilon, "epsilon"},
-    {PredictionType::VPrediction, "v_prediction"},
-    {PredictionType::Flow, "flow"},
-};
-
-StringRef mlir::sd::stringifyPredictionType(PredictionType type) {
-  for (auto [value, name] : kPredictionTypes)
-    if (value == type)
-      return name;
-  llvm_unreachable("unknown prediction type");
-}
-
-std::optional<PredictionType> mlir::sd::parsePredictionType(StringRef name) {
-  for (auto [value, text] : kPredictionTypes)
-    if (text == name)
-      return value;
-  return std::nullopt;
-}
-
 /// The overrides that shape a model's inputs: frames, latent or pixel size,
 /// channels, classes and text length, each checked against the family.
 static absl::Status applyInputShape(const ModelOverrides &o,
@@ -331,13 +310,14 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
     c.bf16 = *o.dtype == "bf16";
   }
   if (o.predictionType) {
-    std::optional<PredictionType> type = parsePredictionType(*o.predictionType);
+    std::optional<PredictionType> type =
+        symbolizePredictionType(*o.predictionType);
     if (!type) {
       std::string known;
-      for (auto [i, entry] : llvm::enumerate(kPredictionTypes)) {
+      for (uint32_t i = 0; i <= getMaxEnumValForPredictionType(); ++i) {
         if (i > 0)
-          known += i + 1 < std::size(kPredictionTypes) ? ", " : " or ";
-        known += entry.second.str();
+          known += i == getMaxEnumValForPredictionType() ? " or " : ", ";
+        known += stringifyPredictionType(static_cast<PredictionType>(i)).str();
       }
       return fail("unknown --prediction-type '" + *o.predictionType +
                   "'; expected " + known);

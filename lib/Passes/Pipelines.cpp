@@ -65,7 +65,8 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
 void mlir::sd::buildPartitionPipeline(OpPassManager &pm,
                                       const PipelineOptions &options) {
   // Propagation works on one call-free function.
-  pm.addPass(createInlinerPass());
+  if (!options.callFree)
+    pm.addPass(createInlinerPass());
   PropagateShardingOptions propagation;
   propagation.recordProvenance = options.recordProvenance;
   propagation.explain = options.explain;

@@ -12,19 +12,22 @@
 #include "sd/Data/Builders.h"
 #include "sd/Data/Inspect.h"
 
+#include "sd/Support/ToolMain.h"
+
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace cl = llvm::cl;
 
 static cl::OptionCategory sddataCategory("sddata options");
 
-static cl::SubCommand digitsCommand(
-    "digits", "Build a dataset from scikit-learn's handwritten digits");
-static cl::SubCommand imagesCommand(
-    "images", "Build a dataset from a directory of PNG/JPEG images, a "
-              "subdirectory per class");
+static cl::SubCommand
+    digitsCommand("digits",
+                  "Build a dataset from scikit-learn's handwritten digits");
+static cl::SubCommand
+    imagesCommand("images",
+                  "Build a dataset from a directory of PNG/JPEG images, a "
+                  "subdirectory per class");
 static cl::SubCommand inspectCommand(
     "inspect", "Describe and check a dataset; optionally draw a contact sheet");
 
@@ -33,13 +36,15 @@ static cl::opt<std::string> digitsOut(cl::Positional, cl::Required,
                                       cl::desc("OUT_DIR"),
                                       cl::sub(digitsCommand),
                                       cl::cat(sddataCategory));
-static cl::opt<int64_t> digitsResolution(
-    "resolution", cl::desc("8 (as stored) or 16 (bilinear upscaling)"),
-    cl::value_desc("n"), cl::init(8), cl::sub(digitsCommand), cl::cat(sddataCategory));
-static cl::opt<std::string> digitsCsv(
-    "digits-csv", cl::desc("scikit-learn's digits.csv.gz"),
-    cl::init(sd::data::kDefaultDigitsCsv), cl::value_desc("path"),
-    cl::sub(digitsCommand), cl::cat(sddataCategory));
+static cl::opt<int64_t>
+    digitsResolution("resolution",
+                     cl::desc("8 (as stored) or 16 (bilinear upscaling)"),
+                     cl::value_desc("n"), cl::init(8), cl::sub(digitsCommand),
+                     cl::cat(sddataCategory));
+static cl::opt<std::string>
+    digitsCsv("digits-csv", cl::desc("scikit-learn's digits.csv.gz"),
+              cl::init(sd::data::kDefaultDigitsCsv), cl::value_desc("path"),
+              cl::sub(digitsCommand), cl::cat(sddataCategory));
 
 // images
 static cl::opt<std::string> imagesSource(cl::Positional, cl::Required,
@@ -55,12 +60,13 @@ static cl::opt<int64_t> imagesResolution(
     cl::value_desc("n"), cl::sub(imagesCommand), cl::cat(sddataCategory));
 static cl::opt<int64_t> channels("channels",
                                  cl::desc("1 (grayscale) or 3 (RGB)"),
-                                 cl::value_desc("n"), cl::init(3), cl::sub(imagesCommand),
+                                 cl::value_desc("n"), cl::init(3),
+                                 cl::sub(imagesCommand),
                                  cl::cat(sddataCategory));
-static cl::opt<std::string> name(
-    "name", cl::desc("Dataset name (default: SRC_DIR's name)"),
-    cl::value_desc("name"),
-    cl::sub(imagesCommand), cl::cat(sddataCategory));
+static cl::opt<std::string>
+    name("name", cl::desc("Dataset name (default: SRC_DIR's name)"),
+         cl::value_desc("name"), cl::sub(imagesCommand),
+         cl::cat(sddataCategory));
 static cl::opt<bool>
     skipBad("skip-bad",
             cl::desc("Skip (with a warning) images that do not decode"),
@@ -69,16 +75,17 @@ static cl::opt<bool>
 // digits and images
 static cl::opt<double> heldout("heldout",
                                cl::desc("Fraction of samples held out"),
-                               cl::value_desc("fraction"), cl::init(0.1), cl::sub(digitsCommand),
-                               cl::sub(imagesCommand), cl::cat(sddataCategory));
+                               cl::value_desc("fraction"), cl::init(0.1),
+                               cl::sub(digitsCommand), cl::sub(imagesCommand),
+                               cl::cat(sddataCategory));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the split and order"),
-                              cl::value_desc("n"), cl::init(0), cl::sub(digitsCommand),
-                              cl::sub(imagesCommand), cl::cat(sddataCategory));
-static cl::opt<int64_t> shardSize("shard-size",
-                                  cl::desc("Samples per shard at most"),
-                                  cl::value_desc("n"), cl::init(4096), cl::sub(digitsCommand),
-                                  cl::sub(imagesCommand),
-                                  cl::cat(sddataCategory));
+                              cl::value_desc("n"), cl::init(0),
+                              cl::sub(digitsCommand), cl::sub(imagesCommand),
+                              cl::cat(sddataCategory));
+static cl::opt<int64_t>
+    shardSize("shard-size", cl::desc("Samples per shard at most"),
+              cl::value_desc("n"), cl::init(4096), cl::sub(digitsCommand),
+              cl::sub(imagesCommand), cl::cat(sddataCategory));
 static cl::opt<bool>
     force("force",
           cl::desc("Write into OUT_DIR even if it holds another dataset or "
@@ -88,8 +95,7 @@ static cl::opt<bool>
 
 // inspect
 static cl::opt<std::string> inspectDir(cl::Positional, cl::Required,
-                                       cl::desc("DIR"),
-                                       cl::sub(inspectCommand),
+                                       cl::desc("DIR"), cl::sub(inspectCommand),
                                        cl::cat(sddataCategory));
 static cl::opt<std::string> sheet("sheet",
                                   cl::desc("Write a contact sheet PNG here"),
@@ -98,7 +104,8 @@ static cl::opt<std::string> sheet("sheet",
                                   cl::cat(sddataCategory));
 static cl::opt<int64_t> sheetCount("sheet-count",
                                    cl::desc("Samples on the sheet (10 a row)"),
-                                   cl::value_desc("n"), cl::init(100), cl::sub(inspectCommand),
+                                   cl::value_desc("n"), cl::init(100),
+                                   cl::sub(inspectCommand),
                                    cl::cat(sddataCategory));
 static cl::opt<bool>
     noChecksums("no-checksums",
@@ -107,11 +114,6 @@ static cl::opt<bool>
 
 namespace {
 
-int fail(const absl::Status &status) {
-  llvm::errs() << "sddata: error: " << std::string(status.message()) << "\n";
-  return 1;
-}
-
 sd::data::DatasetWriterOptions writerOptions() {
   sd::data::DatasetWriterOptions options;
   options.shardSize = shardSize;
@@ -119,17 +121,14 @@ sd::data::DatasetWriterOptions writerOptions() {
   return options;
 }
 
-int finishBuild(const absl::StatusOr<sd::data::DatasetIndex> &index) {
+absl::Status finishBuild(const absl::StatusOr<sd::data::DatasetIndex> &index) {
   if (!index.ok())
-    return fail(index.status());
+    return index.status();
   llvm::outs() << "sddata: " << sd::data::formatBuildSummary(*index) << "\n";
-  return 0;
+  return absl::OkStatus();
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+absl::Status runSddata(int argc, char **argv) {
   for (cl::SubCommand *command :
        {&digitsCommand, &imagesCommand, &inspectCommand})
     cl::HideUnrelatedOptions(sddataCategory, *command);
@@ -148,7 +147,7 @@ int main(int argc, char **argv) {
   }
   if (imagesCommand) {
     if (imagesResolution.getNumOccurrences() == 0)
-      return fail(absl::InvalidArgumentError("give --resolution=R"));
+      return absl::InvalidArgumentError("give --resolution=R");
     sd::data::ImageFolderOptions options;
     options.resolution = imagesResolution;
     options.channels = channels;
@@ -171,10 +170,15 @@ int main(int argc, char **argv) {
     absl::Status status =
         sd::data::inspectDataset(inspectDir, options, llvm::outs());
     llvm::outs().flush();
-    if (!status.ok())
-      return fail(status);
-    return 0;
+    return status;
   }
-  return fail(absl::InvalidArgumentError(
-      "give a subcommand: digits, images or inspect (see --help)"));
+  return absl::InvalidArgumentError(
+      "give a subcommand: digits, images or inspect (see --help)");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  return sd::runToolMain("sddata", argc, argv,
+                         [&] { return runSddata(argc, argv); });
 }

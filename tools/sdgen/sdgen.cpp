@@ -9,13 +9,13 @@
 #include "sd/Driver/Diagnostics.h"
 #include "sd/InitAll.h"
 #include "sd/ModelGen/ModelGen.h"
+#include "sd/Support/ToolMain.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -33,17 +33,22 @@ static cl::opt<std::string>
                cl::value_desc("name"), cl::cat(sdgenCategory));
 static cl::opt<int64_t>
     depthFlag("depth",
-              cl::desc("Layers (Flux: double blocks; single = 2 × depth)"), cl::cat(sdgenCategory));
-static cl::opt<int64_t> hiddenFlag("hidden", cl::desc("Model width"), cl::cat(sdgenCategory));
-static cl::opt<int64_t> headsFlag("heads", cl::desc("Attention heads"), cl::cat(sdgenCategory));
+              cl::desc("Layers (Flux: double blocks; single = 2 × depth)"),
+              cl::cat(sdgenCategory));
+static cl::opt<int64_t> hiddenFlag("hidden", cl::desc("Model width"),
+                                   cl::cat(sdgenCategory));
+static cl::opt<int64_t> headsFlag("heads", cl::desc("Attention heads"),
+                                  cl::cat(sdgenCategory));
 static cl::opt<double> mlpRatioFlag("mlp-ratio",
-                                    cl::desc("FFN width / model width"), cl::cat(sdgenCategory));
+                                    cl::desc("FFN width / model width"),
+                                    cl::cat(sdgenCategory));
 static cl::opt<int64_t>
     batchFlag("batch",
-              cl::desc("Default batch (sd.default_batch; DiT 8, Wan/Flux 1)"), cl::cat(sdgenCategory));
+              cl::desc("Default batch (sd.default_batch; DiT 8, Wan/Flux 1)"),
+              cl::cat(sdgenCategory));
 static cl::opt<int64_t>
-    latentSizeFlag("latent-size",
-                   cl::desc("Latent height = width (DiT, Flux)"), cl::cat(sdgenCategory));
+    latentSizeFlag("latent-size", cl::desc("Latent height = width (DiT, Flux)"),
+                   cl::cat(sdgenCategory));
 static cl::opt<int64_t> channelsFlag(
     "channels",
     cl::desc("Channels of a latent or pixel (DiT; 1 for grayscale, 3 for RGB "
@@ -55,13 +60,17 @@ static cl::opt<int64_t> classesFlag(
              "class)"),
     cl::cat(sdgenCategory));
 static cl::opt<int64_t> framesFlag("frames",
-                                   cl::desc("Video frames, 4k+1 (Wan)"), cl::cat(sdgenCategory));
+                                   cl::desc("Video frames, 4k+1 (Wan)"),
+                                   cl::cat(sdgenCategory));
 static cl::opt<int64_t>
-    heightFlag("height", cl::desc("Pixel height (Wan, Flux; VAE factor 8)"), cl::cat(sdgenCategory));
+    heightFlag("height", cl::desc("Pixel height (Wan, Flux; VAE factor 8)"),
+               cl::cat(sdgenCategory));
 static cl::opt<int64_t>
-    widthFlag("width", cl::desc("Pixel width (Wan, Flux; VAE factor 8)"), cl::cat(sdgenCategory));
+    widthFlag("width", cl::desc("Pixel width (Wan, Flux; VAE factor 8)"),
+              cl::cat(sdgenCategory));
 static cl::opt<int64_t> textLengthFlag("text-length",
-                                       cl::desc("Text tokens (Wan, Flux)"), cl::cat(sdgenCategory));
+                                       cl::desc("Text tokens (Wan, Flux)"),
+                                       cl::cat(sdgenCategory));
 static cl::opt<std::string>
     dtypeFlag("dtype", cl::desc("Parameters and activations: f32 or bf16"),
               cl::value_desc("type"), cl::cat(sdgenCategory));
@@ -80,7 +89,8 @@ static cl::opt<bool> withDenoiseFlag(
     cl::cat(sdgenCategory));
 static cl::opt<bool>
     staticBatchFlag("static-batch",
-                    cl::desc("Write the batch statically instead of '?'"), cl::cat(sdgenCategory));
+                    cl::desc("Write the batch statically instead of '?'"),
+                    cl::cat(sdgenCategory));
 static cl::opt<std::string> outputFlag("o", cl::desc("Output file"),
                                        cl::value_desc("filename"),
                                        cl::init("-"), cl::cat(sdgenCategory));
@@ -109,16 +119,15 @@ static std::string commandLine(int argc, char **argv) {
   return text;
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+/// Writes the model the flags describe.
+static absl::Status runSdgen(int argc, char **argv) {
   cl::HideUnrelatedOptions(sdgenCategory);
   cl::ParseCommandLineOptions(argc, argv,
                               "sdgen: write a diffusion-model program\n");
-  if (presetFlag.empty()) {
-    llvm::errs() << "error: give --preset=NAME ("
-                 << llvm::join(mlir::sd::getPresetNames(), ", ") << ")\n";
-    return 1;
-  }
+  if (presetFlag.empty())
+    return absl::InvalidArgumentError(
+        "give --preset=NAME (" + llvm::join(mlir::sd::getPresetNames(), ", ") +
+        ")");
   mlir::sd::ModelOverrides overrides;
   overrides.depth = given(depthFlag);
   overrides.hidden = given(hiddenFlag);
@@ -139,10 +148,8 @@ int main(int argc, char **argv) {
 
   absl::StatusOr<mlir::sd::ModelConfig> config =
       mlir::sd::makeModelConfig(presetFlag, overrides);
-  if (!config.ok()) {
-    llvm::errs() << "error: " << std::string(config.status().message()) << "\n";
-    return 1;
-  }
+  if (!config.ok())
+    return config.status();
 
   DialectRegistry registry;
   mlir::sd::registerAllSDExtensions(registry);
@@ -150,22 +157,26 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   mlir::sd::ReadableDiagnosticHandler diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module = mlir::sd::generateModel(context, *config);
+  // (The generator's diagnostics are printed.)
   if (!module)
-    return 1;
+    return ::sd::reportedFailure("could not generate the model");
 
   std::string errorMessage;
   auto output = openOutputFile(outputFlag, &errorMessage);
-  if (!output) {
-    llvm::errs() << "error: " << errorMessage << "\n";
-    return 1;
-  }
+  if (!output)
+    return absl::InvalidArgumentError(errorMessage);
   // A header that says how to regenerate the file.
   output->os() << "// sdgen" << commandLine(argc, argv) << "\n";
   module->print(output->os());
   output->keep();
   llvm::errs() << "sdgen: "
-               << mlir::sd::formatModelSummary(*config,
-                                         mlir::sd::computeModelStats(*module))
+               << mlir::sd::formatModelSummary(
+                      *config, mlir::sd::computeModelStats(*module))
                << "\n";
-  return 0;
+  return absl::OkStatus();
+}
+
+int main(int argc, char **argv) {
+  return ::sd::runToolMain("sdgen", argc, argv,
+                           [&] { return runSdgen(argc, argv); });
 }

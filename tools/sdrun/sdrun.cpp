@@ -21,38 +21,24 @@
 #include "sd/Driver/RankAgreement.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/ToolFlags.h"
+#include "sd/Driver/ToolMain.h"
 #include "sd/Driver/TrainModelFile.h"
 
 #include "sd/Checkpoint/Checkpoint.h"
 #include "sd/Runtime/MpiTransport.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdlib>
-
 namespace {
-int fail(const absl::Status &status) {
-  // One write, so that the lines of an MPI job's ranks do not interleave.
-  llvm::errs() << "sdrun: error: " + std::string(status.message()) + "\n";
-  return 1;
-}
-
 /// Where rank `rank` writes its trace: FILE.rankR.json beside FILE.json.
 std::string rankTracePath(const std::string &path, int rank) {
   llvm::StringRef stem = path;
   stem.consume_back(".json");
   return (stem + ".rank" + llvm::Twine(rank) + ".json").str();
 }
-} // namespace
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  absl::StatusOr<std::optional<sd::rt::MpiJob>> mpi =
-      mlir::sd::joinToolMpiJob(argc, argv);
-  if (!mpi.ok())
-    return fail(mpi.status());
+absl::Status runSdrun(int argc, char **argv, mlir::sd::ToolProcess &process) {
   mlir::sd::ToolFlags flags(mlir::sd::Tool::Sdrun);
   // Crash tests (sdrun-checkpoint-kill.test) stop each checkpoint write at
   // this point until they kill the run.
@@ -74,51 +60,44 @@ int main(int argc, char **argv) {
       argc, argv, "sdrun: train an sd model on a device mesh\n");
 
   sd::RunSpecFlags values = flags.values();
-  mlir::sd::setMpiProcesses(values, *mpi);
-  absl::StatusOr<sd::RunSpec> spec =
-      sd::resolveRunSpec(values, sd::HostInfo::current());
+  mlir::sd::setMpiProcesses(values, process.mpi);
   // A bad flag is an error on each rank given it; the others learn of it
   // in the start-up handshake.
-  if (!spec.ok()) {
-    int code = fail(spec.status());
-    if (*mpi)
-      mlir::sd::leaveMpiJobAfter(mlir::sd::shareStartupFailure(spec.status()));
-    return code;
-  }
+  absl::StatusOr<sd::RunSpec> spec =
+      sd::resolveRunSpec(values, sd::HostInfo::current());
+  if (!spec.ok())
+    return spec.status();
   for (const std::string &warning : spec->warnings)
     llvm::errs() << "sdrun: warning: " << warning << "\n";
   if (flags.printConfig()) {
     sd::printRunSpec(*spec, llvm::outs());
-    if (*mpi)
-      sd::rt::finalizeMpi();
-    return 0;
+    return absl::OkStatus();
   }
   mlir::sd::TrainRunHooks hooks;
   if (testCheckpointStall.getNumOccurrences())
     hooks.checkpointWrite.atPoint = sd::ckpt::stallAt(testCheckpointStall);
   mlir::sd::TrainRunOptions options = mlir::sd::trainRunOptions(*spec);
   options.compileOnly = flags.compileOnly();
-  if (*mpi) {
+  if (process.mpi) {
     // Before the process group, whose creation waits for every rank.
     mlir::sd::StartupCheck check =
         mlir::sd::trainingStartupCheck(*spec, options.compileOnly);
     check.testDelaySeconds = testStartupDelay;
-    if (absl::Status agreed = mlir::sd::agreeAcrossRanks(check); !agreed.ok()) {
-      int code = fail(agreed);
-      mlir::sd::leaveMpiJobAfter(agreed);
-      return code;
-    }
+    process.stage = mlir::sd::MpiStage::Handshaken;
+    if (absl::Status agreed = mlir::sd::agreeAcrossRanks(check); !agreed.ok())
+      return agreed;
+    process.stage = mlir::sd::MpiStage::Running;
     if (absl::Status joined =
-            mlir::sd::joinMpiDevices(options.device, **mpi, spec->run);
+            mlir::sd::joinMpiDevices(options.device, *process.mpi, spec->run);
         !joined.ok())
-      return fail(joined);
+      return joined;
     // Rank 0 writes the run's files and its devices' trace; the others
     // their own trace with --trace-all-ranks.
-    if ((*mpi)->rank != 0) {
+    if (process.mpi->rank != 0) {
       options.metricsPath.clear();
       options.runDir.clear();
       if (values.traceAllRanks.value_or(false) && !options.tracePath.empty())
-        options.tracePath = rankTracePath(options.tracePath, (*mpi)->rank);
+        options.tracePath = rankTracePath(options.tracePath, process.mpi->rank);
       else
         options.tracePath.clear();
     }
@@ -126,13 +105,13 @@ int main(int argc, char **argv) {
   absl::Status status = mlir::sd::trainModelFile(options, hooks);
   // The group's communicator is freed before MPI is finalized.
   options.device.processGroup.reset();
-  // A failed rank leaves MPI unfinalized: mpirun then ends the other ranks,
-  // which may wait in a collective for it.
-  if (*mpi && status.ok())
-    sd::rt::finalizeMpi();
-  // Failures the run has shown (compiler diagnostics, verify: FAILED) get
-  // no second message.
-  if (!status.ok() && !mlir::sd::isReportedFailure(status))
-    return fail(status);
-  return status.ok() ? 0 : 1;
+  return status;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  return mlir::sd::runMpiToolMain("sdrun", argc, argv,
+                                  [&](mlir::sd::ToolProcess &process) {
+                                    return runSdrun(argc, argv, process);
+                                  });
 }

@@ -23,24 +23,16 @@
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/Sample.h"
 #include "sd/Driver/ToolFlags.h"
+#include "sd/Driver/ToolMain.h"
 #include "sd/Driver/TrainRun.h"
 #include "sd/Runtime/MpiTransport.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <cstdlib>
 
 namespace cl = llvm::cl;
 
 namespace {
-int fail(const absl::Status &status) {
-  // One write, so that the lines of an MPI job's ranks do not interleave.
-  llvm::errs() << "sdsample: error: " + std::string(status.message()) + "\n";
-  return 1;
-}
-
 /// The sampling flags (the others: ToolFlags); they live as long as main's
 /// frame.
 struct SampleFlags {
@@ -168,12 +160,13 @@ sampleOptions(const sd::RunSpec &spec, const SampleFlags &flags) {
   return options;
 }
 
-/// The run's options for the command line, as one rank of `mpi` if set.
+/// The run's options for the command line, as one rank of `process.mpi`
+/// if set (which it advances past the ranks' handshake).
 absl::StatusOr<mlir::sd::SampleOptions>
 sampleOptions(const mlir::sd::ToolFlags &toolFlags, const SampleFlags &flags,
-              const std::optional<sd::rt::MpiJob> &mpi) {
+              mlir::sd::ToolProcess &process) {
   sd::RunSpecFlags values = toolFlags.values();
-  mlir::sd::setMpiProcesses(values, mpi);
+  mlir::sd::setMpiProcesses(values, process.mpi);
   absl::StatusOr<sd::RunSpec> spec =
       sd::resolveRunSpec(values, sd::HostInfo::current());
   if (spec.ok())
@@ -182,31 +175,26 @@ sampleOptions(const mlir::sd::ToolFlags &toolFlags, const SampleFlags &flags,
   absl::StatusOr<mlir::sd::SampleOptions> options =
       spec.ok() ? sampleOptions(*spec, flags)
                 : absl::StatusOr<mlir::sd::SampleOptions>(spec.status());
-  if (!mpi)
-    return options;
   // A bad flag is an error on each rank given it; the others learn of it
   // in the start-up handshake.
-  if (!options.ok())
-    return mlir::sd::shareStartupFailure(options.status());
+  if (!process.mpi || !options.ok())
+    return options;
   // Before the process group, whose creation waits for every rank.
+  process.stage = mlir::sd::MpiStage::Handshaken;
   if (absl::Status agreed = mlir::sd::agreeAcrossRanks(
           mlir::sd::samplingStartupCheck(*spec, *options));
       !agreed.ok())
     return agreed;
+  process.stage = mlir::sd::MpiStage::Running;
   if (absl::Status joined =
-          mlir::sd::joinMpiDevices(options->device, *mpi, spec->run);
+          mlir::sd::joinMpiDevices(options->device, *process.mpi, spec->run);
       !joined.ok())
     return joined;
   return options;
 }
-} // namespace
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  absl::StatusOr<std::optional<sd::rt::MpiJob>> mpi =
-      mlir::sd::joinToolMpiJob(argc, argv);
-  if (!mpi.ok())
-    return fail(mpi.status());
+absl::Status runSdsample(int argc, char **argv,
+                         mlir::sd::ToolProcess &process) {
   mlir::sd::ToolFlags toolFlags(mlir::sd::Tool::Sdsample);
   SampleFlags flags;
   std::vector<const cl::OptionCategory *> categories(
@@ -217,20 +205,19 @@ int main(int argc, char **argv) {
       argc, argv, "sdsample: sample images from a trained sd model\n");
 
   absl::StatusOr<mlir::sd::SampleOptions> options =
-      sampleOptions(toolFlags, flags, *mpi);
-  if (!options.ok()) {
-    int code = fail(options.status());
-    if (*mpi)
-      mlir::sd::leaveMpiJobAfter(options.status());
-    return code;
-  }
+      sampleOptions(toolFlags, flags, process);
+  if (!options.ok())
+    return options.status();
   absl::Status status = mlir::sd::sampleModelFile(*options);
-  // The group's communicator is freed before MPI is finalized; a failed
-  // rank leaves MPI unfinalized, so that mpirun ends the others.
+  // The group's communicator is freed before MPI is finalized.
   options->device.processGroup.reset();
-  if (*mpi && status.ok())
-    sd::rt::finalizeMpi();
-  if (!status.ok() && !mlir::sd::isReportedFailure(status))
-    return fail(status);
-  return status.ok() ? 0 : 1;
+  return status;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  return mlir::sd::runMpiToolMain("sdsample", argc, argv,
+                                  [&](mlir::sd::ToolProcess &process) {
+                                    return runSdsample(argc, argv, process);
+                                  });
 }

@@ -117,7 +117,7 @@ TEST_F(ModelGenTest, DitDigitsPreset) {
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->batch, 64);
   EXPECT_EQ(config->numPatches(), 16);
-  EXPECT_EQ(config->prediction, PredictionType::Epsilon);
+  EXPECT_EQ(config->prediction, PredictionType::epsilon);
   EXPECT_TRUE(config->withDenoise);
   ModelStats stats = generate("dit-digits");
   EXPECT_EQ(stats.numParams, ditParams(4, 128, 1, 10, false));
@@ -247,17 +247,17 @@ TEST(ModelConfigErrors, NameTheBadValue) {
 
 TEST(PredictionTypes, RoundTrip) {
   for (PredictionType type :
-       {PredictionType::Epsilon, PredictionType::VPrediction,
-        PredictionType::Flow})
-    EXPECT_EQ(parsePredictionType(stringifyPredictionType(type)), type);
-  EXPECT_EQ(stringifyPredictionType(PredictionType::VPrediction),
+       {PredictionType::epsilon, PredictionType::v_prediction,
+        PredictionType::flow})
+    EXPECT_EQ(symbolizePredictionType(stringifyPredictionType(type)), type);
+  EXPECT_EQ(stringifyPredictionType(PredictionType::v_prediction),
             "v_prediction");
-  EXPECT_EQ(parsePredictionType("v"), std::nullopt);
+  EXPECT_EQ(symbolizePredictionType("v"), std::nullopt);
   ModelOverrides v;
   v.predictionType = "v_prediction";
   auto config = makeModelConfig("dit-digits", v);
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->prediction, PredictionType::VPrediction);
+  EXPECT_EQ(config->prediction, PredictionType::v_prediction);
   ModelOverrides bad;
   bad.predictionType = "sample";
   EXPECT_EQ(errorOf("dit-s2", bad), "unknown --prediction-type 'sample'; "
@@ -384,15 +384,15 @@ noised(PredictionType type, const ::sd::ref::Tensor &x0,
     double ti = t[i / perSample], a = x0[i], n = noise[i];
     double c = std::cos(ti * halfPi), s = std::sin(ti * halfPi);
     switch (type) {
-    case PredictionType::Flow:
+    case PredictionType::flow:
       xt[i] = a + ti * (n - a);
       target[i] = n - a;
       break;
-    case PredictionType::Epsilon:
+    case PredictionType::epsilon:
       xt[i] = c * a + s * n;
       target[i] = n;
       break;
-    case PredictionType::VPrediction:
+    case PredictionType::v_prediction:
       xt[i] = c * a + s * n;
       target[i] = c * n - s * a;
       break;
@@ -406,8 +406,8 @@ noised(PredictionType type, const ::sd::ref::Tensor &x0,
 TEST_F(ModelGenTest, LossIsMseOfDenoise) {
   for (const DenoiseCase &c : denoiseCases()) {
     for (PredictionType type :
-         {PredictionType::Epsilon, PredictionType::VPrediction,
-          PredictionType::Flow}) {
+         {PredictionType::epsilon, PredictionType::v_prediction,
+          PredictionType::flow}) {
       SCOPED_TRACE(std::string(c.preset) + " " +
                    stringifyPredictionType(type).str());
       ModelOverrides o = c.overrides;
@@ -419,10 +419,10 @@ TEST_F(ModelGenTest, LossIsMseOfDenoise) {
       auto loss = module->lookupSymbol<func::FuncOp>("loss");
       auto denoise = module->lookupSymbol<func::FuncOp>("denoise");
       ASSERT_TRUE(loss && denoise);
-      auto named =
-          loss->getAttrOfType<StringAttr>(SDDialect::kPredictionTypeAttrName);
+      auto named = loss->getAttrOfType<PredictionTypeAttr>(
+          SDDialect::kPredictionTypeAttrName);
       ASSERT_TRUE(named);
-      EXPECT_EQ(named.getValue(), stringifyPredictionType(type));
+      EXPECT_EQ(named.getValue(), type);
 
       std::vector<::sd::ref::Tensor> args = randomArguments(loss);
       ASSERT_EQ(args.size(), loss.getNumArguments());

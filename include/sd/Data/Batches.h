@@ -55,6 +55,14 @@ struct StepInput {
   std::vector<int64_t> globalShape;
 };
 
+/// Whether data set `index` fits the model's inputs, compared after their
+/// batch dimension: the latents' sample shape, one label column per class
+/// plus the null class, the text embeddings' shape. The error names the
+/// input and the data set. BatchMaker::create checks it, and sdrun does
+/// before it compiles anything (from the model's own argument types).
+absl::Status checkDatasetFits(const std::vector<StepInput> &inputs,
+                              const DatasetIndex &index);
+
 struct BatchOptions {
   uint64_t seed = 0;
   /// Probability that a sample's label is replaced by the null class (the

@@ -21,6 +21,7 @@
 #include "sd/Passes/Passes.h"
 #include "sd/Runtime/Runtime.h"
 #include "sd/Sharding/Mesh.h"
+#include "sd/Support/ToolMain.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -116,11 +117,11 @@ struct TrainRunHooks {
 absl::Status runTraining(ModuleOp module, const TrainRunOptions &options,
                          const TrainRunHooks &hooks = {});
 
-/// A failure the run has already shown, so the tool prints nothing more:
-/// an error the compiler reported as an MLIR diagnostic, or --verify's
-/// `verify: FAILED` line. `message` says what failed (for logs).
-absl::Status reportedFailure(const std::string &message);
-bool isReportedFailure(const absl::Status &status);
+/// A failure the run has already shown, so the tool prints nothing more
+/// (sd/Support/ToolMain.h): an error the compiler reported as an MLIR
+/// diagnostic, or --verify's `verify: FAILED` line.
+using ::sd::isReportedFailure;
+using ::sd::reportedFailure;
 
 } // namespace mlir::sd
 

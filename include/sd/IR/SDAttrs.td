@@ -57,6 +57,32 @@ def SD_CompareDirection : I32EnumAttr<"CompareDirection",
 def SD_CompareDirectionAttr
     : EnumAttr<SD_Dialect, SD_CompareDirection, "compare_direction">;
 
+def SD_PredictionType : I32EnumAttr<"PredictionType",
+    "what a model's @loss regresses (diffusers' prediction_type)", [
+    I32EnumAttrCase<"epsilon", 0>, I32EnumAttrCase<"v_prediction", 1>,
+    I32EnumAttrCase<"flow", 2>]> {
+  let cppNamespace = "::mlir::sd";
+  let genSpecializedAttr = 0;
+}
+
+def SD_PredictionTypeAttr
+    : EnumAttr<SD_Dialect, SD_PredictionType, "prediction"> {
+  let summary = "what a model's @loss regresses";
+  let assemblyFormat = "`<` $value `>`";
+  let description = [{
+    On a model function as `sd.prediction_type`: the network's target, with
+    diffusers' names. `epsilon` and `v_prediction` share the cosine schedule
+    ᾱ = cos²(πt/2); epsilon's target is the noise, v's is
+    cos(πt/2)·noise − sin(πt/2)·x0. `flow` (flow matching) has
+    x_t = (1−t)·x0 + t·noise and target noise − x0.
+
+    ```mlir
+    func.func @loss(...) -> tensor<f32>
+        attributes {sd.prediction_type = #sd.prediction<flow>}
+    ```
+  }];
+}
+
 def SD_ContextParallel : I32EnumAttr<"ContextParallel",
     "how attention spreads a sequence over the mesh axes sharding it", [
     I32EnumAttrCase<"ring", 0>, I32EnumAttrCase<"ulysses", 1>,

@@ -75,9 +75,9 @@ def SD_Dialect : Dialect {
     * `sd.aliases` on a function result is the index of an argument of the
       same type (the argument's buffer is reused for the result).
     * `sd.default_batch` is a positive integer on a function.
-    * `sd.prediction_type` is one of the strings "epsilon", "v_prediction"
-      and "flow" on a function (what a model's @loss regresses, as sdgen
-      writes it).
+    * `sd.prediction_type` is a `#sd.prediction<...>` (`epsilon`,
+      `v_prediction` or `flow`) on a function: what a model's @loss
+      regresses, as sdgen writes it.
     * `sd.sharding_rule` is a `#sd.sharding_rule` that fits the op's
       operand and result types (see the attribute's constraints).
   }];

@@ -89,6 +89,8 @@
 #ifndef SD_MODELGEN_MODELGEN_H
 #define SD_MODELGEN_MODELGEN_H
 
+#include "sd/IR/SDAttrs.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -105,16 +107,8 @@ namespace mlir::sd {
 
 enum class ModelFamily { DiT, Wan, Flux };
 
-/// What the network predicts, with diffusers' names. Epsilon and v share
-/// the cosine schedule ᾱ = cos²(πt/2), x_t = cos(πt/2)·x0 + sin(πt/2)·noise:
-/// epsilon's target is the noise, v's is cos(πt/2)·noise − sin(πt/2)·x0.
-/// Flow matching has x_t = (1−t)·x0 + t·noise and target noise − x0.
-enum class PredictionType { Epsilon, VPrediction, Flow };
-
-/// The name of a prediction type: `epsilon`, `v_prediction` or `flow`.
-llvm::StringRef stringifyPredictionType(PredictionType type);
-/// The prediction type called `name`, if any.
-std::optional<PredictionType> parsePredictionType(llvm::StringRef name);
+// What the network predicts is the dialect's PredictionType (#sd.prediction,
+// SDAttrs.td): stringifyPredictionType and symbolizePredictionType name it.
 
 /// Everything the generator needs, after presets and overrides are merged
 /// and checked. Sizes are in latent space (patches of the latent).
@@ -153,7 +147,7 @@ struct ModelConfig {
   /// Flux's distilled guidance strength, folded in as a constant.
   double guidance = 3.5;
   bool bf16 = false;
-  PredictionType prediction = PredictionType::Flow;
+  PredictionType prediction = PredictionType::flow;
   /// Also write @denoise, the network's prediction as a function.
   bool withDenoise = false;
 
@@ -177,7 +171,7 @@ struct ModelOverrides {
   /// Video frames and pixel height/width (Wan; Flux height/width).
   std::optional<int64_t> frames, height, width;
   std::optional<int64_t> textLength;
-  /// `f32`/`bf16`; a prediction type's name (`parsePredictionType`).
+  /// `f32`/`bf16`; a prediction type's name (`symbolizePredictionType`).
   std::optional<std::string> dtype, predictionType;
   bool staticBatch = false;
   /// Write @denoise (presets may write it anyway: dit-digits does).

@@ -62,6 +62,10 @@ struct PipelineOptions {
   /// and optimize its collectives (sd-optimize-collectives); implies
   /// `propagate`.
   bool partition = false;
+  /// The module has no calls left (the caller inlined it and checked):
+  /// propagation skips the inliner, whose canonicalization of a program of
+  /// hundreds of thousands of ops costs about a second.
+  bool callFree = false;
   /// Build the training step (sd-differentiate, sd-remat,
   /// sd-build-train-step) after the logical axis rules; `training` holds
   /// their options (policy, optimizer, microbatches). The batch is

@@ -223,7 +223,7 @@ constexpr size_t kStepFileBytes = 96000;
 /// argument numbers, in tables of at most kMaxTableRun calls: code the
 /// system compiler builds in a fraction of the time of one call each.
 constexpr size_t kMinTableRun = 8;
-constexpr size_t kMaxTableRun = 1024;
+constexpr size_t kMaxTableRun = 4096;
 
 /// The parameters of every function that runs steps.
 constexpr const char *kStepParameters =

@@ -487,16 +487,24 @@ func.func @default_batch_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// expected-error @+1 {{'sd.prediction_type' must be "epsilon", "v_prediction" or "flow" on a function, not "sample"}}
-func.func @prediction_type_unknown(%x: tensor<4xf32>) attributes {sd.prediction_type = "sample"} {
+// expected-error @+1 {{'sd.prediction_type' must be a #sd.prediction<epsilon|v_prediction|flow> on a function, not "flow"}}
+func.func @prediction_type_string(%x: tensor<4xf32>) attributes {sd.prediction_type = "flow"} {
+  return
+}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::sd::PredictionType to be one of: epsilon, v_prediction, flow}}
+// expected-error @+1 {{failed to parse SD_PredictionTypeAttr parameter 'value'}}
+func.func @prediction_type_unknown(%x: tensor<4xf32>) attributes {sd.prediction_type = #sd.prediction<sample>} {
   return
 }
 
 // -----
 
 func.func @prediction_type_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'sd.prediction_type' must be "epsilon", "v_prediction" or "flow" on a function, not "flow"}}
-  %y = sd.neg %x {sd.prediction_type = "flow"} : tensor<4xf32>
+  // expected-error @+1 {{'sd.prediction_type' must be a #sd.prediction<epsilon|v_prediction|flow> on a function, not #sd.prediction<flow>}}
+  %y = sd.neg %x {sd.prediction_type = #sd.prediction<flow>} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
 

@@ -133,11 +133,11 @@ func.func @result_shardings(
 // sd.name on op results, sd.default_batch and sd.prediction_type on the
 // function.
 // CHECK-LABEL: func.func @names_and_default_batch
-// CHECK-SAME: attributes {sd.default_batch = 8 : i64, sd.prediction_type = "v_prediction"}
+// CHECK-SAME: attributes {sd.default_batch = 8 : i64, sd.prediction_type = #sd.prediction<v_prediction>}
 // CHECK: %[[Q:.*]] = sd.exp %{{.*}} {sd.name = "query_proj"} : tensor<?x4xf32>
 // CHECK: sd.neg %[[Q]] {sd.name = ""} : tensor<?x4xf32>
 func.func @names_and_default_batch(%x: tensor<?x4xf32>) -> tensor<?x4xf32>
-    attributes {sd.default_batch = 8, sd.prediction_type = "v_prediction"} {
+    attributes {sd.default_batch = 8, sd.prediction_type = #sd.prediction<v_prediction>} {
   %q = sd.exp %x {sd.name = "query_proj"} : tensor<?x4xf32>
   %n = sd.neg %q {sd.name = ""} : tensor<?x4xf32>
   return %n : tensor<?x4xf32>

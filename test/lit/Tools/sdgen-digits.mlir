@@ -18,7 +18,7 @@
 // CHECK-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x8x8x1xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
 // CHECK-SAME: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}
 // CHECK-SAME: tensor<?x11xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<labels>}
-// CHECK-SAME: -> tensor<f32> attributes {sd.default_batch = 64 : i64, sd.prediction_type = "epsilon"}
+// CHECK-SAME: -> tensor<f32> attributes {sd.default_batch = 64 : i64, sd.prediction_type = #sd.prediction<epsilon>}
 // CHECK-COUNT-4: call @dit_block
 // One output channel per pixel: no learn_sigma slice.
 // CHECK-NOT: sd.slice {{.*}} -> tensor<?x16x4x1xf32>

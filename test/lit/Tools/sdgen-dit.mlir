@@ -55,7 +55,7 @@
 // CHECK-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
 // CHECK-SAME: %[[T:[a-z0-9]+]]: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}
 // CHECK-SAME: tensor<?x1001xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<labels>}
-// CHECK-SAME: -> tensor<f32> attributes {sd.default_batch = 8 : i64, sd.prediction_type = "flow"}
+// CHECK-SAME: -> tensor<f32> attributes {sd.default_batch = 8 : i64, sd.prediction_type = #sd.prediction<flow>}
 // Flow matching: x_t = x0 + t·(noise − x0), target noise − x0.
 // CHECK: %[[TARGET:.*]] = sd.sub %[[NOISE]], %[[X0]] : tensor<?x32x32x4xf32>
 // CHECK: sd.broadcast_in_dim %[[T]] dims = [0] : (tensor<?xf32>) -> tensor<?x32x32x4xf32>
@@ -90,7 +90,7 @@
 // STATIC: sd.broadcast_in_dim %{{.*}} dims = [2] : (tensor<64xf32>) -> tensor<4x256x64xf32>
 // STATIC-LABEL: func.func @loss
 // STATIC-SAME: tensor<4x32x32x4xf32>
-// STATIC-SAME: attributes {sd.default_batch = 4 : i64, sd.prediction_type = "flow"}
+// STATIC-SAME: attributes {sd.default_batch = 4 : i64, sd.prediction_type = #sd.prediction<flow>}
 
 // bf16 parameters and activations; the timestep stays f32, the loss is f32.
 // RUN: sdgen --preset=dit-tiny --dtype=bf16 2>/dev/null | FileCheck %s --check-prefix=BF16

@@ -26,33 +26,33 @@
 // RUN: not sdgen --preset=dit-s2 --heads=5 2>/dev/null | count 0
 // RUN: %python -c "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:], capture_output=True).returncode != 1)" sdgen --preset=dit-s2 --latent-size=33
 
-// NOPRESET: error: give --preset=NAME (dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)
-// PRESET: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev
-// HEADS: error: hidden size 384 is not divisible by 5 heads
-// DEPTH: error: depth 0 must be positive
-// HIDDEN: error: hidden size -4 must be positive
-// POSEMBED: error: hidden size 66 must be a multiple of 4 (the 2-D sin-cos position embedding)
-// ROPE: error: head dimension 1023 (hidden 3069 / 3 heads) must be even for the rotary embedding
-// LATENT: error: latent size 33 is not divisible by the patch size 2
-// RATIO: error: mlp ratio 0 must be positive
-// BATCH: error: batch 0 must be positive
-// DTYPE: error: unknown --dtype 'f16'; expected f32 or bf16
-// PREDICTION: error: unknown --prediction-type 'sample'; expected epsilon, v_prediction or flow
-// LOSS: error: unknown --prediction-type 'v'; expected epsilon, v_prediction or flow
-// FRAMES-DIT: error: --frames applies to video models (wan2.1-14b, wan2.1-1.3b, wan-long) only
-// HEIGHT-DIT: error: --height and --width (pixels) apply to wan2.1-14b, wan2.1-1.3b, wan-long and flux-dev; give DiT --latent-size
-// TEXT-DIT: error: --text-length applies to text-conditioned models (wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)
-// FRAMES: error: frames 80 must be 4k+1 (the VAE keeps the first frame and compresses time by 4)
-// HEIGHT: error: height 100 must be a positive multiple of 16 (VAE factor 8 × patch 2)
-// LATENT-WAN: error: --latent-size applies to image models; give wan2.1-14b --frames, --height and --width
-// LATENT-WAN-LONG: error: --latent-size applies to image models; give wan-long --frames, --height and --width
-// BOTH: error: give --latent-size or --height/--width, not both
-// TEXT: error: text length 0 must be positive
+// NOPRESET: sdgen: error: give --preset=NAME (dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)
+// PRESET: sdgen: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev
+// HEADS: sdgen: error: hidden size 384 is not divisible by 5 heads
+// DEPTH: sdgen: error: depth 0 must be positive
+// HIDDEN: sdgen: error: hidden size -4 must be positive
+// POSEMBED: sdgen: error: hidden size 66 must be a multiple of 4 (the 2-D sin-cos position embedding)
+// ROPE: sdgen: error: head dimension 1023 (hidden 3069 / 3 heads) must be even for the rotary embedding
+// LATENT: sdgen: error: latent size 33 is not divisible by the patch size 2
+// RATIO: sdgen: error: mlp ratio 0 must be positive
+// BATCH: sdgen: error: batch 0 must be positive
+// DTYPE: sdgen: error: unknown --dtype 'f16'; expected f32 or bf16
+// PREDICTION: sdgen: error: unknown --prediction-type 'sample'; expected epsilon, v_prediction or flow
+// LOSS: sdgen: error: unknown --prediction-type 'v'; expected epsilon, v_prediction or flow
+// FRAMES-DIT: sdgen: error: --frames applies to video models (wan2.1-14b, wan2.1-1.3b, wan-long) only
+// HEIGHT-DIT: sdgen: error: --height and --width (pixels) apply to wan2.1-14b, wan2.1-1.3b, wan-long and flux-dev; give DiT --latent-size
+// TEXT-DIT: sdgen: error: --text-length applies to text-conditioned models (wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)
+// FRAMES: sdgen: error: frames 80 must be 4k+1 (the VAE keeps the first frame and compresses time by 4)
+// HEIGHT: sdgen: error: height 100 must be a positive multiple of 16 (VAE factor 8 × patch 2)
+// LATENT-WAN: sdgen: error: --latent-size applies to image models; give wan2.1-14b --frames, --height and --width
+// LATENT-WAN-LONG: sdgen: error: --latent-size applies to image models; give wan-long --frames, --height and --width
+// BOTH: sdgen: error: give --latent-size or --height/--width, not both
+// TEXT: sdgen: error: text length 0 must be positive
 
 // --channels and --classes shape a DiT's latents and labels only.
 // RUN: not sdgen --preset=wan-long --channels=3 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHANNELS-WAN
-// CHANNELS-WAN: error: --channels and --classes apply to DiT models
+// CHANNELS-WAN: sdgen: error: --channels and --classes apply to DiT models
 // RUN: not sdgen --preset=dit-digits --classes=0 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CLASSES
-// CLASSES: error: 0 classes: give 1 to 100000
+// CLASSES: sdgen: error: 0 classes: give 1 to 100000
 // RUN: not sdgen --preset=dit-digits --channels=65 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHANNELS
-// CHANNELS: error: 65 channels: give 1 to 64
+// CHANNELS: sdgen: error: 65 channels: give 1 to 64

@@ -10,7 +10,7 @@
 // V-SAME: %[[X0:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // V-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
 // V-SAME: %[[T:[a-z0-9]+]]: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}
-// V-SAME: attributes {sd.default_batch = 8 : i64, sd.prediction_type = "v_prediction"}
+// V-SAME: attributes {sd.default_batch = 8 : i64, sd.prediction_type = #sd.prediction<v_prediction>}
 // V: %[[HALF_PI:.*]] = sd.constant dense<1.57079637> : tensor<f32>
 // V: %[[HALF_PIS:.*]] = sd.broadcast_in_dim %[[HALF_PI]] dims = [] : (tensor<f32>) -> tensor<?xf32>
 // V: %[[ANGLE:.*]] = sd.mul %[[T]], %[[HALF_PIS]] : tensor<?xf32>
@@ -32,7 +32,7 @@
 // RUN: sdgen --preset=dit-tiny --prediction-type=epsilon 2>/dev/null | FileCheck %s --check-prefix=EPS
 // EPS-LABEL: func.func @loss
 // EPS-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
-// EPS-SAME: sd.prediction_type = "epsilon"
+// EPS-SAME: sd.prediction_type = #sd.prediction<epsilon>
 // EPS: sd.cos
 // EPS: sd.sin
 // EPS-NOT: sd.sub
@@ -44,7 +44,7 @@
 // FLOW-LABEL: func.func @loss
 // FLOW-SAME: %[[X0:[a-z0-9]+]]: tensor<?x8x8x1xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // FLOW-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x8x8x1xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
-// FLOW-SAME: sd.prediction_type = "flow"
+// FLOW-SAME: sd.prediction_type = #sd.prediction<flow>
 // FLOW-NOT: sd.cos
 // FLOW: %[[TARGET:.*]] = sd.sub %[[NOISE]], %[[X0]] : tensor<?x8x8x1xf32>
 // FLOW: sd.mse_loss %{{.*}}, %[[TARGET]] : tensor<?x8x8x1xf32>

@@ -36,7 +36,7 @@
 // CHECK-SAME: tensor<64x128xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"patch_embedding.weight", xavier_uniform>}
 // CHECK-SAME: tensor<?x16x32x32x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: tensor<?x16x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
-// CHECK-SAME: attributes {sd.default_batch = 1 : i64, sd.prediction_type = "flow"}
+// CHECK-SAME: attributes {sd.default_batch = 1 : i64, sd.prediction_type = #sd.prediction<flow>}
 // Patches (1, 2, 2), channel-major: [B, 4096, 64].
 // CHECK: sd.reshape {{.*}} -> tensor<?x4096x64xf32>
 // RoPE over the 16 pairs of a head: 6 frame, 5 row and 5 column pairs.

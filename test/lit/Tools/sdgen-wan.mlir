@@ -54,7 +54,7 @@
 // CHECK-SAME: sd.role = #sd.param<"head.head.weight", zeros>
 // CHECK-SAME: tensor<?x2x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
-// CHECK-SAME: attributes {sd.default_batch = 1 : i64, sd.prediction_type = "flow"}
+// CHECK-SAME: attributes {sd.default_batch = 1 : i64, sd.prediction_type = #sd.prediction<flow>}
 // The six modulation vectors: one projection with the whole [D, 6, D]
 // weight, passed whole to the blocks.
 // CHECK: %[[SIX_E:.*]] = sd.add %{{.*}} : tensor<?x6x256xf32>

@@ -1,25 +1,21 @@
-//===- SampleTest.cpp - sdsample's sampler math ---------------------------===//
+//===- SamplerTest.cpp - sdsample's sampler math --------------------------===//
 //
-// The samplers on hand-made predictors, without MLIR or a device program:
-// a perfect predictor of one clean sample takes every sampler to it; the
-// exact predictor of Gaussian data takes DDPM, DDIM and Euler to that
-// Gaussian; conversions, guidance, noise keyed by seed and sample, the grid
-// and the config keys.
+// The samplers on hand-made predictors, linked without MLIR or a device
+// program: a perfect predictor of one clean sample takes every sampler to
+// it; the exact predictor of Gaussian data takes DDPM, DDIM and Euler to
+// that Gaussian; conversions, guidance, noise keyed by seed and sample, and
+// the grid.
 //
 //===----------------------------------------------------------------------===//
 
-#include "sd/Driver/Sample.h"
-
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/raw_ostream.h"
+#include "sd/Sampling/Sampler.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <numeric>
 
-using namespace mlir::sd;
-using namespace mlir::sd::sampling;
+using namespace sd::sampling;
 
 namespace {
 
@@ -299,52 +295,6 @@ TEST(SampleGrid, LayoutAndValues) {
   EXPECT_EQ(color.rgb[(2 * color.width + 2) * 3 + 0], 255);
   EXPECT_EQ(color.rgb[(2 * color.width + 2) * 3 + 1], 0);
   EXPECT_EQ(color.rgb[(2 * color.width + 2) * 3 + 2], 128);
-}
-
-/// A file in a fresh temporary directory holding `text`.
-std::string writeTemp(llvm::StringRef name, llvm::StringRef text) {
-  llvm::SmallString<128> dir;
-  EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("sd-sample-test", dir));
-  std::string path = (dir + "/" + name).str();
-  std::error_code error;
-  llvm::raw_fd_ostream os(path, error);
-  os << text;
-  return path;
-}
-
-TEST(SampleConfig, ReadsTheSamplingKeys) {
-  std::string path = writeTemp("run.yml", "ici_data_parallelism: 2\n"
-                                          "num_inference_steps: 25\n"
-                                          "guidance_scale: 2.5\n"
-                                          "prediction_type: 'v_prediction'\n"
-                                          "learning_rate: 1.e-3\n");
-  absl::StatusOr<SamplingConfig> config = readSamplingConfig(path);
-  ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->steps, 25);
-  EXPECT_EQ(config->guidanceScale, 2.5);
-  EXPECT_EQ(config->prediction, Prediction::VPrediction);
-
-  std::string none = writeTemp("none.yml", "seed: 0\n");
-  config = readSamplingConfig(none);
-  ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_FALSE(config->steps || config->guidanceScale || config->prediction);
-}
-
-TEST(SampleConfig, BadValuesNameTheLine) {
-  std::string path =
-      writeTemp("bad.yml", "seed: 0\nnum_inference_steps: many\n");
-  EXPECT_EQ(readSamplingConfig(path).status().message(),
-            "bad.yml:2: num_inference_steps must be an integer in [1, "
-            "100000], not 'many'");
-  path = writeTemp("bad.yml", "prediction_type: sample\n");
-  EXPECT_EQ(readSamplingConfig(path).status().message(),
-            "bad.yml:1: prediction_type must be epsilon, v_prediction or "
-            "flow, not 'sample'");
-  path = writeTemp("bad.yml", "guidance_scale: [1, 2]\n");
-  EXPECT_EQ(readSamplingConfig(path).status().message(),
-            "bad.yml:1: guidance_scale must be a scalar");
-  EXPECT_TRUE(
-      absl::IsNotFound(readSamplingConfig("/nonexistent/run.yml").status()));
 }
 
 } // namespace
