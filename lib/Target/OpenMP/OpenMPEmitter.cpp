@@ -307,6 +307,7 @@ private:
   };
   KernelCall kernelCall(Step &step);
   void emitDonations(const KernelCall &call, StringRef indent);
+  void emitCallOf(StringRef callee, const KernelCall &call);
   void emitKernelStep(Step &step);
   bool writesInPlace(const Step &step) const;
   size_t tableRunLength(size_t first,
@@ -491,13 +492,16 @@ void ProgramEmitter::emitDonations(const KernelCall &call, StringRef indent) {
     entryOs << indent << "// in place: donated into argument " << arg << "\n";
 }
 
-void ProgramEmitter::emitKernelStep(Step &step) {
-  KernelCall call = kernelCall(step);
+/// `call` of `callee` as one statement in its trace span.
+void ProgramEmitter::emitCallOf(StringRef callee, const KernelCall &call) {
   emitDonations(call, "  ");
   traceBegin({call.traceName}, "kernel", call.flops, call.bytes);
-  entryOs << "  " << step.callee << "(" << llvm::join(call.operands, ", ")
-          << ");\n";
+  entryOs << "  " << callee << "(" << llvm::join(call.operands, ", ") << ");\n";
   traceEnd();
+}
+
+void ProgramEmitter::emitKernelStep(Step &step) {
+  emitCallOf(step.callee, kernelCall(step));
 }
 
 /// Whether `step` is a fused kernel writing every result in place (so that
@@ -553,11 +557,7 @@ void ProgramEmitter::emitTableRun(size_t first, size_t count) {
   if (!tabular) {
     for (auto [i, call] : llvm::enumerate(calls)) {
       entryOs << "  // " << names.op(steps[first + i].root) << "\n";
-      emitDonations(call, "  ");
-      traceBegin({call.traceName}, "kernel", call.flops, call.bytes);
-      entryOs << "  " << callee << "(" << llvm::join(call.operands, ", ")
-              << ");\n";
-      traceEnd();
+      emitCallOf(callee, call);
     }
     return;
   }
