@@ -208,11 +208,11 @@ absl::StatusOr<ShardPlan> planShards(rt::TrainingSession &session) {
   plan.owned.resize(meshDevices);
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     for (int64_t d = 0; d < numDevices; ++d) {
-      absl::StatusOr<const float *> block =
+      absl::StatusOr<rt::ConstBlock> block =
           session.deviceBlock(d, static_cast<int64_t>(i));
       if (!block.ok())
         return block.status();
-      plan.blocks[d].push_back(*block);
+      plan.blocks[d].push_back(block->f32());
     }
     std::set<std::vector<int64_t>> seen;
     for (int64_t g = 0; g < meshDevices; ++g)
@@ -703,13 +703,13 @@ absl::StatusOr<LoadedCheckpoint> loadCheckpoint(const std::string &stepDir) {
   return ckpt;
 }
 
-absl::StatusOr<std::vector<std::vector<float>>>
+absl::StatusOr<std::vector<rt::HostTensor>>
 argumentsFromCheckpoint(const LoadedCheckpoint &ckpt,
                         const rt::ProgramSpec &spec) {
   std::unordered_map<std::string, const LoadedTensor *> byName;
   for (const LoadedTensor &tensor : ckpt.tensors)
     byName.emplace(tensor.name, &tensor);
-  std::vector<std::vector<float>> globals;
+  std::vector<rt::HostTensor> globals;
   for (const rt::ArgumentSpec &arg : spec.arguments) {
     auto it = byName.find(arg.name);
     if (it == byName.end())
@@ -721,6 +721,10 @@ argumentsFromCheckpoint(const LoadedCheckpoint &ckpt,
           "tensor '", arg.name, "' is ", formatShape(tensor.globalShape),
           " in checkpoint '", ckpt.path, "' but ", formatShape(arg.globalShape),
           " in the program"));
+    if (arg.elementType != rt::ElementType::F32)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", arg.name, "' is f32 in checkpoint '", ckpt.path, "' but ",
+          rt::elementTypeName(arg.elementType), " in the program"));
     globals.push_back(tensor.values);
   }
   return globals;

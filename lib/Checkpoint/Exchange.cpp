@@ -107,12 +107,12 @@ exportParameters(rt::TrainingSession &session, const std::string &path,
     writer = SafetensorsStreamWriter::create(path, entries, metadata);
   absl::Status written = writer.status();
   for (size_t i : selected) {
-    absl::StatusOr<std::vector<float>> gathered =
+    absl::StatusOr<rt::HostTensor> gathered =
         session.gatherArgument(static_cast<int64_t>(i));
     if (!gathered.ok())
       return gathered.status();
     if (writes && written.ok())
-      written = (*writer)->append(gathered->data());
+      written = (*writer)->append(gathered->f32().data());
   }
   if (!writes)
     return absl::OkStatus();

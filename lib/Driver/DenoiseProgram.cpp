@@ -121,11 +121,11 @@ int64_t DenoiseProgram::parameterCount() const {
 
 absl::Status DenoiseProgram::setWeights(
     const std::map<std::string, std::vector<float>> &weights) {
-  std::vector<std::vector<float>> values;
+  std::vector<rt::HostTensor> values;
   for (const rt::ArgumentSpec &arg : trainingSession->spec().arguments) {
     size_t elements = static_cast<size_t>(rt::numElements(arg.globalShape));
     if (arg.kind != rt::ArgumentKind::Parameter) {
-      values.emplace_back(elements, 0.0f);
+      values.emplace_back(arg.elementType, rt::numElements(arg.globalShape));
       continue;
     }
     auto it = weights.find(arg.name);
@@ -159,7 +159,10 @@ DenoiseProgram::predict(const std::vector<float> &x,
           trainingSession->step(0);
       !step.ok())
     return step.status();
-  return trainingSession->gatherResult(0);
+  absl::StatusOr<rt::HostTensor> prediction = trainingSession->gatherResult(0);
+  if (!prediction.ok())
+    return prediction.status();
+  return std::move(prediction->f32());
 }
 
 int64_t mlir::sd::samplesPerCall(const DenoiseProgram &program,

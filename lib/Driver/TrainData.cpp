@@ -125,9 +125,9 @@ absl::Status TrainRun::prepareEvaluation() {
   evalSession = std::move(*session);
   // Buffers for its arguments: evaluate() fills them before each use.
   if (absl::Status status = evalSession->fillArguments(
-          [&](int64_t i, const std::vector<int64_t> &, float *out) {
-            const rt::ArgumentSpec &arg = evalSession->spec().arguments[i];
-            std::fill(out, out + rt::numElements(arg.localShape), 0.0f);
+          [&](int64_t, const std::vector<int64_t> &, rt::Block out) {
+            std::fill_n(static_cast<char *>(out.data),
+                        out.elements * rt::elementBytes(out.elementType), 0);
             return absl::OkStatus();
           });
       !status.ok())
@@ -174,7 +174,7 @@ absl::StatusOr<double> TrainRun::evaluate() {
     if (it == program.spec.arguments.end())
       return absl::InternalError("the training step has no parameter '" +
                                  arg.name + "'");
-    absl::StatusOr<std::vector<float>> values = session->gatherArgument(
+    absl::StatusOr<rt::HostTensor> values = session->gatherArgument(
         static_cast<int64_t>(it - program.spec.arguments.begin()));
     if (!values.ok())
       return values.status();

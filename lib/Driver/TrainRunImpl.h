@@ -191,7 +191,7 @@ private:
   /// --verify only: the global values the steps start from, which the
   /// one-device reference starts from too (no other path holds the global
   /// model). The first step's counter and the seed.
-  std::vector<std::vector<float>> start;
+  std::vector<rt::HostTensor> start;
   int64_t firstStep = 0;
   uint64_t seed;
 

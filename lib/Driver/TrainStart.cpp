@@ -32,8 +32,9 @@ absl::Status TrainRun::restore() {
     // replaced by each step's batch, but are read too where their shape is
     // the run's, so that every stored byte is checked by the process that
     // holds it; with another batch they start at zero.
-    fill = [&](int64_t i, const std::vector<int64_t> &coords, float *out) {
+    fill = [&](int64_t i, const std::vector<int64_t> &coords, rt::Block block) {
       const rt::ArgumentSpec &arg = spec.arguments[i];
+      float *out = block.f32();
       if (arg.kind == rt::ArgumentKind::Input &&
           !resumed->holds(arg.name, arg.globalShape)) {
         std::fill(out, out + rt::numElements(arg.localShape), 0.0f);
@@ -53,8 +54,9 @@ absl::Status TrainRun::restore() {
     }
     // Each block drawn alone from the counter-based generator, or read from
     // --init-from's file.
-    fill = [&](int64_t i, const std::vector<int64_t> &coords, float *out) {
+    fill = [&](int64_t i, const std::vector<int64_t> &coords, rt::Block block) {
       const rt::ArgumentSpec &arg = spec.arguments[i];
+      float *out = block.f32();
       std::vector<int64_t> offsets = arg.blockOffsets(coords);
       if (initFrom && initFrom->tensors[i])
         return ckpt::readImportedBlock(*initFrom, *initFrom->tensors[i], arg,
@@ -82,7 +84,7 @@ absl::Status TrainRun::gatherStart() {
   const rt::ProgramSpec &spec = program.spec;
   start.assign(spec.arguments.size(), {});
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
-    absl::StatusOr<std::vector<float>> values =
+    absl::StatusOr<rt::HostTensor> values =
         session->gatherArgument(static_cast<int64_t>(i));
     if (!values.ok())
       return values.status();

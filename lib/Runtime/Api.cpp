@@ -110,23 +110,23 @@ int32_t timedCollective(Device &device, const SdCollective *op, Call call) {
   return status.ok() ? 0 : device.fail(std::move(status));
 }
 
-int32_t runCollective(SdDevice *dev, const SdCollective *op, const float *in,
-                      float *out) {
+int32_t runCollective(SdDevice *dev, const SdCollective *op, const void *in,
+                      void *out) {
   Device &device = toDevice(dev);
   return timedCollective(device, op, [&] {
     return device.transport().collective(device, *op, in, out);
   });
 }
 
-int32_t startCollective(SdDevice *dev, const SdCollective *op,
-                        const float *in, float *out) {
+int32_t startCollective(SdDevice *dev, const SdCollective *op, const void *in,
+                        void *out) {
   Device &device = toDevice(dev);
   return timedCollective(device, op, [&] {
     return device.transport().startCollective(device, *op, in, out);
   });
 }
 
-int32_t finishCollective(SdDevice *dev, const SdCollective *op, float *out) {
+int32_t finishCollective(SdDevice *dev, const SdCollective *op, void *out) {
   Device &device = toDevice(dev);
   return timedCollective(device, op, [&] {
     return device.transport().finishCollective(device, *op, out);

@@ -10,22 +10,6 @@
 
 namespace sd::rt {
 
-int64_t elementBytes(ElementType type) {
-  switch (type) {
-  case ElementType::F32:
-    return 4;
-  }
-  return 4;
-}
-
-const char *elementTypeName(ElementType type) {
-  switch (type) {
-  case ElementType::F32:
-    return "f32";
-  }
-  return "f32";
-}
-
 namespace {
 constexpr const char *kRoleNames[] = {"latents", "noise", "timestep", "context",
                                       "labels"};

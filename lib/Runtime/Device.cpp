@@ -41,15 +41,15 @@ uint32_t sd::rt::collectiveAxisMask(const SdCollective &op) {
 }
 
 absl::Status Transport::startCollective(Device &device, const SdCollective &,
-                                        const float *in, float *out) {
+                                        const void *in, void *out) {
   std::lock_guard<std::mutex> lock(deferredMutex);
   deferred[{device.id(), out}] = in;
   return absl::OkStatus();
 }
 
-absl::Status Transport::finishCollective(Device &device,
-                                         const SdCollective &op, float *out) {
-  const float *in = nullptr;
+absl::Status Transport::finishCollective(Device &device, const SdCollective &op,
+                                         void *out) {
+  const void *in = nullptr;
   {
     std::lock_guard<std::mutex> lock(deferredMutex);
     auto it = deferred.find({device.id(), out});

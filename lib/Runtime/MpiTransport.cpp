@@ -89,6 +89,7 @@ using detail::AxisList;
 using detail::Barrier;
 using detail::CollectiveGroups;
 using detail::CollectivePlan;
+using detail::f32Buffer;
 using detail::transferBox;
 using ::sd::ref::rowMajorStrides;
 using ::sd::ref::shapeProduct;
@@ -233,11 +234,11 @@ public:
 
   const MeshSpec &mesh() const override { return meshSpec; }
   absl::Status collective(Device &device, const SdCollective &op,
-                          const float *in, float *out) override;
+                          const void *input, void *output) override;
   absl::Status startCollective(Device &device, const SdCollective &op,
-                               const float *in, float *out) override;
+                               const void *input, void *output) override;
   absl::Status finishCollective(Device &device, const SdCollective &op,
-                                float *out) override;
+                                void *output) override;
   void abort(const absl::Status &status) override;
   void reset() override;
 
@@ -549,8 +550,8 @@ void MpiTransport::drain(Messages &messages) {
   absl::Status cause = abortedStatus();
   double grace =
       absl::IsDeadlineExceeded(cause) ? 0.0 : options.abortGraceSeconds;
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(grace);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(grace);
   Backoff backoff;
   while (true) {
     int done = 0;
@@ -689,7 +690,9 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
 }
 
 absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
-                                      const float *in, float *out) {
+                                      const void *input, void *output) {
+  const float *in = f32Buffer(input);
+  float *out = f32Buffer(output);
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   absl::StatusOr<CollectivePlan> planned = groups.makePlan(op);
@@ -745,9 +748,9 @@ absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
   Messages messages;
   size_t staged = 0;
   const GroupComm &group = commFor(op);
-  bool ok = exchange(device, group, sequence, /*phase=*/0, incoming, outgoing,
-                     in,
-                     inShape, out, outShape, reduce, inputs, staged, messages);
+  bool ok =
+      exchange(device, group, sequence, /*phase=*/0, incoming, outgoing, in,
+               inShape, out, outShape, reduce, inputs, staged, messages);
   if (op.kind == SD_ALL_REDUCE) {
     // Every local chunk is folded: gather them, and the remote ones. A
     // member that an abort stopped in the first phase has not folded its
@@ -786,7 +789,9 @@ absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
 
 absl::Status MpiTransport::startCollective(Device &device,
                                            const SdCollective &op,
-                                           const float *in, float *out) {
+                                           const void *input, void *output) {
+  const float *in = f32Buffer(input);
+  float *out = f32Buffer(output);
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   if (op.kind != SD_COLLECTIVE_PERMUTE)
@@ -840,7 +845,8 @@ absl::Status MpiTransport::startCollective(Device &device,
 
 absl::Status MpiTransport::finishCollective(Device &device,
                                             const SdCollective &op,
-                                            float *out) {
+                                            void *output) {
+  float *out = f32Buffer(output);
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   if (op.kind != SD_COLLECTIVE_PERMUTE)
@@ -929,8 +935,8 @@ int sd::rt::mpiWorldSize() {
   return size;
 }
 
-absl::StatusOr<std::optional<sd::rt::MpiJob>>
-sd::rt::joinMpiJob(int &argc, char **&argv) {
+absl::StatusOr<std::optional<sd::rt::MpiJob>> sd::rt::joinMpiJob(int &argc,
+                                                                 char **&argv) {
   if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK"))
     return std::nullopt;
   if (absl::Status status = initializeMpi(&argc, &argv); !status.ok())

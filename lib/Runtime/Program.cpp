@@ -15,11 +15,11 @@
 #include "sd/Runtime/Runtime.h"
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 #include <dlfcn.h>
@@ -203,9 +203,10 @@ int compileJobs(const CompileOptions &options) {
 /// lines of its diagnostics and the file it compiled.
 absl::Status compilerFailed(const std::vector<std::string> &argv, int status,
                             const std::string &log, const std::string &file) {
-  std::string how = WIFEXITED(status)
-                        ? absl::StrCat("exited with status ", WEXITSTATUS(status))
-                        : absl::StrCat("was killed by signal ", WTERMSIG(status));
+  std::string how =
+      WIFEXITED(status)
+          ? absl::StrCat("exited with status ", WEXITSTATUS(status))
+          : absl::StrCat("was killed by signal ", WTERMSIG(status));
   return absl::InternalError(absl::StrFormat(
       "compiling the device program failed: `%s` %s:\n%s\nthe source is at %s",
       quoteCommand(argv), how, firstLines(log, 20), file));
@@ -264,9 +265,9 @@ absl::Status runJobs(std::vector<Job> &jobs, int parallel,
       readFile(job.logPath, log);
       unlink(job.logPath.c_str());
       if (done < 0)
-        failure = absl::InternalError(absl::StrFormat(
-            "waiting for the compiler \"%s\" failed: %s", job.argv[0],
-            std::strerror(errno)));
+        failure = absl::InternalError(
+            absl::StrFormat("waiting for the compiler \"%s\" failed: %s",
+                            job.argv[0], std::strerror(errno)));
       else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         failure = compilerFailed(job.argv, status, log, job.file);
       else
@@ -294,13 +295,14 @@ splitSourceFiles(std::string_view source) {
   size_t lineStart = 0;
   while (lineStart < source.size()) {
     size_t lineEnd = source.find('\n', lineStart);
-    size_t next = lineEnd == std::string_view::npos ? source.size() : lineEnd + 1;
+    size_t next =
+        lineEnd == std::string_view::npos ? source.size() : lineEnd + 1;
     std::string_view line = source.substr(lineStart, next - lineStart);
     if (line.substr(0, kMarker.size()) == kMarker) {
       if (!files.empty())
-        files.back().text =
-            std::string_view(files.back().text.data(),
-                             source.data() + lineStart - files.back().text.data());
+        files.back().text = std::string_view(files.back().text.data(),
+                                             source.data() + lineStart -
+                                                 files.back().text.data());
       std::string name(absl::StripAsciiWhitespace(absl::string_view(
           line.data() + kMarker.size(), line.size() - kMarker.size())));
       if (name.empty() || name == "." || name == ".." ||
@@ -456,6 +458,39 @@ absl::StatusOr<CompiledProgram> compileProgram(std::string_view source,
   return result;
 }
 
+/// The element types `abi` lists; an error naming the buffer whose type the
+/// runtime does not know.
+static absl::StatusOr<ProgramSignature>
+readSignature(const SdSignature &abi, const std::string &libraryPath) {
+  ProgramSignature signature;
+  auto read = [&](int32_t count, const int32_t *types, const char *what,
+                  std::vector<ElementType> &out) -> absl::Status {
+    if (count < 0 || (count > 0 && !types))
+      return absl::InternalError(absl::StrFormat(
+          "device program \"%s\" has a malformed signature (%d %ss)",
+          libraryPath, count, what));
+    for (int32_t i = 0; i < count; ++i) {
+      std::optional<ElementType> type = elementTypeFromAbi(types[i]);
+      if (!type)
+        return absl::InternalError(absl::StrFormat(
+            "device program \"%s\": %s #%d has element type %d, which the "
+            "runtime does not know",
+            libraryPath, what, i, types[i]));
+      out.push_back(*type);
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status status =
+          read(abi.num_args, abi.arg_types, "argument", signature.arguments);
+      !status.ok())
+    return status;
+  if (absl::Status status =
+          read(abi.num_results, abi.result_types, "result", signature.results);
+      !status.ok())
+    return status;
+  return signature;
+}
+
 absl::StatusOr<std::unique_ptr<LoadedProgram>>
 LoadedProgram::load(const std::string &libraryPath) {
   void *handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -487,8 +522,19 @@ LoadedProgram::load(const std::string &libraryPath) {
         "device program \"%s\" was compiled against ABI version %d, but the "
         "runtime has version %d; recompile it",
         libraryPath, programVersion, SD_ABI_VERSION));
-  return std::unique_ptr<LoadedProgram>(
-      new LoadedProgram(handle, reinterpret_cast<SdProgramEntry>(entry)));
+  void *describe = dlsym(handle, SD_PROGRAM_SIGNATURE_NAME);
+  const SdSignature *abiSignature =
+      describe ? reinterpret_cast<const SdSignature *(*)()>(describe)()
+               : nullptr;
+  if (!abiSignature)
+    return fail(absl::StrFormat("device program \"%s\" lacks \"%s\"",
+                                libraryPath, SD_PROGRAM_SIGNATURE_NAME));
+  absl::StatusOr<ProgramSignature> signature =
+      readSignature(*abiSignature, libraryPath);
+  if (!signature.ok())
+    return fail(std::string(signature.status().message()));
+  return std::unique_ptr<LoadedProgram>(new LoadedProgram(
+      handle, reinterpret_cast<SdProgramEntry>(entry), std::move(*signature)));
 }
 
 LoadedProgram::~LoadedProgram() {

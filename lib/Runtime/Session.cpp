@@ -15,14 +15,17 @@
 namespace sd::rt {
 
 void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
-               float *global, float *local, bool toGlobal) {
+               void *globalData, void *localData, bool toGlobal) {
   const std::vector<int64_t> &localShape = spec.localShape;
   size_t rank = localShape.size();
+  size_t elementSize = static_cast<size_t>(elementBytes(spec.elementType));
+  auto *global = static_cast<char *>(globalData);
+  auto *local = static_cast<char *>(localData);
   if (rank == 0) {
     if (toGlobal)
-      *global = *local;
+      std::memcpy(global, local, elementSize);
     else
-      *local = *global;
+      std::memcpy(local, global, elementSize);
     return;
   }
   std::vector<int64_t> offsets = spec.blockOffsets(coords);
@@ -36,12 +39,12 @@ void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
     int64_t at = offsets[rank - 1];
     for (size_t d = 0; d + 1 < rank; ++d)
       at += (offsets[d] + index[d]) * globalStrides[d];
-    float *localRow = local + row * inner;
+    char *localRow = local + row * inner * elementSize;
+    char *globalRow = global + at * elementSize;
     if (toGlobal)
-      std::memcpy(global + at, localRow,
-                  inner * sizeof(float));
+      std::memcpy(globalRow, localRow, inner * elementSize);
     else
-      std::memcpy(localRow, global + at, inner * sizeof(float));
+      std::memcpy(localRow, globalRow, inner * elementSize);
     for (size_t d = rank - 1; d-- > 0;) {
       if (++index[d] < localShape[d])
         break;
@@ -100,6 +103,38 @@ void TrainingSession::resetAfterFailure() {
   }
 }
 
+/// InvalidArgument unless `signature` has the arguments and results of
+/// `spec`, each of the element type the spec gives it (the loss f32).
+static absl::Status checkSignature(const ProgramSpec &spec,
+                                   const ProgramSignature &signature) {
+  auto mismatch = [](const std::string &what, ElementType program,
+                     ElementType expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is ", elementTypeName(program), " in the device program but ",
+        elementTypeName(expected), " in its spec"));
+  };
+  if (signature.arguments.size() != spec.arguments.size() ||
+      signature.results.size() != spec.resultAliases.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("the device program takes ", signature.arguments.size(),
+                     " arguments and returns ", signature.results.size(),
+                     " results, but its spec has ", spec.arguments.size(),
+                     " and ", spec.resultAliases.size()));
+  for (size_t i = 0; i < spec.arguments.size(); ++i)
+    if (signature.arguments[i] != spec.arguments[i].elementType)
+      return mismatch("argument '" + spec.arguments[i].name + "'",
+                      signature.arguments[i], spec.arguments[i].elementType);
+  for (size_t r = 0; r < spec.results.size(); ++r)
+    if (signature.results[r] != spec.results[r].elementType)
+      return mismatch("result #" + std::to_string(r), signature.results[r],
+                      spec.results[r].elementType);
+  if (spec.lossResult >= 0 &&
+      signature.results[spec.lossResult] != ElementType::F32)
+    return mismatch("the loss", signature.results[spec.lossResult],
+                    ElementType::F32);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<TrainingSession>>
 TrainingSession::create(MeshRuntimeOptions options, ProgramSpec spec,
                         std::unique_ptr<LoadedProgram> program) {
@@ -116,9 +151,9 @@ TrainingSession::create(MeshRuntimeOptions options, ProgramSpec spec,
       int64_t factor = 1;
       for (int32_t axis : arg.dimAxes[d]) {
         if (axis < 0 || axis >= static_cast<int32_t>(axisSizes.size()))
-          return absl::InvalidArgumentError(absl::StrCat(
-              "argument '", arg.name, "' names mesh axis ", axis,
-              " of a mesh with ", axisSizes.size(), " axes"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("argument '", arg.name, "' names mesh axis ", axis,
+                           " of a mesh with ", axisSizes.size(), " axes"));
         factor *= axisSizes[axis];
       }
       if (arg.localShape[d] * factor != arg.globalShape[d])
@@ -134,21 +169,21 @@ TrainingSession::create(MeshRuntimeOptions options, ProgramSpec spec,
   for (int64_t r = 0; r < numResults; ++r) {
     int64_t alias = spec.resultAliases[r];
     if (alias < -1 || alias >= numArgs)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "result #", r, " is donated into argument #", alias, " of ",
-          numArgs));
+      return absl::InvalidArgumentError(
+          absl::StrCat("result #", r, " is donated into argument #", alias,
+                       " of ", numArgs));
     if (alias >= 0 && donated[alias])
-      return absl::InvalidArgumentError(absl::StrCat(
-          "two results are donated into argument '",
-          spec.arguments[alias].name, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("two results are donated into argument '",
+                       spec.arguments[alias].name, "'"));
     if (alias >= 0)
       donated[alias] = true;
   }
   if (spec.keepResults) {
     if (static_cast<int64_t>(spec.results.size()) != numResults)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the program keeps its results but describes ", spec.results.size(),
-          " of its ", numResults));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the program keeps its results but describes ",
+                       spec.results.size(), " of its ", numResults));
     for (ArgumentSpec &result : spec.results)
       result.axisSizes = axisSizes;
   }
@@ -156,8 +191,13 @@ TrainingSession::create(MeshRuntimeOptions options, ProgramSpec spec,
     // A forward program: its results are read with gatherResult.
   } else if (spec.lossResult < 0 || spec.lossResult >= numResults ||
              spec.resultAliases[spec.lossResult] != -1)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "result #", spec.lossResult, " cannot be the loss"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("result #", spec.lossResult, " cannot be the loss"));
+  // (A session without a program holds and compares arguments only.)
+  if (program)
+    if (absl::Status status = checkSignature(spec, program->signature());
+        !status.ok())
+      return status;
   auto runtime = MeshRuntime::create(std::move(options));
   if (!runtime.ok())
     return runtime.status();
@@ -165,23 +205,34 @@ TrainingSession::create(MeshRuntimeOptions options, ProgramSpec spec,
       std::move(*runtime), std::move(spec), std::move(program)));
 }
 
+absl::Status TrainingSession::checkGlobal(int64_t index,
+                                          const HostTensor &global) const {
+  const ArgumentSpec &arg = programSpec.arguments[index];
+  if (global.elementType() != arg.elementType)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "argument '", arg.name, "' holds ", elementTypeName(arg.elementType),
+        " elements, not ", elementTypeName(global.elementType())));
+  if (global.size() != numElements(arg.globalShape))
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument '", arg.name, "' has ", global.size(),
+                     " elements, expected ", numElements(arg.globalShape)));
+  return absl::OkStatus();
+}
+
 absl::Status
-TrainingSession::setArguments(const std::vector<std::vector<float>> &globals) {
+TrainingSession::setArguments(const std::vector<HostTensor> &globals) {
   const std::vector<ArgumentSpec> &args = programSpec.arguments;
   if (globals.size() != args.size())
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected ", args.size(), " arguments, got ",
-                     globals.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected ", args.size(), " arguments, got ", globals.size()));
   for (size_t i = 0; i < args.size(); ++i)
-    if (static_cast<int64_t>(globals[i].size()) !=
-        numElements(args[i].globalShape))
-      return absl::InvalidArgumentError(absl::StrCat(
-          "argument '", args[i].name, "' has ", globals[i].size(),
-          " elements, expected ", numElements(args[i].globalShape)));
+    if (absl::Status status = checkGlobal(static_cast<int64_t>(i), globals[i]);
+        !status.ok())
+      return status;
   return fillArguments([&](int64_t index, const std::vector<int64_t> &coords,
-                           float *out) {
-    copyBlock(args[index], coords, const_cast<float *>(globals[index].data()),
-              out, /*toGlobal=*/false);
+                           Block out) {
+    copyBlock(args[index], coords, const_cast<void *>(globals[index].data()),
+              out.data, /*toGlobal=*/false);
     return absl::OkStatus();
   });
 }
@@ -230,9 +281,10 @@ absl::Status TrainingSession::fillArguments(const BlockFiller &fill) {
       for (size_t j = local(device); j < jobs.size();
            j += static_cast<size_t>(numDevices)) {
         auto [d, i] = jobs[j];
-        if (absl::Status filled =
-                fill(static_cast<int64_t>(i), mesh->device(d).coordinates(),
-                     static_cast<float *>(buffers[d][i]));
+        Block block{args[i].elementType, buffers[d][i],
+                    numElements(args[i].localShape)};
+        if (absl::Status filled = fill(static_cast<int64_t>(i),
+                                       mesh->device(d).coordinates(), block);
             !filled.ok())
           return filled;
       }
@@ -250,20 +302,18 @@ absl::Status TrainingSession::fillArguments(const BlockFiller &fill) {
 }
 
 absl::Status TrainingSession::setArgument(int64_t index,
-                                          const std::vector<float> &global) {
+                                          const HostTensor &global) {
   if (buffers.empty())
     return absl::FailedPreconditionError("the session has no arguments");
   if (index < 0 || index >= static_cast<int64_t>(programSpec.arguments.size()))
     return absl::OutOfRangeError(absl::StrCat("no argument #", index));
+  if (absl::Status status = checkGlobal(index, global); !status.ok())
+    return status;
   const ArgumentSpec &arg = programSpec.arguments[index];
-  if (static_cast<int64_t>(global.size()) != numElements(arg.globalShape))
-    return absl::InvalidArgumentError(
-        absl::StrCat("argument '", arg.name, "' has ", global.size(),
-                     " elements, expected ", numElements(arg.globalShape)));
   for (int64_t d = 0; d < mesh->numDevices(); ++d)
     copyBlock(arg, mesh->device(d).coordinates(),
-              const_cast<float *>(global.data()),
-              static_cast<float *>(buffers[d][index]), /*toGlobal=*/false);
+              const_cast<void *>(global.data()), buffers[d][index],
+              /*toGlobal=*/false);
   return absl::OkStatus();
 }
 
@@ -328,8 +378,7 @@ TrainingSession::step(int64_t stepsTaken) {
       if (programSpec.keepResults) {
         // An argument returned as it is stays the argument's: keep a copy.
         if (isArgument) {
-          int64_t bytes =
-              numElements(programSpec.results[r].localShape) * sizeof(float);
+          int64_t bytes = programSpec.results[r].localBytes();
           absl::StatusOr<void *> copy = pool.allocate(bytes, "result");
           if (!copy.ok())
             return copy.status();
@@ -349,9 +398,9 @@ TrainingSession::step(int64_t stepsTaken) {
     }
     return absl::OkStatus();
   });
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!status.ok()) {
     resetAfterFailure();
     return status;
@@ -363,16 +412,15 @@ TrainingSession::step(int64_t stepsTaken) {
   return StepResult{loss, seconds};
 }
 
-absl::StatusOr<std::vector<float>> TrainingSession::gatherBlocks(
+absl::StatusOr<HostTensor> TrainingSession::gatherBlocks(
     const ArgumentSpec &arg,
-    const std::function<const float *(int64_t)> &blockOf) {
+    const std::function<const void *(int64_t)> &blockOf) {
   const MeshSpec &meshSpec = mesh->mesh();
-  int64_t blockElements = numElements(arg.localShape);
-  size_t blockBytes = blockElements * sizeof(float);
+  size_t blockBytes = static_cast<size_t>(arg.localBytes());
   // Every device's block with its mesh id: this process's, and with a
   // process group the other processes' too (each sends its devices'
   // blocks, in id order).
-  std::vector<std::pair<int64_t, const float *>> blocks;
+  std::vector<std::pair<int64_t, const void *>> blocks;
   std::vector<std::string> parts;
   if (mesh->process() >= 0 && meshSpec.numProcesses() > 1) {
     ProcessGroup *group = mesh->processGroup();
@@ -397,43 +445,40 @@ absl::StatusOr<std::vector<float>> TrainingSession::gatherBlocks(
             "', expected ", blockBytes * perProcess));
       for (int64_t d = 0; d < perProcess; ++d)
         blocks.emplace_back(static_cast<int64_t>(p) * perProcess + d,
-                            reinterpret_cast<const float *>(parts[p].data() +
-                                                            d * blockBytes));
+                            parts[p].data() + d * blockBytes);
     }
   } else {
     for (int64_t d = 0; d < mesh->numDevices(); ++d)
       blocks.emplace_back(mesh->firstDeviceId() + d, blockOf(d));
   }
-  std::vector<float> global(numElements(arg.globalShape), 0.0f);
+  HostTensor global(arg.elementType, numElements(arg.globalShape));
   // (copyBlock only reads the block when it writes the global tensor.)
   for (auto [id, data] : blocks)
     copyBlock(arg, meshSpec.coordinates(id), global.data(),
-              const_cast<float *>(data), /*toGlobal=*/true);
-  std::vector<float> block(blockElements);
+              const_cast<void *>(data), /*toGlobal=*/true);
+  std::vector<char> block(blockBytes);
   // Replicas must agree bitwise (a missing all-reduce would not).
   for (auto [id, data] : blocks) {
     copyBlock(arg, meshSpec.coordinates(id), global.data(), block.data(),
               /*toGlobal=*/false);
     if (std::memcmp(block.data(), data, blockBytes) != 0)
-      return absl::DataLossError(absl::StrCat(
-          "the replicas of '", arg.name, "' differ (device ", id, ")"));
+      return absl::DataLossError(absl::StrCat("the replicas of '", arg.name,
+                                              "' differ (device ", id, ")"));
   }
   return global;
 }
 
-absl::StatusOr<std::vector<float>>
-TrainingSession::gatherArgument(int64_t index) {
+absl::StatusOr<HostTensor> TrainingSession::gatherArgument(int64_t index) {
   if (buffers.empty())
     return absl::FailedPreconditionError("the session has no arguments");
   if (index < 0 || index >= static_cast<int64_t>(programSpec.arguments.size()))
     return absl::OutOfRangeError(absl::StrCat("no argument #", index));
-  return gatherBlocks(programSpec.arguments[index], [&](int64_t d) {
-    return static_cast<const float *>(buffers[d][index]);
-  });
+  return gatherBlocks(
+      programSpec.arguments[index],
+      [&](int64_t d) -> const void * { return buffers[d][index]; });
 }
 
-absl::StatusOr<std::vector<float>>
-TrainingSession::gatherResult(int64_t index) {
+absl::StatusOr<HostTensor> TrainingSession::gatherResult(int64_t index) {
   if (kept.empty())
     return absl::FailedPreconditionError(
         "the session keeps no results (ProgramSpec::keepResults, after a "
@@ -441,20 +486,22 @@ TrainingSession::gatherResult(int64_t index) {
   if (index < 0 || index >= static_cast<int64_t>(programSpec.results.size()) ||
       !kept[0][index])
     return absl::OutOfRangeError(absl::StrCat("no kept result #", index));
-  return gatherBlocks(programSpec.results[index], [&](int64_t d) {
-    return static_cast<const float *>(kept[d][index]);
-  });
+  return gatherBlocks(
+      programSpec.results[index],
+      [&](int64_t d) -> const void * { return kept[d][index]; });
 }
 
-absl::StatusOr<const float *> TrainingSession::deviceBlock(int64_t device,
-                                                          int64_t index) {
+absl::StatusOr<ConstBlock> TrainingSession::deviceBlock(int64_t device,
+                                                        int64_t index) {
   if (buffers.empty())
     return absl::FailedPreconditionError("the session has no arguments");
   if (device < 0 || device >= mesh->numDevices())
     return absl::OutOfRangeError(absl::StrCat("no device ", device));
   if (index < 0 || index >= static_cast<int64_t>(programSpec.arguments.size()))
     return absl::OutOfRangeError(absl::StrCat("no argument #", index));
-  return static_cast<const float *>(buffers[device][index]);
+  const ArgumentSpec &arg = programSpec.arguments[index];
+  return ConstBlock{arg.elementType, buffers[device][index],
+                    numElements(arg.localShape)};
 }
 
 int64_t TrainingSession::peakDeviceBytes() {
@@ -481,10 +528,9 @@ compareParameters(TrainingSession &actual, TrainingSession &expected) {
                      expectedArgs.size(), " arguments"));
   for (size_t i = 0; i < actualArgs.size(); ++i) {
     if (actualArgs[i].name != expectedArgs[i].name)
-      return absl::InvalidArgumentError(
-          absl::StrCat("argument #", i, " is '", actualArgs[i].name,
-                       "' in one session but '", expectedArgs[i].name,
-                       "' in the other"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "argument #", i, " is '", actualArgs[i].name,
+          "' in one session but '", expectedArgs[i].name, "' in the other"));
     if (actualArgs[i].globalShape != expectedArgs[i].globalShape)
       return absl::InvalidArgumentError(
           absl::StrCat("argument '", actualArgs[i].name,
@@ -500,16 +546,18 @@ compareParameters(TrainingSession &actual, TrainingSession &expected) {
   for (size_t i = 0; i < actualArgs.size(); ++i) {
     if (actualArgs[i].kind != ArgumentKind::Parameter)
       continue;
-    absl::StatusOr<std::vector<float>> actualValues =
+    absl::StatusOr<HostTensor> actualValues =
         actual.gatherArgument(static_cast<int64_t>(i));
     if (!actualValues.ok())
       return actualValues.status();
-    absl::StatusOr<std::vector<float>> expectedValues =
+    absl::StatusOr<HostTensor> expectedValues =
         expected.gatherArgument(static_cast<int64_t>(i));
     if (!expectedValues.ok())
       return expectedValues.status();
-    for (size_t e = 0; e < expectedValues->size(); ++e) {
-      double a = (*actualValues)[e], b = (*expectedValues)[e];
+    const std::vector<float> &actualF32 = actualValues->f32();
+    const std::vector<float> &expectedF32 = expectedValues->f32();
+    for (size_t e = 0; e < expectedF32.size(); ++e) {
+      double a = actualF32[e], b = expectedF32[e];
       comparison.finite &= std::isfinite(a) && std::isfinite(b);
       double diff = std::fabs(a - b);
       scale = std::max(scale, std::fabs(b));

@@ -42,6 +42,7 @@ namespace {
 
 using detail::AxisList;
 using detail::Barrier;
+using detail::f32Buffer;
 using detail::sumBoxes;
 using detail::transferBox;
 
@@ -55,11 +56,11 @@ public:
 
   const MeshSpec &mesh() const override { return meshSpec; }
   absl::Status collective(Device &device, const SdCollective &op,
-                          const float *in, float *out) override;
+                          const void *input, void *output) override;
   absl::Status startCollective(Device &device, const SdCollective &op,
-                               const float *in, float *out) override;
+                               const void *input, void *output) override;
   absl::Status finishCollective(Device &device, const SdCollective &op,
-                                float *out) override;
+                                void *output) override;
   void abort(const absl::Status &status) override;
   void reset() override;
 
@@ -263,7 +264,10 @@ void SharedMemoryTransport::permute(const SdCollective &op, const Plan &plan,
 
 absl::Status SharedMemoryTransport::collective(Device &device,
                                                const SdCollective &op,
-                                               const float *in, float *out) {
+                                               const void *input,
+                                               void *output) {
+  const float *in = f32Buffer(input);
+  float *out = f32Buffer(output);
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   absl::StatusOr<Plan> planned = makePlan(op);
@@ -328,8 +332,10 @@ absl::Status SharedMemoryTransport::checkDevice(const Device &device) const {
 
 absl::Status SharedMemoryTransport::startCollective(Device &device,
                                                     const SdCollective &op,
-                                                    const float *in,
-                                                    float *out) {
+                                                    const void *input,
+                                                    void *output) {
+  const float *in = f32Buffer(input);
+  float *out = f32Buffer(output);
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   if (op.kind != SD_COLLECTIVE_PERMUTE)
@@ -355,7 +361,8 @@ absl::Status SharedMemoryTransport::startCollective(Device &device,
 
 absl::Status SharedMemoryTransport::finishCollective(Device &device,
                                                      const SdCollective &op,
-                                                     float *out) {
+                                                     void *output) {
+  float *out = f32Buffer(output);
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   if (op.kind != SD_COLLECTIVE_PERMUTE)
@@ -386,9 +393,8 @@ absl::Status SharedMemoryTransport::finishCollective(Device &device,
   int64_t sourceId = meshSpec.deviceId(member);
 
   std::unique_lock<std::mutex> lock(asyncMutex);
-  asyncCondition.wait(lock, [&] {
-    return aborted.load() || posted[sourceId].count(sequence);
-  });
+  asyncCondition.wait(
+      lock, [&] { return aborted.load() || posted[sourceId].count(sequence); });
   auto entry = posted[sourceId].find(sequence);
   if (entry == posted[sourceId].end())
     return abortedStatus();

@@ -121,6 +121,14 @@ void detail::sumBoxes(const std::vector<const float *> &srcs,
                 });
 }
 
+bool detail::transportsMove(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return true;
+  }
+  return false;
+}
+
 CollectiveGroups::CollectiveGroups(const MeshSpec &mesh) : meshSpec(mesh) {
   for (const MeshAxis &axis : mesh.axes())
     sizes.push_back(axis.size());
@@ -138,6 +146,13 @@ CollectiveGroups::makePlan(const SdCollective &op) const {
     return invalid(
         absl::StrFormat("rank %d is not in [0, %d]", op.rank, SD_MAX_RANK));
   CollectivePlan plan;
+  std::optional<ElementType> elementType = elementTypeFromAbi(op.element_type);
+  if (!elementType)
+    return invalid(absl::StrFormat("unknown element type %d", op.element_type));
+  if (!transportsMove(*elementType))
+    return invalid(absl::StrFormat("the transports do not move %s elements",
+                                   elementTypeName(*elementType)));
+  plan.elementType = *elementType;
   plan.inShape.assign(op.in_shape, op.in_shape + op.rank);
   plan.outShape.assign(op.out_shape, op.out_shape + op.rank);
   for (int32_t d = 0; d < op.rank; ++d)

@@ -13,6 +13,7 @@
 #ifndef SD_LIB_RUNTIME_TRANSPORTUTIL_H
 #define SD_LIB_RUNTIME_TRANSPORTUTIL_H
 
+#include "sd/Runtime/ElementType.h"
 #include "sd/Runtime/ProgramABI.h"
 #include "sd/Sharding/Mesh.h"
 
@@ -97,8 +98,22 @@ void sumBoxes(const std::vector<const float *> &srcs,
               const std::vector<int64_t> &dstOffset,
               const std::vector<int64_t> &box);
 
-/// An op's shape and axis structure, checked against the mesh.
+/// Whether the transports move and add elements of `type` (makePlan refuses
+/// the others).
+bool transportsMove(ElementType type);
+
+/// A buffer of a planned collective as the f32 array it is: the transports
+/// move and add f32 elements, and makePlan refuses every other element type
+/// before a buffer is read or written.
+inline const float *f32Buffer(const void *buffer) {
+  return static_cast<const float *>(buffer);
+}
+inline float *f32Buffer(void *buffer) { return static_cast<float *>(buffer); }
+
+/// An op's shape, element type and axis structure, checked against the
+/// mesh.
 struct CollectivePlan {
+  ElementType elementType = ElementType::F32;
   std::vector<int64_t> inShape, outShape;
   /// Per dimension (all_gather, all_slice, reduce_scatter) its axes.
   std::vector<AxisList> dimAxes;

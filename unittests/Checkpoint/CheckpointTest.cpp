@@ -34,6 +34,7 @@ namespace {
 
 using rt::ArgumentKind;
 using rt::ArgumentSpec;
+using rt::HostTensor;
 using rt::ProgramSpec;
 using rt::TrainingSession;
 using testutil::compileAndLoad;
@@ -49,6 +50,12 @@ bool exists(const std::string &path) { return access(path.c_str(), F_OK) == 0; }
 bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b) {
   return a.size() == b.size() &&
          std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+bool bitwiseEqual(const std::vector<float> &a, const HostTensor &b) {
+  return bitwiseEqual(a, b.f32());
+}
+bool bitwiseEqual(const HostTensor &a, const HostTensor &b) {
+  return a.elementType() == b.elementType() && bitwiseEqual(a.f32(), b);
 }
 
 /// "data:2,fsdp:2" → a mesh of those (ICI) axes.
@@ -101,18 +108,17 @@ ProgramSpec modelSpec(const MeshSpec &mesh) {
 
 /// Distinct, non-trivial values for every argument of `spec` (with a -0 and
 /// a NaN payload in "w" so that bitwise comparisons mean something).
-std::vector<std::vector<float>> globalsFor(const ProgramSpec &spec,
-                                           float seed = 0) {
-  std::vector<std::vector<float>> globals;
+std::vector<HostTensor> globalsFor(const ProgramSpec &spec, float seed = 0) {
+  std::vector<HostTensor> globals;
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     std::vector<float> values(rt::numElements(spec.arguments[i].globalShape));
     for (size_t k = 0; k < values.size(); ++k)
       values[k] = std::sin(seed + 100.0f * i + k) * 3.0f;
     globals.push_back(std::move(values));
   }
-  globals[0][1] = -0.0f;
+  globals[0].f32()[1] = -0.0f;
   uint32_t payload = 0x7fc01234u;
-  std::memcpy(&globals[0][2], &payload, sizeof(float));
+  std::memcpy(&globals[0].f32()[2], &payload, sizeof(float));
   return globals;
 }
 
@@ -132,7 +138,7 @@ std::unique_ptr<TrainingSession> session(const std::string &meshText,
 /// A session on `meshText` holding `globals`.
 std::unique_ptr<TrainingSession>
 sessionWith(const std::string &meshText,
-            const std::vector<std::vector<float>> &globals) {
+            const std::vector<HostTensor> &globals) {
   std::unique_ptr<TrainingSession> result = session(meshText);
   if (!result)
     return nullptr;
@@ -192,8 +198,7 @@ std::string *CheckpointTest::root = nullptr;
 bool CheckpointTest::ownsRoot = false;
 
 TEST_F(CheckpointTest, RoundTripOnOneMeshIsBitwise) {
-  std::vector<std::vector<float>> globals =
-      globalsFor(modelSpec(mesh("fsdp:4")));
+  std::vector<HostTensor> globals = globalsFor(modelSpec(mesh("fsdp:4")));
   std::unique_ptr<TrainingSession> saved = sessionWith("fsdp:4", globals);
   ASSERT_NE(saved, nullptr);
   std::string dir = testDir();
@@ -233,19 +238,19 @@ TEST_F(CheckpointTest, RoundTripOnOneMeshIsBitwise) {
             std::vector<std::vector<std::string>>{});
 
   // Into a fresh session on the same mesh: the same blocks, bitwise.
-  absl::StatusOr<std::vector<std::vector<float>>> arguments =
+  absl::StatusOr<std::vector<HostTensor>> arguments =
       argumentsFromCheckpoint(*loaded, spec);
   ASSERT_TRUE(arguments.ok()) << arguments.status();
   std::unique_ptr<TrainingSession> restored = sessionWith("fsdp:4", *arguments);
   ASSERT_NE(restored, nullptr);
   for (int64_t d = 0; d < 4; ++d)
     for (size_t i = 0; i < spec.arguments.size(); ++i) {
-      absl::StatusOr<const float *> before =
+      absl::StatusOr<rt::ConstBlock> before =
           saved->deviceBlock(d, static_cast<int64_t>(i));
-      absl::StatusOr<const float *> after =
+      absl::StatusOr<rt::ConstBlock> after =
           restored->deviceBlock(d, static_cast<int64_t>(i));
       ASSERT_TRUE(before.ok() && after.ok());
-      EXPECT_EQ(std::memcmp(*before, *after,
+      EXPECT_EQ(std::memcmp(before->f32(), after->f32(),
                             rt::numElements(spec.arguments[i].localShape) *
                                 sizeof(float)),
                 0)
@@ -254,8 +259,7 @@ TEST_F(CheckpointTest, RoundTripOnOneMeshIsBitwise) {
 }
 
 TEST_F(CheckpointTest, ReshardsOntoOtherMeshes) {
-  std::vector<std::vector<float>> globals =
-      globalsFor(modelSpec(mesh("fsdp:4")), 1.5f);
+  std::vector<HostTensor> globals = globalsFor(modelSpec(mesh("fsdp:4")), 1.5f);
   std::unique_ptr<TrainingSession> saved = sessionWith("fsdp:4", globals);
   ASSERT_NE(saved, nullptr);
   std::string dir = testDir();
@@ -267,12 +271,12 @@ TEST_F(CheckpointTest, ReshardsOntoOtherMeshes) {
   for (const char *target : {"data:2,fsdp:2", "x:1", "fsdp:2", "data:4"}) {
     std::unique_ptr<TrainingSession> resumed = session(target);
     ASSERT_NE(resumed, nullptr);
-    absl::StatusOr<std::vector<std::vector<float>>> arguments =
+    absl::StatusOr<std::vector<HostTensor>> arguments =
         argumentsFromCheckpoint(*loaded, resumed->spec());
     ASSERT_TRUE(arguments.ok()) << arguments.status();
     ASSERT_TRUE(resumed->setArguments(*arguments).ok());
     for (size_t i = 0; i < globals.size(); ++i) {
-      absl::StatusOr<std::vector<float>> gathered =
+      absl::StatusOr<HostTensor> gathered =
           resumed->gatherArgument(static_cast<int64_t>(i));
       ASSERT_TRUE(gathered.ok()) << gathered.status();
       EXPECT_TRUE(bitwiseEqual(*gathered, globals[i]))
@@ -291,7 +295,7 @@ TEST_F(CheckpointTest, ReshardsOntoOtherMeshes) {
   EXPECT_EQ(back->mesh, mesh("data:2,fsdp:2"));
   std::unique_ptr<TrainingSession> four = session("fsdp:4");
   ASSERT_NE(four, nullptr);
-  absl::StatusOr<std::vector<std::vector<float>>> arguments =
+  absl::StatusOr<std::vector<HostTensor>> arguments =
       argumentsFromCheckpoint(*back, four->spec());
   ASSERT_TRUE(arguments.ok()) << arguments.status();
   for (size_t i = 0; i < globals.size(); ++i)
@@ -300,7 +304,7 @@ TEST_F(CheckpointTest, ReshardsOntoOtherMeshes) {
 }
 
 TEST_F(CheckpointTest, EachBlockIsWrittenOnceByItsLowestDevice) {
-  std::vector<std::vector<float>> globals =
+  std::vector<HostTensor> globals =
       globalsFor(modelSpec(mesh("data:2,fsdp:2")));
   std::unique_ptr<TrainingSession> saved =
       sessionWith("data:2,fsdp:2", globals);
@@ -371,20 +375,20 @@ std::string writeTwoByTwo(const std::string &dir) {
 /// `reader` (as sdrun's --resume fills a session) into that session, and
 /// checks the gathered values against `globals` bitwise.
 void expectReadBlocks(const CheckpointReader &reader, const char *target,
-                      const std::vector<std::vector<float>> &globals) {
+                      const std::vector<HostTensor> &globals) {
   std::unique_ptr<TrainingSession> resumed = session(target);
   ASSERT_NE(resumed, nullptr);
   ASSERT_TRUE(reader.check(resumed->spec()).ok());
   const ProgramSpec &spec = resumed->spec();
   absl::Status filled = resumed->fillArguments(
-      [&](int64_t i, const std::vector<int64_t> &coords, float *out) {
+      [&](int64_t i, const std::vector<int64_t> &coords, rt::Block out) {
         const ArgumentSpec &arg = spec.arguments[i];
         return reader.readBlock(arg.name, arg.blockOffsets(coords),
-                                arg.localShape, out);
+                                arg.localShape, out.f32());
       });
   ASSERT_TRUE(filled.ok()) << filled;
   for (size_t i = 0; i < globals.size(); ++i) {
-    absl::StatusOr<std::vector<float>> gathered =
+    absl::StatusOr<HostTensor> gathered =
         resumed->gatherArgument(static_cast<int64_t>(i));
     ASSERT_TRUE(gathered.ok()) << gathered.status();
     EXPECT_TRUE(bitwiseEqual(*gathered, globals[i]))
@@ -393,8 +397,7 @@ void expectReadBlocks(const CheckpointReader &reader, const char *target,
 }
 
 TEST_F(CheckpointTest, BlocksAreReadAloneOntoAnyMesh) {
-  std::vector<std::vector<float>> globals =
-      globalsFor(modelSpec(mesh("fsdp:4")), 2.5f);
+  std::vector<HostTensor> globals = globalsFor(modelSpec(mesh("fsdp:4")), 2.5f);
   std::unique_ptr<TrainingSession> saved = sessionWith("fsdp:4", globals);
   ASSERT_NE(saved, nullptr);
   std::string dir = testDir();
@@ -410,8 +413,7 @@ TEST_F(CheckpointTest, BlocksAreReadAloneOntoAnyMesh) {
 }
 
 TEST_F(CheckpointTest, OnItsOwnMeshEachBlockIsReadOnce) {
-  std::vector<std::vector<float>> globals =
-      globalsFor(modelSpec(mesh("fsdp:4")), 3.5f);
+  std::vector<HostTensor> globals = globalsFor(modelSpec(mesh("fsdp:4")), 3.5f);
   std::unique_ptr<TrainingSession> saved = sessionWith("fsdp:4", globals);
   ASSERT_NE(saved, nullptr);
   std::string dir = testDir();
@@ -450,10 +452,10 @@ TEST_F(CheckpointTest, ACorruptBlockIsDataLossWhenItIsRead) {
   ASSERT_NE(target, nullptr);
   const ProgramSpec &spec = target->spec();
   absl::Status filled = target->fillArguments(
-      [&](int64_t i, const std::vector<int64_t> &coords, float *out) {
+      [&](int64_t i, const std::vector<int64_t> &coords, rt::Block out) {
         const ArgumentSpec &arg = spec.arguments[i];
         return (*reader)->readBlock(arg.name, arg.blockOffsets(coords),
-                                    arg.localShape, out);
+                                    arg.localShape, out.f32());
       });
   ASSERT_FALSE(filled.ok());
   EXPECT_EQ(filled.code(), absl::StatusCode::kDataLoss);
@@ -502,8 +504,7 @@ TEST_F(CheckpointTest, ATruncatedShardIsDataLoss) {
 
 TEST_F(CheckpointTest, AStepWithoutManifestIsNotListedACorruptOneIs) {
   std::string dir = testDir();
-  std::vector<std::vector<float>> globals =
-      globalsFor(modelSpec(mesh("fsdp:2")));
+  std::vector<HostTensor> globals = globalsFor(modelSpec(mesh("fsdp:2")));
   std::unique_ptr<TrainingSession> saved = sessionWith("fsdp:2", globals);
   ASSERT_NE(saved, nullptr);
   for (int64_t step : {20, 100, 5})
@@ -588,7 +589,7 @@ TEST_F(CheckpointTest, ArgumentsMustMatchByNameAndShape) {
 
   ProgramSpec renamed = modelSpec(mesh("x:1"));
   renamed.arguments[2].name = "m2";
-  absl::StatusOr<std::vector<std::vector<float>>> missing =
+  absl::StatusOr<std::vector<HostTensor>> missing =
       argumentsFromCheckpoint(*loaded, renamed);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(contains(missing.status(),
@@ -597,7 +598,7 @@ TEST_F(CheckpointTest, ArgumentsMustMatchByNameAndShape) {
 
   ProgramSpec reshaped = modelSpec(mesh("x:1"));
   reshaped.arguments[0].globalShape = {8, 4};
-  absl::StatusOr<std::vector<std::vector<float>>> mismatch =
+  absl::StatusOr<std::vector<HostTensor>> mismatch =
       argumentsFromCheckpoint(*loaded, reshaped);
   EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(contains(mismatch.status(), "tensor 'w' is [8, 3] in checkpoint"))
@@ -608,7 +609,7 @@ TEST_F(CheckpointTest, ArgumentsMustMatchByNameAndShape) {
   // Extra tensors in the checkpoint are fine: a subset of the arguments.
   ProgramSpec fewer = modelSpec(mesh("x:1"));
   fewer.arguments.erase(fewer.arguments.begin() + 1);
-  absl::StatusOr<std::vector<std::vector<float>>> subset =
+  absl::StatusOr<std::vector<HostTensor>> subset =
       argumentsFromCheckpoint(*loaded, fewer);
   ASSERT_TRUE(subset.ok()) << subset.status();
   EXPECT_EQ(subset->size(), fewer.arguments.size());
@@ -632,8 +633,7 @@ TEST_F(CheckpointTest, ASessionWithoutArgumentsCannotBeSaved) {
 void checkStalledWrite(const std::string &dir, WritePoint point,
                        const char *leftover) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  std::vector<std::vector<float>> globals =
-      globalsFor(modelSpec(mesh("fsdp:2")));
+  std::vector<HostTensor> globals = globalsFor(modelSpec(mesh("fsdp:2")));
   CheckpointWriteOptions stall;
   stall.atPoint = stallAt(point);
   EXPECT_EXIT(
@@ -702,8 +702,10 @@ extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
 /// A session of the step program on x:`devices`, with w = 1.1, 2.2, ...
 std::unique_ptr<TrainingSession> trainingSession(int64_t devices,
                                                  const std::string &cacheDir) {
-  std::unique_ptr<rt::LoadedProgram> program = compileAndLoad(
-      programText(stepBody(static_cast<int>(4 / devices))), cacheDir);
+  std::unique_ptr<rt::LoadedProgram> program =
+      compileAndLoad(programText(stepBody(static_cast<int>(4 / devices)),
+                                 /*numArgs=*/2, /*numResults=*/2),
+                     cacheDir);
   if (!program)
     return nullptr;
   rt::MeshRuntimeOptions options;
@@ -746,7 +748,7 @@ TEST_F(CheckpointTest, ResumingOnAnotherMeshContinuesTheSameRun) {
   std::unique_ptr<TrainingSession> resumed =
       trainingSession(1, *root + "/cache");
   ASSERT_NE(resumed, nullptr);
-  absl::StatusOr<std::vector<std::vector<float>>> arguments =
+  absl::StatusOr<std::vector<HostTensor>> arguments =
       argumentsFromCheckpoint(*loaded, resumed->spec());
   ASSERT_TRUE(arguments.ok()) << arguments.status();
   ASSERT_TRUE(resumed->setArguments(*arguments).ok());

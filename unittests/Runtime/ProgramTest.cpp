@@ -35,7 +35,8 @@ std::string programSource(int offset, int version = SD_ABI_VERSION) {
   return header + R"(
 extern "C" int32_t sd_program_abi_version(void) { return )" +
          std::to_string(version) + R"(; }
-extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
+)" + testutil::signatureText(1, 1) +
+         R"(extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
                                   void *const *args, void **results) {
   const float *x = (const float *)args[0];
   float *y = (float *)api->alloc(dev, 4 * sizeof(float), SD_DEVICE_MEMORY,
@@ -193,6 +194,58 @@ TEST_F(ProgramTest, AbiVersionMismatchIsRejected) {
   EXPECT_NE(message.find(compiled->libraryPath), std::string::npos) << message;
 }
 
+TEST_F(ProgramTest, LoadReadsTheSignature) {
+  absl::StatusOr<CompiledProgram> compiled =
+      compileProgram(programSource(1), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  absl::StatusOr<std::unique_ptr<LoadedProgram>> program =
+      LoadedProgram::load(compiled->libraryPath);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ((*program)->signature().arguments,
+            std::vector<ElementType>{ElementType::F32});
+  EXPECT_EQ((*program)->signature().results,
+            std::vector<ElementType>{ElementType::F32});
+}
+
+/// programSource(1) with its signature replaced by `signature` (the text
+/// defining sd_program_signature, or nothing).
+std::string withSignature(const std::string &signature) {
+  std::string source = programSource(1);
+  std::string own = testutil::signatureText(1, 1);
+  size_t at = source.find(own);
+  EXPECT_NE(at, std::string::npos);
+  return source.replace(at, own.size(), signature);
+}
+
+TEST_F(ProgramTest, LoadRejectsAProgramWithoutASignature) {
+  absl::StatusOr<CompiledProgram> compiled =
+      compileProgram(withSignature(""), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  absl::StatusOr<std::unique_ptr<LoadedProgram>> program =
+      LoadedProgram::load(compiled->libraryPath);
+  ASSERT_FALSE(program.ok());
+  std::string message(program.status().message());
+  EXPECT_NE(message.find("lacks \"sd_program_signature\""), std::string::npos)
+      << message;
+}
+
+TEST_F(ProgramTest, LoadRejectsAnUnknownElementType) {
+  absl::StatusOr<CompiledProgram> compiled = compileProgram(
+      withSignature("static const int32_t types[] = {SD_F32, 77};\n"
+                    "static const SdSignature signature = {2, types, 1, "
+                    "types};\n"
+                    "extern \"C\" const SdSignature *sd_program_signature("
+                    "void) { return &signature; }\n"),
+      options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  absl::StatusOr<std::unique_ptr<LoadedProgram>> program =
+      LoadedProgram::load(compiled->libraryPath);
+  ASSERT_FALSE(program.ok());
+  std::string message(program.status().message());
+  EXPECT_NE(message.find("argument #1 has element type 77"), std::string::npos)
+      << message;
+}
+
 TEST_F(ProgramTest, LoadingAMissingLibraryNamesThePath) {
   std::string path = root + "/missing.so";
   absl::StatusOr<std::unique_ptr<LoadedProgram>> program =
@@ -218,11 +271,11 @@ TEST(ProgramCacheDirTest, DefaultCacheDirFollowsTheEnvironment) {
 //===----------------------------------------------------------------------===//
 
 TEST(SplitSourceFilesTest, ReadsSplitFileMarkers) {
-  absl::StatusOr<std::vector<SourceFile>> files = splitSourceFiles(
-      "// a comment before the first file\n"
-      "//--- a.h\n#define A 1\n"
-      "//--- main.cpp\n#include \"a.h\"\nint x = A;\n"
-      "//--- more.cpp  \nint y;");
+  absl::StatusOr<std::vector<SourceFile>> files =
+      splitSourceFiles("// a comment before the first file\n"
+                       "//--- a.h\n#define A 1\n"
+                       "//--- main.cpp\n#include \"a.h\"\nint x = A;\n"
+                       "//--- more.cpp  \nint y;");
   ASSERT_TRUE(files.ok()) << files.status();
   ASSERT_EQ(files->size(), 3u);
   EXPECT_EQ((*files)[0].name, "a.h");
@@ -244,8 +297,8 @@ TEST(SplitSourceFilesTest, TextWithoutMarkersIsOneFile) {
 
 TEST(SplitSourceFilesTest, RejectsNamesOutsideTheDirectory) {
   for (const char *source :
-       {"//--- ../evil.cpp\n", "//--- sub/a.cpp\n", "//--- ..\n",
-        "//--- .\n", "//---  \nint x;\n", "//--- /etc/passwd\n"}) {
+       {"//--- ../evil.cpp\n", "//--- sub/a.cpp\n", "//--- ..\n", "//--- .\n",
+        "//---  \nint x;\n", "//--- /etc/passwd\n"}) {
     absl::StatusOr<std::vector<SourceFile>> files = splitSourceFiles(source);
     ASSERT_FALSE(files.ok()) << source;
     EXPECT_EQ(files.status().code(), absl::StatusCode::kInvalidArgument);
@@ -289,7 +342,8 @@ std::string splitProgramSource(int offset) {
          "\n//--- entry.cpp\n#include \"abi.h\"\n"
          "float helper(float x);\n"
          "extern \"C\" int32_t sd_program_abi_version(void) { return "
-         "SD_ABI_VERSION; }\n"
+         "SD_ABI_VERSION; }\n" +
+         testutil::signatureText(1, 1) +
          "extern \"C\" int32_t sd_program_run(const SdApi *api, SdDevice "
          "*dev, void *const *args, void **results) {\n"
          "  const float *x = (const float *)args[0];\n"
@@ -322,8 +376,7 @@ TEST_F(ProgramTest, FilesCompileInParallelWithProgress) {
   EXPECT_EQ(names, (std::vector<std::string>{"entry.cpp", "helper.cpp"}));
   // The files stay in the program's directory; no object or log is left.
   for (const char *name : {"abi.h", "entry.cpp", "helper.cpp"})
-    EXPECT_TRUE(std::ifstream(compiled->sourceDir + "/" + name).good())
-        << name;
+    EXPECT_TRUE(std::ifstream(compiled->sourceDir + "/" + name).good()) << name;
   EXPECT_EQ(listDir(compiled->sourceDir).size(), 3u);
 
   // A cache hit reports no progress.

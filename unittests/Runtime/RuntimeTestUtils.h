@@ -34,15 +34,37 @@ inline std::string abiHeaderText() {
   return text.str();
 }
 
+/// The definition of sd_program_signature for an entry of `numArgs` f32
+/// arguments and `numResults` f32 results (each at least 1).
+inline std::string signatureText(int numArgs, int numResults) {
+  auto table = [](const char *name, int count) {
+    std::string text = std::string("static const int32_t ") + name + "[] = {";
+    for (int i = 0; i < count; ++i)
+      text += "SD_F32, ";
+    return text + "};\n";
+  };
+  return table("sd_test_arg_types", numArgs) +
+         table("sd_test_result_types", numResults) +
+         "static const SdSignature sd_test_signature = {" +
+         std::to_string(numArgs) + ", sd_test_arg_types, " +
+         std::to_string(numResults) +
+         ", sd_test_result_types};\n"
+         "extern \"C\" const SdSignature *sd_program_signature(void) {\n"
+         "  return &sd_test_signature;\n}\n";
+}
+
 /// A whole program: the ABI header, the version entry point of the current
-/// ABI, then `body` (which defines sd_program_run).
-inline std::string programText(const std::string &body) {
+/// ABI, the signature of `numArgs` f32 arguments and `numResults` f32
+/// results, then `body` (which defines sd_program_run).
+inline std::string programText(const std::string &body, int numArgs,
+                               int numResults) {
   std::string header = abiHeaderText();
   EXPECT_NE(header.find("SD_ABI_VERSION"), std::string::npos)
       << "ProgramABI.h not found from " << __FILE__;
   return header + R"(
 extern "C" int32_t sd_program_abi_version(void) { return SD_ABI_VERSION; }
-)" + body;
+)" + signatureText(numArgs, numResults) +
+         body;
 }
 
 /// Compiles `source` with its cache in `cacheDir` and loads it; null (and a

@@ -209,9 +209,11 @@ extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
 /// Programs compiled once per suite, into a cache under `root`.
 class SessionTest : public SuiteTempDirTest<SessionTest> {
 protected:
-  /// Compiles and loads the ABI header followed by `body`.
+  /// Compiles and loads the ABI header followed by `body`, a step of two f32
+  /// arguments and two f32 results.
   static std::unique_ptr<LoadedProgram> load(const std::string &body) {
-    return compileAndLoad(programText(body), *root + "/cache");
+    return compileAndLoad(programText(body, /*numArgs=*/2, /*numResults=*/2),
+                          *root + "/cache");
   }
 
   static MeshRuntimeOptions meshOptions(int64_t devices, int64_t budget = 0) {
@@ -258,7 +260,7 @@ protected:
     return std::move(*session);
   }
 
-  static std::vector<std::vector<float>> initialArguments() {
+  static std::vector<HostTensor> initialArguments() {
     return {{1, 2, 3, 4}, {0}};
   }
 
@@ -284,12 +286,12 @@ TEST_F(SessionTest, StepsUpdateDonatedArgumentsInPlace) {
   // Now {0, 1}, and step 1.
   EXPECT_EQ(second->loss, 1001.0);
 
-  absl::StatusOr<std::vector<float>> w = session->gatherArgument(0);
+  absl::StatusOr<HostTensor> w = session->gatherArgument(0);
   ASSERT_TRUE(w.ok()) << w.status();
-  EXPECT_EQ(*w, (std::vector<float>{-1, 0, 1, 2}));
-  absl::StatusOr<std::vector<float>> step = session->gatherArgument(1);
+  EXPECT_EQ(w->f32(), (std::vector<float>{-1, 0, 1, 2}));
+  absl::StatusOr<HostTensor> step = session->gatherArgument(1);
   ASSERT_TRUE(step.ok()) << step.status();
-  EXPECT_EQ(*step, (std::vector<float>{1}));
+  EXPECT_EQ(step->f32(), (std::vector<float>{1}));
 
   absl::StatusOr<TrainingSession::StepResult> later = session->step(41);
   ASSERT_TRUE(later.ok()) << later.status();
@@ -297,7 +299,7 @@ TEST_F(SessionTest, StepsUpdateDonatedArgumentsInPlace) {
   EXPECT_EQ(later->loss, -1.0 + 0.0 + 41000.0);
   step = session->gatherArgument(1);
   ASSERT_TRUE(step.ok()) << step.status();
-  EXPECT_EQ(*step, (std::vector<float>{41}));
+  EXPECT_EQ(step->f32(), (std::vector<float>{41}));
 
   EXPECT_GT(session->peakDeviceBytes(), 0);
   EXPECT_EQ(session->lastStepCommBytes(), 0);
@@ -370,9 +372,9 @@ TEST_F(SessionTest, OutOfMemoryStepLeavesNoArgumentsUntilSetAgain) {
   absl::StatusOr<TrainingSession::StepResult> again = session->step(14);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->loss, 3.0 + 14000.0);
-  absl::StatusOr<std::vector<float>> w = session->gatherArgument(0);
+  absl::StatusOr<HostTensor> w = session->gatherArgument(0);
   ASSERT_TRUE(w.ok()) << w.status();
-  EXPECT_EQ(*w, (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_EQ(w->f32(), (std::vector<float>{0, 1, 2, 3}));
 }
 
 TEST_F(SessionTest, SetArgumentsTwiceDoesNotLeak) {
@@ -394,6 +396,21 @@ TEST_F(SessionTest, SetArgumentsTwiceDoesNotLeak) {
               live[d]);
 }
 
+TEST_F(SessionTest, CreateRejectsAProgramWhoseSignatureDisagrees) {
+  // The program returns (loss, w); a spec of one result does not fit it.
+  std::unique_ptr<LoadedProgram> program = load(stepBody(2));
+  ASSERT_NE(program, nullptr);
+  ProgramSpec spec = stepSpec(2);
+  spec.resultAliases = {-1};
+  absl::StatusOr<std::unique_ptr<TrainingSession>> session =
+      TrainingSession::create(meshOptions(2), spec, std::move(program));
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session.status().message(),
+            "the device program takes 2 arguments and returns 2 results, but "
+            "its spec has 2 and 1");
+}
+
 TEST_F(SessionTest, DivergingReplicasAreDataLoss) {
   std::unique_ptr<LoadedProgram> program = load(kDivergingBody);
   ASSERT_NE(program, nullptr);
@@ -405,12 +422,12 @@ TEST_F(SessionTest, DivergingReplicasAreDataLoss) {
       TrainingSession::create(meshOptions(2), spec, std::move(program));
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->setArguments({{5, 5, 5}, {0}}).ok());
-  absl::StatusOr<std::vector<float>> before = (*session)->gatherArgument(0);
+  absl::StatusOr<HostTensor> before = (*session)->gatherArgument(0);
   ASSERT_TRUE(before.ok()) << before.status();
-  EXPECT_EQ(*before, (std::vector<float>{5, 5, 5}));
+  EXPECT_EQ(before->f32(), (std::vector<float>{5, 5, 5}));
 
   ASSERT_TRUE((*session)->step(0).ok());
-  absl::StatusOr<std::vector<float>> after = (*session)->gatherArgument(0);
+  absl::StatusOr<HostTensor> after = (*session)->gatherArgument(0);
   ASSERT_FALSE(after.ok());
   EXPECT_EQ(after.status().code(), absl::StatusCode::kDataLoss);
   // The last device's replica is the gathered value; device 0's differs.

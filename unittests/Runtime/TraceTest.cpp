@@ -40,9 +40,9 @@ std::string programSource(int numAxes) {
     axes += (a ? ", " : "") + std::to_string(a);
   return programText(R"(
 static const SdCollective coll0 = {
-    SD_ALL_REDUCE, 1, {4}, {4}, {0}, {{0}}, )" +
-                     std::to_string(numAxes) + ", {" + axes +
-                     R"(}, 0, 0, 0, 0, nullptr,
+    SD_ALL_REDUCE, SD_F32, 1, {4}, {4}, {0}, {{0}}, )" +
+                         std::to_string(numAxes) + ", {" + axes +
+                         R"(}, 0, 0, 0, 0, nullptr,
     "%sum = sd.all_reduce"};
 
 extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
@@ -69,7 +69,8 @@ extern "C" int32_t sd_program_run(const SdApi *api, SdDevice *dev,
   results[0] = z;
   return 0;
 }
-)");
+)",
+                     /*numArgs=*/2, /*numResults=*/1);
 }
 
 SdDevice *toSd(Device &device) { return reinterpret_cast<SdDevice *>(&device); }

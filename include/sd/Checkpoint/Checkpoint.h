@@ -91,8 +91,8 @@ struct CheckpointWriteOptions {
 };
 
 /// A CheckpointWriteOptions::atPoint for crash tests: at `point` it prints
-/// `sd: checkpoint write stalled at <name> (pid <pid>)` to stderr and waits until the
-/// process is killed; other points pass.
+/// `sd: checkpoint write stalled at <name> (pid <pid>)` to stderr and waits
+/// until the process is killed; other points pass.
 std::function<void(WritePoint)> stallAt(WritePoint point);
 
 /// Writes `session`'s arguments as checkpoint `meta.step` under `dir`
@@ -196,7 +196,7 @@ private:
 /// TrainingSession::setArguments on any mesh), matched by name in `ckpt`.
 /// InvalidArgument naming the tensor when one is missing or its global shape
 /// differs (with both shapes).
-absl::StatusOr<std::vector<std::vector<float>>>
+absl::StatusOr<std::vector<rt::HostTensor>>
 argumentsFromCheckpoint(const LoadedCheckpoint &ckpt,
                         const rt::ProgramSpec &spec);
 

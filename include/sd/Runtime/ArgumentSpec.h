@@ -13,6 +13,8 @@
 #ifndef SD_RUNTIME_ARGUMENTSPEC_H
 #define SD_RUNTIME_ARGUMENTSPEC_H
 
+#include "sd/Runtime/ElementType.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,14 +25,6 @@ namespace sd::rt {
 
 /// What an argument of the step is.
 enum class ArgumentKind { Parameter, OptimizerState, Input, Step };
-
-/// The element type of a buffer the runtime hands a program.
-enum class ElementType { F32 };
-
-/// Bytes of one element.
-int64_t elementBytes(ElementType type);
-/// "f32".
-const char *elementTypeName(ElementType type);
 
 /// What an input argument holds (the model's `#sd.input<...>` kinds but the
 /// step counter, which is ArgumentKind::Step).

@@ -14,6 +14,7 @@
 #ifndef SD_RUNTIME_PROGRAM_H
 #define SD_RUNTIME_PROGRAM_H
 
+#include "sd/Runtime/ElementType.h"
 #include "sd/Runtime/ProgramABI.h"
 
 #include "absl/status/statusor.h"
@@ -67,7 +68,8 @@ struct SourceFile {
 /// file NAME (text before the first is a comment); a text without one is a
 /// single `program.cpp`. A name must be a plain file name (no `/`, not `.`
 /// or `..`), given once.
-absl::StatusOr<std::vector<SourceFile>> splitSourceFiles(std::string_view source);
+absl::StatusOr<std::vector<SourceFile>>
+splitSourceFiles(std::string_view source);
 
 /// $SD_CACHE_DIR, else $XDG_CACHE_HOME/sd, else $HOME/.cache/sd, else
 /// /tmp/sd-cache-$UID.
@@ -92,11 +94,17 @@ struct CompiledProgram {
 absl::StatusOr<CompiledProgram> compileProgram(std::string_view source,
                                                const CompileOptions &options);
 
+/// The element types of a program entry's arguments and results.
+struct ProgramSignature {
+  std::vector<ElementType> arguments, results;
+};
+
 /// A loaded program; unloads on destruction.
 class LoadedProgram {
 public:
   /// dlopen()s `libraryPath`; fails when it cannot be loaded, lacks the entry
-  /// point, or was compiled against another SD_ABI_VERSION.
+  /// point or the signature, was compiled against another SD_ABI_VERSION, or
+  /// its signature names an element type the runtime does not know.
   static absl::StatusOr<std::unique_ptr<LoadedProgram>>
   load(const std::string &libraryPath);
   ~LoadedProgram();
@@ -104,12 +112,15 @@ public:
   LoadedProgram &operator=(const LoadedProgram &) = delete;
 
   SdProgramEntry entry() const { return entryPoint; }
+  const ProgramSignature &signature() const { return programSignature; }
 
 private:
-  LoadedProgram(void *handle, SdProgramEntry entry)
-      : handle(handle), entryPoint(entry) {}
+  LoadedProgram(void *handle, SdProgramEntry entry, ProgramSignature signature)
+      : handle(handle), entryPoint(entry),
+        programSignature(std::move(signature)) {}
   void *handle;
   SdProgramEntry entryPoint;
+  ProgramSignature programSignature;
 };
 
 } // namespace sd::rt

@@ -12,9 +12,12 @@
  * embedded as text by the emitter) and is the only contract between the two.
  *
  * Conventions:
- * - Every tensor is a dense row-major f32 buffer; shapes are int64_t arrays.
- *   i1 values that must be stored (rare: fused loops keep them in
- *   registers) are stored as f32 0.0/1.0.
+ * - Every tensor is a dense row-major buffer of one element type
+ *   (SdElementType); shapes are int64_t arrays. The program's signature
+ *   (SdSignature) and each collective (SdCollective) name the element type
+ *   of the buffers they pass; the kernels below take f32. i1 values that
+ *   must be stored (rare: fused loops keep them in registers) are stored as
+ *   f32 0.0/1.0.
  * - A function returning int returns 0 on success and non-zero on failure;
  *   the runtime has then recorded the error (an out-of-memory naming the
  *   tensor, a peer device that failed, ...). The program returns that
@@ -36,7 +39,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 4
+#define SD_ABI_VERSION 5
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -44,6 +47,9 @@ extern "C" {
 
 /* One device of the mesh, as the runtime sees it (opaque to programs). */
 typedef struct SdDevice SdDevice;
+
+/* The element type of a buffer: how its bytes hold a number. */
+enum SdElementType { SD_F32 = 0 };
 
 /* Memory spaces of SdApi::alloc. */
 enum SdMemorySpace { SD_DEVICE_MEMORY = 0, SD_HOST_MEMORY = 1 };
@@ -62,7 +68,8 @@ enum SdCollectiveKind {
  * runtime mesh's order). Semantics are exactly those of the sd ops of the
  * same name (include/sd/IR/SDCollectiveOps.td). */
 typedef struct SdCollective {
-  int32_t kind; /* SdCollectiveKind */
+  int32_t kind;         /* SdCollectiveKind */
+  int32_t element_type; /* SdElementType of the operand and the result */
   int32_t rank;
   int64_t in_shape[SD_MAX_RANK];  /* the operand's local shape */
   int64_t out_shape[SD_MAX_RANK]; /* the result's local shape */
@@ -120,8 +127,7 @@ typedef struct SdApi {
   /* A buffer of `bytes` in `space` (SdMemorySpace) of this device's pools;
    * NULL when the pool's budget would be exceeded (the runtime has recorded
    * an out-of-memory error naming `name` and the sizes). */
-  void *(*alloc)(SdDevice *dev, int64_t bytes, int32_t space,
-                 const char *name);
+  void *(*alloc)(SdDevice *dev, int64_t bytes, int32_t space, const char *name);
   /* Returns a buffer from `alloc` to its pool. NULL is ignored. */
   void (*release)(SdDevice *dev, void *buffer);
   /* sd.offload / sd.reload: copies `bytes` from `src` (in the other space)
@@ -134,10 +140,10 @@ typedef struct SdApi {
   /* sd.axis_index: the row-major index of this device's coordinates on
    * `axes` (major to minor as listed). */
   int64_t (*axis_index)(SdDevice *dev, const int32_t *axes, int32_t num_axes);
-  /* A collective of the table; `out` has out_shape's elements and is
-   * allocated by the program. */
-  int32_t (*collective)(SdDevice *dev, const SdCollective *op, const float *in,
-                        float *out);
+  /* A collective of the table; `in` and `out` hold op->element_type
+   * elements, `out` has out_shape's and is allocated by the program. */
+  int32_t (*collective)(SdDevice *dev, const SdCollective *op, const void *in,
+                        void *out);
   /* The two halves of an asynchronous collective (sd.collective_permute_
    * start and done): `collective_start` issues `op` and returns at once;
    * `collective_done` with the same `op` and `out` waits until `out` is
@@ -145,9 +151,8 @@ typedef struct SdApi {
    * program computes other things, and neither reads `out` nor writes
    * `in`. */
   int32_t (*collective_start)(SdDevice *dev, const SdCollective *op,
-                              const float *in, float *out);
-  int32_t (*collective_done)(SdDevice *dev, const SdCollective *op,
-                             float *out);
+                              const void *in, void *out);
+  int32_t (*collective_done)(SdDevice *dev, const SdCollective *op, void *out);
 
   /* --- kernels ----------------------------------------------------------- */
   /* For b in [0, batch): C_b = op(A_b) · op(B_b) + beta · C_b, row-major,
@@ -249,6 +254,17 @@ typedef int32_t (*SdProgramEntry)(const SdApi *api, SdDevice *dev,
 #define SD_PROGRAM_ENTRY_NAME "sd_program_run"
 /* `int32_t sd_program_abi_version(void)` returns SD_ABI_VERSION. */
 #define SD_PROGRAM_ABI_NAME "sd_program_abi_version"
+
+/* The element types of the entry's buffers, which the runtime checks
+ * against what it holds before the first run. */
+typedef struct SdSignature {
+  int32_t num_args;
+  const int32_t *arg_types; /* SdElementType of args[i] */
+  int32_t num_results;
+  const int32_t *result_types; /* SdElementType of results[i] */
+} SdSignature;
+/* `const SdSignature *sd_program_signature(void)` describes the entry. */
+#define SD_PROGRAM_SIGNATURE_NAME "sd_program_signature"
 
 #ifdef __cplusplus
 } /* extern "C" */

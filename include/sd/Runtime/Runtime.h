@@ -170,10 +170,12 @@ public:
   virtual const MeshSpec &mesh() const = 0;
   /// Runs `op` for `device`; adds the bytes it sends to its counters.
   /// Reductions add the group's operands in ascending member order, so every
-  /// member gets bitwise the same sum and reruns agree. Fails (Aborted) when
-  /// another device aborted the transport.
+  /// member gets bitwise the same sum and reruns agree. `in` and `out` hold
+  /// `op.element_type` elements; InvalidArgument for an element type the
+  /// transport does not move. Fails (Aborted) when another device aborted
+  /// the transport.
   virtual absl::Status collective(Device &device, const SdCollective &op,
-                                  const float *in, float *out) = 0;
+                                  const void *in, void *out) = 0;
   /// Issues `op` for `device` and returns before it completes; the matching
   /// `finishCollective` (same device, op and `out`) waits for it. Every
   /// device issues and finishes its collectives in one program order, so
@@ -181,11 +183,11 @@ public:
   /// default defers the whole collective to `finishCollective`; transports
   /// that can move data in the meantime override both.
   virtual absl::Status startCollective(Device &device, const SdCollective &op,
-                                       const float *in, float *out);
+                                       const void *in, void *out);
   /// Completes the collective `startCollective` issued into `out`: `out` is
   /// complete and the start's `in` is no longer read by anyone.
   virtual absl::Status finishCollective(Device &device, const SdCollective &op,
-                                        float *out);
+                                        void *out);
   /// Releases every device waiting in a collective with `status`, and makes
   /// later collectives fail, until `reset`.
   virtual void abort(const absl::Status &status) = 0;
@@ -195,7 +197,7 @@ private:
   /// The default start's deferred collectives: the operand of each, by
   /// device and `out` buffer.
   std::mutex deferredMutex;
-  std::map<std::pair<int64_t, const float *>, const float *> deferred;
+  std::map<std::pair<int64_t, const void *>, const void *> deferred;
 };
 
 /// The in-process transport: devices are threads sharing memory.

@@ -17,6 +17,7 @@
 #define SD_RUNTIME_SESSION_H
 
 #include "sd/Runtime/ArgumentSpec.h"
+#include "sd/Runtime/HostTensor.h"
 #include "sd/Runtime/Program.h"
 #include "sd/Runtime/Runtime.h"
 
@@ -31,33 +32,37 @@
 namespace sd::rt {
 
 /// Copies the block of the device at `coords` of a global row-major tensor
-/// of `spec` into `local` (localShape elements), or back (`toGlobal`; only
-/// then is `global` written).
+/// of `spec` (of its element type) into `local` (localShape elements), or
+/// back (`toGlobal`; only then is `global` written).
 void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
-               float *global, float *local, bool toGlobal);
+               void *global, void *local, bool toGlobal);
 
 class TrainingSession {
 public:
   /// Checks that the spec fits the mesh (each global dimension is the local
   /// one times its axes' sizes), that no two results are donated into one
-  /// argument, and that the loss result exists and is not donated.
+  /// argument, that the loss result exists and is not donated, and that the
+  /// program's signature has the spec's arguments and results with their
+  /// element types (an f32 loss).
   static absl::StatusOr<std::unique_ptr<TrainingSession>>
   create(MeshRuntimeOptions options, ProgramSpec spec,
          std::unique_ptr<LoadedProgram> program);
   ~TrainingSession();
 
   /// Gives every device its blocks of the global arguments (one row-major
-  /// vector per argument, of its global shape), in device memory, replacing
-  /// any it had. Fails with the out-of-memory error of the first device that
-  /// cannot hold them; the session then has no arguments.
-  absl::Status setArguments(const std::vector<std::vector<float>> &globals);
+  /// tensor per argument, of its global shape and element type), in device
+  /// memory, replacing any it had. InvalidArgument for a tensor of another
+  /// size or element type; the out-of-memory error of the first device that
+  /// cannot hold them, after which the session has no arguments.
+  absl::Status setArguments(const std::vector<HostTensor> &globals);
 
   /// Makes one device's block of argument `index` in `out` (its localShape
-  /// elements, row-major); `coords` are the device's mesh coordinates
-  /// (ArgumentSpec::blockOffsets gives the block's place in the tensor).
-  /// Called from the devices' threads at once, one block per call.
+  /// elements of its element type, row-major); `coords` are the device's
+  /// mesh coordinates (ArgumentSpec::blockOffsets gives the block's place in
+  /// the tensor). Called from the devices' threads at once, one block per
+  /// call.
   using BlockFiller = std::function<absl::Status(
-      int64_t index, const std::vector<int64_t> &coords, float *out)>;
+      int64_t index, const std::vector<int64_t> &coords, Block out)>;
 
   /// Gives every device its blocks of every argument, in device memory,
   /// replacing any it had: `fill` makes each distinct block this process
@@ -72,8 +77,8 @@ public:
   /// this process's devices hold are read), in the buffers they have:
   /// what a training loop does with each step's batch. FailedPrecondition
   /// without arguments; OutOfRange for a bad index; InvalidArgument for a
-  /// wrong element count.
-  absl::Status setArgument(int64_t index, const std::vector<float> &global);
+  /// wrong element count or element type.
+  absl::Status setArgument(int64_t index, const HostTensor &global);
 
   struct StepResult {
     /// The loss of device 0 (all devices hold the same value).
@@ -89,17 +94,17 @@ public:
 
   /// The global value of argument `index`, assembled from the devices'
   /// blocks; DataLoss when the devices holding the same block disagree.
-  absl::StatusOr<std::vector<float>> gatherArgument(int64_t index);
+  absl::StatusOr<HostTensor> gatherArgument(int64_t index);
 
   /// The global value of result `index` of the last step (with
   /// ProgramSpec::keepResults), assembled like gatherArgument's.
   /// FailedPrecondition before a step or without keepResults.
-  absl::StatusOr<std::vector<float>> gatherResult(int64_t index);
+  absl::StatusOr<HostTensor> gatherResult(int64_t index);
 
   /// Device `device`'s block of argument `index` (localShape elements,
   /// row-major), valid until the next step or setArguments; FailedPrecondition
   /// without arguments, OutOfRange for a bad index.
-  absl::StatusOr<const float *> deviceBlock(int64_t device, int64_t index);
+  absl::StatusOr<ConstBlock> deviceBlock(int64_t device, int64_t index);
 
   const ProgramSpec &spec() const { return programSpec; }
   MeshRuntime &runtime() { return *mesh; }
@@ -117,9 +122,12 @@ private:
   /// The global tensor of `spec` from every device's block (`blockOf` of
   /// this runtime's local device index), across processes with a process
   /// group; DataLoss when replicas differ.
-  absl::StatusOr<std::vector<float>>
+  absl::StatusOr<HostTensor>
   gatherBlocks(const ArgumentSpec &spec,
-               const std::function<const float *(int64_t)> &blockOf);
+               const std::function<const void *(int64_t)> &blockOf);
+  /// InvalidArgument unless `global` has argument `index`'s global element
+  /// count and element type.
+  absl::Status checkGlobal(int64_t index, const HostTensor &global) const;
   void resetAfterFailure();
   /// `device`'s index among this runtime's devices (its id without a
   /// process of a multi-process mesh).

@@ -476,8 +476,8 @@ static std::string flashBlocks(ProgramBuilder &pb, FlashBlocksAttr blocks) {
                << blocks.getBlockQ() << ", " << blocks.getBlockKvCompute()
                << ", " << blocks.getBlockKv() << ", " << blocks.getBlockQDkv()
                << ", " << blocks.getBlockKvDkv() << ", "
-               << blocks.getBlockKvDkvCompute() << ", "
-               << blocks.getBlockQDq() << ", " << blocks.getBlockKvDq() << ", "
+               << blocks.getBlockKvDkvCompute() << ", " << blocks.getBlockQDq()
+               << ", " << blocks.getBlockKvDq() << ", "
                << (blocks.getUseFusedBwdKernel() ? 1 : 0) << "};\n";
   return name;
 }
@@ -489,8 +489,8 @@ static void flashShapeArguments(llvm::raw_ostream &os, ProgramBuilder &pb,
                                 FlashBlocksAttr blocks) {
   ArrayRef<int64_t> q = shapeOf(query), v = shapeOf(value);
   os << q[0] << ", " << q[1] << ", " << q[2] << ", " << v[2] << ", " << q[3]
-     << ", " << v[3] << ", " << doubleLiteral(scale.getValueAsDouble())
-     << ", &" << flashBlocks(pb, blocks) << ")) return st;\n";
+     << ", " << v[3] << ", " << doubleLiteral(scale.getValueAsDouble()) << ", &"
+     << flashBlocks(pb, blocks) << ")) return st;\n";
 }
 
 static LogicalResult emitCallOf(FlashAttentionOp op, ProgramBuilder &pb) {
@@ -501,8 +501,8 @@ static LogicalResult emitCallOf(FlashAttentionOp op, ProgramBuilder &pb) {
        << pb.buffer(op.getValue()) << ", " << pb.optionalBuffer(op.getMask())
        << ", " << maskB << ", " << maskH << ", " << o << ", "
        << pb.buffer(op.getLogsumexp()) << ", ";
-    flashShapeArguments(os, pb, op.getQuery(), op.getValue(),
-                        op.getScaleAttr(), op.getBlocks());
+    flashShapeArguments(os, pb, op.getQuery(), op.getValue(), op.getScaleAttr(),
+                        op.getBlocks());
   });
   return success();
 }
@@ -511,16 +511,15 @@ static LogicalResult emitCallOf(FlashAttentionOp op, ProgramBuilder &pb) {
 /// (C++ expressions; "nullptr" skips that pass).
 template <typename OpTy>
 static void emitFlashBackward(OpTy op, ProgramBuilder &pb,
-                              llvm::raw_ostream &os, StringRef dq,
-                              StringRef dk, StringRef dv) {
+                              llvm::raw_ostream &os, StringRef dq, StringRef dk,
+                              StringRef dv) {
   auto [maskB, maskH] = maskExtent(op.getMask());
   os << "  if (int32_t st = api->flash_attention_backward(dev, "
      << pb.buffer(op.getQuery()) << ", " << pb.buffer(op.getKey()) << ", "
      << pb.buffer(op.getValue()) << ", " << pb.optionalBuffer(op.getMask())
-     << ", " << maskB << ", " << maskH << ", " << pb.buffer(op.getOut())
-     << ", " << pb.buffer(op.getLogsumexp()) << ", "
-     << pb.buffer(op.getDOut()) << ", " << dq << ", " << dk << ", " << dv
-     << ", ";
+     << ", " << maskB << ", " << maskH << ", " << pb.buffer(op.getOut()) << ", "
+     << pb.buffer(op.getLogsumexp()) << ", " << pb.buffer(op.getDOut()) << ", "
+     << dq << ", " << dk << ", " << dv << ", ";
   flashShapeArguments(os, pb, op.getQuery(), op.getValue(), op.getScaleAttr(),
                       op.getBlocks());
 }
@@ -725,7 +724,8 @@ static void writeDescriptor(Operation *op, const CollectiveCall &c,
        << "};\n";
   os << "// " << pb.names.op(op) << "\n"
      << "static const SdCollective coll" << tag << " = {\n"
-     << "    " << c.kind << ", " << inShape.size() << ",\n"
+     << "    " << c.kind << ", " << abiElementType(op->getOperand(0).getType())
+     << ", " << inShape.size() << ",\n"
      << "    /*in_shape=*/{" << intList(inShape) << "},\n"
      << "    /*out_shape=*/{" << intList(outShape) << "},\n"
      << "    /*num_dim_axes=*/{";

@@ -315,6 +315,8 @@ private:
   void emitTableRun(size_t first, size_t count);
   void emitResults();
   void writeFiles(llvm::raw_ostream &os);
+  /// The entry's SdSignature and sd_program_signature.
+  void writeSignature(llvm::raw_ostream &os);
   int64_t writeStepFiles(llvm::raw_ostream &os);
   void writeKernelFiles(llvm::raw_ostream &os);
   Value storageOf(Value v) {
@@ -852,6 +854,7 @@ void ProgramEmitter::writeFiles(llvm::raw_ostream &os) {
      << "#include <memory>\n\n"
      << "extern \"C\" int32_t sd_program_abi_version(void) { return "
         "SD_ABI_VERSION; }\n\n";
+  writeSignature(os);
   for (int64_t i = 0; i < numStepFunctions; ++i)
     os << "SD_STEPS int32_t sd_steps_" << i << kStepParameters << ";\n";
   size_t numArgs = func.getNumArguments();
@@ -868,6 +871,29 @@ void ProgramEmitter::writeFiles(llvm::raw_ostream &os) {
        << "(api, dev, a.get(), b.get(), results)) return st;\n";
   os << "  return 0;\n}\n" << stepFiles;
   writeKernelFiles(os);
+}
+
+/// `name`: the SdElementType of each of `types`, 16 a line; null for none.
+static void writeTypeTable(llvm::raw_ostream &os, StringRef name,
+                           TypeRange types) {
+  if (types.empty()) {
+    os << "static const int32_t *const " << name << " = nullptr;\n";
+    return;
+  }
+  os << "static const int32_t " << name << "[] = {";
+  for (auto [i, type] : llvm::enumerate(types))
+    os << (i % 16 ? " " : "\n    ") << abiElementType(type) << ",";
+  os << "};\n";
+}
+
+void ProgramEmitter::writeSignature(llvm::raw_ostream &os) {
+  writeTypeTable(os, "sd_argument_types", func.getArgumentTypes());
+  writeTypeTable(os, "sd_result_types", func.getResultTypes());
+  os << "static const SdSignature sd_signature = {" << func.getNumArguments()
+     << ", sd_argument_types, " << func.getNumResults()
+     << ", sd_result_types};\n"
+     << "extern \"C\" const SdSignature *sd_program_signature(void) {\n"
+     << "  return &sd_signature;\n}\n\n";
 }
 
 LogicalResult ProgramEmitter::emit(llvm::raw_ostream &os) {

@@ -33,7 +33,7 @@
 // output dimension, is gathered before its GEMM.
 // CHECK: // %{{[0-9]+}} = sd.all_gather (dit_tiny.mlir:78)
 // CHECK-NEXT: static const SdCollective [[$PATCH_GATHER:coll[0-9]+]] = {
-// CHECK-NEXT: SD_ALL_GATHER, 2,
+// CHECK-NEXT: SD_ALL_GATHER, SD_F32, 2,
 // CHECK-NEXT: /*in_shape=*/{16, 32},
 // CHECK-NEXT: /*out_shape=*/{16, 64},
 // CHECK-NEXT: /*num_dim_axes=*/{0, 1},
@@ -67,7 +67,7 @@
 // CHECK: //--- steps_1.cpp
 
 // The loss is summed over the whole mesh (axes 0 and 1).
-// CHECK: SD_ALL_REDUCE, 0,
+// CHECK: SD_ALL_REDUCE, SD_F32, 0,
 // CHECK-NEXT: /*in_shape=*/{},
 // CHECK-NEXT: /*out_shape=*/{},
 // CHECK-NEXT: /*num_dim_axes=*/{},

@@ -35,6 +35,15 @@ inline ArrayRef<int64_t> shapeOf(Value v) {
 inline bool isPred(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType().isInteger(1);
 }
+/// The SdElementType (sd/Runtime/ProgramABI.h) of the buffer that stores a
+/// value of `type`: f32, and i1 stored as f32 0/1 (sd-lower-to-openmp admits
+/// no other element type).
+inline StringRef abiElementType(Type type) {
+  [[maybe_unused]] Type element = cast<RankedTensorType>(type).getElementType();
+  assert((element.isF32() || element.isInteger(1)) &&
+         "sd-lower-to-openmp admits f32 and i1 tensors only");
+  return "SD_F32";
+}
 inline SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)

@@ -1,0 +1,76 @@
+//===- HostTensor.h - A typed tensor in host memory -------------*- C++ -*-===//
+//
+// What a TrainingSession takes and gives for a whole argument or result (a
+// batch, a parameter to export or compare), and the typed views of one
+// device's block of one: each names its element type, so a caller states
+// the type it reads or writes and nothing assumes f32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_RUNTIME_HOSTTENSOR_H
+#define SD_RUNTIME_HOSTTENSOR_H
+
+#include "sd/Runtime/ElementType.h"
+
+#include <cassert>
+#include <cstdint>
+#include <initializer_list>
+#include <type_traits>
+#include <vector>
+
+namespace sd::rt {
+
+/// A tensor's elements, row-major, of one element type.
+class HostTensor {
+public:
+  HostTensor() = default;
+  /// `elements` zeros of `type`.
+  HostTensor(ElementType type, int64_t elements)
+      : type(type), values(static_cast<size_t>(elements), 0.0f) {}
+  /// f32 elements.
+  HostTensor(std::vector<float> values) : values(std::move(values)) {}
+  HostTensor(std::initializer_list<float> values) : values(values) {}
+
+  ElementType elementType() const { return type; }
+  int64_t size() const { return static_cast<int64_t>(values.size()); }
+  int64_t bytes() const { return size() * elementBytes(type); }
+  const void *data() const { return values.data(); }
+  void *data() { return values.data(); }
+
+  /// The elements of an f32 tensor.
+  const std::vector<float> &f32() const {
+    assert(type == ElementType::F32 && "not an f32 tensor");
+    return values;
+  }
+  std::vector<float> &f32() {
+    assert(type == ElementType::F32 && "not an f32 tensor");
+    return values;
+  }
+
+private:
+  ElementType type = ElementType::F32;
+  std::vector<float> values;
+};
+
+/// One device's block of an argument: `elements` elements of `elementType`
+/// at `data` (row-major, the argument's local shape).
+template <typename Pointer> struct BlockView {
+  ElementType elementType = ElementType::F32;
+  Pointer data = nullptr;
+  int64_t elements = 0;
+
+  /// The elements of an f32 block.
+  auto f32() const {
+    assert(elementType == ElementType::F32 && "not an f32 block");
+    using Float =
+        std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>,
+                           const float, float>;
+    return static_cast<Float *>(data);
+  }
+};
+using Block = BlockView<void *>;
+using ConstBlock = BlockView<const void *>;
+
+} // namespace sd::rt
+
+#endif // SD_RUNTIME_HOSTTENSOR_H
