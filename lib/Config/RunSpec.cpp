@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunSpec.h"
+#include "sd/Config/Settings.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -123,91 +124,6 @@ void configMesh(const RunConfig &config, std::string &ici, std::string &dcn) {
   }
   ici = absl::StrJoin(iciParts, ",");
   dcn = anyDcn ? absl::StrJoin(dcnParts, ",") : "";
-}
-
-/// "--adam-b1 must be in [0, 1), not 5".
-absl::Status flagError(std::string_view flagName, std::string_view requirement,
-                       const std::string &value) {
-  return invalid(
-      absl::StrFormat("--%s %s, not %s", flagName, requirement, value));
-}
-
-/// Checks every flag that was given: one that sets a config key against
-/// that key's range (so a value is valid or not whatever its source), the
-/// others against their own.
-absl::Status checkFlags(const RunSpecFlags &flags) {
-  using NumberFlag =
-      std::tuple<const std::optional<double> *, const char *, const char *>;
-  for (auto [flag, flagName, key] :
-       {NumberFlag{&flags.perDeviceBatch, "per-device-batch",
-                   "per_device_batch_size"},
-        NumberFlag{&flags.learningRate, "lr", "learning_rate"},
-        NumberFlag{&flags.adamB1, "adam-b1", "adam_b1"},
-        NumberFlag{&flags.adamB2, "adam-b2", "adam_b2"},
-        NumberFlag{&flags.adamEps, "adam-eps", "adam_eps"},
-        NumberFlag{&flags.weightDecay, "adam-weight-decay",
-                   "adam_weight_decay"},
-        NumberFlag{&flags.maxGradNorm, "max-grad-norm", "max_grad_norm"},
-        NumberFlag{&flags.emaDecay, "ema-decay", "ema_decay"},
-        NumberFlag{&flags.classDropoutProb, "class-dropout-prob",
-                   "class_dropout_prob"}}) {
-    if (!*flag)
-      continue;
-    double value = **flag;
-    std::string_view requirement = std::isfinite(value)
-                                       ? numberKeyRequirement(key, value)
-                                       : "must be a finite number";
-    if (!requirement.empty())
-      return flagError(flagName, requirement, shortDouble(value));
-  }
-  using IntegerFlag =
-      std::tuple<const std::optional<int64_t> *, const char *, const char *>;
-  for (auto [flag, flagName, key] :
-       {IntegerFlag{&flags.steps, "steps", "max_train_steps"},
-        IntegerFlag{&flags.checkpointEvery, "checkpoint-every",
-                    "checkpoint_every"},
-        IntegerFlag{&flags.traceSkipSteps, "trace-skip-steps",
-                    "skip_first_n_steps_for_profiler"},
-        IntegerFlag{&flags.traceSteps, "trace-steps", "profiler_steps"},
-        IntegerFlag{&flags.evalEvery, "eval-every", "eval_every"}}) {
-    std::string_view requirement =
-        *flag ? integerKeyRequirement(key, **flag) : "";
-    if (!requirement.empty())
-      return flagError(flagName, requirement, std::to_string(**flag));
-  }
-  // Flags without a config key.
-  using CountFlag = std::tuple<const std::optional<int64_t> *, const char *,
-                               int64_t, const char *>;
-  for (auto [flag, flagName, min, requirement] :
-       {CountFlag{&flags.devices, "devices", 1, "must be positive"},
-        CountFlag{&flags.processes, "processes", 1, "must be positive"},
-        CountFlag{&flags.batch, "batch", 1, "must be positive"},
-        CountFlag{&flags.gradAccum, "grad-accum", 1, "must be at least 1"},
-        CountFlag{&flags.warmupSteps, "warmup-steps", 0,
-                  "must not be negative"},
-        CountFlag{&flags.threadsPerDevice, "threads-per-device", 0,
-                  "must not be negative"},
-        CountFlag{&flags.ulyssesShards, "ulysses-shards", 1,
-                  "must be at least 1"},
-        CountFlag{&flags.flashMinSeqLength, "flash-min-seq-length", 0,
-                  "must not be negative"}}) {
-    if (*flag && **flag < min)
-      return flagError(flagName, requirement, std::to_string(**flag));
-  }
-  if (flags.collectiveTimeout && !(*flags.collectiveTimeout > 0))
-    return flagError("collective-timeout", "must be positive",
-                     shortDouble(*flags.collectiveTimeout));
-  // Upper limits (RunConfig.h): far above a real run, below an overflow.
-  using LimitFlag =
-      std::tuple<const std::optional<int64_t> *, const char *, int64_t>;
-  for (auto [flag, flagName, max] :
-       {LimitFlag{&flags.batch, "batch", kMaxGlobalBatch},
-        LimitFlag{&flags.threadsPerDevice, "threads-per-device",
-                  kMaxThreadsPerDevice}})
-    if (*flag && **flag > max)
-      return flagError(flagName, absl::StrFormat("must be at most %d", max),
-                       std::to_string(**flag));
-  return absl::OkStatus();
 }
 
 template <typename T> struct Identity { using type = T; };
@@ -517,8 +433,8 @@ absl::Status Resolver::resolveData() {
     // (tf, hf, grain), which sd notes and replaces by synthetic data.
     if (data.type.source == SettingSource::Flag)
       return invalid(absl::StrFormat("%s: %s", data.type.origin, message));
-    spec.notes.push_back(absl::StrFormat(
-        "%s: %s; training on synthetic data", data.type.origin, message));
+    spec.notes.push_back(absl::StrFormat("%s: %s; training on synthetic data",
+                                         data.type.origin, message));
     data.type.value = "synthetic";
   }
   const std::string &type = data.type.value;
@@ -536,13 +452,18 @@ absl::Status Resolver::resolveData() {
   data.classDropoutProb =
       pick(flags.classDropoutProb, "class-dropout-prob", "class_dropout_prob",
            file.classDropoutProb, 0.0);
-  data.evalEvery =
-      pick(flags.evalEvery, "eval-every", "eval_every", file.evalEvery,
-           int64_t(0));
-  if (file.predictionType)
+  data.evalEvery = pick(flags.evalEvery, "eval-every", "eval_every",
+                        file.evalEvery, int64_t(0));
+  if (flags.predictionType || file.predictionType)
     data.predictionType =
-        pick(std::optional<std::string>(), "", "prediction_type",
+        pick(flags.predictionType, "prediction-type", "prediction_type",
              file.predictionType, std::string());
+  SamplingSettings &sampling = spec.sampling;
+  sampling.steps =
+      pick(flags.numInferenceSteps, "num-inference-steps",
+           "num_inference_steps", file.numInferenceSteps, int64_t(50));
+  sampling.guidanceScale = pick(flags.guidanceScale, "guidance-scale",
+                                "guidance_scale", file.guidanceScale, 1.0);
   return absl::OkStatus();
 }
 
@@ -639,9 +560,9 @@ absl::Status Resolver::resolveModel() {
         "(or auto), not %s",
         *flags.ulyssesShards, attention.value));
   if (fileShards && !flags.ulyssesShards && !takesShards) {
-    spec.notes.push_back(absl::StrFormat(
-        "ulysses_shards: %d (unused: attention is %s)", *fileShards,
-        attention.value));
+    spec.notes.push_back(
+        absl::StrFormat("ulysses_shards: %d (unused: attention is %s)",
+                        *fileShards, attention.value));
   } else if (flags.ulyssesShards || fileShards) {
     model.ulyssesShards = pick(flags.ulyssesShards, "ulysses-shards",
                                "ulysses_shards", fileShards, int64_t(0));
@@ -655,10 +576,9 @@ absl::Status Resolver::resolveModel() {
   if (flags.flashBlockSizes) {
     // The flag takes what the config key takes: MaxDiffusion's JSON.
     RunConfig parsed;
-    if (absl::Status s = applyOverride(
-            parsed, "flash_block_sizes=" + *flags.flashBlockSizes);
-        !s.ok())
-    {
+    if (absl::Status s = applyOverride(parsed, "flash_block_sizes=" +
+                                                   *flags.flashBlockSizes);
+        !s.ok()) {
       // The override's message names the key and its origin; the flag's
       // names the flag.
       absl::string_view message = s.message();
@@ -767,7 +687,7 @@ void Resolver::warnIgnoredKeys() {
 }
 
 absl::StatusOr<RunSpec> Resolver::resolve() {
-  if (absl::Status s = checkFlags(flags); !s.ok())
+  if (absl::Status s = checkFlagValues(flags); !s.ok())
     return s;
   spec.configFile = hasConfig ? file.fileName : "";
   spec.run.modelPath = flags.modelPath;
