@@ -105,8 +105,8 @@ Row key(std::string_view name, KeyField field) {
   return Row().key(name, field);
 }
 
-/// The keys sd reads, most with the flag that sets the same setting.
-std::vector<SettingRow> keyRows() {
+/// The config's mesh sizes.
+std::vector<SettingRow> meshKeyRows() {
   return {
       key("ici_data_parallelism", MeshAxisField{false, 0}).check(kMeshSize).row,
       key("ici_fsdp_parallelism", MeshAxisField{false, 1}).check(kMeshSize).row,
@@ -124,7 +124,12 @@ std::vector<SettingRow> keyRows() {
       key("dcn_tensor_parallelism", MeshAxisField{true, 3})
           .check(kMeshSize)
           .row,
-      // Numbers.
+  };
+}
+
+/// The numbers sd reads, most with the flag that sets the same setting.
+std::vector<SettingRow> numberRows() {
+  return {
       flag("per-device-batch", kAllTools, &F::perDeviceBatch, G::Mesh,
            "MaxDiffusion's per_device_batch_size (may be fractional); "
            "global batch = this × devices")
@@ -183,7 +188,12 @@ std::vector<SettingRow> keyRows() {
           .key("guidance_scale", &C::guidanceScale)
           .check(kNotNegative)
           .row,
-      // Integers.
+  };
+}
+
+/// The integers.
+std::vector<SettingRow> integerRows() {
+  return {
       flag("steps", kSdrun, &F::steps, G::Run,
            "Steps the run ends at (max_train_steps; default 10)")
           .key("max_train_steps", &C::maxTrainSteps)
@@ -232,7 +242,12 @@ std::vector<SettingRow> keyRows() {
           .key("flash_min_seq_length", &C::flashMinSeqLength)
           .check(kNotNegative)
           .row,
-      // Strings.
+  };
+}
+
+/// The strings and lists of names.
+std::vector<SettingRow> stringRows() {
+  return {
       flag("output-dir", kSdrun, &F::outputDir, G::Run,
            "output_dir: metrics.csv and loss.png go to "
            "OUTPUT_DIR/RUN_NAME/")
@@ -269,7 +284,6 @@ std::vector<SettingRow> keyRows() {
           .key("prediction_type", &C::predictionType)
           .choices(kPredictionTypes, "prediction type")
           .row,
-      // Lists of names.
       flag("names-saved", kTrainTools, &F::namesSaved, G::Step,
            "CUSTOM: names_which_can_be_saved (comma-separated sd.names)")
           .key("names_which_can_be_saved", &C::namesSaved)
@@ -278,7 +292,12 @@ std::vector<SettingRow> keyRows() {
            "CUSTOM: names_which_can_be_offloaded (comma-separated)")
           .key("names_which_can_be_offloaded", &C::namesOffloaded)
           .row,
-      // Booleans.
+  };
+}
+
+/// The booleans, the rules, the seed, the remat policy and the flash sizes.
+std::vector<SettingRow> otherKeyRows() {
+  return {
       key("opt_enable_grad_global_norm_clipping", &C::gradNormClipping).row,
       key("enable_profiler", &C::enableProfiler).row,
       // The rest.
@@ -308,10 +327,10 @@ std::vector<SettingRow> keyRows() {
   };
 }
 
-/// The flags without a config key.
-std::vector<SettingRow> flagRows() {
+/// The flags without a config key: the mesh, the network, the batch and
+/// the training step.
+std::vector<SettingRow> meshFlagRows() {
   return {
-      // The mesh, the network and the batch.
       flag("mesh", kAllTools, &F::mesh, G::Mesh,
            "Device mesh (ICI), e.g. data:8,fsdp:4; -1 fills from --devices, "
            "or one device a core (default: one device)")
@@ -365,7 +384,12 @@ std::vector<SettingRow> flagRows() {
            "Linear warm-up steps (default 0)")
           .check(kNotNegative)
           .row,
-      // The devices.
+  };
+}
+
+/// The devices.
+std::vector<SettingRow> deviceFlagRows() {
+  return {
       flag("config", kSdrun, &F::config, G::Device,
            "A MaxDiffusion-style YAML config (ici_*/dcn_* parallelism, "
            "per_device_batch_size, remat_policy, learning_rate, adam_*, "
@@ -406,7 +430,12 @@ std::vector<SettingRow> flagRows() {
           .check(kPositive)
           .value("seconds")
           .row,
-      // sdrun's run.
+  };
+}
+
+/// sdrun's run.
+std::vector<SettingRow> runFlagRows() {
+  return {
       flag("metrics", kSdrun, &F::metricsPath, G::Run,
            "Write one JSON object per step to this file")
           .value("file.jsonl")
@@ -449,7 +478,12 @@ std::vector<SettingRow> flagRows() {
            "Perfetto)")
           .value("file.json")
           .row,
-      // sdsample's sampling.
+  };
+}
+
+/// sdsample's sampling.
+std::vector<SettingRow> sampleFlagRows() {
+  return {
       flag("weights", kSdsample, &F::weights, G::Sample,
            "The parameters, by name, from a safetensors file (sdrun "
            "--export or --export-ema)")
@@ -538,9 +572,13 @@ std::string_view SettingRow::flagRequirement(double value) const {
 
 llvm::ArrayRef<SettingRow> sd::settingRows() {
   static const std::vector<SettingRow> rows = [] {
-    std::vector<SettingRow> all = keyRows();
-    std::vector<SettingRow> flags = flagRows();
-    all.insert(all.end(), flags.begin(), flags.end());
+    std::vector<SettingRow> all;
+    for (std::vector<SettingRow> (*group)() :
+         {&meshKeyRows, &numberRows, &integerRows, &stringRows, &otherKeyRows,
+          &meshFlagRows, &deviceFlagRows, &runFlagRows, &sampleFlagRows}) {
+      std::vector<SettingRow> rows = group();
+      all.insert(all.end(), rows.begin(), rows.end());
+    }
     return all;
   }();
   return rows;
