@@ -126,6 +126,9 @@ void configMesh(const RunConfig &config, std::string &ici, std::string &dcn) {
   dcn = anyDcn ? absl::StrJoin(dcnParts, ",") : "";
 }
 
+using F = RunSpecFlags;
+using C = RunConfig;
+
 template <typename T> struct Identity { using type = T; };
 template <typename T> using NonDeduced = typename Identity<T>::type;
 
@@ -182,6 +185,33 @@ private:
       setting.origin = configSource(key);
     }
     return setting;
+  }
+
+  /// pick for the setting of the row whose key fills `keyField`: its flag
+  /// (named as the row names it), else `fromConfig` (the key's value, or
+  /// one the caller derived from it), else `fallback`.
+  template <typename T>
+  Setting<T> pick(std::optional<T> RunSpecFlags::*flagField,
+                  std::optional<T> RunConfig::*keyField,
+                  const std::optional<NonDeduced<T>> &fromConfig,
+                  NonDeduced<T> fallback) const {
+    const SettingRow &row = *findKeyRow(KeyField(keyField));
+    return pick(flags.*flagField, row.flag, row.key, fromConfig,
+                std::move(fallback));
+  }
+  template <typename T>
+  Setting<T> pick(std::optional<T> RunSpecFlags::*flagField,
+                  std::optional<T> RunConfig::*keyField,
+                  NonDeduced<T> fallback) const {
+    return pick(flagField, keyField, file.*keyField, std::move(fallback));
+  }
+  /// pick for a flag without a config key.
+  template <typename T>
+  Setting<T> pick(std::optional<T> RunSpecFlags::*flagField,
+                  NonDeduced<T> fallback) const {
+    const SettingRow &row = *findFlagRow(FlagField(flagField));
+    return pick(flags.*flagField, row.flag, "", std::nullopt,
+                std::move(fallback));
   }
 
   const RunSpecFlags &flags;
@@ -278,12 +308,11 @@ absl::Status Resolver::resolveMesh() {
 
 absl::Status Resolver::resolveBatch() {
   BatchSettings &batch = spec.batch;
-  batch.perDevice = pick(flags.perDeviceBatch, "per-device-batch",
-                         "per_device_batch_size", file.perDeviceBatchSize, 0.0);
+  batch.perDevice = pick(&F::perDeviceBatch, &C::perDeviceBatchSize, 0.0);
   if (flags.batch && flags.perDeviceBatch)
     return invalid("give --batch or --per-device-batch, not both");
   if (flags.batch) {
-    batch.global = pick(flags.batch, "batch", "", std::nullopt, 0);
+    batch.global = pick(&F::batch, 0);
   } else if (batch.perDevice.value != 0.0) {
     double perDevice = batch.perDevice.value;
     int64_t devices = spec.mesh.mesh.numDevices();
@@ -304,7 +333,7 @@ absl::Status Resolver::resolveBatch() {
     batch.global.source = batch.perDevice.source;
     batch.global.origin = batch.perDevice.origin;
   }
-  batch.gradAccum = pick(flags.gradAccum, "grad-accum", "", std::nullopt, 1);
+  batch.gradAccum = pick(&F::gradAccum, 1);
   int64_t accum = batch.gradAccum.value;
   if (accum > 1 && batch.global.value == 0)
     return invalid("--grad-accum needs the global batch (--batch or "
@@ -318,8 +347,7 @@ absl::Status Resolver::resolveBatch() {
 
 absl::Status Resolver::resolveRules() {
   if (flags.rules || !file.rules) {
-    Setting<std::string> name =
-        pick(flags.rules, "rules", kRulesKey, std::nullopt, std::string("dit"));
+    Setting<std::string> name = pick(&F::rules, std::string("dit"));
     absl::StatusOr<LogicalAxisRules> rules = loadRules(name.value);
     if (!rules.ok())
       return rules.status();
@@ -339,8 +367,8 @@ absl::Status Resolver::resolveRules() {
 
 absl::Status Resolver::resolveRemat() {
   RematSettings &remat = spec.remat;
-  Setting<std::string> name = pick(flags.remat, "remat", "remat_policy",
-                                   file.rematPolicy, std::string("NONE"));
+  Setting<std::string> name =
+      pick(&F::remat, &C::rematPolicy, std::string("NONE"));
   std::optional<RematPolicyKind> kind = parseRematPolicyKind(name.value);
   if (!kind)
     return invalid(
@@ -361,11 +389,8 @@ absl::Status Resolver::resolveRemat() {
     return absl::OkStatus();
   }
   using Names = std::vector<std::string>;
-  remat.namesSaved = pick(flags.namesSaved, "names-saved",
-                          "names_which_can_be_saved", file.namesSaved, Names());
-  remat.namesOffloaded =
-      pick(flags.namesOffloaded, "names-offloaded",
-           "names_which_can_be_offloaded", file.namesOffloaded, Names());
+  remat.namesSaved = pick(&F::namesSaved, &C::namesSaved, Names());
+  remat.namesOffloaded = pick(&F::namesOffloaded, &C::namesOffloaded, Names());
   // The config's file names the setting even where it lacks the key.
   for (Setting<Names> *names : {&remat.namesSaved, &remat.namesOffloaded})
     if (names->source == SettingSource::Default && hasConfig) {
@@ -381,17 +406,14 @@ absl::Status Resolver::resolveOptimizer() {
   OptimizerSettings &opt = spec.optimizer;
   RunSettings &run = spec.run;
 
-  run.steps = pick(flags.steps, "steps", "max_train_steps", file.maxTrainSteps,
-                   int64_t(10));
+  run.steps = pick(&F::steps, &C::maxTrainSteps, int64_t(10));
   if (run.steps.value > kMaxTrainSteps)
     return invalid(absl::StrFormat("%s: %d steps is above the limit of %d",
                                    run.steps.origin, run.steps.value,
                                    kMaxTrainSteps));
-  opt.learningRate =
-      pick(flags.learningRate, "lr", "learning_rate", file.learningRate, 1e-4);
+  opt.learningRate = pick(&F::learningRate, &C::learningRate, 1e-4);
   if (flags.warmupSteps || !file.warmupStepsFraction) {
-    opt.warmupSteps = pick(flags.warmupSteps, "warmup-steps", "warmup_steps",
-                           std::nullopt, int64_t(0));
+    opt.warmupSteps = pick(&F::warmupSteps, int64_t(0));
   } else {
     opt.warmupStepsFraction = *file.warmupStepsFraction;
     opt.warmupSteps.value = static_cast<int64_t>(
@@ -399,31 +421,27 @@ absl::Status Resolver::resolveOptimizer() {
     opt.warmupSteps.source = SettingSource::Config;
     opt.warmupSteps.origin = configSource("warmup_steps_fraction");
   }
-  opt.adamB1 = pick(flags.adamB1, "adam-b1", "adam_b1", file.adamB1, 0.9);
-  opt.adamB2 = pick(flags.adamB2, "adam-b2", "adam_b2", file.adamB2, 0.999);
-  opt.adamEps = pick(flags.adamEps, "adam-eps", "adam_eps", file.adamEps, 1e-8);
-  opt.weightDecay = pick(flags.weightDecay, "adam-weight-decay",
-                         "adam_weight_decay", file.adamWeightDecay, 1e-2);
+  opt.adamB1 = pick(&F::adamB1, &C::adamB1, 0.9);
+  opt.adamB2 = pick(&F::adamB2, &C::adamB2, 0.999);
+  opt.adamEps = pick(&F::adamEps, &C::adamEps, 1e-8);
+  opt.weightDecay = pick(&F::weightDecay, &C::adamWeightDecay, 1e-2);
   // MaxDiffusion clips only with opt_enable_grad_global_norm_clipping.
   std::optional<double> clip = file.maxGradNorm;
   if (file.gradNormClipping && !*file.gradNormClipping)
     clip = 0.0;
-  opt.maxGradNorm =
-      pick(flags.maxGradNorm, "max-grad-norm", "max_grad_norm", clip, 0.0);
+  opt.maxGradNorm = pick(&F::maxGradNorm, &C::maxGradNorm, clip, 0.0);
   if (clip && *clip == 0.0 && file.maxGradNorm && *file.maxGradNorm != 0.0 &&
       !flags.maxGradNorm)
     spec.notes.push_back("max_grad_norm: not applied, since "
                          "opt_enable_grad_global_norm_clipping is false");
-  run.seed = pick(flags.seed, "seed", "seed", file.seed, uint64_t(0));
-  opt.emaDecay =
-      pick(flags.emaDecay, "ema-decay", "ema_decay", file.emaDecay, 0.0);
+  run.seed = pick(&F::seed, &C::seed, uint64_t(0));
+  opt.emaDecay = pick(&F::emaDecay, &C::emaDecay, 0.0);
   return absl::OkStatus();
 }
 
 absl::Status Resolver::resolveData() {
   DataSettings &data = spec.data;
-  data.type = pick(flags.datasetType, "dataset-type", "dataset_type",
-                   file.datasetType, std::string("synthetic"));
+  data.type = pick(&F::datasetType, &C::datasetType, std::string("synthetic"));
   if (data.type.value != "synthetic" && data.type.value != "sd") {
     std::string message = absl::StrFormat(
         "dataset_type '%s' is not one sd reads: 'sd' (a directory sddata "
@@ -438,8 +456,7 @@ absl::Status Resolver::resolveData() {
     data.type.value = "synthetic";
   }
   const std::string &type = data.type.value;
-  data.trainDataDir = pick(flags.trainDataDir, "train-data-dir",
-                           "train_data_dir", file.trainDataDir, std::string());
+  data.trainDataDir = pick(&F::trainDataDir, &C::trainDataDir, std::string());
   if (type == "sd" && data.trainDataDir.value.empty())
     return invalid(absl::StrFormat(
         "%s: dataset_type sd needs train_data_dir (--train-data-dir): the "
@@ -449,30 +466,22 @@ absl::Status Resolver::resolveData() {
     spec.notes.push_back(absl::StrFormat(
         "train_data_dir: %s is not read (dataset_type is synthetic)",
         data.trainDataDir.value));
-  data.classDropoutProb =
-      pick(flags.classDropoutProb, "class-dropout-prob", "class_dropout_prob",
-           file.classDropoutProb, 0.0);
-  data.evalEvery = pick(flags.evalEvery, "eval-every", "eval_every",
-                        file.evalEvery, int64_t(0));
+  data.classDropoutProb = pick(&F::classDropoutProb, &C::classDropoutProb, 0.0);
+  data.evalEvery = pick(&F::evalEvery, &C::evalEvery, int64_t(0));
   if (flags.predictionType || file.predictionType)
     data.predictionType =
-        pick(flags.predictionType, "prediction-type", "prediction_type",
-             file.predictionType, std::string());
+        pick(&F::predictionType, &C::predictionType, std::string());
   SamplingSettings &sampling = spec.sampling;
   sampling.steps =
-      pick(flags.numInferenceSteps, "num-inference-steps",
-           "num_inference_steps", file.numInferenceSteps, int64_t(50));
-  sampling.guidanceScale = pick(flags.guidanceScale, "guidance-scale",
-                                "guidance_scale", file.guidanceScale, 1.0);
+      pick(&F::numInferenceSteps, &C::numInferenceSteps, int64_t(50));
+  sampling.guidanceScale = pick(&F::guidanceScale, &C::guidanceScale, 1.0);
   return absl::OkStatus();
 }
 
 absl::Status Resolver::resolveOutputs() {
   RunSettings &run = spec.run;
-  run.outputDir = pick(flags.outputDir, "output-dir", "output_dir",
-                       file.outputDir, std::string());
-  run.runName =
-      pick(flags.runName, "run-name", "run_name", file.runName, std::string());
+  run.outputDir = pick(&F::outputDir, &C::outputDir, std::string());
+  run.runName = pick(&F::runName, &C::runName, std::string());
   run.effectiveRunName = run.runName.value;
   // The run's directory is output_dir/run_name: a name that climbs out of
   // output_dir (or is absolute) would write elsewhere.
@@ -488,8 +497,7 @@ absl::Status Resolver::resolveOutputs() {
     run.runDir = run.outputDir.value + "/" + run.effectiveRunName;
   }
   run.checkpointEvery =
-      pick(flags.checkpointEvery, "checkpoint-every", "checkpoint_every",
-           file.checkpointEvery, int64_t(0));
+      pick(&F::checkpointEvery, &C::checkpointEvery, int64_t(0));
   run.checkpointDir = flags.checkpointDir.value_or("");
   run.resume = flags.resume.value_or(false);
   run.initFrom = flags.initFrom.value_or("");
@@ -504,8 +512,7 @@ absl::Status Resolver::resolveOutputs() {
 
 absl::Status Resolver::resolveTrace() {
   RunSettings &run = spec.run;
-  run.tracePath =
-      pick(flags.tracePath, "trace", "", std::nullopt, std::string());
+  run.tracePath = pick(&F::tracePath, std::string());
   if (!flags.tracePath && file.enableProfiler.value_or(false)) {
     // MaxDiffusion's enable_profiler: the trace goes beside the metrics.
     run.tracePath.value = run.runDir.empty() ? std::string("trace.json")
@@ -513,11 +520,9 @@ absl::Status Resolver::resolveTrace() {
     run.tracePath.source = SettingSource::Config;
     run.tracePath.origin = configSource("enable_profiler");
   }
-  run.traceSkipSteps = pick(flags.traceSkipSteps, "trace-skip-steps",
-                            "skip_first_n_steps_for_profiler",
-                            file.skipFirstNStepsForProfiler, int64_t(0));
-  run.traceSteps = pick(flags.traceSteps, "trace-steps", "profiler_steps",
-                        file.profilerSteps, int64_t(10));
+  run.traceSkipSteps =
+      pick(&F::traceSkipSteps, &C::skipFirstNStepsForProfiler, int64_t(0));
+  run.traceSteps = pick(&F::traceSteps, &C::profilerSteps, int64_t(10));
   int64_t every = run.checkpointEvery.value;
   if (hasConfig && every > 0 && run.checkpointDir.empty() &&
       !flags.checkpointEvery)
@@ -530,8 +535,7 @@ absl::Status Resolver::resolveTrace() {
 absl::Status Resolver::resolveModel() {
   ModelSettings &model = spec.model;
   Setting<std::string> attention =
-      pick(flags.attention, "attention", "attention", file.attention,
-           std::string("dot_product"));
+      pick(&F::attention, &C::attention, std::string("dot_product"));
   std::optional<AttentionKind> kind = parseAttentionKind(attention.value);
   if (!kind) {
     bool unavailable =
@@ -564,8 +568,8 @@ absl::Status Resolver::resolveModel() {
         absl::StrFormat("ulysses_shards: %d (unused: attention is %s)",
                         *fileShards, attention.value));
   } else if (flags.ulyssesShards || fileShards) {
-    model.ulyssesShards = pick(flags.ulyssesShards, "ulysses-shards",
-                               "ulysses_shards", fileShards, int64_t(0));
+    model.ulyssesShards =
+        pick(&F::ulyssesShards, &C::ulyssesShards, fileShards, int64_t(0));
   } else if (*kind == AttentionKind::UlyssesRing) {
     return invalid(absl::StrFormat(
         "%s: attention ulysses_ring needs ulysses_shards (--ulysses-shards), "
@@ -589,8 +593,7 @@ absl::Status Resolver::resolveModel() {
     flagSizes = parsed.flashBlockSizes;
   }
   model.flashMinSeqLength =
-      pick(flags.flashMinSeqLength, "flash-min-seq-length",
-           "flash_min_seq_length", file.flashMinSeqLength, int64_t(0));
+      pick(&F::flashMinSeqLength, &C::flashMinSeqLength, int64_t(0));
   if (model.flashMinSeqLength.value > 0 && *kind == AttentionKind::DotProduct)
     spec.notes.push_back(absl::StrFormat(
         "flash_min_seq_length: %d (unused: attention is dot_product)",

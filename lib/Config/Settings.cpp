@@ -591,6 +591,20 @@ const SettingRow *sd::findKeyRow(std::string_view key) {
   return nullptr;
 }
 
+const SettingRow *sd::findKeyRow(const KeyField &field) {
+  for (const SettingRow &row : settingRows())
+    if (row.hasKey() && row.keyField == field)
+      return &row;
+  return nullptr;
+}
+
+const SettingRow *sd::findFlagRow(const FlagField &field) {
+  for (const SettingRow &row : settingRows())
+    if (row.hasFlag() && row.flagField == field)
+      return &row;
+  return nullptr;
+}
+
 absl::Status sd::checkFlagValues(const RunSpecFlags &flags) {
   for (const SettingRow &row : settingRows()) {
     absl::Status status = std::visit(

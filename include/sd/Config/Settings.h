@@ -54,6 +54,10 @@ struct Requirement {
 struct MeshAxisField {
   bool dcn;
   size_t axis;
+
+  bool operator==(const MeshAxisField &other) const {
+    return dcn == other.dcn && axis == other.axis;
+  }
 };
 
 /// The RunSpecFlags field a flag sets (monostate: the row has no flag).
@@ -113,6 +117,10 @@ llvm::ArrayRef<SettingRow> settingRows();
 
 /// The row of config key `key`, or nullptr.
 const SettingRow *findKeyRow(std::string_view key);
+/// The row whose key fills `field`, or nullptr.
+const SettingRow *findKeyRow(const KeyField &field);
+/// The first row whose flag sets `field`, or nullptr.
+const SettingRow *findFlagRow(const FlagField &field);
 
 /// Checks every flag `flags` sets against its row: the row's requirement
 /// (finite first, for a number that has a key), then its limit.
