@@ -9,6 +9,7 @@
 
 #include "sd/Config/RunConfig.h"
 #include "ConfigKeys.h"
+#include "YamlValues.h"
 #include "sd/Config/Settings.h"
 #include "sd/Sharding/YamlDiagnostics.h"
 
@@ -190,112 +191,6 @@ std::string unknownKeyMessage(std::string_view key) {
                            nearest);
   return absl::StrFormat(
       "unknown key '%s': neither sd nor MaxDiffusion's configs have it", key);
-}
-
-/// YAML's null spellings (plain only: a quoted 'null' is a string).
-bool isNull(const yaml::Node *node) {
-  if (!node || llvm::isa<yaml::NullNode>(node))
-    return true;
-  auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node);
-  if (!scalar)
-    return false;
-  llvm::StringRef raw = scalar->getRawValue().rtrim(" \t");
-  return raw == "null" || raw == "Null" || raw == "NULL" || raw == "~";
-}
-
-/// A plain (unquoted) scalar's text; PyYAML only resolves those to numbers
-/// and booleans.
-std::optional<std::string> plainText(const yaml::Node *node) {
-  auto *scalar = llvm::dyn_cast_or_null<yaml::ScalarNode>(node);
-  if (!scalar || isNull(node))
-    return std::nullopt;
-  llvm::StringRef raw = scalar->getRawValue();
-  if (raw.starts_with("'") || raw.starts_with("\""))
-    return std::nullopt;
-  // The raw text of a plain scalar keeps the blanks before a comment.
-  llvm::SmallString<32> storage;
-  return scalar->getValue(storage).str();
-}
-
-/// Any scalar's value (plain, quoted or block), or nullopt.
-std::optional<std::string> scalarText(yaml::Node *node) {
-  if (isNull(node))
-    return std::nullopt;
-  if (auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node)) {
-    llvm::SmallString<32> storage;
-    return scalar->getValue(storage).str();
-  }
-  if (auto *block = llvm::dyn_cast<yaml::BlockScalarNode>(node))
-    return block->getValue().str();
-  return std::nullopt;
-}
-
-/// How a value is shown in messages: as written, quoted with '' when plain.
-std::string describe(yaml::Node *node) {
-  if (isNull(node))
-    return "null";
-  if (auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node)) {
-    llvm::StringRef raw = scalar->getRawValue();
-    if (raw.starts_with("'") || raw.starts_with("\""))
-      return raw.str();
-    llvm::SmallString<32> storage;
-    return absl::StrFormat("'%s'", scalar->getValue(storage).str());
-  }
-  if (llvm::isa<yaml::SequenceNode>(node))
-    return "a list";
-  if (llvm::isa<yaml::MappingNode>(node))
-    return "a mapping";
-  return "a block string";
-}
-
-bool onlyChars(std::string_view text, std::string_view allowed) {
-  return !text.empty() && text.find_first_not_of(allowed) == text.npos;
-}
-
-/// Decimal numbers in YAML 1.1 (`1.e-5`, as MaxDiffusion writes them) and
-/// 1.2 (`1e-5`) spelling; not inf or nan.
-std::optional<double> parseNumber(std::string_view text) {
-  double value;
-  if (!onlyChars(text, "0123456789+-.eE") ||
-      !absl::SimpleAtod(absl::string_view(text.data(), text.size()), &value) ||
-      !std::isfinite(value))
-    return std::nullopt;
-  return value;
-}
-
-std::optional<int64_t> parseInteger(std::string_view text) {
-  int64_t value;
-  if (!onlyChars(text, "0123456789+-") ||
-      !absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &value))
-    return std::nullopt;
-  return value;
-}
-
-/// How readNumeric parses a number (double) or an integer (int64_t), and
-/// names it in messages.
-template <typename T> struct NumericKind;
-template <> struct NumericKind<double> {
-  static constexpr auto parse = &parseNumber;
-  static constexpr const char *noun = "a number";
-  static constexpr const char *plural = "numbers";
-};
-template <> struct NumericKind<int64_t> {
-  static constexpr auto parse = &parseInteger;
-  static constexpr const char *noun = "an integer";
-  static constexpr const char *plural = "integers";
-};
-
-/// PyYAML's (YAML 1.1) boolean spellings.
-std::optional<bool> parseBool(std::string_view text) {
-  for (std::string_view t :
-       {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
-    if (text == t)
-      return true;
-  for (std::string_view f :
-       {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
-    if (text == f)
-      return false;
-  return std::nullopt;
 }
 
 /// Reads one YAML text into a RunConfig: a whole config file, or the value
