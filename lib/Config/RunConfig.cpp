@@ -9,6 +9,8 @@
 
 #include "sd/Config/RunConfig.h"
 #include "ConfigKeys.h"
+#include "YamlValues.h"
+#include "sd/Config/Settings.h"
 #include "sd/Sharding/YamlDiagnostics.h"
 
 #include "absl/status/status.h"
@@ -17,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -159,119 +162,21 @@ std::string RunConfig::originOf(std::string_view key) const {
 
 namespace {
 
-/// Keys whose value is a number (T = double) or an integer (T = int64_t),
-/// with the range MaxDiffusion expects.
-template <typename T> struct CheckedKey {
-  std::string_view name;
-  std::optional<T> RunConfig::*member;
-  bool (*valid)(T);
-  std::string_view requirement;
-};
-const CheckedKey<double> kNumberKeys[] = {
-    {"per_device_batch_size", &RunConfig::perDeviceBatchSize,
-     [](double v) { return v > 0; }, "must be positive"},
-    {"learning_rate", &RunConfig::learningRate, [](double v) { return v >= 0; },
-     "must not be negative"},
-    {"adam_b1", &RunConfig::adamB1, [](double v) { return v >= 0 && v < 1; },
-     "must be in [0, 1)"},
-    {"adam_b2", &RunConfig::adamB2, [](double v) { return v >= 0 && v < 1; },
-     "must be in [0, 1)"},
-    {"adam_eps", &RunConfig::adamEps, [](double v) { return v > 0; },
-     "must be positive"},
-    {"adam_weight_decay", &RunConfig::adamWeightDecay,
-     [](double v) { return v >= 0; }, "must not be negative"},
-    {"max_grad_norm", &RunConfig::maxGradNorm, [](double v) { return v >= 0; },
-     "must not be negative"},
-    {"warmup_steps_fraction", &RunConfig::warmupStepsFraction,
-     [](double v) { return v >= 0 && v <= 1; }, "must be in [0, 1]"},
-    {"class_dropout_prob", &RunConfig::classDropoutProb,
-     [](double v) { return v >= 0 && v <= 1; }, "must be in [0, 1]"},
-    {"ema_decay", &RunConfig::emaDecay,
-     [](double v) { return v >= 0 && v < 1; }, "must be in [0, 1)"},
-    {"guidance_scale", &RunConfig::guidanceScale,
-     [](double v) { return v >= 0; }, "must not be negative"},
-};
+/// The rules key: read from the file's text by parseRulesYaml.
+bool isRulesKey(std::string_view key) {
+  const SettingRow *row = findKeyRow(key);
+  return row &&
+         std::holds_alternative<std::optional<LogicalAxisRules> RunConfig::*>(
+             row->keyField);
+}
 
-const CheckedKey<int64_t> kIntegerKeys[] = {
-    {"max_train_steps", &RunConfig::maxTrainSteps,
-     [](int64_t v) { return v >= 1; }, "must be at least 1"},
-    // Checkpointing is off for -1 (MaxDiffusion's spelling) and 0.
-    {"checkpoint_every", &RunConfig::checkpointEvery,
-     [](int64_t v) { return v >= -1; }, "must be -1, 0 or at least 1"},
-    {"skip_first_n_steps_for_profiler", &RunConfig::skipFirstNStepsForProfiler,
-     [](int64_t v) { return v >= 0; }, "must not be negative"},
-    {"profiler_steps", &RunConfig::profilerSteps,
-     [](int64_t v) { return v >= 1; }, "must be at least 1"},
-    // -1 (MaxDiffusion's default) leaves it unset.
-    {"ulysses_shards", &RunConfig::ulyssesShards,
-     [](int64_t v) { return v == -1 || v >= 1; }, "must be -1 or at least 1"},
-    // Never for -1 (MaxDiffusion's spelling) and 0.
-    {"eval_every", &RunConfig::evalEvery, [](int64_t v) { return v >= -1; },
-     "must be -1, 0 or at least 1"},
-    {"num_inference_steps", &RunConfig::numInferenceSteps,
-     [](int64_t v) { return v >= 1; }, "must be at least 1"},
-    {"flash_min_seq_length", &RunConfig::flashMinSeqLength,
-     [](int64_t v) { return v >= 0; }, "must not be negative"},
-};
-
-/// Keys whose value is kept as the string given.
-struct StringKey {
-  std::string_view name;
-  std::optional<std::string> RunConfig::*member;
-};
-constexpr StringKey kStringKeys[] = {
-    {"output_dir", &RunConfig::outputDir},
-    {"run_name", &RunConfig::runName},
-    {"weights_dtype", &RunConfig::weightsDtype},
-    {"activations_dtype", &RunConfig::activationsDtype},
-    {"attention", &RunConfig::attention},
-    {"dataset_type", &RunConfig::datasetType},
-    {"train_data_dir", &RunConfig::trainDataDir},
-    {"prediction_type", &RunConfig::predictionType},
-};
-
-struct NamesKey {
-  std::string_view name;
-  std::optional<std::vector<std::string>> RunConfig::*member;
-};
-constexpr NamesKey kNamesKeys[] = {
-    {"names_which_can_be_saved", &RunConfig::namesSaved},
-    {"names_which_can_be_offloaded", &RunConfig::namesOffloaded},
-};
-
-struct BoolKey {
-  std::string_view name;
-  std::optional<bool> RunConfig::*member;
-};
-constexpr BoolKey kBoolKeys[] = {
-    {"opt_enable_grad_global_norm_clipping", &RunConfig::gradNormClipping},
-    {"enable_profiler", &RunConfig::enableProfiler},
-};
-
-constexpr std::string_view kRulesKey = "logical_axis_rules";
-constexpr std::string_view kSeedKey = "seed";
-constexpr std::string_view kRematKey = "remat_policy";
-constexpr std::string_view kFlashKey = "flash_block_sizes";
-
-/// The keys sd reads, from the reader's tables.
+/// The keys sd reads, from the settings table.
 const std::vector<std::string> &sdKeys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> result;
-    for (bool dcn : {false, true})
-      for (size_t axis = 0; axis < kConfigMeshAxes.size(); ++axis)
-        result.push_back(meshKey(dcn, axis));
-    for (const CheckedKey<double> &entry : kNumberKeys)
-      result.emplace_back(entry.name);
-    for (const CheckedKey<int64_t> &entry : kIntegerKeys)
-      result.emplace_back(entry.name);
-    for (const StringKey &entry : kStringKeys)
-      result.emplace_back(entry.name);
-    for (const NamesKey &entry : kNamesKeys)
-      result.emplace_back(entry.name);
-    for (const BoolKey &entry : kBoolKeys)
-      result.emplace_back(entry.name);
-    for (std::string_view name : {kRulesKey, kSeedKey, kRematKey, kFlashKey})
-      result.emplace_back(name);
+    for (const SettingRow &row : settingRows())
+      if (row.hasKey())
+        result.emplace_back(row.key);
     return result;
   }();
   return keys;
@@ -286,112 +191,6 @@ std::string unknownKeyMessage(std::string_view key) {
                            nearest);
   return absl::StrFormat(
       "unknown key '%s': neither sd nor MaxDiffusion's configs have it", key);
-}
-
-/// YAML's null spellings (plain only: a quoted 'null' is a string).
-bool isNull(const yaml::Node *node) {
-  if (!node || llvm::isa<yaml::NullNode>(node))
-    return true;
-  auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node);
-  if (!scalar)
-    return false;
-  llvm::StringRef raw = scalar->getRawValue().rtrim(" \t");
-  return raw == "null" || raw == "Null" || raw == "NULL" || raw == "~";
-}
-
-/// A plain (unquoted) scalar's text; PyYAML only resolves those to numbers
-/// and booleans.
-std::optional<std::string> plainText(const yaml::Node *node) {
-  auto *scalar = llvm::dyn_cast_or_null<yaml::ScalarNode>(node);
-  if (!scalar || isNull(node))
-    return std::nullopt;
-  llvm::StringRef raw = scalar->getRawValue();
-  if (raw.starts_with("'") || raw.starts_with("\""))
-    return std::nullopt;
-  // The raw text of a plain scalar keeps the blanks before a comment.
-  llvm::SmallString<32> storage;
-  return scalar->getValue(storage).str();
-}
-
-/// Any scalar's value (plain, quoted or block), or nullopt.
-std::optional<std::string> scalarText(yaml::Node *node) {
-  if (isNull(node))
-    return std::nullopt;
-  if (auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node)) {
-    llvm::SmallString<32> storage;
-    return scalar->getValue(storage).str();
-  }
-  if (auto *block = llvm::dyn_cast<yaml::BlockScalarNode>(node))
-    return block->getValue().str();
-  return std::nullopt;
-}
-
-/// How a value is shown in messages: as written, quoted with '' when plain.
-std::string describe(yaml::Node *node) {
-  if (isNull(node))
-    return "null";
-  if (auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node)) {
-    llvm::StringRef raw = scalar->getRawValue();
-    if (raw.starts_with("'") || raw.starts_with("\""))
-      return raw.str();
-    llvm::SmallString<32> storage;
-    return absl::StrFormat("'%s'", scalar->getValue(storage).str());
-  }
-  if (llvm::isa<yaml::SequenceNode>(node))
-    return "a list";
-  if (llvm::isa<yaml::MappingNode>(node))
-    return "a mapping";
-  return "a block string";
-}
-
-bool onlyChars(std::string_view text, std::string_view allowed) {
-  return !text.empty() && text.find_first_not_of(allowed) == text.npos;
-}
-
-/// Decimal numbers in YAML 1.1 (`1.e-5`, as MaxDiffusion writes them) and
-/// 1.2 (`1e-5`) spelling; not inf or nan.
-std::optional<double> parseNumber(std::string_view text) {
-  double value;
-  if (!onlyChars(text, "0123456789+-.eE") ||
-      !absl::SimpleAtod(absl::string_view(text.data(), text.size()), &value) ||
-      !std::isfinite(value))
-    return std::nullopt;
-  return value;
-}
-
-std::optional<int64_t> parseInteger(std::string_view text) {
-  int64_t value;
-  if (!onlyChars(text, "0123456789+-") ||
-      !absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &value))
-    return std::nullopt;
-  return value;
-}
-
-/// How readNumeric parses a number (double) or an integer (int64_t), and
-/// names it in messages.
-template <typename T> struct NumericKind;
-template <> struct NumericKind<double> {
-  static constexpr auto parse = &parseNumber;
-  static constexpr const char *noun = "a number";
-  static constexpr const char *plural = "numbers";
-};
-template <> struct NumericKind<int64_t> {
-  static constexpr auto parse = &parseInteger;
-  static constexpr const char *noun = "an integer";
-  static constexpr const char *plural = "integers";
-};
-
-/// PyYAML's (YAML 1.1) boolean spellings.
-std::optional<bool> parseBool(std::string_view text) {
-  for (std::string_view t :
-       {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
-    if (text == t)
-      return true;
-  for (std::string_view f :
-       {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
-    if (text == f)
-      return false;
-  return std::nullopt;
 }
 
 /// Reads one YAML text into a RunConfig: a whole config file, or the value
@@ -464,16 +263,21 @@ private:
   absl::StatusOr<FlashBlockSizes> readFlashJson(std::string_view key,
                                                 yaml::Node *node,
                                                 const std::string &json);
-  absl::Status readRules(std::string_view rulesText, std::string_view where);
+  absl::Status readRules(std::string_view rulesKey, std::string_view rulesText,
+                         std::string_view where);
   absl::StatusOr<ModelKeyValue> readModelKey(const ModelKey &model,
                                              yaml::Node *node);
 
-  /// Stores the value of `key` if `table` has it, after checking its range;
-  /// nullopt when `table` does not have it.
-  template <typename T, size_t N>
-  std::optional<absl::Status> setChecked(std::string_view key,
-                                         yaml::Node *value,
-                                         const CheckedKey<T> (&table)[N]);
+  /// Checks the value of `row`'s key and stores it in the row's field.
+  template <typename T>
+  absl::Status store(const SettingRow &row, std::optional<T> RunConfig::*field,
+                     yaml::Node *value);
+  absl::Status store(const SettingRow &row, MeshAxisField field,
+                     yaml::Node *value);
+  absl::Status store(const SettingRow &row, std::monostate, yaml::Node *value);
+  /// `describe(value) requirement` when `number` breaks `row`'s.
+  absl::Status checkNumber(const SettingRow &row, double number,
+                           yaml::Node *value) const;
 
   /// Stores the value of a key sd uses; `known` is false for other keys.
   /// A key that chooses what is trained is also stored (in modelKeys), but
@@ -703,7 +507,8 @@ absl::StatusOr<ModelKeyValue> ConfigReader::readModelKey(const ModelKey &model,
   return result;
 }
 
-absl::Status ConfigReader::readRules(std::string_view rulesText,
+absl::Status ConfigReader::readRules(std::string_view rulesKey,
+                                     std::string_view rulesText,
                                      std::string_view where) {
   absl::StatusOr<LogicalAxisRules> rules = parseRulesYaml(rulesText, label);
   if (!rules.ok()) {
@@ -717,112 +522,94 @@ absl::Status ConfigReader::readRules(std::string_view rulesText,
     return absl::InvalidArgumentError(message);
   }
   config.rules = *std::move(rules);
-  config.origins[std::string(kRulesKey)] = std::string(where);
+  config.origins[std::string(rulesKey)] = std::string(where);
   return absl::OkStatus();
 }
 
-template <typename T, size_t N>
-std::optional<absl::Status>
-ConfigReader::setChecked(std::string_view key, yaml::Node *value,
-                         const CheckedKey<T> (&table)[N]) {
-  for (const CheckedKey<T> &entry : table) {
-    if (key != entry.name)
-      continue;
-    absl::StatusOr<T> number = readNumeric<T>(key, value);
+absl::Status ConfigReader::checkNumber(const SettingRow &row, double number,
+                                       yaml::Node *value) const {
+  std::string_view requirement = row.keyRequirement(number);
+  if (requirement.empty())
+    return absl::OkStatus();
+  return error(value, row.key,
+               absl::StrFormat("%s %s", describe(value), requirement));
+}
+
+template <typename T>
+absl::Status ConfigReader::store(const SettingRow &row,
+                                 std::optional<T> RunConfig::*field,
+                                 yaml::Node *value) {
+  std::string_view key = row.key;
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, int64_t> ||
+                std::is_same_v<T, uint64_t>) {
+    // The seed is read as an integer, which its requirement keeps >= 0.
+    using Read = std::conditional_t<std::is_same_v<T, double>, double, int64_t>;
+    absl::StatusOr<Read> number = readNumeric<Read>(key, value);
     if (!number.ok())
       return number.status();
-    if (!entry.valid(*number))
-      return error(
-          value, key,
-          absl::StrFormat("%s %s", describe(value), entry.requirement));
-    config.*entry.member = *number;
-    return absl::OkStatus();
+    if (absl::Status s = checkNumber(row, double(*number), value); !s.ok())
+      return s;
+    config.*field = static_cast<T>(*number);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    absl::StatusOr<bool> flag = readBool(key, value);
+    if (!flag.ok())
+      return flag.status();
+    config.*field = *flag;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    absl::StatusOr<std::string> string = readString(key, value);
+    if (!string.ok())
+      return string.status();
+    if (!row.choices.empty() &&
+        llvm::find(row.choices, *string) == row.choices.end())
+      return error(value, key,
+                   absl::StrFormat("unknown %s %s; expected one of %s",
+                                   row.choiceNoun, describe(value),
+                                   joinNames(row.choices)));
+    config.*field = *std::move(string);
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    absl::StatusOr<std::vector<std::string>> names = readNames(key, value);
+    if (!names.ok())
+      return names.status();
+    config.*field = *std::move(names);
+  } else if constexpr (std::is_same_v<T, FlashBlockSizes>) {
+    absl::StatusOr<FlashBlockSizes> sizes = readFlashSizes(key, value);
+    if (!sizes.ok())
+      return sizes.status();
+    config.*field = *sizes;
+  } else {
+    // logical_axis_rules is read from the text (readRules).
+    static_assert(std::is_same_v<T, LogicalAxisRules>);
+    return error(value, key, "is read from the config's text");
   }
-  return std::nullopt;
+  return absl::OkStatus();
+}
+
+absl::Status ConfigReader::store(const SettingRow &row, MeshAxisField field,
+                                 yaml::Node *value) {
+  absl::StatusOr<int64_t> size = readInteger(row.key, value);
+  if (!size.ok())
+    return size.status();
+  if (absl::Status s = checkNumber(row, double(*size), value); !s.ok())
+    return s;
+  (field.dcn ? config.dcn : config.ici)[field.axis] = *size;
+  return absl::OkStatus();
+}
+
+absl::Status ConfigReader::store(const SettingRow &row, std::monostate,
+                                 yaml::Node *value) {
+  return error(value, row.key, "is not a config key");
 }
 
 absl::Status ConfigReader::setValue(std::string_view key, yaml::Node *value,
                                     bool &known) {
-  known = true;
   std::string origin = where(value);
-  auto done = [&](absl::Status s) {
-    if (s.ok())
+  if (const SettingRow *row = findKeyRow(key)) {
+    known = true;
+    absl::Status status = std::visit(
+        [&](auto field) { return store(*row, field, value); }, row->keyField);
+    if (status.ok())
       config.origins[std::string(key)] = origin;
-    return s;
-  };
-
-  for (bool dcn : {false, true}) {
-    for (size_t axis = 0; axis < kConfigMeshAxes.size(); ++axis) {
-      if (key != meshKey(dcn, axis))
-        continue;
-      absl::StatusOr<int64_t> size = readInteger(key, value);
-      if (!size.ok())
-        return size.status();
-      if (*size != -1 && *size < 1)
-        return error(value, key,
-                     describe(value) + " must be -1 (fill) or at least 1");
-      (dcn ? config.dcn : config.ici)[axis] = *size;
-      return done(absl::OkStatus());
-    }
-  }
-  if (std::optional<absl::Status> s = setChecked(key, value, kNumberKeys))
-    return done(*std::move(s));
-  if (std::optional<absl::Status> s = setChecked(key, value, kIntegerKeys))
-    return done(*std::move(s));
-  if (key == kSeedKey) {
-    absl::StatusOr<int64_t> seed = readInteger(key, value);
-    if (!seed.ok())
-      return seed.status();
-    if (*seed < 0)
-      return error(value, key, describe(value) + " must not be negative");
-    config.seed = static_cast<uint64_t>(*seed);
-    return done(absl::OkStatus());
-  }
-  for (const BoolKey &entry : kBoolKeys) {
-    if (key != entry.name)
-      continue;
-    absl::StatusOr<bool> flag = readBool(key, value);
-    if (!flag.ok())
-      return flag.status();
-    config.*entry.member = *flag;
-    return done(absl::OkStatus());
-  }
-  for (const StringKey &entry : kStringKeys) {
-    if (key != entry.name)
-      continue;
-    absl::StatusOr<std::string> string = readString(key, value);
-    if (!string.ok())
-      return string.status();
-    config.*entry.member = *std::move(string);
-    return done(absl::OkStatus());
-  }
-  if (key == kRematKey) {
-    absl::StatusOr<std::string> policy = readString(key, value);
-    if (!policy.ok())
-      return policy.status();
-    if (std::find(kRematPolicies.begin(), kRematPolicies.end(), *policy) ==
-        kRematPolicies.end())
-      return error(value, key,
-                   absl::StrFormat("unknown policy %s; expected one of %s",
-                                   describe(value), joinNames(kRematPolicies)));
-    config.rematPolicy = *std::move(policy);
-    return done(absl::OkStatus());
-  }
-  for (const NamesKey &entry : kNamesKeys) {
-    if (key != entry.name)
-      continue;
-    absl::StatusOr<std::vector<std::string>> names = readNames(key, value);
-    if (!names.ok())
-      return names.status();
-    config.*entry.member = *std::move(names);
-    return done(absl::OkStatus());
-  }
-  if (key == kFlashKey) {
-    absl::StatusOr<FlashBlockSizes> sizes = readFlashSizes(key, value);
-    if (!sizes.ok())
-      return sizes.status();
-    config.flashBlockSizes = *sizes;
-    return done(absl::OkStatus());
+    return status;
   }
   known = false;
   if (const ModelKey *model = findModelKey(key)) {
@@ -883,13 +670,14 @@ absl::Status ConfigReader::readFile() {
     // Taking one entry (rather than the whole file) makes the last of
     // duplicate keys win, as for every other key.
     const yaml::Node *rulesKey = nullptr;
+    std::string rulesName;
     auto flushRules = [&](size_t end) -> absl::Status {
       if (!rulesKey)
         return absl::OkStatus();
       std::string origin = where(rulesKey);
       if (flowRoot) {
         rulesKey = nullptr;
-        return readRules(text, origin);
+        return readRules(rulesName, text, origin);
       }
       size_t begin = offsetOf(rulesKey);
       auto [line, column] =
@@ -898,7 +686,7 @@ absl::Status ConfigReader::readFile() {
       entry.append(column - 1, ' ');
       entry.append(text, begin, end - begin);
       rulesKey = nullptr;
-      return readRules(entry, origin);
+      return readRules(rulesName, entry, origin);
     };
 
     for (yaml::KeyValueNode &entry : *map) {
@@ -913,8 +701,9 @@ absl::Status ConfigReader::readFile() {
                      "expected a config key, got " + describe(keyNode));
       if (!isConfigKey(*key))
         return error(keyNode, "", unknownKeyMessage(*key));
-      if (*key == kRulesKey) {
+      if (isRulesKey(*key)) {
         rulesKey = keyNode; // The iterator skips the value.
+        rulesName = *key;
         continue;
       }
       yaml::Node *value = entry.getValue();
@@ -944,8 +733,8 @@ absl::Status ConfigReader::readOverride(std::string_view key) {
   // that no config has.
   if (!isConfigKey(key))
     return error(nullptr, "", unknownKeyMessage(key));
-  if (key == kRulesKey)
-    return readRules(absl::StrFormat("%s: %s", kRulesKey, text), label);
+  if (isRulesKey(key))
+    return readRules(key, absl::StrFormat("%s: %s", key, text), label);
   if (absl::Status s = checkYamlStructure(text, label, withLines); !s.ok())
     return s;
   yaml::Stream stream(llvm::MemoryBufferRef(llvm::StringRef(text), label),
@@ -1053,24 +842,4 @@ absl::Status sd::applyOverrides(RunConfig &config,
     if (absl::Status s = applyOverride(config, item); !s.ok())
       return s;
   return verifyRunConfig(config);
-}
-
-namespace {
-template <typename T, size_t N>
-std::string_view requirementOf(const CheckedKey<T> (&table)[N],
-                               std::string_view key, T value) {
-  for (const CheckedKey<T> &entry : table)
-    if (key == entry.name && !entry.valid(value))
-      return entry.requirement;
-  return "";
-}
-} // namespace
-
-std::string_view sd::numberKeyRequirement(std::string_view key, double value) {
-  return requirementOf(kNumberKeys, key, value);
-}
-
-std::string_view sd::integerKeyRequirement(std::string_view key,
-                                           int64_t value) {
-  return requirementOf(kIntegerKeys, key, value);
 }

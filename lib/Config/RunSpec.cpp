@@ -2,11 +2,13 @@
 //
 // resolveRunSpec merges the flags, a MaxDiffusion config and its key=value
 // overrides setting by setting, in the order `sdrun --print-config` lists
-// them, and checks each flag against the range its config key has.
+// them (PrintRunSpec.cpp prints them), and checks each flag against its
+// row of the settings table (Settings.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunSpec.h"
+#include "sd/Config/Settings.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -16,9 +18,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 
-#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <cctype>
 #include <cmath>
@@ -125,90 +125,8 @@ void configMesh(const RunConfig &config, std::string &ici, std::string &dcn) {
   dcn = anyDcn ? absl::StrJoin(dcnParts, ",") : "";
 }
 
-/// "--adam-b1 must be in [0, 1), not 5".
-absl::Status flagError(std::string_view flagName, std::string_view requirement,
-                       const std::string &value) {
-  return invalid(
-      absl::StrFormat("--%s %s, not %s", flagName, requirement, value));
-}
-
-/// Checks every flag that was given: one that sets a config key against
-/// that key's range (so a value is valid or not whatever its source), the
-/// others against their own.
-absl::Status checkFlags(const RunSpecFlags &flags) {
-  using NumberFlag =
-      std::tuple<const std::optional<double> *, const char *, const char *>;
-  for (auto [flag, flagName, key] :
-       {NumberFlag{&flags.perDeviceBatch, "per-device-batch",
-                   "per_device_batch_size"},
-        NumberFlag{&flags.learningRate, "lr", "learning_rate"},
-        NumberFlag{&flags.adamB1, "adam-b1", "adam_b1"},
-        NumberFlag{&flags.adamB2, "adam-b2", "adam_b2"},
-        NumberFlag{&flags.adamEps, "adam-eps", "adam_eps"},
-        NumberFlag{&flags.weightDecay, "adam-weight-decay",
-                   "adam_weight_decay"},
-        NumberFlag{&flags.maxGradNorm, "max-grad-norm", "max_grad_norm"},
-        NumberFlag{&flags.emaDecay, "ema-decay", "ema_decay"},
-        NumberFlag{&flags.classDropoutProb, "class-dropout-prob",
-                   "class_dropout_prob"}}) {
-    if (!*flag)
-      continue;
-    double value = **flag;
-    std::string_view requirement = std::isfinite(value)
-                                       ? numberKeyRequirement(key, value)
-                                       : "must be a finite number";
-    if (!requirement.empty())
-      return flagError(flagName, requirement, shortDouble(value));
-  }
-  using IntegerFlag =
-      std::tuple<const std::optional<int64_t> *, const char *, const char *>;
-  for (auto [flag, flagName, key] :
-       {IntegerFlag{&flags.steps, "steps", "max_train_steps"},
-        IntegerFlag{&flags.checkpointEvery, "checkpoint-every",
-                    "checkpoint_every"},
-        IntegerFlag{&flags.traceSkipSteps, "trace-skip-steps",
-                    "skip_first_n_steps_for_profiler"},
-        IntegerFlag{&flags.traceSteps, "trace-steps", "profiler_steps"},
-        IntegerFlag{&flags.evalEvery, "eval-every", "eval_every"}}) {
-    std::string_view requirement =
-        *flag ? integerKeyRequirement(key, **flag) : "";
-    if (!requirement.empty())
-      return flagError(flagName, requirement, std::to_string(**flag));
-  }
-  // Flags without a config key.
-  using CountFlag = std::tuple<const std::optional<int64_t> *, const char *,
-                               int64_t, const char *>;
-  for (auto [flag, flagName, min, requirement] :
-       {CountFlag{&flags.devices, "devices", 1, "must be positive"},
-        CountFlag{&flags.processes, "processes", 1, "must be positive"},
-        CountFlag{&flags.batch, "batch", 1, "must be positive"},
-        CountFlag{&flags.gradAccum, "grad-accum", 1, "must be at least 1"},
-        CountFlag{&flags.warmupSteps, "warmup-steps", 0,
-                  "must not be negative"},
-        CountFlag{&flags.threadsPerDevice, "threads-per-device", 0,
-                  "must not be negative"},
-        CountFlag{&flags.ulyssesShards, "ulysses-shards", 1,
-                  "must be at least 1"},
-        CountFlag{&flags.flashMinSeqLength, "flash-min-seq-length", 0,
-                  "must not be negative"}}) {
-    if (*flag && **flag < min)
-      return flagError(flagName, requirement, std::to_string(**flag));
-  }
-  if (flags.collectiveTimeout && !(*flags.collectiveTimeout > 0))
-    return flagError("collective-timeout", "must be positive",
-                     shortDouble(*flags.collectiveTimeout));
-  // Upper limits (RunConfig.h): far above a real run, below an overflow.
-  using LimitFlag =
-      std::tuple<const std::optional<int64_t> *, const char *, int64_t>;
-  for (auto [flag, flagName, max] :
-       {LimitFlag{&flags.batch, "batch", kMaxGlobalBatch},
-        LimitFlag{&flags.threadsPerDevice, "threads-per-device",
-                  kMaxThreadsPerDevice}})
-    if (*flag && **flag > max)
-      return flagError(flagName, absl::StrFormat("must be at most %d", max),
-                       std::to_string(**flag));
-  return absl::OkStatus();
-}
+using F = RunSpecFlags;
+using C = RunConfig;
 
 template <typename T> struct Identity { using type = T; };
 template <typename T> using NonDeduced = typename Identity<T>::type;
@@ -266,6 +184,33 @@ private:
       setting.origin = configSource(key);
     }
     return setting;
+  }
+
+  /// pick for the setting of the row whose key fills `keyField`: its flag
+  /// (named as the row names it), else `fromConfig` (the key's value, or
+  /// one the caller derived from it), else `fallback`.
+  template <typename T>
+  Setting<T> pick(std::optional<T> RunSpecFlags::*flagField,
+                  std::optional<T> RunConfig::*keyField,
+                  const std::optional<NonDeduced<T>> &fromConfig,
+                  NonDeduced<T> fallback) const {
+    const SettingRow &row = *findKeyRow(KeyField(keyField));
+    return pick(flags.*flagField, row.flag, row.key, fromConfig,
+                std::move(fallback));
+  }
+  template <typename T>
+  Setting<T> pick(std::optional<T> RunSpecFlags::*flagField,
+                  std::optional<T> RunConfig::*keyField,
+                  NonDeduced<T> fallback) const {
+    return pick(flagField, keyField, file.*keyField, std::move(fallback));
+  }
+  /// pick for a flag without a config key.
+  template <typename T>
+  Setting<T> pick(std::optional<T> RunSpecFlags::*flagField,
+                  NonDeduced<T> fallback) const {
+    const SettingRow &row = *findFlagRow(FlagField(flagField));
+    return pick(flags.*flagField, row.flag, "", std::nullopt,
+                std::move(fallback));
   }
 
   const RunSpecFlags &flags;
@@ -362,12 +307,11 @@ absl::Status Resolver::resolveMesh() {
 
 absl::Status Resolver::resolveBatch() {
   BatchSettings &batch = spec.batch;
-  batch.perDevice = pick(flags.perDeviceBatch, "per-device-batch",
-                         "per_device_batch_size", file.perDeviceBatchSize, 0.0);
+  batch.perDevice = pick(&F::perDeviceBatch, &C::perDeviceBatchSize, 0.0);
   if (flags.batch && flags.perDeviceBatch)
     return invalid("give --batch or --per-device-batch, not both");
   if (flags.batch) {
-    batch.global = pick(flags.batch, "batch", "", std::nullopt, 0);
+    batch.global = pick(&F::batch, 0);
   } else if (batch.perDevice.value != 0.0) {
     double perDevice = batch.perDevice.value;
     int64_t devices = spec.mesh.mesh.numDevices();
@@ -388,7 +332,7 @@ absl::Status Resolver::resolveBatch() {
     batch.global.source = batch.perDevice.source;
     batch.global.origin = batch.perDevice.origin;
   }
-  batch.gradAccum = pick(flags.gradAccum, "grad-accum", "", std::nullopt, 1);
+  batch.gradAccum = pick(&F::gradAccum, 1);
   int64_t accum = batch.gradAccum.value;
   if (accum > 1 && batch.global.value == 0)
     return invalid("--grad-accum needs the global batch (--batch or "
@@ -402,8 +346,7 @@ absl::Status Resolver::resolveBatch() {
 
 absl::Status Resolver::resolveRules() {
   if (flags.rules || !file.rules) {
-    Setting<std::string> name =
-        pick(flags.rules, "rules", kRulesKey, std::nullopt, std::string("dit"));
+    Setting<std::string> name = pick(&F::rules, std::string("dit"));
     absl::StatusOr<LogicalAxisRules> rules = loadRules(name.value);
     if (!rules.ok())
       return rules.status();
@@ -423,8 +366,8 @@ absl::Status Resolver::resolveRules() {
 
 absl::Status Resolver::resolveRemat() {
   RematSettings &remat = spec.remat;
-  Setting<std::string> name = pick(flags.remat, "remat", "remat_policy",
-                                   file.rematPolicy, std::string("NONE"));
+  Setting<std::string> name =
+      pick(&F::remat, &C::rematPolicy, std::string("NONE"));
   std::optional<RematPolicyKind> kind = parseRematPolicyKind(name.value);
   if (!kind)
     return invalid(
@@ -445,11 +388,8 @@ absl::Status Resolver::resolveRemat() {
     return absl::OkStatus();
   }
   using Names = std::vector<std::string>;
-  remat.namesSaved = pick(flags.namesSaved, "names-saved",
-                          "names_which_can_be_saved", file.namesSaved, Names());
-  remat.namesOffloaded =
-      pick(flags.namesOffloaded, "names-offloaded",
-           "names_which_can_be_offloaded", file.namesOffloaded, Names());
+  remat.namesSaved = pick(&F::namesSaved, &C::namesSaved, Names());
+  remat.namesOffloaded = pick(&F::namesOffloaded, &C::namesOffloaded, Names());
   // The config's file names the setting even where it lacks the key.
   for (Setting<Names> *names : {&remat.namesSaved, &remat.namesOffloaded})
     if (names->source == SettingSource::Default && hasConfig) {
@@ -465,17 +405,14 @@ absl::Status Resolver::resolveOptimizer() {
   OptimizerSettings &opt = spec.optimizer;
   RunSettings &run = spec.run;
 
-  run.steps = pick(flags.steps, "steps", "max_train_steps", file.maxTrainSteps,
-                   int64_t(10));
+  run.steps = pick(&F::steps, &C::maxTrainSteps, int64_t(10));
   if (run.steps.value > kMaxTrainSteps)
     return invalid(absl::StrFormat("%s: %d steps is above the limit of %d",
                                    run.steps.origin, run.steps.value,
                                    kMaxTrainSteps));
-  opt.learningRate =
-      pick(flags.learningRate, "lr", "learning_rate", file.learningRate, 1e-4);
+  opt.learningRate = pick(&F::learningRate, &C::learningRate, 1e-4);
   if (flags.warmupSteps || !file.warmupStepsFraction) {
-    opt.warmupSteps = pick(flags.warmupSteps, "warmup-steps", "warmup_steps",
-                           std::nullopt, int64_t(0));
+    opt.warmupSteps = pick(&F::warmupSteps, int64_t(0));
   } else {
     opt.warmupStepsFraction = *file.warmupStepsFraction;
     opt.warmupSteps.value = static_cast<int64_t>(
@@ -483,31 +420,27 @@ absl::Status Resolver::resolveOptimizer() {
     opt.warmupSteps.source = SettingSource::Config;
     opt.warmupSteps.origin = configSource("warmup_steps_fraction");
   }
-  opt.adamB1 = pick(flags.adamB1, "adam-b1", "adam_b1", file.adamB1, 0.9);
-  opt.adamB2 = pick(flags.adamB2, "adam-b2", "adam_b2", file.adamB2, 0.999);
-  opt.adamEps = pick(flags.adamEps, "adam-eps", "adam_eps", file.adamEps, 1e-8);
-  opt.weightDecay = pick(flags.weightDecay, "adam-weight-decay",
-                         "adam_weight_decay", file.adamWeightDecay, 1e-2);
+  opt.adamB1 = pick(&F::adamB1, &C::adamB1, 0.9);
+  opt.adamB2 = pick(&F::adamB2, &C::adamB2, 0.999);
+  opt.adamEps = pick(&F::adamEps, &C::adamEps, 1e-8);
+  opt.weightDecay = pick(&F::weightDecay, &C::adamWeightDecay, 1e-2);
   // MaxDiffusion clips only with opt_enable_grad_global_norm_clipping.
   std::optional<double> clip = file.maxGradNorm;
   if (file.gradNormClipping && !*file.gradNormClipping)
     clip = 0.0;
-  opt.maxGradNorm =
-      pick(flags.maxGradNorm, "max-grad-norm", "max_grad_norm", clip, 0.0);
+  opt.maxGradNorm = pick(&F::maxGradNorm, &C::maxGradNorm, clip, 0.0);
   if (clip && *clip == 0.0 && file.maxGradNorm && *file.maxGradNorm != 0.0 &&
       !flags.maxGradNorm)
     spec.notes.push_back("max_grad_norm: not applied, since "
                          "opt_enable_grad_global_norm_clipping is false");
-  run.seed = pick(flags.seed, "seed", "seed", file.seed, uint64_t(0));
-  opt.emaDecay =
-      pick(flags.emaDecay, "ema-decay", "ema_decay", file.emaDecay, 0.0);
+  run.seed = pick(&F::seed, &C::seed, uint64_t(0));
+  opt.emaDecay = pick(&F::emaDecay, &C::emaDecay, 0.0);
   return absl::OkStatus();
 }
 
 absl::Status Resolver::resolveData() {
   DataSettings &data = spec.data;
-  data.type = pick(flags.datasetType, "dataset-type", "dataset_type",
-                   file.datasetType, std::string("synthetic"));
+  data.type = pick(&F::datasetType, &C::datasetType, std::string("synthetic"));
   if (data.type.value != "synthetic" && data.type.value != "sd") {
     std::string message = absl::StrFormat(
         "dataset_type '%s' is not one sd reads: 'sd' (a directory sddata "
@@ -517,13 +450,12 @@ absl::Status Resolver::resolveData() {
     // (tf, hf, grain), which sd notes and replaces by synthetic data.
     if (data.type.source == SettingSource::Flag)
       return invalid(absl::StrFormat("%s: %s", data.type.origin, message));
-    spec.notes.push_back(absl::StrFormat(
-        "%s: %s; training on synthetic data", data.type.origin, message));
+    spec.notes.push_back(absl::StrFormat("%s: %s; training on synthetic data",
+                                         data.type.origin, message));
     data.type.value = "synthetic";
   }
   const std::string &type = data.type.value;
-  data.trainDataDir = pick(flags.trainDataDir, "train-data-dir",
-                           "train_data_dir", file.trainDataDir, std::string());
+  data.trainDataDir = pick(&F::trainDataDir, &C::trainDataDir, std::string());
   if (type == "sd" && data.trainDataDir.value.empty())
     return invalid(absl::StrFormat(
         "%s: dataset_type sd needs train_data_dir (--train-data-dir): the "
@@ -533,25 +465,22 @@ absl::Status Resolver::resolveData() {
     spec.notes.push_back(absl::StrFormat(
         "train_data_dir: %s is not read (dataset_type is synthetic)",
         data.trainDataDir.value));
-  data.classDropoutProb =
-      pick(flags.classDropoutProb, "class-dropout-prob", "class_dropout_prob",
-           file.classDropoutProb, 0.0);
-  data.evalEvery =
-      pick(flags.evalEvery, "eval-every", "eval_every", file.evalEvery,
-           int64_t(0));
-  if (file.predictionType)
+  data.classDropoutProb = pick(&F::classDropoutProb, &C::classDropoutProb, 0.0);
+  data.evalEvery = pick(&F::evalEvery, &C::evalEvery, int64_t(0));
+  if (flags.predictionType || file.predictionType)
     data.predictionType =
-        pick(std::optional<std::string>(), "", "prediction_type",
-             file.predictionType, std::string());
+        pick(&F::predictionType, &C::predictionType, std::string());
+  SamplingSettings &sampling = spec.sampling;
+  sampling.steps =
+      pick(&F::numInferenceSteps, &C::numInferenceSteps, int64_t(50));
+  sampling.guidanceScale = pick(&F::guidanceScale, &C::guidanceScale, 1.0);
   return absl::OkStatus();
 }
 
 absl::Status Resolver::resolveOutputs() {
   RunSettings &run = spec.run;
-  run.outputDir = pick(flags.outputDir, "output-dir", "output_dir",
-                       file.outputDir, std::string());
-  run.runName =
-      pick(flags.runName, "run-name", "run_name", file.runName, std::string());
+  run.outputDir = pick(&F::outputDir, &C::outputDir, std::string());
+  run.runName = pick(&F::runName, &C::runName, std::string());
   run.effectiveRunName = run.runName.value;
   // The run's directory is output_dir/run_name: a name that climbs out of
   // output_dir (or is absolute) would write elsewhere.
@@ -567,8 +496,7 @@ absl::Status Resolver::resolveOutputs() {
     run.runDir = run.outputDir.value + "/" + run.effectiveRunName;
   }
   run.checkpointEvery =
-      pick(flags.checkpointEvery, "checkpoint-every", "checkpoint_every",
-           file.checkpointEvery, int64_t(0));
+      pick(&F::checkpointEvery, &C::checkpointEvery, int64_t(0));
   run.checkpointDir = flags.checkpointDir.value_or("");
   run.resume = flags.resume.value_or(false);
   run.initFrom = flags.initFrom.value_or("");
@@ -583,8 +511,7 @@ absl::Status Resolver::resolveOutputs() {
 
 absl::Status Resolver::resolveTrace() {
   RunSettings &run = spec.run;
-  run.tracePath =
-      pick(flags.tracePath, "trace", "", std::nullopt, std::string());
+  run.tracePath = pick(&F::tracePath, std::string());
   if (!flags.tracePath && file.enableProfiler.value_or(false)) {
     // MaxDiffusion's enable_profiler: the trace goes beside the metrics.
     run.tracePath.value = run.runDir.empty() ? std::string("trace.json")
@@ -592,11 +519,9 @@ absl::Status Resolver::resolveTrace() {
     run.tracePath.source = SettingSource::Config;
     run.tracePath.origin = configSource("enable_profiler");
   }
-  run.traceSkipSteps = pick(flags.traceSkipSteps, "trace-skip-steps",
-                            "skip_first_n_steps_for_profiler",
-                            file.skipFirstNStepsForProfiler, int64_t(0));
-  run.traceSteps = pick(flags.traceSteps, "trace-steps", "profiler_steps",
-                        file.profilerSteps, int64_t(10));
+  run.traceSkipSteps =
+      pick(&F::traceSkipSteps, &C::skipFirstNStepsForProfiler, int64_t(0));
+  run.traceSteps = pick(&F::traceSteps, &C::profilerSteps, int64_t(10));
   int64_t every = run.checkpointEvery.value;
   if (hasConfig && every > 0 && run.checkpointDir.empty() &&
       !flags.checkpointEvery)
@@ -609,8 +534,7 @@ absl::Status Resolver::resolveTrace() {
 absl::Status Resolver::resolveModel() {
   ModelSettings &model = spec.model;
   Setting<std::string> attention =
-      pick(flags.attention, "attention", "attention", file.attention,
-           std::string("dot_product"));
+      pick(&F::attention, &C::attention, std::string("dot_product"));
   std::optional<AttentionKind> kind = parseAttentionKind(attention.value);
   if (!kind) {
     bool unavailable =
@@ -639,12 +563,12 @@ absl::Status Resolver::resolveModel() {
         "(or auto), not %s",
         *flags.ulyssesShards, attention.value));
   if (fileShards && !flags.ulyssesShards && !takesShards) {
-    spec.notes.push_back(absl::StrFormat(
-        "ulysses_shards: %d (unused: attention is %s)", *fileShards,
-        attention.value));
+    spec.notes.push_back(
+        absl::StrFormat("ulysses_shards: %d (unused: attention is %s)",
+                        *fileShards, attention.value));
   } else if (flags.ulyssesShards || fileShards) {
-    model.ulyssesShards = pick(flags.ulyssesShards, "ulysses-shards",
-                               "ulysses_shards", fileShards, int64_t(0));
+    model.ulyssesShards =
+        pick(&F::ulyssesShards, &C::ulyssesShards, fileShards, int64_t(0));
   } else if (*kind == AttentionKind::UlyssesRing) {
     return invalid(absl::StrFormat(
         "%s: attention ulysses_ring needs ulysses_shards (--ulysses-shards), "
@@ -655,10 +579,9 @@ absl::Status Resolver::resolveModel() {
   if (flags.flashBlockSizes) {
     // The flag takes what the config key takes: MaxDiffusion's JSON.
     RunConfig parsed;
-    if (absl::Status s = applyOverride(
-            parsed, "flash_block_sizes=" + *flags.flashBlockSizes);
-        !s.ok())
-    {
+    if (absl::Status s = applyOverride(parsed, "flash_block_sizes=" +
+                                                   *flags.flashBlockSizes);
+        !s.ok()) {
       // The override's message names the key and its origin; the flag's
       // names the flag.
       absl::string_view message = s.message();
@@ -669,8 +592,7 @@ absl::Status Resolver::resolveModel() {
     flagSizes = parsed.flashBlockSizes;
   }
   model.flashMinSeqLength =
-      pick(flags.flashMinSeqLength, "flash-min-seq-length",
-           "flash_min_seq_length", file.flashMinSeqLength, int64_t(0));
+      pick(&F::flashMinSeqLength, &C::flashMinSeqLength, int64_t(0));
   if (model.flashMinSeqLength.value > 0 && *kind == AttentionKind::DotProduct)
     spec.notes.push_back(absl::StrFormat(
         "flash_min_seq_length: %d (unused: attention is dot_product)",
@@ -767,7 +689,7 @@ void Resolver::warnIgnoredKeys() {
 }
 
 absl::StatusOr<RunSpec> Resolver::resolve() {
-  if (absl::Status s = checkFlags(flags); !s.ok())
+  if (absl::Status s = checkFlagValues(flags); !s.ok())
     return s;
   spec.configFile = hasConfig ? file.fileName : "";
   spec.run.modelPath = flags.modelPath;
@@ -836,141 +758,6 @@ absl::StatusOr<RunSpec> sd::resolveRunSpec(const RunSpecFlags &flags,
         overrides.front()));
   }
   return Resolver(flags, file, configPath.has_value(), host).resolve();
-}
-
-//===----------------------------------------------------------------------===//
-// --print-config
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// The rows of --print-config: key, value, origin.
-class SettingsTable {
-public:
-  template <typename T>
-  void add(std::string_view key, const Setting<T> &setting) {
-    add(key, display(setting.value), setting.origin);
-  }
-  void add(std::string_view key, std::string value, std::string origin) {
-    rows.push_back({std::string(key), std::move(value), std::move(origin)});
-  }
-
-  void print(llvm::raw_ostream &os) const {
-    size_t width = 0;
-    for (const Row &row : rows)
-      width = std::max(width, row.key.size());
-    for (const Row &row : rows)
-      os << "  " << llvm::left_justify(row.key, width) << "  " << row.value
-         << "  (" << row.origin << ")\n";
-  }
-
-private:
-  static std::string display(const std::string &value) {
-    return value.empty() ? "''" : value;
-  }
-  static std::string display(double value) { return shortDouble(value); }
-  static std::string display(int64_t value) { return std::to_string(value); }
-  static std::string display(uint64_t value) { return std::to_string(value); }
-  static std::string display(const std::vector<std::string> &value) {
-    return "[" + absl::StrJoin(value, ", ") + "]";
-  }
-  static std::string display(RematPolicyKind value) {
-    return std::string(rematPolicyName(value));
-  }
-  static std::string display(AttentionKind value) {
-    return std::string(attentionKindName(value));
-  }
-  static std::string display(const FlashBlockSizes &value) {
-    return value.toString();
-  }
-
-  struct Row {
-    std::string key, value, origin;
-  };
-  std::vector<Row> rows;
-};
-
-} // namespace
-
-void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
-  SettingsTable table;
-  const MeshSettings &mesh = spec.mesh;
-  std::string meshValue =
-      mesh.ici.empty() ? std::string("one device") : mesh.mesh.toString();
-  if (!mesh.ici.empty() && mesh.ici != meshValue)
-    meshValue += " (ici " + mesh.ici +
-                 (mesh.dcn.empty() ? "" : ", dcn " + mesh.dcn) + ")";
-  table.add("mesh", meshValue, mesh.origin);
-  table.add("per_device_batch_size", spec.batch.perDevice);
-  // The global batch is a row of its own only when --batch gave it.
-  if (spec.batch.global.origin == "--batch")
-    table.add("batch", spec.batch.global);
-  const Setting<LogicalAxisRules> &rules = spec.rules;
-  table.add("logical_axis_rules",
-            rules.source == SettingSource::Config
-                ? absl::StrFormat("%d rules", rules.value.rules.size())
-                : rules.value.name,
-            rules.origin);
-  table.add("remat_policy", spec.remat.policy);
-  if (spec.remat.policy.value == RematPolicyKind::Custom) {
-    table.add("names_which_can_be_saved", spec.remat.namesSaved);
-    table.add("names_which_can_be_offloaded", spec.remat.namesOffloaded);
-  }
-  const OptimizerSettings &opt = spec.optimizer;
-  const RunSettings &run = spec.run;
-  table.add("max_train_steps", run.steps);
-  table.add("learning_rate", opt.learningRate);
-  if (opt.warmupStepsFraction)
-    table.add("warmup_steps",
-              absl::StrFormat("%d (warmup_steps_fraction %s × %d steps)",
-                              opt.warmupSteps.value,
-                              shortDouble(*opt.warmupStepsFraction),
-                              run.steps.value),
-              opt.warmupSteps.origin);
-  else
-    table.add("warmup_steps", opt.warmupSteps);
-  table.add("adam_b1", opt.adamB1);
-  table.add("adam_b2", opt.adamB2);
-  table.add("adam_eps", opt.adamEps);
-  table.add("adam_weight_decay", opt.weightDecay);
-  table.add("max_grad_norm", opt.maxGradNorm);
-  table.add("ema_decay", opt.emaDecay);
-  table.add("dataset_type", spec.data.type);
-  if (spec.data.type.value == "sd")
-    table.add("train_data_dir", spec.data.trainDataDir);
-  table.add("class_dropout_prob", spec.data.classDropoutProb);
-  table.add("eval_every", spec.data.evalEvery);
-  if (spec.data.predictionType)
-    table.add("prediction_type", *spec.data.predictionType);
-  table.add("seed", run.seed);
-  table.add("output_dir", run.outputDir);
-  table.add("run_name", run.runName);
-  table.add("checkpoint_every", run.checkpointEvery);
-  if (run.tracePath.source == SettingSource::Config)
-    table.add("enable_profiler", "true -> " + run.tracePath.value,
-              run.tracePath.origin);
-  table.add("skip_first_n_steps_for_profiler", run.traceSkipSteps);
-  table.add("profiler_steps", run.traceSteps);
-  table.add("attention", spec.model.attention);
-  if (spec.model.ulyssesShards)
-    table.add("ulysses_shards", *spec.model.ulyssesShards);
-  if (spec.model.flashBlockSizes)
-    table.add("flash_block_sizes", *spec.model.flashBlockSizes);
-  if (spec.model.attention.value != AttentionKind::DotProduct ||
-      spec.model.flashMinSeqLength.source != SettingSource::Default)
-    table.add("flash_min_seq_length", spec.model.flashMinSeqLength);
-  if (spec.model.weightsDtype)
-    table.add("weights_dtype", *spec.model.weightsDtype);
-  if (spec.model.activationsDtype)
-    table.add("activations_dtype", *spec.model.activationsDtype);
-
-  os << "sdrun settings for " << run.modelPath;
-  if (!spec.configFile.empty())
-    os << " (" << spec.configFile << ")";
-  os << ":\n";
-  table.print(os);
-  for (const std::string &note : spec.notes)
-    os << note << "\n";
 }
 
 absl::StatusOr<NetworkModel> sd::resolveNetwork(const RunSpecFlags &flags) {

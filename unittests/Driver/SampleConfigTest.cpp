@@ -1,14 +1,13 @@
-//===- SampleConfigTest.cpp - sdsample's config keys ----------------------===//
+//===- SampleConfigTest.cpp - sdsample's options from its run spec --------===//
 //
-// The sampling keys of a MaxDiffusion-style config file (readSamplingConfig).
-// The sampler math is tested in unittests/Sampling.
+// setSamplingOptions: the sampling settings of a resolved run spec and
+// sdsample's own flags as SampleOptions. The keys are read by the shared
+// config reader (unittests/Config/SettingsTest.cpp); the sampler math is
+// tested in unittests/Sampling.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/Driver/Sample.h"
-
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
 
@@ -16,50 +15,54 @@ using namespace mlir::sd;
 
 namespace {
 
-/// A file in a fresh temporary directory holding `text`.
-std::string writeTemp(llvm::StringRef name, llvm::StringRef text) {
-  llvm::SmallString<128> dir;
-  EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("sd-sample-test", dir));
-  std::string path = (dir + "/" + name).str();
-  std::error_code error;
-  llvm::raw_fd_ostream os(path, error);
-  os << text;
-  return path;
+/// A spec whose prediction type is `name` (as a flag or the config gives it).
+::sd::RunSpec withPrediction(const std::string &name) {
+  ::sd::RunSpec spec;
+  spec.data.predictionType = ::sd::Setting<std::string>(name);
+  return spec;
 }
 
-TEST(SampleConfig, ReadsTheSamplingKeys) {
-  std::string path = writeTemp("run.yml", "ici_data_parallelism: 2\n"
-                                          "num_inference_steps: 25\n"
-                                          "guidance_scale: 2.5\n"
-                                          "prediction_type: 'v_prediction'\n"
-                                          "learning_rate: 1.e-3\n");
-  absl::StatusOr<SamplingConfig> config = readSamplingConfig(path);
-  ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->steps, 25);
-  EXPECT_EQ(config->guidanceScale, 2.5);
-  EXPECT_EQ(config->prediction, sampling::Prediction::VPrediction);
+TEST(SampleConfig, TakesTheSpecsSamplingSettings) {
+  ::sd::RunSpec spec = withPrediction("v_prediction");
+  spec.sampling.steps.value = 25;
+  spec.sampling.guidanceScale.value = 2.5;
+  ::sd::RunSpecFlags flags;
+  flags.sampler = "ddpm";
+  flags.classes = std::vector<int64_t>{7, 3};
+  flags.noEma = true;
+  SampleOptions options;
+  ASSERT_TRUE(setSamplingOptions(spec, flags, options).ok());
+  EXPECT_EQ(options.steps, 25);
+  EXPECT_EQ(options.guidanceScale, 2.5);
+  EXPECT_EQ(options.prediction, sampling::Prediction::VPrediction);
+  EXPECT_EQ(options.sampler, sampling::Sampler::Ddpm);
+  EXPECT_EQ(options.classes, (std::vector<int64_t>{7, 3}));
+  EXPECT_EQ(options.ema, false);
+  EXPECT_EQ(options.samplesPerClass, 1);
+  EXPECT_EQ(options.seed, 0u);
 
-  std::string none = writeTemp("none.yml", "seed: 0\n");
-  config = readSamplingConfig(none);
-  ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_FALSE(config->steps || config->guidanceScale || config->prediction);
+  // Without a prediction type the model's decides.
+  SampleOptions plain;
+  ASSERT_TRUE(
+      setSamplingOptions(::sd::RunSpec(), ::sd::RunSpecFlags(), plain).ok());
+  EXPECT_FALSE(plain.prediction || plain.sampler || plain.ema);
+  EXPECT_EQ(plain.steps, 50);
 }
 
-TEST(SampleConfig, BadValuesNameTheLine) {
-  std::string path =
-      writeTemp("bad.yml", "seed: 0\nnum_inference_steps: many\n");
-  EXPECT_EQ(readSamplingConfig(path).status().message(),
-            "bad.yml:2: num_inference_steps must be an integer in [1, "
-            "100000], not 'many'");
-  path = writeTemp("bad.yml", "prediction_type: sample\n");
-  EXPECT_EQ(readSamplingConfig(path).status().message(),
-            "bad.yml:1: prediction_type must be epsilon, v_prediction or "
-            "flow, not 'sample'");
-  path = writeTemp("bad.yml", "guidance_scale: [1, 2]\n");
-  EXPECT_EQ(readSamplingConfig(path).status().message(),
-            "bad.yml:1: guidance_scale must be a scalar");
-  EXPECT_TRUE(
-      absl::IsNotFound(readSamplingConfig("/nonexistent/run.yml").status()));
+TEST(SampleConfig, BadFlags) {
+  ::sd::RunSpec spec = withPrediction("sample");
+  SampleOptions options;
+  EXPECT_EQ(setSamplingOptions(spec, ::sd::RunSpecFlags(), options).message(),
+            "unknown --prediction-type 'sample'; expected epsilon, "
+            "v_prediction or flow");
+  ::sd::RunSpecFlags flags;
+  flags.ema = flags.noEma = true;
+  EXPECT_EQ(setSamplingOptions(::sd::RunSpec(), flags, options).message(),
+            "give --ema or --no-ema, not both");
+  flags = ::sd::RunSpecFlags();
+  flags.sampler = "heun";
+  EXPECT_EQ(setSamplingOptions(::sd::RunSpec(), flags, options).message(),
+            "unknown --sampler 'heun'; expected ddpm, ddim or euler");
 }
 
 } // namespace

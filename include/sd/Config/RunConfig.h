@@ -117,7 +117,8 @@ struct RunConfig {
   /// DiT's class_dropout_prob, in [0, 1]; ema_decay, in [0, 1).
   std::optional<double> classDropoutProb, emaDecay;
   /// Sampling (sdsample reads them; sdrun only checks them):
-  /// `guidance_scale` (>= 0) and `num_inference_steps` (>= 1).
+  /// `guidance_scale` (>= 0) and `num_inference_steps` (in [1,
+  /// kMaxInferenceSteps]).
   std::optional<double> guidanceScale;
   std::optional<int64_t> numInferenceSteps;
   /// `opt_enable_grad_global_norm_clipping`.
@@ -213,15 +214,6 @@ bool isConfigKey(std::string_view key);
 /// otherwise.
 std::string nearestConfigKey(std::string_view key);
 
-/// The requirement ("must be in [0, 1)") that `value` breaks as the value of
-/// the numeric key `key` (per_device_batch_size, learning_rate, adam_*,
-/// max_grad_norm, ...), or "" when it is in range or `key` has no range.
-/// The flags that set the same settings are checked with these, so a value
-/// is valid or not whatever its source.
-std::string_view numberKeyRequirement(std::string_view key, double value);
-/// The same for integer keys (max_train_steps, checkpoint_every, ...).
-std::string_view integerKeyRequirement(std::string_view key, int64_t value);
-
 /// Limits on what a run may ask for, far above any real run, so that a
 /// mistyped value gets an error instead of an overflow, an allocation that
 /// cannot succeed or a run that never ends (docs/sdrun.md).
@@ -231,6 +223,8 @@ constexpr int64_t kMaxGlobalBatch = int64_t(1) << 24;
 constexpr int64_t kMaxTrainSteps = 1'000'000'000;
 /// OpenMP threads per device (--threads-per-device).
 constexpr int64_t kMaxThreadsPerDevice = 1024;
+/// Sampler steps (num_inference_steps, sdsample's --num-inference-steps).
+constexpr int64_t kMaxInferenceSteps = 100000;
 
 } // namespace sd
 

@@ -85,13 +85,21 @@ struct RunSpecFlags {
   std::optional<bool> resume, verify, allowNonfiniteLoss;
   /// The network the cost model prices collectives on (sd/Sharding/
   /// Network.h): bandwidths and latencies as the flags give them.
-  std::optional<std::string> iciBandwidth, dcnBandwidth, iciLatency,
-      dcnLatency;
+  std::optional<std::string> iciBandwidth, dcnBandwidth, iciLatency, dcnLatency;
   /// Under mpirun: seconds a collective waits for another rank.
   std::optional<double> collectiveTimeout;
   /// Under mpirun: every rank writes the trace of its devices (rank r's
   /// beside --trace's file, as FILE.rankR.json), not rank 0 alone.
   std::optional<bool> traceAllRanks;
+
+  // sdsample's sampling: the sampler, its steps and guidance, what the
+  // model predicts, the weights (--weights, or --checkpoint-dir above) and
+  // the outputs.
+  std::optional<std::string> sampler, predictionType, weights, grid, output;
+  std::optional<int64_t> numInferenceSteps, samplesPerClass, gridScale;
+  std::optional<double> guidanceScale;
+  std::optional<bool> ema, noEma, clipX0;
+  std::optional<std::vector<int64_t>> classes;
 };
 
 /// What the resolver needs to know about the machine.
@@ -182,8 +190,8 @@ struct DataSettings {
   Setting<double> classDropoutProb{0.0};
   /// eval_every: steps between losses on the held-out split (0: never).
   Setting<int64_t> evalEvery{0};
-  /// prediction_type as a config gives it (the model decides; sdrun checks
-  /// that they agree).
+  /// prediction_type as a config (or sdsample's --prediction-type) gives
+  /// it (the model decides; sdrun and sdsample check that they agree).
   std::optional<Setting<std::string>> predictionType;
 };
 
@@ -201,6 +209,14 @@ struct ModelSettings {
   /// attention whose query is shorter keeps the untiled form (0: none).
   Setting<int64_t> flashMinSeqLength{0};
   std::optional<Setting<std::string>> weightsDtype, activationsDtype;
+};
+
+/// sdsample's sampler settings (sdrun checks the keys and ignores them).
+struct SamplingSettings {
+  /// num_inference_steps.
+  Setting<int64_t> steps{50};
+  /// guidance_scale: 1 is no classifier-free guidance.
+  Setting<double> guidanceScale{1.0};
 };
 
 /// sdrun's run around the training step.
@@ -255,6 +271,7 @@ struct RunSpec {
   OptimizerSettings optimizer;
   ModelSettings model;
   DataSettings data;
+  SamplingSettings sampling;
   RunSettings run;
   /// Lines printed under the run's header: what the config set that sd
   /// records but does not apply, how a -1 axis was filled, ...

@@ -14,6 +14,7 @@
 #ifndef SD_DRIVER_SAMPLE_H
 #define SD_DRIVER_SAMPLE_H
 
+#include "sd/Config/RunSpec.h"
 #include "sd/Driver/TrainProgram.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Runtime/Runtime.h"
@@ -153,21 +154,18 @@ struct SampleOptions {
   int64_t gridZoom = 0;
 };
 
-/// The sampling keys of a MaxDiffusion-style config file
-/// (configs/dit_digits.yml): `num_inference_steps`, `guidance_scale` and
-/// `prediction_type`, unset when the file does not give them; other keys
-/// are left to the run spec. InvalidArgument `FILE:LINE: ...` for a value
-/// of the wrong type.
-struct SamplingConfig {
-  std::optional<int64_t> steps;
-  std::optional<double> guidanceScale;
-  std::optional<sampling::Prediction> prediction;
-};
-absl::StatusOr<SamplingConfig> readSamplingConfig(const std::string &path);
+/// Sets `options`' sampling from a resolved run spec (num_inference_steps,
+/// guidance_scale and prediction_type: flag > config key > default) and
+/// sdsample's own flags (the sampler, the weights, the seed, the classes
+/// and the outputs). InvalidArgument for an unknown --prediction-type or
+/// --sampler, and for --ema with --no-ema.
+absl::Status setSamplingOptions(const ::sd::RunSpec &spec,
+                                const ::sd::RunSpecFlags &flags,
+                                SampleOptions &options);
 
 /// The most samples one run makes, and the most steps.
 constexpr int64_t kMaxSamples = int64_t(1) << 20;
-constexpr int64_t kMaxSamplingSteps = 100000;
+constexpr int64_t kMaxSamplingSteps = ::sd::kMaxInferenceSteps;
 
 /// The model's prediction type as its @loss or @denoise records it in
 /// `sd.prediction_type`, if it does; InvalidArgument for a value that is

@@ -1,11 +1,12 @@
 //===- ToolFlags.h - Run-specification flags of the tools -------*- C++ -*-===//
 //
 // The flags that set a run specification (sd/Config/RunSpec.h) — mesh,
-// rules, batch, attention, remat policy, optimizer, devices and sdrun's run
-// settings — declared once as llvm::cl options for sdopt, sdrun and
-// sdsample. A tool constructs one ToolFlags in
-// main before parsing its command line (the options live as long as it, not
-// as file-scope globals) and hands values() to sd::resolveRunSpec.
+// rules, batch, attention, remat policy, optimizer, devices, sdrun's run
+// settings and sdsample's sampling — made as llvm::cl options for sdopt,
+// sdrun and sdsample from the settings table (sd/Config/Settings.h). A tool
+// constructs one ToolFlags in main before parsing its command line (the options
+// live as long as it, not as file-scope globals) and hands values() to
+// sd::resolveRunSpec.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,13 +22,10 @@
 
 namespace mlir::sd {
 
-/// The tool whose flags to declare. All get the mesh, rules, batch and
-/// attention flags. sdopt and sdrun also the training step's (remat,
-/// optimizer); sdopt --processes and --grad-accum; sdrun and sdsample the
-/// model positional, --config and the devices' flags (threads, memory
-/// budgets, program cache, collective timeout); sdrun the key=value
-/// positionals, --print-config and the run's flags (steps, checkpoints,
-/// outputs, ...). sdsample's sampling flags are its own.
+/// The tool whose flags to make: the rows of the settings table
+/// (sd/Config/Settings.h) whose tools include it. sdrun and sdsample also
+/// get the model positional and the arguments after it; sdrun
+/// --print-config and --compile-only.
 enum class Tool { Sdopt, Sdrun, Sdsample };
 
 class ToolFlags {
@@ -52,23 +50,17 @@ public:
   struct BoundFlag;
 
 private:
-  /// The groups of flags.
-  struct MeshOptions;
-  struct StepOptions;
-  struct SdoptOptions;
-  struct DeviceOptions;
-  struct RunOptions;
+  /// The options that are not settings.
+  struct Positionals;
+  struct RunActions;
 
   llvm::cl::OptionCategory meshCategory, stepCategory, deviceCategory,
-      runCategory;
+      runCategory, sampleCategory;
   std::vector<const llvm::cl::OptionCategory *> categoryList;
-  /// Every flag of the groups made, in declaration order.
-  std::vector<const BoundFlag *> boundFlags;
-  std::unique_ptr<MeshOptions> mesh;
-  std::unique_ptr<StepOptions> step;
-  std::unique_ptr<SdoptOptions> sdopt;
-  std::unique_ptr<DeviceOptions> device;
-  std::unique_ptr<RunOptions> run;
+  /// The tool's flags, in the table's order.
+  std::vector<std::unique_ptr<BoundFlag>> boundFlags;
+  std::unique_ptr<Positionals> positionals;
+  std::unique_ptr<RunActions> runActions;
 };
 
 } // namespace mlir::sd

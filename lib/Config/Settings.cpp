@@ -1,0 +1,630 @@
+//===- Settings.cpp - The table of the tools' settings --------------------===//
+//
+// The rows of sd/Config/Settings.h. Rows with a config key come in the
+// order the reader lists its keys, which decides the nearest key to a
+// typo on a tie; rows with only a flag follow.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sd/Config/Settings.h"
+
+#include "absl/strings/str_format.h"
+
+#include <cmath>
+
+using namespace sd;
+
+namespace {
+
+using F = RunSpecFlags;
+using C = RunConfig;
+using G = FlagGroup;
+
+// The requirements, as messages quote them.
+constexpr Requirement kPositive{[](double v) { return v > 0; },
+                                "must be positive"};
+constexpr Requirement kNotNegative{[](double v) { return v >= 0; },
+                                   "must not be negative"};
+constexpr Requirement kAtLeastOne{[](double v) { return v >= 1; },
+                                  "must be at least 1"};
+constexpr Requirement kBelowOne{[](double v) { return v >= 0 && v < 1; },
+                                "must be in [0, 1)"};
+constexpr Requirement kProbability{[](double v) { return v >= 0 && v <= 1; },
+                                   "must be in [0, 1]"};
+/// -1 and 0 turn a periodic action off (MaxDiffusion spells it -1).
+constexpr Requirement kPeriod{[](double v) { return v >= -1; },
+                              "must be -1, 0 or at least 1"};
+/// MaxDiffusion's -1 for unset.
+constexpr Requirement kCountOrUnset{[](double v) { return v == -1 || v >= 1; },
+                                    "must be -1 or at least 1"};
+constexpr Requirement kMeshSize{[](double v) { return v == -1 || v >= 1; },
+                                "must be -1 (fill) or at least 1"};
+constexpr Requirement kInferenceSteps{
+    [](double v) { return v >= 1 && v <= double(kMaxInferenceSteps); },
+    "must be in [1, 100000]"};
+
+constexpr std::string_view kPredictionTypes[] = {"epsilon", "v_prediction",
+                                                 "flow"};
+
+/// A row under construction: flag(...) or key(...), then the rest.
+struct Row {
+  SettingRow row;
+
+  Row key(std::string_view name, KeyField field) const {
+    Row next = *this;
+    next.row.key = name;
+    next.row.keyField = field;
+    return next;
+  }
+  Row check(Requirement requirement) const {
+    Row next = *this;
+    next.row.check = requirement;
+    return next;
+  }
+  Row flagCheck(Requirement requirement) const {
+    Row next = *this;
+    next.row.flagCheck = requirement;
+    return next;
+  }
+  Row max(int64_t limit) const {
+    Row next = *this;
+    next.row.flagMax = limit;
+    return next;
+  }
+  Row choices(llvm::ArrayRef<std::string_view> values,
+              std::string_view noun) const {
+    Row next = *this;
+    next.row.choices = values;
+    next.row.choiceNoun = noun;
+    return next;
+  }
+  Row value(std::string_view name) const {
+    Row next = *this;
+    next.row.valueName = name;
+    return next;
+  }
+  Row alias(std::string_view name) const {
+    Row next = *this;
+    next.row.alias = name;
+    return next;
+  }
+};
+
+Row flag(std::string_view name, unsigned tools, FlagField field, G group,
+         std::string_view help) {
+  Row row;
+  row.row.flag = name;
+  row.row.tools = tools;
+  row.row.flagField = field;
+  row.row.group = group;
+  row.row.help = help;
+  return row;
+}
+
+Row key(std::string_view name, KeyField field) {
+  return Row().key(name, field);
+}
+
+/// The config's mesh sizes.
+std::vector<SettingRow> meshKeyRows() {
+  return {
+      key("ici_data_parallelism", MeshAxisField{false, 0}).check(kMeshSize).row,
+      key("ici_fsdp_parallelism", MeshAxisField{false, 1}).check(kMeshSize).row,
+      key("ici_context_parallelism", MeshAxisField{false, 2})
+          .check(kMeshSize)
+          .row,
+      key("ici_tensor_parallelism", MeshAxisField{false, 3})
+          .check(kMeshSize)
+          .row,
+      key("dcn_data_parallelism", MeshAxisField{true, 0}).check(kMeshSize).row,
+      key("dcn_fsdp_parallelism", MeshAxisField{true, 1}).check(kMeshSize).row,
+      key("dcn_context_parallelism", MeshAxisField{true, 2})
+          .check(kMeshSize)
+          .row,
+      key("dcn_tensor_parallelism", MeshAxisField{true, 3})
+          .check(kMeshSize)
+          .row,
+  };
+}
+
+/// The numbers sd reads, most with the flag that sets the same setting.
+std::vector<SettingRow> numberRows() {
+  return {
+      flag("per-device-batch", kAllTools, &F::perDeviceBatch, G::Mesh,
+           "MaxDiffusion's per_device_batch_size (may be fractional); "
+           "global batch = this × devices")
+          .key("per_device_batch_size", &C::perDeviceBatchSize)
+          .check(kPositive)
+          .row,
+      flag("lr", kTrainTools, &F::learningRate, G::Step,
+           "Peak learning rate (default 1e-4)")
+          .key("learning_rate", &C::learningRate)
+          .check(kNotNegative)
+          .row,
+      flag("adam-b1", kTrainTools, &F::adamB1, G::Step,
+           "AdamW beta1 (default 0.9)")
+          .key("adam_b1", &C::adamB1)
+          .check(kBelowOne)
+          .row,
+      flag("adam-b2", kTrainTools, &F::adamB2, G::Step,
+           "AdamW beta2 (default 0.999)")
+          .key("adam_b2", &C::adamB2)
+          .check(kBelowOne)
+          .row,
+      flag("adam-eps", kTrainTools, &F::adamEps, G::Step,
+           "AdamW epsilon (default 1e-8)")
+          .key("adam_eps", &C::adamEps)
+          .check(kPositive)
+          .row,
+      flag("adam-weight-decay", kTrainTools, &F::weightDecay, G::Step,
+           "AdamW decoupled weight decay (default 1e-2)")
+          .key("adam_weight_decay", &C::adamWeightDecay)
+          .check(kNotNegative)
+          .alias("weight-decay")
+          .row,
+      flag("max-grad-norm", kTrainTools, &F::maxGradNorm, G::Step,
+           "Clip gradients to this global norm (default 0: no clipping)")
+          .key("max_grad_norm", &C::maxGradNorm)
+          .check(kNotNegative)
+          .row,
+      key("warmup_steps_fraction", &C::warmupStepsFraction)
+          .check(kProbability)
+          .row,
+      flag("class-dropout-prob", kSdrun, &F::classDropoutProb, G::Run,
+           "Probability that a sample's label is dropped to the null "
+           "class, for classifier-free guidance (DiT: 0.1; default 0)")
+          .key("class_dropout_prob", &C::classDropoutProb)
+          .check(kProbability)
+          .row,
+      flag("ema-decay", kTrainTools, &F::emaDecay, G::Step,
+           "ema_decay: keep an exponential moving average of the "
+           "parameters in the step (DiT: 0.9999; default 0: none)")
+          .key("ema_decay", &C::emaDecay)
+          .check(kBelowOne)
+          .row,
+      flag("guidance-scale", kSdsample, &F::guidanceScale, G::Sample,
+           "Classifier-free guidance scale (guidance_scale; default 1: "
+           "none)")
+          .key("guidance_scale", &C::guidanceScale)
+          .check(kNotNegative)
+          .row,
+  };
+}
+
+/// The integers.
+std::vector<SettingRow> integerRows() {
+  return {
+      flag("steps", kSdrun, &F::steps, G::Run,
+           "Steps the run ends at (max_train_steps; default 10)")
+          .key("max_train_steps", &C::maxTrainSteps)
+          .check(kAtLeastOne)
+          .row,
+      flag("checkpoint-every", kSdrun, &F::checkpointEvery, G::Run,
+           "checkpoint_every: steps between checkpoints (0 or -1: only "
+           "at the end)")
+          .key("checkpoint_every", &C::checkpointEvery)
+          .check(kPeriod)
+          .row,
+      flag("trace-skip-steps", kSdrun, &F::traceSkipSteps, G::Run,
+           "skip_first_n_steps_for_profiler: steps run before the trace "
+           "starts (default 0)")
+          .key("skip_first_n_steps_for_profiler",
+               &C::skipFirstNStepsForProfiler)
+          .check(kNotNegative)
+          .row,
+      flag("trace-steps", kSdrun, &F::traceSteps, G::Run,
+           "profiler_steps: steps the trace covers (default 10)")
+          .key("profiler_steps", &C::profilerSteps)
+          .check(kAtLeastOne)
+          .row,
+      flag("ulysses-shards", kAllTools, &F::ulyssesShards, G::Attention,
+           "ulysses_shards: devices per Ulysses group of "
+           "--attention=ulysses_ring (the ring runs across the groups)")
+          .key("ulysses_shards", &C::ulyssesShards)
+          .check(kCountOrUnset)
+          .flagCheck(kAtLeastOne)
+          .row,
+      flag("eval-every", kSdrun, &F::evalEvery, G::Run,
+           "eval_every: steps between held-out losses (default 0: never)")
+          .key("eval_every", &C::evalEvery)
+          .check(kPeriod)
+          .row,
+      flag("num-inference-steps", kSdsample, &F::numInferenceSteps, G::Sample,
+           "Sampler steps (num_inference_steps; default 50)")
+          .key("num_inference_steps", &C::numInferenceSteps)
+          .check(kInferenceSteps)
+          .row,
+      flag("flash-min-seq-length", kAllTools, &F::flashMinSeqLength,
+           G::Attention,
+           "flash_min_seq_length: attention whose query is shorter "
+           "stays dot_product under a tiled --attention (default 0: "
+           "none)")
+          .key("flash_min_seq_length", &C::flashMinSeqLength)
+          .check(kNotNegative)
+          .row,
+  };
+}
+
+/// The strings and lists of names.
+std::vector<SettingRow> stringRows() {
+  return {
+      flag("output-dir", kSdrun, &F::outputDir, G::Run,
+           "output_dir: metrics.csv and loss.png go to "
+           "OUTPUT_DIR/RUN_NAME/")
+          .key("output_dir", &C::outputDir)
+          .row,
+      flag("run-name", kSdrun, &F::runName, G::Run,
+           "run_name (default: the date and time)")
+          .key("run_name", &C::runName)
+          .row,
+      key("weights_dtype", &C::weightsDtype).row,
+      key("activations_dtype", &C::activationsDtype).row,
+      flag("attention", kAllTools, &F::attention, G::Attention,
+           "Attention: dot_product (default: one score matrix per "
+           "head), flash (tiled into flash-attention blocks; a sharded "
+           "sequence's keys and values all-gathered), ring, ulysses or "
+           "ulysses_ring (tiled, self-attention spread over the "
+           "sequence's mesh axes), or auto (the one the cost model "
+           "finds cheapest)")
+          .key("attention", &C::attention)
+          .row,
+      flag("dataset-type", kSdrun, &F::datasetType, G::Run,
+           "dataset_type: synthetic (default: a generated data set of "
+           "one batch, fresh noise every step) or sd (--train-data-dir)")
+          .key("dataset_type", &C::datasetType)
+          .row,
+      flag("train-data-dir", kSdrun, &F::trainDataDir, G::Run,
+           "train_data_dir: a data set sddata wrote (dataset_type sd)")
+          .key("train_data_dir", &C::trainDataDir)
+          .value("dir")
+          .row,
+      flag("prediction-type", kSdsample, &F::predictionType, G::Sample,
+           "epsilon, v_prediction or flow, when the model does not "
+           "record it (default epsilon)")
+          .key("prediction_type", &C::predictionType)
+          .choices(kPredictionTypes, "prediction type")
+          .row,
+      flag("names-saved", kTrainTools, &F::namesSaved, G::Step,
+           "CUSTOM: names_which_can_be_saved (comma-separated sd.names)")
+          .key("names_which_can_be_saved", &C::namesSaved)
+          .row,
+      flag("names-offloaded", kTrainTools, &F::namesOffloaded, G::Step,
+           "CUSTOM: names_which_can_be_offloaded (comma-separated)")
+          .key("names_which_can_be_offloaded", &C::namesOffloaded)
+          .row,
+  };
+}
+
+/// The booleans, the rules, the seed, the remat policy and the flash sizes.
+std::vector<SettingRow> otherKeyRows() {
+  return {
+      key("opt_enable_grad_global_norm_clipping", &C::gradNormClipping).row,
+      key("enable_profiler", &C::enableProfiler).row,
+      // The rest.
+      flag("rules", kAllTools, &F::rules, G::Mesh,
+           "Logical axis rules: dit (default), sdxl, flux, wan, or a "
+           "MaxDiffusion YAML file")
+          .key("logical_axis_rules", &C::rules)
+          .row,
+      flag("seed", kSdrun, &F::seed, G::Run,
+           "Seed of the parameters and the batch")
+          .key("seed", &C::seed)
+          .check(kNotNegative)
+          .row,
+      flag("remat", kTrainTools, &F::remat, G::Step,
+           "Remat policy: NONE (default), FULL, MATMUL_WITHOUT_BATCH, "
+           "OFFLOAD_MATMUL_WITHOUT_BATCH, HIDDEN_STATE_WITH_OFFLOAD, "
+           "FLUX_OPTIMIZED, CUSTOM")
+          .key("remat_policy", &C::rematPolicy)
+          .choices(kRematPolicies, "policy")
+          .row,
+      flag("flash-block-sizes", kAllTools, &F::flashBlockSizes, G::Attention,
+           "flash_block_sizes as MaxDiffusion's JSON, e.g. "
+           "'{\"block_q\": 256, \"block_kv\": 1024}' (default: derived "
+           "from the cache)")
+          .key("flash_block_sizes", &C::flashBlockSizes)
+          .row,
+  };
+}
+
+/// The flags without a config key: the mesh, the network, the batch and
+/// the training step.
+std::vector<SettingRow> meshFlagRows() {
+  return {
+      flag("mesh", kAllTools, &F::mesh, G::Mesh,
+           "Device mesh (ICI), e.g. data:8,fsdp:4; -1 fills from --devices, "
+           "or one device a core (default: one device)")
+          .row,
+      flag("devices", kAllTools, &F::devices, G::Mesh,
+           "Device count (fills a -1 mesh axis)")
+          .check(kPositive)
+          .row,
+      flag("dcn-mesh", kAllTools, &F::dcnMesh, G::Mesh,
+           "Mesh part across processes/hosts, e.g. data:2 (sdrun and "
+           "sdsample: one MPI rank per process, launched by mpirun)")
+          .row,
+      flag("processes", kSdopt, &F::processes, G::Mesh,
+           "Process count (fills a -1 DCN axis)")
+          .check(kPositive)
+          .row,
+      flag("ici-bandwidth", kAllTools, &F::iciBandwidth, G::Mesh,
+           "Cost model: bytes per second a device sends to the devices "
+           "of its process, e.g. 100GB/s (default 10GB/s, shared memory)")
+          .row,
+      flag("dcn-bandwidth", kAllTools, &F::dcnBandwidth, G::Mesh,
+           "Cost model: bytes per second a process sends to other "
+           "processes, shared by its devices, e.g. 100Gb/s (default "
+           "25Gb/s Ethernet)")
+          .row,
+      flag("ici-latency", kAllTools, &F::iciLatency, G::Mesh,
+           "Cost model: seconds per ring step inside a process, e.g. "
+           "5us (default 1us)")
+          .row,
+      flag("dcn-latency", kAllTools, &F::dcnLatency, G::Mesh,
+           "Cost model: seconds per ring step between processes "
+           "(default 25us)")
+          .row,
+      flag("batch", kTrainTools, &F::batch, G::Mesh,
+           "Global batch (default: the model's)")
+          .check(kPositive)
+          .max(kMaxGlobalBatch)
+          .row,
+      flag("batch", kSdsample, &F::batch, G::Mesh,
+           "Rows of one call of the device program (default: the "
+           "model's; guidance uses two a sample)")
+          .check(kPositive)
+          .max(kMaxGlobalBatch)
+          .row,
+      // The training step.
+      flag("grad-accum", kSdopt, &F::gradAccum, G::Step,
+           "Microbatches accumulated per training step (default 1)")
+          .check(kAtLeastOne)
+          .row,
+      flag("warmup-steps", kTrainTools, &F::warmupSteps, G::Step,
+           "Linear warm-up steps (default 0)")
+          .check(kNotNegative)
+          .row,
+  };
+}
+
+/// The devices.
+std::vector<SettingRow> deviceFlagRows() {
+  return {
+      flag("config", kSdrun, &F::config, G::Device,
+           "A MaxDiffusion-style YAML config (ici_*/dcn_* parallelism, "
+           "per_device_batch_size, remat_policy, learning_rate, adam_*, "
+           "max_train_steps, ...)")
+          .value("file.yml")
+          .row,
+      flag("config", kSdsample, &F::config, G::Device,
+           "A MaxDiffusion-style YAML config: the mesh (ici_*/dcn_*), "
+           "per_device_batch_size, logical_axis_rules and the attention "
+           "keys as sdrun reads them, and num_inference_steps, "
+           "guidance_scale, prediction_type")
+          .value("file.yml")
+          .row,
+      flag("threads-per-device", kDeviceTools, &F::threadsPerDevice, G::Device,
+           "OpenMP threads per device (default: cores / devices, >= 1)")
+          .check(kNotNegative)
+          .max(kMaxThreadsPerDevice)
+          .row,
+      flag("device-memory", kDeviceTools, &F::deviceMemory, G::Device,
+           "Device memory budget per device, e.g. 512MiB, 2GB (default: "
+           "unlimited)")
+          .row,
+      flag("host-memory", kDeviceTools, &F::hostMemory, G::Device,
+           "Host memory budget per device (default: unlimited)")
+          .row,
+      flag("host-memory-limit", kDeviceTools, &F::hostMemoryLimit, G::Device,
+           "Resident memory one process may use, e.g. 6GiB: a run whose "
+           "predicted peak is larger is refused before compiling "
+           "(default: the machine's memory over its processes)")
+          .row,
+      flag("cache-dir", kDeviceTools, &F::cacheDir, G::Device,
+           "Where compiled programs are cached (default: $SD_CACHE_DIR, "
+           "$XDG_CACHE_HOME/sd, ~/.cache/sd)")
+          .row,
+      flag("collective-timeout", kDeviceTools, &F::collectiveTimeout, G::Device,
+           "Under mpirun: seconds a collective waits for another rank "
+           "before the run fails naming it (default 600)")
+          .check(kPositive)
+          .value("seconds")
+          .row,
+  };
+}
+
+/// sdrun's run.
+std::vector<SettingRow> runFlagRows() {
+  return {
+      flag("metrics", kSdrun, &F::metricsPath, G::Run,
+           "Write one JSON object per step to this file")
+          .value("file.jsonl")
+          .row,
+      flag("verify", kSdrun, &F::verify, G::Run,
+           "Also run the steps on one device and compare the losses and "
+           "updated parameters (exit 1 above 1e-4 relative difference)")
+          .row,
+      flag("allow-nonfinite-loss", kSdrun, &F::allowNonfiniteLoss, G::Run,
+           "Go on after a step whose loss is NaN or infinite (default: "
+           "stop there with an error, before checkpointing it)")
+          .row,
+      flag("trace-all-ranks", kSdrun, &F::traceAllRanks, G::Run,
+           "Under mpirun: every rank writes its devices' trace (rank r: "
+           "FILE.rankR.json beside --trace=FILE.json), not rank 0 alone")
+          .row,
+      flag("checkpoint-dir", kSdrun, &F::checkpointDir, G::Run,
+           "Write sharded checkpoints here (every --checkpoint-every "
+           "steps and at the end)")
+          .row,
+      flag("resume", kSdrun, &F::resume, G::Run,
+           "Continue from the latest complete checkpoint in "
+           "--checkpoint-dir (on any mesh)")
+          .row,
+      flag("init-from", kSdrun, &F::initFrom, G::Run,
+           "Load the parameters by name from a safetensors file")
+          .value("file.safetensors")
+          .row,
+      flag("export-ema", kSdrun, &F::exportEmaPath, G::Run,
+           "Write the EMA parameters (ema_decay) to a safetensors file, "
+           "under the parameters' names")
+          .value("file.safetensors")
+          .row,
+      flag("export", kSdrun, &F::exportPath, G::Run,
+           "Write the trained parameters to a safetensors file")
+          .value("file.safetensors")
+          .row,
+      flag("trace", kSdrun, &F::tracePath, G::Run,
+           "Write a Chrome trace (one track per device; open in "
+           "Perfetto)")
+          .value("file.json")
+          .row,
+  };
+}
+
+/// sdsample's sampling.
+std::vector<SettingRow> sampleFlagRows() {
+  return {
+      flag("weights", kSdsample, &F::weights, G::Sample,
+           "The parameters, by name, from a safetensors file (sdrun "
+           "--export or --export-ema)")
+          .value("file.safetensors")
+          .row,
+      flag("checkpoint-dir", kSdsample, &F::checkpointDir, G::Sample,
+           "The parameters from the latest complete checkpoint here")
+          .value("dir")
+          .row,
+      flag("ema", kSdsample, &F::ema, G::Sample,
+           "Use the EMA weights (\"ema NAME\" tensors); the default when "
+           "there are any")
+          .row,
+      flag("no-ema", kSdsample, &F::noEma, G::Sample, "Use the raw parameters")
+          .row,
+      flag("sampler", kSdsample, &F::sampler, G::Sample,
+           "ddpm, ddim (default for epsilon and v_prediction) or euler "
+           "(flow)")
+          .row,
+      flag("seed", kSdsample, &F::seed, G::Sample,
+           "Seed of the noise (default 0)")
+          .row,
+      flag("samples-per-class", kSdsample, &F::samplesPerClass, G::Sample,
+           "Samples of each class: the grid's columns (default 1)")
+          .row,
+      flag("classes", kSdsample, &F::classes, G::Sample,
+           "The classes to sample, a grid row each (default: all)")
+          .row,
+      flag("clip-x0", kSdsample, &F::clipX0, G::Sample,
+           "Clip each x0 estimate to [-1, 1] (ddpm, ddim; default on, "
+           "--clip-x0=false turns it off)")
+          .row,
+      flag("grid", kSdsample, &F::grid, G::Sample,
+           "Write the samples as a PNG grid, a row per class")
+          .value("file.png")
+          .row,
+      flag("grid-scale", kSdsample, &F::gridScale, G::Sample,
+           "Pixels per sample pixel in the grid (default: cells of at "
+           "least 32 pixels)")
+          .row,
+      flag("output", kSdsample, &F::output, G::Sample,
+           "Write the samples [n, H, W, C] and labels [n] as "
+           "safetensors")
+          .value("file.safetensors")
+          .row,
+  };
+}
+
+/// "--adam-b1 must be in [0, 1), not 5".
+absl::Status flagError(const SettingRow &row, std::string_view requirement,
+                       const std::string &value) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("--%s %s, not %s", row.flag, requirement, value));
+}
+
+/// Checks a numeric flag's value against its row.
+template <typename T> absl::Status checkFlag(const SettingRow &row, T value) {
+  auto shown = [&] {
+    if constexpr (std::is_floating_point_v<T>)
+      return absl::StrFormat("%g", value);
+    else
+      return std::to_string(value);
+  };
+  if constexpr (std::is_floating_point_v<T>)
+    if (row.hasKey() && !std::isfinite(value))
+      return flagError(row, "must be a finite number", shown());
+  if (std::string_view requirement = row.flagRequirement(double(value));
+      !requirement.empty())
+    return flagError(row, requirement, shown());
+  if (row.flagMax > 0 && double(value) > double(row.flagMax))
+    return flagError(row, absl::StrFormat("must be at most %d", row.flagMax),
+                     shown());
+  return absl::OkStatus();
+}
+
+} // namespace
+
+std::string_view SettingRow::keyRequirement(double value) const {
+  return check.valid && !check.valid(value) ? check.text : "";
+}
+
+std::string_view SettingRow::flagRequirement(double value) const {
+  const Requirement &requirement = flagCheck.valid ? flagCheck : check;
+  return requirement.valid && !requirement.valid(value) ? requirement.text : "";
+}
+
+llvm::ArrayRef<SettingRow> sd::settingRows() {
+  static const std::vector<SettingRow> rows = [] {
+    std::vector<SettingRow> all;
+    for (std::vector<SettingRow> (*group)() :
+         {&meshKeyRows, &numberRows, &integerRows, &stringRows, &otherKeyRows,
+          &meshFlagRows, &deviceFlagRows, &runFlagRows, &sampleFlagRows}) {
+      std::vector<SettingRow> rows = group();
+      all.insert(all.end(), rows.begin(), rows.end());
+    }
+    return all;
+  }();
+  return rows;
+}
+
+const SettingRow *sd::findKeyRow(std::string_view key) {
+  for (const SettingRow &row : settingRows())
+    if (row.hasKey() && row.key == key)
+      return &row;
+  return nullptr;
+}
+
+const SettingRow *sd::findKeyRow(const KeyField &field) {
+  for (const SettingRow &row : settingRows())
+    if (row.hasKey() && row.keyField == field)
+      return &row;
+  return nullptr;
+}
+
+const SettingRow *sd::findFlagRow(const FlagField &field) {
+  for (const SettingRow &row : settingRows())
+    if (row.hasFlag() && row.flagField == field)
+      return &row;
+  return nullptr;
+}
+
+absl::Status sd::checkFlagValues(const RunSpecFlags &flags) {
+  for (const SettingRow &row : settingRows()) {
+    absl::Status status = std::visit(
+        [&](auto field) -> absl::Status {
+          using Field = decltype(field);
+          if constexpr (std::is_same_v<Field, std::monostate>) {
+            return absl::OkStatus();
+          } else {
+            using Value =
+                typename std::decay_t<decltype(flags.*field)>::value_type;
+            if constexpr (std::is_arithmetic_v<Value> &&
+                          !std::is_same_v<Value, bool>)
+              if (flags.*field)
+                return checkFlag(row, *(flags.*field));
+            return absl::OkStatus();
+          }
+        },
+        row.flagField);
+    if (!status.ok())
+      return status;
+  }
+  return absl::OkStatus();
+}
