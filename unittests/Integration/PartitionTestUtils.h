@@ -69,8 +69,9 @@ inline AxisUse axisUse(ShardingAttr sharding, const ::sd::MeshSpec &mesh) {
 
 /// The offset of `device`'s block along each dimension of a `local` block.
 inline std::vector<int64_t> blockOffsets(const AxisUse &use,
-                                  const ::sd::MeshSpec &mesh, int64_t device,
-                                  const std::vector<int64_t> &local) {
+                                         const ::sd::MeshSpec &mesh,
+                                         int64_t device,
+                                         const std::vector<int64_t> &local) {
   std::vector<int64_t> coords = mesh.coordinates(device), offsets;
   for (auto [dim, axes] : llvm::enumerate(use.dims)) {
     int64_t block = 0;
@@ -112,9 +113,20 @@ inline double relativeError(const Tensor &actual, const Tensor &expected) {
 }
 
 /// The meshes of the partitioning issue's differential tests.
-#define SD_PARTITION_TEST_MESHES                                              \
-  "data:2", "fsdp:2", "tensor:2", "context:2", "data:2,fsdp:2",              \
+#define SD_PARTITION_TEST_MESHES                                               \
+  "data:2", "fsdp:2", "tensor:2", "context:2", "data:2,fsdp:2",                \
       "data:2,tensor:2", "fsdp:2,tensor:2", "data:2,fsdp:2,context:2,tensor:2"
+
+/// The meshes of a differential test of a whole DiT training step: all of
+/// SD_PARTITION_TEST_MESHES in the Release suite; under ASan, where the
+/// instrumented evaluator takes ten times as long, the mesh of all four axes
+/// (every kind of collective the others make) and fsdp × tensor.
+#ifdef __SANITIZE_ADDRESS__
+#define SD_TRAIN_STEP_TEST_MESHES                                              \
+  "fsdp:2,tensor:2", "data:2,fsdp:2,context:2,tensor:2"
+#else
+#define SD_TRAIN_STEP_TEST_MESHES SD_PARTITION_TEST_MESHES
+#endif
 
 /// A test name from a mesh parameter: `data:2,fsdp:2` → `data_2_fsdp_2`.
 inline std::string
@@ -125,9 +137,8 @@ meshTestName(const ::testing::TestParamInfo<const char *> &info) {
   return name;
 }
 
-class PartitionTestBase
-    : public EvaluatorTest,
-      public ::testing::WithParamInterface<const char *> {
+class PartitionTestBase : public EvaluatorTest,
+                          public ::testing::WithParamInterface<const char *> {
 protected:
   PartitionTestBase() {
     // The pipeline inlines DiT's block calls.
@@ -202,7 +213,7 @@ template <typename ParseFn> std::string ditTinySource(ParseFn parse) {
 
 inline std::map<std::string, int>
 PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
-                                 int64_t batch) {
+                         int64_t batch) {
   std::map<std::string, int> collectives;
   // The test's mesh, for programs whose annotations name mesh axes (the
   // pipeline replaces it with the same one); a whole module brings its own.
@@ -271,8 +282,7 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
       auto opsOf = [](mlir::ModuleOp module) {
         std::map<std::string, std::vector<mlir::Operation *>> ops;
         module.walk([&](mlir::Operation *op) {
-          if (op->getDialect() &&
-              op->getDialect()->getNamespace() == "sd" &&
+          if (op->getDialect() && op->getDialect()->getNamespace() == "sd" &&
               !mlir::isa<mlir::sd::CollectiveEvaluableOpInterface>(op))
             ops[op->getName().getStringRef().str()].push_back(op);
         });
@@ -297,8 +307,7 @@ PartitionTestBase::check(llvm::StringRef source, llvm::StringRef entry,
           for (mlir::Operation *g : globalOps[name]) {
             for (unsigned r = 0;
                  r < l->getNumResults() && r < g->getNumResults(); ++r)
-              if (isBlock(l->getResult(r).getType(),
-                          g->getResult(r).getType()))
+              if (isBlock(l->getResult(r).getType(), g->getResult(r).getType()))
                 shardedResultOps.insert(name);
             if (l->getNumOperands() != g->getNumOperands())
               continue;

@@ -67,7 +67,8 @@ protected:
 //===----------------------------------------------------------------------===//
 
 TEST_F(TrainStepTest, DitTinyGradientMatchesFiniteDifferences) {
-  std::string source = ditTinySource([&](llvm::StringRef text) { return parse(text); });
+  std::string source =
+      ditTinySource([&](llvm::StringRef text) { return parse(text); });
   ASSERT_FALSE(source.empty()) << diagnostics;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       differentiate(source, /*batch=*/2, {}, /*buildStep=*/false);
@@ -88,8 +89,8 @@ TEST_F(TrainStepTest, DitTinyGradientMatchesFiniteDifferences) {
     const double eps = 1e-5;
     for (size_t p = 0; p < numParams; ++p) {
       const Tensor &g = results[1 + p];
-      Tensor u = ::sd::ref::rngNormal(g.shape(), direction * 1000 + p, 0.0,
-                                      1.0, DType::F32);
+      Tensor u = ::sd::ref::rngNormal(g.shape(), direction * 1000 + p, 0.0, 1.0,
+                                      DType::F32);
       for (int64_t i = 0; i < u.numElements(); ++i) {
         predicted += g[i] * u[i];
         plus[p][i] += eps * u[i];
@@ -151,7 +152,8 @@ TEST_P(AdamWTest, UpdateFollowsTheFormula) {
 
   auto gradArgs = mlir::sd::initializeArguments(gradFunc, 11);
   ASSERT_TRUE(mlir::succeeded(gradArgs)) << diagnostics;
-  std::vector<Tensor> grads = run(gradFunc, *gradArgs, mlir::sd::Precision::F64);
+  std::vector<Tensor> grads =
+      run(gradFunc, *gradArgs, mlir::sd::Precision::F64);
   ASSERT_EQ(grads.size(), 3u);
 
   // train_step(w, b, mu_w, mu_b, nu_w, nu_b, x, t, step) with non-zero
@@ -167,9 +169,10 @@ TEST_P(AdamWTest, UpdateFollowsTheFormula) {
     mus.push_back(mu);
     nus.push_back(nu);
   }
-  std::vector<Tensor> args = {params[0], params[1], mus[0], mus[1],
-                              nus[0],    nus[1],    (*gradArgs)[2],
-                              (*gradArgs)[3], Tensor::scalar(c.step)};
+  std::vector<Tensor> args = {
+      params[0],      params[1],      mus[0],
+      mus[1],         nus[0],         nus[1],
+      (*gradArgs)[2], (*gradArgs)[3], Tensor::scalar(c.step)};
   std::vector<Tensor> out = run(stepFunc, args, mlir::sd::Precision::F64);
   ASSERT_EQ(out.size(), 7u);
   EXPECT_NEAR(out[0][0], grads[0][0], 1e-12);
@@ -180,7 +183,9 @@ TEST_P(AdamWTest, UpdateFollowsTheFormula) {
       norm += g * g;
   norm = std::sqrt(norm);
   // The step's constants are f32, as the program's element type.
-  auto f32 = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+  auto f32 = [](double v) {
+    return static_cast<double>(static_cast<float>(v));
+  };
   double b1 = f32(0.9), b2 = f32(0.999), eps = f32(1e-8);
   double clip =
       c.maxGradNorm > 0 ? std::min(1.0, f32(c.maxGradNorm) / norm) : 1.0;
@@ -198,7 +203,8 @@ TEST_P(AdamWTest, UpdateFollowsTheFormula) {
       double vHat = v / (1 - std::pow(b2, t));
       double want = params[p][i] - lr * (mHat / (std::sqrt(vHat) + eps) +
                                          f32(c.weightDecay) * params[p][i]);
-      EXPECT_NEAR(out[1 + p][i], want, 1e-12) << "param " << p << "[" << i << "]";
+      EXPECT_NEAR(out[1 + p][i], want, 1e-12)
+          << "param " << p << "[" << i << "]";
       EXPECT_NEAR(out[3 + p][i], m, 1e-12);
       EXPECT_NEAR(out[5 + p][i], v, 1e-12);
     }
@@ -249,7 +255,8 @@ class TrainStepDifferentialTest : public PartitionTestBase {};
 TEST_P(TrainStepDifferentialTest, DitTiny) {
   for (const char *policy : {"NONE", "FULL", "OFFLOAD_MATMUL_WITHOUT_BATCH"}) {
     SCOPED_TRACE(policy);
-    std::string source = ditTinySource([&](llvm::StringRef text) { return parse(text); });
+    std::string source =
+        ditTinySource([&](llvm::StringRef text) { return parse(text); });
     ASSERT_FALSE(source.empty()) << diagnostics;
     mlir::sd::TrainingOptions options;
     options.remat.policy = *::sd::parseRematPolicyKind(policy);
@@ -260,10 +267,9 @@ TEST_P(TrainStepDifferentialTest, DitTiny) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Meshes, TrainStepDifferentialTest,
-    ::testing::Values(SD_PARTITION_TEST_MESHES),
-    meshTestName);
+INSTANTIATE_TEST_SUITE_P(Meshes, TrainStepDifferentialTest,
+                         ::testing::Values(SD_TRAIN_STEP_TEST_MESHES),
+                         meshTestName);
 
 } // namespace
 
@@ -283,8 +289,8 @@ TEST_F(TrainStepTest, RematPoliciesOrderDevicePeak) {
     mlir::OwningOpRef<mlir::ModuleOp> module =
         differentiate(source, /*batch=*/8, options);
     ASSERT_TRUE(module) << diagnostics;
-    auto report = mlir::sd::computeCostReport(
-        lookup(*module, "train_step"), mlir::sd::LayoutChoice::Auto);
+    auto report = mlir::sd::computeCostReport(lookup(*module, "train_step"),
+                                              mlir::sd::LayoutChoice::Auto);
     ASSERT_TRUE(mlir::succeeded(report)) << diagnostics;
     reports[policy] = *report;
   }
