@@ -405,9 +405,14 @@ static LogicalResult vjpOf(MseLossOp op, OpBuilder &b, ValueRange cts,
     Value p = op.getPredictions(), t = op.getTargets();
     auto type = typeOf(p);
     SmallVector<int64_t> all = iota(type.getRank());
-    Value perElement = e.div(e.scale(e.convert(dy, type.getElementType()), 2.0),
-                             e.count(p, all));
-    out[0] = e.mul(e.sub(p, t), e.expand(perElement, type, all));
+    // One op per statement: the order of a call's arguments is unspecified,
+    // and the ops must come out in one order whatever compiled sd.
+    Value count = e.count(p, all);
+    Value twice = e.scale(e.convert(dy, type.getElementType()), 2.0);
+    Value perElement = e.div(twice, count);
+    Value expanded = e.expand(perElement, type, all);
+    Value difference = e.sub(p, t);
+    out[0] = e.mul(difference, expanded);
     out[1] = e.neg(out[0]);
     return success();
   });
