@@ -63,6 +63,19 @@ protected:
   }
   void TearDown() override { testutil::removeTempDir(root); }
 
+  /// The message of LoadedProgram::load's error for `source`, which must
+  /// compile; "" (and a test failure) when it loads.
+  std::string loadError(const std::string &source) {
+    absl::StatusOr<CompiledProgram> compiled = compileProgram(source, options);
+    EXPECT_TRUE(compiled.ok()) << compiled.status();
+    if (!compiled.ok())
+      return "";
+    absl::StatusOr<std::unique_ptr<LoadedProgram>> program =
+        LoadedProgram::load(compiled->libraryPath);
+    EXPECT_FALSE(program.ok());
+    return program.ok() ? "" : std::string(program.status().message());
+  }
+
   std::string root;
   CompileOptions options;
 };
@@ -218,30 +231,18 @@ std::string withSignature(const std::string &signature) {
 }
 
 TEST_F(ProgramTest, LoadRejectsAProgramWithoutASignature) {
-  absl::StatusOr<CompiledProgram> compiled =
-      compileProgram(withSignature(""), options);
-  ASSERT_TRUE(compiled.ok()) << compiled.status();
-  absl::StatusOr<std::unique_ptr<LoadedProgram>> program =
-      LoadedProgram::load(compiled->libraryPath);
-  ASSERT_FALSE(program.ok());
-  std::string message(program.status().message());
+  std::string message = loadError(withSignature(""));
   EXPECT_NE(message.find("lacks \"sd_program_signature\""), std::string::npos)
       << message;
 }
 
 TEST_F(ProgramTest, LoadRejectsAnUnknownElementType) {
-  absl::StatusOr<CompiledProgram> compiled = compileProgram(
+  std::string message = loadError(
       withSignature("static const int32_t types[] = {SD_F32, 77};\n"
                     "static const SdSignature signature = {2, types, 1, "
                     "types};\n"
                     "extern \"C\" const SdSignature *sd_program_signature("
-                    "void) { return &signature; }\n"),
-      options);
-  ASSERT_TRUE(compiled.ok()) << compiled.status();
-  absl::StatusOr<std::unique_ptr<LoadedProgram>> program =
-      LoadedProgram::load(compiled->libraryPath);
-  ASSERT_FALSE(program.ok());
-  std::string message(program.status().message());
+                    "void) { return &signature; }\n"));
   EXPECT_NE(message.find("argument #1 has element type 77"), std::string::npos)
       << message;
 }
