@@ -3,6 +3,7 @@
 #include "sd/Driver/MemoryPlan.h"
 
 #include "sd/Runtime/Runtime.h"
+#include "sd/Support/ToolMain.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -60,6 +61,26 @@ ProcessMemory mlir::sd::predictProcessMemory(const TrainProgram &program,
   return memory;
 }
 
+/// ". At the activation peak each device holds X (N MiB), Y (M MiB)" when
+/// the activations are among the three largest items, else "".
+static std::string peakBuffersText(const DeviceMemory &device,
+                                   std::vector<MemoryItem> items) {
+  std::stable_sort(items.begin(), items.end(),
+                   [](const MemoryItem &a, const MemoryItem &b) {
+                     return a.bytes > b.bytes;
+                   });
+  bool listed = false;
+  for (size_t i = 0; i < items.size() && i < 3; ++i)
+    listed |= items[i].name == "activations and gradients";
+  if (!listed || device.peakBuffers.empty())
+    return "";
+  std::string text = ". At the activation peak each device holds ";
+  for (size_t i = 0; i < device.peakBuffers.size() && i < 3; ++i)
+    text += (i ? ", " : "") + device.peakBuffers[i].first + " (" +
+            rt::formatBytes(device.peakBuffers[i].second) + ")";
+  return text;
+}
+
 absl::Status mlir::sd::checkMemory(const ProcessMemory &memory,
                                    const DeviceSettings &settings,
                                    int64_t processesOnHost) {
@@ -80,16 +101,19 @@ absl::Status mlir::sd::checkMemory(const ProcessMemory &memory,
   };
   const DeviceMemory &device = memory.perDevice;
   int64_t onDevice = device.total() - device.hostPeak;
+  std::vector<MemoryItem> deviceItems = {
+      {"parameters", device.parameters},
+      {"optimizer state", device.optimizerState},
+      {"activations and gradients", device.activationPeak},
+      {"inputs", device.inputs}};
   if (settings.deviceMemoryBudget > 0 && onDevice > settings.deviceMemoryBudget)
     return absl::ResourceExhaustedError(
         "each device is predicted to need " + rt::formatBytes(onDevice) +
         " of device memory, more than --device-memory=" +
         rt::formatBytes(settings.deviceMemoryBudget) + " (" +
-        largest({{"parameters", device.parameters},
-                 {"optimizer state", device.optimizerState},
-                 {"activations and gradients", device.activationPeak},
-                 {"inputs", device.inputs}}) +
-        "); use more devices, a remat policy or a smaller batch");
+        largest(deviceItems) +
+        "); use more devices, a remat policy or a smaller batch" +
+        peakBuffersText(device, deviceItems));
   int64_t total = memory.total();
   std::vector<MemoryItem> items = memory.items();
   if (settings.processMemoryLimit > 0) {
@@ -98,7 +122,7 @@ absl::Status mlir::sd::checkMemory(const ProcessMemory &memory,
           "this process is predicted to need " + rt::formatBytes(total) +
           ", more than --host-memory-limit=" +
           rt::formatBytes(settings.processMemoryLimit) + " (" + largest(items) +
-          ")");
+          ")" + peakBuffersText(device, items));
     return absl::OkStatus();
   }
   int64_t machine = machineMemoryBytes();
@@ -111,7 +135,8 @@ absl::Status mlir::sd::checkMemory(const ProcessMemory &memory,
         " process" + (processesOnHost == 1 ? "" : "es") + " (" +
         largest(items) +
         "); shard over more devices or processes, or give "
-        "--host-memory-limit to run anyway");
+        "--host-memory-limit to run anyway" +
+        peakBuffersText(device, items));
   return absl::OkStatus();
 }
 
@@ -134,6 +159,10 @@ absl::Status mlir::sd::agreeAcrossProcesses(rt::ProcessGroup *group,
     std::string prefix = static_cast<int64_t>(rank) == group->rank()
                              ? std::string()
                              : "process " + std::to_string(rank) + ": ";
+    // One error for the whole job: process 0 prints it, the others fail
+    // without a word.
+    if (group->rank() != 0)
+      return ::sd::reportedFailure(prefix + message.str());
     return absl::Status(static_cast<absl::StatusCode>(code),
                         prefix + message.str());
   }

@@ -371,6 +371,8 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   // also those the fused kernels keep in registers.
   program.memory.activationPeak = allocated.devicePeakBytes;
   program.memory.hostPeak = allocated.hostPeakBytes;
+  for (const ProgramMemory::Buffer &buffer : allocated.devicePeakBuffers)
+    program.memory.peakBuffers.push_back({buffer.name, buffer.bytes});
   return program;
 }
 

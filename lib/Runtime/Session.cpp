@@ -290,12 +290,16 @@ absl::Status TrainingSession::fillArguments(const BlockFiller &fill) {
       }
       return absl::OkStatus();
     });
+  // Each device copies its replicas itself, all devices at once.
   if (status.ok())
-    for (int64_t d = 0; d < numDevices; ++d)
+    status = mesh->runOnDevices([&](Device &device) -> absl::Status {
+      int64_t d = local(device);
       for (size_t i = 0; i < args.size(); ++i)
         if (first[d][i] != d)
           std::memcpy(buffers[d][i], buffers[first[d][i]][i],
                       args[i].localBytes());
+      return absl::OkStatus();
+    });
   if (!status.ok())
     resetAfterFailure();
   return status;

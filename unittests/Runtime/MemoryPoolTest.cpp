@@ -205,6 +205,46 @@ TEST(MemoryPoolTest, TheCacheIsOffInAddressSanitizerBuilds) {
   constexpr bool kAsan = false;
 #endif
   EXPECT_EQ(MemoryPoolOptions().cacheBuffers, !kAsan);
+  EXPECT_EQ(MemoryPoolOptions().mapLargeBuffers, !kAsan);
+}
+
+TEST(MemoryPoolTest, LargeBuffersAreMappedOnHugePageBoundaries) {
+  constexpr int64_t kHuge = int64_t{2} << 20;
+  for (bool cache : {false, true}) {
+    MemoryPoolOptions mapping;
+    mapping.mapLargeBuffers = true;
+    mapping.cacheBuffers = cache;
+    MemoryPool pool("device", 0, /*budget=*/0, mapping);
+    // A mapped size, one just below it (the C allocator's, populated) and
+    // one that is not a multiple of the alignment.
+    for (int64_t bytes : {3 * kHuge, kHuge - 64, kHuge + 1000}) {
+      SCOPED_TRACE(testing::Message() << bytes << " B, cache " << cache);
+      absl::StatusOr<void *> buffer = pool.allocate(bytes, "big");
+      ASSERT_TRUE(buffer.ok()) << buffer.status();
+      auto address = reinterpret_cast<uintptr_t>(*buffer);
+      EXPECT_EQ(address % 64, 0u);
+      if (bytes >= kHuge) {
+        EXPECT_EQ(address % kHuge, 0u);
+      }
+      // Every byte is writable, and reads back.
+      auto *bytesOf = static_cast<unsigned char *>(*buffer);
+      std::memset(bytesOf, 0xab, static_cast<size_t>(bytes));
+      EXPECT_EQ(bytesOf[0], 0xab);
+      EXPECT_EQ(bytesOf[bytes - 1], 0xab);
+      EXPECT_EQ(pool.liveBytes(), bytes);
+      pool.release(*buffer);
+      EXPECT_EQ(pool.liveBytes(), 0);
+      // Again: from the cache when there is one, else mapped afresh.
+      absl::StatusOr<void *> again = pool.allocate(bytes, "again");
+      ASSERT_TRUE(again.ok()) << again.status();
+      if (cache) {
+        EXPECT_EQ(*again, *buffer);
+      }
+      static_cast<unsigned char *>(*again)[bytes - 1] = 1;
+      pool.release(*again);
+    }
+    pool.releaseAll();
+  }
 }
 
 TEST(MemoryPoolTest, CachedBuffersDoNotCountAgainstTheBudget) {

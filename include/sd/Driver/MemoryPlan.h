@@ -69,9 +69,11 @@ absl::Status checkMemory(const ProcessMemory &memory,
                          int64_t processesOnHost);
 
 /// The first failure among every process's `status` (in rank order, named
-/// "process N: " when it is another's), the same on every process of
-/// `group`; `status` itself without one. Budgets and machines may differ
-/// between ranks, so one rank's refusal must stop them all.
+/// "process N: " when it is another's), on every process of `group`: process
+/// 0 gets it to print, the others as a reportedFailure (ToolMain.h), so
+/// that the job prints it once. `status` itself without a group. Budgets
+/// and machines may differ between ranks, so one rank's refusal must stop
+/// them all.
 absl::Status agreeAcrossProcesses(::sd::rt::ProcessGroup *group,
                                   const absl::Status &status);
 

@@ -39,6 +39,10 @@ struct DeviceMemory {
   int64_t activationPeak = 0;
   /// Values offloaded to host memory at their peak.
   int64_t hostPeak = 0;
+  /// The largest of the program's buffers live at its activation peak
+  /// (what they hold, bytes), largest first; empty without an emitted
+  /// program.
+  std::vector<std::pair<std::string, int64_t>> peakBuffers;
   int64_t total() const {
     return parameters + optimizerState + inputs + activationPeak + hostPeak;
   }

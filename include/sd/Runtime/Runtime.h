@@ -45,6 +45,9 @@ bool cacheBuffersByDefault();
 struct MemoryPoolOptions {
   /// Keep released buffers for reuse by size (see MemoryPool.cpp).
   bool cacheBuffers = cacheBuffersByDefault();
+  /// Map buffers of 2 MiB and more on huge pages, populated at once (see
+  /// MemoryPool.cpp); off where the cache is, so that ASan sees every buffer.
+  bool mapLargeBuffers = cacheBuffersByDefault();
 };
 
 /// One memory space of one device: a budget, and the bytes live now and at

@@ -61,7 +61,7 @@ Index mlir::sd::openmp::scaleAdd(const Index &a, int64_t scale, int64_t add) {
 }
 
 Index mlir::sd::openmp::clampIndex(const std::string &e, int64_t size) {
-  return Index::opaque("std::min<int64_t>(std::max<int64_t>(" + e + ", 0), " +
+  return Index::opaque("sd_clamp_index(" + e + ", " +
                        std::to_string(size - 1) + ")");
 }
 
@@ -453,7 +453,7 @@ void KernelBuilder::writeReduction(llvm::raw_ostream &f,
   if (reduction.mean)
     scale = 1.0 / static_cast<double>(
                       total / numElements(root->getResult(0).getType()));
-  std::string init = isMax ? "-INFINITY" : "0.0";
+  std::string init = isMax ? "-__builtin_inff()" : "0.0";
   // The accumulator offset within one P iteration: the kept T loops.
   Index accIndex = outIndex;
   for (unsigned g = 0; g < p; ++g)
@@ -561,10 +561,20 @@ void KernelBuilder::writeReduction(llvm::raw_ostream &f,
 }
 
 /// Scalar helpers every kernel may call.
+// Kernels include no standard header: <algorithm> and <cmath> were half of
+// each kernel file's compile time. The compiler's builtins are what the
+// standard library's float overloads call.
 const char *const mlir::sd::openmp::kKernelHelpers = R"cpp(
-#include <algorithm>
-#include <cmath>
-#include <cstring>
+static inline float sd_sqrt(float x) { return __builtin_sqrtf(x); }
+static inline float sd_log(float x) { return __builtin_logf(x); }
+static inline float sd_sin(float x) { return __builtin_sinf(x); }
+static inline float sd_cos(float x) { return __builtin_cosf(x); }
+static inline float sd_pow(float x, float y) { return __builtin_powf(x, y); }
+// min(max(i, 0), last), as an index into a dimension of last + 1 elements.
+static inline int64_t sd_clamp_index(int64_t i, int64_t last) {
+  i = i < 0 ? 0 : i;
+  return last < i ? last : i;
+}
 
 // Transcendentals written without calls or branches, so that loops using
 // them vectorize (libm's are scalar calls). Errors are a few ulp (erf:
@@ -575,7 +585,7 @@ static inline float sd_exp(float x) {
   float t = x * 1.44269504088896341f + 12582912.0f;
   float n = t - 12582912.0f;
   int32_t ni;
-  std::memcpy(&ni, &t, sizeof(ni));
+  __builtin_memcpy(&ni, &t, sizeof(ni));
   ni -= 0x4B400000;
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;
   float z = r * r;
@@ -588,10 +598,10 @@ static inline float sd_exp(float x) {
   int32_t h = ni >> 1;
   int32_t b1 = (h + 127) << 23, b2 = (ni - h + 127) << 23;
   float s1, s2;
-  std::memcpy(&s1, &b1, sizeof(s1));
-  std::memcpy(&s2, &b2, sizeof(s2));
+  __builtin_memcpy(&s1, &b1, sizeof(s1));
+  __builtin_memcpy(&s2, &b2, sizeof(s2));
   float e = y * s1 * s2;
-  e = x > 88.7228391f ? INFINITY : e;
+  e = x > 88.7228391f ? __builtin_inff() : e;
   e = x < -103.972f ? 0.0f : e;
   return x != x ? x : e;
 }
@@ -620,6 +630,10 @@ static inline float sd_gelu_tanh(float x) {
 static inline float sd_gelu_erf(float x) {
   return 0.5f * x * (1.0f + sd_erf(x * 0.7071067811865476f));
 }
-static inline float sd_max(float a, float b) { return (a != a || b != b) ? NAN : (a < b ? b : a); }
-static inline float sd_min(float a, float b) { return (a != a || b != b) ? NAN : (b < a ? b : a); }
+static inline float sd_max(float a, float b) {
+  return (a != a || b != b) ? __builtin_nanf("") : (a < b ? b : a);
+}
+static inline float sd_min(float a, float b) {
+  return (a != a || b != b) ? __builtin_nanf("") : (b < a ? b : a);
+}
 )cpp";

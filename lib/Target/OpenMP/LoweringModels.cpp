@@ -52,14 +52,14 @@ static std::string doubleLiteral(double value) {
 
 static std::string scalarOf(NegOp, Scalars a) { return "-" + a[0]; }
 static std::string scalarOf(ExpOp, Scalars a) { return call("sd_exp", a); }
-static std::string scalarOf(LogOp, Scalars a) { return call("std::log", a); }
-static std::string scalarOf(SqrtOp, Scalars a) { return call("std::sqrt", a); }
+static std::string scalarOf(LogOp, Scalars a) { return call("sd_log", a); }
+static std::string scalarOf(SqrtOp, Scalars a) { return call("sd_sqrt", a); }
 static std::string scalarOf(RsqrtOp, Scalars a) {
-  return "1.0f / " + call("std::sqrt", a);
+  return "1.0f / " + call("sd_sqrt", a);
 }
 static std::string scalarOf(TanhOp, Scalars a) { return call("sd_tanh", a); }
-static std::string scalarOf(SinOp, Scalars a) { return call("std::sin", a); }
-static std::string scalarOf(CosOp, Scalars a) { return call("std::cos", a); }
+static std::string scalarOf(SinOp, Scalars a) { return call("sd_sin", a); }
+static std::string scalarOf(CosOp, Scalars a) { return call("sd_cos", a); }
 static std::string scalarOf(ErfOp, Scalars a) { return call("sd_erf", a); }
 static std::string scalarOf(SigmoidOp, Scalars a) {
   return call("sd_sigmoid", a);
@@ -76,7 +76,7 @@ static std::string scalarOf(MulOp, Scalars a) { return infix("*", a); }
 static std::string scalarOf(DivOp, Scalars a) { return infix("/", a); }
 static std::string scalarOf(MaxOp, Scalars a) { return call2("sd_max", a); }
 static std::string scalarOf(MinOp, Scalars a) { return call2("sd_min", a); }
-static std::string scalarOf(PowOp, Scalars a) { return call2("std::pow", a); }
+static std::string scalarOf(PowOp, Scalars a) { return call2("sd_pow", a); }
 static std::string scalarOf(CompareOp op, Scalars a) {
   static const char *ops[] = {"==", "!=", "<", "<=", ">", ">="};
   return infix(ops[static_cast<int>(op.getDirection())], a);
@@ -310,7 +310,7 @@ static std::string transposeInto(DotGeneralOp op, Value v,
   int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
   std::string shape = pb.staticShape(shapeOf(v));
   std::string permName = pb.staticShape(perm);
-  pb.countTemporary(bytes);
+  pb.countTemporary(op, bytes);
   entry << "  float *" << tmp << " = static_cast<float *>(api->alloc(dev, "
         << bytes << ", SD_DEVICE_MEMORY, "
         << cString(pb.names.op(op) + " (transposed operand)") << "));\n"
@@ -591,14 +591,13 @@ static LogicalResult emitRng(OpTy op, ProgramBuilder &pb) {
     SmallVector<int64_t> global(shape);
     if (auto g = op.getGlobalShape())
       global = llvm::to_vector(*g);
-    pb.include("<cmath>");
     os << "  {\n    const int64_t offsets[] = {";
     if (op.getOffsets().empty()) {
       os << (shape.empty() ? "0"
                            : intList(SmallVector<int64_t>(shape.size(), 0)));
     } else {
       for (auto [i, v] : llvm::enumerate(op.getOffsets()))
-        os << (i ? ", " : "") << "static_cast<int64_t>(std::llround("
+        os << (i ? ", " : "") << "static_cast<int64_t>(__builtin_llround("
            << pb.buffer(v) << "[0]))";
     }
     auto [normal, a, b] = distributionOf(op);

@@ -152,23 +152,100 @@ void ProgramBuilder::adoptBuffer(Value v, std::string name, bool host) {
 void ProgramBuilder::countAllocation(Value v, bool host) {
   int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
   countedBytes[v] = {bytes, host};
-  int64_t &live = host ? liveHost : liveDevice;
-  int64_t &peak = host ? counted.hostPeakBytes : counted.devicePeakBytes;
-  live += bytes;
-  peak = std::max(peak, live);
+  countBytes(v, bytes, host, /*kept=*/false);
+}
+
+void ProgramBuilder::countKept(Value v, int64_t bytes, bool host) {
+  countBytes(v, bytes, host, /*kept=*/true);
+}
+
+void ProgramBuilder::countBytes(Value v, int64_t bytes, bool host, bool kept) {
+  if (host) {
+    liveHost += bytes;
+    counted.hostPeakBytes = std::max(counted.hostPeakBytes, liveHost);
+    return;
+  }
+  liveDevice += bytes;
+  deviceEvents.push_back({v, bytes, kept});
+  if (liveDevice > counted.devicePeakBytes) {
+    counted.devicePeakBytes = liveDevice;
+    eventsAtPeak = deviceEvents.size();
+    temporaryAtPeak = {};
+  }
 }
 
 void ProgramBuilder::countRelease(Value v) {
   auto it = countedBytes.find(v);
   if (it == countedBytes.end())
     return;
-  (it->second.second ? liveHost : liveDevice) -= it->second.first;
+  auto [bytes, host] = it->second;
+  (host ? liveHost : liveDevice) -= bytes;
+  if (!host)
+    deviceEvents.push_back({v, -bytes, /*kept=*/false});
   countedBytes.erase(it);
 }
 
-void ProgramBuilder::countTemporary(int64_t bytes) {
-  counted.devicePeakBytes =
-      std::max(counted.devicePeakBytes, liveDevice + bytes);
+void ProgramBuilder::countTemporary(Operation *op, int64_t bytes) {
+  if (liveDevice + bytes <= counted.devicePeakBytes)
+    return;
+  counted.devicePeakBytes = liveDevice + bytes;
+  eventsAtPeak = deviceEvents.size();
+  temporaryAtPeak = {"a temporary of " +
+                         op->getName().getStringRef().str() + " " +
+                         names.label(op),
+                     bytes};
+}
+
+std::string ProgramBuilder::describe(Value v) {
+  // "sd.softmax 4x256x256 (dit.mlir:43)"
+  Operation *def = v.getDefiningOp();
+  std::string shape = shapeText(shapeOf(v));
+  if (!def)
+    return "argument " + names.value(v) + " " + shape;
+  return def->getName().getStringRef().str() + " " + shape + " " +
+         names.label(def);
+}
+
+ProgramMemory ProgramBuilder::memory() {
+  // The values live at the peak: the events before it, replayed. A result's
+  // copy is never released, so it is kept apart from its value's buffer.
+  DenseMap<Value, std::pair<size_t, int64_t>> live;
+  std::vector<std::pair<size_t, const DeviceEvent *>> kept;
+  for (size_t i = 0; i < eventsAtPeak; ++i) {
+    const DeviceEvent &event = deviceEvents[i];
+    if (event.kept)
+      kept.push_back({i, &event});
+    else if (event.bytes > 0)
+      live[event.value] = {i, event.bytes};
+    else
+      live.erase(event.value);
+  }
+  std::vector<std::tuple<int64_t, size_t, Value>> order;
+  for (auto &[value, at] : live)
+    order.push_back({at.second, at.first, value});
+  for (auto [i, event] : kept)
+    order.push_back({event->bytes, i, event->value});
+  // Largest first; among equals, the earliest allocated.
+  llvm::sort(order, [](const auto &a, const auto &b) {
+    return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) > std::get<0>(b)
+                                            : std::get<1>(a) < std::get<1>(b);
+  });
+  ProgramMemory memory = counted;
+  memory.devicePeakBuffers.clear();
+  if (temporaryAtPeak.bytes > 0)
+    memory.devicePeakBuffers.push_back(temporaryAtPeak);
+  for (auto &[bytes, at, value] : order) {
+    if (memory.devicePeakBuffers.size() >= ProgramMemory::kPeakBuffers)
+      break;
+    memory.devicePeakBuffers.push_back({describe(value), bytes});
+  }
+  std::stable_sort(memory.devicePeakBuffers.begin(),
+                   memory.devicePeakBuffers.end(),
+                   [](const ProgramMemory::Buffer &a,
+                      const ProgramMemory::Buffer &b) {
+                     return a.bytes > b.bytes;
+                   });
+  return memory;
 }
 
 std::string ProgramBuilder::staticShape(ArrayRef<int64_t> values) {
@@ -722,11 +799,7 @@ void ProgramEmitter::emitResults() {
     int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
     std::string name = "r" + std::to_string(j);
     // A copy the runtime keeps: it stays live to the end.
-    bool host = hostStorage.count(st);
-    int64_t &live = host ? liveHost : liveDevice;
-    int64_t &peak = host ? counted.hostPeakBytes : counted.devicePeakBytes;
-    live += bytes;
-    peak = std::max(peak, live);
+    countKept(v, bytes, hostStorage.count(st));
     include("<cstring>");
     entryOs << "  float *" << name << " = static_cast<float *>(api->alloc(dev, "
             << bytes << ", "

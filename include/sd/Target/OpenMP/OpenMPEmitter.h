@@ -18,6 +18,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::sd {
 
@@ -29,6 +30,15 @@ namespace mlir::sd {
 struct ProgramMemory {
   int64_t devicePeakBytes = 0;
   int64_t hostPeakBytes = 0;
+  /// A buffer live at the device peak: what it holds, and its bytes.
+  struct Buffer {
+    std::string name;
+    int64_t bytes = 0;
+  };
+  /// The largest buffers live at the device peak, largest first (at most
+  /// kPeakBuffers), so that a run that does not fit can say what to shrink.
+  std::vector<Buffer> devicePeakBuffers;
+  static constexpr size_t kPeakBuffers = 5;
 };
 
 /// Writes `func`, planned by sd-lower-to-openmp, as C++ files in LLVM's

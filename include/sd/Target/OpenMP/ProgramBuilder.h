@@ -136,8 +136,12 @@ public:
   /// its one call.
   void countAllocation(Value v, bool host);
   void countRelease(Value v);
-  void countTemporary(int64_t bytes);
-  const ProgramMemory &memory() const { return counted; }
+  /// A buffer of `bytes` for one call of `op`.
+  void countTemporary(Operation *op, int64_t bytes);
+  /// `bytes` live from here to the program's end (a result's copy).
+  void countKept(Value v, int64_t bytes, bool host);
+  /// The counts, with the largest buffers live at the device peak.
+  ProgramMemory memory();
 
 protected:
   std::string entryText;
@@ -161,6 +165,23 @@ protected:
   DenseMap<Value, std::pair<int64_t, bool>> countedBytes;
   int64_t liveDevice = 0, liveHost = 0;
   ProgramMemory counted;
+  /// Device allocations (bytes > 0) and releases (< 0) of counted values in
+  /// order; how many of them precede the device peak, and the temporary
+  /// that made it, if one did.
+  struct DeviceEvent {
+    Value value;
+    int64_t bytes;
+    /// A result's copy (never released).
+    bool kept;
+  };
+  std::vector<DeviceEvent> deviceEvents;
+  size_t eventsAtPeak = 0;
+  ProgramMemory::Buffer temporaryAtPeak;
+
+private:
+  void countBytes(Value v, int64_t bytes, bool host, bool kept);
+  /// What `v` holds, for ProgramMemory::devicePeakBuffers.
+  std::string describe(Value v);
 };
 
 } // namespace mlir::sd::openmp
