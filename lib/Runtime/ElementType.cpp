@@ -10,6 +10,8 @@ int64_t elementBytes(ElementType type) {
   switch (type) {
   case ElementType::F32:
     return 4;
+  case ElementType::BF16:
+    return 2;
   }
   return 4;
 }
@@ -18,6 +20,8 @@ const char *elementTypeName(ElementType type) {
   switch (type) {
   case ElementType::F32:
     return "f32";
+  case ElementType::BF16:
+    return "bf16";
   }
   return "f32";
 }
@@ -26,6 +30,8 @@ int32_t abiElementType(ElementType type) {
   switch (type) {
   case ElementType::F32:
     return SD_F32;
+  case ElementType::BF16:
+    return SD_BF16;
   }
   return SD_F32;
 }
@@ -34,6 +40,8 @@ std::optional<ElementType> elementTypeFromAbi(int32_t value) {
   switch (value) {
   case SD_F32:
     return ElementType::F32;
+  case SD_BF16:
+    return ElementType::BF16;
   default:
     return std::nullopt;
   }

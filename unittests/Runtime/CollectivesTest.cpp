@@ -950,6 +950,22 @@ TEST(CollectivesTest, BadDescriptorsAreInvalidArguments) {
   EXPECT_EQ(badPair.status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(badPair.status.message().find("[0, 2]"), std::string::npos)
       << badPair.status;
+  // An element type the runtime does not know, and one the transports do
+  // not move yet.
+  SdCollective unknown = groupOp(SD_ALL_REDUCE, {3}, {3}, {0});
+  unknown.element_type = 7;
+  RunResult unknownType = runCollective(mesh, unknown, inputs);
+  EXPECT_EQ(unknownType.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknownType.status.message().find("unknown element type 7"),
+            std::string::npos)
+      << unknownType.status;
+  SdCollective bf16 = groupOp(SD_ALL_GATHER, {3}, {6}, {0});
+  bf16.element_type = SD_BF16;
+  RunResult bf16Type = runCollective(mesh, bf16, inputs);
+  EXPECT_EQ(bf16Type.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bf16Type.status.message().find("do not move bf16 elements"),
+            std::string::npos)
+      << bf16Type.status;
 }
 
 } // namespace

@@ -15,12 +15,12 @@
 
 namespace sd::rt {
 
-/// The element type of a buffer.
-enum class ElementType { F32 };
+/// The element type of a buffer: f32, or bfloat16 (sd/Runtime/BFloat16.h).
+enum class ElementType { F32, BF16 };
 
 /// Bytes of one element.
 int64_t elementBytes(ElementType type);
-/// "f32".
+/// "f32", "bf16".
 const char *elementTypeName(ElementType type);
 
 /// The SdElementType of `type`, and back (nullopt for a value the runtime

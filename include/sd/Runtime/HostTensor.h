@@ -10,6 +10,7 @@
 #ifndef SD_RUNTIME_HOSTTENSOR_H
 #define SD_RUNTIME_HOSTTENSOR_H
 
+#include "sd/Runtime/BFloat16.h"
 #include "sd/Runtime/ElementType.h"
 
 #include <cassert>
@@ -25,17 +26,33 @@ class HostTensor {
 public:
   HostTensor() = default;
   /// `elements` zeros of `type`.
-  HostTensor(ElementType type, int64_t elements)
-      : type(type), values(static_cast<size_t>(elements), 0.0f) {}
+  HostTensor(ElementType type, int64_t elements) : type(type) {
+    if (type == ElementType::BF16)
+      halves.assign(static_cast<size_t>(elements), BFloat16{});
+    else
+      values.assign(static_cast<size_t>(elements), 0.0f);
+  }
   /// f32 elements.
   HostTensor(std::vector<float> values) : values(std::move(values)) {}
   HostTensor(std::initializer_list<float> values) : values(values) {}
+  /// bfloat16 elements.
+  HostTensor(std::vector<BFloat16> values)
+      : type(ElementType::BF16), halves(std::move(values)) {}
 
   ElementType elementType() const { return type; }
-  int64_t size() const { return static_cast<int64_t>(values.size()); }
+  int64_t size() const {
+    return static_cast<int64_t>(type == ElementType::BF16 ? halves.size()
+                                                          : values.size());
+  }
   int64_t bytes() const { return size() * elementBytes(type); }
-  const void *data() const { return values.data(); }
-  void *data() { return values.data(); }
+  const void *data() const {
+    return type == ElementType::BF16 ? static_cast<const void *>(halves.data())
+                                     : values.data();
+  }
+  void *data() {
+    return type == ElementType::BF16 ? static_cast<void *>(halves.data())
+                                     : values.data();
+  }
 
   /// The elements of an f32 tensor.
   const std::vector<float> &f32() const {
@@ -46,10 +63,20 @@ public:
     assert(type == ElementType::F32 && "not an f32 tensor");
     return values;
   }
+  /// The elements of a bfloat16 tensor.
+  const std::vector<BFloat16> &bf16() const {
+    assert(type == ElementType::BF16 && "not a bf16 tensor");
+    return halves;
+  }
+  std::vector<BFloat16> &bf16() {
+    assert(type == ElementType::BF16 && "not a bf16 tensor");
+    return halves;
+  }
 
 private:
   ElementType type = ElementType::F32;
   std::vector<float> values;
+  std::vector<BFloat16> halves;
 };
 
 /// One device's block of an argument: `elements` elements of `elementType`
@@ -66,6 +93,14 @@ template <typename Pointer> struct BlockView {
         std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>,
                            const float, float>;
     return static_cast<Float *>(data);
+  }
+  /// The elements of a bfloat16 block.
+  auto bf16() const {
+    assert(elementType == ElementType::BF16 && "not a bf16 block");
+    using Half =
+        std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>,
+                           const BFloat16, BFloat16>;
+    return static_cast<Half *>(data);
   }
 };
 using Block = BlockView<void *>;

@@ -48,8 +48,9 @@ extern "C" {
 /* One device of the mesh, as the runtime sees it (opaque to programs). */
 typedef struct SdDevice SdDevice;
 
-/* The element type of a buffer: how its bytes hold a number. */
-enum SdElementType { SD_F32 = 0 };
+/* The element type of a buffer: how its bytes hold a number. SD_BF16 is
+   bfloat16, the upper half of an f32's bits, stored as uint16_t. */
+enum SdElementType { SD_F32 = 0, SD_BF16 = 1 };
 
 /* Memory spaces of SdApi::alloc. */
 enum SdMemorySpace { SD_DEVICE_MEMORY = 0, SD_HOST_MEMORY = 1 };
