@@ -52,12 +52,16 @@ static bool mapped(int64_t rounded, const MemoryPoolOptions &options) {
   return options.mapLargeBuffers && rounded >= kHugePage;
 }
 
+/// The bytes a mapped buffer of `rounded` bytes spans: whole pages.
+static size_t mappedLength(int64_t rounded) {
+  auto page = static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  return static_cast<size_t>((rounded + page - 1) / page * page);
+}
+
 /// `rounded` bytes from the system, or nullptr.
-static void *systemAllocate(int64_t rounded,
-                            const MemoryPoolOptions &options) {
+static void *systemAllocate(int64_t rounded, const MemoryPoolOptions &options) {
   if (!mapped(rounded, options)) {
-    void *buffer =
-        std::aligned_alloc(kAlignment, static_cast<size_t>(rounded));
+    void *buffer = std::aligned_alloc(kAlignment, static_cast<size_t>(rounded));
 #ifdef MADV_POPULATE_WRITE
     // The whole pages inside a smaller buffer of 64 KiB or more, populated
     // at once too (pages the C allocator already holds stay as they are).
@@ -73,25 +77,26 @@ static void *systemAllocate(int64_t rounded,
 #endif
     return buffer;
   }
-  // Over-map by a huge page and trim both ends, so that the buffer starts
-  // on a huge page boundary.
-  size_t length = static_cast<size_t>(rounded + kHugePage);
+  // Over-map by a huge page and trim both ends (at page boundaries), so
+  // that the buffer starts on a huge page boundary.
+  size_t span = mappedLength(rounded);
+  size_t length = span + static_cast<size_t>(kHugePage);
   void *region = mmap(nullptr, length, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (region == MAP_FAILED)
     return nullptr;
   auto begin = reinterpret_cast<uintptr_t>(region);
   uintptr_t aligned = (begin + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
-  uintptr_t end = begin + length, used = aligned + rounded;
+  uintptr_t end = begin + length, used = aligned + span;
   if (aligned > begin)
     munmap(region, aligned - begin);
   if (end > used)
     munmap(reinterpret_cast<void *>(used), end - used);
   void *buffer = reinterpret_cast<void *>(aligned);
   // Both are advice: a kernel without them faults the pages in as before.
-  madvise(buffer, static_cast<size_t>(rounded), MADV_HUGEPAGE);
+  madvise(buffer, span, MADV_HUGEPAGE);
 #ifdef MADV_POPULATE_WRITE
-  madvise(buffer, static_cast<size_t>(rounded), MADV_POPULATE_WRITE);
+  madvise(buffer, span, MADV_POPULATE_WRITE);
 #endif
   return buffer;
 }
@@ -99,7 +104,7 @@ static void *systemAllocate(int64_t rounded,
 static void systemFree(void *buffer, int64_t rounded,
                        const MemoryPoolOptions &options) {
   if (mapped(rounded, options))
-    munmap(buffer, static_cast<size_t>(rounded));
+    munmap(buffer, mappedLength(rounded));
   else
     std::free(buffer);
 }

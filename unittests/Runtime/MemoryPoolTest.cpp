@@ -7,8 +7,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <string>
+#include <fstream>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -206,6 +207,35 @@ TEST(MemoryPoolTest, TheCacheIsOffInAddressSanitizerBuilds) {
 #endif
   EXPECT_EQ(MemoryPoolOptions().cacheBuffers, !kAsan);
   EXPECT_EQ(MemoryPoolOptions().mapLargeBuffers, !kAsan);
+}
+
+/// The process's virtual memory size (VmSize), in bytes.
+static int64_t virtualBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0)
+      return std::stoll(line.substr(7)) * 1024;
+  return -1;
+}
+
+TEST(MemoryPoolTest, MappedBuffersGiveBackTheirWholeMapping) {
+  // A size that is not a whole number of pages: its mapping is trimmed at
+  // page boundaries and unmapped whole, so that nothing stays mapped.
+  MemoryPoolOptions mapping;
+  mapping.mapLargeBuffers = true;
+  mapping.cacheBuffers = false;
+  MemoryPool pool("device", 0, /*budget=*/0, mapping);
+  int64_t before = virtualBytes();
+  ASSERT_GT(before, 0);
+  for (int i = 0; i < 64; ++i) {
+    absl::StatusOr<void *> buffer =
+        pool.allocate((int64_t{2} << 20) + 1000, "odd");
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    pool.release(*buffer);
+  }
+  // 64 leaked tails of up to 2 MiB each would be over 100 MiB.
+  EXPECT_LT(virtualBytes() - before, int64_t{8} << 20);
 }
 
 TEST(MemoryPoolTest, LargeBuffersAreMappedOnHugePageBoundaries) {

@@ -61,8 +61,8 @@ Index mlir::sd::openmp::scaleAdd(const Index &a, int64_t scale, int64_t add) {
 }
 
 Index mlir::sd::openmp::clampIndex(const std::string &e, int64_t size) {
-  return Index::opaque("sd_clamp_index(" + e + ", " +
-                       std::to_string(size - 1) + ")");
+  return Index::opaque("sd_clamp_index(" + e + ", " + std::to_string(size - 1) +
+                       ")");
 }
 
 KernelBuilder::KernelBuilder(Operation *root, ArrayRef<std::string> fusedOps,

@@ -190,9 +190,8 @@ void ProgramBuilder::countTemporary(Operation *op, int64_t bytes) {
     return;
   counted.devicePeakBytes = liveDevice + bytes;
   eventsAtPeak = deviceEvents.size();
-  temporaryAtPeak = {"a temporary of " +
-                         op->getName().getStringRef().str() + " " +
-                         names.label(op),
+  temporaryAtPeak = {"a temporary of " + op->getName().getStringRef().str() +
+                         " " + names.label(op),
                      bytes};
 }
 
@@ -239,12 +238,11 @@ ProgramMemory ProgramBuilder::memory() {
       break;
     memory.devicePeakBuffers.push_back({describe(value), bytes});
   }
-  std::stable_sort(memory.devicePeakBuffers.begin(),
-                   memory.devicePeakBuffers.end(),
-                   [](const ProgramMemory::Buffer &a,
-                      const ProgramMemory::Buffer &b) {
-                     return a.bytes > b.bytes;
-                   });
+  std::stable_sort(
+      memory.devicePeakBuffers.begin(), memory.devicePeakBuffers.end(),
+      [](const ProgramMemory::Buffer &a, const ProgramMemory::Buffer &b) {
+        return a.bytes > b.bytes;
+      });
   return memory;
 }
 
