@@ -693,6 +693,10 @@ absl::Status ConfigReader::readFile() {
       yaml::Node *keyNode = entry.getKey();
       if (absl::Status s = pending(); !s.ok())
         return s;
+      // The parser gives no node for a key it could not read (an explicit
+      // `?` with nothing after it, at the end of the text).
+      if (!keyNode)
+        return error(&entry, "", "expected a config key");
       if (absl::Status s = flushRules(offsetOf(keyNode)); !s.ok())
         return s;
       std::optional<std::string> key = scalarText(keyNode);
@@ -709,6 +713,8 @@ absl::Status ConfigReader::readFile() {
       yaml::Node *value = entry.getValue();
       if (absl::Status s = pending(); !s.ok())
         return s;
+      if (!value)
+        return error(keyNode, *key, "expected a value");
       bool known = false;
       currentKey = keyNode;
       absl::Status status = setValue(*key, value, known);

@@ -690,6 +690,10 @@ TEST(RunConfigTest, DocumentErrors) {
   // A syntax error inside a key sd ignores is still an error.
   EXPECT_TRUE(configFailsWith("seed: 1\nlora_config: {a: 'x\n",
                               "t.yml:2: expected quote at end of scalar"));
+  // An explicit key ('?') the parser gives no node for (a fuzzer's input:
+  // it crashed the reader).
+  EXPECT_TRUE(configFailsWith("#0l ?\n?\n%\x17%\x17",
+                              "t.yml:2: expected a config key"));
 }
 
 TEST(RunConfigTest, MissingFile) {
