@@ -713,8 +713,6 @@ absl::Status ConfigReader::readFile() {
       yaml::Node *value = entry.getValue();
       if (absl::Status s = pending(); !s.ok())
         return s;
-      if (!value)
-        return error(keyNode, *key, "expected a value");
       bool known = false;
       currentKey = keyNode;
       absl::Status status = setValue(*key, value, known);

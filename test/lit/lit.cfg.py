@@ -13,6 +13,10 @@ config.test_exec_root = os.path.join(config.sd_obj_root, "test", "lit")
 
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 config.substitutions.append(("%sd_src_root", config.sd_src_root))
+# `asan`: an ASan + UBSan build (scripts/test.sh --sanitize), for the tests
+# that measure scale rather than memory safety.
+if config.sd_sanitizers.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("asan")
 # The compiler that builds generated OpenMP programs ($SD_CXX, else c++).
 config.substitutions.append(("%cxx", os.environ.get("SD_CXX", "c++")))
 
