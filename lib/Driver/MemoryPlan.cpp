@@ -16,6 +16,14 @@ using namespace mlir;
 using namespace mlir::sd;
 namespace rt = ::sd::rt;
 
+/// Largest first; equal sizes keep their order.
+static void sortLargestFirst(std::vector<MemoryItem> &items) {
+  std::stable_sort(items.begin(), items.end(),
+                   [](const MemoryItem &a, const MemoryItem &b) {
+                     return a.bytes > b.bytes;
+                   });
+}
+
 std::vector<MemoryItem> ProcessMemory::items() const {
   std::vector<MemoryItem> items = {
       {"parameters", devices * perDevice.parameters},
@@ -25,10 +33,7 @@ std::vector<MemoryItem> ProcessMemory::items() const {
       {"offloaded values", devices * perDevice.hostPeak},
       {"staging", staging},
       {"runtime and compiler", overhead}};
-  std::stable_sort(items.begin(), items.end(),
-                   [](const MemoryItem &a, const MemoryItem &b) {
-                     return a.bytes > b.bytes;
-                   });
+  sortLargestFirst(items);
   return items;
 }
 
@@ -65,10 +70,7 @@ ProcessMemory mlir::sd::predictProcessMemory(const TrainProgram &program,
 /// the activations are among the three largest items, else "".
 static std::string peakBuffersText(const DeviceMemory &device,
                                    std::vector<MemoryItem> items) {
-  std::stable_sort(items.begin(), items.end(),
-                   [](const MemoryItem &a, const MemoryItem &b) {
-                     return a.bytes > b.bytes;
-                   });
+  sortLargestFirst(items);
   bool listed = false;
   for (size_t i = 0; i < items.size() && i < 3; ++i)
     listed |= items[i].name == "activations and gradients";
@@ -86,10 +88,7 @@ absl::Status mlir::sd::checkMemory(const ProcessMemory &memory,
                                    int64_t processesOnHost) {
   // The three largest items, largest first.
   auto largest = [&](std::vector<MemoryItem> items) {
-    std::stable_sort(items.begin(), items.end(),
-                     [](const MemoryItem &a, const MemoryItem &b) {
-                       return a.bytes > b.bytes;
-                     });
+    sortLargestFirst(items);
     std::string text;
     for (size_t i = 0; i < items.size() && i < 3; ++i) {
       if (items[i].bytes == 0)

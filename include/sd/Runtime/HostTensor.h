@@ -87,20 +87,18 @@ template <typename Pointer> struct BlockView {
   int64_t elements = 0;
 
   /// The elements of an f32 block.
-  auto f32() const {
-    assert(elementType == ElementType::F32 && "not an f32 block");
-    using Float =
-        std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>,
-                           const float, float>;
-    return static_cast<Float *>(data);
-  }
+  auto f32() const { return as<float>(ElementType::F32); }
   /// The elements of a bfloat16 block.
-  auto bf16() const {
-    assert(elementType == ElementType::BF16 && "not a bf16 block");
-    using Half =
+  auto bf16() const { return as<BFloat16>(ElementType::BF16); }
+
+private:
+  /// `data` as `T` elements, const where the view is; asserts the type.
+  template <typename T> auto as([[maybe_unused]] ElementType expected) const {
+    assert(elementType == expected && "the block has another element type");
+    using Element =
         std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>,
-                           const BFloat16, BFloat16>;
-    return static_cast<Half *>(data);
+                           const T, T>;
+    return static_cast<Element *>(data);
   }
 };
 using Block = BlockView<void *>;
