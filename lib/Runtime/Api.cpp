@@ -141,9 +141,18 @@ void gemm(SdDevice *, int64_t batch, int32_t transA, int32_t transB, int64_t m,
                 ldb, strideB, beta, c, ldc, strideC);
 }
 
-void transpose(SdDevice *, const float *in, float *out, int32_t rank,
-               const int64_t *inShape, const int64_t *perm) {
-  kernels::transpose(in, out, rank, inShape, perm);
+void gemmBF16(SdDevice *, int64_t batch, int32_t transA, int32_t transB,
+              int64_t m, int64_t n, int64_t k, const sd_bf16 *a, int64_t lda,
+              int64_t strideA, const sd_bf16 *b, int64_t ldb, int64_t strideB,
+              void *c, int32_t cType, int64_t ldc, int64_t strideC) {
+  kernels::gemmBF16(batch, transA != 0, transB != 0, m, n, k, a, lda, strideA,
+                    b, ldb, strideB, c, cType == SD_BF16, ldc, strideC);
+}
+
+void transpose(SdDevice *, const void *in, void *out, int32_t rank,
+               const int64_t *inShape, const int64_t *perm,
+               int32_t elementBytes) {
+  kernels::transpose(in, out, rank, inShape, perm, elementBytes);
 }
 
 void softmax(SdDevice *, const float *in, float *out, int32_t rank,
@@ -283,6 +292,7 @@ const SdApi *MeshRuntime::api() {
       /*collective_start=*/startCollective,
       /*collective_done=*/finishCollective,
       /*gemm=*/gemm,
+      /*gemm_bf16=*/gemmBF16,
       /*transpose=*/transpose,
       /*softmax=*/softmax,
       /*layer_norm=*/layerNorm,

@@ -18,17 +18,31 @@
 // parallelized over the batch instead: splitting one small GEMM over threads
 // costs more in synchronization than it gains.
 //
+// bf16 products (gemmBF16) go through oneDNN's matmul primitive, which uses
+// the CPU's bf16 dot-product instructions (AVX512_BF16, AMX) where it has
+// them and converts to f32 where it has not; products accumulate in f32
+// either way. Debian's OpenBLAS is built without sbgemm, so there is no
+// second library to choose from. Should oneDNN refuse a shape, the operands
+// are widened to f32 for sgemm (exact) and the result rounded once.
+//
 //===----------------------------------------------------------------------===//
 
 #include "sd/Runtime/Kernels.h"
 
 #include "KernelsDetail.h"
 
+#include "sd/Runtime/BFloat16.h"
+
 #include <cblas.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
+#include <map>
+#include <memory>
+#include <vector>
 
 namespace sd::rt::kernels {
 
@@ -104,6 +118,121 @@ void gemm(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
   for (int64_t i = 0; i < batch; ++i)
     detail::sgemm(transA, transB, m, n, k, 1.0f, a + i * strideA, lda,
                   b + i * strideB, ldb, beta, c + i * strideC, ldc);
+}
+
+/// A bf16 GEMM's shape and layout: what its oneDNN primitive depends on.
+using MatmulKey = std::array<int64_t, 12>;
+
+static const dnnl::engine &cpuEngine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+/// A created matmul primitive and its description (the memory layouts).
+struct Matmul {
+  dnnl::matmul::primitive_desc desc;
+  dnnl::matmul primitive;
+};
+
+/// The matmul of `key` (created on first use, kept per thread, as each
+/// device thread runs its own), or null when oneDNN refuses it.
+static const Matmul *matmulFor(const MatmulKey &key) {
+  thread_local std::map<MatmulKey, std::unique_ptr<Matmul>> cache;
+  auto [it, inserted] = cache.try_emplace(key);
+  if (!inserted)
+    return it->second.get();
+  auto [batch, transA, transB, m, n, k, lda, ldb, ldc, strideA, strideB,
+        cIsBF16] = key;
+  using dt = dnnl::memory::data_type;
+  using dims = dnnl::memory::dims;
+  dnnl::memory::desc a({batch, m, k}, dt::bf16,
+                       transA ? dims{strideA, 1, lda} : dims{strideA, lda, 1});
+  dnnl::memory::desc b({batch, k, n}, dt::bf16,
+                       transB ? dims{strideB, 1, ldb} : dims{strideB, ldb, 1});
+  dnnl::memory::desc c({batch, m, n}, cIsBF16 ? dt::bf16 : dt::f32,
+                       dims{m * ldc, ldc, 1});
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c),
+                                    cpuEngine());
+    it->second = std::make_unique<Matmul>(Matmul{pd, dnnl::matmul(pd)});
+  } catch (const dnnl::error &) {
+    // Left null: the caller falls back to sgemm.
+  }
+  return it->second.get();
+}
+
+/// gemmBF16 through sgemm: the operands widened (exactly), C rounded once.
+static void gemmBF16BySgemm(int64_t batch, bool transA, bool transB, int64_t m,
+                            int64_t n, int64_t k, const sd_bf16 *a,
+                            int64_t lda, int64_t strideA, const sd_bf16 *b,
+                            int64_t ldb, int64_t strideB, void *c,
+                            bool cIsBF16, int64_t ldc, int64_t strideC) {
+  int64_t rowsA = transA ? k : m, rowsB = transB ? n : k;
+  std::vector<float> wideA(static_cast<size_t>(rowsA * lda)),
+      wideB(static_cast<size_t>(rowsB * ldb)),
+      wideC(static_cast<size_t>(m * ldc));
+  for (int64_t i = 0; i < batch; ++i) {
+    convertToFloat(reinterpret_cast<const BFloat16 *>(a + i * strideA),
+                   wideA.data(), rowsA * lda);
+    convertToFloat(reinterpret_cast<const BFloat16 *>(b + i * strideB),
+                   wideB.data(), rowsB * ldb);
+    float *out = cIsBF16 ? wideC.data() : static_cast<float *>(c) + i * strideC;
+    detail::sgemm(transA, transB, m, n, k, 1.0f, wideA.data(), lda,
+                  wideB.data(), ldb, 0.0f, out, ldc);
+    if (cIsBF16)
+      for (int64_t r = 0; r < m; ++r)
+        convertToBFloat16(wideC.data() + r * ldc,
+                          reinterpret_cast<BFloat16 *>(
+                              static_cast<sd_bf16 *>(c) + i * strideC + r * ldc),
+                          n);
+  }
+}
+
+void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
+              int64_t k, const sd_bf16 *a, int64_t lda, int64_t strideA,
+              const sd_bf16 *b, int64_t ldb, int64_t strideB, void *c,
+              bool cIsBF16, int64_t ldc, int64_t strideC) {
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t r = 0; r < m; ++r) {
+        size_t offset = static_cast<size_t>(i * strideC + r * ldc);
+        if (cIsBF16)
+          std::fill_n(static_cast<sd_bf16 *>(c) + offset, n, sd_bf16{0});
+        else
+          std::fill_n(static_cast<float *>(c) + offset, n, 0.0f);
+      }
+    return;
+  }
+  // oneDNN's batch stride of C must be m·ldc; other strides go one GEMM at a
+  // time.
+  bool packedC = strideC == m * ldc;
+  int64_t perCall = packedC ? batch : 1;
+  const Matmul *matmul =
+      matmulFor({perCall, transA, transB, m, n, k, lda, ldb, ldc, strideA,
+                 strideB, cIsBF16});
+  if (!matmul) {
+    gemmBF16BySgemm(batch, transA, transB, m, n, k, a, lda, strideA, b, ldb,
+                    strideB, c, cIsBF16, ldc, strideC);
+    return;
+  }
+  const dnnl::engine &engine = cpuEngine();
+  thread_local dnnl::stream stream(engine);
+  size_t elementBytes = cIsBF16 ? sizeof(sd_bf16) : sizeof(float);
+  const dnnl::matmul::primitive_desc &desc = matmul->desc;
+  for (int64_t i = 0; i < batch; i += perCall) {
+    dnnl::memory ma(desc.src_desc(), engine,
+                    const_cast<sd_bf16 *>(a + i * strideA));
+    dnnl::memory mb(desc.weights_desc(), engine,
+                    const_cast<sd_bf16 *>(b + i * strideB));
+    dnnl::memory mc(desc.dst_desc(), engine,
+                    static_cast<char *>(c) + i * strideC * elementBytes);
+    matmul->primitive.execute(stream, {{DNNL_ARG_SRC, ma},
+                                       {DNNL_ARG_WEIGHTS, mb},
+                                       {DNNL_ARG_DST, mc}});
+  }
+  stream.wait();
 }
 
 } // namespace sd::rt::kernels

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace sd::rt::kernels {
@@ -335,15 +336,22 @@ transpose8x8Avx2(const float *in, int64_t sx, float *out, int64_t sy) {
 }
 
 /// One tile of the 2-D transpose: out[iy*sy + ix] = in[ix*sx + iy] for
-/// iy in [y0, y1), ix in [x0, x1); 8x8 blocks in registers when possible.
-static void transposeTile(const float *in, int64_t sx, float *out, int64_t sy,
+/// iy in [y0, y1), ix in [x0, x1); for f32, 8x8 blocks in registers when
+/// possible.
+template <typename T>
+static void transposeTile(const T *in, int64_t sx, T *out, int64_t sy,
                           int64_t y0, int64_t y1, int64_t x0, int64_t x1,
                           bool avx2) {
-  int64_t yFull = avx2 ? y0 + (y1 - y0) / 8 * 8 : y0;
-  int64_t xFull = avx2 ? x0 + (x1 - x0) / 8 * 8 : x0;
-  for (int64_t iy = y0; iy < yFull; iy += 8)
-    for (int64_t ix = x0; ix < xFull; ix += 8)
-      transpose8x8Avx2(in + ix * sx + iy, sx, out + iy * sy + ix, sy);
+  int64_t yFull = y0, xFull = x0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (avx2) {
+      yFull = y0 + (y1 - y0) / 8 * 8;
+      xFull = x0 + (x1 - x0) / 8 * 8;
+    }
+    for (int64_t iy = y0; iy < yFull; iy += 8)
+      for (int64_t ix = x0; ix < xFull; ix += 8)
+        transpose8x8Avx2(in + ix * sx + iy, sx, out + iy * sy + ix, sy);
+  }
   // The remainders: columns right of the blocks, then rows below them.
   for (int64_t iy = y0; iy < yFull; ++iy)
     for (int64_t ix = xFull; ix < x1; ++ix)
@@ -353,8 +361,10 @@ static void transposeTile(const float *in, int64_t sx, float *out, int64_t sy,
       out[iy * sy + ix] = in[ix * sx + iy];
 }
 
-void transpose(const float *in, float *out, int32_t rank,
-               const int64_t *inShape, const int64_t *perm) {
+/// transpose() on elements of type T (moved, never read as numbers).
+template <typename T>
+static void transposeElements(const T *in, T *out, int32_t rank,
+                              const int64_t *inShape, const int64_t *perm) {
   // Drop size-1 dimensions and merge input dimensions that stay adjacent and
   // in order in the output: [B,H,S,D]->[B,H,D,S] stays rank 3 after merging
   // B and H, and a no-op permutation becomes a copy.
@@ -385,7 +395,7 @@ void transpose(const float *in, float *out, int32_t rank,
   }
   int64_t r = static_cast<int64_t>(groups.size());
   if (r <= 1) {
-    std::memcpy(out, in, static_cast<size_t>(total) * sizeof(float));
+    std::memcpy(out, in, static_cast<size_t>(total) * sizeof(T));
     return;
   }
   // Coalesced shapes and strides. Group g (output position) has size
@@ -436,7 +446,7 @@ void transpose(const float *in, float *out, int32_t rank,
   };
   if (x == y) {
     // The innermost dimension stays innermost: copy contiguous runs.
-    size_t bytes = static_cast<size_t>(size[x]) * sizeof(float);
+    size_t bytes = static_cast<size_t>(size[x]) * sizeof(T);
 #pragma omp parallel for schedule(static)
     for (int64_t o = 0; o < numOuter; ++o) {
       int64_t inBase, outBase;
@@ -460,6 +470,16 @@ void transpose(const float *in, float *out, int32_t rank,
     int64_t x0 = tx * kTile, x1 = std::min(size[x], x0 + kTile);
     transposeTile(in + inBase, sx, out + outBase, sy, y0, y1, x0, x1, avx2);
   }
+}
+
+void transpose(const void *in, void *out, int32_t rank, const int64_t *inShape,
+               const int64_t *perm, int32_t elementBytes) {
+  if (elementBytes == 2)
+    transposeElements(static_cast<const uint16_t *>(in),
+                      static_cast<uint16_t *>(out), rank, inShape, perm);
+  else
+    transposeElements(static_cast<const float *>(in), static_cast<float *>(out),
+                      rank, inShape, perm);
 }
 
 //===----------------------------------------------------------------------===//

@@ -23,8 +23,15 @@ void gemm(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
           int64_t k, const float *a, int64_t lda, int64_t strideA,
           const float *b, int64_t ldb, int64_t strideB, float beta, float *c,
           int64_t ldc, int64_t strideC);
-void transpose(const float *in, float *out, int32_t rank,
-               const int64_t *inShape, const int64_t *perm);
+/// See SdApi::gemm_bf16 (oneDNN's matmul primitive on bf16 operands,
+/// accumulating in f32; `cIsBF16` rounds C to bf16 once).
+void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
+              int64_t k, const sd_bf16 *a, int64_t lda, int64_t strideA,
+              const sd_bf16 *b, int64_t ldb, int64_t strideB, void *c,
+              bool cIsBF16, int64_t ldc, int64_t strideC);
+/// See SdApi::transpose: elements of `elementBytes` (4 or 2) are moved.
+void transpose(const void *in, void *out, int32_t rank, const int64_t *inShape,
+               const int64_t *perm, int32_t elementBytes = 4);
 void softmax(const float *in, float *out, int32_t rank, const int64_t *shape,
              int32_t dim);
 void layerNorm(const float *in, const float *scale, const float *bias,

@@ -15,7 +15,9 @@
  * - Every tensor is a dense row-major buffer of one element type
  *   (SdElementType); shapes are int64_t arrays. The program's signature
  *   (SdSignature) and each collective (SdCollective) name the element type
- *   of the buffers they pass; the kernels below take f32. i1 values that
+ *   of the buffers they pass; the kernels below take f32 unless they say
+ *   otherwise (gemm_bf16, transpose, the memory and collective calls). i1
+ *   values that
  *   must be stored (rare: fused loops keep them in registers) are stored as
  *   f32 0.0/1.0.
  * - A function returning int returns 0 on success and non-zero on failure;
@@ -39,7 +41,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 5
+#define SD_ABI_VERSION 6
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -51,6 +53,13 @@ typedef struct SdDevice SdDevice;
 /* The element type of a buffer: how its bytes hold a number. SD_BF16 is
    bfloat16, the upper half of an f32's bits, stored as uint16_t. */
 enum SdElementType { SD_F32 = 0, SD_BF16 = 1 };
+
+/* A bfloat16 element in memory: its bits. A struct rather than a bare
+   uint16_t, so that a program reading one as a number without converting
+   it does not compile. */
+typedef struct sd_bf16 {
+  uint16_t bits;
+} sd_bf16;
 
 /* Memory spaces of SdApi::alloc. */
 enum SdMemorySpace { SD_DEVICE_MEMORY = 0, SD_HOST_MEMORY = 1 };
@@ -163,9 +172,20 @@ typedef struct SdApi {
                int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
                float beta, float *c, int64_t ldc, int64_t stride_c);
-  /* out = transpose(in, perm): out dimension i is in dimension perm[i]. */
-  void (*transpose)(SdDevice *dev, const float *in, float *out, int32_t rank,
-                    const int64_t *in_shape, const int64_t *perm);
+  /* gemm with bf16 A and B, products accumulated in f32 (the CPU's bf16
+   * dot-product units where it has them), and C of `c_type`
+   * (SdElementType: f32, or bf16 rounded once from the f32 sums); beta is
+   * 0. */
+  void (*gemm_bf16)(SdDevice *dev, int64_t batch, int32_t trans_a,
+                    int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                    const sd_bf16 *a, int64_t lda, int64_t stride_a,
+                    const sd_bf16 *b, int64_t ldb, int64_t stride_b, void *c,
+                    int32_t c_type, int64_t ldc, int64_t stride_c);
+  /* out = transpose(in, perm): out dimension i is in dimension perm[i];
+   * elements of `element_bytes` (4: f32, 2: bf16) are moved, not read. */
+  void (*transpose)(SdDevice *dev, const void *in, void *out, int32_t rank,
+                    const int64_t *in_shape, const int64_t *perm,
+                    int32_t element_bytes);
   /* Numerically stable softmax along `dim` of a rank-`rank` tensor. */
   void (*softmax)(SdDevice *dev, const float *in, float *out, int32_t rank,
                   const int64_t *shape, int32_t dim);

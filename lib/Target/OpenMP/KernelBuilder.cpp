@@ -204,6 +204,8 @@ std::string KernelBuilder::emitLeaf(Value v, const Position &pos) {
   std::string read = "in" + std::to_string(it->second) + "[" + print(off) + "]";
   if (isPred(v))
     body += "      const bool " + var + " = " + read + " != 0.0f;\n";
+  else if (isBF16(v))
+    body += "      const float " + var + " = sd_bf16_to_f32(" + read + ");\n";
   else
     body += "      const float " + var + " = " + read + ";\n";
   return var;
@@ -246,6 +248,10 @@ std::string KernelBuilder::gen(Value rootValue, const Position &rootPos) {
     for (OperandPosition &operand : operands)
       names.push_back(memo[key(operand.value, operand.pos)]);
     std::string expr = op.buildScalar(*this, pos, names);
+    // A bf16 result is computed in f32 and rounded, where the op computes
+    // (index maps only move values that are bf16 already).
+    if (isBF16(v) && op.getLoweringKind() != LoweringKind::IndexMap)
+      expr = "sd_round_bf16(" + expr + ")";
     memo[k] = bind(expr, isPred(v));
     stack.pop_back();
   }
@@ -364,10 +370,10 @@ LogicalResult KernelBuilder::build(KernelFunction &out) {
   llvm::raw_string_ostream f(out.body);
   f << "(";
   for (unsigned i = 0; i < inputs.size(); ++i)
-    f << "const float *in" << i << ", ";
-  f << "float *out";
+    f << "const " << cElementType(inputs[i].getType()) << " *in" << i << ", ";
+  f << cElementType(root->getResult(0).getType()) << " *out";
   for (unsigned i = 1; i <= outputs.size(); ++i)
-    f << ", float *out" << i;
+    f << ", " << cElementType(outputs[i - 1].getType()) << " *out" << i;
   f << ") {\n";
   assert((outputs.empty() || !isReduction) &&
          "a reduction kernel has no extra outputs");
@@ -395,7 +401,9 @@ void KernelBuilder::writeLoops(llvm::raw_ostream &f,
   bool parallel = product(loopShape) >= kParallelWork;
   auto storeAt = [&](StringRef offset) {
     auto store = [](Value v, const std::string &var) {
-      return isPred(v) ? "(" + var + " ? 1.0f : 0.0f)" : var;
+      if (isPred(v))
+        return "(" + var + " ? 1.0f : 0.0f)";
+      return isBF16(v) ? "sd_f32_to_bf16(" + var + ")" : var;
     };
     std::string text = "      out[" + offset.str() +
                        "] = " + store(root->getResult(0), result) + ";\n";
@@ -549,12 +557,15 @@ void KernelBuilder::writeReduction(llvm::raw_ostream &f,
   }
   std::string scaleText =
       scale == 1.0 ? "" : " * " + llvm::formatv("{0:e17}", scale).str();
+  // The double accumulator rounds once to the result's type.
+  std::string narrow = isBF16(root->getResult(0)) ? "sd_double_to_bf16"
+                                                  : "static_cast<float>";
   if (scalarAcc)
-    f << ind << "out[" << pOffset << "] = static_cast<float>(acc0" << scaleText
+    f << ind << "out[" << pOffset << "] = " << narrow << "(acc0" << scaleText
       << ");\n";
   else
     f << ind << "for (int64_t b = 0; b < " << inner << "; ++b) out[" << pOffset
-      << " + b] = static_cast<float>(acc[b]" << scaleText << ");\n";
+      << " + b] = " << narrow << "(acc[b]" << scaleText << ");\n";
   for (unsigned g = p; g > 0; --g)
     f << indentOf(g - 1) << "}\n";
   f << "}\n";

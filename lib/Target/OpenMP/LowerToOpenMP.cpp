@@ -1,7 +1,8 @@
 //===- LowerToOpenMP.cpp - plan kernels for the OpenMP lowering -----------===//
 //
-// Checks that a function can become OpenMP code (call-free, static f32
-// shapes, every op with an OpenMPLoweringOpInterface) and decides which ops
+// Checks that a function can become OpenMP code (call-free, static f32 and
+// bf16 shapes, every op with an OpenMPLoweringOpInterface), computes the
+// calls that take f32 only in f32 between converts, and decides which ops
 // fuse into one loop nest (see the pass description in Passes.td). The
 // decision walks the ops once backwards, so every op sees its users'
 // decisions: an op fuses into the kernel its users are in when they are all
@@ -15,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/IR/SDOps.h"
 #include "sd/Target/OpenMP/OpenMPLoweringOpInterface.h"
 #include "sd/Target/OpenMP/Passes.h"
 
@@ -100,8 +102,8 @@ static std::string valueName(Value value, AsmState &state) {
   return name;
 }
 
-/// Checks a type of `what`: a static ranked tensor of f32 (or i1 where
-/// `allowI1`).
+/// Checks a type of `what`: a static ranked tensor of f32 or bf16 (or i1
+/// where `allowI1`).
 static LogicalResult checkType(Type type, bool allowI1,
                                function_ref<InFlightDiagnostic()> emitError,
                                function_ref<std::string()> what) {
@@ -113,10 +115,57 @@ static LogicalResult checkType(Type type, bool allowI1,
                        << "; the OpenMP lowering needs static shapes "
                           "(run sd-specialize-batch first)";
   Type element = tensor.getElementType();
-  if (element.isF32() || (allowI1 && element.isInteger(1)))
+  if (element.isF32() || element.isBF16() ||
+      (allowI1 && element.isInteger(1)))
     return success();
   return emitError() << what() << " has element type " << element
-                     << "; the OpenMP lowering supports f32 tensors only";
+                     << "; the OpenMP lowering supports f32 and bf16 tensors";
+}
+
+static bool hasBF16(TypeRange types) {
+  return llvm::any_of(types, [](Type type) {
+    return cast<RankedTensorType>(type).getElementType().isBF16();
+  });
+}
+
+/// A tensor type of `type`'s shape with `element`.
+static RankedTensorType withElement(Type type, Type element) {
+  return cast<RankedTensorType>(type).clone(element);
+}
+
+/// Calls whose runtime functions take f32 only (OpenMPLoweringOpInterface::
+/// takesBF16) compute in f32 between converts: each bf16 operand is
+/// widened (exactly) before the call, and each bf16 result is computed in
+/// f32 and rounded after it, which is what a bf16 op means. The converts
+/// are elementwise ops that the plan fuses like any other.
+static void widenCalls(func::FuncOp func) {
+  SmallVector<Operation *> calls;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    auto lowering = cast<OpenMPLoweringOpInterface>(op);
+    if (!lowering.takesBF16() && (hasBF16(op.getOperandTypes()) ||
+                                  hasBF16(op.getResultTypes())))
+      calls.push_back(&op);
+  }
+  for (Operation *op : calls) {
+    OpBuilder builder(op);
+    Type f32 = builder.getF32Type();
+    for (OpOperand &operand : op->getOpOperands()) {
+      Type type = operand.get().getType();
+      if (cast<RankedTensorType>(type).getElementType().isBF16())
+        operand.set(ConvertOp::create(builder, op->getLoc(),
+                                              withElement(type, f32),
+                                              operand.get()));
+    }
+    builder.setInsertionPointAfter(op);
+    for (OpResult result : op->getResults()) {
+      Type type = result.getType();
+      if (!cast<RankedTensorType>(type).getElementType().isBF16())
+        continue;
+      result.setType(withElement(type, f32));
+      auto narrow = ConvertOp::create(builder, op->getLoc(), type, result);
+      result.replaceAllUsesExcept(narrow, narrow);
+    }
+  }
 }
 
 namespace {
@@ -351,6 +400,7 @@ void LowerToOpenMPPass::runOnOperation() {
   }
   if (failed(verifyLowerable(func)))
     return signalPassFailure();
+  widenCalls(func);
   SmallVector<Operation *> ops;
   for (Operation &op : func.getBody().front().without_terminator())
     ops.push_back(&op);

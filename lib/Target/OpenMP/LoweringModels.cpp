@@ -237,13 +237,24 @@ static LogicalResult emitConstant(ConstantOp op, ProgramBuilder &pb) {
     return op.emitOpError("has a constant the OpenMP emitter cannot read");
   std::string name = "cst" + pb.freshTag();
   llvm::raw_ostream &os = pb.sharedStatics();
-  os << "// " << pb.names.op(op) << "\nstatic const float " << name << "[] = {";
+  StringRef type = cElementType(op.getType());
+  bool bf16 = isBF16(op.getResult());
+  os << "// " << pb.names.op(op) << "\nstatic const " << type << " " << name
+     << "[] = {";
   int64_t i = 0;
-  for (APFloat value : dense.getValues<APFloat>())
-    os << (i++ % 8 ? " " : "\n    ") << floatLiteral(value.convertToDouble())
-       << ",";
+  for (APFloat value : dense.getValues<APFloat>()) {
+    os << (i++ % 8 ? " " : "\n    ");
+    // A bf16 attribute holds bf16 values: its bits are the element.
+    if (bf16)
+      os << "{0x" << llvm::utohexstr(value.bitcastToAPInt().getZExtValue())
+         << "}";
+    else
+      os << floatLiteral(value.convertToDouble());
+    os << ",";
+  }
   os << "\n};\n";
-  pb.setBuffer(op.getResult(), "const_cast<float *>(" + name + ")");
+  pb.setBuffer(op.getResult(),
+               ("const_cast<" + type + " *>(" + name + ")").str());
   return success();
 }
 
@@ -307,11 +318,13 @@ static std::string transposeInto(DotGeneralOp op, Value v,
                                  ArrayRef<int64_t> perm, ProgramBuilder &pb) {
   llvm::raw_ostream &entry = pb.entry();
   std::string tmp = pb.freshLocal("t");
-  int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
+  int64_t bytes = bufferBytes(v.getType());
+  StringRef type = cElementType(v.getType());
   std::string shape = pb.staticShape(shapeOf(v));
   std::string permName = pb.staticShape(perm);
   pb.countTemporary(op, bytes);
-  entry << "  float *" << tmp << " = static_cast<float *>(api->alloc(dev, "
+  entry << "  " << type << " *" << tmp << " = static_cast<" << type
+        << " *>(api->alloc(dev, "
         << bytes << ", SD_DEVICE_MEMORY, "
         << cString(pb.names.op(op) + " (transposed operand)") << "));\n"
         << "  if (!" << tmp << ") return 1;\n";
@@ -319,7 +332,8 @@ static std::string transposeInto(DotGeneralOp op, Value v,
                  pb.names.label(op)},
                 "kernel", 0, 2 * bytes);
   entry << "  api->transpose(dev, " << pb.buffer(v) << ", " << tmp << ", "
-        << perm.size() << ", " << shape << ", " << permName << ");\n";
+        << perm.size() << ", " << shape << ", " << permName << ", "
+        << (isBF16(v) ? 2 : 4) << ");\n";
   pb.traceEnd();
   return tmp;
 }
@@ -367,12 +381,19 @@ static LogicalResult emitCallOf(DotGeneralOp op, ProgramBuilder &pb) {
                  batch > 1 ? std::to_string(batch) + "x[" + mnk + "]" : mnk,
                  pb.names.label(op)},
                 "gemm", costFlops(op), costBytes(op));
+  // bf16 operands: products on the CPU's bf16 units, accumulated in f32,
+  // into an f32 or bf16 result.
+  bool bf16 = isBF16(op.getLhs());
   pb.entry() << "  // batch=" << batch << " M=" << m << " N=" << n << " K=" << k
-             << "\n  api->gemm(dev, " << batch << ", " << transA << ", "
-             << transB << ", " << m << ", " << n << ", " << k << ", " << lhs
-             << ", " << lda << ", " << m * k << ", " << rhs << ", " << ldb
-             << ", " << k * n << ", 0.0f, " << out << ", " << n << ", " << m * n
-             << ");\n";
+             << "\n  api->" << (bf16 ? "gemm_bf16" : "gemm") << "(dev, "
+             << batch << ", " << transA << ", " << transB << ", " << m << ", "
+             << n << ", " << k << ", " << lhs << ", " << lda << ", " << m * k
+             << ", " << rhs << ", " << ldb << ", " << k * n << ", ";
+  if (bf16)
+    pb.entry() << out << ", " << abiElementType(op.getType()) << ", " << n
+               << ", " << m * n << ");\n";
+  else
+    pb.entry() << "0.0f, " << out << ", " << n << ", " << m * n << ");\n";
   pb.traceEnd();
   for (const std::string &t : temps)
     pb.entry() << "  api->release(dev, " << t << ");\n";
@@ -390,7 +411,8 @@ static LogicalResult emitCallOf(TransposeOp op, ProgramBuilder &pb) {
     os << "  api->transpose(dev, " << pb.buffer(op.getOperand()) << ", " << o
        << ", " << shapeOf(op.getResult()).size() << ", "
        << pb.staticShape(shapeOf(op.getOperand())) << ", "
-       << pb.staticShape(op.getPermutation()) << ");\n";
+       << pb.staticShape(op.getPermutation()) << ", "
+       << (isBF16(op.getResult()) ? 2 : 4) << ");\n";
   });
   return success();
 }
@@ -625,7 +647,7 @@ static LogicalResult emitCallOf(RngUniformOp op, ProgramBuilder &pb) {
 static LogicalResult emitMove(Operation *op, bool toHost, ProgramBuilder &pb) {
   Value out = op->getResult(0);
   std::string name = pb.freshBuffer();
-  int64_t bytes = 4 * std::max<int64_t>(numElements(out.getType()), 1);
+  int64_t bytes = bufferBytes(out.getType());
   pb.traceBegin({op->getName().stripDialect().str(), shapeText(shapeOf(out)),
                  pb.names.label(op)},
                 "offload", 0, costBytes(op));
@@ -854,9 +876,10 @@ static LogicalResult emitCallOf(AxisIndexOp op, ProgramBuilder &pb) {
     return failure();
   pb.statics() << "static const int32_t axes" << tag << "[] = {"
                << (axes->empty() ? "0" : intList(*axes)) << "};\n";
-  pb.entry() << "  " << bufferName
-             << "[0] = static_cast<float>(api->axis_index(dev, axes" << tag
-             << ", " << axes->size() << "));\n";
+  pb.entry() << "  " << bufferName << "[0] = "
+             << (isBF16(op.getResult()) ? "sd_f32_to_bf16" : "static_cast<float>")
+             << "(api->axis_index(dev, axes" << tag << ", " << axes->size()
+             << "));\n";
   return success();
 }
 
@@ -943,11 +966,20 @@ struct ReductionModel : Base<ReductionModel<OpTy>, OpTy> {
   }
 };
 
+/// The library calls whose runtime functions take bf16 buffers themselves
+/// (the others compute in f32 between converts).
+template <typename OpTy> constexpr bool kCallTakesBF16 = false;
+template <> constexpr bool kCallTakesBF16<DotGeneralOp> = true;
+template <> constexpr bool kCallTakesBF16<TransposeOp> = true;
+
 /// Library calls, collectives and memory moves: `emitCallOf` writes the
 /// op's step.
 template <typename OpTy, LoweringKind Kind>
 struct CallModel : Base<CallModel<OpTy, Kind>, OpTy> {
   LoweringKind getLoweringKind(Operation *) const { return Kind; }
+  bool takesBF16(Operation *) const {
+    return Kind != LoweringKind::Library || kCallTakesBF16<OpTy>;
+  }
   LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
     return emitCallOf(cast<OpTy>(op), program);
   }

@@ -129,20 +129,27 @@ std::string ProgramBuilder::buffer(Value v) {
   return "nullptr /* unplanned */";
 }
 
+std::string ProgramBuilder::typedSlot(StringRef slot, Type type) {
+  if (cast<RankedTensorType>(type).getElementType().isBF16())
+    return ("reinterpret_cast<sd_bf16 *>(" + slot + ")").str();
+  return slot.str();
+}
+
 std::string ProgramBuilder::allocate(Value v, StringRef space) {
-  std::string name = freshBuffer();
-  int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
-  entryOs << "  " << name << " = static_cast<float *>(api->alloc(dev, " << bytes
-          << ", " << space << ", " << cString(names.of(v)) << "));\n"
-          << "  if (!" << name << ") return 1;\n";
+  std::string slot = freshBuffer();
+  entryOs << "  " << slot << " = static_cast<float *>(api->alloc(dev, "
+          << bufferBytes(v.getType()) << ", " << space << ", "
+          << cString(names.of(v)) << "));\n"
+          << "  if (!" << slot << ") return 1;\n";
+  std::string name = typedSlot(slot, v.getType());
   bufferNames[v] = name;
   owned.insert(v);
   countAllocation(v, space == "SD_HOST_MEMORY");
   return name;
 }
 
-void ProgramBuilder::adoptBuffer(Value v, std::string name, bool host) {
-  bufferNames[v] = std::move(name);
+void ProgramBuilder::adoptBuffer(Value v, StringRef slot, bool host) {
+  bufferNames[v] = typedSlot(slot, v.getType());
   owned.insert(v);
   if (host)
     hostStorage.insert(v);
@@ -150,7 +157,7 @@ void ProgramBuilder::adoptBuffer(Value v, std::string name, bool host) {
 }
 
 void ProgramBuilder::countAllocation(Value v, bool host) {
-  int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
+  int64_t bytes = bufferBytes(v.getType());
   countedBytes[v] = {bytes, host};
   countBytes(v, bytes, host, /*kept=*/false);
 }
@@ -301,9 +308,49 @@ constexpr size_t kMinTableRun = 8;
 constexpr size_t kMaxTableRun = 4096;
 
 /// The parameters of every function that runs steps.
+/// The frame's slots are `float *`; a bf16 buffer's slot is reinterpreted
+/// (ProgramBuilder::typedSlot).
 constexpr const char *kStepParameters =
     "(const SdApi *api, SdDevice *dev, float *const *a, float **b, "
     "void **results)";
+
+/// What every file of the program may call: bf16 conversions (as
+/// sd/Runtime/BFloat16.h converts: round to nearest even, NaN kept quiet),
+/// without a standard header.
+constexpr const char *kElementHelpers = R"cpp(
+static inline float sd_bf16_to_f32(sd_bf16 x) {
+  uint32_t bits = static_cast<uint32_t>(x.bits) << 16;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+static inline sd_bf16 sd_f32_to_bf16(float f) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &f, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return sd_bf16{static_cast<uint16_t>((bits >> 16) | 0x0040u)};
+  return sd_bf16{
+      static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16)};
+}
+static inline float sd_round_bf16(float f) {
+  return sd_bf16_to_f32(sd_f32_to_bf16(f));
+}
+// A double rounded once to bf16: first to f32 rounding to odd (toward zero,
+// the last bit set when inexact), which then rounds to bf16 as the double
+// would have.
+static inline sd_bf16 sd_double_to_bf16(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) != d && d == d) {
+    uint32_t bits;
+    __builtin_memcpy(&bits, &f, sizeof(bits));
+    if (__builtin_fabs(static_cast<double>(f)) > __builtin_fabs(d))
+      bits -= 1;
+    bits |= 1u;
+    __builtin_memcpy(&f, &bits, sizeof(f));
+  }
+  return sd_f32_to_bf16(f);
+}
+)cpp";
 
 /// The distinct kinds of `ops` in order, the first few: "exp+mul+tanh".
 std::string fusedKinds(ArrayRef<Operation *> ops) {
@@ -376,6 +423,8 @@ private:
     /// Per operand (inputs, then outputs): its buffer expression and the
     /// argument it is (-1 for other buffers).
     SmallVector<std::string> operands;
+    /// Per operand, its tensor type.
+    SmallVector<Type, 4> elementTypes;
     SmallVector<int64_t> argumentOf;
     /// The arguments the call writes in place.
     SmallVector<int64_t> donated;
@@ -541,19 +590,22 @@ ProgramEmitter::KernelCall ProgramEmitter::kernelCall(Step &step) {
                            ? static_cast<int64_t>(arg.getArgNumber())
                            : -1;
     add(argument, std::move(expr));
-    call.bytes += 4 * numElements(in.getType());
+    call.elementTypes.push_back(in.getType());
+    call.bytes += bufferBytes(in.getType());
   }
   for (Value out : step.results()) {
     auto donated = inPlace.find(out);
     if (donated != inPlace.end()) {
-      bufferNames[out] = "a[" + std::to_string(donated->second) + "]";
+      bufferNames[out] = typedSlot(
+          "a[" + std::to_string(donated->second) + "]", out.getType());
       call.donated.push_back(donated->second);
       add(donated->second, bufferNames[out]);
     } else {
       add(-1, allocate(out));
     }
-    // Its memory traffic is its buffers (f32 each), not its ops' operands.
-    call.bytes += 4 * numElements(out.getType());
+    call.elementTypes.push_back(out.getType());
+    // Its memory traffic is its buffers, not its ops' operands.
+    call.bytes += bufferBytes(out.getType());
   }
   ArrayRef<Operation *> ops = kernelOps[step.plan.getId()];
   for (Operation *member : ops)
@@ -608,7 +660,7 @@ ProgramEmitter::tableRunLength(size_t first,
 /// table of the arguments each call reads, or one by one where they differ
 /// in more than arguments. Each call keeps its trace span's name.
 void ProgramEmitter::emitTableRun(size_t first, size_t count) {
-  SmallVector<KernelCall> calls;
+  std::vector<KernelCall> calls;
   for (size_t i = first; i < first + count; ++i)
     calls.push_back(kernelCall(steps[i]));
   const KernelCall &head = calls.front();
@@ -674,7 +726,8 @@ void ProgramEmitter::emitTableRun(size_t first, size_t count) {
     if (col < 0)
       entryOs << head.operands[k];
     else
-      entryOs << "a[s[" << col << "]]";
+      entryOs << typedSlot("a[s[" + std::to_string(col) + "]]",
+                           head.elementTypes[k]);
   }
   entryOs << ");\n"
           << "      api->trace_end(dev);\n"
@@ -703,7 +756,9 @@ LogicalResult ProgramEmitter::emitStep(Step &step) {
 /// reader it was.
 LogicalResult ProgramEmitter::emitEntry() {
   for (BlockArgument arg : func.getArguments())
-    bufferNames[arg] = "a[" + std::to_string(arg.getArgNumber()) + "]";
+    bufferNames[arg] =
+        typedSlot("a[" + std::to_string(arg.getArgNumber()) + "]",
+                  arg.getType());
   SmallVector<SmallVector<Value>> releases(steps.size());
   for (size_t i = 0; i < steps.size(); ++i) {
     Step &step = steps[i];
@@ -794,7 +849,7 @@ void ProgramEmitter::emitResults() {
       continue;
     }
     flush();
-    int64_t bytes = 4 * std::max<int64_t>(numElements(v.getType()), 1);
+    int64_t bytes = bufferBytes(v.getType());
     std::string name = "r" + std::to_string(j);
     // A copy the runtime keeps: it stays live to the end.
     countKept(v, bytes, hostStorage.count(st));
@@ -906,7 +961,8 @@ void ProgramEmitter::writeFiles(llvm::raw_ostream &os) {
      << "#define SD_STEPS SD_LOCAL __attribute__((optimize(\"O1\")))\n"
      << "#else\n"
      << "#define SD_STEPS SD_LOCAL\n"
-     << "#endif\n\n"
+     << "#endif\n"
+     << kElementHelpers << "\n"
      << sharedText;
   for (Step &step : steps)
     if (step.definesKernel()) {

@@ -44,7 +44,7 @@
 // N = 64, K = 16), then release the gathered weight.
 // CHECK: SD_STEPS int32_t sd_steps_0(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results) {
 // CHECK: // %{{[0-9]+}} = sd.transpose (dit_tiny.mlir:76) [{{k[0-9]+}} library]
-// CHECK: api->transpose(dev, b[{{[0-9]+}}], [[PATCHES:b\[[0-9]+\]]], 6, {{shape[0-9]+}}, {{shape[0-9]+}});
+// CHECK: api->transpose(dev, b[{{[0-9]+}}], [[PATCHES:b\[[0-9]+\]]], 6, {{shape[0-9]+}}, {{shape[0-9]+}}, 4);
 // CHECK: api->trace_begin(dev, "all_gather fsdp 16x32 (dit_tiny.mlir:78)", "collective", 0, 2048);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &[[$PATCH_GATHER]], a[0], [[W:b\[[0-9]+\]]])) return st;
 // CHECK: api->trace_begin(dev, "gemm 512x64x16 (dit_tiny.mlir:78)", "gemm", 1048576, 167936);

@@ -29,8 +29,8 @@ func.func @gemm_trans_b(%x: tensor<8x16x32xf32>, %w: tensor<24x32xf32>) -> tenso
 // CHECK-LABEL: from @gemm_batch_not_leading
 // CHECK: static const int64_t [[LPERM:shape[0-9]+]][] = {1, 0, 2};
 // CHECK: static const int64_t [[RPERM:shape[0-9]+]][] = {1, 2, 0};
-// CHECK: api->transpose(dev, a[0], [[LT:t[0-9]+]], 3, {{shape[0-9]+}}, [[LPERM]]);
-// CHECK: api->transpose(dev, a[1], [[RT:t[0-9]+]], 3, {{shape[0-9]+}}, [[RPERM]]);
+// CHECK: api->transpose(dev, a[0], [[LT:t[0-9]+]], 3, {{shape[0-9]+}}, [[LPERM]], 4);
+// CHECK: api->transpose(dev, a[1], [[RT:t[0-9]+]], 3, {{shape[0-9]+}}, [[RPERM]], 4);
 // CHECK: api->gemm(dev, 16, 0, 0, 8, 8, 32, [[LT]], 32, 256, [[RT]], 8, 256, 0.0f, b[{{[0-9]+}}], 8, 64);
 // CHECK-NEXT: api->trace_end(dev);
 // CHECK-NEXT: api->release(dev, [[LT]]);

@@ -35,14 +35,30 @@ inline ArrayRef<int64_t> shapeOf(Value v) {
 inline bool isPred(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType().isInteger(1);
 }
+/// Whether `v` is a bf16 tensor (stored as sd_bf16, computed in f32).
+inline bool isBF16(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType().isBF16();
+}
 /// The SdElementType (sd/Runtime/ProgramABI.h) of the buffer that stores a
-/// value of `type`: f32, and i1 stored as f32 0/1 (sd-lower-to-openmp admits
-/// no other element type).
+/// value of `type`: f32 or bf16, and i1 stored as f32 0/1
+/// (sd-lower-to-openmp admits no other element type).
 inline StringRef abiElementType(Type type) {
-  [[maybe_unused]] Type element = cast<RankedTensorType>(type).getElementType();
-  assert((element.isF32() || element.isInteger(1)) &&
-         "sd-lower-to-openmp admits f32 and i1 tensors only");
-  return "SD_F32";
+  Type element = cast<RankedTensorType>(type).getElementType();
+  assert((element.isF32() || element.isBF16() || element.isInteger(1)) &&
+         "sd-lower-to-openmp admits f32, bf16 and i1 tensors only");
+  return element.isBF16() ? "SD_BF16" : "SD_F32";
+}
+/// The C type of one stored element of `type`: `float` or `sd_bf16`.
+inline StringRef cElementType(Type type) {
+  return cast<RankedTensorType>(type).getElementType().isBF16() ? "sd_bf16"
+                                                                : "float";
+}
+/// The bytes of the buffer that stores a value of `type` (at least one
+/// element, so that a scalar has storage).
+inline int64_t bufferBytes(Type type) {
+  int64_t size =
+      cast<RankedTensorType>(type).getElementType().isBF16() ? 2 : 4;
+  return size * std::max<int64_t>(numElements(type), 1);
 }
 inline SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);

@@ -31,6 +31,20 @@ def SDOMP_OpenMPLoweringOpInterface
       }],
       "::mlir::sd::openmp::LoweringKind", "getLoweringKind", (ins)>,
     InterfaceMethod<[{
+        Whether the op's step reads and writes bf16 buffers itself. Calls
+        that take f32 only (most runtime kernels) say no: sd-lower-to-openmp
+        then computes them in f32 between `sd.convert`s, which is the op's
+        meaning (ops compute in f32 and round their result to its type).
+        Fused and reduction kernels convert on load and store, and moves
+        and collectives move any element type.
+      }],
+      "bool", "takesBF16", (ins), [{}], [{
+        return ::llvm::cast<::mlir::sd::openmp::OpenMPLoweringOpInterface>(
+                   $_op.getOperation())
+                   .getLoweringKind() !=
+               ::mlir::sd::openmp::LoweringKind::Library;
+      }]>,
+    InterfaceMethod<[{
         Whether the result is the operand's buffer read in row-major order
         (a reshape): materialized, it aliases that buffer.
       }],

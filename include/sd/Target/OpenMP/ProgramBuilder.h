@@ -80,7 +80,7 @@ public:
   /// that need nothing more compile fast).
   void include(StringRef name) { stepIncludes.insert(name); }
 
-  /// The C++ expression of `v`'s buffer (a `float *`).
+  /// The C++ expression of `v`'s buffer (a `float *` or `sd_bf16 *`).
   std::string buffer(Value v);
   /// Whether `v` has a buffer already (an earlier step computed it).
   bool hasBuffer(Value v) const { return bufferNames.count(v); }
@@ -89,11 +89,15 @@ public:
     return v ? buffer(v) : std::string("nullptr");
   }
   /// Allocates `v`'s buffer in `space` (SD_DEVICE_MEMORY, SD_HOST_MEMORY);
-  /// the program releases it after its last reader.
+  /// the program releases it after its last reader. Returns `buffer(v)`.
   std::string allocate(Value v, StringRef space = "SD_DEVICE_MEMORY");
-  /// Makes `name`, a buffer the op obtained itself in `space`, `v`'s
-  /// buffer, released after its last reader.
-  void adoptBuffer(Value v, std::string name, bool host);
+  /// Makes the frame slot `slot` (from freshBuffer), a buffer the op
+  /// obtained itself in host or device memory, `v`'s buffer, released after
+  /// its last reader.
+  void adoptBuffer(Value v, StringRef slot, bool host);
+  /// A frame slot ("b[3]", a `float *`) as a pointer to the elements of
+  /// `type` (reinterpreted for bf16).
+  static std::string typedSlot(StringRef slot, Type type);
   /// Makes `expr` `v`'s buffer without ownership (static storage).
   void setBuffer(Value v, std::string expr) {
     bufferNames[v] = std::move(expr);

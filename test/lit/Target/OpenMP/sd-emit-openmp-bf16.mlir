@@ -1,0 +1,43 @@
+// RUN: sdopt %s --emit=openmp | FileCheck %s
+
+// bf16 buffers hold sd_bf16 elements in the frame's float slots. The GEMM
+// runs on bf16 operands (f32 accumulation) into a bf16 result; a fused
+// kernel widens on load, rounds each bf16 op's result and rounds on store; a
+// runtime kernel that takes f32 (layer_norm) computes between converts; a
+// reduction rounds its double accumulator to bf16 once.
+// CHECK-LABEL: from @bf16_step
+// CHECK: static inline sd_bf16 sd_double_to_bf16(double d) {
+// A non-splat bf16 constant: its bits (16.5 is 0x4184).
+// CHECK: static const sd_bf16 [[CST:cst[0-9]+]][] = {
+// CHECK-NEXT: {0x3F80}, {0x4000},
+// CHECK-NEXT: {0x4184},
+// CHECK: static const int32_t sd_argument_types[] = {
+// CHECK-NEXT: SD_BF16, SD_BF16, SD_F32,};
+// CHECK-NEXT: static const int32_t sd_result_types[] = {
+// CHECK-NEXT: SD_BF16, SD_BF16, SD_F32,};
+// CHECK: [[Y:b\[[0-9]+\]]] = static_cast<float *>(api->alloc(dev, 256, SD_DEVICE_MEMORY, "%1 = sd.dot_general
+// CHECK: api->gemm_bf16(dev, 1, 0, 0, 8, 16, 32, reinterpret_cast<sd_bf16 *>(a[0]), 32, 256, reinterpret_cast<sd_bf16 *>(a[1]), 16, 512, reinterpret_cast<sd_bf16 *>([[Y]]), SD_BF16, 16, 128);
+// CHECK: [[WIDE:b\[[0-9]+\]]] = static_cast<float *>(api->alloc(dev, 512, SD_DEVICE_MEMORY, "%4 = sd.convert
+// CHECK: [[ADD:k[0-9]+]](reinterpret_cast<sd_bf16 *>([[Y]]), const_cast<sd_bf16 *>([[CST]]), [[WIDE]]);
+// CHECK: api->layer_norm(dev, [[WIDE]], nullptr, nullptr, [[NORM:b\[[0-9]+\]]], 8, 16,
+// CHECK: [[NARROW:k[0-9]+]]([[NORM]], reinterpret_cast<sd_bf16 *>([[N:b\[[0-9]+\]]]));
+// CHECK: results[0] = reinterpret_cast<sd_bf16 *>([[N]]);
+// CHECK: results[2] = b{{\[[0-9]+\]}};
+// CHECK: SD_LOCAL void [[ADD]](const sd_bf16 *in0, const sd_bf16 *in1, float *out) {
+// CHECK: const float [[A:v[0-9]+]] = sd_bf16_to_f32(in0[16 * j0 + j1]);
+// CHECK: = sd_round_bf16([[A]] + v{{[0-9]+}});
+// CHECK: SD_LOCAL void [[NARROW]](const float *in0, sd_bf16 *out) {
+// CHECK: out[j0] = sd_f32_to_bf16(
+// CHECK: reduce over [8, 16]
+// CHECK: const float {{v[0-9]+}} = sd_bf16_to_f32(in0[16 * j0 + j1]);
+// CHECK: out[0 + b] = sd_double_to_bf16(acc[b]);
+func.func @bf16_step(%x: tensor<8x32xbf16>, %w: tensor<32x16xbf16>, %s: tensor<16xf32>) -> (tensor<8x16xbf16>, tensor<16xbf16>, tensor<8x16xf32>) {
+  %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0] : (tensor<8x32xbf16>, tensor<32x16xbf16>) -> tensor<8x16xbf16>
+  %c = sd.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.5]> : tensor<16xbf16>
+  %cb = sd.broadcast_in_dim %c dims = [1] : (tensor<16xbf16>) -> tensor<8x16xbf16>
+  %z = sd.add %y, %cb : tensor<8x16xbf16>
+  %n = sd.layer_norm %z : (tensor<8x16xbf16>) -> tensor<8x16xbf16>
+  %r = sd.reduce_sum %n dims = [0] : (tensor<8x16xbf16>) -> tensor<16xbf16>
+  %f = sd.convert %n : tensor<8x16xbf16> -> tensor<8x16xf32>
+  return %n, %r, %f : tensor<8x16xbf16>, tensor<16xbf16>, tensor<8x16xf32>
+}
