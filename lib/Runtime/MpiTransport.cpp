@@ -23,6 +23,12 @@
 // bytes, as from the shared-memory transport, so that sdrun's measured
 // communication still equals sdopt's prediction.
 //
+// bf16 elements travel as their bits (MPI_UINT16_T; counts stay in
+// elements), and copies move bytes. A bf16 fold goes into an f32
+// accumulator of the chunk, in the same member order, which is rounded into
+// the result once the last member is in: the shared-memory transport's f32
+// sum, rounded once, bit for bit.
+//
 // Communicators: one per set of DCN axes, split from MPI_COMM_WORLD once
 // when the transport is created (MPI_Comm_split by the process's DCN
 // coordinates outside the set). A collective's messages go over the
@@ -68,9 +74,12 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -89,7 +98,7 @@ using detail::AxisList;
 using detail::Barrier;
 using detail::CollectiveGroups;
 using detail::CollectivePlan;
-using detail::f32Buffer;
+using detail::copyBox;
 using detail::transferBox;
 using ::sd::ref::rowMajorStrides;
 using ::sd::ref::shapeProduct;
@@ -117,6 +126,17 @@ bool isContiguous(const Shape &shape, const Shape &box) {
     if (box[d] != shape[d])
       return false;
   return true;
+}
+
+/// The MPI datatype of one element of `type`: bf16 goes as its bits.
+MPI_Datatype mpiType(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return MPI_FLOAT;
+  case ElementType::BF16:
+    return MPI_UINT16_T;
+  }
+  return MPI_FLOAT;
 }
 
 int64_t flatOffset(const Shape &shape, const Shape &offset) {
@@ -234,11 +254,11 @@ public:
 
   const MeshSpec &mesh() const override { return meshSpec; }
   absl::Status collective(Device &device, const SdCollective &op,
-                          const void *input, void *output) override;
+                          const void *in, void *out) override;
   absl::Status startCollective(Device &device, const SdCollective &op,
-                               const void *input, void *output) override;
+                               const void *in, void *out) override;
   absl::Status finishCollective(Device &device, const SdCollective &op,
-                                void *output) override;
+                                void *out) override;
   void abort(const absl::Status &status) override;
   void reset() override;
 
@@ -246,23 +266,24 @@ private:
   /// A started asynchronous permute of one device.
   struct AsyncPermute {
     Messages messages;
-    const float *in;
+    const void *in;
     /// No member sends to this device: it keeps its own operand.
     bool keepsOwn;
-    int64_t elements;
+    int64_t bytes;
   };
   /// What one local device keeps between its collectives; touched by its
   /// own thread only (and by reset, while no device runs).
   struct LocalState {
     /// The device's collectives so far: the tag's sequence number.
     uint64_t sequence = 0;
-    /// Packing and receive buffers, kept so that large collectives do not
-    /// fault in fresh pages every step.
-    std::vector<std::vector<float>> staging;
+    /// Packing, receive and accumulation buffers (bytes; std::allocator
+    /// aligns them for any element type), kept so that large collectives do
+    /// not fault in fresh pages every step.
+    std::vector<std::vector<std::byte>> staging;
     /// The barrier of each group this device was in (null when no other
     /// member of the group lives in this process).
     std::map<AxisList, Barrier *> barriers;
-    std::map<const float *, AsyncPermute> async;
+    std::map<const void *, AsyncPermute> async;
   };
 
   bool isLocal(int64_t id) const {
@@ -296,18 +317,20 @@ private:
   std::vector<int64_t> permuteSources(const SdCollective &op,
                                       int64_t members) const;
 
-  /// Moves `incoming` into `out` and `outgoing` out of `src`: local pieces
-  /// from the buffers peers published in `published`, remote ones by MPI.
-  /// With `reduce`, pieces are folded into `out` in `incoming`'s order.
+  /// Moves `incoming` into `out` and `outgoing` out of `src` (buffers of
+  /// `type`): local pieces from the buffers peers published in `published`,
+  /// remote ones by MPI. With `reduce`, pieces are folded into `out` in
+  /// `incoming`'s order (bf16 ones in f32, rounded once the last is in).
   /// False when an abort interrupted a wait (pending requests stay in
   /// `messages` for `drain`). `staged` counts the device's staging buffers
   /// in use by this collective (a pending send may still read one).
   bool exchange(Device &device, const GroupComm &group, uint64_t sequence,
                 int phase, const std::vector<Transfer> &incoming,
-                const std::vector<Transfer> &outgoing, const float *src,
-                const Shape &srcShape, float *out, const Shape &outShape,
-                bool reduce, const std::vector<const float *> &published,
-                size_t &staged, Messages &messages);
+                const std::vector<Transfer> &outgoing, ElementType type,
+                const void *src, const Shape &srcShape, void *out,
+                const Shape &outShape, bool reduce,
+                const std::vector<const void *> &published, size_t &staged,
+                Messages &messages);
   /// Waits for `requests` by polling; false when `abortable` and the
   /// transport is aborted first, or when they take longer than the
   /// collective timeout, which aborts the transport with DeadlineExceeded
@@ -334,7 +357,7 @@ private:
   MpiTransportOptions options;
   /// Each local device's operand and result of the collective it is in,
   /// written by its own thread before its group's first barrier.
-  std::vector<const float *> inputs, outputs;
+  std::vector<const void *> inputs, outputs;
   std::vector<LocalState> states;
 
   std::atomic<bool> aborted{false};
@@ -579,19 +602,22 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
                             uint64_t sequence, int phase,
                             const std::vector<Transfer> &incoming,
                             const std::vector<Transfer> &outgoing,
-                            const float *src, const Shape &srcShape, float *out,
+                            ElementType type, const void *src,
+                            const Shape &srcShape, void *out,
                             const Shape &outShape, bool reduce,
-                            const std::vector<const float *> &published,
+                            const std::vector<const void *> &published,
                             size_t &staged, Messages &messages) {
   int64_t self = device.id();
-  std::vector<std::vector<float>> &staging = states[self - firstId].staging;
-  auto stagingBuffer = [&](int64_t elements) {
+  int64_t elementSize = elementBytes(type);
+  MPI_Datatype datatype = mpiType(type);
+  std::vector<std::vector<std::byte>> &staging = states[self - firstId].staging;
+  auto stagingBuffer = [&](int64_t bytes) {
     if (staged == staging.size())
       staging.emplace_back();
-    std::vector<float> &buffer = staging[staged++];
-    if (static_cast<int64_t>(buffer.size()) < elements)
-      buffer.resize(elements);
-    return buffer.data();
+    std::vector<std::byte> &buffer = staging[staged++];
+    if (static_cast<int64_t>(buffer.size()) < bytes)
+      buffer.resize(bytes);
+    return static_cast<void *>(buffer.data());
   };
   size_t rank = outShape.size();
   Shape zero(rank, 0);
@@ -608,23 +634,24 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
   // Remote receives: straight into `out` when the box is one range there
   // and nothing is added, otherwise into a staging buffer.
   std::vector<int> requestOf(incoming.size(), -1);
-  std::vector<float *> stagedAt(incoming.size(), nullptr);
+  std::vector<const void *> stagedAt(incoming.size(), nullptr);
   for (size_t i = 0; i < incoming.size(); ++i) {
     const Transfer &t = incoming[i];
     int64_t elements = shapeProduct(t.piece.box);
     if (isLocal(t.peer) || elements == 0)
       continue;
-    float *buffer;
+    void *buffer;
     if (!reduce && isContiguous(outShape, t.piece.box)) {
-      buffer = out + flatOffset(outShape, t.piece.dstOffset);
+      buffer = static_cast<std::byte *>(out) +
+               flatOffset(outShape, t.piece.dstOffset) * elementSize;
     } else {
-      buffer = stagingBuffer(elements);
+      buffer = stagingBuffer(elements * elementSize);
       stagedAt[i] = buffer;
     }
     requestOf[i] = static_cast<int>(messages.recvs.size());
     messages.recvs.emplace_back();
     messages.recvPeers.push_back(peerRank(t.peer));
-    MPI_Irecv(buffer, static_cast<int>(elements), MPI_FLOAT,
+    MPI_Irecv(buffer, static_cast<int>(elements), datatype,
               group.rankOf[peerRank(t.peer)],
               tagOf(sequence, phase, t.peer, self), group.comm,
               &messages.recvs.back());
@@ -634,32 +661,66 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
     int64_t elements = shapeProduct(t.piece.box);
     if (isLocal(t.peer) || elements == 0)
       continue;
-    const float *buffer;
+    const void *buffer;
     if (isContiguous(srcShape, t.piece.box)) {
-      buffer = src + flatOffset(srcShape, t.piece.srcOffset);
+      buffer = static_cast<const std::byte *>(src) +
+               flatOffset(srcShape, t.piece.srcOffset) * elementSize;
     } else {
-      float *packed = stagingBuffer(elements);
-      transferBox(src, srcShape, t.piece.srcOffset, packed, t.piece.box,
-                  Shape(rank, 0), t.piece.box, /*add=*/false);
+      void *packed = stagingBuffer(elements * elementSize);
+      copyBox(type, src, srcShape, t.piece.srcOffset, packed, t.piece.box,
+              Shape(rank, 0), t.piece.box);
       buffer = packed;
     }
     messages.sends.emplace_back();
     messages.sendPeers.push_back(peerRank(t.peer));
-    MPI_Isend(buffer, static_cast<int>(elements), MPI_FLOAT,
+    MPI_Isend(buffer, static_cast<int>(elements), datatype,
               group.rankOf[peerRank(t.peer)],
               tagOf(sequence, phase, self, t.peer), group.comm,
               &messages.sends.back());
   }
 
-  // A piece whose bytes are here: copied or folded into `out`.
+  // A bf16 reduction folds into an f32 accumulator of the pieces' common
+  // box and rounds it into `out` once the last member is folded: the sum is
+  // the shared-memory transport's, rounded once. One member's piece is a
+  // copy.
+  bool accumulate = reduce && type == ElementType::BF16 && incoming.size() > 1;
+  void *accumulator = nullptr;
+  if (accumulate) {
+    assert(std::all_of(incoming.begin(), incoming.end(),
+                       [&](const Transfer &t) {
+                         return t.piece.box == incoming[0].piece.box &&
+                                t.piece.dstOffset ==
+                                    incoming[0].piece.dstOffset;
+                       }) &&
+           "the pieces of one reduction share their destination box");
+    accumulator = stagingBuffer(shapeProduct(incoming[0].piece.box) *
+                                int64_t(sizeof(float)));
+  }
+  // A piece whose bytes are here: copied or folded into `out` (or the
+  // accumulator).
   auto place = [&](size_t i) {
     const Transfer &t = incoming[i];
     bool add = reduce && i > 0;
-    if (isLocal(t.peer))
-      transferBox(published[t.peer - firstId], srcShape, t.piece.srcOffset, out,
-                  outShape, t.piece.dstOffset, t.piece.box, add);
-    else if (stagedAt[i])
-      transferBox(stagedAt[i], t.piece.box, zero, out, outShape,
+    const void *from;
+    const Shape *fromShape;
+    const Shape *fromOffset;
+    if (isLocal(t.peer)) {
+      from = published[t.peer - firstId];
+      fromShape = &srcShape;
+      fromOffset = &t.piece.srcOffset;
+    } else if (stagedAt[i]) {
+      from = stagedAt[i];
+      fromShape = &t.piece.box;
+      fromOffset = &zero;
+    } else {
+      // Received in place, or empty.
+      return;
+    }
+    if (accumulate)
+      transferBox(type, from, *fromShape, *fromOffset, ElementType::F32,
+                  accumulator, t.piece.box, zero, t.piece.box, add);
+    else
+      transferBox(type, from, *fromShape, *fromOffset, type, out, outShape,
                   t.piece.dstOffset, t.piece.box, add);
   };
   if (reduce) {
@@ -672,6 +733,10 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
         return false;
       place(i);
     }
+    if (accumulate)
+      transferBox(ElementType::F32, accumulator, incoming[0].piece.box, zero,
+                  type, out, outShape, incoming[0].piece.dstOffset,
+                  incoming[0].piece.box, /*add=*/false);
     return traceMpi();
   }
   // Local pieces first, while the remote ones are on their way.
@@ -690,9 +755,7 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
 }
 
 absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
-                                      const void *input, void *output) {
-  const float *in = f32Buffer(input);
-  float *out = f32Buffer(output);
+                                      const void *in, void *out) {
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   absl::StatusOr<CollectivePlan> planned = groups.makePlan(op);
@@ -720,8 +783,8 @@ absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
     for (size_t d = 0; d < offset.size(); ++d)
       offset[d] = groups.groupIndex(device.coordinates(), plan.dimAxes[d]) *
                   plan.outShape[d];
-    transferBox(in, plan.inShape, offset, out, plan.outShape,
-                Shape(offset.size(), 0), plan.outShape, /*add=*/false);
+    copyBox(plan.elementType, in, plan.inShape, offset, out, plan.outShape,
+            Shape(offset.size(), 0), plan.outShape);
     return count();
   }
 
@@ -748,9 +811,9 @@ absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
   Messages messages;
   size_t staged = 0;
   const GroupComm &group = commFor(op);
-  bool ok =
-      exchange(device, group, sequence, /*phase=*/0, incoming, outgoing, in,
-               inShape, out, outShape, reduce, inputs, staged, messages);
+  bool ok = exchange(device, group, sequence, /*phase=*/0, incoming, outgoing,
+                     plan.elementType, in, inShape, out, outShape, reduce,
+                     inputs, staged, messages);
   if (op.kind == SD_ALL_REDUCE) {
     // Every local chunk is folded: gather them, and the remote ones. A
     // member that an abort stopped in the first phase has not folded its
@@ -769,8 +832,8 @@ absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
           folded.push_back(t);
       ok = exchange(device, group, sequence, /*phase=*/1,
                     /*incoming=*/outgoing,
-                    /*outgoing=*/folded, out, outShape, out, outShape,
-                    /*reduce=*/false, outputs, staged, messages);
+                    /*outgoing=*/folded, plan.elementType, out, outShape, out,
+                    outShape, /*reduce=*/false, outputs, staged, messages);
     }
   }
   if (ok)
@@ -789,9 +852,7 @@ absl::Status MpiTransport::collective(Device &device, const SdCollective &op,
 
 absl::Status MpiTransport::startCollective(Device &device,
                                            const SdCollective &op,
-                                           const void *input, void *output) {
-  const float *in = f32Buffer(input);
-  float *out = f32Buffer(output);
+                                           const void *in, void *out) {
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   if (op.kind != SD_COLLECTIVE_PERMUTE)
@@ -814,14 +875,16 @@ absl::Status MpiTransport::startCollective(Device &device,
   const Shape &coords = device.coordinates();
   int64_t own = groups.groupIndex(coords, plan->axes);
 
-  AsyncPermute async{{}, in, source[own] == own, elements};
+  AsyncPermute async{
+      {}, in, source[own] == own, elements * elementBytes(plan->elementType)};
+  MPI_Datatype datatype = mpiType(plan->elementType);
   const GroupComm &group = commFor(op);
   if (elements > 0) {
     if (!async.keepsOwn) {
       int64_t from = groups.memberDevice(coords, plan->axes, source[own]);
       async.messages.recvs.emplace_back();
       async.messages.recvPeers.push_back(peerRank(from));
-      MPI_Irecv(out, static_cast<int>(elements), MPI_FLOAT,
+      MPI_Irecv(out, static_cast<int>(elements), datatype,
                 group.rankOf[peerRank(from)], tagOf(sequence, 0, from, self),
                 group.comm, &async.messages.recvs.back());
     }
@@ -831,7 +894,7 @@ absl::Status MpiTransport::startCollective(Device &device,
       int64_t to = groups.memberDevice(coords, plan->axes, t);
       async.messages.sends.emplace_back();
       async.messages.sendPeers.push_back(peerRank(to));
-      MPI_Isend(in, static_cast<int>(elements), MPI_FLOAT,
+      MPI_Isend(in, static_cast<int>(elements), datatype,
                 group.rankOf[peerRank(to)], tagOf(sequence, 0, self, to),
                 group.comm, &async.messages.sends.back());
     }
@@ -844,9 +907,7 @@ absl::Status MpiTransport::startCollective(Device &device,
 }
 
 absl::Status MpiTransport::finishCollective(Device &device,
-                                            const SdCollective &op,
-                                            void *output) {
-  float *out = f32Buffer(output);
+                                            const SdCollective &op, void *out) {
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   if (op.kind != SD_COLLECTIVE_PERMUTE)
@@ -868,9 +929,8 @@ absl::Status MpiTransport::finishCollective(Device &device,
     drain(messages);
     return abortedStatus();
   }
-  if (async.keepsOwn && async.in != out && async.elements > 0)
-    std::memcpy(out, async.in,
-                static_cast<size_t>(async.elements) * sizeof(float));
+  if (async.keepsOwn && async.in != out && async.bytes > 0)
+    std::memcpy(out, async.in, static_cast<size_t>(async.bytes));
   return absl::OkStatus();
 }
 

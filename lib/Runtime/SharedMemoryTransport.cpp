@@ -6,7 +6,9 @@
 // result, and waits on the group's barrier again so that nobody returns (and
 // frees its operand) while a peer still reads it. Groups have their own
 // barriers, so the independent groups of one collective do not wait for each
-// other. The semantics are those of lib/Evaluator/CollectiveOps.cpp.
+// other. The semantics are those of lib/Evaluator/CollectiveOps.cpp. Copies
+// move elements' bytes; sums add in ascending member order in f32, and a
+// bf16 sum is rounded once, when it is stored.
 //
 // An abort releases the devices waiting to enter a collective. Once a
 // group's first barrier has completed every member is inside the copy, which
@@ -42,9 +44,8 @@ namespace {
 
 using detail::AxisList;
 using detail::Barrier;
-using detail::f32Buffer;
+using detail::copyBox;
 using detail::sumBoxes;
-using detail::transferBox;
 
 /// The in-process transport.
 class SharedMemoryTransport final : public Transport {
@@ -56,11 +57,11 @@ public:
 
   const MeshSpec &mesh() const override { return meshSpec; }
   absl::Status collective(Device &device, const SdCollective &op,
-                          const void *input, void *output) override;
+                          const void *in, void *out) override;
   absl::Status startCollective(Device &device, const SdCollective &op,
-                               const void *input, void *output) override;
+                               const void *in, void *out) override;
   absl::Status finishCollective(Device &device, const SdCollective &op,
-                                void *output) override;
+                                void *out) override;
   void abort(const absl::Status &status) override;
   void reset() override;
 
@@ -84,7 +85,7 @@ private:
     groups.setGroupIndex(coords, axes, index);
   }
   /// The operand the device at `coords` published.
-  const float *inputOf(const std::vector<int64_t> &coords) const {
+  const void *inputOf(const std::vector<int64_t> &coords) const {
     return inputs[meshSpec.deviceId(coords)];
   }
   /// The barrier of `device`'s group over `group`.
@@ -95,22 +96,22 @@ private:
   }
 
   void gather(const Plan &plan, const std::vector<int64_t> &coords,
-              float *out) const;
+              void *out) const;
   void slice(const Plan &plan, const std::vector<int64_t> &coords,
-             const float *in, float *out) const;
+             const void *in, void *out) const;
   void reduce(const Plan &plan, const std::vector<int64_t> &coords,
-              const std::vector<AxisList> &blockAxes, float *out) const;
+              const std::vector<AxisList> &blockAxes, void *out) const;
   void allToAll(const SdCollective &op, const Plan &plan,
-                const std::vector<int64_t> &coords, float *out) const;
+                const std::vector<int64_t> &coords, void *out) const;
   void permute(const SdCollective &op, const Plan &plan,
-               const std::vector<int64_t> &coords, const float *in,
-               float *out) const;
+               const std::vector<int64_t> &coords, const void *in,
+               void *out) const;
 
   MeshSpec meshSpec;
   detail::CollectiveGroups groups;
   /// Each device's operand of the collective it is in; written by its own
   /// thread before the group's first barrier, read by peers between the two.
-  std::vector<const float *> inputs;
+  std::vector<const void *> inputs;
 
   std::atomic<bool> aborted{false};
   /// Guards `abortStatus` and `barriers`.
@@ -125,7 +126,7 @@ private:
 
   /// An asynchronous permute's operand, as its device posted it.
   struct Posted {
-    const float *in;
+    const void *in;
     /// Set while the member it is sent to copies it, then `taken`.
     bool copying = false;
     bool taken = false;
@@ -140,7 +141,7 @@ private:
   /// Per device (touched by its own thread only): the next sequence number,
   /// and the number of each started permute by its `out` buffer.
   std::vector<uint64_t> nextSequence;
-  std::vector<std::map<const float *, uint64_t>> sequenceOf;
+  std::vector<std::map<const void *, uint64_t>> sequenceOf;
 };
 
 } // namespace
@@ -163,7 +164,7 @@ Barrier &SharedMemoryTransport::barrierFor(const Device &device,
 
 void SharedMemoryTransport::gather(const Plan &plan,
                                    const std::vector<int64_t> &coords,
-                                   float *out) const {
+                                   void *out) const {
   size_t rank = plan.inShape.size();
   std::vector<int64_t> counts(rank), block(rank, 0), offset(rank);
   int64_t members = 1;
@@ -179,8 +180,8 @@ void SharedMemoryTransport::gather(const Plan &plan,
       setGroupIndex(member, plan.dimAxes[d], block[d]);
       offset[d] = block[d] * plan.inShape[d];
     }
-    transferBox(inputOf(member), plan.inShape, zero, out, plan.outShape, offset,
-                plan.inShape, /*add=*/false);
+    copyBox(plan.elementType, inputOf(member), plan.inShape, zero, out,
+            plan.outShape, offset, plan.inShape);
     for (size_t d = rank; d-- > 0;) {
       if (++block[d] < counts[d])
         break;
@@ -191,39 +192,40 @@ void SharedMemoryTransport::gather(const Plan &plan,
 
 void SharedMemoryTransport::slice(const Plan &plan,
                                   const std::vector<int64_t> &coords,
-                                  const float *in, float *out) const {
+                                  const void *in, void *out) const {
   size_t rank = plan.inShape.size();
   std::vector<int64_t> offset(rank);
   for (size_t d = 0; d < rank; ++d)
     offset[d] = groupIndex(coords, plan.dimAxes[d]) * plan.outShape[d];
-  transferBox(in, plan.inShape, offset, out, plan.outShape,
-              std::vector<int64_t>(rank, 0), plan.outShape, /*add=*/false);
+  copyBox(plan.elementType, in, plan.inShape, offset, out, plan.outShape,
+          std::vector<int64_t>(rank, 0), plan.outShape);
 }
 
 void SharedMemoryTransport::reduce(const Plan &plan,
                                    const std::vector<int64_t> &coords,
                                    const std::vector<AxisList> &blockAxes,
-                                   float *out) const {
+                                   void *out) const {
   // This device's block of the sum (all of it for all_reduce).
   size_t rank = plan.inShape.size();
   std::vector<int64_t> offset(rank, 0), zero(rank, 0);
   for (size_t d = 0; d < blockAxes.size(); ++d)
     offset[d] = groupIndex(coords, blockAxes[d]) * plan.outShape[d];
   // Members in ascending mesh coordinates (plan.group is in mesh order),
-  // added left to right in one pass: the same order on every member.
+  // added left to right in one pass: the same order on every member (in
+  // f32, a bf16 sum rounded once).
   std::vector<int64_t> member = coords;
-  std::vector<const float *> inputs;
+  std::vector<const void *> inputs;
   for (int64_t n = 0, e = groupSize(plan.group); n < e; ++n) {
     setGroupIndex(member, plan.group, n);
     inputs.push_back(inputOf(member));
   }
-  sumBoxes(inputs, plan.inShape, offset, out, plan.outShape, zero,
-           plan.outShape);
+  sumBoxes(plan.elementType, inputs, plan.inShape, offset, out, plan.outShape,
+           zero, plan.outShape);
 }
 
 void SharedMemoryTransport::allToAll(const SdCollective &op, const Plan &plan,
                                      const std::vector<int64_t> &coords,
-                                     float *out) const {
+                                     void *out) const {
   size_t rank = plan.inShape.size();
   // Members exchange within subgroups of n consecutive group members.
   int64_t n = plan.exchange;
@@ -239,16 +241,16 @@ void SharedMemoryTransport::allToAll(const SdCollective &op, const Plan &plan,
   for (int64_t j = 0; j < n; ++j) {
     setGroupIndex(member, plan.axes, first + j);
     to[op.src_dim] = j * piece[op.src_dim];
-    transferBox(inputOf(member), plan.inShape, from, out, plan.outShape, to,
-                piece, /*add=*/false);
+    copyBox(plan.elementType, inputOf(member), plan.inShape, from, out,
+            plan.outShape, to, piece);
   }
 }
 
 void SharedMemoryTransport::permute(const SdCollective &op, const Plan &plan,
                                     const std::vector<int64_t> &coords,
-                                    const float *in, float *out) const {
+                                    const void *in, void *out) const {
   int64_t self = groupIndex(coords, plan.axes);
-  const float *source = in;
+  const void *source = in;
   for (int32_t i = 0; i < op.num_pairs; ++i) {
     if (op.pairs[2 * i + 1] != self)
       continue;
@@ -257,17 +259,14 @@ void SharedMemoryTransport::permute(const SdCollective &op, const Plan &plan,
     source = inputOf(member);
   }
   if (source != out)
-    transferBox(source, plan.inShape, std::vector<int64_t>(plan.inShape.size()),
-                out, plan.outShape, std::vector<int64_t>(plan.inShape.size()),
-                plan.inShape, /*add=*/false);
+    copyBox(plan.elementType, source, plan.inShape,
+            std::vector<int64_t>(plan.inShape.size()), out, plan.outShape,
+            std::vector<int64_t>(plan.inShape.size()), plan.inShape);
 }
 
 absl::Status SharedMemoryTransport::collective(Device &device,
                                                const SdCollective &op,
-                                               const void *input,
-                                               void *output) {
-  const float *in = f32Buffer(input);
-  float *out = f32Buffer(output);
+                                               const void *in, void *out) {
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   absl::StatusOr<Plan> planned = makePlan(op);
@@ -332,10 +331,7 @@ absl::Status SharedMemoryTransport::checkDevice(const Device &device) const {
 
 absl::Status SharedMemoryTransport::startCollective(Device &device,
                                                     const SdCollective &op,
-                                                    const void *input,
-                                                    void *output) {
-  const float *in = f32Buffer(input);
-  float *out = f32Buffer(output);
+                                                    const void *in, void *out) {
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   if (op.kind != SD_COLLECTIVE_PERMUTE)
@@ -361,8 +357,7 @@ absl::Status SharedMemoryTransport::startCollective(Device &device,
 
 absl::Status SharedMemoryTransport::finishCollective(Device &device,
                                                      const SdCollective &op,
-                                                     void *output) {
-  float *out = f32Buffer(output);
+                                                     void *out) {
   if (absl::Status status = checkDevice(device); !status.ok())
     return status;
   if (op.kind != SD_COLLECTIVE_PERMUTE)
@@ -398,7 +393,7 @@ absl::Status SharedMemoryTransport::finishCollective(Device &device,
   auto entry = posted[sourceId].find(sequence);
   if (entry == posted[sourceId].end())
     return abortedStatus();
-  const float *data = entry->second.in;
+  const void *data = entry->second.in;
   // A member nobody sends to keeps its own operand. Reading it is no take:
   // only the member it is sent to may mark it taken, or that member would
   // wait for a post its owner has already erased.
@@ -407,9 +402,9 @@ absl::Status SharedMemoryTransport::finishCollective(Device &device,
     entry->second.copying = true;
   lock.unlock();
   if (data != out)
-    transferBox(data, plan->inShape, std::vector<int64_t>(plan->inShape.size()),
-                out, plan->outShape, std::vector<int64_t>(plan->inShape.size()),
-                plan->inShape, /*add=*/false);
+    copyBox(plan->elementType, data, plan->inShape,
+            std::vector<int64_t>(plan->inShape.size()), out, plan->outShape,
+            std::vector<int64_t>(plan->inShape.size()), plan->inShape);
   lock.lock();
   // The source's map may have changed, but not this entry: its owner erases
   // it only once it is taken.

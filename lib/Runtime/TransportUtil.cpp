@@ -1,17 +1,21 @@
 //===- TransportUtil.cpp - Pieces shared by sd's transports ---------------===//
 //
 // Shared by the shared-memory and MPI transports, so that both check,
-// count and add exactly alike.
+// count and add exactly alike: f32 sums in member order, and bf16 sums in
+// the same order in f32, rounded to bf16 once.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TransportUtil.h"
 
 #include "sd/Reference/Tensor.h"
+#include "sd/Runtime/BFloat16.h"
 
 #include "absl/strings/str_format.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cstddef>
 #include <cstring>
 
 using namespace sd;
@@ -66,22 +70,62 @@ static void forEachBoxRow(const std::vector<int64_t> &srcShape,
   }
 }
 
-void detail::transferBox(const float *src, const std::vector<int64_t> &srcShape,
-                         const std::vector<int64_t> &srcOffset, float *dst,
+/// The element `index` of `buffer`, an array of `type`.
+static const std::byte *elementAt(ElementType type, const void *buffer,
+                                  int64_t index) {
+  return static_cast<const std::byte *>(buffer) + index * elementBytes(type);
+}
+static std::byte *elementAt(ElementType type, void *buffer, int64_t index) {
+  return static_cast<std::byte *>(buffer) + index * elementBytes(type);
+}
+
+void detail::transferBox(ElementType srcType, const void *src,
+                         const std::vector<int64_t> &srcShape,
+                         const std::vector<int64_t> &srcOffset,
+                         ElementType dstType, void *dst,
                          const std::vector<int64_t> &dstShape,
                          const std::vector<int64_t> &dstOffset,
                          const std::vector<int64_t> &box, bool add) {
+  assert((srcType == dstType ? !add || srcType == ElementType::F32
+                             : dstType == ElementType::F32 || !add) &&
+         "a sum of bf16 elements is accumulated in f32");
+  if (srcType == dstType && !add) {
+    size_t bytes = static_cast<size_t>(elementBytes(srcType));
+    forEachBoxRow(srcShape, srcOffset, dstShape, dstOffset, box,
+                  [&](int64_t from, int64_t to, int64_t length) {
+                    std::memcpy(elementAt(dstType, dst, to),
+                                elementAt(srcType, src, from),
+                                static_cast<size_t>(length) * bytes);
+                  });
+    return;
+  }
+  if (dstType == ElementType::BF16) {
+    // f32 to bf16: rounded.
+    forEachBoxRow(srcShape, srcOffset, dstShape, dstOffset, box,
+                  [&](int64_t from, int64_t to, int64_t length) {
+                    convertToBFloat16(static_cast<const float *>(src) + from,
+                                      static_cast<BFloat16 *>(dst) + to,
+                                      length);
+                  });
+    return;
+  }
   forEachBoxRow(srcShape, srcOffset, dstShape, dstOffset, box,
                 [&](int64_t from, int64_t to, int64_t length) {
-                  const float *in = src + from;
-                  float *out = dst + to;
-                  if (add) {
+                  float *out = static_cast<float *>(dst) + to;
+                  if (srcType == ElementType::F32) {
+                    const float *in = static_cast<const float *>(src) + from;
                     for (int64_t i = 0; i < length; ++i)
                       out[i] += in[i];
-                  } else {
-                    std::memcpy(out, in,
-                                static_cast<size_t>(length) * sizeof(float));
+                    return;
                   }
+                  const BFloat16 *in =
+                      static_cast<const BFloat16 *>(src) + from;
+                  if (!add) {
+                    convertToFloat(in, out, length);
+                    return;
+                  }
+                  for (int64_t i = 0; i < length; ++i)
+                    out[i] += toFloat(in[i]);
                 });
 }
 
@@ -89,34 +133,59 @@ void detail::transferBox(const float *src, const std::vector<int64_t> &srcShape,
 /// L1 while each further source is added to them.
 static constexpr int64_t kSumChunk = 2048;
 
-void detail::sumBoxes(const std::vector<const float *> &srcs,
+void detail::sumBoxes(ElementType type, const std::vector<const void *> &srcs,
                       const std::vector<int64_t> &srcShape,
-                      const std::vector<int64_t> &srcOffset, float *dst,
+                      const std::vector<int64_t> &srcOffset, void *dst,
                       const std::vector<int64_t> &dstShape,
                       const std::vector<int64_t> &dstOffset,
                       const std::vector<int64_t> &box) {
   if (srcs.empty())
     return;
   if (srcs.size() == 1) {
-    transferBox(srcs[0], srcShape, srcOffset, dst, dstShape, dstOffset, box,
-                /*add=*/false);
+    copyBox(type, srcs[0], srcShape, srcOffset, dst, dstShape, dstOffset, box);
     return;
   }
+  if (type == ElementType::F32) {
+    forEachBoxRow(srcShape, srcOffset, dstShape, dstOffset, box,
+                  [&](int64_t from, int64_t to, int64_t length) {
+                    float *out = static_cast<float *>(dst) + to;
+                    auto source = [&](size_t k) {
+                      return static_cast<const float *>(srcs[k]) + from;
+                    };
+                    for (int64_t c = 0; c < length; c += kSumChunk) {
+                      int64_t n = std::min(kSumChunk, length - c);
+                      const float *s0 = source(0) + c, *s1 = source(1) + c;
+                      float *o = out + c;
+                      for (int64_t i = 0; i < n; ++i)
+                        o[i] = s0[i] + s1[i];
+                      for (size_t k = 2; k < srcs.size(); ++k) {
+                        const float *sk = source(k) + c;
+                        for (int64_t i = 0; i < n; ++i)
+                          o[i] += sk[i];
+                      }
+                    }
+                  });
+    return;
+  }
+  // bf16: each chunk's sums in f32, rounded once when stored.
   forEachBoxRow(srcShape, srcOffset, dstShape, dstOffset, box,
                 [&](int64_t from, int64_t to, int64_t length) {
-                  float *out = dst + to;
+                  BFloat16 *out = static_cast<BFloat16 *>(dst) + to;
+                  auto source = [&](size_t k) {
+                    return static_cast<const BFloat16 *>(srcs[k]) + from;
+                  };
+                  float sum[kSumChunk];
                   for (int64_t c = 0; c < length; c += kSumChunk) {
                     int64_t n = std::min(kSumChunk, length - c);
-                    const float *s0 = srcs[0] + from + c,
-                                *s1 = srcs[1] + from + c;
-                    float *o = out + c;
+                    const BFloat16 *s0 = source(0) + c, *s1 = source(1) + c;
                     for (int64_t i = 0; i < n; ++i)
-                      o[i] = s0[i] + s1[i];
+                      sum[i] = toFloat(s0[i]) + toFloat(s1[i]);
                     for (size_t k = 2; k < srcs.size(); ++k) {
-                      const float *sk = srcs[k] + from + c;
+                      const BFloat16 *sk = source(k) + c;
                       for (int64_t i = 0; i < n; ++i)
-                        o[i] += sk[i];
+                        sum[i] += toFloat(sk[i]);
                     }
+                    convertToBFloat16(sum, out + c, n);
                   }
                 });
 }
@@ -124,11 +193,8 @@ void detail::sumBoxes(const std::vector<const float *> &srcs,
 bool detail::transportsMove(ElementType type) {
   switch (type) {
   case ElementType::F32:
-    return true;
   case ElementType::BF16:
-    // Not yet: the copies would be a byte count, but the sums of bf16
-    // collectives must state where they round (accumulating in f32).
-    return false;
+    return true;
   }
   return false;
 }
@@ -266,8 +332,9 @@ int64_t CollectiveGroups::commBytes(const SdCollective &op,
   if (n <= 1)
     return 0;
   auto chunk = [&](int64_t bytes) { return (bytes + n - 1) / n; };
-  int64_t inBytes = shapeProduct(plan.inShape) * int64_t(sizeof(float));
-  int64_t outBytes = shapeProduct(plan.outShape) * int64_t(sizeof(float));
+  int64_t bytes = elementBytes(plan.elementType);
+  int64_t inBytes = shapeProduct(plan.inShape) * bytes;
+  int64_t outBytes = shapeProduct(plan.outShape) * bytes;
   switch (op.kind) {
   case SD_ALL_GATHER:
     return (n - 1) * chunk(outBytes);

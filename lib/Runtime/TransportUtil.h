@@ -77,23 +77,44 @@ private:
 };
 
 /// Copies (or, with `add`, adds) the box of shape `box` at `srcOffset` of
-/// `src` (shape `srcShape`) to `dstOffset` of `dst` (shape `dstShape`).
-/// Rows of the innermost dimension are contiguous; they are split statically
-/// over the device's OpenMP team, and each element gets exactly one
-/// operation, so the result does not depend on the team size.
-void transferBox(const float *src, const std::vector<int64_t> &srcShape,
-                 const std::vector<int64_t> &srcOffset, float *dst,
-                 const std::vector<int64_t> &dstShape,
+/// `src` (shape `srcShape`, elements of `srcType`) to `dstOffset` of `dst`
+/// (shape `dstShape`, elements of `dstType`). Rows of the innermost
+/// dimension are contiguous; they are split statically over the device's
+/// OpenMP team, and each element gets exactly one operation, so the result
+/// does not depend on the team size. Supported:
+/// - a copy between buffers of one type: the elements' bytes;
+/// - f32 added to f32;
+/// - bf16 copied or added to f32 (widened exactly, then added in f32);
+/// - f32 copied to bf16 (rounded to nearest, ties to even).
+/// Adding to a bf16 buffer is not: a sum of bf16 elements is accumulated in
+/// f32 and rounded once.
+void transferBox(ElementType srcType, const void *src,
+                 const std::vector<int64_t> &srcShape,
+                 const std::vector<int64_t> &srcOffset, ElementType dstType,
+                 void *dst, const std::vector<int64_t> &dstShape,
                  const std::vector<int64_t> &dstOffset,
                  const std::vector<int64_t> &box, bool add);
 
-/// dst's box = the sum of the same box of every source, added left to right
-/// (((s0 + s1) + s2) + ..., as transferBox copying s0 and adding the others
-/// one by one would give, bit for bit) in one pass over dst. The sources
-/// share `srcShape` and `srcOffset`; one source is a copy.
-void sumBoxes(const std::vector<const float *> &srcs,
+/// transferBox copying between two buffers of `type`.
+inline void copyBox(ElementType type, const void *src,
+                    const std::vector<int64_t> &srcShape,
+                    const std::vector<int64_t> &srcOffset, void *dst,
+                    const std::vector<int64_t> &dstShape,
+                    const std::vector<int64_t> &dstOffset,
+                    const std::vector<int64_t> &box) {
+  transferBox(type, src, srcShape, srcOffset, type, dst, dstShape, dstOffset,
+              box, /*add=*/false);
+}
+
+/// dst's box = the sum of the same box of every source (all of `type`),
+/// added left to right in f32 (((s0 + s1) + s2) + ..., as transferBox
+/// copying s0 to an f32 buffer and adding the others one by one would give,
+/// bit for bit) in one pass over dst. A bf16 sum is rounded once, when it
+/// is stored. The sources share `srcShape` and `srcOffset`; one source is a
+/// copy.
+void sumBoxes(ElementType type, const std::vector<const void *> &srcs,
               const std::vector<int64_t> &srcShape,
-              const std::vector<int64_t> &srcOffset, float *dst,
+              const std::vector<int64_t> &srcOffset, void *dst,
               const std::vector<int64_t> &dstShape,
               const std::vector<int64_t> &dstOffset,
               const std::vector<int64_t> &box);
@@ -102,17 +123,10 @@ void sumBoxes(const std::vector<const float *> &srcs,
 /// the others).
 bool transportsMove(ElementType type);
 
-/// A buffer of a planned collective as the f32 array it is: the transports
-/// move and add f32 elements, and makePlan refuses every other element type
-/// before a buffer is read or written.
-inline const float *f32Buffer(const void *buffer) {
-  return static_cast<const float *>(buffer);
-}
-inline float *f32Buffer(void *buffer) { return static_cast<float *>(buffer); }
-
 /// An op's shape, element type and axis structure, checked against the
 /// mesh.
 struct CollectivePlan {
+  /// Of the operand and the result: what the transports move and add.
   ElementType elementType = ElementType::F32;
   std::vector<int64_t> inShape, outShape;
   /// Per dimension (all_gather, all_slice, reduce_scatter) its axes.

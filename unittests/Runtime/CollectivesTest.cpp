@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Runtime/BFloat16.h"
 #include "sd/Runtime/Runtime.h"
 
 #include "CollectiveTestUtils.h"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -152,17 +154,26 @@ SdCollective groupOp(SdCollectiveKind kind, const Shape &in, const Shape &out,
   return op;
 }
 
-/// What a run of one collective on every device produced.
-struct RunResult {
+/// What a run of one collective on every device produced, in buffers of
+/// `T` (float or BFloat16, as the op's element type says).
+template <typename T> struct TypedRunResult {
   absl::Status status;
-  Buffers outputs;
+  std::vector<std::vector<T>> outputs;
   std::vector<DeviceCounters> counters;
 };
+using RunResult = TypedRunResult<float>;
+
+/// An element no collective writes: what an output holds before.
+template <typename T> T poison();
+template <> float poison<float>() { return -12345.0f; }
+template <> BFloat16 poison<BFloat16>() { return toBFloat16(-12345.0f); }
 
 /// Runs `op` on every device of `mesh` with `inputs[device]`.
-RunResult runCollective(const MeshSpec &mesh, const SdCollective &op,
-                        const Buffers &inputs, int threadsPerDevice = 1) {
-  RunResult result;
+template <typename T>
+TypedRunResult<T> runCollective(const MeshSpec &mesh, const SdCollective &op,
+                                const std::vector<std::vector<T>> &inputs,
+                                int threadsPerDevice = 1) {
+  TypedRunResult<T> result;
   MeshRuntimeOptions options;
   options.mesh = mesh;
   // A runtime refuses more threads than the process's CPUs.
@@ -177,7 +188,7 @@ RunResult runCollective(const MeshSpec &mesh, const SdCollective &op,
   for (int32_t d = 0; d < op.rank; ++d)
     outElements *= op.out_shape[d];
   result.outputs.assign(mesh.numDevices(),
-                        std::vector<float>(outElements, -12345.0f));
+                        std::vector<T>(outElements, poison<T>()));
   const SdApi *api = MeshRuntime::api();
   result.status = (*runtime)->runOnDevices([&](Device &device) {
     if (api->collective(reinterpret_cast<SdDevice *>(&device), &op,
@@ -305,10 +316,24 @@ void expectBitwiseEqual(const std::vector<float> &actual,
     }
 }
 
+void expectBitwiseEqual(const std::vector<BFloat16> &actual,
+                        const std::vector<BFloat16> &expected,
+                        const std::string &what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i)
+    if (actual[i].bits != expected[i].bits) {
+      ADD_FAILURE() << what << ": bf16 element " << i << " is "
+                    << toFloat(actual[i]) << " (bits " << actual[i].bits
+                    << "), expected " << toFloat(expected[i]) << " (bits "
+                    << expected[i].bits << ")";
+      return;
+    }
+}
+
 /// Expects the output of each device bitwise equal to `expected(device)`.
-template <typename Fn>
-void expectEachDevice(const Buffers &outputs, const std::string &what,
-                      Fn expected) {
+template <typename T, typename Fn>
+void expectEachDevice(const std::vector<std::vector<T>> &outputs,
+                      const std::string &what, Fn expected) {
   for (int64_t d = 0; d < static_cast<int64_t>(outputs.size()); ++d)
     expectBitwiseEqual(outputs[d], expected(d),
                        what + " device " + std::to_string(d));
@@ -663,11 +688,12 @@ TEST(CollectivesTest, AsyncPermutesOverlapWorkAndMatchTheBlockingOne) {
 }
 
 /// Runs `op` on every device of `mesh` as a start and its done.
-RunResult runAsync(const MeshSpec &mesh, const SdCollective &op,
-                   const Buffers &inputs) {
-  RunResult result;
+template <typename T>
+TypedRunResult<T> runAsync(const MeshSpec &mesh, const SdCollective &op,
+                           const std::vector<std::vector<T>> &inputs) {
+  TypedRunResult<T> result;
   result.outputs.assign(mesh.numDevices(),
-                        std::vector<float>(inputs.front().size()));
+                        std::vector<T>(inputs.front().size()));
   auto runtime = MeshRuntime::create({mesh, 1});
   if (!runtime.ok()) {
     result.status = runtime.status();
@@ -676,7 +702,7 @@ RunResult runAsync(const MeshSpec &mesh, const SdCollective &op,
   const SdApi *api = MeshRuntime::api();
   result.status = (*runtime)->runOnDevices([&](Device &device) {
     auto *dev = reinterpret_cast<SdDevice *>(&device);
-    float *out = result.outputs[device.id()].data();
+    T *out = result.outputs[device.id()].data();
     if (api->collective_start(dev, &op, inputs[device.id()].data(), out) ||
         api->collective_done(dev, &op, out))
       return device.error();
@@ -686,11 +712,12 @@ RunResult runAsync(const MeshSpec &mesh, const SdCollective &op,
 }
 
 /// Expects `op` as a start and its done bitwise equal to the blocking `op`.
+template <typename T>
 void expectAsyncEqualsBlocking(const MeshSpec &mesh, const SdCollective &op,
-                               const Buffers &inputs) {
-  RunResult blocking = runCollective(mesh, op, inputs);
+                               const std::vector<std::vector<T>> &inputs) {
+  TypedRunResult<T> blocking = runCollective(mesh, op, inputs);
   ASSERT_TRUE(blocking.status.ok()) << blocking.status;
-  RunResult async = runAsync(mesh, op, inputs);
+  TypedRunResult<T> async = runAsync(mesh, op, inputs);
   ASSERT_TRUE(async.status.ok()) << async.status;
   for (int64_t d = 0; d < mesh.numDevices(); ++d)
     expectBitwiseEqual(async.outputs[d], blocking.outputs[d],
@@ -858,6 +885,288 @@ TEST(CollectivesTest, ReductionsAreBitwiseDeterministic) {
 }
 
 //===----------------------------------------------------------------------===//
+// bf16 elements: copied bitwise, summed in f32 and rounded once
+//===----------------------------------------------------------------------===//
+
+using Bf16Buffers = std::vector<std::vector<BFloat16>>;
+
+/// `op` on bf16 operands and results.
+SdCollective bf16(SdCollective op) {
+  op.element_type = SD_BF16;
+  return op;
+}
+
+/// `values` rounded to bf16 (exact for values that are bf16 numbers).
+std::vector<BFloat16> toBf16(const std::vector<float> &values) {
+  std::vector<BFloat16> result;
+  for (float value : values)
+    result.push_back(toBFloat16(value));
+  return result;
+}
+Bf16Buffers toBf16(const Buffers &buffers) {
+  Bf16Buffers result;
+  for (const std::vector<float> &buffer : buffers)
+    result.push_back(toBf16(buffer));
+  return result;
+}
+
+/// Arbitrary bf16 numbers (held as f32, exactly): randomOperand's values
+/// rounded to bf16.
+Tensor bf16Operand(int64_t device, const Shape &shape, unsigned seed) {
+  Tensor t = randomOperand(device, shape, seed);
+  for (float &x : t.data)
+    x = toFloat(toBFloat16(x));
+  return t;
+}
+
+/// The members of `device`'s group over `axes` in the order the transports
+/// sum them: ascending mesh coordinates on the group's axes in mesh order,
+/// however `axes` lists them.
+std::vector<int64_t> membersInMeshOrder(const MeshSpec &mesh, int64_t device,
+                                        Axes axes) {
+  std::sort(axes.begin(), axes.end());
+  std::vector<int64_t> members;
+  for (int64_t n = 0; n < groupSize(mesh, axes); ++n) {
+    std::vector<int64_t> coords = mesh.coordinates(device);
+    int64_t rest = n;
+    for (size_t i = axes.size(); i-- > 0;) {
+      coords[axes[i]] = rest % axisSize(mesh, axes[i]);
+      rest /= axisSize(mesh, axes[i]);
+    }
+    members.push_back(mesh.deviceId(coords));
+  }
+  return members;
+}
+
+/// The f32 sum of `inputs` over `device`'s group: the first member's
+/// operand, the others added one by one in the transports' member order.
+std::vector<float> f32SumInMemberOrder(const MeshSpec &mesh,
+                                       const Buffers &inputs, int64_t device,
+                                       const Axes &axes) {
+  std::vector<int64_t> members = membersInMeshOrder(mesh, device, axes);
+  std::vector<float> sum = inputs[members[0]];
+  for (size_t k = 1; k < members.size(); ++k)
+    for (size_t i = 0; i < sum.size(); ++i)
+      sum[i] += inputs[members[k]][i];
+  return sum;
+}
+
+TEST(CollectivesTest, Bf16AllGatherAndAllSliceMoveTheBits) {
+  for (const DimCase &c : dimCases()) {
+    Shape counts = countsOf(c), global = scaled(kLocal, counts);
+    auto groupGlobalOf = [&](int64_t d) {
+      return bf16Operand(groupKey(c.mesh, d, concat(c.dimAxes)), global, 21);
+    };
+    Buffers blocks = perDevice(c.mesh, [&](int64_t d) {
+      return block(groupGlobalOf(d), counts, blocksOf(c, d));
+    });
+    TypedRunResult<BFloat16> gathered = runCollective(
+        c.mesh, bf16(perDimOp(SD_ALL_GATHER, kLocal, global, c.dimAxes)),
+        toBf16(blocks));
+    ASSERT_TRUE(gathered.status.ok()) << gathered.status << " " << describe(c);
+    expectEachDevice(gathered.outputs, describe(c) + " all_gather",
+                     [&](int64_t d) { return toBf16(groupGlobalOf(d).data); });
+    TypedRunResult<BFloat16> sliced = runCollective(
+        c.mesh, bf16(perDimOp(SD_ALL_SLICE, global, kLocal, c.dimAxes)),
+        gathered.outputs);
+    ASSERT_TRUE(sliced.status.ok()) << sliced.status << " " << describe(c);
+    expectEachDevice(sliced.outputs, describe(c) + " all_slice",
+                     [&](int64_t d) { return toBf16(blocks[d]); });
+  }
+}
+
+TEST(CollectivesTest, Bf16ReduceScatterSumsInF32AndRoundsOnce) {
+  for (const DimCase &c : dimCases()) {
+    Shape counts = countsOf(c), global = scaled(kLocal, counts);
+    Buffers inputs = perDevice(
+        c.mesh, [&](int64_t d) { return bf16Operand(d, global, 13); });
+    TypedRunResult<BFloat16> run = runCollective(
+        c.mesh, bf16(perDimOp(SD_REDUCE_SCATTER, global, kLocal, c.dimAxes)),
+        toBf16(inputs), /*threadsPerDevice=*/2);
+    ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+    expectEachDevice(run.outputs, describe(c), [&](int64_t d) {
+      Tensor sum{global,
+                 f32SumInMemberOrder(c.mesh, inputs, d, concat(c.dimAxes))};
+      return toBf16(block(sum, counts, blocksOf(c, d)).data);
+    });
+  }
+}
+
+/// bf16 all_reduce of `local`-shaped operands over `c`: every device gets
+/// its group's f32 sum in member order, rounded once.
+void expectBf16AllReduceSums(const GroupCase &c, const Shape &local,
+                             int threadsPerDevice) {
+  Buffers inputs =
+      perDevice(c.mesh, [&](int64_t d) { return bf16Operand(d, local, 17); });
+  TypedRunResult<BFloat16> run =
+      runCollective(c.mesh, bf16(groupOp(SD_ALL_REDUCE, local, local, c.axes)),
+                    toBf16(inputs), threadsPerDevice);
+  ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+  expectEachDevice(run.outputs, describe(c), [&](int64_t d) {
+    return toBf16(f32SumInMemberOrder(c.mesh, inputs, d, c.axes));
+  });
+}
+
+TEST(CollectivesTest, Bf16AllReduceSumsInF32AndRoundsOnce) {
+  for (const GroupCase &c : groupCases())
+    expectBf16AllReduceSums(c, kLocal, 1);
+  // Rows of several summing chunks, and enough elements for the OpenMP
+  // path; a scalar.
+  for (const GroupCase &c :
+       {GroupCase{mesh2(), {0}}, GroupCase{mesh4(), {1, 0}},
+        GroupCase{mesh8(), {0, 1, 2}}}) {
+    expectBf16AllReduceSums(c, {3, 5000}, 1);
+    expectBf16AllReduceSums(c, {8, 4100}, 3);
+    expectBf16AllReduceSums(c, {}, 1);
+  }
+}
+
+TEST(CollectivesTest, Bf16SumsRoundOnceNotAfterEachAdd) {
+  // Four members (devices 0..3 in member order). Rounding after each add
+  // would keep 1 and 256; the f32 sums 1 + 3 * 2^-9 and 259 round once, to
+  // 1 + 2^-7 and 260 (a tie, to even).
+  MeshSpec mesh = mesh4();
+  float tiny = std::ldexp(1.0f, -9);
+  Buffers inputs = {{1.0f, 256.0f, -1.0f, 0.5f},
+                    {tiny, 1.0f, -tiny, 0.25f},
+                    {tiny, 1.0f, -tiny, 0.125f},
+                    {tiny, 1.0f, -tiny, 0.0625f}};
+  std::vector<float> expected = {1.0078125f, 260.0f, -1.0078125f, 0.9375f};
+  // A check of the test: rounding after each add gives other bits.
+  for (int i = 0; i < 2; ++i) {
+    BFloat16 perAdd = toBFloat16(inputs[0][i]);
+    for (int64_t d = 1; d < 4; ++d)
+      perAdd = toBFloat16(toFloat(perAdd) + inputs[d][i]);
+    EXPECT_NE(perAdd.bits, toBFloat16(expected[i]).bits) << "element " << i;
+  }
+  TypedRunResult<BFloat16> reduced = runCollective(
+      mesh, bf16(groupOp(SD_ALL_REDUCE, {4}, {4}, {0, 1})), toBf16(inputs));
+  ASSERT_TRUE(reduced.status.ok()) << reduced.status;
+  expectEachDevice(reduced.outputs, "all_reduce",
+                   [&](int64_t) { return toBf16(expected); });
+  // reduce_scatter: device d keeps element d.
+  TypedRunResult<BFloat16> scattered =
+      runCollective(mesh, bf16(perDimOp(SD_REDUCE_SCATTER, {4}, {1}, {{0, 1}})),
+                    toBf16(inputs));
+  ASSERT_TRUE(scattered.status.ok()) << scattered.status;
+  expectEachDevice(scattered.outputs, "reduce_scatter", [&](int64_t d) {
+    return toBf16(std::vector<float>{expected[d]});
+  });
+}
+
+TEST(CollectivesTest, Bf16AllToAllMovesTheBits) {
+  for (const GroupCase &c : groupCases()) {
+    int64_t n = groupSize(c.mesh, c.axes);
+    for (auto [src, tgt] :
+         std::vector<std::pair<int32_t, int32_t>>{{0, 2}, {2, 1}}) {
+      Shape global = kLocal;
+      global[src] *= n;
+      global[tgt] *= n;
+      Shape before = global, after = global, srcCounts(3, 1), tgtCounts(3, 1);
+      before[src] /= n;
+      after[tgt] /= n;
+      srcCounts[src] = n;
+      tgtCounts[tgt] = n;
+      Buffers inputs;
+      std::vector<Tensor> globals;
+      for (int64_t d = 0; d < c.mesh.numDevices(); ++d) {
+        globals.push_back(bf16Operand(groupKey(c.mesh, d, c.axes), global, 3));
+        Shape blocks(3, 0);
+        blocks[src] = memberIndex(c.mesh, d, c.axes);
+        inputs.push_back(block(globals[d], srcCounts, blocks).data);
+      }
+      SdCollective op = bf16(groupOp(SD_ALL_TO_ALL, before, after, c.axes));
+      op.src_dim = src;
+      op.tgt_dim = tgt;
+      TypedRunResult<BFloat16> run = runCollective(c.mesh, op, toBf16(inputs));
+      ASSERT_TRUE(run.status.ok()) << run.status << " " << describe(c);
+      expectEachDevice(run.outputs, describe(c), [&](int64_t d) {
+        Shape blocks(3, 0);
+        blocks[tgt] = memberIndex(c.mesh, d, c.axes);
+        return toBf16(block(globals[d], tgtCounts, blocks).data);
+      });
+    }
+  }
+}
+
+TEST(CollectivesTest, Bf16PermutesMoveTheBits) {
+  // A ring shift, and a chain in which member 0 is nobody's target (it
+  // keeps its operand), each blocking and as a start and its done.
+  for (const GroupCase &c : groupCases()) {
+    int64_t n = groupSize(c.mesh, c.axes);
+    Buffers inputs =
+        perDevice(c.mesh, [&](int64_t d) { return bf16Operand(d, kLocal, 8); });
+    for (bool ring : {true, false}) {
+      std::vector<int64_t> pairs;
+      for (int64_t i = 0; i < (ring ? n : n - 1); ++i)
+        pairs.insert(pairs.end(), {i, (i + 1) % n});
+      SdCollective op =
+          bf16(groupOp(SD_COLLECTIVE_PERMUTE, kLocal, kLocal, c.axes));
+      op.num_pairs = static_cast<int32_t>(pairs.size() / 2);
+      op.pairs = pairs.data();
+      auto expected = [&](int64_t d) {
+        int64_t self = memberIndex(c.mesh, d, c.axes);
+        int64_t source = ring || self > 0 ? (self + n - 1) % n : self;
+        return toBf16(inputs[groupMember(c.mesh, d, c.axes, source)]);
+      };
+      std::string what = describe(c) + (ring ? " ring" : " chain");
+      TypedRunResult<BFloat16> blocking =
+          runCollective(c.mesh, op, toBf16(inputs));
+      ASSERT_TRUE(blocking.status.ok()) << blocking.status << " " << what;
+      expectEachDevice(blocking.outputs, what, expected);
+      TypedRunResult<BFloat16> async = runAsync(c.mesh, op, toBf16(inputs));
+      ASSERT_TRUE(async.status.ok()) << async.status << " " << what;
+      expectEachDevice(async.outputs, what + " async", expected);
+    }
+  }
+}
+
+TEST(CollectivesTest, Bf16CommBytesAreHalfOfF32) {
+  // The f32 cases of CommBytesMatchTheCostModel, with sizes whose bf16
+  // bytes still divide into the group's chunks.
+  MeshSpec mesh = mesh4();
+  std::vector<int64_t> ring = {0, 1, 1, 2, 2, 3, 3, 0};
+  SdCollective permute = groupOp(SD_COLLECTIVE_PERMUTE, kLocal, kLocal, {0, 1});
+  permute.num_pairs = 4;
+  permute.pairs = ring.data();
+  SdCollective toAll = groupOp(SD_ALL_TO_ALL, {12, 4, 7}, {48, 1, 7}, {0, 1});
+  toAll.src_dim = 0;
+  toAll.tgt_dim = 1;
+  struct Kind {
+    std::string what;
+    SdCollective op;
+    int64_t f32Bytes;
+  };
+  std::vector<Kind> kinds = {
+      {"all_gather",
+       perDimOp(SD_ALL_GATHER, {3, 5, 7}, {12, 5, 7}, {{0, 1}, {}, {}}), 1260},
+      {"reduce_scatter",
+       perDimOp(SD_REDUCE_SCATTER, {12, 5, 7}, {3, 5, 7}, {{0, 1}, {}, {}}),
+       1260},
+      {"all_reduce", groupOp(SD_ALL_REDUCE, {4, 5, 7}, {4, 5, 7}, {0, 1}),
+       2 * 3 * 140},
+      {"all_to_all", toAll, 3 * 12 * 4 * 7},
+      {"collective_permute", permute, 420},
+  };
+  for (const Kind &kind : kinds) {
+    int64_t elements = 1;
+    for (int32_t d = 0; d < kind.op.rank; ++d)
+      elements *= kind.op.in_shape[d];
+    Buffers inputs(4, std::vector<float>(elements, 1.0f));
+    RunResult f32 = runCollective(mesh, kind.op, inputs);
+    TypedRunResult<BFloat16> half =
+        runCollective(mesh, bf16(kind.op), toBf16(inputs));
+    ASSERT_TRUE(f32.status.ok()) << f32.status << " " << kind.what;
+    ASSERT_TRUE(half.status.ok()) << half.status << " " << kind.what;
+    for (int64_t d = 0; d < 4; ++d) {
+      EXPECT_EQ(f32.counters[d].commBytes, kind.f32Bytes) << kind.what;
+      EXPECT_EQ(half.counters[d].commBytes, kind.f32Bytes / 2) << kind.what;
+      EXPECT_EQ(half.counters[d].collectives, 1) << kind.what;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Communication counters and bad descriptors
 //===----------------------------------------------------------------------===//
 
@@ -950,8 +1259,7 @@ TEST(CollectivesTest, BadDescriptorsAreInvalidArguments) {
   EXPECT_EQ(badPair.status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(badPair.status.message().find("[0, 2]"), std::string::npos)
       << badPair.status;
-  // An element type the runtime does not know, and one the transports do
-  // not move yet.
+  // An element type the runtime does not know.
   SdCollective unknown = groupOp(SD_ALL_REDUCE, {3}, {3}, {0});
   unknown.element_type = 7;
   RunResult unknownType = runCollective(mesh, unknown, inputs);
@@ -959,13 +1267,6 @@ TEST(CollectivesTest, BadDescriptorsAreInvalidArguments) {
   EXPECT_NE(unknownType.status.message().find("unknown element type 7"),
             std::string::npos)
       << unknownType.status;
-  SdCollective bf16 = groupOp(SD_ALL_GATHER, {3}, {6}, {0});
-  bf16.element_type = SD_BF16;
-  RunResult bf16Type = runCollective(mesh, bf16, inputs);
-  EXPECT_EQ(bf16Type.status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bf16Type.status.message().find("do not move bf16 elements"),
-            std::string::npos)
-      << bf16Type.status;
 }
 
 } // namespace

@@ -5,7 +5,7 @@
 // multi-process mesh, and through the shared-memory transport on the whole
 // mesh in this process (the reference). The local devices' results must be
 // bitwise the reference's, and their commBytes the same. Operands are random
-// floats, so a different summation order would show.
+// floats (f32, and bf16 ones), so a different summation order would show.
 //
 // Every rank runs every collective whatever its own results: a rank that
 // skipped one would leave its peers waiting.
@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Runtime/MpiTransport.h"
+#include "sd/Runtime/BFloat16.h"
 #include "sd/Runtime/Runtime.h"
 
 #include "CollectiveTestUtils.h"
@@ -22,12 +23,14 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 using namespace sd;
 using namespace sd::rt;
@@ -246,22 +249,36 @@ Runtimes makeRuntimes(const MeshSpec &mesh) {
   return runtimes;
 }
 
-/// What one run produced, by mesh device id (only the runtime's devices).
-struct RunResult {
+/// What one run produced, by mesh device id (only the runtime's devices), in
+/// buffers of `T` (float or BFloat16, as the op's element type says).
+template <typename T> struct TypedRunResult {
   absl::Status status;
-  Buffers outputs;
+  std::vector<std::vector<T>> outputs;
   std::vector<DeviceCounters> counters;
 };
+using RunResult = TypedRunResult<float>;
+
+/// The f32 of an element, to name it in a failure.
+float valueOf(float x) { return x; }
+float valueOf(BFloat16 x) { return toFloat(x); }
 
 /// Runs `c` on every device of `runtime` with `inputs[id]`; counters are
 /// this run's only.
-RunResult run(MeshRuntime &runtime, const Case &c, const Buffers &inputs) {
-  RunResult result;
+template <typename T>
+TypedRunResult<T> run(MeshRuntime &runtime, const Case &c,
+                      const std::vector<std::vector<T>> &inputs) {
+  TypedRunResult<T> result;
   int64_t devices = runtime.mesh().numDevices();
   int64_t outElements = 1;
   for (int32_t d = 0; d < c.op.rank; ++d)
     outElements *= c.op.out_shape[d];
-  result.outputs.assign(devices, std::vector<float>(outElements, -12345.0f));
+  // An element no collective writes.
+  T poison;
+  if constexpr (std::is_same_v<T, BFloat16>)
+    poison = toBFloat16(-12345.0f);
+  else
+    poison = -12345.0f;
+  result.outputs.assign(devices, std::vector<T>(outElements, poison));
   result.counters.assign(devices, DeviceCounters());
   std::vector<DeviceCounters> before(devices);
   for (int64_t i = 0; i < runtime.numDevices(); ++i)
@@ -272,8 +289,8 @@ RunResult run(MeshRuntime &runtime, const Case &c, const Buffers &inputs) {
   const SdApi *api = MeshRuntime::api();
   result.status = runtime.runOnDevices([&](Device &device) {
     auto *handle = reinterpret_cast<SdDevice *>(&device);
-    const float *in = inputs[device.id()].data();
-    float *out = result.outputs[device.id()].data();
+    const T *in = inputs[device.id()].data();
+    T *out = result.outputs[device.id()].data();
     int32_t failed = c.async ? api->collective_start(handle, &op, in, out) ||
                                    api->collective_done(handle, &op, out)
                              : api->collective(handle, &op, in, out);
@@ -290,19 +307,26 @@ RunResult run(MeshRuntime &runtime, const Case &c, const Buffers &inputs) {
   return result;
 }
 
-/// Random operands of every device of `mesh`, the same on every rank.
-Buffers randomInputs(const MeshSpec &mesh, const SdCollective &op,
-                     unsigned seed) {
+/// Random operands of every device of `mesh`, the same on every rank (as
+/// `T`: bf16 ones are the f32 values rounded).
+template <typename T = float>
+std::vector<std::vector<T>>
+randomInputs(const MeshSpec &mesh, const SdCollective &op, unsigned seed) {
   int64_t elements = 1;
   for (int32_t d = 0; d < op.rank; ++d)
     elements *= op.in_shape[d];
-  Buffers inputs;
+  std::vector<std::vector<T>> inputs;
   for (int64_t id = 0; id < mesh.numDevices(); ++id) {
     std::mt19937 generator(seed * 7919u + static_cast<unsigned>(id));
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    std::vector<float> data(elements);
-    for (float &x : data)
-      x = uniform(generator) * 1e3f;
+    std::vector<T> data(elements);
+    for (T &x : data) {
+      float value = uniform(generator) * 1e3f;
+      if constexpr (std::is_same_v<T, BFloat16>)
+        x = toBFloat16(value);
+      else
+        x = value;
+    }
     inputs.push_back(std::move(data));
   }
   return inputs;
@@ -310,23 +334,23 @@ Buffers randomInputs(const MeshSpec &mesh, const SdCollective &op,
 
 /// Expects this rank's devices' results and counters bitwise those of the
 /// reference.
-void expectMatches(const MeshRuntime &mpiRun, const RunResult &actual,
-                   const RunResult &expected, const std::string &what) {
+template <typename T>
+void expectMatches(const MeshRuntime &mpiRun, const TypedRunResult<T> &actual,
+                   const TypedRunResult<T> &expected, const std::string &what) {
   ASSERT_TRUE(expected.status.ok()) << expected.status << " " << what;
   ASSERT_TRUE(actual.status.ok()) << actual.status << " " << what;
   int64_t first = mpiRun.firstDeviceId();
   for (int64_t id = first; id < first + mpiRun.mesh().devicesPerProcess();
        ++id) {
-    const std::vector<float> &got = actual.outputs[id];
-    const std::vector<float> &want = expected.outputs[id];
-    if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0) {
+    const std::vector<T> &got = actual.outputs[id];
+    const std::vector<T> &want = expected.outputs[id];
+    if (std::memcmp(got.data(), want.data(), got.size() * sizeof(T)) != 0) {
       size_t i = 0;
-      while (i < got.size() &&
-             std::memcmp(&got[i], &want[i], sizeof(float)) == 0)
+      while (i < got.size() && std::memcmp(&got[i], &want[i], sizeof(T)) == 0)
         ++i;
       ADD_FAILURE() << what << ": device " << id << " element " << i << " is "
-                    << got[i] << ", the shared-memory transport gives "
-                    << want[i];
+                    << valueOf(got[i]) << ", the shared-memory transport gives "
+                    << valueOf(want[i]);
     }
     EXPECT_EQ(actual.counters[id].commBytes, expected.counters[id].commBytes)
         << what << " device " << id;
@@ -336,8 +360,11 @@ void expectMatches(const MeshRuntime &mpiRun, const RunResult &actual,
 
 //===----------------------------------------------------------------------===//
 
-TEST(MpiTransportTest, EveryKindOverEveryAxisSubsetMatchesSharedMemory) {
-  int ran = 0;
+/// Runs every kind over every axis subset of every test mesh on `T`
+/// elements (`elementType`), through both transports, and expects them
+/// bitwise alike; `ran` counts the cases.
+template <typename T>
+void expectEveryKindMatches(int32_t elementType, int &ran) {
   for (const MeshSpec &mesh : meshesFor(mpiWorldSize())) {
     Runtimes runtimes = makeRuntimes(mesh);
     ASSERT_TRUE(runtimes.reference && runtimes.mpi) << mesh.toString();
@@ -349,19 +376,34 @@ TEST(MpiTransportTest, EveryKindOverEveryAxisSubsetMatchesSharedMemory) {
         std::vector<Case> large = largeCasesFor(mesh, axes);
         cases.insert(cases.end(), large.begin(), large.end());
       }
-      for (const Case &c : cases) {
-        Buffers inputs = randomInputs(mesh, c.op, seed++);
+      for (Case c : cases) {
+        c.op.element_type = elementType;
+        std::vector<std::vector<T>> inputs =
+            randomInputs<T>(mesh, c.op, seed++);
         if (std::getenv("SD_MPI_TEST_VERBOSE"))
           std::fprintf(stderr, "rank %d: %s %s\n", mpiWorldRank(),
                        mesh.toString().c_str(), c.what.c_str());
-        RunResult expected = run(*runtimes.reference, c, inputs);
-        RunResult actual = run(*runtimes.mpi, c, inputs);
+        TypedRunResult<T> expected = run(*runtimes.reference, c, inputs);
+        TypedRunResult<T> actual = run(*runtimes.mpi, c, inputs);
         expectMatches(*runtimes.mpi, actual, expected,
                       mesh.toString() + " " + c.what);
         ++ran;
       }
     }
   }
+}
+
+TEST(MpiTransportTest, EveryKindOverEveryAxisSubsetMatchesSharedMemory) {
+  int ran = 0;
+  expectEveryKindMatches<float>(SD_F32, ran);
+  EXPECT_GT(ran, 100);
+}
+
+TEST(MpiTransportTest, Bf16EveryKindOverEveryAxisSubsetMatchesSharedMemory) {
+  // Copies move the bits; sums are added in f32 in member order and
+  // rounded once, on either transport.
+  int ran = 0;
+  expectEveryKindMatches<BFloat16>(SD_BF16, ran);
   EXPECT_GT(ran, 100);
 }
 
@@ -390,6 +432,34 @@ TEST(MpiTransportTest, CrossProcessReductionsReallyAddInMemberOrder) {
                           sizeof(float) * 64),
               0)
         << "device " << id;
+}
+
+TEST(MpiTransportTest, Bf16CrossProcessSumsRoundOnce) {
+  // Member 0 holds 1 and every other member 2^-9 (a quarter of bf16's ulp
+  // at 1): rounding after each add would keep 1, but the f32 sum, rounded
+  // once, is more. Member n is device n.
+  MeshSpec mesh({{"x", 1, mpiWorldSize()}, {"y", 2, 1}});
+  Case c = groupCase(SD_ALL_REDUCE, {2}, {2}, {0, 1}, "all_reduce");
+  c.op.element_type = SD_BF16;
+  int64_t n = mesh.numDevices();
+  float tiny = std::ldexp(1.0f, -9);
+  std::vector<std::vector<BFloat16>> inputs(
+      n, {toBFloat16(tiny), toBFloat16(-tiny)});
+  inputs[0] = {toBFloat16(1.0f), toBFloat16(-1.0f)};
+  float sum = 1.0f;
+  for (int64_t m = 1; m < n; ++m)
+    sum += tiny;
+  std::vector<BFloat16> expected = {toBFloat16(sum), toBFloat16(-sum)};
+  EXPECT_NE(expected[0].bits, toBFloat16(1.0f).bits);
+  Runtimes runtimes = makeRuntimes(mesh);
+  ASSERT_TRUE(runtimes.mpi);
+  TypedRunResult<BFloat16> actual = run(*runtimes.mpi, c, inputs);
+  ASSERT_TRUE(actual.status.ok()) << actual.status;
+  for (int64_t id : {2 * mpiWorldRank(), 2 * mpiWorldRank() + 1})
+    EXPECT_EQ(std::memcmp(actual.outputs[id].data(), expected.data(),
+                          sizeof(BFloat16) * 2),
+              0)
+        << "device " << id << ": " << toFloat(actual.outputs[id][0]);
 }
 
 TEST(MpiTransportTest, ManyCollectivesInARowKeepTheirTagsApart) {
