@@ -32,6 +32,12 @@ DistributedDataParallel and its slice of the global batch (8 → 4 + 4); the
 gradients are averaged by DDP's bucketed all-reduce during the backward.
 A step's time is the slowest rank's.
 
+Mixed precision (--autocast): the forward and the loss run under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU autocast (its
+bf16 ops: matmuls, linear layers; its f32 list: softmax, layer norm, the
+loss), with f32 parameters and AdamW state, as sd's weights_dtype and
+activations_dtype bfloat16 train from f32 master weights.
+
 Run with Debian's interpreter: /usr/bin/python3 bench/pytorch_dit_s2.py
 """
 
@@ -306,7 +312,9 @@ def train(args, rank=0, world=1):
             dist.barrier()
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = step_loss(*inputs)
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=args.autocast):
+            loss = step_loss(*inputs)
         loss.backward()
         opt.step()
         elapsed = time.perf_counter() - start
@@ -333,6 +341,8 @@ def report(args, times, count, c, world):
         median, count, args.threads)
     if world > 1:
         line += " processes=%d backend=gloo" % world
+    if args.autocast:
+        line += " autocast=bfloat16"
     if args.flops:
         line += " gflops=%.2f" % (training_flops(c, args.batch)[1] / 1e9
                                   / median)
@@ -372,6 +382,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--flops", action="store_true",
                     help="print the analytic training FLOPs per step")
+    ap.add_argument("--autocast", action="store_true",
+                    help="the forward under torch.autocast('cpu', "
+                         "dtype=torch.bfloat16)")
     args = ap.parse_args()
     if args.processes < 1 or args.threads < 1 or args.steps < 1:
         sys.exit("pytorch_dit_s2.py: --processes, --threads and --steps must "

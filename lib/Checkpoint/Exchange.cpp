@@ -86,7 +86,8 @@ absl::Status readImportedBlock(const ParameterImport &import,
 absl::Status
 exportParameters(rt::TrainingSession &session, const std::string &path,
                  ExportedValues values,
-                 const std::map<std::string, std::string> &metadata) {
+                 const std::map<std::string, std::string> &metadata,
+                 bool bf16) {
   const rt::ProgramSpec &spec = session.spec();
   std::vector<size_t> selected;
   std::vector<SafetensorsStreamWriter::Entry> entries;
@@ -98,7 +99,7 @@ exportParameters(rt::TrainingSession &session, const std::string &path,
             : arg.kind != rt::ArgumentKind::Parameter)
       continue;
     selected.push_back(i);
-    entries.push_back({arg.parameter, arg.globalShape});
+    entries.push_back({arg.parameter, arg.globalShape, bf16});
   }
   bool writes = session.runtime().process() <= 0;
   absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>> writer =

@@ -1,6 +1,7 @@
 //===- Safetensors.cpp - Reading and writing safetensors files ------------===//
 
 #include "sd/Checkpoint/Safetensors.h"
+#include "sd/Runtime/BFloat16.h"
 #include "sd/Sharding/YamlDiagnostics.h"
 #include "sd/Support/Files.h"
 #include "sd/Support/InputLimits.h"
@@ -404,13 +405,13 @@ buildHeader(const std::string &path,
   }
   int64_t offset = 0;
   for (const SafetensorsStreamWriter::Entry &tensor : entries) {
-    int64_t bytes = checkedElements(tensor.shape) * 4;
+    int64_t bytes = checkedElements(tensor.shape) * (tensor.bf16 ? 2 : 4);
     if (header.back() != '{')
       header += ',';
     appendJsonString(header, tensor.name);
-    absl::StrAppend(&header, ":{\"dtype\":\"F32\",\"shape\":[",
-                    absl::StrJoin(tensor.shape, ","), "],\"data_offsets\":[",
-                    offset, ",", offset + bytes, "]}");
+    absl::StrAppend(&header, ":{\"dtype\":\"", tensor.bf16 ? "BF16" : "F32",
+                    "\",\"shape\":[", absl::StrJoin(tensor.shape, ","),
+                    "],\"data_offsets\":[", offset, ",", offset + bytes, "]}");
     offset += bytes;
   }
   header += '}';
@@ -484,8 +485,17 @@ absl::Status SafetensorsStreamWriter::append(const float *values) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot write '", st.path, "': tensor '",
                      st.entries[st.next].name, "' has no data"));
-  if (!st.writer->append(reinterpret_cast<const char *>(values),
-                         static_cast<size_t>(elements) * sizeof(float)))
+  bool ok;
+  if (st.entries[st.next].bf16) {
+    std::vector<rt::BFloat16> rounded(static_cast<size_t>(elements));
+    rt::convertToBFloat16(values, rounded.data(), elements);
+    ok = st.writer->append(reinterpret_cast<const char *>(rounded.data()),
+                           rounded.size() * sizeof(rt::BFloat16));
+  } else {
+    ok = st.writer->append(reinterpret_cast<const char *>(values),
+                           static_cast<size_t>(elements) * sizeof(float));
+  }
+  if (!ok)
     return osError(errno, "cannot write", st.tmp);
   ++st.next;
   return absl::OkStatus();

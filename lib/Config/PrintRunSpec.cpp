@@ -58,6 +58,9 @@ private:
   static std::string display(AttentionKind value) {
     return std::string(attentionKindName(value));
   }
+  static std::string display(DType value) {
+    return std::string(dtypeName(value));
+  }
   static std::string display(const FlashBlockSizes &value) {
     return value.toString();
   }
@@ -137,10 +140,9 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   if (spec.model.attention.value != AttentionKind::DotProduct ||
       spec.model.flashMinSeqLength.source != SettingSource::Default)
     table.add("flash_min_seq_length", spec.model.flashMinSeqLength);
-  if (spec.model.weightsDtype)
-    table.add("weights_dtype", *spec.model.weightsDtype);
-  if (spec.model.activationsDtype)
-    table.add("activations_dtype", *spec.model.activationsDtype);
+  table.add("weights_dtype", spec.model.weightsDtype);
+  table.add("activations_dtype", spec.model.activationsDtype);
+  table.add("grad_reduce_dtype", spec.model.gradReduceDtype);
 
   os << "sdrun settings for " << run.modelPath;
   if (!spec.configFile.empty())

@@ -502,6 +502,14 @@ absl::Status Resolver::resolveOutputs() {
   run.initFrom = flags.initFrom.value_or("");
   run.exportPath = flags.exportPath.value_or("");
   run.exportEmaPath = flags.exportEmaPath.value_or("");
+  if (flags.exportDtype) {
+    run.exportDtype = parseDType(*flags.exportDtype);
+    if (!run.exportDtype)
+      return invalid(absl::StrFormat(
+          "--export-dtype: dtype '%s' is not one sd exports; expected "
+          "float32 or bfloat16",
+          *flags.exportDtype));
+  }
   run.metricsPath = flags.metricsPath.value_or("");
   run.verify = flags.verify.value_or(false);
   run.allowNonfiniteLoss = flags.allowNonfiniteLoss.value_or(false);
@@ -606,20 +614,22 @@ absl::Status Resolver::resolveModel() {
           "flash_block_sizes: " + model.flashBlockSizes->value.toString() +
           " (unused: attention is dot_product)");
   }
-  for (auto [key, value, setting] :
-       {std::tuple{"weights_dtype", &file.weightsDtype, &model.weightsDtype},
-        std::tuple{"activations_dtype", &file.activationsDtype,
-                   &model.activationsDtype}}) {
-    if (!*value)
-      continue;
-    *setting =
-        pick(std::optional<std::string>(), "", key, *value, std::string());
-    const std::string &dtype = **value;
-    if (dtype != "float32" && dtype != "fp32" && dtype != "f32")
-      spec.notes.push_back(absl::StrFormat(
-          "%s: %s is not applied; sd trains in float32 (this CPU has no "
-          "bfloat16 arithmetic)",
-          key, dtype));
+  for (auto [flag, key, setting] :
+       {std::tuple{&F::weightsDtype, &C::weightsDtype, &model.weightsDtype},
+        std::tuple{&F::activationsDtype, &C::activationsDtype,
+                   &model.activationsDtype},
+        std::tuple{&F::gradReduceDtype, &C::gradReduceDtype,
+                   &model.gradReduceDtype}}) {
+    Setting<std::string> name = pick(flag, key, std::string("float32"));
+    std::optional<DType> type = parseDType(name.value);
+    if (!type)
+      return invalid(absl::StrFormat(
+          "%s: dtype '%s' is not one sd computes in; expected float32 or "
+          "bfloat16",
+          name.origin, name.value));
+    setting->value = *type;
+    setting->source = name.source;
+    setting->origin = name.origin;
   }
   return absl::OkStatus();
 }

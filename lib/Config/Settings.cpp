@@ -45,6 +45,9 @@ constexpr Requirement kInferenceSteps{
 
 constexpr std::string_view kPredictionTypes[] = {"epsilon", "v_prediction",
                                                  "flow"};
+/// What weights_dtype and activations_dtype may be (parseDType's names).
+constexpr std::string_view kDTypes[] = {"float32", "bfloat16", "f32", "fp32",
+                                        "bf16"};
 
 /// A row under construction: flag(...) or key(...), then the rest.
 struct Row {
@@ -257,8 +260,25 @@ std::vector<SettingRow> stringRows() {
            "run_name (default: the date and time)")
           .key("run_name", &C::runName)
           .row,
-      key("weights_dtype", &C::weightsDtype).row,
-      key("activations_dtype", &C::activationsDtype).row,
+      flag("weights-dtype", kAllTools, &F::weightsDtype, G::Attention,
+           "weights_dtype: float32 (default) or bfloat16, the parameters' "
+           "compute copy, cast from their f32 master copies")
+          .key("weights_dtype", &C::weightsDtype)
+          .choices(kDTypes, "dtype")
+          .row,
+      flag("activations-dtype", kAllTools, &F::activationsDtype, G::Attention,
+           "activations_dtype: float32 (default) or bfloat16, what the "
+           "layers compute in (products and norms accumulate in f32)")
+          .key("activations_dtype", &C::activationsDtype)
+          .choices(kDTypes, "dtype")
+          .row,
+      flag("grad-reduce-dtype", kTrainTools, &F::gradReduceDtype, G::Step,
+           "grad_reduce_dtype: float32 (default) or bfloat16, what the "
+           "gradients are reduced in across devices under bfloat16 "
+           "activations")
+          .key("grad_reduce_dtype", &C::gradReduceDtype)
+          .choices(kDTypes, "dtype")
+          .row,
       flag("attention", kAllTools, &F::attention, G::Attention,
            "Attention: dot_product (default: one score matrix per "
            "head), flash (tiled into flash-attention blocks; a sharded "
@@ -472,6 +492,11 @@ std::vector<SettingRow> runFlagRows() {
       flag("export", kSdrun, &F::exportPath, G::Run,
            "Write the trained parameters to a safetensors file")
           .value("file.safetensors")
+          .row,
+      flag("export-dtype", kSdrun, &F::exportDtype, G::Run,
+           "What --export and --export-ema store: float32 or bfloat16 "
+           "(default: weights_dtype)")
+          .value("dtype")
           .row,
       flag("trace", kSdrun, &F::tracePath, G::Run,
            "Write a Chrome trace (one track per device; open in "

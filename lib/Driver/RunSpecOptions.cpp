@@ -44,6 +44,9 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   step.gradAccum = spec.batch.gradAccum.value;
   step.emaDecay = opt.emaDecay.value;
 
+  options.weightsDtype = spec.model.weightsDtype.value;
+  options.activationsDtype = spec.model.activationsDtype.value;
+  options.gradReduceDtype = spec.model.gradReduceDtype.value;
   if (spec.model.attention.value != ::sd::AttentionKind::DotProduct) {
     TileAttentionOptions &tile = options.tileAttention.emplace();
     tile.attention = spec.model.attention.value;
@@ -98,6 +101,8 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.initFrom = settings.initFrom;
   run.exportPath = settings.exportPath;
   run.exportEmaPath = settings.exportEmaPath;
+  run.exportBF16 = settings.exportDtype.value_or(
+                       spec.model.weightsDtype.value) == ::sd::DType::BFloat16;
   // resolveRunSpec accepts these two.
   run.datasetType =
       spec.data.type.value == "sd" ? DatasetType::Sd : DatasetType::Synthetic;

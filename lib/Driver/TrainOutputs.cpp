@@ -163,15 +163,16 @@ absl::Status TrainRun::writeOutputs() {
   if (!options.exportPath.empty()) {
     if (absl::Status status = ckpt::exportParameters(
             *session, options.exportPath, ckpt::ExportedValues::Parameters,
-            exportMetadata());
+            exportMetadata(), options.exportBF16);
         !status.ok())
       return status;
-    outs() << "exported the parameters to " << options.exportPath << "\n";
+    outs() << "exported the parameters to " << options.exportPath
+           << (options.exportBF16 ? " (BF16)" : "") << "\n";
   }
   if (!options.exportEmaPath.empty()) {
-    if (absl::Status status =
-            ckpt::exportParameters(*session, options.exportEmaPath,
-                                   ckpt::ExportedValues::Ema, exportMetadata());
+    if (absl::Status status = ckpt::exportParameters(
+            *session, options.exportEmaPath, ckpt::ExportedValues::Ema,
+            exportMetadata(), options.exportBF16);
         !status.ok())
       return status;
     outs() << "exported the EMA parameters to " << options.exportEmaPath

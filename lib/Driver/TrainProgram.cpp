@@ -326,6 +326,12 @@ mlir::sd::buildTrainProgram(ModuleOp module, const PipelineOptions &options) {
   buildDefaultPipeline(pm, global);
   if (failed(runAndVerify(pm, *lowered)) || failed(inlineCalls(*lowered)))
     return failure();
+  // The gradients' reduction dtype, on the inlined step that both the
+  // one-device and the partitioned program start from.
+  PassManager widen(module.getContext());
+  addGradientReductionPasses(widen, global);
+  if (widen.size() > 0 && failed(runAndVerify(widen, *lowered)))
+    return failure();
   func::FuncOp step = findTrainStep(*lowered);
   if (!step)
     return failure();

@@ -2,6 +2,7 @@
 
 #include "TrainRunImpl.h"
 
+#include "sd/Runtime/Kernels.h"
 #include "sd/Support/Files.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -291,8 +292,32 @@ void TrainRun::printHeader() {
       outs() << " from " << tile->minSeqLength << " tokens";
   }
   outs() << "\n";
+  printPrecision();
   for (const std::string &note : options.notes)
     outs() << note << "\n";
+}
+
+void TrainRun::printPrecision() {
+  const PipelineOptions &pipeline = options.pipeline;
+  if (pipeline.weightsDtype == ::sd::DType::Float32 &&
+      pipeline.activationsDtype == ::sd::DType::Float32)
+    return;
+  outs() << "precision: weights " << ::sd::dtypeName(pipeline.weightsDtype)
+         << ", activations " << ::sd::dtypeName(pipeline.activationsDtype)
+         << " (f32 master weights and moments)";
+  if (pipeline.activationsDtype != ::sd::DType::BFloat16) {
+    outs() << "\n";
+    return;
+  }
+  rt::kernels::BF16ProductPath path = rt::kernels::bf16ProductPath();
+  outs() << ", gradients reduced in "
+         << ::sd::dtypeName(pipeline.gradReduceDtype) << "; bf16 products "
+         << (path.native ? "on this CPU's bf16 units (oneDNN " +
+                               std::string(path.isa) + ")"
+                         : "widened to f32 first: this CPU has no "
+                           "AVX512_BF16 or AMX (oneDNN " +
+                               std::string(path.isa) + ")")
+         << "\n";
 }
 
 } // namespace mlir::sd::train

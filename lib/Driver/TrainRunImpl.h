@@ -145,6 +145,8 @@ private:
   /// The mean loss over the held-out batches with the current parameters.
   absl::StatusOr<double> evaluate();
   void printHeader();
+  /// The precision line: dtypes, and how bf16 products run on this CPU.
+  void printPrecision();
   absl::Status restoreCheckpoint();
   /// --verify: gathers the starting values into `start`.
   absl::Status gatherStart();

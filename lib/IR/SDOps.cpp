@@ -459,6 +459,10 @@ LogicalResult DotGeneralOp::inferReturnTypes(MLIRContext *,
 
 bool DotGeneralOp::isCompatibleReturnTypes(TypeRange inferred,
                                            TypeRange actual) {
+  return isInferredOrF32(inferred, actual);
+}
+
+bool mlir::sd::isInferredOrF32(TypeRange inferred, TypeRange actual) {
   if (inferred.size() != 1 || actual.size() != 1)
     return false;
   auto want = cast<RankedTensorType>(inferred.front());

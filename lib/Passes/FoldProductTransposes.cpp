@@ -65,9 +65,12 @@ static bool foldTranspose(TransposeOp transpose) {
     return false;
 
   OpBuilder b(dot);
-  auto swapped = DotGeneralOp::create(
-      b, dot.getLoc(), dot.getRhs(), dot.getLhs(), dot.getRhsBatch(),
-      dot.getLhsBatch(), dot.getRhsContract(), dot.getLhsContract());
+  // The transposed shape in the product's element type (an f32 product of
+  // bf16 operands stays f32).
+  auto swapped =
+      DotGeneralOp::create(b, dot.getLoc(), transpose.getType(), dot.getRhs(),
+                           dot.getLhs(), dot.getRhsBatch(), dot.getLhsBatch(),
+                           dot.getRhsContract(), dot.getLhsContract());
   swapped->setDiscardableAttrs(dot->getDiscardableAttrDictionary());
   Value result = swapped.getResult();
   // The sums, innermost first, now over the transposed value.

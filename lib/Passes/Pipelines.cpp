@@ -18,8 +18,24 @@ void mlir::sd::addTrainingPasses(OpPassManager &pm,
     pm.addPass(createBuildTrainStep(options.step));
 }
 
+void mlir::sd::addGradientReductionPasses(OpPassManager &pm,
+                                          const PipelineOptions &options) {
+  if (options.train && options.activationsDtype == ::sd::DType::BFloat16 &&
+      options.gradReduceDtype == ::sd::DType::Float32)
+    pm.addNestedPass<func::FuncOp>(createWidenGradients());
+}
+
 void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
                                     const PipelineOptions &options) {
+  // Mixed precision first: every later pass (and attention=auto's cost
+  // comparison) sees the bf16 program.
+  if (options.weightsDtype != ::sd::DType::Float32 ||
+      options.activationsDtype != ::sd::DType::Float32) {
+    ApplyPrecisionOptions precision;
+    precision.weightsDtype = options.weightsDtype;
+    precision.activationsDtype = options.activationsDtype;
+    pm.addPass(createApplyPrecision(precision));
+  }
   // attention=auto tries the strategies on copies of the module first, and
   // tiles with the cheapest.
   if (options.tileAttention &&
@@ -65,8 +81,10 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
 void mlir::sd::buildPartitionPipeline(OpPassManager &pm,
                                       const PipelineOptions &options) {
   // Propagation works on one call-free function.
-  if (!options.callFree)
+  if (!options.callFree) {
     pm.addPass(createInlinerPass());
+    addGradientReductionPasses(pm, options);
+  }
   PropagateShardingOptions propagation;
   propagation.recordProvenance = options.recordProvenance;
   propagation.explain = options.explain;

@@ -120,6 +120,25 @@ void gemm(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
                   b + i * strideB, ldb, beta, c + i * strideC, ldc);
 }
 
+BF16ProductPath bf16ProductPath() {
+  switch (dnnl::get_effective_cpu_isa()) {
+  case dnnl::cpu_isa::avx512_core_amx:
+    return {true, "avx512_core_amx"};
+  case dnnl::cpu_isa::avx512_core_bf16:
+    return {true, "avx512_core_bf16"};
+  case dnnl::cpu_isa::avx512_core_vnni:
+    return {false, "avx512_core_vnni"};
+  case dnnl::cpu_isa::avx512_core:
+    return {false, "avx512_core"};
+  case dnnl::cpu_isa::avx2_vnni:
+    return {false, "avx2_vnni"};
+  case dnnl::cpu_isa::avx2:
+    return {false, "avx2"};
+  default:
+    return {false, "older than avx2"};
+  }
+}
+
 /// A bf16 GEMM's shape and layout: what its oneDNN primitive depends on.
 using MatmulKey = std::array<int64_t, 12>;
 

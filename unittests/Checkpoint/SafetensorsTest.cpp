@@ -263,6 +263,39 @@ TEST_F(SafetensorsTest, StreamWriterWritesTensorByTensorAndLeavesNoTmp) {
   EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0);
 }
 
+TEST_F(SafetensorsTest, StreamWriterStoresBF16RoundedToNearestEven) {
+  // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: even (1); 1 + 3·2^-8 rounds
+  // up to 1 + 2^-6; -0 and NaN keep their sign; 3 is exact.
+  std::vector<float> a = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -0.0f, 3.0f,
+                          -std::numeric_limits<float>::quiet_NaN()};
+  std::vector<float> b = {0.1f};
+  std::string path = dir + "/bf16.safetensors";
+  {
+    absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>> writer =
+        SafetensorsStreamWriter::create(
+            path, {{"a", {5}, /*bf16=*/true}, {"b", {1}}}, {});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->append(a.data()).ok());
+    ASSERT_TRUE((*writer)->append(b.data()).ok());
+    ASSERT_TRUE((*writer)->finish().ok());
+  }
+  absl::StatusOr<SafetensorsFile> file = readSafetensors(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_EQ(file->tensors.size(), 2u);
+  EXPECT_EQ(file->tensors[0].dtype, "BF16");
+  EXPECT_EQ(file->tensors[0].fileEnd - file->tensors[0].fileBegin, 10);
+  const std::vector<float> &v = file->tensors[0].values;
+  ASSERT_EQ(v.size(), 5u);
+  EXPECT_EQ(v[0], 1.0f);
+  EXPECT_EQ(v[1], 1.0f + 0x1p-6f);
+  EXPECT_TRUE(std::signbit(v[2]) && v[2] == 0.0f);
+  EXPECT_EQ(v[3], 3.0f);
+  EXPECT_TRUE(std::isnan(v[4]) && std::signbit(v[4]));
+  // The next tensor stays F32, exactly.
+  EXPECT_EQ(file->tensors[1].dtype, "F32");
+  EXPECT_EQ(file->tensors[1].values, b);
+}
+
 /// A tensor name with characters JSON escapes, and a non-ASCII one.
 const char *const kOddName = "q\"u\\o\nt\x01" "e\xc3\xa9";
 

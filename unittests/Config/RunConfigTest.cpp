@@ -390,7 +390,8 @@ checkpoint_every: 0
 output_dir: out/dir
 run_name: 'r1'
 weights_dtype: bf16
-activations_dtype: "float16"
+activations_dtype: "bfloat16"
+grad_reduce_dtype: float32
 )");
   EXPECT_EQ(c.ici, (std::array<std::optional<int64_t>, 4>{2, -1, 3, 4}));
   EXPECT_EQ(c.dcn, (std::array<std::optional<int64_t>, 4>{-1, 1, 1, 5}));
@@ -425,7 +426,8 @@ activations_dtype: "float16"
   EXPECT_EQ(c.outputDir, "out/dir");
   EXPECT_EQ(c.runName, "r1");
   EXPECT_EQ(c.weightsDtype, "bf16");
-  EXPECT_EQ(c.activationsDtype, "float16");
+  EXPECT_EQ(c.activationsDtype, "bfloat16");
+  EXPECT_EQ(c.gradReduceDtype, "float32");
   EXPECT_TRUE(c.ignoredKeys.empty());
   EXPECT_EQ(c.originOf("seed"), "t.yml:24");
   EXPECT_EQ(c.originOf("logical_axis_rules"), "t.yml:15");
@@ -629,6 +631,13 @@ TEST(RunConfigTest, InvalidValues) {
       {"weights_dtype: [f32]", "weights_dtype: expected a string, got a list"},
       {"activations_dtype: {}",
        "activations_dtype: expected a string, got a mapping"},
+      // float16 is a dtype MaxDiffusion knows and sd does not compute in.
+      {"activations_dtype: float16",
+       "activations_dtype: unknown dtype 'float16'; expected one of "
+       "float32, bfloat16, f32, fp32, bf16"},
+      {"grad_reduce_dtype: ''",
+       "grad_reduce_dtype: unknown dtype ''; expected one of float32, "
+       "bfloat16, f32, fp32, bf16"},
   };
   for (const auto &[line, message] : cases) {
     // A valid key first, so that the line number is checked too.

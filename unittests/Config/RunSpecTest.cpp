@@ -474,6 +474,33 @@ TEST(RunSpecTest, RematPolicyIsAnEnum) {
   EXPECT_TRUE(spec.remat.namesOffloaded.value.empty());
 }
 
+TEST(RunSpecTest, DtypesAreAppliedFromFlagOrConfig) {
+  // The defaults: float32 throughout.
+  RunSpec plain = resolve(RunSpecFlags());
+  EXPECT_EQ(plain.model.weightsDtype.value, DType::Float32);
+  EXPECT_EQ(plain.model.activationsDtype.value, DType::Float32);
+  EXPECT_EQ(plain.model.gradReduceDtype.value, DType::Float32);
+  EXPECT_TRUE(plain.notes.empty());
+  // A config's MaxDiffusion spelling, a flag's short one; the flag wins.
+  std::string path = writeConfig("dtypes.yml", "weights_dtype: 'bfloat16'\n"
+                                               "activations_dtype: bfloat16\n"
+                                               "grad_reduce_dtype: bfloat16\n");
+  RunSpecFlags flags = withConfig(path);
+  flags.gradReduceDtype = "f32";
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.model.weightsDtype.value, DType::BFloat16);
+  EXPECT_EQ(spec.model.weightsDtype.origin, "dtypes.yml:1");
+  EXPECT_EQ(spec.model.activationsDtype.value, DType::BFloat16);
+  EXPECT_EQ(spec.model.gradReduceDtype.value, DType::Float32);
+  EXPECT_EQ(spec.model.gradReduceDtype.origin, "--grad-reduce-dtype");
+  // Applied: no note says otherwise.
+  EXPECT_TRUE(spec.notes.empty());
+  RunSpecFlags bad;
+  bad.activationsDtype = "float16";
+  EXPECT_EQ(errorOf(bad), "--activations-dtype: dtype 'float16' is not one "
+                          "sd computes in; expected float32 or bfloat16");
+}
+
 TEST(RunSpecTest, ConfigNamesCountOnlyForCustom) {
   std::string path = writeConfig(
       "names.yml", "remat_policy: 'FULL'\nnames_which_can_be_saved: [a]\n");

@@ -36,6 +36,10 @@ protected:
                           int64_t batch, llvm::StringRef meshSpec,
                           double tolerance);
 
+  /// Mixed precision (sd-apply-precision) on both sides: the evaluator
+  /// rounds every bf16 result as the generated code does.
+  bool bf16 = false;
+
   /// The compiled programs' cache, one per test binary run.
   static std::string cacheDir() {
     static std::string dir = [] {
@@ -75,15 +79,6 @@ std::string OpenMPDifferentialTest::checkOpenMP(llvm::StringRef source,
   // Global: inline and fix the batch (and differentiate).
   mlir::sd::SpecializeBatchOptions specialize;
   specialize.batch = train ? batch / train->step.gradAccum : batch;
-  mlir::PassManager globalPm(&context);
-  globalPm.addPass(mlir::createInlinerPass());
-  globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
-  if (train)
-    mlir::sd::addTrainingPasses(globalPm, *train);
-  EXPECT_TRUE(mlir::succeeded(globalPm.run(*global))) << diagnostics;
-
-  // Local: the default pipeline, partitioning when there is a mesh.
-  mlir::PassManager pm(&context);
   mlir::sd::PipelineOptions options;
   options.mesh = meshSpec.str();
   options.batch = batch;
@@ -92,8 +87,42 @@ std::string OpenMPDifferentialTest::checkOpenMP(llvm::StringRef source,
     options.train = true;
     options.training = *train;
   }
+  if (bf16)
+    options.weightsDtype = options.activationsDtype = ::sd::DType::BFloat16;
+  mlir::PassManager globalPm(&context);
+  if (bf16) {
+    mlir::sd::ApplyPrecisionOptions precision;
+    precision.weightsDtype = options.weightsDtype;
+    precision.activationsDtype = options.activationsDtype;
+    globalPm.addPass(mlir::sd::createApplyPrecision(precision));
+  }
+  globalPm.addPass(mlir::createInlinerPass());
+  globalPm.addPass(mlir::sd::createSpecializeBatch(specialize));
+  if (train) {
+    mlir::sd::addTrainingPasses(globalPm, *train);
+    mlir::sd::addGradientReductionPasses(globalPm, options);
+  }
+  EXPECT_TRUE(mlir::succeeded(globalPm.run(*global))) << diagnostics;
+  // sd-apply-precision's remark is the one diagnostic a pipeline makes.
+  auto dropPrecisionRemark = [&] {
+    if (!bf16)
+      return;
+    EXPECT_NE(diagnostics.find("mixed precision"), std::string::npos);
+    diagnostics.clear();
+  };
+  dropPrecisionRemark();
+
+  // Local: the default pipeline, partitioning when there is a mesh; without
+  // one, inlined and with the gradients' reduction dtype, as sdrun builds
+  // its one-device step.
+  mlir::PassManager pm(&context);
   mlir::sd::buildDefaultPipeline(pm, options);
+  if (meshSpec.empty()) {
+    pm.addPass(mlir::createInlinerPass());
+    mlir::sd::addGradientReductionPasses(pm, options);
+  }
   EXPECT_TRUE(mlir::succeeded(pm.run(*local))) << diagnostics;
+  dropPrecisionRemark();
   if (!diagnostics.empty())
     return {};
   llvm::StringRef localEntry = train ? "train_step" : entry;
@@ -420,6 +449,32 @@ func.func @main(%x: tensor<8x8x8x4xf32> {sd.role = #sd.input<latents>, sd.logica
               "main", 8, GetParam(), 1e-5);
 }
 
+/// The ops in bf16 (each result rounded, as the evaluator rounds it): the
+/// generated code computes in f32 and rounds where the evaluator computes
+/// in double and rounds, so a result may differ by one bf16 step (2^-8
+/// relative) where the two round a near-tie differently; the bound is
+/// 2^-7 relative to each result's largest magnitude (relativeError).
+TEST_P(OpenMPOpsTest, BF16GemmNormsSoftmaxAndElementwise) {
+  bf16 = true;
+  checkOpenMP(R"mlir(
+func.func @main(%w: tensor<32x24xf32> {sd.role = #sd.param<"w", normal(0.5)>, sd.logical_axes = #sd.logical_axes<[embed, mlp]>},
+                %g: tensor<24xf32> {sd.role = #sd.param<"g", normal(1.0)>, sd.logical_axes = #sd.logical_axes<[mlp]>},
+                %x: tensor<8x16x32xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>})
+    -> (tensor<8x16x24xf32>, tensor<8x16x24xf32>, tensor<8x24xf32>, tensor<f32>) {
+  %y = sd.dot_general %x, %w batch = [] x [] contract = [2] x [0] : (tensor<8x16x32xf32>, tensor<32x24xf32>) -> tensor<8x16x24xf32>
+  %gb = sd.broadcast_in_dim %g dims = [2] : (tensor<24xf32>) -> tensor<8x16x24xf32>
+  %a = sd.mul %y, %gb : tensor<8x16x24xf32>
+  %t = sd.tanh %a : tensor<8x16x24xf32>
+  %ln = sd.layer_norm %t scale %g bias %g : (tensor<8x16x24xf32>, tensor<24xf32>, tensor<24xf32>) -> tensor<8x16x24xf32>
+  %sm = sd.softmax %a dim = 2 : tensor<8x16x24xf32>
+  %r = sd.reduce_sum %ln dims = [1] : (tensor<8x16x24xf32>) -> tensor<8x24xf32>
+  %l = sd.mse_loss %ln, %sm : tensor<8x16x24xf32>
+  return %ln, %sm, %r, %l : tensor<8x16x24xf32>, tensor<8x16x24xf32>, tensor<8x24xf32>, tensor<f32>
+}
+)mlir",
+              "main", 8, GetParam(), 0x1p-7);
+}
+
 // "" is one device without a mesh; the others partition the programs, so
 // the generated code runs their collectives.
 INSTANTIATE_TEST_SUITE_P(Meshes, OpenMPOpsTest,
@@ -458,6 +513,25 @@ TEST_P(OpenMPTrainStepTest, DitTinyOffload) {
   std::string program =
       checkOpenMP(source, "loss", 8, GetParam(), /*tolerance=*/1e-4);
   EXPECT_NE(program.find("SD_HOST_MEMORY"), std::string::npos);
+}
+
+/// The training step in bf16 from f32 master weights, gradients reduced in
+/// f32: the loss and the updated parameters and moments (f32) against the
+/// evaluator, which rounds the same values to bf16 at the same points. A
+/// near-tie that f32 and double accumulation round apart changes a value by
+/// one bf16 step (2^-8 relative), and the backward pass carries a few such
+/// steps into each gradient: the moments (0.1·g, 0.001·g² after one step)
+/// differ by up to 0.4% of their largest magnitude. The bound is 2^-7 of
+/// each result's largest magnitude, as for single ops.
+TEST_P(OpenMPTrainStepTest, DitTinyBF16) {
+  std::string source =
+      ditTinySource([&](llvm::StringRef s) { return parse(s); });
+  ASSERT_FALSE(source.empty()) << diagnostics;
+  train = mlir::sd::TrainingOptions();
+  bf16 = true;
+  std::string program =
+      checkOpenMP(source, "loss", 8, GetParam(), /*tolerance=*/0x1p-7);
+  EXPECT_NE(program.find("api->gemm_bf16"), std::string::npos);
 }
 
 /// Twelve parameters summed into one value, so that every update reads the

@@ -1,12 +1,15 @@
 //===- KernelsTest.cpp - Runtime kernels against the reference ------------===//
 //
 // Every f32 kernel is compared with sd::ref's double-precision kernel on odd
-// shapes, and checked to be bitwise deterministic run to run.
+// shapes, and checked to be bitwise deterministic run to run; so is the bf16
+// GEMM (within the round-off bound of f32 accumulation), and the 2-byte
+// transpose moves elements exactly as the f32 one does.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/Reference/Kernels.h"
 #include "sd/Reference/Random.h"
+#include "sd/Runtime/BFloat16.h"
 #include "sd/Runtime/Kernels.h"
 
 #include "RuntimeTestUtils.h"
@@ -19,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 namespace sd::rt::kernels {
@@ -226,6 +230,215 @@ TEST(KernelsTest, GemmIsDeterministic) {
 }
 
 //===----------------------------------------------------------------------===//
+// bf16 GEMM
+//===----------------------------------------------------------------------===//
+
+/// `n` random bf16 numbers in [-1, 1).
+std::vector<sd_bf16> randomBF16(int64_t n, uint32_t seed) {
+  std::vector<float> values = randomFloats(n, seed);
+  std::vector<sd_bf16> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    bits[i] = {toBFloat16(values[i]).bits};
+  return bits;
+}
+
+double bf16Value(sd_bf16 x) { return toFloat(BFloat16{x.bits}); }
+
+/// A quiet NaN: what gemmBF16 must never read (operand padding).
+constexpr sd_bf16 kBF16NaN = {0x7fc0};
+
+struct GemmBF16Case {
+  int64_t batch, m, n, k;
+  bool transA, transB, cIsBF16;
+  /// Extra elements at the end of each stored row (lda, ldb, ldc), and
+  /// between the batches of A and B.
+  int64_t pad;
+  /// strideC == m * ldc: one oneDNN call for the whole batch; otherwise a
+  /// gap after each batch of C, and one call per GEMM.
+  bool packedC;
+};
+
+/// Runs gemmBF16 on padded, strided operands (NaN in every padding element
+/// of A and B) and compares every element of C with the double product of
+/// the bf16 inputs, ref::dotGeneral.
+///
+/// The bound: a product of two bf16 numbers (8 significant bits each) is
+/// exact in f32, so the only f32 round-off is in the k-term sum, whose
+/// error in any order is at most (k - 1) u S, with u = 2^-24 and
+/// S = sum_p |a_ip||b_pj| (Higham, 3.1). With twice that as margin for
+/// oneDNN's kernels (VDPBF16PS adds its two products in turn, rounding
+/// after each; blocked partial sums), gamma = k * 2^-23:
+///   |c - e| <= gamma * S                                       (f32 C)
+/// and rounding that sum to bf16 once adds half a bf16 ulp, at most 2^-8
+/// of its magnitude:
+///   |c - e| <= gamma * S + 2^-8 * (|e| + gamma * S)            (bf16 C).
+void checkGemmBF16(const GemmBF16Case &c) {
+  SCOPED_TRACE(testing::Message()
+               << "batch " << c.batch << " " << c.m << "x" << c.n << "x" << c.k
+               << " transA " << c.transA << " transB " << c.transB << " C "
+               << (c.cIsBF16 ? "bf16" : "f32") << " pad " << c.pad
+               << " packedC " << c.packedC);
+  int64_t aRows = c.transA ? c.k : c.m, aCols = c.transA ? c.m : c.k;
+  int64_t bRows = c.transB ? c.n : c.k, bCols = c.transB ? c.k : c.n;
+  int64_t lda = aCols + c.pad, ldb = bCols + 2 * c.pad, ldc = c.n + c.pad;
+  int64_t strideA = aRows * lda + c.pad, strideB = bRows * ldb + 3 * c.pad;
+  int64_t strideC = c.m * ldc + (c.packedC ? 0 : 5);
+  std::vector<sd_bf16> a(c.batch * strideA, kBF16NaN),
+      b(c.batch * strideB, kBF16NaN);
+  std::vector<sd_bf16> valuesA = randomBF16(c.batch * c.m * c.k, 11),
+                       valuesB = randomBF16(c.batch * c.k * c.n, 12);
+  // The logical operands [batch, m, k] and [batch, k, n], and their
+  // absolute values for the bound.
+  std::vector<double> lhs, rhs, absLhs, absRhs;
+  for (int64_t bi = 0, next = 0; bi < c.batch; ++bi)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t p = 0; p < c.k; ++p, ++next) {
+        a[bi * strideA + (c.transA ? p * lda + i : i * lda + p)] =
+            valuesA[next];
+        lhs.push_back(bf16Value(valuesA[next]));
+        absLhs.push_back(std::fabs(lhs.back()));
+      }
+  for (int64_t bi = 0, next = 0; bi < c.batch; ++bi)
+    for (int64_t p = 0; p < c.k; ++p)
+      for (int64_t j = 0; j < c.n; ++j, ++next) {
+        b[bi * strideB + (c.transB ? j * ldb + p : p * ldb + j)] =
+            valuesB[next];
+        rhs.push_back(bf16Value(valuesB[next]));
+        absRhs.push_back(std::fabs(rhs.back()));
+      }
+  // C starts as random bits (NaNs among them) that gemmBF16 overwrites, and
+  // keeps in its padding.
+  std::vector<uint16_t> c0Bits(c.batch * strideC * 2);
+  std::mt19937 gen(13);
+  for (uint16_t &x : c0Bits)
+    x = static_cast<uint16_t>(gen());
+  std::vector<uint16_t> out = c0Bits;
+  gemmBF16(c.batch, c.transA, c.transB, c.m, c.n, c.k, a.data(), lda, strideA,
+           b.data(), ldb, strideB, out.data(), c.cIsBF16, ldc, strideC);
+
+  auto dot = [&](const std::vector<double> &x, const std::vector<double> &y) {
+    return ref::dotGeneral(Tensor({c.batch, c.m, c.k}, DType::BF16, x),
+                           Tensor({c.batch, c.k, c.n}, DType::BF16, y), {0},
+                           {0}, {2}, {1});
+  };
+  Tensor product = dot(lhs, rhs), absProduct = dot(absLhs, absRhs);
+  const double gamma = static_cast<double>(c.k) * std::ldexp(1.0, -23);
+  const double halfUlp = c.cIsBF16 ? std::ldexp(1.0, -8) : 0.0;
+  // The largest |c - e| / bound, and where.
+  double worst = 0.0;
+  int64_t worstAt = -1;
+  auto element = [&](int64_t at) -> double {
+    if (c.cIsBF16)
+      return toFloat(BFloat16{out[at]});
+    float value;
+    std::memcpy(&value, &out[2 * at], sizeof(value));
+    return value;
+  };
+  for (int64_t bi = 0; bi < c.batch; ++bi)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        int64_t logical = (bi * c.m + i) * c.n + j;
+        double e = product[logical], sumAbs = absProduct[logical];
+        double bound =
+            gamma * sumAbs + halfUlp * (std::fabs(e) + gamma * sumAbs);
+        double err = std::fabs(element(bi * strideC + i * ldc + j) - e);
+        // NaN (an element not written, or padding read) fails too.
+        double ratio = err == 0.0 ? 0.0 : err / bound;
+        if (!(ratio <= worst)) {
+          worst = std::isnan(ratio) ? std::numeric_limits<double>::infinity()
+                                    : ratio;
+          worstAt = logical;
+        }
+      }
+  EXPECT_LE(worst, 1.0) << "at logical element " << worstAt
+                        << " (batch, row, column of [batch, m, n])";
+  // Every element of C outside the m x n blocks keeps its bits.
+  int64_t elementBytes = c.cIsBF16 ? 2 : 4;
+  auto unchanged = [&](int64_t at) {
+    return std::memcmp(&out[at * elementBytes / 2],
+                       &c0Bits[at * elementBytes / 2], elementBytes) == 0;
+  };
+  int64_t touched = 0;
+  for (int64_t at = 0; at < c.batch * strideC; ++at) {
+    int64_t inBatch = at % strideC, row = inBatch / ldc, col = inBatch % ldc;
+    if (row < c.m && col < c.n)
+      continue;
+    touched += !unchanged(at);
+  }
+  EXPECT_EQ(touched, 0) << "elements of C's padding written";
+}
+
+TEST(KernelsTest, GemmBF16AllTransposesBothOutputTypes) {
+  for (bool transA : {false, true})
+    for (bool transB : {false, true})
+      for (bool cIsBF16 : {false, true}) {
+        checkGemmBF16({3, 5, 7, 9, transA, transB, cIsBF16, 3, false});
+        checkGemmBF16({1, 67, 45, 130, transA, transB, cIsBF16, 0, true});
+      }
+}
+
+TEST(KernelsTest, GemmBF16BatchedPackedAndStridedC) {
+  // strideC == m * ldc: one matmul over the batch; otherwise one per GEMM.
+  for (bool packedC : {true, false})
+    for (bool cIsBF16 : {false, true}) {
+      checkGemmBF16({4, 33, 17, 64, false, true, cIsBF16, 0, packedC});
+      checkGemmBF16({4, 33, 17, 64, true, false, cIsBF16, 5, packedC});
+      checkGemmBF16({6, 40, 24, 96, false, false, cIsBF16, 2, packedC});
+    }
+}
+
+TEST(KernelsTest, GemmBF16LeadingDimensionsLargerThanRows) {
+  for (bool cIsBF16 : {false, true})
+    for (int64_t pad : {1, 8, 31}) {
+      checkGemmBF16({2, 19, 23, 37, false, false, cIsBF16, pad, true});
+      checkGemmBF16({2, 19, 23, 37, true, true, cIsBF16, pad, false});
+      checkGemmBF16({1, 1, 1, 1, false, false, cIsBF16, pad, true});
+    }
+  // Large enough for oneDNN's blocked kernels in every dimension.
+  checkGemmBF16({1, 301, 203, 517, true, false, false, 16, true});
+  checkGemmBF16({2, 129, 257, 300, false, true, true, 7, false});
+}
+
+TEST(KernelsTest, GemmBF16WithEmptyContractionZeroFillsC) {
+  for (bool cIsBF16 : {false, true}) {
+    SCOPED_TRACE(cIsBF16 ? "bf16 C" : "f32 C");
+    // 2 batches of 2x3 in rows of 4, 9 apart: padding must survive.
+    int64_t ldc = 4, strideC = 9, elementBytes = cIsBF16 ? 2 : 4;
+    std::vector<uint8_t> c(2 * strideC * elementBytes, 0xab);
+    std::vector<uint8_t> expected = c;
+    for (int64_t bi = 0; bi < 2; ++bi)
+      for (int64_t i = 0; i < 2; ++i)
+        std::memset(&expected[(bi * strideC + i * ldc) * elementBytes], 0,
+                    3 * elementBytes);
+    gemmBF16(2, false, false, 2, 3, 0, nullptr, 1, 0, nullptr, 3, 0, c.data(),
+             cIsBF16, ldc, strideC);
+    EXPECT_EQ(c, expected);
+  }
+}
+
+TEST(KernelsTest, GemmBF16IsDeterministic) {
+  for (bool transA : {false, true})
+    for (bool transB : {false, true})
+      for (bool cIsBF16 : {false, true})
+        for (auto [batch, m, n, k] :
+             {std::array<int64_t, 4>{8, 129, 77, 300},
+              std::array<int64_t, 4>{1, 300, 500, 700}}) {
+          SCOPED_TRACE(testing::Message()
+                       << "transA " << transA << " transB " << transB
+                       << " cIsBF16 " << cIsBF16 << " batch " << batch);
+          std::vector<sd_bf16> a = randomBF16(batch * m * k, 14),
+                               b = randomBF16(batch * k * n, 15);
+          size_t bytes = batch * m * n * (cIsBF16 ? 2 : 4);
+          std::vector<uint8_t> c1(bytes), c2(bytes, 0xff);
+          for (std::vector<uint8_t> *c : {&c1, &c2})
+            gemmBF16(batch, transA, transB, m, n, k, a.data(), transA ? m : k,
+                     m * k, b.data(), transB ? k : n, k * n, c->data(), cIsBF16,
+                     n, m * n);
+          EXPECT_TRUE(c1 == c2);
+        }
+}
+
+//===----------------------------------------------------------------------===//
 // Transpose
 //===----------------------------------------------------------------------===//
 
@@ -258,6 +471,60 @@ TEST(KernelsTest, TransposeSeveralPermutations) {
   checkTranspose({2, 3, 70, 33}, {0, 1, 3, 2});
   checkTranspose({1, 5, 1, 40, 3}, {4, 2, 3, 0, 1});
   checkTranspose({2, 1, 3, 1, 2, 1, 2, 3}, {7, 6, 5, 4, 3, 2, 1, 0});
+}
+
+/// transpose() of 2-byte elements against the f32 path on the same shape:
+/// the f32 path moves each element's input position (exact in f32), which
+/// says where every 2-byte element must land. The 2-byte elements are random
+/// bits, NaN and infinity patterns among them: they are moved, never read
+/// as numbers, so the comparison is bitwise.
+void checkTransposeBF16(std::vector<int64_t> shape, std::vector<int64_t> perm) {
+  SCOPED_TRACE(testing::Message()
+               << "2-byte elements, shape " << testing::PrintToString(shape)
+               << ", perm " << testing::PrintToString(perm));
+  int64_t count = ref::shapeProduct(shape);
+  int32_t rank = static_cast<int32_t>(shape.size());
+  std::vector<float> positions(count), moved(count, -1.0f);
+  for (int64_t i = 0; i < count; ++i)
+    positions[i] = static_cast<float>(i);
+  transpose(positions.data(), moved.data(), rank, shape.data(), perm.data(), 4);
+  std::vector<uint16_t> in(count), out(count, 0xdead);
+  std::mt19937 gen(16);
+  for (uint16_t &x : in)
+    x = static_cast<uint16_t>(gen());
+  transpose(in.data(), out.data(), rank, shape.data(), perm.data(), 2);
+  int64_t wrong = 0, firstWrong = -1;
+  for (int64_t i = 0; i < count; ++i) {
+    auto from = static_cast<int64_t>(moved[i]);
+    if ((from < 0 || from >= count || out[i] != in[from]) && wrong++ == 0)
+      firstWrong = i;
+  }
+  EXPECT_EQ(wrong, 0) << "first wrong output element " << firstWrong;
+}
+
+TEST(KernelsTest, TransposeBF16MatchesF32Permutation) {
+  std::vector<int64_t> shape = {3, 5, 7, 2};
+  for (std::vector<int64_t> perm : {std::vector<int64_t>{0, 1, 2, 3},
+                                    {0, 1, 3, 2},
+                                    {3, 2, 1, 0},
+                                    {1, 0, 2, 3},
+                                    {2, 0, 3, 1},
+                                    {0, 2, 1, 3},
+                                    {1, 2, 3, 0}})
+    checkTransposeBF16(shape, perm);
+  // No-op permutations: a copy.
+  checkTransposeBF16({70, 45}, {0, 1});
+  checkTransposeBF16({11}, {0});
+  // Larger than one tile (32) in both dimensions, with partial tiles.
+  checkTransposeBF16({70, 45}, {1, 0});
+  checkTransposeBF16({64, 96}, {1, 0});
+  checkTransposeBF16({3, 70, 45}, {0, 2, 1});
+  checkTransposeBF16({2, 3, 70, 33}, {0, 1, 3, 2});
+  // [B, S, H, D] -> [B, H, S, D]: the innermost dimension stays innermost.
+  checkTransposeBF16({2, 40, 6, 16}, {0, 2, 1, 3});
+  // Size-1 dimensions.
+  checkTransposeBF16({1, 5, 1, 40, 3}, {4, 2, 3, 0, 1});
+  checkTransposeBF16({2, 1, 3, 1, 2, 1, 2, 3}, {7, 6, 5, 4, 3, 2, 1, 0});
 }
 
 //===----------------------------------------------------------------------===//

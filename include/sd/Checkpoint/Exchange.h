@@ -56,7 +56,8 @@ absl::Status readImportedBlock(const ParameterImport &import,
 /// step's EMA states) under the parameters' names.
 enum class ExportedValues { Parameters, Ema };
 
-/// Writes `values` of `session` to a safetensors file with `metadata`, one
+/// Writes `values` of `session` to a safetensors file with `metadata`, in
+/// BF16 when `bf16` (rounded from the f32 values), else F32, one
 /// tensor at a time: each is gathered (every process takes part) and
 /// process 0 appends it to the file (written beside it and renamed into
 /// place at the end) and drops it, so no process holds more than one whole
@@ -65,7 +66,8 @@ enum class ExportedValues { Parameters, Ema };
 absl::Status
 exportParameters(rt::TrainingSession &session, const std::string &path,
                  ExportedValues values,
-                 const std::map<std::string, std::string> &metadata);
+                 const std::map<std::string, std::string> &metadata,
+                 bool bf16 = false);
 
 /// An exclusive lock on a checkpoint directory (its `.lock` file, flock),
 /// held until destroyed.

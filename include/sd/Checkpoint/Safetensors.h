@@ -8,7 +8,8 @@
 //
 // padded with spaces to a multiple of 8, then the tensors' bytes (row-major,
 // little-endian; offsets relative to the end of the header) back to back.
-// sd writes F32 only and reads F32, F16, BF16 and F64, converted to f32.
+// sd writes F32 (and, for --export-dtype=bfloat16, BF16) and reads F32,
+// F16, BF16 and F64, converted to f32.
 //
 // No MLIR here (sd's checkpoint library is used by the MLIR-free runtime side).
 //
@@ -161,13 +162,17 @@ public:
   struct Entry {
     std::string name;
     std::vector<int64_t> shape;
+    /// How the file stores it: F32, or BF16 (append rounds each value to
+    /// nearest, ties to even).
+    bool bf16 = false;
   };
   static absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>>
   create(const std::string &path, const std::vector<Entry> &entries,
          const std::map<std::string, std::string> &metadata,
          std::function<void()> halfWritten = nullptr);
   ~SafetensorsStreamWriter();
-  /// Writes the next tensor's values (its shape's elements).
+  /// Writes the next tensor's values (its shape's elements), in its
+  /// entry's dtype.
   absl::Status append(const float *values);
   /// After the last tensor: fsync, rename, fsync of the directory.
   absl::StatusOr<WrittenFile> finish();

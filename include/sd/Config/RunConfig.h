@@ -142,7 +142,7 @@ struct RunConfig {
   /// Strings as given ('' allowed); the caller interprets the dtypes and
   /// the attention kernel.
   std::optional<std::string> outputDir, runName, weightsDtype, activationsDtype,
-      attention, datasetType, trainDataDir, predictionType;
+      gradReduceDtype, attention, datasetType, trainDataDir, predictionType;
 
   /// Keys of MaxDiffusion's configs that sd does not use, in order of first
   /// appearance, each once. The tools name them in a warning for each

@@ -16,6 +16,7 @@
 #define SD_CONFIG_RUNSPEC_H
 
 #include "sd/Config/AttentionKind.h"
+#include "sd/Config/DType.h"
 #include "sd/Config/RematPolicyKind.h"
 #include "sd/Config/RunConfig.h"
 #include "sd/Sharding/LogicalRules.h"
@@ -67,6 +68,8 @@ struct RunSpecFlags {
 
   // Attention: the kernel and its flash block sizes (MaxDiffusion's JSON).
   std::optional<std::string> attention, flashBlockSizes;
+  // Mixed precision (MaxDiffusion's weights_dtype, activations_dtype).
+  std::optional<std::string> weightsDtype, activationsDtype, gradReduceDtype;
   std::optional<int64_t> ulyssesShards, flashMinSeqLength;
 
   // What the steps train on.
@@ -80,8 +83,8 @@ struct RunSpecFlags {
       threadsPerDevice;
   std::optional<uint64_t> seed;
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
-      exportPath, exportEmaPath, tracePath, metricsPath, cacheDir, deviceMemory,
-      hostMemory, hostMemoryLimit;
+      exportPath, exportEmaPath, exportDtype, tracePath, metricsPath, cacheDir,
+      deviceMemory, hostMemory, hostMemoryLimit;
   std::optional<bool> resume, verify, allowNonfiniteLoss;
   /// The network the cost model prices collectives on (sd/Sharding/
   /// Network.h): bandwidths and latencies as the flags give them.
@@ -196,7 +199,7 @@ struct DataSettings {
 };
 
 /// How the model's layers run: the attention kernel and its block sizes,
-/// and the dtypes a config sets (recorded, not applied).
+/// and the element types they compute in.
 struct ModelSettings {
   Setting<AttentionKind> attention{AttentionKind::DotProduct};
   /// Given sizes (defaults filled in as FlashBlockSizes describes); unset:
@@ -208,7 +211,13 @@ struct ModelSettings {
   /// MaxDiffusion's flash_min_seq_length: under a tiled attention, an
   /// attention whose query is shorter keeps the untiled form (0: none).
   Setting<int64_t> flashMinSeqLength{0};
-  std::optional<Setting<std::string>> weightsDtype, activationsDtype;
+  /// weights_dtype: the parameters' compute copy (cast from the f32
+  /// master); activations_dtype: what values depending on them are computed
+  /// in (sd-apply-precision).
+  Setting<DType> weightsDtype{DType::Float32}, activationsDtype{DType::Float32};
+  /// grad_reduce_dtype: what the gradients' reduce-scatters and all-reduces
+  /// move under bf16 activations (sd-widen-gradients when float32).
+  Setting<DType> gradReduceDtype{DType::Float32};
 };
 
 /// sdsample's sampler settings (sdrun checks the keys and ignores them).
@@ -239,6 +248,9 @@ struct RunSettings {
   std::string initFrom, exportPath;
   /// --export-ema: the EMA parameters, under the parameters' names.
   std::string exportEmaPath;
+  /// --export-dtype: what --export and --export-ema store (unset: the
+  /// model's weights_dtype).
+  std::optional<DType> exportDtype;
   /// A Chrome trace: --trace, or trace.json in runDir when the config
   /// enables the profiler ("" for none).
   Setting<std::string> tracePath;

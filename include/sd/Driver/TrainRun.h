@@ -79,6 +79,8 @@ struct TrainRunOptions {
   /// The EMA parameters (the step's ema states) under the parameters'
   /// names.
   std::string exportEmaPath;
+  /// Both exports store BF16 (rounded from the f32 master), else F32.
+  bool exportBF16 = false;
   /// What the steps train on (sd/Data/Batches.h): synthetic data or
   /// `trainDataDir`; labels dropped to the null class with
   /// `classDropoutProb`; the held-out loss every `evalEvery` steps (0:

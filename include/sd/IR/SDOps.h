@@ -15,6 +15,10 @@
 #include "sd/IR/SDDialect.h"
 
 namespace mlir::sd {
+/// Whether `actual` is the one `inferred` type, or that shape in f32 (ops
+/// that may accumulate bf16 operands into an f32 result).
+bool isInferredOrF32(TypeRange inferred, TypeRange actual);
+
 /// Shared result-type inference of the reductions: the operand shape without
 /// `dims`. Reports through `loc` as `opName`.
 LogicalResult inferReduceType(StringRef opName, std::optional<Location> loc,

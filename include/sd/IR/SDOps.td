@@ -190,7 +190,8 @@ def SD_ConvertOp : SD_Op<"convert", [Pure, SameOperandsAndResultShape,
 //===----------------------------------------------------------------------===//
 
 class SD_ReduceOp<string mnemonic, string what>
-    : SD_InferredOp<mnemonic, [SD_OwnShardingRule]> {
+    : SD_Op<mnemonic, [Pure, InferTypeOpAdaptorWithIsCompatible,
+                       SD_OwnShardingRule]> {
   let summary = "The " # what # " over some dimensions";
   let description = [{
     ```mlir
@@ -198,10 +199,12 @@ class SD_ReduceOp<string mnemonic, string what>
     ```
     Reduces with the }] # what # [{ over `dims`, which disappear from the
     result shape. A sharded reduced dimension leaves a partial result for
-    the partitioner to resolve. All stages.
+    the partitioner to resolve. A bf16 operand may produce an f32 result
+    (accumulated in f32 and not rounded to bf16). All stages.
 
     Constraints:
     * `dims` are in range, unique and sorted ascending
+    * the result has the operand's element type, or f32
   }];
   let arguments = (ins SD_FloatTensor:$operand, DenseI64ArrayAttr:$dims);
   let results = (outs SD_FloatTensor:$result);
@@ -214,6 +217,10 @@ class SD_ReduceOp<string mnemonic, string what>
         Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
       return ::mlir::sd::inferReduceType(getOperationName(), loc,
           adaptor.getOperand().getType(), adaptor.getDims(), types);
+    }
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange inferred,
+                                            ::mlir::TypeRange actual) {
+      return ::mlir::sd::isInferredOrF32(inferred, actual);
     }
     ::mlir::sd::OpShardingRuleAttr $cppClass::getShardingRule() {
       return ::mlir::sd::getReduceShardingRule(*this, getDims());

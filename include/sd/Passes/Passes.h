@@ -11,6 +11,7 @@
 #include "sd/Analysis/Report.h"
 // Option type of sd-remat.
 #include "sd/Config/AttentionKind.h"
+#include "sd/Config/DType.h"
 #include "sd/Config/RematPolicyKind.h"
 #include "sd/Sharding/LogicalRules.h"
 #include "sd/Sharding/Network.h"
@@ -78,7 +79,19 @@ struct PipelineOptions {
   std::optional<TileAttentionOptions> tileAttention;
   /// What the mesh's links cost, for reports of the partitioned program.
   ::sd::NetworkModel network;
+  /// Mixed precision (sd-apply-precision, first): the weights' compute copy
+  /// and the activations' element type.
+  ::sd::DType weightsDtype = ::sd::DType::Float32;
+  ::sd::DType activationsDtype = ::sd::DType::Float32;
+  /// What gradients are reduced in under bf16 activations
+  /// (sd-widen-gradients when f32, after inlining).
+  ::sd::DType gradReduceDtype = ::sd::DType::Float32;
 };
+
+/// sd-widen-gradients when `options` trains in bf16 activations with f32
+/// gradient reductions; on a module whose blocks are inlined.
+void addGradientReductionPasses(OpPassManager &pm,
+                                const PipelineOptions &options);
 
 /// sd-tile-attention with the strategy (flash, ring or Ulysses) whose
 /// partitioned program's collectives take the least time per step under

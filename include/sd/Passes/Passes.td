@@ -68,6 +68,93 @@ def ApplyLogicalRules : Pass<"sd-apply-logical-rules", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def ApplyPrecision : Pass<"sd-apply-precision", "::mlir::ModuleOp"> {
+  let summary = "Compute in bf16 from f32 master weights (mixed precision)";
+  let description = [{
+    MaxDiffusion's `weights_dtype` and `activations_dtype` as explicit
+    `sd.convert`s. The parameters (`sd.role = #sd.param`) stay f32 arguments:
+    the master copy the optimizer updates. With `weights-dtype=bfloat16`
+    each is cast right after the function's entry, on its own shard, so a
+    gather that the partitioner adds later moves bf16 (half the bytes of
+    gathering the f32 master and casting after, which no cost could favour:
+    the cast of a shard is also the smaller cast). With
+    `activations-dtype=bfloat16` every value that depends on a parameter is
+    computed in bf16: its op takes bf16 operands (f32 operands are cast where
+    they meet one) and has a bf16 result, through calls; the ops' kernels
+    still accumulate in f32 (GEMMs, attention tiles, norms, softmax,
+    log-sum-exp, reductions) and round once. Values that depend on no
+    parameter (the timestep embedding's sinusoids, the noised latents, the
+    loss target) stay f32, as diffusers and MaxDiffusion compute them. The
+    loss takes f32 operands (the prediction widened, exactly) and is f32;
+    an entry's results keep their declared types. A remark says what the
+    pass did.
+
+    ```mlir
+    // activations-dtype=bfloat16 weights-dtype=bfloat16
+    %y = sd.dot_general %x, %w ... : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+    // becomes
+    %wb = sd.convert %w : tensor<64x64xf32> -> tensor<64x64xbf16>
+    %xb = sd.convert %x : tensor<8x64xf32> -> tensor<8x64xbf16>
+    %y = sd.dot_general %xb, %wb ... -> tensor<8x64xbf16>
+    ```
+
+    With `weights-dtype=bfloat16` and f32 activations, the weights are
+    rounded to bf16 and widened back; with both f32 the pass does nothing.
+    Block functions called with two different signatures are an error.
+  }];
+  let options = [
+    Option<"weightsDtype", "weights-dtype", "::sd::DType",
+           "::sd::DType::Float32",
+           "The parameters' compute copy (MaxDiffusion's weights_dtype)",
+           [{::llvm::cl::values(
+               clEnumValN(::sd::DType::Float32, "float32", "f32"),
+               clEnumValN(::sd::DType::BFloat16, "bfloat16", "bf16"))}]>,
+    Option<"activationsDtype", "activations-dtype", "::sd::DType",
+           "::sd::DType::Float32",
+           "What values depending on the parameters are computed in "
+           "(MaxDiffusion's activations_dtype)",
+           [{::llvm::cl::values(
+               clEnumValN(::sd::DType::Float32, "float32", "f32"),
+               clEnumValN(::sd::DType::BFloat16, "bfloat16", "bf16"))}]>,
+  ];
+  let statistics = [
+    Statistic<"numCast", "num-cast", "Parameters cast to weights-dtype">,
+    Statistic<"numLowered", "num-lowered", "Ops computed in bf16">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
+def WidenGradients : Pass<"sd-widen-gradients", "::mlir::func::FuncOp"> {
+  let summary = "Reduce bf16 gradients in f32 (grad-reduce-dtype=float32)";
+  let description = [{
+    Under `sd-apply-precision` the backward pass computes the parameters'
+    cotangents in bf16 and widens each into its f32 gradient with a
+    backward `sd.convert`. The partitioner reduces a partial sum where it is
+    made (a product or sum over a sharded batch), so without this pass the
+    gradients would cross the mesh in bf16. This pass makes the producers of
+    every backward bf16-to-f32 convert compute f32 results directly: a
+    `dot_general` or a reduction of bf16 operands gets an f32 result (the
+    same f32 accumulation, not rounded to bf16), an `add`, `sub`,
+    `transpose` or `reshape` of such values is done in f32, and anything
+    else is widened where it is used.
+    The partial sums, and so the reduce-scatters and all-reduces of the
+    gradients, are then f32, as torchtitan's and FSDP2's default
+    `reduce_dtype`. Run on the inlined training step, before propagation.
+
+    ```mlir
+    %dw = sd.dot_general %x, %dy ... {sd.backward} -> tensor<64x64xbf16>
+    %g = sd.convert %dw {sd.backward} : tensor<64x64xbf16> -> tensor<64x64xf32>
+    // becomes
+    %g = sd.dot_general %x, %dy ... {sd.backward} -> tensor<64x64xf32>
+    ```
+  }];
+  let statistics = [
+    Statistic<"numWidened", "num-widened",
+               "Backward products and sums given f32 results">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 def SpecializeBatch : Pass<"sd-specialize-batch", "::mlir::ModuleOp"> {
   let summary = "Fix the dynamic batch dimension and make all shapes static";
   let description = [{

@@ -29,6 +29,15 @@ void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
               int64_t k, const sd_bf16 *a, int64_t lda, int64_t strideA,
               const sd_bf16 *b, int64_t ldb, int64_t strideB, void *c,
               bool cIsBF16, int64_t ldc, int64_t strideC);
+/// How gemmBF16 runs on this CPU: on its bf16 dot-product instructions
+/// (`native`: AVX512_BF16 or AMX), or by widening to f32 first; `isa` is
+/// oneDNN's effective instruction set ("avx512_core_bf16", "avx2", ...).
+struct BF16ProductPath {
+  bool native;
+  const char *isa;
+};
+BF16ProductPath bf16ProductPath();
+
 /// See SdApi::transpose: elements of `elementBytes` (4 or 2) are moved.
 void transpose(const void *in, void *out, int32_t rank, const int64_t *inShape,
                const int64_t *perm, int32_t elementBytes = 4);

@@ -146,16 +146,32 @@ static void widenCalls(func::FuncOp func) {
                                   hasBF16(op.getResultTypes())))
       calls.push_back(&op);
   }
+  // One widened copy of each value, made where the value is: calls that
+  // read the same operands (a flash backward's dQ and dK/dV halves, which
+  // the emitter then runs as one call) read the same copy.
+  DenseMap<Value, Value> widened;
+  auto widen = [&](Value value) {
+    Value &copy = widened[value];
+    if (copy)
+      return copy;
+    OpBuilder builder(value.getContext());
+    if (Operation *def = value.getDefiningOp())
+      builder.setInsertionPointAfter(def);
+    else
+      builder.setInsertionPointToStart(value.getParentBlock());
+    copy = ConvertOp::create(builder, value.getLoc(),
+                             withElement(value.getType(), builder.getF32Type()),
+                             value);
+    return copy;
+  };
   for (Operation *op : calls) {
+    for (OpOperand &operand : op->getOpOperands())
+      if (cast<RankedTensorType>(operand.get().getType())
+              .getElementType()
+              .isBF16())
+        operand.set(widen(operand.get()));
     OpBuilder builder(op);
     Type f32 = builder.getF32Type();
-    for (OpOperand &operand : op->getOpOperands()) {
-      Type type = operand.get().getType();
-      if (cast<RankedTensorType>(type).getElementType().isBF16())
-        operand.set(ConvertOp::create(builder, op->getLoc(),
-                                              withElement(type, f32),
-                                              operand.get()));
-    }
     builder.setInsertionPointAfter(op);
     for (OpResult result : op->getResults()) {
       Type type = result.getType();

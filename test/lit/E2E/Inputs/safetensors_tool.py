@@ -3,7 +3,8 @@ them out (8-byte little-endian header size, JSON header, data), without
 the library.
 
   safetensors_tool.py list FILE            print name dtype shape per tensor
-  safetensors_tool.py write FILE NAME:DTYPE:D0xD1[:V] ... tensors of V (0.5)
+  safetensors_tool.py write FILE NAME:DTYPE:D0xD1[:V] ... tensors of V (0.5),
+                                           DTYPE F32 or F16
   safetensors_tool.py copy-bf16 IN OUT     IN's F32 tensors as BF16
 """
 import json
@@ -60,15 +61,15 @@ def main():
     elif command == "write":
         tensors = {}
         for spec in sys.argv[3:]:
-            # NAME:F32:D0xD1[:VALUE], every element VALUE (default 0.5; nan, inf).
+            # NAME:F32:D0xD1[:VALUE] (or F16), every element VALUE (default 0.5; nan, inf).
             name, dtype, dims, *fill = spec.split(":")
             value = float(fill[0]) if fill else 0.5
             shape = [int(d) for d in dims.split("x")] if dims else []
             count = 1
             for d in shape:
                 count *= d
-            assert dtype == "F32"
-            tensors[name] = (dtype, shape, struct.pack("<%df" % count, *([value] * count)))
+            code = {"F32": "f", "F16": "e"}[dtype]
+            tensors[name] = (dtype, shape, struct.pack("<%d%s" % (count, code), *([value] * count)))
         write(sys.argv[2], tensors)
     elif command == "copy-bf16":
         _, tensors = read(sys.argv[2])
