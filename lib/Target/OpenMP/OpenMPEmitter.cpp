@@ -324,16 +324,24 @@ static inline float sd_bf16_to_f32(sd_bf16 x) {
   __builtin_memcpy(&f, &bits, sizeof(f));
   return f;
 }
+// Branch-free (a NaN is selected, not branched to), so that loops of
+// conversions vectorize.
+static inline uint32_t sd_bf16_round_bits(uint32_t bits) {
+  uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  uint32_t quiet = (bits | 0x00400000u) & 0xffff0000u;
+  return (bits & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+}
 static inline sd_bf16 sd_f32_to_bf16(float f) {
   uint32_t bits;
   __builtin_memcpy(&bits, &f, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return sd_bf16{static_cast<uint16_t>((bits >> 16) | 0x0040u)};
-  return sd_bf16{
-      static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16)};
+  return sd_bf16{static_cast<uint16_t>(sd_bf16_round_bits(bits) >> 16)};
 }
 static inline float sd_round_bf16(float f) {
-  return sd_bf16_to_f32(sd_f32_to_bf16(f));
+  uint32_t bits;
+  __builtin_memcpy(&bits, &f, sizeof(bits));
+  bits = sd_bf16_round_bits(bits);
+  __builtin_memcpy(&f, &bits, sizeof(f));
+  return f;
 }
 // A double rounded once to bf16: first to f32 rounding to odd (toward zero,
 // the last bit set when inexact), which then rounds to bf16 as the double
