@@ -21,7 +21,9 @@
 #              (default: a temp dir)
 # Environment: BUILD (build dir, default build), STEPS (default: the
 #   config's max_train_steps), SAMPLES (per class, default 100),
-#   GUIDANCE (default: the config's guidance_scale), SAMPLER (default ddim).
+#   GUIDANCE (default: the config's guidance_scale), SAMPLER (default ddim),
+#   DTYPE (default float32; bfloat16 trains and samples with bf16 weights
+#   and activations from f32 master weights).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -61,19 +63,21 @@ if [ "$QUICK" = 1 ]; then
 elif [ -n "${STEPS:-}" ]; then
   STEPS_ARG=("max_train_steps=$STEPS")
 fi
+DTYPE="${DTYPE:-float32}"
+DTYPE_ARG=(--weights-dtype="$DTYPE" --activations-dtype="$DTYPE")
 GUIDANCE_ARG=()
 if [ -n "${GUIDANCE:-}" ]; then
   GUIDANCE_ARG=("--guidance-scale=$GUIDANCE")
 fi
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); weights and activations: $DTYPE"
 
 rm -rf "$OUT/digits" "$OUT/ckpt" "$OUT/run"
 "$BUILD/bin/sddata" digits "$OUT/digits"
 
 start=$(date +%s.%N)
 "$BUILD/bin/sdrun" models/dit_digits.mlir --config=configs/dit_digits.yml \
-  "${STEPS_ARG[@]}" train_data_dir="$OUT/digits" output_dir="$OUT" \
+  "${STEPS_ARG[@]}" "${DTYPE_ARG[@]}" train_data_dir="$OUT/digits" output_dir="$OUT" \
   run_name=run checkpoint_every=-1 --checkpoint-dir="$OUT/ckpt" \
   --export-ema="$OUT/ema.safetensors" --metrics="$OUT/train.jsonl" \
   > "$OUT/train.log"
@@ -96,7 +100,7 @@ for i, row in enumerate(rows):
 PY
 
 "$BUILD/bin/sdsample" models/dit_digits.mlir --config=configs/dit_digits.yml \
-  --weights="$OUT/ema.safetensors" --sampler="$SAMPLER" "${GUIDANCE_ARG[@]}" \
+  --weights="$OUT/ema.safetensors" --sampler="$SAMPLER" "${GUIDANCE_ARG[@]}" "${DTYPE_ARG[@]}" \
   --samples-per-class="$SAMPLES" --grid="$OUT/samples.png" \
   --output="$OUT/samples.safetensors" > "$OUT/sample.log"
 grep -v "^compil\|^  \[" "$OUT/sample.log" || true

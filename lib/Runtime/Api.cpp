@@ -160,6 +160,22 @@ void softmax(SdDevice *, const float *in, float *out, int32_t rank,
   kernels::softmax(in, out, rank, shape, dim);
 }
 
+void softmaxBF16(SdDevice *, const sd_bf16 *in, sd_bf16 *out, int32_t rank,
+                 const int64_t *shape, int32_t dim) {
+  kernels::softmaxBF16(in, out, rank, shape, dim);
+}
+
+void layerNormBF16(SdDevice *, const sd_bf16 *in, const sd_bf16 *scale,
+                   const sd_bf16 *bias, sd_bf16 *out, int64_t rows,
+                   int64_t cols, double epsilon) {
+  kernels::layerNormBF16(in, scale, bias, out, rows, cols, epsilon);
+}
+
+void rmsNormBF16(SdDevice *, const sd_bf16 *in, const sd_bf16 *scale,
+                 sd_bf16 *out, int64_t rows, int64_t cols, double epsilon) {
+  kernels::rmsNormBF16(in, scale, out, rows, cols, epsilon);
+}
+
 void layerNorm(SdDevice *, const float *in, const float *scale,
                const float *bias, float *out, int64_t rows, int64_t cols,
                double epsilon) {
@@ -297,6 +313,9 @@ const SdApi *MeshRuntime::api() {
       /*softmax=*/softmax,
       /*layer_norm=*/layerNorm,
       /*rms_norm=*/rmsNorm,
+      /*softmax_bf16=*/softmaxBF16,
+      /*layer_norm_bf16=*/layerNormBF16,
+      /*rms_norm_bf16=*/rmsNormBF16,
       /*group_norm=*/groupNorm,
       /*attention=*/attention,
       /*flash_attention=*/flashAttention,

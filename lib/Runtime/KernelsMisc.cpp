@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Reference/Random.h"
+#include "sd/Runtime/BFloat16.h"
 #include "sd/Runtime/Kernels.h"
 
 #include "KernelsDetail.h"
@@ -485,6 +486,32 @@ void transpose(const void *in, void *out, int32_t rank, const int64_t *inShape,
 //===----------------------------------------------------------------------===//
 // Softmax
 //===----------------------------------------------------------------------===//
+
+void softmaxBF16(const sd_bf16 *in, sd_bf16 *out, int32_t rank,
+                 const int64_t *shape, int32_t dim) {
+  // As softmax's strided path, for every layout: each softmax widened into
+  // its thread's row, computed, rounded back.
+  int64_t outer = 1, size = shape[dim], inner = 1;
+  for (int32_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (int32_t d = dim + 1; d < rank; ++d)
+    inner *= shape[d];
+  if (outer * size * inner == 0)
+    return;
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(size));
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < outer * inner; ++item) {
+      int64_t base = (item / inner) * size * inner + item % inner;
+      for (int64_t j = 0; j < size; ++j)
+        row[j] = toFloat(BFloat16{in[base + j * inner].bits});
+      detail::softmaxRow(row.data(), size);
+      for (int64_t j = 0; j < size; ++j)
+        out[base + j * inner].bits = toBFloat16(row[j]).bits;
+    }
+  }
+}
 
 void softmax(const float *in, float *out, int32_t rank, const int64_t *shape,
              int32_t dim) {

@@ -4,13 +4,18 @@
 // squared deviations) as the reference does, so the f32 results agree with
 // it to a few ulps whatever the row length. One row (or one sample's group)
 // is owned by one thread, and `omp simd` reductions have a fixed lane order,
-// so the summation order per output is fixed.
+// so the summation order per output is fixed. The bf16 variants widen each
+// row into a buffer of its thread and run the same row code, so their
+// results are the f32 kernels' on the widened tensors, rounded.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sd/Runtime/Kernels.h"
 
+#include "sd/Runtime/BFloat16.h"
+
 #include <cmath>
+#include <vector>
 
 namespace sd::rt::kernels {
 
@@ -62,19 +67,76 @@ static void normalizeRow(const float *in, const float *scale, const float *bias,
   }
 }
 
+/// One row of layer norm (or, with `centered` false, of RMS norm).
+static void normRow(const float *x, const float *scale, const float *bias,
+                    float *y, int64_t cols, double epsilon, bool centered) {
+  double n = static_cast<double>(cols);
+  if (!centered) {
+    double meanSquare = sumSquaredDeviations(x, cols, 0.0) / n;
+    normalizeRow(x, scale, nullptr, y, cols, 0.0,
+                 1.0 / std::sqrt(meanSquare + epsilon));
+    return;
+  }
+  double mean = sumRow(x, cols) / n;
+  double var = sumSquaredDeviations(x, cols, mean) / n;
+  normalizeRow(x, scale, bias, y, cols, mean, 1.0 / std::sqrt(var + epsilon));
+}
+
+/// `count` bf16 values widened into `out` (empty for null `in`).
+static std::vector<float> widened(const sd_bf16 *in, int64_t count) {
+  std::vector<float> out;
+  if (!in)
+    return out;
+  out.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = toFloat(BFloat16{in[i].bits});
+  return out;
+}
+
+/// normRow over bf16 rows: each widened into its thread's buffer, the
+/// result rounded.
+static void normBF16(const sd_bf16 *in, const sd_bf16 *scale,
+                     const sd_bf16 *bias, sd_bf16 *out, int64_t rows,
+                     int64_t cols, double epsilon, bool centered) {
+  if (cols <= 0)
+    return;
+  std::vector<float> s = widened(scale, cols), b = widened(bias, cols);
+  const float *sp = scale ? s.data() : nullptr;
+  const float *bp = bias ? b.data() : nullptr;
+#pragma omp parallel
+  {
+    std::vector<float> x(static_cast<size_t>(cols)), y(x.size());
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const sd_bf16 *row = in + r * cols;
+      for (int64_t i = 0; i < cols; ++i)
+        x[i] = toFloat(BFloat16{row[i].bits});
+      normRow(x.data(), sp, bp, y.data(), cols, epsilon, centered);
+      sd_bf16 *dst = out + r * cols;
+      for (int64_t i = 0; i < cols; ++i)
+        dst[i].bits = toBFloat16(y[i]).bits;
+    }
+  }
+}
+
+void layerNormBF16(const sd_bf16 *in, const sd_bf16 *scale, const sd_bf16 *bias,
+                   sd_bf16 *out, int64_t rows, int64_t cols, double epsilon) {
+  normBF16(in, scale, bias, out, rows, cols, epsilon, /*centered=*/true);
+}
+
+void rmsNormBF16(const sd_bf16 *in, const sd_bf16 *scale, sd_bf16 *out,
+                 int64_t rows, int64_t cols, double epsilon) {
+  normBF16(in, scale, nullptr, out, rows, cols, epsilon, /*centered=*/false);
+}
+
 void layerNorm(const float *in, const float *scale, const float *bias,
                float *out, int64_t rows, int64_t cols, double epsilon) {
   if (cols <= 0)
     return;
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *x = in + r * cols;
-    double mean = sumRow(x, cols) / static_cast<double>(cols);
-    double var =
-        sumSquaredDeviations(x, cols, mean) / static_cast<double>(cols);
-    normalizeRow(x, scale, bias, out + r * cols, cols, mean,
-                 1.0 / std::sqrt(var + epsilon));
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    normRow(in + r * cols, scale, bias, out + r * cols, cols, epsilon,
+            /*centered=*/true);
 }
 
 void rmsNorm(const float *in, const float *scale, float *out, int64_t rows,
@@ -82,13 +144,9 @@ void rmsNorm(const float *in, const float *scale, float *out, int64_t rows,
   if (cols <= 0)
     return;
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *x = in + r * cols;
-    double meanSquare =
-        sumSquaredDeviations(x, cols, 0.0) / static_cast<double>(cols);
-    normalizeRow(x, scale, nullptr, out + r * cols, cols, 0.0,
-                 1.0 / std::sqrt(meanSquare + epsilon));
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    normRow(in + r * cols, scale, nullptr, out + r * cols, cols, epsilon,
+            /*centered=*/false);
 }
 
 void groupNorm(const float *in, const float *scale, const float *bias,

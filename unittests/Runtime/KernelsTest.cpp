@@ -598,6 +598,72 @@ TEST(KernelsTest, RmsNormMatchesReference) {
   }
 }
 
+/// `values` rounded to bf16, as the bf16 kernels' operands.
+static std::vector<sd_bf16> toBF16(const std::vector<float> &values) {
+  std::vector<sd_bf16> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    out[i].bits = toBFloat16(values[i]).bits;
+  return out;
+}
+
+/// `values` widened (exactly).
+static std::vector<float> fromBF16(const std::vector<sd_bf16> &values) {
+  std::vector<float> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    out[i] = toFloat(BFloat16{values[i].bits});
+  return out;
+}
+
+/// Whether a bf16 kernel's result is, bit for bit, the f32 kernel's result
+/// on the widened operands, rounded: what the lowering computed with
+/// converts around the f32 kernel before the bf16 kernels existed.
+static void expectRoundedF32Result(const std::vector<sd_bf16> &got,
+                                   const std::vector<float> &f32) {
+  std::vector<sd_bf16> want = toBF16(f32);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(got[i].bits, want[i].bits) << "element " << i;
+}
+
+TEST(KernelsTest, SoftmaxBF16IsTheRoundedF32Softmax) {
+  std::vector<int64_t> shape = {3, 5, 70};
+  std::vector<sd_bf16> in = toBF16(randomFloats(3 * 5 * 70, 31, -8, 8));
+  std::vector<float> wide = fromBF16(in);
+  for (int32_t dim = 0; dim < 3; ++dim) {
+    SCOPED_TRACE(dim);
+    std::vector<float> f32(wide.size());
+    softmax(wide.data(), f32.data(), 3, shape.data(), dim);
+    std::vector<sd_bf16> got(in.size());
+    softmaxBF16(in.data(), got.data(), 3, shape.data(), dim);
+    expectRoundedF32Result(got, f32);
+  }
+}
+
+TEST(KernelsTest, NormsBF16AreTheRoundedF32Norms) {
+  int64_t rows = 9, cols = 45;
+  std::vector<sd_bf16> in = toBF16(randomFloats(rows * cols, 32, 9.0f, 11.0f));
+  std::vector<sd_bf16> scale = toBF16(randomFloats(cols, 33)),
+                       bias = toBF16(randomFloats(cols, 34));
+  std::vector<float> x = fromBF16(in), s = fromBF16(scale), b = fromBF16(bias);
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    bool withScale = variant != 2, withBias = variant == 0;
+    std::vector<float> f32(x.size());
+    layerNorm(x.data(), withScale ? s.data() : nullptr,
+              withBias ? b.data() : nullptr, f32.data(), rows, cols, 1e-6);
+    std::vector<sd_bf16> got(in.size());
+    layerNormBF16(in.data(), withScale ? scale.data() : nullptr,
+                  withBias ? bias.data() : nullptr, got.data(), rows, cols,
+                  1e-6);
+    expectRoundedF32Result(got, f32);
+    rmsNorm(x.data(), withScale ? s.data() : nullptr, f32.data(), rows, cols,
+            1e-6);
+    rmsNormBF16(in.data(), withScale ? scale.data() : nullptr, got.data(), rows,
+                cols, 1e-6);
+    expectRoundedF32Result(got, f32);
+  }
+}
+
 TEST(KernelsTest, GroupNormMatchesReference) {
   int64_t n = 3, spatial = 15, channels = 12, groups = 4;
   std::vector<float> in = randomFloats(n * spatial * channels, 14, -3.0f, 5.0f);

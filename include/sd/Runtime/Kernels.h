@@ -47,6 +47,14 @@ void layerNorm(const float *in, const float *scale, const float *bias,
                float *out, int64_t rows, int64_t cols, double epsilon);
 void rmsNorm(const float *in, const float *scale, float *out, int64_t rows,
              int64_t cols, double epsilon);
+/// softmax, layerNorm and rmsNorm on bf16 tensors (see SdApi::softmax_bf16):
+/// bitwise the f32 kernels' results on the widened operands, rounded.
+void softmaxBF16(const sd_bf16 *in, sd_bf16 *out, int32_t rank,
+                 const int64_t *shape, int32_t dim);
+void layerNormBF16(const sd_bf16 *in, const sd_bf16 *scale, const sd_bf16 *bias,
+                   sd_bf16 *out, int64_t rows, int64_t cols, double epsilon);
+void rmsNormBF16(const sd_bf16 *in, const sd_bf16 *scale, sd_bf16 *out,
+                 int64_t rows, int64_t cols, double epsilon);
 void groupNorm(const float *in, const float *scale, const float *bias,
                float *out, int64_t n, int64_t spatial, int64_t channels,
                int64_t groups, double epsilon);

@@ -16,10 +16,9 @@
  *   (SdElementType); shapes are int64_t arrays. The program's signature
  *   (SdSignature) and each collective (SdCollective) name the element type
  *   of the buffers they pass; the kernels below take f32 unless they say
- *   otherwise (gemm_bf16, transpose, the memory and collective calls). i1
- *   values that
- *   must be stored (rare: fused loops keep them in registers) are stored as
- *   f32 0.0/1.0.
+ *   otherwise (gemm_bf16, transpose, the *_bf16 kernels, the memory and
+ *   collective calls). i1 values that must be stored (rare: fused loops
+ *   keep them in registers) are stored as f32 0.0/1.0.
  * - A function returning int returns 0 on success and non-zero on failure;
  *   the runtime has then recorded the error (an out-of-memory naming the
  *   tensor, a peer device that failed, ...). The program returns that
@@ -41,7 +40,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 6
+#define SD_ABI_VERSION 7
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -196,6 +195,20 @@ typedef struct SdApi {
                      double epsilon);
   void (*rms_norm)(SdDevice *dev, const float *in, const float *scale,
                    float *out, int64_t rows, int64_t cols, double epsilon);
+  /* softmax, layer_norm and rms_norm on bf16 buffers (scale and bias bf16
+   * too): each row widened to f32 in a buffer of its thread, computed as
+   * the f32 kernels compute it, and rounded to bf16 once, so the results
+   * are those of the f32 kernel between converts, without converted copies
+   * of the tensors. */
+  void (*softmax_bf16)(SdDevice *dev, const sd_bf16 *in, sd_bf16 *out,
+                       int32_t rank, const int64_t *shape, int32_t dim);
+  void (*layer_norm_bf16)(SdDevice *dev, const sd_bf16 *in,
+                          const sd_bf16 *scale, const sd_bf16 *bias,
+                          sd_bf16 *out, int64_t rows, int64_t cols,
+                          double epsilon);
+  void (*rms_norm_bf16)(SdDevice *dev, const sd_bf16 *in, const sd_bf16 *scale,
+                        sd_bf16 *out, int64_t rows, int64_t cols,
+                        double epsilon);
   /* [N, spatial, C] channels last, C in `groups` groups. */
   void (*group_norm)(SdDevice *dev, const float *in, const float *scale,
                      const float *bias, float *out, int64_t n, int64_t spatial,

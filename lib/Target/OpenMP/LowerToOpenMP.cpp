@@ -146,22 +146,19 @@ static void widenCalls(func::FuncOp func) {
                                   hasBF16(op.getResultTypes())))
       calls.push_back(&op);
   }
-  // One widened copy of each value, made where the value is: calls that
-  // read the same operands (a flash backward's dQ and dK/dV halves, which
-  // the emitter then runs as one call) read the same copy.
+  // One widened copy of each value, made before the first call that reads
+  // it (calls are visited in program order, so it precedes the others):
+  // calls that read the same operands (a flash backward's dQ and dK/dV
+  // halves, which the emitter then runs as one call) read the same copy.
   DenseMap<Value, Value> widened;
-  auto widen = [&](Value value) {
+  auto widen = [&](Value value, Operation *user) {
     Value &copy = widened[value];
-    if (copy)
-      return copy;
-    OpBuilder builder(value.getContext());
-    if (Operation *def = value.getDefiningOp())
-      builder.setInsertionPointAfter(def);
-    else
-      builder.setInsertionPointToStart(value.getParentBlock());
-    copy = ConvertOp::create(builder, value.getLoc(),
-                             withElement(value.getType(), builder.getF32Type()),
-                             value);
+    if (!copy) {
+      OpBuilder builder(user);
+      copy = ConvertOp::create(
+          builder, value.getLoc(),
+          withElement(value.getType(), builder.getF32Type()), value);
+    }
     return copy;
   };
   for (Operation *op : calls) {
@@ -169,7 +166,7 @@ static void widenCalls(func::FuncOp func) {
       if (cast<RankedTensorType>(operand.get().getType())
               .getElementType()
               .isBF16())
-        operand.set(widen(operand.get()));
+        operand.set(widen(operand.get(), op));
     OpBuilder builder(op);
     Type f32 = builder.getF32Type();
     builder.setInsertionPointAfter(op);

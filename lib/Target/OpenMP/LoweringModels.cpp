@@ -420,9 +420,10 @@ static LogicalResult emitCallOf(TransposeOp op, ProgramBuilder &pb) {
 static LogicalResult emitCallOf(SoftmaxOp op, ProgramBuilder &pb) {
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
     ArrayRef<int64_t> shape = shapeOf(op.getResult());
-    os << "  api->softmax(dev, " << pb.buffer(op.getOperand()) << ", " << o
-       << ", " << shape.size() << ", " << pb.staticShape(shape) << ", "
-       << op.getDim() << ");\n";
+    os << "  api->" << (isBF16(op.getResult()) ? "softmax_bf16" : "softmax")
+       << "(dev, " << pb.buffer(op.getOperand()) << ", " << o << ", "
+       << shape.size() << ", " << pb.staticShape(shape) << ", " << op.getDim()
+       << ");\n";
   });
   return success();
 }
@@ -435,7 +436,8 @@ static LogicalResult emitRowNorm(Operation *op, StringRef function,
                                  APFloat epsilon, ProgramBuilder &pb) {
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
     auto [rows, cols] = rowsAndColumns(op->getResult(0));
-    os << "  api->" << function << "(dev, " << pb.buffer(operand) << ", ";
+    os << "  api->" << function << (isBF16(op->getResult(0)) ? "_bf16" : "")
+       << "(dev, " << pb.buffer(operand) << ", ";
     for (Value v : affine)
       os << pb.optionalBuffer(v) << ", ";
     os << o << ", " << rows << ", " << cols << ", "
@@ -971,6 +973,9 @@ struct ReductionModel : Base<ReductionModel<OpTy>, OpTy> {
 template <typename OpTy> constexpr bool kCallTakesBF16 = false;
 template <> constexpr bool kCallTakesBF16<DotGeneralOp> = true;
 template <> constexpr bool kCallTakesBF16<TransposeOp> = true;
+template <> constexpr bool kCallTakesBF16<SoftmaxOp> = true;
+template <> constexpr bool kCallTakesBF16<LayerNormOp> = true;
+template <> constexpr bool kCallTakesBF16<RmsNormOp> = true;
 
 /// Library calls, collectives and memory moves: `emitCallOf` writes the
 /// op's step.
