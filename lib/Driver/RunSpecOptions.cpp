@@ -2,9 +2,10 @@
 
 #include "sd/Driver/RunSpecOptions.h"
 
-#include <tuple>
+#include "sd/Runtime/Kernels.h"
 
 #include <algorithm>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -117,4 +118,29 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.traceSteps = settings.traceSteps.value;
   run.notes = spec.notes;
   return run;
+}
+
+std::string mlir::sd::describePrecision(const PipelineOptions &options,
+                                        bool training) {
+  if (options.weightsDtype == ::sd::DType::Float32 &&
+      options.activationsDtype == ::sd::DType::Float32)
+    return "";
+  std::string line =
+      "precision: weights " +
+      std::string(::sd::dtypeName(options.weightsDtype)) + ", activations " +
+      std::string(::sd::dtypeName(options.activationsDtype)) +
+      (training ? " (f32 master weights and moments)" : " (from f32 weights)");
+  if (options.activationsDtype != ::sd::DType::BFloat16)
+    return line;
+  if (training)
+    line += ", gradients reduced in " +
+            std::string(::sd::dtypeName(options.gradReduceDtype));
+  ::sd::rt::kernels::BF16ProductPath path =
+      ::sd::rt::kernels::bf16ProductPath();
+  line += path.native ? "; bf16 products on this CPU's bf16 units (oneDNN " +
+                            std::string(path.isa) + ")"
+                      : "; bf16 products widened to f32 first: this CPU has "
+                        "no AVX512_BF16 or AMX (oneDNN " +
+                            std::string(path.isa) + ")";
+  return line;
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Driver/MemoryPlan.h"
+#include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/Sample.h"
 #include "sd/Driver/TrainModelFile.h"
 
@@ -420,6 +421,10 @@ absl::Status SampleRun::compile() {
          << (runtime.threadsPerDevice() == 1 ? " thread)\n" : " threads)\n");
   outs() << "weights: " << source.description << (usedEma ? ", EMA" : "")
          << "\n";
+  if (std::string precision =
+          describePrecision(options.pipeline, /*training=*/false);
+      !precision.empty())
+    outs() << precision << "\n";
   outs() << "sampler: " << samplerName(sampler.sampler) << ", " << options.steps
          << (options.steps == 1 ? " step" : " steps") << ", "
          << predictionName(sampler.prediction) << " prediction ("

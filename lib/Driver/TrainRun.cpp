@@ -2,7 +2,7 @@
 
 #include "TrainRunImpl.h"
 
-#include "sd/Runtime/Kernels.h"
+#include "sd/Driver/RunSpecOptions.h"
 #include "sd/Support/Files.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -298,26 +298,9 @@ void TrainRun::printHeader() {
 }
 
 void TrainRun::printPrecision() {
-  const PipelineOptions &pipeline = options.pipeline;
-  if (pipeline.weightsDtype == ::sd::DType::Float32 &&
-      pipeline.activationsDtype == ::sd::DType::Float32)
-    return;
-  outs() << "precision: weights " << ::sd::dtypeName(pipeline.weightsDtype)
-         << ", activations " << ::sd::dtypeName(pipeline.activationsDtype)
-         << " (f32 master weights and moments)";
-  if (pipeline.activationsDtype != ::sd::DType::BFloat16) {
-    outs() << "\n";
-    return;
-  }
-  rt::kernels::BF16ProductPath path = rt::kernels::bf16ProductPath();
-  outs() << ", gradients reduced in "
-         << ::sd::dtypeName(pipeline.gradReduceDtype) << "; bf16 products "
-         << (path.native ? "on this CPU's bf16 units (oneDNN " +
-                               std::string(path.isa) + ")"
-                         : "widened to f32 first: this CPU has no "
-                           "AVX512_BF16 or AMX (oneDNN " +
-                               std::string(path.isa) + ")")
-         << "\n";
+  std::string line = describePrecision(options.pipeline, /*training=*/true);
+  if (!line.empty())
+    outs() << line << "\n";
 }
 
 } // namespace mlir::sd::train

@@ -29,6 +29,11 @@ DeviceSettings deviceSettings(const ::sd::RunSpec &spec);
 /// run settings.
 TrainRunOptions trainRunOptions(const ::sd::RunSpec &spec);
 
+/// The line sdrun and sdsample print under mixed precision: the dtypes, the
+/// gradients' reduction dtype (when `training`), and how bf16 products run
+/// on this CPU; "" when everything is f32.
+std::string describePrecision(const PipelineOptions &options, bool training);
+
 } // namespace mlir::sd
 
 #endif // SD_DRIVER_RUNSPECOPTIONS_H
