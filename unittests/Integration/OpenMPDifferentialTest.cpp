@@ -520,9 +520,11 @@ TEST_P(OpenMPTrainStepTest, DitTinyOffload) {
 /// evaluator, which rounds the same values to bf16 at the same points. A
 /// near-tie that f32 and double accumulation round apart changes a value by
 /// one bf16 step (2^-8 relative), and the backward pass carries a few such
-/// steps into each gradient: the moments (0.1·g, 0.001·g² after one step)
-/// differ by up to 0.4% of their largest magnitude. The bound is 2^-7 of
-/// each result's largest magnitude, as for single ops.
+/// steps into each gradient. Measured on one device: the loss within
+/// 1.4e-6; the moments (0.1·g, 0.001·g² after one step) within 0.4% of
+/// their largest magnitude; parameters that start at zero (whose first
+/// update is about lr·sign(g)) within 0.21%. The bound is 2^-7 of each
+/// result's largest magnitude, as for single ops.
 TEST_P(OpenMPTrainStepTest, DitTinyBF16) {
   std::string source =
       ditTinySource([&](llvm::StringRef s) { return parse(s); });
