@@ -88,8 +88,7 @@ static std::vector<float> widened(const sd_bf16 *in, int64_t count) {
   if (!in)
     return out;
   out.resize(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i)
-    out[i] = toFloat(BFloat16{in[i].bits});
+  convertToFloat(reinterpret_cast<const BFloat16 *>(in), out.data(), count);
   return out;
 }
 
@@ -108,13 +107,11 @@ static void normBF16(const sd_bf16 *in, const sd_bf16 *scale,
     std::vector<float> x(static_cast<size_t>(cols)), y(x.size());
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      const sd_bf16 *row = in + r * cols;
-      for (int64_t i = 0; i < cols; ++i)
-        x[i] = toFloat(BFloat16{row[i].bits});
+      convertToFloat(reinterpret_cast<const BFloat16 *>(in + r * cols),
+                     x.data(), cols);
       normRow(x.data(), sp, bp, y.data(), cols, epsilon, centered);
-      sd_bf16 *dst = out + r * cols;
-      for (int64_t i = 0; i < cols; ++i)
-        dst[i].bits = toBFloat16(y[i]).bits;
+      convertToBFloat16(y.data(), reinterpret_cast<BFloat16 *>(out + r * cols),
+                        cols);
     }
   }
 }

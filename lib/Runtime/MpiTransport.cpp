@@ -317,6 +317,25 @@ private:
   std::vector<int64_t> permuteSources(const SdCollective &op,
                                       int64_t members) const;
 
+  /// The next of `device`'s staging buffers, of at least `bytes`; `staged`
+  /// counts those in use.
+  void *stagingBuffer(const Device &device, size_t &staged, int64_t bytes);
+  /// Where exchange's remote pieces go: per incoming piece, its receive
+  /// request (-1 when local or empty) and the staging buffer it lands in
+  /// (null when it lands in `out` directly).
+  struct PostedReceives {
+    std::vector<int> requestOf;
+    std::vector<const void *> stagedAt;
+  };
+  /// Posts exchange's remote receives and sends (its first phase).
+  PostedReceives postMessages(const Device &device, const GroupComm &group,
+                              uint64_t sequence, int phase,
+                              const std::vector<Transfer> &incoming,
+                              const std::vector<Transfer> &outgoing,
+                              ElementType type, const void *src,
+                              const Shape &srcShape, void *out,
+                              const Shape &outShape, bool reduce,
+                              size_t &staged, Messages &messages);
   /// Moves `incoming` into `out` and `outgoing` out of `src` (buffers of
   /// `type`): local pieces from the buffers peers published in `published`,
   /// remote ones by MPI. With `reduce`, pieces are folded into `out` in
@@ -598,43 +617,31 @@ void MpiTransport::drain(Messages &messages) {
   MPI_Abort(comm, 1);
 }
 
-bool MpiTransport::exchange(Device &device, const GroupComm &group,
-                            uint64_t sequence, int phase,
-                            const std::vector<Transfer> &incoming,
-                            const std::vector<Transfer> &outgoing,
-                            ElementType type, const void *src,
-                            const Shape &srcShape, void *out,
-                            const Shape &outShape, bool reduce,
-                            const std::vector<const void *> &published,
-                            size_t &staged, Messages &messages) {
+void *MpiTransport::stagingBuffer(const Device &device, size_t &staged,
+                                  int64_t bytes) {
+  std::vector<std::vector<std::byte>> &staging =
+      states[device.id() - firstId].staging;
+  if (staged == staging.size())
+    staging.emplace_back();
+  std::vector<std::byte> &buffer = staging[staged++];
+  if (static_cast<int64_t>(buffer.size()) < bytes)
+    buffer.resize(bytes);
+  return static_cast<void *>(buffer.data());
+}
+
+MpiTransport::PostedReceives MpiTransport::postMessages(
+    const Device &device, const GroupComm &group, uint64_t sequence, int phase,
+    const std::vector<Transfer> &incoming,
+    const std::vector<Transfer> &outgoing, ElementType type, const void *src,
+    const Shape &srcShape, void *out, const Shape &outShape, bool reduce,
+    size_t &staged, Messages &messages) {
   int64_t self = device.id();
   int64_t elementSize = elementBytes(type);
   MPI_Datatype datatype = mpiType(type);
-  std::vector<std::vector<std::byte>> &staging = states[self - firstId].staging;
-  auto stagingBuffer = [&](int64_t bytes) {
-    if (staged == staging.size())
-      staging.emplace_back();
-    std::vector<std::byte> &buffer = staging[staged++];
-    if (static_cast<int64_t>(buffer.size()) < bytes)
-      buffer.resize(bytes);
-    return static_cast<void *>(buffer.data());
-  };
-  size_t rank = outShape.size();
-  Shape zero(rank, 0);
-  // The trace gets a span "MPI" from the first message posted to the last
-  // received (nested in the collective's span).
-  TraceRecorder &trace = device.trace();
-  TraceClock::time_point mpiBegin = TraceClock::now();
-  auto traceMpi = [&] {
-    if (trace.enabled() && (!messages.recvs.empty() || !messages.sends.empty()))
-      trace.span("MPI", "mpi", mpiBegin, TraceClock::now());
-    return true;
-  };
-
   // Remote receives: straight into `out` when the box is one range there
   // and nothing is added, otherwise into a staging buffer.
-  std::vector<int> requestOf(incoming.size(), -1);
-  std::vector<const void *> stagedAt(incoming.size(), nullptr);
+  PostedReceives posted{std::vector<int>(incoming.size(), -1),
+                        std::vector<const void *>(incoming.size(), nullptr)};
   for (size_t i = 0; i < incoming.size(); ++i) {
     const Transfer &t = incoming[i];
     int64_t elements = shapeProduct(t.piece.box);
@@ -645,10 +652,10 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
       buffer = static_cast<std::byte *>(out) +
                flatOffset(outShape, t.piece.dstOffset) * elementSize;
     } else {
-      buffer = stagingBuffer(elements * elementSize);
-      stagedAt[i] = buffer;
+      buffer = stagingBuffer(device, staged, elements * elementSize);
+      posted.stagedAt[i] = buffer;
     }
-    requestOf[i] = static_cast<int>(messages.recvs.size());
+    posted.requestOf[i] = static_cast<int>(messages.recvs.size());
     messages.recvs.emplace_back();
     messages.recvPeers.push_back(peerRank(t.peer));
     MPI_Irecv(buffer, static_cast<int>(elements), datatype,
@@ -666,9 +673,9 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
       buffer = static_cast<const std::byte *>(src) +
                flatOffset(srcShape, t.piece.srcOffset) * elementSize;
     } else {
-      void *packed = stagingBuffer(elements * elementSize);
+      void *packed = stagingBuffer(device, staged, elements * elementSize);
       copyBox(type, src, srcShape, t.piece.srcOffset, packed, t.piece.box,
-              Shape(rank, 0), t.piece.box);
+              Shape(srcShape.size(), 0), t.piece.box);
       buffer = packed;
     }
     messages.sends.emplace_back();
@@ -678,6 +685,33 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
               tagOf(sequence, phase, self, t.peer), group.comm,
               &messages.sends.back());
   }
+  return posted;
+}
+
+bool MpiTransport::exchange(Device &device, const GroupComm &group,
+                            uint64_t sequence, int phase,
+                            const std::vector<Transfer> &incoming,
+                            const std::vector<Transfer> &outgoing,
+                            ElementType type, const void *src,
+                            const Shape &srcShape, void *out,
+                            const Shape &outShape, bool reduce,
+                            const std::vector<const void *> &published,
+                            size_t &staged, Messages &messages) {
+  Shape zero(outShape.size(), 0);
+  // The trace gets a span "MPI" from the first message posted to the last
+  // received (nested in the collective's span).
+  TraceRecorder &trace = device.trace();
+  TraceClock::time_point mpiBegin = TraceClock::now();
+  auto traceMpi = [&] {
+    if (trace.enabled() && (!messages.recvs.empty() || !messages.sends.empty()))
+      trace.span("MPI", "mpi", mpiBegin, TraceClock::now());
+    return true;
+  };
+  PostedReceives posted =
+      postMessages(device, group, sequence, phase, incoming, outgoing, type,
+                   src, srcShape, out, outShape, reduce, staged, messages);
+  const std::vector<int> &requestOf = posted.requestOf;
+  const std::vector<const void *> &stagedAt = posted.stagedAt;
 
   // A bf16 reduction folds into an f32 accumulator of the pieces' common
   // box and rounds it into `out` once the last member is folded: the sum is
@@ -693,8 +727,9 @@ bool MpiTransport::exchange(Device &device, const GroupComm &group,
                                     incoming[0].piece.dstOffset;
                        }) &&
            "the pieces of one reduction share their destination box");
-    accumulator = stagingBuffer(shapeProduct(incoming[0].piece.box) *
-                                int64_t(sizeof(float)));
+    accumulator = stagingBuffer(device, staged,
+                                shapeProduct(incoming[0].piece.box) *
+                                    int64_t(sizeof(float)));
   }
   // A piece whose bytes are here: copied or folded into `out` (or the
   // accumulator).
