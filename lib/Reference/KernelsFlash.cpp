@@ -5,6 +5,8 @@
 // online softmax, the recomputation of P in the backward) has an executable
 // specification that tests compare against the untiled `attention`. Nothing
 // here is tuned: each block loop is the plain loop of the kernel it mirrors.
+// With bf16 operands it rounds the probabilities and score gradients to bf16
+// where a product reads them, as the runtime's bf16 tiles do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +41,14 @@ struct HeadOperands {
   const double *q, *k, *v, *mask;
   int64_t sq, skv, d, dv;
   double scale;
+  /// bf16 operands: P and dS are rounded to bf16 where a product reads them
+  /// (P·V, Pᵀ·dO, dS·K, dSᵀ·Q), as the runtime's bf16 tiles do.
+  bool bf16Products;
+
+  /// `x` as the operand of a product.
+  double productOperand(double x) const {
+    return bf16Products ? roundTo(DType::BF16, x) : x;
+  }
 
   bool allowed(int64_t i, int64_t j) const {
     return !mask || mask[i * skv + j] != 0.0;
@@ -93,7 +103,8 @@ static HeadOperands headOperands(const Tensor &q, const Tensor &k,
           skv,
           d,
           dv,
-          scale};
+          scale,
+          q.dtype() == DType::BF16};
 }
 
 FlashForward flashAttention(const Tensor &q, const Tensor &k, const Tensor &v,
@@ -140,8 +151,9 @@ FlashForward flashAttention(const Tensor &q, const Tensor &k, const Tensor &v,
                            for (int64_t j = 0; j < cols; ++j) {
                              double p = std::exp(s[r * cols + j] - mNew);
                              l[r] += p;
+                             double pv = op.productOperand(p);
                              for (int64_t c = 0; c < dv; ++c)
-                               acc[r * dv + c] += p * op.v[(c0 + j) * dv + c];
+                               acc[r * dv + c] += pv * op.v[(c0 + j) * dv + c];
                            }
                            m[r] = mNew;
                          }
@@ -218,7 +230,8 @@ FlashGradients flashAttentionBackward(const Tensor &q, const Tensor &k,
                 for (int64_t i = q0; i < q1; ++i)
                   for (int64_t j = c0; j < c1; ++j) {
                     double p = prob(i, j);
-                    double ds = dScore(i, j, p);
+                    double ds = op.productOperand(dScore(i, j, p));
+                    p = op.productOperand(p);
                     for (int64_t c = 0; c < dv; ++c)
                       dvBlock[(j - k0) * dv + c] += p * dO[i * dv + c];
                     for (int64_t c = 0; c < d; ++c)
@@ -241,7 +254,7 @@ FlashGradients flashAttentionBackward(const Tensor &q, const Tensor &k,
         forEachBlock(0, skv, blocks.blockKvDq, [&](int64_t k0, int64_t k1) {
           for (int64_t i = q0; i < q1; ++i)
             for (int64_t j = k0; j < k1; ++j) {
-              double ds = dScore(i, j, prob(i, j));
+              double ds = op.productOperand(dScore(i, j, prob(i, j)));
               for (int64_t c = 0; c < d; ++c)
                 dqBlock[(i - q0) * d + c] += scale * ds * op.k[j * d + c];
             }

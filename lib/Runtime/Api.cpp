@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <type_traits>
 
 using namespace sd;
 using namespace sd::rt;
@@ -223,9 +224,10 @@ int32_t attention(SdDevice *dev, const float *q, const float *k, const float *v,
   });
 }
 
-int32_t flashAttention(SdDevice *dev, const float *q, const float *k,
-                       const float *v, const float *mask, int64_t maskB,
-                       int64_t maskH, float *out, float *lse, int64_t b,
+template <typename Elem>
+int32_t flashAttention(SdDevice *dev, const Elem *q, const Elem *k,
+                       const Elem *v, const float *mask, int64_t maskB,
+                       int64_t maskH, Elem *out, float *lse, int64_t b,
                        int64_t h, int64_t sq, int64_t skv, int64_t d,
                        int64_t dv, double scale, const SdFlashBlocks *blocks) {
   Device &device = toDevice(dev);
@@ -234,18 +236,20 @@ int32_t flashAttention(SdDevice *dev, const float *q, const float *k,
         "device %d: flash_attention without block sizes", device.id())));
   // Each thread's tiles for the team the kernel will use.
   int64_t floats = kernels::flashAttentionScratchFloats(
-      b, h, sq, skv, d, dv, *blocks, omp_get_max_threads());
+      b, h, sq, skv, d, dv, *blocks, omp_get_max_threads(),
+      std::is_same_v<Elem, float> ? SD_F32 : SD_BF16);
   return withScratch(device, floats, "flash attention tiles", [&](float *s) {
     kernels::flashAttention(q, k, v, mask, maskB, maskH, out, lse, b, h, sq,
                             skv, d, dv, scale, *blocks, s);
   });
 }
 
-int32_t flashAttentionBackward(SdDevice *dev, const float *q, const float *k,
-                               const float *v, const float *mask, int64_t maskB,
-                               int64_t maskH, const float *out,
-                               const float *lse, const float *dOut, float *dq,
-                               float *dk, float *dvGrad, int64_t b, int64_t h,
+template <typename Elem>
+int32_t flashAttentionBackward(SdDevice *dev, const Elem *q, const Elem *k,
+                               const Elem *v, const float *mask, int64_t maskB,
+                               int64_t maskH, const Elem *out,
+                               const float *lse, const Elem *dOut, Elem *dq,
+                               Elem *dk, Elem *dvGrad, int64_t b, int64_t h,
                                int64_t sq, int64_t skv, int64_t d, int64_t dv,
                                double scale, const SdFlashBlocks *blocks) {
   Device &device = toDevice(dev);
@@ -256,7 +260,8 @@ int32_t flashAttentionBackward(SdDevice *dev, const float *q, const float *k,
                         device.id())));
   // Di, the fused dQ partials and each thread's tiles.
   int64_t floats = kernels::flashAttentionBackwardScratchFloats(
-      b, h, sq, skv, d, dv, *blocks, omp_get_max_threads());
+      b, h, sq, skv, d, dv, *blocks, omp_get_max_threads(),
+      std::is_same_v<Elem, float> ? SD_F32 : SD_BF16);
   return withScratch(
       device, floats, "flash attention backward scratch", [&](float *s) {
         kernels::flashAttentionBackward(q, k, v, mask, maskB, maskH, out, lse,
@@ -318,8 +323,10 @@ const SdApi *MeshRuntime::api() {
       /*rms_norm_bf16=*/rmsNormBF16,
       /*group_norm=*/groupNorm,
       /*attention=*/attention,
-      /*flash_attention=*/flashAttention,
-      /*flash_attention_backward=*/flashAttentionBackward,
+      /*flash_attention=*/flashAttention<float>,
+      /*flash_attention_backward=*/flashAttentionBackward<float>,
+      /*flash_attention_bf16=*/flashAttention<sd_bf16>,
+      /*flash_attention_backward_bf16=*/flashAttentionBackward<sd_bf16>,
       /*rng=*/rng,
       /*conv2d=*/conv2d,
       /*trace_begin=*/traceBegin,

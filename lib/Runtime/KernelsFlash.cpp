@@ -15,11 +15,22 @@
 // the block sizes and the team size, and every sum has a fixed order, so the
 // results are bitwise reproducible for a given team size and block sizes.
 //
+// The kernels take f32 or bf16 operands (the Elem parameter). With bf16 the
+// tile products run on oneDNN's bf16 matmul (the CPU's bf16 units), as
+// FlashAttention and Pallas's TPU kernel do on theirs: Q, K, V and dO are
+// read as stored, the probabilities P and score gradients dS are computed in
+// f32 and rounded to bf16 where a product reads them, and every product,
+// softmax statistic and output accumulates in f32, rounded to bf16 once when
+// the item writes its rows. sd/Reference's flash kernels round at the same
+// points.
+//
 //===----------------------------------------------------------------------===//
 
 #include "sd/Runtime/Kernels.h"
 
 #include "KernelsDetail.h"
+
+#include "sd/Runtime/BFloat16.h"
 
 #include <omp.h>
 
@@ -27,6 +38,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace sd::rt::kernels {
 
@@ -39,6 +51,14 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 int64_t roundUp(int64_t floats) { return (floats + 15) / 16 * 16; }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// The floats of scratch that `count` elements of Elem take, rounded up.
+template <typename Elem> int64_t floatsOf(int64_t count) {
+  return roundUp(ceilDiv(count * static_cast<int64_t>(sizeof(Elem)),
+                         static_cast<int64_t>(sizeof(float))));
+}
+
+template <typename Elem> constexpr bool kIsF32 = std::is_same_v<Elem, float>;
 
 /// The team the kernels run on: the caller's when already inside a parallel
 /// region (then 1), else omp_get_max_threads().
@@ -59,9 +79,73 @@ int64_t itemBlock(int64_t block, int64_t length, int64_t pairs, int threads) {
   return std::max<int64_t>(1, std::min(clamped, ceilDiv(length, perPair)));
 }
 
+//===----------------------------------------------------------------------===//
+// Elements and tile products
+//===----------------------------------------------------------------------===//
+
+float widen(float value) { return value; }
+float widen(sd_bf16 value) { return toFloat(BFloat16{value.bits}); }
+
+/// `count` f32 values rounded to bf16 (to nearest, ties to even).
+void narrow(const float *in, sd_bf16 *out, int64_t count) {
+  convertToBFloat16(in, reinterpret_cast<BFloat16 *>(out), count);
+}
+
+/// The rows x n f32 tile `tile` as the operand of a product with Elem
+/// operands: itself in f32, rounded into `low` in bf16.
+template <typename Elem>
+const Elem *productOperand(const float *tile, int64_t count, Elem *low) {
+  if constexpr (kIsF32<Elem>) {
+    (void)count, (void)low;
+    return tile;
+  } else {
+    narrow(tile, low, count);
+    return low;
+  }
+}
+
+/// C[m, n] (f32, row stride ldc) = alpha·op(A)·op(B) + beta·C with beta 0 or
+/// 1, single-threaded inside the item's parallel loop. f32 operands go to
+/// sgemm; bf16 ones to oneDNN's bf16 matmul, whose f32 result lands in
+/// `tmp` (m·n floats) when it must be scaled or added.
+void tileProduct(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 float alpha, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float beta, float *c, int64_t ldc, float *) {
+  detail::tileSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                    ldc);
+}
+void tileProduct(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 float alpha, const sd_bf16 *a, int64_t lda, const sd_bf16 *b,
+                 int64_t ldb, float beta, float *c, int64_t ldc, float *tmp) {
+  if (m == 0 || n == 0)
+    return;
+  bool direct = beta == 0.0f;
+  float *product = direct ? c : tmp;
+  int64_t ldp = direct ? ldc : n;
+  int64_t rowsA = transA ? k : m, rowsB = transB ? n : k;
+  gemmBF16(1, transA, transB, m, n, k, a, lda, rowsA * lda, b, ldb,
+           rowsB * ldb, product, /*cIsBF16=*/false, ldp, m * ldp);
+  for (int64_t r = 0; r < m; ++r) {
+    float *cRow = c + r * ldc;
+    const float *pRow = product + r * ldp;
+    if (direct) {
+      if (alpha != 1.0f) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j)
+          cRow[j] *= alpha;
+      }
+      continue;
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      cRow[j] += alpha * pRow[j];
+  }
+}
+
 /// One call's operands and sizes, shared by the passes.
-struct Problem {
-  const float *q, *k, *v, *mask;
+template <typename Elem> struct Problem {
+  const Elem *q, *k, *v;
+  const float *mask;
   int64_t maskB, maskH, h, sq, skv, d, dv;
   float alpha;
 
@@ -74,8 +158,6 @@ struct Problem {
            ((maskB == 1 ? 0 : bi) * maskH + (maskH == 1 ? 0 : hi)) * sq * skv;
   }
 };
-
-using detail::tileSgemm;
 
 /// Whether a `rows` x `n` tile of the mask (row stride `ld`) allows any key.
 /// A tile that allows none contributes nothing and is skipped whole.
@@ -94,11 +176,12 @@ bool anyAllowed(const float *mask, int64_t ld, int64_t rows, int64_t n) {
 
 /// s[rows, n] = alpha * qBlk * kSubᵀ, masked entries -inf. `mask` is the
 /// tile's first entry in the [Sq, Skv] mask, or null.
-void maskedScores(const Problem &p, const float *qBlk, const float *kSub,
+template <typename Elem>
+void maskedScores(const Problem<Elem> &p, const Elem *qBlk, const Elem *kSub,
                   const float *mask, int64_t rows, int64_t n, float *s) {
   // With no head_dim (k = 0) the scores are zeros.
-  tileSgemm(false, true, rows, n, p.d, p.alpha, qBlk, p.d, kSub, p.d, 0.0f, s,
-            n);
+  tileProduct(false, true, rows, n, p.d, p.alpha, qBlk, p.d, kSub, p.d, 0.0f,
+              s, n, nullptr);
   if (!mask)
     return;
   for (int64_t r = 0; r < rows; ++r) {
@@ -110,42 +193,76 @@ void maskedScores(const Problem &p, const float *qBlk, const float *kSub,
   }
 }
 
+/// An f32 accumulator of `rows` rows of `cols`: the output rows themselves
+/// in f32, a scratch region (`region`) in bf16, rounded into them by
+/// `store`.
+template <typename Elem> struct Accumulator {
+  float *rows;
+  static Accumulator of(Elem *out, float *region) {
+    if constexpr (kIsF32<Elem>) {
+      (void)region;
+      return {out};
+    } else {
+      (void)out;
+      return {region};
+    }
+  }
+  void store(Elem *out, int64_t count) const {
+    if constexpr (!kIsF32<Elem>)
+      narrow(rows, out, count);
+    else
+      (void)out, (void)count;
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
 
 /// Effective block sizes of the forward and the scratch of one thread: the
-/// score tile, then the running maximum and sum of each query row.
+/// score tile, the running maximum and sum of each query row, and with bf16
+/// operands the output accumulator, the rounded P tile and a product tile.
 struct ForwardPlan {
-  int64_t blockQ, blockKv, blockKvCompute, qBlocks, perThread;
+  int64_t blockQ, blockKv, blockKvCompute, qBlocks;
+  int64_t scoreFloats, accFloats, lowFloats, perThread;
 };
 
-ForwardPlan planForward(int64_t pairs, int64_t sq, int64_t skv,
+template <typename Elem>
+ForwardPlan planForward(int64_t pairs, int64_t sq, int64_t skv, int64_t dv,
                         const SdFlashBlocks &blocks, int threads) {
   ForwardPlan plan;
   plan.blockQ = itemBlock(blocks.block_q, sq, pairs, threads);
   plan.blockKv = clampBlock(blocks.block_kv, skv);
   plan.blockKvCompute = clampBlock(blocks.block_kv_compute, plan.blockKv);
   plan.qBlocks = ceilDiv(sq, plan.blockQ);
-  plan.perThread =
-      roundUp(plan.blockQ * plan.blockKvCompute) + 2 * roundUp(plan.blockQ);
+  plan.scoreFloats = roundUp(plan.blockQ * plan.blockKvCompute);
+  plan.accFloats = kIsF32<Elem> ? 0 : roundUp(plan.blockQ * dv);
+  plan.lowFloats =
+      kIsF32<Elem> ? 0 : floatsOf<Elem>(plan.blockQ * plan.blockKvCompute);
+  plan.perThread = plan.scoreFloats + 2 * roundUp(plan.blockQ) +
+                   2 * plan.accFloats + plan.lowFloats;
   return plan;
 }
 
 /// Rows [r0, r0 + rows) of head `pair`: out and lse of those rows.
-void forwardItem(const Problem &p, const ForwardPlan &plan, int64_t pair,
-                 int64_t r0, int64_t rows, float *out, float *lse,
+template <typename Elem>
+void forwardItem(const Problem<Elem> &p, const ForwardPlan &plan, int64_t pair,
+                 int64_t r0, int64_t rows, Elem *out, float *lse,
                  float *work) {
   float *s = work;
-  float *runMax = s + roundUp(plan.blockQ * plan.blockKvCompute);
+  float *runMax = s + plan.scoreFloats;
   float *runSum = runMax + roundUp(plan.blockQ);
-  const float *qBlk = p.q + (pair * p.sq + r0) * p.d;
-  const float *kh = p.k + pair * p.skv * p.d;
-  const float *vh = p.v + pair * p.skv * p.dv;
+  float *accRegion = runSum + roundUp(plan.blockQ);
+  float *tmp = accRegion + plan.accFloats;
+  Elem *pLow = reinterpret_cast<Elem *>(tmp + plan.accFloats);
+  const Elem *qBlk = p.q + (pair * p.sq + r0) * p.d;
+  const Elem *kh = p.k + pair * p.skv * p.d;
+  const Elem *vh = p.v + pair * p.skv * p.dv;
   const float *maskHead = p.maskOf(pair);
   const float *maskBlk = maskHead ? maskHead + r0 * p.skv : nullptr;
-  float *oBlk = out + (pair * p.sq + r0) * p.dv;
-  std::fill(oBlk, oBlk + rows * p.dv, 0.0f);
+  Elem *oBlk = out + (pair * p.sq + r0) * p.dv;
+  Accumulator<Elem> acc = Accumulator<Elem>::of(oBlk, accRegion);
+  std::fill(acc.rows, acc.rows + rows * p.dv, 0.0f);
   std::fill(runMax, runMax + rows, kNegInf);
   std::fill(runSum, runSum + rows, 0.0f);
   for (int64_t kv0 = 0; kv0 < p.skv; kv0 += plan.blockKv) {
@@ -172,19 +289,20 @@ void forwardItem(const Problem &p, const ForwardPlan &plan, int64_t pair,
             static_cast<double>(runSum[r]) * correction + sum);
         runMax[r] = newMax;
         if (correction != 1.0f) {
-          float *oRow = oBlk + r * p.dv;
+          float *oRow = acc.rows + r * p.dv;
 #pragma omp simd
           for (int64_t j = 0; j < p.dv; ++j)
             oRow[j] *= correction;
         }
       }
-      tileSgemm(false, false, rows, p.dv, n, 1.0f, s, n, vh + c0 * p.dv, p.dv,
-                1.0f, oBlk, p.dv);
+      tileProduct(false, false, rows, p.dv, n, 1.0f,
+                  productOperand(s, rows * n, pLow), n, vh + c0 * p.dv, p.dv,
+                  1.0f, acc.rows, p.dv, tmp);
     }
   }
   float *lseBlk = lse + pair * p.sq + r0;
   for (int64_t r = 0; r < rows; ++r) {
-    float *oRow = oBlk + r * p.dv;
+    float *oRow = acc.rows + r * p.dv;
     if (runMax[r] == kNegInf) {
       // A fully masked row (or no keys): zeros, and lse = log(0).
       std::fill(oRow, oRow + p.dv, 0.0f);
@@ -197,6 +315,7 @@ void forwardItem(const Problem &p, const ForwardPlan &plan, int64_t pair,
       oRow[j] *= inv;
     lseBlk[r] = runMax[r] + std::log(runSum[r]);
   }
+  acc.store(oBlk, rows * p.dv);
 }
 
 //===----------------------------------------------------------------------===//
@@ -205,16 +324,25 @@ void forwardItem(const Problem &p, const ForwardPlan &plan, int64_t pair,
 
 /// Effective block sizes of the backward and its scratch: Di per query row,
 /// the fused dQ partials (one [Sq, D] buffer per K/V item), then one
-/// thread's P and dS tiles (the larger of the two passes' tiles).
+/// thread's work of the larger pass: the P and dS tiles, and with bf16
+/// operands their rounded copies, the gradient accumulators and a product
+/// tile.
 struct BackwardPlan {
   bool fused;
   int64_t blockKvDkv, blockQDkv, blockKvDkvCompute, kvBlocks;
   int64_t blockQDq, blockKvDq, qBlocksDq;
   int64_t diFloats, partialFloats, perThread;
+  /// Per thread, by pass: tile floats (P or dS), rounded tile floats,
+  /// accumulator floats (dK then dV, or dQ) and product-tile floats.
+  int64_t dkvTile, dkvLow, dkAcc, dvAcc, dkvTmp;
+  int64_t dqTile, dqLow, dqAcc, dqTmp;
 };
 
+template <typename Elem>
 BackwardPlan planBackward(int64_t pairs, int64_t sq, int64_t skv, int64_t d,
-                          const SdFlashBlocks &blocks, int threads) {
+                          int64_t dv, const SdFlashBlocks &blocks,
+                          int threads) {
+  constexpr bool f32 = kIsF32<Elem>;
   BackwardPlan plan;
   plan.fused = blocks.fused_bwd != 0;
   plan.blockKvDkv = itemBlock(blocks.block_kv_dkv, skv, pairs, threads);
@@ -228,25 +356,48 @@ BackwardPlan planBackward(int64_t pairs, int64_t sq, int64_t skv, int64_t d,
   plan.qBlocksDq = ceilDiv(sq, plan.blockQDq);
   plan.diFloats = roundUp(pairs * sq);
   plan.partialFloats = plan.fused ? roundUp(pairs * plan.kvBlocks * sq * d) : 0;
-  int64_t dkvTiles = 2 * roundUp(plan.blockQDkv * plan.blockKvDkvCompute);
-  int64_t dqTiles =
-      plan.fused ? 0 : 2 * roundUp(plan.blockQDq * plan.blockKvDq);
-  plan.perThread = std::max(dkvTiles, dqTiles);
+
+  int64_t dkvCells = plan.blockQDkv * plan.blockKvDkvCompute;
+  plan.dkvTile = roundUp(dkvCells);
+  plan.dkvLow = f32 ? 0 : floatsOf<Elem>(dkvCells);
+  plan.dkAcc = f32 ? 0 : roundUp(plan.blockKvDkv * d);
+  plan.dvAcc = f32 ? 0 : roundUp(plan.blockKvDkv * dv);
+  plan.dkvTmp = f32 ? 0
+                    : roundUp(std::max(plan.blockKvDkvCompute * std::max(d, dv),
+                                       plan.blockQDkv * d));
+  int64_t dkvFloats = 2 * plan.dkvTile + 2 * plan.dkvLow + plan.dkAcc +
+                      plan.dvAcc + plan.dkvTmp;
+
+  // Sized even when fused: a call that wants dQ alone runs this pass with
+  // the fused plan's 1 x 1 tiles.
+  int64_t dqCells = plan.blockQDq * plan.blockKvDq;
+  plan.dqTile = roundUp(dqCells);
+  plan.dqLow = f32 ? 0 : floatsOf<Elem>(dqCells);
+  plan.dqAcc = f32 ? 0 : roundUp(plan.blockQDq * d);
+  plan.dqTmp = plan.dqAcc;
+  int64_t dqFloats = 2 * plan.dqTile + 2 * plan.dqLow + plan.dqAcc + plan.dqTmp;
+  // The fused dQ sum of a bf16 call adds each row in f32 first.
+  int64_t sumFloats = f32 ? 0 : roundUp(d);
+  plan.perThread = std::max({dkvFloats, dqFloats, sumFloats});
   return plan;
 }
 
 /// The inputs of the backward beyond the forward's.
-struct Gradients {
-  const float *lse, *dOut, *di;
+template <typename Elem> struct Gradients {
+  const float *lse;
+  const Elem *dOut;
+  const float *di;
 };
 
 /// For query rows [r0, r0 + rows) of `pair` against keys [c0, c0 + n):
 /// prob = P = exp(S - lse) (0 where masked or lse = -inf) and
 /// ds = P ∘ (dO·Vᵀ - Di). Returns false, computing nothing, when the mask
 /// allows no key of the tile.
-bool probabilitiesAndScoreGrads(const Problem &p, const Gradients &g,
-                                int64_t pair, int64_t r0, int64_t rows,
-                                int64_t c0, int64_t n, float *prob, float *ds) {
+template <typename Elem>
+bool probabilitiesAndScoreGrads(const Problem<Elem> &p,
+                                const Gradients<Elem> &g, int64_t pair,
+                                int64_t r0, int64_t rows, int64_t c0, int64_t n,
+                                float *prob, float *ds) {
   const float *maskHead = p.maskOf(pair);
   const float *maskTile = maskHead ? maskHead + r0 * p.skv + c0 : nullptr;
   if (maskTile && !anyAllowed(maskTile, p.skv, rows, n))
@@ -263,8 +414,8 @@ bool probabilitiesAndScoreGrads(const Problem &p, const Gradients &g,
       detail::expShifted(row, n, rowLse);
   }
   // dP = dO·Vᵀ (zeros with no value head_dim).
-  tileSgemm(false, true, rows, n, p.dv, 1.0f, g.dOut + row0 * p.dv, p.dv,
-            p.v + (pair * p.skv + c0) * p.dv, p.dv, 0.0f, ds, n);
+  tileProduct(false, true, rows, n, p.dv, 1.0f, g.dOut + row0 * p.dv, p.dv,
+              p.v + (pair * p.skv + c0) * p.dv, p.dv, 0.0f, ds, n, nullptr);
   for (int64_t r = 0; r < rows; ++r) {
     const float *pRow = prob + r * n;
     float *dsRow = ds + r * n;
@@ -278,56 +429,77 @@ bool probabilitiesAndScoreGrads(const Problem &p, const Gradients &g,
 
 /// K/V block `kb` of `pair`: its dK and dV rows, and with `partial` (the
 /// item's [Sq, D] buffer) the block's share of dQ.
-void dkvItem(const Problem &p, const Gradients &g, const BackwardPlan &plan,
-             int64_t pair, int64_t kb, float *dk, float *dvGrad, float *partial,
-             float *work) {
+template <typename Elem>
+void dkvItem(const Problem<Elem> &p, const Gradients<Elem> &g,
+             const BackwardPlan &plan, int64_t pair, int64_t kb, Elem *dk,
+             Elem *dvGrad, float *partial, float *work) {
   float *prob = work;
-  float *ds = prob + roundUp(plan.blockQDkv * plan.blockKvDkvCompute);
+  float *ds = prob + plan.dkvTile;
+  Elem *probLow = reinterpret_cast<Elem *>(ds + plan.dkvTile);
+  Elem *dsLow = reinterpret_cast<Elem *>(ds + plan.dkvTile + plan.dkvLow);
+  float *dkRegion = ds + plan.dkvTile + 2 * plan.dkvLow;
+  float *dvRegion = dkRegion + plan.dkAcc;
+  float *tmp = dvRegion + plan.dvAcc;
   int64_t k0 = kb * plan.blockKvDkv;
   int64_t k1 = std::min(p.skv, k0 + plan.blockKvDkv);
-  std::fill(dk + (pair * p.skv + k0) * p.d, dk + (pair * p.skv + k1) * p.d,
-            0.0f);
-  std::fill(dvGrad + (pair * p.skv + k0) * p.dv,
-            dvGrad + (pair * p.skv + k1) * p.dv, 0.0f);
+  Elem *dkBlk = dk + (pair * p.skv + k0) * p.d;
+  Elem *dvBlk = dvGrad + (pair * p.skv + k0) * p.dv;
+  Accumulator<Elem> dkAcc = Accumulator<Elem>::of(dkBlk, dkRegion);
+  Accumulator<Elem> dvAcc = Accumulator<Elem>::of(dvBlk, dvRegion);
+  std::fill(dkAcc.rows, dkAcc.rows + (k1 - k0) * p.d, 0.0f);
+  std::fill(dvAcc.rows, dvAcc.rows + (k1 - k0) * p.dv, 0.0f);
   if (partial)
     std::fill(partial, partial + p.sq * p.d, 0.0f);
   for (int64_t r0 = 0; r0 < p.sq; r0 += plan.blockQDkv) {
     int64_t rows = std::min(p.sq, r0 + plan.blockQDkv) - r0;
-    const float *qBlk = p.q + (pair * p.sq + r0) * p.d;
-    const float *doBlk = g.dOut + (pair * p.sq + r0) * p.dv;
+    const Elem *qBlk = p.q + (pair * p.sq + r0) * p.d;
+    const Elem *doBlk = g.dOut + (pair * p.sq + r0) * p.dv;
     for (int64_t c0 = k0; c0 < k1; c0 += plan.blockKvDkvCompute) {
       int64_t n = std::min(k1, c0 + plan.blockKvDkvCompute) - c0;
       if (!probabilitiesAndScoreGrads(p, g, pair, r0, rows, c0, n, prob, ds))
         continue;
       // dV += Pᵀ·dO, dK += scale·dSᵀ·Q, dQ partial += scale·dS·K.
-      tileSgemm(true, false, n, p.dv, rows, 1.0f, prob, n, doBlk, p.dv, 1.0f,
-                dvGrad + (pair * p.skv + c0) * p.dv, p.dv);
-      tileSgemm(true, false, n, p.d, rows, p.alpha, ds, n, qBlk, p.d, 1.0f,
-                dk + (pair * p.skv + c0) * p.d, p.d);
+      const Elem *probOp = productOperand(prob, rows * n, probLow);
+      const Elem *dsOp = productOperand(ds, rows * n, dsLow);
+      tileProduct(true, false, n, p.dv, rows, 1.0f, probOp, n, doBlk, p.dv,
+                  1.0f, dvAcc.rows + (c0 - k0) * p.dv, p.dv, tmp);
+      tileProduct(true, false, n, p.d, rows, p.alpha, dsOp, n, qBlk, p.d, 1.0f,
+                  dkAcc.rows + (c0 - k0) * p.d, p.d, tmp);
       if (partial)
-        tileSgemm(false, false, rows, p.d, n, p.alpha, ds, n,
-                  p.k + (pair * p.skv + c0) * p.d, p.d, 1.0f,
-                  partial + r0 * p.d, p.d);
+        tileProduct(false, false, rows, p.d, n, p.alpha, dsOp, n,
+                    p.k + (pair * p.skv + c0) * p.d, p.d, 1.0f,
+                    partial + r0 * p.d, p.d, tmp);
     }
   }
+  dkAcc.store(dkBlk, (k1 - k0) * p.d);
+  dvAcc.store(dvBlk, (k1 - k0) * p.dv);
 }
 
 /// Query rows [r0, r0 + rows) of `pair`: their dQ over all keys.
-void dqItem(const Problem &p, const Gradients &g, const BackwardPlan &plan,
-            int64_t pair, int64_t r0, int64_t rows, float *dq, float *work) {
+template <typename Elem>
+void dqItem(const Problem<Elem> &p, const Gradients<Elem> &g,
+            const BackwardPlan &plan, int64_t pair, int64_t r0, int64_t rows,
+            Elem *dq, float *work) {
   float *prob = work;
-  float *ds = prob + roundUp(plan.blockQDq * plan.blockKvDq);
-  float *dqBlk = dq + (pair * p.sq + r0) * p.d;
-  std::fill(dqBlk, dqBlk + rows * p.d, 0.0f);
-  if (p.d == 0)
-    return;
-  for (int64_t c0 = 0; c0 < p.skv; c0 += plan.blockKvDq) {
-    int64_t n = std::min(p.skv, c0 + plan.blockKvDq) - c0;
-    if (!probabilitiesAndScoreGrads(p, g, pair, r0, rows, c0, n, prob, ds))
-      continue;
-    tileSgemm(false, false, rows, p.d, n, p.alpha, ds, n,
-              p.k + (pair * p.skv + c0) * p.d, p.d, 1.0f, dqBlk, p.d);
+  float *ds = prob + plan.dqTile;
+  Elem *dsLow = reinterpret_cast<Elem *>(ds + plan.dqTile + plan.dqLow);
+  float *dqRegion = ds + plan.dqTile + 2 * plan.dqLow;
+  float *tmp = dqRegion + plan.dqAcc;
+  Elem *dqBlk = dq + (pair * p.sq + r0) * p.d;
+  Accumulator<Elem> acc = Accumulator<Elem>::of(dqBlk, dqRegion);
+  std::fill(acc.rows, acc.rows + rows * p.d, 0.0f);
+  if (p.d != 0) {
+    for (int64_t c0 = 0; c0 < p.skv; c0 += plan.blockKvDq) {
+      int64_t n = std::min(p.skv, c0 + plan.blockKvDq) - c0;
+      if (!probabilitiesAndScoreGrads(p, g, pair, r0, rows, c0, n, prob, ds))
+        continue;
+      tileProduct(false, false, rows, p.d, n, p.alpha,
+                  productOperand(ds, rows * n, dsLow), n,
+                  p.k + (pair * p.skv + c0) * p.d, p.d, 1.0f, acc.rows, p.d,
+                  tmp);
+    }
   }
+  acc.store(dqBlk, rows * p.d);
 }
 
 /// The scratch of `plan` for a team of `threads` and of one thread (a call
@@ -338,33 +510,43 @@ int64_t scratchForTeams(int threads, PlanFn planFn, SizeFn sizeFn) {
   return std::max(sizeFn(planFn(threads), threads), sizeFn(planFn(1), 1));
 }
 
-} // namespace
-
-//===----------------------------------------------------------------------===//
-// Entry points
-//===----------------------------------------------------------------------===//
-
-int64_t flashAttentionScratchFloats(int64_t b, int64_t h, int64_t sq,
-                                    int64_t skv, int64_t d, int64_t dv,
-                                    const SdFlashBlocks &blocks, int threads) {
+template <typename Elem>
+int64_t forwardScratch(int64_t b, int64_t h, int64_t sq, int64_t skv,
+                       int64_t dv, const SdFlashBlocks &blocks, int threads) {
   return scratchForTeams(
       threads,
-      [&](int team) { return planForward(b * h, sq, skv, blocks, team); },
+      [&](int team) {
+        return planForward<Elem>(b * h, sq, skv, dv, blocks, team);
+      },
       [](const ForwardPlan &plan, int team) { return team * plan.perThread; });
 }
 
-void flashAttention(const float *q, const float *k, const float *v,
-                    const float *mask, int64_t maskB, int64_t maskH, float *out,
-                    float *lse, int64_t b, int64_t h, int64_t sq, int64_t skv,
-                    int64_t d, int64_t dv, double scale,
-                    const SdFlashBlocks &blocks, float *scratch) {
+template <typename Elem>
+int64_t backwardScratch(int64_t b, int64_t h, int64_t sq, int64_t skv,
+                        int64_t d, int64_t dv, const SdFlashBlocks &blocks,
+                        int threads) {
+  return scratchForTeams(
+      threads,
+      [&](int team) {
+        return planBackward<Elem>(b * h, sq, skv, d, dv, blocks, team);
+      },
+      [](const BackwardPlan &plan, int team) {
+        return plan.diFloats + plan.partialFloats + team * plan.perThread;
+      });
+}
+
+template <typename Elem>
+void forward(const Elem *q, const Elem *k, const Elem *v, const float *mask,
+             int64_t maskB, int64_t maskH, Elem *out, float *lse, int64_t b,
+             int64_t h, int64_t sq, int64_t skv, int64_t d, int64_t dv,
+             double scale, const SdFlashBlocks &blocks, float *scratch) {
   int64_t pairs = b * h;
   if (pairs == 0 || sq == 0)
     return;
   int threads = teamSize();
-  ForwardPlan plan = planForward(pairs, sq, skv, blocks, threads);
-  Problem p{q, k,  v,   mask, maskB, maskH,
-            h, sq, skv, d,    dv,    static_cast<float>(scale)};
+  ForwardPlan plan = planForward<Elem>(pairs, sq, skv, dv, blocks, threads);
+  Problem<Elem> p{q,  k,  v,   mask, maskB, maskH,
+                  h,  sq, skv, d,    dv,    static_cast<float>(scale)};
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t item = 0; item < pairs * plan.qBlocks; ++item) {
     int64_t pair = item / plan.qBlocks;
@@ -375,57 +557,46 @@ void flashAttention(const float *q, const float *k, const float *v,
   }
 }
 
-int64_t flashAttentionBackwardScratchFloats(int64_t b, int64_t h, int64_t sq,
-                                            int64_t skv, int64_t d, int64_t dv,
-                                            const SdFlashBlocks &blocks,
-                                            int threads) {
-  return scratchForTeams(
-      threads,
-      [&](int team) { return planBackward(b * h, sq, skv, d, blocks, team); },
-      [](const BackwardPlan &plan, int team) {
-        return plan.diFloats + plan.partialFloats + team * plan.perThread;
-      });
-}
-
-void flashAttentionBackward(const float *q, const float *k, const float *v,
-                            const float *mask, int64_t maskB, int64_t maskH,
-                            const float *out, const float *lse,
-                            const float *dOut, float *dqOut, float *dkOut,
-                            float *dvOut, int64_t b, int64_t h, int64_t sq,
-                            int64_t skv, int64_t d, int64_t dv, double scale,
-                            const SdFlashBlocks &blocks, float *scratch) {
+template <typename Elem>
+void backward(const Elem *q, const Elem *k, const Elem *v, const float *mask,
+              int64_t maskB, int64_t maskH, const Elem *out, const float *lse,
+              const Elem *dOut, Elem *dqOut, Elem *dkOut, Elem *dvOut,
+              int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
+              int64_t dv, double scale, const SdFlashBlocks &blocks,
+              float *scratch) {
   int64_t pairs = b * h;
   if (pairs == 0)
     return;
   int threads = teamSize();
-  BackwardPlan plan = planBackward(pairs, sq, skv, d, blocks, threads);
+  BackwardPlan plan =
+      planBackward<Elem>(pairs, sq, skv, d, dv, blocks, threads);
   // A null d_q skips the dQ pass, null d_k and d_v the dK/dV pass; dQ is
   // accumulated by the K/V items only when both are wanted.
   bool wantDkv = dkOut && dvOut, wantDq = dqOut != nullptr;
   plan.fused = plan.fused && wantDkv && wantDq;
-  Problem p{q, k,  v,   mask, maskB, maskH,
-            h, sq, skv, d,    dv,    static_cast<float>(scale)};
+  Problem<Elem> p{q,  k,  v,   mask, maskB, maskH,
+                  h,  sq, skv, d,    dv,    static_cast<float>(scale)};
   float *di = scratch;
   float *partials = scratch + plan.diFloats;
   float *work = partials + plan.partialFloats;
-  Gradients g{lse, dOut, di};
+  Gradients<Elem> g{lse, dOut, di};
 #pragma omp parallel num_threads(threads)
   {
     float *threadWork = work + omp_get_thread_num() * plan.perThread;
     // Di = rowsum(dO ∘ O), from the final forward output.
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < pairs * sq; ++row) {
-      const float *oRow = out + row * dv, *doRow = dOut + row * dv;
+      const Elem *oRow = out + row * dv, *doRow = dOut + row * dv;
       double sum = 0.0;
       for (int64_t j = 0; j < dv; ++j)
-        sum += static_cast<double>(oRow[j]) * doRow[j];
+        sum += static_cast<double>(widen(oRow[j])) * widen(doRow[j]);
       di[row] = static_cast<float>(sum);
     }
     if (wantDkv) {
 #pragma omp for schedule(static)
       for (int64_t item = 0; item < pairs * plan.kvBlocks; ++item)
         dkvItem(p, g, plan, item / plan.kvBlocks, item % plan.kvBlocks, dkOut,
-              dvOut, plan.fused ? partials + item * sq * d : nullptr,
+                dvOut, plan.fused ? partials + item * sq * d : nullptr,
                 threadWork);
     }
     if (!wantDq) {
@@ -435,15 +606,17 @@ void flashAttentionBackward(const float *q, const float *k, const float *v,
 #pragma omp for schedule(static)
       for (int64_t row = 0; row < pairs * sq; ++row) {
         int64_t pair = row / sq, r = row % sq;
-        float *dqRow = dqOut + row * d;
-        std::fill(dqRow, dqRow + d, 0.0f);
+        Elem *dqRow = dqOut + row * d;
+        Accumulator<Elem> sum = Accumulator<Elem>::of(dqRow, threadWork);
+        std::fill(sum.rows, sum.rows + d, 0.0f);
         for (int64_t kb = 0; kb < plan.kvBlocks; ++kb) {
           const float *part =
               partials + ((pair * plan.kvBlocks + kb) * sq + r) * d;
 #pragma omp simd
           for (int64_t j = 0; j < d; ++j)
-            dqRow[j] += part[j];
+            sum.rows[j] += part[j];
         }
+        sum.store(dqRow, d);
       }
     } else {
 #pragma omp for schedule(static)
@@ -454,6 +627,73 @@ void flashAttentionBackward(const float *q, const float *k, const float *v,
       }
     }
   }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+int64_t flashAttentionScratchFloats(int64_t b, int64_t h, int64_t sq,
+                                    int64_t skv, int64_t d, int64_t dv,
+                                    const SdFlashBlocks &blocks, int threads,
+                                    SdElementType element) {
+  (void)d;
+  return element == SD_BF16
+             ? forwardScratch<sd_bf16>(b, h, sq, skv, dv, blocks, threads)
+             : forwardScratch<float>(b, h, sq, skv, dv, blocks, threads);
+}
+
+void flashAttention(const float *q, const float *k, const float *v,
+                    const float *mask, int64_t maskB, int64_t maskH, float *out,
+                    float *lse, int64_t b, int64_t h, int64_t sq, int64_t skv,
+                    int64_t d, int64_t dv, double scale,
+                    const SdFlashBlocks &blocks, float *scratch) {
+  forward(q, k, v, mask, maskB, maskH, out, lse, b, h, sq, skv, d, dv, scale,
+          blocks, scratch);
+}
+
+void flashAttention(const sd_bf16 *q, const sd_bf16 *k, const sd_bf16 *v,
+                    const float *mask, int64_t maskB, int64_t maskH,
+                    sd_bf16 *out, float *lse, int64_t b, int64_t h, int64_t sq,
+                    int64_t skv, int64_t d, int64_t dv, double scale,
+                    const SdFlashBlocks &blocks, float *scratch) {
+  forward(q, k, v, mask, maskB, maskH, out, lse, b, h, sq, skv, d, dv, scale,
+          blocks, scratch);
+}
+
+int64_t flashAttentionBackwardScratchFloats(int64_t b, int64_t h, int64_t sq,
+                                            int64_t skv, int64_t d, int64_t dv,
+                                            const SdFlashBlocks &blocks,
+                                            int threads,
+                                            SdElementType element) {
+  return element == SD_BF16
+             ? backwardScratch<sd_bf16>(b, h, sq, skv, d, dv, blocks, threads)
+             : backwardScratch<float>(b, h, sq, skv, d, dv, blocks, threads);
+}
+
+void flashAttentionBackward(const float *q, const float *k, const float *v,
+                            const float *mask, int64_t maskB, int64_t maskH,
+                            const float *out, const float *lse,
+                            const float *dOut, float *dqOut, float *dkOut,
+                            float *dvOut, int64_t b, int64_t h, int64_t sq,
+                            int64_t skv, int64_t d, int64_t dv, double scale,
+                            const SdFlashBlocks &blocks, float *scratch) {
+  backward(q, k, v, mask, maskB, maskH, out, lse, dOut, dqOut, dkOut, dvOut, b,
+           h, sq, skv, d, dv, scale, blocks, scratch);
+}
+
+void flashAttentionBackward(const sd_bf16 *q, const sd_bf16 *k,
+                            const sd_bf16 *v, const float *mask, int64_t maskB,
+                            int64_t maskH, const sd_bf16 *out,
+                            const float *lse, const sd_bf16 *dOut,
+                            sd_bf16 *dqOut, sd_bf16 *dkOut, sd_bf16 *dvOut,
+                            int64_t b, int64_t h, int64_t sq, int64_t skv,
+                            int64_t d, int64_t dv, double scale,
+                            const SdFlashBlocks &blocks, float *scratch) {
+  backward(q, k, v, mask, maskB, maskH, out, lse, dOut, dqOut, dkOut, dvOut, b,
+           h, sq, skv, d, dv, scale, blocks, scratch);
 }
 
 } // namespace sd::rt::kernels

@@ -12,6 +12,7 @@
 
 #include "PartitionTestUtils.h"
 
+#include "sd/Runtime/BFloat16.h"
 #include "sd/Runtime/Program.h"
 #include "sd/Runtime/Runtime.h"
 #include "sd/Target/OpenMP/OpenMPEmitter.h"
@@ -224,10 +225,17 @@ std::string OpenMPDifferentialTest::checkOpenMP(llvm::StringRef source,
           mlir::cast<mlir::RankedTensorType>(localFunc.getResultTypes()[r]);
       std::vector<int64_t> shape(type.getShape().begin(),
                                  type.getShape().end());
+      // bf16 results are widened (exactly) to compare with the evaluator's.
       Tensor t(shape, DType::F32);
-      const float *data = static_cast<const float *>(results[r]);
-      for (int64_t e = 0; e < type.getNumElements(); ++e)
-        t[e] = data[e];
+      if (type.getElementType().isBF16()) {
+        const auto *data = static_cast<const ::sd::rt::BFloat16 *>(results[r]);
+        for (int64_t e = 0; e < type.getNumElements(); ++e)
+          t[e] = ::sd::rt::toFloat(data[e]);
+      } else {
+        const float *data = static_cast<const float *>(results[r]);
+        for (int64_t e = 0; e < type.getNumElements(); ++e)
+          t[e] = data[e];
+      }
       actual[device].push_back(std::move(t));
       if (!seen.insert(results[r]).second)
         return absl::InternalError("result #" + std::to_string(r) +
@@ -470,6 +478,39 @@ func.func @main(%w: tensor<32x24xf32> {sd.role = #sd.param<"w", normal(0.5)>, sd
   %r = sd.reduce_sum %ln dims = [1] : (tensor<8x16x24xf32>) -> tensor<8x24xf32>
   %l = sd.mse_loss %ln, %sm : tensor<8x16x24xf32>
   return %ln, %sm, %r, %l : tensor<8x16x24xf32>, tensor<8x16x24xf32>, tensor<8x24xf32>, tensor<f32>
+}
+)mlir",
+              "main", 8, GetParam(), 0x1p-7);
+}
+
+/// Flash attention on bf16 operands (flash_attention_bf16 and its backward:
+/// bf16 tile products, P and dS rounded to bf16 where a product reads them)
+/// against the evaluator, whose flash kernels round at the same points:
+/// blocks that split the keys into compute sub-blocks and leave partial
+/// blocks, a mask with fully masked rows, and both backward halves (the dQ
+/// fused into the dK/dV pass). Bound as for the other bf16 ops; measured,
+/// every result equals the evaluator's on every mesh here.
+TEST_P(OpenMPOpsTest, BF16FlashAttention) {
+  checkOpenMP(R"mlir(
+func.func @main(%qf: tensor<8x2x20x16xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, heads, activation_length, _]>},
+                %kf: tensor<8x2x12x16xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, heads, _, _]>},
+                %vf: tensor<8x2x12x8xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, heads, _, _]>},
+                %df: tensor<8x2x20x8xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, heads, activation_length, _]>})
+    -> (tensor<8x2x20x8xbf16>, tensor<8x2x20xf32>, tensor<8x2x20x16xbf16>, tensor<8x2x12x16xbf16>, tensor<8x2x12x8xbf16>) {
+  %q = sd.convert %qf : tensor<8x2x20x16xf32> -> tensor<8x2x20x16xbf16>
+  %k = sd.convert %kf : tensor<8x2x12x16xf32> -> tensor<8x2x12x16xbf16>
+  %v = sd.convert %vf : tensor<8x2x12x8xf32> -> tensor<8x2x12x8xbf16>
+  %do = sd.convert %df : tensor<8x2x20x8xf32> -> tensor<8x2x20x8xbf16>
+  // Query i attends keys j < i - 2: queries 0 to 2 attend nothing.
+  %i = sd.iota dim = 2 : tensor<1x1x20x12xf32>
+  %j = sd.iota dim = 3 : tensor<1x1x20x12xf32>
+  %two = sd.constant dense<2.0> : tensor<1x1x20x12xf32>
+  %i2 = sd.sub %i, %two : tensor<1x1x20x12xf32>
+  %m = sd.compare lt, %j, %i2 : tensor<1x1x20x12xf32>
+  %o, %lse = sd.flash_attention %q, %k, %v mask %m scale = 0.25 blocks = <block_q = 8, block_kv_compute = 4, block_kv = 8, block_q_dkv = 8, block_kv_dkv = 8, block_kv_dkv_compute = 4, use_fused_bwd_kernel = true> : (tensor<8x2x20x16xbf16>, tensor<8x2x12x16xbf16>, tensor<8x2x12x8xbf16>, tensor<1x1x20x12xi1>) -> (tensor<8x2x20x8xbf16>, tensor<8x2x20xf32>)
+  %dq = sd.flash_attention_dq %q, %k, %v, %o, %lse, %do mask %m scale = 0.25 blocks = <block_q = 8, block_kv_compute = 4, block_kv = 8, block_q_dkv = 8, block_kv_dkv = 8, block_kv_dkv_compute = 4, use_fused_bwd_kernel = true> : (tensor<8x2x20x16xbf16>, tensor<8x2x12x16xbf16>, tensor<8x2x12x8xbf16>, tensor<8x2x20x8xbf16>, tensor<8x2x20xf32>, tensor<8x2x20x8xbf16>, tensor<1x1x20x12xi1>) -> tensor<8x2x20x16xbf16>
+  %dk, %dv = sd.flash_attention_dkv %q, %k, %v, %o, %lse, %do mask %m scale = 0.25 blocks = <block_q = 8, block_kv_compute = 4, block_kv = 8, block_q_dkv = 8, block_kv_dkv = 8, block_kv_dkv_compute = 4, use_fused_bwd_kernel = true> : (tensor<8x2x20x16xbf16>, tensor<8x2x12x16xbf16>, tensor<8x2x12x8xbf16>, tensor<8x2x20x8xbf16>, tensor<8x2x20xf32>, tensor<8x2x20x8xbf16>, tensor<1x1x20x12xi1>) -> (tensor<8x2x12x16xbf16>, tensor<8x2x12x8xbf16>)
+  return %o, %lse, %dq, %dk, %dv : tensor<8x2x20x8xbf16>, tensor<8x2x20xf32>, tensor<8x2x20x16xbf16>, tensor<8x2x12x16xbf16>, tensor<8x2x12x8xbf16>
 }
 )mlir",
               "main", 8, GetParam(), 0x1p-7);

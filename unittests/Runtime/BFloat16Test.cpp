@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 using namespace sd::rt;
@@ -124,6 +125,35 @@ TEST(BFloat16Test, ArraysConvertElementByElement) {
   }
   EXPECT_EQ(back[1], -2.5f);
   EXPECT_EQ(back[2], 1.0f);
+}
+
+TEST(BFloat16Test, LongArraysTakeTheVectorPathToTheSameBits) {
+  // Sixteen lanes at a time where the CPU has AVX-512, then a tail: random
+  // bit patterns (every exponent, NaNs with payloads in either half, both
+  // signs) and the edge cases, 16·64 + 7 of them, element by element
+  // against the scalar conversion.
+  std::vector<uint32_t> patterns = {
+      0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x3f808000u,
+      0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0xff7f8000u, 0x7f800000u,
+      0xff800000u, 0x7f800001u, 0xffc00000u, 0x7fbf0000u, 0x7f810000u};
+  std::mt19937 gen(5);
+  while (patterns.size() < 16 * 64 + 7)
+    patterns.push_back(static_cast<uint32_t>(gen()));
+  std::vector<float> values;
+  for (uint32_t bits : patterns)
+    values.push_back(floatOfBits(bits));
+  std::vector<BFloat16> halves(values.size());
+  convertToBFloat16(values.data(), halves.data(),
+                    static_cast<int64_t>(values.size()));
+  std::vector<float> back(values.size());
+  convertToFloat(halves.data(), back.data(), static_cast<int64_t>(back.size()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(halves[i].bits, toBFloat16(values[i]).bits)
+        << "element " << i << " (bits 0x" << std::hex << patterns[i] << ")";
+    uint32_t expected = static_cast<uint32_t>(halves[i].bits) << 16, actual;
+    std::memcpy(&actual, &back[i], sizeof(actual));
+    ASSERT_EQ(actual, expected) << "element " << i;
+  }
 }
 
 TEST(BFloat16Test, TheElementTypeAndItsHostTensors) {

@@ -235,7 +235,9 @@ struct FlashForward {
 /// a sub-block with logits s_j raises m to m' = max(m, max_j s_j) and updates
 ///   l = l exp(m - m') + sum_j exp(s_j - m'),
 ///   acc = acc exp(m - m') + sum_j exp(s_j - m') v_j.
-/// At the end out = acc / l and lse = m + log l.
+/// At the end out = acc / l and lse = m + log l. With bf16 operands each
+/// exp(s_j - m') is rounded to bf16 in acc's sum (not in l's), as the
+/// runtime's bf16 kernel rounds its P tile for the P·V product.
 FlashForward flashAttention(const Tensor &q, const Tensor &k, const Tensor &v,
                             const Tensor *mask, double scale,
                             const FlashBlockSizes &blocks);
@@ -258,7 +260,8 @@ struct FlashGradients {
 /// dK/dV: per key block of blockKvDkv rows (sub-blocks of blockKvDkvCompute),
 /// over query blocks of blockQDkv rows. dQ: per query block of blockQDq rows
 /// over key blocks of blockKvDq rows, or, when fusedBackward, accumulated in
-/// the dK/dV loop.
+/// the dK/dV loop. With bf16 operands P (in dV) and dS (in dQ and dK) are
+/// rounded to bf16 first, dS from the unrounded P, as the runtime does.
 FlashGradients flashAttentionBackward(const Tensor &q, const Tensor &k,
                                       const Tensor &v, const Tensor *mask,
                                       const Tensor &out, const Tensor &lse,

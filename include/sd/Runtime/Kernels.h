@@ -67,29 +67,47 @@ void attention(const float *q, const float *k, const float *v,
                int64_t dv, double scale, float *scratch);
 /// FlashAttention-2 (see SdApi::flash_attention and
 /// SdApi::flash_attention_backward; `dqOut`, `dkOut`, `dvOut` are the
-/// gradients d_q, d_k, d_v). The tiles of each thread, and for the backward
-/// the row terms Di and the fused dQ partials, come from `scratch`, a caller
-/// buffer of at least the matching ...ScratchFloats(...) floats, where
-/// `threads` is the team the kernel will run on (omp_get_max_threads()
-/// outside a parallel region; the size also covers a call from inside one).
+/// gradients d_q, d_k, d_v), on f32 or bf16 operands (see
+/// flash_attention_bf16: bf16 tile products, f32 softmax statistics and
+/// accumulators). The tiles of each thread, and for the backward the row
+/// terms Di and the fused dQ partials, come from `scratch`, a caller buffer
+/// of at least the matching ...ScratchFloats(...) floats for the operands'
+/// `element` type, where `threads` is the team the kernel will run on
+/// (omp_get_max_threads() outside a parallel region; the size also covers a
+/// call from inside one).
 int64_t flashAttentionScratchFloats(int64_t b, int64_t h, int64_t sq,
                                     int64_t skv, int64_t d, int64_t dv,
-                                    const SdFlashBlocks &blocks, int threads);
+                                    const SdFlashBlocks &blocks, int threads,
+                                    SdElementType element = SD_F32);
 void flashAttention(const float *q, const float *k, const float *v,
                     const float *mask, int64_t maskB, int64_t maskH, float *out,
                     float *lse, int64_t b, int64_t h, int64_t sq, int64_t skv,
                     int64_t d, int64_t dv, double scale,
                     const SdFlashBlocks &blocks, float *scratch);
+void flashAttention(const sd_bf16 *q, const sd_bf16 *k, const sd_bf16 *v,
+                    const float *mask, int64_t maskB, int64_t maskH,
+                    sd_bf16 *out, float *lse, int64_t b, int64_t h, int64_t sq,
+                    int64_t skv, int64_t d, int64_t dv, double scale,
+                    const SdFlashBlocks &blocks, float *scratch);
 int64_t flashAttentionBackwardScratchFloats(int64_t b, int64_t h, int64_t sq,
                                             int64_t skv, int64_t d, int64_t dv,
                                             const SdFlashBlocks &blocks,
-                                            int threads);
+                                            int threads,
+                                            SdElementType element = SD_F32);
 void flashAttentionBackward(const float *q, const float *k, const float *v,
                             const float *mask, int64_t maskB, int64_t maskH,
                             const float *out, const float *lse,
                             const float *dOut, float *dqOut, float *dkOut,
                             float *dvOut, int64_t b, int64_t h, int64_t sq,
                             int64_t skv, int64_t d, int64_t dv, double scale,
+                            const SdFlashBlocks &blocks, float *scratch);
+void flashAttentionBackward(const sd_bf16 *q, const sd_bf16 *k,
+                            const sd_bf16 *v, const float *mask, int64_t maskB,
+                            int64_t maskH, const sd_bf16 *out,
+                            const float *lse, const sd_bf16 *dOut,
+                            sd_bf16 *dqOut, sd_bf16 *dkOut, sd_bf16 *dvOut,
+                            int64_t b, int64_t h, int64_t sq, int64_t skv,
+                            int64_t d, int64_t dv, double scale,
                             const SdFlashBlocks &blocks, float *scratch);
 void rng(bool normal, uint64_t seed, float *out, int32_t rank,
          const int64_t *shape, const int64_t *globalShape,

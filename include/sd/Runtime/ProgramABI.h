@@ -40,7 +40,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 7
+#define SD_ABI_VERSION 8
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -248,6 +248,25 @@ typedef struct SdApi {
       const float *lse, const float *d_out, float *d_q, float *d_k, float *d_v,
       int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d, int64_t dv,
       double scale, const SdFlashBlocks *blocks);
+  /* flash_attention and flash_attention_backward on bf16 q, k, v, out,
+   * d_out and gradients (mask and lse stay f32): the tile products run on
+   * the CPU's bf16 units with f32 sums; P and dS are computed in f32 and
+   * rounded to bf16 where a product reads them (P·V, Pᵀ·dO, dS·K, dSᵀ·Q);
+   * the online-softmax statistics, Di and every accumulator are f32, and
+   * each output is rounded to bf16 once. */
+  int32_t (*flash_attention_bf16)(SdDevice *dev, const sd_bf16 *q,
+                                  const sd_bf16 *k, const sd_bf16 *v,
+                                  const float *mask, int64_t mask_b,
+                                  int64_t mask_h, sd_bf16 *out, float *lse,
+                                  int64_t b, int64_t h, int64_t sq,
+                                  int64_t skv, int64_t d, int64_t dv,
+                                  double scale, const SdFlashBlocks *blocks);
+  int32_t (*flash_attention_backward_bf16)(
+      SdDevice *dev, const sd_bf16 *q, const sd_bf16 *k, const sd_bf16 *v,
+      const float *mask, int64_t mask_b, int64_t mask_h, const sd_bf16 *out,
+      const float *lse, const sd_bf16 *d_out, sd_bf16 *d_q, sd_bf16 *d_k,
+      sd_bf16 *d_v, int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
+      int64_t dv, double scale, const SdFlashBlocks *blocks);
   /* sd.rng_normal / sd.rng_uniform in offsets form: `out` (local shape
    * `shape`) is the block at `offsets` of the tensor of `global_shape`
    * drawn from `seed` (sd/Reference/Random.h). `a`, `b` are mean and
