@@ -17,7 +17,6 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -972,49 +971,26 @@ struct ReductionModel : Base<ReductionModel<OpTy>, OpTy> {
 };
 
 /// The library calls whose runtime functions take bf16 buffers themselves
-/// (the others compute in f32 between converts).
-template <typename OpTy> bool callTakesBF16(OpTy) { return false; }
-bool callTakesBF16(DotGeneralOp) { return true; }
-bool callTakesBF16(TransposeOp) { return true; }
-bool callTakesBF16(SoftmaxOp) { return true; }
-bool callTakesBF16(LayerNormOp) { return true; }
-bool callTakesBF16(RmsNormOp) { return true; }
-
-/// flash_attention_bf16 and its backward take bf16 q, k, v (out, d_out and
-/// the gradients alike) with an f32 mask and lse: a flash op whose tensors
-/// are all bf16 but those two. Any other mix computes in f32.
-static bool flashTakesBF16(Operation *op) {
-  auto allBF16 = [](ValueRange values) {
-    return llvm::all_of(values, [](Value v) { return isBF16(v); });
-  };
-  return TypeSwitch<Operation *, bool>(op)
-      .Case([&](FlashAttentionOp flash) {
-        return allBF16(ValueRange{flash.getQuery(), flash.getKey(),
-                                  flash.getValue(), flash.getResult()}) &&
-               (!flash.getMask() || !isBF16(flash.getMask())) &&
-               !isBF16(flash.getLogsumexp());
-      })
-      .Case<FlashAttentionDqOp, FlashAttentionDkvOp>([&](auto backward) {
-        return allBF16(ValueRange{backward.getQuery(), backward.getKey(),
-                                  backward.getValue(), backward.getOut(),
-                                  backward.getDOut()}) &&
-               allBF16(ValueRange(backward->getResults())) &&
-               (!backward.getMask() || !isBF16(backward.getMask())) &&
-               !isBF16(backward.getLogsumexp());
-      })
-      .Default([](Operation *) { return false; });
-}
-bool callTakesBF16(FlashAttentionOp op) { return flashTakesBF16(op); }
-bool callTakesBF16(FlashAttentionDqOp op) { return flashTakesBF16(op); }
-bool callTakesBF16(FlashAttentionDkvOp op) { return flashTakesBF16(op); }
+/// (the others compute in f32 between converts). The flash ops' verifiers
+/// give q, k, v, out, d_out and the gradients one element type (the mask is
+/// i1, lse f32): flash_attention_bf16 and its backward take them all.
+template <typename OpTy> constexpr bool kCallTakesBF16 = false;
+template <> constexpr bool kCallTakesBF16<DotGeneralOp> = true;
+template <> constexpr bool kCallTakesBF16<TransposeOp> = true;
+template <> constexpr bool kCallTakesBF16<SoftmaxOp> = true;
+template <> constexpr bool kCallTakesBF16<LayerNormOp> = true;
+template <> constexpr bool kCallTakesBF16<RmsNormOp> = true;
+template <> constexpr bool kCallTakesBF16<FlashAttentionOp> = true;
+template <> constexpr bool kCallTakesBF16<FlashAttentionDqOp> = true;
+template <> constexpr bool kCallTakesBF16<FlashAttentionDkvOp> = true;
 
 /// Library calls, collectives and memory moves: `emitCallOf` writes the
 /// op's step.
 template <typename OpTy, LoweringKind Kind>
 struct CallModel : Base<CallModel<OpTy, Kind>, OpTy> {
   LoweringKind getLoweringKind(Operation *) const { return Kind; }
-  bool takesBF16(Operation *op) const {
-    return Kind != LoweringKind::Library || callTakesBF16(cast<OpTy>(op));
+  bool takesBF16(Operation *) const {
+    return Kind != LoweringKind::Library || kCallTakesBF16<OpTy>;
   }
   LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
     return emitCallOf(cast<OpTy>(op), program);
