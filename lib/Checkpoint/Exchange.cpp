@@ -15,12 +15,36 @@
 
 namespace sd::ckpt {
 
+absl::Status
+checkLayoutOf(const std::string &path,
+              const std::map<std::string, std::string> &metadata) {
+  if (!metadata.count("model") || !metadata.count("step"))
+    return absl::OkStatus();
+  auto layout = metadata.find(kLayoutKey);
+  if (layout == metadata.end())
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        " was exported by an older sd, whose Linear weights are [in, out]; "
+        "sd's weights now have the reference layouts ([out, in], as "
+        "PyTorch's): export the weights again with this sd, or transpose "
+        "each Linear weight"));
+  if (layout->second != kLayoutReference)
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " has an unknown weight layout '", layout->second,
+        "' (metadata ", kLayoutKey, "); this sd reads '", kLayoutReference,
+        "'"));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ParameterImport>
 openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
   absl::StatusOr<std::unique_ptr<SafetensorsReader>> reader =
       SafetensorsReader::open(path);
   if (!reader.ok())
     return reader.status();
+  if (absl::Status status = checkLayoutOf(path, (*reader)->metadata());
+      !status.ok())
+    return status;
   ParameterImport import;
   import.tensors.assign(spec.arguments.size(), nullptr);
   std::set<std::string> unused;
@@ -38,11 +62,15 @@ openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
         import.missing.push_back(arg.name);
       continue;
     }
-    if (tensor->shape != arg.globalShape)
+    // The reference layout, or sd's view of it (the same elements in the
+    // same order).
+    const std::vector<int64_t> &stored =
+        arg.storedShape.empty() ? arg.globalShape : arg.storedShape;
+    if (tensor->shape != stored && tensor->shape != arg.globalShape)
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": tensor '", arg.parameter, "' has shape ",
                        formatShape(tensor->shape), ", but the model's is ",
-                       formatShape(arg.globalShape)));
+                       formatShape(stored)));
     import.tensors[i] = tensor;
     unused.erase(arg.parameter);
     import.loaded += !ema;
@@ -62,8 +90,12 @@ absl::Status readImportedBlock(const ParameterImport &import,
                                const rt::ArgumentSpec &arg,
                                const std::vector<int64_t> &offsets,
                                float *out) {
+  // The file's tensor viewed as the argument's global shape (the import
+  // matched the element counts).
+  SafetensorsTensor view = tensor;
+  view.shape = arg.globalShape;
   if (absl::Status status =
-          import.reader->readBlock(tensor, offsets, arg.localShape, out);
+          import.reader->readBlock(view, offsets, arg.localShape, out);
       !status.ok())
     return status;
   int64_t elements = rt::numElements(arg.localShape);
@@ -99,7 +131,10 @@ exportParameters(rt::TrainingSession &session, const std::string &path,
             : arg.kind != rt::ArgumentKind::Parameter)
       continue;
     selected.push_back(i);
-    entries.push_back({arg.parameter, arg.globalShape, bf16});
+    entries.push_back({arg.parameter,
+                       arg.storedShape.empty() ? arg.globalShape
+                                               : arg.storedShape,
+                       bf16});
   }
   bool writes = session.runtime().process() <= 0;
   absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>> writer =

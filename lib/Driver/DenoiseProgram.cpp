@@ -25,7 +25,7 @@ using namespace mlir::sd::sampling;
 namespace rt = ::sd::rt;
 
 //===----------------------------------------------------------------------===//
-// @denoise on a mesh
+// @denoise (or @forward) on a mesh
 //===----------------------------------------------------------------------===//
 
 std::string mlir::sd::shapeString(llvm::ArrayRef<int64_t> shape) {
@@ -44,16 +44,16 @@ const ::sd::MeshSpec &DenoiseProgram::mesh() const {
 
 absl::StatusOr<std::unique_ptr<DenoiseProgram>>
 DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
-                       const DeviceSettings &settings) {
-  FailureOr<TrainProgram> built =
-      buildModelProgram(module, pipeline, "denoise");
+                       const DeviceSettings &settings, StringRef entry) {
+  std::string fn = ("@" + entry).str();
+  FailureOr<TrainProgram> built = buildModelProgram(module, pipeline, entry);
   if (failed(built))
-    return absl::InvalidArgumentError("could not build the model's @denoise");
+    return absl::InvalidArgumentError("could not build the model's " + fn);
   std::unique_ptr<DenoiseProgram> program(new DenoiseProgram());
   const rt::ProgramSpec &spec = built->spec;
   if (spec.results.size() != 1 || spec.results[0].globalShape.size() != 4)
-    return absl::InvalidArgumentError(
-        "@denoise must return one prediction [B, H, W, C]");
+    return absl::InvalidArgumentError(fn +
+                                      " must return one output [B, H, W, C]");
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     const rt::ArgumentSpec &arg = spec.arguments[i];
     if (arg.kind == rt::ArgumentKind::Parameter)
@@ -67,21 +67,28 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
                                                         : nullptr;
     if (!slot || *slot >= 0)
       return absl::InvalidArgumentError(
-          "@denoise's input '" + arg.name +
+          fn + "'s input '" + arg.name +
           "' is not one sdsample can feed (it feeds one latents, one "
           "timestep and one labels input)");
     *slot = static_cast<int64_t>(i);
   }
   if (program->latentsArg < 0 || program->timestepArg < 0)
-    return absl::InvalidArgumentError(
-        "@denoise needs a latents and a timestep input");
+    return absl::InvalidArgumentError(fn +
+                                      " needs a latents and a timestep input");
   const std::vector<int64_t> &latents =
       spec.arguments[program->latentsArg].globalShape;
-  if (latents.size() != 4 || latents != spec.results[0].globalShape)
+  const std::vector<int64_t> &output = spec.results[0].globalShape;
+  // @denoise predicts the latents; @forward may return more channels (DiT's
+  // learned sigma).
+  bool sameShape = latents == output;
+  bool moreChannels = entry != "denoise" && latents.size() == 4 &&
+                      std::equal(latents.begin(), latents.end() - 1,
+                                 output.begin());
+  if (latents.size() != 4 || !(sameShape || moreChannels))
     return absl::InvalidArgumentError(
-        "@denoise's latents " + shapeString(latents) + " and prediction " +
-        shapeString(spec.results[0].globalShape) +
-        " must be one shape [B, H, W, C]");
+        fn + "'s latents " + shapeString(latents) + " and output " +
+        shapeString(output) + " must be one shape [B, H, W, C]");
+  program->outputShape.assign(output.begin() + 1, output.end());
   program->batchSize = latents[0];
   program->shape.assign(latents.begin() + 1, latents.end());
   program->elements = latents[1] * latents[2] * latents[3];
@@ -103,19 +110,20 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
   return program;
 }
 
-std::vector<std::pair<std::string, std::vector<int64_t>>>
-DenoiseProgram::parameters() const {
-  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
+std::vector<ParameterShape> DenoiseProgram::parameters() const {
+  std::vector<ParameterShape> params;
   for (const rt::ArgumentSpec &arg : trainingSession->spec().arguments)
     if (arg.kind == rt::ArgumentKind::Parameter)
-      params.emplace_back(arg.name, arg.globalShape);
+      params.push_back({arg.name, arg.globalShape,
+                        arg.storedShape.empty() ? arg.globalShape
+                                                : arg.storedShape});
   return params;
 }
 
 int64_t DenoiseProgram::parameterCount() const {
   int64_t count = 0;
-  for (const auto &[name, shape] : parameters())
-    count += rt::numElements(shape);
+  for (const ParameterShape &param : parameters())
+    count += rt::numElements(param.shape);
   return count;
 }
 

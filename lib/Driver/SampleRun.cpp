@@ -12,6 +12,7 @@
 #include "sd/Driver/TrainModelFile.h"
 
 #include "sd/Checkpoint/Checkpoint.h"
+#include "sd/Checkpoint/Exchange.h"
 #include "sd/Checkpoint/Safetensors.h"
 #include "sd/Driver/Diagnostics.h"
 #include "sd/Driver/TrainProgram.h"
@@ -66,6 +67,9 @@ mlir::sd::readWeightsFile(const std::string &path) {
       ckpt::readSafetensors(path, static_cast<uint64_t>(machineMemoryBytes()));
   if (!file.ok())
     return file.status();
+  if (absl::Status status = ckpt::checkLayoutOf(path, file->metadata);
+      !status.ok())
+    return status;
   WeightSource source;
   source.description = path;
   for (ckpt::SafetensorsTensor &tensor : file->tensors) {
@@ -104,14 +108,13 @@ mlir::sd::readLatestCheckpoint(const std::string &dir) {
 namespace {
 
 /// The parameters of the module's @denoise: names and shapes, in order.
-FailureOr<std::vector<std::pair<std::string, std::vector<int64_t>>>>
-denoiseParameters(ModuleOp module) {
+FailureOr<std::vector<ParameterShape>> denoiseParameters(ModuleOp module) {
   auto func = module.lookupSymbol<func::FuncOp>("denoise");
   if (!func)
     return module.emitError()
            << "the model has no @denoise (sdgen writes it with "
               "--with-denoise)";
-  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
+  std::vector<ParameterShape> params;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     auto param = func.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName);
     if (!param)
@@ -120,9 +123,12 @@ denoiseParameters(ModuleOp module) {
     if (!type || !type.hasStaticShape())
       return func.emitError() << "parameter '" << param.getName().getValue()
                               << "' is not a statically shaped tensor";
-    params.emplace_back(
-        param.getName().str(),
-        std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    ArrayRef<int64_t> stored = param.getStoredShape();
+    params.push_back({param.getName().str(), shape,
+                      stored.empty() ? shape
+                                     : std::vector<int64_t>(stored.begin(),
+                                                            stored.end())});
   }
   return params;
 }
@@ -131,15 +137,15 @@ constexpr llvm::StringLiteral kEmaPrefix = "ema ";
 
 absl::StatusOr<std::map<std::string, std::vector<float>>> selectWeightsOf(
     const WeightSource &source,
-    const std::vector<std::pair<std::string, std::vector<int64_t>>> &params,
+    const std::vector<ParameterShape> &params,
     std::optional<bool> ema, bool &usedEma) {
   if (params.empty())
     return absl::InvalidArgumentError("@denoise has no parameters");
-  bool hasEma = source.tensors.count(kEmaPrefix.str() + params.front().first);
+  bool hasEma = source.tensors.count(kEmaPrefix.str() + params.front().name);
   if (ema.value_or(false) && !hasEma)
     return absl::InvalidArgumentError(
         source.description + " has no EMA weights (such as '" +
-        kEmaPrefix.str() + params.front().first + "'): " +
+        kEmaPrefix.str() + params.front().name + "'): " +
         (source.checkpoint
              ? "train with ema_decay (--ema-decay), or sample the raw "
                "weights with --no-ema"
@@ -147,7 +153,7 @@ absl::StatusOr<std::map<std::string, std::vector<float>>> selectWeightsOf(
                "parameters' own names and is sampled without --ema"));
   usedEma = ema.value_or(hasEma);
   std::map<std::string, std::vector<float>> weights;
-  for (const auto &[name, shape] : params) {
+  for (const auto &[name, shape, stored] : params) {
     std::string key = usedEma ? kEmaPrefix.str() + name : name;
     auto it = source.tensors.find(key);
     if (it == source.tensors.end())
@@ -155,11 +161,12 @@ absl::StatusOr<std::map<std::string, std::vector<float>>> selectWeightsOf(
           source.description + " has no tensor '" + key + "'" +
           (usedEma ? " (the EMA weights of parameter '" + name + "')"
                    : " (a parameter of the model)"));
+    // The reference layout, or sd's view of it (same elements, same order).
     const std::vector<int64_t> &given = source.shapes.at(key);
-    if (given != shape)
+    if (given != shape && given != stored)
       return absl::InvalidArgumentError(
           source.description + ": tensor '" + key + "' has shape " +
-          shapeString(given) + ", but the model's is " + shapeString(shape));
+          shapeString(given) + ", but the model's is " + shapeString(stored));
     auto bad =
         llvm::find_if(it->second, [](float v) { return !std::isfinite(v); });
     if (bad != it->second.end())
@@ -380,8 +387,7 @@ absl::Status SampleRun::resolve() {
   if (!read.ok())
     return read.status();
   source = std::move(*read);
-  FailureOr<std::vector<std::pair<std::string, std::vector<int64_t>>>> params =
-      denoiseParameters(module);
+  FailureOr<std::vector<ParameterShape>> params = denoiseParameters(module);
   if (failed(params))
     return compilerFailure("could not read @denoise's parameters");
   absl::StatusOr<std::map<std::string, std::vector<float>>> selected =

@@ -7,7 +7,8 @@ namespace mlir::sd::train {
 std::map<std::string, std::string> TrainRun::exportMetadata() const {
   return {{"format", "pt"},
           {"step", std::to_string(std::max(firstStep, options.steps))},
-          {"model", model}};
+          {"model", model},
+          {ckpt::kLayoutKey, ckpt::kLayoutReference}};
 }
 
 absl::Status TrainRun::writeTrace() {

@@ -152,6 +152,8 @@ LogicalResult describeRole(func::FuncOp func, unsigned i,
   if (auto param = dyn_cast_if_present<ParamAttr>(role)) {
     arg.kind = ::sd::rt::ArgumentKind::Parameter;
     arg.name = arg.parameter = param.getName().str();
+    arg.storedShape.assign(param.getStoredShape().begin(),
+                           param.getStoredShape().end());
     arg.init = initSpec(param.getInit());
     if (!std::isfinite(static_cast<float>(arg.init.scale)))
       return func.emitError()

@@ -83,12 +83,12 @@ static FailureOr<Tensor> initializeParameter(func::FuncOp func, unsigned index,
              << " is initialized with xavier_uniform, which needs rank >= 2, "
                 "not rank "
              << shape.size();
-    // A weight [in, out], or a fused projection [in, k, out] initialized
-    // as the Linear(in, k·out) it replaces: fan_in is the contracted first
-    // dimension, fan_out the product of the others.
-    double fanIn = static_cast<double>(shape.front());
+    // A Linear weight [out, in], or a fused projection's view [k, out, in]
+    // initialized as the Linear(in, k·out) it is: fan_in is the contracted
+    // last dimension, fan_out the product of the others.
+    double fanIn = static_cast<double>(shape.back());
     double fanOut = 1.0;
-    for (int64_t size : llvm::drop_begin(shape))
+    for (int64_t size : llvm::drop_end(shape))
       fanOut *= static_cast<double>(size);
     double bound = std::sqrt(6.0 / (fanIn + fanOut));
     return ref::rngUniform(shape, stream, -bound, bound, dtype);

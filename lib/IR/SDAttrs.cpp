@@ -497,9 +497,13 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                StringAttr name, InitAttr init) {
+                                StringAttr name, InitAttr init,
+                                ArrayRef<int64_t> storedShape) {
   if (name.getValue().empty())
     return emitError() << "parameter name is empty";
+  if (llvm::any_of(storedShape, [](int64_t size) { return size < 0; }))
+    return emitError() << "stored shape of parameter " << name
+                       << " has a negative size";
   return success();
 }
 

@@ -128,6 +128,22 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
 
   if (attrName == kRoleAttrName) {
     if (auto param = dyn_cast<ParamAttr>(attr.getValue())) {
+      // A stored shape views the global tensor: a partitioned function's
+      // argument is a block of it.
+      auto tensorType = dyn_cast<RankedTensorType>(type);
+      if (!param.getStoredShape().empty() && tensorType &&
+          tensorType.hasStaticShape() &&
+          !func.getArgAttr(argIndex, kLocalShardingAttrName)) {
+        int64_t stored = 1;
+        for (int64_t size : param.getStoredShape())
+          stored *= size;
+        if (stored != tensorType.getNumElements())
+          return emitError(op->getLoc())
+                 << "stored shape [" << param.getStoredShape() << "] of "
+                 << describeArgument(func, argIndex) << " has " << stored
+                 << " elements but its type " << type << " has "
+                 << tensorType.getNumElements();
+      }
       // Report a duplicate name once, at its second occurrence: the first
       // such argument (verification stops at the first error).
       if (argIndex != getFirstDuplicateParam(func))

@@ -6,8 +6,11 @@
 // adaLN final layer. learn_sigma doubles the output channels; the loss
 // regresses only the first half (the sigma half trains through DiT's
 // variational bound, which is not modelled) and @denoise returns only that
-// half. Fused projections (qkv, adaLN) are [in, k, out] weights, chunked
-// after the projection.
+// half; @forward returns all of it, as the reference's forward(). Weights have the reference's layouts: Linear weights [out, in], the
+// patch embedding the Conv2d's [hidden, C, p, p] (declared as its view
+// [hidden, C·p·p]) and the fused projections (qkv, adaLN) PyTorch's
+// [k·out, in] (declared as their views [k, out, in], chunked after the
+// projection).
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,12 +81,13 @@ Value ditNetwork(ModelBuilder &mb, Value xt, Value t, Value labels) {
   Type dtype = mb.getDType();
   int64_t b = mb.getBatchDim(), d = c.hidden, p = c.patch;
   int64_t gridH = c.latentHeight / p, gridW = c.latentWidth / p;
-  int64_t tokens = gridH * gridW, patchDim = p * p * c.latentChannels;
+  int64_t tokens = gridH * gridW;
   SmallVector<int64_t> latentShape = {b, c.latentHeight, c.latentWidth,
                                       c.latentChannels};
 
   ParamSpecs embedSpecs;
-  addLinear(embedSpecs, "x_embedder.proj", patchDim, d, "_", "embed");
+  addPatchEmbedding(embedSpecs, "x_embedder.proj", c.latentChannels, {p, p}, d,
+                    "embed");
   addLinear(embedSpecs, "t_embedder.mlp.0", c.freqDim, d, "embed", "mlp",
             InitKind::normal, 0.02);
   addLinear(embedSpecs, "t_embedder.mlp.2", d, d, "mlp", "embed",
@@ -130,18 +134,22 @@ Value ditNetwork(ModelBuilder &mb, Value xt, Value t, Value labels) {
   ParamMap fp = mb.params(finalSpecs);
   Value h = modulatedNorm(f, fp, "final_layer.adaLN_modulation.1", x, condSilu);
 
-  // The prediction is the first latentChannels of each patch position's
-  // outChannels (DiT's output is channel-minor), sliced from the output
-  // rather than from the weight, which stays whole.
+  // DiT's whole output, [B, H, W, outChannels] (its patches are
+  // channel-minor): the learned sigma, when there is one, in the channels
+  // after the prediction.
   Value out = f.linear(h, fp.lookup("final_layer.linear.weight"),
                        fp.lookup("final_layer.linear.bias"));
-  if (c.outChannels != c.latentChannels) {
-    int64_t cells = p * p;
-    out = f.slice(f.reshape(out, {b, tokens, cells, c.outChannels}), 3, 0,
-                  c.latentChannels);
-    out = f.reshape(out, {b, tokens, cells * c.latentChannels});
-  }
-  return unpatchify(f, out, latentShape, 1, p, PatchOrder::ChannelMinor);
+  SmallVector<int64_t> outShape = {b, c.latentHeight, c.latentWidth,
+                                   c.outChannels};
+  return unpatchify(f, out, outShape, 1, p, PatchOrder::ChannelMinor);
+}
+
+/// The prediction: the first latentChannels of DiT's output channels
+/// (sliced from the output rather than from the weight, which stays whole).
+Value predictionOf(FnBuilder &f, const ModelConfig &c, Value output) {
+  if (c.outChannels == c.latentChannels)
+    return output;
+  return f.slice(output, 3, 0, c.latentChannels);
 }
 
 } // namespace
@@ -161,5 +169,12 @@ void modelgen::buildDiT(ModelBuilder &mb) {
   network.predict = [](ModelBuilder &m, Value xt, ArrayRef<Value> in) {
     return ditNetwork(m, xt, in[0], in[1]);
   };
+  network.loss = [&](FnBuilder &f, Value output, Value target) {
+    return f.mseLoss(predictionOf(f, c, output), target);
+  };
+  network.toLatents = [&](FnBuilder &f, Value output) {
+    return predictionOf(f, c, output);
+  };
+  network.withForward = true;
   buildModelFunctions(mb, network);
 }

@@ -68,9 +68,9 @@ ParamSpecs singleBlockParams(const ModelConfig &c) {
   // split (one bias for linear2).
   addFusedLinear(specs, "linear1_qkv", d, 3, d, "embed", "heads");
   addLinear(specs, "linear1_mlp", d, c.mlpHidden, "embed", "mlp");
-  addParam(specs, "linear2_attn.weight", {d, d}, {"heads", "embed"},
+  addParam(specs, "linear2_attn.weight", {d, d}, {"embed", "heads"},
            InitKind::xavier_uniform);
-  addParam(specs, "linear2_mlp.weight", {c.mlpHidden, d}, {"mlp", "embed"},
+  addParam(specs, "linear2_mlp.weight", {d, c.mlpHidden}, {"embed", "mlp"},
            InitKind::xavier_uniform);
   addParam(specs, "linear2.bias", {d}, {"embed"}, InitKind::zeros);
   addQKNorm(specs, "norm", c.headDim());
@@ -172,8 +172,8 @@ SmallVector<Value> singleBlock(FnBuilder &f, const ModelConfig &c,
   Value o = mergeHeads(f, f.attention(q4, k4, v4));
   Value act = f.name(f.gelu(mlp), "ffn_activation");
   // linear2 on [o; act] as the sum of its two row blocks' products.
-  Value attnOut = f.dot(o, p.lookup("linear2_attn.weight"));
-  Value mlpOut = f.dot(act, p.lookup("linear2_mlp.weight"));
+  Value attnOut = f.linear(o, p.lookup("linear2_attn.weight"), {});
+  Value mlpOut = f.linear(act, p.lookup("linear2_mlp.weight"), {});
   Value out = f.addBias(f.add(attnOut, mlpOut), p.lookup("linear2.bias"));
   return {f.name(gatedResidual(f, x, mod[2], out), "hidden_states")};
 }

@@ -60,7 +60,8 @@ SmallVector<Value> modelgen::linearChunks(FnBuilder &f, Value x, Value w,
   Value y = f.linear(x, w, b);
   if (fused)
     *fused = y;
-  int64_t count = shapeOf(w)[1];
+  // The weight is the fused view [k, out, in].
+  int64_t count = shapeOf(w)[0];
   SmallVector<Value> chunks;
   for (int64_t i = 0; i < count; ++i)
     chunks.push_back(chunk(f, y, i));

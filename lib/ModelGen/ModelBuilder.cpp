@@ -36,12 +36,13 @@ void modelgen::addLinear(ParamSpecs &specs, const std::string &name, int64_t in,
                          int64_t out, StringRef inAxis, StringRef outAxis,
                          InitKind init, double scale) {
   specs.push_back({name + ".weight",
-                   {in, out},
+                   {out, in},
                    init,
                    scale,
-                   {inAxis.str(), outAxis.str()}});
+                   {outAxis.str(), inAxis.str()},
+                   {}});
   specs.push_back(
-      {name + ".bias", {out}, InitKind::zeros, 0.0, {outAxis.str()}});
+      {name + ".bias", {out}, InitKind::zeros, 0.0, {outAxis.str()}, {}});
 }
 
 void modelgen::addFusedLinear(ParamSpecs &specs, const std::string &name,
@@ -49,12 +50,30 @@ void modelgen::addFusedLinear(ParamSpecs &specs, const std::string &name,
                               StringRef inAxis, StringRef outAxis,
                               InitKind init) {
   specs.push_back({name + ".weight",
-                   {in, k, out},
+                   {k, out, in},
                    init,
                    0.0,
-                   {inAxis.str(), "_", outAxis.str()}});
-  specs.push_back(
-      {name + ".bias", {k, out}, InitKind::zeros, 0.0, {"_", outAxis.str()}});
+                   {"_", outAxis.str(), inAxis.str()},
+                   {k * out, in}});
+  specs.push_back({name + ".bias",
+                   {k, out},
+                   InitKind::zeros,
+                   0.0,
+                   {"_", outAxis.str()},
+                   {k * out}});
+}
+
+void modelgen::addPatchEmbedding(ParamSpecs &specs, const std::string &name,
+                                 int64_t channels, ArrayRef<int64_t> patch,
+                                 int64_t out, StringRef outAxis) {
+  int64_t in = channels;
+  SmallVector<int64_t> stored = {out, channels};
+  for (int64_t size : patch) {
+    in *= size;
+    stored.push_back(size);
+  }
+  addLinear(specs, name, in, out, "_", outAxis);
+  specs[specs.size() - 2].storedShape = std::move(stored);
 }
 
 void modelgen::addParam(ParamSpecs &specs, const std::string &name,
@@ -223,7 +242,11 @@ Value FnBuilder::addBias(Value x, Value bias) {
 }
 
 Value FnBuilder::linear(Value x, Value w, Value b) {
-  Value y = dot(x, w);
+  int64_t last = tensorType(x).getRank() - 1;
+  int64_t in = tensorType(w).getRank() - 1;
+  Value y = DotGeneralOp::create(builder, loc, x, w, ArrayRef<int64_t>{},
+                                 ArrayRef<int64_t>{}, ArrayRef<int64_t>{last},
+                                 ArrayRef<int64_t>{in});
   return b ? addBias(y, b) : y;
 }
 
@@ -310,8 +333,9 @@ Value ModelBuilder::input(InputKind kind, ArrayRef<int64_t> shape,
 
 Value ModelBuilder::param(const ParamSpec &spec, StringRef prefix) {
   auto init = InitAttr::get(&context, spec.init, llvm::APFloat(spec.scale));
-  auto role = ParamAttr::get(
-      &context, StringAttr::get(&context, prefix + spec.name), init);
+  auto role = ParamAttr::get(&context,
+                             StringAttr::get(&context, prefix + spec.name),
+                             init, spec.storedShape);
   NamedAttrList attrs;
   attrs.set(SDDialect::kRoleAttrName, role);
   attrs.set(SDDialect::kLogicalAxesAttrName, makeAxes(&context, spec.axes));
@@ -431,4 +455,15 @@ void modelgen::buildModelFunctions(ModelBuilder &mb,
   g.setBatchSource(conditions.front());
   output = network.predict(mb, xt, conditions);
   mb.endFunction(network.toLatents ? network.toLatents(g, output) : output);
+  if (!network.withForward)
+    return;
+
+  // @forward: the same network's whole output.
+  mb.beginFunction("forward");
+  FnBuilder &h = mb.fn();
+  xt = mb.input(InputKind::latents, network.latentShape, dtype,
+                network.latentAxes);
+  conditions = network.conditions(mb);
+  h.setBatchSource(conditions.front());
+  mb.endFunction(network.predict(mb, xt, conditions));
 }

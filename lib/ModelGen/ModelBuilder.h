@@ -24,28 +24,42 @@
 namespace mlir::sd::modelgen {
 
 /// A trainable parameter to declare. `axes` holds one logical axis name per
-/// dimension (`_` for none).
+/// dimension (`_` for none). `storedShape`, when set, is the shape the
+/// reference implementation's checkpoints hold it under, of which `shape`
+/// is a row-major view (#sd.param's `stored`).
 struct ParamSpec {
   std::string name;
   SmallVector<int64_t> shape;
   InitKind init = InitKind::xavier_uniform;
   double scale = 0.0;
   SmallVector<std::string> axes;
+  SmallVector<int64_t> storedShape;
 };
 using ParamSpecs = SmallVector<ParamSpec>;
 
-/// Appends `name.weight` [in, out] and `name.bias` [out] (zeros).
+/// Appends `name.weight` [out, in] (PyTorch's nn.Linear layout, which
+/// `FnBuilder::linear` contracts on its last dimension) and `name.bias`
+/// [out] (zeros).
 void addLinear(ParamSpecs &specs, const std::string &name, int64_t in,
                int64_t out, StringRef inAxis, StringRef outAxis,
                InitKind init = InitKind::xavier_uniform, double scale = 0.0);
-/// Appends a fused projection: `name.weight` [in, k, out] with logical axes
-/// (inAxis, _, outAxis) and `name.bias` [k, out] (zeros). It replaces a
-/// PyTorch Linear(in, k·out) whose output is chunked (qkv, adaLN): the
-/// chunks are taken from the activation (`linearChunks`), so the weight is
-/// used whole and never sliced.
+/// Appends a fused projection: PyTorch's Linear(in, k·out) whose output is
+/// chunked (qkv, adaLN), stored as `name.weight` [k·out, in] and
+/// `name.bias` [k·out] and declared as their row-major views [k, out, in]
+/// (logical axes _, outAxis, inAxis) and [k, out]. The chunks are taken
+/// from the activation (`linearChunks`), so the weight is used whole and
+/// never sliced, and `outAxis` shards every chunk alike.
 void addFusedLinear(ParamSpecs &specs, const std::string &name, int64_t in,
                     int64_t k, int64_t out, StringRef inAxis, StringRef outAxis,
                     InitKind init = InitKind::xavier_uniform);
+/// Appends a patch embedding: PyTorch's Conv2d/Conv3d(channels, out,
+/// kernel = stride = `patch`) as `name.weight` [out, channels·∏patch]
+/// (stored [out, channels, patch...]: the conv's weight, whose input
+/// dimensions are the patch vectors' channel-major order, `patchify`'s
+/// PatchOrder::ChannelMajor) and `name.bias` [out].
+void addPatchEmbedding(ParamSpecs &specs, const std::string &name,
+                       int64_t channels, ArrayRef<int64_t> patch, int64_t out,
+                       StringRef outAxis);
 /// Appends a parameter of any shape (a norm scale or bias, an embedding).
 void addParam(ParamSpecs &specs, const std::string &name,
               ArrayRef<int64_t> shape, ArrayRef<StringRef> axes, InitKind init,
@@ -113,10 +127,14 @@ public:
   Value expand(Value value, ArrayRef<int64_t> shape, ArrayRef<int64_t> dims);
 
   // Linear algebra and normalization.
-  /// Contracts the last dimension of `x` with dim 0 of `w`: [..., in] ·
-  /// [in, out] → [..., out], or [in, k, out] → [..., k, out].
+  /// Contracts the last dimension of `x` with dim 0 of `w`: [..., n] ·
+  /// [n, m] → [..., m] (an embedding table read by one-hot rows, an outer
+  /// product over a unit dimension).
   Value dot(Value x, Value w);
-  /// `x·W + b` with the bias broadcast over the leading dimensions.
+  /// `x·Wᵀ + b` of a PyTorch Linear weight: the last dimensions of `x` and
+  /// `w` contract, [..., in] · [out, in] → [..., out], or a fused [k, out,
+  /// in] → [..., k, out]; the bias ([out] or [k, out], or null) is
+  /// broadcast over the leading dimensions.
   Value linear(Value x, Value w, Value b);
   /// Adds `bias` ([out] or [k, out]) along the trailing dimensions of `x`.
   Value addBias(Value x, Value bias);
@@ -225,11 +243,17 @@ struct ModelNetwork {
   std::function<Value(FnBuilder &, Value output, Value target)> loss;
   /// The output in latent layout, for @denoise; default the output itself.
   std::function<Value(FnBuilder &, Value output)> toLatents;
+  /// With @denoise, also write @forward: the network's whole output (the
+  /// reference's forward(), e.g. DiT's learned sigma), for sdsample
+  /// --predict.
+  bool withForward = false;
 };
 
 /// Writes @loss(params..., latents, noise, conditions...) -> loss and, with
 /// `withDenoise`, @denoise(params..., x_t, conditions...) -> prediction
-/// [latentShape]: the same network, parameters and block functions.
+/// [latentShape] and, with the network's `withForward`, @forward(params...,
+/// x_t, conditions...) -> output: the same network, parameters and block
+/// functions.
 void buildModelFunctions(ModelBuilder &mb, const ModelNetwork &network);
 
 //===----------------------------------------------------------------------===//

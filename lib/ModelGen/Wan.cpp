@@ -123,7 +123,8 @@ Value wanNetwork(ModelBuilder &mb, Value xt, Value t, Value text) {
                                c.latentWidth / p};
 
   ParamSpecs embedSpecs;
-  addLinear(embedSpecs, "patch_embedding", patchDim, d, "_", "embed");
+  addPatchEmbedding(embedSpecs, "patch_embedding", c.latentChannels, {pf, p, p},
+                    d, "embed");
   addLinear(embedSpecs, "text_embedding.0", c.textDim, d, "embed", "mlp",
             InitKind::normal, 0.02);
   addLinear(embedSpecs, "text_embedding.2", d, d, "mlp", "embed",

@@ -107,8 +107,9 @@ void initialBlock(const ArgumentSpec &arg, uint64_t seed,
     low = -arg.init.scale;
     width = arg.init.scale - low;
   } else if (kind == InitKind::XavierUniform) {
-    double fanIn = static_cast<double>(arg.globalShape.front()), fanOut = 1;
-    for (size_t d = 1; d < arg.globalShape.size(); ++d)
+    // A Linear weight [out, in] or its fused view [k, out, in].
+    double fanIn = static_cast<double>(arg.globalShape.back()), fanOut = 1;
+    for (size_t d = 0; d + 1 < arg.globalShape.size(); ++d)
       fanOut *= static_cast<double>(arg.globalShape[d]);
     double bound = std::sqrt(6.0 / (fanIn + fanOut));
     low = -bound;

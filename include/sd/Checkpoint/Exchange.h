@@ -28,6 +28,19 @@ namespace sd::ckpt {
 /// A safetensors file matched against a step's arguments by name: each
 /// Parameter, and the EMA state of each parameter the file has, takes the
 /// tensor of its parameter's name. Only the header has been read.
+/// The metadata entry of sd's exports whose weights have the reference
+/// implementations' layouts (PyTorch's Linear [out, in], fused projections
+/// [k·out, in], conv patch embeddings): `sd_layout: reference`.
+inline constexpr const char *kLayoutKey = "sd_layout";
+inline constexpr const char *kLayoutReference = "reference";
+
+/// OK unless `metadata` is that of an export by an older sd (its "model"
+/// and "step" entries without kLayoutKey), whose Linear weights are
+/// [in, out]: a square one would otherwise load transposed without a word.
+/// InvalidArgument naming `path` and what to do.
+absl::Status checkLayoutOf(const std::string &path,
+                           const std::map<std::string, std::string> &metadata);
+
 struct ParameterImport {
   std::unique_ptr<SafetensorsReader> reader;
   /// Per argument of the step, the file's tensor or null.

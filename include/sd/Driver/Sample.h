@@ -46,6 +46,14 @@ namespace sampling = ::sd::sampling;
 /// `shape` as messages write it: "[2, 4, 8]".
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
 
+/// A parameter of @denoise: its name, global shape, and the shape weight
+/// files store it under (#sd.param's `stored`; the global shape when it has
+/// none).
+struct ParameterShape {
+  std::string name;
+  std::vector<int64_t> shape, stored;
+};
+
 /// A model's @denoise, built for a mesh, compiled, loaded and fed with
 /// weights: each predict() is one step of the device program on a whole
 /// batch.
@@ -54,21 +62,25 @@ public:
   /// Builds @denoise of `module` with `pipeline` (mesh, rules, batch),
   /// compiles it (or finds it in the cache) and starts a session. Errors
   /// from the compiler are reported on the module first.
+  /// `entry` is @denoise, or @forward (sdsample --predict), whose output
+  /// may have more channels than the latents.
   static absl::StatusOr<std::unique_ptr<DenoiseProgram>>
   create(ModuleOp module, const PipelineOptions &pipeline,
-         const DeviceSettings &settings);
+         const DeviceSettings &settings, StringRef entry = "denoise");
   ~DenoiseProgram();
 
   /// The global batch of one call, the sample shape [H, W, C], the classes
   /// (label columns − 1; 0 for a model without labels) and the mesh.
   int64_t batch() const { return batchSize; }
   const std::vector<int64_t> &sampleShape() const { return shape; }
+  /// One sample's output [H, W, C'] (C' = C for @denoise).
+  const std::vector<int64_t> &sampleOutputShape() const { return outputShape; }
   int64_t sampleElements() const { return elements; }
   int64_t numClasses() const { return classes; }
   const ::sd::MeshSpec &mesh() const;
   ::sd::rt::TrainingSession &session() { return *trainingSession; }
-  /// The parameters: name and global shape, in argument order.
-  std::vector<std::pair<std::string, std::vector<int64_t>>> parameters() const;
+  /// The parameters, in argument order.
+  std::vector<ParameterShape> parameters() const;
   int64_t parameterCount() const;
 
   /// Hands every device its blocks of the parameters (`weights[name]`, each
@@ -88,7 +100,7 @@ private:
 
   std::unique_ptr<::sd::rt::TrainingSession> trainingSession;
   int64_t batchSize = 0, elements = 0, classes = 0;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape, outputShape;
   /// Argument indices of the inputs (-1: absent).
   int64_t latentsArg = -1, timestepArg = -1, labelsArg = -1;
 };

@@ -264,8 +264,9 @@ def SD_InitAttr : SD_Attr<"Init", "init"> {
     Printed inside `#sd.param`: `zeros`, `ones`, `constant(0.5)`,
     `normal(0.02)` (mean 0, the given standard deviation), `uniform(0.1)`
     (uniform in ±0.1), `xavier_uniform` (uniform in ±sqrt(6/(fan_in+fan_out)),
-    fan_in dimension 0, fan_out the product of the others: [in, out], or a
-    fused projection [in, k, out] as the Linear(in, k·out) it replaces).
+    fan_in the last dimension, fan_out the product of the others: a PyTorch
+    Linear weight [out, in], or a fused projection's view [k, out, in] as
+    the Linear(in, k·out) it is).
 
     Constraints:
     * `normal` and `uniform` have a positive scale
@@ -282,12 +283,29 @@ def SD_ParamAttr : SD_Attr<"Param", "param"> {
     `#sd.param<"blocks.0.attn.q.weight", xavier_uniform>`: the parameter's
     name (as in a checkpoint) and its initializer.
 
+    `#sd.param<"blocks.0.attn.qkv.weight", xavier_uniform, stored[192, 64]>`:
+    checkpoints (`--init-from`, `--export`) store the parameter under another
+    shape, the reference implementation's, of which the argument's type is a
+    row-major view with the same elements in the same order: PyTorch's fused
+    Linear(64, 3·64) weight [192, 64] is the argument [3, 64, 64], whose
+    leading dimension the chunks of the projection index, so that the
+    compiler shards and contracts each chunk without slicing the weight.
+
     Constraints:
     * the name is not empty
-    * parameter names are unique within a function (checked on the function)
+    * a stored shape has no negative size
+    * parameter names are unique within a function, and a stored shape has
+      as many elements as the argument's type (checked on the function)
   }];
-  let parameters = (ins "::mlir::StringAttr":$name, "InitAttr":$init);
-  let assemblyFormat = "`<` $name `,` $init `>`";
+  let parameters = (ins "::mlir::StringAttr":$name, "InitAttr":$init,
+                        OptionalArrayRefParameter<"int64_t">:$stored_shape);
+  let builders = [
+    AttrBuilder<(ins "::mlir::StringAttr":$name, "InitAttr":$init), [{
+      return $_get($_ctxt, name, init, ::llvm::ArrayRef<int64_t>{});
+    }]>,
+  ];
+  let assemblyFormat =
+      "`<` $name `,` $init (`,` `stored` `[` $stored_shape^ `]`)? `>`";
   let genVerifyDecl = 1;
 }
 

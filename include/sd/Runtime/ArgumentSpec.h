@@ -70,6 +70,10 @@ struct ArgumentSpec {
   InitSpec init;
   std::vector<int64_t> globalShape;
   std::vector<int64_t> localShape;
+  /// Parameter: the shape exported files hold it under (#sd.param's
+  /// `stored`: the reference layout, of which globalShape is a row-major
+  /// view), or empty when that is globalShape.
+  std::vector<int64_t> storedShape;
   /// Per dimension, the mesh axes (indices into the mesh) that split it,
   /// major to minor; a device's block along the dimension is the row-major
   /// index of its coordinates on those axes.

@@ -6,19 +6,26 @@
 // RUN: sdgen --preset=dit-tiny 2>/dev/null | FileCheck %s --check-prefix=NONE
 // NONE-NOT: @denoise
 
-// DiT: labels, and learn_sigma's second half dropped as in @loss.
+// DiT: labels, and learn_sigma's second half dropped as in @loss; @forward
+// returns DiT's whole output, as the reference's forward() (sdsample
+// --predict).
 // RUN: sdgen --preset=dit-tiny --with-denoise 2>/dev/null | FileCheck %s --check-prefix=DIT
 // DIT-LABEL: func.func @loss
 // DIT-COUNT-2: call @dit_block
 // DIT-LABEL: func.func @denoise
-// DIT-SAME: (%{{.*}}: tensor<16x64xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform>}
+// DIT-SAME: (%{{.*}}: tensor<64x16xf32> {sd.logical_axes = #sd.logical_axes<[embed, _]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform, stored[64, 4, 2, 2]>}
 // DIT-SAME: %[[XT:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}, %{{.*}}: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}, %{{.*}}: tensor<?x1001xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<labels>})
 // DIT-SAME: -> tensor<?x32x32x4xf32> attributes {sd.default_batch = 8 : i64}
 // DIT-NEXT: sd.reshape %[[XT]]
 // DIT-COUNT-2: call @dit_block
-// DIT: sd.slice %{{.*}} start = [0, 0, 0, 0] limit = [-1, 256, 4, 4] strides = [1, 1, 1, 1] : (tensor<?x256x4x8xf32>) -> tensor<?x256x4x4xf32>
-// DIT: %[[OUT:.*]] = sd.reshape {{.*}} -> tensor<?x32x32x4xf32>
+// DIT: %[[ALL:.*]] = sd.reshape {{.*}} -> tensor<?x32x32x8xf32>
+// DIT-NEXT: %[[OUT:.*]] = sd.slice %[[ALL]] start = [0, 0, 0, 0] limit = [-1, 32, 32, 4] strides = [1, 1, 1, 1] : (tensor<?x32x32x8xf32>) -> tensor<?x32x32x4xf32>
 // DIT-NEXT: return %[[OUT]] : tensor<?x32x32x4xf32>
+// DIT-LABEL: func.func @forward
+// DIT-SAME: -> tensor<?x32x32x8xf32> attributes {sd.default_batch = 8 : i64}
+// DIT-COUNT-2: call @dit_block
+// DIT: %[[FULL:.*]] = sd.reshape {{.*}} -> tensor<?x32x32x8xf32>
+// DIT-NEXT: return %[[FULL]] : tensor<?x32x32x8xf32>
 
 // Wan: the text context after t; video latents [B, F, H, W, C].
 // RUN: sdgen --preset=wan-long --with-denoise 2>/dev/null | FileCheck %s --check-prefix=WAN

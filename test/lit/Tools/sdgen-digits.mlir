@@ -11,9 +11,9 @@
 // CHECK-SAME: (%{{.*}}: tensor<?x16x128xf32>, %{{.*}}: tensor<?x128xf32>
 
 // CHECK-LABEL: func.func @loss
-// CHECK-SAME: tensor<4x128xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform>}
+// CHECK-SAME: tensor<128x4xf32> {sd.logical_axes = #sd.logical_axes<[embed, _]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform, stored[128, 1, 2, 2]>}
 // CHECK-SAME: tensor<11x128xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"y_embedder.embedding_table.weight", normal(0.02)>}
-// CHECK-SAME: tensor<128x4xf32> {sd.logical_axes = #sd.logical_axes<[embed, _]>, sd.role = #sd.param<"final_layer.linear.weight", zeros>}
+// CHECK-SAME: tensor<4x128xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"final_layer.linear.weight", zeros>}
 // CHECK-SAME: %[[X0:[a-z0-9]+]]: tensor<?x8x8x1xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x8x8x1xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
 // CHECK-SAME: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}
@@ -28,8 +28,8 @@
 // @denoise: @loss's parameters, then x_t, t and the labels; it starts
 // from x_t (no noising) and returns the prediction in image layout.
 // CHECK-LABEL: func.func @denoise
-// CHECK-SAME: (%{{.*}}: tensor<4x128xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform>}
-// CHECK-SAME: tensor<2x128xf32> {sd.logical_axes = #sd.logical_axes<[_, _]>, sd.role = #sd.param<"final_layer.adaLN_modulation.1.bias", zeros>}, %[[XT:[a-z0-9]+]]: tensor<?x8x8x1xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
+// CHECK-SAME: (%{{.*}}: tensor<128x4xf32> {sd.logical_axes = #sd.logical_axes<[embed, _]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform, stored[128, 1, 2, 2]>}
+// CHECK-SAME: tensor<2x128xf32> {sd.logical_axes = #sd.logical_axes<[_, _]>, sd.role = #sd.param<"final_layer.adaLN_modulation.1.bias", zeros, stored[256]>}, %[[XT:[a-z0-9]+]]: tensor<?x8x8x1xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: %{{.*}}: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}
 // CHECK-SAME: %{{.*}}: tensor<?x11xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<labels>})
 // CHECK-SAME: -> tensor<?x8x8x1xf32> attributes {sd.default_batch = 64 : i64} {

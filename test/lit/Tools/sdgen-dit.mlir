@@ -10,16 +10,16 @@
 // One block: adaLN-Zero modulation from SiLU(c), attention on
 // [B, H, S, Dh], GELU MLP; the named values in MaxDiffusion's vocabulary.
 // CHECK-LABEL: func.func private @dit_block
-// CHECK-SAME: (%[[X:.*]]: tensor<?x256x64xf32>, %[[C:[a-z0-9]+]]: tensor<?x64xf32>, %[[QKV_W:[a-z0-9]+]]: tensor<64x3x64xf32>
-// CHECK-SAME: %[[MOD_W:[a-z0-9]+]]: tensor<64x6x64xf32>, %{{.*}}: tensor<6x64xf32>) -> tensor<?x256x64xf32>
+// CHECK-SAME: (%[[X:.*]]: tensor<?x256x64xf32>, %[[C:[a-z0-9]+]]: tensor<?x64xf32>, %[[QKV_W:[a-z0-9]+]]: tensor<3x64x64xf32>
+// CHECK-SAME: %[[MOD_W:[a-z0-9]+]]: tensor<6x64x64xf32>, %{{.*}}: tensor<6x64xf32>) -> tensor<?x256x64xf32>
 // The six modulation vectors: one projection with the whole [D, 6, D]
 // weight, chunks sliced from the result (the batch whole: limit -1).
-// CHECK: %[[MOD:.*]] = sd.dot_general %[[C]], %[[MOD_W]] batch = [] x [] contract = [1] x [0] : (tensor<?x64xf32>, tensor<64x6x64xf32>) -> tensor<?x6x64xf32>
+// CHECK: %[[MOD:.*]] = sd.dot_general %[[C]], %[[MOD_W]] batch = [] x [] contract = [1] x [2] : (tensor<?x64xf32>, tensor<6x64x64xf32>) -> tensor<?x6x64xf32>
 // CHECK: %[[MOD_B:.*]] = sd.add %[[MOD]], %{{.*}} : tensor<?x6x64xf32>
 // CHECK: sd.slice %[[MOD_B]] start = [0, 0, 0] limit = [-1, 1, 64] strides = [1, 1, 1] : (tensor<?x6x64xf32>) -> tensor<?x1x64xf32>
 // CHECK: sd.slice %[[MOD_B]] start = [0, 5, 0] limit = [-1, 6, 64]
 // Likewise q, k and v from the [D, 3, D] qkv weight.
-// CHECK: %[[QKV:.*]] = sd.dot_general %{{.*}}, %[[QKV_W]] batch = [] x [] contract = [2] x [0] : (tensor<?x256x64xf32>, tensor<64x3x64xf32>) -> tensor<?x256x3x64xf32>
+// CHECK: %[[QKV:.*]] = sd.dot_general %{{.*}}, %[[QKV_W]] batch = [] x [] contract = [2] x [2] : (tensor<?x256x64xf32>, tensor<3x64x64xf32>) -> tensor<?x256x3x64xf32>
 // CHECK: %[[QKV_B:.*]] = sd.add %[[QKV]], %{{.*}} : tensor<?x256x3x64xf32>
 // CHECK: %[[Q:.*]] = sd.slice %[[QKV_B]] start = [0, 0, 0, 0] limit = [-1, 256, 1, 64]
 // CHECK: sd.reshape %[[Q]] {sd.name = "query_proj"} : (tensor<?x256x1x64xf32>) -> tensor<?x256x64xf32>
@@ -41,16 +41,16 @@
 // Parameters first (checkpoint names, initializers, logical axes), then
 // the inputs; the batch is dynamic with a default.
 // CHECK-LABEL: func.func @loss
-// CHECK-SAME: tensor<16x64xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform>}
-// CHECK-SAME: tensor<256x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"t_embedder.mlp.0.weight", normal(0.02)>}
+// CHECK-SAME: tensor<64x16xf32> {sd.logical_axes = #sd.logical_axes<[embed, _]>, sd.role = #sd.param<"x_embedder.proj.weight", xavier_uniform, stored[64, 4, 2, 2]>}
+// CHECK-SAME: tensor<64x256xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"t_embedder.mlp.0.weight", normal(0.02)>}
 // CHECK-SAME: tensor<1001x64xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"y_embedder.embedding_table.weight", normal(0.02)>}
-// CHECK-SAME: tensor<64x3x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, heads]>, sd.role = #sd.param<"blocks.0.attn.qkv.weight", xavier_uniform>}
-// CHECK-SAME: tensor<3x64xf32> {sd.logical_axes = #sd.logical_axes<[_, heads]>, sd.role = #sd.param<"blocks.0.attn.qkv.bias", zeros>}
-// CHECK-SAME: tensor<64x64xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"blocks.0.attn.proj.weight", xavier_uniform>}
-// CHECK-SAME: tensor<256x64xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"blocks.0.mlp.fc2.weight", xavier_uniform>}
-// CHECK-SAME: tensor<64x6x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"blocks.1.adaLN_modulation.1.weight", zeros>}
-// CHECK-SAME: tensor<6x64xf32> {sd.logical_axes = #sd.logical_axes<[_, _]>, sd.role = #sd.param<"blocks.1.adaLN_modulation.1.bias", zeros>}
-// CHECK-SAME: tensor<64x32xf32> {sd.logical_axes = #sd.logical_axes<[embed, _]>, sd.role = #sd.param<"final_layer.linear.weight", zeros>}
+// CHECK-SAME: tensor<3x64x64xf32> {sd.logical_axes = #sd.logical_axes<[_, heads, embed]>, sd.role = #sd.param<"blocks.0.attn.qkv.weight", xavier_uniform, stored[192, 64]>}
+// CHECK-SAME: tensor<3x64xf32> {sd.logical_axes = #sd.logical_axes<[_, heads]>, sd.role = #sd.param<"blocks.0.attn.qkv.bias", zeros, stored[192]>}
+// CHECK-SAME: tensor<64x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"blocks.0.attn.proj.weight", xavier_uniform>}
+// CHECK-SAME: tensor<64x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"blocks.0.mlp.fc2.weight", xavier_uniform>}
+// CHECK-SAME: tensor<6x64x64xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"blocks.1.adaLN_modulation.1.weight", zeros, stored[384, 64]>}
+// CHECK-SAME: tensor<6x64xf32> {sd.logical_axes = #sd.logical_axes<[_, _]>, sd.role = #sd.param<"blocks.1.adaLN_modulation.1.bias", zeros, stored[384]>}
+// CHECK-SAME: tensor<32x64xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"final_layer.linear.weight", zeros>}
 // CHECK-SAME: %[[X0:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: %[[NOISE:[a-z0-9]+]]: tensor<?x32x32x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<noise>}
 // CHECK-SAME: %[[T:[a-z0-9]+]]: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}
@@ -64,10 +64,10 @@
 // SiLU(c), computed once, conditions every block.
 // CHECK: call @dit_block(%{{[a-z0-9]+}}, %[[SILU:[a-z0-9]+]],
 // CHECK-NEXT: call @dit_block(%{{[a-z0-9]+}}, %[[SILU]],
-// learn_sigma: the final projection's 8 channels per patch cell, of which
-// the first 4 are the prediction.
-// CHECK: sd.slice %{{.*}} start = [0, 0, 0, 0] limit = [-1, 256, 4, 4] strides = [1, 1, 1, 1] : (tensor<?x256x4x8xf32>) -> tensor<?x256x4x4xf32>
-// CHECK: %[[PRED:.*]] = sd.reshape {{.*}} -> tensor<?x32x32x4xf32>
+// learn_sigma: DiT's output has 8 channels, of which the first 4 are the
+// prediction.
+// CHECK: %[[OUT:.*]] = sd.reshape {{.*}} -> tensor<?x32x32x8xf32>
+// CHECK: %[[PRED:.*]] = sd.slice %[[OUT]] start = [0, 0, 0, 0] limit = [-1, 32, 32, 4] strides = [1, 1, 1, 1] : (tensor<?x32x32x8xf32>) -> tensor<?x32x32x4xf32>
 // CHECK: sd.mse_loss %[[PRED]], %[[TARGET]] : tensor<?x32x32x4xf32>
 
 // sdopt fixes the batch: every type becomes static.
@@ -95,7 +95,7 @@
 // bf16 parameters and activations; the timestep stays f32, the loss is f32.
 // RUN: sdgen --preset=dit-tiny --dtype=bf16 2>/dev/null | FileCheck %s --check-prefix=BF16
 // BF16-LABEL: func.func private @dit_block
-// BF16-SAME: tensor<?x256x64xbf16>, %{{.*}}: tensor<?x64xbf16>, %{{.*}}: tensor<64x3x64xbf16>
+// BF16-SAME: tensor<?x256x64xbf16>, %{{.*}}: tensor<?x64xbf16>, %{{.*}}: tensor<3x64x64xbf16>
 // BF16-LABEL: func.func @loss
 // BF16-SAME: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}
 // BF16: sd.convert %{{.*}} : tensor<?xf32> -> tensor<?xbf16>

@@ -44,11 +44,11 @@
 // CHECK: return %[[IMG]], %[[TXT]]
 
 // The checkpoint's linear1 is split into linear1_qkv [D, 3, D] and
-// linear1_mlp [D, mlp], its linear2 into linear2_attn [D, D] and
-// linear2_mlp [mlp, D] whose products are summed (one bias).
+// linear1_mlp [mlp, D], its linear2 into linear2_attn [D, D] and
+// linear2_mlp [D, mlp] whose products are summed (one bias).
 // CHECK-LABEL: func.func private @flux_single_block
-// CHECK-SAME: (%[[X:.*]]: tensor<?x24x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<24x64x2x2xf32>, %[[W1QKV:[a-z0-9]+]]: tensor<256x3x256xf32>, %{{.*}}: tensor<3x256xf32>,
-// CHECK-SAME: %[[W1MLP:[a-z0-9]+]]: tensor<256x1024xf32>, %{{.*}}: tensor<1024xf32>, %[[W2ATTN:[a-z0-9]+]]: tensor<256x256xf32>, %[[W2MLP:[a-z0-9]+]]: tensor<1024x256xf32>, %[[B2:[a-z0-9]+]]: tensor<256xf32>
+// CHECK-SAME: (%[[X:.*]]: tensor<?x24x256xf32>, %{{.*}}: tensor<?x256xf32>, %{{.*}}: tensor<24x64x2x2xf32>, %[[W1QKV:[a-z0-9]+]]: tensor<3x256x256xf32>, %{{.*}}: tensor<3x256xf32>,
+// CHECK-SAME: %[[W1MLP:[a-z0-9]+]]: tensor<1024x256xf32>, %{{.*}}: tensor<1024xf32>, %[[W2ATTN:[a-z0-9]+]]: tensor<256x256xf32>, %[[W2MLP:[a-z0-9]+]]: tensor<256x1024xf32>, %[[B2:[a-z0-9]+]]: tensor<256xf32>
 // CHECK: %[[H:.*]] = sd.add {{.*}} {sd.name = "lin1_norm_hidden_states"} : tensor<?x24x256xf32>
 // CHECK: sd.dot_general %[[H]], %[[W1QKV]] {{.*}} -> tensor<?x24x3x256xf32>
 // CHECK: sd.reshape {{.*}} {sd.name = "query_proj"} : (tensor<?x24x1x256xf32>) -> tensor<?x24x256xf32>
@@ -69,16 +69,16 @@
 // CHECK-LABEL: func.func @loss
 // CHECK-SAME: sd.role = #sd.param<"img_in.weight", xavier_uniform>
 // CHECK-SAME: sd.role = #sd.param<"guidance_in.in_layer.weight", xavier_uniform>
-// CHECK-SAME: tensor<256x6x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"double_blocks.0.img_mod.lin.weight", xavier_uniform>}
-// CHECK-SAME: tensor<256x3x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, heads]>, sd.role = #sd.param<"double_blocks.0.img_attn.qkv.weight", xavier_uniform>}
+// CHECK-SAME: tensor<6x256x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"double_blocks.0.img_mod.lin.weight", xavier_uniform, stored[1536, 256]>}
+// CHECK-SAME: tensor<3x256x256xf32> {sd.logical_axes = #sd.logical_axes<[_, heads, embed]>, sd.role = #sd.param<"double_blocks.0.img_attn.qkv.weight", xavier_uniform, stored[768, 256]>}
 // CHECK-SAME: tensor<128xf32> {sd.logical_axes = #sd.logical_axes<[norm]>, sd.role = #sd.param<"double_blocks.0.txt_attn.norm.key_norm.scale", ones>}
-// CHECK-SAME: tensor<256x3x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, heads]>, sd.role = #sd.param<"single_blocks.1.linear1_qkv.weight", xavier_uniform>}
-// CHECK-SAME: tensor<256x1024xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"single_blocks.1.linear1_mlp.weight", xavier_uniform>}
-// CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"single_blocks.1.linear2_attn.weight", xavier_uniform>}
-// CHECK-SAME: tensor<1024x256xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"single_blocks.1.linear2_mlp.weight", xavier_uniform>}
+// CHECK-SAME: tensor<3x256x256xf32> {sd.logical_axes = #sd.logical_axes<[_, heads, embed]>, sd.role = #sd.param<"single_blocks.1.linear1_qkv.weight", xavier_uniform, stored[768, 256]>}
+// CHECK-SAME: tensor<1024x256xf32> {sd.logical_axes = #sd.logical_axes<[mlp, embed]>, sd.role = #sd.param<"single_blocks.1.linear1_mlp.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"single_blocks.1.linear2_attn.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256x1024xf32> {sd.logical_axes = #sd.logical_axes<[embed, mlp]>, sd.role = #sd.param<"single_blocks.1.linear2_mlp.weight", xavier_uniform>}
 // CHECK-SAME: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[embed]>, sd.role = #sd.param<"single_blocks.1.linear2.bias", zeros>}
-// CHECK-SAME: tensor<256x3x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"single_blocks.1.modulation.lin.weight", xavier_uniform>}
-// CHECK-SAME: sd.role = #sd.param<"final_layer.adaLN_modulation.1.weight", xavier_uniform>
+// CHECK-SAME: tensor<3x256x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"single_blocks.1.modulation.lin.weight", xavier_uniform, stored[768, 256]>}
+// CHECK-SAME: sd.role = #sd.param<"final_layer.adaLN_modulation.1.weight", xavier_uniform, stored[512, 256]>
 // CHECK-SAME: tensor<?x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
 // CHECK-SAME: tensor<?x768xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<context>}

@@ -24,7 +24,7 @@
 // CHECK: sd.reshape {{.*}} {sd.name = "attn_output"} : (tensor<?x4096x4x32xf32>) -> tensor<?x4096x128xf32>
 // CHECK: sd.add {{.*}} {sd.name = "self_attn"} : tensor<?x4096x128xf32>
 // Cross-attention: 4,096 queries against the 16 text tokens.
-// CHECK: sd.dot_general %[[CTX]], %{{.*}} batch = [] x [] contract = [2] x [0]
+// CHECK: sd.dot_general %[[CTX]], %{{.*}} batch = [] x [] contract = [2] x [1]
 // CHECK: sd.add {{.*}} {sd.name = "key_proj"} : tensor<?x16x128xf32>
 // CHECK: sd.attention {{.*}} : (tensor<?x4x4096x32xf32>, tensor<?x4x16x32xf32>, tensor<?x4x16x32xf32>) -> tensor<?x4x4096x32xf32>
 // CHECK: sd.add {{.*}} {sd.name = "cross_attn"} : tensor<?x4096x128xf32>
@@ -33,7 +33,7 @@
 // CHECK: sd.add {{.*}} {sd.name = "hidden_states"} : tensor<?x4096x128xf32>
 
 // CHECK-LABEL: func.func @loss
-// CHECK-SAME: tensor<64x128xf32> {sd.logical_axes = #sd.logical_axes<[_, embed]>, sd.role = #sd.param<"patch_embedding.weight", xavier_uniform>}
+// CHECK-SAME: tensor<128x64xf32> {sd.logical_axes = #sd.logical_axes<[embed, _]>, sd.role = #sd.param<"patch_embedding.weight", xavier_uniform, stored[128, 16, 1, 2, 2]>}
 // CHECK-SAME: tensor<?x16x32x32x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: tensor<?x16x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
 // CHECK-SAME: attributes {sd.default_batch = 1 : i64, sd.prediction_type = #sd.prediction<flow>}

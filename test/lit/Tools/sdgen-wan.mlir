@@ -34,7 +34,7 @@
 // Cross-attention: keys and values from the text, no RoPE.
 // CHECK: sd.layer_norm %{{.*}} scale %{{.*}} bias %{{.*}} : (tensor<?x32x256xf32>, tensor<256xf32>, tensor<256xf32>)
 // CHECK: sd.add {{.*}} {sd.name = "query_proj"} : tensor<?x32x256xf32>
-// CHECK: sd.dot_general %[[CTX]], %{{.*}} batch = [] x [] contract = [2] x [0]
+// CHECK: sd.dot_general %[[CTX]], %{{.*}} batch = [] x [] contract = [2] x [1]
 // CHECK: sd.add {{.*}} {sd.name = "key_proj"} : tensor<?x8x256xf32>
 // CHECK: sd.add {{.*}} {sd.name = "value_proj"} : tensor<?x8x256xf32>
 // CHECK-NOT: batch = [1, 3]
@@ -46,9 +46,9 @@
 // CHECK: return %[[OUT]]
 
 // CHECK-LABEL: func.func @loss
-// CHECK-SAME: sd.role = #sd.param<"patch_embedding.weight", xavier_uniform>
-// CHECK-SAME: tensor<256x6x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, _, _]>, sd.role = #sd.param<"time_projection.1.weight", xavier_uniform>}
-// CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>, sd.role = #sd.param<"blocks.0.self_attn.q.weight", xavier_uniform>}
+// CHECK-SAME: sd.role = #sd.param<"patch_embedding.weight", xavier_uniform, stored[256, 16, 1, 2, 2]>
+// CHECK-SAME: tensor<6x256x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"time_projection.1.weight", xavier_uniform, stored[1536, 256]>}
+// CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"blocks.0.self_attn.q.weight", xavier_uniform>}
 // CHECK-SAME: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[norm]>, sd.role = #sd.param<"blocks.0.self_attn.norm_q.weight", ones>}
 // CHECK-SAME: tensor<1x6x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"blocks.1.modulation", normal(0.0625)>}
 // CHECK-SAME: sd.role = #sd.param<"head.head.weight", zeros>

@@ -29,15 +29,16 @@
 // CHECK-NEXT: return 0;
 // CHECK-LABEL: //--- steps_0.cpp
 
-// The patch embedding's weight, sharded over fsdp (mesh axis 1) on its
-// output dimension, is gathered before its GEMM.
+// The patch embedding's weight [64, 16] (the conv's [64, 4, 2, 2]),
+// sharded over fsdp (mesh axis 1) on its output dimension, is gathered
+// before its GEMM.
 // CHECK: // %{{[0-9]+}} = sd.all_gather (dit_tiny.mlir:78)
 // CHECK-NEXT: static const SdCollective [[$PATCH_GATHER:coll[0-9]+]] = {
 // CHECK-NEXT: SD_ALL_GATHER, SD_F32, 2,
-// CHECK-NEXT: /*in_shape=*/{16, 32},
-// CHECK-NEXT: /*out_shape=*/{16, 64},
-// CHECK-NEXT: /*num_dim_axes=*/{0, 1},
-// CHECK-NEXT: /*dim_axes=*/{{[{][{]}}}, {1}},
+// CHECK-NEXT: /*in_shape=*/{32, 16},
+// CHECK-NEXT: /*out_shape=*/{64, 16},
+// CHECK-NEXT: /*num_dim_axes=*/{1, 0},
+// CHECK-NEXT: /*dim_axes=*/{{[{][{]}}1}, {}},
 // CHECK-NEXT: /*num_axes=*/0, /*axes=*/{},
 
 // The step: patchify, gather the weight, one GEMM (M = 2·256 patches,
@@ -45,11 +46,11 @@
 // CHECK: SD_STEPS int32_t sd_steps_0(const SdApi *api, SdDevice *dev, float *const *a, float **b, void **results) {
 // CHECK: // %{{[0-9]+}} = sd.transpose (dit_tiny.mlir:76) [{{k[0-9]+}} library]
 // CHECK: api->transpose(dev, b[{{[0-9]+}}], [[PATCHES:b\[[0-9]+\]]], 6, {{shape[0-9]+}}, {{shape[0-9]+}}, 4);
-// CHECK: api->trace_begin(dev, "all_gather fsdp 16x32 (dit_tiny.mlir:78)", "collective", 0, 2048);
+// CHECK: api->trace_begin(dev, "all_gather fsdp 32x16 (dit_tiny.mlir:78)", "collective", 0, 2048);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &[[$PATCH_GATHER]], a[0], [[W:b\[[0-9]+\]]])) return st;
 // CHECK: api->trace_begin(dev, "gemm 512x64x16 (dit_tiny.mlir:78)", "gemm", 1048576, 167936);
 // CHECK-NEXT: // batch=1 M=512 N=64 K=16
-// CHECK-NEXT: api->gemm(dev, 1, 0, 0, 512, 64, 16, [[PATCHES]], 16, 8192, [[W]], 64, 1024, 0.0f, b[{{[0-9]+}}], 64, 32768);
+// CHECK-NEXT: api->gemm(dev, 1, 0, 1, 512, 64, 16, [[PATCHES]], 16, 8192, [[W]], 16, 1024, 0.0f, b[{{[0-9]+}}], 64, 32768);
 // CHECK-NEXT: api->trace_end(dev);
 // CHECK-NEXT: api->release(dev, [[W]]);
 
@@ -59,8 +60,10 @@
 // CHECK: api->trace_begin(dev, "attention 2x4x256x16 (dit_tiny.mlir:43)", "kernel",
 // CHECK-NEXT: if (int32_t st = api->attention(dev, [[Q:b\[[0-9]+\]]], [[KEY:b\[[0-9]+\]]], [[V:b\[[0-9]+\]]], nullptr, 1, 1, b[{{[0-9]+}}], 2, 4, 256, 256, 16, 16, 2.50000000000000000e-01)) return st;
 
-// A GEMM whose rhs is stored [N, K]: trans_b, no copy.
-// CHECK: api->gemm(dev, 1, 0, 1, 512, 64, 32, b[{{[0-9]+}}], 32, 16384, b[{{[0-9]+}}], 32, 2048, 0.0f, b[{{[0-9]+}}], 64, 32768);
+// A Linear weight [out, in] is the forward's rhs stored [N, K] (trans_b,
+// above) and the input gradient's dY·W rhs stored [K, N]: no copy either
+// way.
+// CHECK: api->gemm(dev, 1, 0, 0, 512, 64, 32, b[{{[0-9]+}}], 32, 16384, b[{{[0-9]+}}], 64, 2048, 0.0f, b[{{[0-9]+}}], 64, 32768);
 
 // The second step function reads buffers the first left in the frame (the
 // patches).
@@ -80,9 +83,9 @@
 // CHECK: api->trace_begin(dev, "gemm 64x16x512 (dit_tiny.mlir:78)", "gemm", 1048576, 167936);
 // CHECK-NEXT: // batch=1 M=64 N=16 K=512
 // CHECK-NEXT: api->gemm(dev, 1, 1, 0, 64, 16, 512, b[{{[0-9]+}}], 64, 32768, [[PATCHES]], 16, 8192, 0.0f, [[DW:b\[[0-9]+\]]], 16, 1024);
-// CHECK: api->trace_begin(dev, "reduce_scatter fsdp 64x16 (dit_tiny.mlir:78)", "collective", 0, 2048);
+// CHECK: api->trace_begin(dev, "reduce_scatter fsdp 64x16 (dit_tiny.mlir:{{[0-9]+}})", "collective", 0, 2048);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &{{coll[0-9]+}}, [[DW]], [[SCATTERED:b\[[0-9]+\]]])) return st;
-// CHECK: api->trace_begin(dev, "all_reduce data 32x16 (dit_tiny.mlir:78)", "collective", 0, 2048);
+// CHECK: api->trace_begin(dev, "all_reduce data 32x16 (dit_tiny.mlir:{{[0-9]+}})", "collective", 0, 2048);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &{{coll[0-9]+}}, [[SCATTERED]], b[{{[0-9]+}}])) return st;
 
 // AdamW updates the patch weight (argument 0) and its two moments in
@@ -136,15 +139,19 @@
 // CHECK-NEXT:       out1[256 * j0 + j1] = [[S]];
 
 // The loss: the squared error accumulated in double and scaled by
-// 1 / 8192 (the local 2·32·32·4 elements).
-// CHECK-LABEL: //   %{{[0-9]+}} = sd.mse_loss (dit_tiny.mlir:144)
+// 1 / 8192 (the local 2·32·32·4 elements), reading the prediction's 4
+// channels of DiT's 8 (the slice fused into the reduction).
+// CHECK-LABEL: //   %{{[0-9]+}} = sd.mse_loss (dit_tiny.mlir:142)
 // CHECK-NEXT: SD_LOCAL void {{k[0-9]+}}(const float *in0, const float *in1, float *out) {
 // CHECK-NEXT:   double acc0 = 0.0;
-// CHECK-NEXT:   #pragma omp simd reduction(+:acc0)
-// CHECK-NEXT:   for (int64_t j0 = 0; j0 < 8192; ++j0) {
+// CHECK-NEXT:   for (int64_t j0 = 0; j0 < 2048; ++j0) {
+// CHECK-NEXT:     #pragma omp simd reduction(+:acc0)
+// CHECK-NEXT:     for (int64_t j1 = 0; j1 < 4; ++j1) {
+// CHECK-NEXT:       const float {{v[0-9]+}} = in0[8 * j0 + j1];
 // CHECK:       const float [[DIFF:v[0-9]+]] = {{v[0-9]+}} - {{v[0-9]+}};
 // CHECK-NEXT:       const float [[SQ:v[0-9]+]] = [[DIFF]] * [[DIFF]];
-// CHECK-NEXT:     acc0 += [[SQ]];
+// CHECK-NEXT:       acc0 += [[SQ]];
+// CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT:   out[0] = static_cast<float>(acc0 * 1.22070312500000000e-04);
 

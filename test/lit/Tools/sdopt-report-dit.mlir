@@ -5,8 +5,8 @@
 // RUN: sdopt %sd_src_root/models/dit_s2.mlir --mesh=data:2,fsdp:4 --stage=sharded --report | FileCheck %s --check-prefix=SHARDED
 
 // Parameters: 32.87M in 131 tensors; the per-device sum of each argument's
-// block (its global shape divided by its sharding, e.g. a 384x1536 weight
-// [{}, {"fsdp"}] → 384x384) is 8,262,080 elements = 33,048,320 B (summed
+// block (its global shape divided by its sharding, e.g. a 1536x384 weight
+// [{}, {"fsdp"}] → 1536x96) is 8,262,080 elements = 33,048,320 B (summed
 // independently over the arguments of `sdopt --mesh=data:2,fsdp:4`).
 // Inputs: the batch split 8 ways: latents and noise 1x32x32x4 f32 (16384 B
 // each), timestep 1 (4 B), labels 1x1001 (4004 B) = 36,776 B.
@@ -17,7 +17,7 @@
 // learn_sigma half of the final projection, computed and not used).
 // CHECK-LABEL: sd report: @loss, mesh @mesh data:2,fsdp:4 (8 devices)
 // CHECK-NEXT:  program: global (not partitioned)
-// CHECK:       852 of 852 values and 325 ops with FLOPs have none and count whole
+// CHECK:       850 of 850 values and 325 ops with FLOPs have none and count whole
 // CHECK-NEXT:  calls: @dit_block x12 (each costed through its callee, once per call)
 // CHECK:       parameters 33.0 MB 131 tensors, 8,262,080 elements
 // CHECK-NEXT:  inputs 36.8 kB 4 tensors

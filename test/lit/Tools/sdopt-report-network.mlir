@@ -21,17 +21,17 @@
 
 // FLAT: communication time per mesh axes (predicted: ICI 1.0 GB/s per device, 0.0 µs; DCN 1.0 GB/s per process, 0.0 µs)
 // FLAT-NEXT: mesh axes           link         N   bytes sent   predicted
-// FLAT-NEXT: fsdp                ICI          2     740.0 kB   740.0 µs
-// FLAT-NEXT: data                DCN          2     421.9 kB   843.8 µs
+// FLAT-NEXT: fsdp                ICI          2     805.5 kB   805.5 µs
+// FLAT-NEXT: data                DCN          2     487.4 kB   974.8 µs
 // FLAT-NEXT: data,fsdp           ICI+DCN      4     207.6 kB   345.9 µs
-// FLAT-NEXT: total                                    1.4 MB     1.93 ms
+// FLAT-NEXT: total                                    1.5 MB     2.13 ms
 
 // DEFAULT: (predicted: ICI 10.0 GB/s per device, 1.0 µs; DCN 3.1 GB/s per process, 25.0 µs)
-// DEFAULT: data                DCN          2     421.9 kB     1.32 ms
+// DEFAULT: data                DCN          2     487.4 kB     1.46 ms
 
 // The exact figures: bytes over the rate (bytes per second).
-// JSON: fsdp ICI 2 739984 0.000739984
-// JSON-NEXT: data DCN 2 421888 0.000843776
+// JSON: fsdp ICI 2 805520 0.000805520
+// JSON-NEXT: data DCN 2 487424 0.000974848
 // JSON-NEXT: data,fsdp ICI+DCN 4 207558 0.000345930
 // JSON-NEXT: {'dcn_bytes_per_second': 1000000000, 'dcn_latency_seconds': 0, 'ici_bytes_per_second': 1000000000, 'ici_latency_seconds': 0}
 

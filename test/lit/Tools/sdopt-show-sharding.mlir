@@ -68,20 +68,15 @@
 // RANK4-NEXT:  | 0 |
 // RANK4-COUNT-7: +---+
 
-// A DiT weight, logical axes [embed, mlp]: the dit rules split embed over
-// fsdp; mlp would go to tensor, which this mesh lacks. Each fsdp block is
-// held by its two data replicas.
-// DIT-LABEL: blocks.0.mlp.fc1.weight: tensor<384x1536xf32> #sd.sharding<@mesh, [{"fsdp"}, {}]>
-// DIT-NEXT:  rows: dimension 0 (384): 4 blocks of 96 over fsdp
-// DIT-NEXT:  columns: dimension 1 (1536): whole
-// DIT-NEXT:  +-----+
-// DIT-NEXT:  | 0,4 |
-// DIT-NEXT:  +-----+
-// DIT-NEXT:  | 1,5 |
-// DIT-NEXT:  +-----+
-// DIT-NEXT:  | 2,6 |
-// DIT-NEXT:  +-----+
-// DIT-NEXT:  | 3,7 |
+// A DiT weight, logical axes [mlp, embed] (PyTorch's [out, in]): the dit
+// rules split embed over fsdp; mlp would go to tensor, which this mesh
+// lacks. Each fsdp block is held by its two data replicas.
+// DIT-LABEL: blocks.0.mlp.fc1.weight: tensor<1536x384xf32> #sd.sharding<@mesh, [{}, {"fsdp"}]>
+// DIT-NEXT:  rows: dimension 0 (1536): whole
+// DIT-NEXT:  columns: dimension 1 (384): 4 blocks of 96 over fsdp
+// DIT-NEXT:  +-----+-----+-----+-----+
+// DIT-NEXT:  | 0,4 | 1,5 | 2,6 | 3,7 |
+// DIT-NEXT:  +-----+-----+-----+-----+
 
 // A name the inlined blocks share: the first, and how many there are.
 // MANY-LABEL: query_proj: tensor<8x256x384xf32> {{.*}} (8 devices), the first of 12 values named so
