@@ -320,6 +320,20 @@ func.func @param_empty_name(%w: tensor<4xf32> {sd.role = #sd.param<"", zeros>}) 
 
 // -----
 
+// expected-error @+1 {{stored shape of parameter "w" has a negative size}}
+func.func @param_stored_negative(%w: tensor<4xf32> {sd.role = #sd.param<"w", zeros, stored[-4]>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{stored shape [192, 32] of argument #0 ("qkv") has 6144 elements but its type 'tensor<3x64x64xf32>' has 12288}}
+func.func @param_stored_count(%w: tensor<3x64x64xf32> {sd.role = #sd.param<"qkv", zeros, stored[192, 32]>}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{parameter name "blocks.0.w" is used by argument #0 and argument #2}}
 func.func @param_duplicate_name(
     %a: tensor<4xf32> {sd.role = #sd.param<"blocks.0.w", zeros>},
