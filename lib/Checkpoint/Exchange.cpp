@@ -62,6 +62,11 @@ openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
         import.missing.push_back(arg.name);
       continue;
     }
+    if (!isFloatingDtype(tensor->dtype))
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": tensor '", arg.parameter, "' is ",
+                       tensor->dtype, "; parameters are read from F32, F16, "
+                       "BF16 or F64"));
     // The reference layout, or sd's view of it (the same elements in the
     // same order).
     const std::vector<int64_t> &stored =

@@ -551,8 +551,14 @@ std::vector<SettingRow> sampleFlagRows() {
           .row,
       flag("output", kSdsample, &F::output, G::Sample,
            "Write the samples [n, H, W, C] and labels [n] as "
-           "safetensors")
+           "safetensors (with --predict: the output `out`)")
           .value("file.safetensors")
+          .row,
+      flag("predict", kSdsample, &F::predict, G::Sample,
+           "Instead of sampling, run the model's @forward once on these "
+           "inputs, named and laid out as the reference's forward() takes "
+           "them (DiT: x [B, C, H, W], t [B] in [0, 1000), y [B] I64)")
+          .value("inputs.safetensors")
           .row,
   };
 }

@@ -50,5 +50,6 @@ absl::Status mlir::sd::setSamplingOptions(const ::sd::RunSpec &spec,
   options.gridPath = flags.grid.value_or("");
   options.gridZoom = flags.gridScale.value_or(0);
   options.outputPath = flags.output.value_or("");
+  options.predictPath = flags.predict.value_or("");
   return absl::OkStatus();
 }

@@ -74,6 +74,7 @@ mlir::sd::readWeightsFile(const std::string &path) {
   source.description = path;
   for (ckpt::SafetensorsTensor &tensor : file->tensors) {
     source.shapes[tensor.name] = tensor.shape;
+    source.dtypes[tensor.name] = tensor.dtype;
     source.tensors[tensor.name] = std::move(tensor.values);
   }
   return source;
@@ -161,6 +162,11 @@ absl::StatusOr<std::map<std::string, std::vector<float>>> selectWeightsOf(
           source.description + " has no tensor '" + key + "'" +
           (usedEma ? " (the EMA weights of parameter '" + name + "')"
                    : " (a parameter of the model)"));
+    if (auto dtype = source.dtypes.find(key);
+        dtype != source.dtypes.end() && !ckpt::isFloatingDtype(dtype->second))
+      return absl::InvalidArgumentError(
+          source.description + ": tensor '" + key + "' is " + dtype->second +
+          "; weights are read from F32, F16, BF16 or F64");
     // The reference layout, or sd's view of it (same elements, same order).
     const std::vector<int64_t> &given = source.shapes.at(key);
     if (given != shape && given != stored)
@@ -569,8 +575,22 @@ absl::Status SampleRun::writeOutputs() {
 
 } // namespace
 
+absl::StatusOr<std::map<std::string, std::vector<float>>>
+mlir::sd::selectModelWeights(ModuleOp module, const WeightSource &source,
+                             std::optional<bool> ema, bool &usedEma) {
+  FailureOr<std::vector<ParameterShape>> params = denoiseParameters(module);
+  if (failed(params))
+    return absl::InvalidArgumentError("could not read @denoise's parameters");
+  return selectWeightsOf(source, *params, ema, usedEma);
+}
+
 absl::Status mlir::sd::runSampling(ModuleOp module,
                                    const SampleOptions &options) {
+  if (!options.predictPath.empty()) {
+    absl::Status status = runPrediction(module, options);
+    outs().flush();
+    return status;
+  }
   SampleRun run(module, options);
   absl::Status status = run.run();
   outs().flush();

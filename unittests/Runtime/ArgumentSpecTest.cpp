@@ -80,10 +80,12 @@ std::vector<float> whole(const ArgumentSpec &arg, uint64_t seed) {
                              ref::DType::F32);
     break;
   case InitKind::XavierUniform: {
+    // fan_in the last dimension (a Linear weight [out, in]), fan_out the
+    // others.
     double fanOut = 1;
-    for (size_t d = 1; d < arg.globalShape.size(); ++d)
+    for (size_t d = 0; d + 1 < arg.globalShape.size(); ++d)
       fanOut *= arg.globalShape[d];
-    double bound = std::sqrt(6.0 / (arg.globalShape[0] + fanOut));
+    double bound = std::sqrt(6.0 / (arg.globalShape.back() + fanOut));
     tensor = ref::rngUniform(arg.globalShape, stream, -bound, bound,
                              ref::DType::F32);
     break;

@@ -9,7 +9,8 @@
 // padded with spaces to a multiple of 8, then the tensors' bytes (row-major,
 // little-endian; offsets relative to the end of the header) back to back.
 // sd writes F32 (and, for --export-dtype=bfloat16, BF16) and reads F32,
-// F16, BF16 and F64, converted to f32.
+// F16, BF16 and F64, converted to f32, and I64 (class labels: exact below
+// 2^24), which parameters may not be (isFloatingDtype).
 //
 // No MLIR here (sd's checkpoint library is used by the MLIR-free runtime side).
 //
@@ -65,10 +66,16 @@ writeSafetensors(const std::string &path,
                  const std::map<std::string, std::string> &metadata,
                  const std::function<void()> &halfWritten = nullptr);
 
+/// Whether a dtype of the file holds real numbers (F32, F16, BF16, F64):
+/// what parameters and activations are read from.
+inline bool isFloatingDtype(std::string_view dtype) {
+  return dtype == "F32" || dtype == "F16" || dtype == "BF16" || dtype == "F64";
+}
+
 /// A tensor read from a file, converted to f32.
 struct SafetensorsTensor {
   std::string name;
-  /// The dtype in the file: "F32", "F16", "BF16" or "F64".
+  /// The dtype in the file: "F32", "F16", "BF16", "F64" or "I64".
   std::string dtype;
   std::vector<int64_t> shape;
   std::vector<float> values;

@@ -98,7 +98,8 @@ struct RunSpecFlags {
   // sdsample's sampling: the sampler, its steps and guidance, what the
   // model predicts, the weights (--weights, or --checkpoint-dir above) and
   // the outputs.
-  std::optional<std::string> sampler, predictionType, weights, grid, output;
+  std::optional<std::string> sampler, predictionType, weights, grid, output,
+      predict;
   std::optional<int64_t> numInferenceSteps, samplesPerClass, gridScale;
   std::optional<double> guidanceScale;
   std::optional<bool> ema, noEma, clipX0;

@@ -128,6 +128,8 @@ struct WeightSource {
   /// Tensors by name (checkpoints: every argument, "ema NAME" included).
   std::map<std::string, std::vector<float>> tensors;
   std::map<std::string, std::vector<int64_t>> shapes;
+  /// A safetensors file's dtype of each tensor (checkpoints: none).
+  std::map<std::string, std::string> dtypes;
 };
 absl::StatusOr<WeightSource> readWeightsFile(const std::string &path);
 absl::StatusOr<WeightSource> readLatestCheckpoint(const std::string &dir);
@@ -163,6 +165,9 @@ struct SampleOptions {
   std::vector<int64_t> classes;
   /// Outputs ("" for none); `gridZoom` 0 for defaultZoom.
   std::string gridPath, outputPath;
+  /// --predict: the inputs of one call of the model's @forward (see
+  /// runPrediction) instead of sampling; "" to sample.
+  std::string predictPath;
   int64_t gridZoom = 0;
 };
 
@@ -192,6 +197,21 @@ modelPrediction(ModuleOp module);
 /// prints after `sdsample: error: `, or as a reportedFailure
 /// (sd/Driver/TrainRun.h) when the compiler has printed a diagnostic.
 absl::Status runSampling(ModuleOp module, const SampleOptions &options);
+
+/// sdsample --predict: one call of the model's @forward (@denoise when it
+/// has none) on a mesh, on the inputs of `options.predictPath` named and
+/// laid out as the reference's forward() takes them (DiT: x [B, C, H, W],
+/// t [B] in [0, 1000), y [B] I64 labels), writing its output `out` in the
+/// reference's layout ([B, C', H, W]) to `options.outputPath`. The weights,
+/// the inputs and the options are checked before anything compiles; errors
+/// come back as runSampling's.
+absl::Status runPrediction(ModuleOp module, const SampleOptions &options);
+
+/// The weights of the module's @denoise parameters from `source` (as
+/// selectWeights does for a built program), before anything compiles.
+absl::StatusOr<std::map<std::string, std::vector<float>>>
+selectModelWeights(ModuleOp module, const WeightSource &source,
+                   std::optional<bool> ema, bool &usedEma);
 
 /// Parses `options.modelPath` and runs runSampling on it.
 absl::Status sampleModelFile(const SampleOptions &options);
