@@ -44,9 +44,6 @@ from torch import nn
 
 import safetensors_tool
 
-# safetensors_tool.read() sizes tensors by dtype; the labels are I64.
-safetensors_tool.SIZES.setdefault("I64", 8)
-
 WEIGHTS = "diffusion_pytorch_model"
 NUMPY_TYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I64": "<i8"}
 CONFIG_KEYS = ("input_size", "patch_size", "in_channels", "hidden_size",

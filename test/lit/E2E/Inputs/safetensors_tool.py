@@ -11,7 +11,7 @@ import json
 import struct
 import sys
 
-SIZES = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}
+SIZES = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8, "I64": 8}
 
 
 def read(path):
