@@ -564,8 +564,13 @@ TEST_P(OpenMPTrainStepTest, DitTinyOffload) {
 /// steps into each gradient. Measured on one device: the loss within
 /// 1.4e-6; the moments (0.1·g, 0.001·g² after one step) within 0.4% of
 /// their largest magnitude; parameters that start at zero (whose first
-/// update is about lr·sign(g)) within 0.21%. The bound is 2^-7 of each
-/// result's largest magnitude, as for single ops.
+/// update is about lr·sign(g)) within 0.21%. On meshes that split the batch
+/// over fsdp, activation gradients (of the conditioning, the modulations)
+/// are partial sums reduce-scattered in bf16: each device's share is
+/// rounded before the sum, where the global program rounds the sum once,
+/// which adds up to a bf16 step per device; measured 0.98% (the qkv
+/// weight's second moment on fsdp:2). The bound is 2^-6 of each result's
+/// largest magnitude.
 TEST_P(OpenMPTrainStepTest, DitTinyBF16) {
   std::string source =
       ditTinySource([&](llvm::StringRef s) { return parse(s); });
@@ -573,7 +578,7 @@ TEST_P(OpenMPTrainStepTest, DitTinyBF16) {
   train = mlir::sd::TrainingOptions();
   bf16 = true;
   std::string program =
-      checkOpenMP(source, "loss", 8, GetParam(), /*tolerance=*/0x1p-7);
+      checkOpenMP(source, "loss", 8, GetParam(), /*tolerance=*/0x1p-6);
   EXPECT_NE(program.find("api->gemm_bf16"), std::string::npos);
 }
 
