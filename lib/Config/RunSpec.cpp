@@ -500,6 +500,7 @@ absl::Status Resolver::resolveOutputs() {
   run.checkpointDir = flags.checkpointDir.value_or("");
   run.resume = flags.resume.value_or(false);
   run.initFrom = flags.initFrom.value_or("");
+  run.allowMissing = flags.allowMissing.value_or(false);
   run.exportPath = flags.exportPath.value_or("");
   run.exportEmaPath = flags.exportEmaPath.value_or("");
   if (flags.exportDtype) {
@@ -675,6 +676,9 @@ absl::Status Resolver::checkRunFlags() {
     return invalid("--resume needs --checkpoint-dir");
   if (run.resume && !run.initFrom.empty())
     return invalid("give --resume or --init-from, not both");
+  if (run.allowMissing && run.initFrom.empty())
+    return invalid("--allow-missing applies to --init-from's file; give "
+                   "--init-from=FILE.safetensors");
   return absl::OkStatus();
 }
 

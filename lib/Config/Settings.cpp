@@ -484,6 +484,10 @@ std::vector<SettingRow> runFlagRows() {
            "Load the parameters by name from a safetensors file")
           .value("file.safetensors")
           .row,
+      flag("allow-missing", kSdrun, &F::allowMissing, G::Run,
+           "With --init-from: parameters the file lacks keep their seeded "
+           "values (default: an error naming them)")
+          .row,
       flag("export-ema", kSdrun, &F::exportEmaPath, G::Run,
            "Write the EMA parameters (ema_decay) to a safetensors file, "
            "under the parameters' names")

@@ -4,10 +4,17 @@
 
 namespace mlir::sd::train {
 
-/// What --init-from's file gave: a line, and warnings for what it lacks or
-/// has beyond the model.
-static void reportImport(const ckpt::ParameterImport &import) {
+/// What --init-from's file gave: a line, and warnings for what it lacks
+/// (with --allow-missing; an error otherwise) or has beyond the model.
+static absl::Status reportImport(const ckpt::ParameterImport &import,
+                                 bool allowMissing) {
   const std::string &path = import.reader->path();
+  if (!import.missing.empty() && !allowMissing)
+    return absl::InvalidArgumentError(
+        path + " has no tensor for " +
+        count(import.missing.size(), "parameter") + " of the model: " +
+        llvm::join(import.missing, ", ") +
+        " (--allow-missing starts them from their seeded values)");
   outs() << "initialized " << count(import.loaded, "parameter") << " from "
          << path << "\n";
   if (!import.missing.empty())
@@ -18,6 +25,7 @@ static void reportImport(const ckpt::ParameterImport &import) {
   if (!import.unused.empty())
     warn(Twine(path) + " has " + count(import.unused.size(), "tensor") +
          " the model does not have: " + llvm::join(import.unused, ", "));
+  return absl::OkStatus();
 }
 
 absl::Status TrainRun::restore() {
@@ -50,7 +58,10 @@ absl::Status TrainRun::restore() {
       if (!file.ok())
         return file.status();
       initFrom = std::move(*file);
-      reportImport(*initFrom);
+      if (absl::Status status =
+              reportImport(*initFrom, options.allowMissing);
+          !status.ok())
+        return status;
     }
     // Each block drawn alone from the counter-based generator, or read from
     // --init-from's file.

@@ -85,7 +85,7 @@ struct RunSpecFlags {
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
       exportPath, exportEmaPath, exportDtype, tracePath, metricsPath, cacheDir,
       deviceMemory, hostMemory, hostMemoryLimit;
-  std::optional<bool> resume, verify, allowNonfiniteLoss;
+  std::optional<bool> resume, verify, allowNonfiniteLoss, allowMissing;
   /// The network the cost model prices collectives on (sd/Sharding/
   /// Network.h): bandwidths and latencies as the flags give them.
   std::optional<std::string> iciBandwidth, dcnBandwidth, iciLatency, dcnLatency;
@@ -247,6 +247,9 @@ struct RunSettings {
   std::string checkpointDir;
   bool resume = false;
   std::string initFrom, exportPath;
+  /// --allow-missing: parameters --init-from's file lacks keep their
+  /// seeded values (otherwise an error naming them).
+  bool allowMissing = false;
   /// --export-ema: the EMA parameters, under the parameters' names.
   std::string exportEmaPath;
   /// --export-dtype: what --export and --export-ema store (unset: the

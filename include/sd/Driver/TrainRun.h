@@ -75,6 +75,9 @@ struct TrainRunOptions {
   int64_t checkpointEvery = 0;
   bool resume = false;
   std::string initFrom;
+  /// Parameters --init-from's file lacks keep their seeded values instead
+  /// of failing the run.
+  bool allowMissing = false;
   std::string exportPath;
   /// The EMA parameters (the step's ema states) under the parameters'
   /// names.
