@@ -6,7 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <cmath>
 #include <fcntl.h>
 #include <set>
@@ -36,32 +40,106 @@ checkLayoutOf(const std::string &path,
   return absl::OkStatus();
 }
 
+/// The shards of the diffusers index at `path` ({"weight_map": {tensor:
+/// file}}), opened, each holding the tensors the map gives it.
+static absl::StatusOr<std::vector<std::unique_ptr<SafetensorsReader>>>
+openShards(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in)
+    return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text.str());
+  if (!parsed) {
+    std::string message = llvm::toString(parsed.takeError());
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not JSON: ", message));
+  }
+  const llvm::json::Object *root = parsed->getAsObject();
+  const llvm::json::Object *map =
+      root ? root->getObject("weight_map") : nullptr;
+  if (!map)
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " has no \"weight_map\" object (a sharded checkpoint's index "
+              "maps each tensor to its file)"));
+  // Shard files in the order they first appear, each with its tensors.
+  std::vector<std::string> files;
+  std::map<std::string, std::vector<std::string>> namesOf;
+  for (const auto &[name, value] : *map) {
+    std::optional<llvm::StringRef> file = value.getAsString();
+    if (!file || file->empty() || file->contains('/') || *file == "..")
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": weight_map entry '", name.str(),
+          "' must name a file beside the index"));
+    auto [it, inserted] = namesOf.try_emplace(file->str());
+    if (inserted)
+      files.push_back(file->str());
+    it->second.push_back(name.str());
+  }
+  std::sort(files.begin(), files.end());
+  std::string dir = path.substr(0, path.find_last_of('/') + 1);
+  std::vector<std::unique_ptr<SafetensorsReader>> readers;
+  for (const std::string &file : files) {
+    absl::StatusOr<std::unique_ptr<SafetensorsReader>> reader =
+        SafetensorsReader::open(dir + file);
+    if (!reader.ok())
+      return reader.status();
+    for (const std::string &name : namesOf[file])
+      if (!(*reader)->find(name))
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, " maps tensor '", name, "' to ", file,
+                         ", which does not hold it"));
+    readers.push_back(std::move(*reader));
+  }
+  return readers;
+}
+
 absl::StatusOr<ParameterImport>
 openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
-  absl::StatusOr<std::unique_ptr<SafetensorsReader>> reader =
-      SafetensorsReader::open(path);
-  if (!reader.ok())
-    return reader.status();
-  if (absl::Status status = checkLayoutOf(path, (*reader)->metadata());
-      !status.ok())
-    return status;
   ParameterImport import;
+  import.path = path;
+  if (llvm::StringRef(path).ends_with(".index.json")) {
+    absl::StatusOr<std::vector<std::unique_ptr<SafetensorsReader>>> shards =
+        openShards(path);
+    if (!shards.ok())
+      return shards.status();
+    import.readers = std::move(*shards);
+  } else {
+    absl::StatusOr<std::unique_ptr<SafetensorsReader>> reader =
+        SafetensorsReader::open(path);
+    if (!reader.ok())
+      return reader.status();
+    import.readers.push_back(std::move(*reader));
+  }
+  // Each tensor by name, from the reader that holds it.
+  std::map<std::string, std::pair<const SafetensorsTensor *,
+                                  const SafetensorsReader *>>
+      byName;
+  for (const std::unique_ptr<SafetensorsReader> &reader : import.readers) {
+    if (absl::Status status = checkLayoutOf(reader->path(), reader->metadata());
+        !status.ok())
+      return status;
+    for (const SafetensorsTensor &tensor : reader->tensors())
+      byName.try_emplace(tensor.name, &tensor, reader.get());
+  }
   import.tensors.assign(spec.arguments.size(), nullptr);
+  import.tensorReaders.assign(spec.arguments.size(), nullptr);
   std::set<std::string> unused;
-  for (const SafetensorsTensor &tensor : (*reader)->tensors())
-    unused.insert(tensor.name);
+  for (const auto &[name, found] : byName)
+    unused.insert(name);
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     const rt::ArgumentSpec &arg = spec.arguments[i];
     bool ema = arg.kind == rt::ArgumentKind::OptimizerState &&
                arg.moment == rt::MomentKind::Ema;
     if (arg.kind != rt::ArgumentKind::Parameter && !ema)
       continue;
-    const SafetensorsTensor *tensor = (*reader)->find(arg.parameter);
-    if (!tensor) {
+    auto found = byName.find(arg.parameter);
+    if (found == byName.end()) {
       if (!ema)
         import.missing.push_back(arg.name);
       continue;
     }
+    const SafetensorsTensor *tensor = found->second.first;
     if (!isFloatingDtype(tensor->dtype))
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": tensor '", arg.parameter, "' is ",
@@ -77,6 +155,7 @@ openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
                        formatShape(tensor->shape), ", but the model's is ",
                        formatShape(stored)));
     import.tensors[i] = tensor;
+    import.tensorReaders[i] = found->second.second;
     unused.erase(arg.parameter);
     import.loaded += !ema;
   }
@@ -86,21 +165,21 @@ openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
         import.missing.empty() ? std::string() : import.missing.front(),
         "'); tensors are matched by name"));
   import.unused.assign(unused.begin(), unused.end());
-  import.reader = std::move(*reader);
   return import;
 }
 
-absl::Status readImportedBlock(const ParameterImport &import,
-                               const SafetensorsTensor &tensor,
+absl::Status readImportedBlock(const ParameterImport &import, size_t index,
                                const rt::ArgumentSpec &arg,
                                const std::vector<int64_t> &offsets,
                                float *out) {
+  const SafetensorsTensor &tensor = *import.tensors[index];
+  const SafetensorsReader &reader = *import.tensorReaders[index];
   // The file's tensor viewed as the argument's global shape (the import
   // matched the element counts).
   SafetensorsTensor view = tensor;
   view.shape = arg.globalShape;
   if (absl::Status status =
-          import.reader->readBlock(view, offsets, arg.localShape, out);
+          reader.readBlock(view, offsets, arg.localShape, out);
       !status.ok())
     return status;
   int64_t elements = rt::numElements(arg.localShape);
@@ -116,7 +195,7 @@ absl::Status readImportedBlock(const ParameterImport &import,
     global = global * arg.globalShape[d] + index;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(import.reader->path(), ": tensor '", tensor.name, "' holds ",
+      absl::StrCat(reader.path(), ": tensor '", tensor.name, "' holds ",
                    *bad, " at element ", global, "; weights must be finite"));
 }
 

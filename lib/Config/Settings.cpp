@@ -481,7 +481,8 @@ std::vector<SettingRow> runFlagRows() {
            "--checkpoint-dir (on any mesh)")
           .row,
       flag("init-from", kSdrun, &F::initFrom, G::Run,
-           "Load the parameters by name from a safetensors file")
+           "Load the parameters by name from a safetensors file, or a "
+           "sharded one's *.safetensors.index.json")
           .value("file.safetensors")
           .row,
       flag("allow-missing", kSdrun, &F::allowMissing, G::Run,

@@ -8,7 +8,7 @@ namespace mlir::sd::train {
 /// (with --allow-missing; an error otherwise) or has beyond the model.
 static absl::Status reportImport(const ckpt::ParameterImport &import,
                                  bool allowMissing) {
-  const std::string &path = import.reader->path();
+  const std::string &path = import.path;
   if (!import.missing.empty() && !allowMissing)
     return absl::InvalidArgumentError(
         path + " has no tensor for " +
@@ -70,7 +70,7 @@ absl::Status TrainRun::restore() {
       float *out = block.f32();
       std::vector<int64_t> offsets = arg.blockOffsets(coords);
       if (initFrom && initFrom->tensors[i])
-        return ckpt::readImportedBlock(*initFrom, *initFrom->tensors[i], arg,
+        return ckpt::readImportedBlock(*initFrom, static_cast<size_t>(i), arg,
                                        offsets, out);
       rt::initialBlock(arg, seed, offsets, out);
       return absl::OkStatus();

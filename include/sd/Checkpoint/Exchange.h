@@ -42,26 +42,35 @@ absl::Status checkLayoutOf(const std::string &path,
                            const std::map<std::string, std::string> &metadata);
 
 struct ParameterImport {
-  std::unique_ptr<SafetensorsReader> reader;
-  /// Per argument of the step, the file's tensor or null.
+  /// What was opened: a safetensors file, or a sharded checkpoint's
+  /// `*.safetensors.index.json` (diffusers' form).
+  std::string path;
+  /// The file, or the index's shards in the order they are named.
+  std::vector<std::unique_ptr<SafetensorsReader>> readers;
+  /// Per argument of the step, the file's tensor or null, and the reader
+  /// that holds it.
   std::vector<const SafetensorsTensor *> tensors;
+  std::vector<const SafetensorsReader *> tensorReaders;
   /// Parameters loaded, and those the file lacks (which keep their
   /// seeded values); the file's tensors the step does not have.
   int64_t loaded = 0;
   std::vector<std::string> missing, unused;
 };
 
-/// Opens `path` and matches it against `spec`. InvalidArgument naming the
-/// tensor and both shapes when a shape differs, or when the file has none
-/// of the parameters; the reader's errors for the file itself.
+/// Opens `path` and matches it against `spec`: a safetensors file, or a
+/// `*.safetensors.index.json` whose `weight_map` names each tensor's shard
+/// (files beside it), each shard's tensors checked against the map.
+/// InvalidArgument naming the tensor and both shapes when a shape differs,
+/// or when the file has none of the parameters; the reader's errors for
+/// the file itself, and the index's (malformed, a shard missing or not
+/// holding what the map says) naming it.
 absl::StatusOr<ParameterImport>
 openParameterImport(const std::string &path, const rt::ProgramSpec &spec);
 
-/// Reads argument `arg`'s block at `offsets` from `tensor` of `import`; a
-/// NaN or infinite weight (which would train silently to a NaN loss) is
-/// InvalidArgument naming the tensor and its global element.
-absl::Status readImportedBlock(const ParameterImport &import,
-                               const SafetensorsTensor &tensor,
+/// Reads argument `index` (`arg`)'s block at `offsets` from its tensor in
+/// `import`; a NaN or infinite weight (which would train silently to a NaN
+/// loss) is InvalidArgument naming the tensor and its global element.
+absl::Status readImportedBlock(const ParameterImport &import, size_t index,
                                const rt::ArgumentSpec &arg,
                                const std::vector<int64_t> &offsets, float *out);
 
