@@ -9,19 +9,18 @@
 #include "llvm/Support/JSON.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <cmath>
 #include <fcntl.h>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <sys/file.h>
 #include <unistd.h>
 
 namespace sd::ckpt {
 
-absl::Status
-checkLayoutOf(const std::string &path,
-              const std::map<std::string, std::string> &metadata) {
+absl::Status checkLayoutOf(const std::string &path,
+                           const std::map<std::string, std::string> &metadata) {
   if (!metadata.count("model") || !metadata.count("step"))
     return absl::OkStatus();
   auto layout = metadata.find(kLayoutKey);
@@ -34,9 +33,8 @@ checkLayoutOf(const std::string &path,
         "each Linear weight"));
   if (layout->second != kLayoutReference)
     return absl::InvalidArgumentError(absl::StrCat(
-        path, " has an unknown weight layout '", layout->second,
-        "' (metadata ", kLayoutKey, "); this sd reads '", kLayoutReference,
-        "'"));
+        path, " has an unknown weight layout '", layout->second, "' (metadata ",
+        kLayoutKey, "); this sd reads '", kLayoutReference, "'"));
   return absl::OkStatus();
 }
 
@@ -68,9 +66,9 @@ openShards(const std::string &path) {
   for (const auto &[name, value] : *map) {
     std::optional<llvm::StringRef> file = value.getAsString();
     if (!file || file->empty() || file->contains('/') || *file == "..")
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": weight_map entry '", name.str(),
-          "' must name a file beside the index"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": weight_map entry '", name.str(),
+                       "' must name a file beside the index"));
     auto [it, inserted] = namesOf.try_emplace(file->str());
     if (inserted)
       files.push_back(file->str());
@@ -112,8 +110,8 @@ openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
     import.readers.push_back(std::move(*reader));
   }
   // Each tensor by name, from the reader that holds it.
-  std::map<std::string, std::pair<const SafetensorsTensor *,
-                                  const SafetensorsReader *>>
+  std::map<std::string,
+           std::pair<const SafetensorsTensor *, const SafetensorsReader *>>
       byName;
   for (const std::unique_ptr<SafetensorsReader> &reader : import.readers) {
     if (absl::Status status = checkLayoutOf(reader->path(), reader->metadata());
@@ -141,10 +139,10 @@ openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
     }
     const SafetensorsTensor *tensor = found->second.first;
     if (!isFloatingDtype(tensor->dtype))
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": tensor '", arg.parameter, "' is ",
-                       tensor->dtype, "; parameters are read from F32, F16, "
-                       "BF16 or F64"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": tensor '", arg.parameter, "' is ", tensor->dtype,
+          "; parameters are read from F32, F16, "
+          "BF16 or F64"));
     // The reference layout, or sd's view of it (the same elements in the
     // same order).
     const std::vector<int64_t> &stored =
@@ -195,8 +193,8 @@ absl::Status readImportedBlock(const ParameterImport &import, size_t index,
     global = global * arg.globalShape[d] + index;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(reader.path(), ": tensor '", tensor.name, "' holds ",
-                   *bad, " at element ", global, "; weights must be finite"));
+      absl::StrCat(reader.path(), ": tensor '", tensor.name, "' holds ", *bad,
+                   " at element ", global, "; weights must be finite"));
 }
 
 absl::Status
@@ -215,10 +213,9 @@ exportParameters(rt::TrainingSession &session, const std::string &path,
             : arg.kind != rt::ArgumentKind::Parameter)
       continue;
     selected.push_back(i);
-    entries.push_back({arg.parameter,
-                       arg.storedShape.empty() ? arg.globalShape
-                                               : arg.storedShape,
-                       bf16});
+    entries.push_back(
+        {arg.parameter,
+         arg.storedShape.empty() ? arg.globalShape : arg.storedShape, bf16});
   }
   bool writes = session.runtime().process() <= 0;
   absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>> writer =

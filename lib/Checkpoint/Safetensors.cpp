@@ -272,10 +272,9 @@ int64_t dtypeSize(std::string_view dtype) {
 /// The dtypes of the format that sd does not read (for a clearer error than
 /// "unknown dtype").
 bool isKnownUnsupportedDtype(std::string_view dtype) {
-  static const char *const kOthers[] = {"BOOL", "U8",      "I8",
-                                        "I16",  "U16",     "I32",
-                                        "U32",  "U64",     "F8_E5M2",
-                                        "F8_E4M3"};
+  static const char *const kOthers[] = {"BOOL",    "U8",     "I8",  "I16",
+                                        "U16",     "I32",    "U32", "U64",
+                                        "F8_E5M2", "F8_E4M3"};
   for (const char *other : kOthers)
     if (dtype == other)
       return true;
@@ -299,8 +298,8 @@ void convertToFloat(std::string_view dtype, const char *data, int64_t elements,
     // Class labels: exact below 2^24 (the readers of such tensors check
     // their range).
     for (int64_t i = 0; i < elements; ++i)
-      out[i] = static_cast<float>(static_cast<int64_t>(
-          llvm::support::endian::read64le(data + i * 8)));
+      out[i] = static_cast<float>(
+          static_cast<int64_t>(llvm::support::endian::read64le(data + i * 8)));
   } else if (dtype == "BF16") {
     for (int64_t i = 0; i < elements; ++i) {
       uint16_t bits = llvm::support::endian::read16le(data + i * 2);

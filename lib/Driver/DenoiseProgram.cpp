@@ -81,9 +81,9 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
   // @denoise predicts the latents; @forward may return more channels (DiT's
   // learned sigma).
   bool sameShape = latents == output;
-  bool moreChannels = entry != "denoise" && latents.size() == 4 &&
-                      std::equal(latents.begin(), latents.end() - 1,
-                                 output.begin());
+  bool moreChannels =
+      entry != "denoise" && latents.size() == 4 &&
+      std::equal(latents.begin(), latents.end() - 1, output.begin());
   if (latents.size() != 4 || !(sameShape || moreChannels))
     return absl::InvalidArgumentError(
         fn + "'s latents " + shapeString(latents) + " and output " +
@@ -114,9 +114,9 @@ std::vector<ParameterShape> DenoiseProgram::parameters() const {
   std::vector<ParameterShape> params;
   for (const rt::ArgumentSpec &arg : trainingSession->spec().arguments)
     if (arg.kind == rt::ArgumentKind::Parameter)
-      params.push_back({arg.name, arg.globalShape,
-                        arg.storedShape.empty() ? arg.globalShape
-                                                : arg.storedShape});
+      params.push_back(
+          {arg.name, arg.globalShape,
+           arg.storedShape.empty() ? arg.globalShape : arg.storedShape});
   return params;
 }
 

@@ -100,8 +100,8 @@ absl::StatusOr<PredictInputs> readInputs(const std::string &path,
       ckpt::readSafetensors(path, static_cast<uint64_t>(machineMemoryBytes()));
   if (!file.ok())
     return file.status();
-  auto find = [&](const char *name) -> absl::StatusOr<
-                                         const ckpt::SafetensorsTensor *> {
+  auto find =
+      [&](const char *name) -> absl::StatusOr<const ckpt::SafetensorsTensor *> {
     if (const ckpt::SafetensorsTensor *tensor = file->find(name))
       return tensor;
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -128,8 +128,8 @@ absl::StatusOr<PredictInputs> readInputs(const std::string &path,
   int64_t c = model.channels, h = model.height, w = model.width;
   if (xs.size() != 4 || xs[0] < 1 || xs[1] != c || xs[2] != h || xs[3] != w)
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: tensor 'x' has shape %s, but the model's is [B, %d, %d, %d]",
-        path, shapeString(xs), c, h, w));
+        "%s: tensor 'x' has shape %s, but the model's is [B, %d, %d, %d]", path,
+        shapeString(xs), c, h, w));
   int64_t b = xs[0];
   for (const ckpt::SafetensorsTensor *vector : {*t, *y})
     if (vector->shape != std::vector<int64_t>{b})
@@ -159,9 +159,8 @@ absl::StatusOr<PredictInputs> readInputs(const std::string &path,
               xv[((n * c + k) * h + i) * w + j];
   for (float value : in.latents)
     if (!std::isfinite(value))
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: tensor 'x' holds %g; inputs must be finite",
-                          path, value));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor 'x' holds %g; inputs must be finite", path, value));
   for (float value : (*t)->values) {
     if (!std::isfinite(value))
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -201,8 +200,8 @@ absl::Status mlir::sd::runPrediction(ModuleOp module,
   if (absl::Status status = checkOutputPath(options.outputPath, "--output");
       !status.ok())
     return status;
-  StringRef entry = module.lookupSymbol<func::FuncOp>("forward") ? "forward"
-                                                                  : "denoise";
+  StringRef entry =
+      module.lookupSymbol<func::FuncOp>("forward") ? "forward" : "denoise";
   auto func = module.lookupSymbol<func::FuncOp>(entry);
   if (!func)
     return absl::InvalidArgumentError(
@@ -235,12 +234,11 @@ absl::Status mlir::sd::runPrediction(ModuleOp module,
     return program.status();
   if (absl::Status status = (*program)->setWeights(*weights); !status.ok())
     return status;
-  llvm::outs() << "sdsample: " << options.modelPath << ", @" << entry
-               << " on " << inputs->batch << " inputs from "
-               << options.predictPath << ", mesh "
-               << (*program)->mesh().toString() << "\n";
-  llvm::outs() << "weights: " << source->description
-               << (usedEma ? ", EMA" : "") << "\n";
+  llvm::outs() << "sdsample: " << options.modelPath << ", @" << entry << " on "
+               << inputs->batch << " inputs from " << options.predictPath
+               << ", mesh " << (*program)->mesh().toString() << "\n";
+  llvm::outs() << "weights: " << source->description << (usedEma ? ", EMA" : "")
+               << "\n";
   absl::StatusOr<std::vector<float>> output =
       (*program)->predict(inputs->latents, inputs->times, inputs->labels);
   if (!output.ok())

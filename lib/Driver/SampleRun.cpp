@@ -126,20 +126,20 @@ FailureOr<std::vector<ParameterShape>> denoiseParameters(ModuleOp module) {
                               << "' is not a statically shaped tensor";
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
     ArrayRef<int64_t> stored = param.getStoredShape();
-    params.push_back({param.getName().str(), shape,
-                      stored.empty() ? shape
-                                     : std::vector<int64_t>(stored.begin(),
-                                                            stored.end())});
+    params.push_back(
+        {param.getName().str(), shape,
+         stored.empty() ? shape
+                        : std::vector<int64_t>(stored.begin(), stored.end())});
   }
   return params;
 }
 
 constexpr llvm::StringLiteral kEmaPrefix = "ema ";
 
-absl::StatusOr<std::map<std::string, std::vector<float>>> selectWeightsOf(
-    const WeightSource &source,
-    const std::vector<ParameterShape> &params,
-    std::optional<bool> ema, bool &usedEma) {
+absl::StatusOr<std::map<std::string, std::vector<float>>>
+selectWeightsOf(const WeightSource &source,
+                const std::vector<ParameterShape> &params,
+                std::optional<bool> ema, bool &usedEma) {
   if (params.empty())
     return absl::InvalidArgumentError("@denoise has no parameters");
   bool hasEma = source.tensors.count(kEmaPrefix.str() + params.front().name);

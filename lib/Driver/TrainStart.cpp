@@ -12,8 +12,8 @@ static absl::Status reportImport(const ckpt::ParameterImport &import,
   if (!import.missing.empty() && !allowMissing)
     return absl::InvalidArgumentError(
         path + " has no tensor for " +
-        count(import.missing.size(), "parameter") + " of the model: " +
-        llvm::join(import.missing, ", ") +
+        count(import.missing.size(), "parameter") +
+        " of the model: " + llvm::join(import.missing, ", ") +
         " (--allow-missing starts them from their seeded values)");
   outs() << "initialized " << count(import.loaded, "parameter") << " from "
          << path << "\n";
@@ -58,8 +58,7 @@ absl::Status TrainRun::restore() {
       if (!file.ok())
         return file.status();
       initFrom = std::move(*file);
-      if (absl::Status status =
-              reportImport(*initFrom, options.allowMissing);
+      if (absl::Status status = reportImport(*initFrom, options.allowMissing);
           !status.ok())
         return status;
     }

@@ -6,11 +6,11 @@
 // adaLN final layer. learn_sigma doubles the output channels; the loss
 // regresses only the first half (the sigma half trains through DiT's
 // variational bound, which is not modelled) and @denoise returns only that
-// half; @forward returns all of it, as the reference's forward(). Weights have the reference's layouts: Linear weights [out, in], the
-// patch embedding the Conv2d's [hidden, C, p, p] (declared as its view
-// [hidden, C·p·p]) and the fused projections (qkv, adaLN) PyTorch's
-// [k·out, in] (declared as their views [k, out, in], chunked after the
-// projection).
+// half; @forward returns all of it, as the reference's forward(). Weights have
+// the reference's layouts: Linear weights [out, in], the patch embedding the
+// Conv2d's [hidden, C, p, p] (declared as its view [hidden, C·p·p]) and the
+// fused projections (qkv, adaLN) PyTorch's [k·out, in] (declared as their views
+// [k, out, in], chunked after the projection).
 //
 //===----------------------------------------------------------------------===//
 

@@ -333,9 +333,9 @@ Value ModelBuilder::input(InputKind kind, ArrayRef<int64_t> shape,
 
 Value ModelBuilder::param(const ParamSpec &spec, StringRef prefix) {
   auto init = InitAttr::get(&context, spec.init, llvm::APFloat(spec.scale));
-  auto role = ParamAttr::get(&context,
-                             StringAttr::get(&context, prefix + spec.name),
-                             init, spec.storedShape);
+  auto role =
+      ParamAttr::get(&context, StringAttr::get(&context, prefix + spec.name),
+                     init, spec.storedShape);
   NamedAttrList attrs;
   attrs.set(SDDialect::kRoleAttrName, role);
   attrs.set(SDDialect::kLogicalAxesAttrName, makeAxes(&context, spec.axes));

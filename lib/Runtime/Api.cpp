@@ -247,11 +247,11 @@ int32_t flashAttention(SdDevice *dev, const Elem *q, const Elem *k,
 template <typename Elem>
 int32_t flashAttentionBackward(SdDevice *dev, const Elem *q, const Elem *k,
                                const Elem *v, const float *mask, int64_t maskB,
-                               int64_t maskH, const Elem *out,
-                               const float *lse, const Elem *dOut, Elem *dq,
-                               Elem *dk, Elem *dvGrad, int64_t b, int64_t h,
-                               int64_t sq, int64_t skv, int64_t d, int64_t dv,
-                               double scale, const SdFlashBlocks *blocks) {
+                               int64_t maskH, const Elem *out, const float *lse,
+                               const Elem *dOut, Elem *dq, Elem *dk,
+                               Elem *dvGrad, int64_t b, int64_t h, int64_t sq,
+                               int64_t skv, int64_t d, int64_t dv, double scale,
+                               const SdFlashBlocks *blocks) {
   Device &device = toDevice(dev);
   if (!blocks)
     return device.fail(absl::InvalidArgumentError(

@@ -35,8 +35,8 @@ convertToBFloat16Avx512(const float *in, BFloat16 *out, int64_t count) {
   for (; i + 16 <= count; i += 16) {
     __m512i bits = _mm512_loadu_si512(in + i);
     __m512i high = _mm512_srli_epi32(bits, 16);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, absMask),
-                                            infinity);
+    __mmask16 nan =
+        _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, absMask), infinity);
     __m512i lowestKept = _mm512_and_si512(high, one);
     __m512i rounded = _mm512_srli_epi32(
         _mm512_add_epi32(_mm512_add_epi32(bits, half), lowestKept), 16);

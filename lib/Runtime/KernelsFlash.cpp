@@ -123,8 +123,8 @@ void tileProduct(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   float *product = direct ? c : tmp;
   int64_t ldp = direct ? ldc : n;
   int64_t rowsA = transA ? k : m, rowsB = transB ? n : k;
-  gemmBF16(1, transA, transB, m, n, k, a, lda, rowsA * lda, b, ldb,
-           rowsB * ldb, product, /*cIsBF16=*/false, ldp, m * ldp);
+  gemmBF16(1, transA, transB, m, n, k, a, lda, rowsA * lda, b, ldb, rowsB * ldb,
+           product, /*cIsBF16=*/false, ldp, m * ldp);
   for (int64_t r = 0; r < m; ++r) {
     float *cRow = c + r * ldc;
     const float *pRow = product + r * ldp;
@@ -180,8 +180,8 @@ template <typename Elem>
 void maskedScores(const Problem<Elem> &p, const Elem *qBlk, const Elem *kSub,
                   const float *mask, int64_t rows, int64_t n, float *s) {
   // With no head_dim (k = 0) the scores are zeros.
-  tileProduct(false, true, rows, n, p.d, p.alpha, qBlk, p.d, kSub, p.d, 0.0f,
-              s, n, nullptr);
+  tileProduct(false, true, rows, n, p.d, p.alpha, qBlk, p.d, kSub, p.d, 0.0f, s,
+              n, nullptr);
   if (!mask)
     return;
   for (int64_t r = 0; r < rows; ++r) {
@@ -247,8 +247,7 @@ ForwardPlan planForward(int64_t pairs, int64_t sq, int64_t skv, int64_t dv,
 /// Rows [r0, r0 + rows) of head `pair`: out and lse of those rows.
 template <typename Elem>
 void forwardItem(const Problem<Elem> &p, const ForwardPlan &plan, int64_t pair,
-                 int64_t r0, int64_t rows, Elem *out, float *lse,
-                 float *work) {
+                 int64_t r0, int64_t rows, Elem *out, float *lse, float *work) {
   float *s = work;
   float *runMax = s + plan.scoreFloats;
   float *runSum = runMax + roundUp(plan.blockQ);
@@ -545,8 +544,8 @@ void forward(const Elem *q, const Elem *k, const Elem *v, const float *mask,
     return;
   int threads = teamSize();
   ForwardPlan plan = planForward<Elem>(pairs, sq, skv, dv, blocks, threads);
-  Problem<Elem> p{q,  k,  v,   mask, maskB, maskH,
-                  h,  sq, skv, d,    dv,    static_cast<float>(scale)};
+  Problem<Elem> p{q, k,  v,   mask, maskB, maskH,
+                  h, sq, skv, d,    dv,    static_cast<float>(scale)};
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t item = 0; item < pairs * plan.qBlocks; ++item) {
     int64_t pair = item / plan.qBlocks;
@@ -574,8 +573,8 @@ void backward(const Elem *q, const Elem *k, const Elem *v, const float *mask,
   // accumulated by the K/V items only when both are wanted.
   bool wantDkv = dkOut && dvOut, wantDq = dqOut != nullptr;
   plan.fused = plan.fused && wantDkv && wantDq;
-  Problem<Elem> p{q,  k,  v,   mask, maskB, maskH,
-                  h,  sq, skv, d,    dv,    static_cast<float>(scale)};
+  Problem<Elem> p{q, k,  v,   mask, maskB, maskH,
+                  h, sq, skv, d,    dv,    static_cast<float>(scale)};
   float *di = scratch;
   float *partials = scratch + plan.diFloats;
   float *work = partials + plan.partialFloats;
@@ -686,11 +685,10 @@ void flashAttentionBackward(const float *q, const float *k, const float *v,
 
 void flashAttentionBackward(const sd_bf16 *q, const sd_bf16 *k,
                             const sd_bf16 *v, const float *mask, int64_t maskB,
-                            int64_t maskH, const sd_bf16 *out,
-                            const float *lse, const sd_bf16 *dOut,
-                            sd_bf16 *dqOut, sd_bf16 *dkOut, sd_bf16 *dvOut,
-                            int64_t b, int64_t h, int64_t sq, int64_t skv,
-                            int64_t d, int64_t dv, double scale,
+                            int64_t maskH, const sd_bf16 *out, const float *lse,
+                            const sd_bf16 *dOut, sd_bf16 *dqOut, sd_bf16 *dkOut,
+                            sd_bf16 *dvOut, int64_t b, int64_t h, int64_t sq,
+                            int64_t skv, int64_t d, int64_t dv, double scale,
                             const SdFlashBlocks &blocks, float *scratch) {
   backward(q, k, v, mask, maskB, maskH, out, lse, dOut, dqOut, dkOut, dvOut, b,
            h, sq, skv, d, dv, scale, blocks, scratch);

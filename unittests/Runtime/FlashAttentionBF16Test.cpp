@@ -119,12 +119,11 @@ Result runKernels(const Problem &p, const SdFlashBlocks &blocks) {
   const Shape &s = p.s;
   const float *mask = p.mask.empty() ? nullptr : p.mask.data();
   int threads = omp_get_max_threads();
-  std::vector<float> scratch(static_cast<size_t>(
-      std::max(flashAttentionScratchFloats(s.b, s.h, s.sq, s.skv, s.d, s.dv,
-                                           blocks, threads, SD_BF16),
-               flashAttentionBackwardScratchFloats(s.b, s.h, s.sq, s.skv, s.d,
-                                                   s.dv, blocks, threads,
-                                                   SD_BF16))));
+  std::vector<float> scratch(static_cast<size_t>(std::max(
+      flashAttentionScratchFloats(s.b, s.h, s.sq, s.skv, s.d, s.dv, blocks,
+                                  threads, SD_BF16),
+      flashAttentionBackwardScratchFloats(s.b, s.h, s.sq, s.skv, s.d, s.dv,
+                                          blocks, threads, SD_BF16))));
   // Outputs start as garbage (a bf16 of -9) so that unwritten ones show.
   sd_bf16 garbage{toBFloat16(-9.0f).bits};
   std::vector<sd_bf16> out(p.dOut.bits.size(), garbage);
@@ -135,10 +134,9 @@ Result runKernels(const Problem &p, const SdFlashBlocks &blocks) {
   std::vector<sd_bf16> dq(p.q.bits.size(), garbage),
       dk(p.k.bits.size(), garbage), dv(p.v.bits.size(), garbage);
   flashAttentionBackward(p.q.bits.data(), p.k.bits.data(), p.v.bits.data(),
-                         mask, 1, 1, out.data(), lse.data(),
-                         p.dOut.bits.data(), dq.data(), dk.data(), dv.data(),
-                         s.b, s.h, s.sq, s.skv, s.d, s.dv, p.scale, blocks,
-                         scratch.data());
+                         mask, 1, 1, out.data(), lse.data(), p.dOut.bits.data(),
+                         dq.data(), dk.data(), dv.data(), s.b, s.h, s.sq, s.skv,
+                         s.d, s.dv, p.scale, blocks, scratch.data());
   return {widened(out), std::vector<double>(lse.begin(), lse.end()),
           widened(dq), widened(dk), widened(dv)};
 }
@@ -165,8 +163,7 @@ Result runReference(const Problem &p, const SdFlashBlocks &blocks,
                   ref::DType::F32);
   const ref::Tensor *maskPtr = p.mask.empty() ? nullptr : &mask;
   ref::FlashBlockSizes sizes = referenceBlocks(blocks);
-  ref::FlashForward fwd =
-      ref::flashAttention(q, k, v, maskPtr, p.scale, sizes);
+  ref::FlashForward fwd = ref::flashAttention(q, k, v, maskPtr, p.scale, sizes);
   ref::FlashGradients grads = ref::flashAttentionBackward(
       q, k, v, maskPtr, tensor({s.b, s.h, s.sq, s.dv}, forward.out, bf16),
       tensor({s.b, s.h, s.sq}, forward.lse, ref::DType::F32), dOut, p.scale,
@@ -220,9 +217,9 @@ template <typename Body> void forEachVariant(Body body) {
   int saved = omp_get_max_threads();
   for (int threads : {1, 2})
     for (bool fused : {false, true}) {
-      SCOPED_TRACE(testing::Message() << threads << " threads, "
-                                      << (fused ? "fused" : "separate")
-                                      << " dq");
+      SCOPED_TRACE(testing::Message()
+                   << threads << " threads, " << (fused ? "fused" : "separate")
+                   << " dq");
       omp_set_num_threads(threads);
       body(fused);
     }
@@ -260,8 +257,8 @@ TEST(FlashAttentionBF16Test, ModelsTheRoundingOfPAndDS) {
   ref::Tensor q({1, 2, 64, 32}, ref::DType::F32, p.q.values);
   ref::Tensor k({1, 2, 64, 32}, ref::DType::F32, p.k.values);
   ref::Tensor v({1, 2, 64, 32}, ref::DType::F32, p.v.values);
-  ref::FlashForward unrounded = ref::flashAttention(
-      q, k, v, nullptr, p.scale, referenceBlocks(blocks));
+  ref::FlashForward unrounded =
+      ref::flashAttention(q, k, v, nullptr, p.scale, referenceBlocks(blocks));
   std::vector<double> plain = unrounded.out.values();
   for (double &x : plain)
     x = ref::roundTo(ref::DType::BF16, x);

@@ -258,9 +258,9 @@ typedef struct SdApi {
                                   const sd_bf16 *k, const sd_bf16 *v,
                                   const float *mask, int64_t mask_b,
                                   int64_t mask_h, sd_bf16 *out, float *lse,
-                                  int64_t b, int64_t h, int64_t sq,
-                                  int64_t skv, int64_t d, int64_t dv,
-                                  double scale, const SdFlashBlocks *blocks);
+                                  int64_t b, int64_t h, int64_t sq, int64_t skv,
+                                  int64_t d, int64_t dv, double scale,
+                                  const SdFlashBlocks *blocks);
   int32_t (*flash_attention_backward_bf16)(
       SdDevice *dev, const sd_bf16 *q, const sd_bf16 *k, const sd_bf16 *v,
       const float *mask, int64_t mask_b, int64_t mask_h, const sd_bf16 *out,
