@@ -254,8 +254,28 @@ absl::Status TrainRun::compile() {
       checkMemory(memory, options.device, processesOnThisHost());
   if (program.mesh.numProcesses() > 1)
     fits = agreeAcrossProcesses(options.device.processGroup.get(), fits);
-  if (!fits.ok())
-    return fits;
+  // --init-from's file, matched against the step's parameters (names,
+  // shapes, dtypes, the missing ones) before the C++ compile too.
+  absl::Status imported = fits;
+  if (fits.ok() && !options.initFrom.empty()) {
+    absl::StatusOr<ckpt::ParameterImport> file =
+        ckpt::openParameterImport(options.initFrom, program.spec);
+    imported = file.status();
+    if (file.ok()) {
+      initFrom = std::move(*file);
+      if (!initFrom->missing.empty() && !options.allowMissing)
+        imported = absl::InvalidArgumentError(
+            initFrom->path + " has no tensor for " +
+            count(initFrom->missing.size(), "parameter") +
+            " of the model: " + llvm::join(initFrom->missing, ", ") +
+            " (--allow-missing starts them from their seeded values)");
+    }
+  }
+  if (program.mesh.numProcesses() > 1)
+    imported =
+        agreeAcrossProcesses(options.device.processGroup.get(), imported);
+  if (!imported.ok())
+    return imported;
   begin = Clock::now();
   absl::StatusOr<std::unique_ptr<rt::TrainingSession>> started =
       startProgramSession(program, options.device);

@@ -186,6 +186,9 @@ private:
   /// The checkpoint --resume continues from, opened (manifest and file
   /// headers read) before compiling; its blocks are read into the session.
   std::unique_ptr<ckpt::CheckpointReader> resumed;
+  /// --init-from's file, opened and matched against the step's arguments
+  /// before compiling; its blocks are read into the session.
+  std::optional<ckpt::ParameterImport> initFrom;
 
   TrainProgram program;
   std::unique_ptr<rt::TrainingSession> session;

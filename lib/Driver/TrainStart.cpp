@@ -4,17 +4,11 @@
 
 namespace mlir::sd::train {
 
-/// What --init-from's file gave: a line, and warnings for what it lacks
-/// (with --allow-missing; an error otherwise) or has beyond the model.
-static absl::Status reportImport(const ckpt::ParameterImport &import,
-                                 bool allowMissing) {
+/// What --init-from's file gave (matched before compiling): a line, and
+/// warnings for what it lacks (with --allow-missing) or has beyond the
+/// model.
+static void reportImport(const ckpt::ParameterImport &import) {
   const std::string &path = import.path;
-  if (!import.missing.empty() && !allowMissing)
-    return absl::InvalidArgumentError(
-        path + " has no tensor for " +
-        count(import.missing.size(), "parameter") +
-        " of the model: " + llvm::join(import.missing, ", ") +
-        " (--allow-missing starts them from their seeded values)");
   outs() << "initialized " << count(import.loaded, "parameter") << " from "
          << path << "\n";
   if (!import.missing.empty())
@@ -25,14 +19,12 @@ static absl::Status reportImport(const ckpt::ParameterImport &import,
   if (!import.unused.empty())
     warn(Twine(path) + " has " + count(import.unused.size(), "tensor") +
          " the model does not have: " + llvm::join(import.unused, ", "));
-  return absl::OkStatus();
 }
 
 absl::Status TrainRun::restore() {
   // The session's spec: it knows the mesh's axis sizes.
   const rt::ProgramSpec &spec = session->spec();
   rt::TrainingSession::BlockFiller fill;
-  std::optional<ckpt::ParameterImport> initFrom;
   if (resumed) {
     if (absl::Status status = restoreCheckpoint(); !status.ok())
       return status;
@@ -52,16 +44,8 @@ absl::Status TrainRun::restore() {
                                 arg.localShape, out);
     };
   } else {
-    if (!options.initFrom.empty()) {
-      absl::StatusOr<ckpt::ParameterImport> file =
-          ckpt::openParameterImport(options.initFrom, spec);
-      if (!file.ok())
-        return file.status();
-      initFrom = std::move(*file);
-      if (absl::Status status = reportImport(*initFrom, options.allowMissing);
-          !status.ok())
-        return status;
-    }
+    if (initFrom)
+      reportImport(*initFrom);
     // Each block drawn alone from the counter-based generator, or read from
     // --init-from's file.
     fill = [&](int64_t i, const std::vector<int64_t> &coords, rt::Block block) {
