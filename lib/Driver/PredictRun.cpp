@@ -18,11 +18,9 @@
 #include "sd/Driver/Sample.h"
 
 #include "sd/Checkpoint/Safetensors.h"
-#include "sd/Driver/MemoryPlan.h"
 #include "sd/Driver/TrainModelFile.h"
 #include "sd/IR/SDAttrs.h"
 #include "sd/IR/SDDialect.h"
-#include "sd/Support/Files.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Path.h"
@@ -93,11 +91,8 @@ struct PredictInputs {
 
 absl::StatusOr<PredictInputs> readInputs(const std::string &path,
                                          const ModelInputs &model) {
-  if (absl::Status status = ::sd::checkRegularFile(path, "--predict file");
-      !status.ok())
-    return status;
   absl::StatusOr<ckpt::SafetensorsFile> file =
-      ckpt::readSafetensors(path, static_cast<uint64_t>(machineMemoryBytes()));
+      readWholeSafetensors(path, "--predict file");
   if (!file.ok())
     return file.status();
   auto find =

@@ -56,15 +56,20 @@ namespace ckpt = ::sd::ckpt;
 // Weights
 //===----------------------------------------------------------------------===//
 
-absl::StatusOr<WeightSource>
-mlir::sd::readWeightsFile(const std::string &path) {
+absl::StatusOr<ckpt::SafetensorsFile>
+mlir::sd::readWholeSafetensors(const std::string &path, llvm::StringRef what) {
   // A FIFO would block and /dev/zero never end.
-  if (absl::Status status = ::sd::checkRegularFile(path, "weights file");
-      !status.ok())
+  if (absl::Status status = ::sd::checkRegularFile(path, what); !status.ok())
     return status;
   // A file larger than the machine cannot be loaded whole.
+  return ckpt::readSafetensors(path,
+                               static_cast<uint64_t>(machineMemoryBytes()));
+}
+
+absl::StatusOr<WeightSource>
+mlir::sd::readWeightsFile(const std::string &path) {
   absl::StatusOr<ckpt::SafetensorsFile> file =
-      ckpt::readSafetensors(path, static_cast<uint64_t>(machineMemoryBytes()));
+      readWholeSafetensors(path, "weights file");
   if (!file.ok())
     return file.status();
   if (absl::Status status = ckpt::checkLayoutOf(path, file->metadata);

@@ -112,13 +112,24 @@ TEST(BFloat16Test, OverflowInfinitiesAndNaNs) {
   EXPECT_EQ(toBFloat16(floatOfBits(0x80000001u)).bits, 0x8000u);
 }
 
+/// `values` through the array conversions: to bf16, and back.
+struct RoundTrip {
+  std::vector<BFloat16> halves;
+  std::vector<float> back;
+};
+RoundTrip roundTrip(const std::vector<float> &values) {
+  RoundTrip r{std::vector<BFloat16>(values.size()),
+              std::vector<float>(values.size())};
+  convertToBFloat16(values.data(), r.halves.data(),
+                    static_cast<int64_t>(values.size()));
+  convertToFloat(r.halves.data(), r.back.data(),
+                 static_cast<int64_t>(r.back.size()));
+  return r;
+}
+
 TEST(BFloat16Test, ArraysConvertElementByElement) {
   std::vector<float> values = {0.0f, -2.5f, 1.0f + 0x1p-8f, 3.14159f, 1e30f};
-  std::vector<BFloat16> halves(values.size());
-  convertToBFloat16(values.data(), halves.data(),
-                    static_cast<int64_t>(values.size()));
-  std::vector<float> back(values.size());
-  convertToFloat(halves.data(), back.data(), static_cast<int64_t>(back.size()));
+  auto [halves, back] = roundTrip(values);
   for (size_t i = 0; i < values.size(); ++i) {
     EXPECT_EQ(halves[i].bits, toBFloat16(values[i]).bits);
     EXPECT_EQ(back[i], toFloat(halves[i]));
@@ -142,11 +153,7 @@ TEST(BFloat16Test, LongArraysTakeTheVectorPathToTheSameBits) {
   std::vector<float> values;
   for (uint32_t bits : patterns)
     values.push_back(floatOfBits(bits));
-  std::vector<BFloat16> halves(values.size());
-  convertToBFloat16(values.data(), halves.data(),
-                    static_cast<int64_t>(values.size()));
-  std::vector<float> back(values.size());
-  convertToFloat(halves.data(), back.data(), static_cast<int64_t>(back.size()));
+  auto [halves, back] = roundTrip(values);
   for (size_t i = 0; i < values.size(); ++i) {
     ASSERT_EQ(halves[i].bits, toBFloat16(values[i]).bits)
         << "element " << i << " (bits 0x" << std::hex << patterns[i] << ")";

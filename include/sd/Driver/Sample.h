@@ -14,6 +14,7 @@
 #ifndef SD_DRIVER_SAMPLE_H
 #define SD_DRIVER_SAMPLE_H
 
+#include "sd/Checkpoint/Safetensors.h"
 #include "sd/Config/RunSpec.h"
 #include "sd/Driver/TrainProgram.h"
 #include "sd/Passes/Passes.h"
@@ -132,6 +133,10 @@ struct WeightSource {
   std::map<std::string, std::string> dtypes;
 };
 absl::StatusOr<WeightSource> readWeightsFile(const std::string &path);
+/// The whole safetensors file at `path` (`what` names it in errors): a
+/// regular file, no larger than the machine's memory.
+absl::StatusOr<::sd::ckpt::SafetensorsFile>
+readWholeSafetensors(const std::string &path, llvm::StringRef what);
 absl::StatusOr<WeightSource> readLatestCheckpoint(const std::string &dir);
 
 /// The parameters `program` needs from `source`: the EMA weights ("ema
