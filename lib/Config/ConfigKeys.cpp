@@ -32,8 +32,6 @@ constexpr std::string_view kOwnParameters =
     "trains the model file's own parameters (seeded, or --init-from's) "
     "instead";
 constexpr ModelKey kModelKeys[] = {
-    {"pretrained_model_name_or_path", ModelKeyKind::Name, kReleasedWeights,
-     "''", kOwnParameters},
     {"wan_transformer_pretrained_model_name_or_path", ModelKeyKind::Name,
      kReleasedWeights, "''", kOwnParameters},
     {"unet_checkpoint", ModelKeyKind::Name,

@@ -126,6 +126,7 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   table.add("seed", run.seed);
   table.add("output_dir", run.outputDir);
   table.add("run_name", run.runName);
+  table.add("pretrained_model_name_or_path", run.pretrained);
   table.add("checkpoint_every", run.checkpointEvery);
   if (run.tracePath.source == SettingSource::Config)
     table.add("enable_profiler", "true -> " + run.tracePath.value,

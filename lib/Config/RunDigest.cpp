@@ -147,6 +147,7 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   d.add("checkpoint_every", std::max<int64_t>(run.checkpointEvery.value, 0));
   d.add("resume", run.resume);
   d.addText("init_from", run.initFrom);
+  d.addText("pretrained", run.pretrained.value);
   // Rank 0 writes the exports, but every rank takes part in their gathers
   // (as in --verify's): whether there is one must agree, not its path.
   d.add("export", !run.exportPath.empty());

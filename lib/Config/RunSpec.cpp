@@ -18,6 +18,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <cctype>
@@ -500,6 +501,7 @@ absl::Status Resolver::resolveOutputs() {
   run.checkpointDir = flags.checkpointDir.value_or("");
   run.resume = flags.resume.value_or(false);
   run.initFrom = flags.initFrom.value_or("");
+  run.pretrained = pick(&F::pretrained, &C::pretrained, std::string());
   run.allowMissing = flags.allowMissing.value_or(false);
   run.exportPath = flags.exportPath.value_or("");
   run.exportEmaPath = flags.exportEmaPath.value_or("");
@@ -676,7 +678,25 @@ absl::Status Resolver::checkRunFlags() {
     return invalid("--resume needs --checkpoint-dir");
   if (run.resume && !run.initFrom.empty())
     return invalid("give --resume or --init-from, not both");
-  if (run.allowMissing && run.initFrom.empty())
+  const Setting<std::string> &pretrained = run.pretrained;
+  if (!pretrained.value.empty() && !run.initFrom.empty())
+    return invalid(absl::StrFormat(
+        "%s: pretrained_model_name_or_path '%s' and --init-from both give "
+        "the starting weights; give one (pretrained_model_name_or_path='' "
+        "keeps --init-from's)",
+        pretrained.origin, pretrained.value));
+  if (!pretrained.value.empty() && run.resume)
+    return invalid(absl::StrFormat(
+        "%s: pretrained_model_name_or_path '%s' starts a run; --resume "
+        "continues one from its checkpoint (pretrained_model_name_or_path='' "
+        "to resume)",
+        pretrained.origin, pretrained.value));
+  if (!pretrained.value.empty())
+    if (absl::Status status =
+            checkPretrainedPath(pretrained.value, pretrained.origin);
+        !status.ok())
+      return status;
+  if (run.allowMissing && run.initFrom.empty() && pretrained.value.empty())
     return invalid("--allow-missing applies to --init-from's file; give "
                    "--init-from=FILE.safetensors");
   return absl::OkStatus();
@@ -798,4 +818,35 @@ absl::StatusOr<NetworkModel> sd::resolveNetwork(const RunSpecFlags &flags) {
     *field = *value;
   }
   return network;
+}
+
+absl::Status sd::checkPretrainedPath(const std::string &path,
+                                     const std::string &origin) {
+  std::string where = origin.empty() ? "" : origin + ": ";
+  namespace fs = llvm::sys::fs;
+  if (fs::is_directory(path))
+    return absl::OkStatus();
+  if (fs::exists(path))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%spretrained_model_name_or_path '%s' is not a directory (a diffusers "
+        "model folder; a single safetensors file goes to --init-from)",
+        where, path));
+  // A hub id: `org/name`, each part of the characters hub ids use.
+  std::vector<std::string> parts = absl::StrSplit(path, '/');
+  bool hubId =
+      parts.size() == 2 && llvm::all_of(parts, [](const std::string &p) {
+        return !p.empty() && p != "." && p != ".." &&
+               llvm::all_of(p, [](char c) {
+                 return std::isalnum(static_cast<unsigned char>(c)) ||
+                        c == '-' || c == '_' || c == '.';
+               });
+      });
+  if (hubId)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%spretrained_model_name_or_path '%s' is a Hugging Face hub id; sd "
+        "reads local folders only (it downloads nothing): download it first "
+        "(huggingface-cli download %s --local-dir DIR) and give DIR",
+        where, path, path));
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%spretrained_model_name_or_path '%s' does not exist", where, path));
 }

@@ -260,6 +260,13 @@ std::vector<SettingRow> stringRows() {
            "run_name (default: the date and time)")
           .key("run_name", &C::runName)
           .row,
+      flag("pretrained", kSdrun, &F::pretrained, G::Run,
+           "pretrained_model_name_or_path: start from a local diffusers "
+           "model folder (its transformer/ config.json, checked against "
+           "the model, and weights); '' for none")
+          .key("pretrained_model_name_or_path", &C::pretrained)
+          .value("DIR")
+          .row,
       flag("weights-dtype", kAllTools, &F::weightsDtype, G::Attention,
            "weights_dtype: float32 (default) or bfloat16, the parameters' "
            "compute copy, cast from their f32 master copies")
@@ -486,8 +493,8 @@ std::vector<SettingRow> runFlagRows() {
           .value("file.safetensors")
           .row,
       flag("allow-missing", kSdrun, &F::allowMissing, G::Run,
-           "With --init-from: parameters the file lacks keep their seeded "
-           "values (default: an error naming them)")
+           "With --init-from or --pretrained: parameters the file lacks keep "
+           "their seeded values (default: an error naming them)")
           .row,
       flag("export-ema", kSdrun, &F::exportEmaPath, G::Run,
            "Write the EMA parameters (ema_decay) to a safetensors file, "

@@ -51,13 +51,18 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
     return absl::InvalidArgumentError("could not build the model's " + fn);
   std::unique_ptr<DenoiseProgram> program(new DenoiseProgram());
   const rt::ProgramSpec &spec = built->spec;
-  if (spec.results.size() != 1 || spec.results[0].globalShape.size() != 4)
-    return absl::InvalidArgumentError(fn +
-                                      " must return one output [B, H, W, C]");
+  if (spec.results.size() != 1)
+    return absl::InvalidArgumentError(fn + " must return one output");
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     const rt::ArgumentSpec &arg = spec.arguments[i];
     if (arg.kind == rt::ArgumentKind::Parameter)
       continue;
+    if (arg.kind == rt::ArgumentKind::Input &&
+        arg.role == rt::InputRole::Context) {
+      program->contextArgs.push_back(static_cast<int64_t>(i));
+      program->contexts.push_back(arg.globalShape);
+      continue;
+    }
     bool input = arg.kind == rt::ArgumentKind::Input;
     int64_t *slot = !input                               ? nullptr
                     : arg.role == rt::InputRole::Latents ? &program->latentsArg
@@ -69,7 +74,7 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
       return absl::InvalidArgumentError(
           fn + "'s input '" + arg.name +
           "' is not one sdsample can feed (it feeds one latents, one "
-          "timestep and one labels input)");
+          "timestep, one labels and any context inputs)");
     *slot = static_cast<int64_t>(i);
   }
   if (program->latentsArg < 0 || program->timestepArg < 0)
@@ -82,16 +87,18 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
   // learned sigma).
   bool sameShape = latents == output;
   bool moreChannels =
-      entry != "denoise" && latents.size() == 4 &&
+      entry != "denoise" && latents.size() == output.size() &&
       std::equal(latents.begin(), latents.end() - 1, output.begin());
-  if (latents.size() != 4 || !(sameShape || moreChannels))
+  bool image = latents.size() == 4 || latents.size() == 5;
+  if (!image || !(sameShape || moreChannels))
     return absl::InvalidArgumentError(
         fn + "'s latents " + shapeString(latents) + " and output " +
-        shapeString(output) + " must be one shape [B, H, W, C]");
+        shapeString(output) +
+        " must be one shape [B, H, W, C] (video: [B, F, H, W, C])");
   program->outputShape.assign(output.begin() + 1, output.end());
   program->batchSize = latents[0];
   program->shape.assign(latents.begin() + 1, latents.end());
-  program->elements = latents[1] * latents[2] * latents[3];
+  program->elements = rt::numElements(program->shape);
   if (program->labelsArg >= 0) {
     const std::vector<int64_t> &labels =
         spec.arguments[program->labelsArg].globalShape;
@@ -152,11 +159,17 @@ absl::Status DenoiseProgram::setWeights(
 absl::StatusOr<std::vector<float>>
 DenoiseProgram::predict(const std::vector<float> &x,
                         const std::vector<float> &t,
-                        const std::vector<float> &labels) {
-  for (auto [index, value] :
-       {std::pair<int64_t, const std::vector<float> *>{latentsArg, &x},
-        {timestepArg, &t},
-        {labelsArg, &labels}}) {
+                        const std::vector<float> &labels,
+                        const std::vector<std::vector<float>> &contextValues) {
+  if (contextValues.size() != contextArgs.size())
+    return absl::InternalError(
+        absl::StrFormat("the model takes %d context inputs, %d were given",
+                        contextArgs.size(), contextValues.size()));
+  std::vector<std::pair<int64_t, const std::vector<float> *>> inputs = {
+      {latentsArg, &x}, {timestepArg, &t}, {labelsArg, &labels}};
+  for (auto [arg, values] : llvm::zip_equal(contextArgs, contextValues))
+    inputs.push_back({arg, &values});
+  for (auto [index, value] : inputs) {
     if (index < 0)
       continue;
     if (absl::Status status = trainingSession->setArgument(index, *value);

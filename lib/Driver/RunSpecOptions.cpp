@@ -100,6 +100,8 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.checkpointEvery = std::max<int64_t>(settings.checkpointEvery.value, 0);
   run.resume = settings.resume;
   run.initFrom = settings.initFrom;
+  run.pretrained = settings.pretrained.value;
+  run.pretrainedOrigin = settings.pretrained.origin;
   run.allowMissing = settings.allowMissing;
   run.exportPath = settings.exportPath;
   run.exportEmaPath = settings.exportEmaPath;

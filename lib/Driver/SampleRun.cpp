@@ -361,6 +361,13 @@ absl::Status SampleRun::resolve() {
     if (input && input.getKind() == InputKind::labels && type &&
         type.getRank() == 2 && !type.isDynamicDim(1))
       numClasses = type.getDimSize(1) - 1;
+    if (input && input.getKind() == InputKind::context)
+      return absl::InvalidArgumentError(
+          "@denoise is conditioned on text states (argument " +
+          std::to_string(i) +
+          "): sampling it needs a text encoder's outputs, which sdsample "
+          "does not read yet; --predict=IN.safetensors runs it on given "
+          "inputs");
   }
   if (numClasses <= 0) {
     if (!options.classes.empty())

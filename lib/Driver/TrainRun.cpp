@@ -2,6 +2,7 @@
 
 #include "TrainRunImpl.h"
 
+#include "sd/Driver/Pretrained.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Support/Files.h"
 
@@ -132,9 +133,21 @@ absl::Status TrainRun::preflight() {
       return status;
   }
   // Before compiling: a FIFO would block and /dev/zero never end.
-  if (!options.initFrom.empty())
+  initFromPath = options.initFrom;
+  if (!options.pretrained.empty()) {
+    // The folder's config against the model, before anything compiles.
+    absl::StatusOr<PretrainedFolder> folder =
+        openPretrainedFolder(options.pretrained, options.pretrainedOrigin);
+    if (!folder.ok())
+      return folder.status();
+    if (absl::Status status = checkPretrainedConfig(module, *folder);
+        !status.ok())
+      return status;
+    initFromPath = folder->weightsPath;
+  }
+  if (!initFromPath.empty())
     if (absl::Status status =
-            ::sd::checkRegularFile(options.initFrom, "--init-from file");
+            ::sd::checkRegularFile(initFromPath, "--init-from file");
         !status.ok())
       return status;
   // A file in the way is not a directory in use: say what it is.
@@ -257,9 +270,9 @@ absl::Status TrainRun::compile() {
   // --init-from's file, matched against the step's parameters (names,
   // shapes, dtypes, the missing ones) before the C++ compile too.
   absl::Status imported = fits;
-  if (fits.ok() && !options.initFrom.empty()) {
+  if (fits.ok() && !initFromPath.empty()) {
     absl::StatusOr<ckpt::ParameterImport> file =
-        ckpt::openParameterImport(options.initFrom, program.spec);
+        ckpt::openParameterImport(initFromPath, program.spec);
     imported = file.status();
     if (file.ok()) {
       initFrom = std::move(*file);

@@ -189,6 +189,9 @@ private:
   /// --init-from's file, opened and matched against the step's arguments
   /// before compiling; its blocks are read into the session.
   std::optional<ckpt::ParameterImport> initFrom;
+  /// The file the parameters start from: --init-from's, or the weights of
+  /// pretrained_model_name_or_path's folder ("" for none).
+  std::string initFromPath;
 
   TrainProgram program;
   std::unique_ptr<rt::TrainingSession> session;

@@ -11,6 +11,8 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/InliningUtils.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::sd;
 
@@ -262,6 +264,16 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
              << "'" << kPredictionTypeAttrName
              << "' must be a #sd.prediction<epsilon|v_prediction|flow> on a "
                 "function, not "
+             << attr.getValue();
+    return success();
+  }
+  if (attrName == kGuidanceAttrName) {
+    auto guidance = dyn_cast<FloatAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !guidance ||
+        !std::isfinite(guidance.getValueAsDouble()))
+      return emitError(op->getLoc())
+             << "'" << kGuidanceAttrName
+             << "' must be a finite float on a function, not "
              << attr.getValue();
     return success();
   }

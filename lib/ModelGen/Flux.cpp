@@ -1,21 +1,25 @@
 //===- Flux.cpp - Flux.1 rectified-flow transformer -----------------------===//
 //
-// As black-forest-labs/flux src/flux/model.py (Flux, guidance_embed): image
-// and text streams through double-stream blocks (each stream its own
-// modulation, fused qkv, per-head RMS q/k norm and MLP; one joint
-// attention), then the concatenated sequence [text; image] through
-// single-stream blocks (parallel attention and MLP from one modulated
-// input), and
-// the adaLN final layer. RoPE over (0, row, column) ids, text ids zero.
+// As diffusers' FluxTransformer2DModel with guidance_embeds (Flux.1-dev; the
+// original is black-forest-labs/flux's Flux): image and text streams through
+// double-stream blocks (each stream its own adaLN-Zero modulation, q/k/v
+// projections with per-head RMS q/k norms, and MLP; one joint attention),
+// then the concatenated sequence [text; image] through single-stream blocks
+// (parallel attention and MLP from one modulated input), and the
+// continuous-adaLN output layer. RoPE over (0, row, column) ids, text ids
+// zero. Parameters have diffusers' names and layouts, so its released
+// checkpoints load as they are.
 //
-// Fused projections (modulations, qkv) are [in, k, out] weights chunked
-// after the projection (see Layers.cpp), and the single block's linear1
-// and linear2 are split into their qkv / MLP and attention / MLP parts, so
-// no weight is sliced and no activation is concatenated for linear2. The
-// joint attention is one attention per stream's queries over the shared
-// keys and values (the same numbers), and the loss covers the image tokens
-// by masking the text positions of the final output and rescaling the
-// mean by L / L_image, instead of slicing the image tokens out.
+// Fused projections (the modulations) are [k, out, in] views of PyTorch's
+// [k·out, in] weights, chunked after the projection (see Layers.cpp). The
+// single block's proj_out [D, D + mlp] multiplies the concatenation
+// [attention; MLP]: its two column blocks are sliced (local under FSDP,
+// which shards its rows) and multiply the two halves, so no activation is
+// concatenated (a concatenation along a tensor-sharded width would gather
+// it). The joint attention is one attention per stream's queries over the
+// shared keys and values (the same numbers), and the loss covers the image
+// tokens by masking the text positions of the final output and rescaling
+// the mean by L / L_image, instead of slicing the image tokens out.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,54 +31,76 @@ using namespace mlir::sd::modelgen;
 
 namespace {
 
-void addMlpEmbedder(ParamSpecs &specs, const std::string &name, int64_t in,
+/// diffusers' TimestepEmbedding and PixArtAlphaTextProjection (SiLU): two
+/// linears with SiLU between.
+void addEmbedderMlp(ParamSpecs &specs, const std::string &name, int64_t in,
                     int64_t d) {
-  addLinear(specs, name + ".in_layer", in, d, "embed", "mlp");
-  addLinear(specs, name + ".out_layer", d, d, "mlp", "embed");
+  addLinear(specs, name + ".linear_1", in, d, "embed", "mlp");
+  addLinear(specs, name + ".linear_2", d, d, "mlp", "embed");
 }
 
-Value mlpEmbedder(FnBuilder &f, const ParamMap &p, const std::string &name,
+Value embedderMlp(FnBuilder &f, const ParamMap &p, const std::string &name,
                   Value x) {
-  Value h = f.silu(f.linear(x, p.lookup(name + ".in_layer.weight"),
-                            p.lookup(name + ".in_layer.bias")));
-  return f.linear(h, p.lookup(name + ".out_layer.weight"),
-                  p.lookup(name + ".out_layer.bias"));
+  Value h = f.silu(f.linear(x, p.lookup(name + ".linear_1.weight"),
+                            p.lookup(name + ".linear_1.bias")));
+  return f.linear(h, p.lookup(name + ".linear_2.weight"),
+                  p.lookup(name + ".linear_2.bias"));
 }
 
-void addQKNorm(ParamSpecs &specs, const std::string &prefix, int64_t dh) {
-  addParam(specs, prefix + ".query_norm.scale", {dh}, {"norm"}, InitKind::ones);
-  addParam(specs, prefix + ".key_norm.scale", {dh}, {"norm"}, InitKind::ones);
+/// The names of one stream's projections in FluxAttention.
+struct StreamNames {
+  const char *q, *k, *v, *out, *normQ, *normK;
+};
+constexpr StreamNames kImageNames = {"to_q",     "to_k",   "to_v",
+                                     "to_out.0", "norm_q", "norm_k"};
+constexpr StreamNames kTextNames = {"add_q_proj",   "add_k_proj",
+                                    "add_v_proj",   "to_add_out",
+                                    "norm_added_q", "norm_added_k"};
+
+void addQKNorms(ParamSpecs &specs, const std::string &attn,
+                const StreamNames &n, int64_t dh) {
+  addParam(specs, attn + n.normQ + ".weight", {dh}, {"norm"}, InitKind::ones);
+  addParam(specs, attn + n.normK + ".weight", {dh}, {"norm"}, InitKind::ones);
 }
 
-/// In the order DoubleStreamBlock registers them.
+void addProjections(ParamSpecs &specs, const std::string &attn,
+                    const StreamNames &n, int64_t d) {
+  for (const char *proj : {n.q, n.k, n.v})
+    addLinear(specs, attn + proj, d, d, "embed", "heads");
+}
+
+/// In the order FluxTransformerBlock registers them.
 ParamSpecs doubleBlockParams(const ModelConfig &c) {
   int64_t d = c.hidden;
   ParamSpecs specs;
-  for (const std::string s : {"img", "txt"}) {
-    addFusedLinear(specs, s + "_mod.lin", d, 6, d, "embed", "_");
-    addFusedLinear(specs, s + "_attn.qkv", d, 3, d, "embed", "heads");
-    addQKNorm(specs, s + "_attn.norm", c.headDim());
-    addLinear(specs, s + "_attn.proj", d, d, "heads", "embed");
-    addLinear(specs, s + "_mlp.0", d, c.mlpHidden, "embed", "mlp");
-    addLinear(specs, s + "_mlp.2", c.mlpHidden, d, "mlp", "embed");
+  addFusedLinear(specs, "norm1.linear", d, 6, d, "embed", "_");
+  addFusedLinear(specs, "norm1_context.linear", d, 6, d, "embed", "_");
+  addQKNorms(specs, "attn.", kImageNames, c.headDim());
+  addProjections(specs, "attn.", kImageNames, d);
+  addLinear(specs, std::string("attn.") + kImageNames.out, d, d, "heads",
+            "embed");
+  addQKNorms(specs, "attn.", kTextNames, c.headDim());
+  addProjections(specs, "attn.", kTextNames, d);
+  addLinear(specs, std::string("attn.") + kTextNames.out, d, d, "heads",
+            "embed");
+  for (const std::string ff : {"ff", "ff_context"}) {
+    addLinear(specs, ff + ".net.0.proj", d, c.mlpHidden, "embed", "mlp");
+    addLinear(specs, ff + ".net.2", c.mlpHidden, d, "mlp", "embed");
   }
   return specs;
 }
 
+/// In the order FluxSingleTransformerBlock registers them.
 ParamSpecs singleBlockParams(const ModelConfig &c) {
   int64_t d = c.hidden;
   ParamSpecs specs;
-  // linear1 = [qkv | mlp] and linear2 = [attention; mlp] of the checkpoint,
-  // split (one bias for linear2).
-  addFusedLinear(specs, "linear1_qkv", d, 3, d, "embed", "heads");
-  addLinear(specs, "linear1_mlp", d, c.mlpHidden, "embed", "mlp");
-  addParam(specs, "linear2_attn.weight", {d, d}, {"embed", "heads"},
-           InitKind::xavier_uniform);
-  addParam(specs, "linear2_mlp.weight", {d, c.mlpHidden}, {"embed", "mlp"},
-           InitKind::xavier_uniform);
-  addParam(specs, "linear2.bias", {d}, {"embed"}, InitKind::zeros);
-  addQKNorm(specs, "norm", c.headDim());
-  addFusedLinear(specs, "modulation.lin", d, 3, d, "embed", "_");
+  addFusedLinear(specs, "norm.linear", d, 3, d, "embed", "_");
+  addLinear(specs, "proj_mlp", d, c.mlpHidden, "embed", "mlp");
+  // [D, D + mlp]: its input width mixes heads and MLP columns, so it is not
+  // split over `tensor`.
+  addLinear(specs, "proj_out", d + c.mlpHidden, d, "_", "embed");
+  addQKNorms(specs, "attn.", kImageNames, c.headDim());
+  addProjections(specs, "attn.", kImageNames, d);
   return specs;
 }
 
@@ -85,50 +111,70 @@ Value normRotate(FnBuilder &f, const ModelConfig &c, Value x, Value scale,
   return f.name(headsFirst(f, applyRope(f, h, rotation)), name);
 }
 
+/// One stream's attention inputs [B, H, S, Dh] from its modulated input h.
+/// The three projections carry the stream's name (`img_qkv_proj`), which
+/// the FLUX_OPTIMIZED remat policy recomputes.
+struct Attention {
+  Value q, k, v;
+};
+
+Attention attentionInputs(FnBuilder &f, const ModelConfig &c, const ParamMap &p,
+                          const StreamNames &n, Value h, Value rotation,
+                          StringRef projName) {
+  auto param = [&](const char *module, StringRef field) {
+    return p.lookup(("attn." + Twine(module) + "." + field).str());
+  };
+  auto project = [&](const char *module) {
+    Value y = f.linear(h, param(module, "weight"), param(module, "bias"));
+    return projName.empty() ? y : f.name(y, projName);
+  };
+  Value q = project(n.q), k = project(n.k), v = project(n.v);
+  if (projName.empty()) {
+    f.name(q, "query_proj");
+    f.name(k, "key_proj");
+    f.name(v, "value_proj");
+  }
+  return {normRotate(f, c, q, param(n.normQ, "weight"), rotation, "xq_out"),
+          normRotate(f, c, k, param(n.normK, "weight"), rotation, "xk_out"),
+          headsFirst(f, splitHeads(f, v, c.heads))};
+}
+
 /// One stream of a double block up to its attention inputs.
 struct Stream {
-  Value x, q, k, v;
+  Value x;
+  Attention attn;
   SmallVector<Value> mod;
 };
 
 Stream prepareStream(FnBuilder &f, const ModelConfig &c, const ParamMap &p,
-                     const std::string &s, Value x, Value vecSilu,
-                     Value rotation) {
+                     const StreamNames &n, StringRef norm, StringRef projName,
+                     Value x, Value vecSilu, Value rotation) {
   Stream st;
   st.x = x;
-  // shift, scale, gate of attention, then of the MLP.
-  st.mod = linearChunks(f, vecSilu, p.lookup(s + "_mod.lin.weight"),
-                        p.lookup(s + "_mod.lin.bias"));
+  // shift, scale, gate of attention, then of the MLP (AdaLayerNormZero).
+  st.mod = linearChunks(f, vecSilu, p.lookup((norm + ".linear.weight").str()),
+                        p.lookup((norm + ".linear.bias").str()));
   Value h = modulate(f, f.layerNorm(x), st.mod[0], st.mod[1]);
-  // The fused projection [B, S, 3, D] is what MaxDiffusion names.
-  Value qkvProj;
-  SmallVector<Value> qkv =
-      linearChunks(f, h, p.lookup(s + "_attn.qkv.weight"),
-                   p.lookup(s + "_attn.qkv.bias"), &qkvProj);
-  f.name(qkvProj, s + "_qkv_proj");
-  st.q = normRotate(f, c, qkv[0], p.lookup(s + "_attn.norm.query_norm.scale"),
-                    rotation, "xq_out");
-  st.k = normRotate(f, c, qkv[1], p.lookup(s + "_attn.norm.key_norm.scale"),
-                    rotation, "xk_out");
-  st.v = headsFirst(f, splitHeads(f, qkv[2], c.heads));
+  st.attn = attentionInputs(f, c, p, n, h, rotation, projName);
   return st;
 }
 
 /// The stream's residual updates after attention over the joint keys.
-Value finishStream(FnBuilder &f, const ParamMap &p, const std::string &s,
-                   const Stream &st, Value keys, Value values) {
+Value finishStream(FnBuilder &f, const ParamMap &p, const StreamNames &n,
+                   StringRef ff, const Stream &st, Value keys, Value values) {
   // One stream's queries over the joint [text; image] keys.
   Value o = mergeHeads(
-      f, f.attention(st.q, keys, values, /*selfAttention=*/false));
-  Value attn = f.linear(o, p.lookup(s + "_attn.proj.weight"),
-                        p.lookup(s + "_attn.proj.bias"));
+      f, f.attention(st.attn.q, keys, values, /*selfAttention=*/false));
+  std::string out = std::string("attn.") + n.out;
+  Value attn = f.linear(o, p.lookup(out + ".weight"), p.lookup(out + ".bias"));
   Value x = gatedResidual(f, st.x, st.mod[2], attn);
   Value h = modulate(f, f.layerNorm(x), st.mod[3], st.mod[4]);
-  Value act = f.name(f.gelu(f.linear(h, p.lookup(s + "_mlp.0.weight"),
-                                     p.lookup(s + "_mlp.0.bias"))),
-                     "ffn_activation");
-  Value mlp =
-      f.linear(act, p.lookup(s + "_mlp.2.weight"), p.lookup(s + "_mlp.2.bias"));
+  Value act =
+      f.name(f.gelu(f.linear(h, p.lookup((ff + ".net.0.proj.weight").str()),
+                             p.lookup((ff + ".net.0.proj.bias").str()))),
+             "ffn_activation");
+  Value mlp = f.linear(act, p.lookup((ff + ".net.2.weight").str()),
+                       p.lookup((ff + ".net.2.bias").str()));
   return f.name(gatedResidual(f, x, st.mod[5], mlp), "hidden_states");
 }
 
@@ -136,13 +182,16 @@ Value finishStream(FnBuilder &f, const ParamMap &p, const std::string &s,
 /// use vec only through SiLU, computed once for all of them.
 SmallVector<Value> doubleBlock(FnBuilder &f, const ModelConfig &c,
                                ArrayRef<Value> in, const ParamMap &p) {
-  Stream img = prepareStream(f, c, p, "img", in[0], in[2], in[3]);
-  Stream txt = prepareStream(f, c, p, "txt", in[1], in[2], in[4]);
+  Stream img = prepareStream(f, c, p, kImageNames, "norm1", "img_qkv_proj",
+                             in[0], in[2], in[3]);
+  Stream txt = prepareStream(f, c, p, kTextNames, "norm1_context",
+                             "txt_qkv_proj", in[1], in[2], in[4]);
   // The joint sequence is [txt; img].
-  Value keys = f.concat({txt.k, img.k}, 2);
-  Value values = f.concat({txt.v, img.v}, 2);
-  Value imgOut = finishStream(f, p, "img", img, keys, values);
-  Value txtOut = finishStream(f, p, "txt", txt, keys, values);
+  Value keys = f.concat({txt.attn.k, img.attn.k}, 2);
+  Value values = f.concat({txt.attn.v, img.attn.v}, 2);
+  Value imgOut = finishStream(f, p, kImageNames, "ff", img, keys, values);
+  Value txtOut =
+      finishStream(f, p, kTextNames, "ff_context", txt, keys, values);
   return {imgOut, txtOut};
 }
 
@@ -150,31 +199,22 @@ SmallVector<Value> doubleBlock(FnBuilder &f, const ModelConfig &c,
 SmallVector<Value> singleBlock(FnBuilder &f, const ModelConfig &c,
                                ArrayRef<Value> in, const ParamMap &p) {
   Value x = in[0], rotation = in[2];
-  // shift, scale, gate.
-  SmallVector<Value> mod =
-      linearChunks(f, in[1], p.lookup("modulation.lin.weight"),
-                   p.lookup("modulation.lin.bias"));
+  int64_t d = c.hidden;
+  // shift, scale, gate (AdaLayerNormZeroSingle).
+  SmallVector<Value> mod = linearChunks(
+      f, in[1], p.lookup("norm.linear.weight"), p.lookup("norm.linear.bias"));
   Value h = f.name(modulate(f, f.layerNorm(x), mod[0], mod[1]),
                    "lin1_norm_hidden_states");
-
-  SmallVector<Value> qkv = linearChunks(f, h, p.lookup("linear1_qkv.weight"),
-                                        p.lookup("linear1_qkv.bias"));
-  Value q = f.name(qkv[0], "query_proj");
-  Value k = f.name(qkv[1], "key_proj");
-  Value v = f.name(qkv[2], "value_proj");
+  Attention attn = attentionInputs(f, c, p, kImageNames, h, rotation, "");
   Value mlp =
-      f.linear(h, p.lookup("linear1_mlp.weight"), p.lookup("linear1_mlp.bias"));
-  Value q4 = normRotate(f, c, q, p.lookup("norm.query_norm.scale"), rotation,
-                        "xq_out");
-  Value k4 =
-      normRotate(f, c, k, p.lookup("norm.key_norm.scale"), rotation, "xk_out");
-  Value v4 = headsFirst(f, splitHeads(f, v, c.heads));
-  Value o = mergeHeads(f, f.attention(q4, k4, v4));
+      f.linear(h, p.lookup("proj_mlp.weight"), p.lookup("proj_mlp.bias"));
+  Value o = mergeHeads(f, f.attention(attn.q, attn.k, attn.v));
   Value act = f.name(f.gelu(mlp), "ffn_activation");
-  // linear2 on [o; act] as the sum of its two row blocks' products.
-  Value attnOut = f.linear(o, p.lookup("linear2_attn.weight"), {});
-  Value mlpOut = f.linear(act, p.lookup("linear2_mlp.weight"), {});
-  Value out = f.addBias(f.add(attnOut, mlpOut), p.lookup("linear2.bias"));
+  // proj_out on [o; act] as the sum of its two column blocks' products.
+  Value w = p.lookup("proj_out.weight");
+  Value attnOut = f.linear(o, f.slice(w, 1, 0, d), {});
+  Value mlpOut = f.linear(act, f.slice(w, 1, d, d + c.mlpHidden), {});
+  Value out = f.addBias(f.add(attnOut, mlpOut), p.lookup("proj_out.bias"));
   return {f.name(gatedResidual(f, x, mod[2], out), "hidden_states")};
 }
 
@@ -192,26 +232,30 @@ Value fluxNetwork(ModelBuilder &mb, Value xt, Value t, Value text,
   int64_t txtTokens = c.textLength;
   int64_t patchDim = p * p * c.latentChannels;
 
+  // In the order FluxTransformer2DModel registers them.
+  const std::string embed = "time_text_embed.";
   ParamSpecs embedSpecs;
-  addLinear(embedSpecs, "img_in", patchDim, d, "_", "embed");
-  addMlpEmbedder(embedSpecs, "time_in", c.freqDim, d);
-  addMlpEmbedder(embedSpecs, "vector_in", c.pooledDim, d);
-  addMlpEmbedder(embedSpecs, "guidance_in", c.freqDim, d);
-  addLinear(embedSpecs, "txt_in", c.textDim, d, "_", "embed");
+  addEmbedderMlp(embedSpecs, embed + "timestep_embedder", c.freqDim, d);
+  addEmbedderMlp(embedSpecs, embed + "guidance_embedder", c.freqDim, d);
+  addEmbedderMlp(embedSpecs, embed + "text_embedder", c.pooledDim, d);
+  addLinear(embedSpecs, "context_embedder", c.textDim, d, "_", "embed");
+  addLinear(embedSpecs, "x_embedder", patchDim, d, "_", "embed");
   ParamMap ep = mb.params(embedSpecs);
 
-  Value img = f.linear(patchify(f, xt, 1, p, PatchOrder::ChannelMajor),
-                       ep.lookup("img_in.weight"), ep.lookup("img_in.bias"));
-  Value vec = mlpEmbedder(f, ep, "time_in", timestepEmbedding(f, t, c.freqDim));
+  Value img =
+      f.linear(patchify(f, xt, 1, p, PatchOrder::ChannelMajor),
+               ep.lookup("x_embedder.weight"), ep.lookup("x_embedder.bias"));
+  Value vec = embedderMlp(f, ep, embed + "timestep_embedder",
+                          timestepEmbedding(f, t, c.freqDim));
   // The guidance strength is one constant for the whole batch: its
   // embedding is computed once, batch-free, then broadcast.
   Value guidance =
       timestepEmbedding(f, f.splat(c.guidance, {1}, f.getF32()), c.freqDim);
-  guidance = mlpEmbedder(f, ep, "guidance_in", guidance);
+  guidance = embedderMlp(f, ep, embed + "guidance_embedder", guidance);
   vec = f.add(vec, f.expand(guidance, {b, d}, {1}));
-  vec = f.add(vec, mlpEmbedder(f, ep, "vector_in", pooled));
-  Value txt =
-      f.linear(text, ep.lookup("txt_in.weight"), ep.lookup("txt_in.bias"));
+  vec = f.add(vec, embedderMlp(f, ep, embed + "text_embedder", pooled));
+  Value txt = f.linear(text, ep.lookup("context_embedder.weight"),
+                       ep.lookup("context_embedder.bias"));
 
   // RoPE axes (id, row, column) = (16, 56, 56) of Dh = 128: pairs 8, 28, 28.
   int64_t pairs = c.headDim() / 2, spatialPairs = (7 * c.headDim()) / 32;
@@ -233,7 +277,7 @@ Value fluxNetwork(ModelBuilder &mb, Value xt, Value t, Value text,
   for (int64_t i = 0; i < c.depth; ++i) {
     SmallVector<Value> out =
         mb.callBlock(doubleFn, doubleInputs, doubleSpecs,
-                     "double_blocks." + std::to_string(i) + ".");
+                     "transformer_blocks." + std::to_string(i) + ".");
     doubleInputs[0] = out[0];
     doubleInputs[1] = out[1];
   }
@@ -249,16 +293,18 @@ Value fluxNetwork(ModelBuilder &mb, Value xt, Value t, Value text,
       });
   for (int64_t i = 0; i < c.singleDepth; ++i)
     x = mb.callBlock(singleFn, {x, vecSilu, rotation}, singleSpecs,
-                     "single_blocks." + std::to_string(i) + ".")[0];
+                     "single_transformer_blocks." + std::to_string(i) + ".")[0];
 
   ParamSpecs finalSpecs;
-  addLinear(finalSpecs, "final_layer.linear", d, patchDim, "embed", "_");
-  addFusedLinear(finalSpecs, "final_layer.adaLN_modulation.1", d, 2, d, "embed",
-                 "_");
+  addFusedLinear(finalSpecs, "norm_out.linear", d, 2, d, "embed", "_");
+  addLinear(finalSpecs, "proj_out", d, patchDim, "embed", "_");
   ParamMap fp = mb.params(finalSpecs);
-  Value h = modulatedNorm(f, fp, "final_layer.adaLN_modulation.1", x, vecSilu);
-  return f.linear(h, fp.lookup("final_layer.linear.weight"),
-                  fp.lookup("final_layer.linear.bias"));
+  // AdaLayerNormContinuous: scale, then shift.
+  SmallVector<Value> mod =
+      linearChunks(f, vecSilu, fp.lookup("norm_out.linear.weight"),
+                   fp.lookup("norm_out.linear.bias"));
+  Value h = modulate(f, f.layerNorm(x), mod[1], mod[0]);
+  return f.linear(h, fp.lookup("proj_out.weight"), fp.lookup("proj_out.bias"));
 }
 
 } // namespace
@@ -303,5 +349,9 @@ void modelgen::buildFlux(ModelBuilder &mb) {
     return unpatchify(f, img, network.latentShape, 1, p,
                       PatchOrder::ChannelMajor);
   };
+  // The guidance the program embeds, for the tools that feed it inputs.
+  Builder builder(mb.getDType().getContext());
+  network.functionAttributes.push_back(builder.getNamedAttr(
+      SDDialect::kGuidanceAttrName, builder.getF64FloatAttr(c.guidance)));
   buildModelFunctions(mb, network);
 }

@@ -430,6 +430,8 @@ void modelgen::buildModelFunctions(ModelBuilder &mb,
   // @loss: noise the latents, predict, compare with the target. It says
   // which target, for the tools that train and sample it.
   func::FuncOp loss = mb.beginFunction("loss");
+  for (NamedAttribute attr : network.functionAttributes)
+    loss->setAttr(attr.getName(), attr.getValue());
   loss->setAttr(SDDialect::kPredictionTypeAttrName,
                 PredictionTypeAttr::get(loss.getContext(), c.prediction));
   FnBuilder &f = mb.fn();
@@ -447,7 +449,9 @@ void modelgen::buildModelFunctions(ModelBuilder &mb,
     return;
 
   // @denoise: the same network on given noised latents.
-  mb.beginFunction("denoise");
+  func::FuncOp denoise = mb.beginFunction("denoise");
+  for (NamedAttribute attr : network.functionAttributes)
+    denoise->setAttr(attr.getName(), attr.getValue());
   FnBuilder &g = mb.fn();
   Value xt = mb.input(InputKind::latents, network.latentShape, dtype,
                       network.latentAxes);
@@ -459,7 +463,9 @@ void modelgen::buildModelFunctions(ModelBuilder &mb,
     return;
 
   // @forward: the same network's whole output.
-  mb.beginFunction("forward");
+  func::FuncOp forward = mb.beginFunction("forward");
+  for (NamedAttribute attr : network.functionAttributes)
+    forward->setAttr(attr.getName(), attr.getValue());
   FnBuilder &h = mb.fn();
   xt = mb.input(InputKind::latents, network.latentShape, dtype,
                 network.latentAxes);

@@ -247,6 +247,8 @@ struct ModelNetwork {
   /// reference's forward(), e.g. DiT's learned sigma), for sdsample
   /// --predict.
   bool withForward = false;
+  /// Attributes every model function carries (Flux's sd.guidance).
+  SmallVector<NamedAttribute> functionAttributes;
 };
 
 /// Writes @loss(params..., latents, noise, conditions...) -> loss and, with

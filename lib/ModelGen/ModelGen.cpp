@@ -243,8 +243,25 @@ static absl::Status applyInputShape(const ModelOverrides &o,
     return fail("--text-length applies to text-conditioned models "
                 "(wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)");
 
-  if ((o.channels || o.classes) && !isDiT)
-    return fail("--channels and --classes apply to DiT models");
+  if (o.classes && !isDiT)
+    return fail("--classes applies to DiT models");
+  if ((o.textDim || o.pooledDim) && isDiT)
+    return fail("--text-dim and --pooled-dim apply to text-conditioned models "
+                "(wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)");
+  if (o.pooledDim && c.family != ModelFamily::Flux)
+    return fail("--pooled-dim applies to Flux (its pooled text vector)");
+  for (auto [value, name] : {std::pair{o.textDim, "text width"},
+                             {o.pooledDim, "pooled width"},
+                             {o.freqDim, "timestep-embedding width"}})
+    if (value && (*value <= 0 || *value > (int64_t(1) << 20)))
+      return fail(llvm::formatv("{0} {1} must be 1 to 1048576", name, *value));
+  if (o.freqDim && *o.freqDim % 2 != 0)
+    return fail(llvm::formatv("timestep-embedding width {0} must be even (cos "
+                              "and sin halves)",
+                              *o.freqDim));
+  c.textDim = o.textDim.value_or(c.textDim);
+  c.pooledDim = o.pooledDim.value_or(c.pooledDim);
+  c.freqDim = o.freqDim.value_or(c.freqDim);
   if (o.channels) {
     if (*o.channels <= 0 || *o.channels > 64)
       return fail(llvm::formatv("{0} channels: give 1 to 64", *o.channels));
@@ -334,6 +351,14 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
     if (c.family == ModelFamily::Flux)
       c.singleDepth = 2 * c.depth;
   }
+  if (o.singleDepth) {
+    if (c.family != ModelFamily::Flux)
+      return fail("--single-depth applies to Flux (its single-stream blocks)");
+    if (*o.singleDepth < 0)
+      return fail(llvm::formatv("single depth {0} must not be negative",
+                                *o.singleDepth));
+    c.singleDepth = *o.singleDepth;
+  }
   if (o.hidden) {
     if (*o.hidden <= 0)
       return fail(llvm::formatv("hidden size {0} must be positive", *o.hidden));
@@ -371,6 +396,13 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
     return fail(llvm::formatv("mlp ratio {0} leaves no FFN width for hidden "
                               "size {1}",
                               ratioText, c.hidden));
+  if (o.ffnDim) {
+    if (o.mlpRatio)
+      return fail("give --mlp-ratio or --ffn-dim, not both");
+    if (*o.ffnDim <= 0 || *o.ffnDim > kMaxTensorElements)
+      return fail(llvm::formatv("FFN width {0} must be positive", *o.ffnDim));
+    c.mlpHidden = *o.ffnDim;
+  }
 
   if (o.batch) {
     if (*o.batch <= 0)

@@ -43,6 +43,26 @@ static cl::opt<double> mlpRatioFlag("mlp-ratio",
                                     cl::desc("FFN width / model width"),
                                     cl::cat(sdgenCategory));
 static cl::opt<int64_t>
+    ffnDimFlag("ffn-dim", cl::desc("FFN width (instead of --mlp-ratio)"),
+               cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    singleDepthFlag("single-depth",
+                    cl::desc("Single-stream blocks (Flux; default twice "
+                             "--depth)"),
+                    cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    textDimFlag("text-dim",
+                cl::desc("Width of the text states (Wan, Flux; 4096)"),
+                cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    pooledDimFlag("pooled-dim",
+                  cl::desc("Width of the pooled text vector (Flux; 768)"),
+                  cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    freqDimFlag("freq-dim",
+                cl::desc("Width of the sinusoidal timestep embedding (256)"),
+                cl::cat(sdgenCategory));
+static cl::opt<int64_t>
     batchFlag("batch",
               cl::desc("Default batch (sd.default_batch; DiT 8, Wan/Flux 1)"),
               cl::cat(sdgenCategory));
@@ -51,8 +71,8 @@ static cl::opt<int64_t>
                    cl::cat(sdgenCategory));
 static cl::opt<int64_t> channelsFlag(
     "channels",
-    cl::desc("Channels of a latent or pixel (DiT; 1 for grayscale, 3 for RGB "
-             "images)"),
+    cl::desc("Channels of a latent or pixel (DiT: 1 for grayscale, 3 for RGB "
+             "images; Wan and Flux latents: 16)"),
     cl::cat(sdgenCategory));
 static cl::opt<int64_t> classesFlag(
     "classes",
@@ -133,6 +153,11 @@ static absl::Status runSdgen(int argc, char **argv) {
   overrides.hidden = given(hiddenFlag);
   overrides.heads = given(headsFlag);
   overrides.mlpRatio = given(mlpRatioFlag);
+  overrides.ffnDim = given(ffnDimFlag);
+  overrides.singleDepth = given(singleDepthFlag);
+  overrides.textDim = given(textDimFlag);
+  overrides.pooledDim = given(pooledDimFlag);
+  overrides.freqDim = given(freqDimFlag);
   overrides.batch = given(batchFlag);
   overrides.latentSize = given(latentSizeFlag);
   overrides.channels = given(channelsFlag);

@@ -99,7 +99,9 @@ TEST(RunConfigTest, BaseXl) {
   EXPECT_EQ(c.flashBlockSizes, FlashBlockSizes()); // `{}`: the defaults.
   ASSERT_TRUE(c.rules.has_value());
   EXPECT_EQ(*c.rules, preset("sdxl"));
-  EXPECT_TRUE(contains(c.ignoredKeys, "pretrained_model_name_or_path"));
+  // The released weights are read (as a local folder), not ignored.
+  EXPECT_EQ(c.pretrained, "stabilityai/stable-diffusion-xl-base-1.0");
+  EXPECT_FALSE(contains(c.ignoredKeys, "pretrained_model_name_or_path"));
   EXPECT_FALSE(contains(c.ignoredKeys, "learning_rate"));
   EXPECT_FALSE(contains(c.ignoredKeys, "logical_axis_rules"));
   EXPECT_EQ(c.originOf("learning_rate"), kMaxDiffusionDir + "/base_xl.yml:187");
@@ -121,7 +123,7 @@ TEST(RunConfigTest, BaseWan14b) {
   EXPECT_EQ(c.flashBlockSizes, uniformFlash(512));
   EXPECT_EQ(c.weightsDtype, "bfloat16");
   EXPECT_EQ(*c.rules, preset("wan"));
-  EXPECT_TRUE(contains(c.ignoredKeys, "pretrained_model_name_or_path"));
+  EXPECT_EQ(c.pretrained, "Wan-AI/Wan2.1-T2V-14B-Diffusers");
   EXPECT_TRUE(contains(c.ignoredKeys, "vae_logical_axis_rules"));
   EXPECT_TRUE(contains(c.ignoredKeys, "opt_enable_grad_clipping"));
   // Both -1 axes are filled: context takes everything.
@@ -146,7 +148,7 @@ TEST(RunConfigTest, BaseFluxDev) {
   EXPECT_EQ(c.enableProfiler, false);
   EXPECT_EQ(c.skipFirstNStepsForProfiler, 5);
   EXPECT_EQ(c.profilerSteps, 10);
-  EXPECT_TRUE(contains(c.ignoredKeys, "pretrained_model_name_or_path"));
+  EXPECT_EQ(c.pretrained, "black-forest-labs/FLUX.1-dev");
   EXPECT_FALSE(contains(c.ignoredKeys, "profiler_steps"));
 }
 
@@ -229,14 +231,11 @@ TEST(RunConfigTest, NearestConfigKey) {
 
 TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
   const std::pair<const char *, const char *> cases[] = {
-      {"pretrained_model_name_or_path: 'org/model'",
-       "t.yml:2: pretrained_model_name_or_path: 'org/model' names released "
-       "weights to start from, which sd cannot load yet; "
-       "pretrained_model_name_or_path='' trains the model file's own "
-       "parameters (seeded, or --init-from's) instead"},
       {"wan_transformer_pretrained_model_name_or_path: x",
        "t.yml:2: wan_transformer_pretrained_model_name_or_path: 'x' names "
-       "released weights"},
+       "released weights to start from, which sd cannot load yet; "
+       "wan_transformer_pretrained_model_name_or_path='' trains the model "
+       "file's own parameters (seeded, or --init-from's) instead"},
       {"unet_checkpoint: 'gs://b/c'",
        "t.yml:2: unet_checkpoint: 'gs://b/c' names a checkpoint to start "
        "from, which sd cannot load yet; unet_checkpoint=''"},
@@ -263,7 +262,8 @@ TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
     EXPECT_TRUE(failsWith(applyOverrides(c, {}), message)) << line;
   }
   // MaxDiffusion's defaults ask for nothing.
-  RunConfig defaults = parse("pretrained_model_name_or_path: ''\n"
+  RunConfig defaults = parse("wan_transformer_pretrained_model_name_or_path: "
+                             "''\n"
                              "unet_checkpoint:\n"
                              "train_text_encoder: False\n"
                              "enable_lora: False\n"
@@ -278,8 +278,8 @@ TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
                                     "[a/b]}\n"))
                   .ok());
   // An override undoes the file's value, and sets one.
-  RunConfig c = parse("pretrained_model_name_or_path: 'org/model'\n");
-  EXPECT_TRUE(applyOverrides(c, {"pretrained_model_name_or_path="}).ok());
+  RunConfig c = parse("unet_checkpoint: 'gs://b/c'\n");
+  EXPECT_TRUE(applyOverrides(c, {"unet_checkpoint="}).ok());
   EXPECT_TRUE(failsWith(applyOverrides(c, {"train_text_encoder=True"}),
                         "command line: train_text_encoder: True trains"));
   // A value of the wrong type is an error as it is read.
@@ -291,24 +291,27 @@ TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
                               "a list"));
 }
 
-TEST(RunConfigTest, MaxDiffusionConfigsAskForReleasedWeights) {
+TEST(RunConfigTest, MaxDiffusionConfigsNameReleasedWeights) {
   // Each of MaxDiffusion's configs loads (its other keys are used or
-  // ignored), and fine-tunes released weights, which sd refuses until the
-  // override that trains the model file's parameters instead.
-  const std::pair<const char *, int> configs[] = {{"base_xl.yml", 30},
-                                                  {"base_2_base.yml", 30},
-                                                  {"base_flux_dev.yml", 30},
-                                                  {"base_wan_14b.yml", 30}};
-  for (const auto &[name, line] : configs) {
+  // ignored) and names the released weights it fine-tunes, a hub id: the
+  // run resolver checks it (a local folder, or an error saying to download
+  // it), and an override trains the model file's parameters instead.
+  const std::pair<const char *, const char *> configs[] = {
+      {"base_xl.yml", "stabilityai/stable-diffusion-xl-base-1.0"},
+      {"base_2_base.yml", "stabilityai/stable-diffusion-2-base"},
+      {"base_flux_dev.yml", "black-forest-labs/FLUX.1-dev"},
+      {"base_wan_14b.yml", "Wan-AI/Wan2.1-T2V-14B-Diffusers"}};
+  for (const auto &[name, weights] : configs) {
     std::string path = kMaxDiffusionDir + "/" + name;
     RunConfig c = load(path);
     EXPECT_FALSE(c.ignoredKeys.empty()) << name;
-    EXPECT_TRUE(failsWith(
-        verifyRunConfig(c),
-        absl::StrFormat("%s:%d: pretrained_model_name_or_path: '", path, line)))
+    EXPECT_TRUE(verifyRunConfig(c).ok()) << name;
+    EXPECT_EQ(c.pretrained, weights) << name;
+    EXPECT_EQ(c.originOf("pretrained_model_name_or_path"), path + ":30")
         << name;
     EXPECT_TRUE(applyOverrides(c, {"pretrained_model_name_or_path=''"}).ok())
         << name;
+    EXPECT_EQ(c.pretrained, "") << name;
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -579,24 +580,64 @@ TEST(RunSpecTest, UnknownKeysAreErrors) {
                    "'max_train_steps'?");
 }
 
-TEST(RunSpecTest, MaxDiffusionConfigsNeedTheirWeightsTurnedOff) {
+TEST(RunSpecTest, MaxDiffusionConfigsNameHubIdsToDownloadFirst) {
   std::string baseXl = std::string(SD_TEST_MAXDIFFUSION_DIR) + "/base_xl.yml";
   RunSpecFlags flags = withConfig(baseXl);
   flags.devices = 2;
   EXPECT_EQ(errorOf(flags),
-            baseXl +
-                ":30: pretrained_model_name_or_path: "
-                "'stabilityai/stable-diffusion-xl-base-1.0' names released "
-                "weights to start from, which sd cannot load yet; "
-                "pretrained_model_name_or_path='' trains the model file's own "
-                "parameters (seeded, or --init-from's) instead");
+            std::string("base_xl.yml:30: pretrained_model_name_or_path ") +
+                "'stabilityai/stable-diffusion-xl-base-1.0' is a Hugging Face "
+                "hub id; sd reads local folders only (it downloads nothing): "
+                "download it first (huggingface-cli download "
+                "stabilityai/stable-diffusion-xl-base-1.0 --local-dir DIR) "
+                "and give DIR");
   flags.overrides = {"pretrained_model_name_or_path=''"};
   RunSpec spec = resolve(flags);
   EXPECT_EQ(spec.mesh.mesh.toString(), "data:2");
-  ASSERT_EQ(spec.warnings.size(), 2u);
+  EXPECT_EQ(spec.run.pretrained.value, "");
+  ASSERT_EQ(spec.warnings.size(), 1u);
   EXPECT_EQ(spec.warnings[0].rfind("base_xl.yml: ignoring ", 0), 0u);
-  EXPECT_EQ(spec.warnings[1], "command line: ignoring 1 key sd does not use: "
-                              "pretrained_model_name_or_path");
+}
+
+TEST(RunSpecTest, PretrainedFolders) {
+  // A local folder is the setting's value, with its origin.
+  std::string dir = ::testing::TempDir() + "sd_pretrained_folder";
+  ASSERT_FALSE(llvm::sys::fs::create_directories(dir));
+  RunSpecFlags flags = withConfig(writeConfig("seed.yml", "seed: 1\n"),
+                                  {"pretrained_model_name_or_path=" + dir});
+  RunSpec spec = resolve(flags);
+  EXPECT_EQ(spec.run.pretrained.value, dir);
+  EXPECT_EQ(spec.run.pretrained.origin, "command line");
+  flags = RunSpecFlags();
+  flags.pretrained = dir;
+  EXPECT_EQ(resolve(flags).run.pretrained.origin, "--pretrained");
+  // It starts a run: not with --init-from's weights, not with --resume.
+  flags.initFrom = "w.safetensors";
+  EXPECT_EQ(errorOf(flags),
+            "--pretrained: pretrained_model_name_or_path '" + dir +
+                "' and --init-from both give the starting weights; give one "
+                "(pretrained_model_name_or_path='' keeps --init-from's)");
+  flags.initFrom.reset();
+  flags.resume = true;
+  flags.checkpointDir = "ckpt";
+  EXPECT_EQ(errorOf(flags),
+            "--pretrained: pretrained_model_name_or_path '" + dir +
+                "' starts a run; --resume continues one from its checkpoint "
+                "(pretrained_model_name_or_path='' to resume)");
+  flags.resume.reset();
+  // --allow-missing applies to its weights too.
+  flags.allowMissing = true;
+  EXPECT_EQ(resolve(flags).run.allowMissing, true);
+  // A path that is not a folder, and one that does not exist.
+  flags.pretrained = dir + "/none";
+  EXPECT_EQ(errorOf(flags), "--pretrained: pretrained_model_name_or_path '" +
+                                dir + "/none' does not exist");
+  std::string file = writeConfig("not_a_folder.yml", "seed: 1\n");
+  flags.pretrained = file;
+  EXPECT_EQ(errorOf(flags),
+            "--pretrained: pretrained_model_name_or_path '" + file +
+                "' is not a directory (a diffusers model folder; a single "
+                "safetensors file goes to --init-from)");
 }
 
 TEST(RunSpecTest, RunFlagsThatDoNotGoTogether) {

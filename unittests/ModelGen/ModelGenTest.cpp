@@ -136,7 +136,7 @@ TEST_F(ModelGenTest, DitTinyShape) {
 // Fused projections (qkv, adaLN, Flux's linear1/linear2) keep their
 // weights whole: every slice takes a value computed from the batch, never
 // a function argument of static shape (parameters, tables).
-TEST_F(ModelGenTest, NoWeightIsSliced) {
+TEST_F(ModelGenTest, NoWeightIsSlicedAlongItsRows) {
   ModelOverrides small;
   small.depth = 1;
   small.hidden = 64;
@@ -157,16 +157,26 @@ TEST_F(ModelGenTest, NoWeightIsSliced) {
     ASSERT_TRUE(config.ok()) << config.status();
     OwningOpRef<ModuleOp> module = generateModel(context, *config);
     ASSERT_TRUE(module) << preset;
-    int64_t slices = 0;
+    int64_t slices = 0, weightSlices = 0;
     module->walk([&](SliceOp slice) {
       ++slices;
       auto arg = dyn_cast<BlockArgument>(slice.getOperand());
       auto type = cast<RankedTensorType>(slice.getOperand().getType());
-      EXPECT_FALSE(arg && type.hasStaticShape())
+      if (!arg || !type.hasStaticShape())
+        return;
+      // Only Flux's single-block proj_out [D, D + mlp], along its input
+      // width (axes [embed, _]): never the rows FSDP shards.
+      ++weightSlices;
+      EXPECT_EQ(std::string(preset), "flux-dev")
           << preset << " slices argument #" << arg.getArgNumber();
+      EXPECT_EQ(slice.getStart()[0], 0) << preset;
+      EXPECT_EQ(slice.getLimit()[0], type.getDimSize(0)) << preset;
     });
     // The chunks of the modulation vectors, at least.
     EXPECT_GT(slices, 0) << preset;
+    // proj_out's two column blocks, in the one single-block function.
+    EXPECT_EQ(weightSlices, std::string(preset) == "flux-dev" ? 2 : 0)
+        << preset;
   }
 }
 

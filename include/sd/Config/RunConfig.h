@@ -141,8 +141,9 @@ struct RunConfig {
   std::optional<int64_t> evalEvery;
   /// Strings as given ('' allowed); the caller interprets the dtypes and
   /// the attention kernel.
-  std::optional<std::string> outputDir, runName, weightsDtype, activationsDtype,
-      gradReduceDtype, attention, datasetType, trainDataDir, predictionType;
+  std::optional<std::string> outputDir, runName, pretrained, weightsDtype,
+      activationsDtype, gradReduceDtype, attention, datasetType, trainDataDir,
+      predictionType;
 
   /// Keys of MaxDiffusion's configs that sd does not use, in order of first
   /// appearance, each once. The tools name them in a warning for each

@@ -83,8 +83,8 @@ struct RunSpecFlags {
       threadsPerDevice;
   std::optional<uint64_t> seed;
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
-      exportPath, exportEmaPath, exportDtype, tracePath, metricsPath, cacheDir,
-      deviceMemory, hostMemory, hostMemoryLimit;
+      pretrained, exportPath, exportEmaPath, exportDtype, tracePath,
+      metricsPath, cacheDir, deviceMemory, hostMemory, hostMemoryLimit;
   std::optional<bool> resume, verify, allowNonfiniteLoss, allowMissing;
   /// The network the cost model prices collectives on (sd/Sharding/
   /// Network.h): bandwidths and latencies as the flags give them.
@@ -247,6 +247,10 @@ struct RunSettings {
   std::string checkpointDir;
   bool resume = false;
   std::string initFrom, exportPath;
+  /// pretrained_model_name_or_path (--pretrained): a local diffusers model
+  /// folder to start from ("" for none); sdrun checks its config.json
+  /// against the model and loads its weights as --init-from does.
+  Setting<std::string> pretrained;
   /// --allow-missing: parameters --init-from's file lacks keep their
   /// seeded values (otherwise an error naming them).
   bool allowMissing = false;
@@ -305,6 +309,13 @@ std::optional<int64_t> parseByteSize(std::string_view text);
 /// Whether an argument after the model is a config file (FILE.yml or
 /// FILE.yaml, without '=') rather than a key=value override.
 bool isConfigFileArgument(std::string_view argument);
+
+/// An error unless `path`, pretrained_model_name_or_path's value (set at
+/// `origin`), is an existing directory: a Hugging Face hub id (`org/name`)
+/// that is not a local path gets one error saying to download it first (sd
+/// reads local folders only).
+absl::Status checkPretrainedPath(const std::string &path,
+                                 const std::string &origin);
 
 /// Resolves `flags`, the config file they name and its key=value overrides
 /// into a RunSpec. Precedence: flag > key=value > file > default. Errors

@@ -70,14 +70,22 @@ public:
          const DeviceSettings &settings, StringRef entry = "denoise");
   ~DenoiseProgram();
 
-  /// The global batch of one call, the sample shape [H, W, C], the classes
-  /// (label columns − 1; 0 for a model without labels) and the mesh.
+  /// The global batch of one call, the sample shape [H, W, C] (video:
+  /// [F, H, W, C]), the classes (label columns − 1; 0 for a model without
+  /// labels) and the mesh.
   int64_t batch() const { return batchSize; }
   const std::vector<int64_t> &sampleShape() const { return shape; }
-  /// One sample's output [H, W, C'] (C' = C for @denoise).
+  /// One sample's output [H, W, C'] (C' = C for @denoise; video
+  /// [F, H, W, C']).
   const std::vector<int64_t> &sampleOutputShape() const { return outputShape; }
   int64_t sampleElements() const { return elements; }
   int64_t numClasses() const { return classes; }
+  /// The global shapes [batch, ...] of the conditioning inputs (text states,
+  /// pooled text vectors), in argument order; empty for class-conditioned
+  /// and unconditional models.
+  const std::vector<std::vector<int64_t>> &contextShapes() const {
+    return contexts;
+  }
   const ::sd::MeshSpec &mesh() const;
   ::sd::rt::TrainingSession &session() { return *trainingSession; }
   /// The parameters, in argument order.
@@ -90,11 +98,13 @@ public:
   absl::Status
   setWeights(const std::map<std::string, std::vector<float>> &weights);
 
-  /// The prediction [batch, H, W, C] for x_t [batch, H, W, C], t [batch]
-  /// and one-hot labels [batch, classes + 1] (empty without labels).
-  absl::StatusOr<std::vector<float>> predict(const std::vector<float> &x,
-                                             const std::vector<float> &t,
-                                             const std::vector<float> &labels);
+  /// The prediction [batch, sample output shape] for x_t [batch, sample
+  /// shape], t [batch], one-hot labels [batch, classes + 1] (empty without
+  /// labels) and one tensor per contextShapes() entry, of that shape.
+  absl::StatusOr<std::vector<float>>
+  predict(const std::vector<float> &x, const std::vector<float> &t,
+          const std::vector<float> &labels,
+          const std::vector<std::vector<float>> &contextValues = {});
 
 private:
   DenoiseProgram() = default;
@@ -102,8 +112,10 @@ private:
   std::unique_ptr<::sd::rt::TrainingSession> trainingSession;
   int64_t batchSize = 0, elements = 0, classes = 0;
   std::vector<int64_t> shape, outputShape;
+  std::vector<std::vector<int64_t>> contexts;
   /// Argument indices of the inputs (-1: absent).
   int64_t latentsArg = -1, timestepArg = -1, labelsArg = -1;
+  std::vector<int64_t> contextArgs;
 };
 
 /// The guided prediction of `program` for a chunk of samples, `classes[i]`

@@ -75,6 +75,10 @@ struct TrainRunOptions {
   int64_t checkpointEvery = 0;
   bool resume = false;
   std::string initFrom;
+  /// pretrained_model_name_or_path: a local diffusers model folder whose
+  /// config is checked against the model and whose weights load as
+  /// --init-from's; `pretrainedOrigin` is where it was set.
+  std::string pretrained, pretrainedOrigin;
   /// Parameters --init-from's file lacks keep their seeded values instead
   /// of failing the run.
   bool allowMissing = false;

@@ -78,6 +78,8 @@ def SD_Dialect : Dialect {
     * `sd.prediction_type` is a `#sd.prediction<...>` (`epsilon`,
       `v_prediction` or `flow`) on a function: what a model's @loss
       regresses, as sdgen writes it.
+    * `sd.guidance` is a finite float on a function: the guidance strength
+      a Flux program embeds as a constant, as sdgen writes it.
     * `sd.sharding_rule` is a `#sd.sharding_rule` that fits the op's
       operand and result types (see the attribute's constraints).
   }];
@@ -94,6 +96,9 @@ def SD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kDefaultBatchAttrName = "sd.default_batch";
     /// On @loss: what the network predicts (diffusers' prediction_type).
     static constexpr ::llvm::StringLiteral kPredictionTypeAttrName = "sd.prediction_type";
+    /// On Flux's functions: the distilled guidance strength the program
+    /// embeds as a constant (diffusers' `guidance` input, times 1000).
+    static constexpr ::llvm::StringLiteral kGuidanceAttrName = "sd.guidance";
     static constexpr ::llvm::StringLiteral kShardingRuleAttrName = "sd.sharding_rule";
     static constexpr ::llvm::StringLiteral kProvenanceAttrName = "sd.provenance";
     static constexpr ::llvm::StringLiteral kLocalShardingAttrName = "sd.local_sharding";

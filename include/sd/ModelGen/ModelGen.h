@@ -15,31 +15,32 @@
 //
 // * The batch dimension is dynamic (`?`) unless `staticBatch`; `@loss` and
 //   `@denoise` carry `sd.default_batch`.
-// * Parameters come first, named as in the PyTorch checkpoints
-//   (`blocks.3.attn.qkv.weight`), each with `sd.role = #sd.param<name,
-//   init>` and `sd.logical_axes` using MaxDiffusion's names:
-//     q/k/v weight [embed, heads], bias [heads]; fused qkv weight
-//       [D, 3, D] with [embed, _, heads], bias [3, D] with [_, heads];
-//     attention output weight [heads, embed], bias [embed];
-//     FFN in weight [embed, mlp], bias [mlp]; FFN out [mlp, embed], [embed];
-//     modulation linears (adaLN, Wan time_projection, Flux *_mod.lin and
-//       modulation.lin) weight [D, k, D] with [embed, _, _], bias [k, D]
-//       with [_, _] (k = 6, 3 or 2 vectors; their width is not split over
-//       `tensor`, since they scale whole activations); Wan's modulation
-//       tables [_, _, embed];
-//     embedder MLPs (timestep, Wan text, Flux vector): first layer
-//       [embed, mlp] (bias [mlp]), second [mlp, embed] (bias [embed]);
-//     single-layer input embeddings (patches, Flux txt_in) [_, embed];
-//       DiT's class table [_, embed]; final projections [embed, _], [_];
-//     Flux single blocks: the checkpoint's linear1 split into linear1_qkv
-//       (fused qkv, as above) and linear1_mlp [embed, mlp]; linear2 into
-//       linear2_attn.weight [heads, embed], linear2_mlp.weight [mlp, embed]
-//       and linear2.bias [embed];
+// * Parameters come first, named and laid out as in the reference's
+//   checkpoints (DiT: facebookresearch/DiT's state_dict; Wan and Flux:
+//   diffusers' WanTransformer3DModel and FluxTransformer2DModel), so that
+//   released weights load as they are: `blocks.3.attn.qkv.weight`. Each has
+//   `sd.role = #sd.param<name, init[, stored[...]]>` and `sd.logical_axes`
+//   using MaxDiffusion's names:
+//     Linear weights are PyTorch's [out, in]: q/k/v [heads, embed] (bias
+//       [heads]), attention output [embed, heads], FFN in [mlp, embed] (bias
+//       [mlp]), FFN out [embed, mlp], embedder MLPs (timestep, text, pooled
+//       text, guidance) first [mlp, embed] then [embed, mlp];
+//     fused projections (DiT's qkv, the adaLN / AdaLayerNormZero
+//       modulations, Wan's time_proj, the output layers' norm_out) are
+//       declared as the view [k, out, in] of the stored [k·out, in], with
+//       axes [_, heads, embed] (qkv) or [_, _, embed] (modulations: their
+//       width is not split over `tensor`, since they scale whole
+//       activations), biases [k, out] of the stored [k·out];
+//     Wan's modulation tables (scale_shift_table) [_, _, embed];
+//     single-layer input embeddings (patches, Flux's context_embedder and
+//       x_embedder) [embed, _]; DiT's class table [_, embed]; output
+//       projections [_, embed]; Flux's single-block proj_out [embed, _]
+//       (its input width mixes heads and MLP columns);
 //     norm scales and biases [norm].
-//   Patch embeddings that are convolutions in PyTorch (DiT x_embedder.proj,
-//   Wan patch_embedding) are linear weights [C·patch, D]: the convolution
-//   weight [D, C, ...] flattened and transposed. Patch values are ordered
-//   as each checkpoint expects: inputs channel-major (c, [t,] i, j); outputs
+//   Patch embeddings that are convolutions in PyTorch (DiT
+//   x_embedder.proj, Wan patch_embedding) are declared as the view
+//   [D, C·patch] of the stored [D, C, ...]. Patch values are ordered as
+//   each checkpoint expects: inputs channel-major (c, [t,] i, j); outputs
 //   as the model unpatchifies, channel-minor for DiT and Wan, channel-major
 //   for Flux.
 // * Inputs: latents and noise NHWC `[B, H, W, C]` (Wan `[B, F, H, W, C]`),
@@ -47,7 +48,8 @@
 //   labels one-hot `[B, classes + 1]` `[batch, _]`; Wan/Flux text context
 //   `[B, L, 4096]` `[batch, activation_length, embed]`; Flux also the pooled
 //   text vector as a second context input `[B, 768]` `[batch, _]`. Flux's
-//   guidance is folded in as the constant `guidance` (3.5). @denoise takes
+//   guidance is folded in as the constant `guidance` (3.5), which its
+//   functions record as `sd.guidance`. @denoise takes
 //   the noised latents x_t (role `latents`) in place of latents and noise,
 //   then the same timestep and conditioning inputs.
 // * The loss is the MSE between the network's prediction and the target
@@ -55,23 +57,27 @@
 //   latents x0, the noise and t; @loss names the type in
 //   `sd.prediction_type` ("epsilon", "v_prediction" or "flow").
 // * Projections are `sd.dot_general` contracting the activation's last
-//   dimension with dim 0 of an `[in, out]` or fused `[in, k, out]` weight
-//   (no batch dimensions); attention is `sd.attention` on `[B, H, S, D]`.
+//   dimension with the last dimension of an `[out, in]` or fused
+//   `[k, out, in]` weight (no batch dimensions); attention is
+//   `sd.attention` on `[B, H, S, D]`.
 // * Values are named (`sd.name`) as MaxDiffusion names them: query_proj,
 //   key_proj, value_proj (projections with bias, [B, S, D]), xq_out, xk_out
 //   (after norm and RoPE, [B, H, S, Dh]), attn_output (attention result as
 //   [B, S, D]), ffn_activation (after GELU), hidden_states (block output);
 //   Wan self_attn and cross_attn (sublayer outputs); Flux img_qkv_proj and
-//   txt_qkv_proj (double blocks: each stream's fused projection
-//   [B, S, 3, D]), lin1_norm_hidden_states (single blocks: linear1's
-//   input).
-// * No weight is sliced (a sharded weight would be gathered once per
-//   slice): a fused projection is one dot_general with its whole weight
-//   and its chunks are slices of the activation, the batch taken whole
-//   (limit -1); Wan's modulation tables are added whole before chunking;
-//   DiT's learn_sigma output is sliced after the final projection. Flux's
-//   joint attention is one attention per stream over the shared keys, and
-//   Flux's loss masks the text tokens.
+//   txt_qkv_proj (double blocks: each of a stream's q, k and v
+//   projections), lin1_norm_hidden_states (single blocks: the modulated
+//   input of the attention and the MLP).
+// * No weight is sliced along a dimension FSDP shards (it would be
+//   gathered once per slice): a fused projection is one dot_general with
+//   its whole weight and its chunks are slices of the activation, the
+//   batch taken whole (limit -1); Wan's modulation tables are added whole
+//   before chunking; DiT's learn_sigma output is sliced after the final
+//   projection. Flux's single-block proj_out [D, D + mlp] is sliced along
+//   its unsharded input width into the blocks that multiply the attention
+//   and the MLP halves (no concatenation of activations). Flux's joint
+//   attention is one attention per stream over the shared keys, and Flux's
+//   loss masks the text tokens.
 // * Blocks that use the conditioning vector only through SiLU (DiT's c,
 //   Flux's vec) take SiLU(c), computed once in `@loss`: one value, so it
 //   is resharded once for all blocks.
@@ -162,11 +168,18 @@ struct ModelConfig {
 /// Command-line overrides of a preset; unset fields keep the preset's value.
 struct ModelOverrides {
   std::optional<int64_t> depth, hidden, heads, batch;
+  /// Flux's single-stream blocks (default twice --depth).
+  std::optional<int64_t> singleDepth;
+  /// The FFN width as a ratio of the model width, or exactly (one of them).
   std::optional<double> mlpRatio;
+  std::optional<int64_t> ffnDim;
+  /// Widths of the conditioning: text states (Wan, Flux), the pooled text
+  /// vector (Flux) and the sinusoidal timestep embedding (every family).
+  std::optional<int64_t> textDim, pooledDim, freqDim;
   /// Latent height = width (DiT, Flux).
   std::optional<int64_t> latentSize;
-  /// DiT: channels of a latent (or pixel) and the classes of its labels
-  /// (the labels get one more column, the null class).
+  /// Channels of a latent (or pixel); DiT: the classes of its labels (the
+  /// labels get one more column, the null class).
   std::optional<int64_t> channels, classes;
   /// Video frames and pixel height/width (Wan; Flux height/width).
   std::optional<int64_t> frames, height, width;

@@ -49,9 +49,24 @@
 // BOTH: sdgen: error: give --latent-size or --height/--width, not both
 // TEXT: sdgen: error: text length 0 must be positive
 
-// --channels and --classes shape a DiT's latents and labels only.
-// RUN: not sdgen --preset=wan-long --channels=3 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHANNELS-WAN
-// CHANNELS-WAN: sdgen: error: --channels and --classes apply to DiT models
+// --classes shapes a DiT's labels only; the conditioning widths apply to
+// the families that have them.
+// RUN: not sdgen --preset=wan-long --classes=3 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CLASSES-WAN
+// CLASSES-WAN: sdgen: error: --classes applies to DiT models
+// RUN: not sdgen --preset=dit-tiny --text-dim=32 -o /dev/null 2>&1 | FileCheck %s --check-prefix=TEXT-DIM-DIT
+// TEXT-DIM-DIT: sdgen: error: --text-dim and --pooled-dim apply to text-conditioned models (wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)
+// RUN: not sdgen --preset=wan-long --pooled-dim=32 -o /dev/null 2>&1 | FileCheck %s --check-prefix=POOLED-WAN
+// POOLED-WAN: sdgen: error: --pooled-dim applies to Flux (its pooled text vector)
+// RUN: not sdgen --preset=wan-long --freq-dim=33 -o /dev/null 2>&1 | FileCheck %s --check-prefix=FREQ
+// FREQ: sdgen: error: timestep-embedding width 33 must be even (cos and sin halves)
+// RUN: not sdgen --preset=flux-dev --text-dim=0 -o /dev/null 2>&1 | FileCheck %s --check-prefix=TEXT-ZERO
+// TEXT-ZERO: sdgen: error: text width 0 must be 1 to 1048576
+// RUN: not sdgen --preset=dit-tiny --single-depth=2 -o /dev/null 2>&1 | FileCheck %s --check-prefix=SINGLE
+// SINGLE: sdgen: error: --single-depth applies to Flux (its single-stream blocks)
+// RUN: not sdgen --preset=wan-long --ffn-dim=64 --mlp-ratio=2 -o /dev/null 2>&1 | FileCheck %s --check-prefix=FFN-BOTH
+// FFN-BOTH: sdgen: error: give --mlp-ratio or --ffn-dim, not both
+// RUN: not sdgen --preset=wan-long --ffn-dim=0 -o /dev/null 2>&1 | FileCheck %s --check-prefix=FFN-ZERO
+// FFN-ZERO: sdgen: error: FFN width 0 must be positive
 // RUN: not sdgen --preset=dit-digits --classes=0 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CLASSES
 // CLASSES: sdgen: error: 0 classes: give 1 to 100000
 // RUN: not sdgen --preset=dit-digits --channels=65 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHANNELS

@@ -51,4 +51,4 @@
 // FLUX-COUNT-19: call @flux_double_block
 // FLUX-COUNT-38: call @flux_single_block
 // FLUX-NOT: call @flux
-// FLUX-SUM: sdgen: flux-dev: 11.9{{[0-9]}}B parameters (894 tensors), {{[0-9]+}} ops ({{[0-9]+}} inlined)
+// FLUX-SUM: sdgen: flux-dev: 11.9{{[0-9]}}B parameters (1160 tensors), {{[0-9]+}} ops ({{[0-9]+}} inlined)

@@ -47,11 +47,11 @@
 
 // CHECK-LABEL: func.func @loss
 // CHECK-SAME: sd.role = #sd.param<"patch_embedding.weight", xavier_uniform, stored[256, 16, 1, 2, 2]>
-// CHECK-SAME: tensor<6x256x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"time_projection.1.weight", xavier_uniform, stored[1536, 256]>}
-// CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"blocks.0.self_attn.q.weight", xavier_uniform>}
-// CHECK-SAME: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[norm]>, sd.role = #sd.param<"blocks.0.self_attn.norm_q.weight", ones>}
-// CHECK-SAME: tensor<1x6x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"blocks.1.modulation", normal(0.0625)>}
-// CHECK-SAME: sd.role = #sd.param<"head.head.weight", zeros>
+// CHECK-SAME: tensor<6x256x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"condition_embedder.time_proj.weight", xavier_uniform, stored[1536, 256]>}
+// CHECK-SAME: tensor<256x256xf32> {sd.logical_axes = #sd.logical_axes<[heads, embed]>, sd.role = #sd.param<"blocks.0.attn1.to_q.weight", xavier_uniform>}
+// CHECK-SAME: tensor<256xf32> {sd.logical_axes = #sd.logical_axes<[norm]>, sd.role = #sd.param<"blocks.0.attn1.norm_q.weight", ones>}
+// CHECK-SAME: tensor<1x6x256xf32> {sd.logical_axes = #sd.logical_axes<[_, _, embed]>, sd.role = #sd.param<"blocks.1.scale_shift_table", normal(0.0625)>}
+// CHECK-SAME: sd.role = #sd.param<"proj_out.weight", zeros>
 // CHECK-SAME: tensor<?x2x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
 // CHECK-SAME: attributes {sd.default_batch = 1 : i64, sd.prediction_type = #sd.prediction<flow>}

@@ -30,10 +30,10 @@ in float32 on one CPU thread.
   dit_mirror.py compare ACTUAL EXPECTED [--tolerance 1e-4]
         prints max|a - e| / max|e| over tensor "out"; exits 1 above the
         tolerance.
+
+The file handling shared with the other mirrors is in mirror_io.py.
 """
 import argparse
-import glob
-import json
 import math
 import os
 import sys
@@ -42,10 +42,9 @@ import numpy as np
 import torch
 from torch import nn
 
-import safetensors_tool
+import mirror_io
+from mirror_io import encode
 
-WEIGHTS = "diffusion_pytorch_model"
-NUMPY_TYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I64": "<i8"}
 CONFIG_KEYS = ("input_size", "patch_size", "in_channels", "hidden_size",
                "depth", "num_heads", "mlp_ratio", "class_dropout_prob",
                "num_classes", "learn_sigma")
@@ -250,131 +249,6 @@ def randomize(model, seed):
 
 
 # ----------------------------------------------------------------------------
-# Tensor (de)serialisation
-# ----------------------------------------------------------------------------
-
-def encode(tensor, dtype):
-    """Tensor -> safetensors tuple (dtype, shape, bytes), rounding to dtype."""
-    shape = list(tensor.shape)
-    if dtype == "BF16":
-        bits = tensor.detach().to(torch.bfloat16).view(torch.int16)
-        raw = bits.numpy().astype("<i2").tobytes()
-    elif dtype == "F16":
-        raw = tensor.detach().to(torch.float16).numpy().astype("<f2").tobytes()
-    else:
-        array = tensor.detach().numpy().astype(NUMPY_TYPES[dtype])
-        raw = array.tobytes()
-    return dtype, shape, raw
-
-
-def decode(entry):
-    """safetensors tuple -> tensor (float32 for float types, int64 for I64)."""
-    dtype, shape, raw = entry
-    if dtype == "BF16":
-        bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
-        array = bits.view(np.float32)
-    elif dtype == "I64":
-        array = np.frombuffer(raw, dtype="<i8").astype(np.int64)
-    elif dtype in NUMPY_TYPES:
-        array = np.frombuffer(raw, dtype=NUMPY_TYPES[dtype]).astype(np.float32)
-    else:
-        raise ValueError("unsupported dtype %s" % dtype)
-    return torch.from_numpy(array.reshape(shape).copy())
-
-
-def read_tensors(path):
-    _, entries = safetensors_tool.read(path)
-    return entries
-
-
-# ----------------------------------------------------------------------------
-# Weights files (single or diffusers-sharded)
-# ----------------------------------------------------------------------------
-
-def shard_name(index, count):
-    return "%s-%05d-of-%05d.safetensors" % (WEIGHTS, index + 1, count)
-
-
-def assign_shards(sizes, count):
-    """Contiguous, non-empty shard index per tensor, balancing the bytes."""
-    if count > len(sizes):
-        raise ValueError("%d shards for %d tensors" % (count, len(sizes)))
-    total = sum(sizes)
-    assignment, before, previous = [], 0, 0
-    for i, size in enumerate(sizes):
-        by_bytes = int((before + size / 2) * count / max(total, 1))
-        # Enough tensors must remain for the later shards; none may be skipped.
-        wanted = max(previous, by_bytes, count - len(sizes) + i)
-        previous = 0 if i == 0 else min(previous + 1, wanted)
-        assignment.append(previous)
-        before += size
-    return assignment
-
-
-def remove_old_weights(out_dir):
-    pattern = os.path.join(out_dir, WEIGHTS + "*.safetensors*")
-    for path in glob.glob(pattern):
-        os.remove(path)
-
-
-def write_weights(out_dir, entries, shards):
-    """Writes the weights; returns the paths written."""
-    metadata = {"format": "pt"}
-    remove_old_weights(out_dir)
-    if shards == 1:
-        path = os.path.join(out_dir, WEIGHTS + ".safetensors")
-        safetensors_tool.write(path, entries, metadata)
-        return [path]
-    names = list(entries)
-    sizes = [len(entries[name][2]) for name in names]
-    assignment = assign_shards(sizes, shards)
-    weight_map, paths = {}, []
-    for shard in range(shards):
-        file_name = shard_name(shard, shards)
-        part = {n: entries[n] for n, s in zip(names, assignment) if s == shard}
-        weight_map.update({name: file_name for name in part})
-        paths.append(os.path.join(out_dir, file_name))
-        safetensors_tool.write(paths[-1], part, metadata)
-    index = {"metadata": {"total_size": sum(sizes)}, "weight_map": weight_map}
-    paths.append(os.path.join(out_dir, WEIGHTS + ".safetensors.index.json"))
-    write_json(paths[-1], index)
-    return paths
-
-
-def read_weights(out_dir):
-    """Single or sharded weights as {name: tensor}; checks the index."""
-    index_path = os.path.join(out_dir, WEIGHTS + ".safetensors.index.json")
-    if not os.path.exists(index_path):
-        entries = read_tensors(os.path.join(out_dir, WEIGHTS + ".safetensors"))
-        return {name: decode(entry) for name, entry in entries.items()}
-    with open(index_path) as f:
-        index = json.load(f)
-    weight_map = index["weight_map"]
-    tensors, total = {}, 0
-    for file_name in sorted(set(weight_map.values())):
-        entries = read_tensors(os.path.join(out_dir, file_name))
-        for name, entry in entries.items():
-            if weight_map.get(name) != file_name:
-                raise ValueError("%s in %s, index says %s"
-                                 % (name, file_name, weight_map.get(name)))
-            total += len(entry[2])
-            tensors[name] = decode(entry)
-    missing = set(weight_map) - set(tensors)
-    if missing:
-        raise ValueError("index names missing tensors: %s" % sorted(missing))
-    if total != index["metadata"]["total_size"]:
-        raise ValueError("total_size %d, tensors hold %d bytes"
-                         % (index["metadata"]["total_size"], total))
-    return tensors
-
-
-def write_json(path, value):
-    with open(path, "w") as f:
-        json.dump(value, f, indent=2, sort_keys=True)
-        f.write("\n")
-
-
-# ----------------------------------------------------------------------------
 # Commands
 # ----------------------------------------------------------------------------
 
@@ -411,74 +285,24 @@ def command_write(args):
     os.makedirs(args.out_dir, exist_ok=True)
     model = build_model(config)
     randomize(model, args.seed)
-    entries = {name: encode(tensor, args.dtype)
-               for name, tensor in model.state_dict().items()}
     # The expected output is a function of the stored (rounded) weights.
-    weights = {name: decode(entry) for name, entry in entries.items()}
+    entries, weights = mirror_io.encode_state(model.state_dict(), args.dtype)
     x, t, y = make_inputs(config, args.batch, args.seed)
     out = run_model(model, weights, {"x": x, "t": t, "y": y})
-
-    paths = write_weights(args.out_dir, entries, args.shards)
-    paths.append(os.path.join(args.out_dir, "inputs.safetensors"))
-    safetensors_tool.write(paths[-1], {"x": encode(x, "F32"),
-                                       "t": encode(t, "F32"),
-                                       "y": encode(y, "I64")})
-    paths.append(os.path.join(args.out_dir, "expected.safetensors"))
-    safetensors_tool.write(paths[-1], {"out": encode(out, "F32")})
-    paths.append(os.path.join(args.out_dir, "config.json"))
-    write_json(paths[-1], config)
-    for path in paths:
-        print(path)
-    return 0
+    inputs = {"x": encode(x, "F32"), "t": encode(t, "F32"),
+              "y": encode(y, "I64")}
+    return mirror_io.write_case(args.out_dir, entries, args.shards, inputs,
+                                out, config)
 
 
 def command_check(args):
-    with open(os.path.join(args.out_dir, "config.json")) as f:
-        config = json.load(f)
-    model = build_model(config)
-    weights = read_weights(args.out_dir)
-    inputs = {name: decode(entry) for name, entry in
-              read_tensors(os.path.join(args.out_dir, "inputs.safetensors"))
-              .items()}
-    expected = decode(read_tensors(
-        os.path.join(args.out_dir, "expected.safetensors"))["out"])
-    out = run_model(model, weights, inputs)
-    if out.shape != expected.shape:
-        print("shape %s, expected %s"
-              % (list(out.shape), list(expected.shape)))
-        return 1
-    diff = (out - expected).abs().max().item()
-    print("max abs diff: %g" % diff)
-    return 0 if diff == 0 else 1
-
-
-def command_compare(args):
-    actual = read_tensors(args.actual).get("out")
-    expected = read_tensors(args.expected).get("out")
-    if actual is None or expected is None:
-        print("no tensor 'out' in %s" % (args.actual if actual is None
-                                         else args.expected))
-        return 1
-    if list(actual[1]) != list(expected[1]):
-        print("shape mismatch: actual %s, expected %s"
-              % (list(actual[1]), list(expected[1])))
-        return 1
-    a = decode(actual).double().numpy()
-    e = decode(expected).double().numpy()
-    if a.size == 0:
-        error = 0.0
-    else:
-        error = np.max(np.abs(a - e)) / max(np.max(np.abs(e)), 1e-30)
-    print("max relative error: %g" % error)
-    return 0 if error <= args.tolerance else 1
+    def compute(config, weights, inputs):
+        return run_model(build_model(config), weights, inputs)
+    return mirror_io.check_case(args.out_dir, compute)
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    write = commands.add_parser("write", help="write weights, inputs, output")
-    write.add_argument("--out-dir", required=True)
+    parser, commands, write = mirror_io.make_parser(__doc__)
     write.add_argument("--input-size", type=int, default=16)
     write.add_argument("--patch", type=int, default=2)
     write.add_argument("--in-channels", type=int, default=4)
@@ -490,19 +314,8 @@ def parse_args(argv):
     write.add_argument("--class-dropout", type=float, default=0.1)
     write.add_argument("--learn-sigma", action=argparse.BooleanOptionalAction,
                        default=True)
-    write.add_argument("--batch", type=int, default=2)
-    write.add_argument("--seed", type=int, default=0)
-    write.add_argument("--dtype", choices=("F32", "BF16", "F16"),
-                       default="F32")
-    write.add_argument("--shards", type=int, default=1)
-
-    check = commands.add_parser("check", help="verify a written directory")
-    check.add_argument("--out-dir", required=True)
-
-    compare = commands.add_parser("compare", help="compare tensor 'out'")
-    compare.add_argument("actual")
-    compare.add_argument("expected")
-    compare.add_argument("--tolerance", type=float, default=1e-4)
+    mirror_io.add_write_options(write)
+    mirror_io.add_check_and_compare(commands)
 
     args = parser.parse_args(argv)
     if args.command == "write":
@@ -526,14 +339,9 @@ def validate(parser, args):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    torch.set_num_threads(1)
     commands = {"write": command_write, "check": command_check,
-                "compare": command_compare}
-    try:
-        return commands[args.command](args)
-    except (OSError, KeyError, ValueError, RuntimeError) as error:
-        print("error: %s" % error, file=sys.stderr)
-        return 1
+                "compare": mirror_io.command_compare}
+    return mirror_io.run(args, commands)
 
 
 if __name__ == "__main__":
