@@ -4,9 +4,12 @@
 
 #include "ManifestIO.h"
 
+#include "sd/Support/Files.h"
+
 #include "absl/strings/str_cat.h"
 
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +21,9 @@
 #include <unistd.h>
 
 namespace sd::ckpt {
+
+/// A shard index lists tensor names and files: 64 MiB is far above any.
+constexpr uint64_t kMaxIndexBytes = uint64_t(64) << 20;
 
 absl::Status checkLayoutOf(const std::string &path,
                            const std::map<std::string, std::string> &metadata) {
@@ -38,16 +44,13 @@ absl::Status checkLayoutOf(const std::string &path,
   return absl::OkStatus();
 }
 
-/// The shards of the diffusers index at `path` ({"weight_map": {tensor:
-/// file}}), opened, each holding the tensors the map gives it.
-static absl::StatusOr<std::vector<std::unique_ptr<SafetensorsReader>>>
-openShards(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in)
-    return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text.str());
+absl::StatusOr<ShardIndex> readShardIndex(const std::string &path) {
+  absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+      ::sd::readRegularFile(path, "shard index", kMaxIndexBytes);
+  if (!text.ok())
+    return text.status();
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*text)->getBuffer());
   if (!parsed) {
     std::string message = llvm::toString(parsed.takeError());
     return absl::InvalidArgumentError(
@@ -60,8 +63,8 @@ openShards(const std::string &path) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, " has no \"weight_map\" object (a sharded checkpoint's index "
               "maps each tensor to its file)"));
-  // Shard files in the order they first appear, each with its tensors.
-  std::vector<std::string> files;
+  // Shard files in name order, each with its tensors.
+  ShardIndex index;
   std::map<std::string, std::vector<std::string>> namesOf;
   for (const auto &[name, value] : *map) {
     std::optional<llvm::StringRef> file = value.getAsString();
@@ -69,24 +72,34 @@ openShards(const std::string &path) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": weight_map entry '", name.str(),
                        "' must name a file beside the index"));
-    auto [it, inserted] = namesOf.try_emplace(file->str());
-    if (inserted)
-      files.push_back(file->str());
-    it->second.push_back(name.str());
+    namesOf[file->str()].push_back(name.str());
   }
-  std::sort(files.begin(), files.end());
   std::string dir = path.substr(0, path.find_last_of('/') + 1);
+  for (auto &[file, names] : namesOf) {
+    index.files.push_back(dir + file);
+    index.tensorsOf[dir + file] = std::move(names);
+  }
+  return index;
+}
+
+/// The shards of the diffusers index at `path`, opened, each holding the
+/// tensors the map gives it.
+static absl::StatusOr<std::vector<std::unique_ptr<SafetensorsReader>>>
+openShards(const std::string &path) {
+  absl::StatusOr<ShardIndex> index = readShardIndex(path);
+  if (!index.ok())
+    return index.status();
   std::vector<std::unique_ptr<SafetensorsReader>> readers;
-  for (const std::string &file : files) {
+  for (const std::string &file : index->files) {
     absl::StatusOr<std::unique_ptr<SafetensorsReader>> reader =
-        SafetensorsReader::open(dir + file);
+        SafetensorsReader::open(file);
     if (!reader.ok())
       return reader.status();
-    for (const std::string &name : namesOf[file])
+    for (const std::string &name : index->tensorsOf.at(file))
       if (!(*reader)->find(name))
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, " maps tensor '", name, "' to ", file,
-                         ", which does not hold it"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, " maps tensor '", name, "' to ",
+            file.substr(file.find_last_of('/') + 1), ", which does not hold it"));
     readers.push_back(std::move(*reader));
   }
   return readers;

@@ -68,19 +68,44 @@ mlir::sd::readWholeSafetensors(const std::string &path, llvm::StringRef what) {
 
 absl::StatusOr<WeightSource>
 mlir::sd::readWeightsFile(const std::string &path) {
-  absl::StatusOr<ckpt::SafetensorsFile> file =
-      readWholeSafetensors(path, "weights file");
-  if (!file.ok())
-    return file.status();
-  if (absl::Status status = ckpt::checkLayoutOf(path, file->metadata);
-      !status.ok())
-    return status;
+  // One file, or the shards a diffusers index names (each holding what its
+  // weight_map gives it, no tensor in two shards).
+  std::vector<std::string> files = {path};
+  std::map<std::string, std::vector<std::string>> expected;
+  if (llvm::StringRef(path).ends_with(".index.json")) {
+    if (absl::Status status = ::sd::checkRegularFile(path, "weights index");
+        !status.ok())
+      return status;
+    absl::StatusOr<ckpt::ShardIndex> index = ckpt::readShardIndex(path);
+    if (!index.ok())
+      return index.status();
+    files = index->files;
+    expected = index->tensorsOf;
+  }
   WeightSource source;
   source.description = path;
-  for (ckpt::SafetensorsTensor &tensor : file->tensors) {
-    source.shapes[tensor.name] = tensor.shape;
-    source.dtypes[tensor.name] = tensor.dtype;
-    source.tensors[tensor.name] = std::move(tensor.values);
+  for (const std::string &name : files) {
+    absl::StatusOr<ckpt::SafetensorsFile> file =
+        readWholeSafetensors(name, "weights file");
+    if (!file.ok())
+      return file.status();
+    if (absl::Status status = ckpt::checkLayoutOf(name, file->metadata);
+        !status.ok())
+      return status;
+    for (const std::string &tensor : expected[name])
+      if (!file->find(tensor))
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s maps tensor '%s' to %s, which does not hold it", path, tensor,
+            llvm::sys::path::filename(name).str()));
+    for (ckpt::SafetensorsTensor &tensor : file->tensors) {
+      if (source.tensors.count(tensor.name))
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: tensor '%s' is in two shards (%s)", path,
+                            tensor.name, name));
+      source.shapes[tensor.name] = tensor.shape;
+      source.dtypes[tensor.name] = tensor.dtype;
+      source.tensors[tensor.name] = std::move(tensor.values);
+    }
   }
   return source;
 }

@@ -57,6 +57,16 @@ struct ParameterImport {
   std::vector<std::string> missing, unused;
 };
 
+/// A diffusers sharded checkpoint's index (`*.safetensors.index.json`): its
+/// shard files (beside it, in name order) and the tensors its `weight_map`
+/// puts in each. InvalidArgument naming `path` when it is not JSON, has no
+/// weight_map object, or names a file elsewhere; the file's own errors.
+struct ShardIndex {
+  std::vector<std::string> files;
+  std::map<std::string, std::vector<std::string>> tensorsOf;
+};
+absl::StatusOr<ShardIndex> readShardIndex(const std::string &path);
+
 /// Opens `path` and matches it against `spec`: a safetensors file, or a
 /// `*.safetensors.index.json` whose `weight_map` names each tensor's shard
 /// (files beside it), each shard's tensors checked against the map.
