@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Driver/MemoryPlan.h"
+#include "sd/Driver/ReferenceTables.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/Sample.h"
 #include "sd/Driver/TrainModelFile.h"
@@ -165,6 +166,23 @@ FailureOr<std::vector<ParameterShape>> denoiseParameters(ModuleOp module) {
 }
 
 constexpr llvm::StringLiteral kEmaPrefix = "ema ";
+
+/// The tensors of `source` that the model computes instead of loading
+/// (DiT's pos_embed) must be the model's tables.
+absl::Status checkComputedTensorsOf(ModuleOp module,
+                                    const WeightSource &source) {
+  for (const ComputedTensor &table : computedTensors(module)) {
+    auto it = source.tensors.find(table.name);
+    if (it == source.tensors.end())
+      continue;
+    if (absl::Status status =
+            checkComputedTensor(table, source.shapes.at(table.name), it->second,
+                                source.description);
+        !status.ok())
+      return status;
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::map<std::string, std::vector<float>>>
 selectWeightsOf(const WeightSource &source,
@@ -437,6 +455,9 @@ absl::Status SampleRun::resolve() {
       selectWeightsOf(source, *params, options.ema, usedEma);
   if (!selected.ok())
     return selected.status();
+  if (absl::Status status = checkComputedTensorsOf(module, source);
+      !status.ok())
+    return status;
   weights = std::move(*selected);
   return absl::OkStatus();
 }
@@ -618,6 +639,9 @@ mlir::sd::selectModelWeights(ModuleOp module, const WeightSource &source,
   FailureOr<std::vector<ParameterShape>> params = denoiseParameters(module);
   if (failed(params))
     return absl::InvalidArgumentError("could not read @denoise's parameters");
+  if (absl::Status status = checkComputedTensorsOf(module, source);
+      !status.ok())
+    return status;
   return selectWeightsOf(source, *params, ema, usedEma);
 }
 

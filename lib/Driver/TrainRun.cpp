@@ -3,6 +3,7 @@
 #include "TrainRunImpl.h"
 
 #include "sd/Driver/Pretrained.h"
+#include "sd/Driver/ReferenceTables.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Support/Files.h"
 
@@ -248,6 +249,40 @@ absl::Status TrainRun::compileOnly() {
   return absl::OkStatus();
 }
 
+/// The file's tensors that the model computes instead of loading (DiT's
+/// pos_embed) must be the model's tables; each one checked is no longer
+/// listed as a tensor the model does not have.
+absl::Status TrainRun::checkComputedImports() {
+  for (const ComputedTensor &table : computedTensors(module)) {
+    auto unused = llvm::find(initFrom->unused, table.name);
+    if (unused == initFrom->unused.end())
+      continue;
+    for (const std::unique_ptr<ckpt::SafetensorsReader> &reader :
+         initFrom->readers) {
+      const ckpt::SafetensorsTensor *tensor = reader->find(table.name);
+      if (!tensor)
+        continue;
+      std::vector<float> values(
+          static_cast<size_t>(rt::numElements(tensor->shape)));
+      if (tensor->shape != table.shape)
+        values.clear();
+      else if (absl::Status status = reader->readBlock(
+                   *tensor, std::vector<int64_t>(tensor->shape.size(), 0),
+                   tensor->shape, values.data());
+               !status.ok())
+        return status;
+      if (absl::Status status =
+              checkComputedTensor(table, tensor->shape, values, reader->path());
+          !status.ok())
+        return status;
+      computedChecked.push_back(table.name);
+      break;
+    }
+    initFrom->unused.erase(llvm::find(initFrom->unused, table.name));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status TrainRun::compile() {
   Clock::time_point begin = Clock::now();
   FailureOr<TrainProgram> step = buildTrainProgram(module, options.pipeline);
@@ -276,7 +311,8 @@ absl::Status TrainRun::compile() {
     imported = file.status();
     if (file.ok()) {
       initFrom = std::move(*file);
-      if (!initFrom->missing.empty() && !options.allowMissing)
+      imported = checkComputedImports();
+      if (imported.ok() && !initFrom->missing.empty() && !options.allowMissing)
         imported = absl::InvalidArgumentError(
             initFrom->path + " has no tensor for " +
             count(initFrom->missing.size(), "parameter") +

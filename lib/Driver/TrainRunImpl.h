@@ -109,6 +109,8 @@ private:
   absl::Status compile();
   /// sdrun --compile-only: builds and compiles the step, says where it is.
   absl::Status compileOnly();
+  /// Checks --init-from's tensors that the model computes (computedChecked).
+  absl::Status checkComputedImports();
   /// The starting values: the checkpoint's, or seeded ones (and a
   /// safetensors file's parameters); handed to the session.
   absl::Status restore();
@@ -192,6 +194,8 @@ private:
   /// The file the parameters start from: --init-from's, or the weights of
   /// pretrained_model_name_or_path's folder ("" for none).
   std::string initFromPath;
+  /// The file's tensors the model computes, checked against its tables.
+  std::vector<std::string> computedChecked;
 
   TrainProgram program;
   std::unique_ptr<rt::TrainingSession> session;

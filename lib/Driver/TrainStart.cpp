@@ -7,10 +7,14 @@ namespace mlir::sd::train {
 /// What --init-from's file gave (matched before compiling): a line, and
 /// warnings for what it lacks (with --allow-missing) or has beyond the
 /// model.
-static void reportImport(const ckpt::ParameterImport &import) {
+static void reportImport(const ckpt::ParameterImport &import,
+                         llvm::ArrayRef<std::string> computed) {
   const std::string &path = import.path;
   outs() << "initialized " << count(import.loaded, "parameter") << " from "
          << path << "\n";
+  if (!computed.empty())
+    outs() << "checked " << llvm::join(computed, ", ")
+           << " against the table the model computes\n";
   if (!import.missing.empty())
     warn(Twine(path) + " has no tensor for " +
          count(import.missing.size(), "parameter") +
@@ -45,7 +49,7 @@ absl::Status TrainRun::restore() {
     };
   } else {
     if (initFrom)
-      reportImport(*initFrom);
+      reportImport(*initFrom, computedChecked);
     // Each block drawn alone from the counter-based generator, or read from
     // --init-from's file.
     fill = [&](int64_t i, const std::vector<int64_t> &coords, rt::Block block) {
