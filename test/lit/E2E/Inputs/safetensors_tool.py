@@ -37,16 +37,21 @@ def read(path):
 
 
 def write(path, tensors, metadata=None):
-    header, body = {}, b""
+    header, offset = {}, 0
     if metadata:
         header["__metadata__"] = metadata
     for name, (dtype, shape, raw) in tensors.items():
         header[name] = {"dtype": dtype, "shape": shape,
-                        "data_offsets": [len(body), len(body) + len(raw)]}
-        body += raw
+                        "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
-    open(path, "wb").write(struct.pack("<Q", len(text)) + text + body)
+    # Written tensor by tensor: joining gigabytes of weights in memory first
+    # would copy them again for every tensor.
+    with open(path, "wb") as out:
+        out.write(struct.pack("<Q", len(text)) + text)
+        for _, (_, _, raw) in tensors.items():
+            out.write(raw)
 
 
 def main():
