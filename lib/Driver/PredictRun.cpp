@@ -369,10 +369,8 @@ absl::Status mlir::sd::runPrediction(ModuleOp module,
                                      const SampleOptions &options) {
   // The options, the model's inputs, the weights and the inputs file, all
   // checked before anything compiles.
-  if (options.weightsPath.empty() == options.checkpointDir.empty())
-    return absl::InvalidArgumentError(
-        "give the weights with --weights=FILE.safetensors or "
-        "--checkpoint-dir=DIR (one of them)");
+  if (absl::Status status = checkWeightOptions(options); !status.ok())
+    return status;
   if (options.outputPath.empty())
     return absl::InvalidArgumentError(
         "--predict writes its output to --output=FILE.safetensors");
@@ -392,9 +390,7 @@ absl::Status mlir::sd::runPrediction(ModuleOp module,
   absl::StatusOr<Forward> forward = forwardOf(func);
   if (!forward.ok())
     return forward.status();
-  absl::StatusOr<WeightSource> source =
-      options.weightsPath.empty() ? readLatestCheckpoint(options.checkpointDir)
-                                  : readWeightsFile(options.weightsPath);
+  absl::StatusOr<WeightSource> source = readSampleWeights(module, options);
   if (!source.ok())
     return source.status();
   bool usedEma = false;

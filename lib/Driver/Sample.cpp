@@ -42,6 +42,11 @@ absl::Status mlir::sd::setSamplingOptions(const ::sd::RunSpec &spec,
   options.clipX0 = flags.clipX0;
   options.weightsPath = flags.weights.value_or("");
   options.checkpointDir = flags.checkpointDir.value_or("");
+  // The config's released weights, unless a flag names others.
+  if (options.weightsPath.empty() && options.checkpointDir.empty()) {
+    options.pretrained = spec.run.pretrained.value;
+    options.pretrainedOrigin = spec.run.pretrained.origin;
+  }
   // sdsample's seed is its own flag's: the config's seed is the training
   // run's.
   options.seed = flags.seed.value_or(0);

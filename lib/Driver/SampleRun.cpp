@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Driver/MemoryPlan.h"
+#include "sd/Driver/Pretrained.h"
 #include "sd/Driver/ReferenceTables.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Driver/Sample.h"
@@ -109,6 +110,35 @@ mlir::sd::readWeightsFile(const std::string &path) {
     }
   }
   return source;
+}
+
+absl::Status mlir::sd::checkWeightOptions(const SampleOptions &options) {
+  if (!options.weightsPath.empty() && !options.checkpointDir.empty())
+    return absl::InvalidArgumentError(
+        "give the weights with --weights=FILE.safetensors or "
+        "--checkpoint-dir=DIR (one of them)");
+  if (options.weightsPath.empty() && options.checkpointDir.empty() &&
+      options.pretrained.empty())
+    return absl::InvalidArgumentError(
+        "give the weights with --weights=FILE.safetensors, "
+        "--checkpoint-dir=DIR or a config's pretrained_model_name_or_path");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WeightSource>
+mlir::sd::readSampleWeights(ModuleOp module, const SampleOptions &options) {
+  if (!options.weightsPath.empty())
+    return readWeightsFile(options.weightsPath);
+  if (!options.checkpointDir.empty())
+    return readLatestCheckpoint(options.checkpointDir);
+  absl::StatusOr<PretrainedFolder> folder =
+      openPretrainedFolder(options.pretrained, options.pretrainedOrigin);
+  if (!folder.ok())
+    return folder.status();
+  if (absl::Status status = checkPretrainedConfig(module, *folder);
+      !status.ok())
+    return status;
+  return readWeightsFile(folder->weightsPath);
 }
 
 absl::StatusOr<WeightSource>
@@ -272,10 +302,8 @@ namespace {
 
 /// The options' checks that need no model.
 absl::Status checkOptions(const SampleOptions &options) {
-  if (options.weightsPath.empty() == options.checkpointDir.empty())
-    return absl::InvalidArgumentError(
-        "give the weights with --weights=FILE.safetensors or "
-        "--checkpoint-dir=DIR (one of them)");
+  if (absl::Status status = checkWeightOptions(options); !status.ok())
+    return status;
   if (options.steps < 1 || options.steps > kMaxSamplingSteps)
     return absl::InvalidArgumentError(
         absl::StrFormat("--num-inference-steps must be in [1, %d], not %d",
@@ -442,9 +470,7 @@ absl::Status SampleRun::resolve() {
                         total, options.samplesPerClass, kMaxSamples));
 
   // The weights, checked against the parameters before compiling.
-  absl::StatusOr<WeightSource> read =
-      options.weightsPath.empty() ? readLatestCheckpoint(options.checkpointDir)
-                                  : readWeightsFile(options.weightsPath);
+  absl::StatusOr<WeightSource> read = readSampleWeights(module, options);
   if (!read.ok())
     return read.status();
   source = std::move(*read);

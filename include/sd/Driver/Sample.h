@@ -164,8 +164,11 @@ struct SampleOptions {
   /// @denoise's pipeline: mesh, rules, batch (train is ignored).
   PipelineOptions pipeline;
   DeviceSettings device;
-  /// Exactly one: a safetensors file or a checkpoint directory.
-  std::string weightsPath, checkpointDir;
+  /// At most one: a safetensors file (or a sharded index) or a checkpoint
+  /// directory; without either, the folder of the config's
+  /// pretrained_model_name_or_path (`pretrained`, set at
+  /// `pretrainedOrigin`), its config checked against the model.
+  std::string weightsPath, checkpointDir, pretrained, pretrainedOrigin;
   /// The EMA weights: yes, no, or when present (unset).
   std::optional<bool> ema;
   /// Unset: the model's `sd.prediction_type`, else epsilon.
@@ -187,6 +190,15 @@ struct SampleOptions {
   std::string predictPath;
   int64_t gridZoom = 0;
 };
+
+/// The weights `options` name for `module`: --weights' file,
+/// --checkpoint-dir's latest checkpoint, or the pretrained folder's
+/// weights after its config is checked against the model.
+absl::StatusOr<WeightSource> readSampleWeights(ModuleOp module,
+                                               const SampleOptions &options);
+/// InvalidArgument unless `options` name the weights once (see
+/// SampleOptions::weightsPath).
+absl::Status checkWeightOptions(const SampleOptions &options);
 
 /// Sets `options`' sampling from a resolved run spec (num_inference_steps,
 /// guidance_scale and prediction_type: flag > config key > default) and
