@@ -29,6 +29,10 @@ mlir::sd::withModelFile(const std::string &path,
   registerAllSDExtensions(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // An error names its value and points at its line; the whole operation
+  // printed after it (a model's function is thousands of lines) would bury
+  // it. sdopt, the compiler's own tool, keeps MLIR's default.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   ReadableDiagnosticHandler diagnostics(sourceMgr, &context);
   bool sawError = false;

@@ -143,10 +143,16 @@ struct SeenArguments {
 LogicalResult describeRole(func::FuncOp func, unsigned i,
                            ::sd::rt::ArgumentSpec &arg, SeenArguments &seen) {
   auto type = cast<RankedTensorType>(func.getArgument(i).getType());
-  if (!type.getElementType().isF32())
-    return func.emitError()
-           << "argument #" << i << " has element type " << type.getElementType()
-           << "; the runtime holds f32 arguments";
+  if (!type.getElementType().isF32()) {
+    InFlightDiagnostic error = func.emitError() << "argument #" << i;
+    if (auto param = func.getArgAttrOfType<ParamAttr>(
+            i, SDDialect::kRoleAttrName))
+      error << " (parameter '" << param.getName().getValue() << "')";
+    return error << " has element type " << type.getElementType()
+                 << "; the runtime holds f32 arguments and computes in bf16 "
+                    "from them with weights_dtype and activations_dtype "
+                    "bfloat16 (write the program with sdgen --dtype=f32)";
+  }
   arg.elementType = ::sd::rt::ElementType::F32;
   Attribute role = func.getArgAttr(i, SDDialect::kRoleAttrName);
   if (auto param = dyn_cast_if_present<ParamAttr>(role)) {
