@@ -145,8 +145,8 @@ LogicalResult describeRole(func::FuncOp func, unsigned i,
   auto type = cast<RankedTensorType>(func.getArgument(i).getType());
   if (!type.getElementType().isF32()) {
     InFlightDiagnostic error = func.emitError() << "argument #" << i;
-    if (auto param = func.getArgAttrOfType<ParamAttr>(
-            i, SDDialect::kRoleAttrName))
+    if (auto param =
+            func.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName))
       error << " (parameter '" << param.getName().getValue() << "')";
     return error << " has element type " << type.getElementType()
                  << "; the runtime holds f32 arguments and computes in bf16 "
