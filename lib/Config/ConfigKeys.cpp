@@ -26,14 +26,14 @@ constexpr std::string_view kMaxDiffusionKeys[] = {
 #include "MaxDiffusionKeys.def"
 };
 
-constexpr std::string_view kReleasedWeights =
-    "names released weights to start from, which sd cannot load yet";
 constexpr std::string_view kOwnParameters =
     "trains the model file's own parameters (seeded, or --init-from's) "
     "instead";
 constexpr ModelKey kModelKeys[] = {
     {"wan_transformer_pretrained_model_name_or_path", ModelKeyKind::Name,
-     kReleasedWeights, "''", kOwnParameters},
+     "names a transformer folder to override the repository's, which sd "
+     "does not read (give that folder as pretrained_model_name_or_path)",
+     "''", kOwnParameters},
     {"unet_checkpoint", ModelKeyKind::Name,
      "names a checkpoint to start from, which sd cannot load yet", "''",
      kOwnParameters},

@@ -232,8 +232,9 @@ TEST(RunConfigTest, NearestConfigKey) {
 TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
   const std::pair<const char *, const char *> cases[] = {
       {"wan_transformer_pretrained_model_name_or_path: x",
-       "t.yml:2: wan_transformer_pretrained_model_name_or_path: 'x' names "
-       "released weights to start from, which sd cannot load yet; "
+       "t.yml:2: wan_transformer_pretrained_model_name_or_path: 'x' names a "
+       "transformer folder to override the repository's, which sd does not "
+       "read (give that folder as pretrained_model_name_or_path); "
        "wan_transformer_pretrained_model_name_or_path='' trains the model "
        "file's own parameters (seeded, or --init-from's) instead"},
       {"unet_checkpoint: 'gs://b/c'",
