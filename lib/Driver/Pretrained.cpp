@@ -399,3 +399,15 @@ absl::Status mlir::sd::checkPretrainedConfig(ModuleOp module,
           folder.configPath, *dropout));
   return absl::OkStatus();
 }
+
+absl::StatusOr<std::string>
+mlir::sd::pretrainedWeightsFor(ModuleOp module, const std::string &path,
+                               const std::string &origin) {
+  absl::StatusOr<PretrainedFolder> folder = openPretrainedFolder(path, origin);
+  if (!folder.ok())
+    return folder.status();
+  if (absl::Status status = checkPretrainedConfig(module, *folder);
+      !status.ok())
+    return status;
+  return folder->weightsPath;
+}

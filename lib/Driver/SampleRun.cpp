@@ -131,14 +131,11 @@ mlir::sd::readSampleWeights(ModuleOp module, const SampleOptions &options) {
     return readWeightsFile(options.weightsPath);
   if (!options.checkpointDir.empty())
     return readLatestCheckpoint(options.checkpointDir);
-  absl::StatusOr<PretrainedFolder> folder =
-      openPretrainedFolder(options.pretrained, options.pretrainedOrigin);
-  if (!folder.ok())
-    return folder.status();
-  if (absl::Status status = checkPretrainedConfig(module, *folder);
-      !status.ok())
-    return status;
-  return readWeightsFile(folder->weightsPath);
+  absl::StatusOr<std::string> weights = pretrainedWeightsFor(
+      module, options.pretrained, options.pretrainedOrigin);
+  if (!weights.ok())
+    return weights.status();
+  return readWeightsFile(*weights);
 }
 
 absl::StatusOr<WeightSource>

@@ -137,14 +137,11 @@ absl::Status TrainRun::preflight() {
   initFromPath = options.initFrom;
   if (!options.pretrained.empty()) {
     // The folder's config against the model, before anything compiles.
-    absl::StatusOr<PretrainedFolder> folder =
-        openPretrainedFolder(options.pretrained, options.pretrainedOrigin);
-    if (!folder.ok())
-      return folder.status();
-    if (absl::Status status = checkPretrainedConfig(module, *folder);
-        !status.ok())
-      return status;
-    initFromPath = folder->weightsPath;
+    absl::StatusOr<std::string> weights = pretrainedWeightsFor(
+        module, options.pretrained, options.pretrainedOrigin);
+    if (!weights.ok())
+      return weights.status();
+    initFromPath = *weights;
   }
   if (!initFromPath.empty())
     if (absl::Status status =

@@ -51,6 +51,12 @@ openPretrainedFolder(const std::string &path, const std::string &origin);
 absl::Status checkPretrainedConfig(ModuleOp module,
                                    const PretrainedFolder &folder);
 
+/// openPretrainedFolder, then checkPretrainedConfig against `module`: the
+/// folder's weights file (single or index) for a model they fit.
+absl::StatusOr<std::string> pretrainedWeightsFor(ModuleOp module,
+                                                 const std::string &path,
+                                                 const std::string &origin);
+
 } // namespace mlir::sd
 
 #endif // SD_DRIVER_PRETRAINED_H
