@@ -49,6 +49,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import mirror_io
+from mirror_layers import (FeedForward, RMSNorm, attention,
+                           sinusoidal_embedding)
 from mirror_io import encode
 
 CLASS_NAME = "WanTransformer3DModel"
@@ -59,41 +61,6 @@ ROPE_THETA = 10000.0
 # ----------------------------------------------------------------------------
 # Model
 # ----------------------------------------------------------------------------
-
-def sinusoidal_embedding(t, channels, max_period=10000):
-    """Timestep features [cos(t f_k) | sin(t f_k)], f_k = P^(-k / half).
-
-    The cosine half comes first (the reference's flip_sin_to_cos=True with
-    no frequency shift); an odd channel count gets a zero column.
-    """
-    half = channels // 2
-    exponent = -math.log(max_period) * torch.arange(half, dtype=torch.float32)
-    frequencies = torch.exp(exponent / half)
-    angles = t[:, None].float() * frequencies[None, :]
-    features = torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1)
-    if channels % 2:
-        features = F.pad(features, (0, 1))
-    return features
-
-
-def attention(q, k, v):
-    """softmax(q k^T / sqrt(Dh)) v over [B, heads, S, Dh] tensors."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    return scores.softmax(dim=-1) @ v
-
-
-class RMSNorm(nn.Module):
-    """x / sqrt(mean(x^2) + eps) * weight over the last dimension."""
-
-    def __init__(self, dim, eps):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x):
-        mean_square = x.pow(2).mean(dim=-1, keepdim=True)
-        return x * torch.rsqrt(mean_square + self.eps) * self.weight
-
 
 class MLP(nn.Module):
     """linear_1, activation, linear_2 (the reference's TimestepEmbedding
@@ -107,31 +74,6 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.linear_2(self.activation(self.linear_1(x)))
-
-
-class ProjectThenGelu(nn.Module):
-    """Linear "proj" then tanh GELU: the first entry of a feed-forward."""
-
-    def __init__(self, dim, hidden):
-        super().__init__()
-        self.proj = nn.Linear(dim, hidden)
-
-    def forward(self, x):
-        return F.gelu(self.proj(x), approximate="tanh")
-
-
-class FeedForward(nn.Module):
-    """net.0 (projection + GELU), net.1 (dropout, no-op), net.2."""
-
-    def __init__(self, dim, hidden):
-        super().__init__()
-        self.net = nn.ModuleList([ProjectThenGelu(dim, hidden), nn.Identity(),
-                                  nn.Linear(hidden, dim)])
-
-    def forward(self, x):
-        for layer in self.net:
-            x = layer(x)
-        return x
 
 
 def rope_axis_dims(head_dim):
