@@ -475,6 +475,10 @@ absl::Status Resolver::resolveData() {
   sampling.steps =
       pick(&F::numInferenceSteps, &C::numInferenceSteps, int64_t(50));
   sampling.guidanceScale = pick(&F::guidanceScale, &C::guidanceScale, 1.0);
+  sampling.flowShift = pick(&F::flowShift, &C::flowShift, 1.0);
+  sampling.timeShift = pick(&F::timeShift, &C::timeShift, false);
+  sampling.baseShift = pick(&F::baseShift, &C::baseShift, 0.5);
+  sampling.maxShift = pick(&F::maxShift, &C::maxShift, 1.15);
   return absl::OkStatus();
 }
 

@@ -187,9 +187,32 @@ std::vector<SettingRow> numberRows() {
           .row,
       flag("guidance-scale", kSdsample, &F::guidanceScale, G::Sample,
            "Classifier-free guidance scale (guidance_scale; default 1: "
-           "none)")
+           "none); for a model with a distilled guidance input (Flux.1-dev) "
+           "that input (default: the model's sd.guidance)")
           .key("guidance_scale", &C::guidanceScale)
           .check(kNotNegative)
+          .row,
+      flag("true-cfg-scale", kSdsample, &F::trueCfgScale, G::Sample,
+           "Classifier-free guidance with the negative prompt for a model "
+           "with a distilled guidance input (diffusers' true_cfg_scale; "
+           "default 1: none)")
+          .check(kNotNegative)
+          .row,
+      flag("flow-shift", kSdsample, &F::flowShift, G::Sample,
+           "flow_shift: Euler's time shift s, t' = s·t/(1 + (s-1)·t) "
+           "(Wan2.1: 3 at 480p, 5 at 720p; default 1: none)")
+          .key("flow_shift", &C::flowShift)
+          .check(kPositive)
+          .row,
+      flag("base-shift", kSdsample, &F::baseShift, G::Sample,
+           "base_shift: Flux's time-shift exponent at 256 image tokens "
+           "(default 0.5)")
+          .key("base_shift", &C::baseShift)
+          .row,
+      flag("max-shift", kSdsample, &F::maxShift, G::Sample,
+           "max_shift: Flux's time-shift exponent at 4096 image tokens "
+           "(default 1.15)")
+          .key("max_shift", &C::maxShift)
           .row,
   };
 }
@@ -327,6 +350,12 @@ std::vector<SettingRow> otherKeyRows() {
   return {
       key("opt_enable_grad_global_norm_clipping", &C::gradNormClipping).row,
       key("enable_profiler", &C::enableProfiler).row,
+      flag("time-shift", kSdsample, &F::timeShift, G::Sample,
+           "time_shift: Euler's resolution-dependent shift e^mu, mu from "
+           "base_shift to max_shift over 256 to 4096 image tokens (default "
+           "on for Flux, which takes a pooled text vector)")
+          .key("time_shift", &C::timeShift)
+          .row,
       // The rest.
       flag("rules", kAllTools, &F::rules, G::Mesh,
            "Logical axis rules: dit (default), sdxl, flux, wan, or a "
@@ -544,7 +573,17 @@ std::vector<SettingRow> sampleFlagRows() {
            "Seed of the noise (default 0)")
           .row,
       flag("samples-per-class", kSdsample, &F::samplesPerClass, G::Sample,
-           "Samples of each class: the grid's columns (default 1)")
+           "Samples of each class or prompt: the grid's columns (default "
+           "1)")
+          .alias("samples-per-prompt")
+          .row,
+      flag("text-states", kSdsample, &F::textStates, G::Sample,
+           "The text encoder's outputs to sample a text-conditioned model "
+           "(Wan, Flux) from, a grid row per prompt: prompt_embeds [N, L, "
+           "D], Flux's pooled_prompt_embeds [N, P], and for guidance "
+           "negative_prompt_embeds (and negative_pooled_prompt_embeds) [1 "
+           "or N, ...]")
+          .value("states.safetensors")
           .row,
       flag("classes", kSdsample, &F::classes, G::Sample,
            "The classes to sample, a grid row each (default: all)")

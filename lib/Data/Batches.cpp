@@ -25,6 +25,7 @@ enum class Stream : uint64_t {
   SyntheticLatents,
   SyntheticLabels,
   SyntheticContext,
+  SyntheticPooled,
 };
 
 using ref::splitMix64;
@@ -95,8 +96,24 @@ absl::Status data::checkDatasetFits(const std::vector<StepInput> &inputs,
             shapeText(input.globalShape, 1), " but ", dataset,
             " has embeddings of shape ", formatShape(*index.embeddingShape)));
       break;
+    case InputRole::Pooled:
+      if (!index.pooledShape)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the model's input '", input.name, "' holds a pooled text vector "
+            "of shape ",
+            shapeText(input.globalShape, 1), " but ", dataset,
+            " has no pooled_embeddings"));
+      if (shapeText(input.globalShape, 1) != formatShape(*index.pooledShape))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the model's input '", input.name,
+            "' holds pooled text vectors of shape ",
+            shapeText(input.globalShape, 1), " but ", dataset,
+            " has pooled_embeddings of shape ",
+            formatShape(*index.pooledShape)));
+      break;
     case InputRole::Noise:
     case InputRole::Timestep:
+    case InputRole::Guidance:
       break;
     }
   }
@@ -175,14 +192,16 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
   std::vector<int64_t> ids;
   for (int64_t r : wanted)
     ids.push_back(sampleAt(position + r));
-  std::vector<float> samples, labels, embeddings;
+  std::vector<float> samples, labels, embeddings, pooled;
   if (options.dataset) {
     const DatasetReader &reader = *options.dataset;
-    bool needSamples = false, needLabels = false, needContext = false;
+    bool needSamples = false, needLabels = false, needContext = false,
+         needPooled = false;
     for (const StepInput &input : stepInputs) {
       needSamples |= input.role == InputRole::Latents;
       needLabels |= input.role == InputRole::Labels;
       needContext |= input.role == InputRole::Context;
+      needPooled |= input.role == InputRole::Pooled;
     }
     if (needSamples)
       samples.resize(ids.size() * reader.sampleElements());
@@ -190,10 +209,13 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
       labels.resize(ids.size());
     if (needContext)
       embeddings.resize(ids.size() * reader.embeddingElements());
+    if (needPooled)
+      pooled.resize(ids.size() * reader.pooledElements());
     if (absl::Status status =
             reader.readSamples(ids, needSamples ? samples.data() : nullptr,
                                needLabels ? labels.data() : nullptr,
-                               needContext ? embeddings.data() : nullptr);
+                               needContext ? embeddings.data() : nullptr,
+                               needPooled ? pooled.data() : nullptr);
         !status.ok())
       return status;
   }
@@ -220,14 +242,23 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
         }
         break;
       case InputRole::Context:
+      case InputRole::Pooled: {
+        bool context = input.role == InputRole::Context;
         if (options.dataset) {
-          std::copy_n(embeddings.data() + k * per, per, row);
+          std::copy_n((context ? embeddings : pooled).data() + k * per, per,
+                      row);
         } else {
-          uint64_t key = streamKey(options.seed, Stream::SyntheticContext);
+          uint64_t key = streamKey(options.seed, context
+                                                     ? Stream::SyntheticContext
+                                                     : Stream::SyntheticPooled);
           for (int64_t e = 0; e < per; ++e)
             row[e] = static_cast<float>(
                 ref::normalAt(key, id * static_cast<uint64_t>(per) + e));
         }
+        break;
+      }
+      case InputRole::Guidance:
+        std::fill_n(row, per, static_cast<float>(options.guidance));
         break;
       case InputRole::Noise: {
         uint64_t key = streamKey(options.seed, Stream::Noise);

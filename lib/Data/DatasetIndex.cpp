@@ -41,6 +41,10 @@ int64_t DatasetIndex::embeddingElements() const {
   return elements;
 }
 
+int64_t DatasetIndex::pooledElements() const {
+  return pooledShape ? pooledShape->front() : 0;
+}
+
 const SplitInfo *DatasetIndex::findSplit(std::string_view name) const {
   auto it = splits.find(std::string(name));
   return it == splits.end() ? nullptr : &it->second;
@@ -116,6 +120,9 @@ std::string formatDatasetIndex(const DatasetIndex &index) {
         writeFeature(json, "labels", {}, std::nullopt);
       if (index.embeddingShape)
         writeFeature(json, "embeddings", *index.embeddingShape, std::nullopt);
+      if (index.pooledShape)
+        writeFeature(json, "pooled_embeddings", *index.pooledShape,
+                     std::nullopt);
     });
     json.attributeObject("splits", [&] {
       for (const auto &[name, split] : index.splits)
@@ -209,9 +216,12 @@ public:
   }
 
   /// A shape of `rank` positive sizes.
+  /// A shape of `rank` dimensions, or of `rank` to `maxRank` when that is
+  /// larger.
   absl::StatusOr<std::vector<int64_t>> shape(const llvm::json::Object &parent,
                                              const std::string &path,
-                                             size_t rank) const {
+                                             size_t rank,
+                                             size_t maxRank = 0) const {
     std::string field = path + ".shape";
     absl::StatusOr<const llvm::json::Value *> value =
         get(parent, "shape", field);
@@ -228,17 +238,22 @@ public:
         }
         result.push_back(*size);
       }
-    if (!array || result.size() != rank)
-      return error(field, absl::StrFormat("must be an array of %d positive "
+    maxRank = std::max(rank, maxRank);
+    if (!array || result.size() < rank || result.size() > maxRank)
+      return error(field, absl::StrFormat("must be an array of %s positive "
                                           "sizes (at most 2^24 each)",
-                                          rank));
+                                          maxRank == rank
+                                              ? std::to_string(rank)
+                                              : absl::StrFormat("%d or %d",
+                                                                rank,
+                                                                maxRank)));
     return result;
   }
 
-  /// A feature's object: dtype F32 and a shape of `rank`.
+  /// A feature's object: dtype F32 and a shape of `rank` (to `maxRank`).
   absl::StatusOr<std::vector<int64_t>>
   feature(const llvm::json::Object &features, llvm::StringRef name,
-          size_t rank) const {
+          size_t rank, size_t maxRank = 0) const {
     std::string path = absl::StrCat("features.", name.str());
     absl::StatusOr<const llvm::json::Object *> object =
         this->object(features, name, path);
@@ -251,7 +266,7 @@ public:
     if (*dtype != "F32")
       return error(path + ".dtype",
                    absl::StrCat("is '", *dtype, "'; sd datasets hold F32"));
-    return shape(**object, path, rank);
+    return shape(**object, path, rank, maxRank);
   }
 
   absl::StatusOr<std::optional<std::array<double, 2>>>
@@ -396,8 +411,9 @@ IndexParser::index(const llvm::json::Object &root) const {
   if (images == latents)
     return error("features", "must have exactly one of 'images' and 'latents'");
   index.sampleFeature = images ? "images" : "latents";
+  // Images [H, W, C]; latents also video [F, H, W, C].
   absl::StatusOr<std::vector<int64_t>> sampleShape =
-      feature(**features, index.sampleFeature, 3);
+      feature(**features, index.sampleFeature, 3, latents ? 4 : 3);
   if (!sampleShape.ok())
     return sampleShape.status();
   index.sampleShape = *sampleShape;
@@ -429,6 +445,13 @@ IndexParser::index(const llvm::json::Object &root) const {
     index.embeddingShape = *embeddings;
     if (index.embeddingElements() > kMaxElements)
       return error("features.embeddings.shape", "has more than 2^31 elements");
+  }
+  if ((*features)->get("pooled_embeddings")) {
+    absl::StatusOr<std::vector<int64_t>> pooled =
+        feature(**features, "pooled_embeddings", 1);
+    if (!pooled.ok())
+      return pooled.status();
+    index.pooledShape = *pooled;
   }
 
   // Classes: a name per class, as many as num_classes; none without labels.

@@ -55,6 +55,7 @@ struct MappedShard {
   const char *samples = nullptr;
   const char *labels = nullptr;
   const char *embeddings = nullptr;
+  const char *pooled = nullptr;
 };
 
 absl::Status notSafetensors(const std::string &path, const std::string &why) {
@@ -264,6 +265,14 @@ absl::StatusOr<MappedShard> openShard(const DatasetIndex &index,
       return embeddings.status();
     shard.embeddings = *embeddings;
   }
+  if (index.pooledShape) {
+    absl::StatusOr<const char *> pooled =
+        findTensor(*tensors, shard, "pooled_embeddings",
+                   {info.count, index.pooledElements()});
+    if (!pooled.ok())
+      return pooled.status();
+    shard.pooled = *pooled;
+  }
   return shard;
 }
 
@@ -273,6 +282,7 @@ absl::Status verifyDataset(const DatasetIndex &index, bool checksums) {
   int64_t numClasses = static_cast<int64_t>(index.classNames.size());
   int64_t sampleElements = index.sampleElements();
   int64_t embeddingElements = index.embeddingElements();
+  int64_t pooledElements = index.pooledElements();
   for (const auto &[name, split] : index.splits) {
     // The split's index of the shard's first sample.
     int64_t start = 0;
@@ -291,6 +301,12 @@ absl::Status verifyDataset(const DatasetIndex &index, bool checksums) {
           if (absl::Status status = checkFinite(
                   shard->embeddings + i * embeddingElements * sizeof(float),
                   embeddingElements, *shard, name, start + i, "embeddings");
+              !status.ok())
+            return status;
+        if (shard->pooled)
+          if (absl::Status status = checkFinite(
+                  shard->pooled + i * pooledElements * sizeof(float),
+                  pooledElements, *shard, name, start + i, "pooled_embeddings");
               !status.ok())
             return status;
         if (!shard->labels)
@@ -317,8 +333,10 @@ struct DatasetReader::Impl {
   std::string sampleFeature;
   int64_t sampleElements = 0;
   int64_t embeddingElements = 0;
+  int64_t pooledElements = 0;
   bool hasLabels = false;
   bool hasEmbeddings = false;
+  bool hasPooled = false;
   int64_t numClasses = 0;
   std::vector<MappedShard> shards;
   /// The split's index of each shard's first sample, and the split's size
@@ -346,6 +364,8 @@ absl::StatusOr<DatasetReader> DatasetReader::open(const DatasetIndex &index,
   impl->embeddingElements = index.embeddingElements();
   impl->hasLabels = index.hasLabels;
   impl->hasEmbeddings = index.embeddingShape.has_value();
+  impl->pooledElements = index.pooledElements();
+  impl->hasPooled = index.pooledShape.has_value();
   impl->numClasses = static_cast<int64_t>(index.classNames.size());
   int64_t start = 0;
   for (const ShardInfo &shardInfo : info->shards) {
@@ -366,16 +386,22 @@ int64_t DatasetReader::sampleElements() const { return impl->sampleElements; }
 int64_t DatasetReader::embeddingElements() const {
   return impl->embeddingElements;
 }
+int64_t DatasetReader::pooledElements() const { return impl->pooledElements; }
 
 absl::Status DatasetReader::readSamples(absl::Span<const int64_t> indices,
                                         float *samples, float *labels,
-                                        float *embeddings) const {
+                                        float *embeddings,
+                                        float *pooled) const {
   if (labels && !impl->hasLabels)
     return absl::InvalidArgumentError(
         absl::StrCat("dataset '", impl->datasetName, "' has no labels"));
   if (embeddings && !impl->hasEmbeddings)
     return absl::InvalidArgumentError(
         absl::StrCat("dataset '", impl->datasetName, "' has no embeddings"));
+  if (pooled && !impl->hasPooled)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset '", impl->datasetName, "' has no pooled embeddings"));
+  size_t pooledBytes = static_cast<size_t>(impl->pooledElements) * 4;
   size_t sampleBytes = static_cast<size_t>(impl->sampleElements) * 4;
   size_t embeddingBytes = static_cast<size_t>(impl->embeddingElements) * 4;
   for (size_t k = 0; k < indices.size(); ++k) {
@@ -416,6 +442,15 @@ absl::Status DatasetReader::readSamples(absl::Span<const int64_t> indices,
         return status;
       std::memcpy(embeddings + k * impl->embeddingElements, embedding,
                   embeddingBytes);
+    }
+    if (pooled) {
+      const char *vector = shard.pooled + local * pooledBytes;
+      if (absl::Status status =
+              checkFinite(vector, impl->pooledElements, shard, impl->split,
+                          index, "pooled_embeddings");
+          !status.ok())
+        return status;
+      std::memcpy(pooled + k * impl->pooledElements, vector, pooledBytes);
     }
   }
   return absl::OkStatus();

@@ -53,6 +53,8 @@ void printIndex(const DatasetIndex &index, llvm::raw_ostream &os) {
     os << "; labels [] F32";
   if (index.embeddingShape)
     os << "; embeddings " << formatShape(*index.embeddingShape) << " F32";
+  if (index.pooledShape)
+    os << "; pooled_embeddings " << formatShape(*index.pooledShape) << " F32";
   os << "\n";
   if (index.hasLabels)
     os << "classes: " << index.classNames.size() << "\n";
@@ -153,8 +155,11 @@ writeContactSheet(const DatasetIndex &index, const std::string &split,
       !status.ok())
     return status;
 
-  int64_t height = index.sampleShape[0], width = index.sampleShape[1],
-          channels = index.sampleShape[2];
+  // Video latents [F, H, W, C] show their first frame.
+  size_t rank = index.sampleShape.size();
+  int64_t height = index.sampleShape[rank - 3],
+          width = index.sampleShape[rank - 2],
+          channels = index.sampleShape[rank - 1];
   double low, high;
   if (index.range) {
     low = (*index.range)[0];

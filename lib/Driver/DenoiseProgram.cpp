@@ -58,9 +58,11 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
     if (arg.kind == rt::ArgumentKind::Parameter)
       continue;
     if (arg.kind == rt::ArgumentKind::Input &&
-        arg.role == rt::InputRole::Context) {
+        (arg.role == rt::InputRole::Context ||
+         arg.role == rt::InputRole::Pooled)) {
       program->contextArgs.push_back(static_cast<int64_t>(i));
       program->contexts.push_back(arg.globalShape);
+      program->roles.push_back(arg.role);
       continue;
     }
     bool input = arg.kind == rt::ArgumentKind::Input;
@@ -69,12 +71,15 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
                     : arg.role == rt::InputRole::Timestep
                         ? &program->timestepArg
                     : arg.role == rt::InputRole::Labels ? &program->labelsArg
-                                                        : nullptr;
+                    : arg.role == rt::InputRole::Guidance
+                        ? &program->guidanceArg
+                        : nullptr;
     if (!slot || *slot >= 0)
       return absl::InvalidArgumentError(
           fn + "'s input '" + arg.name +
           "' is not one sdsample can feed (it feeds one latents, one "
-          "timestep, one labels and any context inputs)");
+          "timestep, one labels, one guidance and any context and pooled "
+          "inputs)");
     *slot = static_cast<int64_t>(i);
   }
   if (program->latentsArg < 0 || program->timestepArg < 0)
@@ -160,13 +165,22 @@ absl::StatusOr<std::vector<float>>
 DenoiseProgram::predict(const std::vector<float> &x,
                         const std::vector<float> &t,
                         const std::vector<float> &labels,
-                        const std::vector<std::vector<float>> &contextValues) {
+                        const std::vector<std::vector<float>> &contextValues,
+                        const std::vector<float> &guidance) {
   if (contextValues.size() != contextArgs.size())
     return absl::InternalError(
         absl::StrFormat("the model takes %d context inputs, %d were given",
                         contextArgs.size(), contextValues.size()));
+  if (guidanceArg >= 0 && guidance.size() != static_cast<size_t>(batchSize))
+    return absl::InternalError(
+        absl::StrFormat("the model takes a guidance per row (%d), %d were "
+                        "given",
+                        batchSize, guidance.size()));
   std::vector<std::pair<int64_t, const std::vector<float> *>> inputs = {
-      {latentsArg, &x}, {timestepArg, &t}, {labelsArg, &labels}};
+      {latentsArg, &x},
+      {timestepArg, &t},
+      {labelsArg, &labels},
+      {guidanceArg, &guidance}};
   for (auto [arg, values] : llvm::zip_equal(contextArgs, contextValues))
     inputs.push_back({arg, &values});
   for (auto [index, value] : inputs) {
@@ -188,31 +202,61 @@ DenoiseProgram::predict(const std::vector<float> &x,
 
 int64_t mlir::sd::samplesPerCall(const DenoiseProgram &program,
                                  double guidanceScale) {
-  bool guided = program.numClasses() > 0 && guidanceScale != 1.0;
+  bool conditioned =
+      program.numClasses() > 0 || !program.contextShapes().empty();
+  bool guided = conditioned && guidanceScale != 1.0;
   return guided ? program.batch() / 2 : program.batch();
 }
 
 sampling::Denoiser mlir::sd::guidedDenoiser(DenoiseProgram &program,
-                                            std::vector<int64_t> classes,
-                                            double guidanceScale) {
-  return [&program, classes = std::move(classes),
-          guidanceScale](llvm::ArrayRef<float> x,
-                         double t) -> absl::StatusOr<std::vector<float>> {
+                                            ChunkConditions conditions) {
+  return [&program, conditions = std::move(conditions)](
+             llvm::ArrayRef<float> x,
+             double t) -> absl::StatusOr<std::vector<float>> {
+    const std::vector<int64_t> &classes = conditions.rows;
+    const PromptStates *prompts = conditions.prompts;
+    double scale = conditions.guidanceScale;
     int64_t n = static_cast<int64_t>(classes.size());
     int64_t batch = program.batch(), elements = program.sampleElements();
     int64_t columns = program.numClasses() > 0 ? program.numClasses() + 1 : 0;
-    bool guided = columns > 0 && guidanceScale != 1.0;
-    if (n > samplesPerCall(program, guidanceScale) ||
+    size_t numContexts = program.contextShapes().size();
+    bool guided = (columns > 0 || prompts) && scale != 1.0;
+    if (n > samplesPerCall(program, scale) ||
         x.size() != static_cast<size_t>(n * elements))
       return absl::InternalError(absl::StrFormat(
           "a chunk of %d samples does not fit a call of batch %d", n, batch));
+    if (numContexts > 0 &&
+        (!prompts || prompts->positive.size() != numContexts ||
+         (guided && prompts->negative.size() != numContexts)))
+      return absl::InternalError("the prompt states do not fit the model");
     std::vector<float> rows(static_cast<size_t>(batch * elements), 0.0f);
     std::vector<float> times(static_cast<size_t>(batch), static_cast<float>(t));
     std::vector<float> labels(static_cast<size_t>(batch * columns), 0.0f);
+    std::vector<float> guidance;
+    if (program.hasGuidanceInput())
+      guidance.assign(static_cast<size_t>(batch),
+                      static_cast<float>(conditions.distilledGuidance));
     // Every row not conditioned on a class (unconditional and padding rows)
     // holds the null class.
     for (int64_t r = 0; r < batch && columns > 0; ++r)
       labels[r * columns + columns - 1] = 1.0f;
+    // Text states: row r holds prompt `prompt` of `table` (padding rows the
+    // first prompt's).
+    std::vector<std::vector<float>> contexts(numContexts);
+    auto setContext = [&](int64_t r, const std::vector<std::vector<float>> &table,
+                          int64_t prompt) {
+      for (size_t k = 0; k < numContexts; ++k) {
+        int64_t per = rt::numElements(program.contextShapes()[k]) / batch;
+        std::copy_n(table[k].begin() + prompt * per, per,
+                    contexts[k].begin() + r * per);
+      }
+    };
+    for (size_t k = 0; k < numContexts; ++k)
+      contexts[k].assign(
+          static_cast<size_t>(rt::numElements(program.contextShapes()[k])),
+          0.0f);
+    for (int64_t r = 0; r < batch && numContexts > 0; ++r)
+      setContext(r, prompts->positive, 0);
     for (int64_t i = 0; i < n; ++i) {
       std::copy_n(x.begin() + i * elements, elements,
                   rows.begin() + i * elements);
@@ -223,18 +267,22 @@ sampling::Denoiser mlir::sd::guidedDenoiser(DenoiseProgram &program,
         labels[i * columns + columns - 1] = 0.0f;
         labels[i * columns + classes[i]] = 1.0f;
       }
+      if (numContexts > 0) {
+        setContext(i, prompts->positive, classes[i]);
+        if (guided)
+          setContext(n + i, prompts->negative,
+                     prompts->negatives == 1 ? 0 : classes[i]);
+      }
     }
     absl::StatusOr<std::vector<float>> pred =
-        program.predict(rows, times, labels);
+        program.predict(rows, times, labels, contexts, guidance);
     if (!pred.ok())
       return pred.status();
     std::vector<float> out(pred->begin(), pred->begin() + n * elements);
     if (guided)
       applyGuidance(
           out, llvm::ArrayRef<float>(*pred).slice(n * elements, n * elements),
-          guidanceScale, out);
+          scale, out);
     return out;
   };
 }
-
-//===----------------------------------------------------------------------===//

@@ -75,10 +75,10 @@ struct Forward {
   /// sd's latents without the batch: [H, W, C] or [F, H, W, C].
   std::vector<int64_t> latents;
   int64_t labelColumns = 0;
-  /// The conditioning inputs without the batch, in argument order.
-  std::vector<std::vector<int64_t>> contexts;
-  /// Flux: the guidance the program embeds.
-  double guidance = 0;
+  /// The text states and the pooled text vector without the batch.
+  std::vector<std::vector<int64_t>> contexts, pooled;
+  /// Whether the function takes a guidance per sample (Flux.1-dev).
+  bool guidance = false;
 };
 
 std::string ruleShape(const std::vector<int64_t> &shape) {
@@ -109,15 +109,22 @@ absl::StatusOr<Forward> forwardOf(func::FuncOp func) {
     case InputKind::context:
       fw.contexts.push_back(sample);
       break;
+    case InputKind::pooled:
+      fw.pooled.push_back(sample);
+      break;
+    case InputKind::guidance:
+      fw.guidance = true;
+      break;
     default:
       break;
     }
   }
   if (fw.latents.empty())
     return absl::InvalidArgumentError(fn + " has no latents input");
-  auto guidance = func->getAttrOfType<FloatAttr>(SDDialect::kGuidanceAttrName);
   const std::vector<int64_t> &l = fw.latents;
-  if (l.size() == 3 && fw.labelColumns > 0 && fw.contexts.empty()) {
+  bool textOnly = fw.pooled.empty() && !fw.guidance;
+  if (l.size() == 3 && fw.labelColumns > 0 && fw.contexts.empty() &&
+      textOnly) {
     int64_t h = l[0], w = l[1], c = l[2];
     fw.family = Family::DiT;
     fw.name = "DiT's forward(x, t, y)";
@@ -125,7 +132,7 @@ absl::StatusOr<Forward> forwardOf(func::FuncOp func) {
                  {"t", {kBatch}},
                  {"y", {kBatch}, /*labels=*/true}};
   } else if (l.size() == 4 && fw.labelColumns == 0 && fw.contexts.size() == 1 &&
-             fw.contexts[0].size() == 2) {
+             fw.contexts[0].size() == 2 && textOnly) {
     int64_t f = l[0], h = l[1], w = l[2], c = l[3];
     fw.family = Family::Wan;
     fw.name = "WanTransformer3DModel.forward";
@@ -133,17 +140,17 @@ absl::StatusOr<Forward> forwardOf(func::FuncOp func) {
                  {"timestep", {kBatch}},
                  {"encoder_hidden_states",
                   {kBatch, fw.contexts[0][0], fw.contexts[0][1]}}};
-  } else if (l.size() == 3 && fw.labelColumns == 0 && fw.contexts.size() == 2 &&
-             fw.contexts[0].size() == 2 && fw.contexts[1].size() == 1 &&
-             guidance && l[0] % 2 == 0 && l[1] % 2 == 0) {
+  } else if (l.size() == 3 && fw.labelColumns == 0 && fw.contexts.size() == 1 &&
+             fw.contexts[0].size() == 2 && fw.pooled.size() == 1 &&
+             fw.pooled[0].size() == 1 && fw.guidance && l[0] % 2 == 0 &&
+             l[1] % 2 == 0) {
     int64_t tokens = (l[0] / 2) * (l[1] / 2), packed = 4 * l[2];
     int64_t text = fw.contexts[0][0];
     fw.family = Family::Flux;
     fw.name = "FluxTransformer2DModel.forward";
-    fw.guidance = guidance.getValueAsDouble();
     fw.inputs = {{"hidden_states", {kBatch, tokens, packed}},
                  {"encoder_hidden_states", {kBatch, text, fw.contexts[0][1]}},
-                 {"pooled_projections", {kBatch, fw.contexts[1][0]}},
+                 {"pooled_projections", {kBatch, fw.pooled[0][0]}},
                  {"timestep", {kBatch}},
                  {"img_ids", {tokens, 3}},
                  {"txt_ids", {text, 3}},
@@ -176,8 +183,9 @@ std::vector<float> permuted(const std::vector<float> &values,
 /// to what sd's function takes.
 struct PredictInputs {
   int64_t batch = 0;
-  /// Channel-last latents, t in [0, 1], one-hot labels, the contexts.
-  std::vector<float> latents, times, labels;
+  /// Channel-last latents, t in [0, 1], one-hot labels, the guidance, the
+  /// contexts (text states, then the pooled vector).
+  std::vector<float> latents, times, labels, guidance;
   std::vector<std::vector<float>> contexts;
 };
 
@@ -252,8 +260,7 @@ std::vector<float> scaledTimes(const std::vector<float> &values, double scale) {
 }
 
 /// Flux's position ids: img_ids (0, row, column) over the packed grid and
-/// txt_ids zero, as the pipeline makes them (sd builds RoPE from the grid),
-/// and one guidance, the program's.
+/// txt_ids zero, as the pipeline makes them (sd builds RoPE from the grid).
 absl::Status checkFluxIds(const std::string &path, const TensorMap &t,
                           const Forward &fw) {
   int64_t gridW = fw.latents[1] / 2;
@@ -276,13 +283,6 @@ absl::Status checkFluxIds(const std::string &path, const TensorMap &t,
           "%s: txt_ids[%d][%d] is %g; sd's Flux takes the pipeline's zero "
           "text ids",
           path, i / 3, i % 3, txt[i]));
-  const std::vector<float> &guidance = t.at("guidance")->values;
-  for (size_t n = 0; n < guidance.size(); ++n)
-    if (guidance[n] != static_cast<float>(fw.guidance))
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: guidance[%d] is %g, but the program embeds guidance %g "
-          "(sd.guidance)",
-          path, n, guidance[n], fw.guidance));
   return absl::OkStatus();
 }
 
@@ -334,6 +334,7 @@ absl::StatusOr<PredictInputs> readInputs(const std::string &path,
     in.times = scaledTimes(t.at("timestep")->values, 1);
     in.contexts = {t.at("encoder_hidden_states")->values,
                    t.at("pooled_projections")->values};
+    in.guidance = t.at("guidance")->values;
     break;
   }
   return in;
@@ -418,7 +419,8 @@ absl::Status mlir::sd::runPrediction(ModuleOp module,
   llvm::outs() << "weights: " << source->description << (usedEma ? ", EMA" : "")
                << "\n";
   absl::StatusOr<std::vector<float>> output = (*program)->predict(
-      inputs->latents, inputs->times, inputs->labels, inputs->contexts);
+      inputs->latents, inputs->times, inputs->labels, inputs->contexts,
+      inputs->guidance);
   if (!output.ok())
     return output.status();
   if (options.device.process > 0)

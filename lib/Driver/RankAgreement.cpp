@@ -320,6 +320,15 @@ StartupCheck mlir::sd::samplingStartupCheck(const ::sd::RunSpec &spec,
   d.push_back({"clip_x0", optional(options.clipX0, flag), ""});
   d.push_back({"num_inference_steps", ::sd::digestValue(options.steps), ""});
   d.push_back({"guidance_scale", ::sd::digestValue(options.guidanceScale), ""});
+  d.push_back({"true_cfg_scale", ::sd::digestValue(options.trueCfgScale), ""});
+  d.push_back({"flow_shift",
+               optional(options.flowShift,
+                        [](double v) { return ::sd::digestValue(v); }),
+               ""});
+  d.push_back({"time_shift", optional(options.timeShift, flag), ""});
+  d.push_back({"base_shift", ::sd::digestValue(options.baseShift), ""});
+  d.push_back({"max_shift", ::sd::digestValue(options.maxShift), ""});
+  d.push_back({"text_states", text(options.textStatesPath), ""});
   d.push_back({"seed", std::to_string(options.seed), ""});
   d.push_back(
       {"samples_per_class", ::sd::digestValue(options.samplesPerClass), ""});

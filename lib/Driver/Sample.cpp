@@ -10,6 +10,8 @@
 
 #include "sd/Driver/Sample.h"
 
+#include "absl/strings/str_format.h"
+
 using namespace mlir;
 using namespace mlir::sd;
 
@@ -17,7 +19,26 @@ absl::Status mlir::sd::setSamplingOptions(const ::sd::RunSpec &spec,
                                           const ::sd::RunSpecFlags &flags,
                                           SampleOptions &options) {
   options.steps = spec.sampling.steps.value;
-  options.guidanceScale = spec.sampling.guidanceScale.value;
+  const ::sd::SamplingSettings &sampling = spec.sampling;
+  options.guidanceScale = sampling.guidanceScale.value;
+  options.guidanceScaleGiven =
+      sampling.guidanceScale.source != ::sd::SettingSource::Default;
+  if (sampling.flowShift.source != ::sd::SettingSource::Default) {
+    options.flowShift = sampling.flowShift.value;
+    options.shiftOrigin = "flow_shift " +
+                          absl::StrFormat("%g", sampling.flowShift.value) +
+                          " (" + sampling.flowShift.origin + ")";
+  }
+  if (sampling.timeShift.source != ::sd::SettingSource::Default) {
+    options.timeShift = sampling.timeShift.value;
+    if (sampling.timeShift.value && options.shiftOrigin.empty())
+      options.shiftOrigin =
+          "time_shift (" + sampling.timeShift.origin + ")";
+  }
+  options.baseShift = sampling.baseShift.value;
+  options.maxShift = sampling.maxShift.value;
+  options.trueCfgScale = flags.trueCfgScale.value_or(1.0);
+  options.textStatesPath = flags.textStates.value_or("");
   if (spec.data.predictionType) {
     const std::string &name = spec.data.predictionType->value;
     options.prediction = sampling::parsePrediction(name);

@@ -308,6 +308,18 @@ absl::Status checkOptions(const SampleOptions &options) {
   if (!std::isfinite(options.guidanceScale))
     return absl::InvalidArgumentError(absl::StrFormat(
         "--guidance-scale must be finite, not %g", options.guidanceScale));
+  if (!std::isfinite(options.trueCfgScale))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--true-cfg-scale must be finite, not %g", options.trueCfgScale));
+  for (auto [value, key] : {std::pair{options.baseShift, "base_shift"},
+                            std::pair{options.maxShift, "max_shift"}})
+    if (!std::isfinite(value) || std::abs(value) > 20)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s must be in [-20, 20], not %g", key, value));
+  if (options.flowShift && options.timeShift && *options.timeShift)
+    return absl::InvalidArgumentError(
+        "give flow_shift (a fixed shift) or time_shift (Flux's "
+        "resolution-dependent one), not both");
   if (options.samplesPerClass < 1 || options.samplesPerClass > kMaxSamples)
     return absl::InvalidArgumentError(
         absl::StrFormat("--samples-per-class must be in [1, %d], not %d",
@@ -361,9 +373,20 @@ private:
   bool compilerReported = false;
   ScopedDiagnosticHandler diagnostics;
 
+  /// The classes, the prompts, the guidance and the time shift.
+  absl::Status resolveConditions(func::FuncOp denoise);
+
   SamplerOptions sampler;
   std::string predictionSource;
+  /// A grid row each: the classes, or the prompts of a text-conditioned
+  /// model (whose states are `prompts`).
   std::vector<int64_t> classes;
+  std::optional<PromptStates> prompts;
+  /// Classifier-free guidance, and a guidance input's value.
+  double cfgScale = 1.0;
+  std::optional<double> distilledGuidance;
+  /// How the sampler line describes the time shift ("" for none).
+  std::string shiftText;
   WeightSource source;
   std::map<std::string, std::vector<float>> weights;
   bool usedEma = false;
@@ -420,46 +443,8 @@ absl::Status SampleRun::resolve() {
   sampler.clipX0 = options.clipX0.value_or(sampler.sampler != Sampler::Euler);
   sampler.seed = options.seed;
 
-  // The classes the labels input has room for.
-  int64_t numClasses = 0;
-  for (unsigned i = 0; i < denoise.getNumArguments(); ++i) {
-    auto input =
-        denoise.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
-    auto type = dyn_cast<RankedTensorType>(denoise.getArgument(i).getType());
-    if (input && input.getKind() == InputKind::labels && type &&
-        type.getRank() == 2 && !type.isDynamicDim(1))
-      numClasses = type.getDimSize(1) - 1;
-    if (input && input.getKind() == InputKind::context)
-      return absl::InvalidArgumentError(
-          "@denoise is conditioned on text states (argument " +
-          std::to_string(i) +
-          "): sampling it needs a text encoder's outputs, which sdsample "
-          "does not read yet; --predict=IN.safetensors runs it on given "
-          "inputs");
-  }
-  if (numClasses <= 0) {
-    if (!options.classes.empty())
-      return absl::InvalidArgumentError(
-          "--classes needs a class-conditional model; @denoise has no labels "
-          "input");
-    if (options.guidanceScale != 1.0)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "--guidance-scale=%g needs a class-conditional model; @denoise has "
-          "no labels input (leave it at 1)",
-          options.guidanceScale));
-    classes = {0};
-  } else if (options.classes.empty()) {
-    for (int64_t c = 0; c < numClasses; ++c)
-      classes.push_back(c);
-  } else {
-    for (int64_t c : options.classes)
-      if (c < 0 || c >= numClasses)
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "--classes: class %d is not one of the model's %d classes "
-            "(0 to %d)",
-            c, numClasses, numClasses - 1));
-    classes = options.classes;
-  }
+  if (absl::Status status = resolveConditions(denoise); !status.ok())
+    return status;
   int64_t total = static_cast<int64_t>(classes.size());
   if (total > kMaxSamples / options.samplesPerClass)
     return absl::InvalidArgumentError(
@@ -485,6 +470,155 @@ absl::Status SampleRun::resolve() {
   return absl::OkStatus();
 }
 
+absl::Status SampleRun::resolveConditions(func::FuncOp denoise) {
+  // The classes the labels input has room for, the text inputs and a
+  // guidance input.
+  int64_t numClasses = 0;
+  std::vector<ConditionInput> textInputs;
+  std::vector<int64_t> latents;
+  bool guidanceInput = false;
+  for (unsigned i = 0; i < denoise.getNumArguments(); ++i) {
+    auto input =
+        denoise.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
+    auto type = dyn_cast<RankedTensorType>(denoise.getArgument(i).getType());
+    // The batch may be dynamic; the sample's dimensions are not.
+    if (!input || !type || type.getRank() == 0 ||
+        llvm::any_of(type.getShape().drop_front(), ShapedType::isDynamic))
+      continue;
+    switch (input.getKind()) {
+    case InputKind::latents:
+      latents.assign(type.getShape().begin() + 1, type.getShape().end());
+      break;
+    case InputKind::labels:
+      if (type.getRank() == 2)
+        numClasses = type.getDimSize(1) - 1;
+      break;
+    case InputKind::context:
+    case InputKind::pooled:
+      textInputs.push_back(
+          {input.getKind() == InputKind::pooled ? rt::InputRole::Pooled
+                                                : rt::InputRole::Context,
+           std::vector<int64_t>(type.getShape().begin() + 1,
+                                type.getShape().end())});
+      break;
+    case InputKind::guidance:
+      guidanceInput = true;
+      break;
+    default:
+      break;
+    }
+  }
+  bool text = !textInputs.empty();
+
+  // Guidance: classifier-free, and a distilled guidance input's value.
+  cfgScale = guidanceInput ? options.trueCfgScale : options.guidanceScale;
+  if (!guidanceInput && options.trueCfgScale != 1.0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--true-cfg-scale=%g is for a model with a distilled guidance input "
+        "(Flux.1-dev); this model's classifier-free guidance is "
+        "--guidance-scale",
+        options.trueCfgScale));
+  if (guidanceInput) {
+    auto recorded =
+        denoise->getAttrOfType<FloatAttr>(SDDialect::kGuidanceAttrName);
+    if (!options.guidanceScaleGiven && !recorded)
+      return absl::InvalidArgumentError(
+          "@denoise takes a distilled guidance strength but records none "
+          "(sd.guidance): give it with --guidance-scale");
+    distilledGuidance = options.guidanceScaleGiven
+                            ? options.guidanceScale
+                            : recorded.getValueAsDouble();
+  }
+
+  if (text) {
+    if (!options.classes.empty())
+      return absl::InvalidArgumentError(
+          "--classes needs a class-conditional model; this one is "
+          "conditioned on text, a grid row per prompt of --text-states");
+    if (options.textStatesPath.empty())
+      return absl::InvalidArgumentError(
+          "@denoise is conditioned on text: give the prompts' text-encoder "
+          "outputs with --text-states=FILE.safetensors (prompt_embeds " +
+          shapeString(textInputs.front().shape).insert(1, "N, ") +
+          (textInputs.size() > 1 ? ", pooled_prompt_embeds" : "") +
+          "), or run it on given inputs with --predict");
+    absl::StatusOr<PromptStates> read =
+        readPromptStates(options.textStatesPath, textInputs);
+    if (!read.ok())
+      return read.status();
+    prompts = std::move(*read);
+    if (cfgScale != 1.0 && prompts->negatives == 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s=%g needs a negative prompt's states in %s "
+          "(negative_prompt_embeds%s; an empty prompt's for plain "
+          "classifier-free guidance)",
+          guidanceInput ? "--true-cfg-scale" : "--guidance-scale", cfgScale,
+          options.textStatesPath,
+          textInputs.size() > 1 ? " and negative_pooled_prompt_embeds" : ""));
+    for (int64_t p = 0; p < prompts->prompts; ++p)
+      classes.push_back(p);
+  } else if (!options.textStatesPath.empty()) {
+    return absl::InvalidArgumentError(
+        "--text-states needs a text-conditioned model; @denoise has no text "
+        "input");
+  } else if (numClasses <= 0) {
+    if (!options.classes.empty())
+      return absl::InvalidArgumentError(
+          "--classes needs a class-conditional model; @denoise has no labels "
+          "input");
+    if (cfgScale != 1.0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--guidance-scale=%g needs a class-conditional model; @denoise has "
+          "no labels input (leave it at 1)",
+          cfgScale));
+    classes = {0};
+  } else if (options.classes.empty()) {
+    for (int64_t c = 0; c < numClasses; ++c)
+      classes.push_back(c);
+  } else {
+    for (int64_t c : options.classes)
+      if (c < 0 || c >= numClasses)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--classes: class %d is not one of the model's %d classes "
+            "(0 to %d)",
+            c, numClasses, numClasses - 1));
+    classes = options.classes;
+  }
+
+  // The time shift: flow_shift as given; time_shift (on by default for a
+  // model with a pooled text input, Flux, unless flow_shift is given) from
+  // the image's tokens, a 2×2 patch of the latent each.
+  bool pooled = llvm::any_of(textInputs, [](const ConditionInput &input) {
+    return input.role == rt::InputRole::Pooled;
+  });
+  bool resolution = options.timeShift.value_or(pooled && !options.flowShift);
+  double shift = options.flowShift.value_or(1.0);
+  if (resolution) {
+    // [(F,) H, W, C]: the tokens of (F ×) H/2 × W/2.
+    int64_t tokens = 1;
+    for (int64_t d : ArrayRef<int64_t>(latents).drop_back())
+      tokens *= d;
+    tokens /= 4;
+    shift = sampling::resolutionShift(tokens, options.baseShift,
+                                      options.maxShift);
+    shiftText = absl::StrFormat(
+        "time shift %.4g (e^mu for %d image tokens, base_shift %g, max_shift "
+        "%g)",
+        shift, tokens, options.baseShift, options.maxShift);
+  } else if (shift != 1.0) {
+    shiftText = absl::StrFormat("flow shift %g", shift);
+  }
+  if (shift != 1.0 && sampler.sampler != Sampler::Euler)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s shifts the flow sampler's times; the %s sampler of this %s model "
+        "has none",
+        options.shiftOrigin.empty() ? "time_shift" : options.shiftOrigin,
+        samplerName(sampler.sampler).str(),
+        predictionName(sampler.prediction).str()));
+  sampler.timeShift = shift;
+  return absl::OkStatus();
+}
+
 absl::Status SampleRun::compile() {
   absl::StatusOr<std::unique_ptr<DenoiseProgram>> created =
       DenoiseProgram::create(module, options.pipeline, options.device);
@@ -496,7 +630,7 @@ absl::Status SampleRun::compile() {
   if (absl::Status status = program->setWeights(weights); !status.ok())
     return status;
   weights.clear();
-  if (samplesPerCall(*program, options.guidanceScale) < 1)
+  if (samplesPerCall(*program, cfgScale) < 1)
     return absl::InvalidArgumentError(absl::StrFormat(
         "a batch of %d has no room for guidance's two rows a sample; give "
         "--batch of at least 2",
@@ -524,8 +658,12 @@ absl::Status SampleRun::compile() {
          << predictionSource << ")";
   if (sampler.sampler != Sampler::Euler)
     outs() << (sampler.clipX0 ? ", x0 clipped to [-1, 1]" : ", x0 not clipped");
-  if (program->numClasses() > 0)
-    outs() << ", guidance scale " << format("%g", options.guidanceScale);
+  if (!shiftText.empty())
+    outs() << ", " << shiftText;
+  if (program->numClasses() > 0 || prompts)
+    outs() << ", guidance scale " << format("%g", cfgScale);
+  if (distilledGuidance)
+    outs() << ", distilled guidance " << format("%g", *distilledGuidance);
   outs() << ", seed " << options.seed << "\n";
   return absl::OkStatus();
 }
@@ -534,14 +672,13 @@ absl::Status SampleRun::sampleAll() {
   int64_t perClass = options.samplesPerClass;
   int64_t elements = program->sampleElements();
   int64_t total = static_cast<int64_t>(classes.size()) * perClass;
-  int64_t chunk = samplesPerCall(*program, options.guidanceScale);
+  int64_t chunk = samplesPerCall(*program, cfgScale);
   int64_t chunks = (total + chunk - 1) / chunk;
-  bool conditional = program->numClasses() > 0;
   outs() << "sampling " << total << (total == 1 ? " sample" : " samples");
-  if (conditional)
-    outs() << " (" << classes.size()
-           << (classes.size() == 1 ? " class × " : " classes × ") << perClass
-           << ")";
+  if (program->numClasses() > 0 || prompts)
+    outs() << " (" << classes.size() << (prompts ? " prompt" : " class")
+           << (classes.size() == 1 ? "" : prompts ? "s" : "es") << " × "
+           << perClass << ")";
   outs() << " in " << chunks << (chunks == 1 ? " chunk" : " chunks")
          << " of up to " << chunk << "\n";
   outs().flush();
@@ -560,7 +697,9 @@ absl::Status SampleRun::sampleAll() {
     auto chunkStart = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<float>> x = sampling::sample(
         sampler, options.steps, ids, elements,
-        guidedDenoiser(*program, chunkClasses, options.guidanceScale));
+        guidedDenoiser(*program,
+                       {chunkClasses, prompts ? &*prompts : nullptr, cfgScale,
+                        distilledGuidance.value_or(0.0)}));
     if (!x.ok())
       return x.status();
     std::copy(x->begin(), x->end(), samples.begin() + first * elements);
@@ -595,20 +734,32 @@ absl::Status SampleRun::writeOutputs() {
          << format("%.2f", seconds) << " s\n";
   if (!writes())
     return absl::OkStatus();
+  // A video's grid cell is its first frame.
+  size_t rank = shape.size();
+  int64_t height = shape[rank - 3], width = shape[rank - 2],
+          channels = shape[rank - 1];
+  const char *row = prompts ? "prompt" : "class";
   if (!options.gridPath.empty()) {
     int64_t zoom = options.gridZoom > 0 ? options.gridZoom
-                                        : defaultZoom(shape[0], shape[1]);
+                                        : defaultZoom(height, width);
     // A grid of more than 2^28 pixels is refused, as sddata's sheet is.
     int64_t rows = static_cast<int64_t>(classes.size());
-    double pixels = double(rows * (shape[0] * zoom + 2) + 2) *
-                    double(perClass * (shape[1] * zoom + 2) + 2);
+    double pixels = double(rows * (height * zoom + 2) + 2) *
+                    double(perClass * (width * zoom + 2) + 2);
     if (pixels > double(int64_t(1) << 28))
       return absl::InvalidArgumentError(absl::StrFormat(
           "a grid of %.0f pixels is too large; lower --grid-scale or "
           "--samples-per-class",
           pixels));
+    // The first frames, when the samples are videos.
+    std::vector<float> frames;
+    int64_t frame = height * width * channels;
+    for (int64_t n = 0; n < total; ++n)
+      frames.insert(frames.end(),
+                    samples.begin() + n * program->sampleElements(),
+                    samples.begin() + n * program->sampleElements() + frame);
     Image image =
-        sampleGrid(samples, rows, perClass, shape[0], shape[1], shape[2], zoom);
+        sampleGrid(frames, rows, perClass, height, width, channels, zoom);
     std::string png;
     if (absl::Status status = ::sd::telemetry::encodePng(
             static_cast<int>(image.width), static_cast<int>(image.height),
@@ -619,19 +770,23 @@ absl::Status SampleRun::writeOutputs() {
         !status.ok())
       return status;
     outs() << "wrote " << options.gridPath << ": " << image.width << "x"
-           << image.height << " pixels, a row per class, " << perClass
+           << image.height << " pixels, a row per " << row
+           << (rank == 4 ? " (first frames), " : ", ") << perClass
            << (perClass == 1 ? " sample" : " samples") << " a row\n";
   }
   if (!options.outputPath.empty()) {
-    std::vector<int64_t> sampleShape = {total, shape[0], shape[1], shape[2]};
+    std::vector<int64_t> sampleShape = {total};
+    sampleShape.insert(sampleShape.end(), shape.begin(), shape.end());
+    bool conditioned = program->numClasses() > 0 || prompts;
+    std::string rowTensor = prompts ? "prompts" : "labels";
     std::vector<float> labels;
     for (int64_t klass : classes)
       labels.insert(labels.end(), static_cast<size_t>(perClass),
                     static_cast<float>(klass));
     std::vector<ckpt::SafetensorsTensorView> tensors = {
         {"samples", sampleShape, samples.data()}};
-    if (program->numClasses() > 0)
-      tensors.push_back({"labels", {total}, labels.data()});
+    if (conditioned)
+      tensors.push_back({rowTensor, {total}, labels.data()});
     std::map<std::string, std::string> metadata = {
         {"format", "pt"},
         {"model", llvm::sys::path::filename(options.modelPath).str()},
@@ -639,16 +794,23 @@ absl::Status SampleRun::writeOutputs() {
         {"sampler", samplerName(sampler.sampler).str()},
         {"prediction_type", predictionName(sampler.prediction).str()},
         {"num_inference_steps", std::to_string(options.steps)},
-        {"guidance_scale", absl::StrFormat("%g", options.guidanceScale)},
+        {"guidance_scale", absl::StrFormat("%g", cfgScale)},
         {"seed", std::to_string(options.seed)}};
+    if (distilledGuidance)
+      metadata["distilled_guidance"] =
+          absl::StrFormat("%g", *distilledGuidance);
+    if (sampler.timeShift != 1.0)
+      metadata["time_shift"] = absl::StrFormat("%.17g", sampler.timeShift);
+    if (prompts)
+      metadata["text_states"] = options.textStatesPath;
     absl::StatusOr<ckpt::WrittenFile> written =
         ckpt::writeSafetensors(options.outputPath, tensors, metadata);
     if (!written.ok())
       return written.status();
     outs() << "wrote " << options.outputPath << ": samples "
            << shapeString(sampleShape);
-    if (program->numClasses() > 0)
-      outs() << ", labels [" << total << "]";
+    if (conditioned)
+      outs() << ", " << rowTensor << " [" << total << "]";
     outs() << "\n";
   }
   return absl::OkStatus();

@@ -59,6 +59,16 @@ absl::Status TrainRun::openDataset() {
   return absl::OkStatus();
 }
 
+/// The guidance strength @loss records for its guidance input (Flux's
+/// sd.guidance); 0 for a model without one.
+static double trainingGuidance(ModuleOp module) {
+  auto loss = module.lookupSymbol<func::FuncOp>("loss");
+  auto guidance = loss ? loss->getAttrOfType<FloatAttr>(
+                             SDDialect::kGuidanceAttrName)
+                       : FloatAttr();
+  return guidance ? guidance.getValueAsDouble() : 0.0;
+}
+
 /// The inputs of a step or model program that sdrun feeds, by role.
 static absl::StatusOr<std::vector<data::StepInput>>
 stepInputs(const rt::ProgramSpec &spec) {
@@ -81,6 +91,7 @@ absl::Status TrainRun::makeBatches() {
   batchOptions.labelDropout = options.classDropoutProb;
   batchOptions.dataset = dataset;
   batchOptions.index = datasetIndex;
+  batchOptions.guidance = trainingGuidance(module);
   // Synthetic data: a generated data set of one global batch, as the
   // model's default batch once was (fresh noise and timesteps each step).
   batchOptions.syntheticSamples = program.batch;
@@ -144,6 +155,7 @@ absl::Status TrainRun::prepareEvaluation() {
   heldout.dataset =
       std::make_shared<const data::DatasetReader>(std::move(*reader));
   heldout.index = datasetIndex;
+  heldout.guidance = trainingGuidance(module);
   absl::StatusOr<std::unique_ptr<data::BatchMaker>> maker =
       data::BatchMaker::create(std::move(*inputs), built->batch,
                                std::move(heldout));

@@ -108,7 +108,11 @@ static FailureOr<Tensor> initializeInput(func::FuncOp func, unsigned index,
   case InputKind::latents:
   case InputKind::noise:
   case InputKind::context:
+  case InputKind::pooled:
     return ref::rngNormal(shape, stream, 0.0, 1.0, dtype);
+  case InputKind::guidance:
+    // Flux.1-dev's distilled guidance: its pipelines use 1 to 10.
+    return ref::rngUniform(shape, stream, 1.0, 10.0, dtype);
   case InputKind::step:
     // A training run starts at step 0.
     return Tensor(shape, dtype);

@@ -224,10 +224,10 @@ SmallVector<Value> singleBlock(FnBuilder &f, const ModelConfig &c,
 /// calls the shared block functions. The text positions' outputs are
 /// meaningless (Flux drops them).
 Value fluxNetwork(ModelBuilder &mb, Value xt, Value t, Value text,
-                  Value pooled) {
+                  Value pooled, Value guidanceIn) {
   const ModelConfig &c = mb.getConfig();
   FnBuilder &f = mb.fn();
-  int64_t b = mb.getBatchDim(), d = c.hidden, p = c.patch;
+  int64_t d = c.hidden, p = c.patch;
   int64_t gridH = c.latentHeight / p, gridW = c.latentWidth / p;
   int64_t txtTokens = c.textLength;
   int64_t patchDim = p * p * c.latentChannels;
@@ -247,12 +247,10 @@ Value fluxNetwork(ModelBuilder &mb, Value xt, Value t, Value text,
                ep.lookup("x_embedder.weight"), ep.lookup("x_embedder.bias"));
   Value vec = embedderMlp(f, ep, embed + "timestep_embedder",
                           timestepEmbedding(f, t, c.freqDim));
-  // The guidance strength is one constant for the whole batch: its
-  // embedding is computed once, batch-free, then broadcast.
-  Value guidance =
-      timestepEmbedding(f, f.splat(c.guidance, {1}, f.getF32()), c.freqDim);
-  guidance = embedderMlp(f, ep, embed + "guidance_embedder", guidance);
-  vec = f.add(vec, f.expand(guidance, {b, d}, {1}));
+  // The distilled guidance strength of each sample, embedded as a timestep.
+  Value guidance = embedderMlp(f, ep, embed + "guidance_embedder",
+                               timestepEmbedding(f, guidanceIn, c.freqDim));
+  vec = f.add(vec, guidance);
   vec = f.add(vec, embedderMlp(f, ep, embed + "text_embedder", pooled));
   Value txt = f.linear(text, ep.lookup("context_embedder.weight"),
                        ep.lookup("context_embedder.bias"));
@@ -322,12 +320,14 @@ void modelgen::buildFlux(ModelBuilder &mb) {
     Value t = m.input(InputKind::timestep, {b}, m.fn().getF32(), {"batch"});
     Value text = m.input(InputKind::context, {b, txtTokens, c.textDim},
                          m.getDType(), {"batch", "activation_length", "embed"});
-    Value pooled = m.input(InputKind::context, {b, c.pooledDim}, m.getDType(),
+    Value pooled = m.input(InputKind::pooled, {b, c.pooledDim}, m.getDType(),
                            {"batch", "_"});
-    return {t, text, pooled};
+    Value guidance =
+        m.input(InputKind::guidance, {b}, m.fn().getF32(), {"batch"});
+    return {t, text, pooled, guidance};
   };
   network.predict = [](ModelBuilder &m, Value xt, ArrayRef<Value> in) {
-    return fluxNetwork(m, xt, in[0], in[1], in[2]);
+    return fluxNetwork(m, xt, in[0], in[1], in[2], in[3]);
   };
   // MSE over the image tokens: text positions are zero in both operands,
   // and the mean over all tokens is rescaled to the mean over the image.
@@ -349,7 +349,8 @@ void modelgen::buildFlux(ModelBuilder &mb) {
     return unpatchify(f, img, network.latentShape, 1, p,
                       PatchOrder::ChannelMajor);
   };
-  // The guidance the program embeds, for the tools that feed it inputs.
+  // The guidance training feeds and sampling defaults to (Flux.1-dev's
+  // pipelines use 3.5).
   Builder builder(mb.getDType().getContext());
   network.functionAttributes.push_back(builder.getNamedAttr(
       SDDialect::kGuidanceAttrName, builder.getF64FloatAttr(c.guidance)));

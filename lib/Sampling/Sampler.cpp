@@ -102,13 +102,32 @@ double alphaBar(double t) {
 
 } // namespace
 
-std::vector<double> sampling::samplingTimes(Sampler sampler, int64_t steps) {
+std::vector<double> sampling::samplingTimes(Sampler sampler, int64_t steps,
+                                            double shift) {
   double top = sampler == Sampler::Euler ? 1.0 : kCosineMaxTime;
   std::vector<double> times;
   times.reserve(static_cast<size_t>(steps + 1));
   for (int64_t k = steps; k >= 0; --k)
-    times.push_back(top * static_cast<double>(k) / static_cast<double>(steps));
+    times.push_back(shiftedTime(
+        top * static_cast<double>(k) / static_cast<double>(steps), shift));
   return times;
+}
+
+double sampling::shiftedTime(double t, double shift) {
+  // Exact at the ends: 0 stays 0 and 1 stays 1.
+  if (shift == 1.0 || t == 0.0 || t == 1.0)
+    return t;
+  return shift * t / (1.0 + (shift - 1.0) * t);
+}
+
+double sampling::resolutionShift(int64_t imageTokens, double baseShift,
+                                 double maxShift) {
+  // mu is linear in the image's token count: base_shift at 256 tokens,
+  // max_shift at 4096.
+  constexpr double kBaseTokens = 256, kMaxTokens = 4096;
+  double slope = (maxShift - baseShift) / (kMaxTokens - kBaseTokens);
+  double mu = baseShift + slope * (static_cast<double>(imageTokens) - kBaseTokens);
+  return std::exp(mu);
 }
 
 double sampling::signalScale(double t) {
@@ -197,7 +216,8 @@ sampling::sample(const SamplerOptions &options, int64_t steps,
                  llvm::ArrayRef<int64_t> ids, int64_t elements,
                  const Denoiser &denoise,
                  const std::function<void(int64_t)> &afterStep) {
-  std::vector<double> times = samplingTimes(options.sampler, steps);
+  std::vector<double> times =
+      samplingTimes(options.sampler, steps, options.timeShift);
   std::vector<float> x = initialNoise(options.seed, ids, elements);
   for (int64_t k = 0; k < steps; ++k) {
     absl::StatusOr<std::vector<float>> pred = denoise(x, times[k]);

@@ -102,7 +102,7 @@ TEST_F(SampleDifferentialTest, GuidedDdimStepMatchesTheEvaluator) {
   const double t = 0.6, next = 0.3, scale = 2.5;
   std::vector<float> x = initialNoise(/*seed=*/4, ids, elements);
   absl::StatusOr<std::vector<float>> pred =
-      mlir::sd::guidedDenoiser(**program, classes, scale)(x, t);
+      mlir::sd::guidedDenoiser(**program, {classes, nullptr, scale})(x, t);
   ASSERT_TRUE(pred.ok()) << pred.status();
   std::vector<float> stepped = x;
   SamplerOptions options{Sampler::Ddim, Prediction::Epsilon, /*clipX0=*/true,

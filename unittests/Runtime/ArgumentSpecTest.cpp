@@ -130,7 +130,8 @@ TEST(ArgumentSpecTest, EmaStartsAtItsParameterAndMomentsAtZero) {
 TEST(ArgumentSpecTest, RolesAndMomentsHaveNames) {
   for (InputRole role :
        {InputRole::Latents, InputRole::Noise, InputRole::Timestep,
-        InputRole::Context, InputRole::Labels})
+        InputRole::Context, InputRole::Labels, InputRole::Pooled,
+        InputRole::Guidance})
     EXPECT_EQ(parseInputRole(inputRoleName(role)), role);
   EXPECT_EQ(parseInputRole("step"), std::nullopt);
   EXPECT_STREQ(momentKindName(MomentKind::Ema), "ema");

@@ -86,6 +86,36 @@ TEST(SampleGuidance, LinearInTheScale) {
   EXPECT_EQ(cond, (std::vector<float>{2, 2, -11}));
 }
 
+TEST(SampleTimes, ShiftedGrid) {
+  // s·t / (1 + (s − 1)·t): the ends stay, the middle moves toward noise.
+  EXPECT_EQ(shiftedTime(0.0, 5.0), 0.0);
+  EXPECT_EQ(shiftedTime(1.0, 5.0), 1.0);
+  EXPECT_DOUBLE_EQ(shiftedTime(0.5, 5.0), 2.5 / 3.0);
+  EXPECT_DOUBLE_EQ(shiftedTime(0.25, 3.0), 0.75 / 1.5);
+  EXPECT_EQ(shiftedTime(0.3, 1.0), 0.3);
+  // A shift below 1 spends the steps near the clean end.
+  EXPECT_LT(shiftedTime(0.5, 0.5), 0.5);
+  std::vector<double> times = samplingTimes(Sampler::Euler, 4, 3.0);
+  ASSERT_EQ(times.size(), 5u);
+  EXPECT_EQ(times.front(), 1.0);
+  EXPECT_EQ(times.back(), 0.0);
+  EXPECT_DOUBLE_EQ(times[2], 1.5 / 2.0);
+  for (size_t k = 1; k < times.size(); ++k)
+    EXPECT_LT(times[k], times[k - 1]);
+}
+
+TEST(SampleTimes, FluxResolutionShift) {
+  // e^base_shift at 256 image tokens, e^max_shift at 4096, linear in mu
+  // between (diffusers' calculate_shift).
+  EXPECT_DOUBLE_EQ(resolutionShift(256), std::exp(0.5));
+  EXPECT_DOUBLE_EQ(resolutionShift(4096), std::exp(1.15));
+  EXPECT_NEAR(std::log(resolutionShift(2176)), 0.825, 1e-12);
+  // Fewer tokens than 256 extrapolate below base_shift, as diffusers does.
+  EXPECT_NEAR(std::log(resolutionShift(16, 0.5, 1.15)),
+              0.5 - 0.65 * 240.0 / 3840.0, 1e-12);
+  EXPECT_DOUBLE_EQ(resolutionShift(1024, 1.0, 1.0), std::exp(1.0));
+}
+
 /// A predictor that knows the clean samples `x0` (one per sample, in
 /// order) exactly and returns what the model would: ε = (x − cos·x0)/sin,
 /// v = cos·ε − sin·x0, or the flow velocity (x − x0)/t.
@@ -111,6 +141,7 @@ struct SamplerCase {
   Sampler sampler;
   Prediction prediction;
   bool clip;
+  double shift = 1.0;
 };
 
 class PerfectPredictorTest : public ::testing::TestWithParam<SamplerCase> {};
@@ -122,7 +153,8 @@ TEST_P(PerfectPredictorTest, RecoversTheCleanSample) {
   std::vector<float> x0(ids.size() * elements);
   for (size_t i = 0; i < x0.size(); ++i)
     x0[i] = static_cast<float>(std::sin(1.7 * i)) * 0.9f;
-  SamplerOptions options{c.sampler, c.prediction, c.clip, /*seed=*/3};
+  SamplerOptions options{c.sampler, c.prediction, c.clip, /*seed=*/3,
+                         c.shift};
   for (int64_t steps : {1, 7, 50}) {
     absl::StatusOr<std::vector<float>> x = sample(
         options, steps, ids, elements, perfectPredictor(c.prediction, x0));
@@ -144,7 +176,9 @@ INSTANTIATE_TEST_SUITE_P(
                       SamplerCase{Sampler::Ddpm, Prediction::Epsilon, true},
                       SamplerCase{Sampler::Ddpm, Prediction::VPrediction,
                                   false},
-                      SamplerCase{Sampler::Euler, Prediction::Flow, false}));
+                      SamplerCase{Sampler::Euler, Prediction::Flow, false},
+                      SamplerCase{Sampler::Euler, Prediction::Flow, false,
+                                  5.0}));
 
 TEST(SampleClip, DdimTakesTheNoiseOfTheClippedX0) {
   // x0 = 3 lies outside [−1, 1]: DDIM moves from the clipped x0 = 1 and the

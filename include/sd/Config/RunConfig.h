@@ -121,6 +121,10 @@ struct RunConfig {
   /// kMaxInferenceSteps]).
   std::optional<double> guidanceScale;
   std::optional<int64_t> numInferenceSteps;
+  /// `flow_shift` (> 0), `time_shift`, `base_shift` and `max_shift`: the
+  /// flow sampler's time shift.
+  std::optional<double> flowShift, baseShift, maxShift;
+  std::optional<bool> timeShift;
   /// `opt_enable_grad_global_norm_clipping`.
   std::optional<bool> gradNormClipping;
   std::optional<uint64_t> seed;

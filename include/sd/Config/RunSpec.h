@@ -99,10 +99,11 @@ struct RunSpecFlags {
   // model predicts, the weights (--weights, or --checkpoint-dir above) and
   // the outputs.
   std::optional<std::string> sampler, predictionType, weights, grid, output,
-      predict;
+      predict, textStates;
   std::optional<int64_t> numInferenceSteps, samplesPerClass, gridScale;
-  std::optional<double> guidanceScale;
-  std::optional<bool> ema, noEma, clipX0;
+  std::optional<double> guidanceScale, trueCfgScale, flowShift, baseShift,
+      maxShift;
+  std::optional<bool> ema, noEma, clipX0, timeShift;
   std::optional<std::vector<int64_t>> classes;
 };
 
@@ -225,8 +226,15 @@ struct ModelSettings {
 struct SamplingSettings {
   /// num_inference_steps.
   Setting<int64_t> steps{50};
-  /// guidance_scale: 1 is no classifier-free guidance.
+  /// guidance_scale: 1 is no classifier-free guidance (for a model with a
+  /// distilled guidance input, that input; unset: the model's).
   Setting<double> guidanceScale{1.0};
+  /// flow_shift: Euler's time shift (1: none).
+  Setting<double> flowShift{1.0};
+  /// time_shift: Flux's resolution-dependent shift from base_shift to
+  /// max_shift (unset: on for a model with a pooled text input).
+  Setting<bool> timeShift{false};
+  Setting<double> baseShift{0.5}, maxShift{1.15};
 };
 
 /// sdrun's run around the training step.

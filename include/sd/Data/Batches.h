@@ -16,8 +16,9 @@
 // bitwise, and each process makes only the rows its devices hold.
 //
 // Synthetic data (dataset_type: synthetic) is a generated data set of
-// `syntheticSamples` samples (normal latents and context, uniform class
-// labels, drawn from the seed by sample id), read the same way.
+// `syntheticSamples` samples (normal latents, context and pooled vectors,
+// uniform class labels, drawn from the seed by sample id), read the same
+// way. A guidance input holds one strength for every sample.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +75,9 @@ struct BatchOptions {
   std::optional<DatasetIndex> index;
   /// Synthetic data: the generated data set's size (>= 1).
   int64_t syntheticSamples = 1;
+  /// The guidance strength of every sample, for a model with a guidance
+  /// input (Flux.1-dev's distilled guidance; the model's sd.guidance).
+  double guidance = 0;
 };
 
 /// Rows [begin, end) of the batch.
@@ -86,7 +90,8 @@ class BatchMaker {
 public:
   /// Checks that the inputs fit the data set: latents of its sample shape,
   /// one-hot labels with a column per class plus the null class, context of
-  /// its embeddings' shape (or no context). InvalidArgument naming the
+  /// its embeddings' shape and pooled vectors of its pooled embeddings'
+  /// shape (or none of them). InvalidArgument naming the
   /// input, the data set and both shapes.
   static absl::StatusOr<std::unique_ptr<BatchMaker>>
   create(std::vector<StepInput> inputs, int64_t batch, BatchOptions options);

@@ -4,8 +4,9 @@
 // classes, per-sample feature shapes, and per split the shard files with
 // their sample counts, sizes and CRC-32s); the samples themselves are in
 // safetensors shards, each holding a contiguous range of one split's samples
-// (`images` or `latents` [k, H, W, C], `labels` [k], optionally `embeddings`
-// [k, L, D], all F32). docs/data.md describes the format.
+// (`images` or `latents` [k, H, W, C] (video latents [k, F, H, W, C]),
+// `labels` [k], optionally `embeddings` [k, L, D] and `pooled_embeddings`
+// [k, P], all F32). docs/data.md describes the format.
 //
 // This header reads and checks datasets; DatasetWriter.h writes them. No MLIR
 // here: sdrun's loader and the runtime side link this library.
@@ -64,7 +65,8 @@ struct DatasetIndex {
   std::string source;
   /// The per-sample tensor: "images" (pixels, `range` set) or "latents".
   std::string sampleFeature = "images";
-  /// [H, W, C] of one sample, channels last.
+  /// [H, W, C] of one sample, channels last; latents may be video,
+  /// [F, H, W, C].
   std::vector<int64_t> sampleShape;
   /// The values' range, [-1, 1] for images; unset for latents without one.
   std::optional<std::array<double, 2>> range;
@@ -75,6 +77,9 @@ struct DatasetIndex {
   std::vector<std::string> classNames;
   /// [L, D] of one sample's cached text-encoder output, when present.
   std::optional<std::vector<int64_t>> embeddingShape;
+  /// [P] of one sample's pooled text vector (Flux's CLIP projection), when
+  /// present.
+  std::optional<std::vector<int64_t>> pooledShape;
   /// By name; std::map, so that every listing is in name order.
   std::map<std::string, SplitInfo> splits;
 
@@ -82,6 +87,8 @@ struct DatasetIndex {
   int64_t sampleElements() const;
   /// L × D, or 0 without embeddings.
   int64_t embeddingElements() const;
+  /// P, or 0 without pooled embeddings.
+  int64_t pooledElements() const;
   /// The split called `name`, or nullptr.
   const SplitInfo *findSplit(std::string_view name) const;
   /// `dir`/`file`.
@@ -136,20 +143,23 @@ public:
 
   /// Samples in the split.
   int64_t size() const;
-  /// Floats per sample (H × W × C) and per embedding (L × D, 0 without).
+  /// Floats per sample (H × W × C), per embedding (L × D, 0 without) and
+  /// per pooled embedding (P, 0 without).
   int64_t sampleElements() const;
   int64_t embeddingElements() const;
+  int64_t pooledElements() const;
 
   /// Copies the samples at `indices` (global in the split, any order,
   /// repeats allowed) to `samples` (indices.size() × sampleElements()
   /// floats), their labels to `labels` (one float each) and embeddings to
-  /// `embeddings`, in the order of `indices`. Any output may be null to skip
-  /// it. OutOfRange for an index outside [0, size()); InvalidArgument when
-  /// `labels` or `embeddings` is asked of a dataset without them, or (naming
-  /// the shard) when a label read is not a class index or a value read is
-  /// not finite.
+  /// `embeddings` and pooled embeddings to `pooled`, in the order of
+  /// `indices`. Any output may be null to skip it. OutOfRange for an index
+  /// outside [0, size()); InvalidArgument when `labels`, `embeddings` or
+  /// `pooled` is asked of a dataset without them, or (naming the shard) when
+  /// a label read is not a class index or a value read is not finite.
   absl::Status readSamples(absl::Span<const int64_t> indices, float *samples,
-                           float *labels, float *embeddings) const;
+                           float *labels, float *embeddings,
+                           float *pooled = nullptr) const;
 
 private:
   struct Impl;

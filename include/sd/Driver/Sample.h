@@ -82,10 +82,18 @@ public:
   int64_t numClasses() const { return classes; }
   /// The global shapes [batch, ...] of the conditioning inputs (text states,
   /// pooled text vectors), in argument order; empty for class-conditioned
-  /// and unconditional models.
+  /// and unconditional models. contextRoles() says which is which.
   const std::vector<std::vector<int64_t>> &contextShapes() const {
     return contexts;
   }
+  /// InputRole::Context (text states) or InputRole::Pooled of each
+  /// contextShapes() entry.
+  const std::vector<::sd::rt::InputRole> &contextRoles() const {
+    return roles;
+  }
+  /// Whether the model takes a guidance strength per row (Flux.1-dev's
+  /// distilled guidance).
+  bool hasGuidanceInput() const { return guidanceArg >= 0; }
   const ::sd::MeshSpec &mesh() const;
   ::sd::rt::TrainingSession &session() { return *trainingSession; }
   /// The parameters, in argument order.
@@ -100,11 +108,13 @@ public:
 
   /// The prediction [batch, sample output shape] for x_t [batch, sample
   /// shape], t [batch], one-hot labels [batch, classes + 1] (empty without
-  /// labels) and one tensor per contextShapes() entry, of that shape.
+  /// labels), one tensor per contextShapes() entry, of that shape, and
+  /// the guidance [batch] of a model with a guidance input (else empty).
   absl::StatusOr<std::vector<float>>
   predict(const std::vector<float> &x, const std::vector<float> &t,
           const std::vector<float> &labels,
-          const std::vector<std::vector<float>> &contextValues = {});
+          const std::vector<std::vector<float>> &contextValues = {},
+          const std::vector<float> &guidance = {});
 
 private:
   DenoiseProgram() = default;
@@ -113,22 +123,69 @@ private:
   int64_t batchSize = 0, elements = 0, classes = 0;
   std::vector<int64_t> shape, outputShape;
   std::vector<std::vector<int64_t>> contexts;
+  std::vector<::sd::rt::InputRole> roles;
   /// Argument indices of the inputs (-1: absent).
-  int64_t latentsArg = -1, timestepArg = -1, labelsArg = -1;
+  int64_t latentsArg = -1, timestepArg = -1, labelsArg = -1, guidanceArg = -1;
   std::vector<int64_t> contextArgs;
 };
 
-/// The guided prediction of `program` for a chunk of samples, `classes[i]`
-/// being sample i's class (ignored without labels): one device call holds
-/// the conditional rows and, unless `guidanceScale` is 1 or the model has
-/// no labels, the unconditional rows (the null class, the last label
-/// column) below them; padding rows repeat x = 0 at the same t. The chunk
-/// must fit: classes.size() ≤ samplesPerCall(program, guidanceScale).
+/// The text-encoder outputs a text-conditioned model samples from (sdsample
+/// --text-states, MaxDiffusion's cached text-encoder outputs), one tensor
+/// per conditioning input of @denoise (DenoiseProgram::contextShapes order).
+struct PromptStates {
+  /// Prompts: a grid row each.
+  int64_t prompts = 0;
+  /// Per conditioning input: [prompts, its sample shape] values.
+  std::vector<std::vector<float>> positive;
+  /// Per conditioning input: the negative prompt's [negatives, ...], one
+  /// for every prompt (negatives 1) or one per prompt (negatives ==
+  /// prompts); empty without a negative prompt.
+  std::vector<std::vector<float>> negative;
+  int64_t negatives = 0;
+};
+
+/// The conditioning input of @denoise that a tensor of --text-states feeds:
+/// its role (context or pooled) and shape without the batch.
+struct ConditionInput {
+  ::sd::rt::InputRole role;
+  std::vector<int64_t> shape;
+};
+
+/// Reads `path`'s prompt states for `inputs`: prompt_embeds [N, L, D] for
+/// the text states, pooled_prompt_embeds [N, P] for a pooled input, and
+/// optionally negative_prompt_embeds / negative_pooled_prompt_embeds of
+/// [1 or N, ...] (both or neither), any floating dtype, finite.
+/// InvalidArgument naming the file and the tensor for a missing, unknown
+/// or misshapen tensor.
+absl::StatusOr<PromptStates>
+readPromptStates(const std::string &path,
+                 const std::vector<ConditionInput> &inputs);
+
+/// What the samples of one chunk are conditioned on.
+struct ChunkConditions {
+  /// Each sample's class (class-conditioned models) or prompt (with
+  /// `prompts`); ignored for unconditional models.
+  std::vector<int64_t> rows;
+  /// A text-conditioned model's prompt states, else null.
+  const PromptStates *prompts = nullptr;
+  /// Classifier-free guidance: 1 is none.
+  double guidanceScale = 1.0;
+  /// The value of a model's guidance input (Flux.1-dev's distilled
+  /// guidance), for every row.
+  double distilledGuidance = 0.0;
+};
+
+/// The guided prediction of `program` for a chunk of samples: one device
+/// call holds the conditional rows (sample i's class, or its prompt's
+/// states) and, with guidance, the unconditional rows below them (the null
+/// class, the last label column, or the negative prompt's states); padding
+/// rows repeat x = 0 at the same t, with the null class or the first
+/// prompt's states. The chunk must fit: rows.size() ≤ samplesPerCall(program,
+/// guidanceScale).
 sampling::Denoiser guidedDenoiser(DenoiseProgram &program,
-                                  std::vector<int64_t> classes,
-                                  double guidanceScale);
+                                  ChunkConditions conditions);
 /// The samples one device call holds: the batch, or half of it with
-/// guidance.
+/// guidance (a scale other than 1 on a class- or text-conditioned model).
 int64_t samplesPerCall(const DenoiseProgram &program, double guidanceScale);
 
 /// The weights of a model by name, from a safetensors file or the latest
@@ -183,6 +240,22 @@ struct SampleOptions {
   int64_t samplesPerClass = 1;
   /// The classes to sample, a grid row each; empty: every class.
   std::vector<int64_t> classes;
+  /// A text-conditioned model's prompt states (readPromptStates), a grid
+  /// row per prompt.
+  std::string textStatesPath;
+  /// Whether guidance_scale was given (a flag or the config): a model with
+  /// a distilled guidance input takes it there, else its sd.guidance.
+  bool guidanceScaleGiven = false;
+  /// Classifier-free guidance of a model with a distilled guidance input.
+  double trueCfgScale = 1.0;
+  /// Euler's time shift: flow_shift, or time_shift's resolution-dependent
+  /// e^mu from base_shift to max_shift (unset: on for a model with a pooled
+  /// text input, unless flow_shift is given); `shiftOrigin` says where a
+  /// shift was asked for.
+  std::optional<double> flowShift;
+  std::optional<bool> timeShift;
+  double baseShift = 0.5, maxShift = 1.15;
+  std::string shiftOrigin;
   /// Outputs ("" for none); `gridZoom` 0 for defaultZoom.
   std::string gridPath, outputPath;
   /// --predict: the inputs of one call of the model's @forward (see

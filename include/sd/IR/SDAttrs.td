@@ -40,7 +40,9 @@ def SD_InputKind : I32EnumAttr<"InputKind", "model input kind", [
     I32EnumAttrCase<"timestep", 2>,
     I32EnumAttrCase<"context", 3>,
     I32EnumAttrCase<"labels", 4>,
-    I32EnumAttrCase<"step", 5>]> {
+    I32EnumAttrCase<"step", 5>,
+    I32EnumAttrCase<"pooled", 6>,
+    I32EnumAttrCase<"guidance", 7>]> {
   let cppNamespace = "::mlir::sd";
   let genSpecializedAttr = 0;
 }

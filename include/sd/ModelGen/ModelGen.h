@@ -47,9 +47,10 @@
 //   axes `[batch, _, ...]`; timestep `[B]` f32 in [0, 1) `[batch]`; DiT
 //   labels one-hot `[B, classes + 1]` `[batch, _]`; Wan/Flux text context
 //   `[B, L, 4096]` `[batch, activation_length, embed]`; Flux also the pooled
-//   text vector as a second context input `[B, 768]` `[batch, _]`. Flux's
-//   guidance is folded in as the constant `guidance` (3.5), which its
-//   functions record as `sd.guidance`. @denoise takes
+//   text vector (role `pooled`) `[B, 768]` `[batch, _]` and the distilled
+//   guidance strength of each sample (role `guidance`) `[B]` f32 `[batch]`;
+//   Flux's functions record in `sd.guidance` the strength training feeds
+//   and sampling defaults to (`guidance`, 3.5). @denoise takes
 //   the noised latents x_t (role `latents`) in place of latents and noise,
 //   then the same timestep and conditioning inputs.
 // * The loss is the MSE between the network's prediction and the target
@@ -82,7 +83,7 @@
 //   Flux's vec) take SiLU(c), computed once in `@loss`: one value, so it
 //   is resharded once for all blocks.
 // * With a dynamic batch, batch-free values (biases, DiT's position
-//   embedding, Flux's guidance embedding and loss mask) enter batch shapes
+//   embedding, Flux's loss mask) enter batch shapes
 //   through an outer product with a [B, 1] vector of ones, because
 //   sd-specialize-batch cannot size a batch dimension that broadcast_in_dim
 //   creates; with a static batch they are plain broadcasts.
@@ -150,7 +151,7 @@ struct ModelConfig {
   int64_t pooledDim = 768;
   /// Sinusoidal timestep-embedding width.
   int64_t freqDim = 256;
-  /// Flux's distilled guidance strength, folded in as a constant.
+  /// Flux's distilled guidance strength that training feeds (sd.guidance).
   double guidance = 3.5;
   bool bf16 = false;
   PredictionType prediction = PredictionType::flow;

@@ -27,10 +27,22 @@ namespace sd::rt {
 enum class ArgumentKind { Parameter, OptimizerState, Input, Step };
 
 /// What an input argument holds (the model's `#sd.input<...>` kinds but the
-/// step counter, which is ArgumentKind::Step).
-enum class InputRole { Latents, Noise, Timestep, Context, Labels };
+/// step counter, which is ArgumentKind::Step): the clean latents, the noise,
+/// the timestep, the text-encoder states (context), one-hot class labels,
+/// a pooled text vector (Flux's CLIP projection) and a guidance strength
+/// per sample (Flux.1-dev's distilled guidance).
+enum class InputRole {
+  Latents,
+  Noise,
+  Timestep,
+  Context,
+  Labels,
+  Pooled,
+  Guidance
+};
 
-/// "latents", "noise", "timestep", "context", "labels".
+/// "latents", "noise", "timestep", "context", "labels", "pooled",
+/// "guidance".
 const char *inputRoleName(InputRole role);
 /// The role named `name`; nullopt for any other name.
 std::optional<InputRole> parseInputRole(std::string_view name);

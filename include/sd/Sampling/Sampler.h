@@ -56,10 +56,23 @@ absl::Status checkSampler(Sampler sampler, Prediction prediction);
 constexpr double kCosineMaxTime = 0.999;
 
 /// The N + 1 times a sampler of `steps` steps visits, from the first
-/// (noise) to 0: t_k = T·k/N for k = N, ..., 0 on a uniform grid, where T is
-/// kCosineMaxTime for DDPM and DDIM and 1 for Euler. Step k (0-based) goes
-/// from times[k] to times[k + 1]; the network is evaluated at the first N.
-std::vector<double> samplingTimes(Sampler sampler, int64_t steps);
+/// (noise) to 0: t_k = shiftedTime(T·k/N, shift) for k = N, ..., 0, where T
+/// is kCosineMaxTime for DDPM and DDIM and 1 for Euler (a uniform grid when
+/// `shift` is 1). Step k (0-based) goes from times[k] to times[k + 1]; the
+/// network is evaluated at the first N.
+std::vector<double> samplingTimes(Sampler sampler, int64_t steps,
+                                  double shift = 1.0);
+
+/// The flow-matching time shift of diffusers' FlowMatchEulerDiscreteScheduler
+/// (Wan's flow_shift; Flux's shift e^mu): t' = s·t / (1 + (s − 1)·t), which
+/// keeps 0 and 1 and spends more steps at high noise when s > 1.
+double shiftedTime(double t, double shift);
+
+/// Flux's resolution-dependent shift e^mu, mu linear in the image's token
+/// count from `baseShift` at 256 tokens to `maxShift` at 4096 (MaxDiffusion's
+/// base_shift 0.5 and max_shift 1.15 with time_shift).
+double resolutionShift(int64_t imageTokens, double baseShift = 0.5,
+                       double maxShift = 1.15);
 
 /// sqrt(ᾱ(t)) = cos(πt/2) and sqrt(1 − ᾱ(t)) = sin(πt/2).
 double signalScale(double t);
@@ -88,6 +101,8 @@ struct SamplerOptions {
   bool clipX0 = true;
   /// Keys the initial noise and DDPM's fresh noise.
   uint64_t seed = 0;
+  /// Euler's time shift (shiftedTime; 1: the uniform grid).
+  double timeShift = 1.0;
 };
 
 /// The starting x of the samples `ids` (each `elements` floats, in order):

@@ -36,11 +36,12 @@
 // WAN-COUNT-2: call @wan_block
 // WAN: return %{{.*}} : tensor<?x16x32x32x16xf32>
 
-// Flux: the text context and the pooled vector; the image tokens of the
+// Flux: the text context, the pooled vector and the distilled guidance of
+// each sample; the image tokens of the
 // joint output, unpatchified channel-major ("(h w) (c ph pw)").
 // RUN: sdgen --preset=flux-dev --depth=1 --hidden=256 --heads=2 --height=64 --width=64 --text-length=8 --with-denoise 2>/dev/null | FileCheck %s --check-prefix=FLUX
 // FLUX-LABEL: func.func @denoise
-// FLUX-SAME: %{{.*}}: tensor<?x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}, %{{.*}}: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}, %{{.*}}: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}, %{{.*}}: tensor<?x768xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<context>})
+// FLUX-SAME: %{{.*}}: tensor<?x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}, %{{.*}}: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<timestep>}, %{{.*}}: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}, %{{.*}}: tensor<?x768xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<pooled>}, %{{.*}}: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<guidance>})
 // FLUX-SAME: -> tensor<?x8x8x16xf32>
 // FLUX-COUNT-1: call @flux_double_block
 // FLUX-COUNT-2: call @flux_single_block

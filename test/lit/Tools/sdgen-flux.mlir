@@ -90,10 +90,9 @@
 // CHECK-SAME: sd.role = #sd.param<"proj_out.weight", xavier_uniform>
 // CHECK-SAME: tensor<?x8x8x16xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, _]>, sd.role = #sd.input<latents>}
 // CHECK-SAME: tensor<?x8x4096xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>, sd.role = #sd.input<context>}
-// CHECK-SAME: tensor<?x768xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<context>}
+// CHECK-SAME: tensor<?x768xf32> {sd.logical_axes = #sd.logical_axes<[batch, _]>, sd.role = #sd.input<pooled>}
+// CHECK-SAME: tensor<?xf32> {sd.logical_axes = #sd.logical_axes<[batch]>, sd.role = #sd.input<guidance>}
 // CHECK-SAME: attributes {sd.default_batch = 1 : i64, sd.guidance = 3.500000e+00 : f64, sd.prediction_type = #sd.prediction<flow>}
-// The guidance embedding is batch-free: t = 3.5 as a constant.
-// CHECK: sd.constant dense<3.500000e+00> : tensor<1xf32>
 // Image RoPE ids (0, row, column): 8, 28 and 28 pairs.
 // CHECK: sd.iota dim = 0 : tensor<1x4x4x8xf32>
 // CHECK: sd.iota dim = 1 : tensor<1x4x4x28xf32>
