@@ -47,6 +47,26 @@ std::string shapeText(const std::vector<int64_t> &shape, size_t from) {
       absl::Span<const int64_t>(shape.data() + from, shape.size() - from));
 }
 
+/// A conditioning input (text states, pooled vectors) against the data set's
+/// feature of that name, `shape` per sample (unset: the data set has none).
+absl::Status checkConditioning(const StepInput &input,
+                               const std::optional<std::vector<int64_t>> &shape,
+                               const char *holds, const char *feature,
+                               const std::string &dataset) {
+  std::string given = shapeText(input.globalShape, 1);
+  if (!shape)
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model's input '", input.name, "' holds ", holds,
+                     " of shape ", given, " but ", dataset, " has no ",
+                     feature));
+  if (given != formatShape(*shape))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the model's input '", input.name, "' holds ", holds, " of shape ",
+        given, " but ", dataset, " has ", feature, " of shape ",
+        formatShape(*shape)));
+  return absl::OkStatus();
+}
+
 } // namespace
 
 BatchMaker::BatchMaker(std::vector<StepInput> inputs, int64_t batch,
@@ -83,33 +103,18 @@ absl::Status data::checkDatasetFits(const std::vector<StepInput> &inputs,
       break;
     }
     case InputRole::Context:
-      if (!index.embeddingShape)
-        return absl::InvalidArgumentError(
-            absl::StrCat("the model's input '", input.name,
-                         "' holds text context of "
-                         "shape ",
-                         shapeText(input.globalShape, 1), " but ", dataset,
-                         " has no embeddings"));
-      if (shapeText(input.globalShape, 1) != formatShape(*index.embeddingShape))
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the model's input '", input.name, "' holds context of shape ",
-            shapeText(input.globalShape, 1), " but ", dataset,
-            " has embeddings of shape ", formatShape(*index.embeddingShape)));
+      if (absl::Status status =
+              checkConditioning(input, index.embeddingShape, "text context",
+                                "embeddings", dataset);
+          !status.ok())
+        return status;
       break;
     case InputRole::Pooled:
-      if (!index.pooledShape)
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the model's input '", input.name, "' holds a pooled text vector "
-            "of shape ",
-            shapeText(input.globalShape, 1), " but ", dataset,
-            " has no pooled_embeddings"));
-      if (shapeText(input.globalShape, 1) != formatShape(*index.pooledShape))
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the model's input '", input.name,
-            "' holds pooled text vectors of shape ",
-            shapeText(input.globalShape, 1), " but ", dataset,
-            " has pooled_embeddings of shape ",
-            formatShape(*index.pooledShape)));
+      if (absl::Status status =
+              checkConditioning(input, index.pooledShape, "pooled text vectors",
+                                "pooled_embeddings", dataset);
+          !status.ok())
+        return status;
       break;
     case InputRole::Noise:
     case InputRole::Timestep:
@@ -248,9 +253,9 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
           std::copy_n((context ? embeddings : pooled).data() + k * per, per,
                       row);
         } else {
-          uint64_t key = streamKey(options.seed, context
-                                                     ? Stream::SyntheticContext
-                                                     : Stream::SyntheticPooled);
+          uint64_t key =
+              streamKey(options.seed, context ? Stream::SyntheticContext
+                                              : Stream::SyntheticPooled);
           for (int64_t e = 0; e < per; ++e)
             row[e] = static_cast<float>(
                 ref::normalAt(key, id * static_cast<uint64_t>(per) + e));

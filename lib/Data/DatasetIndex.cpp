@@ -240,20 +240,20 @@ public:
       }
     maxRank = std::max(rank, maxRank);
     if (!array || result.size() < rank || result.size() > maxRank)
-      return error(field, absl::StrFormat("must be an array of %s positive "
-                                          "sizes (at most 2^24 each)",
-                                          maxRank == rank
-                                              ? std::to_string(rank)
-                                              : absl::StrFormat("%d or %d",
-                                                                rank,
-                                                                maxRank)));
+      return error(
+          field,
+          absl::StrFormat("must be an array of %s positive "
+                          "sizes (at most 2^24 each)",
+                          maxRank == rank
+                              ? std::to_string(rank)
+                              : absl::StrFormat("%d or %d", rank, maxRank)));
     return result;
   }
 
   /// A feature's object: dtype F32 and a shape of `rank` (to `maxRank`).
   absl::StatusOr<std::vector<int64_t>>
-  feature(const llvm::json::Object &features, llvm::StringRef name,
-          size_t rank, size_t maxRank = 0) const {
+  feature(const llvm::json::Object &features, llvm::StringRef name, size_t rank,
+          size_t maxRank = 0) const {
     std::string path = absl::StrCat("features.", name.str());
     absl::StatusOr<const llvm::json::Object *> object =
         this->object(features, name, path);

@@ -66,14 +66,13 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
       continue;
     }
     bool input = arg.kind == rt::ArgumentKind::Input;
-    int64_t *slot = !input                               ? nullptr
-                    : arg.role == rt::InputRole::Latents ? &program->latentsArg
-                    : arg.role == rt::InputRole::Timestep
-                        ? &program->timestepArg
-                    : arg.role == rt::InputRole::Labels ? &program->labelsArg
-                    : arg.role == rt::InputRole::Guidance
-                        ? &program->guidanceArg
-                        : nullptr;
+    int64_t *slot =
+        !input                                ? nullptr
+        : arg.role == rt::InputRole::Latents  ? &program->latentsArg
+        : arg.role == rt::InputRole::Timestep ? &program->timestepArg
+        : arg.role == rt::InputRole::Labels   ? &program->labelsArg
+        : arg.role == rt::InputRole::Guidance ? &program->guidanceArg
+                                              : nullptr;
     if (!slot || *slot >= 0)
       return absl::InvalidArgumentError(
           fn + "'s input '" + arg.name +
@@ -243,7 +242,8 @@ sampling::Denoiser mlir::sd::guidedDenoiser(DenoiseProgram &program,
     // Text states: row r holds prompt `prompt` of `table` (padding rows the
     // first prompt's).
     std::vector<std::vector<float>> contexts(numContexts);
-    auto setContext = [&](int64_t r, const std::vector<std::vector<float>> &table,
+    auto setContext = [&](int64_t r,
+                          const std::vector<std::vector<float>> &table,
                           int64_t prompt) {
       for (size_t k = 0; k < numContexts; ++k) {
         int64_t per = rt::numElements(program.contextShapes()[k]) / batch;

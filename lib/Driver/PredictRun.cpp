@@ -123,8 +123,7 @@ absl::StatusOr<Forward> forwardOf(func::FuncOp func) {
     return absl::InvalidArgumentError(fn + " has no latents input");
   const std::vector<int64_t> &l = fw.latents;
   bool textOnly = fw.pooled.empty() && !fw.guidance;
-  if (l.size() == 3 && fw.labelColumns > 0 && fw.contexts.empty() &&
-      textOnly) {
+  if (l.size() == 3 && fw.labelColumns > 0 && fw.contexts.empty() && textOnly) {
     int64_t h = l[0], w = l[1], c = l[2];
     fw.family = Family::DiT;
     fw.name = "DiT's forward(x, t, y)";
@@ -418,9 +417,9 @@ absl::Status mlir::sd::runPrediction(ModuleOp module,
                << ", mesh " << (*program)->mesh().toString() << "\n";
   llvm::outs() << "weights: " << source->description << (usedEma ? ", EMA" : "")
                << "\n";
-  absl::StatusOr<std::vector<float>> output = (*program)->predict(
-      inputs->latents, inputs->times, inputs->labels, inputs->contexts,
-      inputs->guidance);
+  absl::StatusOr<std::vector<float>> output =
+      (*program)->predict(inputs->latents, inputs->times, inputs->labels,
+                          inputs->contexts, inputs->guidance);
   if (!output.ok())
     return output.status();
   if (options.device.process > 0)

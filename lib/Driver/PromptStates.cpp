@@ -1,4 +1,5 @@
-//===- PromptStates.cpp - sdsample --text-states ---------------------------===//
+//===- PromptStates.cpp - sdsample --text-states
+//---------------------------===//
 //
 // The prompts a text-conditioned model (Wan, Flux) samples from, as a
 // text encoder wrote them: diffusers' pipeline arguments `prompt_embeds`,
@@ -93,9 +94,9 @@ mlir::sd::readPromptStates(const std::string &path,
                             "F16, BF16 or F64",
                             path, name, tensor->dtype));
       const std::vector<int64_t> &shape = tensor->shape;
-      bool fits = shape.size() == input.shape.size() + 1 && shape[0] >= 1 &&
-                  std::equal(input.shape.begin(), input.shape.end(),
-                             shape.begin() + 1);
+      bool fits =
+          shape.size() == input.shape.size() + 1 && shape[0] >= 1 &&
+          std::equal(input.shape.begin(), input.shape.end(), shape.begin() + 1);
       if (!fits)
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s: tensor '%s' has shape %s, but the model takes %s", path, name,
@@ -124,8 +125,7 @@ mlir::sd::readPromptStates(const std::string &path,
               "%s: tensor '%s' holds %g at element %d; text states must be "
               "finite",
               path, name, tensor->values[i], i));
-      (negative ? states.negative : states.positive)
-          .push_back(tensor->values);
+      (negative ? states.negative : states.positive).push_back(tensor->values);
     }
   }
   return states;

@@ -32,8 +32,7 @@ absl::Status mlir::sd::setSamplingOptions(const ::sd::RunSpec &spec,
   if (sampling.timeShift.source != ::sd::SettingSource::Default) {
     options.timeShift = sampling.timeShift.value;
     if (sampling.timeShift.value && options.shiftOrigin.empty())
-      options.shiftOrigin =
-          "time_shift (" + sampling.timeShift.origin + ")";
+      options.shiftOrigin = "time_shift (" + sampling.timeShift.origin + ")";
   }
   options.baseShift = sampling.baseShift.value;
   options.maxShift = sampling.maxShift.value;

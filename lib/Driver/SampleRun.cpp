@@ -495,11 +495,11 @@ absl::Status SampleRun::resolveConditions(func::FuncOp denoise) {
       break;
     case InputKind::context:
     case InputKind::pooled:
-      textInputs.push_back(
-          {input.getKind() == InputKind::pooled ? rt::InputRole::Pooled
-                                                : rt::InputRole::Context,
-           std::vector<int64_t>(type.getShape().begin() + 1,
-                                type.getShape().end())});
+      textInputs.push_back({input.getKind() == InputKind::pooled
+                                ? rt::InputRole::Pooled
+                                : rt::InputRole::Context,
+                            std::vector<int64_t>(type.getShape().begin() + 1,
+                                                 type.getShape().end())});
       break;
     case InputKind::guidance:
       guidanceInput = true;
@@ -599,8 +599,8 @@ absl::Status SampleRun::resolveConditions(func::FuncOp denoise) {
     for (int64_t d : ArrayRef<int64_t>(latents).drop_back())
       tokens *= d;
     tokens /= 4;
-    shift = sampling::resolutionShift(tokens, options.baseShift,
-                                      options.maxShift);
+    shift =
+        sampling::resolutionShift(tokens, options.baseShift, options.maxShift);
     shiftText = absl::StrFormat(
         "time shift %.4g (e^mu for %d image tokens, base_shift %g, max_shift "
         "%g)",
@@ -677,8 +677,10 @@ absl::Status SampleRun::sampleAll() {
   outs() << "sampling " << total << (total == 1 ? " sample" : " samples");
   if (program->numClasses() > 0 || prompts)
     outs() << " (" << classes.size() << (prompts ? " prompt" : " class")
-           << (classes.size() == 1 ? "" : prompts ? "s" : "es") << " × "
-           << perClass << ")";
+           << (classes.size() == 1 ? ""
+               : prompts           ? "s"
+                                   : "es")
+           << " × " << perClass << ")";
   outs() << " in " << chunks << (chunks == 1 ? " chunk" : " chunks")
          << " of up to " << chunk << "\n";
   outs().flush();
@@ -697,9 +699,8 @@ absl::Status SampleRun::sampleAll() {
     auto chunkStart = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<float>> x = sampling::sample(
         sampler, options.steps, ids, elements,
-        guidedDenoiser(*program,
-                       {chunkClasses, prompts ? &*prompts : nullptr, cfgScale,
-                        distilledGuidance.value_or(0.0)}));
+        guidedDenoiser(*program, {chunkClasses, prompts ? &*prompts : nullptr,
+                                  cfgScale, distilledGuidance.value_or(0.0)}));
     if (!x.ok())
       return x.status();
     std::copy(x->begin(), x->end(), samples.begin() + first * elements);
@@ -740,8 +741,8 @@ absl::Status SampleRun::writeOutputs() {
           channels = shape[rank - 1];
   const char *row = prompts ? "prompt" : "class";
   if (!options.gridPath.empty()) {
-    int64_t zoom = options.gridZoom > 0 ? options.gridZoom
-                                        : defaultZoom(height, width);
+    int64_t zoom =
+        options.gridZoom > 0 ? options.gridZoom : defaultZoom(height, width);
     // A grid of more than 2^28 pixels is refused, as sddata's sheet is.
     int64_t rows = static_cast<int64_t>(classes.size());
     double pixels = double(rows * (height * zoom + 2) + 2) *

@@ -63,9 +63,9 @@ absl::Status TrainRun::openDataset() {
 /// sd.guidance); 0 for a model without one.
 static double trainingGuidance(ModuleOp module) {
   auto loss = module.lookupSymbol<func::FuncOp>("loss");
-  auto guidance = loss ? loss->getAttrOfType<FloatAttr>(
-                             SDDialect::kGuidanceAttrName)
-                       : FloatAttr();
+  auto guidance =
+      loss ? loss->getAttrOfType<FloatAttr>(SDDialect::kGuidanceAttrName)
+           : FloatAttr();
   return guidance ? guidance.getValueAsDouble() : 0.0;
 }
 

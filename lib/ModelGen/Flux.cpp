@@ -223,8 +223,8 @@ SmallVector<Value> singleBlock(FnBuilder &f, const ModelConfig &c,
 /// text vector; declares the parameters in the current model function and
 /// calls the shared block functions. The text positions' outputs are
 /// meaningless (Flux drops them).
-Value fluxNetwork(ModelBuilder &mb, Value xt, Value t, Value text,
-                  Value pooled, Value guidanceIn) {
+Value fluxNetwork(ModelBuilder &mb, Value xt, Value t, Value text, Value pooled,
+                  Value guidanceIn) {
   const ModelConfig &c = mb.getConfig();
   FnBuilder &f = mb.fn();
   int64_t d = c.hidden, p = c.patch;

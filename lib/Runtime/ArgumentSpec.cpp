@@ -11,8 +11,8 @@
 namespace sd::rt {
 
 namespace {
-constexpr const char *kRoleNames[] = {"latents", "noise",  "timestep", "context",
-                                      "labels",  "pooled", "guidance"};
+constexpr const char *kRoleNames[] = {
+    "latents", "noise", "timestep", "context", "labels", "pooled", "guidance"};
 constexpr const char *kMomentNames[] = {"mu", "nu", "ema"};
 } // namespace
 

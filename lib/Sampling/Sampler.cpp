@@ -126,7 +126,8 @@ double sampling::resolutionShift(int64_t imageTokens, double baseShift,
   // max_shift at 4096.
   constexpr double kBaseTokens = 256, kMaxTokens = 4096;
   double slope = (maxShift - baseShift) / (kMaxTokens - kBaseTokens);
-  double mu = baseShift + slope * (static_cast<double>(imageTokens) - kBaseTokens);
+  double mu =
+      baseShift + slope * (static_cast<double>(imageTokens) - kBaseTokens);
   return std::exp(mu);
 }
 

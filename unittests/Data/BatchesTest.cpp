@@ -52,12 +52,12 @@ DatasetIndex writeTextDataset(const fs::path &dir, int64_t count) {
       pooled.push_back(v);
   }
   std::string file = "train-00000.safetensors";
-  absl::StatusOr<ckpt::WrittenFile> written = ckpt::writeSafetensors(
-      (dir / file).string(),
-      {{"latents", {count, 2, 1, 1, 2}, latents.data()},
-       {"embeddings", {count, 2, 2}, states.data()},
-       {"pooled_embeddings", {count, 3}, pooled.data()}},
-      {});
+  absl::StatusOr<ckpt::WrittenFile> written =
+      ckpt::writeSafetensors((dir / file).string(),
+                             {{"latents", {count, 2, 1, 1, 2}, latents.data()},
+                              {"embeddings", {count, 2, 2}, states.data()},
+                              {"pooled_embeddings", {count, 3}, pooled.data()}},
+                             {});
   EXPECT_TRUE(written.ok()) << written.status();
   SplitInfo &split = index.splits["train"];
   split.count = count;
@@ -83,8 +83,8 @@ TEST(TextDatasetTest, VideoLatentsAndPooledEmbeddingsRoundTrip) {
   EXPECT_EQ(reader->pooledElements(), 3);
   std::vector<float> pooled(6), latents(8);
   ASSERT_TRUE(
-      reader->readSamples({2, 0}, latents.data(), nullptr, nullptr,
-                          pooled.data())
+      reader
+          ->readSamples({2, 0}, latents.data(), nullptr, nullptr, pooled.data())
           .ok());
   EXPECT_EQ(latents, (std::vector<float>{20, 21, 22, 23, 0, 1, 2, 3}));
   EXPECT_EQ(pooled, (std::vector<float>{-2, -2.1f, -2.2f, 0, -0.1f, -0.2f}));
@@ -100,28 +100,25 @@ TEST(TextDatasetTest, SampleRanksAndPooledShapesAreChecked) {
   index.hasLabels = false;
   index.splits["train"];
   // Images are [H, W, C]; latents may be video.
-  EXPECT_EQ(parseDatasetIndex(formatDatasetIndex(index), "i.json")
-                .status()
-                .message(),
-            "'i.json': features.images.shape must be an array of 3 positive "
-            "sizes (at most 2^24 each)");
+  EXPECT_EQ(
+      parseDatasetIndex(formatDatasetIndex(index), "i.json").status().message(),
+      "'i.json': features.images.shape must be an array of 3 positive "
+      "sizes (at most 2^24 each)");
   index.sampleFeature = "latents";
   absl::StatusOr<DatasetIndex> video =
       parseDatasetIndex(formatDatasetIndex(index), "i.json");
   EXPECT_TRUE(video.ok()) << video.status();
   index.sampleShape = {1, 1, 2, 3, 4};
-  EXPECT_EQ(parseDatasetIndex(formatDatasetIndex(index), "i.json")
-                .status()
-                .message(),
-            "'i.json': features.latents.shape must be an array of 3 or 4 "
-            "positive sizes (at most 2^24 each)");
+  EXPECT_EQ(
+      parseDatasetIndex(formatDatasetIndex(index), "i.json").status().message(),
+      "'i.json': features.latents.shape must be an array of 3 or 4 "
+      "positive sizes (at most 2^24 each)");
   index.sampleShape = {2, 3, 4};
   index.pooledShape = std::vector<int64_t>{4, 4};
-  EXPECT_EQ(parseDatasetIndex(formatDatasetIndex(index), "i.json")
-                .status()
-                .message(),
-            "'i.json': features.pooled_embeddings.shape must be an array of 1 "
-            "positive sizes (at most 2^24 each)");
+  EXPECT_EQ(
+      parseDatasetIndex(formatDatasetIndex(index), "i.json").status().message(),
+      "'i.json': features.pooled_embeddings.shape must be an array of 1 "
+      "positive sizes (at most 2^24 each)");
 }
 
 /// A Flux-like step: latents, noise, timestep, text states, pooled text
@@ -153,15 +150,15 @@ TEST(TextBatchesTest, PooledAndGuidanceInputsAreFed) {
   // Each row's latents, states and pooled vector are one sample's.
   for (int64_t r = 0; r < 2; ++r) {
     int64_t sample = static_cast<int64_t>(in[0][r * 4] / 10);
-    EXPECT_EQ(std::vector<float>(in[0].begin() + r * 4,
-                                 in[0].begin() + r * 4 + 4),
-              values(sample, 4, 10, 1));
-    EXPECT_EQ(std::vector<float>(in[3].begin() + r * 4,
-                                 in[3].begin() + r * 4 + 4),
-              values(sample, 4, 100, 1));
-    EXPECT_EQ(std::vector<float>(in[4].begin() + r * 3,
-                                 in[4].begin() + r * 3 + 3),
-              values(sample, 3, -1, -0.1));
+    EXPECT_EQ(
+        std::vector<float>(in[0].begin() + r * 4, in[0].begin() + r * 4 + 4),
+        values(sample, 4, 10, 1));
+    EXPECT_EQ(
+        std::vector<float>(in[3].begin() + r * 4, in[3].begin() + r * 4 + 4),
+        values(sample, 4, 100, 1));
+    EXPECT_EQ(
+        std::vector<float>(in[4].begin() + r * 3, in[4].begin() + r * 3 + 3),
+        values(sample, 3, -1, -0.1));
   }
   EXPECT_EQ(in[5], (std::vector<float>{3.5f, 3.5f}));
 
@@ -185,7 +182,7 @@ TEST(TextBatchesTest, DataSetsWithoutPooledEmbeddingsAreRefused) {
   DatasetIndex index = writeTextDataset(dir, 2);
   index.pooledShape.reset();
   EXPECT_EQ(checkDatasetFits(fluxInputs(), index).message(),
-            "the model's input 'pooled.0' holds a pooled text vector of shape "
+            "the model's input 'pooled.0' holds pooled text vectors of shape "
             "[3] but data set 'text' (" +
                 dir.string() + ") has no pooled_embeddings");
   index.pooledShape = std::vector<int64_t>{4};

@@ -153,8 +153,7 @@ TEST_P(PerfectPredictorTest, RecoversTheCleanSample) {
   std::vector<float> x0(ids.size() * elements);
   for (size_t i = 0; i < x0.size(); ++i)
     x0[i] = static_cast<float>(std::sin(1.7 * i)) * 0.9f;
-  SamplerOptions options{c.sampler, c.prediction, c.clip, /*seed=*/3,
-                         c.shift};
+  SamplerOptions options{c.sampler, c.prediction, c.clip, /*seed=*/3, c.shift};
   for (int64_t steps : {1, 7, 50}) {
     absl::StatusOr<std::vector<float>> x = sample(
         options, steps, ids, elements, perfectPredictor(c.prediction, x0));
@@ -170,15 +169,14 @@ TEST_P(PerfectPredictorTest, RecoversTheCleanSample) {
 
 INSTANTIATE_TEST_SUITE_P(
     Samplers, PerfectPredictorTest,
-    ::testing::Values(SamplerCase{Sampler::Ddim, Prediction::Epsilon, true},
-                      SamplerCase{Sampler::Ddim, Prediction::Epsilon, false},
-                      SamplerCase{Sampler::Ddim, Prediction::VPrediction, true},
-                      SamplerCase{Sampler::Ddpm, Prediction::Epsilon, true},
-                      SamplerCase{Sampler::Ddpm, Prediction::VPrediction,
-                                  false},
-                      SamplerCase{Sampler::Euler, Prediction::Flow, false},
-                      SamplerCase{Sampler::Euler, Prediction::Flow, false,
-                                  5.0}));
+    ::testing::Values(
+        SamplerCase{Sampler::Ddim, Prediction::Epsilon, true},
+        SamplerCase{Sampler::Ddim, Prediction::Epsilon, false},
+        SamplerCase{Sampler::Ddim, Prediction::VPrediction, true},
+        SamplerCase{Sampler::Ddpm, Prediction::Epsilon, true},
+        SamplerCase{Sampler::Ddpm, Prediction::VPrediction, false},
+        SamplerCase{Sampler::Euler, Prediction::Flow, false},
+        SamplerCase{Sampler::Euler, Prediction::Flow, false, 5.0}));
 
 TEST(SampleClip, DdimTakesTheNoiseOfTheClippedX0) {
   // x0 = 3 lies outside [−1, 1]: DDIM moves from the clipped x0 = 1 and the

@@ -88,9 +88,7 @@ public:
   }
   /// InputRole::Context (text states) or InputRole::Pooled of each
   /// contextShapes() entry.
-  const std::vector<::sd::rt::InputRole> &contextRoles() const {
-    return roles;
-  }
+  const std::vector<::sd::rt::InputRole> &contextRoles() const { return roles; }
   /// Whether the model takes a guidance strength per row (Flux.1-dev's
   /// distilled guidance).
   bool hasGuidanceInput() const { return guidanceArg >= 0; }
