@@ -86,6 +86,9 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   // The global batch is a row of its own only when --batch gave it.
   if (spec.batch.global.origin == "--batch")
     table.add("batch", spec.batch.global);
+  // Microbatches are a row when given.
+  if (spec.batch.gradAccum.source != SettingSource::Default)
+    table.add("gradient_accumulation_steps", spec.batch.gradAccum);
   const Setting<LogicalAxisRules> &rules = spec.rules;
   table.add("logical_axis_rules",
             rules.source == SettingSource::Config

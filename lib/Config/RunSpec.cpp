@@ -309,6 +309,11 @@ absl::Status Resolver::resolveMesh() {
 absl::Status Resolver::resolveBatch() {
   BatchSettings &batch = spec.batch;
   batch.perDevice = pick(&F::perDeviceBatch, &C::perDeviceBatchSize, 0.0);
+  // Microbatches per optimizer step: per_device_batch_size is a
+  // microbatch's (MaxText's global batch = per device × devices × steps).
+  batch.gradAccum = pick(&F::gradAccum, &C::gradientAccumulationSteps,
+                         int64_t(1));
+  int64_t accum = batch.gradAccum.value;
   if (flags.batch && flags.perDeviceBatch)
     return invalid("give --batch or --per-device-batch, not both");
   if (flags.batch) {
@@ -316,32 +321,31 @@ absl::Status Resolver::resolveBatch() {
   } else if (batch.perDevice.value != 0.0) {
     double perDevice = batch.perDevice.value;
     int64_t devices = spec.mesh.mesh.numDevices();
-    double global = perDevice * static_cast<double>(devices);
+    double global =
+        perDevice * static_cast<double>(devices) * static_cast<double>(accum);
+    std::string product = absl::StrFormat(
+        "%s=%s × %d devices%s = %s",
+        flags.perDeviceBatch ? "--per-device-batch" : "per_device_batch_size",
+        shortDouble(perDevice), devices,
+        accum > 1 ? absl::StrFormat(" × %d microbatches", accum) : "",
+        shortDouble(global));
     // Checked before the conversion, which is undefined past int64_t.
     if (global > static_cast<double>(kMaxGlobalBatch))
-      return invalid(absl::StrFormat(
-          "%s=%s × %d devices = %s is above the largest global batch, %d",
-          flags.perDeviceBatch ? "--per-device-batch" : "per_device_batch_size",
-          shortDouble(perDevice), devices, shortDouble(global),
-          kMaxGlobalBatch));
+      return invalid(absl::StrFormat("%s is above the largest global batch, %d",
+                                     product, kMaxGlobalBatch));
     if (!(global >= 1.0) || std::fabs(global - std::round(global)) > 1e-9)
       return invalid(absl::StrFormat(
-          "%s=%s × %d devices = %s is not a whole, positive global batch",
-          flags.perDeviceBatch ? "--per-device-batch" : "per_device_batch_size",
-          shortDouble(perDevice), devices, shortDouble(global)));
+          "%s is not a whole, positive global batch", product));
     batch.global.value = static_cast<int64_t>(std::llround(global));
     batch.global.source = batch.perDevice.source;
     batch.global.origin = batch.perDevice.origin;
   }
-  batch.gradAccum = pick(&F::gradAccum, 1);
-  int64_t accum = batch.gradAccum.value;
-  if (accum > 1 && batch.global.value == 0)
-    return invalid("--grad-accum needs the global batch (--batch or "
-                   "--per-device-batch)");
+  // Without a batch, a microbatch is the model's default batch.
   if (batch.global.value % accum != 0)
     return invalid(absl::StrFormat(
-        "global batch %d does not split into --grad-accum=%d microbatches",
-        batch.global.value, accum));
+        "global batch %d (%s) does not split into %d microbatches (%s)",
+        batch.global.value, batch.global.origin, accum,
+        batch.gradAccum.origin));
   return absl::OkStatus();
 }
 

@@ -432,8 +432,11 @@ std::vector<SettingRow> meshFlagRows() {
           .max(kMaxGlobalBatch)
           .row,
       // The training step.
-      flag("grad-accum", kSdopt, &F::gradAccum, G::Step,
-           "Microbatches accumulated per training step (default 1)")
+      flag("grad-accum", kTrainTools, &F::gradAccum, G::Step,
+           "gradient_accumulation_steps: microbatches whose gradients one "
+           "optimizer step accumulates (in f32; default 1); the global "
+           "batch is per_device_batch_size × devices × this")
+          .key("gradient_accumulation_steps", &C::gradientAccumulationSteps)
           .check(kAtLeastOne)
           .row,
       flag("warmup-steps", kTrainTools, &F::warmupSteps, G::Step,

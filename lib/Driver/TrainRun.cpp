@@ -340,8 +340,12 @@ void TrainRun::printHeader() {
     if (arg.kind == rt::ArgumentKind::Parameter)
       params += rt::numElements(arg.globalShape);
   outs() << "sdrun: " << options.modelPath << ", " << params
-         << " parameters, batch " << program.batch << ", mesh "
-         << program.mesh.toString() << " (";
+         << " parameters, batch " << program.batch;
+  // A step accumulates the gradients of its microbatches.
+  if (int64_t accum = options.pipeline.training.step.gradAccum; accum > 1)
+    outs() << " (" << accum << " microbatches of " << program.batch / accum
+           << ")";
+  outs() << ", mesh " << program.mesh.toString() << " (";
   // One rank of an MPI job runs its process's devices.
   if (runtime.process() >= 0)
     outs() << count(program.mesh.numProcesses(), "process") << " × ";

@@ -339,13 +339,23 @@ TEST(RunSpecTest, BatchFromPerDeviceBatch) {
 TEST(RunSpecTest, GradientAccumulation) {
   RunSpecFlags flags;
   flags.gradAccum = 2;
-  EXPECT_EQ(errorOf(flags), "--grad-accum needs the global batch (--batch or "
-                            "--per-device-batch)");
+  // Without a batch, a microbatch is the model's default batch.
+  EXPECT_EQ(resolve(flags).batch.global.value, 0);
   flags.batch = 8;
   EXPECT_EQ(resolve(flags).batch.gradAccum.value, 2);
   flags.gradAccum = 3;
-  EXPECT_EQ(errorOf(flags),
-            "global batch 8 does not split into --grad-accum=3 microbatches");
+  EXPECT_EQ(errorOf(flags), "global batch 8 (--batch) does not split into 3 "
+                            "microbatches (--grad-accum)");
+  // per_device_batch_size is a microbatch's: the global batch is per device
+  // × devices × microbatches (MaxText's).
+  RunSpec spec = resolve(withConfig(
+      kDitTiny, {"per_device_batch_size=2", "gradient_accumulation_steps=4"}));
+  EXPECT_EQ(spec.batch.global.value, 2 * 2 * 4);
+  EXPECT_EQ(spec.batch.gradAccum.value, 4);
+  EXPECT_EQ(spec.batch.gradAccum.origin, "command line");
+  EXPECT_EQ(errorOf(withConfig(kDitTiny, {"gradient_accumulation_steps=0"})),
+            "command line: gradient_accumulation_steps: '0' must be at least "
+            "1");
 }
 
 TEST(RunSpecTest, FillsAConfigsMinusOneAxisWithTheCores) {

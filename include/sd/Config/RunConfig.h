@@ -129,6 +129,9 @@ struct RunConfig {
   std::optional<bool> gradNormClipping;
   std::optional<uint64_t> seed;
   std::optional<int64_t> maxTrainSteps; ///< >= 1.
+  /// `gradient_accumulation_steps` (MaxText's): microbatches per optimizer
+  /// step, >= 1.
+  std::optional<int64_t> gradientAccumulationSteps;
   /// -1 or 0 turn checkpointing off; otherwise >= 1.
   std::optional<int64_t> checkpointEvery;
   /// `enable_profiler`, `skip_first_n_steps_for_profiler` (>= 0) and
