@@ -2,9 +2,10 @@
 //
 // Rewrite patterns on the collectives of a partitioned program (see the
 // pass description in Passes.td): no-ops are dropped, chains of one kind
-// merge, gathers and slices of the same axes cancel, and an all-reduce
-// whose result is sliced becomes a reduce-scatter. Each pattern only looks
-// at one collective and the one that produces its operand.
+// merge, gathers and slices of the same axes cancel, an all-reduce whose
+// result is sliced becomes a reduce-scatter, and the sum of two all-reduces
+// is one all-reduce of the sum. Each pattern only looks at one op and the
+// ops that produce its operands.
 //
 //===----------------------------------------------------------------------===//
 
@@ -255,6 +256,36 @@ struct MergeAllReduces : public OpRewritePattern<AllReduceOp> {
   }
 };
 
+/// add(all_reduce(x, A), all_reduce(y, A)) = all_reduce(add(x, y), A): the
+/// sum is linear, so two partial sums reduce as one (a step that
+/// accumulates microbatches reduces their gradients once, not once each).
+/// Only when both all-reduces feed nothing else, so no data is summed twice.
+struct SumBeforeAllReduce : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    auto lhs = op.getLhs().getDefiningOp<AllReduceOp>();
+    auto rhs = op.getRhs().getDefiningOp<AllReduceOp>();
+    if (!lhs || !rhs || lhs == rhs || !lhs->hasOneUse() || !rhs->hasOneUse() ||
+        lhs.getMesh() != rhs.getMesh() ||
+        lhs.getOperand().getType() != rhs.getOperand().getType() ||
+        lhs.getType() != op.getType())
+      return failure();
+    AxisNames left = toNames(lhs.getReductionAxes());
+    AxisNames right = toNames(rhs.getReductionAxes());
+    llvm::sort(left);
+    llvm::sort(right);
+    if (left != right)
+      return failure();
+    Value sum = AddOp::create(rewriter, op.getLoc(), lhs.getOperand(),
+                              rhs.getOperand());
+    rewriter.replaceOpWithNewOp<AllReduceOp>(op, op.getType(), sum,
+                                             lhs.getMeshAttr(),
+                                             lhs.getReductionAxes());
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Gathers and slices that cancel
 //===----------------------------------------------------------------------===//
@@ -400,8 +431,8 @@ struct OptimizeCollectivesPass
         DeduplicateCollective<ReduceScatterOp>,
         DeduplicateCollective<AllToAllOp>,
         DeduplicateCollective<CollectivePermuteOp>, MergeAllGathers,
-        MergeAllSlices, MergeAllReduces, SliceOfGather, GatherOfSlice,
-        ReduceThenSlice>(context);
+        MergeAllSlices, MergeAllReduces, SumBeforeAllReduce, SliceOfGather,
+        GatherOfSlice, ReduceThenSlice>(context);
     patterns = FrozenRewritePatternSet(std::move(set));
     return success();
   }

@@ -762,6 +762,10 @@ def OptimizeCollectives
     * pairs cancel: `all_slice` of an `all_gather` over the same axes (or a
       prefix of them: the rest stays gathered), `all_gather` of an
       `all_slice` over the same axes (or a suffix);
+    * sums reduce once: `add` of two `all_reduce`s over the same axes
+      (each feeding only the add) becomes an `all_reduce` of the `add`
+      (the gradients of accumulated microbatches are summed locally and
+      all-reduced once);
     * an `all_reduce` whose only user slices over reduced axes becomes a
       `reduce_scatter` (after an `all_reduce` over the remaining axes); a
       slice over other axes moves before the `all_reduce`, which then sums

@@ -170,3 +170,37 @@ func.func @duplicates(%x: tensor<4xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %b = sd.all_gather %x @mesh [{"data"}] : (tensor<4xf32>) -> tensor<8xf32>
   return %a, %b : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// The sum of all-reduces over the same axes (in any order) is one all-reduce
+// of the sum, through a chain (microbatch gradients); not over other axes,
+// nor when an all-reduce has another user.
+sd.mesh @mesh = <["data"=2, "fsdp"=2]>
+// CHECK-LABEL: func.func @sum_before_all_reduce
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4xf32>, %[[Y:[^:]*]]: tensor<4xf32>, %[[Z:[^:]*]]: tensor<4xf32>
+// CHECK-NEXT: %[[XY:.*]] = sd.add %[[X]], %[[Y]] : tensor<4xf32>
+// CHECK-NEXT: %[[XYZ:.*]] = sd.add %[[XY]], %[[Z]] : tensor<4xf32>
+// CHECK-NEXT: %[[R:.*]] = sd.all_reduce %[[XYZ]] @mesh axes = ["data", "fsdp"] : tensor<4xf32>
+// CHECK-NEXT: %[[O1:.*]] = sd.all_reduce %[[X]] @mesh axes = ["data"] {tag} : tensor<4xf32>
+// CHECK-NEXT: %[[O2:.*]] = sd.all_reduce %[[Y]] @mesh axes = ["fsdp"] {tag} : tensor<4xf32>
+// CHECK-NEXT: %[[OTHER:.*]] = sd.add %[[O1]], %[[O2]] : tensor<4xf32>
+// CHECK-NEXT: %[[U:.*]] = sd.all_reduce %[[Z]] @mesh axes = ["data"] {used} : tensor<4xf32>
+// CHECK-NEXT: %[[V:.*]] = sd.all_reduce %[[Y]] @mesh axes = ["data"] {also} : tensor<4xf32>
+// CHECK-NEXT: %[[USED:.*]] = sd.add %[[U]], %[[V]] : tensor<4xf32>
+// CHECK-NEXT: return %[[R]], %[[OTHER]], %[[USED]], %[[U]]
+func.func @sum_before_all_reduce(%x: tensor<4xf32>, %y: tensor<4xf32>, %z: tensor<4xf32>)
+    -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %a = sd.all_reduce %x @mesh axes = ["data", "fsdp"] : tensor<4xf32>
+  %b = sd.all_reduce %y @mesh axes = ["fsdp", "data"] : tensor<4xf32>
+  %ab = sd.add %a, %b : tensor<4xf32>
+  %c = sd.all_reduce %z @mesh axes = ["data", "fsdp"] : tensor<4xf32>
+  %abc = sd.add %ab, %c : tensor<4xf32>
+  %o1 = sd.all_reduce %x @mesh axes = ["data"] {tag} : tensor<4xf32>
+  %o2 = sd.all_reduce %y @mesh axes = ["fsdp"] {tag} : tensor<4xf32>
+  %other = sd.add %o1, %o2 : tensor<4xf32>
+  %u = sd.all_reduce %z @mesh axes = ["data"] {used} : tensor<4xf32>
+  %v = sd.all_reduce %y @mesh axes = ["data"] {also} : tensor<4xf32>
+  %used = sd.add %u, %v : tensor<4xf32>
+  return %abc, %other, %used, %u : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
