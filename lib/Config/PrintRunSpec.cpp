@@ -55,6 +55,9 @@ private:
   static std::string display(RematPolicyKind value) {
     return std::string(rematPolicyName(value));
   }
+  static std::string display(LrSchedule value) {
+    return std::string(lrScheduleName(value));
+  }
   static std::string display(AttentionKind value) {
     return std::string(attentionKindName(value));
   }
@@ -117,7 +120,15 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   table.add("adam_b2", opt.adamB2);
   table.add("adam_eps", opt.adamEps);
   table.add("adam_weight_decay", opt.weightDecay);
+  if (opt.lrSchedule.value != LrSchedule::Constant ||
+      opt.lrSchedule.source != SettingSource::Default) {
+    table.add("learning_rate_schedule", opt.lrSchedule);
+    if (opt.lrScheduleSteps.value > 0)
+      table.add("learning_rate_schedule_steps", opt.lrScheduleSteps);
+  }
   table.add("max_grad_norm", opt.maxGradNorm);
+  if (opt.maxGradValue.value > 0)
+    table.add("max_grad_value", opt.maxGradValue);
   table.add("ema_decay", opt.emaDecay);
   table.add("dataset_type", spec.data.type);
   if (spec.data.type.value == "sd")

@@ -133,6 +133,10 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   d.add("adam_eps", opt.adamEps.value);
   d.add("adam_weight_decay", opt.weightDecay.value);
   d.add("max_grad_norm", opt.maxGradNorm.value);
+  d.add("max_grad_value", opt.maxGradValue.value);
+  d.add("learning_rate_schedule",
+        std::string(lrScheduleName(opt.lrSchedule.value)));
+  d.add("learning_rate_schedule_steps", opt.lrScheduleSteps.value);
   d.add("ema_decay", opt.emaDecay.value);
   const DataSettings &data = spec.data;
   d.add("dataset_type", data.type.value);

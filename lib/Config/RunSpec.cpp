@@ -416,12 +416,42 @@ absl::Status Resolver::resolveOptimizer() {
                                    run.steps.origin, run.steps.value,
                                    kMaxTrainSteps));
   opt.learningRate = pick(&F::learningRate, &C::learningRate, 1e-4);
+  // The schedule: learning_rate_schedule_steps given (-1: the run's
+  // length) decays linearly, as MaxDiffusion's schedule does, unless
+  // learning_rate_schedule says otherwise; a decaying schedule without it
+  // spans the run.
+  opt.lrScheduleSteps =
+      pick(&F::lrScheduleSteps, &C::learningRateScheduleSteps, int64_t(0));
+  bool scheduleSteps = opt.lrScheduleSteps.source != SettingSource::Default;
+  Setting<std::string> scheduleName =
+      pick(&F::lrSchedule, &C::learningRateSchedule,
+           std::string(scheduleSteps ? "linear" : "constant"));
+  std::optional<LrSchedule> schedule = parseLrSchedule(scheduleName.value);
+  if (!schedule)
+    return invalid(absl::StrFormat(
+        "%s: unknown learning-rate schedule '%s'; expected constant, linear "
+        "or cosine",
+        scheduleName.origin, scheduleName.value));
+  opt.lrSchedule.value = *schedule;
+  opt.lrSchedule.source = scheduleName.source;
+  opt.lrSchedule.origin =
+      scheduleSteps && scheduleName.source == SettingSource::Default
+          ? opt.lrScheduleSteps.origin
+          : scheduleName.origin;
+  if (opt.lrScheduleSteps.value == -1 ||
+      (*schedule != LrSchedule::Constant && !scheduleSteps))
+    opt.lrScheduleSteps.value = run.steps.value;
+  if (*schedule == LrSchedule::Constant)
+    opt.lrScheduleSteps.value = 0;
+  // MaxDiffusion's warm-up is a fraction of the schedule's steps.
+  int64_t warmupBase = opt.lrScheduleSteps.value > 0 ? opt.lrScheduleSteps.value
+                                                     : run.steps.value;
   if (flags.warmupSteps || !file.warmupStepsFraction) {
     opt.warmupSteps = pick(&F::warmupSteps, int64_t(0));
   } else {
     opt.warmupStepsFraction = *file.warmupStepsFraction;
     opt.warmupSteps.value = static_cast<int64_t>(
-        std::llround(*file.warmupStepsFraction * run.steps.value));
+        std::llround(*file.warmupStepsFraction * warmupBase));
     opt.warmupSteps.source = SettingSource::Config;
     opt.warmupSteps.origin = configSource("warmup_steps_fraction");
   }
@@ -434,6 +464,15 @@ absl::Status Resolver::resolveOptimizer() {
   if (file.gradNormClipping && !*file.gradNormClipping)
     clip = 0.0;
   opt.maxGradNorm = pick(&F::maxGradNorm, &C::maxGradNorm, clip, 0.0);
+  opt.maxGradValue = pick(&F::maxGradValue, &C::maxGradValue, 0.0);
+  if (opt.lrSchedule.value != LrSchedule::Constant &&
+      opt.warmupSteps.value >= opt.lrScheduleSteps.value)
+    return invalid(absl::StrFormat(
+        "the %s learning-rate schedule (%s) decays over %d steps, which "
+        "its warm-up of %d steps (%s) leaves no room for",
+        lrScheduleName(opt.lrSchedule.value), opt.lrSchedule.origin,
+        opt.lrScheduleSteps.value, opt.warmupSteps.value,
+        opt.warmupSteps.origin));
   if (clip && *clip == 0.0 && file.maxGradNorm && *file.maxGradNorm != 0.0 &&
       !flags.maxGradNorm)
     spec.notes.push_back("max_grad_norm: not applied, since "

@@ -170,6 +170,12 @@ std::vector<SettingRow> numberRows() {
           .key("max_grad_norm", &C::maxGradNorm)
           .check(kNotNegative)
           .row,
+      flag("max-grad-value", kTrainTools, &F::maxGradValue, G::Step,
+           "max_grad_value: clip each gradient element to [-v, v], before "
+           "the norm (default 0: no clipping)")
+          .key("max_grad_value", &C::maxGradValue)
+          .check(kNotNegative)
+          .row,
       key("warmup_steps_fraction", &C::warmupStepsFraction)
           .check(kProbability)
           .row,
@@ -334,6 +340,13 @@ std::vector<SettingRow> stringRows() {
           .key("prediction_type", &C::predictionType)
           .choices(kPredictionTypes, "prediction type")
           .row,
+      flag("lr-schedule", kTrainTools, &F::lrSchedule, G::Step,
+           "learning_rate_schedule: constant (the default without "
+           "learning_rate_schedule_steps), linear (MaxDiffusion's) or "
+           "cosine decay to 0 after the warm-up")
+          .key("learning_rate_schedule", &C::learningRateSchedule)
+          .choices(kLrSchedules, "learning-rate schedule")
+          .row,
       flag("names-saved", kTrainTools, &F::namesSaved, G::Step,
            "CUSTOM: names_which_can_be_saved (comma-separated sd.names)")
           .key("names_which_can_be_saved", &C::namesSaved)
@@ -438,6 +451,12 @@ std::vector<SettingRow> meshFlagRows() {
            "batch is per_device_batch_size × devices × this")
           .key("gradient_accumulation_steps", &C::gradientAccumulationSteps)
           .check(kAtLeastOne)
+          .row,
+      flag("lr-schedule-steps", kTrainTools, &F::lrScheduleSteps, G::Step,
+           "learning_rate_schedule_steps: steps of warm-up and decay (-1: "
+           "the run's; given, the rate decays linearly, as MaxDiffusion's)")
+          .key("learning_rate_schedule_steps", &C::learningRateScheduleSteps)
+          .check(kCountOrUnset)
           .row,
       flag("warmup-steps", kTrainTools, &F::warmupSteps, G::Step,
            "Linear warm-up steps (default 0)")

@@ -42,6 +42,9 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   step.epsilon = opt.adamEps.value;
   step.weightDecay = opt.weightDecay.value;
   step.maxGradNorm = opt.maxGradNorm.value;
+  step.maxGradValue = opt.maxGradValue.value;
+  step.lrSchedule = opt.lrSchedule.value;
+  step.lrScheduleSteps = opt.lrScheduleSteps.value;
   step.gradAccum = spec.batch.gradAccum.value;
   step.emaDecay = opt.emaDecay.value;
 

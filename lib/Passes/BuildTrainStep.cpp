@@ -14,6 +14,8 @@
 #include "sd/Passes/Autodiff.h"
 #include "sd/Passes/Passes.h"
 
+#include <cmath>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -33,7 +35,9 @@ namespace {
 struct StepOptions {
   double learningRate, beta1, beta2, epsilon, weightDecay, maxGradNorm;
   int64_t warmupSteps, gradAccum;
-  double emaDecay;
+  double emaDecay, maxGradValue;
+  ::sd::LrSchedule lrSchedule;
+  int64_t lrScheduleSteps;
 };
 
 class TrainStepBuilder {
@@ -69,6 +73,9 @@ private:
   Value cloneGradient(ArrayRef<Value> microInputs);
   void completeGradient(size_t n, Value gradient);
   void clipGradients();
+  /// `gradient` clipped to [−max-grad-value, max-grad-value] (itself
+  /// without max-grad-value).
+  Value clipValue(Value gradient);
   void computeStepScalars();
   void updateParameter(size_t n);
   /// Whether each parameter is updated as soon as its gradient is complete
@@ -97,6 +104,8 @@ private:
   Value stepCount;
   /// Per parameter, the gradient summed over microbatches.
   SmallVector<Value> gradients;
+  /// Whether `gradients` are already clipped by value (before the norm).
+  bool valueClipped = false;
   /// AdamW's step scalars and, per parameter, its results (null until
   /// updated).
   Value correction1, correction2, learningRate;
@@ -345,6 +354,16 @@ Value TrainStepBuilder::cloneGradient(ArrayRef<Value> microInputs) {
   return mapping.lookupOrDefault(terminator->getOperand(0));
 }
 
+Value TrainStepBuilder::clipValue(Value gradient) {
+  if (options.maxGradValue <= 0)
+    return gradient;
+  Type type = gradient.getType();
+  Value low = splat(-options.maxGradValue, type);
+  Value raised = create<MaxOp>(gradient, low);
+  Value high = splat(options.maxGradValue, type);
+  return create<MinOp>(raised, high);
+}
+
 /// Scales the gradients by min(1, max-grad-norm / global norm) (optax's
 /// clip_by_global_norm).
 void TrainStepBuilder::clipGradients() {
@@ -385,6 +404,32 @@ void TrainStepBuilder::computeStepScalars() {
     learningRate =
         create<MulOp>(learningRate, create<MinOp>(ramp, scalar(1.0)));
   }
+  if (options.lrSchedule == ::sd::LrSchedule::Constant)
+    return;
+  // The decay's progress p = clamp((step − W) / (S − W), 0, 1), counting
+  // updates from 0 as optax does.
+  // (Each op's operands are made first, one statement each, so that the
+  // program's order does not depend on the C++ compiler's.)
+  double warmup = static_cast<double>(options.warmupSteps);
+  double span = static_cast<double>(options.lrScheduleSteps) - warmup;
+  Value warmupSteps = scalar(warmup);
+  Value since = create<SubOp>(stepCount, warmupSteps);
+  Value spanSteps = scalar(span);
+  Value progress = create<DivOp>(since, spanSteps);
+  Value zero = scalar(0.0);
+  progress = create<MaxOp>(progress, zero);
+  Value one = scalar(1.0);
+  progress = create<MinOp>(progress, one);
+  Value decay;
+  if (options.lrSchedule == ::sd::LrSchedule::Linear) {
+    decay = create<SubOp>(one, progress);
+  } else {
+    Value pi = scalar(M_PI);
+    Value cosine = create<CosOp>(create<MulOp>(progress, pi));
+    Value half = scalar(0.5);
+    decay = create<MulOp>(half, create<AddOp>(one, cosine));
+  }
+  learningRate = create<MulOp>(learningRate, decay);
 }
 
 /// AdamW for parameter `n` (optax's adamw as MaxDiffusion configures it):
@@ -400,7 +445,7 @@ void TrainStepBuilder::updateParameter(size_t n) {
           create<ConvertOp>(tensorType.clone(ArrayRef<int64_t>{}), scalarValue);
     return broadcastScalar(scalarValue, type);
   };
-  Value g = gradients[n];
+  Value g = valueClipped ? gradients[n] : clipValue(gradients[n]);
   Value m = create<AddOp>(create<MulOp>(splat(options.beta1, type), mu[n]),
                           create<MulOp>(splat(1.0 - options.beta1, type), g));
   Value v = create<AddOp>(
@@ -452,8 +497,13 @@ FailureOr<func::FuncOp> TrainStepBuilder::build() {
   for (size_t n = 0; n < numParams; ++n)
     if (!gradients[n])
       gradients[n] = splat(0.0, params[n].getType());
-  if (options.maxGradNorm > 0)
+  if (options.maxGradNorm > 0) {
+    // Values first, then the norm of what is left (optax's chain).
+    for (Value &gradient : gradients)
+      gradient = clipValue(gradient);
+    valueClipped = true;
     clipGradients();
+  }
   if (!updatesInBackward())
     computeStepScalars();
   for (size_t n = 0; n < numParams; ++n)
@@ -501,9 +551,24 @@ public:
           << "ema-decay must be in [0, 1), not " << emaDecay.getValue();
       return signalPassFailure();
     }
-    StepOptions options{learningRate, beta1,       beta2,       epsilon,
-                        weightDecay,  maxGradNorm, warmupSteps, gradAccum,
-                        emaDecay};
+    if (lrSchedule != ::sd::LrSchedule::Constant &&
+        lrScheduleSteps <= warmupSteps) {
+      emitError(module.getLoc())
+          << "lr-schedule=" << ::sd::lrScheduleName(lrSchedule)
+          << " decays over lr-schedule-steps, which must be more than the "
+             "warm-up's "
+          << warmupSteps.getValue() << ", not " << lrScheduleSteps.getValue();
+      return signalPassFailure();
+    }
+    if (!(maxGradValue >= 0)) {
+      emitError(module.getLoc()) << "max-grad-value must not be negative, not "
+                                 << maxGradValue.getValue();
+      return signalPassFailure();
+    }
+    StepOptions options{learningRate, beta1,       beta2,
+                        epsilon,      weightDecay, maxGradNorm,
+                        warmupSteps,  gradAccum,   emaDecay,
+                        maxGradValue, lrSchedule,  lrScheduleSteps};
     TrainStepBuilder stepBuilder(grad, options);
     if (failed(stepBuilder.build()))
       return signalPassFailure();

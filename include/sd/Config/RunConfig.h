@@ -47,6 +47,11 @@ inline constexpr std::array<std::string_view, 7> kRematPolicies = {
     "FLUX_OPTIMIZED",
     "CUSTOM"};
 
+/// The learning_rate_schedule values (sd's key; MaxDiffusion decays
+/// linearly).
+inline constexpr std::array<std::string_view, 3> kLrSchedules = {
+    "constant", "linear", "cosine"};
+
 /// Splash-attention block sizes (`flash_block_sizes`). A field the config
 /// leaves out gets MaxDiffusion's default: 512 for the forward sizes, and
 /// the matching forward size for a backward one (block_q_dkv and block_q_dq
@@ -113,6 +118,12 @@ struct RunConfig {
   std::optional<double> adamB1, adamB2;               ///< In [0, 1).
   std::optional<double> adamEps;                      ///< > 0.
   std::optional<double> adamWeightDecay, maxGradNorm; ///< >= 0.
+  /// `max_grad_value` (>= 0; 0 clips nothing).
+  std::optional<double> maxGradValue;
+  /// `learning_rate_schedule` (one of kLrSchedules) and
+  /// `learning_rate_schedule_steps` (-1: the run's length, or >= 1).
+  std::optional<std::string> learningRateSchedule;
+  std::optional<int64_t> learningRateScheduleSteps;
   std::optional<double> warmupStepsFraction;          ///< In [0, 1].
   /// DiT's class_dropout_prob, in [0, 1]; ema_decay, in [0, 1).
   std::optional<double> classDropoutProb, emaDecay;

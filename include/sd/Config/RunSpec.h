@@ -17,6 +17,7 @@
 
 #include "sd/Config/AttentionKind.h"
 #include "sd/Config/DType.h"
+#include "sd/Config/LrSchedule.h"
 #include "sd/Config/RematPolicyKind.h"
 #include "sd/Config/RunConfig.h"
 #include "sd/Sharding/LogicalRules.h"
@@ -65,6 +66,9 @@ struct RunSpecFlags {
   std::optional<double> learningRate, adamB1, adamB2, adamEps, weightDecay,
       maxGradNorm, emaDecay;
   std::optional<int64_t> warmupSteps;
+  std::optional<std::string> lrSchedule;
+  std::optional<int64_t> lrScheduleSteps;
+  std::optional<double> maxGradValue;
 
   // Attention: the kernel and its flash block sizes (MaxDiffusion's JSON).
   std::optional<std::string> attention, flashBlockSizes;
@@ -177,7 +181,14 @@ struct OptimizerSettings {
   /// 0: no clipping (also when opt_enable_grad_global_norm_clipping is
   /// false).
   Setting<double> maxGradNorm{0.0};
+  /// max_grad_value: each gradient element clipped to [-v, v] (0: none).
+  Setting<double> maxGradValue{0.0};
   Setting<int64_t> warmupSteps{0};
+  /// The learning rate after warm-up (learning_rate_schedule), and the
+  /// steps of warm-up and decay (learning_rate_schedule_steps, -1 resolved
+  /// to the run's length; 0 for a constant rate).
+  Setting<LrSchedule> lrSchedule{LrSchedule::Constant};
+  Setting<int64_t> lrScheduleSteps{0};
   /// The warmup_steps_fraction the warm-up was computed from, if any.
   std::optional<double> warmupStepsFraction;
   /// ema_decay: the step keeps an exponential moving average of the

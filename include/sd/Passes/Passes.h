@@ -12,6 +12,7 @@
 // Option type of sd-remat.
 #include "sd/Config/AttentionKind.h"
 #include "sd/Config/DType.h"
+#include "sd/Config/LrSchedule.h"
 #include "sd/Config/RematPolicyKind.h"
 #include "sd/Sharding/LogicalRules.h"
 #include "sd/Sharding/Network.h"

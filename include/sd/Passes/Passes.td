@@ -449,9 +449,15 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
     AdamW as optax/MaxDiffusion: with t = step + 1,
     mu' = b1·mu + (1−b1)·g, nu' = b2·nu + (1−b2)·g²,
     p' = p − lr_t·(mu'/(1−b1^t) / (sqrt(nu'/(1−b2^t)) + eps) + wd·p),
-    lr_t = lr·min(1, t/warmup-steps) (constant after warm-up). With
-    `max-grad-norm` > 0 the gradients are first scaled by
-    min(1, max-grad-norm / global norm). With `grad-accum` = K > 1 the
+    lr_t = lr·min(1, t/warmup-steps)·d(step): after warm-up `lr-schedule`
+    keeps the peak (`constant`, d = 1) or decays it to 0 over
+    `lr-schedule-steps` S (optax's schedules as MaxDiffusion builds them,
+    counting the update from 0): with p = clamp((step − W)/(S − W), 0, 1)
+    for W = warmup-steps, `linear` d = 1 − p and `cosine`
+    d = (1 + cos(π·p))/2; after S the rate is 0. With `max-grad-value` > 0
+    each gradient element is first clipped to [−max-grad-value,
+    max-grad-value] (optax's clip). With `max-grad-norm` > 0 the gradients
+    are then scaled by min(1, max-grad-norm / global norm). With `grad-accum` = K > 1 the
     batch is split into K microbatches (sample i goes to microbatch
     i mod K, so a batch sharded over devices splits locally), the gradient
     function's body runs once per microbatch with the seed 1/K and the
@@ -478,7 +484,9 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
 
     A module without `@loss_grad`, a gradient function that does not
     return the loss and one gradient per parameter or has no seed,
-    `grad-accum` below 1, or microbatches with a scalar input is an error.
+    `grad-accum` below 1, microbatches with a scalar input, a decaying
+    `lr-schedule` without `lr-schedule-steps` beyond the warm-up, or a
+    negative `max-grad-value` is an error.
   }];
   let options = [
     Option<"learningRate", "learning-rate", "double", "1e-4",
@@ -492,6 +500,21 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
            "AdamW decoupled weight decay">,
     Option<"maxGradNorm", "max-grad-norm", "double", "0.0",
            "Clip gradients to this global norm (0: no clipping)">,
+    Option<"maxGradValue", "max-grad-value", "double", "0.0",
+           "Clip each gradient element to [-v, v] (0: no clipping)">,
+    Option<"lrSchedule", "lr-schedule", "::sd::LrSchedule",
+           "::sd::LrSchedule::Constant",
+           "The learning rate after warm-up",
+           [{::llvm::cl::values(
+               clEnumValN(::sd::LrSchedule::Constant, "constant",
+                          "stays at its peak"),
+               clEnumValN(::sd::LrSchedule::Linear, "linear",
+                          "decays linearly to 0 at lr-schedule-steps"),
+               clEnumValN(::sd::LrSchedule::Cosine, "cosine",
+                          "decays along a half cosine to 0 at "
+                          "lr-schedule-steps"))}]>,
+    Option<"lrScheduleSteps", "lr-schedule-steps", "int64_t", "0",
+           "Steps of warm-up and decay (a decaying schedule's length)">,
     Option<"gradAccum", "grad-accum", "int64_t", "1",
            "Microbatches whose gradients are accumulated per step">,
     Option<"emaDecay", "ema-decay", "double", "0.0",

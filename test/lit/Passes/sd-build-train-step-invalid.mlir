@@ -2,6 +2,10 @@
 // RUN: not sdopt %s -split-input-file -sd-build-train-step="grad-accum=0" 2>&1 | FileCheck %s --check-prefix=ACCUM
 
 // ACCUM: error: grad-accum must be at least 1, not 0
+// RUN: not sdopt %s -split-input-file -sd-build-train-step="lr-schedule=linear warmup-steps=5 lr-schedule-steps=5" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// SCHEDULE: error: lr-schedule=linear decays over lr-schedule-steps, which must be more than the warm-up's 5, not 5
+// RUN: not sdopt %s -split-input-file -sd-build-train-step="max-grad-value=-1" 2>&1 | FileCheck %s --check-prefix=VALUE
+// VALUE: error: max-grad-value must not be negative, not -1
 
 // expected-error @below {{sd-build-train-step needs a @loss_grad function (run sd-differentiate first)}}
 module {

@@ -1,6 +1,9 @@
 // RUN: sdopt %s -verify-diagnostics -sd-build-train-step | FileCheck %s
 // RUN: sdopt %s -verify-diagnostics -sd-build-train-step="grad-accum=2" | FileCheck %s --check-prefix=ACCUM
 // RUN: sdopt %s -verify-diagnostics -sd-build-train-step="max-grad-norm=1.0" | FileCheck %s --check-prefix=CLIP
+// RUN: sdopt %s -verify-diagnostics -sd-build-train-step="lr-schedule=cosine lr-schedule-steps=10 warmup-steps=2" | FileCheck %s --check-prefix=COSINE
+// RUN: sdopt %s -verify-diagnostics -sd-build-train-step="lr-schedule=linear lr-schedule-steps=10" | FileCheck %s --check-prefix=LINEAR
+// RUN: sdopt %s -verify-diagnostics -sd-build-train-step="max-grad-value=0.5 max-grad-norm=1.0" | FileCheck %s --check-prefix=VALUE
 
 // A gradient function as sd-differentiate makes it: y = x·w + b, the mean
 // as the loss, and a parameter the loss does not use (its gradient a zero
@@ -85,3 +88,38 @@ func.func @loss_grad(%w: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>},
 // CLIP-NEXT: sd.mul %[[DW]], %[[FW]] {sd.backward} : tensor<4x3xf32>
 // CLIP: sd.add %{{.*}}, %{{.*}} {sd.backward} : tensor<f32>
 // CLIP: return
+
+// After warm-up the rate decays with p = clamp((step − W) / (S − W), 0, 1):
+// a half cosine, or linearly.
+// COSINE-LABEL: func.func @train_step
+// COSINE: sd.min
+// COSINE: %[[W:.*]] = sd.constant {sd.backward} dense<2.000000e+00> : tensor<f32>
+// COSINE-NEXT: %[[SINCE:.*]] = sd.sub %[[STEP:[^,]*]], %[[W]]
+// COSINE-NEXT: %[[SPAN:.*]] = sd.constant {sd.backward} dense<8.000000e+00> : tensor<f32>
+// COSINE-NEXT: %[[P0:.*]] = sd.div %[[SINCE]], %[[SPAN]]
+// COSINE-NEXT: %[[ZERO:.*]] = sd.constant {sd.backward} dense<0.000000e+00> : tensor<f32>
+// COSINE-NEXT: %[[P1:.*]] = sd.max %[[P0]], %[[ZERO]]
+// COSINE-NEXT: %[[ONE:.*]] = sd.constant {sd.backward} dense<1.000000e+00> : tensor<f32>
+// COSINE-NEXT: %[[P:.*]] = sd.min %[[P1]], %[[ONE]]
+// COSINE: %[[PI:.*]] = sd.constant {sd.backward} dense<3.14159274> : tensor<f32>
+// COSINE-NEXT: %[[ANGLE:.*]] = sd.mul %[[P]], %[[PI]]
+// COSINE-NEXT: %[[COS:.*]] = sd.cos %[[ANGLE]]
+// COSINE: return
+// LINEAR-LABEL: func.func @train_step
+// LINEAR: %[[SPAN:.*]] = sd.constant {sd.backward} dense<1.000000e+01> : tensor<f32>
+// LINEAR-NEXT: %[[P0:.*]] = sd.div %{{.*}}, %[[SPAN]]
+// LINEAR: %[[P:.*]] = sd.min
+// LINEAR-NEXT: %[[D:.*]] = sd.sub %{{.*}}, %[[P]]
+// LINEAR-NEXT: sd.mul %{{.*}}, %[[D]]
+// LINEAR-NOT: sd.cos
+// LINEAR: return
+
+// Values are clipped before the global norm is taken.
+// VALUE-LABEL: func.func @train_step
+// VALUE: %[[LOW:.*]] = sd.constant {sd.backward} dense<-5.000000e-01> : tensor<4x3xf32>
+// VALUE-NEXT: %[[UP:.*]] = sd.max %{{.*}}, %[[LOW]]
+// VALUE-NEXT: %[[HIGH:.*]] = sd.constant {sd.backward} dense<5.000000e-01> : tensor<4x3xf32>
+// VALUE-NEXT: %[[CLIPPED:.*]] = sd.min %[[UP]], %[[HIGH]]
+// VALUE: sd.mul %[[CLIPPED]], %[[CLIPPED]]
+// VALUE: %[[NORM:.*]] = sd.sqrt
+// VALUE: return

@@ -1,12 +1,15 @@
 """Compares two sdrun runs: their losses step by step and their weights.
 
   compare_runs.py A.jsonl B.jsonl A.safetensors B.safetensors LOSS_TOL WEIGHT_TOL
+  compare_runs.py --same-weights A.safetensors B.safetensors
 
 The losses (--metrics JSON lines) must agree to LOSS_TOL relative at every
 step; the exported weights (--export) tensor by tensor to WEIGHT_TOL,
 relative to the tensor's largest magnitude (at least 1e-3, so that a tensor
 still near zero is compared absolutely). Prints the largest differences and
-exits 1 when either exceeds its bound.
+exits 1 when either exceeds its bound. With --same-weights, the two exports'
+tensors must be bitwise equal (their metadata, such as the step, may
+differ): it prints "same weights" or the first tensor that differs.
 """
 import json
 import os
@@ -28,7 +31,23 @@ def floats(entry):
     return struct.unpack("<%df" % (len(raw) // 4), raw)
 
 
+def same_weights(a_path, b_path):
+    _, a = read(a_path)
+    _, b = read(b_path)
+    if sorted(a) != sorted(b):
+        print("the exports hold other tensors")
+        return 1
+    for name in sorted(a):
+        if a[name] != b[name]:
+            print("tensor '%s' differs" % name)
+            return 1
+    print("same weights: %d tensors" % len(a))
+    return 0
+
+
 def main():
+    if sys.argv[1] == "--same-weights":
+        return same_weights(sys.argv[2], sys.argv[3])
     a_metrics, b_metrics, a_weights, b_weights = sys.argv[1:5]
     loss_tol, weight_tol = float(sys.argv[5]), float(sys.argv[6])
     a, b = losses(a_metrics), losses(b_metrics)
