@@ -15,6 +15,7 @@
 #include <cmath>
 #include <fcntl.h>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <sys/file.h>
@@ -216,6 +217,13 @@ exportParameters(rt::TrainingSession &session, const std::string &path,
                  const std::map<std::string, std::string> &metadata,
                  bool bf16) {
   const rt::ProgramSpec &spec = session.spec();
+  // The shape reference checkpoints store each parameter under; EMA
+  // weights are written under their parameter's.
+  std::map<std::string, std::vector<int64_t>> stored;
+  for (const rt::ArgumentSpec &arg : spec.arguments)
+    if (arg.kind == rt::ArgumentKind::Parameter)
+      stored[arg.parameter] =
+          arg.storedShape.empty() ? arg.globalShape : arg.storedShape;
   std::vector<size_t> selected;
   std::vector<SafetensorsStreamWriter::Entry> entries;
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
@@ -226,9 +234,10 @@ exportParameters(rt::TrainingSession &session, const std::string &path,
             : arg.kind != rt::ArgumentKind::Parameter)
       continue;
     selected.push_back(i);
-    entries.push_back(
-        {arg.parameter,
-         arg.storedShape.empty() ? arg.globalShape : arg.storedShape, bf16});
+    auto shape = stored.find(arg.parameter);
+    entries.push_back({arg.parameter,
+                       shape != stored.end() ? shape->second : arg.globalShape,
+                       bf16});
   }
   bool writes = session.runtime().process() <= 0;
   absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>> writer =

@@ -130,6 +130,12 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   if (opt.maxGradValue.value > 0)
     table.add("max_grad_value", opt.maxGradValue);
   table.add("ema_decay", opt.emaDecay);
+  if (opt.emaDecay.value > 0 && opt.emaWarmup.value) {
+    table.add("ema_warmup", opt.emaWarmup.value ? "True" : "False",
+              opt.emaWarmup.origin);
+    table.add("ema_inv_gamma", opt.emaInvGamma);
+    table.add("ema_power", opt.emaPower);
+  }
   table.add("dataset_type", spec.data.type);
   if (spec.data.type.value == "sd")
     table.add("train_data_dir", spec.data.trainDataDir);

@@ -138,6 +138,9 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
         std::string(lrScheduleName(opt.lrSchedule.value)));
   d.add("learning_rate_schedule_steps", opt.lrScheduleSteps.value);
   d.add("ema_decay", opt.emaDecay.value);
+  d.add("ema_warmup", opt.emaWarmup.value);
+  d.add("ema_inv_gamma", opt.emaInvGamma.value);
+  d.add("ema_power", opt.emaPower.value);
   const DataSettings &data = spec.data;
   d.add("dataset_type", data.type.value);
   d.addText("train_data_dir", data.trainDataDir.value);

@@ -479,6 +479,9 @@ absl::Status Resolver::resolveOptimizer() {
                          "opt_enable_grad_global_norm_clipping is false");
   run.seed = pick(&F::seed, &C::seed, uint64_t(0));
   opt.emaDecay = pick(&F::emaDecay, &C::emaDecay, 0.0);
+  opt.emaWarmup = pick(&F::emaWarmup, &C::emaWarmup, false);
+  opt.emaInvGamma = pick(&F::emaInvGamma, &C::emaInvGamma, 1.0);
+  opt.emaPower = pick(&F::emaPower, &C::emaPower, 2.0 / 3.0);
   return absl::OkStatus();
 }
 

@@ -191,6 +191,16 @@ std::vector<SettingRow> numberRows() {
           .key("ema_decay", &C::emaDecay)
           .check(kBelowOne)
           .row,
+      flag("ema-inv-gamma", kTrainTools, &F::emaInvGamma, G::Step,
+           "ema_inv_gamma: the EMA warm-up's inverse gamma (default 1)")
+          .key("ema_inv_gamma", &C::emaInvGamma)
+          .check(kPositive)
+          .row,
+      flag("ema-power", kTrainTools, &F::emaPower, G::Step,
+           "ema_power: the EMA warm-up's power (default 2/3)")
+          .key("ema_power", &C::emaPower)
+          .check(kPositive)
+          .row,
       flag("guidance-scale", kSdsample, &F::guidanceScale, G::Sample,
            "Classifier-free guidance scale (guidance_scale; default 1: "
            "none); for a model with a distilled guidance input (Flux.1-dev) "
@@ -363,6 +373,12 @@ std::vector<SettingRow> otherKeyRows() {
   return {
       key("opt_enable_grad_global_norm_clipping", &C::gradNormClipping).row,
       key("enable_profiler", &C::enableProfiler).row,
+      flag("ema-warmup", kTrainTools, &F::emaWarmup, G::Step,
+           "ema_warmup: the EMA decay after s steps is min(ema_decay, 1 - (1 "
+           "+ s/ema_inv_gamma)^-ema_power) (diffusers' use_ema_warmup) "
+           "instead of min(ema_decay, (1 + s)/(10 + s))")
+          .key("ema_warmup", &C::emaWarmup)
+          .row,
       flag("time-shift", kSdsample, &F::timeShift, G::Sample,
            "time_shift: Euler's resolution-dependent shift e^mu, mu from "
            "base_shift to max_shift over 256 to 4096 image tokens (default "

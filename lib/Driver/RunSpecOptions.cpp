@@ -47,6 +47,9 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   step.lrScheduleSteps = opt.lrScheduleSteps.value;
   step.gradAccum = spec.batch.gradAccum.value;
   step.emaDecay = opt.emaDecay.value;
+  step.emaWarmup = opt.emaWarmup.value;
+  step.emaInvGamma = opt.emaInvGamma.value;
+  step.emaPower = opt.emaPower.value;
 
   options.weightsDtype = spec.model.weightsDtype.value;
   options.activationsDtype = spec.model.activationsDtype.value;

@@ -36,6 +36,8 @@ struct StepOptions {
   double learningRate, beta1, beta2, epsilon, weightDecay, maxGradNorm;
   int64_t warmupSteps, gradAccum;
   double emaDecay, maxGradValue;
+  bool emaWarmup;
+  double emaInvGamma, emaPower;
   ::sd::LrSchedule lrSchedule;
   int64_t lrScheduleSteps;
 };
@@ -77,6 +79,7 @@ private:
   /// without max-grad-value).
   Value clipValue(Value gradient);
   void computeStepScalars();
+  void computeEmaDecay();
   void updateParameter(size_t n);
   /// Whether each parameter is updated as soon as its gradient is complete
   /// (one microbatch, no clipping): the gradient dies there instead of
@@ -109,6 +112,8 @@ private:
   /// AdamW's step scalars and, per parameter, its results (null until
   /// updated).
   Value correction1, correction2, learningRate;
+  /// The EMA's decay at this step (with ema-decay).
+  Value emaDecayNow;
   SmallVector<Value> newParams, newMu, newNu, newEma;
   /// Optimizer states per parameter: mu and nu, and ema with ema-decay.
   int64_t numStates() const { return options.emaDecay > 0 ? 3 : 2; }
@@ -391,12 +396,34 @@ void TrainStepBuilder::clipGradients() {
 
 /// The step's scalars: t = step + 1, the bias corrections 1 − b^t and the
 /// learning rate after linear warm-up.
+/// diffusers' EMAModel.get_decay at s = the step's count of earlier steps:
+/// min(d, (1 + s)/(10 + s)), or 1 − (1 + s/inv_gamma)^−power with
+/// ema-warmup, times min(s, 1) (0 at the first step).
+void TrainStepBuilder::computeEmaDecay() {
+  Value one = scalar(1.0);
+  Value warm;
+  if (options.emaWarmup) {
+    Value invGamma = scalar(options.emaInvGamma);
+    Value base = create<AddOp>(one, create<DivOp>(stepCount, invGamma));
+    Value exponent = scalar(-options.emaPower);
+    warm = create<SubOp>(one, create<PowOp>(base, exponent));
+  } else {
+    Value numerator = create<AddOp>(one, stepCount);
+    Value ten = scalar(10.0);
+    warm = create<DivOp>(numerator, create<AddOp>(ten, stepCount));
+  }
+  Value capped = create<MinOp>(warm, scalar(options.emaDecay));
+  emaDecayNow = create<MulOp>(capped, create<MinOp>(stepCount, one));
+}
+
 void TrainStepBuilder::computeStepScalars() {
   Value t = create<AddOp>(stepCount, scalar(1.0));
   correction1 =
       create<SubOp>(scalar(1.0), create<PowOp>(scalar(options.beta1), t));
   correction2 =
       create<SubOp>(scalar(1.0), create<PowOp>(scalar(options.beta2), t));
+  if (options.emaDecay > 0)
+    computeEmaDecay();
   learningRate = scalar(options.learningRate);
   if (options.warmupSteps > 0) {
     Value ramp =
@@ -462,10 +489,12 @@ void TrainStepBuilder::updateParameter(size_t n) {
       create<SubOp>(p, create<MulOp>(asParam(learningRate), direction));
   newMu[n] = m;
   newNu[n] = v;
-  if (options.emaDecay > 0)
-    newEma[n] = create<AddOp>(
-        create<MulOp>(splat(options.emaDecay, type), ema[n]),
-        create<MulOp>(splat(1.0 - options.emaDecay, type), newParams[n]));
+  if (options.emaDecay > 0) {
+    Value keep = asParam(emaDecayNow);
+    Value take = asParam(create<SubOp>(scalar(1.0), emaDecayNow));
+    newEma[n] = create<AddOp>(create<MulOp>(keep, ema[n]),
+                              create<MulOp>(take, newParams[n]));
+  }
 }
 
 FailureOr<func::FuncOp> TrainStepBuilder::build() {
@@ -560,15 +589,21 @@ public:
           << warmupSteps.getValue() << ", not " << lrScheduleSteps.getValue();
       return signalPassFailure();
     }
+    if (emaWarmup && !(emaInvGamma > 0 && emaPower > 0)) {
+      emitError(module.getLoc())
+          << "ema-inv-gamma and ema-power must be positive, not "
+          << emaInvGamma.getValue() << " and " << emaPower.getValue();
+      return signalPassFailure();
+    }
     if (!(maxGradValue >= 0)) {
       emitError(module.getLoc()) << "max-grad-value must not be negative, not "
                                  << maxGradValue.getValue();
       return signalPassFailure();
     }
-    StepOptions options{learningRate, beta1,       beta2,
-                        epsilon,      weightDecay, maxGradNorm,
-                        warmupSteps,  gradAccum,   emaDecay,
-                        maxGradValue, lrSchedule,  lrScheduleSteps};
+    StepOptions options{learningRate, beta1,       beta2,       epsilon,
+                        weightDecay,  maxGradNorm, warmupSteps, gradAccum,
+                        emaDecay,     maxGradValue, emaWarmup,  emaInvGamma,
+                        emaPower,     lrSchedule,   lrScheduleSteps};
     TrainStepBuilder stepBuilder(grad, options);
     if (failed(stepBuilder.build()))
       return signalPassFailure();

@@ -127,6 +127,10 @@ struct RunConfig {
   std::optional<double> warmupStepsFraction;          ///< In [0, 1].
   /// DiT's class_dropout_prob, in [0, 1]; ema_decay, in [0, 1).
   std::optional<double> classDropoutProb, emaDecay;
+  /// diffusers' EMA warm-up: `ema_warmup` (use_ema_warmup), `ema_inv_gamma`
+  /// and `ema_power` (> 0).
+  std::optional<bool> emaWarmup;
+  std::optional<double> emaInvGamma, emaPower;
   /// Sampling (sdsample reads them; sdrun only checks them):
   /// `guidance_scale` (>= 0) and `num_inference_steps` (in [1,
   /// kMaxInferenceSteps]).

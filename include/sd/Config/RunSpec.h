@@ -64,7 +64,8 @@ struct RunSpecFlags {
   std::optional<std::string> remat;
   std::optional<std::vector<std::string>> namesSaved, namesOffloaded;
   std::optional<double> learningRate, adamB1, adamB2, adamEps, weightDecay,
-      maxGradNorm, emaDecay;
+      maxGradNorm, emaDecay, emaInvGamma, emaPower;
+  std::optional<bool> emaWarmup;
   std::optional<int64_t> warmupSteps;
   std::optional<std::string> lrSchedule;
   std::optional<int64_t> lrScheduleSteps;
@@ -194,6 +195,10 @@ struct OptimizerSettings {
   /// ema_decay: the step keeps an exponential moving average of the
   /// parameters with this decay; 0 keeps none.
   Setting<double> emaDecay{0.0};
+  /// The decay's warm-up (diffusers' EMAModel): min(ema_decay, (1 + s)/(10 +
+  /// s)) after s steps, or with ema_warmup 1 − (1 + s/ema_inv_gamma)^−ema_power.
+  Setting<bool> emaWarmup{false};
+  Setting<double> emaInvGamma{1.0}, emaPower{2.0 / 3.0};
 };
 
 /// What the steps train on (sd/Data/Batches.h).

@@ -480,7 +480,11 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
     With `ema-decay` d > 0 the step also keeps an exponential moving average
     of each parameter (DiT's EMA weights, for sampling): one more state
     argument per parameter, `#sd.optimizer_state<"w", ema>` after nu,
-    updated as ema' = d·ema + (1−d)·p' and aliased like the moments.
+    updated as ema' = d_s·ema + (1−d_s)·p' and aliased like the moments,
+    where d_s warms up to d as diffusers' EMAModel does it, s being the
+    step's count of earlier steps: d_s = min(d, (1 + s)/(10 + s)), or with
+    `ema-warmup` min(d, 1 − (1 + s/ema-inv-gamma)^−ema-power), and d_0 = 0
+    (the first step's EMA is its parameters).
 
     A module without `@loss_grad`, a gradient function that does not
     return the loss and one gradient per parameter or has no seed,
@@ -520,6 +524,13 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
     Option<"emaDecay", "ema-decay", "double", "0.0",
            "Keep an exponential moving average of the parameters with this "
            "decay (0: none)">,
+    Option<"emaWarmup", "ema-warmup", "bool", "false",
+           "Warm the EMA's decay up as 1 - (1 + s/ema-inv-gamma)^-ema-power "
+           "instead of (1 + s)/(10 + s)">,
+    Option<"emaInvGamma", "ema-inv-gamma", "double", "1.0",
+           "The EMA warm-up's inverse gamma">,
+    Option<"emaPower", "ema-power", "double", "0.6666666666666666",
+           "The EMA warm-up's power">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect",
                            "::mlir::func::FuncDialect"];

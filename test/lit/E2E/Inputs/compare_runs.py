@@ -2,14 +2,18 @@
 
   compare_runs.py A.jsonl B.jsonl A.safetensors B.safetensors LOSS_TOL WEIGHT_TOL
   compare_runs.py --same-weights A.safetensors B.safetensors
+  compare_runs.py --ema PREV.safetensors NEXT.safetensors EMA.safetensors D TOL
 
 The losses (--metrics JSON lines) must agree to LOSS_TOL relative at every
 step; the exported weights (--export) tensor by tensor to WEIGHT_TOL,
 relative to the tensor's largest magnitude (at least 1e-3, so that a tensor
 still near zero is compared absolutely). Prints the largest differences and
 exits 1 when either exceeds its bound. With --same-weights, the two exports'
-tensors must be bitwise equal (their metadata, such as the step, may
-differ): it prints "same weights" or the first tensor that differs.
+tensors must be exactly equal, value by value (−0 equals 0; their metadata,
+such as the step, may differ): it prints "same weights" or the first tensor that differs. With
+--ema, EMA must be D·PREV + (1 − D)·NEXT (the EMA update of a step whose
+decay is D from an EMA equal to PREV) to TOL relative to each tensor's
+largest magnitude.
 """
 import json
 import os
@@ -38,16 +42,38 @@ def same_weights(a_path, b_path):
         print("the exports hold other tensors")
         return 1
     for name in sorted(a):
-        if a[name] != b[name]:
+        if a[name][:2] != b[name][:2] or floats(a[name]) != floats(b[name]):
             print("tensor '%s' differs" % name)
             return 1
     print("same weights: %d tensors" % len(a))
     return 0
 
 
+def ema_update(prev_path, next_path, ema_path, decay, tol):
+    _, prev = read(prev_path)
+    _, nxt = read(next_path)
+    _, ema = read(ema_path)
+    worst, worst_name = 0.0, ""
+    for name in sorted(ema):
+        p, q, e = floats(prev[name]), floats(nxt[name]), floats(ema[name])
+        scale = max(1e-3, max(abs(v) for v in e))
+        diff = max(abs(decay * a + (1 - decay) * b - c)
+                   for a, b, c in zip(p, q, e)) / scale
+        if diff > worst:
+            worst, worst_name = diff, name
+    ok = worst <= tol
+    print("EMA = %.6g * previous + %.6g * parameters: largest difference %.3g "
+          "in '%s' (bound %g): %s" % (decay, 1 - decay, worst, worst_name, tol,
+                                      "ok" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
 def main():
     if sys.argv[1] == "--same-weights":
         return same_weights(sys.argv[2], sys.argv[3])
+    if sys.argv[1] == "--ema":
+        return ema_update(sys.argv[2], sys.argv[3], sys.argv[4],
+                          float(sys.argv[5]), float(sys.argv[6]))
     a_metrics, b_metrics, a_weights, b_weights = sys.argv[1:5]
     loss_tol, weight_tol = float(sys.argv[5]), float(sys.argv[6])
     a, b = losses(a_metrics), losses(b_metrics)
