@@ -129,6 +129,9 @@ struct AdamCase {
   double learningRate, weightDecay, maxGradNorm;
   int64_t warmupSteps;
   double step;
+  ::sd::LrSchedule schedule = ::sd::LrSchedule::Constant;
+  int64_t scheduleSteps = 0;
+  double maxGradValue = 0;
 };
 
 class AdamWTest : public TrainStepTest,
@@ -143,6 +146,9 @@ TEST_P(AdamWTest, UpdateFollowsTheFormula) {
   options.step.weightDecay = c.weightDecay;
   options.step.maxGradNorm = c.maxGradNorm;
   options.step.warmupSteps = c.warmupSteps;
+  options.step.lrSchedule = c.schedule;
+  options.step.lrScheduleSteps = c.scheduleSteps;
+  options.step.maxGradValue = c.maxGradValue;
   mlir::OwningOpRef<mlir::ModuleOp> stepModule =
       differentiate(kLinear, 8, options);
   ASSERT_TRUE(gradModule && stepModule) << diagnostics;
@@ -177,15 +183,22 @@ TEST_P(AdamWTest, UpdateFollowsTheFormula) {
   ASSERT_EQ(out.size(), 7u);
   EXPECT_NEAR(out[0][0], grads[0][0], 1e-12);
 
-  double norm = 0;
-  for (int p = 0; p < 2; ++p)
-    for (double g : grads[1 + p].values())
-      norm += g * g;
-  norm = std::sqrt(norm);
   // The step's constants are f32, as the program's element type.
   auto f32 = [](double v) {
     return static_cast<double>(static_cast<float>(v));
   };
+  // Clipped by value first, then by the norm of what is left.
+  auto clipped = [&](double g) {
+    if (c.maxGradValue <= 0)
+      return g;
+    double v = f32(c.maxGradValue);
+    return std::min(std::max(g, -v), v);
+  };
+  double norm = 0;
+  for (int p = 0; p < 2; ++p)
+    for (double g : grads[1 + p].values())
+      norm += clipped(g) * clipped(g);
+  norm = std::sqrt(norm);
   double b1 = f32(0.9), b2 = f32(0.999), eps = f32(1e-8);
   double clip =
       c.maxGradNorm > 0 ? std::min(1.0, f32(c.maxGradNorm) / norm) : 1.0;
@@ -194,9 +207,18 @@ TEST_P(AdamWTest, UpdateFollowsTheFormula) {
               (c.warmupSteps > 0
                    ? std::min(1.0, t / f32(static_cast<double>(c.warmupSteps)))
                    : 1.0);
+  // The decay after warm-up, from the update's count (the step, from 0).
+  if (c.schedule != ::sd::LrSchedule::Constant) {
+    double w = static_cast<double>(c.warmupSteps);
+    double progress = std::clamp(
+        (c.step - w) / (static_cast<double>(c.scheduleSteps) - w), 0.0, 1.0);
+    lr *= c.schedule == ::sd::LrSchedule::Linear
+              ? 1 - progress
+              : 0.5 * (1 + std::cos(f32(M_PI) * progress));
+  }
   for (int p = 0; p < 2; ++p) {
     for (int64_t i = 0; i < params[p].numElements(); ++i) {
-      double g = grads[1 + p][i] * clip;
+      double g = clipped(grads[1 + p][i]) * clip;
       double m = b1 * mus[p][i] + f32(1 - 0.9) * g;
       double v = b2 * nus[p][i] + f32(1 - 0.999) * g * g;
       double mHat = m / (1 - std::pow(b1, t));
@@ -216,7 +238,17 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(AdamCase{"Defaults", 1e-4, 1e-2, 0.0, 0, 0.0},
                       AdamCase{"WarmUp", 1e-3, 0.0, 0.0, 10, 3.0},
                       AdamCase{"AfterWarmUp", 1e-3, 0.0, 0.0, 10, 42.0},
-                      AdamCase{"Clipped", 1e-3, 1e-2, 0.05, 0, 5.0}),
+                      AdamCase{"Clipped", 1e-3, 1e-2, 0.05, 0, 5.0},
+                      AdamCase{"LinearDecay", 1e-3, 1e-2, 0.0, 2, 5.0,
+                               ::sd::LrSchedule::Linear, 10},
+                      AdamCase{"CosineDecay", 1e-3, 0.0, 0.0, 2, 7.0,
+                               ::sd::LrSchedule::Cosine, 10},
+                      AdamCase{"DecayedToZero", 1e-3, 1e-2, 0.0, 0, 12.0,
+                               ::sd::LrSchedule::Linear, 10},
+                      AdamCase{"ClippedByValue", 1e-3, 0.0, 0.0, 0, 1.0,
+                               ::sd::LrSchedule::Constant, 0, 0.01},
+                      AdamCase{"ClippedByValueThenNorm", 1e-3, 0.0, 0.05, 0,
+                               1.0, ::sd::LrSchedule::Constant, 0, 0.01}),
     [](const ::testing::TestParamInfo<AdamCase> &info) {
       return std::string(info.param.name);
     });
