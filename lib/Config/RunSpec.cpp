@@ -311,8 +311,8 @@ absl::Status Resolver::resolveBatch() {
   batch.perDevice = pick(&F::perDeviceBatch, &C::perDeviceBatchSize, 0.0);
   // Microbatches per optimizer step: per_device_batch_size is a
   // microbatch's (MaxText's global batch = per device × devices × steps).
-  batch.gradAccum = pick(&F::gradAccum, &C::gradientAccumulationSteps,
-                         int64_t(1));
+  batch.gradAccum =
+      pick(&F::gradAccum, &C::gradientAccumulationSteps, int64_t(1));
   int64_t accum = batch.gradAccum.value;
   if (flags.batch && flags.perDeviceBatch)
     return invalid("give --batch or --per-device-batch, not both");
@@ -334,8 +334,8 @@ absl::Status Resolver::resolveBatch() {
       return invalid(absl::StrFormat("%s is above the largest global batch, %d",
                                      product, kMaxGlobalBatch));
     if (!(global >= 1.0) || std::fabs(global - std::round(global)) > 1e-9)
-      return invalid(absl::StrFormat(
-          "%s is not a whole, positive global batch", product));
+      return invalid(
+          absl::StrFormat("%s is not a whole, positive global batch", product));
     batch.global.value = static_cast<int64_t>(std::llround(global));
     batch.global.source = batch.perDevice.source;
     batch.global.origin = batch.perDevice.origin;

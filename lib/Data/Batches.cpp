@@ -55,15 +55,14 @@ absl::Status checkConditioning(const StepInput &input,
                                const std::string &dataset) {
   std::string given = shapeText(input.globalShape, 1);
   if (!shape)
-    return absl::InvalidArgumentError(
-        absl::StrCat("the model's input '", input.name, "' holds ", holds,
-                     " of shape ", given, " but ", dataset, " has no ",
-                     feature));
-  if (given != formatShape(*shape))
     return absl::InvalidArgumentError(absl::StrCat(
         "the model's input '", input.name, "' holds ", holds, " of shape ",
-        given, " but ", dataset, " has ", feature, " of shape ",
-        formatShape(*shape)));
+        given, " but ", dataset, " has no ", feature));
+  if (given != formatShape(*shape))
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model's input '", input.name, "' holds ", holds,
+                     " of shape ", given, " but ", dataset, " has ", feature,
+                     " of shape ", formatShape(*shape)));
   return absl::OkStatus();
 }
 

@@ -600,9 +600,9 @@ public:
                                  << maxGradValue.getValue();
       return signalPassFailure();
     }
-    StepOptions options{learningRate, beta1,       beta2,       epsilon,
-                        weightDecay,  maxGradNorm, warmupSteps, gradAccum,
-                        emaDecay,     maxGradValue, emaWarmup,  emaInvGamma,
+    StepOptions options{learningRate, beta1,        beta2,          epsilon,
+                        weightDecay,  maxGradNorm,  warmupSteps,    gradAccum,
+                        emaDecay,     maxGradValue, emaWarmup,      emaInvGamma,
                         emaPower,     lrSchedule,   lrScheduleSteps};
     TrainStepBuilder stepBuilder(grad, options);
     if (failed(stepBuilder.build()))

@@ -279,9 +279,8 @@ struct SumBeforeAllReduce : public OpRewritePattern<AddOp> {
       return failure();
     Value sum = AddOp::create(rewriter, op.getLoc(), lhs.getOperand(),
                               rhs.getOperand());
-    rewriter.replaceOpWithNewOp<AllReduceOp>(op, op.getType(), sum,
-                                             lhs.getMeshAttr(),
-                                             lhs.getReductionAxes());
+    rewriter.replaceOpWithNewOp<AllReduceOp>(
+        op, op.getType(), sum, lhs.getMeshAttr(), lhs.getReductionAxes());
     return success();
   }
 };

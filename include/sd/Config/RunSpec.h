@@ -195,8 +195,9 @@ struct OptimizerSettings {
   /// ema_decay: the step keeps an exponential moving average of the
   /// parameters with this decay; 0 keeps none.
   Setting<double> emaDecay{0.0};
-  /// The decay's warm-up (diffusers' EMAModel): min(ema_decay, (1 + s)/(10 +
-  /// s)) after s steps, or with ema_warmup 1 − (1 + s/ema_inv_gamma)^−ema_power.
+  /// The decay's warm-up (diffusers' EMAModel) after s steps:
+  /// min(ema_decay, (1 + s)/(10 + s)), or with ema_warmup
+  /// min(ema_decay, 1 − (1 + s/ema_inv_gamma)^−ema_power).
   Setting<bool> emaWarmup{false};
   Setting<double> emaInvGamma{1.0}, emaPower{2.0 / 3.0};
 };
