@@ -441,11 +441,12 @@ absl::Status Resolver::resolveOptimizer() {
   if (opt.lrScheduleSteps.value == -1 ||
       (*schedule != LrSchedule::Constant && !scheduleSteps))
     opt.lrScheduleSteps.value = run.steps.value;
-  if (*schedule == LrSchedule::Constant)
-    opt.lrScheduleSteps.value = 0;
-  // MaxDiffusion's warm-up is a fraction of the schedule's steps.
+  // MaxDiffusion's warm-up is a fraction of the schedule's steps, when
+  // given (a constant rate then ignores them).
   int64_t warmupBase = opt.lrScheduleSteps.value > 0 ? opt.lrScheduleSteps.value
                                                      : run.steps.value;
+  if (*schedule == LrSchedule::Constant)
+    opt.lrScheduleSteps.value = 0;
   if (flags.warmupSteps || !file.warmupStepsFraction) {
     opt.warmupSteps = pick(&F::warmupSteps, int64_t(0));
   } else {

@@ -215,7 +215,6 @@ public:
     return *result;
   }
 
-  /// A shape of `rank` positive sizes.
   /// A shape of `rank` dimensions, or of `rank` to `maxRank` when that is
   /// larger.
   absl::StatusOr<std::vector<int64_t>> shape(const llvm::json::Object &parent,
@@ -424,10 +423,20 @@ IndexParser::index(const llvm::json::Object &root) const {
   index.range = *range;
   if (images && !index.range)
     return error("features.images.range", "is missing");
-  // Sizes are at most 2^24 each, so these products do not overflow; a
-  // sample of more than 2^31 floats (8 GiB) is not a training sample.
+  // A sample of more than 2^31 floats (8 GiB) is not a training sample.
+  // Checked factor by factor: sizes are at most 2^24 each, so no partial
+  // product below the limit overflows when multiplied by the next.
   constexpr int64_t kMaxElements = int64_t(1) << 31;
-  if (index.sampleElements() > kMaxElements)
+  auto tooLarge = [&](const std::vector<int64_t> &shape) {
+    int64_t elements = 1;
+    for (int64_t size : shape) {
+      elements *= size;
+      if (elements > kMaxElements)
+        return true;
+    }
+    return false;
+  };
+  if (tooLarge(index.sampleShape))
     return error(absl::StrCat("features.", index.sampleFeature, ".shape"),
                  "has more than 2^31 elements");
   index.hasLabels = (*features)->get("labels") != nullptr;
@@ -443,7 +452,7 @@ IndexParser::index(const llvm::json::Object &root) const {
     if (!embeddings.ok())
       return embeddings.status();
     index.embeddingShape = *embeddings;
-    if (index.embeddingElements() > kMaxElements)
+    if (tooLarge(*index.embeddingShape))
       return error("features.embeddings.shape", "has more than 2^31 elements");
   }
   if ((*features)->get("pooled_embeddings")) {

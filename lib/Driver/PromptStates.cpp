@@ -52,6 +52,16 @@ mlir::sd::readPromptStates(const std::string &path,
       readWholeSafetensors(path, "--text-states file");
   if (!file.ok())
     return file.status();
+  // One tensor per input: a model with two inputs of one role would take
+  // one tensor for both.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (inputs[i].role == inputs[j].role)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "@denoise has two inputs of role %s; --text-states feeds one "
+            "'%s' each",
+            rt::inputRoleName(inputs[i].role),
+            tensorName(inputs[i].role, false)));
   std::vector<std::string> known;
   for (const ConditionInput &input : inputs)
     for (bool negative : {false, true})

@@ -509,6 +509,16 @@ absl::Status SampleRun::resolveConditions(func::FuncOp denoise) {
     }
   }
   bool text = !textInputs.empty();
+  // The text states' input (else the first text input), for messages.
+  auto states = llvm::find_if(textInputs, [](const ConditionInput &input) {
+    return input.role == rt::InputRole::Context;
+  });
+  const ConditionInput &textStates =
+      text ? (states != textInputs.end() ? *states : textInputs.front())
+           : ConditionInput{rt::InputRole::Context, {}};
+  if (latents.empty())
+    return absl::InvalidArgumentError(
+        "@denoise has no latents input of static sample shape");
 
   // Guidance: classifier-free, and a distilled guidance input's value.
   cfgScale = guidanceInput ? options.trueCfgScale : options.guidanceScale;
@@ -539,7 +549,7 @@ absl::Status SampleRun::resolveConditions(func::FuncOp denoise) {
       return absl::InvalidArgumentError(
           "@denoise is conditioned on text: give the prompts' text-encoder "
           "outputs with --text-states=FILE.safetensors (prompt_embeds " +
-          shapeString(textInputs.front().shape).insert(1, "N, ") +
+          shapeString(textStates.shape).insert(1, "N, ") +
           (textInputs.size() > 1 ? ", pooled_prompt_embeds" : "") +
           "), or run it on given inputs with --predict");
     absl::StatusOr<PromptStates> read =

@@ -113,6 +113,11 @@ TEST(TextDatasetTest, SampleRanksAndPooledShapesAreChecked) {
       parseDatasetIndex(formatDatasetIndex(index), "i.json").status().message(),
       "'i.json': features.latents.shape must be an array of 3 or 4 "
       "positive sizes (at most 2^24 each)");
+  // Four sizes of up to 2^24 each: the product is checked as it grows.
+  index.sampleShape = {1 << 24, 1 << 24, 1 << 15, 1};
+  EXPECT_EQ(
+      parseDatasetIndex(formatDatasetIndex(index), "i.json").status().message(),
+      "'i.json': features.latents.shape has more than 2^31 elements");
   index.sampleShape = {2, 3, 4};
   index.pooledShape = std::vector<int64_t>{4, 4};
   EXPECT_EQ(
