@@ -340,6 +340,53 @@ absl::Status checkOptions(const SampleOptions &options) {
   return absl::OkStatus();
 }
 
+/// What @denoise is conditioned on: the classes its labels input has room
+/// for, its text inputs, whether it takes a distilled guidance, and the
+/// latents' sample shape.
+struct DenoiseConditions {
+  int64_t numClasses = 0;
+  std::vector<ConditionInput> textInputs;
+  std::vector<int64_t> latents;
+  bool guidanceInput = false;
+};
+
+DenoiseConditions conditionsOf(func::FuncOp denoise) {
+  DenoiseConditions conditions;
+  for (unsigned i = 0; i < denoise.getNumArguments(); ++i) {
+    auto input =
+        denoise.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
+    auto type = dyn_cast<RankedTensorType>(denoise.getArgument(i).getType());
+    // The batch may be dynamic; the sample's dimensions are not.
+    if (!input || !type || type.getRank() == 0 ||
+        llvm::any_of(type.getShape().drop_front(), ShapedType::isDynamic))
+      continue;
+    std::vector<int64_t> sample(type.getShape().begin() + 1,
+                                type.getShape().end());
+    switch (input.getKind()) {
+    case InputKind::latents:
+      conditions.latents = std::move(sample);
+      break;
+    case InputKind::labels:
+      if (type.getRank() == 2)
+        conditions.numClasses = type.getDimSize(1) - 1;
+      break;
+    case InputKind::context:
+    case InputKind::pooled:
+      conditions.textInputs.push_back({input.getKind() == InputKind::pooled
+                                           ? rt::InputRole::Pooled
+                                           : rt::InputRole::Context,
+                                       std::move(sample)});
+      break;
+    case InputKind::guidance:
+      conditions.guidanceInput = true;
+      break;
+    default:
+      break;
+    }
+  }
+  return conditions;
+}
+
 /// One sdsample run; run() does it in order.
 class SampleRun {
 public:
@@ -373,8 +420,12 @@ private:
   bool compilerReported = false;
   ScopedDiagnosticHandler diagnostics;
 
-  /// The classes, the prompts, the guidance and the time shift.
+  /// The classes, the prompts, the guidance and the time shift, in that
+  /// order's phases below.
   absl::Status resolveConditions(func::FuncOp denoise);
+  absl::Status resolveGuidance(func::FuncOp denoise, bool guidanceInput);
+  absl::Status resolveRows(const DenoiseConditions &conditions);
+  absl::Status resolveTimeShift(const DenoiseConditions &conditions);
 
   SamplerOptions sampler;
   std::string predictionSource;
@@ -471,56 +522,21 @@ absl::Status SampleRun::resolve() {
 }
 
 absl::Status SampleRun::resolveConditions(func::FuncOp denoise) {
-  // The classes the labels input has room for, the text inputs and a
-  // guidance input.
-  int64_t numClasses = 0;
-  std::vector<ConditionInput> textInputs;
-  std::vector<int64_t> latents;
-  bool guidanceInput = false;
-  for (unsigned i = 0; i < denoise.getNumArguments(); ++i) {
-    auto input =
-        denoise.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
-    auto type = dyn_cast<RankedTensorType>(denoise.getArgument(i).getType());
-    // The batch may be dynamic; the sample's dimensions are not.
-    if (!input || !type || type.getRank() == 0 ||
-        llvm::any_of(type.getShape().drop_front(), ShapedType::isDynamic))
-      continue;
-    switch (input.getKind()) {
-    case InputKind::latents:
-      latents.assign(type.getShape().begin() + 1, type.getShape().end());
-      break;
-    case InputKind::labels:
-      if (type.getRank() == 2)
-        numClasses = type.getDimSize(1) - 1;
-      break;
-    case InputKind::context:
-    case InputKind::pooled:
-      textInputs.push_back({input.getKind() == InputKind::pooled
-                                ? rt::InputRole::Pooled
-                                : rt::InputRole::Context,
-                            std::vector<int64_t>(type.getShape().begin() + 1,
-                                                 type.getShape().end())});
-      break;
-    case InputKind::guidance:
-      guidanceInput = true;
-      break;
-    default:
-      break;
-    }
-  }
-  bool text = !textInputs.empty();
-  // The text states' input (else the first text input), for messages.
-  auto states = llvm::find_if(textInputs, [](const ConditionInput &input) {
-    return input.role == rt::InputRole::Context;
-  });
-  const ConditionInput &textStates =
-      text ? (states != textInputs.end() ? *states : textInputs.front())
-           : ConditionInput{rt::InputRole::Context, {}};
-  if (latents.empty())
+  DenoiseConditions conditions = conditionsOf(denoise);
+  if (conditions.latents.empty())
     return absl::InvalidArgumentError(
         "@denoise has no latents input of static sample shape");
+  if (absl::Status status = resolveGuidance(denoise, conditions.guidanceInput);
+      !status.ok())
+    return status;
+  if (absl::Status status = resolveRows(conditions); !status.ok())
+    return status;
+  return resolveTimeShift(conditions);
+}
 
-  // Guidance: classifier-free, and a distilled guidance input's value.
+absl::Status SampleRun::resolveGuidance(func::FuncOp denoise,
+                                        bool guidanceInput) {
+  // Classifier-free guidance, and a distilled guidance input's value.
   cfgScale = guidanceInput ? options.trueCfgScale : options.guidanceScale;
   if (!guidanceInput && options.trueCfgScale != 1.0)
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -528,30 +544,41 @@ absl::Status SampleRun::resolveConditions(func::FuncOp denoise) {
         "(Flux.1-dev); this model's classifier-free guidance is "
         "--guidance-scale",
         options.trueCfgScale));
-  if (guidanceInput) {
-    auto recorded =
-        denoise->getAttrOfType<FloatAttr>(SDDialect::kGuidanceAttrName);
-    if (!options.guidanceScaleGiven && !recorded)
-      return absl::InvalidArgumentError(
-          "@denoise takes a distilled guidance strength but records none "
-          "(sd.guidance): give it with --guidance-scale");
-    distilledGuidance = options.guidanceScaleGiven
-                            ? options.guidanceScale
-                            : recorded.getValueAsDouble();
-  }
+  if (!guidanceInput)
+    return absl::OkStatus();
+  auto recorded =
+      denoise->getAttrOfType<FloatAttr>(SDDialect::kGuidanceAttrName);
+  if (!options.guidanceScaleGiven && !recorded)
+    return absl::InvalidArgumentError(
+        "@denoise takes a distilled guidance strength but records none "
+        "(sd.guidance): give it with --guidance-scale");
+  distilledGuidance = options.guidanceScaleGiven ? options.guidanceScale
+                                                 : recorded.getValueAsDouble();
+  return absl::OkStatus();
+}
 
-  if (text) {
+absl::Status SampleRun::resolveRows(const DenoiseConditions &conditions) {
+  const std::vector<ConditionInput> &textInputs = conditions.textInputs;
+  int64_t numClasses = conditions.numClasses;
+  if (!textInputs.empty()) {
     if (!options.classes.empty())
       return absl::InvalidArgumentError(
           "--classes needs a class-conditional model; this one is "
           "conditioned on text, a grid row per prompt of --text-states");
-    if (options.textStatesPath.empty())
+    if (options.textStatesPath.empty()) {
+      // The text states' input (else the first text input) names the shape.
+      auto states = llvm::find_if(textInputs, [](const ConditionInput &input) {
+        return input.role == rt::InputRole::Context;
+      });
+      if (states == textInputs.end())
+        states = textInputs.begin();
       return absl::InvalidArgumentError(
           "@denoise is conditioned on text: give the prompts' text-encoder "
           "outputs with --text-states=FILE.safetensors (prompt_embeds " +
-          shapeString(textStates.shape).insert(1, "N, ") +
+          shapeString(states->shape).insert(1, "N, ") +
           (textInputs.size() > 1 ? ", pooled_prompt_embeds" : "") +
           "), or run it on given inputs with --predict");
+    }
     absl::StatusOr<PromptStates> read =
         readPromptStates(options.textStatesPath, textInputs);
     if (!read.ok())
@@ -562,8 +589,8 @@ absl::Status SampleRun::resolveConditions(func::FuncOp denoise) {
           "%s=%g needs a negative prompt's states in %s "
           "(negative_prompt_embeds%s; an empty prompt's for plain "
           "classifier-free guidance)",
-          guidanceInput ? "--true-cfg-scale" : "--guidance-scale", cfgScale,
-          options.textStatesPath,
+          conditions.guidanceInput ? "--true-cfg-scale" : "--guidance-scale",
+          cfgScale, options.textStatesPath,
           textInputs.size() > 1 ? " and negative_pooled_prompt_embeds" : ""));
     for (int64_t p = 0; p < prompts->prompts; ++p)
       classes.push_back(p);
@@ -594,19 +621,23 @@ absl::Status SampleRun::resolveConditions(func::FuncOp denoise) {
             c, numClasses, numClasses - 1));
     classes = options.classes;
   }
+  return absl::OkStatus();
+}
 
-  // The time shift: flow_shift as given; time_shift (on by default for a
-  // model with a pooled text input, Flux, unless flow_shift is given) from
-  // the image's tokens, a 2×2 patch of the latent each.
-  bool pooled = llvm::any_of(textInputs, [](const ConditionInput &input) {
-    return input.role == rt::InputRole::Pooled;
-  });
+absl::Status SampleRun::resolveTimeShift(const DenoiseConditions &conditions) {
+  // flow_shift as given; time_shift (on by default for a model with a
+  // pooled text input, Flux, unless flow_shift is given) from the image's
+  // tokens, a 2×2 patch of the latent each.
+  bool pooled =
+      llvm::any_of(conditions.textInputs, [](const ConditionInput &input) {
+        return input.role == rt::InputRole::Pooled;
+      });
   bool resolution = options.timeShift.value_or(pooled && !options.flowShift);
   double shift = options.flowShift.value_or(1.0);
   if (resolution) {
     // [(F,) H, W, C]: the tokens of (F ×) H/2 × W/2.
     int64_t tokens = 1;
-    for (int64_t d : ArrayRef<int64_t>(latents).drop_back())
+    for (int64_t d : ArrayRef<int64_t>(conditions.latents).drop_back())
       tokens *= d;
     tokens /= 4;
     shift =
