@@ -129,6 +129,16 @@ void configMesh(const RunConfig &config, std::string &ici, std::string &dcn) {
 using F = RunSpecFlags;
 using C = RunConfig;
 
+/// A setting parsed from the string setting `name`: its value, where the
+/// string came from.
+template <typename T>
+Setting<T> parsedSetting(const Setting<std::string> &name, T value) {
+  Setting<T> setting(std::move(value));
+  setting.source = name.source;
+  setting.origin = name.origin;
+  return setting;
+}
+
 template <typename T> struct Identity { using type = T; };
 template <typename T> using NonDeduced = typename Identity<T>::type;
 
@@ -378,9 +388,7 @@ absl::Status Resolver::resolveRemat() {
     return invalid(
         absl::StrFormat("unknown remat policy '%s'; expected one of %s",
                         name.value, rematPolicyList()));
-  remat.policy.value = *kind;
-  remat.policy.source = name.source;
-  remat.policy.origin = name.origin;
+  remat.policy = parsedSetting(name, *kind);
   if (*kind != RematPolicyKind::Custom) {
     // MaxDiffusion's configs list names for every policy; they mean
     // something only to CUSTOM, and naming them on the command line for
@@ -432,8 +440,7 @@ absl::Status Resolver::resolveOptimizer() {
         "%s: unknown learning-rate schedule '%s'; expected constant, linear "
         "or cosine",
         scheduleName.origin, scheduleName.value));
-  opt.lrSchedule.value = *schedule;
-  opt.lrSchedule.source = scheduleName.source;
+  opt.lrSchedule = parsedSetting(scheduleName, *schedule);
   opt.lrSchedule.origin =
       scheduleSteps && scheduleName.source == SettingSource::Default
           ? opt.lrScheduleSteps.origin
@@ -681,9 +688,7 @@ absl::Status Resolver::resolveModel() {
           "%s: dtype '%s' is not one sd computes in; expected float32 or "
           "bfloat16",
           name.origin, name.value));
-    setting->value = *type;
-    setting->source = name.source;
-    setting->origin = name.origin;
+    *setting = parsedSetting(name, *type);
   }
   return absl::OkStatus();
 }
