@@ -215,7 +215,7 @@ absl::StatusOr<ShardPlan> planShards(rt::TrainingSession &session) {
       plan.blocks[d].push_back(block->f32());
     }
     std::set<std::vector<int64_t>> seen;
-    for (int64_t g = 0; g < meshDevices; ++g)
+    for (int64_t g = 0; g < meshDevices && spec.arguments[i].isStored(); ++g)
       if (seen.insert(blockKey(spec.arguments[i], coords[g])).second)
         plan.owned[g].push_back(i);
   }
@@ -415,8 +415,14 @@ proto::Manifest buildManifest(rt::TrainingSession &session,
   for (const auto &[name, value] : meta.hyperparameters)
     (*manifest.mutable_hyperparameters())[name] = value;
   manifest.set_model(meta.model);
+  manifest.set_frozen_from(meta.frozenFrom);
   std::vector<proto::Tensor *> tensors;
   for (const rt::ArgumentSpec &arg : spec.arguments) {
+    // A frozen parameter is not stored: it is where the run read it.
+    if (!arg.isStored()) {
+      tensors.push_back(nullptr);
+      continue;
+    }
     proto::Tensor *tensor = manifest.add_tensors();
     tensor->set_name(arg.name);
     tensor->set_kind(toProto(arg.kind));
@@ -588,6 +594,7 @@ CheckpointMeta metaOf(const proto::Manifest &manifest) {
   meta.dataPosition = manifest.rng().data_position();
   meta.dataEpoch = manifest.rng().data_epoch();
   meta.model = manifest.model();
+  meta.frozenFrom = manifest.frozen_from();
   for (const auto &[name, value] : manifest.hyperparameters())
     meta.hyperparameters[name] = value;
   return meta;
@@ -794,7 +801,7 @@ CheckpointReader::open(const std::string &stepDir) {
 
 absl::Status CheckpointReader::check(const rt::ProgramSpec &spec) const {
   for (const rt::ArgumentSpec &arg : spec.arguments) {
-    if (arg.kind == rt::ArgumentKind::Input)
+    if (arg.kind == rt::ArgumentKind::Input || !arg.isStored())
       continue;
     auto it = impl->tensors.find(arg.name);
     if (it == impl->tensors.end())

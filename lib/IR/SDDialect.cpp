@@ -184,6 +184,15 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
   if (attrName == kShardingAttrName)
     return verifySharding(op, attr.getValue(), type,
                           describeArgument(func, argIndex));
+  if (attrName == kFrozenAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()) ||
+        !func.getArgAttrOfType<ParamAttr>(argIndex, kRoleAttrName))
+      return emitError(op->getLoc())
+             << "'" << kFrozenAttrName << "' of "
+             << describeArgument(func, argIndex)
+             << " must be a unit attribute on an #sd.param argument";
+    return success();
+  }
   if (attrName == kLocalShardingAttrName)
     return verifyLocalSharding(op, attr.getValue(), type,
                                describeArgument(func, argIndex));

@@ -16,6 +16,8 @@
 
 #include <cmath>
 
+#include "llvm/Support/GlobPattern.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -40,6 +42,8 @@ struct StepOptions {
   double emaInvGamma, emaPower;
   ::sd::LrSchedule lrSchedule;
   int64_t lrScheduleSteps;
+  /// Parameters (by name) the weight decay skips.
+  SmallVector<llvm::GlobPattern> noDecay;
 };
 
 class TrainStepBuilder {
@@ -97,13 +101,15 @@ private:
   // the zero gradient of a parameter that gets none (made anew where the
   // step needs it), and per parameter the VJP group after which its
   // gradient is complete (the group of its first forward user).
-  SmallVector<unsigned> paramIndices, inputIndices;
+  SmallVector<unsigned> paramIndices, frozenIndices, inputIndices;
   Operation *seed = nullptr;
   DenseSet<Operation *> zeroGradients;
   SmallVector<std::pair<int64_t, size_t>> completions;
 
   func::FuncOp step;
-  SmallVector<Value> params, mu, nu, ema, inputs;
+  SmallVector<Value> params, frozen, mu, nu, ema, inputs;
+  /// Per parameter, whether AdamW's weight decay applies to it.
+  SmallVector<bool> decays;
   Value stepCount;
   /// Per parameter, the gradient summed over microbatches.
   SmallVector<Value> gradients;
@@ -131,8 +137,10 @@ Value TrainStepBuilder::broadcastScalar(Value value, Type type) {
 LogicalResult TrainStepBuilder::analyze() {
   FunctionType type = grad.getFunctionType();
   for (unsigned i = 0, e = type.getNumInputs(); i < e; ++i) {
-    if (grad.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName))
+    if (isTrainedParameter(grad, i))
       paramIndices.push_back(i);
+    else if (isFrozenParameter(grad, i))
+      frozenIndices.push_back(i);
     else
       inputIndices.push_back(i);
   }
@@ -142,7 +150,7 @@ LogicalResult TrainStepBuilder::analyze() {
                      return type.getInput(i);
                    })))
     return grad.emitOpError("must return the loss and one gradient per "
-                            "#sd.param argument, not ")
+                            "trained #sd.param argument, not ")
            << type.getResults();
   for (auto i : inputIndices) {
     auto input = cast<RankedTensorType>(type.getInput(i));
@@ -177,6 +185,16 @@ LogicalResult TrainStepBuilder::analyze() {
                                 "to make the gradient function");
     completions.push_back({*group, n});
   }
+  for (unsigned i : paramIndices) {
+    StringRef name =
+        grad.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName)
+            .getName()
+            .getValue();
+    decays.push_back(llvm::none_of(options.noDecay,
+                                   [&](const llvm::GlobPattern &pattern) {
+                                     return pattern.match(name);
+                                   }));
+  }
   // Updated in the order the backward program completes the gradients.
   llvm::stable_sort(completions, [](const auto &a, const auto &b) {
     return a.first > b.first;
@@ -209,10 +227,13 @@ void TrainStepBuilder::createFunction() {
   FunctionType gradType = grad.getFunctionType();
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
-  for (unsigned i : paramIndices) {
-    argTypes.push_back(gradType.getInput(i));
-    argAttrs.push_back(grad.getArgAttrDict(i));
-  }
+  // Trained parameters, frozen ones (read, never written), then the state.
+  for (ArrayRef<unsigned> indices :
+       {ArrayRef(paramIndices), ArrayRef(frozenIndices)})
+    for (unsigned i : indices) {
+      argTypes.push_back(gradType.getInput(i));
+      argAttrs.push_back(grad.getArgAttrDict(i));
+    }
   addStateArgs(argTypes, argAttrs);
   // With microbatches, inputs hold the whole batch: K microbatches' worth.
   for (unsigned i : inputIndices) {
@@ -246,15 +267,16 @@ void TrainStepBuilder::createFunction() {
     step->setAttr(SDDialect::kDefaultBatchAttrName, batch);
   // All result attributes at once: setResultAttr per result would rebuild
   // the whole array each time, quadratic in the parameter count.
-  size_t numParams = paramIndices.size();
+  size_t numParams = paramIndices.size(), numFrozen = frozenIndices.size();
   SmallVector<DictionaryAttr> resultAttrs = {DictionaryAttr::get(context, {})};
   for (int64_t c = 0; c < 1 + numStates(); ++c)
     for (auto [n, i] : llvm::enumerate(paramIndices)) {
       NamedAttrList attrs;
       if (Attribute sharding = grad.getArgAttr(i, SDDialect::kShardingAttrName))
         attrs.append(SDDialect::kShardingAttrName, sharding);
+      int64_t donated = c * numParams + n + (c > 0 ? numFrozen : 0);
       attrs.append(SDDialect::kAliasesAttrName,
-                   builder.getI64IntegerAttr(c * numParams + n));
+                   builder.getI64IntegerAttr(donated));
       resultAttrs.push_back(attrs.getDictionary(context));
     }
   step.setAllResultAttrs(resultAttrs);
@@ -262,12 +284,14 @@ void TrainStepBuilder::createFunction() {
   Block *entry = step.addEntryBlock();
   auto args = entry->getArguments();
   llvm::append_range(params, args.take_front(numParams));
-  llvm::append_range(mu, args.slice(numParams, numParams));
-  llvm::append_range(nu, args.slice(2 * numParams, numParams));
+  llvm::append_range(frozen, args.slice(numParams, numFrozen));
+  auto states = args.drop_front(numParams + numFrozen);
+  llvm::append_range(mu, states.take_front(numParams));
+  llvm::append_range(nu, states.slice(numParams, numParams));
   if (options.emaDecay > 0)
-    llvm::append_range(ema, args.slice(3 * numParams, numParams));
-  llvm::append_range(inputs, args.slice((1 + numStates()) * numParams,
-                                        inputIndices.size()));
+    llvm::append_range(ema, states.slice(2 * numParams, numParams));
+  llvm::append_range(
+      inputs, states.slice(numStates() * numParams, inputIndices.size()));
   stepCount = args.back();
   builder.setInsertionPointToEnd(entry);
 }
@@ -315,6 +339,8 @@ Value TrainStepBuilder::cloneGradient(ArrayRef<Value> microInputs) {
   IRMapping mapping;
   for (auto [n, i] : llvm::enumerate(paramIndices))
     mapping.map(body.getArgument(i), params[n]);
+  for (auto [n, i] : llvm::enumerate(frozenIndices))
+    mapping.map(body.getArgument(i), frozen[n]);
   for (auto [n, i] : llvm::enumerate(inputIndices))
     mapping.map(body.getArgument(i), microInputs[n]);
   Operation *terminator = body.getTerminator();
@@ -482,7 +508,7 @@ void TrainStepBuilder::updateParameter(size_t n) {
   Value vHat = create<DivOp>(v, asParam(correction2));
   Value direction = create<DivOp>(
       mHat, create<AddOp>(create<SqrtOp>(vHat), splat(options.epsilon, type)));
-  if (options.weightDecay != 0)
+  if (options.weightDecay != 0 && decays[n])
     direction = create<AddOp>(
         direction, create<MulOp>(splat(options.weightDecay, type), p));
   newParams[n] =
@@ -603,7 +629,18 @@ public:
     StepOptions options{learningRate, beta1,        beta2,          epsilon,
                         weightDecay,  maxGradNorm,  warmupSteps,    gradAccum,
                         emaDecay,     maxGradValue, emaWarmup,      emaInvGamma,
-                        emaPower,     lrSchedule,   lrScheduleSteps};
+                        emaPower,     lrSchedule,   lrScheduleSteps, {}};
+    for (const std::string &text : noDecay) {
+      llvm::Expected<llvm::GlobPattern> pattern =
+          llvm::GlobPattern::create(text);
+      if (!pattern) {
+        emitError(module.getLoc())
+            << "no-decay pattern '" << text
+            << "' is not a glob pattern: " << toString(pattern.takeError());
+        return signalPassFailure();
+      }
+      options.noDecay.push_back(std::move(*pattern));
+    }
     TrainStepBuilder stepBuilder(grad, options);
     if (failed(stepBuilder.build()))
       return signalPassFailure();

@@ -224,7 +224,7 @@ private:
 void GradientBuilder::createFunction() {
   FunctionType lossType = loss.getFunctionType();
   for (unsigned i = 0, e = lossType.getNumInputs(); i < e; ++i) {
-    if (loss.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName))
+    if (isTrainedParameter(loss, i))
       paramIndices.push_back(i);
     else
       inputIndices.push_back(i);
@@ -357,7 +357,9 @@ FailureOr<func::FuncOp> GradientBuilder::build() {
   createFunction();
   if (paramIndices.empty())
     return emitError(loss.getLoc())
-           << "@" << loss.getSymName() << " has no #sd.param argument to train";
+           << "@" << loss.getSymName()
+           << " has no #sd.param argument to train (every parameter is "
+              "frozen or there is none)";
   Value lossValue = forward();
   if (failed(backward(lossValue)))
     return failure();

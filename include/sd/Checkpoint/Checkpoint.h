@@ -64,6 +64,10 @@ struct CheckpointMeta {
   std::string model;
   /// Optimizer hyperparameters ("learning_rate", "adam_b1", ...).
   std::map<std::string, double> hyperparameters;
+  /// Where the frozen parameters come from, which a checkpoint does not
+  /// store ("init-from base.safetensors (1234 bytes)", "seed 0"); empty
+  /// when every parameter is trained.
+  std::string frozenFrom;
 };
 
 /// "step_00000010": the step directory's name of `step`.

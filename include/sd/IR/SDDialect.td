@@ -119,6 +119,11 @@ def SD_Dialect : Dialect {
     /// reuses (a donated argument, as JAX's donate_argnums): the training
     /// step writes new parameters and optimizer state in place.
     static constexpr ::llvm::StringLiteral kAliasesAttrName = "sd.aliases";
+    /// On an #sd.param argument: the parameter is not trained (frozen by
+    /// sd-freeze-parameters, or the base weight of LoRA adapters): it gets
+    /// no gradient, no optimizer state and no update, and the step reads
+    /// it without writing it.
+    static constexpr ::llvm::StringLiteral kFrozenAttrName = "sd.frozen";
 
     /// The first argument of `func` whose #sd.param name an earlier
     /// argument has, or its argument count: computed once per array of

@@ -14,6 +14,7 @@
 #include "sd/IR/SDOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <optional>
@@ -22,6 +23,19 @@ namespace mlir::sd::autodiff {
 
 /// The function sd-differentiate builds from @loss.
 constexpr llvm::StringLiteral kGradientFunctionName = "loss_grad";
+
+/// Whether argument `i` of `func` is a parameter the gradient is taken
+/// for: an #sd.param that is not `sd.frozen`.
+inline bool isTrainedParameter(FunctionOpInterface func, unsigned i) {
+  return func.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName) &&
+         !func.getArgAttr(i, SDDialect::kFrozenAttrName);
+}
+
+/// Whether argument `i` of `func` is a frozen parameter.
+inline bool isFrozenParameter(FunctionOpInterface func, unsigned i) {
+  return func.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName) &&
+         func.getArgAttr(i, SDDialect::kFrozenAttrName);
+}
 
 /// Whether `op` belongs to the backward program.
 inline bool isBackward(Operation *op) {

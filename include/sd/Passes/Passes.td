@@ -291,6 +291,102 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def FreezeParameters : Pass<"sd-freeze-parameters", "::mlir::ModuleOp"> {
+  let summary = "Freeze the parameters a fine-tune does not train";
+  let description = [{
+    Marks parameters `sd.frozen` by name: those matching a `freeze` glob
+    pattern, and, with `trainable` patterns, every parameter matching none
+    of them (MaxDiffusion-style `trainable_parameters`). A frozen parameter
+    gets no gradient (`sd-differentiate`), no optimizer state and no update
+    (`sd-build-train-step`): the step reads it, FSDP still gathers it for
+    the forward pass, and no gradient of it is reduced. Applies to every
+    function with `#sd.param` arguments.
+
+    ```mlir
+    // sd-freeze-parameters{freeze=blocks.0.*}
+    func.func @loss(%w: tensor<4x3xf32> {sd.role = #sd.param<"blocks.0.w", zeros>}, ...)
+    // becomes
+    func.func @loss(%w: tensor<4x3xf32> {sd.frozen, sd.role = #sd.param<"blocks.0.w", zeros>}, ...)
+    ```
+
+    A pattern that is not a glob, or that matches no parameter, and a
+    module whose parameters are all frozen, are errors.
+  }];
+  let options = [
+    ListOption<"freeze", "freeze", "std::string",
+               "Glob patterns of the parameter names to freeze">,
+    ListOption<"trainable", "trainable", "std::string",
+               "Glob patterns of the parameter names to train (the others "
+               "are frozen)">,
+  ];
+  let statistics = [
+    Statistic<"numFrozen", "num-frozen", "Parameters frozen">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
+def AddLora : Pass<"sd-add-lora", "::mlir::ModuleOp"> {
+  let summary = "Add LoRA adapters beside the targeted projections";
+  let description = [{
+    LoRA as PEFT builds it. A target module `X` (PEFT's `target_modules`: a
+    module is targeted when its name equals one of `targets` or ends with
+    "." and one, or when `target-regex` matches it whole) is a parameter
+    `X.weight` of a Linear layer: its products contract its last dimension
+    (the input features) alone, and its stored shape, if any, is
+    [out, in]. It gets two parameters after it, as PEFT names them:
+
+    * `X.lora_A.weight` [r, in], uniform in ±1/sqrt(in) (PEFT's default
+      Kaiming initialisation), logical axes `[_, <W's input axis>]`;
+    * `X.lora_B.weight` [out..., r], zeros (stored [out, r] for a fused
+      weight such as DiT's qkv [3, out, in]), logical axes `[<W's output
+      axes>, _]`,
+
+    so they shard like their base weight, and step 0 computes the base
+    model. Each product y = x·Wᵀ becomes y + (x·(s·A)ᵀ)·Bᵀ, s = alpha / r
+    (`alpha` 0 means alpha = r), through the calls of block functions that
+    pass W on (a callee is cloned as `<name>_lora` with the adapters as two
+    more arguments per targeted weight). Every other parameter, the base
+    weights included, is frozen (`sd.frozen`): the step trains the adapters
+    alone.
+
+    ```mlir
+    // sd-add-lora{rank=2 targets=proj}
+    func.func @loss(%w: tensor<4x3xf32> {sd.role = #sd.param<"proj.weight", zeros>}, %x: ...) -> tensor<f32> {
+      %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [1] : ...
+    // becomes
+    func.func @loss(%w: tensor<4x3xf32> {sd.frozen, sd.role = #sd.param<"proj.weight", zeros>},
+                    %a: tensor<2x3xf32> {sd.role = #sd.param<"proj.lora_A.weight", uniform(0.57735)>},
+                    %b: tensor<4x2xf32> {sd.role = #sd.param<"proj.lora_B.weight", zeros>}, %x: ...) -> tensor<f32> {
+      %y = sd.dot_general %x, %w batch = [] x [] contract = [1] x [1] : ...
+      %s = sd.constant dense<1.0> : tensor<2x3xf32>
+      %sa = sd.mul %a, %s : ...
+      %h = sd.dot_general %x, %sa batch = [] x [] contract = [1] x [1] : ...
+      %d = sd.dot_general %h, %b batch = [] x [] contract = [1] x [1] : ...
+      %y2 = sd.add %y, %d : ...
+    ```
+
+    A rank below 1, no targets, a target name that matches no parameter, a
+    regex that does not compile or matches nothing, a target that is not a
+    Linear weight or that an op other than a product or a call uses, and a
+    module that already has adapters are errors.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", "0", "The adapters' rank r">,
+    Option<"alpha", "alpha", "double", "0.0",
+           "lora_alpha: the update is scaled by alpha / r (0: alpha = r)">,
+    ListOption<"targets", "targets", "std::string",
+               "Target module names (PEFT's target_modules list)">,
+    Option<"targetRegex", "target-regex", "std::string", "\"\"",
+           "Target modules as one regular expression matched whole">,
+  ];
+  let statistics = [
+    Statistic<"numAdapted", "num-adapted",
+              "Projections given adapters (per function)">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def Differentiate : Pass<"sd-differentiate", "::mlir::ModuleOp"> {
   let summary = "Build the gradient function of @loss by reverse-mode AD";
   let description = [{
@@ -303,9 +399,10 @@ def Differentiate : Pass<"sd-differentiate", "::mlir::ModuleOp"> {
     The forward program is `@loss` with its block calls inlined; the
     backward program asks each op for its VJP (VjpOpInterface), in reverse
     order, and sums cotangents. Parameters are the `#sd.param` arguments;
-    inputs (latents, noise, timestep, labels, context) and random numbers
-    get no gradient, and a parameter the loss does not use gets a zero
-    gradient. Every forward value the backward program needs is used
+    inputs (latents, noise, timestep, labels, context), frozen parameters
+    (`sd.frozen`, which the gradient function takes after the trained ones,
+    as inputs) and random numbers get no gradient, and a parameter the loss
+    does not use gets a zero gradient. Every forward value the backward program needs is used
     directly (kept): `sd-remat` then decides what is recomputed or
     offloaded, and `sd-build-train-step` builds the optimizer step around
     the gradient.
@@ -441,6 +538,10 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
     func.func @train_step(params..., mu..., nu..., inputs..., %step) -> (loss, new_params..., new_mu..., new_nu...)
     ```
 
+    A frozen parameter (`sd.frozen`, an input of the gradient function)
+    follows the trained ones, gets no optimizer state and is not returned:
+    the step reads it and never writes it.
+
     Optimizer state arguments carry `#sd.optimizer_state` and the
     parameter's logical axes and sharding, so propagation shards them like
     the parameter (ZeRO); new parameters and state are returned with the
@@ -448,7 +549,9 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
 
     AdamW as optax/MaxDiffusion: with t = step + 1,
     mu' = b1·mu + (1−b1)·g, nu' = b2·nu + (1−b2)·g²,
-    p' = p − lr_t·(mu'/(1−b1^t) / (sqrt(nu'/(1−b2^t)) + eps) + wd·p),
+    p' = p − lr_t·(mu'/(1−b1^t) / (sqrt(nu'/(1−b2^t)) + eps) + wd·p)
+    (wd = 0 for a parameter whose name matches a `no-decay` glob pattern,
+    optax's weight-decay mask),
     lr_t = lr·min(1, t/warmup-steps)·d(step): after warm-up `lr-schedule`
     keeps the peak (`constant`, d = 1) or decays it to 0 over
     `lr-schedule-steps` S (optax's schedules as MaxDiffusion builds them,
@@ -531,6 +634,8 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
            "The EMA warm-up's inverse gamma">,
     Option<"emaPower", "ema-power", "double", "0.6666666666666666",
            "The EMA warm-up's power">,
+    ListOption<"noDecay", "no-decay", "std::string",
+               "Glob patterns of parameter names the weight decay skips">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect",
                            "::mlir::func::FuncDialect"];

@@ -77,6 +77,10 @@ struct ArgumentSpec {
   /// (argument order).
   InputRole role = InputRole::Latents;
   int64_t ordinal = 0;
+  /// Parameter: whether the step trains it (false) or only reads it (a
+  /// frozen parameter: no optimizer state, no update, and checkpoints do
+  /// not store it).
+  bool frozen = false;
   /// Parameter, and the EMA state of one: how the parameter starts (AdamW's
   /// moments and the step counter start at zero).
   InitSpec init;
@@ -93,6 +97,10 @@ struct ArgumentSpec {
   /// The mesh's axis sizes (filled by TrainingSession::create).
   std::vector<int64_t> axisSizes;
 
+  /// Whether checkpoints store it: everything but frozen parameters.
+  bool isStored() const {
+    return !(kind == ArgumentKind::Parameter && frozen);
+  }
   /// Bytes of the global tensor and of one device's block.
   int64_t globalBytes() const;
   int64_t localBytes() const;

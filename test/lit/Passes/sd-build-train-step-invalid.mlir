@@ -18,7 +18,7 @@ func.func @loss(%w: tensor<4xf32> {sd.role = #sd.param<"w", zeros>}) -> tensor<f
 // -----
 
 // One gradient per parameter, of the parameter's type.
-// expected-error @below {{'func.func' op must return the loss and one gradient per #sd.param argument, not 'tensor<f32>'}}
+// expected-error @below {{'func.func' op must return the loss and one gradient per trained #sd.param argument, not 'tensor<f32>'}}
 func.func @loss_grad(%w: tensor<4xf32> {sd.role = #sd.param<"w", zeros>}) -> tensor<f32> {
   %l = sd.mse_loss %w, %w {sd.vjp_group = 0 : i64} : tensor<4xf32>
   return %l : tensor<f32>
