@@ -6,12 +6,16 @@
 
 #include "sd/Support/Files.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <cmath>
 #include <fcntl.h>
 #include <fstream>
@@ -106,6 +110,21 @@ openShards(const std::string &path) {
   return readers;
 }
 
+namespace {
+
+/// A LoRA adapter's base module ("blocks.0.attn.qkv" of
+/// "blocks.0.attn.qkv.lora_A.weight") and which of the pair it is.
+std::optional<std::pair<std::string, bool>>
+loraAdapterOf(const std::string &name) {
+  for (auto [suffix, isA] : {std::pair{".lora_A.weight", true},
+                             std::pair{".lora_B.weight", false}})
+    if (absl::EndsWith(name, suffix))
+      return std::pair{name.substr(0, name.size() - strlen(suffix)), isA};
+  return std::nullopt;
+}
+
+} // namespace
+
 absl::StatusOr<ParameterImport>
 openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
   ParameterImport import;
@@ -147,7 +166,8 @@ openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
       continue;
     auto found = byName.find(arg.parameter);
     if (found == byName.end()) {
-      if (!ema)
+      // New LoRA adapters start from their initializers (B zero).
+      if (!ema && !loraAdapterOf(arg.parameter))
         import.missing.push_back(arg.name);
       continue;
     }
@@ -211,33 +231,68 @@ absl::Status readImportedBlock(const ParameterImport &import, size_t index,
                    " at element ", global, "; weights must be finite"));
 }
 
+void mergeLoraPair(float *base, const float *a, const float *b,
+                   int64_t outSize, int64_t inSize, int64_t rank,
+                   double scale) {
+  std::vector<double> row(inSize);
+  for (int64_t o = 0; o < outSize; ++o) {
+    std::fill(row.begin(), row.end(), 0.0);
+    for (int64_t k = 0; k < rank; ++k) {
+      double coefficient = b[o * rank + k];
+      const float *aRow = a + k * inSize;
+      for (int64_t i = 0; i < inSize; ++i)
+        row[i] += coefficient * aRow[i];
+    }
+    for (int64_t i = 0; i < inSize; ++i)
+      base[o * inSize + i] += static_cast<float>(scale * row[i]);
+  }
+}
+
+
 absl::Status
 exportParameters(rt::TrainingSession &session, const std::string &path,
                  ExportedValues values,
                  const std::map<std::string, std::string> &metadata,
-                 bool bf16) {
+                 bool bf16, ExportedTensors which, double loraScale) {
   const rt::ProgramSpec &spec = session.spec();
   // The shape reference checkpoints store each parameter under; EMA
   // weights are written under their parameter's.
   std::map<std::string, std::vector<int64_t>> stored;
-  for (const rt::ArgumentSpec &arg : spec.arguments)
-    if (arg.kind == rt::ArgumentKind::Parameter)
-      stored[arg.parameter] =
-          arg.storedShape.empty() ? arg.globalShape : arg.storedShape;
-  std::vector<size_t> selected;
-  std::vector<SafetensorsStreamWriter::Entry> entries;
+  // Per parameter, the argument holding the values written: the parameter,
+  // or its EMA (a frozen parameter has none: it is its own average).
+  std::map<std::string, size_t> source;
   for (size_t i = 0; i < spec.arguments.size(); ++i) {
     const rt::ArgumentSpec &arg = spec.arguments[i];
-    if (values == ExportedValues::Ema
-            ? arg.kind != rt::ArgumentKind::OptimizerState ||
-                  arg.moment != rt::MomentKind::Ema
-            : arg.kind != rt::ArgumentKind::Parameter)
+    if (arg.kind == rt::ArgumentKind::Parameter) {
+      stored[arg.parameter] =
+          arg.storedShape.empty() ? arg.globalShape : arg.storedShape;
+      source.try_emplace(arg.parameter, i);
+    }
+  }
+  if (values == ExportedValues::Ema)
+    for (size_t i = 0; i < spec.arguments.size(); ++i) {
+      const rt::ArgumentSpec &arg = spec.arguments[i];
+      if (arg.kind == rt::ArgumentKind::OptimizerState &&
+          arg.moment == rt::MomentKind::Ema)
+        source[arg.parameter] = i;
+    }
+  // Per LoRA base module, the arguments of its A and B.
+  std::map<std::string, std::pair<size_t, size_t>> pairs;
+  for (const auto &[name, i] : source)
+    if (auto adapter = loraAdapterOf(name))
+      (adapter->second ? pairs[adapter->first].first
+                       : pairs[adapter->first].second) = i;
+  std::vector<const rt::ArgumentSpec *> selected;
+  std::vector<SafetensorsStreamWriter::Entry> entries;
+  for (const rt::ArgumentSpec &arg : spec.arguments) {
+    if (arg.kind != rt::ArgumentKind::Parameter)
       continue;
-    selected.push_back(i);
-    auto shape = stored.find(arg.parameter);
-    entries.push_back({arg.parameter,
-                       shape != stored.end() ? shape->second : arg.globalShape,
-                       bf16});
+    bool adapter = loraAdapterOf(arg.parameter).has_value();
+    if ((which == ExportedTensors::Trained && arg.frozen) ||
+        (which == ExportedTensors::Merged && adapter))
+      continue;
+    selected.push_back(&arg);
+    entries.push_back({arg.parameter, stored[arg.parameter], bf16});
   }
   bool writes = session.runtime().process() <= 0;
   absl::StatusOr<std::unique_ptr<SafetensorsStreamWriter>> writer =
@@ -245,11 +300,31 @@ exportParameters(rt::TrainingSession &session, const std::string &path,
   if (writes)
     writer = SafetensorsStreamWriter::create(path, entries, metadata);
   absl::Status written = writer.status();
-  for (size_t i : selected) {
-    absl::StatusOr<rt::HostTensor> gathered =
-        session.gatherArgument(static_cast<int64_t>(i));
+  auto gather = [&](size_t i) {
+    return session.gatherArgument(static_cast<int64_t>(i));
+  };
+  for (const rt::ArgumentSpec *arg : selected) {
+    absl::StatusOr<rt::HostTensor> gathered = gather(source[arg->parameter]);
     if (!gathered.ok())
       return gathered.status();
+    absl::string_view module = arg->parameter;
+    if (which == ExportedTensors::Merged &&
+        absl::ConsumeSuffix(&module, ".weight"))
+      if (auto pair = pairs.find(std::string(module)); pair != pairs.end()) {
+        absl::StatusOr<rt::HostTensor> a = gather(pair->second.first);
+        if (!a.ok())
+          return a.status();
+        absl::StatusOr<rt::HostTensor> b = gather(pair->second.second);
+        if (!b.ok())
+          return b.status();
+        const std::vector<int64_t> &aShape =
+            spec.arguments[pair->second.first].globalShape;
+        int64_t rank = aShape[0], in = aShape[1];
+        int64_t out = rt::numElements(arg->globalShape) / in;
+        if (writes)
+          mergeLoraPair(gathered->f32().data(), a->f32().data(),
+                        b->f32().data(), out, in, rank, loraScale);
+      }
     if (writes && written.ok())
       written = (*writer)->append(gathered->f32().data());
   }

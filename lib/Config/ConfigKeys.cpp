@@ -43,11 +43,6 @@ constexpr ModelKey kModelKeys[] = {
     {"train_text_encoder", ModelKeyKind::Flag,
      "trains the text encoder too, which sd cannot do yet", "False",
      "trains the model file's parameters alone"},
-    {"enable_lora", ModelKeyKind::Flag,
-     "asks for LoRA adapters, which sd cannot train or apply yet", "False",
-     "trains the model's own weights"},
-    {"lora_config", ModelKeyKind::Lora,
-     "loads LoRA weights, which sd cannot apply yet", "{}", "loads none"},
     {"snr_gamma", ModelKeyKind::Positive,
      "weights the loss by min-SNR, which sd cannot do yet (its loss is the "
      "plain mean squared error)",
@@ -70,22 +65,10 @@ const ModelKey *sd::detail::findModelKey(std::string_view key) {
 
 /// No key asks for what sd cannot do yet.
 absl::Status sd::detail::verifyModelKeys(const RunConfig &config) {
-  auto lookup = [&](std::string_view key) -> const ModelKeyValue * {
-    for (const auto &[name, value] : config.modelKeys)
-      if (name == key)
-        return &value;
-    return nullptr;
-  };
   for (const auto &[key, value] : config.modelKeys) {
     if (!value.active)
       continue;
     const ModelKey &model = *findModelKey(key);
-    // Where the config says enable_lora: False (Wan's), lora_config is
-    // the LoRA to load once it is enabled.
-    if (model.kind == ModelKeyKind::Lora)
-      if (const ModelKeyValue *enable = lookup("enable_lora");
-          enable && !enable->active)
-        continue;
     std::string origin = config.originOf(key);
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s%s: %s %s; %s=%s %s", origin.empty() ? "" : origin + ": ", key,

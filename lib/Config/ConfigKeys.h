@@ -33,7 +33,6 @@ enum class ModelKeyKind {
   Name,     ///< A non-empty string: weights to load.
   Flag,     ///< True.
   Positive, ///< A number above 0.
-  Lora,     ///< A mapping whose lora_model_name_or_path lists LoRAs to load.
 };
 
 /// A key of MaxDiffusion's that chooses what is trained or loaded. Its

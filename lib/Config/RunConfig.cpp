@@ -260,6 +260,8 @@ private:
                                                      yaml::Node *node);
   absl::StatusOr<FlashBlockSizes> readFlashSizes(std::string_view key,
                                                  yaml::Node *node);
+  absl::StatusOr<LoraConfig> readLoraConfig(std::string_view key,
+                                            yaml::Node *node);
   absl::StatusOr<FlashBlockSizes> readFlashJson(std::string_view key,
                                                 yaml::Node *node,
                                                 const std::string &json);
@@ -451,6 +453,100 @@ ConfigReader::readFlashSizes(std::string_view key, yaml::Node *node) {
   return given.resolve();
 }
 
+absl::StatusOr<LoraConfig>
+ConfigReader::readLoraConfig(std::string_view key, yaml::Node *node) {
+  LoraConfig lora;
+  if (isNull(node))
+    return lora;
+  auto *map = llvm::dyn_cast<yaml::MappingNode>(node);
+  if (!map)
+    return error(node, key, "expected a mapping, got " + describe(node));
+  // A number, or MaxDiffusion's list of one per adapter.
+  auto readOne = [&](const std::string &fieldKey, yaml::Node *value,
+                     auto read) -> absl::Status {
+    if (auto *list = llvm::dyn_cast<yaml::SequenceNode>(value)) {
+      int count = 0;
+      for (yaml::Node &item : *list) {
+        if (++count > 1)
+          return error(value, fieldKey,
+                       "trains one adapter: give one value, not " +
+                           describe(value));
+        if (absl::Status s = read(&item); !s.ok())
+          return s;
+      }
+      if (count == 0)
+        return error(value, fieldKey, "is an empty list");
+      return absl::OkStatus();
+    }
+    return read(value);
+  };
+  for (yaml::KeyValueNode &entry : *map) {
+    yaml::Node *fieldNode = entry.getKey();
+    std::optional<std::string> field = scalarText(fieldNode);
+    yaml::Node *value = entry.getValue();
+    if (absl::Status s = pending(); !s.ok())
+      return s;
+    std::string fieldKey = absl::StrFormat("%s: %s", key, field.value_or(""));
+    if (field && *field == "rank") {
+      absl::Status s = readOne(fieldKey, value, [&](yaml::Node *item) {
+        absl::StatusOr<int64_t> rank = readInteger(fieldKey, item);
+        if (!rank.ok())
+          return rank.status();
+        if (*rank < 1)
+          return error(item, fieldKey, describe(item) + " must be at least 1");
+        lora.rank = *rank;
+        return absl::OkStatus();
+      });
+      if (!s.ok())
+        return s;
+    } else if (field && (*field == "lora_alpha" || *field == "alpha")) {
+      absl::Status s = readOne(fieldKey, value, [&](yaml::Node *item) {
+        absl::StatusOr<double> alpha = readNumeric<double>(fieldKey, item);
+        if (!alpha.ok())
+          return alpha.status();
+        if (!(*alpha > 0))
+          return error(item, fieldKey, describe(item) + " must be positive");
+        lora.alpha = *alpha;
+        return absl::OkStatus();
+      });
+      if (!s.ok())
+        return s;
+    } else if (field && *field == "target_modules") {
+      // PEFT: a list of names, or a string that is a regular expression.
+      if (std::optional<std::string> regex = scalarText(value);
+          regex && !isNull(value)) {
+        lora.targetRegex = *regex;
+      } else {
+        absl::StatusOr<std::vector<std::string>> names =
+            readNames(fieldKey, value);
+        if (!names.ok())
+          return names.status();
+        if (names->empty())
+          return error(value, fieldKey, "names no module");
+        lora.targetModules = *std::move(names);
+      }
+    } else if (field && *field == "lora_model_name_or_path") {
+      absl::StatusOr<std::vector<std::string>> names =
+          readNames(fieldKey, value);
+      if (!names.ok())
+        return names.status();
+      lora.load = *std::move(names);
+    } else if (!field ||
+               (*field != "weight_name" && *field != "adapter_name" &&
+                *field != "scale" && *field != "from_pt")) {
+      return error(fieldNode, key,
+                   absl::StrFormat(
+                       "unknown field %s; expected rank, lora_alpha, "
+                       "target_modules, lora_model_name_or_path, "
+                       "weight_name, adapter_name, scale or from_pt",
+                       describe(fieldNode)));
+    }
+  }
+  if (absl::Status s = pending(); !s.ok())
+    return s;
+  return lora;
+}
+
 absl::StatusOr<ModelKeyValue> ConfigReader::readModelKey(const ModelKey &model,
                                                          yaml::Node *node) {
   std::string_view key = model.name;
@@ -480,30 +576,7 @@ absl::StatusOr<ModelKeyValue> ConfigReader::readModelKey(const ModelKey &model,
     result.shown = *plainText(node);
     return result;
   }
-  case ModelKeyKind::Lora:
-    break;
   }
-  result.shown = describe(node);
-  if (isNull(node))
-    return result;
-  auto *map = llvm::dyn_cast<yaml::MappingNode>(node);
-  if (!map)
-    return error(node, key, "expected a mapping, got " + describe(node));
-  for (yaml::KeyValueNode &entry : *map) {
-    std::optional<std::string> field = scalarText(entry.getKey());
-    if (!field || *field != "lora_model_name_or_path")
-      continue;
-    std::string fieldKey = absl::StrFormat("%s: %s", key, *field);
-    absl::StatusOr<std::vector<std::string>> names =
-        readNames(fieldKey, entry.getValue());
-    if (!names.ok())
-      return names.status();
-    result.active = !names->empty();
-    result.shown = absl::StrFormat("{lora_model_name_or_path: [%s]}",
-                                   absl::StrJoin(*names, ", "));
-  }
-  if (absl::Status s = pending(); !s.ok())
-    return s;
   return result;
 }
 
@@ -571,6 +644,11 @@ absl::Status ConfigReader::store(const SettingRow &row,
     if (!names.ok())
       return names.status();
     config.*field = *std::move(names);
+  } else if constexpr (std::is_same_v<T, LoraConfig>) {
+    absl::StatusOr<LoraConfig> lora = readLoraConfig(key, value);
+    if (!lora.ok())
+      return lora.status();
+    config.*field = *std::move(lora);
   } else if constexpr (std::is_same_v<T, FlashBlockSizes>) {
     absl::StatusOr<FlashBlockSizes> sizes = readFlashSizes(key, value);
     if (!sizes.ok())

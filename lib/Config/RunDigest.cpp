@@ -159,6 +159,7 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   // (as in --verify's): whether there is one must agree, not its path.
   d.add("export", !run.exportPath.empty());
   d.add("export_ema", !run.exportEmaPath.empty());
+  d.add("export_merged", !run.exportMergedPath.empty());
   d.add("verify", run.verify);
   // One rank stopping at a NaN loss while another goes on would leave it
   // waiting in the next collective.

@@ -158,6 +158,7 @@ private:
   absl::Status resolveRules();
   absl::Status resolveRemat();
   absl::Status resolveOptimizer();
+  absl::Status resolveFineTune();
   absl::Status resolveOutputs();
   absl::Status resolveTrace();
   absl::Status resolveModel();
@@ -493,6 +494,65 @@ absl::Status Resolver::resolveOptimizer() {
   return absl::OkStatus();
 }
 
+absl::Status Resolver::resolveFineTune() {
+  FineTuneSettings &tune = spec.fineTune;
+  using Names = std::vector<std::string>;
+  const LoraConfig lora = file.loraConfig.value_or(LoraConfig());
+  // --lora-rank (or any --lora-* flag) asks for LoRA as enable_lora does.
+  bool loraFlag = flags.loraRank || flags.loraAlpha || flags.loraTargets;
+  if (file.enableLora) {
+    tune.lora.value = *file.enableLora;
+    tune.lora.source = SettingSource::Config;
+    tune.lora.origin = configSource("enable_lora");
+  }
+  if (loraFlag) {
+    tune.lora.value = true;
+    tune.lora.source = SettingSource::Flag;
+    tune.lora.origin = flags.loraRank    ? "--lora-rank"
+                       : flags.loraAlpha ? "--lora-alpha"
+                                         : "--lora-targets";
+  }
+  tune.loraRank = pick(flags.loraRank, "lora-rank", "lora_config",
+                       lora.rank, int64_t(16));
+  tune.loraAlpha =
+      pick(flags.loraAlpha, "lora-alpha", "lora_config", lora.alpha,
+           static_cast<double>(tune.loraRank.value));
+  tune.loraTargets = pick(flags.loraTargets, "lora-targets", "lora_config",
+                          lora.targetModules, Names());
+  if (!flags.loraTargets && lora.targetRegex)
+    tune.loraTargetRegex = *lora.targetRegex;
+  if (tune.loraTargets.value.empty() && tune.loraTargetRegex.empty())
+    tune.loraTargetRegex = std::string(kDefaultLoraTargets);
+  tune.freeze = pick(&F::freeze, &C::freezeParameters, Names());
+  tune.trainable = pick(&F::trainable, &C::trainableParameters, Names());
+  tune.weightDecayExclude = pick(&F::weightDecayExclude,
+                                 &C::weightDecayExclude,
+                                 FineTuneSettings().weightDecayExclude.value);
+  if (!tune.lora.value)
+    return absl::OkStatus();
+  if (!lora.load.empty())
+    return invalid(absl::StrFormat(
+        "%s: lora_config: lora_model_name_or_path [%s] names adapters to "
+        "load, which sd does not apply: with enable_lora sd trains new "
+        "adapters (give lora_model_name_or_path: [])",
+        configSource("lora_config"), absl::StrJoin(lora.load, ", ")));
+  if (!tune.freeze.value.empty() || !tune.trainable.value.empty())
+    return invalid(absl::StrFormat(
+        "%s: LoRA trains the adapters alone and freezes every other "
+        "parameter; %s does not apply with it",
+        tune.lora.origin,
+        tune.freeze.value.empty() ? tune.trainable.origin
+                                  : tune.freeze.origin));
+  if (tune.loraRank.value < 1)
+    return invalid(absl::StrFormat("%s must be at least 1, not %d",
+                                   tune.loraRank.origin, tune.loraRank.value));
+  if (!(tune.loraAlpha.value > 0))
+    return invalid(absl::StrFormat("%s must be positive, not %g",
+                                   tune.loraAlpha.origin,
+                                   tune.loraAlpha.value));
+  return absl::OkStatus();
+}
+
 absl::Status Resolver::resolveData() {
   DataSettings &data = spec.data;
   data.type = pick(&F::datasetType, &C::datasetType, std::string("synthetic"));
@@ -563,6 +623,7 @@ absl::Status Resolver::resolveOutputs() {
   run.allowMissing = flags.allowMissing.value_or(false);
   run.exportPath = flags.exportPath.value_or("");
   run.exportEmaPath = flags.exportEmaPath.value_or("");
+  run.exportMergedPath = flags.exportMergedPath.value_or("");
   if (flags.exportDtype) {
     run.exportDtype = parseDType(*flags.exportDtype);
     if (!run.exportDtype)
@@ -730,6 +791,10 @@ absl::Status Resolver::checkRunFlags() {
   if (!run.exportEmaPath.empty() && !(spec.optimizer.emaDecay.value > 0))
     return invalid("--export-ema needs the step to keep EMA weights: give "
                    "ema_decay (--ema-decay)");
+  if (!run.exportMergedPath.empty() && !spec.fineTune.lora.value)
+    return invalid("--export-merged merges LoRA adapters into their base "
+                   "weights: it needs LoRA (enable_lora, --lora-rank); "
+                   "--export writes the model");
   if (run.resume && run.checkpointDir.empty())
     return invalid("--resume needs --checkpoint-dir");
   if (run.resume && !run.initFrom.empty())
@@ -788,7 +853,8 @@ absl::StatusOr<RunSpec> Resolver::resolve() {
   for (absl::Status (Resolver::*step)() :
        {&Resolver::resolveMesh, &Resolver::resolveBatch,
         &Resolver::resolveRules, &Resolver::resolveRemat,
-        &Resolver::resolveOptimizer, &Resolver::resolveOutputs,
+        &Resolver::resolveOptimizer, &Resolver::resolveFineTune,
+        &Resolver::resolveOutputs,
         &Resolver::resolveTrace})
     if (absl::Status s = (this->*step)(); !s.ok())
       return s;

@@ -478,6 +478,41 @@ std::vector<SettingRow> meshFlagRows() {
            "Linear warm-up steps (default 0)")
           .check(kNotNegative)
           .row,
+      // Fine-tuning.
+      key("enable_lora", &C::enableLora).row,
+      key("lora_config", &C::loraConfig).row,
+      flag("lora-rank", kTrainTools, &F::loraRank, G::Step,
+           "Train LoRA adapters of this rank (lora_config's rank; turns "
+           "LoRA on as enable_lora does; default 16)")
+          .check(kAtLeastOne)
+          .max(kMaxLoraRank)
+          .row,
+      flag("lora-alpha", kTrainTools, &F::loraAlpha, G::Step,
+           "LoRA's lora_alpha: the update is scaled by alpha / rank "
+           "(default: the rank)")
+          .check(kPositive)
+          .row,
+      flag("lora-targets", kTrainTools, &F::loraTargets, G::Step,
+           "LoRA's target_modules (comma-separated module names, matched "
+           "as PEFT does; default: the attention projections)")
+          .row,
+      flag("freeze", kTrainTools, &F::freeze, G::Step,
+           "freeze_parameters: glob patterns of the parameters not to "
+           "train (comma-separated, e.g. 'blocks.0.*,x_embedder.*')")
+          .key("freeze_parameters", &C::freezeParameters)
+          .row,
+      flag("trainable-parameters", kTrainTools, &F::trainable, G::Step,
+           "trainable_parameters: glob patterns of the only parameters to "
+           "train (the others are frozen)")
+          .key("trainable_parameters", &C::trainableParameters)
+          .row,
+      flag("weight-decay-exclude", kTrainTools, &F::weightDecayExclude,
+           G::Step,
+           "weight_decay_exclude: glob patterns of the parameters without "
+           "weight decay (default '*bias,*norm*,*embedding_table*'; '' "
+           "decays all)")
+          .key("weight_decay_exclude", &C::weightDecayExclude)
+          .row,
   };
 }
 
@@ -569,7 +604,13 @@ std::vector<SettingRow> runFlagRows() {
           .value("file.safetensors")
           .row,
       flag("export", kSdrun, &F::exportPath, G::Run,
-           "Write the trained parameters to a safetensors file")
+           "Write the trained parameters to a safetensors file (with LoRA, "
+           "the adapters alone, in PEFT's names)")
+          .value("file.safetensors")
+          .row,
+      flag("export-merged", kSdrun, &F::exportMergedPath, G::Run,
+           "With LoRA: write the model with the adapters merged into their "
+           "base weights (W + alpha/rank·B·A)")
           .value("file.safetensors")
           .row,
       flag("export-dtype", kSdrun, &F::exportDtype, G::Run,
@@ -614,6 +655,17 @@ std::vector<SettingRow> sampleFlagRows() {
            "Samples of each class or prompt: the grid's columns (default "
            "1)")
           .alias("samples-per-prompt")
+          .row,
+      flag("lora", kSdsample, &F::loraWeights, G::Sample,
+           "LoRA adapters to merge into the weights (sdrun --export of a "
+           "LoRA run, or PEFT/diffusers names X.lora_A.weight, "
+           "X.lora_B.weight), scaled by lora_alpha / r from the file's "
+           "metadata")
+          .value("adapters.safetensors")
+          .row,
+      flag("lora-scale", kSdsample, &F::loraScale, G::Sample,
+           "Multiplies the merged LoRA update (default 1)")
+          .check(kNotNegative)
           .row,
       flag("text-states", kSdsample, &F::textStates, G::Sample,
            "The text encoder's outputs to sample a text-conditioned model "

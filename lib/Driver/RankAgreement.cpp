@@ -329,6 +329,8 @@ StartupCheck mlir::sd::samplingStartupCheck(const ::sd::RunSpec &spec,
   d.push_back({"base_shift", ::sd::digestValue(options.baseShift), ""});
   d.push_back({"max_shift", ::sd::digestValue(options.maxShift), ""});
   d.push_back({"text_states", text(options.textStatesPath), ""});
+  d.push_back({"lora", text(options.loraPath), ""});
+  d.push_back({"lora_scale", ::sd::digestValue(options.loraScale), ""});
   d.push_back({"seed", std::to_string(options.seed), ""});
   d.push_back(
       {"samples_per_class", ::sd::digestValue(options.samplesPerClass), ""});

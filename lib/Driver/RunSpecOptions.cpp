@@ -50,6 +50,21 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   step.emaWarmup = opt.emaWarmup.value;
   step.emaInvGamma = opt.emaInvGamma.value;
   step.emaPower = opt.emaPower.value;
+  const ::sd::FineTuneSettings &tune = spec.fineTune;
+  const std::vector<std::string> &noDecay = tune.weightDecayExclude.value;
+  step.noDecay.assign(noDecay.begin(), noDecay.end());
+  if (tune.lora.value) {
+    AddLoraOptions &lora = options.lora.emplace();
+    lora.rank = tune.loraRank.value;
+    lora.alpha = tune.loraAlpha.value;
+    lora.targets.assign(tune.loraTargets.value.begin(),
+                        tune.loraTargets.value.end());
+    lora.targetRegex = tune.loraTargetRegex;
+  }
+  options.freeze.freeze.assign(tune.freeze.value.begin(),
+                               tune.freeze.value.end());
+  options.freeze.trainable.assign(tune.trainable.value.begin(),
+                                  tune.trainable.value.end());
 
   options.weightsDtype = spec.model.weightsDtype.value;
   options.activationsDtype = spec.model.activationsDtype.value;
@@ -111,6 +126,10 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.allowMissing = settings.allowMissing;
   run.exportPath = settings.exportPath;
   run.exportEmaPath = settings.exportEmaPath;
+  run.exportMergedPath = settings.exportMergedPath;
+  if (spec.fineTune.lora.value)
+    run.loraScale =
+        spec.fineTune.loraAlpha.value / double(spec.fineTune.loraRank.value);
   run.exportBF16 = settings.exportDtype.value_or(
                        spec.model.weightsDtype.value) == ::sd::DType::BFloat16;
   // resolveRunSpec accepts these two.

@@ -38,6 +38,8 @@ absl::Status mlir::sd::setSamplingOptions(const ::sd::RunSpec &spec,
   options.maxShift = sampling.maxShift.value;
   options.trueCfgScale = flags.trueCfgScale.value_or(1.0);
   options.textStatesPath = flags.textStates.value_or("");
+  options.loraPath = flags.loraWeights.value_or("");
+  options.loraScale = flags.loraScale.value_or(1.0);
   if (spec.data.predictionType) {
     const std::string &name = spec.data.predictionType->value;
     options.prediction = sampling::parsePrediction(name);

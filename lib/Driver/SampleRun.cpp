@@ -440,6 +440,8 @@ private:
   std::string shiftText;
   WeightSource source;
   std::map<std::string, std::vector<float>> weights;
+  /// What --lora merged, as printed.
+  std::string loraLine;
   bool usedEma = false;
   std::unique_ptr<DenoiseProgram> program;
   /// Class-major: classes[r]'s samples are rows r·K .. r·K + K − 1.
@@ -518,6 +520,13 @@ absl::Status SampleRun::resolve() {
       !status.ok())
     return status;
   weights = std::move(*selected);
+  if (!options.loraPath.empty()) {
+    absl::StatusOr<std::string> merged =
+        mergeLoraFile(options.loraPath, options.loraScale, *params, weights);
+    if (!merged.ok())
+      return merged.status();
+    loraLine = *merged;
+  }
   return absl::OkStatus();
 }
 
@@ -689,6 +698,8 @@ absl::Status SampleRun::compile() {
          << (runtime.threadsPerDevice() == 1 ? " thread)\n" : " threads)\n");
   outs() << "weights: " << source.description << (usedEma ? ", EMA" : "")
          << "\n";
+  if (!loraLine.empty())
+    outs() << loraLine << "\n";
   if (std::string precision =
           describePrecision(options.pipeline, /*training=*/false);
       !precision.empty())

@@ -11,6 +11,27 @@ std::map<std::string, std::string> TrainRun::exportMetadata() const {
           {ckpt::kLayoutKey, ckpt::kLayoutReference}};
 }
 
+std::string TrainRun::loraMetadata() const {
+  const AddLoraOptions &lora = *options.pipeline.lora;
+  // PEFT's LoraConfig fields, as diffusers stores them beside its LoRA
+  // weights; the target modules are those the file holds.
+  llvm::json::Array targets;
+  for (const rt::ArgumentSpec &arg : program.spec.arguments) {
+    llvm::StringRef name = arg.parameter;
+    if (arg.kind == rt::ArgumentKind::Parameter &&
+        name.consume_back(".lora_A.weight"))
+      targets.push_back(name.str());
+  }
+  llvm::json::Object config{{"peft_type", "LORA"},
+                            {"r", lora.rank},
+                            {"lora_alpha", lora.alpha},
+                            {"target_modules", std::move(targets)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(config));
+  return text;
+}
+
 absl::Status TrainRun::writeTrace() {
   rt::MeshRuntime &runtime = session->runtime();
   runtime.enableTracing(false);
@@ -161,23 +182,42 @@ absl::Status TrainRun::writeOutputs() {
   if (tracing)
     if (absl::Status status = writeTrace(); !status.ok())
       return status;
+  // With LoRA, --export and --export-ema write the adapters alone.
+  const std::optional<AddLoraOptions> &lora = options.pipeline.lora;
+  ckpt::ExportedTensors tensors =
+      lora ? ckpt::ExportedTensors::Trained : ckpt::ExportedTensors::Model;
+  std::map<std::string, std::string> metadata = exportMetadata();
+  if (lora)
+    metadata[ckpt::kLoraMetadataKey] = loraMetadata();
+  std::string what = lora ? "LoRA adapters" : "parameters";
   if (!options.exportPath.empty()) {
     if (absl::Status status = ckpt::exportParameters(
             *session, options.exportPath, ckpt::ExportedValues::Parameters,
-            exportMetadata(), options.exportBF16);
+            metadata, options.exportBF16, tensors);
         !status.ok())
       return status;
-    outs() << "exported the parameters to " << options.exportPath
+    outs() << "exported the " << what << " to " << options.exportPath
            << (options.exportBF16 ? " (BF16)" : "") << "\n";
   }
   if (!options.exportEmaPath.empty()) {
     if (absl::Status status = ckpt::exportParameters(
             *session, options.exportEmaPath, ckpt::ExportedValues::Ema,
-            exportMetadata(), options.exportBF16);
+            metadata, options.exportBF16, tensors);
         !status.ok())
       return status;
-    outs() << "exported the EMA parameters to " << options.exportEmaPath
+    outs() << "exported the EMA " << what << " to " << options.exportEmaPath
            << "\n";
+  }
+  if (!options.exportMergedPath.empty()) {
+    if (absl::Status status = ckpt::exportParameters(
+            *session, options.exportMergedPath,
+            ckpt::ExportedValues::Parameters, exportMetadata(),
+            options.exportBF16, ckpt::ExportedTensors::Merged,
+            options.loraScale);
+        !status.ok())
+      return status;
+    outs() << "exported the model with the LoRA adapters merged to "
+           << options.exportMergedPath << "\n";
   }
   return absl::OkStatus();
 }

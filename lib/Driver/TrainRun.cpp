@@ -123,6 +123,7 @@ absl::Status TrainRun::preflight() {
   for (auto [path, flag] : {std::pair<const std::string &, llvm::StringRef>{
                                 options.exportPath, "--export"},
                             {options.exportEmaPath, "--export-ema"},
+                            {options.exportMergedPath, "--export-merged"},
                             {options.tracePath, "--trace"},
                             {options.metricsPath, "--metrics"}}) {
     // The run's directory (output_dir/run_name) is created once the run's
@@ -335,12 +336,28 @@ absl::Status TrainRun::compile() {
 
 void TrainRun::printHeader() {
   rt::MeshRuntime &runtime = session->runtime();
-  int64_t params = 0;
+  int64_t params = 0, frozen = 0, frozenTensors = 0;
   for (const rt::ArgumentSpec &arg : program.spec.arguments)
-    if (arg.kind == rt::ArgumentKind::Parameter)
+    if (arg.kind == rt::ArgumentKind::Parameter) {
       params += rt::numElements(arg.globalShape);
-  outs() << "sdrun: " << options.modelPath << ", " << params
-         << " parameters, batch " << program.batch;
+      if (arg.frozen) {
+        frozen += rt::numElements(arg.globalShape);
+        ++frozenTensors;
+      }
+    }
+  outs() << "sdrun: " << options.modelPath << ", " << params << " parameters";
+  // What a fine-tune trains: the adapters, or what is not frozen.
+  if (frozen > 0) {
+    outs() << " (" << params - frozen << " trained, "
+           << format("%.2f", 100.0 * (params - frozen) / params) << "%";
+    if (const std::optional<AddLoraOptions> &lora = options.pipeline.lora)
+      outs() << ": LoRA rank " << lora->rank << ", alpha "
+             << format("%g", lora->alpha);
+    else
+      outs() << "; " << count(frozenTensors, "tensor") << " frozen";
+    outs() << ")";
+  }
+  outs() << ", batch " << program.batch;
   // A step accumulates the gradients of its microbatches.
   if (int64_t accum = options.pipeline.training.step.gradAccum; accum > 1)
     outs() << " (" << accum << " microbatches of " << program.batch / accum

@@ -150,6 +150,12 @@ private:
   /// The precision line: dtypes, and how bf16 products run on this CPU.
   void printPrecision();
   absl::Status restoreCheckpoint();
+  /// Where the frozen parameters come from, as checkpoints record it
+  /// (CheckpointMeta::frozenFrom); "" when every parameter is trained.
+  std::string frozenSource() const;
+  /// With LoRA: the adapters' PEFT config as JSON (rank, alpha, target
+  /// modules), for the exported file's metadata.
+  std::string loraMetadata() const;
   /// --verify: gathers the starting values into `start`.
   absl::Status gatherStart();
   /// Opens and checks the data set (dataset_type sd) before compiling.

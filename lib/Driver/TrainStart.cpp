@@ -2,6 +2,9 @@
 
 #include "TrainRunImpl.h"
 
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
 namespace mlir::sd::train {
 
 /// What --init-from's file gave (matched before compiling): a line, and
@@ -25,10 +28,36 @@ static void reportImport(const ckpt::ParameterImport &import,
          " the model does not have: " + llvm::join(import.unused, ", "));
 }
 
+std::string TrainRun::frozenSource() const {
+  if (llvm::none_of(program.spec.arguments, [](const rt::ArgumentSpec &arg) {
+        return arg.kind == rt::ArgumentKind::Parameter && arg.frozen;
+      }))
+    return "";
+  if (initFromPath.empty())
+    return "seed " + std::to_string(seed);
+  uint64_t size = 0;
+  (void)llvm::sys::fs::file_size(initFromPath, size);
+  return "init-from " + llvm::sys::path::filename(initFromPath).str() + " (" +
+         std::to_string(size) + " bytes)";
+}
+
 absl::Status TrainRun::restore() {
   // The session's spec: it knows the mesh's axis sizes.
   const rt::ProgramSpec &spec = session->spec();
   rt::TrainingSession::BlockFiller fill;
+  // A fresh start's block: drawn alone from the counter-based generator,
+  // or read from --init-from's file.
+  auto start = [&](int64_t i, const std::vector<int64_t> &coords,
+                   rt::Block block) {
+    const rt::ArgumentSpec &arg = spec.arguments[i];
+    float *out = block.f32();
+    std::vector<int64_t> offsets = arg.blockOffsets(coords);
+    if (initFrom && initFrom->tensors[i])
+      return ckpt::readImportedBlock(*initFrom, static_cast<size_t>(i), arg,
+                                     offsets, out);
+    rt::initialBlock(arg, seed, offsets, out);
+    return absl::OkStatus();
+  };
   if (resumed) {
     if (absl::Status status = restoreCheckpoint(); !status.ok())
       return status;
@@ -39,6 +68,9 @@ absl::Status TrainRun::restore() {
     fill = [&](int64_t i, const std::vector<int64_t> &coords, rt::Block block) {
       const rt::ArgumentSpec &arg = spec.arguments[i];
       float *out = block.f32();
+      // Frozen parameters are not in checkpoints: they start as they did.
+      if (!arg.isStored())
+        return start(i, coords, block);
       if (arg.kind == rt::ArgumentKind::Input &&
           !resumed->holds(arg.name, arg.globalShape)) {
         std::fill(out, out + rt::numElements(arg.localShape), 0.0f);
@@ -50,18 +82,7 @@ absl::Status TrainRun::restore() {
   } else {
     if (initFrom)
       reportImport(*initFrom, computedChecked);
-    // Each block drawn alone from the counter-based generator, or read from
-    // --init-from's file.
-    fill = [&](int64_t i, const std::vector<int64_t> &coords, rt::Block block) {
-      const rt::ArgumentSpec &arg = spec.arguments[i];
-      float *out = block.f32();
-      std::vector<int64_t> offsets = arg.blockOffsets(coords);
-      if (initFrom && initFrom->tensors[i])
-        return ckpt::readImportedBlock(*initFrom, static_cast<size_t>(i), arg,
-                                       offsets, out);
-      rt::initialBlock(arg, seed, offsets, out);
-      return absl::OkStatus();
-    };
+    fill = start;
   }
   Clock::time_point begin = Clock::now();
   if (absl::Status status = session->fillArguments(fill); !status.ok())
@@ -97,6 +118,19 @@ absl::Status TrainRun::restoreCheckpoint() {
   // The data stream continues where the checkpoint left it, whatever this
   // run's batch; the inputs themselves are made anew for every step.
   firstPosition = resumed->meta().dataPosition;
+  // Adapters (or a partial fine-tune) continue on the base they were
+  // trained on, which the checkpoint names but does not hold.
+  std::string frozen = frozenSource();
+  if (frozen != resumed->meta().frozenFrom)
+    return absl::FailedPreconditionError(
+        "checkpoint '" + resumed->path() + "' was trained " +
+        (resumed->meta().frozenFrom.empty()
+             ? std::string("with every parameter trained")
+             : "on frozen parameters from " + resumed->meta().frozenFrom) +
+        ", but this run's " +
+        (frozen.empty() ? std::string("trains every parameter")
+                        : "frozen parameters come from " + frozen) +
+        ": resume with the run's --init-from, seed and frozen parameters");
   if (absl::Status status = resumed->check(program.spec); !status.ok())
     return status;
   // What differs from the run that wrote the checkpoint.

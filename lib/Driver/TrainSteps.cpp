@@ -196,6 +196,7 @@ absl::Status TrainRun::saveCheckpoint(int64_t stepsTaken) {
   meta.dataEpoch = batches->epochOf(meta.dataPosition);
   meta.model = model;
   meta.hyperparameters = hyperparameters(options.pipeline);
+  meta.frozenFrom = frozenSource();
   if (absl::Status status = ckpt::saveCheckpoint(
           options.checkpointDir, *session, meta, hooks.checkpointWrite);
       !status.ok())

@@ -27,7 +27,14 @@ void mlir::sd::addGradientReductionPasses(OpPassManager &pm,
 
 void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
                                     const PipelineOptions &options) {
-  // Mixed precision first: every later pass (and attention=auto's cost
+  // What is trained first: the adapters are parameters like the others
+  // for every later pass.
+  if (options.lora)
+    pm.addPass(createAddLora(*options.lora));
+  if (options.train &&
+      (!options.freeze.freeze.empty() || !options.freeze.trainable.empty()))
+    pm.addPass(createFreezeParameters(options.freeze));
+  // Mixed precision next: every later pass (and attention=auto's cost
   // comparison) sees the bf16 program.
   if (options.weightsDtype != ::sd::DType::Float32 ||
       options.activationsDtype != ::sd::DType::Float32) {

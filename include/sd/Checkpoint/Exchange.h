@@ -85,8 +85,26 @@ absl::Status readImportedBlock(const ParameterImport &import, size_t index,
                                const std::vector<int64_t> &offsets, float *out);
 
 /// What --export writes: the parameters, or their moving averages (the
-/// step's EMA states) under the parameters' names.
+/// step's EMA states) under the parameters' names (a frozen parameter, which
+/// has no EMA, as it is).
 enum class ExportedValues { Parameters, Ema };
+
+/// Which parameters: the whole model; the trained ones alone (LoRA's
+/// adapters, under PEFT's names `X.lora_A.weight`, `X.lora_B.weight`); or
+/// the model with each LoRA pair merged into its base weight,
+/// `X.weight + scale·B·A`.
+enum class ExportedTensors { Model, Trained, Merged };
+
+/// The safetensors metadata key under which exported LoRA adapters carry
+/// their PEFT config (JSON: r, lora_alpha, target_modules), as diffusers
+/// names it.
+inline constexpr const char *kLoraMetadataKey = "lora_adapter_metadata";
+
+/// `base` [out..., in] (row-major, `outSize`·`inSize` elements) +=
+/// scale·B·A for B [out, rank] and A [rank, in]: a LoRA pair merged.
+void mergeLoraPair(float *base, const float *a, const float *b,
+                   int64_t outSize, int64_t inSize, int64_t rank,
+                   double scale);
 
 /// Writes `values` of `session` to a safetensors file with `metadata`, in
 /// BF16 when `bf16` (rounded from the f32 values), else F32, one
@@ -99,7 +117,9 @@ absl::Status
 exportParameters(rt::TrainingSession &session, const std::string &path,
                  ExportedValues values,
                  const std::map<std::string, std::string> &metadata,
-                 bool bf16 = false);
+                 bool bf16 = false,
+                 ExportedTensors tensors = ExportedTensors::Model,
+                 double loraScale = 1.0);
 
 /// An exclusive lock on a checkpoint directory (its `.lock` file, flock),
 /// held until destroyed.

@@ -93,6 +93,22 @@ struct ModelKeyValue {
   bool active = false;
 };
 
+/// MaxDiffusion's `lora_config` mapping, with PEFT's LoraConfig fields for
+/// training: `rank` (a number or a one-element list, MaxDiffusion's
+/// spelling), `lora_alpha` (or `alpha`), `target_modules` (a list of module
+/// names, or one regular expression as a string). MaxDiffusion's fields for
+/// loading released adapters (`lora_model_name_or_path`, `weight_name`,
+/// `adapter_name`, `scale`, `from_pt`) are read so that a LoRA to load is
+/// refused rather than ignored.
+struct LoraConfig {
+  std::optional<int64_t> rank;
+  std::optional<double> alpha;
+  std::optional<std::vector<std::string>> targetModules;
+  std::optional<std::string> targetRegex;
+  /// lora_model_name_or_path: adapters to load.
+  std::vector<std::string> load;
+};
+
 /// What a config file plus key=value overrides set. Every field is optional:
 /// unset means the config did not give the key, and the caller applies its
 /// own default. Values are checked as they are read (ranges, enums), so a
@@ -131,6 +147,13 @@ struct RunConfig {
   /// and `ema_power` (> 0).
   std::optional<bool> emaWarmup;
   std::optional<double> emaInvGamma, emaPower;
+  /// Fine-tuning: `enable_lora` and `lora_config` (MaxDiffusion's keys),
+  /// and sd's `trainable_parameters`, `freeze_parameters` and
+  /// `weight_decay_exclude` (glob patterns of parameter names).
+  std::optional<bool> enableLora;
+  std::optional<LoraConfig> loraConfig;
+  std::optional<std::vector<std::string>> trainableParameters,
+      freezeParameters, weightDecayExclude;
   /// Sampling (sdsample reads them; sdrun only checks them):
   /// `guidance_scale` (>= 0) and `num_inference_steps` (in [1,
   /// kMaxInferenceSteps]).
@@ -242,6 +265,8 @@ std::string nearestConfigKey(std::string_view key);
 /// cannot succeed or a run that never ends (docs/sdrun.md).
 /// The global batch (--batch, per_device_batch_size × devices): 2^24.
 constexpr int64_t kMaxGlobalBatch = int64_t(1) << 24;
+/// The largest LoRA rank a flag may ask for.
+constexpr int64_t kMaxLoraRank = int64_t(1) << 16;
 /// Steps of a run (--steps, max_train_steps).
 constexpr int64_t kMaxTrainSteps = 1'000'000'000;
 /// OpenMP threads per device (--threads-per-device).

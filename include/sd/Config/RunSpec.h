@@ -70,6 +70,12 @@ struct RunSpecFlags {
   std::optional<std::string> lrSchedule;
   std::optional<int64_t> lrScheduleSteps;
   std::optional<double> maxGradValue;
+  // Fine-tuning: LoRA (--lora-rank turns it on), freezing by pattern and
+  // the weight-decay mask.
+  std::optional<int64_t> loraRank;
+  std::optional<double> loraAlpha;
+  std::optional<std::vector<std::string>> loraTargets, freeze, trainable,
+      weightDecayExclude;
 
   // Attention: the kernel and its flash block sizes (MaxDiffusion's JSON).
   std::optional<std::string> attention, flashBlockSizes;
@@ -88,7 +94,8 @@ struct RunSpecFlags {
       threadsPerDevice;
   std::optional<uint64_t> seed;
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
-      pretrained, exportPath, exportEmaPath, exportDtype, tracePath,
+      pretrained, exportPath, exportEmaPath, exportMergedPath, exportDtype,
+      tracePath,
       metricsPath, cacheDir, deviceMemory, hostMemory, hostMemoryLimit;
   std::optional<bool> resume, verify, allowNonfiniteLoss, allowMissing;
   /// The network the cost model prices collectives on (sd/Sharding/
@@ -104,10 +111,10 @@ struct RunSpecFlags {
   // model predicts, the weights (--weights, or --checkpoint-dir above) and
   // the outputs.
   std::optional<std::string> sampler, predictionType, weights, grid, output,
-      predict, textStates;
+      predict, textStates, loraWeights;
   std::optional<int64_t> numInferenceSteps, samplesPerClass, gridScale;
   std::optional<double> guidanceScale, trueCfgScale, flowShift, baseShift,
-      maxShift;
+      maxShift, loraScale;
   std::optional<bool> ema, noEma, clipX0, timeShift;
   std::optional<std::vector<int64_t>> classes;
 };
@@ -137,6 +144,36 @@ template <typename T> struct Setting {
   Setting() = default;
   Setting(T value) : value(std::move(value)) {}
 };
+
+/// What a fine-tune trains: LoRA adapters, or the parameters the patterns
+/// leave unfrozen; and which parameters AdamW's weight decay skips.
+struct FineTuneSettings {
+  /// enable_lora (or --lora-rank given): adapters beside the target
+  /// modules, every other parameter frozen.
+  Setting<bool> lora{false};
+  Setting<int64_t> loraRank{16};
+  /// lora_alpha; the update is scaled by alpha / rank (default alpha =
+  /// rank).
+  Setting<double> loraAlpha{16.0};
+  /// PEFT's target_modules: names, or one regular expression
+  /// (loraTargetRegex; kDefaultLoraTargets when neither is given).
+  Setting<std::vector<std::string>> loraTargets;
+  std::string loraTargetRegex;
+  /// Glob patterns of parameter names: frozen, and (when given) the only
+  /// ones trained.
+  Setting<std::vector<std::string>> freeze, trainable;
+  /// Glob patterns of the parameters without weight decay: biases, norms
+  /// and embedding tables by default.
+  Setting<std::vector<std::string>> weightDecayExclude{
+      std::vector<std::string>{"*bias", "*norm*", "*embedding_table*"}};
+};
+
+/// LoRA's default target modules as a PEFT regular expression: the
+/// attention projections of DiT (attn.qkv, attn.proj), Flux (attn.to_q,
+/// ..., add_q_proj, ..., to_add_out) and Wan (attn1/attn2.to_q, ...).
+constexpr std::string_view kDefaultLoraTargets =
+    R"(.*\.attn[0-9]*\.(to_q|to_k|to_v|to_out\.0|add_q_proj|add_k_proj|)"
+    R"(add_v_proj|to_add_out|qkv|proj))";
 
 /// The devices: the mesh and what fills its -1 axes.
 struct MeshSettings {
@@ -281,6 +318,9 @@ struct RunSettings {
   bool allowMissing = false;
   /// --export-ema: the EMA parameters, under the parameters' names.
   std::string exportEmaPath;
+  /// --export-merged: with LoRA, the model with the adapters merged into
+  /// their base weights.
+  std::string exportMergedPath;
   /// --export-dtype: what --export and --export-ema store (unset: the
   /// model's weights_dtype).
   std::optional<DType> exportDtype;
@@ -314,6 +354,7 @@ struct RunSpec {
   BatchSettings batch;
   RematSettings remat;
   OptimizerSettings optimizer;
+  FineTuneSettings fineTune;
   ModelSettings model;
   DataSettings data;
   SamplingSettings sampling;

@@ -77,6 +77,7 @@ using KeyField = std::variant<
     std::optional<bool> RunConfig::*, std::optional<std::string> RunConfig::*,
     std::optional<std::vector<std::string>> RunConfig::*,
     std::optional<FlashBlockSizes> RunConfig::*,
+    std::optional<LoraConfig> RunConfig::*,
     std::optional<LogicalAxisRules> RunConfig::*, MeshAxisField>;
 
 /// One setting.

@@ -200,6 +200,19 @@ struct WeightSource {
   std::map<std::string, std::string> dtypes;
 };
 absl::StatusOr<WeightSource> readWeightsFile(const std::string &path);
+/// Merges the LoRA adapters of the safetensors file `path` (PEFT's names
+/// X.lora_A.weight [r, in], X.lora_B.weight [out, r], optionally prefixed
+/// "transformer.") into `weights` (@denoise's parameters `params`, by
+/// name): X.weight += scale·(alpha/r)·B·A, alpha from the file's PEFT
+/// metadata (kLoraMetadataKey; r without it). Every tensor is checked
+/// first: a name that is not an adapter, a module the model lacks, a shape
+/// its weight does not take, a missing half of a pair, a non-float dtype or
+/// a non-finite value is InvalidArgument naming the file and the tensor.
+/// Returns the line sdsample prints.
+absl::StatusOr<std::string>
+mergeLoraFile(const std::string &path, double scale,
+              const std::vector<ParameterShape> &params,
+              std::map<std::string, std::vector<float>> &weights);
 /// The whole safetensors file at `path` (`what` names it in errors): a
 /// regular file, no larger than the machine's memory.
 absl::StatusOr<::sd::ckpt::SafetensorsFile>
@@ -241,6 +254,9 @@ struct SampleOptions {
   /// A text-conditioned model's prompt states (readPromptStates), a grid
   /// row per prompt.
   std::string textStatesPath;
+  /// --lora: LoRA adapters merged into the weights, times --lora-scale.
+  std::string loraPath;
+  double loraScale = 1.0;
   /// Whether guidance_scale was given (a flag or the config): a model with
   /// a distilled guidance input takes it there, else its sd.guidance.
   bool guidanceScaleGiven = false;

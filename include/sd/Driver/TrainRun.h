@@ -86,6 +86,10 @@ struct TrainRunOptions {
   /// The EMA parameters (the step's ema states) under the parameters'
   /// names.
   std::string exportEmaPath;
+  /// With LoRA: --export writes the adapters alone; this, the model with
+  /// them merged (scaled by loraScale).
+  std::string exportMergedPath;
+  double loraScale = 1.0;
   /// Both exports store BF16 (rounded from the f32 master), else F32.
   bool exportBF16 = false;
   /// What the steps train on (sd/Data/Batches.h): synthetic data or

@@ -87,6 +87,12 @@ struct PipelineOptions {
   /// What gradients are reduced in under bf16 activations
   /// (sd-widen-gradients when f32, after inlining).
   ::sd::DType gradReduceDtype = ::sd::DType::Float32;
+  /// LoRA adapters (sd-add-lora, first of all: on every function with
+  /// parameters, so that a sampler's @denoise takes them too).
+  std::optional<AddLoraOptions> lora;
+  /// With `train`: the parameters frozen by name (sd-freeze-parameters,
+  /// when it has patterns).
+  FreezeParametersOptions freeze;
 };
 
 /// sd-widen-gradients when `options` trains in bf16 activations with f32
