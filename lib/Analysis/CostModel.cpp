@@ -601,6 +601,10 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
       ++report.numParameters;
       report.parameterBytes += bytes;
       report.parameterElements += bytes / getElementBytes(type);
+      if (func.getArgAttr(arg.getArgNumber(), SDDialect::kFrozenAttrName)) {
+        ++report.numFrozen;
+        report.frozenElements += bytes / getElementBytes(type);
+      }
     } else if (func.getArgAttrOfType<OptimizerStateAttr>(
                    arg.getArgNumber(), SDDialect::kRoleAttrName)) {
       ++report.numOptimizerStates;

@@ -194,6 +194,15 @@ static void printText(const CostReport &report,
   printRow(os, "parameters", formatBytes(report.parameterBytes),
            plural(report.numParameters, "tensor") + ", " +
                plural(report.parameterElements, "element"));
+  // A fine-tune: what the frozen parameters do not cost (AdamW's two f32
+  // moments and their gradient per element).
+  if (report.numFrozen > 0)
+    printRow(os, "  frozen", "",
+             plural(report.numFrozen, "tensor") + ", " +
+                 plural(report.frozenElements, "element") +
+                 ": no gradient, no optimizer state (" +
+                 formatBytes(2 * 4 * report.frozenElements) +
+                 " saved), no reduction");
   if (report.numOptimizerStates > 0)
     printRow(os, "optimizer state", formatBytes(report.optimizerStateBytes),
              plural(report.numOptimizerStates, "tensor") +

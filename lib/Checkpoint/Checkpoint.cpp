@@ -56,6 +56,9 @@ proto::Tensor::Kind toProto(rt::ArgumentKind kind) {
     return proto::Tensor::INPUT;
   case rt::ArgumentKind::Step:
     return proto::Tensor::STEP;
+  case rt::ArgumentKind::Hyperparameters:
+    // Not stored: the run gives them.
+    break;
   }
   return proto::Tensor::KIND_UNSPECIFIED;
 }

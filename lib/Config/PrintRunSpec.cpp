@@ -140,6 +140,15 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   if (spec.data.type.value == "sd")
     table.add("train_data_dir", spec.data.trainDataDir);
   table.add("class_dropout_prob", spec.data.classDropoutProb);
+  if (spec.data.timestepSampling.source != SettingSource::Default) {
+    table.add("timestep_sampling", spec.data.timestepSampling);
+    if (spec.data.timestepSampling.value == "logit_normal") {
+      table.add("logit_mean", spec.data.logitMean);
+      table.add("logit_std", spec.data.logitStd);
+    }
+    if (spec.data.timestepSampling.value == "shift")
+      table.add("flow_shift", spec.sampling.flowShift);
+  }
   table.add("eval_every", spec.data.evalEvery);
   if (spec.data.predictionType)
     table.add("prediction_type", *spec.data.predictionType);

@@ -145,6 +145,9 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   d.add("dataset_type", data.type.value);
   d.addText("train_data_dir", data.trainDataDir.value);
   d.add("class_dropout_prob", data.classDropoutProb.value);
+  d.add("timestep_sampling", data.timestepSampling.value);
+  d.add("logit_mean", data.logitMean.value);
+  d.add("logit_std", data.logitStd.value);
   // -1 and 0 both mean never, as they do for checkpoint_every.
   d.add("eval_every", std::max<int64_t>(data.evalEvery.value, 0));
   d.add("prediction_type",

@@ -581,6 +581,10 @@ absl::Status Resolver::resolveData() {
         "train_data_dir: %s is not read (dataset_type is synthetic)",
         data.trainDataDir.value));
   data.classDropoutProb = pick(&F::classDropoutProb, &C::classDropoutProb, 0.0);
+  data.timestepSampling = pick(&F::timestepSampling, &C::timestepSampling,
+                               std::string("uniform"));
+  data.logitMean = pick(&F::logitMean, &C::logitMean, 0.0);
+  data.logitStd = pick(&F::logitStd, &C::logitStd, 1.0);
   data.evalEvery = pick(&F::evalEvery, &C::evalEvery, int64_t(0));
   if (flags.predictionType || file.predictionType)
     data.predictionType =
@@ -797,8 +801,15 @@ absl::Status Resolver::checkRunFlags() {
                    "--export writes the model");
   if (run.resume && run.checkpointDir.empty())
     return invalid("--resume needs --checkpoint-dir");
-  if (run.resume && !run.initFrom.empty())
-    return invalid("give --resume or --init-from, not both");
+  // A fine-tune resumes its trained tensors from the checkpoint and reads
+  // the frozen ones, which checkpoints do not hold, from --init-from.
+  const FineTuneSettings &tune = spec.fineTune;
+  bool freezes = tune.lora.value || !tune.freeze.value.empty() ||
+                 !tune.trainable.value.empty();
+  if (run.resume && !run.initFrom.empty() && !freezes)
+    return invalid("give --resume or --init-from, not both (a fine-tune "
+                   "with frozen parameters takes both: --init-from gives "
+                   "the frozen ones)");
   const Setting<std::string> &pretrained = run.pretrained;
   if (!pretrained.value.empty() && !run.initFrom.empty())
     return invalid(absl::StrFormat(

@@ -45,6 +45,8 @@ constexpr Requirement kInferenceSteps{
 
 constexpr std::string_view kPredictionTypes[] = {"epsilon", "v_prediction",
                                                  "flow"};
+constexpr std::string_view kTimestepSamplings[] = {"uniform", "logit_normal",
+                                                   "shift"};
 /// What weights_dtype and activations_dtype may be (parseDType's names).
 constexpr std::string_view kDTypes[] = {"float32", "bfloat16", "f32", "fp32",
                                         "bf16"};
@@ -176,6 +178,15 @@ std::vector<SettingRow> numberRows() {
           .key("max_grad_value", &C::maxGradValue)
           .check(kNotNegative)
           .row,
+      flag("logit-mean", kSdrun, &F::logitMean, G::Run,
+           "logit_mean of timestep_sampling logit_normal (default 0)")
+          .key("logit_mean", &C::logitMean)
+          .row,
+      flag("logit-std", kSdrun, &F::logitStd, G::Run,
+           "logit_std of timestep_sampling logit_normal (default 1)")
+          .key("logit_std", &C::logitStd)
+          .check(kPositive)
+          .row,
       key("warmup_steps_fraction", &C::warmupStepsFraction)
           .check(kProbability)
           .row,
@@ -214,7 +225,7 @@ std::vector<SettingRow> numberRows() {
            "default 1: none)")
           .check(kNotNegative)
           .row,
-      flag("flow-shift", kSdsample, &F::flowShift, G::Sample,
+      flag("flow-shift", kSdsample | kSdrun, &F::flowShift, G::Sample,
            "flow_shift: Euler's time shift s, t' = s·t/(1 + (s-1)·t) "
            "(Wan2.1: 3 at 480p, 5 at 720p; default 1: none)")
           .key("flow_shift", &C::flowShift)
@@ -349,6 +360,13 @@ std::vector<SettingRow> stringRows() {
            "record it (default epsilon)")
           .key("prediction_type", &C::predictionType)
           .choices(kPredictionTypes, "prediction type")
+          .row,
+      flag("timestep-sampling", kSdrun, &F::timestepSampling, G::Run,
+           "timestep_sampling of a flow model's training timesteps: "
+           "uniform (default), logit_normal (sigmoid of a normal, "
+           "logit_mean and logit_std) or shift (by flow_shift)")
+          .key("timestep_sampling", &C::timestepSampling)
+          .choices(kTimestepSamplings, "timestep sampling")
           .row,
       flag("lr-schedule", kTrainTools, &F::lrSchedule, G::Step,
            "learning_rate_schedule: constant (the default without "

@@ -14,6 +14,28 @@
 using namespace sd;
 using namespace sd::data;
 
+const char *sd::data::timestepSamplingName(TimestepSampling sampling) {
+  switch (sampling) {
+  case TimestepSampling::Uniform:
+    return "uniform";
+  case TimestepSampling::LogitNormal:
+    return "logit_normal";
+  case TimestepSampling::Shift:
+    return "shift";
+  }
+  return "uniform";
+}
+
+std::optional<TimestepSampling>
+sd::data::parseTimestepSampling(std::string_view name) {
+  for (TimestepSampling sampling :
+       {TimestepSampling::Uniform, TimestepSampling::LogitNormal,
+        TimestepSampling::Shift})
+    if (name == timestepSamplingName(sampling))
+      return sampling;
+  return std::nullopt;
+}
+
 namespace {
 
 /// The RNG streams of a batch, each keyed by the seed and its tag.
@@ -33,6 +55,27 @@ using ref::splitMix64;
 uint64_t streamKey(uint64_t seed, Stream stream, uint64_t extra = 0) {
   return splitMix64(
       splitMix64(seed ^ splitMix64(static_cast<uint64_t>(stream))) ^ extra);
+}
+
+/// Timestep `index` of the stream: uniform in [0, 1), or transformed as
+/// `options` asks (TimestepSampling); each a function of the seed and the
+/// index alone.
+double timestepAt(const BatchOptions &options, uint64_t index) {
+  uint64_t key = streamKey(options.seed, Stream::Timestep);
+  switch (options.timesteps) {
+  case TimestepSampling::Uniform:
+    return ref::uniformAt(key, index);
+  case TimestepSampling::LogitNormal: {
+    double z = options.logitMean + options.logitStd * ref::normalAt(key, index);
+    // In [0, 1) as f32 holds it.
+    return std::min(1.0 / (1.0 + std::exp(-z)), 1.0 - 0x1p-24);
+  }
+  case TimestepSampling::Shift: {
+    double u = ref::uniformAt(key, index);
+    return options.shift * u / (1.0 + (options.shift - 1.0) * u);
+  }
+  }
+  return ref::uniformAt(key, index);
 }
 
 int64_t product(const std::vector<int64_t> &shape, size_t from) {
@@ -274,8 +317,7 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
       case InputRole::Timestep:
         for (int64_t e = 0; e < per; ++e)
           row[e] = static_cast<float>(
-              ref::uniformAt(streamKey(options.seed, Stream::Timestep),
-                             q * static_cast<uint64_t>(per) + e));
+              timestepAt(options, q * static_cast<uint64_t>(per) + e));
         break;
       case InputRole::Labels: {
         // One-hot over the classes and the null class (the last column).

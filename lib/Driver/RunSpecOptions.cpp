@@ -107,6 +107,9 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.modelPath = settings.modelPath;
   run.pipeline = pipelineOptions(spec);
   run.pipeline.train = true;
+  // The optimizer's values are inputs of the step, so that runs differing
+  // only in them share the compiled program.
+  run.pipeline.training.step.hyperparameterInputs = true;
   run.mesh = spec.mesh.mesh;
   run.steps = settings.steps.value;
   run.seed = settings.seed.value;
@@ -137,6 +140,13 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
       spec.data.type.value == "sd" ? DatasetType::Sd : DatasetType::Synthetic;
   run.trainDataDir = spec.data.trainDataDir.value;
   run.classDropoutProb = spec.data.classDropoutProb.value;
+  // resolveRunSpec accepts only these names.
+  run.timestepSampling =
+      ::sd::data::parseTimestepSampling(spec.data.timestepSampling.value)
+          .value_or(::sd::data::TimestepSampling::Uniform);
+  run.logitMean = spec.data.logitMean.value;
+  run.logitStd = spec.data.logitStd.value;
+  run.flowShift = spec.sampling.flowShift.value;
   if (spec.data.predictionType)
     run.predictionType = spec.data.predictionType->value;
   // -1 and 0 both mean never.

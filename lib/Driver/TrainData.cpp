@@ -81,6 +81,29 @@ stepInputs(const rt::ProgramSpec &spec) {
   return inputs;
 }
 
+absl::Status TrainRun::timestepOptions(data::BatchOptions &batch) const {
+  batch.timesteps = options.timestepSampling;
+  batch.logitMean = options.logitMean;
+  batch.logitStd = options.logitStd;
+  batch.shift = options.flowShift;
+  if (options.timestepSampling == data::TimestepSampling::Uniform)
+    return absl::OkStatus();
+  // The schedules of epsilon and v models count discrete steps, which
+  // MaxDiffusion samples uniformly.
+  auto loss = ModuleOp(module).lookupSymbol<func::FuncOp>("loss");
+  auto prediction =
+      loss ? loss->getAttrOfType<PredictionTypeAttr>(
+                 SDDialect::kPredictionTypeAttrName)
+           : PredictionTypeAttr();
+  if (!prediction || prediction.getValue() != PredictionType::flow)
+    return absl::InvalidArgumentError(
+        std::string("timestep_sampling ") +
+        data::timestepSamplingName(options.timestepSampling) +
+        " applies to flow-matching models (#sd.prediction<flow>); " +
+        options.modelPath + " is not one: give timestep_sampling uniform");
+  return absl::OkStatus();
+}
+
 absl::Status TrainRun::makeBatches() {
   absl::StatusOr<std::vector<data::StepInput>> inputs =
       stepInputs(program.spec);
@@ -88,6 +111,8 @@ absl::Status TrainRun::makeBatches() {
     return inputs.status();
   data::BatchOptions batchOptions;
   batchOptions.seed = seed;
+  if (absl::Status status = timestepOptions(batchOptions); !status.ok())
+    return status;
   batchOptions.labelDropout = options.classDropoutProb;
   batchOptions.dataset = dataset;
   batchOptions.index = datasetIndex;
@@ -152,6 +177,9 @@ absl::Status TrainRun::prepareEvaluation() {
     return inputs.status();
   data::BatchOptions heldout;
   heldout.seed = seed;
+  // The held-out loss weighs the timesteps as training does.
+  if (absl::Status status = timestepOptions(heldout); !status.ok())
+    return status;
   heldout.dataset =
       std::make_shared<const data::DatasetReader>(std::move(*reader));
   heldout.index = datasetIndex;

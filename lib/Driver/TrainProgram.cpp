@@ -205,6 +205,10 @@ LogicalResult describeRole(func::FuncOp func, unsigned i,
     arg.kind = ::sd::rt::ArgumentKind::Step;
     return success();
   }
+  if (input.getKind() == InputKind::hyperparameters) {
+    arg.kind = ::sd::rt::ArgumentKind::Hyperparameters;
+    return success();
+  }
   arg.kind = ::sd::rt::ArgumentKind::Input;
   std::optional<::sd::rt::InputRole> parsed = ::sd::rt::parseInputRole(kind);
   if (!parsed)
@@ -312,7 +316,8 @@ static int64_t globalBatch(func::FuncOp step) {
   for (unsigned i = 0; i < step.getNumArguments(); ++i) {
     auto input = step.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
     auto type = cast<RankedTensorType>(step.getArgument(i).getType());
-    if (input && input.getKind() != InputKind::step && type.getRank() > 0)
+    if (input && input.getKind() != InputKind::step &&
+        input.getKind() != InputKind::hyperparameters && type.getRank() > 0)
       return type.getDimSize(0);
   }
   return 0;

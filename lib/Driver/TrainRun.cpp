@@ -288,6 +288,10 @@ absl::Status TrainRun::compile() {
     return compilerFailure("could not build the training step");
   program = std::move(*step);
   buildSeconds = secondsSince(begin);
+  // The run's optimizer values, fed to the step once.
+  for (rt::ArgumentSpec &arg : program.spec.arguments)
+    if (arg.kind == rt::ArgumentKind::Hyperparameters)
+      arg.values = hyperparameterValues(options.pipeline.training.step);
   // Before the C++ compile: a run that cannot fit is refused now.
   StagingOptions staging;
   staging.verify = options.verify;

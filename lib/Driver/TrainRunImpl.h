@@ -162,6 +162,9 @@ private:
   absl::Status openDataset();
   /// The step's inputs and the maker of their batches (after compile).
   absl::Status makeBatches();
+  /// timestep_sampling's options, refused for a model that is not
+  /// flow-matching.
+  absl::Status timestepOptions(data::BatchOptions &batch) const;
   /// The stream position of step `step`'s batch.
   int64_t positionOf(int64_t step) const {
     return firstPosition + (step - firstStep) * program.batch;

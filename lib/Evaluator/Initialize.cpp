@@ -116,6 +116,11 @@ static FailureOr<Tensor> initializeInput(func::FuncOp func, unsigned index,
   case InputKind::step:
     // A training run starts at step 0.
     return Tensor(shape, dtype);
+  case InputKind::hyperparameters:
+    return emitError(func.getLoc())
+           << describeArgument(func, index, {})
+           << " holds the run's hyperparameters, which the evaluator does "
+              "not know: build the step without hyperparameter-inputs";
   case InputKind::timestep:
     return ref::rngUniform(shape, stream, 0.0, 1.0, dtype);
   case InputKind::labels: {

@@ -44,6 +44,8 @@ struct StepOptions {
   int64_t lrScheduleSteps;
   /// Parameters (by name) the weight decay skips.
   SmallVector<llvm::GlobPattern> noDecay;
+  /// The values above reach the step as its #sd.input<hyperparameters>.
+  bool hyperparameterInputs;
 };
 
 class TrainStepBuilder {
@@ -67,6 +69,23 @@ private:
   }
   Value scalar(double value) {
     return splat(value, RankedTensorType::get({}, builder.getF32Type()));
+  }
+  /// Hyperparameter `which` (of value `value`) as an f32 scalar: an element
+  /// of the hyperparameter input, or a constant without one.
+  Value hyper(Hyperparameter which, double value) {
+    return hyperValues.empty() ? scalar(value)
+                               : hyperValues[static_cast<size_t>(which)];
+  }
+  /// The same, broadcast to `type` (converted to its element type).
+  Value hyperSplat(Hyperparameter which, double value, Type type) {
+    if (hyperValues.empty())
+      return splat(value, type);
+    Value element = hyper(which, value);
+    auto tensorType = cast<RankedTensorType>(type);
+    if (tensorType.getElementType() != builder.getF32Type())
+      element =
+          create<ConvertOp>(tensorType.clone(ArrayRef<int64_t>{}), element);
+    return broadcastScalar(element, type);
   }
   Value broadcastScalar(Value scalar, Type type);
 
@@ -111,6 +130,9 @@ private:
   /// Per parameter, whether AdamW's weight decay applies to it.
   SmallVector<bool> decays;
   Value stepCount;
+  /// With hyperparameter-inputs: the input's elements, one f32 scalar per
+  /// Hyperparameter.
+  SmallVector<Value> hyperValues;
   /// Per parameter, the gradient summed over microbatches.
   SmallVector<Value> gradients;
   /// Whether `gradients` are already clipped by value (before the norm).
@@ -251,6 +273,14 @@ void TrainStepBuilder::createFunction() {
   stepAttrs.set(SDDialect::kRoleAttrName,
                 InputAttr::get(context, InputKind::step));
   argAttrs.push_back(stepAttrs.getDictionary(context));
+  if (options.hyperparameterInputs) {
+    argTypes.push_back(RankedTensorType::get(
+        {static_cast<int64_t>(Hyperparameter::Count)}, builder.getF32Type()));
+    NamedAttrList hyperAttrs;
+    hyperAttrs.set(SDDialect::kRoleAttrName,
+                   InputAttr::get(context, InputKind::hyperparameters));
+    argAttrs.push_back(hyperAttrs.getDictionary(context));
+  }
 
   // The loss, then new parameters, mu and nu: each the type of its
   // parameter, with its sharding where it has one, and written in place of
@@ -292,8 +322,21 @@ void TrainStepBuilder::createFunction() {
     llvm::append_range(ema, states.slice(2 * numParams, numParams));
   llvm::append_range(
       inputs, states.slice(numStates() * numParams, inputIndices.size()));
-  stepCount = args.back();
   builder.setInsertionPointToEnd(entry);
+  if (!options.hyperparameterInputs) {
+    stepCount = args.back();
+    return;
+  }
+  stepCount = args[args.size() - 2];
+  // One scalar per element (what the step does not use is erased at the
+  // end).
+  Value all = args.back();
+  auto scalarType = RankedTensorType::get({}, builder.getF32Type());
+  for (int64_t k = 0; k < static_cast<int64_t>(Hyperparameter::Count); ++k) {
+    Value one = create<SliceOp>(all, ArrayRef<int64_t>{k},
+                                ArrayRef<int64_t>{k + 1}, ArrayRef<int64_t>{1});
+    hyperValues.push_back(create<ReshapeOp>(scalarType, one));
+  }
 }
 
 /// Microbatch `index` of a batch-major input: sample i goes to microbatch
@@ -389,9 +432,11 @@ Value TrainStepBuilder::clipValue(Value gradient) {
   if (options.maxGradValue <= 0)
     return gradient;
   Type type = gradient.getType();
-  Value low = splat(-options.maxGradValue, type);
+  Value low = hyperSplat(Hyperparameter::NegMaxGradValue,
+                         -options.maxGradValue, type);
   Value raised = create<MaxOp>(gradient, low);
-  Value high = splat(options.maxGradValue, type);
+  Value high =
+      hyperSplat(Hyperparameter::MaxGradValue, options.maxGradValue, type);
   return create<MinOp>(raised, high);
 }
 
@@ -409,7 +454,7 @@ void TrainStepBuilder::clipGradients() {
     sumSquares = sumSquares ? create<AddOp>(sumSquares, squares) : squares;
   }
   Value norm = create<SqrtOp>(sumSquares);
-  Value limit = scalar(options.maxGradNorm);
+  Value limit = hyper(Hyperparameter::MaxGradNorm, options.maxGradNorm);
   Value factor = create<DivOp>(limit, create<MaxOp>(norm, limit));
   for (Value &g : gradients) {
     auto type = cast<RankedTensorType>(g.getType());
@@ -429,31 +474,37 @@ void TrainStepBuilder::computeEmaDecay() {
   Value one = scalar(1.0);
   Value warm;
   if (options.emaWarmup) {
-    Value invGamma = scalar(options.emaInvGamma);
+    Value invGamma = hyper(Hyperparameter::EmaInvGamma, options.emaInvGamma);
     Value base = create<AddOp>(one, create<DivOp>(stepCount, invGamma));
-    Value exponent = scalar(-options.emaPower);
+    Value exponent = hyper(Hyperparameter::NegEmaPower, -options.emaPower);
     warm = create<SubOp>(one, create<PowOp>(base, exponent));
   } else {
     Value numerator = create<AddOp>(one, stepCount);
     Value ten = scalar(10.0);
     warm = create<DivOp>(numerator, create<AddOp>(ten, stepCount));
   }
-  Value capped = create<MinOp>(warm, scalar(options.emaDecay));
+  Value capped =
+      create<MinOp>(warm, hyper(Hyperparameter::EmaDecay, options.emaDecay));
   emaDecayNow = create<MulOp>(capped, create<MinOp>(stepCount, one));
 }
 
 void TrainStepBuilder::computeStepScalars() {
   Value t = create<AddOp>(stepCount, scalar(1.0));
   correction1 =
-      create<SubOp>(scalar(1.0), create<PowOp>(scalar(options.beta1), t));
+      create<SubOp>(scalar(1.0), create<PowOp>(hyper(Hyperparameter::Beta1,
+                                                     options.beta1),
+                                               t));
   correction2 =
-      create<SubOp>(scalar(1.0), create<PowOp>(scalar(options.beta2), t));
+      create<SubOp>(scalar(1.0), create<PowOp>(hyper(Hyperparameter::Beta2,
+                                                     options.beta2),
+                                               t));
   if (options.emaDecay > 0)
     computeEmaDecay();
-  learningRate = scalar(options.learningRate);
+  learningRate = hyper(Hyperparameter::LearningRate, options.learningRate);
   if (options.warmupSteps > 0) {
     Value ramp =
-        create<DivOp>(t, scalar(static_cast<double>(options.warmupSteps)));
+        create<DivOp>(t, hyper(Hyperparameter::WarmupSteps,
+                               static_cast<double>(options.warmupSteps)));
     learningRate =
         create<MulOp>(learningRate, create<MinOp>(ramp, scalar(1.0)));
   }
@@ -465,9 +516,9 @@ void TrainStepBuilder::computeStepScalars() {
   // program's order does not depend on the C++ compiler's.)
   double warmup = static_cast<double>(options.warmupSteps);
   double span = static_cast<double>(options.lrScheduleSteps) - warmup;
-  Value warmupSteps = scalar(warmup);
+  Value warmupSteps = hyper(Hyperparameter::WarmupSteps, warmup);
   Value since = create<SubOp>(stepCount, warmupSteps);
-  Value spanSteps = scalar(span);
+  Value spanSteps = hyper(Hyperparameter::DecaySteps, span);
   Value progress = create<DivOp>(since, spanSteps);
   Value zero = scalar(0.0);
   progress = create<MaxOp>(progress, zero);
@@ -499,18 +550,28 @@ void TrainStepBuilder::updateParameter(size_t n) {
     return broadcastScalar(scalarValue, type);
   };
   Value g = valueClipped ? gradients[n] : clipValue(gradients[n]);
-  Value m = create<AddOp>(create<MulOp>(splat(options.beta1, type), mu[n]),
-                          create<MulOp>(splat(1.0 - options.beta1, type), g));
-  Value v = create<AddOp>(
-      create<MulOp>(splat(options.beta2, type), nu[n]),
-      create<MulOp>(splat(1.0 - options.beta2, type), create<MulOp>(g, g)));
+  Value b1 = hyperSplat(Hyperparameter::Beta1, options.beta1, type);
+  Value oneMinusB1 =
+      hyperSplat(Hyperparameter::OneMinusBeta1, 1.0 - options.beta1, type);
+  Value m = create<AddOp>(create<MulOp>(b1, mu[n]),
+                          create<MulOp>(oneMinusB1, g));
+  Value b2 = hyperSplat(Hyperparameter::Beta2, options.beta2, type);
+  Value oneMinusB2 =
+      hyperSplat(Hyperparameter::OneMinusBeta2, 1.0 - options.beta2, type);
+  Value v = create<AddOp>(create<MulOp>(b2, nu[n]),
+                          create<MulOp>(oneMinusB2, create<MulOp>(g, g)));
   Value mHat = create<DivOp>(m, asParam(correction1));
   Value vHat = create<DivOp>(v, asParam(correction2));
   Value direction = create<DivOp>(
-      mHat, create<AddOp>(create<SqrtOp>(vHat), splat(options.epsilon, type)));
+      mHat, create<AddOp>(create<SqrtOp>(vHat),
+                          hyperSplat(Hyperparameter::Epsilon, options.epsilon,
+                                     type)));
   if (options.weightDecay != 0 && decays[n])
     direction = create<AddOp>(
-        direction, create<MulOp>(splat(options.weightDecay, type), p));
+        direction,
+        create<MulOp>(hyperSplat(Hyperparameter::WeightDecay,
+                                 options.weightDecay, type),
+                      p));
   newParams[n] =
       create<SubOp>(p, create<MulOp>(asParam(learningRate), direction));
   newMu[n] = m;
@@ -629,7 +690,8 @@ public:
     StepOptions options{learningRate, beta1,        beta2,          epsilon,
                         weightDecay,  maxGradNorm,  warmupSteps,    gradAccum,
                         emaDecay,     maxGradValue, emaWarmup,      emaInvGamma,
-                        emaPower,     lrSchedule,   lrScheduleSteps, {}};
+                        emaPower,     lrSchedule,   lrScheduleSteps, {},
+                        hyperparameterInputs};
     for (const std::string &text : noDecay) {
       llvm::Expected<llvm::GlobPattern> pattern =
           llvm::GlobPattern::create(text);

@@ -9,6 +9,32 @@
 using namespace mlir;
 using namespace mlir::sd;
 
+std::vector<float>
+mlir::sd::hyperparameterValues(const BuildTrainStepOptions &options) {
+  std::vector<float> values(static_cast<size_t>(Hyperparameter::Count));
+  auto set = [&](Hyperparameter which, double value) {
+    values[static_cast<size_t>(which)] = static_cast<float>(value);
+  };
+  set(Hyperparameter::LearningRate, options.learningRate);
+  set(Hyperparameter::WarmupSteps, static_cast<double>(options.warmupSteps));
+  set(Hyperparameter::DecaySteps,
+      static_cast<double>(options.lrScheduleSteps) -
+          static_cast<double>(options.warmupSteps));
+  set(Hyperparameter::Beta1, options.beta1);
+  set(Hyperparameter::OneMinusBeta1, 1.0 - options.beta1);
+  set(Hyperparameter::Beta2, options.beta2);
+  set(Hyperparameter::OneMinusBeta2, 1.0 - options.beta2);
+  set(Hyperparameter::Epsilon, options.epsilon);
+  set(Hyperparameter::WeightDecay, options.weightDecay);
+  set(Hyperparameter::MaxGradNorm, options.maxGradNorm);
+  set(Hyperparameter::MaxGradValue, options.maxGradValue);
+  set(Hyperparameter::NegMaxGradValue, -options.maxGradValue);
+  set(Hyperparameter::EmaDecay, options.emaDecay);
+  set(Hyperparameter::EmaInvGamma, options.emaInvGamma);
+  set(Hyperparameter::NegEmaPower, -options.emaPower);
+  return values;
+}
+
 void mlir::sd::addTrainingPasses(OpPassManager &pm,
                                  const TrainingOptions &options,
                                  bool buildStep) {

@@ -95,6 +95,14 @@ void forEachRow(const ArgumentSpec &arg, const std::vector<int64_t> &offsets,
 
 void initialBlock(const ArgumentSpec &arg, uint64_t seed,
                   const std::vector<int64_t> &offsets, float *out) {
+  if (arg.kind == ArgumentKind::Hyperparameters) {
+    // Replicated: every block is the whole vector.
+    int64_t n = std::min<int64_t>(numElements(arg.localShape),
+                                  static_cast<int64_t>(arg.values.size()));
+    std::fill(out, out + numElements(arg.localShape), 0.0f);
+    std::copy(arg.values.begin(), arg.values.begin() + n, out);
+    return;
+  }
   int64_t inner = arg.localShape.empty() ? 1 : arg.localShape.back();
   bool drawn = arg.kind == ArgumentKind::Parameter ||
                (arg.kind == ArgumentKind::OptimizerState &&

@@ -246,12 +246,6 @@ TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
        "t.yml:2: train_text_encoder: True trains the text encoder too, which "
        "sd cannot do yet; train_text_encoder=False trains the model file's "
        "parameters alone"},
-      {"enable_lora: yes",
-       "t.yml:2: enable_lora: True asks for LoRA adapters, which sd cannot "
-       "train or apply yet; enable_lora=False"},
-      {"lora_config: {lora_model_name_or_path: [a/b], scale: [0.5]}",
-       "t.yml:2: lora_config: {lora_model_name_or_path: [a/b]} loads LoRA "
-       "weights, which sd cannot apply yet; lora_config={} loads none"},
       {"snr_gamma: 5.0",
        "t.yml:2: snr_gamma: 5.0 weights the loss by min-SNR, which sd cannot "
        "do yet (its loss is the plain mean squared error); snr_gamma=-1"},
@@ -272,12 +266,11 @@ TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
                              "weight_name: []}\n"
                              "snr_gamma: -1.0\n");
   EXPECT_TRUE(verifyRunConfig(defaults).ok());
-  EXPECT_EQ(defaults.ignoredKeys.size(), 6u);
-  // A LoRA listed while enable_lora is False (Wan's configs) is not loaded.
-  EXPECT_TRUE(verifyRunConfig(parse("enable_lora: False\n"
-                                    "lora_config: {lora_model_name_or_path: "
-                                    "[a/b]}\n"))
-                  .ok());
+  // enable_lora and lora_config are read (sd trains LoRA adapters).
+  EXPECT_EQ(defaults.ignoredKeys.size(), 4u);
+  EXPECT_EQ(defaults.enableLora, false);
+  ASSERT_TRUE(defaults.loraConfig.has_value());
+  EXPECT_TRUE(defaults.loraConfig->load.empty());
   // An override undoes the file's value, and sets one.
   RunConfig c = parse("unet_checkpoint: 'gs://b/c'\n");
   EXPECT_TRUE(applyOverrides(c, {"unet_checkpoint="}).ok());
@@ -290,6 +283,41 @@ TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
   EXPECT_TRUE(configFailsWith("lora_config: [a]\n",
                               "t.yml:1: lora_config: expected a mapping, got "
                               "a list"));
+}
+
+TEST(RunConfigTest, LoraConfig) {
+  // MaxDiffusion's one-element lists, PEFT's names.
+  RunConfig c = parse("enable_lora: True\n"
+                      "lora_config: {rank: [8], lora_alpha: 16, "
+                      "target_modules: [to_q, to_k], "
+                      "lora_model_name_or_path: [a/b], scale: [0.5]}\n");
+  ASSERT_TRUE(c.loraConfig.has_value());
+  EXPECT_EQ(c.enableLora, true);
+  EXPECT_EQ(c.loraConfig->rank, 8);
+  EXPECT_EQ(c.loraConfig->alpha, 16.0);
+  EXPECT_EQ(c.loraConfig->targetModules,
+            (std::vector<std::string>{"to_q", "to_k"}));
+  EXPECT_EQ(c.loraConfig->load, (std::vector<std::string>{"a/b"}));
+  // A string of target modules is PEFT's regular expression.
+  RunConfig regex = parse("lora_config: {rank: 4, alpha: 2.5, "
+                          "target_modules: '.*attn.*'}\n");
+  EXPECT_EQ(regex.loraConfig->targetRegex, ".*attn.*");
+  EXPECT_EQ(regex.loraConfig->alpha, 2.5);
+  EXPECT_TRUE(configFailsWith("lora_config: {rank: [0]}\n",
+                              "t.yml:1: lora_config: rank: '0' must be at "
+                              "least 1"));
+  EXPECT_TRUE(configFailsWith("lora_config: {rank: [4, 8]}\n",
+                              "t.yml:1: lora_config: rank: trains one "
+                              "adapter: give one value, not"));
+  EXPECT_TRUE(configFailsWith("lora_config: {lora_alpha: 0}\n",
+                              "t.yml:1: lora_config: lora_alpha: '0' must be "
+                              "positive"));
+  EXPECT_TRUE(configFailsWith("lora_config: {target_modules: []}\n",
+                              "t.yml:1: lora_config: target_modules: names "
+                              "no module"));
+  EXPECT_TRUE(configFailsWith("lora_config: {ranks: 4}\n",
+                              "t.yml:1: lora_config: unknown field 'ranks'; "
+                              "expected rank, lora_alpha"));
 }
 
 TEST(RunConfigTest, MaxDiffusionConfigsNameReleasedWeights) {

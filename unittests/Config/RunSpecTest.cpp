@@ -658,7 +658,26 @@ TEST(RunSpecTest, RunFlagsThatDoNotGoTogether) {
   flags.checkpointDir = "ckpt";
   EXPECT_EQ(resolve(flags).run.resume, true);
   flags.initFrom = "w.safetensors";
-  EXPECT_EQ(errorOf(flags), "give --resume or --init-from, not both");
+  EXPECT_EQ(errorOf(flags),
+            "give --resume or --init-from, not both (a fine-tune with frozen "
+            "parameters takes both: --init-from gives the frozen ones)");
+  // A fine-tune resumes its trained tensors and reads the frozen ones.
+  flags.loraRank = 4;
+  EXPECT_EQ(resolve(flags).fineTune.lora.value, true);
+  flags.loraRank.reset();
+  flags.freeze = std::vector<std::string>{"blocks.0.*"};
+  EXPECT_EQ(resolve(flags).run.resume, true);
+  // --export-merged needs LoRA, and LoRA excludes freezing patterns.
+  flags = RunSpecFlags();
+  flags.exportMergedPath = "merged.safetensors";
+  EXPECT_EQ(errorOf(flags),
+            "--export-merged merges LoRA adapters into their base weights: it "
+            "needs LoRA (enable_lora, --lora-rank); --export writes the model");
+  flags.loraRank = 4;
+  flags.freeze = std::vector<std::string>{"x*"};
+  EXPECT_EQ(errorOf(flags),
+            "--lora-rank: LoRA trains the adapters alone and freezes every "
+            "other parameter; --freeze does not apply with it");
   flags = RunSpecFlags();
   flags.exportEmaPath = "ema.safetensors";
   EXPECT_EQ(errorOf(flags), "--export-ema needs the step to keep EMA weights: "

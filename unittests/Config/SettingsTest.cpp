@@ -45,6 +45,8 @@ std::string goodValue(const SettingRow &row) {
             return "[a, b]";
           else if constexpr (std::is_same_v<T, FlashBlockSizes>)
             return "{block_q: 256}";
+          else if constexpr (std::is_same_v<T, LoraConfig>)
+            return "{rank: [4], lora_alpha: 8}";
           else
             return "[['batch', 'data']]";
         }

@@ -15,6 +15,9 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
+#include <cmath>
+
 using namespace sd;
 using namespace sd::data;
 using namespace sd::data::testing;
@@ -195,6 +198,55 @@ TEST(TextBatchesTest, DataSetsWithoutPooledEmbeddingsAreRefused) {
             "the model's input 'pooled.0' holds pooled text vectors of shape "
             "[3] but data set 'text' (" +
                 dir.string() + ") has pooled_embeddings of shape [4]");
+}
+
+
+/// The timesteps of `batch` samples (synthetic data) drawn as `options`
+/// ask.
+std::vector<float> timesteps(BatchOptions options, int64_t batch) {
+  options.syntheticSamples = batch;
+  std::vector<StepInput> inputs = {
+      {0, InputRole::Timestep, "timestep.0", {batch}}};
+  absl::StatusOr<std::unique_ptr<BatchMaker>> maker =
+      BatchMaker::create(inputs, batch, options);
+  EXPECT_TRUE(maker.ok()) << maker.status();
+  absl::StatusOr<std::vector<std::vector<float>>> made = (*maker)->make(0);
+  EXPECT_TRUE(made.ok()) << made.status();
+  return made->front();
+}
+
+TEST(TimestepSamplingTest, Distributions) {
+  constexpr int64_t n = 20000;
+  BatchOptions uniform;
+  std::vector<float> u = timesteps(uniform, n);
+  // Logit-normal: sigmoid(mean + std·z); its median is sigmoid(mean), and
+  // with std 1 about 68% of the draws lie in [sigmoid(-1), sigmoid(1)].
+  BatchOptions logit = uniform;
+  logit.timesteps = TimestepSampling::LogitNormal;
+  logit.logitMean = 0.5;
+  std::vector<float> l = timesteps(logit, n);
+  std::vector<float> sorted = l;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_NEAR(sorted[n / 2], 1 / (1 + std::exp(-0.5)), 0.01);
+  EXPECT_GE(sorted.front(), 0.0f);
+  EXPECT_LT(sorted.back(), 1.0f);
+  int64_t inside = std::count_if(l.begin(), l.end(), [](float t) {
+    return t >= 1 / (1 + std::exp(0.5)) && t <= 1 / (1 + std::exp(-1.5));
+  });
+  EXPECT_NEAR(static_cast<double>(inside) / n, 0.6827, 0.01);
+  // Shift s: each draw is the uniform one, shifted (s·u / (1 + (s−1)·u)).
+  BatchOptions shift = uniform;
+  shift.timesteps = TimestepSampling::Shift;
+  shift.shift = 3.0;
+  std::vector<float> s = timesteps(shift, n);
+  for (int64_t i = 0; i < n; i += 997)
+    EXPECT_NEAR(s[i], 3.0 * u[i] / (1.0 + 2.0 * u[i]), 1e-6) << i;
+  // The names round-trip; others are refused.
+  for (TimestepSampling kind :
+       {TimestepSampling::Uniform, TimestepSampling::LogitNormal,
+        TimestepSampling::Shift})
+    EXPECT_EQ(parseTimestepSampling(timestepSamplingName(kind)), kind);
+  EXPECT_FALSE(parseTimestepSampling("logit-normal").has_value());
 }
 
 } // namespace

@@ -157,6 +157,10 @@ struct CostReport {
   int64_t numParameters = 0;
   int64_t parameterElements = 0;
   int64_t parameterBytes = 0;
+  /// Of them, the frozen ones (`sd.frozen`: no gradient, no optimizer
+  /// state, no gradient reduction).
+  int64_t numFrozen = 0;
+  int64_t frozenElements = 0;
   int64_t numInputs = 0;
   int64_t inputBytes = 0;
   /// Arguments with `#sd.optimizer_state` (AdamW's moments in a training

@@ -143,6 +143,10 @@ struct RunConfig {
   std::optional<double> warmupStepsFraction;          ///< In [0, 1].
   /// DiT's class_dropout_prob, in [0, 1]; ema_decay, in [0, 1).
   std::optional<double> classDropoutProb, emaDecay;
+  /// timestep_sampling (uniform, logit_normal, shift), logit_mean,
+  /// logit_std (> 0).
+  std::optional<std::string> timestepSampling;
+  std::optional<double> logitMean, logitStd;
   /// diffusers' EMA warm-up: `ema_warmup` (use_ema_warmup), `ema_inv_gamma`
   /// and `ema_power` (> 0).
   std::optional<bool> emaWarmup;

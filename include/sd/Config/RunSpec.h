@@ -85,7 +85,8 @@ struct RunSpecFlags {
 
   // What the steps train on.
   std::optional<std::string> datasetType, trainDataDir;
-  std::optional<double> classDropoutProb;
+  std::optional<double> classDropoutProb, logitMean, logitStd;
+  std::optional<std::string> timestepSampling;
   std::optional<int64_t> evalEvery;
 
   // sdrun's run.
@@ -249,6 +250,10 @@ struct DataSettings {
   Setting<double> classDropoutProb{0.0};
   /// eval_every: steps between losses on the held-out split (0: never).
   Setting<int64_t> evalEvery{0};
+  /// timestep_sampling of a flow model: "uniform", "logit_normal" (with
+  /// logit_mean, logit_std) or "shift" (by flow_shift).
+  Setting<std::string> timestepSampling{std::string("uniform")};
+  Setting<double> logitMean{0.0}, logitStd{1.0};
   /// prediction_type as a config (or sdsample's --prediction-type) gives
   /// it (the model decides; sdrun and sdsample check that they agree).
   std::optional<Setting<std::string>> predictionType;

@@ -64,8 +64,22 @@ struct StepInput {
 absl::Status checkDatasetFits(const std::vector<StepInput> &inputs,
                               const DatasetIndex &index);
 
+/// How a flow model's training timesteps t in [0, 1) are drawn
+/// (timestep_sampling): uniform; logit-normal, t = sigmoid(mean + std·n)
+/// for a standard normal n (SD3's and diffusers' flow-matching scripts);
+/// or uniform u shifted by s, t = s·u / (1 + (s − 1)·u) (flow_shift, as the
+/// sampler's shift: more of the noisier steps for s > 1).
+enum class TimestepSampling { Uniform, LogitNormal, Shift };
+
+/// "uniform", "logit_normal", "shift"; and back (nullopt for others).
+const char *timestepSamplingName(TimestepSampling sampling);
+std::optional<TimestepSampling> parseTimestepSampling(std::string_view name);
+
 struct BatchOptions {
   uint64_t seed = 0;
+  TimestepSampling timesteps = TimestepSampling::Uniform;
+  /// LogitNormal's mean and standard deviation; Shift's s.
+  double logitMean = 0, logitStd = 1, shift = 1;
   /// Probability that a sample's label is replaced by the null class (the
   /// last column of the one-hot labels): DiT's class_dropout_prob.
   double labelDropout = 0;

@@ -17,6 +17,7 @@
 #define SD_DRIVER_TRAINRUN_H
 
 #include "sd/Checkpoint/Checkpoint.h"
+#include "sd/Data/Batches.h"
 #include "sd/Driver/TrainProgram.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Runtime/Runtime.h"
@@ -99,6 +100,11 @@ struct TrainRunOptions {
   DatasetType datasetType = DatasetType::Synthetic;
   std::string trainDataDir;
   double classDropoutProb = 0;
+  /// How a flow model's timesteps are drawn (timestep_sampling), with
+  /// logit_mean and logit_std, or flow_shift.
+  ::sd::data::TimestepSampling timestepSampling =
+      ::sd::data::TimestepSampling::Uniform;
+  double logitMean = 0, logitStd = 1, flowShift = 1;
   int64_t evalEvery = 0;
   /// The config's prediction_type ("" when not given): it must be what the
   /// model predicts (@loss's sd.prediction_type).

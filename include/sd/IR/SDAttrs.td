@@ -42,7 +42,8 @@ def SD_InputKind : I32EnumAttr<"InputKind", "model input kind", [
     I32EnumAttrCase<"labels", 4>,
     I32EnumAttrCase<"step", 5>,
     I32EnumAttrCase<"pooled", 6>,
-    I32EnumAttrCase<"guidance", 7>]> {
+    I32EnumAttrCase<"guidance", 7>,
+    I32EnumAttrCase<"hyperparameters", 8>]> {
   let cppNamespace = "::mlir::sd";
   let genSpecializedAttr = 0;
 }
@@ -317,7 +318,10 @@ def SD_InputAttr : SD_Attr<"Input", "input"> {
     `#sd.input<latents>`: clean latents x0; `noise`: the Gaussian noise;
     `timestep`: the diffusion time t per sample; `context`: conditioning
     (text embeddings); `labels`: one-hot class labels; `step`: the number of
-    optimizer steps taken so far (a scalar, an input of `@train_step`).
+    optimizer steps taken so far (a scalar, an input of `@train_step`);
+    `pooled`: a pooled text vector; `guidance`: a distilled guidance
+    strength per sample; `hyperparameters`: the optimizer's values, one per
+    element (sd-build-train-step's hyperparameter-inputs).
   }];
   let parameters = (ins "InputKind":$kind);
   let hasCustomAssemblyFormat = 1;

@@ -18,8 +18,34 @@
 #include "sd/Sharding/Network.h"
 
 #include <optional>
+#include <vector>
 
 namespace mlir::sd {
+
+/// The elements of @train_step's #sd.input<hyperparameters>
+/// (sd-build-train-step's hyperparameter-inputs), in order. Differences and
+/// negations are elements of their own, computed in double as the
+/// constants they replace are, so that the step computes bitwise what it
+/// computes with constants.
+enum class Hyperparameter : int64_t {
+  LearningRate,
+  WarmupSteps,
+  /// learning_rate_schedule_steps − warm-up (a decaying schedule's span).
+  DecaySteps,
+  Beta1,
+  OneMinusBeta1,
+  Beta2,
+  OneMinusBeta2,
+  Epsilon,
+  WeightDecay,
+  MaxGradNorm,
+  MaxGradValue,
+  NegMaxGradValue,
+  EmaDecay,
+  EmaInvGamma,
+  NegEmaPower,
+  Count
+};
 
 #define GEN_PASS_DECL
 #include "sd/Passes/Passes.h.inc"
@@ -33,6 +59,10 @@ struct TrainingOptions {
   RematOptions remat;
   BuildTrainStepOptions step;
 };
+
+/// The hyperparameter input's values for `options`, indexed by
+/// Hyperparameter.
+std::vector<float> hyperparameterValues(const BuildTrainStepOptions &options);
 
 /// Adds sd-differentiate and sd-remat, then, with `buildStep`,
 /// sd-build-train-step (without: the program's @loss_grad).

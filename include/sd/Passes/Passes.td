@@ -589,6 +589,17 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
     `ema-warmup` min(d, 1 − (1 + s/ema-inv-gamma)^−ema-power), and d_0 = 0
     (the first step's EMA is its parameters).
 
+    With `hyperparameter-inputs`, the values of the options reach the step
+    as its last argument, `tensor<15xf32> {sd.role =
+    #sd.input<hyperparameters>}`, one element per `Hyperparameter`
+    (sd/Passes/Passes.h: the learning rate, the warm-up and decay steps,
+    b1, 1 − b1, b2, 1 − b2, eps, the weight decay, the clipping thresholds
+    and the EMA's decay, inverse gamma and −power, each computed in double
+    as the constants are), so that runs differing only in these values
+    share one compiled program. What the options decide about the
+    program's structure stays in it: the schedule's kind, whether there is
+    a warm-up, weight decay, clipping or an EMA, and the microbatches.
+
     A module without `@loss_grad`, a gradient function that does not
     return the loss and one gradient per parameter or has no seed,
     `grad-accum` below 1, microbatches with a scalar input, a decaying
@@ -636,6 +647,9 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
            "The EMA warm-up's power">,
     ListOption<"noDecay", "no-decay", "std::string",
                "Glob patterns of parameter names the weight decay skips">,
+    Option<"hyperparameterInputs", "hyperparameter-inputs", "bool", "false",
+           "Take the optimizer's values as an #sd.input<hyperparameters> "
+           "argument instead of constants">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect",
                            "::mlir::func::FuncDialect"];

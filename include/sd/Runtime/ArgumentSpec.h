@@ -24,7 +24,10 @@
 namespace sd::rt {
 
 /// What an argument of the step is.
-enum class ArgumentKind { Parameter, OptimizerState, Input, Step };
+/// (Hyperparameters: the optimizer's values, #sd.input<hyperparameters>,
+/// fixed for a run and never stored in checkpoints.)
+enum class ArgumentKind { Parameter, OptimizerState, Input, Step,
+                          Hyperparameters };
 
 /// What an input argument holds (the model's `#sd.input<...>` kinds but the
 /// step counter, which is ArgumentKind::Step): the clean latents, the noise,
@@ -97,9 +100,15 @@ struct ArgumentSpec {
   /// The mesh's axis sizes (filled by TrainingSession::create).
   std::vector<int64_t> axisSizes;
 
-  /// Whether checkpoints store it: everything but frozen parameters.
+  /// Hyperparameters: the values (a replicated vector), which
+  /// initialBlock copies.
+  std::vector<float> values;
+
+  /// Whether checkpoints store it: everything but frozen parameters and
+  /// the run's hyperparameters.
   bool isStored() const {
-    return !(kind == ArgumentKind::Parameter && frozen);
+    return !(kind == ArgumentKind::Parameter && frozen) &&
+           kind != ArgumentKind::Hyperparameters;
   }
   /// Bytes of the global tensor and of one device's block.
   int64_t globalBytes() const;
@@ -136,8 +145,8 @@ int64_t numElements(const std::vector<int64_t> &shape);
 /// draws the whole tensor (sd/Evaluator/Evaluator.h): a block made alone is
 /// bitwise the same as that part of the global tensor, whatever the mesh.
 /// Parameters follow their InitSpec (under the stream of their name), an
-/// EMA state its parameter's, every other argument starts at zero (inputs
-/// are fed before each step).
+/// EMA state its parameter's, hyperparameters are their `values`, every
+/// other argument starts at zero (inputs are fed before each step).
 void initialBlock(const ArgumentSpec &arg, uint64_t seed,
                   const std::vector<int64_t> &offsets, float *out);
 

@@ -563,6 +563,21 @@ func.func @unknown_op_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// sd.frozen marks a parameter.
+// expected-error @+1 {{'sd.frozen' of argument #0 must be a unit attribute on an #sd.param argument}}
+func.func @frozen_input(%x: tensor<4xf32> {sd.frozen, sd.role = #sd.input<latents>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'sd.frozen' of argument #0 ("w") must be a unit attribute on an #sd.param argument}}
+func.func @frozen_not_unit(%x: tensor<4xf32> {sd.frozen = 1 : i64, sd.role = #sd.param<"w", zeros>}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{unknown sd argument attribute 'sd.nmae'}}
 func.func @unknown_argument_attribute(%x: tensor<4xf32> {sd.nmae = "x"}) {
   return
