@@ -583,6 +583,12 @@ absl::Status Resolver::resolveData() {
   data.classDropoutProb = pick(&F::classDropoutProb, &C::classDropoutProb, 0.0);
   data.timestepSampling = pick(&F::timestepSampling, &C::timestepSampling,
                                std::string("uniform"));
+  const std::string &drawn = data.timestepSampling.value;
+  if (drawn != "uniform" && drawn != "logit_normal" && drawn != "shift")
+    return invalid(absl::StrFormat(
+        "%s: unknown timestep sampling '%s'; expected uniform, logit_normal "
+        "or shift",
+        data.timestepSampling.origin, drawn));
   data.logitMean = pick(&F::logitMean, &C::logitMean, 0.0);
   data.logitStd = pick(&F::logitStd, &C::logitStd, 1.0);
   data.evalEvery = pick(&F::evalEvery, &C::evalEvery, int64_t(0));
