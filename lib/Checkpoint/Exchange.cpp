@@ -14,12 +14,12 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
-#include <cstring>
-#include <optional>
 #include <cmath>
+#include <cstring>
 #include <fcntl.h>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <sys/file.h>
@@ -116,8 +116,8 @@ namespace {
 /// "blocks.0.attn.qkv.lora_A.weight") and which of the pair it is.
 std::optional<std::pair<std::string, bool>>
 loraAdapterOf(const std::string &name) {
-  for (auto [suffix, isA] : {std::pair{".lora_A.weight", true},
-                             std::pair{".lora_B.weight", false}})
+  for (auto [suffix, isA] :
+       {std::pair{".lora_A.weight", true}, std::pair{".lora_B.weight", false}})
     if (absl::EndsWith(name, suffix))
       return std::pair{name.substr(0, name.size() - strlen(suffix)), isA};
   return std::nullopt;
@@ -231,9 +231,8 @@ absl::Status readImportedBlock(const ParameterImport &import, size_t index,
                    " at element ", global, "; weights must be finite"));
 }
 
-void mergeLoraPair(float *base, const float *a, const float *b,
-                   int64_t outSize, int64_t inSize, int64_t rank,
-                   double scale) {
+void mergeLoraPair(float *base, const float *a, const float *b, int64_t outSize,
+                   int64_t inSize, int64_t rank, double scale) {
   std::vector<double> row(inSize);
   for (int64_t o = 0; o < outSize; ++o) {
     std::fill(row.begin(), row.end(), 0.0);
@@ -248,12 +247,11 @@ void mergeLoraPair(float *base, const float *a, const float *b,
   }
 }
 
-
 absl::Status
 exportParameters(rt::TrainingSession &session, const std::string &path,
                  ExportedValues values,
-                 const std::map<std::string, std::string> &metadata,
-                 bool bf16, ExportedTensors which, double loraScale) {
+                 const std::map<std::string, std::string> &metadata, bool bf16,
+                 ExportedTensors which, double loraScale) {
   const rt::ProgramSpec &spec = session.spec();
   // The shape reference checkpoints store each parameter under; EMA
   // weights are written under their parameter's.

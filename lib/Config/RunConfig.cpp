@@ -453,8 +453,8 @@ ConfigReader::readFlashSizes(std::string_view key, yaml::Node *node) {
   return given.resolve();
 }
 
-absl::StatusOr<LoraConfig>
-ConfigReader::readLoraConfig(std::string_view key, yaml::Node *node) {
+absl::StatusOr<LoraConfig> ConfigReader::readLoraConfig(std::string_view key,
+                                                        yaml::Node *node) {
   LoraConfig lora;
   if (isNull(node))
     return lora;
@@ -531,15 +531,14 @@ ConfigReader::readLoraConfig(std::string_view key, yaml::Node *node) {
       if (!names.ok())
         return names.status();
       lora.load = *std::move(names);
-    } else if (!field ||
-               (*field != "weight_name" && *field != "adapter_name" &&
-                *field != "scale" && *field != "from_pt")) {
-      return error(fieldNode, key,
-                   absl::StrFormat(
-                       "unknown field %s; expected rank, lora_alpha, "
-                       "target_modules, lora_model_name_or_path, "
-                       "weight_name, adapter_name, scale or from_pt",
-                       describe(fieldNode)));
+    } else if (!field || (*field != "weight_name" && *field != "adapter_name" &&
+                          *field != "scale" && *field != "from_pt")) {
+      return error(
+          fieldNode, key,
+          absl::StrFormat("unknown field %s; expected rank, lora_alpha, "
+                          "target_modules, lora_model_name_or_path, "
+                          "weight_name, adapter_name, scale or from_pt",
+                          describe(fieldNode)));
     }
   }
   if (absl::Status s = pending(); !s.ok())

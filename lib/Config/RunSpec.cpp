@@ -512,11 +512,10 @@ absl::Status Resolver::resolveFineTune() {
                        : flags.loraAlpha ? "--lora-alpha"
                                          : "--lora-targets";
   }
-  tune.loraRank = pick(flags.loraRank, "lora-rank", "lora_config",
-                       lora.rank, int64_t(16));
-  tune.loraAlpha =
-      pick(flags.loraAlpha, "lora-alpha", "lora_config", lora.alpha,
-           static_cast<double>(tune.loraRank.value));
+  tune.loraRank =
+      pick(flags.loraRank, "lora-rank", "lora_config", lora.rank, int64_t(16));
+  tune.loraAlpha = pick(flags.loraAlpha, "lora-alpha", "lora_config",
+                        lora.alpha, static_cast<double>(tune.loraRank.value));
   tune.loraTargets = pick(flags.loraTargets, "lora-targets", "lora_config",
                           lora.targetModules, Names());
   if (!flags.loraTargets && lora.targetRegex)
@@ -525,8 +524,7 @@ absl::Status Resolver::resolveFineTune() {
     tune.loraTargetRegex = std::string(kDefaultLoraTargets);
   tune.freeze = pick(&F::freeze, &C::freezeParameters, Names());
   tune.trainable = pick(&F::trainable, &C::trainableParameters, Names());
-  tune.weightDecayExclude = pick(&F::weightDecayExclude,
-                                 &C::weightDecayExclude,
+  tune.weightDecayExclude = pick(&F::weightDecayExclude, &C::weightDecayExclude,
                                  FineTuneSettings().weightDecayExclude.value);
   if (!tune.lora.value)
     return absl::OkStatus();
@@ -581,8 +579,8 @@ absl::Status Resolver::resolveData() {
         "train_data_dir: %s is not read (dataset_type is synthetic)",
         data.trainDataDir.value));
   data.classDropoutProb = pick(&F::classDropoutProb, &C::classDropoutProb, 0.0);
-  data.timestepSampling = pick(&F::timestepSampling, &C::timestepSampling,
-                               std::string("uniform"));
+  data.timestepSampling =
+      pick(&F::timestepSampling, &C::timestepSampling, std::string("uniform"));
   const std::string &drawn = data.timestepSampling.value;
   if (drawn != "uniform" && drawn != "logit_normal" && drawn != "shift")
     return invalid(absl::StrFormat(
@@ -871,8 +869,7 @@ absl::StatusOr<RunSpec> Resolver::resolve() {
        {&Resolver::resolveMesh, &Resolver::resolveBatch,
         &Resolver::resolveRules, &Resolver::resolveRemat,
         &Resolver::resolveOptimizer, &Resolver::resolveFineTune,
-        &Resolver::resolveOutputs,
-        &Resolver::resolveTrace})
+        &Resolver::resolveOutputs, &Resolver::resolveTrace})
     if (absl::Status s = (this->*step)(); !s.ok())
       return s;
   if (absl::Status s = resolveModel(); !s.ok())

@@ -524,8 +524,7 @@ std::vector<SettingRow> meshFlagRows() {
            "train (the others are frozen)")
           .key("trainable_parameters", &C::trainableParameters)
           .row,
-      flag("weight-decay-exclude", kTrainTools, &F::weightDecayExclude,
-           G::Step,
+      flag("weight-decay-exclude", kTrainTools, &F::weightDecayExclude, G::Step,
            "weight_decay_exclude: glob patterns of the parameters without "
            "weight decay (default '*bias,*norm*,*embedding_table*'; '' "
            "decays all)")

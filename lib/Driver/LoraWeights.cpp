@@ -41,9 +41,9 @@ absl::Status readLoraConfig(const std::string &path,
   if (!object) {
     if (!json)
       llvm::consumeError(json.takeError());
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: metadata '%s' is not a JSON object", path,
-        ::sd::ckpt::kLoraMetadataKey));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: metadata '%s' is not a JSON object", path,
+                        ::sd::ckpt::kLoraMetadataKey));
   }
   if (std::optional<double> a = object->getNumber("lora_alpha"))
     alpha = *a;
@@ -93,8 +93,8 @@ mlir::sd::mergeLoraFile(const std::string &path, double scale,
           absl::StrFormat("%s: tensor '%s' is %s; adapters are read from "
                           "F32, F16, BF16 or F64",
                           path, tensor.name, tensor.dtype));
-    auto bad = llvm::find_if(tensor.values,
-                             [](float v) { return !std::isfinite(v); });
+    auto bad =
+        llvm::find_if(tensor.values, [](float v) { return !std::isfinite(v); });
     if (bad != tensor.values.end())
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: tensor '%s' holds %g at element %d; weights must be finite",
@@ -134,8 +134,8 @@ mlir::sd::mergeLoraFile(const std::string &path, double scale,
           elements / in));
     if (configRank && rank != *configRank)
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: the adapters of '%s' have rank %d, its metadata says r %d",
-          path, module, rank, *configRank));
+          "%s: the adapters of '%s' have rank %d, its metadata says r %d", path,
+          module, rank, *configRank));
     rankSeen = rank;
     double factor = scale * alpha.value_or(double(rank)) / double(rank);
     ::sd::ckpt::mergeLoraPair(weights.at(base).data(), pair.a->values.data(),

@@ -91,10 +91,9 @@ absl::Status TrainRun::timestepOptions(data::BatchOptions &batch) const {
   // The schedules of epsilon and v models count discrete steps, which
   // MaxDiffusion samples uniformly.
   auto loss = ModuleOp(module).lookupSymbol<func::FuncOp>("loss");
-  auto prediction =
-      loss ? loss->getAttrOfType<PredictionTypeAttr>(
-                 SDDialect::kPredictionTypeAttrName)
-           : PredictionTypeAttr();
+  auto prediction = loss ? loss->getAttrOfType<PredictionTypeAttr>(
+                               SDDialect::kPredictionTypeAttrName)
+                         : PredictionTypeAttr();
   if (!prediction || prediction.getValue() != PredictionType::flow)
     return absl::InvalidArgumentError(
         std::string("timestep_sampling ") +

@@ -158,8 +158,8 @@ LogicalResult describeRole(func::FuncOp func, unsigned i,
   if (auto param = dyn_cast_if_present<ParamAttr>(role)) {
     arg.kind = ::sd::rt::ArgumentKind::Parameter;
     arg.name = arg.parameter = param.getName().str();
-    arg.frozen = static_cast<bool>(
-        func.getArgAttr(i, SDDialect::kFrozenAttrName));
+    arg.frozen =
+        static_cast<bool>(func.getArgAttr(i, SDDialect::kFrozenAttrName));
     arg.storedShape.assign(param.getStoredShape().begin(),
                            param.getStoredShape().end());
     arg.init = initSpec(param.getInit());

@@ -71,8 +71,7 @@ private:
   double scale;
   OpBuilder builder;
   /// The clone of a callee per set of targeted argument positions.
-  std::map<std::pair<std::string, std::vector<unsigned>>, func::FuncOp>
-      clones;
+  std::map<std::pair<std::string, std::vector<unsigned>>, func::FuncOp> clones;
   llvm::SetVector<func::FuncOp> originals;
 };
 
@@ -117,9 +116,9 @@ LogicalResult LoraBuilder::rewriteProduct(DotGeneralOp dot, unsigned operand,
     // [r, x free...], then [out..., x free...].
     Value h = DotGeneralOp::create(builder, loc, scaledA, x, none, none,
                                    ArrayRef<int64_t>{1}, ArrayRef<int64_t>{xc});
-    delta = DotGeneralOp::create(builder, loc, target.b, h, none, none,
-                                 ArrayRef<int64_t>{bLast},
-                                 ArrayRef<int64_t>{0});
+    delta =
+        DotGeneralOp::create(builder, loc, target.b, h, none, none,
+                             ArrayRef<int64_t>{bLast}, ArrayRef<int64_t>{0});
   }
   Value y = dot.getResult();
   if (delta.getType() != y.getType())
@@ -185,8 +184,8 @@ LoraBuilder::rewriteCall(func::CallOp call,
 FailureOr<func::FuncOp>
 LoraBuilder::specialize(func::FuncOp callee,
                         const std::map<unsigned, const Target *> &targets) {
-  std::pair<std::string, std::vector<unsigned>> key{
-      callee.getSymName().str(), {}};
+  std::pair<std::string, std::vector<unsigned>> key{callee.getSymName().str(),
+                                                    {}};
   for (const auto &entry : targets)
     key.second.push_back(entry.first);
   if (auto it = clones.find(key); it != clones.end())
@@ -265,13 +264,14 @@ private:
 /// The adapters' argument attributes: A [r, in] along the weight's input
 /// axis, B [out..., r] along its output axes, the rank unsharded.
 static void adapterAttrs(func::FuncOp func, unsigned weightIndex,
-                         StringRef module, int64_t rank,
-                         NamedAttrList &aAttrs, NamedAttrList &bAttrs) {
+                         StringRef module, int64_t rank, NamedAttrList &aAttrs,
+                         NamedAttrList &bAttrs) {
   MLIRContext *context = func.getContext();
   auto type = cast<RankedTensorType>(func.getArgument(weightIndex).getType());
   int64_t in = type.getDimSize(type.getRank() - 1);
-  auto uniform = InitAttr::get(context, InitKind::uniform,
-                               APFloat(1.0 / std::sqrt(static_cast<double>(in))));
+  auto uniform =
+      InitAttr::get(context, InitKind::uniform,
+                    APFloat(1.0 / std::sqrt(static_cast<double>(in))));
   auto zeros = InitAttr::get(context, InitKind::zeros, APFloat(0.0));
   SmallVector<int64_t> bStored;
   if (type.getRank() > 2) {
@@ -326,9 +326,8 @@ LogicalResult AddLoraPass::addAdapters(func::FuncOp func,
     auto type = cast<RankedTensorType>(func.getArgument(i).getType());
     ArrayRef<int64_t> stored = param.getStoredShape();
     bool linear = type.getRank() >= 2 && type.hasStaticShape() &&
-                  (stored.empty() ||
-                   (stored.size() == 2 &&
-                    stored.back() == type.getShape().back()));
+                  (stored.empty() || (stored.size() == 2 &&
+                                      stored.back() == type.getShape().back()));
     if (!linear)
       return func.emitOpError("LoRA target ")
              << param.getName() << " of type " << type
@@ -338,11 +337,11 @@ LogicalResult AddLoraPass::addAdapters(func::FuncOp func,
   // Last first, so that the indices of the earlier ones hold.
   SmallVector<Target> targets;
   for (unsigned i : llvm::reverse(targeted)) {
-    StringRef module = func.getArgAttrOfType<ParamAttr>(
-                               i, SDDialect::kRoleAttrName)
-                           .getName()
-                           .getValue()
-                           .drop_back(strlen(".weight"));
+    StringRef module =
+        func.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName)
+            .getName()
+            .getValue()
+            .drop_back(strlen(".weight"));
     auto type = cast<RankedTensorType>(func.getArgument(i).getType());
     SmallVector<int64_t> aShape = {rank, type.getShape().back()};
     SmallVector<int64_t> bShape(type.getShape().drop_back());
@@ -358,10 +357,10 @@ LogicalResult AddLoraPass::addAdapters(func::FuncOp func,
   // The arguments are in place: their values are final.
   for (unsigned n = 0; n < targeted.size(); ++n) {
     unsigned i = targeted[n] + 2 * n;
-    StringRef name = func.getArgAttrOfType<ParamAttr>(
-                             i, SDDialect::kRoleAttrName)
-                         .getName()
-                         .getValue();
+    StringRef name =
+        func.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName)
+            .getName()
+            .getValue();
     targets.push_back({func.getArgument(i), func.getArgument(i + 1),
                        func.getArgument(i + 2), name.str()});
   }

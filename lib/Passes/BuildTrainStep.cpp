@@ -212,10 +212,10 @@ LogicalResult TrainStepBuilder::analyze() {
         grad.getArgAttrOfType<ParamAttr>(i, SDDialect::kRoleAttrName)
             .getName()
             .getValue();
-    decays.push_back(llvm::none_of(options.noDecay,
-                                   [&](const llvm::GlobPattern &pattern) {
-                                     return pattern.match(name);
-                                   }));
+    decays.push_back(
+        llvm::none_of(options.noDecay, [&](const llvm::GlobPattern &pattern) {
+          return pattern.match(name);
+        }));
   }
   // Updated in the order the backward program completes the gradients.
   llvm::stable_sort(completions, [](const auto &a, const auto &b) {
@@ -432,8 +432,8 @@ Value TrainStepBuilder::clipValue(Value gradient) {
   if (options.maxGradValue <= 0)
     return gradient;
   Type type = gradient.getType();
-  Value low = hyperSplat(Hyperparameter::NegMaxGradValue,
-                         -options.maxGradValue, type);
+  Value low =
+      hyperSplat(Hyperparameter::NegMaxGradValue, -options.maxGradValue, type);
   Value raised = create<MaxOp>(gradient, low);
   Value high =
       hyperSplat(Hyperparameter::MaxGradValue, options.maxGradValue, type);
@@ -490,14 +490,12 @@ void TrainStepBuilder::computeEmaDecay() {
 
 void TrainStepBuilder::computeStepScalars() {
   Value t = create<AddOp>(stepCount, scalar(1.0));
-  correction1 =
-      create<SubOp>(scalar(1.0), create<PowOp>(hyper(Hyperparameter::Beta1,
-                                                     options.beta1),
-                                               t));
-  correction2 =
-      create<SubOp>(scalar(1.0), create<PowOp>(hyper(Hyperparameter::Beta2,
-                                                     options.beta2),
-                                               t));
+  correction1 = create<SubOp>(
+      scalar(1.0),
+      create<PowOp>(hyper(Hyperparameter::Beta1, options.beta1), t));
+  correction2 = create<SubOp>(
+      scalar(1.0),
+      create<PowOp>(hyper(Hyperparameter::Beta2, options.beta2), t));
   if (options.emaDecay > 0)
     computeEmaDecay();
   learningRate = hyper(Hyperparameter::LearningRate, options.learningRate);
@@ -553,8 +551,8 @@ void TrainStepBuilder::updateParameter(size_t n) {
   Value b1 = hyperSplat(Hyperparameter::Beta1, options.beta1, type);
   Value oneMinusB1 =
       hyperSplat(Hyperparameter::OneMinusBeta1, 1.0 - options.beta1, type);
-  Value m = create<AddOp>(create<MulOp>(b1, mu[n]),
-                          create<MulOp>(oneMinusB1, g));
+  Value m =
+      create<AddOp>(create<MulOp>(b1, mu[n]), create<MulOp>(oneMinusB1, g));
   Value b2 = hyperSplat(Hyperparameter::Beta2, options.beta2, type);
   Value oneMinusB2 =
       hyperSplat(Hyperparameter::OneMinusBeta2, 1.0 - options.beta2, type);
@@ -562,16 +560,15 @@ void TrainStepBuilder::updateParameter(size_t n) {
                           create<MulOp>(oneMinusB2, create<MulOp>(g, g)));
   Value mHat = create<DivOp>(m, asParam(correction1));
   Value vHat = create<DivOp>(v, asParam(correction2));
-  Value direction = create<DivOp>(
-      mHat, create<AddOp>(create<SqrtOp>(vHat),
-                          hyperSplat(Hyperparameter::Epsilon, options.epsilon,
-                                     type)));
+  Value direction =
+      create<DivOp>(mHat, create<AddOp>(create<SqrtOp>(vHat),
+                                        hyperSplat(Hyperparameter::Epsilon,
+                                                   options.epsilon, type)));
   if (options.weightDecay != 0 && decays[n])
     direction = create<AddOp>(
-        direction,
-        create<MulOp>(hyperSplat(Hyperparameter::WeightDecay,
-                                 options.weightDecay, type),
-                      p));
+        direction, create<MulOp>(hyperSplat(Hyperparameter::WeightDecay,
+                                            options.weightDecay, type),
+                                 p));
   newParams[n] =
       create<SubOp>(p, create<MulOp>(asParam(learningRate), direction));
   newMu[n] = m;
@@ -687,10 +684,22 @@ public:
                                  << maxGradValue.getValue();
       return signalPassFailure();
     }
-    StepOptions options{learningRate, beta1,        beta2,          epsilon,
-                        weightDecay,  maxGradNorm,  warmupSteps,    gradAccum,
-                        emaDecay,     maxGradValue, emaWarmup,      emaInvGamma,
-                        emaPower,     lrSchedule,   lrScheduleSteps, {},
+    StepOptions options{learningRate,
+                        beta1,
+                        beta2,
+                        epsilon,
+                        weightDecay,
+                        maxGradNorm,
+                        warmupSteps,
+                        gradAccum,
+                        emaDecay,
+                        maxGradValue,
+                        emaWarmup,
+                        emaInvGamma,
+                        emaPower,
+                        lrSchedule,
+                        lrScheduleSteps,
+                        {},
                         hyperparameterInputs};
     for (const std::string &text : noDecay) {
       llvm::Expected<llvm::GlobPattern> pattern =

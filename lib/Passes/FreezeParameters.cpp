@@ -79,8 +79,8 @@ public:
           std::tuple{&trained, &trainable, "trainable"}})
       for (auto [n, text] : llvm::enumerate(*texts))
         if (!patterns->used.test(n)) {
-          emitError(module.getLoc()) << option << " pattern '" << text
-                                     << "' matches no parameter";
+          emitError(module.getLoc())
+              << option << " pattern '" << text << "' matches no parameter";
           return signalPassFailure();
         }
     if (anyParam && !anyTrained) {

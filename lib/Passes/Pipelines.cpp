@@ -17,9 +17,8 @@ mlir::sd::hyperparameterValues(const BuildTrainStepOptions &options) {
   };
   set(Hyperparameter::LearningRate, options.learningRate);
   set(Hyperparameter::WarmupSteps, static_cast<double>(options.warmupSteps));
-  set(Hyperparameter::DecaySteps,
-      static_cast<double>(options.lrScheduleSteps) -
-          static_cast<double>(options.warmupSteps));
+  set(Hyperparameter::DecaySteps, static_cast<double>(options.lrScheduleSteps) -
+                                      static_cast<double>(options.warmupSteps));
   set(Hyperparameter::Beta1, options.beta1);
   set(Hyperparameter::OneMinusBeta1, 1.0 - options.beta1);
   set(Hyperparameter::Beta2, options.beta2);

@@ -200,7 +200,6 @@ TEST(TextBatchesTest, DataSetsWithoutPooledEmbeddingsAreRefused) {
                 dir.string() + ") has pooled_embeddings of shape [4]");
 }
 
-
 /// The timesteps of `batch` samples (synthetic data) drawn as `options`
 /// ask.
 std::vector<float> timesteps(BatchOptions options, int64_t batch) {

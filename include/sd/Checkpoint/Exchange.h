@@ -102,9 +102,8 @@ inline constexpr const char *kLoraMetadataKey = "lora_adapter_metadata";
 
 /// `base` [out..., in] (row-major, `outSize`·`inSize` elements) +=
 /// scale·B·A for B [out, rank] and A [rank, in]: a LoRA pair merged.
-void mergeLoraPair(float *base, const float *a, const float *b,
-                   int64_t outSize, int64_t inSize, int64_t rank,
-                   double scale);
+void mergeLoraPair(float *base, const float *a, const float *b, int64_t outSize,
+                   int64_t inSize, int64_t rank, double scale);
 
 /// Writes `values` of `session` to a safetensors file with `metadata`, in
 /// BF16 when `bf16` (rounded from the f32 values), else F32, one
@@ -113,13 +112,11 @@ void mergeLoraPair(float *base, const float *a, const float *b,
 /// place at the end) and drops it, so no process holds more than one whole
 /// tensor. Other processes write nothing; when process 0 cannot write, it
 /// still takes part in every gather, then fails.
-absl::Status
-exportParameters(rt::TrainingSession &session, const std::string &path,
-                 ExportedValues values,
-                 const std::map<std::string, std::string> &metadata,
-                 bool bf16 = false,
-                 ExportedTensors tensors = ExportedTensors::Model,
-                 double loraScale = 1.0);
+absl::Status exportParameters(
+    rt::TrainingSession &session, const std::string &path,
+    ExportedValues values, const std::map<std::string, std::string> &metadata,
+    bool bf16 = false, ExportedTensors tensors = ExportedTensors::Model,
+    double loraScale = 1.0);
 
 /// An exclusive lock on a checkpoint directory (its `.lock` file, flock),
 /// held until destroyed.

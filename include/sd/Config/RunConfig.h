@@ -156,8 +156,8 @@ struct RunConfig {
   /// `weight_decay_exclude` (glob patterns of parameter names).
   std::optional<bool> enableLora;
   std::optional<LoraConfig> loraConfig;
-  std::optional<std::vector<std::string>> trainableParameters,
-      freezeParameters, weightDecayExclude;
+  std::optional<std::vector<std::string>> trainableParameters, freezeParameters,
+      weightDecayExclude;
   /// Sampling (sdsample reads them; sdrun only checks them):
   /// `guidance_scale` (>= 0) and `num_inference_steps` (in [1,
   /// kMaxInferenceSteps]).

@@ -96,8 +96,8 @@ struct RunSpecFlags {
   std::optional<uint64_t> seed;
   std::optional<std::string> outputDir, runName, checkpointDir, initFrom,
       pretrained, exportPath, exportEmaPath, exportMergedPath, exportDtype,
-      tracePath,
-      metricsPath, cacheDir, deviceMemory, hostMemory, hostMemoryLimit;
+      tracePath, metricsPath, cacheDir, deviceMemory, hostMemory,
+      hostMemoryLimit;
   std::optional<bool> resume, verify, allowNonfiniteLoss, allowMissing;
   /// The network the cost model prices collectives on (sd/Sharding/
   /// Network.h): bandwidths and latencies as the flags give them.

@@ -26,8 +26,13 @@ namespace sd::rt {
 /// What an argument of the step is.
 /// (Hyperparameters: the optimizer's values, #sd.input<hyperparameters>,
 /// fixed for a run and never stored in checkpoints.)
-enum class ArgumentKind { Parameter, OptimizerState, Input, Step,
-                          Hyperparameters };
+enum class ArgumentKind {
+  Parameter,
+  OptimizerState,
+  Input,
+  Step,
+  Hyperparameters
+};
 
 /// What an input argument holds (the model's `#sd.input<...>` kinds but the
 /// step counter, which is ArgumentKind::Step): the clean latents, the noise,
