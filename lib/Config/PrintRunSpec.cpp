@@ -120,6 +120,23 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   table.add("adam_b2", opt.adamB2);
   table.add("adam_eps", opt.adamEps);
   table.add("adam_weight_decay", opt.weightDecay);
+  const FineTuneSettings &tune = spec.fineTune;
+  if (opt.weightDecay.value != 0)
+    table.add("weight_decay_exclude", tune.weightDecayExclude);
+  if (tune.lora.value) {
+    table.add("enable_lora", "True", tune.lora.origin);
+    table.add("lora_rank", tune.loraRank);
+    table.add("lora_alpha", tune.loraAlpha);
+    if (!tune.loraTargets.value.empty())
+      table.add("lora_target_modules", tune.loraTargets);
+    else
+      table.add("lora_target_modules", tune.loraTargetRegex,
+                tune.loraTargets.origin);
+  }
+  if (!tune.freeze.value.empty())
+    table.add("freeze_parameters", tune.freeze);
+  if (!tune.trainable.value.empty())
+    table.add("trainable_parameters", tune.trainable);
   if (opt.lrSchedule.value != LrSchedule::Constant ||
       opt.lrSchedule.source != SettingSource::Default) {
     table.add("learning_rate_schedule", opt.lrSchedule);

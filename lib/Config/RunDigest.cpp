@@ -141,6 +141,15 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   d.add("ema_warmup", opt.emaWarmup.value);
   d.add("ema_inv_gamma", opt.emaInvGamma.value);
   d.add("ema_power", opt.emaPower.value);
+  const FineTuneSettings &tune = spec.fineTune;
+  d.add("enable_lora", tune.lora.value);
+  d.add("lora_rank", tune.loraRank.value);
+  d.add("lora_alpha", tune.loraAlpha.value);
+  d.add("lora_target_modules", namesText(tune.loraTargets.value));
+  d.addText("lora_target_regex", tune.loraTargetRegex);
+  d.add("freeze_parameters", namesText(tune.freeze.value));
+  d.add("trainable_parameters", namesText(tune.trainable.value));
+  d.add("weight_decay_exclude", namesText(tune.weightDecayExclude.value));
   const DataSettings &data = spec.data;
   d.add("dataset_type", data.type.value);
   d.addText("train_data_dir", data.trainDataDir.value);

@@ -228,6 +228,16 @@ selectWeightsOf(const WeightSource &source,
              : "a file of sdrun --export-ema holds them under the "
                "parameters' own names and is sampled without --ema"));
   usedEma = ema.value_or(hasEma);
+  // A LoRA run's checkpoints hold its adapters, not the frozen base.
+  if (source.checkpoint && !source.tensors.count(params.front().name) &&
+      llvm::any_of(source.tensors, [](const auto &tensor) {
+        return llvm::StringRef(tensor.first).ends_with(".lora_A.weight");
+      }))
+    return absl::InvalidArgumentError(
+        source.description +
+        " holds LoRA adapters without the frozen base model: sample with "
+        "--weights=BASE.safetensors --lora=ADAPTERS.safetensors (sdrun "
+        "--export writes a LoRA run's adapters)");
   std::map<std::string, std::vector<float>> weights;
   for (const auto &[name, shape, stored] : params) {
     std::string key = usedEma ? kEmaPrefix.str() + name : name;
