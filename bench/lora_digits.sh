@@ -14,7 +14,10 @@
 #
 # Usage: bench/lora_digits.sh [--out DIR]
 # Environment: BUILD (default build), BASE_STEPS (default 3000),
-#   LORA_STEPS (default 1500), RANK (default 8), SAMPLES (default 50).
+#   LORA_STEPS (default 1500), LORA_LR (default 3e-3: adapters take a
+#   larger rate than the config's full training), RANK (default 8),
+#   SAMPLES (default 50), BASE (a base model this script trained before,
+#   base.safetensors in its --out directory, to train adapters on again).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,13 +25,15 @@ cd "$ROOT"
 BUILD="${BUILD:-build}"
 BASE_STEPS="${BASE_STEPS:-3000}"
 LORA_STEPS="${LORA_STEPS:-1500}"
+LORA_LR="${LORA_LR:-3e-3}"
+BASE="${BASE:-}"
 RANK="${RANK:-8}"
 SAMPLES="${SAMPLES:-50}"
 OUT=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT="${2:?--out needs a directory}"; shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "usage: bench/lora_digits.sh [--out DIR]" >&2; exit 2 ;;
   esac
   shift
@@ -51,15 +56,22 @@ subset=test/lit/E2E/Inputs/digit_subset.py
   --classes 0,1,2,3,4,5,6,7,8 >/dev/null
 
 # The base model: the config's run on the digits without the 9s.
-"$BUILD/bin/sdrun" models/dit_digits.mlir --config=configs/dit_digits.yml \
-  max_train_steps="$BASE_STEPS" checkpoint_every=-1 eval_every=-1 \
-  output_dir= train_data_dir="$OUT/digits08" \
-  --export-ema="$OUT/base.safetensors" >"$OUT/base.log" 2>&1 ||
-  die "the base run failed; see $OUT/base.log"
+if [ -n "$BASE" ]; then
+  [ -f "$BASE" ] || die "BASE=$BASE is not a file"
+  [ "$BASE" -ef "$OUT/base.safetensors" ] || cp "$BASE" "$OUT/base.safetensors"
+  echo "base: $BASE (trained before)" >"$OUT/base.log"
+else
+  "$BUILD/bin/sdrun" models/dit_digits.mlir --config=configs/dit_digits.yml \
+    max_train_steps="$BASE_STEPS" checkpoint_every=-1 eval_every=-1 \
+    output_dir= train_data_dir="$OUT/digits08" \
+    --export-ema="$OUT/base.safetensors" >"$OUT/base.log" 2>&1 ||
+    die "the base run failed; see $OUT/base.log"
+fi
 # LoRA on all ten digits (the 9s are new), from the base's EMA weights.
 "$BUILD/bin/sdrun" models/dit_digits.mlir --config=configs/dit_digits.yml \
   max_train_steps="$LORA_STEPS" checkpoint_every=-1 eval_every=-1 \
   output_dir= train_data_dir="$OUT/digits" ema_decay=0 \
+  learning_rate="$LORA_LR" \
   --init-from="$OUT/base.safetensors" --lora-rank="$RANK" \
   --lora-targets=attn.qkv,attn.proj,adaLN_modulation.1 \
   --export="$OUT/adapters.safetensors" >"$OUT/lora.log" 2>&1 ||
@@ -79,9 +91,9 @@ sample --lora="$OUT/adapters.safetensors" \
 /usr/bin/python3 bench/classify_digits.py "$OUT/base-samples.safetensors" >"$OUT/base.classify"
 /usr/bin/python3 bench/classify_digits.py "$OUT/lora-samples.safetensors" >"$OUT/lora.classify"
 
-/usr/bin/python3 - "$OUT" "$RANK" "$BASE_STEPS" "$LORA_STEPS" <<'EOF'
+/usr/bin/python3 - "$OUT" "$RANK" "$BASE_STEPS" "$LORA_STEPS" "$LORA_LR" <<'EOF'
 import re, sys
-out, rank, base_steps, lora_steps = sys.argv[1:5]
+out, rank, base_steps, lora_steps, lora_lr = sys.argv[1:6]
 
 def per_class(name):
     rows = re.findall(r"^\| (\d) \| (\d+) \| ([0-9.]+)% \|$",
@@ -101,7 +113,8 @@ checks = [("held-out class 9, base model", base[9][1], "< 50%", base[9][1] < 0.5
           ("classes 0-8, with the LoRA adapters", others(lora), ">= 80%", others(lora) >= 0.8)]
 print("# LoRA (rank %s, %s trained parameters) learns a held-out digit" % (rank, trained("lora")))
 print()
-print("base: %s steps on the digits 0-8; LoRA: %s steps on all ten" % (base_steps, lora_steps))
+print("base: %s steps on the digits 0-8; LoRA: %s steps on all ten at "
+      "learning rate %s" % (base_steps, lora_steps, lora_lr))
 print()
 print("| samples classified as asked | base | LoRA |")
 print("|---|---:|---:|")
