@@ -518,8 +518,11 @@ absl::Status Resolver::resolveFineTune() {
                         lora.alpha, static_cast<double>(tune.loraRank.value));
   tune.loraTargets = pick(flags.loraTargets, "lora-targets", "lora_config",
                           lora.targetModules, Names());
-  if (!flags.loraTargets && lora.targetRegex)
+  if (!flags.loraTargets && lora.targetRegex) {
     tune.loraTargetRegex = *lora.targetRegex;
+    tune.loraTargets.source = SettingSource::Config;
+    tune.loraTargets.origin = configSource("lora_config");
+  }
   if (tune.loraTargets.value.empty() && tune.loraTargetRegex.empty())
     tune.loraTargetRegex = std::string(kDefaultLoraTargets);
   tune.freeze = pick(&F::freeze, &C::freezeParameters, Names());

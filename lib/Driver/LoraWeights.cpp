@@ -45,10 +45,28 @@ absl::Status readLoraConfig(const std::string &path,
         absl::StrFormat("%s: metadata '%s' is not a JSON object", path,
                         ::sd::ckpt::kLoraMetadataKey));
   }
-  if (std::optional<double> a = object->getNumber("lora_alpha"))
-    alpha = *a;
-  if (std::optional<int64_t> r = object->getInteger("r"))
-    rank = *r;
+  // PEFT's LoraConfig fields, or diffusers' pipeline files' prefixed ones.
+  auto field = [&](llvm::StringRef name) -> const llvm::json::Value * {
+    if (const llvm::json::Value *value = object->get(name))
+      return value;
+    return object->get(("transformer." + name).str());
+  };
+  if (const llvm::json::Value *a = field("lora_alpha"))
+    alpha = a->getAsNumber();
+  if (const llvm::json::Value *r = field("r"))
+    rank = r->getAsInteger();
+  // Scalings sd does not apply are refused rather than merged wrongly.
+  const llvm::json::Value *rslora = field("use_rslora");
+  bool patterns = false;
+  for (llvm::StringRef name : {"rank_pattern", "alpha_pattern"})
+    if (const llvm::json::Value *pattern = field(name))
+      if (const llvm::json::Object *entries = pattern->getAsObject())
+        patterns |= !entries->empty();
+  if ((rslora && rslora->getAsBoolean().value_or(false)) || patterns)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: metadata '%s' asks for rsLoRA scaling or per-module rank or "
+        "alpha patterns, which sdsample does not apply",
+        path, ::sd::ckpt::kLoraMetadataKey));
   if ((alpha && !(*alpha > 0 && std::isfinite(*alpha))) || (rank && *rank < 1))
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: metadata '%s' has lora_alpha %g and r %d; both must be "

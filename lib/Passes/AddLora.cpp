@@ -72,7 +72,7 @@ private:
   OpBuilder builder;
   /// The clone of a callee per set of targeted argument positions.
   std::map<std::pair<std::string, std::vector<unsigned>>, func::FuncOp> clones;
-  llvm::SetVector<func::FuncOp> originals;
+  SmallVector<func::FuncOp> originals;
 };
 
 /// y = dot(x, W) (or dot(W, x)) gains dot(dot(x, s·A), B) in y's layout.
@@ -197,7 +197,8 @@ LoraBuilder::specialize(func::FuncOp callee,
   builder.insert(clone);
   symbols.insert(clone); // renamed on a clash
   clones[key] = clone;
-  originals.insert(callee);
+  if (!llvm::is_contained(originals, callee))
+    originals.push_back(callee);
   SmallVector<Target> inner;
   for (const auto &[position, target] : targets) {
     unsigned index = clone.getNumArguments();
@@ -213,9 +214,16 @@ LoraBuilder::specialize(func::FuncOp callee,
 }
 
 void LoraBuilder::eraseUnusedCallees() {
-  for (func::FuncOp func : originals)
-    if (SymbolTable::symbolKnownUseEmpty(func, module))
-      func.erase();
+  // An original may call another: erase until nothing more goes.
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (func::FuncOp &func : originals)
+      if (func && SymbolTable::symbolKnownUseEmpty(func, module)) {
+        func.erase();
+        func = nullptr;
+        erased = true;
+      }
+  }
 }
 
 /// PEFT's target_modules: a module (a parameter's name without ".weight")
@@ -224,8 +232,51 @@ void LoraBuilder::eraseUnusedCallees() {
 class TargetMatcher {
 public:
   TargetMatcher(ArrayRef<std::string> names, StringRef regex)
-      : names(names), regex(("^(" + regex + ")$").str()),
+      : names(names), regex("^(" + posixClasses(regex) + ")$"),
         hasRegex(!regex.empty()) {}
+
+  /// PEFT's expressions are Python's: \d, \w and \s (and their negations)
+  /// as the POSIX classes llvm::Regex knows (where "\d" would match "d").
+  static std::string posixClasses(StringRef regex) {
+    std::string out;
+    for (size_t i = 0; i < regex.size(); ++i) {
+      char next = i + 1 < regex.size() ? regex[i + 1] : 0;
+      const char *cls = nullptr;
+      switch (regex[i] == '\\' ? next : 0) {
+      case 'd':
+        cls = "[0-9]";
+        break;
+      case 'D':
+        cls = "[^0-9]";
+        break;
+      case 'w':
+        cls = "[A-Za-z0-9_]";
+        break;
+      case 'W':
+        cls = "[^A-Za-z0-9_]";
+        break;
+      case 's':
+        cls = "[[:space:]]";
+        break;
+      case 'S':
+        cls = "[^[:space:]]";
+        break;
+      default:
+        break;
+      }
+      if (cls) {
+        out += cls;
+        ++i;
+      } else {
+        out += regex[i];
+        if (regex[i] == '\\' && next) {
+          out += next;
+          ++i;
+        }
+      }
+    }
+    return out;
+  }
 
   bool valid(std::string &error) const {
     return !hasRegex || regex.isValid(error);

@@ -39,6 +39,9 @@ sampleOptions(const sd::RunSpec &spec, const sd::RunSpecFlags &flags) {
   mlir::sd::SampleOptions options;
   options.modelPath = spec.run.modelPath;
   options.pipeline = mlir::sd::pipelineOptions(spec);
+  // A config that trains LoRA adapters (enable_lora) samples the base
+  // model's @denoise: --lora merges the adapters into its weights.
+  options.pipeline.lora.reset();
   options.device = mlir::sd::deviceSettings(spec);
   if (absl::Status s = mlir::sd::setSamplingOptions(spec, flags, options);
       !s.ok())

@@ -1,6 +1,7 @@
 // RUN: sdopt %s -sd-add-lora="rank=2 alpha=4 targets=qkv,blocks.0.proj" | FileCheck %s
 // RUN: sdopt %s -sd-add-lora="rank=2 target-regex=blocks\.1\..*" | FileCheck %s --check-prefix=REGEX
 // RUN: sdopt %s -sd-add-lora="rank=2 targets=proj" -sd-differentiate -sd-build-train-step | FileCheck %s --check-prefix=STEP
+// RUN: sdopt %s -sd-add-lora="rank=2 target-regex=blocks\.\d\.qkv" | FileCheck %s --check-prefix=DIGIT
 
 // A block function called twice; its weights: a projection [out, in] and a
 // fused one [2, out, in] (stored [6, 4], as DiT's qkv).
@@ -57,6 +58,13 @@ func.func @loss(%w0: tensor<3x4xf32> {sd.logical_axes = #sd.logical_axes<[mlp, e
 // REGEX-NOT: blocks.0.proj.lora_A
 // REGEX-SAME: "blocks.1.proj.lora_A.weight"
 // REGEX-SAME: "blocks.1.qkv.lora_A.weight"
+
+// Python's \d (PEFT's regular expressions are Python's) is a digit.
+// DIGIT-LABEL: func.func @loss(
+// DIGIT-NOT: proj.lora_A
+// DIGIT-SAME: "blocks.0.qkv.lora_A.weight"
+// DIGIT-NOT: proj.lora_A
+// DIGIT-SAME: "blocks.1.qkv.lora_A.weight"
 
 // The step trains the adapters alone: moments for four tensors.
 // STEP-LABEL: func.func @train_step(
