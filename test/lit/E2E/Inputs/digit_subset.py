@@ -22,8 +22,8 @@ import zlib
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from safetensors_tool import read, write  # noqa: E402
-from text_digits import read_split, tensor  # noqa: E402
+from safetensors_tool import write  # noqa: E402
+from text_digits import nearest_digits, read_split, tensor  # noqa: E402
 
 
 def classes(text):
@@ -56,16 +56,8 @@ def write_subset(args):
 
 
 def score(args):
-    with open(os.path.join(args.digits, "index.json")) as f:
-        index = json.load(f)
-    images, labels = read_split(args.digits, index, "train")
-    means = np.stack([images[labels == d].mean(axis=0) for d in range(10)])
-    means = means.reshape(10, -1)
-    _, tensors = read(args.samples)
-    dtype, shape, raw = tensors["samples"]
-    samples = np.frombuffer(raw, "<f4").reshape(shape[0], -1)
+    tensors, nearest = nearest_digits(args.samples, args.digits)
     sampled = np.frombuffer(tensors["labels"][2], "<f4").astype(np.int64)
-    nearest = ((samples[:, None, :] - means[None]) ** 2).sum(axis=2).argmin(1)
     mask = np.isin(sampled, classes(args.classes))
     hits = int((nearest[mask] == sampled[mask]).sum())
     fraction = hits / max(int(mask.sum()), 1)

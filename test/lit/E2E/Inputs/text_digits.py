@@ -125,21 +125,27 @@ def write_prompts(args):
         "%s %s" % (name, tensors[name][1]) for name in sorted(tensors))))
 
 
-def score(args):
-    with open(os.path.join(args.digits, "index.json")) as f:
+def nearest_digits(samples_path, digits_dir):
+    """The samples' tensors, and per sample the digit whose mean training
+    image is nearest (in pixels; a video's first frame)."""
+    with open(os.path.join(digits_dir, "index.json")) as f:
         digits = json.load(f)
-    images, labels = read_split(args.digits, digits, "train")
+    images, labels = read_split(digits_dir, digits, "train")
     means = np.stack([images[labels == d].mean(axis=0) for d in range(10)])
     means = means.reshape(10, -1)
-    _, tensors = read(args.samples)
+    _, tensors = read(samples_path)
     dtype, shape, raw = tensors["samples"]
     samples = np.frombuffer(raw, "<f4").reshape(shape)
     if len(shape) == 5:  # video: the first frame
         samples = samples[:, 0]
     samples = samples.reshape(shape[0], -1)
-    prompts = np.frombuffer(tensors["prompts"][2], "<f4").astype(np.int64)
     distances = ((samples[:, None, :] - means[None]) ** 2).sum(axis=2)
-    nearest = distances.argmin(axis=1)
+    return tensors, distances.argmin(axis=1)
+
+
+def score(args):
+    tensors, nearest = nearest_digits(args.samples, args.digits)
+    prompts = np.frombuffer(tensors["prompts"][2], "<f4").astype(np.int64)
     hits = int((nearest == prompts).sum())
     fraction = hits / len(prompts)
     for d in sorted(set(prompts.tolist())):
