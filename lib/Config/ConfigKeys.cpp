@@ -43,10 +43,6 @@ constexpr ModelKey kModelKeys[] = {
     {"train_text_encoder", ModelKeyKind::Flag,
      "trains the text encoder too, which sd cannot do yet", "False",
      "trains the model file's parameters alone"},
-    {"snr_gamma", ModelKeyKind::Positive,
-     "weights the loss by min-SNR, which sd cannot do yet (its loss is the "
-     "plain mean squared error)",
-     "-1", "keeps the plain loss"},
 };
 
 } // namespace

@@ -32,7 +32,6 @@ bool isMaxDiffusionKey(std::string_view key);
 enum class ModelKeyKind {
   Name,     ///< A non-empty string: weights to load.
   Flag,     ///< True.
-  Positive, ///< A number above 0.
 };
 
 /// A key of MaxDiffusion's that chooses what is trained or loaded. Its

@@ -166,6 +166,9 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
     if (spec.data.timestepSampling.value == "shift")
       table.add("flow_shift", spec.sampling.flowShift);
   }
+  if (spec.data.snrGamma.value > 0 ||
+      spec.data.snrGamma.source != SettingSource::Default)
+    table.add("snr_gamma", spec.data.snrGamma);
   table.add("eval_every", spec.data.evalEvery);
   if (spec.data.predictionType)
     table.add("prediction_type", *spec.data.predictionType);

@@ -567,14 +567,6 @@ absl::StatusOr<ModelKeyValue> ConfigReader::readModelKey(const ModelKey &model,
     result.shown = *flag ? "True" : "False";
     return result;
   }
-  case ModelKeyKind::Positive: {
-    absl::StatusOr<double> number = readNumeric<double>(key, node);
-    if (!number.ok())
-      return number.status();
-    result.active = *number > 0;
-    result.shown = *plainText(node);
-    return result;
-  }
   }
   return result;
 }

@@ -157,6 +157,8 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   d.add("timestep_sampling", data.timestepSampling.value);
   d.add("logit_mean", data.logitMean.value);
   d.add("logit_std", data.logitStd.value);
+  // -1 and 0 both mean the plain loss.
+  d.add("snr_gamma", std::max(data.snrGamma.value, 0.0));
   // -1 and 0 both mean never, as they do for checkpoint_every.
   d.add("eval_every", std::max<int64_t>(data.evalEvery.value, 0));
   d.add("prediction_type",

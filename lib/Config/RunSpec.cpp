@@ -592,6 +592,7 @@ absl::Status Resolver::resolveData() {
         data.timestepSampling.origin, drawn));
   data.logitMean = pick(&F::logitMean, &C::logitMean, 0.0);
   data.logitStd = pick(&F::logitStd, &C::logitStd, 1.0);
+  data.snrGamma = pick(&F::snrGamma, &C::snrGamma, -1.0);
   data.evalEvery = pick(&F::evalEvery, &C::evalEvery, int64_t(0));
   if (flags.predictionType || file.predictionType)
     data.predictionType =

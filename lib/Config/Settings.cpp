@@ -34,6 +34,10 @@ constexpr Requirement kProbability{[](double v) { return v >= 0 && v <= 1; },
 /// -1 and 0 turn a periodic action off (MaxDiffusion spells it -1).
 constexpr Requirement kPeriod{[](double v) { return v >= -1; },
                               "must be -1, 0 or at least 1"};
+/// MaxDiffusion's -1 (or 0) for off, else a positive value.
+constexpr Requirement kOffOrNotNegative{
+    [](double v) { return v == -1 || v >= 0; },
+    "must be -1 or 0 (off), or positive"};
 /// MaxDiffusion's -1 for unset.
 constexpr Requirement kCountOrUnset{[](double v) { return v == -1 || v >= 1; },
                                     "must be -1 or at least 1"};
@@ -177,6 +181,13 @@ std::vector<SettingRow> numberRows() {
            "the norm (default 0: no clipping)")
           .key("max_grad_value", &C::maxGradValue)
           .check(kNotNegative)
+          .row,
+      flag("snr-gamma", kTrainTools, &F::snrGamma, G::Step,
+           "snr_gamma: weight each sample's loss by min(SNR, gamma)/SNR "
+           "(epsilon) or /(SNR + 1) (v_prediction), min-SNR weighting "
+           "(default -1: the plain loss)")
+          .key("snr_gamma", &C::snrGamma)
+          .check(kOffOrNotNegative)
           .row,
       flag("logit-mean", kSdrun, &F::logitMean, G::Run,
            "logit_mean of timestep_sampling logit_normal (default 0)")

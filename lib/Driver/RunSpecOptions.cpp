@@ -65,6 +65,8 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
                                tune.freeze.value.end());
   options.freeze.trainable.assign(tune.trainable.value.begin(),
                                   tune.trainable.value.end());
+  if (spec.data.snrGamma.value > 0)
+    options.snrGamma = spec.data.snrGamma.value;
 
   options.weightsDtype = spec.model.weightsDtype.value;
   options.activationsDtype = spec.model.activationsDtype.value;

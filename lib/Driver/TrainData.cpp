@@ -81,25 +81,38 @@ stepInputs(const rt::ProgramSpec &spec) {
   return inputs;
 }
 
-absl::Status TrainRun::timestepOptions(data::BatchOptions &batch) const {
+void TrainRun::timestepOptions(data::BatchOptions &batch) const {
   batch.timesteps = options.timestepSampling;
   batch.logitMean = options.logitMean;
   batch.logitStd = options.logitStd;
   batch.shift = options.flowShift;
-  if (options.timestepSampling == data::TimestepSampling::Uniform)
-    return absl::OkStatus();
-  // The schedules of epsilon and v models count discrete steps, which
-  // MaxDiffusion samples uniformly.
+}
+
+absl::Status TrainRun::checkLossSettings() const {
   auto loss = ModuleOp(module).lookupSymbol<func::FuncOp>("loss");
   auto prediction = loss ? loss->getAttrOfType<PredictionTypeAttr>(
                                SDDialect::kPredictionTypeAttrName)
                          : PredictionTypeAttr();
-  if (!prediction || prediction.getValue() != PredictionType::flow)
+  bool flow = prediction && prediction.getValue() == PredictionType::flow;
+  // The schedules of epsilon and v models count discrete steps, which
+  // MaxDiffusion samples uniformly.
+  if (options.timestepSampling != data::TimestepSampling::Uniform && !flow)
     return absl::InvalidArgumentError(
         std::string("timestep_sampling ") +
         data::timestepSamplingName(options.timestepSampling) +
         " applies to flow-matching models (#sd.prediction<flow>); " +
         options.modelPath + " is not one: give timestep_sampling uniform");
+  // Min-SNR weighs by the cosine schedule of epsilon and v models.
+  if (options.pipeline.snrGamma && (!prediction || flow))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "snr_gamma %g weights the loss of epsilon and v_prediction models; "
+        "%s %s: give snr_gamma -1%s",
+        *options.pipeline.snrGamma, options.modelPath,
+        flow ? "predicts flow (#sd.prediction<flow>)"
+             : "does not say what its @loss predicts (sd.prediction_type)",
+        flow ? " (a flow model's timesteps are weighted by "
+               "timestep_sampling)"
+             : ""));
   return absl::OkStatus();
 }
 
@@ -110,8 +123,7 @@ absl::Status TrainRun::makeBatches() {
     return inputs.status();
   data::BatchOptions batchOptions;
   batchOptions.seed = seed;
-  if (absl::Status status = timestepOptions(batchOptions); !status.ok())
-    return status;
+  timestepOptions(batchOptions);
   batchOptions.labelDropout = options.classDropoutProb;
   batchOptions.dataset = dataset;
   batchOptions.index = datasetIndex;
@@ -177,8 +189,7 @@ absl::Status TrainRun::prepareEvaluation() {
   data::BatchOptions heldout;
   heldout.seed = seed;
   // The held-out loss weighs the timesteps as training does.
-  if (absl::Status status = timestepOptions(heldout); !status.ok())
-    return status;
+  timestepOptions(heldout);
   heldout.dataset =
       std::make_shared<const data::DatasetReader>(std::move(*reader));
   heldout.index = datasetIndex;

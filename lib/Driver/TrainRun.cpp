@@ -113,6 +113,8 @@ absl::Status TrainRun::preflight() {
             " is not what the model predicts: its @loss is " +
             stringifyPredictionType(predicts.getValue()).str() +
             " (sdgen --prediction-type)");
+  if (absl::Status status = checkLossSettings(); !status.ok())
+    return status;
   // Each device of this process is a thread team: sdopt may analyse any
   // mesh, but a run starts only as many devices as a process can hold.
   if (options.mesh.devicesPerProcess() > ::sd::kMaxDevicesPerProcess)

@@ -162,9 +162,12 @@ private:
   absl::Status openDataset();
   /// The step's inputs and the maker of their batches (after compile).
   absl::Status makeBatches();
-  /// timestep_sampling's options, refused for a model that is not
-  /// flow-matching.
-  absl::Status timestepOptions(data::BatchOptions &batch) const;
+  /// timestep_sampling's options.
+  void timestepOptions(data::BatchOptions &batch) const;
+  /// The settings that depend on what @loss predicts, before compiling:
+  /// timestep_sampling other than uniform needs a flow model, snr_gamma an
+  /// epsilon or v_prediction one.
+  absl::Status checkLossSettings() const;
   /// The stream position of step `step`'s batch.
   int64_t positionOf(int64_t step) const {
     return firstPosition + (step - firstStep) * program.batch;

@@ -68,6 +68,13 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
     precision.activationsDtype = options.activationsDtype;
     pm.addPass(createApplyPrecision(precision));
   }
+  // The loss's weighting after the precision policy: it computes in f32
+  // whatever the network's output type.
+  if (options.train && options.snrGamma) {
+    MinSnrWeightingOptions weighting;
+    weighting.gamma = *options.snrGamma;
+    pm.addPass(createMinSnrWeighting(weighting));
+  }
   // attention=auto tries the strategies on copies of the module first, and
   // tiles with the cheapest.
   if (options.tileAttention &&

@@ -246,9 +246,6 @@ TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
        "t.yml:2: train_text_encoder: True trains the text encoder too, which "
        "sd cannot do yet; train_text_encoder=False trains the model file's "
        "parameters alone"},
-      {"snr_gamma: 5.0",
-       "t.yml:2: snr_gamma: 5.0 weights the loss by min-SNR, which sd cannot "
-       "do yet (its loss is the plain mean squared error); snr_gamma=-1"},
   };
   for (const auto &[line, message] : cases) {
     // Read without complaint (an override may undo it), refused after.
@@ -266,8 +263,10 @@ TEST(RunConfigTest, WhatIsTrainedKeysAreRefusedAfterTheOverrides) {
                              "weight_name: []}\n"
                              "snr_gamma: -1.0\n");
   EXPECT_TRUE(verifyRunConfig(defaults).ok());
-  // enable_lora and lora_config are read (sd trains LoRA adapters).
-  EXPECT_EQ(defaults.ignoredKeys.size(), 4u);
+  // enable_lora and lora_config are read (sd trains LoRA adapters), and
+  // snr_gamma (min-SNR weighting).
+  EXPECT_EQ(defaults.ignoredKeys.size(), 3u);
+  EXPECT_EQ(defaults.snrGamma, -1.0);
   EXPECT_EQ(defaults.enableLora, false);
   ASSERT_TRUE(defaults.loraConfig.has_value());
   EXPECT_TRUE(defaults.loraConfig->load.empty());
@@ -424,6 +423,7 @@ run_name: 'r1'
 weights_dtype: bf16
 activations_dtype: "bfloat16"
 grad_reduce_dtype: float32
+snr_gamma: 5.0
 )");
   EXPECT_EQ(c.ici, (std::array<std::optional<int64_t>, 4>{2, -1, 3, 4}));
   EXPECT_EQ(c.dcn, (std::array<std::optional<int64_t>, 4>{-1, 1, 1, 5}));
@@ -460,6 +460,7 @@ grad_reduce_dtype: float32
   EXPECT_EQ(c.weightsDtype, "bf16");
   EXPECT_EQ(c.activationsDtype, "bfloat16");
   EXPECT_EQ(c.gradReduceDtype, "float32");
+  EXPECT_EQ(c.snrGamma, 5.0);
   EXPECT_TRUE(c.ignoredKeys.empty());
   EXPECT_EQ(c.originOf("seed"), "t.yml:24");
   EXPECT_EQ(c.originOf("logical_axis_rules"), "t.yml:15");
@@ -648,6 +649,8 @@ TEST(RunConfigTest, InvalidValues) {
       {"adam_weight_decay: -1e-2",
        "adam_weight_decay: '-1e-2' must not be negative"},
       {"max_grad_norm: -1", "max_grad_norm: '-1' must not be negative"},
+      {"snr_gamma: -0.5", "snr_gamma: '-0.5' must be -1 or 0 (off), or "
+                          "positive"},
       {"opt_enable_grad_global_norm_clipping: 1",
        "opt_enable_grad_global_norm_clipping: '1' is not a boolean"},
       {"warmup_steps_fraction: 1.5",

@@ -82,14 +82,14 @@ struct FlashBlockSizes {
 /// The value of a MaxDiffusion key that chooses *what* is trained or
 /// loaded: released weights (pretrained_model_name_or_path, unet_checkpoint,
 /// ...), LoRA adapters (enable_lora, lora_config), the text encoder
-/// (train_text_encoder) or the loss's weighting (snr_gamma). sd cannot do
+/// (train_text_encoder). sd cannot do
 /// what any of them asks yet, so a value other than MaxDiffusion's default
 /// (`active`) is an error rather than a key quietly ignored.
 struct ModelKeyValue {
   /// The value as messages show it: 'stabilityai/...', True, [a, b].
   std::string shown;
-  /// The value asks for something (a non-empty name, true, a positive
-  /// snr_gamma, a LoRA to load).
+  /// The value asks for something (a non-empty name, true, a LoRA to
+  /// load).
   bool active = false;
 };
 
@@ -147,6 +147,8 @@ struct RunConfig {
   /// logit_std (> 0).
   std::optional<std::string> timestepSampling;
   std::optional<double> logitMean, logitStd;
+  /// `snr_gamma`: min-SNR-γ loss weighting (positive), -1 or 0 for none.
+  std::optional<double> snrGamma;
   /// diffusers' EMA warm-up: `ema_warmup` (use_ema_warmup), `ema_inv_gamma`
   /// and `ema_power` (> 0).
   std::optional<bool> emaWarmup;

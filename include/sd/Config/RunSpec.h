@@ -85,7 +85,7 @@ struct RunSpecFlags {
 
   // What the steps train on.
   std::optional<std::string> datasetType, trainDataDir;
-  std::optional<double> classDropoutProb, logitMean, logitStd;
+  std::optional<double> classDropoutProb, logitMean, logitStd, snrGamma;
   std::optional<std::string> timestepSampling;
   std::optional<int64_t> evalEvery;
 
@@ -254,6 +254,10 @@ struct DataSettings {
   /// logit_mean, logit_std) or "shift" (by flow_shift).
   Setting<std::string> timestepSampling{std::string("uniform")};
   Setting<double> logitMean{0.0}, logitStd{1.0};
+  /// snr_gamma: the loss weighted per sample by min-SNR-γ (an epsilon or
+  /// v_prediction model); -1 (MaxDiffusion's default) or 0: the plain mean
+  /// squared error.
+  Setting<double> snrGamma{-1.0};
   /// prediction_type as a config (or sdsample's --prediction-type) gives
   /// it (the model decides; sdrun and sdsample check that they agree).
   std::optional<Setting<std::string>> predictionType;

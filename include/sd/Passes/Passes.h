@@ -123,6 +123,9 @@ struct PipelineOptions {
   /// With `train`: the parameters frozen by name (sd-freeze-parameters,
   /// when it has patterns).
   FreezeParametersOptions freeze;
+  /// With `train`: min-SNR-γ loss weighting (sd-min-snr-weighting, after
+  /// the precision policy) when set.
+  std::optional<double> snrGamma;
 };
 
 /// sd-widen-gradients when `options` trains in bf16 activations with f32

@@ -291,6 +291,38 @@ def TileAttention : Pass<"sd-tile-attention", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def MinSnrWeighting : Pass<"sd-min-snr-weighting", "::mlir::ModuleOp"> {
+  let summary = "Weight @loss per sample by min-SNR (snr_gamma)";
+  let description = [{
+    Min-SNR-γ loss weighting (Hang et al. 2023, diffusers'
+    `--snr_gamma`, MaxDiffusion's `snr_gamma`) for an `epsilon` or
+    `v_prediction` model. The `sd.mse_loss` that `@loss` returns becomes the
+    mean over the batch of each sample's mean squared error times its
+    weight, computed from the sample's `#sd.input<timestep>` t in f32 with
+    the cosine schedule of `#sd.prediction` (SNR = cot²(πt/2)):
+    `min(SNR, γ) / SNR` for epsilon, `min(SNR, γ) / (SNR + 1)` for v:
+
+    ```mlir
+    %l = sd.mse_loss %pred, %target : tensor<?x8x8x4xf32>
+    // becomes, per sample b:
+    //   mean_b(w(t_b) · mean((pred_b − target_b)²)),
+    //   w = min(1, γ·tan²(πt/2))           (epsilon)
+    //   w = min(cos²(πt/2), γ·sin²(πt/2))  (v_prediction)
+    ```
+
+    Every op it adds has its own VJP and sharding rule, so the gradient and
+    the partitioned step follow. A flow model, a `@loss` without a
+    timestep input or whose result is not an `sd.mse_loss` of batch-major
+    values, and γ ≤ 0 are errors.
+  }];
+  let options = [
+    Option<"gamma", "gamma", "double", "5.0",
+           "γ: the signal-to-noise ratio above which a sample's weight "
+           "falls">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 def FreezeParameters : Pass<"sd-freeze-parameters", "::mlir::ModuleOp"> {
   let summary = "Freeze the parameters a fine-tune does not train";
   let description = [{
