@@ -155,6 +155,8 @@ struct FunctionCost {
   int64_t recomputeFlops = 0;
   int64_t bytesAccessed = 0;
   int64_t peakBytes = 0;
+  /// Of peakBytes, the gradient sums across microbatches alive there.
+  int64_t peakGradientSumBytes = 0;
   int64_t peakHostBytes = 0;
   int64_t hostTransferBytes = 0;
   std::string peakOp;
@@ -412,6 +414,10 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
   // Device-resident values index `ranges`, host-resident ones (offloaded)
   // `hostRanges`.
   DenseMap<Value, std::pair<bool, size_t>> rangeOf;
+  // Device ranges that hold a parameter's gradient summed across
+  // microbatches: the results and first operands of the adds that sum
+  // them.
+  DenseSet<size_t> gradientSums;
   for (Operation &op : body) {
     int64_t position = static_cast<int64_t>(ops.size());
     ops.push_back(&op);
@@ -462,11 +468,20 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
         return failure();
     }
 
+    // The sum so far is the add's first operand; the second, the
+    // microbatch's fresh gradient, counts as the large batch's does.
+    bool sumsGradients = op.hasAttr(SDDialect::kGradientSumAttrName);
+    if (sumsGradients && op.getNumOperands() > 0)
+      if (auto it = rangeOf.find(op.getOperand(0));
+          it != rangeOf.end() && !it->second.first)
+        gradientSums.insert(it->second.second);
     for (Value result : op.getResults()) {
       bool fromSharding = true;
       int64_t bytes = valueBytes(result, &fromSharding);
       std::vector<LiveRange> &into = onHost ? hostRanges : ranges;
       rangeOf[result] = {onHost, into.size()};
+      if (sumsGradients && !onHost)
+        gradientSums.insert(into.size());
       into.push_back({bytes, position, position});
       cost->hostTransferBytes += moves ? bytes : 0;
       ++cost->numValues;
@@ -485,6 +500,10 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
           ranges[it->second.second].bytes = 0;
   LivePeak peak = computeLivePeak(ranges, extra, ops.size());
   cost->peakBytes = peak.bytes;
+  for (size_t index : gradientSums)
+    if (ranges[index].start <= peak.position &&
+        peak.position <= ranges[index].end)
+      cost->peakGradientSumBytes += ranges[index].bytes;
   cost->peakHostBytes =
       computeLivePeak(hostRanges, /*extra=*/{}, ops.size()).bytes;
   if (peak.position >= 0) {
@@ -620,6 +639,7 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
     return failure();
   const FunctionCost &body = **cost;
   report.peakActivationBytes = body.peakBytes;
+  report.peakGradientSumBytes = body.peakGradientSumBytes;
   report.peakOp = body.peakOp;
   report.numValues = body.numValues;
   report.numValuesWithoutSharding = body.numValuesWithoutSharding;

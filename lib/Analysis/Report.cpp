@@ -211,6 +211,13 @@ static void printText(const CostReport &report,
            plural(report.numInputs, "tensor"));
   printRow(os, "activations (peak)", formatBytes(report.peakActivationBytes),
            report.peakOp.empty() ? "" : "at " + report.peakOp);
+  if (report.peakGradientSumBytes > 0)
+    printRow(os, "  accumulator", formatBytes(report.peakGradientSumBytes),
+             "of the peak: the gradients summed over microbatches "
+             "(activations alone: " +
+                 formatBytes(report.peakActivationBytes -
+                             report.peakGradientSumBytes) +
+                 ")");
   printRow(os, "total", formatBytes(report.totalBytes()),
            report.numOptimizerStates > 0
                ? "parameters + optimizer state + inputs + activation peak"
@@ -334,6 +341,7 @@ llvm::json::Value mlir::sd::reportToJson(const CostReport &report,
            {"activations",
             llvm::json::Object{
                 {"peak_bytes", report.peakActivationBytes},
+                {"peak_gradient_sum_bytes", report.peakGradientSumBytes},
                 {"peak_op", report.peakOp},
                 {"values", report.numValues},
                 {"values_without_sharding", report.numValuesWithoutSharding}}},

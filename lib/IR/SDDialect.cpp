@@ -320,7 +320,8 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
              << "'" << kProvenanceAttrName << "' must be an array of strings";
     return success();
   }
-  if (attrName == kBackwardAttrName || attrName == kRecomputeAttrName) {
+  if (attrName == kBackwardAttrName || attrName == kRecomputeAttrName ||
+      attrName == kGradientSumAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return emitError(op->getLoc())
              << "'" << attrName << "' is a unit attribute, not "

@@ -364,9 +364,16 @@ Value TrainStepBuilder::microbatch(Value input, int64_t index) {
 /// Parameter `n`'s gradient of one microbatch is complete: summed into
 /// the step's and, where the step updates in backward, applied.
 void TrainStepBuilder::completeGradient(size_t n, Value gradient) {
-  if (gradient)
-    gradients[n] =
-        gradients[n] ? create<AddOp>(gradients[n], gradient) : gradient;
+  if (gradient && gradients[n]) {
+    // The sum across microbatches: the gradient accumulator, for the
+    // memory report.
+    Value sum = create<AddOp>(gradients[n], gradient);
+    sum.getDefiningOp()->setAttr(SDDialect::kGradientSumAttrName,
+                                 builder.getUnitAttr());
+    gradients[n] = sum;
+  } else if (gradient) {
+    gradients[n] = gradient;
+  }
   if (!updatesInBackward())
     return;
   if (!gradients[n])

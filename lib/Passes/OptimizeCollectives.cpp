@@ -277,8 +277,9 @@ struct SumBeforeAllReduce : public OpRewritePattern<AddOp> {
     llvm::sort(right);
     if (left != right)
       return failure();
-    Value sum = AddOp::create(rewriter, op.getLoc(), lhs.getOperand(),
-                              rhs.getOperand());
+    auto sum = AddOp::create(rewriter, op.getLoc(), lhs.getOperand(),
+                             rhs.getOperand());
+    sum->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     rewriter.replaceOpWithNewOp<AllReduceOp>(
         op, op.getType(), sum, lhs.getMeshAttr(), lhs.getReductionAxes());
     return success();

@@ -170,6 +170,12 @@ struct CostReport {
 
   /// The activation peak: op results only, arguments excluded.
   int64_t peakActivationBytes = 0;
+  /// Of the activation peak, the f32 sums of the parameters' gradients
+  /// across microbatches (a step with gradient accumulation: the first
+  /// operands and the results of the `sd.gradient_sum` adds) alive there. They are
+  /// gradient memory rather than activations, and do not grow with the
+  /// microbatch.
+  int64_t peakGradientSumBytes = 0;
   /// The op running at the peak (`sd.attention "attn_output"`), through
   /// calls (`func.call @dit_block > sd.attention`).
   std::string peakOp;

@@ -109,6 +109,11 @@ def SD_Dialect : Dialect {
     /// On ops that recompute a forward value for the backward pass (the
     /// remat policy did not keep it); the cost model counts their FLOPs.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName = "sd.recompute";
+    /// On the adds of a training step with microbatches that sum a
+    /// parameter's gradients across them: their operands and results are
+    /// the f32 gradient accumulator the memory report shows apart from
+    /// the activations.
+    static constexpr ::llvm::StringLiteral kGradientSumAttrName = "sd.gradient_sum";
     /// The gradient function's structure, from sd-differentiate to
     /// sd-remat and sd-build-train-step: the VJP group of an op, the layer
     /// (inlined call) a forward op came from, and the callee of each layer.

@@ -67,8 +67,8 @@ func.func @loss_grad(%w: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>},
 // ACCUM: %[[L1:.*]] = sd.reduce_mean
 // ACCUM-NEXT: sd.constant {sd.backward} dense<5.000000e-01> : tensor<f32>
 // ACCUM: %[[DW1:.*]] = sd.transpose
-// ACCUM-NEXT: sd.add %[[DW0]], %[[DW1]] {sd.backward} : tensor<4x3xf32>
-// ACCUM-NEXT: sd.add %{{.*}}, %{{.*}} {sd.backward} : tensor<3xf32>
+// ACCUM-NEXT: sd.add %[[DW0]], %[[DW1]] {sd.backward, sd.gradient_sum} : tensor<4x3xf32>
+// ACCUM-NEXT: sd.add %{{.*}}, %{{.*}} {sd.backward, sd.gradient_sum} : tensor<3xf32>
 // ACCUM-NEXT: %[[SUM:.*]] = sd.add %[[L0]], %[[L1]] : tensor<f32>
 // ACCUM-NEXT: %[[HALF:.*]] = sd.constant dense<5.000000e-01> : tensor<f32>
 // ACCUM-NEXT: %[[L:.*]] = sd.mul %[[SUM]], %[[HALF]] : tensor<f32>

@@ -67,6 +67,7 @@
 // CHECK-NEXT: "per_device": {
 // CHECK-NEXT:   "activations": {
 // CHECK-NEXT:     "peak_bytes": 1310720,
+// CHECK-NEXT:     "peak_gradient_sum_bytes": 0,
 // CHECK-NEXT:     "peak_op": "sd.dot_general",
 // CHECK-NEXT:     "values": 3,
 // CHECK-NEXT:     "values_without_sharding": 0
