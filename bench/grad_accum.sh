@@ -10,7 +10,9 @@
 # state and inputs) less its "accumulator" row, the f32 sums of the
 # microbatches' gradients live there (gradient memory, one parameter-sized
 # buffer, which PyTorch and optax count apart from activations too); both
-# are printed, with sdrun's measured peak device memory beside them.
+# are printed, with sdrun's measured peak device memory beside them (and
+# that peak less the arguments and the accumulator: the measured
+# activations).
 # Prints a Markdown table; exits 1 when a target fails, 2 on a usage or
 # setup error.
 #
@@ -86,12 +88,17 @@ def memory(name):
     log = open("%s/%s.log" % (out, name)).read()
     # The accumulator row is there only with microbatches.
     summed = size("accumulator", report) if "accumulator" in report else 0.0
+    # What the pools hold beside the arguments: the measured activations.
+    arguments = sum(size(row, report) for row in
+                    ("parameters", "optimizer state", "inputs"))
     return (size(r"activations \(peak\)", report), summed,
-            size("peak device memory", log))
+            size("peak device memory", log), arguments)
 
 large, accum = losses("large"), losses("accum")
 worst = max(abs(large[s] - accum[s]) / abs(large[s]) for s in large)
-(act_l, sum_l, peak_l), (act_a, sum_a, peak_a) = memory("large"), memory("accum")
+(act_l, sum_l, peak_l, args_l), (act_a, sum_a, peak_a, args_a) = \
+    memory("large"), memory("accum")
+measured_l, measured_a = peak_l - args_l, peak_a - args_a - sum_a
 alone_l, alone_a = act_l - sum_l, act_a - sum_a
 loss_ok = worst <= 1e-5
 mem_ok = alone_a <= 0.35 * alone_l
@@ -110,5 +117,7 @@ print("| activations at the peak with the accumulator (report's activations row)
       % (act_l, act_a, 100 * act_a / act_l))
 print("| peak device memory (sdrun, measured, per device) | %.1f MB | %.1f MB | %.1f%% | | |"
       % (peak_l, peak_a, 100 * peak_a / peak_l))
+print("| the same less parameters, optimizer state, inputs and accumulator | %.1f MB | %.1f MB | %.1f%% | | |"
+      % (measured_l, measured_a, 100 * measured_a / measured_l))
 sys.exit(0 if loss_ok and mem_ok else 1)
 EOF

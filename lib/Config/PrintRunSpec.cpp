@@ -166,6 +166,17 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
     if (spec.data.timestepSampling.value == "shift")
       table.add("flow_shift", spec.sampling.flowShift);
   }
+  if (const DataSettings &data = spec.data;
+      data.timestepBiasStrategy.value != "none") {
+    table.add("timestep_bias_strategy", data.timestepBiasStrategy);
+    table.add("timestep_bias_multiplier", data.timestepBiasMultiplier);
+    if (data.timestepBiasStrategy.value == "range") {
+      table.add("timestep_bias_begin", data.timestepBiasBegin);
+      table.add("timestep_bias_end", data.timestepBiasEnd);
+    } else {
+      table.add("timestep_bias_portion", data.timestepBiasPortion);
+    }
+  }
   if (spec.data.snrGamma.value > 0 ||
       spec.data.snrGamma.source != SettingSource::Default)
     table.add("snr_gamma", spec.data.snrGamma);

@@ -262,6 +262,8 @@ private:
                                                  yaml::Node *node);
   absl::StatusOr<LoraConfig> readLoraConfig(std::string_view key,
                                             yaml::Node *node);
+  absl::StatusOr<TimestepBiasConfig> readTimestepBias(std::string_view key,
+                                                      yaml::Node *node);
   absl::StatusOr<FlashBlockSizes> readFlashJson(std::string_view key,
                                                 yaml::Node *node,
                                                 const std::string &json);
@@ -453,6 +455,69 @@ ConfigReader::readFlashSizes(std::string_view key, yaml::Node *node) {
   return given.resolve();
 }
 
+absl::StatusOr<TimestepBiasConfig>
+ConfigReader::readTimestepBias(std::string_view key, yaml::Node *node) {
+  TimestepBiasConfig bias;
+  if (isNull(node))
+    return bias;
+  auto *map = llvm::dyn_cast<yaml::MappingNode>(node);
+  if (!map)
+    return error(node, key, "expected a mapping, got " + describe(node));
+  for (yaml::KeyValueNode &entry : *map) {
+    yaml::Node *fieldNode = entry.getKey();
+    std::string field = scalarText(fieldNode).value_or("");
+    yaml::Node *value = entry.getValue();
+    if (absl::Status s = pending(); !s.ok())
+      return s;
+    std::string fieldKey = absl::StrFormat("%s: %s", key, field);
+    // A number the requirement `valid` (quoted as `text`) accepts.
+    auto number = [&](auto &into, auto valid,
+                      std::string_view text) -> absl::Status {
+      using T = typename std::decay_t<decltype(into)>::value_type;
+      absl::StatusOr<T> read = readNumeric<T>(fieldKey, value);
+      if (!read.ok())
+        return read.status();
+      if (!valid(double(*read)))
+        return error(value, fieldKey, describe(value) + " " + std::string(text));
+      into = *read;
+      return absl::OkStatus();
+    };
+    absl::Status status;
+    if (field == "strategy") {
+      absl::StatusOr<std::string> strategy = readString(fieldKey, value);
+      if (!strategy.ok())
+        return strategy.status();
+      if (*strategy != "none" && *strategy != "earlier" &&
+          *strategy != "later" && *strategy != "range")
+        return error(value, fieldKey,
+                     "unknown strategy " + describe(value) +
+                         "; expected one of none, earlier, later, range");
+      bias.strategy = *strategy;
+    } else if (field == "multiplier") {
+      status = number(
+          bias.multiplier, [](double v) { return v > 0; }, "must be positive");
+    } else if (field == "portion") {
+      status = number(
+          bias.portion, [](double v) { return v > 0 && v <= 1; },
+          "must be in (0, 1]");
+    } else if (field == "begin" || field == "end") {
+      status = number(
+          field == "begin" ? bias.begin : bias.end,
+          [](double v) { return v >= 0 && v <= 1000; }, "must be in [0, 1000]");
+    } else {
+      return error(fieldNode, key,
+                   absl::StrFormat("unknown field %s; expected strategy, "
+                                   "multiplier, begin, end or portion",
+                                   describe(fieldNode)));
+    }
+    if (!status.ok())
+      return status;
+  }
+  if (absl::Status s = pending(); !s.ok())
+    return s;
+  return bias;
+}
+
 absl::StatusOr<LoraConfig> ConfigReader::readLoraConfig(std::string_view key,
                                                         yaml::Node *node) {
   LoraConfig lora;
@@ -640,6 +705,11 @@ absl::Status ConfigReader::store(const SettingRow &row,
     if (!lora.ok())
       return lora.status();
     config.*field = *std::move(lora);
+  } else if constexpr (std::is_same_v<T, TimestepBiasConfig>) {
+    absl::StatusOr<TimestepBiasConfig> bias = readTimestepBias(key, value);
+    if (!bias.ok())
+      return bias.status();
+    config.*field = *std::move(bias);
   } else if constexpr (std::is_same_v<T, FlashBlockSizes>) {
     absl::StatusOr<FlashBlockSizes> sizes = readFlashSizes(key, value);
     if (!sizes.ok())

@@ -157,6 +157,11 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   d.add("timestep_sampling", data.timestepSampling.value);
   d.add("logit_mean", data.logitMean.value);
   d.add("logit_std", data.logitStd.value);
+  d.add("timestep_bias_strategy", data.timestepBiasStrategy.value);
+  d.add("timestep_bias_multiplier", data.timestepBiasMultiplier.value);
+  d.add("timestep_bias_portion", data.timestepBiasPortion.value);
+  d.add("timestep_bias_begin", data.timestepBiasBegin.value);
+  d.add("timestep_bias_end", data.timestepBiasEnd.value);
   // -1 and 0 both mean the plain loss.
   d.add("snr_gamma", std::max(data.snrGamma.value, 0.0));
   // -1 and 0 both mean never, as they do for checkpoint_every.

@@ -164,6 +164,7 @@ private:
   absl::Status resolveModel();
   absl::Status resolveBudgets();
   absl::Status resolveData();
+  absl::Status resolveTimestepBias();
   absl::Status checkRunFlags();
   void warnIgnoredKeys();
 
@@ -554,6 +555,50 @@ absl::Status Resolver::resolveFineTune() {
   return absl::OkStatus();
 }
 
+absl::Status Resolver::resolveTimestepBias() {
+  DataSettings &data = spec.data;
+  const TimestepBiasConfig bias =
+      file.timestepBias.value_or(TimestepBiasConfig());
+  constexpr std::string_view key = "timestep_bias";
+  data.timestepBiasStrategy =
+      pick(flags.timestepBiasStrategy, "timestep-bias-strategy", key,
+           bias.strategy, std::string("none"));
+  data.timestepBiasMultiplier =
+      pick(flags.timestepBiasMultiplier, "timestep-bias-multiplier", key,
+           bias.multiplier, 1.0);
+  data.timestepBiasPortion = pick(
+      flags.timestepBiasPortion, "timestep-bias-portion", key, bias.portion,
+      0.25);
+  data.timestepBiasBegin = pick(flags.timestepBiasBegin, "timestep-bias-begin",
+                                key, bias.begin, int64_t(0));
+  data.timestepBiasEnd = pick(flags.timestepBiasEnd, "timestep-bias-end", key,
+                              bias.end, int64_t(1000));
+  const Setting<std::string> &strategy = data.timestepBiasStrategy;
+  if (strategy.value != "none" && strategy.value != "earlier" &&
+      strategy.value != "later" && strategy.value != "range")
+    return invalid(absl::StrFormat(
+        "%s: unknown timestep bias strategy '%s'; expected none, earlier, "
+        "later or range",
+        strategy.origin, strategy.value));
+  if (strategy.value == "range" &&
+      data.timestepBiasBegin.value >= data.timestepBiasEnd.value)
+    return invalid(absl::StrFormat(
+        "%s: timestep_bias range [%d, %d) is empty: begin must be below end",
+        data.timestepBiasBegin.source == SettingSource::Default
+            ? data.timestepBiasEnd.origin
+            : data.timestepBiasBegin.origin,
+        data.timestepBiasBegin.value, data.timestepBiasEnd.value));
+  // The bias reweights uniform draws; the other samplings have their own
+  // density.
+  if (strategy.value != "none" && data.timestepSampling.value != "uniform")
+    return invalid(absl::StrFormat(
+        "%s: timestep_bias strategy %s biases uniform timesteps, and "
+        "timestep_sampling %s (%s) draws its own: give one of them",
+        strategy.origin, strategy.value, data.timestepSampling.value,
+        data.timestepSampling.origin));
+  return absl::OkStatus();
+}
+
 absl::Status Resolver::resolveData() {
   DataSettings &data = spec.data;
   data.type = pick(&F::datasetType, &C::datasetType, std::string("synthetic"));
@@ -593,6 +638,8 @@ absl::Status Resolver::resolveData() {
   data.logitMean = pick(&F::logitMean, &C::logitMean, 0.0);
   data.logitStd = pick(&F::logitStd, &C::logitStd, 1.0);
   data.snrGamma = pick(&F::snrGamma, &C::snrGamma, -1.0);
+  if (absl::Status status = resolveTimestepBias(); !status.ok())
+    return status;
   data.evalEvery = pick(&F::evalEvery, &C::evalEvery, int64_t(0));
   if (flags.predictionType || file.predictionType)
     data.predictionType =

@@ -49,6 +49,12 @@ constexpr Requirement kInferenceSteps{
 
 constexpr std::string_view kPredictionTypes[] = {"epsilon", "v_prediction",
                                                  "flow"};
+constexpr std::string_view kTimestepBiasStrategies[] = {"none", "earlier",
+                                                        "later", "range"};
+constexpr Requirement kPortion{[](double v) { return v > 0 && v <= 1; },
+                               "must be in (0, 1]"};
+constexpr Requirement kTimestepIndex{
+    [](double v) { return v >= 0 && v <= 1000; }, "must be in [0, 1000]"};
 constexpr std::string_view kTimestepSamplings[] = {"uniform", "logit_normal",
                                                    "shift"};
 /// What weights_dtype and activations_dtype may be (parseDType's names).
@@ -378,6 +384,31 @@ std::vector<SettingRow> stringRows() {
            "logit_mean and logit_std) or shift (by flow_shift)")
           .key("timestep_sampling", &C::timestepSampling)
           .choices(kTimestepSamplings, "timestep sampling")
+          .row,
+      key("timestep_bias", &C::timestepBias).row,
+      flag("timestep-bias-strategy", kSdrun, &F::timestepBiasStrategy, G::Run,
+           "timestep_bias's strategy: draw the uniform training timesteps "
+           "--timestep-bias-multiplier times as often in the earlier or later "
+           "--timestep-bias-portion of [0, 1), or in the range [begin, end) "
+           "of 1000 steps (default none)")
+          .choices(kTimestepBiasStrategies, "timestep bias strategy")
+          .row,
+      flag("timestep-bias-multiplier", kSdrun, &F::timestepBiasMultiplier,
+           G::Run, "timestep_bias's multiplier (default 1)")
+          .check(kPositive)
+          .row,
+      flag("timestep-bias-portion", kSdrun, &F::timestepBiasPortion, G::Run,
+           "timestep_bias's portion, of strategies earlier and later "
+           "(default 0.25)")
+          .check(kPortion)
+          .row,
+      flag("timestep-bias-begin", kSdrun, &F::timestepBiasBegin, G::Run,
+           "timestep_bias's begin, of strategy range (default 0)")
+          .check(kTimestepIndex)
+          .row,
+      flag("timestep-bias-end", kSdrun, &F::timestepBiasEnd, G::Run,
+           "timestep_bias's end, of strategy range (default 1000)")
+          .check(kTimestepIndex)
           .row,
       flag("lr-schedule", kTrainTools, &F::lrSchedule, G::Step,
            "learning_rate_schedule: constant (the default without "

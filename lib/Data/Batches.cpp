@@ -36,6 +36,44 @@ sd::data::parseTimestepSampling(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<TimestepBias>
+TimestepBias::fromStrategy(std::string_view strategy, double multiplier,
+                           double portion, int64_t begin, int64_t end) {
+  TimestepBias bias;
+  bias.multiplier = multiplier;
+  if (strategy == "none") {
+    bias.multiplier = 1;
+  } else if (strategy == "earlier") {
+    bias.end = portion;
+  } else if (strategy == "later") {
+    bias.begin = 1 - portion;
+    bias.end = 1;
+  } else if (strategy == "range") {
+    bias.begin = static_cast<double>(begin) / kBiasTimesteps;
+    bias.end = static_cast<double>(end) / kBiasTimesteps;
+  } else {
+    return std::nullopt;
+  }
+  return bias;
+}
+
+double TimestepBias::apply(double u) const {
+  if (!active())
+    return u;
+  // Density 1 outside [begin, end) and m inside, over the total mass z.
+  double width = end - begin;
+  double v = u * (1 + (multiplier - 1) * width);
+  double t;
+  if (v < begin)
+    t = v;
+  else if (v < begin + multiplier * width)
+    t = begin + (v - begin) / multiplier;
+  else
+    t = v - (multiplier - 1) * width;
+  // In [0, 1) as f32 holds it.
+  return std::min(t, 1.0 - 0x1p-24);
+}
+
 namespace {
 
 /// The RNG streams of a batch, each keyed by the seed and its tag.
@@ -64,7 +102,7 @@ double timestepAt(const BatchOptions &options, uint64_t index) {
   uint64_t key = streamKey(options.seed, Stream::Timestep);
   switch (options.timesteps) {
   case TimestepSampling::Uniform:
-    return ref::uniformAt(key, index);
+    return options.bias.apply(ref::uniformAt(key, index));
   case TimestepSampling::LogitNormal: {
     double z = options.logitMean + options.logitStd * ref::normalAt(key, index);
     // In [0, 1) as f32 holds it.

@@ -86,6 +86,7 @@ void TrainRun::timestepOptions(data::BatchOptions &batch) const {
   batch.logitMean = options.logitMean;
   batch.logitStd = options.logitStd;
   batch.shift = options.flowShift;
+  batch.bias = options.timestepBias;
 }
 
 absl::Status TrainRun::checkLossSettings() const {

@@ -358,6 +358,64 @@ TEST(RunSpecTest, GradientAccumulation) {
             "1");
 }
 
+TEST(RunSpecTest, TimestepBias) {
+  // MaxDiffusion's mapping, every field with the key's line as its origin.
+  std::string path = writeConfig(
+      "bias.yml", "seed: 1\ntimestep_bias: {strategy: later, multiplier: 2.0, "
+                  "begin: 0, end: 1000, portion: 0.5}\n");
+  RunSpec spec = resolve(withConfig(path));
+  EXPECT_EQ(spec.data.timestepBiasStrategy.value, "later");
+  EXPECT_EQ(spec.data.timestepBiasStrategy.origin, "bias.yml:2");
+  EXPECT_EQ(spec.data.timestepBiasMultiplier.value, 2.0);
+  EXPECT_EQ(spec.data.timestepBiasPortion.value, 0.5);
+  // A flag beats the file's field.
+  RunSpecFlags flags = withConfig(path);
+  flags.timestepBiasMultiplier = 3.0;
+  EXPECT_EQ(resolve(flags).data.timestepBiasMultiplier.value, 3.0);
+  EXPECT_EQ(resolve(flags).data.timestepBiasMultiplier.origin,
+            "--timestep-bias-multiplier");
+  // Defaults: none.
+  EXPECT_EQ(resolve(RunSpecFlags()).data.timestepBiasStrategy.value, "none");
+
+  // Each field checked as it is read, naming the key and its line.
+  const std::pair<const char *, const char *> bad[] = {
+      {"{strategy: late}", "timestep_bias: strategy: unknown strategy 'late'; "
+                           "expected one of none, earlier, later, range"},
+      {"{multiplier: 0}", "timestep_bias: multiplier: '0' must be positive"},
+      {"{portion: 0}", "timestep_bias: portion: '0' must be in (0, 1]"},
+      {"{end: 1001}", "timestep_bias: end: '1001' must be in [0, 1000]"},
+      {"{begin: x}", "timestep_bias: begin: 'x' is not an integer"},
+      {"{start: 1}", "timestep_bias: unknown field 'start'; expected "
+                     "strategy, multiplier, begin, end or portion"},
+      {"[later]", "timestep_bias: expected a mapping, got a list"},
+  };
+  for (const auto &[value, message] : bad) {
+    std::string file = writeConfig(
+        "bad_bias.yml", std::string("seed: 1\ntimestep_bias: ") + value +
+                            "\n");
+    EXPECT_EQ(errorOf(withConfig(file)), file + ":2: " + message) << value;
+  }
+  // The combination: an empty range, and another sampling.
+  RunSpecFlags range;
+  range.timestepBiasStrategy = "range";
+  range.timestepBiasBegin = 500;
+  range.timestepBiasEnd = 500;
+  EXPECT_EQ(errorOf(range), "--timestep-bias-begin: timestep_bias range "
+                            "[500, 500) is empty: begin must be below end");
+  RunSpecFlags both;
+  both.timestepBiasStrategy = "later";
+  both.timestepSampling = "logit_normal";
+  EXPECT_EQ(errorOf(both),
+            "--timestep-bias-strategy: timestep_bias strategy later biases "
+            "uniform timesteps, and timestep_sampling logit_normal "
+            "(--timestep-sampling) draws its own: give one of them");
+  RunSpecFlags name;
+  name.timestepBiasStrategy = "sooner";
+  EXPECT_EQ(errorOf(name),
+            "--timestep-bias-strategy: unknown timestep bias strategy "
+            "'sooner'; expected none, earlier, later or range");
+}
+
 TEST(RunSpecTest, FillsAConfigsMinusOneAxisWithTheCores) {
   RunSpec spec =
       resolve(withConfig(kDitTiny, {"ici_data_parallelism=-1"}), host(4));

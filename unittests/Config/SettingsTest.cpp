@@ -47,6 +47,8 @@ std::string goodValue(const SettingRow &row) {
             return "{block_q: 256}";
           else if constexpr (std::is_same_v<T, LoraConfig>)
             return "{rank: [4], lora_alpha: 8}";
+          else if constexpr (std::is_same_v<T, TimestepBiasConfig>)
+            return "{strategy: later, multiplier: 2.0}";
           else
             return "[['batch', 'data']]";
         }

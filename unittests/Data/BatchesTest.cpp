@@ -248,4 +248,54 @@ TEST(TimestepSamplingTest, Distributions) {
   EXPECT_FALSE(parseTimestepSampling("logit-normal").has_value());
 }
 
+/// timestep_bias: a piecewise-constant density, m times higher in
+/// [begin, end); the share of draws there is m·w / (1 + (m − 1)·w) for
+/// width w, each draw a monotone function of the uniform one.
+TEST(TimestepSamplingTest, Bias) {
+  constexpr int64_t n = 20000;
+  BatchOptions uniform;
+  std::vector<float> u = timesteps(uniform, n);
+  auto share = [&](const std::vector<float> &t, double lo, double hi) {
+    return static_cast<double>(std::count_if(
+               t.begin(), t.end(),
+               [&](float x) { return x >= lo && x < hi; })) /
+           n;
+  };
+  struct Case {
+    const char *strategy;
+    double multiplier, portion;
+    int64_t begin, end;
+    double lo, hi;
+  };
+  for (const Case &c :
+       {Case{"later", 2.0, 0.25, 0, 1000, 0.75, 1.0},
+        Case{"earlier", 3.0, 0.5, 0, 1000, 0.0, 0.5},
+        Case{"range", 0.5, 0.25, 200, 600, 0.2, 0.6}}) {
+    std::optional<TimestepBias> bias = TimestepBias::fromStrategy(
+        c.strategy, c.multiplier, c.portion, c.begin, c.end);
+    ASSERT_TRUE(bias.has_value()) << c.strategy;
+    EXPECT_DOUBLE_EQ(bias->begin, c.lo) << c.strategy;
+    EXPECT_DOUBLE_EQ(bias->end, c.hi) << c.strategy;
+    BatchOptions biased = uniform;
+    biased.bias = *bias;
+    std::vector<float> t = timesteps(biased, n);
+    double w = c.hi - c.lo;
+    double expected = c.multiplier * w / (1 + (c.multiplier - 1) * w);
+    EXPECT_NEAR(share(t, c.lo, c.hi), expected, 0.01) << c.strategy;
+    // Uniform inside the interval: its halves hold the same share.
+    double mid = (c.lo + c.hi) / 2;
+    EXPECT_NEAR(share(t, c.lo, mid), expected / 2, 0.01) << c.strategy;
+    for (int64_t i = 1; i < n; i += 991) {
+      EXPECT_GE(t[i], 0.0f);
+      EXPECT_LT(t[i], 1.0f);
+      EXPECT_EQ(u[i] < u[i - 1], t[i] < t[i - 1]) << c.strategy << " " << i;
+    }
+  }
+  // none (or a multiplier of 1) leaves the draws as they are.
+  BatchOptions none = uniform;
+  none.bias = *TimestepBias::fromStrategy("none", 2.0, 0.25, 0, 1000);
+  EXPECT_EQ(timesteps(none, n), u);
+  EXPECT_FALSE(TimestepBias::fromStrategy("late", 2.0, 0.25, 0, 1000));
+}
+
 } // namespace

@@ -109,6 +109,17 @@ struct LoraConfig {
   std::vector<std::string> load;
 };
 
+/// MaxDiffusion's `timestep_bias` mapping (diffusers' --timestep_bias_*
+/// flags): `strategy` (none, earlier, later, range), `multiplier` (> 0),
+/// `begin` and `end` (the range's timesteps, 0 to 1000) and `portion` (the
+/// share of the timesteps earlier or later biases, in (0, 1]). Each field
+/// is checked as it is read; their combination when the run is resolved.
+struct TimestepBiasConfig {
+  std::optional<std::string> strategy;
+  std::optional<double> multiplier, portion;
+  std::optional<int64_t> begin, end;
+};
+
 /// What a config file plus key=value overrides set. Every field is optional:
 /// unset means the config did not give the key, and the caller applies its
 /// own default. Values are checked as they are read (ranges, enums), so a
@@ -149,6 +160,9 @@ struct RunConfig {
   std::optional<double> logitMean, logitStd;
   /// `snr_gamma`: min-SNR-γ loss weighting (positive), -1 or 0 for none.
   std::optional<double> snrGamma;
+  /// `timestep_bias`: more (or fewer) of the training timesteps in a part
+  /// of [0, 1).
+  std::optional<TimestepBiasConfig> timestepBias;
   /// diffusers' EMA warm-up: `ema_warmup` (use_ema_warmup), `ema_inv_gamma`
   /// and `ema_power` (> 0).
   std::optional<bool> emaWarmup;

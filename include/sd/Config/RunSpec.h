@@ -86,6 +86,9 @@ struct RunSpecFlags {
   // What the steps train on.
   std::optional<std::string> datasetType, trainDataDir;
   std::optional<double> classDropoutProb, logitMean, logitStd, snrGamma;
+  std::optional<std::string> timestepBiasStrategy;
+  std::optional<double> timestepBiasMultiplier, timestepBiasPortion;
+  std::optional<int64_t> timestepBiasBegin, timestepBiasEnd;
   std::optional<std::string> timestepSampling;
   std::optional<int64_t> evalEvery;
 
@@ -258,6 +261,13 @@ struct DataSettings {
   /// v_prediction model); -1 (MaxDiffusion's default) or 0: the plain mean
   /// squared error.
   Setting<double> snrGamma{-1.0};
+  /// timestep_bias: the uniform training timesteps drawn `multiplier`
+  /// times as often in one part of [0, 1) (diffusers' SDXL scripts):
+  /// "none", "earlier" (the first `portion`), "later" (the last
+  /// `portion`) or "range" ([begin, end) of 1000 timesteps).
+  Setting<std::string> timestepBiasStrategy{std::string("none")};
+  Setting<double> timestepBiasMultiplier{1.0}, timestepBiasPortion{0.25};
+  Setting<int64_t> timestepBiasBegin{0}, timestepBiasEnd{1000};
   /// prediction_type as a config (or sdsample's --prediction-type) gives
   /// it (the model decides; sdrun and sdsample check that they agree).
   std::optional<Setting<std::string>> predictionType;

@@ -78,6 +78,7 @@ using KeyField = std::variant<
     std::optional<std::vector<std::string>> RunConfig::*,
     std::optional<FlashBlockSizes> RunConfig::*,
     std::optional<LoraConfig> RunConfig::*,
+    std::optional<TimestepBiasConfig> RunConfig::*,
     std::optional<LogicalAxisRules> RunConfig::*, MeshAxisField>;
 
 /// One setting.

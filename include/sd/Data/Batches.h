@@ -75,9 +75,33 @@ enum class TimestepSampling { Uniform, LogitNormal, Shift };
 const char *timestepSamplingName(TimestepSampling sampling);
 std::optional<TimestepSampling> parseTimestepSampling(std::string_view name);
 
+/// timestep_bias (diffusers' SDXL training scripts, MaxDiffusion's key):
+/// uniform timesteps drawn `multiplier` times as often in [begin, end) as
+/// elsewhere in [0, 1). The density is piecewise constant and is sampled
+/// through its inverse CDF, so a draw stays a function of one uniform.
+struct TimestepBias {
+  double multiplier = 1;
+  double begin = 0, end = 0;
+
+  /// The bias of a strategy: "none", "earlier" (the first `portion` of
+  /// [0, 1)), "later" (the last `portion`) or "range" ([begin, end) of
+  /// kBiasTimesteps steps, diffusers' slice); nullopt for another name.
+  static std::optional<TimestepBias> fromStrategy(std::string_view strategy,
+                                                  double multiplier,
+                                                  double portion,
+                                                  int64_t begin, int64_t end);
+  bool active() const { return multiplier != 1 && end > begin; }
+  /// The timestep of uniform `u` in [0, 1).
+  double apply(double u) const;
+};
+/// The discrete timesteps timestep_bias's range counts (DDPM's 1000).
+inline constexpr int64_t kBiasTimesteps = 1000;
+
 struct BatchOptions {
   uint64_t seed = 0;
   TimestepSampling timesteps = TimestepSampling::Uniform;
+  /// Applied to Uniform's draws (timestep_bias).
+  TimestepBias bias;
   /// LogitNormal's mean and standard deviation; Shift's s.
   double logitMean = 0, logitStd = 1, shift = 1;
   /// Probability that a sample's label is replaced by the null class (the

@@ -105,6 +105,8 @@ struct TrainRunOptions {
   ::sd::data::TimestepSampling timestepSampling =
       ::sd::data::TimestepSampling::Uniform;
   double logitMean = 0, logitStd = 1, flowShift = 1;
+  /// timestep_bias, applied to uniform timesteps.
+  ::sd::data::TimestepBias timestepBias;
   int64_t evalEvery = 0;
   /// The config's prediction_type ("" when not given): it must be what the
   /// model predicts (@loss's sd.prediction_type).

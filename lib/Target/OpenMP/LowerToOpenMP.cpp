@@ -336,7 +336,11 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
     if (!kind)
       continue;
     Role role = Role::Root;
-    if (fusion && isFusible(kind) && !op->use_empty()) {
+    // A sum of gradients across microbatches is computed where it stands:
+    // fused into its user (the next microbatch's sum) it would run at the
+    // end of the step, keeping every microbatch's gradient alive until then.
+    bool keepsPosition = op->hasAttr(SDDialect::kGradientSumAttrName);
+    if (fusion && isFusible(kind) && !op->use_empty() && !keepsPosition) {
       // Users that read the value inside their own loop nest.
       SmallVector<Operation *> users;
       bool allFusedUsers = true;
