@@ -336,10 +336,16 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
     if (!kind)
       continue;
     Role role = Role::Root;
-    // A sum of gradients across microbatches is computed where it stands:
-    // fused into its user (the next microbatch's sum) it would run at the
-    // end of the step, keeping every microbatch's gradient alive until then.
-    bool keepsPosition = op->hasAttr(SDDialect::kGradientSumAttrName);
+    // A sum of gradients across microbatches, and the first microbatch's
+    // gradient it starts from, are computed where they stand: fused into
+    // their user (the next microbatch's sum) they would run at the end of
+    // the step, keeping every microbatch's gradient alive until then.
+    auto startsSum = [](OpOperand &use) {
+      return use.getOperandNumber() == 0 &&
+             use.getOwner()->hasAttr(SDDialect::kGradientSumAttrName);
+    };
+    bool keepsPosition = op->hasAttr(SDDialect::kGradientSumAttrName) ||
+                         llvm::any_of(op->getUses(), startsSum);
     if (fusion && isFusible(kind) && !op->use_empty() && !keepsPosition) {
       // Users that read the value inside their own loop nest.
       SmallVector<Operation *> users;
