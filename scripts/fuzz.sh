@@ -4,7 +4,7 @@
 #
 # Usage: scripts/fuzz.sh [--ci] [--no-mlir] [SECONDS-PER-TARGET] [TARGET...]
 #   SECONDS-PER-TARGET  how long each target runs (default 600)
-#   --ci                20 s per target (the CI run)
+#   --ci                10 s per target (the CI run)
 #   --no-mlir           skip sd-fuzz-mlir (its build compiles the compiler
 #                       with clang and sanitizers)
 #   TARGET...           only these (e.g. sd-fuzz-mesh)
@@ -22,7 +22,7 @@ MLIR=1
 TARGETS=()
 for arg in "$@"; do
   case "$arg" in
-    --ci) SECONDS_PER_TARGET=20 ;;
+    --ci) SECONDS_PER_TARGET=10 ;;
     --no-mlir) MLIR=0 ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     [0-9]*) SECONDS_PER_TARGET="$arg" ;;
