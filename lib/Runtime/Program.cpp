@@ -338,8 +338,15 @@ absl::StatusOr<CompiledProgram> compileProgram(std::string_view source,
     compiler = env && *env ? env : "c++";
   }
   std::vector<std::string> flags = options.flags;
+  // -fno-trapping-math: GCC if-converts the selects of the transcendental
+  // helpers (sd_exp's overflow and NaN cases) and of bf16 rounding only
+  // when a float comparison may not trap; without it a kernel with an exp,
+  // a sigmoid or a bf16 rounding stays scalar. It allows no reassociation:
+  // each element gets the same operations; only the floating-point
+  // exception flags, which sd never reads, may differ.
   if (flags.empty())
-    flags = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-fno-math-errno"};
+    flags = {"-O3",   "-march=native",   "-fopenmp",
+             "-fPIC", "-fno-math-errno", "-fno-trapping-math"};
   std::string cacheDir =
       options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
   absl::StatusOr<std::vector<SourceFile>> files = splitSourceFiles(source);
