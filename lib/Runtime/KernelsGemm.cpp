@@ -22,8 +22,10 @@
 // the CPU's bf16 dot-product instructions (AVX512_BF16, AMX) where it has
 // them and converts to f32 where it has not; products accumulate in f32
 // either way. Debian's OpenBLAS is built without sbgemm, so there is no
-// second library to choose from. Should oneDNN refuse a shape, the operands
-// are widened to f32 for sgemm (exact) and the result rounded once.
+// second library to choose from. On a CPU without those instructions, and
+// should oneDNN refuse a shape, the operands are widened to f32 (exact) for
+// the f32 GEMMs and the result rounded once: oneDNN's own conversion
+// measured slower.
 //
 //===----------------------------------------------------------------------===//
 
@@ -180,31 +182,42 @@ static const Matmul *matmulFor(const MatmulKey &key) {
   return it->second.get();
 }
 
-/// gemmBF16 through sgemm: the operands widened (exactly), C rounded once.
-static void gemmBF16BySgemm(int64_t batch, bool transA, bool transB, int64_t m,
-                            int64_t n, int64_t k, const sd_bf16 *a,
+/// gemmBF16 through the f32 gemm: A and B widened (exactly) into this
+/// thread's buffers, the product by `gemm` (its library per form, its
+/// parallelism over a batch of small products), C rounded to bf16 once when
+/// it is bf16. The widened copies are transient and outside the device's
+/// pool.
+static void gemmBF16Widened(int64_t batch, bool transA, bool transB,
+                            int64_t m, int64_t n, int64_t k, const sd_bf16 *a,
                             int64_t lda, int64_t strideA, const sd_bf16 *b,
                             int64_t ldb, int64_t strideB, void *c,
                             bool cIsBF16, int64_t ldc, int64_t strideC) {
+  thread_local std::vector<float> wideA, wideB, wideC;
   int64_t rowsA = transA ? k : m, rowsB = transB ? n : k;
-  std::vector<float> wideA(static_cast<size_t>(rowsA * lda)),
-      wideB(static_cast<size_t>(rowsB * ldb)),
-      wideC(static_cast<size_t>(m * ldc));
-  for (int64_t i = 0; i < batch; ++i) {
-    convertToFloat(reinterpret_cast<const BFloat16 *>(a + i * strideA),
-                   wideA.data(), rowsA * lda);
-    convertToFloat(reinterpret_cast<const BFloat16 *>(b + i * strideB),
-                   wideB.data(), rowsB * ldb);
-    float *out = cIsBF16 ? wideC.data() : static_cast<float *>(c) + i * strideC;
-    detail::sgemm(transA, transB, m, n, k, 1.0f, wideA.data(), lda,
-                  wideB.data(), ldb, 0.0f, out, ldc);
-    if (cIsBF16)
-      for (int64_t r = 0; r < m; ++r)
-        convertToBFloat16(wideC.data() + r * ldc,
-                          reinterpret_cast<BFloat16 *>(
-                              static_cast<sd_bf16 *>(c) + i * strideC + r * ldc),
-                          n);
+  auto widen = [](const sd_bf16 *from, int64_t extent,
+                  std::vector<float> &into) {
+    into.resize(static_cast<size_t>(extent));
+    convertToFloat(reinterpret_cast<const BFloat16 *>(from), into.data(),
+                   extent);
+  };
+  widen(a, (batch - 1) * strideA + rowsA * lda, wideA);
+  widen(b, (batch - 1) * strideB + rowsB * ldb, wideB);
+  float *out = static_cast<float *>(c);
+  if (cIsBF16) {
+    wideC.resize(static_cast<size_t>((batch - 1) * strideC + m * ldc));
+    out = wideC.data();
   }
+  gemm(batch, transA, transB, m, n, k, wideA.data(), lda, strideA,
+       wideB.data(), ldb, strideB, 0.0f, out, ldc, strideC);
+  if (cIsBF16)
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t r = 0; r < m; ++r) {
+        int64_t offset = i * strideC + r * ldc;
+        convertToBFloat16(wideC.data() + offset,
+                          reinterpret_cast<BFloat16 *>(
+                              static_cast<sd_bf16 *>(c) + offset),
+                          n);
+      }
 }
 
 void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
@@ -224,6 +237,15 @@ void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
       }
     return;
   }
+  // Without bf16 units oneDNN's matmul converts to f32 inside its own
+  // kernels, slower than widening once and using the f32 GEMMs (DiT-S/2's
+  // training step on AVX2: bench/bf16_step.sh).
+  static const bool native = bf16ProductPath().native;
+  if (!native) {
+    gemmBF16Widened(batch, transA, transB, m, n, k, a, lda, strideA, b, ldb,
+                    strideB, c, cIsBF16, ldc, strideC);
+    return;
+  }
   // oneDNN's batch stride of C must be m·ldc; other strides go one GEMM at a
   // time.
   bool packedC = strideC == m * ldc;
@@ -232,7 +254,7 @@ void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
       matmulFor({perCall, transA, transB, m, n, k, lda, ldb, ldc, strideA,
                  strideB, cIsBF16});
   if (!matmul) {
-    gemmBF16BySgemm(batch, transA, transB, m, n, k, a, lda, strideA, b, ldb,
+    gemmBF16Widened(batch, transA, transB, m, n, k, a, lda, strideA, b, ldb,
                     strideB, c, cIsBF16, ldc, strideC);
     return;
   }
