@@ -9,6 +9,7 @@
 
 #include "sd/Config/RunConfig.h"
 #include "ConfigKeys.h"
+#include "ConfigReader.h"
 #include "YamlValues.h"
 #include "sd/Config/Settings.h"
 #include "sd/Sharding/YamlDiagnostics.h"
@@ -193,110 +194,7 @@ std::string unknownKeyMessage(std::string_view key) {
       "unknown key '%s': neither sd nor MaxDiffusion's configs have it", key);
 }
 
-/// Reads one YAML text into a RunConfig: a whole config file, or the value
-/// of one command-line override. llvm::yaml reports syntax errors through
-/// the SourceMgr; the handler keeps the first one so it becomes the
-/// returned status instead of being printed.
-class ConfigReader {
-public:
-  /// withLines: messages say `label:line:` (a file) or only `label:` (the
-  /// command line, where lines mean nothing).
-  ConfigReader(std::string_view text, std::string_view label, bool withLines,
-               RunConfig &config)
-      : text(text), label(label), withLines(withLines), config(config) {
-    sourceMgr.setDiagHandler(&ConfigReader::captureDiagnostic, this);
-  }
-
-  absl::Status readFile();
-  absl::Status readOverride(std::string_view key);
-
-private:
-  static void captureDiagnostic(const llvm::SMDiagnostic &diag, void *ctx) {
-    auto *self = static_cast<ConfigReader *>(ctx);
-    if (!self->syntaxError)
-      self->syntaxError =
-          yamlDiagnosticStatus(diag, self->label, self->withLines);
-  }
-
-  /// `label:line` of a node (`label` alone without lines or location).
-  std::string where(const yaml::Node *node) const {
-    // An empty value's location is the token after it (the next key); its
-    // own key's line is the one to fix.
-    if (currentKey && (!node || llvm::isa<yaml::NullNode>(node)))
-      node = currentKey;
-    llvm::SMLoc loc = node ? node->getSourceRange().Start : llvm::SMLoc();
-    if (!withLines || !loc.isValid())
-      return label;
-    return absl::StrFormat("%s:%d", label, sourceMgr.FindLineNumber(loc));
-  }
-
-  /// `where: key: message`; a pending syntax error wins, since a complaint
-  /// about a half-parsed node would only confuse.
-  absl::Status error(const yaml::Node *node, std::string_view key,
-                     std::string_view message) const {
-    if (syntaxError)
-      return *syntaxError;
-    if (key.empty())
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: %s", where(node), message));
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s: %s", where(node), key, message));
-  }
-
-  absl::Status pending() const {
-    return syntaxError ? *syntaxError : absl::OkStatus();
-  }
-
-  /// A number (T = double) or an integer (T = int64_t), written plain.
-  template <typename T>
-  absl::StatusOr<T> readNumeric(std::string_view key, yaml::Node *node);
-  absl::StatusOr<int64_t> readInteger(std::string_view key, yaml::Node *node) {
-    return readNumeric<int64_t>(key, node);
-  }
-  absl::StatusOr<bool> readBool(std::string_view key, yaml::Node *node);
-  absl::StatusOr<std::string> readString(std::string_view key,
-                                         yaml::Node *node);
-  absl::StatusOr<std::vector<std::string>> readNames(std::string_view key,
-                                                     yaml::Node *node);
-  absl::StatusOr<FlashBlockSizes> readFlashSizes(std::string_view key,
-                                                 yaml::Node *node);
-  absl::StatusOr<LoraConfig> readLoraConfig(std::string_view key,
-                                            yaml::Node *node);
-  absl::StatusOr<TimestepBiasConfig> readTimestepBias(std::string_view key,
-                                                      yaml::Node *node);
-  absl::StatusOr<FlashBlockSizes> readFlashJson(std::string_view key,
-                                                yaml::Node *node,
-                                                const std::string &json);
-  absl::Status readRules(std::string_view rulesKey, std::string_view rulesText,
-                         std::string_view where);
-  absl::StatusOr<ModelKeyValue> readModelKey(const ModelKey &model,
-                                             yaml::Node *node);
-
-  /// Checks the value of `row`'s key and stores it in the row's field.
-  template <typename T>
-  absl::Status store(const SettingRow &row, std::optional<T> RunConfig::*field,
-                     yaml::Node *value);
-  absl::Status store(const SettingRow &row, MeshAxisField field,
-                     yaml::Node *value);
-  absl::Status store(const SettingRow &row, std::monostate, yaml::Node *value);
-  /// `describe(value) requirement` when `number` breaks `row`'s.
-  absl::Status checkNumber(const SettingRow &row, double number,
-                           yaml::Node *value) const;
-
-  /// Stores the value of a key sd uses; `known` is false for other keys.
-  /// A key that chooses what is trained is also stored (in modelKeys), but
-  /// `known` is false: sd does not use it.
-  absl::Status setValue(std::string_view key, yaml::Node *value, bool &known);
-
-  std::string text;
-  std::string label;
-  bool withLines;
-  RunConfig &config;
-  llvm::SourceMgr sourceMgr;
-  std::optional<absl::Status> syntaxError;
-  /// The key whose value is being read, in a file.
-  const yaml::Node *currentKey = nullptr;
-};
+} // namespace
 
 template <typename T>
 absl::StatusOr<T> ConfigReader::readNumeric(std::string_view key,
@@ -316,6 +214,11 @@ absl::StatusOr<T> ConfigReader::readNumeric(std::string_view key,
       node, key,
       absl::StrFormat("expected %s, got %s", Kind::noun, describe(node)));
 }
+// The mapping readers (ConfigMappings.cpp) read numbers too.
+template absl::StatusOr<double>
+ConfigReader::readNumeric<double>(std::string_view, yaml::Node *);
+template absl::StatusOr<int64_t>
+ConfigReader::readNumeric<int64_t>(std::string_view, yaml::Node *);
 
 absl::StatusOr<bool> ConfigReader::readBool(std::string_view key,
                                             yaml::Node *node) {
@@ -453,162 +356,6 @@ ConfigReader::readFlashSizes(std::string_view key, yaml::Node *node) {
   if (absl::Status s = pending(); !s.ok())
     return s;
   return given.resolve();
-}
-
-absl::StatusOr<TimestepBiasConfig>
-ConfigReader::readTimestepBias(std::string_view key, yaml::Node *node) {
-  TimestepBiasConfig bias;
-  if (isNull(node))
-    return bias;
-  auto *map = llvm::dyn_cast<yaml::MappingNode>(node);
-  if (!map)
-    return error(node, key, "expected a mapping, got " + describe(node));
-  for (yaml::KeyValueNode &entry : *map) {
-    yaml::Node *fieldNode = entry.getKey();
-    std::string field = scalarText(fieldNode).value_or("");
-    yaml::Node *value = entry.getValue();
-    if (absl::Status s = pending(); !s.ok())
-      return s;
-    std::string fieldKey = absl::StrFormat("%s: %s", key, field);
-    // A number the requirement `valid` (quoted as `text`) accepts.
-    auto number = [&](auto &into, auto valid,
-                      std::string_view text) -> absl::Status {
-      using T = typename std::decay_t<decltype(into)>::value_type;
-      absl::StatusOr<T> read = readNumeric<T>(fieldKey, value);
-      if (!read.ok())
-        return read.status();
-      if (!valid(double(*read)))
-        return error(value, fieldKey, describe(value) + " " + std::string(text));
-      into = *read;
-      return absl::OkStatus();
-    };
-    absl::Status status;
-    if (field == "strategy") {
-      absl::StatusOr<std::string> strategy = readString(fieldKey, value);
-      if (!strategy.ok())
-        return strategy.status();
-      if (*strategy != "none" && *strategy != "earlier" &&
-          *strategy != "later" && *strategy != "range")
-        return error(value, fieldKey,
-                     "unknown strategy " + describe(value) +
-                         "; expected one of none, earlier, later, range");
-      bias.strategy = *strategy;
-    } else if (field == "multiplier") {
-      status = number(
-          bias.multiplier, [](double v) { return v > 0; }, "must be positive");
-    } else if (field == "portion") {
-      status = number(
-          bias.portion, [](double v) { return v > 0 && v <= 1; },
-          "must be in (0, 1]");
-    } else if (field == "begin" || field == "end") {
-      status = number(
-          field == "begin" ? bias.begin : bias.end,
-          [](double v) { return v >= 0 && v <= 1000; }, "must be in [0, 1000]");
-    } else {
-      return error(fieldNode, key,
-                   absl::StrFormat("unknown field %s; expected strategy, "
-                                   "multiplier, begin, end or portion",
-                                   describe(fieldNode)));
-    }
-    if (!status.ok())
-      return status;
-  }
-  if (absl::Status s = pending(); !s.ok())
-    return s;
-  return bias;
-}
-
-absl::StatusOr<LoraConfig> ConfigReader::readLoraConfig(std::string_view key,
-                                                        yaml::Node *node) {
-  LoraConfig lora;
-  if (isNull(node))
-    return lora;
-  auto *map = llvm::dyn_cast<yaml::MappingNode>(node);
-  if (!map)
-    return error(node, key, "expected a mapping, got " + describe(node));
-  // A number, or MaxDiffusion's list of one per adapter.
-  auto readOne = [&](const std::string &fieldKey, yaml::Node *value,
-                     auto read) -> absl::Status {
-    if (auto *list = llvm::dyn_cast<yaml::SequenceNode>(value)) {
-      int count = 0;
-      for (yaml::Node &item : *list) {
-        if (++count > 1)
-          return error(value, fieldKey,
-                       "trains one adapter: give one value, not " +
-                           describe(value));
-        if (absl::Status s = read(&item); !s.ok())
-          return s;
-      }
-      if (count == 0)
-        return error(value, fieldKey, "is an empty list");
-      return absl::OkStatus();
-    }
-    return read(value);
-  };
-  for (yaml::KeyValueNode &entry : *map) {
-    yaml::Node *fieldNode = entry.getKey();
-    std::optional<std::string> field = scalarText(fieldNode);
-    yaml::Node *value = entry.getValue();
-    if (absl::Status s = pending(); !s.ok())
-      return s;
-    std::string fieldKey = absl::StrFormat("%s: %s", key, field.value_or(""));
-    if (field && *field == "rank") {
-      absl::Status s = readOne(fieldKey, value, [&](yaml::Node *item) {
-        absl::StatusOr<int64_t> rank = readInteger(fieldKey, item);
-        if (!rank.ok())
-          return rank.status();
-        if (*rank < 1)
-          return error(item, fieldKey, describe(item) + " must be at least 1");
-        lora.rank = *rank;
-        return absl::OkStatus();
-      });
-      if (!s.ok())
-        return s;
-    } else if (field && (*field == "lora_alpha" || *field == "alpha")) {
-      absl::Status s = readOne(fieldKey, value, [&](yaml::Node *item) {
-        absl::StatusOr<double> alpha = readNumeric<double>(fieldKey, item);
-        if (!alpha.ok())
-          return alpha.status();
-        if (!(*alpha > 0))
-          return error(item, fieldKey, describe(item) + " must be positive");
-        lora.alpha = *alpha;
-        return absl::OkStatus();
-      });
-      if (!s.ok())
-        return s;
-    } else if (field && *field == "target_modules") {
-      // PEFT: a list of names, or a string that is a regular expression.
-      if (std::optional<std::string> regex = scalarText(value);
-          regex && !isNull(value)) {
-        lora.targetRegex = *regex;
-      } else {
-        absl::StatusOr<std::vector<std::string>> names =
-            readNames(fieldKey, value);
-        if (!names.ok())
-          return names.status();
-        if (names->empty())
-          return error(value, fieldKey, "names no module");
-        lora.targetModules = *std::move(names);
-      }
-    } else if (field && *field == "lora_model_name_or_path") {
-      absl::StatusOr<std::vector<std::string>> names =
-          readNames(fieldKey, value);
-      if (!names.ok())
-        return names.status();
-      lora.load = *std::move(names);
-    } else if (!field || (*field != "weight_name" && *field != "adapter_name" &&
-                          *field != "scale" && *field != "from_pt")) {
-      return error(
-          fieldNode, key,
-          absl::StrFormat("unknown field %s; expected rank, lora_alpha, "
-                          "target_modules, lora_model_name_or_path, "
-                          "weight_name, adapter_name, scale or from_pt",
-                          describe(fieldNode)));
-    }
-  }
-  if (absl::Status s = pending(); !s.ok())
-    return s;
-  return lora;
 }
 
 absl::StatusOr<ModelKeyValue> ConfigReader::readModelKey(const ModelKey &model,
@@ -901,8 +648,6 @@ absl::Status ConfigReader::readOverride(std::string_view key) {
     config.ignoredKeys.emplace_back(key);
   return absl::OkStatus();
 }
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Entry points
