@@ -30,8 +30,8 @@ bool isMaxDiffusionKey(std::string_view key);
 
 /// How a key that chooses what is trained asks for something sd cannot do.
 enum class ModelKeyKind {
-  Name,     ///< A non-empty string: weights to load.
-  Flag,     ///< True.
+  Name, ///< A non-empty string: weights to load.
+  Flag, ///< True.
 };
 
 /// A key of MaxDiffusion's that chooses what is trained or loaded. Its

@@ -150,13 +150,12 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.logitStd = spec.data.logitStd.value;
   const ::sd::DataSettings &data = spec.data;
   // The resolver has checked the strategy's name.
-  run.timestepBias = ::sd::data::TimestepBias::fromStrategy(
-                         data.timestepBiasStrategy.value,
-                         data.timestepBiasMultiplier.value,
-                         data.timestepBiasPortion.value,
-                         data.timestepBiasBegin.value,
-                         data.timestepBiasEnd.value)
-                         .value_or(::sd::data::TimestepBias());
+  run.timestepBias =
+      ::sd::data::TimestepBias::fromStrategy(
+          data.timestepBiasStrategy.value, data.timestepBiasMultiplier.value,
+          data.timestepBiasPortion.value, data.timestepBiasBegin.value,
+          data.timestepBiasEnd.value)
+          .value_or(::sd::data::TimestepBias());
   run.flowShift = spec.sampling.flowShift.value;
   if (spec.data.predictionType)
     run.predictionType = spec.data.predictionType->value;

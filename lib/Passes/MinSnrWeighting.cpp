@@ -75,8 +75,7 @@ public:
     Value perSample = squares;
     if (rank > 1)
       perSample = ReduceMeanOp::create(
-          builder, loc, squares,
-          llvm::to_vector(llvm::seq<int64_t>(1, rank)));
+          builder, loc, squares, llvm::to_vector(llvm::seq<int64_t>(1, rank)));
     Value weighted = MulOp::create(builder, loc, perSample, w);
     return ReduceMeanOp::create(builder, loc, weighted, ArrayRef<int64_t>{0});
   }
@@ -141,28 +140,26 @@ private:
     auto tType = cast<RankedTensorType>(timestep.getType());
     if (tType.getRank() != 1)
       return func.emitError("@loss's timestep input #")
-             << cast<BlockArgument>(timestep).getArgNumber() << " is "
-             << tType << ", not one value per sample";
+             << cast<BlockArgument>(timestep).getArgNumber() << " is " << tType
+             << ", not one value per sample";
 
     Operation *terminator = func.getBody().front().getTerminator();
-    MseLossOp loss =
-        terminator->getNumOperands() == 1
-            ? terminator->getOperand(0).getDefiningOp<MseLossOp>()
-            : MseLossOp();
+    MseLossOp loss = terminator->getNumOperands() == 1
+                         ? terminator->getOperand(0).getDefiningOp<MseLossOp>()
+                         : MseLossOp();
     if (!loss)
       return func.emitError("@loss does not return an sd.mse_loss: "
                             "min-SNR weighting weights its per-sample terms");
     auto predType = cast<RankedTensorType>(loss.getPredictions().getType());
-    if (predType.getRank() < 1 ||
-        predType.getDimSize(0) != tType.getDimSize(0))
+    if (predType.getRank() < 1 || predType.getDimSize(0) != tType.getDimSize(0))
       return loss.emitOpError("compares ")
              << predType << ", whose leading dimension is not the batch of "
              << "the timestep input " << tType
              << ": min-SNR weighting needs batch-major values";
 
     WeightBuilder builder(loss);
-    Value w = builder.weights(builder.toF32(timestep), prediction.getValue(),
-                              gamma);
+    Value w =
+        builder.weights(builder.toF32(timestep), prediction.getValue(), gamma);
     Value weighted = builder.weightedLoss(loss, w);
     loss.getResult().replaceAllUsesWith(weighted);
     loss.erase();

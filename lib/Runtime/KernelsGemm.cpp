@@ -187,11 +187,11 @@ static const Matmul *matmulFor(const MatmulKey &key) {
 /// parallelism over a batch of small products), C rounded to bf16 once when
 /// it is bf16. The widened copies are transient and outside the device's
 /// pool.
-static void gemmBF16Widened(int64_t batch, bool transA, bool transB,
-                            int64_t m, int64_t n, int64_t k, const sd_bf16 *a,
-                            int64_t lda, int64_t strideA, const sd_bf16 *b,
-                            int64_t ldb, int64_t strideB, void *c,
-                            bool cIsBF16, int64_t ldc, int64_t strideC) {
+static void gemmBF16Widened(int64_t batch, bool transA, bool transB, int64_t m,
+                            int64_t n, int64_t k, const sd_bf16 *a, int64_t lda,
+                            int64_t strideA, const sd_bf16 *b, int64_t ldb,
+                            int64_t strideB, void *c, bool cIsBF16, int64_t ldc,
+                            int64_t strideC) {
   thread_local std::vector<float> wideA, wideB, wideC;
   int64_t rowsA = transA ? k : m, rowsB = transB ? n : k;
   auto widen = [](const sd_bf16 *from, int64_t extent,
@@ -207,16 +207,16 @@ static void gemmBF16Widened(int64_t batch, bool transA, bool transB,
     wideC.resize(static_cast<size_t>((batch - 1) * strideC + m * ldc));
     out = wideC.data();
   }
-  gemm(batch, transA, transB, m, n, k, wideA.data(), lda, strideA,
-       wideB.data(), ldb, strideB, 0.0f, out, ldc, strideC);
+  gemm(batch, transA, transB, m, n, k, wideA.data(), lda, strideA, wideB.data(),
+       ldb, strideB, 0.0f, out, ldc, strideC);
   if (cIsBF16)
     for (int64_t i = 0; i < batch; ++i)
       for (int64_t r = 0; r < m; ++r) {
         int64_t offset = i * strideC + r * ldc;
-        convertToBFloat16(wideC.data() + offset,
-                          reinterpret_cast<BFloat16 *>(
-                              static_cast<sd_bf16 *>(c) + offset),
-                          n);
+        convertToBFloat16(
+            wideC.data() + offset,
+            reinterpret_cast<BFloat16 *>(static_cast<sd_bf16 *>(c) + offset),
+            n);
       }
 }
 

@@ -391,8 +391,7 @@ TEST(RunSpecTest, TimestepBias) {
   };
   for (const auto &[value, message] : bad) {
     std::string file = writeConfig(
-        "bad_bias.yml", std::string("seed: 1\ntimestep_bias: ") + value +
-                            "\n");
+        "bad_bias.yml", std::string("seed: 1\ntimestep_bias: ") + value + "\n");
     EXPECT_EQ(errorOf(withConfig(file)), file + ":2: " + message) << value;
   }
   // The combination: an empty range, and another sampling.

@@ -256,9 +256,9 @@ TEST(TimestepSamplingTest, Bias) {
   BatchOptions uniform;
   std::vector<float> u = timesteps(uniform, n);
   auto share = [&](const std::vector<float> &t, double lo, double hi) {
-    return static_cast<double>(std::count_if(
-               t.begin(), t.end(),
-               [&](float x) { return x >= lo && x < hi; })) /
+    return static_cast<double>(
+               std::count_if(t.begin(), t.end(),
+                             [&](float x) { return x >= lo && x < hi; })) /
            n;
   };
   struct Case {
@@ -267,10 +267,9 @@ TEST(TimestepSamplingTest, Bias) {
     int64_t begin, end;
     double lo, hi;
   };
-  for (const Case &c :
-       {Case{"later", 2.0, 0.25, 0, 1000, 0.75, 1.0},
-        Case{"earlier", 3.0, 0.5, 0, 1000, 0.0, 0.5},
-        Case{"range", 0.5, 0.25, 200, 600, 0.2, 0.6}}) {
+  for (const Case &c : {Case{"later", 2.0, 0.25, 0, 1000, 0.75, 1.0},
+                        Case{"earlier", 3.0, 0.5, 0, 1000, 0.0, 0.5},
+                        Case{"range", 0.5, 0.25, 200, 600, 0.2, 0.6}}) {
     std::optional<TimestepBias> bias = TimestepBias::fromStrategy(
         c.strategy, c.multiplier, c.portion, c.begin, c.end);
     ASSERT_TRUE(bias.has_value()) << c.strategy;

@@ -25,20 +25,19 @@ class MinSnrWeightingTest : public EvaluatorTest {
 protected:
   /// @loss(pred, target, t) = mse_loss(pred, target) for a model with
   /// `prediction`, weighted by the pass with `gamma`, evaluated.
-  mlir::FailureOr<double> weightedLoss(llvm::StringRef prediction,
-                                       double gamma, const Tensor &pred,
-                                       const Tensor &target, const Tensor &t) {
-    std::string source =
-        "func.func @loss(%p: tensor<4x3xf32> {sd.role = "
-        "#sd.input<latents>}, %n: tensor<4x3xf32> {sd.role = "
-        "#sd.input<noise>}, %t: tensor<4xf32> {sd.role = "
-        "#sd.input<timestep>}) -> tensor<f32> attributes "
-        "{sd.prediction_type = #sd.prediction<" +
-        prediction.str() +
-        ">} {\n"
-        "  %l = sd.mse_loss %p, %n : tensor<4x3xf32>\n"
-        "  return %l : tensor<f32>\n"
-        "}\n";
+  mlir::FailureOr<double> weightedLoss(llvm::StringRef prediction, double gamma,
+                                       const Tensor &pred, const Tensor &target,
+                                       const Tensor &t) {
+    std::string source = "func.func @loss(%p: tensor<4x3xf32> {sd.role = "
+                         "#sd.input<latents>}, %n: tensor<4x3xf32> {sd.role = "
+                         "#sd.input<noise>}, %t: tensor<4xf32> {sd.role = "
+                         "#sd.input<timestep>}) -> tensor<f32> attributes "
+                         "{sd.prediction_type = #sd.prediction<" +
+                         prediction.str() +
+                         ">} {\n"
+                         "  %l = sd.mse_loss %p, %n : tensor<4x3xf32>\n"
+                         "  return %l : tensor<f32>\n"
+                         "}\n";
     mlir::OwningOpRef<mlir::ModuleOp> module = parse(source);
     if (!module)
       return mlir::failure();

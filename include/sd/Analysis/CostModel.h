@@ -172,8 +172,8 @@ struct CostReport {
   int64_t peakActivationBytes = 0;
   /// Of the activation peak, the f32 sums of the parameters' gradients
   /// across microbatches (a step with gradient accumulation: the first
-  /// operands and the results of the `sd.gradient_sum` adds) alive there. They are
-  /// gradient memory rather than activations, and do not grow with the
+  /// operands and the results of the `sd.gradient_sum` adds) alive there. They
+  /// are gradient memory rather than activations, and do not grow with the
   /// microbatch.
   int64_t peakGradientSumBytes = 0;
   /// The op running at the peak (`sd.attention "attn_output"`), through

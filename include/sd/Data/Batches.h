@@ -88,8 +88,8 @@ struct TimestepBias {
   /// kBiasTimesteps steps, diffusers' slice); nullopt for another name.
   static std::optional<TimestepBias> fromStrategy(std::string_view strategy,
                                                   double multiplier,
-                                                  double portion,
-                                                  int64_t begin, int64_t end);
+                                                  double portion, int64_t begin,
+                                                  int64_t end);
   bool active() const { return multiplier != 1 && end > begin; }
   /// The timestep of uniform `u` in [0, 1).
   double apply(double u) const;
