@@ -94,6 +94,15 @@ absl::Status TrainRun::checkLossSettings() const {
   auto prediction = loss ? loss->getAttrOfType<PredictionTypeAttr>(
                                SDDialect::kPredictionTypeAttrName)
                          : PredictionTypeAttr();
+  // The model decides what it predicts; a config that says otherwise was
+  // written for another model.
+  if (prediction && !options.predictionType.empty() &&
+      stringifyPredictionType(prediction.getValue()) != options.predictionType)
+    return absl::InvalidArgumentError(
+        "prediction_type " + options.predictionType +
+        " is not what the model predicts: its @loss is " +
+        stringifyPredictionType(prediction.getValue()).str() +
+        " (sdgen --prediction-type)");
   bool flow = prediction && prediction.getValue() == PredictionType::flow;
   // The schedules of epsilon and v models count discrete steps, which
   // MaxDiffusion samples uniformly.

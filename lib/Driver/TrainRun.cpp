@@ -100,19 +100,6 @@ absl::Status TrainRun::compilerFailure(llvm::StringRef message) const {
 //===----------------------------------------------------------------------===//
 
 absl::Status TrainRun::preflight() {
-  // The model decides what it predicts; a config that says otherwise was
-  // written for another model.
-  if (!options.predictionType.empty())
-    if (auto loss = module.lookupSymbol<func::FuncOp>("loss"))
-      if (auto predicts = loss->getAttrOfType<PredictionTypeAttr>(
-              SDDialect::kPredictionTypeAttrName);
-          predicts && stringifyPredictionType(predicts.getValue()) !=
-                          options.predictionType)
-        return absl::InvalidArgumentError(
-            "prediction_type " + options.predictionType +
-            " is not what the model predicts: its @loss is " +
-            stringifyPredictionType(predicts.getValue()).str() +
-            " (sdgen --prediction-type)");
   if (absl::Status status = checkLossSettings(); !status.ok())
     return status;
   // Each device of this process is a thread team: sdopt may analyse any

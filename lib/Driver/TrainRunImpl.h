@@ -165,8 +165,8 @@ private:
   /// timestep_sampling's options.
   void timestepOptions(data::BatchOptions &batch) const;
   /// The settings that depend on what @loss predicts, before compiling:
-  /// timestep_sampling other than uniform needs a flow model, snr_gamma an
-  /// epsilon or v_prediction one.
+  /// the config's prediction_type must be it, timestep_sampling other than
+  /// uniform needs a flow model, snr_gamma an epsilon or v_prediction one.
   absl::Status checkLossSettings() const;
   /// The stream position of step `step`'s batch.
   int64_t positionOf(int64_t step) const {
