@@ -199,10 +199,22 @@ absl::Status data::checkDatasetFits(const std::vector<StepInput> &inputs,
     case InputRole::Noise:
     case InputRole::Timestep:
     case InputRole::Guidance:
+    case InputRole::TimeIds:
       break;
     }
   }
   return absl::OkStatus();
+}
+
+std::optional<std::array<float, 6>>
+data::sdxlTimeIds(const std::vector<StepInput> &inputs) {
+  for (const StepInput &input : inputs)
+    if (input.role == InputRole::Latents && input.globalShape.size() == 4) {
+      auto height = static_cast<float>(input.globalShape[1] * kVaeFactor);
+      auto width = static_cast<float>(input.globalShape[2] * kVaeFactor);
+      return std::array<float, 6>{height, width, 0.0f, 0.0f, height, width};
+    }
+  return std::nullopt;
 }
 
 absl::StatusOr<std::unique_ptr<BatchMaker>>
@@ -222,6 +234,12 @@ BatchMaker::create(std::vector<StepInput> inputs, int64_t batch,
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", input.name, "' of shape ", formatShape(input.globalShape),
           " is not batch-major with a batch of ", batch));
+  for (const StepInput &input : inputs)
+    if (input.role == InputRole::TimeIds && !sdxlTimeIds(inputs))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", input.name,
+          "' holds SDXL's size and crop ids [B, 6], which come from image "
+          "latents [B, H, W, C]; the model has none"));
   if (options.dataset) {
     if (!options.index)
       return absl::InvalidArgumentError("a data set without its index");
@@ -344,6 +362,11 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
       }
       case InputRole::Guidance:
         std::fill_n(row, per, static_cast<float>(options.guidance));
+        break;
+      case InputRole::TimeIds:
+        // Checked by create(): the latents give the ids.
+        std::copy_n(sdxlTimeIds(stepInputs)->data(), std::min<int64_t>(per, 6),
+                    row);
         break;
       case InputRole::Noise: {
         uint64_t key = streamKey(options.seed, Stream::Noise);

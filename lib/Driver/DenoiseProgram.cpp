@@ -9,6 +9,7 @@
 
 #include "sd/Driver/Sample.h"
 
+#include "sd/Data/Batches.h"
 #include "sd/Driver/TrainProgram.h"
 #include "sd/Runtime/Program.h"
 
@@ -72,13 +73,14 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
         : arg.role == rt::InputRole::Timestep ? &program->timestepArg
         : arg.role == rt::InputRole::Labels   ? &program->labelsArg
         : arg.role == rt::InputRole::Guidance ? &program->guidanceArg
+        : arg.role == rt::InputRole::TimeIds  ? &program->timeIdsArg
                                               : nullptr;
     if (!slot || *slot >= 0)
       return absl::InvalidArgumentError(
           fn + "'s input '" + arg.name +
           "' is not one sdsample can feed (it feeds one latents, one "
-          "timestep, one labels, one guidance and any context and pooled "
-          "inputs)");
+          "timestep, one labels, one guidance, one time_ids and any context "
+          "and pooled inputs)");
     *slot = static_cast<int64_t>(i);
   }
   if (program->latentsArg < 0 || program->timestepArg < 0)
@@ -103,6 +105,20 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
   program->batchSize = latents[0];
   program->shape.assign(latents.begin() + 1, latents.end());
   program->elements = rt::numElements(program->shape);
+  if (program->timeIdsArg >= 0) {
+    // SDXL's size and crop ids of an uncropped image of the latents' size.
+    const rt::ArgumentSpec &ids = spec.arguments[program->timeIdsArg];
+    if (ids.globalShape != std::vector<int64_t>{program->batchSize, 6} ||
+        latents.size() != 4)
+      return absl::InvalidArgumentError(
+          fn + "'s time_ids " + shapeString(ids.globalShape) +
+          " are not [B, 6] ids of image latents [B, H, W, C]");
+    auto height = static_cast<float>(latents[1] * ::sd::data::kVaeFactor);
+    auto width = static_cast<float>(latents[2] * ::sd::data::kVaeFactor);
+    for (int64_t row = 0; row < program->batchSize; ++row)
+      program->timeIds.insert(program->timeIds.end(),
+                              {height, width, 0.0f, 0.0f, height, width});
+  }
   if (program->labelsArg >= 0) {
     const std::vector<int64_t> &labels =
         spec.arguments[program->labelsArg].globalShape;
@@ -119,6 +135,15 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
     return session.status();
   program->trainingSession = std::move(*session);
   return program;
+}
+
+absl::Status DenoiseProgram::setTimeIds(std::vector<float> ids) {
+  if (timeIdsArg < 0 || ids.size() != timeIds.size())
+    return absl::InternalError(absl::StrFormat(
+        "the model takes %d time ids, %d were given", timeIds.size(),
+        ids.size()));
+  timeIds = std::move(ids);
+  return absl::OkStatus();
 }
 
 std::vector<ParameterShape> DenoiseProgram::parameters() const {
@@ -179,7 +204,8 @@ DenoiseProgram::predict(const std::vector<float> &x,
       {latentsArg, &x},
       {timestepArg, &t},
       {labelsArg, &labels},
-      {guidanceArg, &guidance}};
+      {guidanceArg, &guidance},
+      {timeIdsArg, &timeIds}};
   for (auto [arg, values] : llvm::zip_equal(contextArgs, contextValues))
     inputs.push_back({arg, &values});
   for (auto [index, value] : inputs) {

@@ -20,6 +20,10 @@
 //   column), txt_ids [T, 3] (zeros), guidance [B] (the strength the program
 //   embeds, sd.guidance); out [B, (H/2)·(W/2), 4C], packed again. sd
 //   computes RoPE from the grid, so ids other than these are refused.
+// * UNet (diffusers' UNet2DConditionModel.forward, SD 2 and SDXL): sample
+//   [B, C, H, W], timestep [B] in [0, 1000), encoder_hidden_states
+//   [B, L, D]; SDXL's added_cond_kwargs too: text_embeds [B, P] and
+//   time_ids [B, 6]; out [B, C, H, W].
 //
 // Every input is checked before anything compiles: one error naming the
 // tensor, its shape or dtype and what the model takes.
@@ -51,7 +55,7 @@ namespace ckpt = ::sd::ckpt;
 
 namespace {
 
-enum class Family { DiT, Wan, Flux };
+enum class Family { DiT, Wan, Flux, UNet };
 
 /// A batch dimension in a TensorRule's shape.
 constexpr int64_t kBatch = -1;
@@ -77,8 +81,9 @@ struct Forward {
   int64_t labelColumns = 0;
   /// The text states and the pooled text vector without the batch.
   std::vector<std::vector<int64_t>> contexts, pooled;
-  /// Whether the function takes a guidance per sample (Flux.1-dev).
-  bool guidance = false;
+  /// Whether the function takes a guidance per sample (Flux.1-dev), SDXL's
+  /// size and crop ids.
+  bool guidance = false, timeIds = false;
 };
 
 std::string ruleShape(const std::vector<int64_t> &shape) {
@@ -115,6 +120,9 @@ absl::StatusOr<Forward> forwardOf(func::FuncOp func) {
     case InputKind::guidance:
       fw.guidance = true;
       break;
+    case InputKind::time_ids:
+      fw.timeIds = true;
+      break;
     default:
       break;
     }
@@ -122,7 +130,9 @@ absl::StatusOr<Forward> forwardOf(func::FuncOp func) {
   if (fw.latents.empty())
     return absl::InvalidArgumentError(fn + " has no latents input");
   const std::vector<int64_t> &l = fw.latents;
-  bool textOnly = fw.pooled.empty() && !fw.guidance;
+  bool textOnly = fw.pooled.empty() && !fw.guidance && !fw.timeIds;
+  bool sdxlInputs = fw.pooled.size() == 1 && fw.pooled[0].size() == 1 &&
+                    !fw.guidance && fw.timeIds;
   if (l.size() == 3 && fw.labelColumns > 0 && fw.contexts.empty() && textOnly) {
     int64_t h = l[0], w = l[1], c = l[2];
     fw.family = Family::DiT;
@@ -154,9 +164,24 @@ absl::StatusOr<Forward> forwardOf(func::FuncOp func) {
                  {"img_ids", {tokens, 3}},
                  {"txt_ids", {text, 3}},
                  {"guidance", {kBatch}}};
+  } else if (l.size() == 3 && fw.labelColumns == 0 &&
+             fw.contexts.size() == 1 && fw.contexts[0].size() == 2 &&
+             (textOnly || sdxlInputs)) {
+    int64_t h = l[0], w = l[1], c = l[2];
+    fw.family = Family::UNet;
+    fw.name = "UNet2DConditionModel.forward";
+    fw.inputs = {{"sample", {kBatch, c, h, w}},
+                 {"timestep", {kBatch}},
+                 {"encoder_hidden_states",
+                  {kBatch, fw.contexts[0][0], fw.contexts[0][1]}}};
+    if (sdxlInputs) {
+      fw.inputs.push_back({"text_embeds", {kBatch, fw.pooled[0][0]}});
+      fw.inputs.push_back({"time_ids", {kBatch, 6}});
+    }
   } else {
     return absl::InvalidArgumentError(
-        "--predict reads the inputs of DiT's, Wan's and Flux's forward(); " +
+        "--predict reads the inputs of DiT's, Wan's and Flux's forward() and "
+        "of UNet2DConditionModel's; " +
         fn + "'s inputs are none of these");
   }
   std::vector<std::string> shapes;
@@ -182,9 +207,10 @@ std::vector<float> permuted(const std::vector<float> &values,
 /// to what sd's function takes.
 struct PredictInputs {
   int64_t batch = 0;
-  /// Channel-last latents, t in [0, 1], one-hot labels, the guidance, the
-  /// contexts (text states, then the pooled vector).
-  std::vector<float> latents, times, labels, guidance;
+  /// Channel-last latents, t in [0, 1], one-hot labels, the guidance,
+  /// SDXL's size and crop ids, the contexts (text states, then the pooled
+  /// vector).
+  std::vector<float> latents, times, labels, guidance, timeIds;
   std::vector<std::vector<float>> contexts;
 };
 
@@ -335,6 +361,16 @@ absl::StatusOr<PredictInputs> readInputs(const std::string &path,
                    t.at("pooled_projections")->values};
     in.guidance = t.at("guidance")->values;
     break;
+  case Family::UNet:
+    in.latents =
+        permuted(t.at("sample")->values, {b, l[2], l[0], l[1]}, {0, 2, 3, 1});
+    in.times = scaledTimes(t.at("timestep")->values, 1000);
+    in.contexts = {t.at("encoder_hidden_states")->values};
+    if (fw.timeIds) {
+      in.contexts.push_back(t.at("text_embeds")->values);
+      in.timeIds = t.at("time_ids")->values;
+    }
+    break;
   }
   return in;
 }
@@ -344,7 +380,8 @@ std::pair<std::vector<float>, std::vector<int64_t>>
 referenceOutput(const Forward &fw, const std::vector<float> &output, int64_t b,
                 const std::vector<int64_t> &shape) {
   switch (fw.family) {
-  case Family::DiT: {
+  case Family::DiT:
+  case Family::UNet: {
     int64_t h = shape[0], w = shape[1], c = shape[2];
     return {permuted(output, {b, h, w, c}, {0, 3, 1, 2}), {b, c, h, w}};
   }
@@ -412,6 +449,10 @@ absl::Status mlir::sd::runPrediction(ModuleOp module,
     return program.status();
   if (absl::Status status = (*program)->setWeights(*weights); !status.ok())
     return status;
+  if (!inputs->timeIds.empty())
+    if (absl::Status status = (*program)->setTimeIds(inputs->timeIds);
+        !status.ok())
+      return status;
   llvm::outs() << "sdsample: " << options.modelPath << ", @" << entry << " on "
                << inputs->batch << " inputs from " << options.predictPath
                << ", mesh " << (*program)->mesh().toString() << "\n";

@@ -57,15 +57,19 @@ absl::Status invalid(const std::string &message) {
 // What the model program is
 //===----------------------------------------------------------------------===//
 
-enum class Family { DiT, Wan, Flux };
+enum class Family { DiT, Wan, Flux, UNet };
 
 struct ProgramFacts {
   Family family = Family::DiT;
   /// Each parameter's reference shape (stored when it differs).
   std::map<std::string, std::vector<int64_t>, std::less<>> shapes;
   int64_t heads = 0;
-  /// @loss's latents [B, ...].
-  std::vector<int64_t> latents;
+  /// @loss's latents [B, ...] and pooled text vector [B, P] (SDXL, Flux).
+  std::vector<int64_t> latents, pooled;
+  /// UNet: the heads of the attention of each width (its transformer
+  /// blocks' functions), the groups of its group norms.
+  std::map<int64_t, int64_t> headsByWidth;
+  int64_t normGroups = 0;
 
   /// The shape of `name`, which a program of this family has.
   const std::vector<int64_t> &shape(llvm::StringRef name) const {
@@ -100,11 +104,15 @@ absl::StatusOr<ProgramFacts> programFacts(ModuleOp module) {
     facts.family = Family::Wan;
   else if (module.lookupSymbol<func::FuncOp>("flux_double_block"))
     facts.family = Family::Flux;
+  else if (llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp f) {
+             return f.getName().starts_with("resnet_");
+           }))
+    facts.family = Family::UNet;
   else
     return invalid("pretrained_model_name_or_path: the model program is not "
-                   "one of sdgen's DiT, Wan or Flux programs (it has no "
-                   "@dit_block, @wan_block or @flux_double_block), so its "
-                   "config cannot be checked");
+                   "one of sdgen's DiT, Wan, Flux or UNet programs (it has no "
+                   "@dit_block, @wan_block, @flux_double_block or @resnet_*), "
+                   "so its config cannot be checked");
   auto loss = module.lookupSymbol<func::FuncOp>("loss");
   if (!loss)
     return invalid("pretrained_model_name_or_path: the model has no @loss");
@@ -118,14 +126,20 @@ absl::StatusOr<ProgramFacts> programFacts(ModuleOp module) {
       ArrayRef<int64_t> shape = stored.empty() ? type.getShape() : stored;
       facts.shapes[param.getName().str()] = {shape.begin(), shape.end()};
     }
-    if (auto input =
-            loss.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
-        input && input.getKind() == InputKind::latents)
+    auto input = loss.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
+    if (input && input.getKind() == InputKind::latents)
       facts.latents.assign(type.getShape().begin(), type.getShape().end());
+    if (input && input.getKind() == InputKind::pooled)
+      facts.pooled.assign(type.getShape().begin(), type.getShape().end());
   }
   module.walk([&](AttentionOp op) {
-    facts.heads =
-        cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(1);
+    auto q = cast<RankedTensorType>(op->getOperand(0).getType());
+    facts.heads = q.getDimSize(1);
+    // [B, heads, S, Dh]: the width is heads · Dh.
+    facts.headsByWidth[q.getDimSize(1) * q.getDimSize(3)] = q.getDimSize(1);
+  });
+  module.walk([&](GroupNormOp op) {
+    facts.normGroups = static_cast<int64_t>(op.getNumGroups());
   });
   return facts;
 }
@@ -257,6 +271,115 @@ std::vector<KeyCheck> fluxChecks(const ProgramFacts &p) {
   };
 }
 
+/// Entry `i` of a per-level config key that may be one number for every
+/// level (diffusers' attention_head_dim, transformer_layers_per_block), or
+/// `fallback`.
+llvm::json::Value levelEntry(const llvm::json::Object &config,
+                             llvm::StringRef key, size_t i,
+                             llvm::json::Value fallback) {
+  const llvm::json::Value *value = config.get(key);
+  if (!value)
+    return fallback;
+  if (const llvm::json::Array *list = value->getAsArray())
+    return i < list->size() ? (*list)[i] : fallback;
+  return *value;
+}
+
+std::vector<KeyCheck> unetChecks(const ProgramFacts &p,
+                                 const llvm::json::Object &config) {
+  int64_t levels = p.layers("down_blocks.", ".resnets.0.conv1.weight");
+  llvm::json::Array channels, down, up, heads, layers;
+  std::vector<bool> attention;
+  for (int64_t level = 0; level < levels; ++level) {
+    std::string prefix = "down_blocks." + std::to_string(level) + ".";
+    int64_t width = p.dim(prefix + "resnets.0.conv1.weight", 0);
+    bool attends = !p.shape(prefix + "attentions.0.norm.weight").empty();
+    bool last = level + 1 == levels;
+    channels.push_back(width);
+    attention.push_back(attends);
+    down.push_back(attends ? "CrossAttnDownBlock2D" : "DownBlock2D");
+    // A level without attention has no heads or depth in the program (the
+    // last level's are the mid block's): the config's entry stands.
+    std::string blocks = attends ? prefix + "attentions.0.transformer_blocks."
+                         : last  ? "mid_block.attentions.0.transformer_blocks."
+                                 : "";
+    auto it = p.headsByWidth.find(width);
+    heads.push_back((attends || last) && it != p.headsByWidth.end()
+                        ? llvm::json::Value(it->second)
+                        : levelEntry(config, "attention_head_dim", level, 8));
+    layers.push_back(
+        blocks.empty()
+            ? levelEntry(config, "transformer_layers_per_block", level, 1)
+            : llvm::json::Value(p.layers(blocks, ".norm1.weight")));
+  }
+  for (int64_t level = levels - 1; level >= 0; --level)
+    up.push_back(attention[level] ? "CrossAttnUpBlock2D" : "UpBlock2D");
+  int64_t cross = 0;
+  for (const auto &[name, shape] : p.shapes)
+    if (llvm::StringRef(name).ends_with(".attn2.to_k.weight") &&
+        shape.size() == 2)
+      cross = shape[1];
+  int64_t addedIn = p.dim("add_embedding.linear_1.weight", 1);
+  bool added = addedIn > 0;
+  int64_t pooled = p.pooled.size() == 2 ? p.pooled[1] : 0;
+  auto orNull = [&](int64_t value) {
+    return added ? llvm::json::Value(value) : llvm::json::Value(nullptr);
+  };
+  return {
+      {"in_channels", p.dim("conv_in.weight", 1), 4,
+       "conv_in.weight's channels"},
+      {"out_channels", p.dim("conv_out.weight", 0), 4,
+       "conv_out.weight's outputs"},
+      {"block_out_channels", std::move(channels), ints({320, 640, 1280, 1280}),
+       "its down blocks' ResNet widths"},
+      {"down_block_types", std::move(down),
+       llvm::json::Array({"CrossAttnDownBlock2D", "CrossAttnDownBlock2D",
+                          "CrossAttnDownBlock2D", "DownBlock2D"}),
+       "which down blocks have attention"},
+      {"up_block_types", std::move(up),
+       llvm::json::Array({"UpBlock2D", "CrossAttnUpBlock2D",
+                          "CrossAttnUpBlock2D", "CrossAttnUpBlock2D"}),
+       "which up blocks have attention"},
+      {"mid_block_type", "UNetMidBlock2DCrossAttn", "UNetMidBlock2DCrossAttn",
+       "its mid block with attention"},
+      {"layers_per_block", p.layers("down_blocks.0.resnets.", ".conv1.weight"),
+       2, "down_blocks.0's ResNet blocks"},
+      {"attention_head_dim", std::move(heads), 8,
+       "its attention's heads per level (diffusers counts heads here)"},
+      {"num_attention_heads", nullptr, nullptr,
+       "heads given by attention_head_dim"},
+      {"transformer_layers_per_block", std::move(layers), 1,
+       "its transformer blocks per level"},
+      {"cross_attention_dim", cross, 1280, "attn2.to_k.weight's inputs"},
+      {"use_linear_projection", true, false, "its Linear proj_in / proj_out"},
+      {"norm_num_groups", p.normGroups, 32, "its group norms' groups"},
+      {"norm_eps", 1e-5, 1e-5, "its ResNet norms' epsilon"},
+      {"act_fn", "silu", "silu", "its activation"},
+      {"flip_sin_to_cos", true, true, "its time features: cosines first"},
+      {"freq_shift", 0, 0, "its time features' frequency shift"},
+      {"time_embedding_type", "positional", "positional",
+       "its sinusoidal time features"},
+      {"center_input_sample", false, false, "its input taken as it is"},
+      {"conv_in_kernel", 3, 3, "conv_in.weight's kernel"},
+      {"conv_out_kernel", 3, 3, "conv_out.weight's kernel"},
+      {"resnet_time_scale_shift", "default", "default",
+       "its time embedding added to the ResNet features"},
+      {"dual_cross_attention", false, false, "one cross-attention"},
+      {"only_cross_attention", false, false, "self- and cross-attention"},
+      {"class_embed_type", nullptr, nullptr, "no class embedding"},
+      {"num_class_embeds", nullptr, nullptr, "no class embedding"},
+      {"encoder_hid_dim", nullptr, nullptr, "no projection of the text"},
+      {"time_cond_proj_dim", nullptr, nullptr, "no guidance embedding"},
+      {"addition_embed_type", added ? llvm::json::Value("text_time") : nullptr,
+       nullptr, "add_embedding (SDXL's text_time)"},
+      {"projection_class_embeddings_input_dim", orNull(addedIn), nullptr,
+       "add_embedding.linear_1.weight's inputs"},
+      {"addition_time_embed_dim", orNull(pooled ? (addedIn - pooled) / 6 : 0),
+       nullptr, "the size and crop ids' feature width"},
+      {"dropout", 0.0, 0.0, "no dropout"},
+  };
+}
+
 const char *familyName(Family family) {
   switch (family) {
   case Family::DiT:
@@ -265,6 +388,8 @@ const char *familyName(Family family) {
     return "WanTransformer3DModel";
   case Family::Flux:
     return "FluxTransformer2DModel";
+  case Family::UNet:
+    return "UNet2DConditionModel";
   }
   return "";
 }
@@ -287,6 +412,8 @@ absl::StatusOr<Family> configFamily(const PretrainedFolder &folder) {
     return Family::Wan;
   if (*name == "FluxTransformer2DModel")
     return Family::Flux;
+  if (*name == "UNet2DConditionModel")
+    return Family::UNet;
   if (*name == "DiTTransformer2DModel")
     return invalid(absl::StrFormat(
         "%s is diffusers' DiTTransformer2DModel, whose parameter names are "
@@ -294,8 +421,8 @@ absl::StatusOr<Family> configFamily(const PretrainedFolder &folder) {
         "checkpoint (its state_dict) with --init-from",
         folder.configPath));
   return invalid(absl::StrFormat(
-      "%s is a %s; sd's programs are DiT, WanTransformer3DModel and "
-      "FluxTransformer2DModel",
+      "%s is a %s; sd's programs are DiT, WanTransformer3DModel, "
+      "FluxTransformer2DModel and UNet2DConditionModel",
       folder.configPath, name->str()));
 }
 
@@ -311,18 +438,17 @@ mlir::sd::openPretrainedFolder(const std::string &path,
       !status.ok())
     return status;
   std::string transformer = pathIn(path, "transformer");
+  std::string unet = pathIn(path, "unet");
   if (fs::is_directory(transformer))
     folder.dir = transformer;
-  else if (fs::is_directory(pathIn(path, "unet")))
-    return invalid(absl::StrFormat(
-        "%s'%s' holds a UNet (unet/), and sd has no UNet programs yet", where,
-        path));
+  else if (fs::is_directory(unet))
+    folder.dir = unet;
   else if (fs::exists(pathIn(path, "config.json")))
     folder.dir = path;
   else
     return invalid(absl::StrFormat(
-        "%s'%s' is not a diffusers model folder: it has neither transformer/ "
-        "nor config.json",
+        "%s'%s' is not a diffusers model folder: it has neither transformer/, "
+        "unet/ nor config.json",
         where, path));
 
   folder.configPath = pathIn(folder.dir, "config.json");
@@ -367,12 +493,18 @@ absl::Status mlir::sd::checkPretrainedConfig(ModuleOp module,
         "%s describes a %s, but the model program is a %s", folder.configPath,
         familyName(*family), familyName(facts->family)));
   std::vector<KeyCheck> checks =
-      facts->family == Family::DiT   ? ditChecks(*facts)
-      : facts->family == Family::Wan ? wanChecks(*facts)
-                                     : fluxChecks(*facts);
+      facts->family == Family::DiT    ? ditChecks(*facts)
+      : facts->family == Family::Wan  ? wanChecks(*facts)
+      : facts->family == Family::Flux ? fluxChecks(*facts)
+                                      : unetChecks(*facts, folder.config);
   for (const KeyCheck &check : checks) {
     const llvm::json::Value *given = folder.config.get(check.key);
-    const llvm::json::Value &value = given ? *given : check.fallback;
+    llvm::json::Value value = given ? *given : check.fallback;
+    // One number for a per-level list means it for every level.
+    if (const llvm::json::Array *levels = check.program.getAsArray();
+        levels && value.getAsNumber())
+      value = llvm::json::Array(std::vector<llvm::json::Value>(levels->size(),
+                                                               value));
     // Flux's out_channels null means in_channels.
     if (value.kind() == llvm::json::Value::Null &&
         check.program.kind() != llvm::json::Value::Null &&

@@ -113,6 +113,9 @@ static FailureOr<Tensor> initializeInput(func::FuncOp func, unsigned index,
   case InputKind::guidance:
     // Flux.1-dev's distilled guidance: its pipelines use 1 to 10.
     return ref::rngUniform(shape, stream, 1.0, 10.0, dtype);
+  case InputKind::time_ids:
+    // SDXL's sizes and crops, in pixels.
+    return ref::rngUniform(shape, stream, 0.0, 1024.0, dtype);
   case InputKind::step:
     // A training run starts at step 0.
     return Tensor(shape, dtype);

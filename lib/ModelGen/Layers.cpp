@@ -90,6 +90,17 @@ Value modelgen::timestepEmbedding(FnBuilder &f, Value t, int64_t dim) {
   return f.convert(emb, f.getDType());
 }
 
+Value modelgen::idEmbedding(FnBuilder &f, Value ids, int64_t dim) {
+  int64_t half = dim / 2;
+  ArrayRef<int64_t> shape = shapeOf(ids);
+  int64_t batch = shape[0], count = shape[1];
+  Value freqs = f.reshape(inverseFrequencies(f, half, half), {1, half});
+  // ids [B, n, 1] · freqs [1, half] → [B, n, half]: the batch from the ids.
+  Value args = f.dot(f.reshape(ids, {batch, count, 1}), freqs);
+  Value emb = f.concat({f.cos(args), f.sin(args)}, 2);
+  return f.convert(f.reshape(emb, {batch, count * dim}), f.getDType());
+}
+
 Value modelgen::sinCos2D(FnBuilder &f, int64_t gridH, int64_t gridW,
                          int64_t dim) {
   int64_t quarter = dim / 4;

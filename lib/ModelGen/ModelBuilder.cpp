@@ -13,6 +13,8 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::sd;
 using namespace mlir::sd::modelgen;
@@ -76,6 +78,20 @@ void modelgen::addPatchEmbedding(ParamSpecs &specs, const std::string &name,
   specs[specs.size() - 2].storedShape = std::move(stored);
 }
 
+void modelgen::addConv(ParamSpecs &specs, const std::string &name,
+                       int64_t in, int64_t out, int64_t kernel) {
+  // PyTorch's default: uniform within ±1/sqrt(fan in).
+  double bound = 1.0 / std::sqrt(static_cast<double>(in * kernel * kernel));
+  specs.push_back({name + ".weight",
+                   {out, in, kernel, kernel},
+                   InitKind::uniform,
+                   bound,
+                   {"conv_out", "conv_in", "_", "_"},
+                   {}});
+  specs.push_back(
+      {name + ".bias", {out}, InitKind::zeros, 0.0, {"conv_out"}, {}});
+}
+
 void modelgen::addParam(ParamSpecs &specs, const std::string &name,
                         ArrayRef<int64_t> shape, ArrayRef<StringRef> axes,
                         InitKind init, double scale) {
@@ -123,7 +139,9 @@ Value FnBuilder::exp(Value a) { return ExpOp::create(builder, loc, a); }
 Value FnBuilder::sin(Value a) { return SinOp::create(builder, loc, a); }
 Value FnBuilder::cos(Value a) { return CosOp::create(builder, loc, a); }
 Value FnBuilder::silu(Value a) { return SiluOp::create(builder, loc, a); }
-Value FnBuilder::gelu(Value a) { return GeluOp::create(builder, loc, a); }
+Value FnBuilder::gelu(Value a, bool approximate) {
+  return GeluOp::create(builder, loc, a, approximate);
+}
 
 Value FnBuilder::convert(Value a, Type elementType) {
   auto type = tensorType(a);
@@ -250,9 +268,31 @@ Value FnBuilder::linear(Value x, Value w, Value b) {
   return b ? addBias(y, b) : y;
 }
 
-Value FnBuilder::layerNorm(Value x, Value scale, Value bias) {
+Value FnBuilder::layerNorm(Value x, Value scale, Value bias, double epsilon) {
   return LayerNormOp::create(builder, loc, x, scale, bias,
-                             builder.getF64FloatAttr(1e-6));
+                             builder.getF64FloatAttr(epsilon));
+}
+
+Value FnBuilder::groupNorm(Value x, Value scale, Value bias, int64_t groups,
+                           double epsilon) {
+  return GroupNormOp::create(builder, loc, x, scale, bias,
+                             static_cast<uint64_t>(groups),
+                             APFloat(epsilon));
+}
+
+Value FnBuilder::conv2d(Value x, Value weight, Value bias, int64_t stride,
+                        int64_t padding) {
+  // PyTorch's [Cout, Cin, KH, KW] → the op's HWIO [KH, KW, Cin, Cout].
+  Value kernel = transpose(weight, {2, 3, 1, 0});
+  return Conv2DOp::create(builder, loc, x, kernel, bias,
+                          ArrayRef<int64_t>{stride, stride},
+                          ArrayRef<int64_t>{padding, padding, padding, padding},
+                          uint64_t{1});
+}
+
+Value FnBuilder::upsampleNearest(Value x, int64_t factor) {
+  return UpsampleNearestOp::create(builder, loc, x,
+                                   ArrayRef<int64_t>{factor, factor});
 }
 
 Value FnBuilder::rmsNorm(Value x, Value scale) {

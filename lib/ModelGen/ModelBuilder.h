@@ -60,6 +60,12 @@ void addFusedLinear(ParamSpecs &specs, const std::string &name, int64_t in,
 void addPatchEmbedding(ParamSpecs &specs, const std::string &name,
                        int64_t channels, ArrayRef<int64_t> patch, int64_t out,
                        StringRef outAxis);
+/// Appends a 2-D convolution in PyTorch's layout: `name.weight` [out, in,
+/// kernel, kernel] (logical axes conv_out, conv_in, _, _; uniform within
+/// ±1/sqrt(in·kernel²), PyTorch's default) and `name.bias` [out] (zeros).
+/// `FnBuilder::conv2d` transposes the weight to the op's HWIO.
+void addConv(ParamSpecs &specs, const std::string &name, int64_t in,
+             int64_t out, int64_t kernel);
 /// Appends a parameter of any shape (a norm scale or bias, an embedding).
 void addParam(ParamSpecs &specs, const std::string &name,
               ArrayRef<int64_t> shape, ArrayRef<StringRef> axes, InitKind init,
@@ -98,7 +104,9 @@ public:
   Value sin(Value a);
   Value cos(Value a);
   Value silu(Value a);
-  Value gelu(Value a);
+  /// GELU, by default with the tanh approximation (DiT, Wan, Flux); exact
+  /// as diffusers' GEGLU.
+  Value gelu(Value a, bool approximate = true);
   Value convert(Value a, Type elementType);
   /// `value · factor` for a batch-free or batch-carrying value.
   Value scale(Value value, double factor);
@@ -138,7 +146,18 @@ public:
   Value linear(Value x, Value w, Value b);
   /// Adds `bias` ([out] or [k, out]) along the trailing dimensions of `x`.
   Value addBias(Value x, Value bias);
-  Value layerNorm(Value x, Value scale = {}, Value bias = {});
+  Value layerNorm(Value x, Value scale = {}, Value bias = {},
+                  double epsilon = 1e-6);
+  /// Group norm of channels-last x [B, ..., C] with per-channel scale and
+  /// bias.
+  Value groupNorm(Value x, Value scale, Value bias, int64_t groups,
+                  double epsilon);
+  /// A convolution of NHWC x with a PyTorch-layout weight [Cout, Cin, K, K]
+  /// (`addConv`), square strides and zero padding on every side.
+  Value conv2d(Value x, Value weight, Value bias, int64_t stride,
+               int64_t padding);
+  /// Nearest-neighbour upsampling of NHWC x by `factor` in H and W.
+  Value upsampleNearest(Value x, int64_t factor);
   Value rmsNorm(Value x, Value scale);
   /// Attention of q [B, H, Sq, D] over k, v [B, H, Skv, D], whose operands
   /// are constrained to MaxDiffusion's activation names (batch, heads,
@@ -281,8 +300,12 @@ SmallVector<Value> linearChunks(FnBuilder &f, Value x, Value w, Value b,
                                 Value *fused = nullptr);
 
 /// Sinusoidal embedding [cos, sin] of t·1000 with `dim` frequencies as in
-/// DiT, Wan and Flux; `t` is f32 [B] (or static [1]); result in the dtype.
+/// DiT, Wan, Flux and the UNets; `t` is f32 [B] (or static [1]); result in
+/// the dtype.
 Value timestepEmbedding(FnBuilder &f, Value t, int64_t dim);
+/// The same features of each entry of `ids` [B, n], unscaled (SDXL's size
+/// and crop ids): [B, n·dim], each id's [cos, sin] in turn.
+Value idEmbedding(FnBuilder &f, Value ids, int64_t dim);
 /// DiT's fixed 2-D sin-cos position embedding [gh·gw, dim], f32.
 Value sinCos2D(FnBuilder &f, int64_t gridH, int64_t gridW, int64_t dim);
 
@@ -333,6 +356,7 @@ NoisedLatents addNoise(FnBuilder &f, PredictionType type, Value latents,
 void buildDiT(ModelBuilder &mb);
 void buildWan(ModelBuilder &mb);
 void buildFlux(ModelBuilder &mb);
+void buildUNet(ModelBuilder &mb);
 
 } // namespace mlir::sd::modelgen
 

@@ -104,6 +104,59 @@ Preset makeDiTDigits() {
   return preset;
 }
 
+/// A UNet2DConditionModel with diffusers' config: block_out_channels,
+/// attention_head_dim (heads per level), transformer_layers_per_block,
+/// which levels' blocks are CrossAttn*, cross_attention_dim, over latents
+/// of `pixels`² images; epsilon prediction, layers_per_block 2, 32 groups.
+Preset makeUNet(StringRef name, std::vector<int64_t> channels,
+                std::vector<int64_t> heads, std::vector<int64_t> layers,
+                std::vector<bool> attention, int64_t textDim, int64_t pixels,
+                int64_t published) {
+  ModelConfig c = makeConfig(name, ModelFamily::UNet, 0, channels.front(),
+                             heads.front());
+  c.levelChannels = std::move(channels);
+  c.levelHeads = std::move(heads);
+  c.levelTransformerLayers = std::move(layers);
+  c.levelAttention = std::move(attention);
+  c.batch = 1;
+  c.latentHeight = c.latentWidth = pixels / kVaeSpatial;
+  c.latentChannels = c.outChannels = 4;
+  c.patch = 1;
+  c.textDim = textDim;
+  c.textLength = 77;
+  c.prediction = PredictionType::epsilon;
+  c.publishedParams = published;
+  return {c, 4.0};
+}
+
+/// SDXL's UNet: no attention at the first level, "text_time" added
+/// embedding of the pooled text (1280) and the six size and crop ids.
+Preset makeSdxl(StringRef name, std::vector<int64_t> channels,
+                std::vector<int64_t> heads, std::vector<int64_t> layers,
+                int64_t textDim, int64_t pooledDim, int64_t addTimeDim,
+                int64_t pixels, int64_t published) {
+  std::vector<bool> attention(channels.size(), true);
+  attention.front() = false;
+  Preset preset = makeUNet(name, std::move(channels), std::move(heads),
+                           std::move(layers), std::move(attention), textDim,
+                           pixels, published);
+  preset.config.pooledDim = pooledDim;
+  preset.config.addTimeDim = addTimeDim;
+  return preset;
+}
+
+/// The tiny UNets of the tests: two levels of 32 and 64 channels, one
+/// ResNet block per down block, 8 groups, 8 text tokens of 32.
+Preset makeTinyUNet(Preset preset) {
+  ModelConfig &c = preset.config;
+  c.layersPerBlock = 1;
+  c.normGroups = 8;
+  c.textLength = 8;
+  c.batch = 4;
+  c.publishedParams = 0;
+  return preset;
+}
+
 std::optional<Preset> lookupPreset(StringRef name) {
   if (name == "dit-tiny")
     return makeDiT(name, 2, 64, 4);
@@ -130,6 +183,21 @@ std::optional<Preset> lookupPreset(StringRef name) {
     return makeWan(name, 2, 128, 4, 346, 61, 256, 256, 16);
   if (name == "flux-dev")
     return makeFlux();
+  // stabilityai/stable-diffusion-2-base (512 px): 865,910,724 parameters.
+  if (name == "sd2-base")
+    return makeUNet(name, {320, 640, 1280, 1280}, {5, 10, 20, 20},
+                    {1, 1, 1, 1}, {true, true, true, false}, 1024, 512,
+                    865910724);
+  // stabilityai/stable-diffusion-xl-base-1.0 (1024 px): 2,567,463,684.
+  if (name == "sdxl")
+    return makeSdxl(name, {320, 640, 1280}, {5, 10, 20}, {1, 2, 10}, 2048,
+                    1280, 256, 1024, 2567463684);
+  if (name == "unet-tiny")
+    return makeTinyUNet(makeUNet(name, {32, 64}, {2, 4}, {1, 1},
+                                 {true, false}, 32, 64, 0));
+  if (name == "sdxl-tiny")
+    return makeTinyUNet(
+        makeSdxl(name, {32, 64}, {2, 4}, {1, 2}, 32, 16, 8, 64, 0));
   return std::nullopt;
 }
 
@@ -216,9 +284,11 @@ absl::Status pixelsToLatent(StringRef what, int64_t pixels, int64_t patch,
 } // namespace
 
 ArrayRef<StringRef> mlir::sd::getPresetNames() {
-  static const StringRef names[] = {"dit-tiny",    "dit-digits", "dit-s2",
-                                    "dit-b2",      "dit-xl2",    "wan2.1-14b",
-                                    "wan2.1-1.3b", "wan-long",   "flux-dev"};
+  static const StringRef names[] = {
+      "dit-tiny",   "dit-digits",  "dit-s2",   "dit-b2",
+      "dit-xl2",    "wan2.1-14b",  "wan2.1-1.3b", "wan-long",
+      "flux-dev",   "sd2-base",    "sdxl",     "unet-tiny",
+      "sdxl-tiny"};
   return names;
 }
 
@@ -248,8 +318,9 @@ static absl::Status applyInputShape(const ModelOverrides &o,
   if ((o.textDim || o.pooledDim) && isDiT)
     return fail("--text-dim and --pooled-dim apply to text-conditioned models "
                 "(wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)");
-  if (o.pooledDim && c.family != ModelFamily::Flux)
-    return fail("--pooled-dim applies to Flux (its pooled text vector)");
+  if (o.pooledDim && c.family != ModelFamily::Flux && c.addTimeDim == 0)
+    return fail("--pooled-dim applies to Flux and SDXL (their pooled text "
+                "vector)");
   for (auto [value, name] : {std::pair{o.textDim, "text width"},
                              {o.pooledDim, "pooled width"},
                              {o.freqDim, "timestep-embedding width"}})
@@ -308,6 +379,133 @@ static absl::Status applyInputShape(const ModelOverrides &o,
   return absl::OkStatus();
 }
 
+/// `name` [a, b, ...] for messages.
+static std::string listText(ArrayRef<int64_t> values) {
+  std::string text;
+  for (int64_t value : values)
+    text += (text.empty() ? "" : ", ") + std::to_string(value);
+  return "[" + text + "]";
+}
+
+/// The largest tensors of a UNet, checked before any op is built: the
+/// attention scores of its finest attention level and its widest
+/// activation.
+static absl::Status checkUNetSizes(const ModelConfig &c) {
+  int64_t levels = static_cast<int64_t>(c.levelChannels.size());
+  for (int64_t level = 0; level < levels; ++level) {
+    int64_t factor = int64_t(1) << level;
+    int64_t tokens = (c.latentHeight / factor) * (c.latentWidth / factor);
+    int64_t elements = c.batch;
+    bool attention = c.levelAttention[level] || level == levels - 1;
+    for (int64_t size :
+         {attention ? c.levelHeads[level] : int64_t(1),
+          attention ? tokens : int64_t(1), tokens, 2 * c.levelChannels[level]})
+      if (llvm::MulOverflow(elements, size, elements) ||
+          elements > kMaxTensorElements)
+        return fail(llvm::formatv(
+            "level {0}'s activations or attention scores would have more "
+            "than {1} elements (2^40); lower --batch, --latent-size or "
+            "--block-channels",
+            level, kMaxTensorElements));
+  }
+  return absl::OkStatus();
+}
+
+/// A UNet's overrides and checks: its lists have one entry per level, the
+/// channels divide into the groups and the heads, and the latent halves
+/// evenly at every down-sampling.
+static absl::StatusOr<ModelConfig>
+makeUNetConfig(const ModelOverrides &o, StringRef presetName, ModelConfig c) {
+  if (o.depth || o.hidden || o.heads || o.mlpRatio || o.ffnDim ||
+      o.singleDepth || o.freqDim)
+    return fail("--depth, --hidden, --heads, --mlp-ratio, --ffn-dim, "
+                "--single-depth and --freq-dim apply to transformers; give " +
+                presetName +
+                " --block-channels, --attention-heads, --transformer-layers "
+                "and --layers-per-block");
+  // The published count is that of the preset's own sizes.
+  if (o.levelChannels || o.levelHeads || o.levelTransformerLayers ||
+      o.layersPerBlock || o.normGroups || o.channels || o.textDim ||
+      o.pooledDim)
+    c.publishedParams = 0;
+  if (o.levelChannels)
+    c.levelChannels = *o.levelChannels;
+  if (o.levelHeads)
+    c.levelHeads = *o.levelHeads;
+  if (o.levelTransformerLayers)
+    c.levelTransformerLayers = *o.levelTransformerLayers;
+  size_t levels = c.levelChannels.size();
+  if (levels == 0 || levels > 8)
+    return fail(llvm::formatv("{0} levels of --block-channels: give 1 to 8",
+                              levels));
+  if (c.levelHeads.size() != levels || c.levelTransformerLayers.size() != levels)
+    return fail(llvm::formatv(
+        "--block-channels {0} has {1} levels, but --attention-heads {2} and "
+        "--transformer-layers {3} must have one entry per level",
+        listText(c.levelChannels), levels, listText(c.levelHeads),
+        listText(c.levelTransformerLayers)));
+  // A preset's attention pattern: its first or last level may go without.
+  if (c.levelAttention.size() != levels) {
+    bool sdxlStyle = c.addTimeDim > 0;
+    std::vector<bool> attention(levels, true);
+    if (levels > 1)
+      attention[sdxlStyle ? 0 : levels - 1] = false;
+    c.levelAttention = std::move(attention);
+  }
+  if (o.layersPerBlock) {
+    if (*o.layersPerBlock <= 0 || *o.layersPerBlock > 16)
+      return fail(llvm::formatv("--layers-per-block {0}: give 1 to 16",
+                                *o.layersPerBlock));
+    c.layersPerBlock = *o.layersPerBlock;
+  }
+  if (o.normGroups) {
+    if (*o.normGroups <= 0)
+      return fail(
+          llvm::formatv("--norm-groups {0} must be positive", *o.normGroups));
+    c.normGroups = *o.normGroups;
+  }
+  for (size_t level = 0; level < levels; ++level) {
+    int64_t channels = c.levelChannels[level], heads = c.levelHeads[level];
+    int64_t layers = c.levelTransformerLayers[level];
+    if (channels <= 0 || channels > (int64_t(1) << 20))
+      return fail(llvm::formatv("level {0}'s {1} channels: give 1 to 1048576",
+                                level, channels));
+    if (channels % c.normGroups != 0)
+      return fail(llvm::formatv("level {0}'s {1} channels are not divisible "
+                                "into {2} norm groups (--norm-groups)",
+                                level, channels, c.normGroups));
+    if (heads <= 0 || channels % heads != 0)
+      return fail(llvm::formatv("level {0}'s {1} channels are not divisible "
+                                "by {2} attention heads (--attention-heads)",
+                                level, channels, heads));
+    if (layers <= 0 || layers > 64)
+      return fail(llvm::formatv("level {0}'s {1} transformer layers: give 1 "
+                                "to 64 (--transformer-layers)",
+                                level, layers));
+  }
+  if (o.batch) {
+    if (*o.batch <= 0)
+      return fail(llvm::formatv("batch {0} must be positive", *o.batch));
+    c.batch = *o.batch;
+  }
+  c.staticBatch = o.staticBatch;
+  if (absl::Status status = applyInputShape(o, presetName, c); !status.ok())
+    return status;
+  int64_t unit = int64_t(1) << (levels - 1);
+  if (c.latentHeight % unit != 0 || c.latentWidth % unit != 0)
+    return fail(llvm::formatv("latent {0}×{1} does not halve evenly {2} "
+                              "times: with {3} levels, its height and width "
+                              "must be multiples of {4}",
+                              c.latentHeight, c.latentWidth, levels - 1,
+                              levels, unit));
+  // What the generic fields mean for a UNet: its first level.
+  c.hidden = c.levelChannels.front();
+  c.heads = c.levelHeads.front();
+  if (absl::Status status = checkUNetSizes(c); !status.ok())
+    return status;
+  return c;
+}
+
 absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
                                                       const ModelOverrides &o) {
   std::optional<Preset> preset = lookupPreset(presetName);
@@ -342,6 +540,13 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
     c.prediction = *type;
   }
   c.withDenoise = c.withDenoise || o.withDenoise;
+  if (c.family == ModelFamily::UNet)
+    return makeUNetConfig(o, presetName, c);
+  if (o.levelChannels || o.levelHeads || o.levelTransformerLayers ||
+      o.layersPerBlock || o.normGroups)
+    return fail("--block-channels, --attention-heads, --transformer-layers, "
+                "--layers-per-block and --norm-groups apply to UNets "
+                "(sd2-base, sdxl, unet-tiny, sdxl-tiny)");
 
   if (o.depth) {
     if (*o.depth <= 0)
@@ -431,6 +636,9 @@ OwningOpRef<ModuleOp> mlir::sd::generateModel(MLIRContext &context,
   case ModelFamily::Flux:
     modelgen::buildFlux(mb);
     break;
+  case ModelFamily::UNet:
+    modelgen::buildUNet(mb);
+    break;
   }
   return mb.finish();
 }
@@ -495,8 +703,16 @@ std::string mlir::sd::formatModelSummary(const ModelConfig &config,
     count = llvm::formatv("{0:F2}M", n / 1e6);
   else
     count = llvm::formatv("{0:F1}K", n / 1e3);
-  return llvm::formatv("{0}: {1} parameters ({2} tensors), {3} ops ({4} "
-                       "inlined)",
-                       config.preset, count, stats.numParamTensors,
-                       stats.numOps, stats.numOpsInlined);
+  std::string summary = llvm::formatv(
+      "{0}: {1} parameters ({2} tensors), {3} ops ({4} inlined)",
+      config.preset, count, stats.numParamTensors, stats.numOps,
+      stats.numOpsInlined);
+  // The reference the preset reproduces, while its sizes are the preset's.
+  if (config.publishedParams > 0 && stats.numParams > 0) {
+    double published = static_cast<double>(config.publishedParams);
+    llvm::raw_string_ostream os(summary);
+    os << llvm::format("; published %.2fM (%+.2f%%)", published / 1e6,
+                       100.0 * (n - published) / published);
+  }
+  return summary;
 }

@@ -12,7 +12,8 @@ namespace sd::rt {
 
 namespace {
 constexpr const char *kRoleNames[] = {
-    "latents", "noise", "timestep", "context", "labels", "pooled", "guidance"};
+    "latents", "noise",  "timestep", "context",
+    "labels",  "pooled", "guidance", "time_ids"};
 constexpr const char *kMomentNames[] = {"mu", "nu", "ema"};
 } // namespace
 

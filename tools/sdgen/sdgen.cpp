@@ -29,7 +29,8 @@ static cl::OptionCategory sdgenCategory("sdgen options");
 static cl::opt<std::string>
     presetFlag("preset",
                cl::desc("Model: dit-tiny, dit-digits, dit-s2, dit-b2, "
-                        "dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev"),
+                        "dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, "
+                        "flux-dev, sd2-base, sdxl, unet-tiny, sdxl-tiny"),
                cl::value_desc("name"), cl::cat(sdgenCategory));
 static cl::opt<int64_t>
     depthFlag("depth",
@@ -56,7 +57,7 @@ static cl::opt<int64_t>
                 cl::cat(sdgenCategory));
 static cl::opt<int64_t>
     pooledDimFlag("pooled-dim",
-                  cl::desc("Width of the pooled text vector (Flux; 768)"),
+                  cl::desc("Width of the pooled text vector (Flux 768, SDXL 1280)"),
                   cl::cat(sdgenCategory));
 static cl::opt<int64_t>
     freqDimFlag("freq-dim",
@@ -89,8 +90,29 @@ static cl::opt<int64_t>
     widthFlag("width", cl::desc("Pixel width (Wan, Flux; VAE factor 8)"),
               cl::cat(sdgenCategory));
 static cl::opt<int64_t> textLengthFlag("text-length",
-                                       cl::desc("Text tokens (Wan, Flux)"),
+                                       cl::desc("Text tokens (Wan, Flux, UNets)"),
                                        cl::cat(sdgenCategory));
+static cl::list<int64_t> blockChannelsFlag(
+    "block-channels",
+    cl::desc("UNet: channels of each level (diffusers' block_out_channels)"),
+    cl::CommaSeparated, cl::cat(sdgenCategory));
+static cl::list<int64_t> attentionHeadsFlag(
+    "attention-heads",
+    cl::desc("UNet: attention heads of each level (diffusers' "
+             "attention_head_dim)"),
+    cl::CommaSeparated, cl::cat(sdgenCategory));
+static cl::list<int64_t> transformerLayersFlag(
+    "transformer-layers",
+    cl::desc("UNet: transformer blocks of each level "
+             "(transformer_layers_per_block)"),
+    cl::CommaSeparated, cl::cat(sdgenCategory));
+static cl::opt<int64_t> layersPerBlockFlag(
+    "layers-per-block",
+    cl::desc("UNet: ResNet blocks per down block (up blocks: one more)"),
+    cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    normGroupsFlag("norm-groups", cl::desc("UNet: group-norm groups (32)"),
+                   cl::cat(sdgenCategory));
 static cl::opt<std::string>
     dtypeFlag("dtype", cl::desc("Parameters and activations: f32 or bf16"),
               cl::value_desc("type"), cl::cat(sdgenCategory));
@@ -120,6 +142,14 @@ template <typename T> static std::optional<T> given(const cl::opt<T> &flag) {
   if (flag.getNumOccurrences() == 0)
     return std::nullopt;
   return flag.getValue();
+}
+
+/// The list flag's values when it was given on the command line.
+static std::optional<std::vector<int64_t>>
+givenList(const cl::list<int64_t> &flag) {
+  if (flag.getNumOccurrences() == 0)
+    return std::nullopt;
+  return std::vector<int64_t>(flag.begin(), flag.end());
 }
 
 /// The arguments that shaped the program (all but the output file).
@@ -168,6 +198,11 @@ static absl::Status runSdgen(int argc, char **argv) {
   overrides.textLength = given(textLengthFlag);
   overrides.dtype = given(dtypeFlag);
   overrides.predictionType = given(predictionTypeFlag);
+  overrides.levelChannels = givenList(blockChannelsFlag);
+  overrides.levelHeads = givenList(attentionHeadsFlag);
+  overrides.levelTransformerLayers = givenList(transformerLayersFlag);
+  overrides.layersPerBlock = given(layersPerBlockFlag);
+  overrides.normGroups = given(normGroupsFlag);
   overrides.staticBatch = staticBatchFlag;
   overrides.withDenoise = withDenoiseFlag;
 

@@ -63,6 +63,62 @@ int64_t fluxParams() {
   return 19 * 2 * stream + 38 * single + embed + final;
 }
 
+/// diffusers' UNet2DConditionModel with linear projections, counted module
+/// by module from its definitions (resnet.py, transformer_2d.py,
+/// attention.py, unet_2d_condition.py): `channels` per level, transformer
+/// `layers` per level, `attention` per level's down/up blocks (the mid
+/// block always), `perBlock` ResNets per down block, text width `ctx`, and
+/// SDXL's added embedding of `addedIn` inputs (0: none); 4 latent channels.
+int64_t conv(int64_t in, int64_t out, int64_t k) { return in * out * k * k + out; }
+int64_t unetParams(const std::vector<int64_t> &channels,
+                   const std::vector<int64_t> &layers,
+                   const std::vector<bool> &attention, int64_t perBlock,
+                   int64_t ctx, int64_t addedIn = 0) {
+  int64_t c0 = channels[0], t = 4 * c0;
+  auto norm = [](int64_t c) { return 2 * c; };
+  auto resnet = [&](int64_t in, int64_t out) {
+    return norm(in) + conv(in, out, 3) + linear(t, out) + norm(out) +
+           conv(out, out, 3) + (in != out ? conv(in, out, 1) : 0);
+  };
+  auto transformer = [&](int64_t d, int64_t n) {
+    int64_t block = 3 * norm(d) + /*attn1*/ 3 * d * d + linear(d, d) +
+                    /*attn2*/ d * d + 2 * ctx * d + linear(d, d) +
+                    /*GEGLU*/ linear(d, 8 * d) + linear(4 * d, d);
+    return norm(d) + linear(d, d) + n * block + linear(d, d);
+  };
+  int64_t total = conv(4, c0, 3) + linear(c0, t) + linear(t, t);
+  if (addedIn > 0)
+    total += linear(addedIn, t) + linear(t, t);
+  std::vector<int64_t> skips = {c0};
+  int64_t cur = c0, n = static_cast<int64_t>(channels.size());
+  for (int64_t l = 0; l < n; ++l) {
+    for (int64_t j = 0; j < perBlock; ++j) {
+      total += resnet(cur, channels[l]);
+      cur = channels[l];
+      if (attention[l])
+        total += transformer(cur, layers[l]);
+      skips.push_back(cur);
+    }
+    if (l + 1 < n) {
+      total += conv(cur, cur, 3);
+      skips.push_back(cur);
+    }
+  }
+  total += 2 * resnet(cur, cur) + transformer(cur, layers.back());
+  for (int64_t l = n - 1; l >= 0; --l) {
+    for (int64_t j = 0; j <= perBlock; ++j) {
+      total += resnet(cur + skips.back(), channels[l]);
+      skips.pop_back();
+      cur = channels[l];
+      if (attention[l])
+        total += transformer(cur, layers[l]);
+    }
+    if (l > 0)
+      total += conv(cur, cur, 3);
+  }
+  return total + norm(c0) + conv(c0, 4, 3);
+}
+
 class ModelGenTest : public ::testing::Test {
 protected:
   ModelGenTest() {
@@ -103,6 +159,15 @@ TEST_F(ModelGenTest, ParameterCountsMatchThePyTorchModels) {
       // 1.42B parameters, which this architecture has exactly.
       {"wan2.1-1.3b", wanParams(30, 1536, 8960), 1.42e9},
       {"flux-dev", fluxParams(), 11.9e9},
+      // The released UNets' exact counts.
+      {"sd2-base",
+       unetParams({320, 640, 1280, 1280}, {1, 1, 1, 1},
+                  {true, true, true, false}, 2, 1024),
+       865910724},
+      {"sdxl",
+       unetParams({320, 640, 1280}, {1, 2, 10}, {false, true, true}, 2, 2048,
+                  1280 + 6 * 256),
+       2567463684},
   };
   for (const Case &c : cases) {
     ModelStats stats = generate(c.preset);
@@ -110,6 +175,46 @@ TEST_F(ModelGenTest, ParameterCountsMatchThePyTorchModels) {
     double off = std::abs(static_cast<double>(stats.numParams) - c.published);
     EXPECT_LT(off / c.published, 0.03) << c.preset;
   }
+}
+
+TEST_F(ModelGenTest, UNetPresetsHaveTheReleasedSizes) {
+  EXPECT_EQ(generate("sd2-base").numParams, 865910724);
+  EXPECT_EQ(generate("sdxl").numParams, 2567463684);
+  EXPECT_EQ(generate("unet-tiny").numParams,
+            unetParams({32, 64}, {1, 1}, {true, false}, 1, 32));
+  EXPECT_EQ(generate("sdxl-tiny").numParams,
+            unetParams({32, 64}, {1, 2}, {false, true}, 1, 32, 16 + 6 * 8));
+  auto sdxl = makeModelConfig("sdxl", {});
+  ASSERT_TRUE(sdxl.ok()) << sdxl.status();
+  EXPECT_EQ(sdxl->latentHeight, 128);
+  EXPECT_EQ(sdxl->textLength, 77);
+  EXPECT_EQ(sdxl->prediction, PredictionType::epsilon);
+  EXPECT_EQ(formatModelSummary(*sdxl, generate("sdxl")).substr(0, 20),
+            "sdxl: 2.57B paramete");
+  EXPECT_NE(formatModelSummary(*sdxl, generate("sdxl"))
+                .find("; published 2567.46M (+0.00%)"),
+            std::string::npos);
+}
+
+TEST_F(ModelGenTest, UNetOverrides) {
+  ModelOverrides o;
+  o.levelChannels = std::vector<int64_t>{16, 32, 64};
+  o.levelHeads = std::vector<int64_t>{1, 2, 4};
+  o.levelTransformerLayers = std::vector<int64_t>{1, 1, 2};
+  o.layersPerBlock = 2;
+  o.normGroups = 4;
+  o.latentSize = 16;
+  o.textDim = 24;
+  auto config = makeModelConfig("sd2-base", o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  // SD 2's pattern: no attention at the last level.
+  EXPECT_EQ(config->levelAttention, (std::vector<bool>{true, true, false}));
+  EXPECT_EQ(config->publishedParams, 0);
+  EXPECT_EQ(generate("sd2-base", o).numParams,
+            unetParams({16, 32, 64}, {1, 1, 2}, {true, true, false}, 2, 24));
+  auto xl = makeModelConfig("sdxl", o);
+  ASSERT_TRUE(xl.ok()) << xl.status();
+  EXPECT_EQ(xl->levelAttention, (std::vector<bool>{false, true, true}));
 }
 
 TEST_F(ModelGenTest, DitDigitsPreset) {
@@ -233,7 +338,8 @@ TEST(ModelConfigErrors, NameTheBadValue) {
   EXPECT_EQ(
       errorOf("dit-xs", {}),
       "unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, "
-      "dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev");
+      "dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev, "
+      "sd2-base, sdxl, unet-tiny, sdxl-tiny");
   ModelOverrides heads;
   heads.heads = 5;
   EXPECT_EQ(errorOf("dit-s2", heads),
@@ -253,6 +359,44 @@ TEST(ModelConfigErrors, NameTheBadValue) {
   frames.frames = 80;
   EXPECT_NE(errorOf("wan2.1-14b", frames).find("frames 80 must be 4k+1"),
             std::string::npos);
+}
+
+TEST(ModelConfigErrors, UNetsNameTheBadValue) {
+  ModelOverrides levels;
+  levels.levelChannels = std::vector<int64_t>{32, 64, 128};
+  EXPECT_EQ(errorOf("unet-tiny", levels),
+            "--block-channels [32, 64, 128] has 3 levels, but "
+            "--attention-heads [2, 4] and --transformer-layers [1, 1] must "
+            "have one entry per level");
+  ModelOverrides groups;
+  groups.normGroups = 5;
+  EXPECT_EQ(errorOf("unet-tiny", groups),
+            "level 0's 32 channels are not divisible into 5 norm groups "
+            "(--norm-groups)");
+  ModelOverrides heads;
+  heads.levelHeads = std::vector<int64_t>{3, 4};
+  EXPECT_EQ(errorOf("unet-tiny", heads),
+            "level 0's 32 channels are not divisible by 3 attention heads "
+            "(--attention-heads)");
+  ModelOverrides latent;
+  latent.latentSize = 9;
+  EXPECT_EQ(errorOf("unet-tiny", latent),
+            "latent 9×9 does not halve evenly 1 times: with 2 levels, its "
+            "height and width must be multiples of 2");
+  ModelOverrides depth;
+  depth.depth = 3;
+  EXPECT_NE(errorOf("sdxl", depth).find("--depth, --hidden, --heads"),
+            std::string::npos);
+  ModelOverrides unetFlag;
+  unetFlag.normGroups = 8;
+  EXPECT_EQ(errorOf("dit-s2", unetFlag),
+            "--block-channels, --attention-heads, --transformer-layers, "
+            "--layers-per-block and --norm-groups apply to UNets (sd2-base, "
+            "sdxl, unet-tiny, sdxl-tiny)");
+  ModelOverrides pooled;
+  pooled.pooledDim = 8;
+  EXPECT_EQ(errorOf("unet-tiny", pooled),
+            "--pooled-dim applies to Flux and SDXL (their pooled text vector)");
 }
 
 TEST(PredictionTypes, RoundTrip) {
@@ -303,10 +447,14 @@ std::vector<DenoiseCase> denoiseCases() {
   image.height = 32;
   image.width = 32;
   image.textLength = 3;
-  return {{"dit-digits", small},
-          {"dit-tiny", dit},
-          {"wan2.1-14b", video},
-          {"flux-dev", image}};
+  ModelOverrides unet;
+  unet.batch = 2;
+  unet.staticBatch = true;
+  unet.withDenoise = true;
+  unet.latentSize = 4;
+  unet.textLength = 3;
+  return {{"dit-digits", small},  {"dit-tiny", dit},   {"wan2.1-14b", video},
+          {"flux-dev", image},    {"unet-tiny", unet}, {"sdxl-tiny", unet}};
 }
 
 /// @denoise takes @loss's parameters (types and attributes, in order), then

@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -63,6 +64,16 @@ struct StepInput {
 /// before it compiles anything (from the model's own argument types).
 absl::Status checkDatasetFits(const std::vector<StepInput> &inputs,
                               const DatasetIndex &index);
+
+/// The VAE's spatial factor: a latent position is 8×8 pixels.
+constexpr int64_t kVaeFactor = 8;
+
+/// SDXL's micro-conditioning (input role time_ids) of a sample neither
+/// resized nor cropped: [original height, original width, crop top, crop
+/// left, target height, target width] in pixels, the image being its
+/// latents [B, H, W, C] × kVaeFactor. Nullopt without image latents.
+std::optional<std::array<float, 6>>
+sdxlTimeIds(const std::vector<StepInput> &inputs);
 
 /// How a flow model's training timesteps t in [0, 1) are drawn
 /// (timestep_sampling): uniform; logit-normal, t = sigmoid(mean + std·n)

@@ -1,10 +1,12 @@
 //===- Pretrained.h - a diffusers model folder to start from ---*- C++ -*-===//
 //
 // MaxDiffusion's `pretrained_model_name_or_path` names a diffusers model
-// repository. sd reads it when it is a local folder: the transformer's
-// component folder (`transformer/`, or the folder itself when it holds the
-// config), its `config.json` checked against the model program (family,
-// depth, widths, heads, patch and input sizes) before anything compiles,
+// repository. sd reads it when it is a local folder: the denoiser's
+// component folder (`transformer/` or `unet/`, or the folder itself when it
+// holds the config), its `config.json` checked against the model program
+// (family, depth, widths, heads, patch and input sizes; a UNet's levels,
+// block types, heads and transformer depth per level, text width and added
+// embedding) before anything compiles,
 // and its weights (`diffusion_pytorch_model.safetensors` or the sharded
 // `diffusion_pytorch_model.safetensors.index.json`) loaded as --init-from
 // loads a file. A hub id cannot be downloaded here: one error says to

@@ -92,6 +92,12 @@ public:
   /// Whether the model takes a guidance strength per row (Flux.1-dev's
   /// distilled guidance).
   bool hasGuidanceInput() const { return guidanceArg >= 0; }
+  /// Whether the model takes SDXL's size and crop ids (input role
+  /// time_ids, [batch, 6]); predict() feeds those of an uncropped image of
+  /// the latents' size unless setTimeIds() gave others.
+  bool hasTimeIdsInput() const { return timeIdsArg >= 0; }
+  /// The ids [batch × 6] predict() feeds from now on.
+  absl::Status setTimeIds(std::vector<float> ids);
   const ::sd::MeshSpec &mesh() const;
   ::sd::rt::TrainingSession &session() { return *trainingSession; }
   /// The parameters, in argument order.
@@ -123,7 +129,9 @@ private:
   std::vector<std::vector<int64_t>> contexts;
   std::vector<::sd::rt::InputRole> roles;
   /// Argument indices of the inputs (-1: absent).
-  int64_t latentsArg = -1, timestepArg = -1, labelsArg = -1, guidanceArg = -1;
+  int64_t latentsArg = -1, timestepArg = -1, labelsArg = -1, guidanceArg = -1,
+          timeIdsArg = -1;
+  std::vector<float> timeIds;
   std::vector<int64_t> contextArgs;
 };
 

@@ -43,7 +43,8 @@ def SD_InputKind : I32EnumAttr<"InputKind", "model input kind", [
     I32EnumAttrCase<"step", 5>,
     I32EnumAttrCase<"pooled", 6>,
     I32EnumAttrCase<"guidance", 7>,
-    I32EnumAttrCase<"hyperparameters", 8>]> {
+    I32EnumAttrCase<"hyperparameters", 8>,
+    I32EnumAttrCase<"time_ids", 9>]> {
   let cppNamespace = "::mlir::sd";
   let genSpecializedAttr = 0;
 }
@@ -321,7 +322,9 @@ def SD_InputAttr : SD_Attr<"Input", "input"> {
     optimizer steps taken so far (a scalar, an input of `@train_step`);
     `pooled`: a pooled text vector; `guidance`: a distilled guidance
     strength per sample; `hyperparameters`: the optimizer's values, one per
-    element (sd-build-train-step's hyperparameter-inputs).
+    element (sd-build-train-step's hyperparameter-inputs); `time_ids`:
+    SDXL's micro-conditioning per sample, [original height, original
+    width, crop top, crop left, target height, target width] in pixels.
   }];
   let parameters = (ins "InputKind":$kind);
   let hasCustomAssemblyFormat = 1;

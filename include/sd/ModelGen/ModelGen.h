@@ -1,8 +1,9 @@
 //===- ModelGen.h - model programs of diffusion transformers ----*- C++ -*-===//
 //
-// Writes the training-loss program of a diffusion transformer (DiT, Wan2.1,
-// Flux) at any size, so that real-scale programs exist without writing them
-// by hand. `sdgen` is a thin command line over this library.
+// Writes the training-loss program of a diffusion model (DiT, Wan2.1, Flux,
+// the SD 2 and SDXL UNets) at any size, so that real-scale programs exist
+// without writing them by hand. `sdgen` is a thin command line over this
+// library.
 //
 // The program is `func.func @loss(params..., inputs...) -> tensor<f32>`,
 // with one private block function per block kind (`@dit_block`,
@@ -43,6 +44,15 @@
 //   each checkpoint expects: inputs channel-major (c, [t,] i, j); outputs
 //   as the model unpatchifies, channel-minor for DiT and Wan, channel-major
 //   for Flux.
+// * UNets (diffusers' UNet2DConditionModel with linear projections) keep
+//   diffusers' names and PyTorch's layouts too: conv weights [Cout, Cin,
+//   KH, KW] with axes [conv_out, conv_in, _, _] (MaxDiffusion's names),
+//   transposed to the op's HWIO where used; attention projections without
+//   bias; GEGLU's projection the fused view [2, 4·C, C]. One private
+//   function per distinct ResNet block (@resnet_<in>_<out>_<H>x<W>) and
+//   transformer block (@transformer_<C>_<H>x<W>). SDXL also takes the
+//   pooled text (role `pooled`) and the six size and crop ids (role
+//   `time_ids`, [B, 6] f32, embedded unscaled).
 // * Inputs: latents and noise NHWC `[B, H, W, C]` (Wan `[B, F, H, W, C]`),
 //   axes `[batch, _, ...]`; timestep `[B]` f32 in [0, 1) `[batch]`; DiT
 //   labels one-hot `[B, classes + 1]` `[batch, _]`; Wan/Flux text context
@@ -109,10 +119,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::sd {
 
-enum class ModelFamily { DiT, Wan, Flux };
+enum class ModelFamily { DiT, Wan, Flux, UNet };
 
 // What the network predicts is the dialect's PredictionType (#sd.prediction,
 // SDAttrs.td): stringifyPredictionType and symbolizePredictionType name it.
@@ -153,6 +164,28 @@ struct ModelConfig {
   int64_t freqDim = 256;
   /// Flux's distilled guidance strength that training feeds (sd.guidance).
   double guidance = 3.5;
+  /// UNet (diffusers' UNet2DConditionModel): the channels of each
+  /// resolution level (block_out_channels), the attention heads of each
+  /// level (diffusers' attention_head_dim, which counts heads), the
+  /// transformer blocks of each level's Transformer2DModel
+  /// (transformer_layers_per_block; the mid block takes the last level's)
+  /// and whether a level's down and up blocks have attention (CrossAttn*
+  /// blocks; the mid block always has). The time embedding is 4 × the
+  /// first level's channels.
+  std::vector<int64_t> levelChannels, levelHeads, levelTransformerLayers;
+  std::vector<bool> levelAttention;
+  /// UNet: ResNet blocks per down block (up blocks have one more) and the
+  /// groups of every group norm.
+  int64_t layersPerBlock = 2;
+  int64_t normGroups = 32;
+  /// UNet (SDXL's "text_time" added embedding): the width of the
+  /// sinusoidal features of each of the six size and crop ids
+  /// (addition_time_embed_dim), 0 for none; the pooled text vector is
+  /// `pooledDim` wide.
+  int64_t addTimeDim = 0;
+  /// The published parameter count the preset reproduces (0: none), shown
+  /// in sdgen's summary.
+  int64_t publishedParams = 0;
   bool bf16 = false;
   PredictionType prediction = PredictionType::flow;
   /// Also write @denoise, the network's prediction as a function.
@@ -185,6 +218,12 @@ struct ModelOverrides {
   /// Video frames and pixel height/width (Wan; Flux height/width).
   std::optional<int64_t> frames, height, width;
   std::optional<int64_t> textLength;
+  /// UNet: block_out_channels, attention heads and transformer blocks per
+  /// level (each as many entries as levels), ResNet blocks per down block,
+  /// group-norm groups.
+  std::optional<std::vector<int64_t>> levelChannels, levelHeads,
+      levelTransformerLayers;
+  std::optional<int64_t> layersPerBlock, normGroups;
   /// `f32`/`bf16`; a prediction type's name (`symbolizePredictionType`).
   std::optional<std::string> dtype, predictionType;
   bool staticBatch = false;

@@ -46,11 +46,12 @@ enum class InputRole {
   Context,
   Labels,
   Pooled,
-  Guidance
+  Guidance,
+  TimeIds
 };
 
 /// "latents", "noise", "timestep", "context", "labels", "pooled",
-/// "guidance".
+/// "guidance", "time_ids".
 const char *inputRoleName(InputRole role);
 /// The role named `name`; nullopt for any other name.
 std::optional<InputRole> parseInputRole(std::string_view name);
