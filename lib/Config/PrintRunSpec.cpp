@@ -183,6 +183,10 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   table.add("eval_every", spec.data.evalEvery);
   if (spec.data.predictionType)
     table.add("prediction_type", *spec.data.predictionType);
+  if (spec.data.resolution)
+    table.add("resolution", *spec.data.resolution);
+  if (spec.data.normNumGroups)
+    table.add("norm_num_groups", *spec.data.normNumGroups);
   table.add("seed", run.seed);
   table.add("output_dir", run.outputDir);
   table.add("run_name", run.runName);

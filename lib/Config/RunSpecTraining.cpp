@@ -292,6 +292,12 @@ absl::Status Resolver::resolveData() {
   if (flags.predictionType || file.predictionType)
     data.predictionType =
         pick(&F::predictionType, &C::predictionType, std::string());
+  if (file.resolution)
+    data.resolution = pick(std::optional<int64_t>(), "", "resolution",
+                           file.resolution, int64_t(0));
+  if (file.normNumGroups)
+    data.normNumGroups = pick(std::optional<int64_t>(), "", "norm_num_groups",
+                              file.normNumGroups, int64_t(0));
   SamplingSettings &sampling = spec.sampling;
   sampling.steps =
       pick(&F::numInferenceSteps, &C::numInferenceSteps, int64_t(50));

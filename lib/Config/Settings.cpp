@@ -207,6 +207,8 @@ std::vector<SettingRow> numberRows() {
       key("warmup_steps_fraction", &C::warmupStepsFraction)
           .check(kProbability)
           .row,
+      key("resolution", &C::resolution).check(kPositive).row,
+      key("norm_num_groups", &C::normNumGroups).check(kPositive).row,
       flag("class-dropout-prob", kSdrun, &F::classDropoutProb, G::Run,
            "Probability that a sample's label is dropped to the null "
            "class, for classifier-free guidance (DiT: 0.1; default 0)")

@@ -159,6 +159,14 @@ TrainRunOptions mlir::sd::trainRunOptions(const ::sd::RunSpec &spec) {
   run.flowShift = spec.sampling.flowShift.value;
   if (spec.data.predictionType)
     run.predictionType = spec.data.predictionType->value;
+  if (spec.data.resolution) {
+    run.resolution = spec.data.resolution->value;
+    run.resolutionOrigin = spec.data.resolution->origin;
+  }
+  if (spec.data.normNumGroups) {
+    run.normNumGroups = spec.data.normNumGroups->value;
+    run.normNumGroupsOrigin = spec.data.normNumGroups->origin;
+  }
   // -1 and 0 both mean never.
   run.evalEvery = std::max<int64_t>(spec.data.evalEvery.value, 0);
   run.tracePath = settings.tracePath.value;

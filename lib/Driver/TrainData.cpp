@@ -2,6 +2,8 @@
 
 #include "TrainRunImpl.h"
 
+#include "sd/IR/SDOps.h"
+
 namespace mlir::sd::train {
 
 /// The inputs of the model's @loss that a data set feeds, from its argument
@@ -123,6 +125,45 @@ absl::Status TrainRun::checkLossSettings() const {
         flow ? " (a flow model's timesteps are weighted by "
                "timestep_sampling)"
              : ""));
+  return checkUNetSettings();
+}
+
+absl::Status TrainRun::checkUNetSettings() const {
+  // A UNet config describes its UNet: the image size it trains at and the
+  // groups of its norms. A program without group norms is no UNet, and the
+  // keys say nothing about it.
+  int64_t groups = 0;
+  ModuleOp(module).walk([&](GroupNormOp op) {
+    groups = static_cast<int64_t>(op.getNumGroups());
+  });
+  if (groups == 0)
+    return absl::OkStatus();
+  if (options.normNumGroups > 0 && options.normNumGroups != groups)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: norm_num_groups %d is not the model's: %s's group norms have %d "
+        "groups (give norm_num_groups=%d, or sdgen --norm-groups=%d)",
+        options.normNumGroupsOrigin, options.normNumGroups, options.modelPath,
+        groups, groups, options.normNumGroups));
+  auto loss = ModuleOp(module).lookupSymbol<func::FuncOp>("loss");
+  if (options.resolution <= 0 || !loss)
+    return absl::OkStatus();
+  for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
+    auto input = loss.getArgAttrOfType<InputAttr>(i, SDDialect::kRoleAttrName);
+    auto type = dyn_cast<RankedTensorType>(loss.getArgument(i).getType());
+    if (!input || input.getKind() != InputKind::latents || !type ||
+        type.getRank() != 4)
+      continue;
+    int64_t height = type.getDimSize(1) * data::kVaeFactor;
+    int64_t width = type.getDimSize(2) * data::kVaeFactor;
+    if (options.resolution != height || options.resolution != width)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: resolution %d is not the model's: %s's latents are %d×%d, "
+          "images of %d×%d pixels (give resolution=%d, or sdgen "
+          "--latent-size=%d)",
+          options.resolutionOrigin, options.resolution, options.modelPath,
+          type.getDimSize(1), type.getDimSize(2), height, width, height,
+          options.resolution / data::kVaeFactor));
+  }
   return absl::OkStatus();
 }
 

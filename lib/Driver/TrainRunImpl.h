@@ -167,7 +167,11 @@ private:
   /// The settings that depend on what @loss predicts, before compiling:
   /// the config's prediction_type must be it, timestep_sampling other than
   /// uniform needs a flow model, snr_gamma an epsilon or v_prediction one.
+  /// Then checkUNetSettings.
   absl::Status checkLossSettings() const;
+  /// A UNet config's resolution and norm_num_groups against a UNet program
+  /// (one with group norms): its latents × 8 and its groups.
+  absl::Status checkUNetSettings() const;
   /// The stream position of step `step`'s batch.
   int64_t positionOf(int64_t step) const {
     return firstPosition + (step - firstStep) * program.batch;

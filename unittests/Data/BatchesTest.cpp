@@ -185,6 +185,32 @@ TEST(TextBatchesTest, PooledAndGuidanceInputsAreFed) {
   EXPECT_EQ((*batch)[5], (std::vector<float>{1.0f, 1.0f}));
 }
 
+// SDXL's size and crop ids: an uncropped image of the latents' size (8
+// pixels a latent position), the same in every row; refused without image
+// latents to size them.
+TEST(TextBatchesTest, TimeIdsAreThoseOfTheLatentsImage) {
+  std::vector<StepInput> inputs = {
+      {0, InputRole::Latents, "latents.0", {2, 16, 12, 4}},
+      {1, InputRole::Noise, "noise.0", {2, 16, 12, 4}},
+      {2, InputRole::Timestep, "timestep.0", {2}},
+      {3, InputRole::TimeIds, "time_ids.0", {2, 6}}};
+  BatchOptions synthetic;
+  synthetic.syntheticSamples = 4;
+  absl::StatusOr<std::unique_ptr<BatchMaker>> maker =
+      BatchMaker::create(inputs, 2, synthetic);
+  ASSERT_TRUE(maker.ok()) << maker.status();
+  absl::StatusOr<std::vector<std::vector<float>>> batch = (*maker)->make(3);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ((*batch)[3], (std::vector<float>{128, 96, 0, 0, 128, 96, 128, 96,
+                                             0, 0, 128, 96}));
+  inputs.erase(inputs.begin());
+  maker = BatchMaker::create(inputs, 2, synthetic);
+  ASSERT_FALSE(maker.ok());
+  EXPECT_EQ(maker.status().message(),
+            "input 'time_ids.0' holds SDXL's size and crop ids [B, 6], which "
+            "come from image latents [B, H, W, C]; the model has none");
+}
+
 TEST(TextBatchesTest, DataSetsWithoutPooledEmbeddingsAreRefused) {
   fs::path dir = freshDir();
   DatasetIndex index = writeTextDataset(dir, 2);

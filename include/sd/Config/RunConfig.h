@@ -160,6 +160,10 @@ struct RunConfig {
   std::optional<double> logitMean, logitStd;
   /// `snr_gamma`: min-SNR-γ loss weighting (positive), -1 or 0 for none.
   std::optional<double> snrGamma;
+  /// `resolution` (pixels) and `norm_num_groups`: the UNet a UNet config
+  /// (base_2_base.yml, base_xl.yml) trains; sdrun checks them against a
+  /// UNet program (> 0).
+  std::optional<int64_t> resolution, normNumGroups;
   /// `timestep_bias`: more (or fewer) of the training timesteps in a part
   /// of [0, 1).
   std::optional<TimestepBiasConfig> timestepBias;

@@ -271,6 +271,10 @@ struct DataSettings {
   /// prediction_type as a config (or sdsample's --prediction-type) gives
   /// it (the model decides; sdrun and sdsample check that they agree).
   std::optional<Setting<std::string>> predictionType;
+  /// resolution and norm_num_groups as a UNet config gives them (sdrun
+  /// checks them against a UNet program: its latents × 8, its group
+  /// norms).
+  std::optional<Setting<int64_t>> resolution, normNumGroups;
 };
 
 /// How the model's layers run: the attention kernel and its block sizes,

@@ -111,6 +111,11 @@ struct TrainRunOptions {
   /// The config's prediction_type ("" when not given): it must be what the
   /// model predicts (@loss's sd.prediction_type).
   std::string predictionType;
+  /// The config's resolution and norm_num_groups (0 when not given) and
+  /// where they were set: a UNet program must have them (its latents × 8,
+  /// its group norms).
+  int64_t resolution = 0, normNumGroups = 0;
+  std::string resolutionOrigin, normNumGroupsOrigin;
   /// A Chrome trace of `traceSteps` steps after the first `traceSkipSteps`
   /// of this run.
   std::string tracePath;

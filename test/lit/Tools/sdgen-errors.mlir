@@ -26,7 +26,7 @@
 // RUN: not sdgen --preset=dit-s2 --heads=5 2>/dev/null | count 0
 // RUN: %python -c "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:], capture_output=True).returncode != 1)" sdgen --preset=dit-s2 --latent-size=33
 
-// NOPRESET: sdgen: error: give --preset=NAME (dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)
+// NOPRESET: sdgen: error: give --preset=NAME (dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev, sd2-base, sdxl, unet-tiny, sdxl-tiny)
 // PRESET: sdgen: error: unknown preset 'dit-xs'; expected one of dit-tiny, dit-digits, dit-s2, dit-b2, dit-xl2, wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev
 // HEADS: sdgen: error: hidden size 384 is not divisible by 5 heads
 // DEPTH: sdgen: error: depth 0 must be positive
@@ -56,7 +56,7 @@
 // RUN: not sdgen --preset=dit-tiny --text-dim=32 -o /dev/null 2>&1 | FileCheck %s --check-prefix=TEXT-DIM-DIT
 // TEXT-DIM-DIT: sdgen: error: --text-dim and --pooled-dim apply to text-conditioned models (wan2.1-14b, wan2.1-1.3b, wan-long, flux-dev)
 // RUN: not sdgen --preset=wan-long --pooled-dim=32 -o /dev/null 2>&1 | FileCheck %s --check-prefix=POOLED-WAN
-// POOLED-WAN: sdgen: error: --pooled-dim applies to Flux (its pooled text vector)
+// POOLED-WAN: sdgen: error: --pooled-dim applies to Flux and SDXL (their pooled text vector)
 // RUN: not sdgen --preset=wan-long --freq-dim=33 -o /dev/null 2>&1 | FileCheck %s --check-prefix=FREQ
 // FREQ: sdgen: error: timestep-embedding width 33 must be even (cos and sin halves)
 // RUN: not sdgen --preset=flux-dev --text-dim=0 -o /dev/null 2>&1 | FileCheck %s --check-prefix=TEXT-ZERO
@@ -71,3 +71,24 @@
 // CLASSES: sdgen: error: 0 classes: give 1 to 100000
 // RUN: not sdgen --preset=dit-digits --channels=65 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHANNELS
 // CHANNELS: sdgen: error: 65 channels: give 1 to 64
+
+// UNets: each list has one entry per level, the channels divide into the
+// groups and the heads, and the latent halves at every level.
+// RUN: not sdgen --preset=unet-tiny --block-channels=32,64,128 -o /dev/null 2>&1 | FileCheck %s --check-prefix=LEVELS
+// LEVELS: sdgen: error: --block-channels [32, 64, 128] has 3 levels, but --attention-heads [2, 4] and --transformer-layers [1, 1] must have one entry per level
+// RUN: not sdgen --preset=sd2-base --norm-groups=3 -o /dev/null 2>&1 | FileCheck %s --check-prefix=GROUPS
+// GROUPS: sdgen: error: level 0's 320 channels are not divisible into 3 norm groups (--norm-groups)
+// RUN: not sdgen --preset=sdxl --attention-heads=5,10,7 -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNET-HEADS
+// UNET-HEADS: sdgen: error: level 2's 1280 channels are not divisible by 7 attention heads (--attention-heads)
+// RUN: not sdgen --preset=sd2-base --latent-size=36 -o /dev/null 2>&1 | FileCheck %s --check-prefix=HALVES
+// HALVES: sdgen: error: latent 36×36 does not halve evenly 3 times: with 4 levels, its height and width must be multiples of 8
+// RUN: not sdgen --preset=unet-tiny --transformer-layers=1,0 -o /dev/null 2>&1 | FileCheck %s --check-prefix=LAYERS
+// LAYERS: sdgen: error: level 1's 0 transformer layers: give 1 to 64 (--transformer-layers)
+// RUN: not sdgen --preset=sdxl --hidden=64 -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNET-HIDDEN
+// UNET-HIDDEN: sdgen: error: --depth, --hidden, --heads, --mlp-ratio, --ffn-dim, --single-depth and --freq-dim apply to transformers; give sdxl --block-channels, --attention-heads, --transformer-layers and --layers-per-block
+// RUN: not sdgen --preset=dit-s2 --layers-per-block=1 -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOT-UNET
+// NOT-UNET: sdgen: error: --block-channels, --attention-heads, --transformer-layers, --layers-per-block and --norm-groups apply to UNets (sd2-base, sdxl, unet-tiny, sdxl-tiny)
+// RUN: not sdgen --preset=unet-tiny --pooled-dim=8 -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNET-POOLED
+// UNET-POOLED: sdgen: error: --pooled-dim applies to Flux and SDXL (their pooled text vector)
+// RUN: not sdgen --preset=unet-tiny --layers-per-block=0 -o /dev/null 2>&1 | FileCheck %s --check-prefix=PER-BLOCK
+// PER-BLOCK: sdgen: error: --layers-per-block 0: give 1 to 16
