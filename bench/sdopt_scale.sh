@@ -5,8 +5,9 @@
 # Target: well under 1 s per 10k ops.
 # Then the whole training-step compile of the largest preset: sdopt --train
 # (sd-differentiate, sd-remat, sd-build-train-step, propagation, partitioning)
-# on Wan2.1-14B over fsdp:4,tensor:2 with full remat, batch sdopt's choice.
-# Target: at most 1.5 s on a 2-core machine.
+# on Wan2.1-14B over fsdp:4,tensor:2 with full remat, batch sdopt's choice
+# (target: at most 1.5 s on a 2-core machine), and on SDXL's UNet (2.57B
+# parameters, 1680 tensors) over data:2,fsdp:4 (target: at most 5 s).
 #
 # Usage: bench/sdopt_scale.sh [build dir]   (prints two Markdown tables)
 set -euo pipefail
@@ -35,7 +36,7 @@ best_of_three() {
 
 echo "| preset | mesh | ops (inlined) | sdopt parse+verify+print (s) | s / 10k ops | default pipeline, batch 8 (s) | s / 10k ops |"
 echo "|---|---|---:|---:|---:|---:|---:|"
-for spec in "dit-s2 data:2,fsdp:4" "dit-xl2 fsdp:8" "flux-dev fsdp:4,tensor:2" "wan2.1-14b fsdp:4,context:2"; do
+for spec in "dit-s2 data:2,fsdp:4" "dit-xl2 fsdp:8" "flux-dev fsdp:4,tensor:2" "wan2.1-14b fsdp:4,context:2" "sd2-base data:2,fsdp:4" "sdxl data:2,fsdp:4"; do
   read -r preset mesh <<< "$spec"
   "$SDGEN" --preset="$preset" -o "$WORK/$preset.mlir" 2> /dev/null
   "$SDOPT" "$WORK/$preset.mlir" --inline -o "$WORK/$preset.inlined.mlir"
@@ -50,7 +51,7 @@ done
 echo
 echo "| preset | mesh | remat | ops (training step) | sdopt --train (s) | target (s) | result |"
 echo "|---|---|---|---:|---:|---:|---|"
-for spec in "wan2.1-14b fsdp:4,tensor:2 FULL 1.5"; do
+for spec in "wan2.1-14b fsdp:4,tensor:2 FULL 1.5" "sdxl data:2,fsdp:4 NONE 5"; do
   read -r preset mesh remat target <<< "$spec"
   "$SDGEN" --preset="$preset" -o "$WORK/$preset.mlir" 2> /dev/null
   train=("$SDOPT" "$WORK/$preset.mlir" --train --mesh="$mesh" --remat="$remat")

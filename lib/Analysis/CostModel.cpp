@@ -466,6 +466,9 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
     } else if (!op.hasTrait<OpTrait::IsTerminator>()) {
       if (failed(costOp(&op, *cost)))
         return failure();
+      // The scratch its kernel borrows while it runs.
+      if (auto costed = dyn_cast<CostOpInterface>(&op))
+        extra.back() = costed.getWorkspaceBytes();
     }
 
     // The sum so far is the add's first operand; the second, the

@@ -332,6 +332,28 @@ struct FormulaCost : public CostModelBase<FormulaCost<OpTy>, OpTy> {
   int64_t getFlops(Operation *op) const { return ::getFlops(cast<OpTy>(op)); }
 };
 
+/// conv2d: its formula, and the im2col rows its kernel borrows.
+struct ConvCost : public CostModelBase<ConvCost, Conv2DOp> {
+  int64_t getFlops(Operation *op) const {
+    return ::getFlops(cast<Conv2DOp>(op));
+  }
+  /// As the runtime's conv2dScratchFloats: one sample's and group's rows.
+  int64_t getWorkspaceBytes(Operation *op) const {
+    auto conv = cast<Conv2DOp>(op);
+    ArrayRef<int64_t> k = conv.getKernel().getType().getShape();
+    ArrayRef<int64_t> out = conv.getResult().getType().getShape();
+    bool pointwise = k[0] == 1 && k[1] == 1 && conv.getGroups() == 1 &&
+                     llvm::all_of(conv.getStrides(),
+                                  [](int64_t s) { return s == 1; }) &&
+                     llvm::all_of(conv.getPadding(),
+                                  [](int64_t p) { return p == 0; });
+    if (pointwise)
+      return 0;
+    return out[1] * out[2] * k[0] * k[1] * k[2] *
+           getElementBytes(conv.getInput().getType());
+  }
+};
+
 /// The flash-attention backward ops: a formula, part of which recomputes
 /// the forward's scores and probabilities (`getRecomputeFlops(op)`).
 template <typename OpTy>
@@ -411,7 +433,8 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
                  RngUniformOp>(*context);
     attachModels<ReduceCost, ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(*context);
     attachModels<FormulaCost, DotGeneralOp, AttentionOp, FlashAttentionOp,
-                 Conv2DOp, MseLossOp>(*context);
+                 MseLossOp>(*context);
+    Conv2DOp::attachInterface<ConvCost>(*context);
     attachModels<FlashBackwardCost, FlashAttentionDqOp, FlashAttentionDkvOp>(
         *context);
     attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,

@@ -379,6 +379,19 @@ static absl::Status applyInputShape(const ModelOverrides &o,
   return absl::OkStatus();
 }
 
+/// The batch overrides, then applyInputShape.
+static absl::Status applyBatchAndInputShape(const ModelOverrides &o,
+                                            StringRef presetName,
+                                            ModelConfig &c) {
+  if (o.batch) {
+    if (*o.batch <= 0)
+      return fail(llvm::formatv("batch {0} must be positive", *o.batch));
+    c.batch = *o.batch;
+  }
+  c.staticBatch = o.staticBatch;
+  return applyInputShape(o, presetName, c);
+}
+
 /// `name` [a, b, ...] for messages.
 static std::string listText(ArrayRef<int64_t> values) {
   std::string text;
@@ -483,13 +496,8 @@ makeUNetConfig(const ModelOverrides &o, StringRef presetName, ModelConfig c) {
                                 "to 64 (--transformer-layers)",
                                 level, layers));
   }
-  if (o.batch) {
-    if (*o.batch <= 0)
-      return fail(llvm::formatv("batch {0} must be positive", *o.batch));
-    c.batch = *o.batch;
-  }
-  c.staticBatch = o.staticBatch;
-  if (absl::Status status = applyInputShape(o, presetName, c); !status.ok())
+  if (absl::Status status = applyBatchAndInputShape(o, presetName, c);
+      !status.ok())
     return status;
   int64_t unit = int64_t(1) << (levels - 1);
   if (c.latentHeight % unit != 0 || c.latentWidth % unit != 0)
@@ -609,14 +617,8 @@ absl::StatusOr<ModelConfig> mlir::sd::makeModelConfig(StringRef presetName,
     c.mlpHidden = *o.ffnDim;
   }
 
-  if (o.batch) {
-    if (*o.batch <= 0)
-      return fail(llvm::formatv("batch {0} must be positive", *o.batch));
-    c.batch = *o.batch;
-  }
-  c.staticBatch = o.staticBatch;
-
-  if (absl::Status status = applyInputShape(o, presetName, c); !status.ok())
+  if (absl::Status status = applyBatchAndInputShape(o, presetName, c);
+      !status.ok())
     return status;
   if (absl::Status status = checkSizes(c); !status.ok())
     return status;

@@ -276,13 +276,25 @@ void rng(SdDevice *, int32_t normal, uint64_t seed, float *out, int32_t rank,
   kernels::rng(normal != 0, seed, out, rank, shape, globalShape, offsets, a, b);
 }
 
-int32_t conv2d(SdDevice *, const float *in, const float *kernel,
+int32_t conv2d(SdDevice *dev, const float *in, const float *kernel,
                const float *bias, float *out, const int64_t *inShape,
                const int64_t *kernelShape, const int64_t *outShape,
                const int64_t *strides, const int64_t *padding, int64_t groups) {
-  kernels::conv2d(in, kernel, bias, out, inShape, kernelShape, outShape,
-                  strides, padding, groups);
-  return 0;
+  // The im2col rows come from the device pool, which the memory model
+  // counts (CostOpInterface::getWorkspaceBytes).
+  int64_t floats = kernels::conv2dScratchFloats(kernelShape, outShape, strides,
+                                                padding, groups);
+  if (floats == 0) {
+    kernels::conv2d(in, kernel, bias, out, inShape, kernelShape, outShape,
+                    strides, padding, groups, nullptr);
+    return 0;
+  }
+  return withScratch(toDevice(dev), floats, "conv2d im2col rows",
+                     [&](float *cols) {
+                       kernels::conv2d(in, kernel, bias, out, inShape,
+                                       kernelShape, outShape, strides, padding,
+                                       groups, cols);
+                     });
 }
 
 // Programs call these around every kernel, so with tracing off they are a

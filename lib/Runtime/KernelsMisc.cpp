@@ -592,10 +592,27 @@ void rng(bool normal, uint64_t seed, float *out, int32_t rank,
 // Convolution
 //===----------------------------------------------------------------------===//
 
+/// A 1×1, stride-1, unpadded, ungrouped convolution is a plain GEMM.
+static bool isPointwise(const int64_t *kernelShape, const int64_t *strides,
+                        const int64_t *padding, int64_t groups) {
+  return kernelShape[0] == 1 && kernelShape[1] == 1 && strides[0] == 1 &&
+         strides[1] == 1 && padding[0] == 0 && padding[1] == 0 &&
+         padding[2] == 0 && padding[3] == 0 && groups == 1;
+}
+
+int64_t conv2dScratchFloats(const int64_t *kernelShape, const int64_t *outShape,
+                            const int64_t *strides, const int64_t *padding,
+                            int64_t groups) {
+  if (isPointwise(kernelShape, strides, padding, groups))
+    return 0;
+  return outShape[1] * outShape[2] * kernelShape[0] * kernelShape[1] *
+         kernelShape[2];
+}
+
 void conv2d(const float *in, const float *kernel, const float *bias, float *out,
             const int64_t *inShape, const int64_t *kernelShape,
             const int64_t *outShape, const int64_t *strides,
-            const int64_t *padding, int64_t groups) {
+            const int64_t *padding, int64_t groups, float *scratch) {
   int64_t n = inShape[0], h = inShape[1], w = inShape[2], cin = inShape[3];
   int64_t kh = kernelShape[0], kw = kernelShape[1], cinG = kernelShape[2];
   int64_t cout = kernelShape[3];
@@ -604,15 +621,10 @@ void conv2d(const float *in, const float *kernel, const float *bias, float *out,
   int64_t positions = ho * wo, depth = kh * kw * cinG;
   if (n * positions * cout == 0)
     return;
-  // A 1x1, stride-1, unpadded, ungrouped convolution is a plain GEMM.
-  bool pointwise = kh == 1 && kw == 1 && strides[0] == 1 && strides[1] == 1 &&
-                   padding[0] == 0 && padding[1] == 0 && padding[2] == 0 &&
-                   padding[3] == 0 && groups == 1;
-  // im2col of one sample and group: [positions, kh*kw*cinG], the row of
-  // output position (oy, ox) holding its receptive field in HWI order, which
-  // is the HWIO kernel's row order.
-  std::vector<float> cols(pointwise ? 0
-                                    : static_cast<size_t>(positions * depth));
+  bool pointwise = isPointwise(kernelShape, strides, padding, groups);
+  // im2col of one sample and group into `scratch` (conv2dScratchFloats):
+  // [positions, kh*kw*cinG], the row of output position (oy, ox) holding its
+  // receptive field in HWI order, which is the HWIO kernel's row order.
   for (int64_t s = 0; s < n; ++s) {
     const float *x = in + s * h * w * cin;
     float *y = out + s * positions * cout;
@@ -620,7 +632,7 @@ void conv2d(const float *in, const float *kernel, const float *bias, float *out,
       const float *a = x;
       int64_t lda = cin;
       if (!pointwise) {
-        float *colData = cols.data();
+        float *colData = scratch;
 #pragma omp parallel for schedule(static)
         for (int64_t p = 0; p < positions; ++p) {
           int64_t oy = p / wo, ox = p % wo;

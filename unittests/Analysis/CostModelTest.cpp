@@ -171,6 +171,26 @@ TEST_F(CostReportTest, CountsFlopsMemoryAndCollectives) {
   EXPECT_EQ(result->collectiveBytesPerDevice, 132);
 }
 
+// A convolution's kernel borrows its im2col rows from the device pool while
+// it runs: the peak counts them at the conv (a 1×1 stride-1 conv needs none).
+TEST_F(CostReportTest, ConvolutionsBorrowTheirIm2colRows) {
+  FailureOr<CostReport> result = report(R"mlir(
+    func.func @loss(%w: tensor<3x3x4x8xf32> {sd.role = #sd.param<"w", zeros>},
+                    %p: tensor<1x1x8x8xf32> {sd.role = #sd.param<"p", zeros>},
+                    %x: tensor<2x6x6x4xf32> {sd.role = #sd.input<latents>}) -> tensor<f32> {
+      %y = sd.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<2x6x6x4xf32>, tensor<3x3x4x8xf32>) -> tensor<2x3x3x8xf32>
+      %z = sd.conv2d %y, %p strides = [1, 1] padding = [0, 0, 0, 0] groups = 1 : (tensor<2x3x3x8xf32>, tensor<1x1x8x8xf32>) -> tensor<2x3x3x8xf32>
+      %l = sd.reduce_sum %z dims = [0, 1, 2, 3] : (tensor<2x3x3x8xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  // At the first conv: its result (2·3·3·8·4 = 576 bytes) and one sample's
+  // rows, [3·3 positions, 3·3·4] floats = 1296 bytes. The 1×1 conv holds
+  // %y and %z (1152) and borrows nothing.
+  EXPECT_EQ(result->peakActivationBytes, 576 + 1296);
+  EXPECT_EQ(result->peakOp, "sd.conv2d");
+}
+
 // A global program: the arguments' shardings give the per-device blocks.
 TEST_F(CostReportTest, GlobalProgramsUseShardings) {
   FailureOr<CostReport> result = report(R"mlir(

@@ -828,9 +828,13 @@ void checkConv(std::vector<int64_t> inShape, std::vector<int64_t> kernelShape,
                   withBias ? &biasTensor : nullptr, strides, padding, groups);
   std::vector<int64_t> outShape = expected.shape();
   std::vector<float> out(static_cast<size_t>(expected.numElements()), -3.0f);
+  // Exactly the scratch the kernel asks for (ASan sees an overrun).
+  std::vector<float> scratch(static_cast<size_t>(
+      conv2dScratchFloats(kernelShape.data(), outShape.data(), strides.data(),
+                          padding.data(), groups)));
   conv2d(in.data(), kernel.data(), withBias ? bias.data() : nullptr, out.data(),
          inShape.data(), kernelShape.data(), outShape.data(), strides.data(),
-         padding.data(), groups);
+         padding.data(), groups, scratch.empty() ? nullptr : scratch.data());
   EXPECT_LT(ref::maxRelativeDifference(fromFloats(out.data(), outShape),
                                        expected, 1.0),
             kTol);

@@ -186,6 +186,16 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
       }],
       "::mlir::Value", "getViewSource", (ins), [{}],
       [{ return {}; }]>,
+    InterfaceMethod<[{
+        Device memory the op's runtime kernel borrows from the device pool
+        while it runs and returns after: conv2d's im2col rows, Ho·Wo ×
+        KH·KW·Cin/groups elements of the input's type (none for a 1×1,
+        stride-1, unpadded, ungrouped conv, which is a plain GEMM); 0 for
+        every other op (the default). The cost model adds it to the live
+        bytes at the op.
+      }],
+      "int64_t", "getWorkspaceBytes", (ins), [{}],
+      [{ return 0; }]>,
   ];
 }
 

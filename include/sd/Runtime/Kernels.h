@@ -114,7 +114,14 @@ void rng(bool normal, uint64_t seed, float *out, int32_t rank,
 void conv2d(const float *in, const float *kernel, const float *bias, float *out,
             const int64_t *inShape, const int64_t *kernelShape,
             const int64_t *outShape, const int64_t *strides,
-            const int64_t *padding, int64_t groups);
+            const int64_t *padding, int64_t groups, float *scratch);
+/// The floats of conv2d's scratch: one sample's and group's im2col rows,
+/// [Ho·Wo, KH·KW·Cin/groups], reused for every sample and group; 0 for a
+/// 1×1, stride-1, unpadded, ungrouped convolution (a plain GEMM of the
+/// input). Shapes as conv2d's.
+int64_t conv2dScratchFloats(const int64_t *kernelShape, const int64_t *outShape,
+                            const int64_t *strides, const int64_t *padding,
+                            int64_t groups);
 
 /// The vector paths of the softmax and attention kernels' exponentials.
 enum class VectorPath { Best, Avx2, Avx512 };

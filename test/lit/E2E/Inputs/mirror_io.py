@@ -203,6 +203,20 @@ def write_case(out_dir, entries, shards, inputs, out, config):
     return 0
 
 
+def write_model_case(args, config, model, inputs, run_model):
+    """A mirror's write command after it has built and randomized `model`.
+
+    inputs: {name: float tensor}, stored as F32; run_model(model, weights,
+    inputs) gives the expected output from the stored (rounded) weights.
+    Writes args.out_dir with args.dtype weights in args.shards files.
+    """
+    os.makedirs(args.out_dir, exist_ok=True)
+    entries, weights = encode_state(model.state_dict(), args.dtype)
+    out = run_model(model, weights, inputs)
+    encoded = {name: encode(tensor, "F32") for name, tensor in inputs.items()}
+    return write_case(args.out_dir, entries, args.shards, encoded, out, config)
+
+
 def check_case(out_dir, compute):
     """Recomputes a case directory's output and compares it bitwise.
 

@@ -89,7 +89,6 @@ model has 865,910,724 parameters; with SDXL base's (count --variant sdxl
 The file handling shared with the other mirrors is in mirror_io.py.
 """
 import math
-import os
 import sys
 
 import torch
@@ -98,7 +97,6 @@ from torch import nn
 
 import mirror_io
 from mirror_layers import attention, sinusoidal_embedding
-from mirror_io import encode
 from wan_mirror import distinct_timesteps
 
 CLASS_NAME = "UNet2DConditionModel"
@@ -675,16 +673,10 @@ def command_write(args):
     size = (args.height if args.height == args.width
             else [args.height, args.width])
     config = config_from_args(args, size)
-    os.makedirs(args.out_dir, exist_ok=True)
     model = build_model(config)
     randomize(model, args.seed)
-    # The expected output is a function of the stored (rounded) weights.
-    entries, weights = mirror_io.encode_state(model.state_dict(), args.dtype)
-    inputs = make_inputs(args)
-    out = run_model(model, weights, inputs)
-    encoded = {name: encode(tensor, "F32") for name, tensor in inputs.items()}
-    return mirror_io.write_case(args.out_dir, entries, args.shards, encoded,
-                                out, config)
+    return mirror_io.write_model_case(args, config, model, make_inputs(args),
+                                      run_model)
 
 
 def command_check(args):

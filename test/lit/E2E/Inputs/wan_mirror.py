@@ -41,7 +41,6 @@ Everything runs in float32 on one CPU thread.
 The file handling shared with the other mirrors is in mirror_io.py.
 """
 import math
-import os
 import sys
 
 import torch
@@ -51,7 +50,6 @@ from torch import nn
 import mirror_io
 from mirror_layers import (FeedForward, RMSNorm, attention,
                            sinusoidal_embedding)
-from mirror_io import encode
 
 CLASS_NAME = "WanTransformer3DModel"
 DIFFUSERS_VERSION = "0.33.0"
@@ -322,16 +320,10 @@ def config_from_args(args):
 
 def command_write(args):
     config = config_from_args(args)
-    os.makedirs(args.out_dir, exist_ok=True)
     model = build_model(config)
     randomize(model, args.seed)
-    # The expected output is a function of the stored (rounded) weights.
-    entries, weights = mirror_io.encode_state(model.state_dict(), args.dtype)
-    inputs = make_inputs(args)
-    out = run_model(model, weights, inputs)
-    encoded = {name: encode(tensor, "F32") for name, tensor in inputs.items()}
-    return mirror_io.write_case(args.out_dir, entries, args.shards, encoded,
-                                out, config)
+    return mirror_io.write_model_case(args, config, model, make_inputs(args),
+                                      run_model)
 
 
 def command_check(args):
