@@ -342,11 +342,10 @@ struct ConvCost : public CostModelBase<ConvCost, Conv2DOp> {
     auto conv = cast<Conv2DOp>(op);
     ArrayRef<int64_t> k = conv.getKernel().getType().getShape();
     ArrayRef<int64_t> out = conv.getResult().getType().getShape();
-    bool pointwise = k[0] == 1 && k[1] == 1 && conv.getGroups() == 1 &&
-                     llvm::all_of(conv.getStrides(),
-                                  [](int64_t s) { return s == 1; }) &&
-                     llvm::all_of(conv.getPadding(),
-                                  [](int64_t p) { return p == 0; });
+    bool pointwise =
+        k[0] == 1 && k[1] == 1 && conv.getGroups() == 1 &&
+        llvm::all_of(conv.getStrides(), [](int64_t s) { return s == 1; }) &&
+        llvm::all_of(conv.getPadding(), [](int64_t p) { return p == 0; });
     if (pointwise)
       return 0;
     return out[1] * out[2] * k[0] * k[1] * k[2] *

@@ -139,9 +139,9 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
 
 absl::Status DenoiseProgram::setTimeIds(std::vector<float> ids) {
   if (timeIdsArg < 0 || ids.size() != timeIds.size())
-    return absl::InternalError(absl::StrFormat(
-        "the model takes %d time ids, %d were given", timeIds.size(),
-        ids.size()));
+    return absl::InternalError(
+        absl::StrFormat("the model takes %d time ids, %d were given",
+                        timeIds.size(), ids.size()));
   timeIds = std::move(ids);
   return absl::OkStatus();
 }

@@ -164,9 +164,8 @@ absl::StatusOr<Forward> forwardOf(func::FuncOp func) {
                  {"img_ids", {tokens, 3}},
                  {"txt_ids", {text, 3}},
                  {"guidance", {kBatch}}};
-  } else if (l.size() == 3 && fw.labelColumns == 0 &&
-             fw.contexts.size() == 1 && fw.contexts[0].size() == 2 &&
-             (textOnly || sdxlInputs)) {
+  } else if (l.size() == 3 && fw.labelColumns == 0 && fw.contexts.size() == 1 &&
+             fw.contexts[0].size() == 2 && (textOnly || sdxlInputs)) {
     int64_t h = l[0], w = l[1], c = l[2];
     fw.family = Family::UNet;
     fw.name = "UNet2DConditionModel.forward";

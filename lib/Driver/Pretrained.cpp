@@ -503,8 +503,8 @@ absl::Status mlir::sd::checkPretrainedConfig(ModuleOp module,
     // One number for a per-level list means it for every level.
     if (const llvm::json::Array *levels = check.program.getAsArray();
         levels && value.getAsNumber())
-      value = llvm::json::Array(std::vector<llvm::json::Value>(levels->size(),
-                                                               value));
+      value = llvm::json::Array(
+          std::vector<llvm::json::Value>(levels->size(), value));
     // Flux's out_channels null means in_channels.
     if (value.kind() == llvm::json::Value::Null &&
         check.program.kind() != llvm::json::Value::Null &&

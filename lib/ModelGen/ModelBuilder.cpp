@@ -78,8 +78,8 @@ void modelgen::addPatchEmbedding(ParamSpecs &specs, const std::string &name,
   specs[specs.size() - 2].storedShape = std::move(stored);
 }
 
-void modelgen::addConv(ParamSpecs &specs, const std::string &name,
-                       int64_t in, int64_t out, int64_t kernel) {
+void modelgen::addConv(ParamSpecs &specs, const std::string &name, int64_t in,
+                       int64_t out, int64_t kernel) {
   // PyTorch's default: uniform within ±1/sqrt(fan in).
   double bound = 1.0 / std::sqrt(static_cast<double>(in * kernel * kernel));
   specs.push_back({name + ".weight",
@@ -276,18 +276,16 @@ Value FnBuilder::layerNorm(Value x, Value scale, Value bias, double epsilon) {
 Value FnBuilder::groupNorm(Value x, Value scale, Value bias, int64_t groups,
                            double epsilon) {
   return GroupNormOp::create(builder, loc, x, scale, bias,
-                             static_cast<uint64_t>(groups),
-                             APFloat(epsilon));
+                             static_cast<uint64_t>(groups), APFloat(epsilon));
 }
 
 Value FnBuilder::conv2d(Value x, Value weight, Value bias, int64_t stride,
                         int64_t padding) {
   // PyTorch's [Cout, Cin, KH, KW] → the op's HWIO [KH, KW, Cin, Cout].
   Value kernel = transpose(weight, {2, 3, 1, 0});
-  return Conv2DOp::create(builder, loc, x, kernel, bias,
-                          ArrayRef<int64_t>{stride, stride},
-                          ArrayRef<int64_t>{padding, padding, padding, padding},
-                          uint64_t{1});
+  return Conv2DOp::create(
+      builder, loc, x, kernel, bias, ArrayRef<int64_t>{stride, stride},
+      ArrayRef<int64_t>{padding, padding, padding, padding}, uint64_t{1});
 }
 
 Value FnBuilder::upsampleNearest(Value x, int64_t factor) {

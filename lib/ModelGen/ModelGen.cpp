@@ -112,8 +112,8 @@ Preset makeUNet(StringRef name, std::vector<int64_t> channels,
                 std::vector<int64_t> heads, std::vector<int64_t> layers,
                 std::vector<bool> attention, int64_t textDim, int64_t pixels,
                 int64_t published) {
-  ModelConfig c = makeConfig(name, ModelFamily::UNet, 0, channels.front(),
-                             heads.front());
+  ModelConfig c =
+      makeConfig(name, ModelFamily::UNet, 0, channels.front(), heads.front());
   c.levelChannels = std::move(channels);
   c.levelHeads = std::move(heads);
   c.levelTransformerLayers = std::move(layers);
@@ -137,9 +137,9 @@ Preset makeSdxl(StringRef name, std::vector<int64_t> channels,
                 int64_t pixels, int64_t published) {
   std::vector<bool> attention(channels.size(), true);
   attention.front() = false;
-  Preset preset = makeUNet(name, std::move(channels), std::move(heads),
-                           std::move(layers), std::move(attention), textDim,
-                           pixels, published);
+  Preset preset =
+      makeUNet(name, std::move(channels), std::move(heads), std::move(layers),
+               std::move(attention), textDim, pixels, published);
   preset.config.pooledDim = pooledDim;
   preset.config.addTimeDim = addTimeDim;
   return preset;
@@ -185,16 +185,15 @@ std::optional<Preset> lookupPreset(StringRef name) {
     return makeFlux();
   // stabilityai/stable-diffusion-2-base (512 px): 865,910,724 parameters.
   if (name == "sd2-base")
-    return makeUNet(name, {320, 640, 1280, 1280}, {5, 10, 20, 20},
-                    {1, 1, 1, 1}, {true, true, true, false}, 1024, 512,
-                    865910724);
+    return makeUNet(name, {320, 640, 1280, 1280}, {5, 10, 20, 20}, {1, 1, 1, 1},
+                    {true, true, true, false}, 1024, 512, 865910724);
   // stabilityai/stable-diffusion-xl-base-1.0 (1024 px): 2,567,463,684.
   if (name == "sdxl")
-    return makeSdxl(name, {320, 640, 1280}, {5, 10, 20}, {1, 2, 10}, 2048,
-                    1280, 256, 1024, 2567463684);
+    return makeSdxl(name, {320, 640, 1280}, {5, 10, 20}, {1, 2, 10}, 2048, 1280,
+                    256, 1024, 2567463684);
   if (name == "unet-tiny")
-    return makeTinyUNet(makeUNet(name, {32, 64}, {2, 4}, {1, 1},
-                                 {true, false}, 32, 64, 0));
+    return makeTinyUNet(
+        makeUNet(name, {32, 64}, {2, 4}, {1, 1}, {true, false}, 32, 64, 0));
   if (name == "sdxl-tiny")
     return makeTinyUNet(
         makeSdxl(name, {32, 64}, {2, 4}, {1, 2}, 32, 16, 8, 64, 0));
@@ -285,10 +284,9 @@ absl::Status pixelsToLatent(StringRef what, int64_t pixels, int64_t patch,
 
 ArrayRef<StringRef> mlir::sd::getPresetNames() {
   static const StringRef names[] = {
-      "dit-tiny",   "dit-digits",  "dit-s2",   "dit-b2",
-      "dit-xl2",    "wan2.1-14b",  "wan2.1-1.3b", "wan-long",
-      "flux-dev",   "sd2-base",    "sdxl",     "unet-tiny",
-      "sdxl-tiny"};
+      "dit-tiny",   "dit-digits",  "dit-s2",   "dit-b2",   "dit-xl2",
+      "wan2.1-14b", "wan2.1-1.3b", "wan-long", "flux-dev", "sd2-base",
+      "sdxl",       "unet-tiny",   "sdxl-tiny"};
   return names;
 }
 
@@ -449,9 +447,10 @@ makeUNetConfig(const ModelOverrides &o, StringRef presetName, ModelConfig c) {
     c.levelTransformerLayers = *o.levelTransformerLayers;
   size_t levels = c.levelChannels.size();
   if (levels == 0 || levels > 8)
-    return fail(llvm::formatv("{0} levels of --block-channels: give 1 to 8",
-                              levels));
-  if (c.levelHeads.size() != levels || c.levelTransformerLayers.size() != levels)
+    return fail(
+        llvm::formatv("{0} levels of --block-channels: give 1 to 8", levels));
+  if (c.levelHeads.size() != levels ||
+      c.levelTransformerLayers.size() != levels)
     return fail(llvm::formatv(
         "--block-channels {0} has {1} levels, but --attention-heads {2} and "
         "--transformer-layers {3} must have one entry per level",
@@ -504,8 +503,8 @@ makeUNetConfig(const ModelOverrides &o, StringRef presetName, ModelConfig c) {
     return fail(llvm::formatv("latent {0}×{1} does not halve evenly {2} "
                               "times: with {3} levels, its height and width "
                               "must be multiples of {4}",
-                              c.latentHeight, c.latentWidth, levels - 1,
-                              levels, unit));
+                              c.latentHeight, c.latentWidth, levels - 1, levels,
+                              unit));
   // What the generic fields mean for a UNet: its first level.
   c.hidden = c.levelChannels.front();
   c.heads = c.levelHeads.front();
@@ -706,9 +705,8 @@ std::string mlir::sd::formatModelSummary(const ModelConfig &config,
   else
     count = llvm::formatv("{0:F1}K", n / 1e3);
   std::string summary = llvm::formatv(
-      "{0}: {1} parameters ({2} tensors), {3} ops ({4} inlined)",
-      config.preset, count, stats.numParamTensors, stats.numOps,
-      stats.numOpsInlined);
+      "{0}: {1} parameters ({2} tensors), {3} ops ({4} inlined)", config.preset,
+      count, stats.numParamTensors, stats.numOps, stats.numOpsInlined);
   // The reference the preset reproduces, while its sizes are the preset's.
   if (config.publishedParams > 0 && stats.numParams > 0) {
     double published = static_cast<double>(config.publishedParams);

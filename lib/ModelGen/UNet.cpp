@@ -136,9 +136,9 @@ SmallVector<Value> transformerBlock(FnBuilder &f, int64_t heads,
   };
   x = f.add(x, f.name(unetAttention(f, p, "attn1", heads, norm("norm1", x), {}),
                       "self_attn"));
-  x = f.add(x, f.name(unetAttention(f, p, "attn2", heads, norm("norm2", x),
-                                    context),
-                      "cross_attn"));
+  x = f.add(
+      x, f.name(unetAttention(f, p, "attn2", heads, norm("norm2", x), context),
+                "cross_attn"));
   SmallVector<Value> geglu =
       linearChunks(f, norm("norm3", x), p.lookup("ff.net.0.proj.weight"),
                    p.lookup("ff.net.0.proj.bias"));
@@ -240,7 +240,8 @@ public:
   }
 
 private:
-  /// A ResNet block from h's channels to `out`, through @resnet_<in>_<out>_<H>x<W>.
+  /// A ResNet block from h's channels to `out`, through
+  /// @resnet_<in>_<out>_<H>x<W>.
   Value resnet(Value h, int64_t out, const std::string &prefix) {
     int64_t in = channelsOf(h);
     ArrayRef<int64_t> shape = shapeOf(h);

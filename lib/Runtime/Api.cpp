@@ -289,12 +289,11 @@ int32_t conv2d(SdDevice *dev, const float *in, const float *kernel,
                     strides, padding, groups, nullptr);
     return 0;
   }
-  return withScratch(toDevice(dev), floats, "conv2d im2col rows",
-                     [&](float *cols) {
-                       kernels::conv2d(in, kernel, bias, out, inShape,
-                                       kernelShape, outShape, strides, padding,
-                                       groups, cols);
-                     });
+  return withScratch(
+      toDevice(dev), floats, "conv2d im2col rows", [&](float *cols) {
+        kernels::conv2d(in, kernel, bias, out, inShape, kernelShape, outShape,
+                        strides, padding, groups, cols);
+      });
 }
 
 // Programs call these around every kernel, so with tracing off they are a

@@ -11,9 +11,9 @@
 namespace sd::rt {
 
 namespace {
-constexpr const char *kRoleNames[] = {
-    "latents", "noise",  "timestep", "context",
-    "labels",  "pooled", "guidance", "time_ids"};
+constexpr const char *kRoleNames[] = {"latents",  "noise",   "timestep",
+                                      "context",  "labels",  "pooled",
+                                      "guidance", "time_ids"};
 constexpr const char *kMomentNames[] = {"mu", "nu", "ema"};
 } // namespace
 

@@ -55,10 +55,10 @@ static cl::opt<int64_t>
     textDimFlag("text-dim",
                 cl::desc("Width of the text states (Wan, Flux; 4096)"),
                 cl::cat(sdgenCategory));
-static cl::opt<int64_t>
-    pooledDimFlag("pooled-dim",
-                  cl::desc("Width of the pooled text vector (Flux 768, SDXL 1280)"),
-                  cl::cat(sdgenCategory));
+static cl::opt<int64_t> pooledDimFlag(
+    "pooled-dim",
+    cl::desc("Width of the pooled text vector (Flux 768, SDXL 1280)"),
+    cl::cat(sdgenCategory));
 static cl::opt<int64_t>
     freqDimFlag("freq-dim",
                 cl::desc("Width of the sinusoidal timestep embedding (256)"),
@@ -89,9 +89,9 @@ static cl::opt<int64_t>
 static cl::opt<int64_t>
     widthFlag("width", cl::desc("Pixel width (Wan, Flux; VAE factor 8)"),
               cl::cat(sdgenCategory));
-static cl::opt<int64_t> textLengthFlag("text-length",
-                                       cl::desc("Text tokens (Wan, Flux, UNets)"),
-                                       cl::cat(sdgenCategory));
+static cl::opt<int64_t>
+    textLengthFlag("text-length", cl::desc("Text tokens (Wan, Flux, UNets)"),
+                   cl::cat(sdgenCategory));
 static cl::list<int64_t> blockChannelsFlag(
     "block-channels",
     cl::desc("UNet: channels of each level (diffusers' block_out_channels)"),
@@ -101,18 +101,18 @@ static cl::list<int64_t> attentionHeadsFlag(
     cl::desc("UNet: attention heads of each level (diffusers' "
              "attention_head_dim)"),
     cl::CommaSeparated, cl::cat(sdgenCategory));
-static cl::list<int64_t> transformerLayersFlag(
-    "transformer-layers",
-    cl::desc("UNet: transformer blocks of each level "
-             "(transformer_layers_per_block)"),
-    cl::CommaSeparated, cl::cat(sdgenCategory));
+static cl::list<int64_t>
+    transformerLayersFlag("transformer-layers",
+                          cl::desc("UNet: transformer blocks of each level "
+                                   "(transformer_layers_per_block)"),
+                          cl::CommaSeparated, cl::cat(sdgenCategory));
 static cl::opt<int64_t> layersPerBlockFlag(
     "layers-per-block",
     cl::desc("UNet: ResNet blocks per down block (up blocks: one more)"),
     cl::cat(sdgenCategory));
-static cl::opt<int64_t>
-    normGroupsFlag("norm-groups", cl::desc("UNet: group-norm groups (32)"),
-                   cl::cat(sdgenCategory));
+static cl::opt<int64_t> normGroupsFlag("norm-groups",
+                                       cl::desc("UNet: group-norm groups (32)"),
+                                       cl::cat(sdgenCategory));
 static cl::opt<std::string>
     dtypeFlag("dtype", cl::desc("Parameters and activations: f32 or bf16"),
               cl::value_desc("type"), cl::cat(sdgenCategory));

@@ -201,8 +201,8 @@ TEST(TextBatchesTest, TimeIdsAreThoseOfTheLatentsImage) {
   ASSERT_TRUE(maker.ok()) << maker.status();
   absl::StatusOr<std::vector<std::vector<float>>> batch = (*maker)->make(3);
   ASSERT_TRUE(batch.ok()) << batch.status();
-  EXPECT_EQ((*batch)[3], (std::vector<float>{128, 96, 0, 0, 128, 96, 128, 96,
-                                             0, 0, 128, 96}));
+  EXPECT_EQ((*batch)[3], (std::vector<float>{128, 96, 0, 0, 128, 96, 128, 96, 0,
+                                             0, 128, 96}));
   inputs.erase(inputs.begin());
   maker = BatchMaker::create(inputs, 2, synthetic);
   ASSERT_FALSE(maker.ok());

@@ -69,7 +69,9 @@ int64_t fluxParams() {
 /// `layers` per level, `attention` per level's down/up blocks (the mid
 /// block always), `perBlock` ResNets per down block, text width `ctx`, and
 /// SDXL's added embedding of `addedIn` inputs (0: none); 4 latent channels.
-int64_t conv(int64_t in, int64_t out, int64_t k) { return in * out * k * k + out; }
+int64_t conv(int64_t in, int64_t out, int64_t k) {
+  return in * out * k * k + out;
+}
 int64_t unetParams(const std::vector<int64_t> &channels,
                    const std::vector<int64_t> &layers,
                    const std::vector<bool> &attention, int64_t perBlock,
@@ -453,8 +455,8 @@ std::vector<DenoiseCase> denoiseCases() {
   unet.withDenoise = true;
   unet.latentSize = 4;
   unet.textLength = 3;
-  return {{"dit-digits", small},  {"dit-tiny", dit},   {"wan2.1-14b", video},
-          {"flux-dev", image},    {"unet-tiny", unet}, {"sdxl-tiny", unet}};
+  return {{"dit-digits", small}, {"dit-tiny", dit},   {"wan2.1-14b", video},
+          {"flux-dev", image},   {"unet-tiny", unet}, {"sdxl-tiny", unet}};
 }
 
 /// @denoise takes @loss's parameters (types and attributes, in order), then
