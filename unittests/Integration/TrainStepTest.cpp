@@ -8,13 +8,16 @@
 // * microbatches: accumulating two halves equals one whole batch;
 // * the partitioned training step (loss, parameters, optimizer state) on
 //   the eight meshes of the partitioning tests, for the remat policies
-//   NONE, FULL and OFFLOAD_MATMUL_WITHOUT_BATCH, against one device.
+//   NONE, FULL and OFFLOAD_MATMUL_WITHOUT_BATCH, against one device; and
+//   the tiny UNet's (sdgen's unet-tiny: convolutions, group norms, skips,
+//   up-sampling, cross-attention) on the same meshes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "PartitionTestUtils.h"
 
 #include "sd/Analysis/CostModel.h"
+#include "sd/ModelGen/ModelGen.h"
 #include "sd/Reference/Random.h"
 
 #include <cmath>
@@ -297,6 +300,35 @@ TEST_P(TrainStepDifferentialTest, DitTiny) {
     precision = mlir::sd::Precision::F64;
     check(source, "train_step", /*batch=*/4);
   }
+}
+
+/// sdgen's unet-tiny at 4×4 latents and 4 text tokens (a mesh axis must
+/// divide the text length the context rules shard), its zero-initialized
+/// parameters randomized, as text.
+std::string unetTinySource(mlir::MLIRContext &context) {
+  mlir::sd::ModelOverrides overrides;
+  overrides.latentSize = 4;
+  overrides.textLength = 4;
+  auto config = mlir::sd::makeModelConfig("unet-tiny", overrides);
+  if (!config.ok())
+    return {};
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::sd::generateModel(context, *config);
+  if (!module)
+    return {};
+  randomizeZeroInits(module->lookupSymbol<mlir::func::FuncOp>("loss"));
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  module->print(os);
+  return source;
+}
+
+TEST_P(TrainStepDifferentialTest, UnetTiny) {
+  std::string source = unetTinySource(context);
+  ASSERT_FALSE(source.empty()) << diagnostics;
+  train = mlir::sd::TrainingOptions();
+  precision = mlir::sd::Precision::F64;
+  check(source, "train_step", /*batch=*/4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Meshes, TrainStepDifferentialTest,
