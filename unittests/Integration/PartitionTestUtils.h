@@ -198,17 +198,22 @@ inline std::string readModel(llvm::StringRef name) {
   return buffer ? (*buffer)->getBuffer().str() : std::string();
 }
 
-/// models/dit_tiny.mlir with its zero-initialized parameters randomized (so
-/// that every layer matters), as text; `parse` is the fixture's parser.
-template <typename ParseFn> std::string ditTinySource(ParseFn parse) {
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(readModel("dit_tiny.mlir"));
+/// `module` with @loss's zero-initialized parameters randomized (so that
+/// every layer matters), as text; empty without a module.
+inline std::string randomizedSource(mlir::ModuleOp module) {
   if (!module)
     return {};
-  randomizeZeroInits(module->lookupSymbol<mlir::func::FuncOp>("loss"));
+  randomizeZeroInits(module.lookupSymbol<mlir::func::FuncOp>("loss"));
   std::string source;
   llvm::raw_string_ostream os(source);
-  module->print(os);
+  module.print(os);
   return source;
+}
+
+/// models/dit_tiny.mlir, randomizedSource; `parse` is the fixture's parser.
+template <typename ParseFn> std::string ditTinySource(ParseFn parse) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(readModel("dit_tiny.mlir"));
+  return randomizedSource(module.get());
 }
 
 inline std::map<std::string, int>

@@ -314,13 +314,7 @@ std::string unetTinySource(mlir::MLIRContext &context) {
     return {};
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::sd::generateModel(context, *config);
-  if (!module)
-    return {};
-  randomizeZeroInits(module->lookupSymbol<mlir::func::FuncOp>("loss"));
-  std::string source;
-  llvm::raw_string_ostream os(source);
-  module->print(os);
-  return source;
+  return randomizedSource(module.get());
 }
 
 TEST_P(TrainStepDifferentialTest, UnetTiny) {

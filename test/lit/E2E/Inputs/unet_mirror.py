@@ -336,6 +336,16 @@ class BlockShape:
         self.sample = sample
 
 
+def attentions_of(channels, shape, context, groups, device):
+    """A CrossAttn block's transformers, one per ResNet; None without."""
+    if not shape.cross:
+        return None
+    return nn.ModuleList(
+        Transformer2D(channels, shape.heads, shape.transformer_layers, context,
+                      groups, device)
+        for _ in range(shape.layers))
+
+
 class DownBlock(nn.Module):
     """DownBlock2D, or with cross=True CrossAttnDownBlock2D.
 
@@ -346,14 +356,8 @@ class DownBlock(nn.Module):
     def __init__(self, in_channels, out_channels, shape, common):
         super().__init__()
         temb, context, groups, eps, device = common
-        if shape.cross:
-            self.attentions = nn.ModuleList(
-                Transformer2D(out_channels, shape.heads,
-                              shape.transformer_layers, context, groups,
-                              device)
-                for _ in range(shape.layers))
-        else:
-            self.attentions = None
+        self.attentions = attentions_of(out_channels, shape, context, groups,
+                                        device)
         self.resnets = nn.ModuleList(
             ResnetBlock(in_channels if i == 0 else out_channels,
                         out_channels, temb, groups, eps, device)
@@ -387,14 +391,8 @@ class UpBlock(nn.Module):
                  common):
         super().__init__()
         temb, context, groups, eps, device = common
-        if shape.cross:
-            self.attentions = nn.ModuleList(
-                Transformer2D(out_channels, shape.heads,
-                              shape.transformer_layers, context, groups,
-                              device)
-                for _ in range(shape.layers))
-        else:
-            self.attentions = None
+        self.attentions = attentions_of(out_channels, shape, context, groups,
+                                        device)
         resnets = []
         for i in range(shape.layers):
             hidden = prev_channels if i == 0 else out_channels
