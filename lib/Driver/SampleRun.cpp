@@ -644,14 +644,17 @@ absl::Status SampleRun::resolveRows(const DenoiseConditions &conditions) {
 }
 
 absl::Status SampleRun::resolveTimeShift(const DenoiseConditions &conditions) {
-  // flow_shift as given; time_shift (on by default for a model with a
-  // pooled text input, Flux, unless flow_shift is given) from the image's
-  // tokens, a 2×2 patch of the latent each.
+  // flow_shift as given; time_shift (on by default for a flow model with
+  // a pooled text input, Flux, unless flow_shift is given; SDXL's pooled
+  // text feeds an epsilon model) from the image's tokens, a 2×2 patch of
+  // the latent each.
   bool pooled =
       llvm::any_of(conditions.textInputs, [](const ConditionInput &input) {
         return input.role == rt::InputRole::Pooled;
       });
-  bool resolution = options.timeShift.value_or(pooled && !options.flowShift);
+  bool flow = sampler.prediction == Prediction::Flow;
+  bool resolution =
+      options.timeShift.value_or(pooled && flow && !options.flowShift);
   double shift = options.flowShift.value_or(1.0);
   if (resolution) {
     // [(F,) H, W, C]: the tokens of (F ×) H/2 × W/2.
