@@ -207,13 +207,19 @@ absl::Status data::checkDatasetFits(const std::vector<StepInput> &inputs,
 }
 
 std::optional<std::array<float, 6>>
+data::sdxlTimeIds(const std::vector<int64_t> &latentShape) {
+  if (latentShape.size() != 4)
+    return std::nullopt;
+  auto height = static_cast<float>(latentShape[1] * kVaeFactor);
+  auto width = static_cast<float>(latentShape[2] * kVaeFactor);
+  return std::array<float, 6>{height, width, 0.0f, 0.0f, height, width};
+}
+
+std::optional<std::array<float, 6>>
 data::sdxlTimeIds(const std::vector<StepInput> &inputs) {
   for (const StepInput &input : inputs)
-    if (input.role == InputRole::Latents && input.globalShape.size() == 4) {
-      auto height = static_cast<float>(input.globalShape[1] * kVaeFactor);
-      auto width = static_cast<float>(input.globalShape[2] * kVaeFactor);
-      return std::array<float, 6>{height, width, 0.0f, 0.0f, height, width};
-    }
+    if (input.role == InputRole::Latents)
+      return sdxlTimeIds(input.globalShape);
   return std::nullopt;
 }
 
@@ -323,6 +329,8 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
       return status;
   }
 
+  // Checked by create(): with a time_ids input, the latents give the ids.
+  std::optional<std::array<float, 6>> timeIds = sdxlTimeIds(stepInputs);
   std::vector<std::vector<float>> result;
   for (const StepInput &input : stepInputs) {
     std::vector<float> values(globalBatch * product(input.globalShape, 1),
@@ -364,9 +372,7 @@ BatchMaker::make(int64_t position, const std::vector<RowRange> &rows) const {
         std::fill_n(row, per, static_cast<float>(options.guidance));
         break;
       case InputRole::TimeIds:
-        // Checked by create(): the latents give the ids.
-        std::copy_n(sdxlTimeIds(stepInputs)->data(), std::min<int64_t>(per, 6),
-                    row);
+        std::copy_n(timeIds->data(), std::min<int64_t>(per, 6), row);
         break;
       case InputRole::Noise: {
         uint64_t key = streamKey(options.seed, Stream::Noise);

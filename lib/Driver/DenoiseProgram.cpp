@@ -108,16 +108,13 @@ DenoiseProgram::create(ModuleOp module, const PipelineOptions &pipeline,
   if (program->timeIdsArg >= 0) {
     // SDXL's size and crop ids of an uncropped image of the latents' size.
     const rt::ArgumentSpec &ids = spec.arguments[program->timeIdsArg];
-    if (ids.globalShape != std::vector<int64_t>{program->batchSize, 6} ||
-        latents.size() != 4)
+    std::optional<std::array<float, 6>> row = ::sd::data::sdxlTimeIds(latents);
+    if (ids.globalShape != std::vector<int64_t>{program->batchSize, 6} || !row)
       return absl::InvalidArgumentError(
           fn + "'s time_ids " + shapeString(ids.globalShape) +
           " are not [B, 6] ids of image latents [B, H, W, C]");
-    auto height = static_cast<float>(latents[1] * ::sd::data::kVaeFactor);
-    auto width = static_cast<float>(latents[2] * ::sd::data::kVaeFactor);
-    for (int64_t row = 0; row < program->batchSize; ++row)
-      program->timeIds.insert(program->timeIds.end(),
-                              {height, width, 0.0f, 0.0f, height, width});
+    for (int64_t r = 0; r < program->batchSize; ++r)
+      program->timeIds.insert(program->timeIds.end(), row->begin(), row->end());
   }
   if (program->labelsArg >= 0) {
     const std::vector<int64_t> &labels =

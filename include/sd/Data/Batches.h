@@ -71,7 +71,11 @@ constexpr int64_t kVaeFactor = 8;
 /// SDXL's micro-conditioning (input role time_ids) of a sample neither
 /// resized nor cropped: [original height, original width, crop top, crop
 /// left, target height, target width] in pixels, the image being its
-/// latents [B, H, W, C] × kVaeFactor. Nullopt without image latents.
+/// latents [B, H, W, C] × kVaeFactor. Nullopt unless `latentShape` has
+/// rank 4.
+std::optional<std::array<float, 6>>
+sdxlTimeIds(const std::vector<int64_t> &latentShape);
+/// sdxlTimeIds of the step's latents input; nullopt without one.
 std::optional<std::array<float, 6>>
 sdxlTimeIds(const std::vector<StepInput> &inputs);
 
