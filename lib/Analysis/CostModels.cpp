@@ -191,12 +191,28 @@ static int64_t getFlops(FlashAttentionDkvOp op) {
          rows * 2 * dv;
 }
 
-// 2·N·Ho·Wo·Cout·KH·KW·Cin/groups, plus one add per output for the bias.
+/// A convolution's kernel [KH, KW, Cin/groups, Cout] and result
+/// [N, Ho, Wo, Cout] (the gradients': the forward's).
+static std::pair<Value, Value> convKernelAndResult(Conv2DOp op) {
+  return {op.getKernel(), op.getResult()};
+}
+static std::pair<Value, Value> convKernelAndResult(Conv2DInputGradOp op) {
+  return {op.getKernel(), op.getResultGrad()};
+}
+static std::pair<Value, Value> convKernelAndResult(Conv2DFilterGradOp op) {
+  return {op.getKernelGrad(), op.getResultGrad()};
+}
+
+// 2·N·Ho·Wo·Cout·KH·KW·Cin/groups: the forward's products, which each
+// gradient makes once too (dy·wᵀ into im2col rows, rowsᵀ·dy). The bias adds
+// one per output; col2im's adds are not counted.
+template <typename OpTy> static int64_t convFlops(OpTy op) {
+  auto [kernel, result] = convKernelAndResult(op);
+  ArrayRef<int64_t> k = shapeOf(kernel);
+  return getNumElements(result.getType()) * 2 * k[0] * k[1] * k[2];
+}
 static int64_t getFlops(Conv2DOp op) {
-  ArrayRef<int64_t> kernel = shapeOf(op.getKernel());
-  int64_t outputs = getNumElements(op.getType());
-  int64_t perOutput = 2 * kernel[0] * kernel[1] * kernel[2];
-  return outputs * perOutput + (op.getBias() ? outputs : 0);
+  return convFlops(op) + (op.getBias() ? getNumElements(op.getType()) : 0);
 }
 
 // Subtract, square and sum per element (the final division is one FLOP).
@@ -332,16 +348,21 @@ struct FormulaCost : public CostModelBase<FormulaCost<OpTy>, OpTy> {
   int64_t getFlops(Operation *op) const { return ::getFlops(cast<OpTy>(op)); }
 };
 
-/// conv2d: its formula, and the im2col rows its kernel borrows.
-struct ConvCost : public CostModelBase<ConvCost, Conv2DOp> {
+/// conv2d and its gradients: their formula, and the im2col rows their
+/// kernels borrow.
+template <typename OpTy>
+struct ConvCost : public CostModelBase<ConvCost<OpTy>, OpTy> {
   int64_t getFlops(Operation *op) const {
-    return ::getFlops(cast<Conv2DOp>(op));
+    if constexpr (std::is_same_v<OpTy, Conv2DOp>)
+      return ::getFlops(cast<OpTy>(op));
+    else
+      return convFlops(cast<OpTy>(op));
   }
   /// As the runtime's conv2dScratchFloats: one sample's and group's rows.
   int64_t getWorkspaceBytes(Operation *op) const {
-    auto conv = cast<Conv2DOp>(op);
-    ArrayRef<int64_t> k = conv.getKernel().getType().getShape();
-    ArrayRef<int64_t> out = conv.getResult().getType().getShape();
+    auto conv = cast<OpTy>(op);
+    auto [kernel, result] = convKernelAndResult(conv);
+    ArrayRef<int64_t> k = shapeOf(kernel), out = shapeOf(result);
     bool pointwise =
         k[0] == 1 && k[1] == 1 && conv.getGroups() == 1 &&
         llvm::all_of(conv.getStrides(), [](int64_t s) { return s == 1; }) &&
@@ -349,7 +370,7 @@ struct ConvCost : public CostModelBase<ConvCost, Conv2DOp> {
     if (pointwise)
       return 0;
     return out[1] * out[2] * k[0] * k[1] * k[2] *
-           getElementBytes(conv.getInput().getType());
+           getElementBytes(kernel.getType());
   }
 };
 
@@ -433,7 +454,10 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
     attachModels<ReduceCost, ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(*context);
     attachModels<FormulaCost, DotGeneralOp, AttentionOp, FlashAttentionOp,
                  MseLossOp>(*context);
-    Conv2DOp::attachInterface<ConvCost>(*context);
+    Conv2DOp::attachInterface<ConvCost<Conv2DOp>>(*context);
+    Conv2DInputGradOp::attachInterface<ConvCost<Conv2DInputGradOp>>(*context);
+    Conv2DFilterGradOp::attachInterface<ConvCost<Conv2DFilterGradOp>>(
+        *context);
     attachModels<FlashBackwardCost, FlashAttentionDqOp, FlashAttentionDkvOp>(
         *context);
     attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,

@@ -259,91 +259,18 @@ static LogicalResult vjpOf(FlashAttentionOp op, OpBuilder &b, ValueRange cts,
   return success();
 }
 
-namespace {
-/// A conv2d's shapes: input [N, H, W, Cin], kernel [KH, KW, Cin/G, Cout],
-/// result [N, Ho, Wo, Cout], and G groups.
-struct ConvShape {
-  int64_t h, w, cin, kh, kw, cout, ho, wo, groups;
-  explicit ConvShape(Conv2DOp op) {
-    ArrayRef<int64_t> x = op.getInput().getType().getShape();
-    ArrayRef<int64_t> k = op.getKernel().getType().getShape();
-    ArrayRef<int64_t> y = op.getResult().getType().getShape();
-    h = x[1], w = x[2], cin = x[3], kh = k[0], kw = k[1], cout = k[3];
-    ho = y[1], wo = y[2], groups = static_cast<int64_t>(op.getGroups());
-  }
-};
-} // namespace
-
-/// Kernel offset (i, j)'s contribution to the input cotangent, in the
-/// padded input's frame: dy times the offset's [Cin/G, Cout] weights,
-/// spread by the strides to the input positions those weights read.
-static Value convInputTerm(Emitter &e, const ConvShape &s, Value dy,
-                           Value weights, ArrayRef<int64_t> strides) {
-  Value term;
-  int64_t n = typeOf(dy).getDimSize(0), cg = s.cin / s.groups,
-          cog = s.cout / s.groups;
-  if (s.groups == 1) {
-    term = e.dot(dy, weights, {}, {}, {3}, {1});
-  } else {
-    // Per group: dy [N, Ho, Wo, G, Cout/G] · weights [Cin/G, G, Cout/G].
-    Value dyGroups = e.reshape(dy, {n, s.ho, s.wo, s.groups, cog});
-    Value wGroups = e.reshape(weights, {cg, s.groups, cog});
-    Value product = e.dot(dyGroups, wGroups, {3}, {1}, {4}, {2});
-    term = e.reshape(e.transpose(product, {1, 2, 3, 0, 4}),
-                     {n, s.ho, s.wo, s.cin});
-  }
-  return e.interiorPad(term, {1, strides[0], strides[1], 1});
-}
-
-/// Kernel offset (i, j)'s cotangent, [Cin/G, Cout]: the input positions it
-/// reads (`window`, [N, Ho, Wo, Cin]) contracted with dy over N, Ho, Wo.
-static Value convKernelTerm(Emitter &e, const ConvShape &s, Value dy,
-                            Value window) {
-  if (s.groups == 1)
-    return e.dot(window, dy, {}, {}, {0, 1, 2}, {0, 1, 2});
-  int64_t n = typeOf(dy).getDimSize(0), cg = s.cin / s.groups,
-          cog = s.cout / s.groups;
-  Value xGroups = e.reshape(window, {n, s.ho, s.wo, s.groups, cg});
-  Value dyGroups = e.reshape(dy, {n, s.ho, s.wo, s.groups, cog});
-  Value product = e.dot(xGroups, dyGroups, {3}, {3}, {0, 1, 2}, {0, 1, 2});
-  return e.reshape(e.transpose(product, {1, 0, 2}), {cg, s.cout});
-}
-
 static LogicalResult vjpOf(Conv2DOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
-  // One term per kernel offset (i, j): it multiplies the input positions
-  // i + sh·oh, j + sw·ow of the padded input with weights [i, j].
+  // Each gradient is a convolution op of its own (a transposed convolution
+  // for the input, an im2col contraction for the kernel), so one sharding
+  // rule and halo exchange serve both passes.
   return buildWith(op, b, cts, out, [&](Emitter &e, Value dy) {
-    ConvShape s(op);
-    ArrayRef<int64_t> strides = op.getStrides(), padding = op.getPadding();
-    Value padded = e.pad(op.getInput(), {0, padding[0], padding[2], 0},
-                         {0, padding[1], padding[3], 0});
-    auto paddedType = typeOf(padded);
-    int64_t hp = paddedType.getDimSize(1), wp = paddedType.getDimSize(2);
-    int64_t spanH = (s.ho - 1) * strides[0] + 1,
-            spanW = (s.wo - 1) * strides[1] + 1;
-    Value dPadded;
-    SmallVector<Value> kernelTerms;
-    for (int64_t i = 0; i < s.kh; ++i) {
-      for (int64_t j = 0; j < s.kw; ++j) {
-        Value weights =
-            e.reshape(e.window(op.getKernel(), {i, j, 0, 0}, {1, 1, -1, -1}),
-                      {s.cin / s.groups, s.cout});
-        Value term =
-            e.pad(convInputTerm(e, s, dy, weights, strides), {0, i, j, 0},
-                  {0, hp - i - spanH, wp - j - spanW, 0});
-        dPadded = dPadded ? e.add(dPadded, term) : term;
-        Value window =
-            e.slice(padded, {0, i, j, 0}, {-1, i + spanH, j + spanW, -1},
-                    {1, strides[0], strides[1], 1});
-        kernelTerms.push_back(e.reshape(convKernelTerm(e, s, dy, window),
-                                        {1, s.cin / s.groups, s.cout}));
-      }
-    }
-    out[0] =
-        e.window(dPadded, {0, padding[0], padding[2], 0}, {-1, s.h, s.w, -1});
-    Value stacked = ConcatOp::create(e.b, e.loc, kernelTerms, uint64_t{0});
-    out[1] = e.reshape(stacked, op.getKernel().getType());
+    out[0] = Conv2DInputGradOp::create(
+        e.b, e.loc, op.getInput().getType(), dy, op.getKernel(),
+        op.getStrides(), op.getPadding(), op.getGroups());
+    out[1] = Conv2DFilterGradOp::create(
+        e.b, e.loc, op.getKernel().getType(), op.getInput(), dy,
+        op.getStrides(), op.getPadding(), op.getGroups());
     if (op.getBias())
       out[2] = e.reduceSum(dy, {0, 1, 2});
     return success();

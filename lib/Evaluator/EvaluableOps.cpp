@@ -281,14 +281,31 @@ static LogicalResult evalOp(FlashAttentionDkvOp op, Operands o, Results &r) {
   r.push_back(std::move(grads.dv));
   return success();
 }
+/// A convolution op's strides and padding as the reference kernels take them.
+template <typename OpTy>
+static std::pair<std::array<int64_t, 2>, std::array<int64_t, 4>>
+convGeometry(OpTy op) {
+  ArrayRef<int64_t> s = op.getStrides(), p = op.getPadding();
+  return {{s[0], s[1]}, {p[0], p[1], p[2], p[3]}};
+}
 static LogicalResult evalOp(Conv2DOp op, Operands o, Results &r) {
-  ArrayRef<int64_t> strides = op.getStrides();
-  ArrayRef<int64_t> padding = op.getPadding();
-  return produce(r,
-                 ref::conv2d(*o[0], *o[1], optionalOperand(op, 2, o),
-                             {strides[0], strides[1]},
-                             {padding[0], padding[1], padding[2], padding[3]},
-                             static_cast<int64_t>(op.getGroups())));
+  auto [strides, padding] = convGeometry(op);
+  return produce(r, ref::conv2d(*o[0], *o[1], optionalOperand(op, 2, o),
+                                strides, padding,
+                                static_cast<int64_t>(op.getGroups())));
+}
+static LogicalResult evalOp(Conv2DInputGradOp op, Operands o, Results &r) {
+  auto [strides, padding] = convGeometry(op);
+  return produce(r, ref::conv2dInputGrad(*o[0], *o[1],
+                                         shapeOf(op.getInputGrad()), strides,
+                                         padding,
+                                         static_cast<int64_t>(op.getGroups())));
+}
+static LogicalResult evalOp(Conv2DFilterGradOp op, Operands o, Results &r) {
+  auto [strides, padding] = convGeometry(op);
+  return produce(r, ref::conv2dFilterGrad(
+                        *o[0], *o[1], shapeOf(op.getKernelGrad()), strides,
+                        padding, static_cast<int64_t>(op.getGroups())));
 }
 static LogicalResult evalOp(UpsampleNearestOp op, Operands o, Results &r) {
   ArrayRef<int64_t> scale = op.getScale();
@@ -435,7 +452,7 @@ void mlir::sd::registerEvaluatorInterfaces(DialectRegistry &registry) {
         // Linear algebra and neural-network ops.
         DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
         AttentionOp, FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp,
-        Conv2DOp, UpsampleNearestOp,
+        Conv2DOp, Conv2DInputGradOp, Conv2DFilterGradOp, UpsampleNearestOp,
         // Constants, random numbers, loss, annotations.
         ConstantOp, IotaOp, RngNormalOp, RngUniformOp, MseLossOp,
         ShardingConstraintOp, ReshardOp,

@@ -321,7 +321,7 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attrName == kBackwardAttrName || attrName == kRecomputeAttrName ||
-      attrName == kGradientSumAttrName) {
+      attrName == kGradientSumAttrName || attrName == kHaloAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return emitError(op->getLoc())
              << "'" << attrName << "' is a unit attribute, not "

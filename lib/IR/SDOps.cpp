@@ -722,41 +722,45 @@ double AttentionOp::getEffectiveScale() {
   return 1.0 / std::sqrt(static_cast<double>(headDim));
 }
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  InferError error(loc, getOperationName());
-  auto x = cast<RankedTensorType>(adaptor.getInput().getType());
-  auto w = cast<RankedTensorType>(adaptor.getKernel().getType());
-  if (x.getRank() != 4 || w.getRank() != 4)
-    return error("input ([N, H, W, Cin]) and kernel ([KH, KW, Cin/groups, "
-                 "Cout]) must have rank 4");
-  if (x.getElementType() != w.getElementType())
-    return error("input and kernel element types differ");
-  ArrayRef<int64_t> strides = adaptor.getStrides(),
-                    padding = adaptor.getPadding();
-  if (strides.size() != 2 || llvm::any_of(strides, [](int64_t s) {
-        return s <= 0;
-      }))
-    return error("strides ", formatList(strides),
-                 " must be 2 positive numbers");
+/// The result type of a convolution of `x` by `w` (sd.conv2d's shape rules),
+/// or an error through `error`.
+static FailureOr<RankedTensorType>
+inferConvResult(const InferError &error, RankedTensorType x,
+                RankedTensorType w, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> padding, int64_t groups) {
+  if (x.getRank() != 4 || w.getRank() != 4) {
+    (void)error("input ([N, H, W, Cin]) and kernel ([KH, KW, Cin/groups, "
+                "Cout]) must have rank 4");
+    return failure();
+  }
+  if (x.getElementType() != w.getElementType()) {
+    (void)error("input and kernel element types differ");
+    return failure();
+  }
+  if (strides.size() != 2 ||
+      llvm::any_of(strides, [](int64_t s) { return s <= 0; })) {
+    (void)error("strides ", formatList(strides),
+                " must be 2 positive numbers");
+    return failure();
+  }
   if (padding.size() != 4 ||
-      llvm::any_of(padding, [](int64_t p) { return p < 0; }))
-    return error("padding ", formatList(padding),
-                 " must be 4 non-negative numbers [top, bottom, left, right]");
-  int64_t groups = static_cast<int64_t>(adaptor.getGroups());
+      llvm::any_of(padding, [](int64_t p) { return p < 0; })) {
+    (void)error("padding ", formatList(padding),
+                " must be 4 non-negative numbers [top, bottom, left, right]");
+    return failure();
+  }
   int64_t cin = x.getDimSize(3), cout = w.getDimSize(3);
   if (groups <= 0 || (!isDyn(cin) && cin % groups) ||
-      (!isDyn(cout) && cout % groups))
-    return error("groups = ", groups, " must be positive and divide Cin = ",
-                 cin, " and Cout = ", cout);
-  if (!isDyn(cin) && !compatible(w.getDimSize(2), cin / groups))
-    return error("kernel input channels ", w.getDimSize(2),
-                 " must be Cin/groups = ", cin / groups);
-  if (failed(checkChannelOperand(error, "bias", adaptor.getBias(), cout,
-                                 x.getElementType())))
+      (!isDyn(cout) && cout % groups)) {
+    (void)error("groups = ", groups, " must be positive and divide Cin = ", cin,
+                " and Cout = ", cout);
     return failure();
+  }
+  if (!isDyn(cin) && !compatible(w.getDimSize(2), cin / groups)) {
+    (void)error("kernel input channels ", w.getDimSize(2),
+                " must be Cin/groups = ", cin / groups);
+    return failure();
+  }
   SmallVector<int64_t> shape = {x.getDimSize(0), 0, 0, cout};
   for (int64_t i = 0; i < 2; ++i) {
     int64_t in = x.getDimSize(1 + i), k = w.getDimSize(i);
@@ -765,13 +769,100 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
       shape[1 + i] = ShapedType::kDynamic;
       continue;
     }
-    if (padded < k)
-      return error("padded input size ", padded, " is smaller than kernel ",
-                   "size ", k);
+    if (padded < k) {
+      (void)error("padded input size ", padded, " is smaller than kernel ",
+                  "size ", k);
+      return failure();
+    }
     shape[1 + i] = (padded - k) / strides[i] + 1;
   }
-  types.push_back(x.clone(shape));
+  return x.clone(shape);
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  InferError error(loc, getOperationName());
+  auto x = cast<RankedTensorType>(adaptor.getInput().getType());
+  FailureOr<RankedTensorType> result = inferConvResult(
+      error, x, cast<RankedTensorType>(adaptor.getKernel().getType()),
+      adaptor.getStrides(), adaptor.getPadding(),
+      static_cast<int64_t>(adaptor.getGroups()));
+  if (failed(result) ||
+      failed(checkChannelOperand(error, "bias", adaptor.getBias(),
+                                 result->getDimSize(3), x.getElementType())))
+    return failure();
+  types.push_back(*result);
   return success();
+}
+
+/// A convolution gradient's check: its forward input `x`, kernel `w` and
+/// result `y` (one of them the gradient op's result) are those of an
+/// sd.conv2d with the op's attributes. `names` say which operand or result
+/// each one is, for the message.
+template <typename OpTy>
+static LogicalResult verifyConvGradient(OpTy op, Value x, Value w, Value y,
+                                        StringRef yName) {
+  InferError error(op.getLoc(), op->getName().getStringRef());
+  auto yType = cast<RankedTensorType>(y.getType());
+  FailureOr<RankedTensorType> expected = inferConvResult(
+      error, cast<RankedTensorType>(x.getType()),
+      cast<RankedTensorType>(w.getType()), op.getStrides(), op.getPadding(),
+      static_cast<int64_t>(op.getGroups()));
+  if (failed(expected))
+    return failure();
+  if (yType.getRank() != 4 || yType.getElementType() != expected->getElementType())
+    return op.emitOpError() << yName << " " << yType
+                            << " must be a rank-4 tensor of the input's "
+                               "element type";
+  for (int64_t d = 0; d < 4; ++d)
+    if (!compatible(yType.getDimSize(d), expected->getDimSize(d)))
+      return op.emitOpError()
+             << yName << " " << yType << " is not the forward result "
+             << *expected << " of this convolution";
+  return success();
+}
+
+/// `result`'s type with a dynamic batch dimension taken from `source`'s
+/// (sd-specialize-batch; the other dimensions are static).
+static LogicalResult refineBatch(Operation *op, Value source, Value result,
+                                 SmallVectorImpl<Type> &types) {
+  auto type = cast<RankedTensorType>(result.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  if (isDyn(shape[0]))
+    shape[0] = cast<RankedTensorType>(source.getType()).getDimSize(0);
+  if (llvm::any_of(shape, isDyn))
+    return op->emitOpError("has result type ")
+           << type << " whose only dynamic dimension may be the batch";
+  types.push_back(type.clone(shape));
+  return success();
+}
+
+LogicalResult Conv2DInputGradOp::refineResultTypes(
+    int64_t, SmallVectorImpl<Type> &types) {
+  return refineBatch(*this, getResultGrad(), getInputGrad(), types);
+}
+
+LogicalResult Conv2DFilterGradOp::refineResultTypes(
+    int64_t, SmallVectorImpl<Type> &types) {
+  // The kernel has no batch dimension.
+  auto type = getKernelGrad().getType();
+  if (!type.hasStaticShape())
+    return emitOpError("has result type ")
+           << type << ", which must be static (a kernel has no batch)";
+  types.push_back(type);
+  return success();
+}
+
+LogicalResult Conv2DInputGradOp::verify() {
+  return verifyConvGradient(*this, getInputGrad(), getKernel(),
+                            getResultGrad(), "result_grad");
+}
+
+LogicalResult Conv2DFilterGradOp::verify() {
+  return verifyConvGradient(*this, getInput(), getKernelGrad(),
+                            getResultGrad(), "result_grad");
 }
 
 LogicalResult UpsampleNearestOp::inferReturnTypes(

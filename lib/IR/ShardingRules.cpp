@@ -332,7 +332,10 @@ OpShardingRuleAttr RmsNormOp::getShardingRule() {
 OpShardingRuleAttr GroupNormOp::getShardingRule() {
   if (failed(checkShapes(*this)))
     return {};
-  // Each sample's group statistics span all its non-batch elements.
+  // Each sample's group statistics span all its non-batch elements. The
+  // pixels may be split (each device sums its own, and sd-partition adds
+  // the sums over the devices); the channels, which the groups cut, may
+  // not.
   ArrayRef<int64_t> shape = shapeOf(getOperand());
   int64_t channels = shape.size() - 1;
   int64_t scaleIndex = optionalOperandIndex(*this, 1);
@@ -346,7 +349,7 @@ OpShardingRuleAttr GroupNormOp::getShardingRule() {
         if (index >= 0)
           dims[index] = 0;
     builder.addFactor(dims, {dim}, shape[dim],
-                      dim == 0 ? kPassThrough : kNeedReplication);
+                      dim == channels ? kNeedReplication : kPassThrough);
   }
   return builder.build();
 }
@@ -492,49 +495,137 @@ OpShardingRuleAttr FlashAttentionDkvOp::getShardingRule() {
   return factors.build();
 }
 
+namespace {
+/// Where a convolution's forward input x [N, H, W, Cin], kernel
+/// [KH, KW, Cin/G, Cout], result y [N, Ho, Wo, Cout] and bias [Cout] sit
+/// among an op's operands and results (sd.conv2d and its two gradients
+/// share one rule).
+struct ConvRoles {
+  /// Index among the operands (>= 0) or the results (~index), or absent.
+  struct Slot {
+    int64_t index = kAbsent;
+    bool isResult = false;
+  };
+  static constexpr int64_t kAbsent = -1;
+  Slot x, kernel, y, bias;
+  int64_t numOperands, numResults;
+};
+
+/// Adds the factors of a convolution whose tensors are where `roles` says,
+/// `filterGrad` for sd.conv2d_filter_grad (whose result is the kernel, so
+/// that the batch and spatial dimensions are summed over).
+///
+/// A spatial dimension whose result size times the stride is the input's
+/// (same-size and down-sampling convolutions) is one factor shared by the
+/// input's and result's dimension, plus the stride as a minor input factor:
+/// split over devices, each holds whole output rows and the input rows they
+/// start from, and sd-partition exchanges the `k/2` boundary rows with the
+/// neighbours (a halo). Other spatial dimensions need replication. Cin is
+/// summed over; with groups, each output channel sees only its group's
+/// inputs, so neither channel dimension can be split on its own.
+void addConvFactors(ShardingRuleBuilder &builder, const ConvRoles &roles,
+                    ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
+                    ArrayRef<int64_t> out, ArrayRef<int64_t> strides,
+                    int64_t groups, bool filterGrad) {
+  constexpr int64_t n = ShardingRuleBuilder::kNoDim;
+  // The operand and result dimension lists of a factor mapped to x's
+  // `xDim`, the kernel's `kDim`, y's `yDim` and the bias's `bDim`.
+  auto add = [&](int64_t xDim, int64_t kDim, int64_t yDim, int64_t bDim,
+                 int64_t size, FactorKind kind) {
+    SmallVector<int64_t> operands(roles.numOperands, n),
+        results(roles.numResults, n);
+    auto place = [&](ConvRoles::Slot slot, int64_t dim) {
+      if (slot.index == ConvRoles::kAbsent)
+        return;
+      (slot.isResult ? results : operands)[slot.index] = dim;
+    };
+    place(roles.x, xDim);
+    place(roles.kernel, kDim);
+    place(roles.y, yDim);
+    place(roles.bias, bDim);
+    builder.addFactor(operands, results, size, kind);
+  };
+  bool grouped = groups > 1;
+  // N and the spatial factors pass through a forward or input gradient and
+  // are summed over by the filter gradient.
+  FactorKind through = filterGrad ? kReduction : kPassThrough;
+  add(0, n, 0, n, in[0], through);
+  for (int64_t dim : {1, 2}) {
+    int64_t stride = strides[dim - 1];
+    if (out[dim] > 0 && out[dim] * stride == in[dim]) {
+      add(dim, n, dim, n, out[dim], through);
+      if (stride > 1)
+        add(dim, n, n, n, stride, kNeedReplication);
+      continue;
+    }
+    add(dim, n, n, n, in[dim], kNeedReplication);
+    add(n, n, dim, n, out[dim], kNeedReplication);
+  }
+  // Cin: the forward sums over it.
+  if (!grouped)
+    add(3, 2, n, n, in[3],
+        roles.x.isResult || filterGrad ? kPassThrough : kReduction);
+  else
+    add(3, n, n, n, in[3], kNeedReplication);
+  for (int64_t dim : {0, 1}) // KH, KW
+    add(n, dim, n, n, kernel[dim], kNeedReplication);
+  if (grouped) // Cin / groups
+    add(n, 2, n, n, kernel[2], kNeedReplication);
+  // Cout: an input gradient sums over it.
+  FactorKind coutKind = grouped                        ? kNeedReplication
+                        : roles.y.isResult || filterGrad ? kPassThrough
+                                                       : kReduction;
+  add(n, 3, 3, 0, out[3], coutKind);
+}
+} // namespace
+
 OpShardingRuleAttr Conv2DOp::getShardingRule() {
   if (failed(checkShapes(*this)))
     return {};
-  // input [N, H, W, Cin], kernel [KH, KW, Cin/groups, Cout], bias [Cout],
-  // result [N, Ho, Wo, Cout].
-  ArrayRef<int64_t> in = shapeOf(getInput());
-  ArrayRef<int64_t> kernel = shapeOf(getKernel());
-  ArrayRef<int64_t> out = shapeOf(getResult());
-  bool grouped = getGroups() > 1;
-  // Operand lists: {input, kernel, bias} (bias only when present).
-  auto dims = [&](int64_t inDim, int64_t kernelDim, int64_t biasDim) {
-    SmallVector<int64_t> list = {inDim, kernelDim};
-    if (getBias())
-      list.push_back(biasDim);
-    return list;
-  };
-  // Spatial dimensions need a halo exchange once sharded (a later stage);
-  // until then H, W, KH, KW, Ho and Wo are factors of their own that need
-  // replication. Cin is summed over; with groups, each output channel sees
-  // only its group's inputs, so neither channel dimension can be split on
-  // its own.
   ShardingRuleBuilder builder(*this);
-  builder.addFactor(dims(0, kNoDim, kNoDim), {0}, in[0]); // N
-  for (int64_t dim : {1, 2})                              // H, W
-    builder.addFactor(dims(dim, kNoDim, kNoDim), {kNoDim}, in[dim],
-                      kNeedReplication);
-  if (!grouped) {
-    builder.addFactor(dims(3, 2, kNoDim), {kNoDim}, in[3], kReduction);
-  } else {
-    builder.addFactor(dims(3, kNoDim, kNoDim), {kNoDim}, in[3],
-                      kNeedReplication);
-  }
-  for (int64_t dim : {0, 1}) // KH, KW
-    builder.addFactor(dims(kNoDim, dim, kNoDim), {kNoDim}, kernel[dim],
-                      kNeedReplication);
-  if (grouped) // Cin / groups
-    builder.addFactor(dims(kNoDim, 2, kNoDim), {kNoDim}, kernel[2],
-                      kNeedReplication);
-  builder.addFactor(dims(kNoDim, 3, 0), {3}, out[3], // Cout
-                    grouped ? kNeedReplication : kPassThrough);
-  for (int64_t dim : {1, 2}) // Ho, Wo
-    builder.addFactor(dims(kNoDim, kNoDim, kNoDim), {dim}, out[dim],
-                      kNeedReplication);
+  ConvRoles roles;
+  roles.x = {0, false};
+  roles.kernel = {1, false};
+  roles.y = {0, true};
+  if (getBias())
+    roles.bias = {2, false};
+  roles.numOperands = getNumOperands();
+  roles.numResults = 1;
+  addConvFactors(builder, roles, shapeOf(getInput()), shapeOf(getKernel()),
+                 shapeOf(getResult()), getStrides(),
+                 static_cast<int64_t>(getGroups()), /*filterGrad=*/false);
+  return builder.build();
+}
+
+OpShardingRuleAttr Conv2DInputGradOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  ShardingRuleBuilder builder(*this);
+  ConvRoles roles;
+  roles.x = {0, true};
+  roles.kernel = {1, false};
+  roles.y = {0, false};
+  roles.numOperands = 2;
+  roles.numResults = 1;
+  addConvFactors(builder, roles, shapeOf(getInputGrad()), shapeOf(getKernel()),
+                 shapeOf(getResultGrad()), getStrides(),
+                 static_cast<int64_t>(getGroups()), /*filterGrad=*/false);
+  return builder.build();
+}
+
+OpShardingRuleAttr Conv2DFilterGradOp::getShardingRule() {
+  if (failed(checkShapes(*this)))
+    return {};
+  ShardingRuleBuilder builder(*this);
+  ConvRoles roles;
+  roles.x = {0, false};
+  roles.kernel = {0, true};
+  roles.y = {1, false};
+  roles.numOperands = 2;
+  roles.numResults = 1;
+  addConvFactors(builder, roles, shapeOf(getInput()), shapeOf(getKernelGrad()),
+                 shapeOf(getResultGrad()), getStrides(),
+                 static_cast<int64_t>(getGroups()), /*filterGrad=*/true);
   return builder.build();
 }
 

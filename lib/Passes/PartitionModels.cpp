@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Passes/PartitionModels.h"
+#include "PartitionHelpers.h"
 #include "sd/IR/SDOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -19,16 +20,16 @@
 
 using namespace mlir;
 using namespace mlir::sd;
+using namespace mlir::sd::partition_detail;
 
 using PartitionResult = FailureOr<SmallVector<Value>>;
 
 //===----------------------------------------------------------------------===//
-// Helpers
+// Helpers (PartitionHelpers.h)
 //===----------------------------------------------------------------------===//
 
-/// The product of the sizes of `axes` in the mesh `sharding` names; failure
-/// after an error on `op` when there is no such mesh.
-static FailureOr<int64_t> axesSize(Operation *op, ShardingAttr sharding,
+FailureOr<int64_t> partition_detail::axesSize(Operation *op,
+                                              ShardingAttr sharding,
                                    ArrayRef<StringAttr> axes) {
   MeshAttr mesh =
       lookupMesh(op, sharding.getMeshName(), [&] { return op->emitOpError(); });
@@ -46,8 +47,7 @@ static FailureOr<int64_t> axesSize(Operation *op, ShardingAttr sharding,
   return size;
 }
 
-/// The product of the sizes of the axes of `dims` of `sharding`.
-static FailureOr<int64_t> dimsSize(Operation *op, ShardingAttr sharding,
+FailureOr<int64_t> partition_detail::dimsSize(Operation *op, ShardingAttr sharding,
                                    ArrayRef<int64_t> dims) {
   SmallVector<StringAttr> axes;
   for (int64_t dim : dims) {
@@ -57,9 +57,7 @@ static FailureOr<int64_t> dimsSize(Operation *op, ShardingAttr sharding,
   return axesSize(op, sharding, axes);
 }
 
-/// `op` cloned with local operands and types: a clone keeps attributes and
-/// properties; only the types change.
-static SmallVector<Value> cloneLocal(OpBuilder &builder, Operation *op,
+SmallVector<Value> partition_detail::cloneLocal(OpBuilder &builder, Operation *op,
                                      ValueRange operands, TypeRange types) {
   Operation *clone = builder.clone(*op);
   clone->setOperands(operands);
@@ -68,16 +66,14 @@ static SmallVector<Value> cloneLocal(OpBuilder &builder, Operation *op,
   return SmallVector<Value>(clone->getResults());
 }
 
-/// A constant of `type` (f32 or bf16) with every element `value`.
-static Value splat(OpBuilder &builder, Location loc, RankedTensorType type,
+Value partition_detail::splat(OpBuilder &builder, Location loc, RankedTensorType type,
                    double value) {
   auto element = FloatAttr::get(type.getElementType(), value);
   return ConstantOp::create(builder, loc, type,
                             DenseElementsAttr::get(type, {Attribute(element)}));
 }
 
-/// `value` times `factor`, elementwise.
-static Value scale(OpBuilder &builder, Location loc, Value value,
+Value partition_detail::scale(OpBuilder &builder, Location loc, Value value,
                    double factor) {
   auto type = cast<RankedTensorType>(value.getType());
   return MulOp::create(builder, loc, value, splat(builder, loc, type, factor));
@@ -182,21 +178,6 @@ static PartitionResult partition(MseLossOp op, OpBuilder &builder,
   SmallVector<int64_t> all = llvm::to_vector(
       llvm::seq<int64_t>(0, op.getPredictions().getType().getRank()));
   return partitionMean(op, builder, operands, types, operandShardings[0], all);
-}
-
-static PartitionResult partition(Conv2DOp op, OpBuilder &builder,
-                                 ValueRange operands, TypeRange types,
-                                 ArrayRef<ShardingAttr> operandShardings,
-                                 ArrayRef<ShardingAttr>) {
-  SmallVector<Value> local(operands);
-  FailureOr<int64_t> shards = dimsSize(op, operandShardings[0], {3});
-  if (failed(shards))
-    return failure();
-  // Each device sums over its input channels only; the partial results add
-  // up, so each adds 1/n of the bias.
-  if (op.getBias() && *shards != 1)
-    local[2] = scale(builder, op.getLoc(), local[2], 1.0 / *shards);
-  return cloneLocal(builder, op, local, types);
 }
 
 //===----------------------------------------------------------------------===//
@@ -656,7 +637,7 @@ void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
                  SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp, ConvertOp,
                  // Shapes along unsharded dimensions, linear algebra, layers.
                  BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp,
-                 DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
+                 DotGeneralOp, LayerNormOp, RmsNormOp, SoftmaxOp,
                  AttentionOp, UpsampleNearestOp,
                  // Over a sharded dimension the local sum is the partial sum.
                  ReduceSumOp,
@@ -668,7 +649,8 @@ void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
     attachModels<ContextParallelPartition, FlashAttentionOp, FlashAttentionDqOp,
                  FlashAttentionDkvOp>(*context);
     attachModels<OwnPartition, SliceOp, ReduceMaxOp, ReduceMeanOp, MseLossOp,
-                 Conv2DOp, ConstantOp, IotaOp, RngNormalOp, RngUniformOp,
+                 ConstantOp, IotaOp, RngNormalOp, RngUniformOp,
                  ShardingConstraintOp>(*context);
+    attachSpatialPartitionModels(*context);
   });
 }

@@ -97,58 +97,110 @@ Tensor dotGeneral(const Tensor &lhs, const Tensor &rhs,
   return result;
 }
 
-Tensor conv2d(const Tensor &x, const Tensor &w, const Tensor *bias,
-              std::array<int64_t, 2> strides, std::array<int64_t, 4> padding,
-              int64_t groups) {
-  assert(x.rank() == 4 && w.rank() == 4 && "expected NHWC input, HWIO kernel");
-  int64_t n = x.dim(0), h = x.dim(1), wd = x.dim(2), cin = x.dim(3);
-  int64_t kh = w.dim(0), kw = w.dim(1), cinPerGroup = w.dim(2), cout = w.dim(3);
-  auto [sh, sw] = strides;
-  auto [top, bottom, left, right] = padding;
-  assert(groups > 0 && cin == cinPerGroup * groups && cout % groups == 0 &&
-         "channels do not split into groups");
-  assert(sh > 0 && sw > 0 && "strides must be positive");
-  assert((!bias || (bias->rank() == 1 && bias->dim(0) == cout)) &&
-         "bias must be [Cout]");
-  int64_t coutPerGroup = cout / groups;
-  int64_t ho = (h + top + bottom - kh) / sh + 1;
-  int64_t wo = (wd + left + right - kw) / sw + 1;
-  assert(ho >= 0 && wo >= 0 && "kernel larger than padded input");
+namespace {
+/// A convolution's sizes: input [N, H, W, Cin], kernel [KH, KW, Cin/G, Cout],
+/// result [N, Ho, Wo, Cout], and the geometry that relates them.
+struct ConvGeometry {
+  int64_t n, h, w, cin, kh, kw, cinG, cout, ho, wo, groups;
+  std::array<int64_t, 2> strides;
+  std::array<int64_t, 4> padding;
 
-  Tensor result({n, ho, wo, cout}, x.dtype());
-  // Linear offsets of x[ni, hi, wi, 0] and w[ky, kx, 0, 0].
-  auto xAt = [&](int64_t ni, int64_t hi, int64_t wi) {
-    return ((ni * h + hi) * wd + wi) * cin;
-  };
-  auto wAt = [&](int64_t ky, int64_t kx) {
-    return (ky * kw + kx) * cinPerGroup * cout;
-  };
-  for (int64_t ni = 0; ni < n; ++ni)
-    for (int64_t oy = 0; oy < ho; ++oy)
-      for (int64_t ox = 0; ox < wo; ++ox) {
-        double *out =
-            result.values().data() + ((ni * ho + oy) * wo + ox) * cout;
-        for (int64_t o = 0; o < cout; ++o)
-          out[o] = bias ? (*bias)[o] : 0.0;
-        for (int64_t ky = 0; ky < kh; ++ky) {
-          // Input row read by this tap; rows in the padding contribute 0.
-          int64_t iy = oy * sh - top + ky;
-          if (iy < 0 || iy >= h)
-            continue;
-          for (int64_t kx = 0; kx < kw; ++kx) {
-            int64_t ix = ox * sw - left + kx;
-            if (ix < 0 || ix >= wd)
+  /// Calls `visit(xOffset, wOffset, yOffset)` for every sample, output
+  /// pixel, tap, output channel and input channel of its group whose tap
+  /// reads the input (not the padding): the linear offsets of the input,
+  /// kernel and result elements that one multiply-add pairs.
+  template <typename Fn> void forEachProduct(Fn visit) const {
+    int64_t coutG = cout / groups;
+    for (int64_t ni = 0; ni < n; ++ni)
+      for (int64_t oy = 0; oy < ho; ++oy)
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          int64_t yAt = ((ni * ho + oy) * wo + ox) * cout;
+          for (int64_t ky = 0; ky < kh; ++ky) {
+            int64_t iy = oy * strides[0] - padding[0] + ky;
+            if (iy < 0 || iy >= h)
               continue;
-            const double *in = x.values().data() + xAt(ni, iy, ix);
-            const double *ker = w.values().data() + wAt(ky, kx);
-            for (int64_t o = 0; o < cout; ++o) {
-              int64_t firstIn = (o / coutPerGroup) * cinPerGroup;
-              for (int64_t c = 0; c < cinPerGroup; ++c)
-                out[o] += in[firstIn + c] * ker[c * cout + o];
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              int64_t ix = ox * strides[1] - padding[2] + kx;
+              if (ix < 0 || ix >= w)
+                continue;
+              int64_t xAt = ((ni * h + iy) * w + ix) * cin;
+              int64_t wAt = (ky * kw + kx) * cinG * cout;
+              for (int64_t o = 0; o < cout; ++o) {
+                int64_t firstIn = (o / coutG) * cinG;
+                for (int64_t c = 0; c < cinG; ++c)
+                  visit(xAt + firstIn + c, wAt + c * cout + o, yAt + o);
+              }
             }
           }
         }
-      }
+  }
+};
+
+ConvGeometry makeGeometry(const std::vector<int64_t> &x,
+                          const std::vector<int64_t> &w,
+                          std::array<int64_t, 2> strides,
+                          std::array<int64_t, 4> padding, int64_t groups) {
+  assert(x.size() == 4 && w.size() == 4 && "expected NHWC input, HWIO kernel");
+  ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3],
+                 0,    0,    groups, strides, padding};
+  assert(groups > 0 && g.cin == g.cinG * groups && g.cout % groups == 0 &&
+         "channels do not split into groups");
+  assert(strides[0] > 0 && strides[1] > 0 && "strides must be positive");
+  g.ho = (g.h + padding[0] + padding[1] - g.kh) / strides[0] + 1;
+  g.wo = (g.w + padding[2] + padding[3] - g.kw) / strides[1] + 1;
+  assert(g.ho >= 0 && g.wo >= 0 && "kernel larger than padded input");
+  return g;
+}
+} // namespace
+
+Tensor conv2d(const Tensor &x, const Tensor &w, const Tensor *bias,
+              std::array<int64_t, 2> strides, std::array<int64_t, 4> padding,
+              int64_t groups) {
+  ConvGeometry g = makeGeometry(x.shape(), w.shape(), strides, padding, groups);
+  assert((!bias || (bias->rank() == 1 && bias->dim(0) == g.cout)) &&
+         "bias must be [Cout]");
+  Tensor result({g.n, g.ho, g.wo, g.cout}, x.dtype());
+  double *y = result.values().data();
+  if (bias)
+    for (int64_t p = 0; p < g.n * g.ho * g.wo; ++p)
+      for (int64_t o = 0; o < g.cout; ++o)
+        y[p * g.cout + o] = (*bias)[o];
+  const double *in = x.values().data(), *ker = w.values().data();
+  g.forEachProduct([&](int64_t xi, int64_t wi, int64_t yi) {
+    y[yi] += in[xi] * ker[wi];
+  });
+  return result;
+}
+
+Tensor conv2dInputGrad(const Tensor &dy, const Tensor &w,
+                       const std::vector<int64_t> &inputShape,
+                       std::array<int64_t, 2> strides,
+                       std::array<int64_t, 4> padding, int64_t groups) {
+  ConvGeometry g = makeGeometry(inputShape, w.shape(), strides, padding, groups);
+  assert(dy.shape() == std::vector<int64_t>({g.n, g.ho, g.wo, g.cout}) &&
+         "dy must have the convolution's result shape");
+  Tensor result(inputShape, dy.dtype());
+  double *dx = result.values().data();
+  const double *grad = dy.values().data(), *ker = w.values().data();
+  g.forEachProduct([&](int64_t xi, int64_t wi, int64_t yi) {
+    dx[xi] += grad[yi] * ker[wi];
+  });
+  return result;
+}
+
+Tensor conv2dFilterGrad(const Tensor &x, const Tensor &dy,
+                        const std::vector<int64_t> &kernelShape,
+                        std::array<int64_t, 2> strides,
+                        std::array<int64_t, 4> padding, int64_t groups) {
+  ConvGeometry g = makeGeometry(x.shape(), kernelShape, strides, padding, groups);
+  assert(dy.shape() == std::vector<int64_t>({g.n, g.ho, g.wo, g.cout}) &&
+         "dy must have the convolution's result shape");
+  Tensor result(kernelShape, dy.dtype());
+  double *dw = result.values().data();
+  const double *in = x.values().data(), *grad = dy.values().data();
+  g.forEachProduct([&](int64_t xi, int64_t wi, int64_t yi) {
+    dw[wi] += in[xi] * grad[yi];
+  });
   return result;
 }
 

@@ -276,23 +276,58 @@ void rng(SdDevice *, int32_t normal, uint64_t seed, float *out, int32_t rank,
   kernels::rng(normal != 0, seed, out, rank, shape, globalShape, offsets, a, b);
 }
 
+/// Runs one of the convolution kernels with its im2col rows borrowed from
+/// the device pool, which the memory model counts
+/// (CostOpInterface::getWorkspaceBytes).
+template <typename Kernel>
+static int32_t withConvScratch(SdDevice *dev, const int64_t *kernelShape,
+                               const int64_t *outShape, const int64_t *strides,
+                               const int64_t *padding, int64_t groups,
+                               const char *what, Kernel kernel) {
+  int64_t floats = kernels::conv2dScratchFloats(kernelShape, outShape, strides,
+                                                padding, groups);
+  if (floats == 0) {
+    kernel(nullptr);
+    return 0;
+  }
+  return withScratch(toDevice(dev), floats, what, kernel);
+}
+
 int32_t conv2d(SdDevice *dev, const float *in, const float *kernel,
                const float *bias, float *out, const int64_t *inShape,
                const int64_t *kernelShape, const int64_t *outShape,
                const int64_t *strides, const int64_t *padding, int64_t groups) {
-  // The im2col rows come from the device pool, which the memory model
-  // counts (CostOpInterface::getWorkspaceBytes).
-  int64_t floats = kernels::conv2dScratchFloats(kernelShape, outShape, strides,
-                                                padding, groups);
-  if (floats == 0) {
-    kernels::conv2d(in, kernel, bias, out, inShape, kernelShape, outShape,
-                    strides, padding, groups, nullptr);
-    return 0;
-  }
-  return withScratch(
-      toDevice(dev), floats, "conv2d im2col rows", [&](float *cols) {
+  return withConvScratch(
+      dev, kernelShape, outShape, strides, padding, groups,
+      "conv2d im2col rows", [&](float *cols) {
         kernels::conv2d(in, kernel, bias, out, inShape, kernelShape, outShape,
                         strides, padding, groups, cols);
+      });
+}
+
+int32_t conv2dInputGrad(SdDevice *dev, const float *dy, const float *kernel,
+                        float *dx, const int64_t *inShape,
+                        const int64_t *kernelShape, const int64_t *outShape,
+                        const int64_t *strides, const int64_t *padding,
+                        int64_t groups) {
+  return withConvScratch(
+      dev, kernelShape, outShape, strides, padding, groups,
+      "conv2d_input_grad im2col rows", [&](float *cols) {
+        kernels::conv2dInputGrad(dy, kernel, dx, inShape, kernelShape,
+                                 outShape, strides, padding, groups, cols);
+      });
+}
+
+int32_t conv2dFilterGrad(SdDevice *dev, const float *in, const float *dy,
+                         float *dkernel, const int64_t *inShape,
+                         const int64_t *kernelShape, const int64_t *outShape,
+                         const int64_t *strides, const int64_t *padding,
+                         int64_t groups) {
+  return withConvScratch(
+      dev, kernelShape, outShape, strides, padding, groups,
+      "conv2d_filter_grad im2col rows", [&](float *cols) {
+        kernels::conv2dFilterGrad(in, dy, dkernel, inShape, kernelShape,
+                                  outShape, strides, padding, groups, cols);
       });
 }
 
@@ -340,6 +375,8 @@ const SdApi *MeshRuntime::api() {
       /*flash_attention_backward_bf16=*/flashAttentionBackward<sd_bf16>,
       /*rng=*/rng,
       /*conv2d=*/conv2d,
+      /*conv2d_input_grad=*/conv2dInputGrad,
+      /*conv2d_filter_grad=*/conv2dFilterGrad,
       /*trace_begin=*/traceBegin,
       /*trace_end=*/traceEnd,
   };

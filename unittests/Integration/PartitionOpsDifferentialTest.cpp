@@ -250,6 +250,40 @@ func.func @main(%x: tensor<8x8x8x4xf32> {sd.logical_axes = #sd.logical_axes<[con
 }
 )mlir";
 
+// Convolutions and group norm with the image split: height on context
+// (activation_length) and width on tensor (mlp), so that each device
+// exchanges halo rows, then columns (corners included), with its
+// neighbours: same-size 3×3, stride-2 3×3, 1×1 and a 5×5, forward and both
+// gradients.
+constexpr llvm::StringLiteral kConvHalo = R"mlir(
+func.func @main(%x: tensor<8x8x8x4xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, mlp, _]>, sd.role = #sd.input<latents>},
+                %dy: tensor<8x8x8x6xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, mlp, _]>, sd.role = #sd.input<noise>},
+                %w: tensor<3x3x4x6xf32> {sd.role = #sd.param<"w", normal(0.3)>},
+                %w5: tensor<5x5x4x6xf32> {sd.role = #sd.param<"w5", normal(0.3)>},
+                %w1: tensor<1x1x4x6xf32> {sd.role = #sd.param<"w1", normal(0.3)>},
+                %b: tensor<6xf32> {sd.role = #sd.param<"b", normal(1.0)>},
+                %g: tensor<4xf32> {sd.role = #sd.param<"g", normal(1.0)>})
+    -> (tensor<8x8x8x6xf32>, tensor<8x4x4x6xf32>, tensor<8x8x8x6xf32>, tensor<8x8x8x6xf32>,
+        tensor<8x8x8x4xf32>, tensor<8x8x8x4xf32>, tensor<8x8x8x4xf32>,
+        tensor<3x3x4x6xf32>, tensor<3x3x4x6xf32>, tensor<5x5x4x6xf32>, tensor<8x8x8x4xf32>) {
+  %same = sd.conv2d %x, %w bias %b strides = [1, 1] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x4xf32>, tensor<3x3x4x6xf32>, tensor<6xf32>) -> tensor<8x8x8x6xf32>
+  %down = sd.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x4xf32>, tensor<3x3x4x6xf32>) -> tensor<8x4x4x6xf32>
+  %point = sd.conv2d %x, %w1 strides = [1, 1] padding = [0, 0, 0, 0] groups = 1 : (tensor<8x8x8x4xf32>, tensor<1x1x4x6xf32>) -> tensor<8x8x8x6xf32>
+  %wide = sd.conv2d %x, %w5 strides = [1, 1] padding = [2, 2, 2, 2] groups = 1 : (tensor<8x8x8x4xf32>, tensor<5x5x4x6xf32>) -> tensor<8x8x8x6xf32>
+  %dx = sd.conv2d_input_grad %dy, %w strides = [1, 1] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x6xf32>, tensor<3x3x4x6xf32>) -> tensor<8x8x8x4xf32>
+  %dx2 = sd.conv2d_input_grad %down, %w strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x4x4x6xf32>, tensor<3x3x4x6xf32>) -> tensor<8x8x8x4xf32>
+  %dx5 = sd.conv2d_input_grad %wide, %w5 strides = [1, 1] padding = [2, 2, 2, 2] groups = 1 : (tensor<8x8x8x6xf32>, tensor<5x5x4x6xf32>) -> tensor<8x8x8x4xf32>
+  %dw = sd.conv2d_filter_grad %x, %dy strides = [1, 1] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x4xf32>, tensor<8x8x8x6xf32>) -> tensor<3x3x4x6xf32>
+  %dw2 = sd.conv2d_filter_grad %x, %down strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x4xf32>, tensor<8x4x4x6xf32>) -> tensor<3x3x4x6xf32>
+  %dw5 = sd.conv2d_filter_grad %x, %wide strides = [1, 1] padding = [2, 2, 2, 2] groups = 1 : (tensor<8x8x8x4xf32>, tensor<8x8x8x6xf32>) -> tensor<5x5x4x6xf32>
+  %gn = sd.group_norm %x scale %g bias %g groups = 2 {epsilon = 1.0e-5 : f64} : (tensor<8x8x8x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<8x8x8x4xf32>
+  return %same, %down, %point, %wide, %dx, %dx2, %dx5, %dw, %dw2, %dw5, %gn
+      : tensor<8x8x8x6xf32>, tensor<8x4x4x6xf32>, tensor<8x8x8x6xf32>, tensor<8x8x8x6xf32>,
+        tensor<8x8x8x4xf32>, tensor<8x8x8x4xf32>, tensor<8x8x8x4xf32>,
+        tensor<3x3x4x6xf32>, tensor<3x3x4x6xf32>, tensor<5x5x4x6xf32>, tensor<8x8x8x4xf32>
+}
+)mlir";
+
 // upsample_nearest of a batch- and channel-sharded image.
 constexpr llvm::StringLiteral kUpsample = R"mlir(
 func.func @main(%x: tensor<8x4x4x8xf32> {sd.logical_axes = #sd.logical_axes<[batch, _, _, heads]>, sd.role = #sd.input<latents>})
@@ -352,6 +386,23 @@ TEST_P(PartitionOpsDifferentialTest, Conv2dBatch) {
 
 TEST_P(PartitionOpsDifferentialTest, Conv2dInputChannels) {
   checkOps(kConvCin, {"sd.conv2d"});
+}
+
+TEST_P(PartitionOpsDifferentialTest, Conv2dHaloExchange) {
+  // Group norm over split pixels becomes its statistics' local sums and an
+  // all_reduce, so it leaves no sd.group_norm to inspect.
+  std::map<std::string, int> ops = check(kConvHalo, "main", 8);
+  if (GetParam() != kFullMesh || HasFailure())
+    return;
+  for (const char *op :
+       {"sd.conv2d", "sd.conv2d_input_grad", "sd.conv2d_filter_grad"})
+    EXPECT_TRUE(shardedOps.count(op)) << op << " has no sharded operand";
+  // The halos travel by permutes (started early where the pipeline makes
+  // them asynchronous).
+  EXPECT_GT(ops["sd.collective_permute"] + ops["sd.collective_permute_start"],
+            0)
+      << "no halo was exchanged";
+  EXPECT_GT(ops["sd.all_reduce"], 0) << "no statistic was summed";
 }
 
 TEST_P(PartitionOpsDifferentialTest, UpsampleNearest) {

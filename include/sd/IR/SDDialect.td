@@ -114,6 +114,10 @@ def SD_Dialect : Dialect {
     /// the f32 gradient accumulator the memory report shows apart from
     /// the activations.
     static constexpr ::llvm::StringLiteral kGradientSumAttrName = "sd.gradient_sum";
+    /// On the collective_permutes sd-partition builds to exchange the halo
+    /// rows of a spatially sharded convolution: the report shows their
+    /// bytes apart from the other permutes.
+    static constexpr ::llvm::StringLiteral kHaloAttrName = "sd.halo";
     /// The gradient function's structure, from sd-differentiate to
     /// sd-remat and sd-build-train-step: the VJP group of an op, the layer
     /// (inlined call) a forward op came from, and the callee of each layer.

@@ -723,6 +723,73 @@ def SD_Conv2DOp : SD_InferredOp<"conv2d",
   }];
 }
 
+// The two gradients of sd.conv2d, as convolutions of their own, so that one
+// sharding rule (and one halo exchange) serves the forward and backward
+// passes. Their result shapes do not follow from the operands (a strided
+// convolution drops up to `stride - 1` rows), so the result type is written.
+class SD_Conv2DGradOp<string mnemonic, string what, string example,
+                      string body>
+    : SD_Op<mnemonic, [Pure, SD_OwnShardingRule,
+        DeclareOpInterfaceMethods<SD_RefineShapesOpInterface>]> {
+  let summary = "The gradient of sd.conv2d with respect to its " # what;
+  let description = !strconcat([{
+    ```mlir
+    }], example, [{
+    ```
+    }], body, [{
+
+    `strides`, `padding` and `groups` are the forward convolution's; the
+    forward input `[N, H, W, Cin]`, kernel `[KH, KW, Cin/groups, Cout]` and
+    result `[N, Ho, Wo, Cout]` satisfy sd.conv2d's shape rules. All stages;
+    after sd-partition, a spatially sharded convolution's local op has the
+    halo rows in its operands and no padding on that dimension.
+
+    Constraints:
+    * every operand and the result have rank 4 and one element type
+    * `strides` has 2 positive entries, `padding` 4 non-negative ones
+    * `groups` is positive and divides Cin and Cout
+    * the shapes are those of an sd.conv2d with these attributes
+  }]);
+  let hasVerifier = 1;
+}
+
+def SD_Conv2DInputGradOp : SD_Conv2DGradOp<"conv2d_input_grad", "input", [{
+    %dx = sd.conv2d_input_grad %dy, %w strides = [2, 2] padding = [1, 1, 1, 1] groups = 1
+        : (tensor<8x32x32x320xf32>, tensor<3x3x320x320xf32>) -> tensor<8x64x64x320xf32>
+    }], [{
+    `dx[n, iy, ix, ci]` sums `dy[n, oy, ox, co] · w[ky, kx, ci, co]` over
+    every output position and tap that reads input pixel (iy, ix):
+    `iy = oy·sh − top + ky`, `ix = ox·sw − left + kx` (a transposed
+    convolution). The runtime computes dy·wᵀ as one GEMM per sample and
+    group and scatters its rows back (col2im).}]> {
+  let arguments = (ins SD_FloatTensor:$result_grad, SD_FloatTensor:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       I64Attr:$groups);
+  let results = (outs SD_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $result_grad `,` $kernel `strides` `=` $strides `padding` `=` $padding
+    `groups` `=` $groups attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def SD_Conv2DFilterGradOp : SD_Conv2DGradOp<"conv2d_filter_grad", "kernel", [{
+    %dw = sd.conv2d_filter_grad %x, %dy strides = [1, 1] padding = [1, 1, 1, 1] groups = 1
+        : (tensor<8x64x64x4xf32>, tensor<8x64x64x320xf32>) -> tensor<3x3x4x320xf32>
+    }], [{
+    `dw[ky, kx, ci, co]` sums `x[n, oy·sh − top + ky, ox·sw − left + kx, ci]
+    · dy[n, oy, ox, co]` over samples and output positions (taps in the
+    padding read 0). The runtime makes the forward's im2col rows and
+    contracts them with dy in one GEMM per sample and group.}]> {
+  let arguments = (ins SD_FloatTensor:$input, SD_FloatTensor:$result_grad,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       I64Attr:$groups);
+  let results = (outs SD_FloatTensor:$kernel_grad);
+  let assemblyFormat = [{
+    $input `,` $result_grad `strides` `=` $strides `padding` `=` $padding
+    `groups` `=` $groups attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def SD_UpsampleNearestOp : SD_InferredOp<"upsample_nearest",
     [SD_OwnShardingRule]> {
   let summary = "Nearest-neighbour upsampling of NHWC images";

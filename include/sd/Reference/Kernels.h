@@ -278,6 +278,20 @@ Tensor conv2d(const Tensor &x, const Tensor &w, const Tensor *bias,
               std::array<int64_t, 2> strides, std::array<int64_t, 4> padding,
               int64_t groups = 1);
 
+/// conv2d's gradients. With the forward's attributes and its input shape
+/// (`inputShape`) or kernel shape (`kernelShape`): dx[n, iy, ix, ci] sums
+/// dy[n, oy, ox, co]·w[ky, kx, ci, co] over the taps that read (iy, ix), and
+/// dw[ky, kx, ci, co] sums x[n, iy, ix, ci]·dy[n, oy, ox, co] over samples
+/// and output pixels (taps in the padding read 0). Result dtype is dy's.
+Tensor conv2dInputGrad(const Tensor &dy, const Tensor &w,
+                       const std::vector<int64_t> &inputShape,
+                       std::array<int64_t, 2> strides,
+                       std::array<int64_t, 4> padding, int64_t groups = 1);
+Tensor conv2dFilterGrad(const Tensor &x, const Tensor &dy,
+                        const std::vector<int64_t> &kernelShape,
+                        std::array<int64_t, 2> strides,
+                        std::array<int64_t, 4> padding, int64_t groups = 1);
+
 /// Nearest-neighbour upsampling of NHWC `x` by integer factors:
 ///   y[n, h, w, c] = x[n, h / scaleH, w / scaleW, c].
 Tensor upsampleNearest(const Tensor &x, int64_t scaleH, int64_t scaleW);

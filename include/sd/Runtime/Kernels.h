@@ -115,8 +115,20 @@ void conv2d(const float *in, const float *kernel, const float *bias, float *out,
             const int64_t *inShape, const int64_t *kernelShape,
             const int64_t *outShape, const int64_t *strides,
             const int64_t *padding, int64_t groups, float *scratch);
-/// The floats of conv2d's scratch: one sample's and group's im2col rows,
-/// [Ho·Wo, KH·KW·Cin/groups], reused for every sample and group; 0 for a
+/// conv2d's gradients (SdApi::conv2d_input_grad, conv2d_filter_grad): the
+/// shapes are the forward's (input, kernel, result); `scratch` holds
+/// conv2dScratchFloats of the forward's shapes.
+void conv2dInputGrad(const float *dy, const float *kernel, float *dx,
+                     const int64_t *inShape, const int64_t *kernelShape,
+                     const int64_t *outShape, const int64_t *strides,
+                     const int64_t *padding, int64_t groups, float *scratch);
+void conv2dFilterGrad(const float *in, const float *dy, float *dkernel,
+                      const int64_t *inShape, const int64_t *kernelShape,
+                      const int64_t *outShape, const int64_t *strides,
+                      const int64_t *padding, int64_t groups, float *scratch);
+/// The floats of conv2d's (and its gradients') scratch: one sample's and
+/// group's im2col rows, [Ho·Wo, KH·KW·Cin/groups], reused for every sample
+/// and group; 0 for a
 /// 1×1, stride-1, unpadded, ungrouped convolution (a plain GEMM of the
 /// input). Shapes as conv2d's.
 int64_t conv2dScratchFloats(const int64_t *kernelShape, const int64_t *outShape,

@@ -40,7 +40,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 8
+#define SD_ABI_VERSION 9
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -280,6 +280,23 @@ typedef struct SdApi {
                     const int64_t *kernel_shape, const int64_t *out_shape,
                     const int64_t *strides, const int64_t *padding,
                     int64_t groups);
+  /* sd.conv2d_input_grad and sd.conv2d_filter_grad: the gradients of the
+   * conv2d of these shapes (the forward's input, kernel and result), `dy`
+   * of the result's shape; `dx` of the input's, `dkernel` of the kernel's. */
+  int32_t (*conv2d_input_grad)(SdDevice *dev, const float *dy,
+                               const float *kernel, float *dx,
+                               const int64_t *in_shape,
+                               const int64_t *kernel_shape,
+                               const int64_t *out_shape,
+                               const int64_t *strides, const int64_t *padding,
+                               int64_t groups);
+  int32_t (*conv2d_filter_grad)(SdDevice *dev, const float *in,
+                                const float *dy, float *dkernel,
+                                const int64_t *in_shape,
+                                const int64_t *kernel_shape,
+                                const int64_t *out_shape,
+                                const int64_t *strides,
+                                const int64_t *padding, int64_t groups);
 
   /* --- tracing ------------------------------------------------------------ */
   /* Brackets one fused kernel, runtime kernel, GEMM, collective or memory

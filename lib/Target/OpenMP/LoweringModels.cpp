@@ -599,6 +599,39 @@ static LogicalResult emitCallOf(Conv2DOp op, ProgramBuilder &pb) {
   return success();
 }
 
+/// The convolution gradients: the runtime call `name` with the operands
+/// `first` and `second`, the forward's input, kernel and result shapes and
+/// the convolution's attributes.
+template <typename OpTy>
+static void emitConvGradCall(OpTy op, ProgramBuilder &pb, StringRef name,
+                             Value first, Value second, Value input,
+                             Value kernel, Value result) {
+  pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
+    os << "  if (int32_t st = api->" << name << "(dev, " << pb.buffer(first)
+       << ", " << pb.buffer(second) << ", " << o << ", "
+       << pb.staticShape(shapeOf(input)) << ", "
+       << pb.staticShape(shapeOf(kernel)) << ", "
+       << pb.staticShape(shapeOf(result)) << ", "
+       << pb.staticShape(op.getStrides()) << ", "
+       << pb.staticShape(op.getPadding()) << ", " << op.getGroups()
+       << ")) return st;\n";
+  });
+}
+
+static LogicalResult emitCallOf(Conv2DInputGradOp op, ProgramBuilder &pb) {
+  emitConvGradCall(op, pb, "conv2d_input_grad", op.getResultGrad(),
+                   op.getKernel(), op.getInputGrad(), op.getKernel(),
+                   op.getResultGrad());
+  return success();
+}
+
+static LogicalResult emitCallOf(Conv2DFilterGradOp op, ProgramBuilder &pb) {
+  emitConvGradCall(op, pb, "conv2d_filter_grad", op.getInput(),
+                   op.getResultGrad(), op.getInput(), op.getKernelGrad(),
+                   op.getResultGrad());
+  return success();
+}
+
 /// The runtime's counter-based generator (normal: 1, uniform: 0) with its
 /// two parameters.
 static std::tuple<int, double, double> distributionOf(RngNormalOp op) {
@@ -1034,7 +1067,8 @@ void mlir::sd::registerOpenMPLoweringInterfaces(DialectRegistry &registry) {
     attachCalls<LoweringKind::Library, DotGeneralOp, TransposeOp, SoftmaxOp,
                 LayerNormOp, RmsNormOp, GroupNormOp, AttentionOp,
                 FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp,
-                Conv2DOp, RngNormalOp, RngUniformOp>(context);
+                Conv2DOp, Conv2DInputGradOp, Conv2DFilterGradOp, RngNormalOp,
+                RngUniformOp>(context);
     attachCalls<LoweringKind::Collective, AllGatherOp, AllSliceOp,
                 ReduceScatterOp, AllReduceOp, AllToAllOp, CollectivePermuteOp,
                 CollectivePermuteStartOp, AxisIndexOp>(context);

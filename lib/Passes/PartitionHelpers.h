@@ -1,0 +1,45 @@
+//===- PartitionHelpers.h - what partition models share ---------*- C++ -*-===//
+//
+// The helpers of PartitionOpInterface's models, shared by the files that
+// define them (PartitionModels.cpp, PartitionSpatial.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_LIB_PASSES_PARTITIONHELPERS_H
+#define SD_LIB_PASSES_PARTITIONHELPERS_H
+
+#include "sd/IR/SDOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir {
+class DialectRegistry;
+class MLIRContext;
+
+namespace sd::partition_detail {
+
+/// The product of the sizes of `axes` in the mesh `sharding` names; failure
+/// after an error on `op` when there is no such mesh.
+FailureOr<int64_t> axesSize(Operation *op, ShardingAttr sharding,
+                            ArrayRef<StringAttr> axes);
+/// The product of the sizes of the axes of `dims` of `sharding`.
+FailureOr<int64_t> dimsSize(Operation *op, ShardingAttr sharding,
+                            ArrayRef<int64_t> dims);
+/// `op` cloned with local operands and types: a clone keeps attributes and
+/// properties; only the types change.
+SmallVector<Value> cloneLocal(OpBuilder &builder, Operation *op,
+                              ValueRange operands, TypeRange types);
+/// A constant of `type` (f32 or bf16) with every element `value`.
+Value splat(OpBuilder &builder, Location loc, RankedTensorType type,
+            double value);
+/// `value` times `factor`, elementwise.
+Value scale(OpBuilder &builder, Location loc, Value value, double factor);
+
+/// Attaches the models of the ops that PartitionSpatial.cpp partitions:
+/// convolutions with their halo exchange, group norm over sharded pixels.
+void attachSpatialPartitionModels(MLIRContext &context);
+
+} // namespace sd::partition_detail
+} // namespace mlir
+
+#endif // SD_LIB_PASSES_PARTITIONHELPERS_H
