@@ -296,6 +296,10 @@ void CostAnalysis::addCollective(Operation *op, const CommunicationInfo &info,
   std::string kind = op->getName().stripDialect().str();
   if (StringRef(kind).ends_with("_start"))
     kind.resize(kind.size() - strlen("_start"));
+  // A spatially sharded convolution's neighbour exchanges (sd-partition's
+  // halo permutes) are priced apart from the other permutes.
+  if (op->hasAttr(SDDialect::kHaloAttrName))
+    kind = "halo_exchange";
   CollectiveSummary &summary = cost.collectives[{kind, llvm::join(axes, ",")}];
   if (summary.count == 0) {
     summary.kind = kind;

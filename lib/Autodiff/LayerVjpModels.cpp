@@ -277,6 +277,37 @@ static LogicalResult vjpOf(Conv2DOp op, OpBuilder &b, ValueRange cts,
   });
 }
 
+// The gradients are linear in each operand, and each one's transpose is
+// another of the three convolutions: dx = input_grad(dy, w) sends its
+// cotangent c to dy as conv2d(c, w) and to w as filter_grad(c, dy);
+// dw = filter_grad(x, dy) sends c to x as input_grad(dy, c) and to dy as
+// conv2d(x, c).
+static LogicalResult vjpOf(Conv2DInputGradOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
+  return buildWith(op, b, cts, out, [&](Emitter &e, Value c) {
+    out[0] = Conv2DOp::create(e.b, e.loc, c, op.getKernel(), Value(),
+                              op.getStrides(), op.getPadding(),
+                              op.getGroups());
+    out[1] = Conv2DFilterGradOp::create(
+        e.b, e.loc, op.getKernel().getType(), c, op.getResultGrad(),
+        op.getStrides(), op.getPadding(), op.getGroups());
+    return success();
+  });
+}
+
+static LogicalResult vjpOf(Conv2DFilterGradOp op, OpBuilder &b, ValueRange cts,
+                           Cotangents &out) {
+  return buildWith(op, b, cts, out, [&](Emitter &e, Value c) {
+    out[0] = Conv2DInputGradOp::create(
+        e.b, e.loc, op.getInput().getType(), op.getResultGrad(), c,
+        op.getStrides(), op.getPadding(), op.getGroups());
+    out[1] = Conv2DOp::create(e.b, e.loc, op.getInput(), c, Value(),
+                              op.getStrides(), op.getPadding(),
+                              op.getGroups());
+    return success();
+  });
+}
+
 static LogicalResult vjpOf(UpsampleNearestOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   // Each input pixel's cotangent is the sum over its block of copies.
@@ -295,5 +326,6 @@ template <typename OpTy> using OwnVjp = VjpModel<OpTy, vjpOf>;
 void mlir::sd::vjp::attachLayerVjpModels(MLIRContext &context) {
   attachModels<OwnVjp, DotGeneralOp, SoftmaxOp, LayerNormOp, RmsNormOp,
                GroupNormOp, AttentionOp, FlashAttentionOp, Conv2DOp,
+               Conv2DInputGradOp, Conv2DFilterGradOp,
                UpsampleNearestOp>(context);
 }

@@ -319,7 +319,12 @@ void modelgen::buildUNet(ModelBuilder &mb) {
   int64_t b = mb.getBatchDim();
   ModelNetwork network;
   network.latentShape = {b, c.latentHeight, c.latentWidth, c.latentChannels};
-  network.latentAxes = {"batch", "_", "_", "_"};
+  // Height and width have logical names of their own, so that rules may
+  // split the image over devices (spatial partitioning, with halo
+  // exchange at every convolution); MaxDiffusion's UNet rules name neither,
+  // so by default the image stays whole.
+  network.latentAxes = {"batch", "activation_height", "activation_width",
+                        "_"};
   network.conditions = [&](ModelBuilder &m) -> SmallVector<Value> {
     Type f32 = m.fn().getF32();
     SmallVector<Value> inputs = {

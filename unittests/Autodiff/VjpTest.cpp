@@ -493,6 +493,14 @@ std::vector<VjpCase> linearAlgebraCases() {
                  "conv2d %a0, %a1 strides = [1, 1] padding = [0, 0, 0, 0] "
                  "groups = 1",
                  {"1x3x3x4xf32", "1x1x4x2xf32"}, "1x3x3x2xf32"),
+      functional("conv2d_input_grad",
+                 "conv2d_input_grad %a0, %a1 strides = [2, 1] padding = [1, "
+                 "0, 0, 2] groups = 2",
+                 {"2x3x7x6xf32", "3x2x2x6xf32"}, "2x6x6x4xf32"),
+      functional("conv2d_filter_grad",
+                 "conv2d_filter_grad %a0, %a1 strides = [2, 1] padding = [1, "
+                 "0, 0, 2] groups = 2",
+                 {"2x6x6x4xf32", "2x3x7x6xf32"}, "3x2x2x6xf32"),
       functional("upsample_nearest", "upsample_nearest %a0 scale = [2, 3]",
                  {"1x2x3x2xf32"}, "1x4x9x2xf32"),
   };

@@ -133,8 +133,8 @@ TEST_F(ErrorsTest, EveryGlobalOpHasItsPartitioningAndVjp) {
                                   op != "sd.flash_attention_dkv")
         << op.str();
   }
-  EXPECT_EQ(numPartitioned, 50);
-  EXPECT_EQ(numDifferentiable, 47);
+  EXPECT_EQ(numPartitioned, 52);
+  EXPECT_EQ(numDifferentiable, 49);
 }
 
 /// Without the evaluator's interfaces no op can be evaluated, and the

@@ -91,7 +91,8 @@ enum class LayoutChoice { Auto, Local, Global };
 
 /// The collectives of one kind over one set of mesh axes.
 struct CollectiveSummary {
-  /// The op's name without the dialect: `all_gather`.
+  /// The op's name without the dialect (`all_gather`), or `halo_exchange`
+  /// for the permutes that move a spatially sharded convolution's halo rows.
   std::string kind;
   /// The group's mesh axes, in mesh order.
   std::vector<std::string> axes;

@@ -121,7 +121,7 @@ func.func @layer_norm_bias(%x: tensor<2x8xf32>, %b: tensor<8xf32>) -> tensor<2x8
 // group_norm of rank 3 without scale and bias.
 // CHECK-LABEL: func.func @group_norm_plain(
 // CHECK-SAME: %[[A0:[^:]*]]: tensor<2x16x8xf32>
-// CHECK: sd.group_norm %[[A0]] groups = 4 {sd.sharding_rule = #sd.sharding_rule<([i, j, k]) -> ([i, j, k]) {i=2, j=16, k=8}, need_replication={j, k}>}
+// CHECK: sd.group_norm %[[A0]] groups = 4 {sd.sharding_rule = #sd.sharding_rule<([i, j, k]) -> ([i, j, k]) {i=2, j=16, k=8}, need_replication={k}>}
 func.func @group_norm_plain(%x: tensor<2x16x8xf32>) -> tensor<2x16x8xf32> {
   %y = sd.group_norm %x groups = 4 : (tensor<2x16x8xf32>) -> tensor<2x16x8xf32>
   return %y : tensor<2x16x8xf32>
@@ -154,10 +154,11 @@ func.func @attention_full_mask(%q: tensor<2x3x4x8xf32>, %k: tensor<2x3x6x8xf32>,
 // -----
 
 // Grouped conv2d without bias: Cin (l), Cin/groups (o) and Cout (p) need
-// replication; only N (i) passes through.
+// replication; N (i) and the same-size spatial dimensions (j, k) pass
+// through.
 // CHECK-LABEL: func.func @conv2d_groups(
 // CHECK-SAME: %[[A0:[^:]*]]: tensor<2x8x8x4xf32>, %[[A1:[^:]*]]: tensor<3x3x2x8xf32>
-// CHECK: sd.conv2d %[[A0]], %[[A1]] strides = [1, 1] padding = [1, 1, 1, 1] groups = 2 {sd.sharding_rule = #sd.sharding_rule<([i, j, k, l], [m, n, o, p]) -> ([i, q, r, p]) {i=2, j=8, k=8, l=4, m=3, n=3, o=2, p=8, q=8, r=8}, need_replication={j, k, l, m, n, o, p, q, r}>}
+// CHECK: sd.conv2d %[[A0]], %[[A1]] strides = [1, 1] padding = [1, 1, 1, 1] groups = 2 {sd.sharding_rule = #sd.sharding_rule<([i, j, k, l], [m, n, o, p]) -> ([i, j, k, p]) {i=2, j=8, k=8, l=4, m=3, n=3, o=2, p=8}, need_replication={l, m, n, o, p}>}
 func.func @conv2d_groups(%x: tensor<2x8x8x4xf32>, %w: tensor<3x3x2x8xf32>) -> tensor<2x8x8x8xf32> {
   %y = sd.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] groups = 2
       : (tensor<2x8x8x4xf32>, tensor<3x3x2x8xf32>) -> tensor<2x8x8x8xf32>

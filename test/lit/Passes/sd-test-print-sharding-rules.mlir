@@ -416,11 +416,12 @@ func.func @rms_norm(%x: tensor<2x8xf32>, %s: tensor<8xf32>) -> tensor<2x8xf32> {
 
 // -----
 
-// sd.group_norm: only the batch passes through; group statistics span all
-// other dimensions.
+// sd.group_norm: the batch and the pixels pass through (split pixels sum
+// their statistics across devices); the channels, which the groups cut,
+// need replication.
 // CHECK-LABEL: func.func @group_norm(
 // CHECK-SAME: %[[X:[^:]*]]: tensor<2x4x4x8xf32>, %[[S:[^:]*]]: tensor<8xf32>, %[[B:[^:]*]]: tensor<8xf32>
-// CHECK: sd.group_norm %[[X]] scale %[[S]] bias %[[B]] groups = 2 {sd.sharding_rule = #sd.sharding_rule<([i, j, k, l], [l], [l]) -> ([i, j, k, l]) {i=2, j=4, k=4, l=8}, need_replication={j, k, l}>}
+// CHECK: sd.group_norm %[[X]] scale %[[S]] bias %[[B]] groups = 2 {sd.sharding_rule = #sd.sharding_rule<([i, j, k, l], [l], [l]) -> ([i, j, k, l]) {i=2, j=4, k=4, l=8}, need_replication={l}>}
 func.func @group_norm(%x: tensor<2x4x4x8xf32>, %s: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x4x4x8xf32> {
   %y = sd.group_norm %x scale %s bias %b groups = 2
       : (tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x4x8xf32>
@@ -444,15 +445,43 @@ func.func @attention(%q: tensor<2x3x4x8xf32>, %k: tensor<2x3x6x8xf32>, %v: tenso
 
 // -----
 
-// sd.conv2d: N (i) and Cout (o, with the bias) pass through, Cin (l) is a
-// reduction, the spatial dimensions (j, k, m, n, p, q) need replication.
+// sd.conv2d: N (i) and Cout (q, with the bias) pass through, Cin (n) is a
+// reduction. Each spatial input dimension is the output's (j, l: split
+// over devices, a halo exchange) times the stride (k, m), which needs
+// replication, as do the kernel's KH and KW (o, p).
 // CHECK-LABEL: func.func @conv2d(
 // CHECK-SAME: %[[X:[^:]*]]: tensor<2x8x8x4xf32>, %[[W:[^:]*]]: tensor<3x3x4x16xf32>, %[[B:[^:]*]]: tensor<16xf32>
-// CHECK: sd.conv2d %[[X]], %[[W]] bias %[[B]] strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 {sd.sharding_rule = #sd.sharding_rule<([i, j, k, l], [m, n, l, o], [o]) -> ([i, p, q, o]) {i=2, j=8, k=8, l=4, m=3, n=3, o=16, p=4, q=4}, reduction={l}, need_replication={j, k, m, n, p, q}>}
+// CHECK: sd.conv2d %[[X]], %[[W]] bias %[[B]] strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 {sd.sharding_rule = #sd.sharding_rule<([i, jk, lm, n], [o, p, n, q], [q]) -> ([i, j, l, q]) {i=2, j=4, k=2, l=4, m=2, n=4, o=3, p=3, q=16}, reduction={n}, need_replication={k, m, o, p}>}
 func.func @conv2d(%x: tensor<2x8x8x4xf32>, %w: tensor<3x3x4x16xf32>, %b: tensor<16xf32>) -> tensor<2x4x4x16xf32> {
   %y = sd.conv2d %x, %w bias %b strides = [2, 2] padding = [1, 1, 1, 1] groups = 1
       : (tensor<2x8x8x4xf32>, tensor<3x3x4x16xf32>, tensor<16xf32>) -> tensor<2x4x4x16xf32>
   return %y : tensor<2x4x4x16xf32>
+}
+
+// -----
+
+// sd.conv2d_input_grad: the forward's factors, with dy in the result's place
+// and dx in the input's: Cout (q) is summed over, Cin (n) passes through.
+// CHECK-LABEL: func.func @conv2d_input_grad(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<2x4x4x16xf32>, %[[W:[^:]*]]: tensor<3x3x4x16xf32>
+// CHECK: sd.conv2d_input_grad %[[DY]], %[[W]] strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 {sd.sharding_rule = #sd.sharding_rule<([i, j, l, q], [o, p, n, q]) -> ([i, jk, lm, n]) {i=2, j=4, k=2, l=4, m=2, n=4, o=3, p=3, q=16}, reduction={q}, need_replication={k, m, o, p}>}
+func.func @conv2d_input_grad(%dy: tensor<2x4x4x16xf32>, %w: tensor<3x3x4x16xf32>) -> tensor<2x8x8x4xf32> {
+  %dx = sd.conv2d_input_grad %dy, %w strides = [2, 2] padding = [1, 1, 1, 1] groups = 1
+      : (tensor<2x4x4x16xf32>, tensor<3x3x4x16xf32>) -> tensor<2x8x8x4xf32>
+  return %dx : tensor<2x8x8x4xf32>
+}
+
+// -----
+
+// sd.conv2d_filter_grad: N (i) and the output pixels (j, l) are summed
+// over; Cin (n) and Cout (q) pass through to the kernel.
+// CHECK-LABEL: func.func @conv2d_filter_grad(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<2x8x8x4xf32>, %[[DY:[^:]*]]: tensor<2x4x4x16xf32>
+// CHECK: sd.conv2d_filter_grad %[[X]], %[[DY]] strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 {sd.sharding_rule = #sd.sharding_rule<([i, jk, lm, n], [i, j, l, q]) -> ([o, p, n, q]) {i=2, j=4, k=2, l=4, m=2, n=4, o=3, p=3, q=16}, reduction={i, j, l}, need_replication={k, m, o, p}>}
+func.func @conv2d_filter_grad(%x: tensor<2x8x8x4xf32>, %dy: tensor<2x4x4x16xf32>) -> tensor<3x3x4x16xf32> {
+  %dw = sd.conv2d_filter_grad %x, %dy strides = [2, 2] padding = [1, 1, 1, 1] groups = 1
+      : (tensor<2x8x8x4xf32>, tensor<2x4x4x16xf32>) -> tensor<3x3x4x16xf32>
+  return %dw : tensor<3x3x4x16xf32>
 }
 
 // -----
