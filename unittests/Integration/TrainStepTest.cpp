@@ -302,12 +302,12 @@ TEST_P(TrainStepDifferentialTest, DitTiny) {
   }
 }
 
-/// sdgen's unet-tiny at 4×4 latents and 4 text tokens (a mesh axis must
+/// sdgen's unet-tiny at 4×4 (or `latentSize`²) latents and 4 text tokens (a mesh axis must
 /// divide the text length the context rules shard), its zero-initialized
 /// parameters randomized, as text.
-std::string unetTinySource(mlir::MLIRContext &context) {
+std::string unetTinySource(mlir::MLIRContext &context, int64_t latentSize = 4) {
   mlir::sd::ModelOverrides overrides;
-  overrides.latentSize = 4;
+  overrides.latentSize = latentSize;
   overrides.textLength = 4;
   auto config = mlir::sd::makeModelConfig("unet-tiny", overrides);
   if (!config.ok())
@@ -339,6 +339,48 @@ INSTANTIATE_TEST_SUITE_P(Meshes, UnetTrainStepDifferentialTest,
 #else
 INSTANTIATE_TEST_SUITE_P(Meshes, UnetTrainStepDifferentialTest,
                          ::testing::Values(SD_PARTITION_TEST_MESHES),
+                         meshTestName);
+#endif
+
+/// The UNet's step with the image split spatially (GSPMD's spatial
+/// partitioning): rules that put the batch on data, the height on context
+/// and the width on tensor, so that every convolution exchanges halo rows
+/// (and columns) with its neighbours and group norms sum their statistics
+/// across devices. 8×8 latents, so that four devices along the height
+/// still hold a row each at the 4×4 level. Meshes: the height on 2 and on
+/// 4 devices, the batch on data at the same time, height and width both
+/// split.
+class UnetSpatialTrainStepDifferentialTest : public PartitionTestBase {};
+
+TEST_P(UnetSpatialTrainStepDifferentialTest, UnetTiny) {
+  std::string source = unetTinySource(context, /*latentSize=*/8);
+  ASSERT_FALSE(source.empty()) << diagnostics;
+  ::sd::LogicalAxisRules spatial;
+  spatial.name = "spatial";
+  spatial.rules = {{"batch", {"data"}},
+                   {"activation_height", {"context"}},
+                   {"activation_width", {"tensor"}}};
+  rules = spatial;
+  train = mlir::sd::TrainingOptions();
+  precision = mlir::sd::Precision::F64;
+  std::map<std::string, int> collectives =
+      check(source, "train_step", /*batch=*/4);
+  if (HasFailure())
+    return;
+  // The image really is split: the convolutions exchanged halos.
+  EXPECT_GT(collectives["sd.collective_permute"] +
+                collectives["sd.collective_permute_start"],
+            0);
+}
+
+#ifdef __SANITIZE_ADDRESS__
+INSTANTIATE_TEST_SUITE_P(Meshes, UnetSpatialTrainStepDifferentialTest,
+                         ::testing::Values("data:2,context:2"), meshTestName);
+#else
+INSTANTIATE_TEST_SUITE_P(Meshes, UnetSpatialTrainStepDifferentialTest,
+                         ::testing::Values("context:2", "context:4",
+                                           "data:2,context:2",
+                                           "context:2,tensor:2"),
                          meshTestName);
 #endif
 
