@@ -62,12 +62,17 @@ def SD_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
       has an N factor on each side. concat: N on the concatenated dimension
       (one factor per input and one for the result).
     * layer_norm, rms_norm: N on the last dimension (scale and bias map to
-      it), P elsewhere; group_norm: P on the batch, N on all other
-      dimensions.
+      it), P elsewhere; group_norm: N on the channels, P on the batch and
+      the pixels (split pixels sum their statistics across devices).
     * attention: b, h, sq, dv P; skv and d N (see `sd.attention`).
     * conv2d: batch and Cout P (Cout with the bias), Cin R; with groups > 1
-      Cin, Cin/groups and Cout N; spatial dimensions (H, W, KH, KW, Ho, Wo)
-      N until halo exchange exists.
+      Cin, Cin/groups and Cout N. A spatial dimension whose output size
+      times the stride is the input's is the compound [Ho, stride] in the
+      input and Ho in the result, Ho P (sd-partition exchanges halo rows)
+      and the stride N; other spatial dimensions, KH and KW N.
+      conv2d_input_grad and conv2d_filter_grad: the same factors with dy in
+      the result's place; the input gradient sums over Cout (R), the
+      filter gradient over the batch and the output pixels (R).
     * upsample_nearest: batch and C P; result H is the compound
       [h, scale] of the operand's h and a factor of the scale (likewise W).
     * constant, iota, rng_normal, rng_uniform: P per result dimension
@@ -231,7 +236,15 @@ def SD_PartitionOpInterface : OpInterface<"PartitionOpInterface"> {
       global mean. reduce_max: a partial maximum cannot be summed, so a
       sharded reduced dimension is an error.
     * conv2d: with a sharded input-channel dimension each device adds the
-      bias divided by the shard count.
+      bias divided by the shard count. With a sharded height or width,
+      conv2d and conv2d_filter_grad receive their neighbours' boundary rows
+      (`sd.collective_permute` marked `sd.halo`, zeroed at the ends of the
+      group) and convolve without padding on that dimension;
+      conv2d_input_grad computes the gradient of its extended block and
+      sends the rows that belong to its neighbours back to them
+      (lib/Passes/PartitionSpatial.cpp).
+    * group_norm with sharded pixels: local sums of each group and
+      `sd.all_reduce` give the mean, then the variance.
     * iota: along a sharded `dim`, the device's offset (`sd.axis_index`
       times the local size) is added.
     * rng_normal, rng_uniform: the offsets form of the op generates the
