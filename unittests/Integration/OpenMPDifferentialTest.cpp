@@ -457,6 +457,25 @@ func.func @main(%x: tensor<8x8x8x4xf32> {sd.role = #sd.input<latents>, sd.logica
               "main", 8, GetParam(), 1e-5);
 }
 
+/// Convolutions with the image split (the width is `mlp`, on tensor under
+/// the dit rules; the height, `activation_length`, would go to context):
+/// the compiled halo exchange, its permutes and masks, and the two
+/// gradient kernels on each device's extended block.
+TEST_P(OpenMPOpsTest, ConvHaloExchange) {
+  checkOpenMP(R"mlir(
+func.func @main(%x: tensor<8x8x8x4xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, activation_length, mlp, _]>},
+                %dy: tensor<8x4x4x6xf32> {sd.role = #sd.input<noise>, sd.logical_axes = #sd.logical_axes<[batch, activation_length, mlp, _]>},
+                %w: tensor<3x3x4x6xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[_, _, _, _]>})
+    -> (tensor<8x8x8x6xf32>, tensor<8x8x8x4xf32>, tensor<3x3x4x6xf32>) {
+  %y = sd.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x4xf32>, tensor<3x3x4x6xf32>) -> tensor<8x8x8x6xf32>
+  %dx = sd.conv2d_input_grad %dy, %w strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x4x4x6xf32>, tensor<3x3x4x6xf32>) -> tensor<8x8x8x4xf32>
+  %dw = sd.conv2d_filter_grad %x, %dy strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x4xf32>, tensor<8x4x4x6xf32>) -> tensor<3x3x4x6xf32>
+  return %y, %dx, %dw : tensor<8x8x8x6xf32>, tensor<8x8x8x4xf32>, tensor<3x3x4x6xf32>
+}
+)mlir",
+              "main", 8, GetParam(), 1e-5);
+}
+
 /// The ops in bf16 (each result rounded, as the evaluator rounds it): the
 /// generated code computes in f32 and rounds where the evaluator computes
 /// in double and rounds, so a result may differ by one bf16 step (2^-8

@@ -840,6 +840,66 @@ void checkConv(std::vector<int64_t> inShape, std::vector<int64_t> kernelShape,
             kTol);
 }
 
+/// conv2d's two gradients against the reference's, for the forward of
+/// these shapes: the input gradient from a random dy and the kernel, the
+/// filter gradient from a random input and dy, each writing over a buffer
+/// of garbage with exactly the scratch the kernels ask for.
+void checkConvGradients(std::vector<int64_t> inShape,
+                        std::vector<int64_t> kernelShape,
+                        std::array<int64_t, 2> strides,
+                        std::array<int64_t, 4> padding, int64_t groups) {
+  SCOPED_TRACE(testing::Message() << "kernel " << kernelShape[0] << "x"
+                                  << kernelShape[1] << " strides "
+                                  << strides[0] << "x" << strides[1]
+                                  << " groups " << groups);
+  std::vector<float> in = randomFloats(ref::shapeProduct(inShape), 31);
+  std::vector<float> kernel = randomFloats(ref::shapeProduct(kernelShape), 32);
+  Tensor forward = ref::conv2d(toTensor(in, inShape),
+                               toTensor(kernel, kernelShape), nullptr,
+                               strides, padding, groups);
+  std::vector<int64_t> outShape = forward.shape();
+  std::vector<float> dy = randomFloats(ref::shapeProduct(outShape), 33);
+  std::vector<float> scratch(static_cast<size_t>(
+      conv2dScratchFloats(kernelShape.data(), outShape.data(), strides.data(),
+                          padding.data(), groups)));
+  float *scratchData = scratch.empty() ? nullptr : scratch.data();
+
+  Tensor wantDx = ref::conv2dInputGrad(toTensor(dy, outShape),
+                                       toTensor(kernel, kernelShape), inShape,
+                                       strides, padding, groups);
+  std::vector<float> dx(in.size(), -3.0f);
+  conv2dInputGrad(dy.data(), kernel.data(), dx.data(), inShape.data(),
+                  kernelShape.data(), outShape.data(), strides.data(),
+                  padding.data(), groups, scratchData);
+  EXPECT_LT(ref::maxRelativeDifference(fromFloats(dx.data(), inShape), wantDx,
+                                       1.0),
+            kTol)
+      << "input gradient";
+
+  Tensor wantDw = ref::conv2dFilterGrad(toTensor(in, inShape),
+                                        toTensor(dy, outShape), kernelShape,
+                                        strides, padding, groups);
+  std::vector<float> dw(kernel.size(), -3.0f);
+  conv2dFilterGrad(in.data(), dy.data(), dw.data(), inShape.data(),
+                   kernelShape.data(), outShape.data(), strides.data(),
+                   padding.data(), groups, scratchData);
+  EXPECT_LT(ref::maxRelativeDifference(fromFloats(dw.data(), kernelShape),
+                                       wantDw, 1.0),
+            kTol)
+      << "filter gradient";
+}
+
+TEST(KernelsTest, Conv2dGradientsMatchReference) {
+  // Grouped, strided and asymmetrically padded; a same-size 3x3; a
+  // stride-2 down-sampler whose last input row no output reads; patch
+  // embedding; pointwise (one GEMM over all samples).
+  checkConvGradients({2, 7, 6, 4}, {3, 2, 2, 6}, {2, 1}, {1, 0, 1, 1}, 2);
+  checkConvGradients({2, 5, 5, 3}, {3, 3, 3, 5}, {1, 1}, {1, 1, 1, 1}, 1);
+  checkConvGradients({2, 9, 8, 4}, {3, 3, 4, 6}, {2, 2}, {1, 1, 1, 1}, 1);
+  checkConvGradients({2, 8, 8, 4}, {2, 2, 4, 12}, {2, 2}, {0, 0, 0, 0}, 1);
+  checkConvGradients({2, 3, 5, 7}, {1, 1, 7, 3}, {1, 1}, {0, 0, 0, 0}, 1);
+}
+
 TEST(KernelsTest, Conv2dMatchesReference) {
   checkConv({2, 7, 6, 4}, {3, 2, 2, 6}, {2, 1}, {1, 0, 1, 1}, 2, true);
   checkConv({1, 5, 5, 3}, {3, 3, 3, 5}, {1, 1}, {1, 1, 1, 1}, 1, false);
