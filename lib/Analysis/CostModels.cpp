@@ -456,8 +456,7 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
                  MseLossOp>(*context);
     Conv2DOp::attachInterface<ConvCost<Conv2DOp>>(*context);
     Conv2DInputGradOp::attachInterface<ConvCost<Conv2DInputGradOp>>(*context);
-    Conv2DFilterGradOp::attachInterface<ConvCost<Conv2DFilterGradOp>>(
-        *context);
+    Conv2DFilterGradOp::attachInterface<ConvCost<Conv2DFilterGradOp>>(*context);
     attachModels<FlashBackwardCost, FlashAttentionDqOp, FlashAttentionDkvOp>(
         *context);
     attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,

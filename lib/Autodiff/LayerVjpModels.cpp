@@ -265,12 +265,12 @@ static LogicalResult vjpOf(Conv2DOp op, OpBuilder &b, ValueRange cts,
   // for the input, an im2col contraction for the kernel), so one sharding
   // rule and halo exchange serve both passes.
   return buildWith(op, b, cts, out, [&](Emitter &e, Value dy) {
-    out[0] = Conv2DInputGradOp::create(
-        e.b, e.loc, op.getInput().getType(), dy, op.getKernel(),
-        op.getStrides(), op.getPadding(), op.getGroups());
-    out[1] = Conv2DFilterGradOp::create(
-        e.b, e.loc, op.getKernel().getType(), op.getInput(), dy,
-        op.getStrides(), op.getPadding(), op.getGroups());
+    out[0] = Conv2DInputGradOp::create(e.b, e.loc, op.getInput().getType(), dy,
+                                       op.getKernel(), op.getStrides(),
+                                       op.getPadding(), op.getGroups());
+    out[1] = Conv2DFilterGradOp::create(e.b, e.loc, op.getKernel().getType(),
+                                        op.getInput(), dy, op.getStrides(),
+                                        op.getPadding(), op.getGroups());
     if (op.getBias())
       out[2] = e.reduceSum(dy, {0, 1, 2});
     return success();
@@ -286,11 +286,10 @@ static LogicalResult vjpOf(Conv2DInputGradOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   return buildWith(op, b, cts, out, [&](Emitter &e, Value c) {
     out[0] = Conv2DOp::create(e.b, e.loc, c, op.getKernel(), Value(),
-                              op.getStrides(), op.getPadding(),
-                              op.getGroups());
-    out[1] = Conv2DFilterGradOp::create(
-        e.b, e.loc, op.getKernel().getType(), c, op.getResultGrad(),
-        op.getStrides(), op.getPadding(), op.getGroups());
+                              op.getStrides(), op.getPadding(), op.getGroups());
+    out[1] = Conv2DFilterGradOp::create(e.b, e.loc, op.getKernel().getType(), c,
+                                        op.getResultGrad(), op.getStrides(),
+                                        op.getPadding(), op.getGroups());
     return success();
   });
 }
@@ -298,12 +297,11 @@ static LogicalResult vjpOf(Conv2DInputGradOp op, OpBuilder &b, ValueRange cts,
 static LogicalResult vjpOf(Conv2DFilterGradOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   return buildWith(op, b, cts, out, [&](Emitter &e, Value c) {
-    out[0] = Conv2DInputGradOp::create(
-        e.b, e.loc, op.getInput().getType(), op.getResultGrad(), c,
-        op.getStrides(), op.getPadding(), op.getGroups());
+    out[0] = Conv2DInputGradOp::create(e.b, e.loc, op.getInput().getType(),
+                                       op.getResultGrad(), c, op.getStrides(),
+                                       op.getPadding(), op.getGroups());
     out[1] = Conv2DOp::create(e.b, e.loc, op.getInput(), c, Value(),
-                              op.getStrides(), op.getPadding(),
-                              op.getGroups());
+                              op.getStrides(), op.getPadding(), op.getGroups());
     return success();
   });
 }
@@ -326,6 +324,6 @@ template <typename OpTy> using OwnVjp = VjpModel<OpTy, vjpOf>;
 void mlir::sd::vjp::attachLayerVjpModels(MLIRContext &context) {
   attachModels<OwnVjp, DotGeneralOp, SoftmaxOp, LayerNormOp, RmsNormOp,
                GroupNormOp, AttentionOp, FlashAttentionOp, Conv2DOp,
-               Conv2DInputGradOp, Conv2DFilterGradOp,
-               UpsampleNearestOp>(context);
+               Conv2DInputGradOp, Conv2DFilterGradOp, UpsampleNearestOp>(
+      context);
 }

@@ -290,16 +290,15 @@ convGeometry(OpTy op) {
 }
 static LogicalResult evalOp(Conv2DOp op, Operands o, Results &r) {
   auto [strides, padding] = convGeometry(op);
-  return produce(r, ref::conv2d(*o[0], *o[1], optionalOperand(op, 2, o),
-                                strides, padding,
-                                static_cast<int64_t>(op.getGroups())));
+  return produce(r,
+                 ref::conv2d(*o[0], *o[1], optionalOperand(op, 2, o), strides,
+                             padding, static_cast<int64_t>(op.getGroups())));
 }
 static LogicalResult evalOp(Conv2DInputGradOp op, Operands o, Results &r) {
   auto [strides, padding] = convGeometry(op);
-  return produce(r, ref::conv2dInputGrad(*o[0], *o[1],
-                                         shapeOf(op.getInputGrad()), strides,
-                                         padding,
-                                         static_cast<int64_t>(op.getGroups())));
+  return produce(
+      r, ref::conv2dInputGrad(*o[0], *o[1], shapeOf(op.getInputGrad()), strides,
+                              padding, static_cast<int64_t>(op.getGroups())));
 }
 static LogicalResult evalOp(Conv2DFilterGradOp op, Operands o, Results &r) {
   auto [strides, padding] = convGeometry(op);

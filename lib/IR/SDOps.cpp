@@ -725,9 +725,9 @@ double AttentionOp::getEffectiveScale() {
 /// The result type of a convolution of `x` by `w` (sd.conv2d's shape rules),
 /// or an error through `error`.
 static FailureOr<RankedTensorType>
-inferConvResult(const InferError &error, RankedTensorType x,
-                RankedTensorType w, ArrayRef<int64_t> strides,
-                ArrayRef<int64_t> padding, int64_t groups) {
+inferConvResult(const InferError &error, RankedTensorType x, RankedTensorType w,
+                ArrayRef<int64_t> strides, ArrayRef<int64_t> padding,
+                int64_t groups) {
   if (x.getRank() != 4 || w.getRank() != 4) {
     (void)error("input ([N, H, W, Cin]) and kernel ([KH, KW, Cin/groups, "
                 "Cout]) must have rank 4");
@@ -739,8 +739,7 @@ inferConvResult(const InferError &error, RankedTensorType x,
   }
   if (strides.size() != 2 ||
       llvm::any_of(strides, [](int64_t s) { return s <= 0; })) {
-    (void)error("strides ", formatList(strides),
-                " must be 2 positive numbers");
+    (void)error("strides ", formatList(strides), " must be 2 positive numbers");
     return failure();
   }
   if (padding.size() != 4 ||
@@ -806,13 +805,14 @@ static LogicalResult verifyConvGradient(OpTy op, Value x, Value w, Value y,
                                         StringRef yName) {
   InferError error(op.getLoc(), op->getName().getStringRef());
   auto yType = cast<RankedTensorType>(y.getType());
-  FailureOr<RankedTensorType> expected = inferConvResult(
-      error, cast<RankedTensorType>(x.getType()),
-      cast<RankedTensorType>(w.getType()), op.getStrides(), op.getPadding(),
-      static_cast<int64_t>(op.getGroups()));
+  FailureOr<RankedTensorType> expected =
+      inferConvResult(error, cast<RankedTensorType>(x.getType()),
+                      cast<RankedTensorType>(w.getType()), op.getStrides(),
+                      op.getPadding(), static_cast<int64_t>(op.getGroups()));
   if (failed(expected))
     return failure();
-  if (yType.getRank() != 4 || yType.getElementType() != expected->getElementType())
+  if (yType.getRank() != 4 ||
+      yType.getElementType() != expected->getElementType())
     return op.emitOpError() << yName << " " << yType
                             << " must be a rank-4 tensor of the input's "
                                "element type";
@@ -839,13 +839,13 @@ static LogicalResult refineBatch(Operation *op, Value source, Value result,
   return success();
 }
 
-LogicalResult Conv2DInputGradOp::refineResultTypes(
-    int64_t, SmallVectorImpl<Type> &types) {
+LogicalResult
+Conv2DInputGradOp::refineResultTypes(int64_t, SmallVectorImpl<Type> &types) {
   return refineBatch(*this, getResultGrad(), getInputGrad(), types);
 }
 
-LogicalResult Conv2DFilterGradOp::refineResultTypes(
-    int64_t, SmallVectorImpl<Type> &types) {
+LogicalResult
+Conv2DFilterGradOp::refineResultTypes(int64_t, SmallVectorImpl<Type> &types) {
   // The kernel has no batch dimension.
   auto type = getKernelGrad().getType();
   if (!type.hasStaticShape())
@@ -856,13 +856,13 @@ LogicalResult Conv2DFilterGradOp::refineResultTypes(
 }
 
 LogicalResult Conv2DInputGradOp::verify() {
-  return verifyConvGradient(*this, getInputGrad(), getKernel(),
-                            getResultGrad(), "result_grad");
+  return verifyConvGradient(*this, getInputGrad(), getKernel(), getResultGrad(),
+                            "result_grad");
 }
 
 LogicalResult Conv2DFilterGradOp::verify() {
-  return verifyConvGradient(*this, getInput(), getKernelGrad(),
-                            getResultGrad(), "result_grad");
+  return verifyConvGradient(*this, getInput(), getKernelGrad(), getResultGrad(),
+                            "result_grad");
 }
 
 LogicalResult UpsampleNearestOp::inferReturnTypes(

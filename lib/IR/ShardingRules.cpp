@@ -572,9 +572,9 @@ void addConvFactors(ShardingRuleBuilder &builder, const ConvRoles &roles,
   if (grouped) // Cin / groups
     add(n, 2, n, n, kernel[2], kNeedReplication);
   // Cout: an input gradient sums over it.
-  FactorKind coutKind = grouped                        ? kNeedReplication
+  FactorKind coutKind = grouped                          ? kNeedReplication
                         : roles.y.isResult || filterGrad ? kPassThrough
-                                                       : kReduction;
+                                                         : kReduction;
   add(n, 3, 3, 0, out[3], coutKind);
 }
 } // namespace

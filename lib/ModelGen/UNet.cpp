@@ -323,8 +323,7 @@ void modelgen::buildUNet(ModelBuilder &mb) {
   // split the image over devices (spatial partitioning, with halo
   // exchange at every convolution); MaxDiffusion's UNet rules name neither,
   // so by default the image stays whole.
-  network.latentAxes = {"batch", "activation_height", "activation_width",
-                        "_"};
+  network.latentAxes = {"batch", "activation_height", "activation_width", "_"};
   network.conditions = [&](ModelBuilder &m) -> SmallVector<Value> {
     Type f32 = m.fn().getF32();
     SmallVector<Value> inputs = {

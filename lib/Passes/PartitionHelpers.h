@@ -35,6 +35,28 @@ Value splat(OpBuilder &builder, Location loc, RankedTensorType type,
 /// `value` times `factor`, elementwise.
 Value scale(OpBuilder &builder, Location loc, Value value, double factor);
 
+/// A partition function of one op class: what PartitionOpInterface's
+/// `partition` does, with the op already cast.
+template <typename OpTy>
+using PartitionFn = FailureOr<SmallVector<Value>> (*)(
+    OpTy op, OpBuilder &builder, ValueRange operands, TypeRange types,
+    ArrayRef<ShardingAttr> operandShardings,
+    ArrayRef<ShardingAttr> resultShardings);
+
+/// The external model of an op class whose local form `fn` builds.
+template <typename OpTy, PartitionFn<OpTy> fn>
+struct FunctionPartition
+    : public PartitionOpInterface::ExternalModel<FunctionPartition<OpTy, fn>,
+                                                 OpTy> {
+  FailureOr<SmallVector<Value>>
+  partition(Operation *op, OpBuilder &builder, ValueRange operands,
+            TypeRange types, ArrayRef<ShardingAttr> operandShardings,
+            ArrayRef<ShardingAttr> resultShardings) const {
+    return fn(cast<OpTy>(op), builder, operands, types, operandShardings,
+              resultShardings);
+  }
+};
+
 /// Attaches the models of the ops that PartitionSpatial.cpp partitions:
 /// convolutions with their halo exchange, group norm over sharded pixels.
 void attachSpatialPartitionModels(MLIRContext &context);

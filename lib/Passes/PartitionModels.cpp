@@ -30,7 +30,7 @@ using PartitionResult = FailureOr<SmallVector<Value>>;
 
 FailureOr<int64_t> partition_detail::axesSize(Operation *op,
                                               ShardingAttr sharding,
-                                   ArrayRef<StringAttr> axes) {
+                                              ArrayRef<StringAttr> axes) {
   MeshAttr mesh =
       lookupMesh(op, sharding.getMeshName(), [&] { return op->emitOpError(); });
   if (!mesh)
@@ -47,8 +47,9 @@ FailureOr<int64_t> partition_detail::axesSize(Operation *op,
   return size;
 }
 
-FailureOr<int64_t> partition_detail::dimsSize(Operation *op, ShardingAttr sharding,
-                                   ArrayRef<int64_t> dims) {
+FailureOr<int64_t> partition_detail::dimsSize(Operation *op,
+                                              ShardingAttr sharding,
+                                              ArrayRef<int64_t> dims) {
   SmallVector<StringAttr> axes;
   for (int64_t dim : dims) {
     ArrayRef<StringAttr> dimAxes = sharding.getDimShardings()[dim].getAxes();
@@ -57,8 +58,10 @@ FailureOr<int64_t> partition_detail::dimsSize(Operation *op, ShardingAttr shardi
   return axesSize(op, sharding, axes);
 }
 
-SmallVector<Value> partition_detail::cloneLocal(OpBuilder &builder, Operation *op,
-                                     ValueRange operands, TypeRange types) {
+SmallVector<Value> partition_detail::cloneLocal(OpBuilder &builder,
+                                                Operation *op,
+                                                ValueRange operands,
+                                                TypeRange types) {
   Operation *clone = builder.clone(*op);
   clone->setOperands(operands);
   for (auto [result, type] : llvm::zip_equal(clone->getResults(), types))
@@ -66,15 +69,15 @@ SmallVector<Value> partition_detail::cloneLocal(OpBuilder &builder, Operation *o
   return SmallVector<Value>(clone->getResults());
 }
 
-Value partition_detail::splat(OpBuilder &builder, Location loc, RankedTensorType type,
-                   double value) {
+Value partition_detail::splat(OpBuilder &builder, Location loc,
+                              RankedTensorType type, double value) {
   auto element = FloatAttr::get(type.getElementType(), value);
   return ConstantOp::create(builder, loc, type,
                             DenseElementsAttr::get(type, {Attribute(element)}));
 }
 
 Value partition_detail::scale(OpBuilder &builder, Location loc, Value value,
-                   double factor) {
+                              double factor) {
   auto type = cast<RankedTensorType>(value.getType());
   return MulOp::create(builder, loc, value, splat(builder, loc, type, factor));
 }
@@ -602,16 +605,7 @@ struct ClonePartition
 
 /// Ops with a local form of their own: `partition(OpTy, ...)` above.
 template <typename OpTy>
-struct OwnPartition
-    : public PartitionOpInterface::ExternalModel<OwnPartition<OpTy>, OpTy> {
-  PartitionResult partition(Operation *op, OpBuilder &builder,
-                            ValueRange operands, TypeRange types,
-                            ArrayRef<ShardingAttr> operandShardings,
-                            ArrayRef<ShardingAttr> resultShardings) const {
-    return ::partition(cast<OpTy>(op), builder, operands, types,
-                       operandShardings, resultShardings);
-  }
-};
+using OwnPartition = FunctionPartition<OpTy, &::partition>;
 
 /// Flash attention ops, forward and backward: `partitionContextParallel`.
 template <typename OpTy>
@@ -637,8 +631,8 @@ void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
                  SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp, ConvertOp,
                  // Shapes along unsharded dimensions, linear algebra, layers.
                  BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp,
-                 DotGeneralOp, LayerNormOp, RmsNormOp, SoftmaxOp,
-                 AttentionOp, UpsampleNearestOp,
+                 DotGeneralOp, LayerNormOp, RmsNormOp, SoftmaxOp, AttentionOp,
+                 UpsampleNearestOp,
                  // Over a sharded dimension the local sum is the partial sum.
                  ReduceSumOp,
                  // Memory moves: each device moves its own block.

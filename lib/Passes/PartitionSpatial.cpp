@@ -59,8 +59,7 @@ public:
     first[dim] = start;
     limit[dim] = start + count;
     shape[dim] = count;
-    return SliceOp::create(b, loc, type.clone(shape), x, first, limit,
-                           strides);
+    return SliceOp::create(b, loc, type.clone(shape), x, first, limit, strides);
   }
 
   /// `x` with `low` zero rows before and `high` after along `dim`.
@@ -82,8 +81,8 @@ public:
                               : std::make_pair(i + 1, i));
     SmallVector<StringRef> axes = llvm::map_to_vector(
         split.axes, [](StringAttr axis) { return axis.getValue(); });
-    auto permute = CollectivePermuteOp::create(b, loc, block, split.mesh, axes,
-                                               pairs);
+    auto permute =
+        CollectivePermuteOp::create(b, loc, block, split.mesh, axes, pairs);
     permute->setAttr(SDDialect::kHaloAttrName, b.getUnitAttr());
     // keep = min(index, 1) forward, min(last - index, 1) back: 0 on the
     // member nobody sends to, 1 elsewhere.
@@ -92,14 +91,13 @@ public:
     Value index =
         AxisIndexOp::create(b, loc, scalar, split.mesh, b.getArrayAttr(names));
     if (!forward)
-      index = SubOp::create(b, loc,
-                            splat(b, loc, scalar, double(split.devices - 1)),
-                            index);
+      index = SubOp::create(
+          b, loc, splat(b, loc, scalar, double(split.devices - 1)), index);
     Value keep = MinOp::create(b, loc, index, splat(b, loc, scalar, 1.0));
     auto type = cast<RankedTensorType>(block.getType());
     if (type.getElementType() != scalar.getElementType())
-      keep = ConvertOp::create(b, loc, scalar.clone(type.getElementType()),
-                               keep);
+      keep =
+          ConvertOp::create(b, loc, scalar.clone(type.getElementType()), keep);
     Value spread = BroadcastInDimOp::create(b, loc, type, keep,
                                             b.getDenseI64ArrayAttr({}));
     return MulOp::create(b, loc, permute.getResult(), spread);
@@ -138,10 +136,9 @@ public:
         cast<RankedTensorType>(x.getType()).getDimSize(dim) - before - after;
     Value own = rows(x, dim, before, size);
     if (before > 0) {
-      Value fromNext =
-          shift(rows(x, dim, 0, before), split, /*forward=*/false);
-      own = AddOp::create(b, loc, own,
-                          padRows(fromNext, dim, size - before, 0));
+      Value fromNext = shift(rows(x, dim, 0, before), split, /*forward=*/false);
+      own =
+          AddOp::create(b, loc, own, padRows(fromNext, dim, size - before, 0));
     }
     if (after > 0) {
       Value fromPrevious =
@@ -190,17 +187,15 @@ convHalos(Operation *op, ShardingAttr sharding, RankedTensorType localX,
              << (dim == 1 ? "rows" : "columns") << " between the " << *devices
              << " devices that split the image's "
              << (dim == 1 ? "height" : "width") << " (mesh axes "
-             << llvm::join(llvm::map_range(axes,
-                                           [](StringAttr a) {
-                                             return a.getValue();
-                                           }),
+             << llvm::join(llvm::map_range(
+                               axes, [](StringAttr a) { return a.getValue(); }),
                            ", ")
              << "): each holds " << block
              << ", fewer than the kernel reads; split it over fewer devices";
-    halos.push_back({{dim, sharding.getMeshName(),
-                      SmallVector<StringAttr>(axes), *devices},
-                     before,
-                     after});
+    halos.push_back(
+        {{dim, sharding.getMeshName(), SmallVector<StringAttr>(axes), *devices},
+         before,
+         after});
   }
   return halos;
 }
@@ -273,10 +268,9 @@ static PartitionResult partition(Conv2DInputGradOp op, OpBuilder &builder,
                                  ArrayRef<ShardingAttr>,
                                  ArrayRef<ShardingAttr> resultShardings) {
   auto localX = cast<RankedTensorType>(types[0]);
-  FailureOr<SmallVector<Halo>> halos =
-      convHalos(op, resultShardings[0], localX,
-                op.getKernel().getType().getShape(), op.getStrides(),
-                op.getPadding());
+  FailureOr<SmallVector<Halo>> halos = convHalos(
+      op, resultShardings[0], localX, op.getKernel().getType().getShape(),
+      op.getStrides(), op.getPadding());
   if (failed(halos))
     return failure();
   // The gradient of the extended block, then each halo's rows sent back to
@@ -324,8 +318,8 @@ static PartitionResult partition(GroupNormOp op, OpBuilder &builder,
   int64_t groups = op.getNumGroups(), perGroup = channels / groups;
   int64_t positions = localType.getNumElements() / (n * channels);
   // The elements of one sample's group, over all devices.
-  double count = double(global.getNumElements()) /
-                 double(global.getDimSize(0) * groups);
+  double count =
+      double(global.getNumElements()) / double(global.getDimSize(0) * groups);
   // [n, positions, groups, C/groups] in f32; statistics [n, groups].
   auto view = RankedTensorType::get({n, positions, groups, perGroup}, f32);
   auto stats = RankedTensorType::get({n, groups}, f32);
@@ -334,8 +328,8 @@ static PartitionResult partition(GroupNormOp op, OpBuilder &builder,
     x = ConvertOp::create(b, loc, localType.clone(f32), x);
   x = ReshapeOp::create(b, loc, view, x);
   auto groupMean = [&](Value v) -> Value {
-    Value sum = ReduceSumOp::create(b, loc, stats, v,
-                                    b.getDenseI64ArrayAttr({1, 3}));
+    Value sum =
+        ReduceSumOp::create(b, loc, stats, v, b.getDenseI64ArrayAttr({1, 3}));
     sum = AllReduceOp::create(b, loc, sum, sharding.getMeshName(),
                               b.getStrArrayAttr(axes));
     return scale(b, loc, sum, 1.0 / count);
@@ -347,8 +341,8 @@ static PartitionResult partition(GroupNormOp op, OpBuilder &builder,
   Value centered = SubOp::create(b, loc, x, spread(groupMean(x)));
   Value variance = groupMean(MulOp::create(b, loc, centered, centered));
   Value epsilon = splat(b, loc, stats, op.getEpsilon().convertToDouble());
-  Value inverse = RsqrtOp::create(b, loc, AddOp::create(b, loc, variance,
-                                                        epsilon));
+  Value inverse =
+      RsqrtOp::create(b, loc, AddOp::create(b, loc, variance, epsilon));
   Value y = MulOp::create(b, loc, centered, spread(inverse));
   auto resultType = cast<RankedTensorType>(types[0]);
   y = ReshapeOp::create(b, loc, resultType.clone(f32), y);
@@ -368,16 +362,7 @@ static PartitionResult partition(GroupNormOp op, OpBuilder &builder,
 namespace {
 /// Ops whose local form is `partition(OpTy, ...)` above.
 template <typename OpTy>
-struct SpatialPartition
-    : public PartitionOpInterface::ExternalModel<SpatialPartition<OpTy>, OpTy> {
-  PartitionResult partition(Operation *op, OpBuilder &builder,
-                            ValueRange operands, TypeRange types,
-                            ArrayRef<ShardingAttr> operandShardings,
-                            ArrayRef<ShardingAttr> resultShardings) const {
-    return ::partition(cast<OpTy>(op), builder, operands, types,
-                       operandShardings, resultShardings);
-  }
-};
+using SpatialPartition = FunctionPartition<OpTy, &::partition>;
 } // namespace
 
 void mlir::sd::partition_detail::attachSpatialPartitionModels(

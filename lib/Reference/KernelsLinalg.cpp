@@ -141,8 +141,8 @@ ConvGeometry makeGeometry(const std::vector<int64_t> &x,
                           std::array<int64_t, 2> strides,
                           std::array<int64_t, 4> padding, int64_t groups) {
   assert(x.size() == 4 && w.size() == 4 && "expected NHWC input, HWIO kernel");
-  ConvGeometry g{x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3],
-                 0,    0,    groups, strides, padding};
+  ConvGeometry g{x[0], x[1], x[2], x[3],   w[0],    w[1],   w[2],
+                 w[3], 0,    0,    groups, strides, padding};
   assert(groups > 0 && g.cin == g.cinG * groups && g.cout % groups == 0 &&
          "channels do not split into groups");
   assert(strides[0] > 0 && strides[1] > 0 && "strides must be positive");
@@ -166,9 +166,8 @@ Tensor conv2d(const Tensor &x, const Tensor &w, const Tensor *bias,
       for (int64_t o = 0; o < g.cout; ++o)
         y[p * g.cout + o] = (*bias)[o];
   const double *in = x.values().data(), *ker = w.values().data();
-  g.forEachProduct([&](int64_t xi, int64_t wi, int64_t yi) {
-    y[yi] += in[xi] * ker[wi];
-  });
+  g.forEachProduct(
+      [&](int64_t xi, int64_t wi, int64_t yi) { y[yi] += in[xi] * ker[wi]; });
   return result;
 }
 
@@ -176,7 +175,8 @@ Tensor conv2dInputGrad(const Tensor &dy, const Tensor &w,
                        const std::vector<int64_t> &inputShape,
                        std::array<int64_t, 2> strides,
                        std::array<int64_t, 4> padding, int64_t groups) {
-  ConvGeometry g = makeGeometry(inputShape, w.shape(), strides, padding, groups);
+  ConvGeometry g =
+      makeGeometry(inputShape, w.shape(), strides, padding, groups);
   assert(dy.shape() == std::vector<int64_t>({g.n, g.ho, g.wo, g.cout}) &&
          "dy must have the convolution's result shape");
   Tensor result(inputShape, dy.dtype());
@@ -192,15 +192,15 @@ Tensor conv2dFilterGrad(const Tensor &x, const Tensor &dy,
                         const std::vector<int64_t> &kernelShape,
                         std::array<int64_t, 2> strides,
                         std::array<int64_t, 4> padding, int64_t groups) {
-  ConvGeometry g = makeGeometry(x.shape(), kernelShape, strides, padding, groups);
+  ConvGeometry g =
+      makeGeometry(x.shape(), kernelShape, strides, padding, groups);
   assert(dy.shape() == std::vector<int64_t>({g.n, g.ho, g.wo, g.cout}) &&
          "dy must have the convolution's result shape");
   Tensor result(kernelShape, dy.dtype());
   double *dw = result.values().data();
   const double *in = x.values().data(), *grad = dy.values().data();
-  g.forEachProduct([&](int64_t xi, int64_t wi, int64_t yi) {
-    dw[wi] += in[xi] * grad[yi];
-  });
+  g.forEachProduct(
+      [&](int64_t xi, int64_t wi, int64_t yi) { dw[wi] += in[xi] * grad[yi]; });
   return result;
 }
 

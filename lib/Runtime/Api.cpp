@@ -310,12 +310,12 @@ int32_t conv2dInputGrad(SdDevice *dev, const float *dy, const float *kernel,
                         const int64_t *kernelShape, const int64_t *outShape,
                         const int64_t *strides, const int64_t *padding,
                         int64_t groups) {
-  return withConvScratch(
-      dev, kernelShape, outShape, strides, padding, groups,
-      "conv2d_input_grad im2col rows", [&](float *cols) {
-        kernels::conv2dInputGrad(dy, kernel, dx, inShape, kernelShape,
-                                 outShape, strides, padding, groups, cols);
-      });
+  return withConvScratch(dev, kernelShape, outShape, strides, padding, groups,
+                         "conv2d_input_grad im2col rows", [&](float *cols) {
+                           kernels::conv2dInputGrad(
+                               dy, kernel, dx, inShape, kernelShape, outShape,
+                               strides, padding, groups, cols);
+                         });
 }
 
 int32_t conv2dFilterGrad(SdDevice *dev, const float *in, const float *dy,
@@ -323,12 +323,12 @@ int32_t conv2dFilterGrad(SdDevice *dev, const float *in, const float *dy,
                          const int64_t *kernelShape, const int64_t *outShape,
                          const int64_t *strides, const int64_t *padding,
                          int64_t groups) {
-  return withConvScratch(
-      dev, kernelShape, outShape, strides, padding, groups,
-      "conv2d_filter_grad im2col rows", [&](float *cols) {
-        kernels::conv2dFilterGrad(in, dy, dkernel, inShape, kernelShape,
-                                  outShape, strides, padding, groups, cols);
-      });
+  return withConvScratch(dev, kernelShape, outShape, strides, padding, groups,
+                         "conv2d_filter_grad im2col rows", [&](float *cols) {
+                           kernels::conv2dFilterGrad(
+                               in, dy, dkernel, inShape, kernelShape, outShape,
+                               strides, padding, groups, cols);
+                         });
 }
 
 // Programs call these around every kernel, so with tracing off they are a

@@ -28,9 +28,8 @@ struct Geometry {
            const int64_t *padding, int64_t groups)
       : n(inShape[0]), h(inShape[1]), w(inShape[2]), cin(inShape[3]),
         kh(kernelShape[0]), kw(kernelShape[1]), cinG(kernelShape[2]),
-        cout(kernelShape[3]), ho(outShape[1]), wo(outShape[2]),
-        groups(groups), sh(strides[0]), sw(strides[1]), top(padding[0]),
-        left(padding[2]) {}
+        cout(kernelShape[3]), ho(outShape[1]), wo(outShape[2]), groups(groups),
+        sh(strides[0]), sw(strides[1]), top(padding[0]), left(padding[2]) {}
   int64_t positions() const { return ho * wo; }
   int64_t depth() const { return kh * kw * cinG; }
   int64_t coutG() const { return cout / groups; }
@@ -73,9 +72,8 @@ struct Geometry {
             int64_t tx = ix + left - kx;
             if (tx < 0 || tx % sw != 0 || tx / sw >= wo)
               continue;
-            const float *src =
-                cols + ((ty / sh) * wo + tx / sw) * rowSize +
-                (ky * kw + kx) * cinG;
+            const float *src = cols + ((ty / sh) * wo + tx / sw) * rowSize +
+                               (ky * kw + kx) * cinG;
             for (int64_t c = 0; c < cinG; ++c)
               dst[c] += src[c];
           }
@@ -144,8 +142,8 @@ void conv2dInputGrad(const float *dy, const float *kernel, float *dx,
   int64_t sampleIn = c.h * c.w * c.cin;
   if (isPointwise(kernelShape, strides, padding, groups)) {
     // dx [N·H·W, Cin] = dy [N·H·W, Cout] · wᵀ.
-    gemm(1, false, true, c.n * positions, c.cin, c.cout, dy, c.cout, 0,
-         kernel, c.cout, 0, 0.0f, dx, c.cin, 0);
+    gemm(1, false, true, c.n * positions, c.cin, c.cout, dy, c.cout, 0, kernel,
+         c.cout, 0, 0.0f, dx, c.cin, 0);
     return;
   }
   std::fill(dx, dx + c.n * sampleIn, 0.0f);

@@ -302,9 +302,9 @@ TEST_P(TrainStepDifferentialTest, DitTiny) {
   }
 }
 
-/// sdgen's unet-tiny at 4×4 (or `latentSize`²) latents and 4 text tokens (a mesh axis must
-/// divide the text length the context rules shard), its zero-initialized
-/// parameters randomized, as text.
+/// sdgen's unet-tiny at 4×4 (or `latentSize`²) latents and 4 text tokens (a
+/// mesh axis must divide the text length the context rules shard), its
+/// zero-initialized parameters randomized, as text.
 std::string unetTinySource(mlir::MLIRContext &context, int64_t latentSize = 4) {
   mlir::sd::ModelOverrides overrides;
   overrides.latentSize = latentSize;

@@ -849,14 +849,13 @@ void checkConvGradients(std::vector<int64_t> inShape,
                         std::array<int64_t, 2> strides,
                         std::array<int64_t, 4> padding, int64_t groups) {
   SCOPED_TRACE(testing::Message() << "kernel " << kernelShape[0] << "x"
-                                  << kernelShape[1] << " strides "
-                                  << strides[0] << "x" << strides[1]
-                                  << " groups " << groups);
+                                  << kernelShape[1] << " strides " << strides[0]
+                                  << "x" << strides[1] << " groups " << groups);
   std::vector<float> in = randomFloats(ref::shapeProduct(inShape), 31);
   std::vector<float> kernel = randomFloats(ref::shapeProduct(kernelShape), 32);
-  Tensor forward = ref::conv2d(toTensor(in, inShape),
-                               toTensor(kernel, kernelShape), nullptr,
-                               strides, padding, groups);
+  Tensor forward =
+      ref::conv2d(toTensor(in, inShape), toTensor(kernel, kernelShape), nullptr,
+                  strides, padding, groups);
   std::vector<int64_t> outShape = forward.shape();
   std::vector<float> dy = randomFloats(ref::shapeProduct(outShape), 33);
   std::vector<float> scratch(static_cast<size_t>(
@@ -871,14 +870,14 @@ void checkConvGradients(std::vector<int64_t> inShape,
   conv2dInputGrad(dy.data(), kernel.data(), dx.data(), inShape.data(),
                   kernelShape.data(), outShape.data(), strides.data(),
                   padding.data(), groups, scratchData);
-  EXPECT_LT(ref::maxRelativeDifference(fromFloats(dx.data(), inShape), wantDx,
-                                       1.0),
-            kTol)
+  EXPECT_LT(
+      ref::maxRelativeDifference(fromFloats(dx.data(), inShape), wantDx, 1.0),
+      kTol)
       << "input gradient";
 
-  Tensor wantDw = ref::conv2dFilterGrad(toTensor(in, inShape),
-                                        toTensor(dy, outShape), kernelShape,
-                                        strides, padding, groups);
+  Tensor wantDw =
+      ref::conv2dFilterGrad(toTensor(in, inShape), toTensor(dy, outShape),
+                            kernelShape, strides, padding, groups);
   std::vector<float> dw(kernel.size(), -3.0f);
   conv2dFilterGrad(in.data(), dy.data(), dw.data(), inShape.data(),
                    kernelShape.data(), outShape.data(), strides.data(),

@@ -287,16 +287,14 @@ typedef struct SdApi {
                                const float *kernel, float *dx,
                                const int64_t *in_shape,
                                const int64_t *kernel_shape,
-                               const int64_t *out_shape,
-                               const int64_t *strides, const int64_t *padding,
-                               int64_t groups);
-  int32_t (*conv2d_filter_grad)(SdDevice *dev, const float *in,
-                                const float *dy, float *dkernel,
-                                const int64_t *in_shape,
+                               const int64_t *out_shape, const int64_t *strides,
+                               const int64_t *padding, int64_t groups);
+  int32_t (*conv2d_filter_grad)(SdDevice *dev, const float *in, const float *dy,
+                                float *dkernel, const int64_t *in_shape,
                                 const int64_t *kernel_shape,
                                 const int64_t *out_shape,
-                                const int64_t *strides,
-                                const int64_t *padding, int64_t groups);
+                                const int64_t *strides, const int64_t *padding,
+                                int64_t groups);
 
   /* --- tracing ------------------------------------------------------------ */
   /* Brackets one fused kernel, runtime kernel, GEMM, collective or memory
