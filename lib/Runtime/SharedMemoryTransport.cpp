@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <thread>
 #include <cstring>
 #include <map>
 
@@ -53,7 +54,9 @@ public:
   explicit SharedMemoryTransport(const MeshSpec &mesh)
       : meshSpec(mesh), groups(mesh), inputs(mesh.numDevices(), nullptr),
         barrierCache(mesh.numDevices()), posted(mesh.numDevices()),
-        nextSequence(mesh.numDevices(), 0), sequenceOf(mesh.numDevices()) {}
+        nextSequence(mesh.numDevices(), 0), sequenceOf(mesh.numDevices()),
+        spinBarriers(mesh.numDevices() <=
+                     static_cast<int64_t>(std::thread::hardware_concurrency())) {}
 
   const MeshSpec &mesh() const override { return meshSpec; }
   absl::Status collective(Device &device, const SdCollective &op,
@@ -142,6 +145,9 @@ private:
   /// and the number of each started permute by its `out` buffer.
   std::vector<uint64_t> nextSequence;
   std::vector<std::map<const void *, uint64_t>> sequenceOf;
+  /// Whether the barriers spin before they sleep: when every device of the
+  /// process can have a core of its own.
+  const bool spinBarriers;
 };
 
 } // namespace
@@ -157,7 +163,7 @@ Barrier &SharedMemoryTransport::barrierFor(const Device &device,
   std::unique_ptr<Barrier> &barrier =
       barriers[{group, meshSpec.deviceId(coords)}];
   if (!barrier)
-    barrier = std::make_unique<Barrier>(groupSize(group));
+    barrier = std::make_unique<Barrier>(groupSize(group), spinBarriers);
   cache.emplace(group, barrier.get());
   return *barrier;
 }

@@ -20,9 +20,11 @@
 #include "absl/status/statusor.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace sd::rt::detail {
@@ -32,28 +34,59 @@ using AxisList = std::vector<int32_t>;
 
 /// A reusable barrier for a fixed number of threads that `wake` releases
 /// when the transport is aborted.
+///
+/// With `spin`, a waiter first polls for up to kSpinTime before it sleeps:
+/// waking a sleeping thread costs tens of microseconds on a virtual
+/// machine, which a training step's hundreds of small collectives (one
+/// gradient all-reduce per parameter) would pay each time. Only for
+/// barriers whose threads each have a core (a spinner takes a core from
+/// nobody); others sleep at once.
 class Barrier {
 public:
-  explicit Barrier(int64_t parties) : parties(parties) {}
+  /// How long a spinning waiter polls before it sleeps.
+  static constexpr std::chrono::microseconds kSpinTime{500};
+
+  explicit Barrier(int64_t parties, bool spin = false)
+      : parties(parties), spin(spin) {}
 
   /// Waits until all parties have arrived. An abortable wait returns false,
   /// without completing the barrier, once `aborted` is set; the others
   /// always complete.
   bool wait(const std::atomic<bool> &aborted, bool abortable) {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (abortable && aborted.load())
-      return false;
-    uint64_t generation = currentGeneration;
-    if (++arrived == parties) {
-      arrived = 0;
-      ++currentGeneration;
-      condition.notify_all();
-      return true;
+    uint64_t generation;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (abortable && aborted.load())
+        return false;
+      generation = currentGeneration.load();
+      if (++arrived == parties) {
+        arrived = 0;
+        currentGeneration.store(generation + 1);
+        condition.notify_all();
+        return true;
+      }
     }
+    // The last arrival's store happens after every other arrival (they
+    // all took the mutex first), so seeing it orders this thread after
+    // all of their writes.
+    if (spin) {
+      auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+      do {
+        for (int i = 0; i < 64; ++i) {
+          if (currentGeneration.load(std::memory_order_acquire) != generation)
+            return true;
+          relax();
+        }
+        if (abortable && aborted.load())
+          break;
+      } while (std::chrono::steady_clock::now() < deadline);
+    }
+    std::unique_lock<std::mutex> lock(mutex);
     condition.wait(lock, [&] {
-      return currentGeneration != generation || (abortable && aborted.load());
+      return currentGeneration.load() != generation ||
+             (abortable && aborted.load());
     });
-    return currentGeneration != generation;
+    return currentGeneration.load() != generation;
   }
 
   /// Wakes the waiters so they see the abort flag.
@@ -69,11 +102,22 @@ public:
   }
 
 private:
+  /// A pause between polls, which frees the core's pipeline for a sibling
+  /// hyper-thread.
+  static void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
+
   std::mutex mutex;
   std::condition_variable condition;
   const int64_t parties;
+  const bool spin;
   int64_t arrived = 0;
-  uint64_t currentGeneration = 0;
+  std::atomic<uint64_t> currentGeneration{0};
 };
 
 /// Copies (or, with `add`, adds) the box of shape `box` at `srcOffset` of
