@@ -17,6 +17,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::sd;
 
@@ -358,7 +360,8 @@ struct ConvCost : public CostModelBase<ConvCost<OpTy>, OpTy> {
     else
       return convFlops(cast<OpTy>(op));
   }
-  /// As the runtime's conv2dScratchFloats: one sample's and group's rows.
+  /// As the runtime's conv2dScratchFloats: one group's rows of as many
+  /// samples as fit in 4 Mi floats (at least one).
   int64_t getWorkspaceBytes(Operation *op) const {
     auto conv = cast<OpTy>(op);
     auto [kernel, result] = convKernelAndResult(conv);
@@ -369,8 +372,12 @@ struct ConvCost : public CostModelBase<ConvCost<OpTy>, OpTy> {
         llvm::all_of(conv.getPadding(), [](int64_t p) { return p == 0; });
     if (pointwise)
       return 0;
-    return out[1] * out[2] * k[0] * k[1] * k[2] *
-           getElementBytes(kernel.getType());
+    constexpr int64_t kChunkFloats = int64_t{1} << 22;
+    int64_t rows = out[1] * out[2] * k[0] * k[1] * k[2];
+    int64_t samples = std::max<int64_t>(out[0], 1);
+    if (rows > 0)
+      samples = std::clamp<int64_t>(kChunkFloats / rows, 1, samples);
+    return samples * rows * getElementBytes(kernel.getType());
   }
 };
 

@@ -1,9 +1,10 @@
 //===- KernelsConv.cpp - Convolution and its two gradients ----------------===//
 //
 // sd.conv2d, sd.conv2d_input_grad and sd.conv2d_filter_grad as GEMMs over
-// im2col rows: one sample's and group's receptive fields, [Ho·Wo,
-// KH·KW·Cin/G] in HWI order (the HWIO kernel's row order), in scratch the
-// caller borrows from the device pool (conv2dScratchFloats). The forward
+// im2col rows: each sample's and group's receptive fields, [Ho·Wo,
+// KH·KW·Cin/G] in HWI order (the HWIO kernel's row order), several samples'
+// to a GEMM, in scratch the caller borrows from the device pool
+// (conv2dScratchFloats). The forward
 // multiplies the rows by the kernel, the filter gradient contracts them with
 // dy, and the input gradient makes them from dy·wᵀ and adds them back into
 // the pixels they read (col2im, parallel over input rows, so each pixel is
@@ -92,13 +93,28 @@ static bool isPointwise(const int64_t *kernelShape, const int64_t *strides,
          padding[2] == 0 && padding[3] == 0 && groups == 1;
 }
 
+/// The im2col rows of several samples go to one GEMM, so that the deep,
+/// small levels of a UNet (16 or 64 pixels a sample) make GEMMs of useful
+/// height: as many samples as fit in this many floats, at least one. (The
+/// memory model's ConvCost repeats the rule.)
+static constexpr int64_t kChunkFloats = int64_t{1} << 22;
+
+/// Samples per GEMM for `n` samples of `rowFloats` im2col floats each.
+static int64_t samplesPerGemm(int64_t n, int64_t rowFloats) {
+  int64_t most = std::max<int64_t>(n, 1);
+  if (rowFloats == 0)
+    return most;
+  return std::clamp<int64_t>(kChunkFloats / rowFloats, 1, most);
+}
+
 int64_t conv2dScratchFloats(const int64_t *kernelShape, const int64_t *outShape,
                             const int64_t *strides, const int64_t *padding,
                             int64_t groups) {
   if (isPointwise(kernelShape, strides, padding, groups))
     return 0;
-  return outShape[1] * outShape[2] * kernelShape[0] * kernelShape[1] *
-         kernelShape[2];
+  int64_t rows = outShape[1] * outShape[2] * kernelShape[0] * kernelShape[1] *
+                 kernelShape[2];
+  return samplesPerGemm(outShape[0], rows) * rows;
 }
 
 void conv2d(const float *in, const float *kernel, const float *bias, float *out,
@@ -106,30 +122,32 @@ void conv2d(const float *in, const float *kernel, const float *bias, float *out,
             const int64_t *outShape, const int64_t *strides,
             const int64_t *padding, int64_t groups, float *scratch) {
   Geometry c(inShape, kernelShape, outShape, strides, padding, groups);
-  int64_t positions = c.positions(), coutG = c.coutG();
+  int64_t positions = c.positions(), coutG = c.coutG(), depth = c.depth();
   if (c.n * positions * c.cout == 0)
     return;
-  bool pointwise = isPointwise(kernelShape, strides, padding, groups);
-  for (int64_t s = 0; s < c.n; ++s) {
-    const float *x = in + s * c.h * c.w * c.cin;
-    float *y = out + s * positions * c.cout;
-    for (int64_t g = 0; g < groups; ++g) {
-      const float *a = x;
-      int64_t lda = c.cin;
-      if (!pointwise) {
-        c.im2col(x, g, scratch);
-        a = scratch;
-        lda = c.depth();
+  if (isPointwise(kernelShape, strides, padding, groups)) {
+    // y [N·H·W, Cout] = x [N·H·W, Cin] · w.
+    gemm(1, false, false, c.n * positions, c.cout, c.cin, in, c.cin, 0, kernel,
+         c.cout, 0, 0.0f, out, c.cout, 0);
+  } else {
+    int64_t chunk = samplesPerGemm(c.n, positions * depth);
+    for (int64_t first = 0; first < c.n; first += chunk) {
+      int64_t count = std::min(chunk, c.n - first);
+      for (int64_t g = 0; g < groups; ++g) {
+        for (int64_t i = 0; i < count; ++i)
+          c.im2col(in + (first + i) * c.h * c.w * c.cin, g,
+                   scratch + i * positions * depth);
+        gemm(1, false, false, count * positions, coutG, depth, scratch, depth,
+             0, kernel + g * coutG, c.cout, 0, 0.0f,
+             out + first * positions * c.cout + g * coutG, c.cout, 0);
       }
-      gemm(1, false, false, positions, coutG, c.depth(), a, lda, 0,
-           kernel + g * coutG, c.cout, 0, 0.0f, y + g * coutG, c.cout, 0);
     }
-    if (bias) {
+  }
+  if (bias) {
 #pragma omp parallel for schedule(static)
-      for (int64_t p = 0; p < positions; ++p)
-        for (int64_t o = 0; o < c.cout; ++o)
-          y[p * c.cout + o] += bias[o];
-    }
+    for (int64_t p = 0; p < c.n * positions; ++p)
+      for (int64_t o = 0; o < c.cout; ++o)
+        out[p * c.cout + o] += bias[o];
   }
 }
 
@@ -138,7 +156,7 @@ void conv2dInputGrad(const float *dy, const float *kernel, float *dx,
                      const int64_t *outShape, const int64_t *strides,
                      const int64_t *padding, int64_t groups, float *scratch) {
   Geometry c(inShape, kernelShape, outShape, strides, padding, groups);
-  int64_t positions = c.positions(), coutG = c.coutG();
+  int64_t positions = c.positions(), coutG = c.coutG(), depth = c.depth();
   int64_t sampleIn = c.h * c.w * c.cin;
   if (isPointwise(kernelShape, strides, padding, groups)) {
     // dx [N·H·W, Cin] = dy [N·H·W, Cout] · wᵀ.
@@ -149,15 +167,18 @@ void conv2dInputGrad(const float *dy, const float *kernel, float *dx,
   std::fill(dx, dx + c.n * sampleIn, 0.0f);
   if (positions * c.cout == 0)
     return;
-  for (int64_t s = 0; s < c.n; ++s) {
-    const float *grad = dy + s * positions * c.cout;
+  int64_t chunk = samplesPerGemm(c.n, positions * depth);
+  for (int64_t first = 0; first < c.n; first += chunk) {
+    int64_t count = std::min(chunk, c.n - first);
     for (int64_t g = 0; g < groups; ++g) {
       // The im2col rows' cotangent: dy's group columns times the group's
       // kernel columns, transposed.
-      gemm(1, false, true, positions, c.depth(), coutG, grad + g * coutG,
-           c.cout, 0, kernel + g * coutG, c.cout, 0, 0.0f, scratch, c.depth(),
-           0);
-      c.col2im(scratch, g, dx + s * sampleIn);
+      gemm(1, false, true, count * positions, depth, coutG,
+           dy + first * positions * c.cout + g * coutG, c.cout, 0,
+           kernel + g * coutG, c.cout, 0, 0.0f, scratch, depth, 0);
+      for (int64_t i = 0; i < count; ++i)
+        c.col2im(scratch + i * positions * depth, g,
+                 dx + (first + i) * sampleIn);
     }
   }
 }
@@ -167,9 +188,9 @@ void conv2dFilterGrad(const float *in, const float *dy, float *dkernel,
                       const int64_t *outShape, const int64_t *strides,
                       const int64_t *padding, int64_t groups, float *scratch) {
   Geometry c(inShape, kernelShape, outShape, strides, padding, groups);
-  int64_t positions = c.positions(), coutG = c.coutG();
+  int64_t positions = c.positions(), coutG = c.coutG(), depth = c.depth();
   if (c.n * positions == 0) {
-    std::fill(dkernel, dkernel + c.depth() * c.cout, 0.0f);
+    std::fill(dkernel, dkernel + depth * c.cout, 0.0f);
     return;
   }
   if (isPointwise(kernelShape, strides, padding, groups)) {
@@ -178,14 +199,17 @@ void conv2dFilterGrad(const float *in, const float *dy, float *dkernel,
          c.cout, 0, 0.0f, dkernel, c.cout, 0);
     return;
   }
-  std::fill(dkernel, dkernel + c.depth() * c.cout, 0.0f);
-  for (int64_t s = 0; s < c.n; ++s) {
-    const float *x = in + s * c.h * c.w * c.cin;
-    const float *grad = dy + s * positions * c.cout;
+  std::fill(dkernel, dkernel + depth * c.cout, 0.0f);
+  int64_t chunk = samplesPerGemm(c.n, positions * depth);
+  for (int64_t first = 0; first < c.n; first += chunk) {
+    int64_t count = std::min(chunk, c.n - first);
     for (int64_t g = 0; g < groups; ++g) {
-      c.im2col(x, g, scratch);
-      gemm(1, true, false, c.depth(), coutG, positions, scratch, c.depth(), 0,
-           grad + g * coutG, c.cout, 0, 1.0f, dkernel + g * coutG, c.cout, 0);
+      for (int64_t i = 0; i < count; ++i)
+        c.im2col(in + (first + i) * c.h * c.w * c.cin, g,
+                 scratch + i * positions * depth);
+      gemm(1, true, false, depth, coutG, count * positions, scratch, depth, 0,
+           dy + first * positions * c.cout + g * coutG, c.cout, 0, 1.0f,
+           dkernel + g * coutG, c.cout, 0);
     }
   }
 }

@@ -126,9 +126,10 @@ void conv2dFilterGrad(const float *in, const float *dy, float *dkernel,
                       const int64_t *inShape, const int64_t *kernelShape,
                       const int64_t *outShape, const int64_t *strides,
                       const int64_t *padding, int64_t groups, float *scratch);
-/// The floats of conv2d's (and its gradients') scratch: one sample's and
-/// group's im2col rows, [Ho·Wo, KH·KW·Cin/groups], reused for every sample
-/// and group; 0 for a
+/// The floats of conv2d's (and its gradients') scratch: the im2col rows of
+/// one group of as many samples as fit in 4 Mi floats (at least one),
+/// [samples·Ho·Wo, KH·KW·Cin/groups], reused for every chunk and group; 0
+/// for a
 /// 1×1, stride-1, unpadded, ungrouped convolution (a plain GEMM of the
 /// input). Shapes as conv2d's.
 int64_t conv2dScratchFloats(const int64_t *kernelShape, const int64_t *outShape,
