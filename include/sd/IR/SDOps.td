@@ -760,8 +760,8 @@ def SD_Conv2DInputGradOp : SD_Conv2DGradOp<"conv2d_input_grad", "input", [{
     `dx[n, iy, ix, ci]` sums `dy[n, oy, ox, co] · w[ky, kx, ci, co]` over
     every output position and tap that reads input pixel (iy, ix):
     `iy = oy·sh − top + ky`, `ix = ox·sw − left + kx` (a transposed
-    convolution). The runtime computes dy·wᵀ as one GEMM per sample and
-    group and scatters its rows back (col2im).}]> {
+    convolution). The runtime computes dy·wᵀ as one GEMM per convolution
+    group and chunk of samples and scatters its rows back (col2im).}]> {
   let arguments = (ins SD_FloatTensor:$result_grad, SD_FloatTensor:$kernel,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
                        I64Attr:$groups);
@@ -779,7 +779,8 @@ def SD_Conv2DFilterGradOp : SD_Conv2DGradOp<"conv2d_filter_grad", "kernel", [{
     `dw[ky, kx, ci, co]` sums `x[n, oy·sh − top + ky, ox·sw − left + kx, ci]
     · dy[n, oy, ox, co]` over samples and output positions (taps in the
     padding read 0). The runtime makes the forward's im2col rows and
-    contracts them with dy in one GEMM per sample and group.}]> {
+    contracts them with dy in one GEMM per convolution group and chunk of
+    samples.}]> {
   let arguments = (ins SD_FloatTensor:$input, SD_FloatTensor:$result_grad,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
                        I64Attr:$groups);
