@@ -39,8 +39,9 @@ using AxisList = std::vector<int32_t>;
 /// waking a sleeping thread costs tens of microseconds on a virtual
 /// machine, which a training step's hundreds of small collectives (one
 /// gradient all-reduce per parameter) would pay each time. Only for
-/// barriers whose threads each have a core (a spinner takes a core from
-/// nobody); others sleep at once.
+/// barriers whose threads each have a core; others sleep at once. Between
+/// polls the waiter yields, so that a thread of another process (a test
+/// run beside this one) that wants the core gets it.
 class Barrier {
 public:
   /// How long a spinning waiter polls before it sleeps.
@@ -72,11 +73,9 @@ public:
     if (spin) {
       auto deadline = std::chrono::steady_clock::now() + kSpinTime;
       do {
-        for (int i = 0; i < 64; ++i) {
-          if (currentGeneration.load(std::memory_order_acquire) != generation)
-            return true;
-          relax();
-        }
+        if (currentGeneration.load(std::memory_order_acquire) != generation)
+          return true;
+        std::this_thread::yield();
         if (abortable && aborted.load())
           break;
       } while (std::chrono::steady_clock::now() < deadline);
@@ -102,16 +101,6 @@ public:
   }
 
 private:
-  /// A pause between polls, which frees the core's pipeline for a sibling
-  /// hyper-thread.
-  static void relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#else
-    std::this_thread::yield();
-#endif
-  }
-
   std::mutex mutex;
   std::condition_variable condition;
   const int64_t parties;
