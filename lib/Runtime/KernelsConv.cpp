@@ -19,6 +19,20 @@
 
 namespace sd::rt::kernels {
 
+/// The im2col rows of several samples go to one GEMM, so that the deep,
+/// small levels of a UNet (16 or 64 pixels a sample) make GEMMs of useful
+/// height: as many samples as fit in this many floats, at least one. (The
+/// memory model's ConvCost repeats the rule.)
+static constexpr int64_t kChunkFloats = int64_t{1} << 22;
+
+/// Samples per GEMM for `n` samples of `rowFloats` im2col floats each.
+static int64_t samplesPerGemm(int64_t n, int64_t rowFloats) {
+  int64_t most = std::max<int64_t>(n, 1);
+  if (rowFloats == 0)
+    return most;
+  return std::clamp<int64_t>(kChunkFloats / rowFloats, 1, most);
+}
+
 namespace {
 /// A convolution's sizes, from the runtime's shape arrays.
 struct Geometry {
@@ -34,6 +48,22 @@ struct Geometry {
   int64_t positions() const { return ho * wo; }
   int64_t depth() const { return kh * kw * cinG; }
   int64_t coutG() const { return cout / groups; }
+
+  /// Calls `fn(first, count)` for each chunk of samples one GEMM takes.
+  template <typename Fn> void forEachChunk(Fn fn) const {
+    int64_t chunk = samplesPerGemm(n, positions() * depth());
+    for (int64_t first = 0; first < n; first += chunk)
+      fn(first, std::min(chunk, n - first));
+  }
+
+  /// Writes group `g`'s im2col rows of samples [first, first + count) of
+  /// `in` into `cols`, one sample after another.
+  void im2colSamples(const float *in, int64_t first, int64_t count, int64_t g,
+                     float *cols) const {
+    for (int64_t i = 0; i < count; ++i)
+      im2col(in + (first + i) * h * w * cin, g,
+             cols + i * positions() * depth());
+  }
 
   /// Writes group `g`'s im2col rows of sample `x` into `cols`.
   void im2col(const float *x, int64_t g, float *cols) const {
@@ -93,20 +123,6 @@ static bool isPointwise(const int64_t *kernelShape, const int64_t *strides,
          padding[2] == 0 && padding[3] == 0 && groups == 1;
 }
 
-/// The im2col rows of several samples go to one GEMM, so that the deep,
-/// small levels of a UNet (16 or 64 pixels a sample) make GEMMs of useful
-/// height: as many samples as fit in this many floats, at least one. (The
-/// memory model's ConvCost repeats the rule.)
-static constexpr int64_t kChunkFloats = int64_t{1} << 22;
-
-/// Samples per GEMM for `n` samples of `rowFloats` im2col floats each.
-static int64_t samplesPerGemm(int64_t n, int64_t rowFloats) {
-  int64_t most = std::max<int64_t>(n, 1);
-  if (rowFloats == 0)
-    return most;
-  return std::clamp<int64_t>(kChunkFloats / rowFloats, 1, most);
-}
-
 int64_t conv2dScratchFloats(const int64_t *kernelShape, const int64_t *outShape,
                             const int64_t *strides, const int64_t *padding,
                             int64_t groups) {
@@ -130,18 +146,14 @@ void conv2d(const float *in, const float *kernel, const float *bias, float *out,
     gemm(1, false, false, c.n * positions, c.cout, c.cin, in, c.cin, 0, kernel,
          c.cout, 0, 0.0f, out, c.cout, 0);
   } else {
-    int64_t chunk = samplesPerGemm(c.n, positions * depth);
-    for (int64_t first = 0; first < c.n; first += chunk) {
-      int64_t count = std::min(chunk, c.n - first);
+    c.forEachChunk([&](int64_t first, int64_t count) {
       for (int64_t g = 0; g < groups; ++g) {
-        for (int64_t i = 0; i < count; ++i)
-          c.im2col(in + (first + i) * c.h * c.w * c.cin, g,
-                   scratch + i * positions * depth);
+        c.im2colSamples(in, first, count, g, scratch);
         gemm(1, false, false, count * positions, coutG, depth, scratch, depth,
              0, kernel + g * coutG, c.cout, 0, 0.0f,
              out + first * positions * c.cout + g * coutG, c.cout, 0);
       }
-    }
+    });
   }
   if (bias) {
 #pragma omp parallel for schedule(static)
@@ -167,9 +179,7 @@ void conv2dInputGrad(const float *dy, const float *kernel, float *dx,
   std::fill(dx, dx + c.n * sampleIn, 0.0f);
   if (positions * c.cout == 0)
     return;
-  int64_t chunk = samplesPerGemm(c.n, positions * depth);
-  for (int64_t first = 0; first < c.n; first += chunk) {
-    int64_t count = std::min(chunk, c.n - first);
+  c.forEachChunk([&](int64_t first, int64_t count) {
     for (int64_t g = 0; g < groups; ++g) {
       // The im2col rows' cotangent: dy's group columns times the group's
       // kernel columns, transposed.
@@ -180,7 +190,7 @@ void conv2dInputGrad(const float *dy, const float *kernel, float *dx,
         c.col2im(scratch + i * positions * depth, g,
                  dx + (first + i) * sampleIn);
     }
-  }
+  });
 }
 
 void conv2dFilterGrad(const float *in, const float *dy, float *dkernel,
@@ -200,18 +210,14 @@ void conv2dFilterGrad(const float *in, const float *dy, float *dkernel,
     return;
   }
   std::fill(dkernel, dkernel + depth * c.cout, 0.0f);
-  int64_t chunk = samplesPerGemm(c.n, positions * depth);
-  for (int64_t first = 0; first < c.n; first += chunk) {
-    int64_t count = std::min(chunk, c.n - first);
+  c.forEachChunk([&](int64_t first, int64_t count) {
     for (int64_t g = 0; g < groups; ++g) {
-      for (int64_t i = 0; i < count; ++i)
-        c.im2col(in + (first + i) * c.h * c.w * c.cin, g,
-                 scratch + i * positions * depth);
+      c.im2colSamples(in, first, count, g, scratch);
       gemm(1, true, false, depth, coutG, count * positions, scratch, depth, 0,
            dy + first * positions * c.cout + g * coutG, c.cout, 0, 1.0f,
            dkernel + g * coutG, c.cout, 0);
     }
-  }
+  });
 }
 
 } // namespace sd::rt::kernels
