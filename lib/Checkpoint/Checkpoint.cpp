@@ -96,20 +96,6 @@ absl::StatusOr<proto::Manifest> readManifest(const std::string &stepDir) {
 // Blocks
 //===----------------------------------------------------------------------===//
 
-/// The start of `coords`'s block of `spec` in the global tensor, per
-/// dimension (as rt::copyBlock computes it).
-std::vector<int64_t> blockOffset(const rt::ArgumentSpec &spec,
-                                 const std::vector<int64_t> &coords) {
-  std::vector<int64_t> offset(spec.localShape.size(), 0);
-  for (size_t d = 0; d < offset.size(); ++d) {
-    int64_t block = 0;
-    for (int32_t axis : spec.dimAxes[d])
-      block = block * spec.axisSizes[axis] + coords[axis];
-    offset[d] = block * spec.localShape[d];
-  }
-  return offset;
-}
-
 /// Identifies a device's block of `spec`: its coordinates on the axes that
 /// split the tensor (devices that differ only on other axes hold replicas).
 std::vector<int64_t> blockKey(const rt::ArgumentSpec &spec,
@@ -193,7 +179,23 @@ namespace {
 struct ShardPlan {
   std::vector<std::vector<const float *>> blocks;
   std::vector<std::vector<size_t>> owned;
+  /// The valid parts of padded blocks (blocks[d][i] points into one).
+  std::vector<std::unique_ptr<std::vector<float>>> compacted;
 };
+
+/// The valid elements of `arg`'s padded block at `coords`, row-major in its
+/// valid shape.
+std::vector<float> compactBlock(const rt::ArgumentSpec &arg,
+                                const std::vector<int64_t> &coords,
+                                const float *block) {
+  std::vector<float> valid(
+      static_cast<size_t>(rt::numElements(arg.validShape(coords))));
+  float *next = valid.data();
+  arg.forEachValidRow(coords, [&](int64_t at, int64_t, int64_t count) {
+    next = std::copy(block + at, block + at + count, next);
+  });
+  return valid;
+}
 
 absl::StatusOr<ShardPlan> planShards(rt::TrainingSession &session) {
   const rt::ProgramSpec &spec = session.spec();
@@ -215,11 +217,23 @@ absl::StatusOr<ShardPlan> planShards(rt::TrainingSession &session) {
           session.deviceBlock(d, static_cast<int64_t>(i));
       if (!block.ok())
         return block.status();
-      plan.blocks[d].push_back(block->f32());
+      const rt::ArgumentSpec &arg = spec.arguments[i];
+      const float *data = block->f32();
+      const std::vector<int64_t> &at = coords[runtime.firstDeviceId() + d];
+      if (arg.validShape(at) != arg.localShape) {
+        plan.compacted.push_back(std::make_unique<std::vector<float>>(
+            compactBlock(arg, at, data)));
+        data = plan.compacted.back()->data();
+      }
+      plan.blocks[d].push_back(data);
     }
+    // Each block once, by the first device that holds it; padding alone is
+    // not stored.
     std::set<std::vector<int64_t>> seen;
-    for (int64_t g = 0; g < meshDevices && spec.arguments[i].isStored(); ++g)
-      if (seen.insert(blockKey(spec.arguments[i], coords[g])).second)
+    const rt::ArgumentSpec &arg = spec.arguments[i];
+    for (int64_t g = 0; g < meshDevices && arg.isStored(); ++g)
+      if (rt::numElements(arg.validShape(coords[g])) != 0 &&
+          seen.insert(blockKey(arg, coords[g])).second)
         plan.owned[g].push_back(i);
   }
   return plan;
@@ -287,10 +301,11 @@ writeShards(const std::string &stepDir, rt::TrainingSession &session,
     std::vector<SafetensorsTensorView> tensors;
     for (size_t i : plan.owned[id]) {
       const rt::ArgumentSpec &arg = spec.arguments[i];
-      tensors.push_back({arg.name, arg.localShape, plan.blocks[d][i]});
+      std::vector<int64_t> shape = arg.validShape(session.runtime().mesh().coordinates(id));
       shards.crcs[d].push_back(
           crcOf(reinterpret_cast<const char *>(plan.blocks[d][i]),
-                rt::numElements(arg.localShape) * sizeof(float)));
+                rt::numElements(shape) * sizeof(float)));
+      tensors.push_back({arg.name, std::move(shape), plan.blocks[d][i]});
     }
     std::map<std::string, std::string> metadata = {
         {"format", "sd"},
@@ -446,9 +461,9 @@ proto::Manifest buildManifest(rt::TrainingSession &session,
       const rt::ArgumentSpec &arg = spec.arguments[plan.owned[d][k]];
       proto::Block *block = tensors[plan.owned[d][k]]->add_blocks();
       block->set_file(fileName);
-      for (int64_t start : blockOffset(arg, coords))
+      for (int64_t start : arg.blockOffsets(coords))
         block->add_offset(start);
-      for (int64_t size : arg.localShape)
+      for (int64_t size : arg.validShape(coords))
         block->add_shape(size);
       block->set_crc32(shards.crcs[d][k]);
     }
@@ -848,6 +863,9 @@ absl::Status CheckpointReader::readBlock(const std::string &name,
         absl::StrCat("checkpoint '", stepDir, "' has no tensor '", name, "'"));
   const proto::Tensor &tensor = impl->manifest.tensors(it->second);
   size_t rank = shape.size();
+  // What no stored block covers is the padding of a block past the end of
+  // the tensor: zeros.
+  std::fill(out, out + checkedElements(shape), 0.0f);
   if (static_cast<size_t>(tensor.global_shape_size()) != rank ||
       offsets.size() != rank)
     return absl::InvalidArgumentError(absl::StrCat(

@@ -75,9 +75,11 @@ func::FuncOp findTrainStep(ModuleOp module) {
   return func;
 }
 
-/// Fills `arg`'s global shape and split axes from its local shape and its
-/// `sd.local_sharding` (if any).
+/// Fills `arg`'s global shape and split axes from its local shape, its
+/// `sd.local_sharding` (if any) and, for padded blocks, its
+/// `sd.global_shape`.
 LogicalResult describeSharding(func::FuncOp func, ShardingAttr sharding,
+                               DenseI64ArrayAttr globalShape,
                                const ::sd::MeshSpec &mesh,
                                ::sd::rt::ArgumentSpec &arg) {
   arg.dimAxes.assign(arg.localShape.size(), {});
@@ -97,6 +99,14 @@ LogicalResult describeSharding(func::FuncOp func, ShardingAttr sharding,
       arg.dimAxes[dim].push_back(index);
       arg.globalShape[dim] *= mesh.axes()[index].size();
     }
+  }
+  if (globalShape) {
+    if (globalShape.size() != static_cast<int64_t>(arg.localShape.size()))
+      return func.emitError() << "'" << arg.name << "' has a global shape of "
+                              << globalShape.size() << " dimensions for rank "
+                              << arg.localShape.size();
+    arg.globalShape.assign(globalShape.asArrayRef().begin(),
+                           globalShape.asArrayRef().end());
   }
   return success();
 }
@@ -235,10 +245,13 @@ describe(func::FuncOp func, const ::sd::MeshSpec &mesh, bool forward = false) {
     arg.localShape.assign(type.getShape().begin(), type.getShape().end());
     if (failed(describeRole(func, i, arg, seen)))
       return failure();
-    if (failed(describeSharding(func,
-                                func.getArgAttrOfType<ShardingAttr>(
-                                    i, SDDialect::kLocalShardingAttrName),
-                                mesh, arg)))
+    if (failed(describeSharding(
+            func,
+            func.getArgAttrOfType<ShardingAttr>(
+                i, SDDialect::kLocalShardingAttrName),
+            func.getArgAttrOfType<DenseI64ArrayAttr>(
+                i, SDDialect::kGlobalShapeAttrName),
+            mesh, arg)))
       return failure();
     spec.arguments.push_back(std::move(arg));
   }
@@ -262,10 +275,13 @@ describe(func::FuncOp func, const ::sd::MeshSpec &mesh, bool forward = false) {
       ::sd::rt::ArgumentSpec result;
       result.name = "result #" + std::to_string(r);
       result.localShape.assign(type.getShape().begin(), type.getShape().end());
-      if (failed(describeSharding(func,
-                                  func.getResultAttrOfType<ShardingAttr>(
-                                      r, SDDialect::kLocalShardingAttrName),
-                                  mesh, result)))
+      if (failed(describeSharding(
+              func,
+              func.getResultAttrOfType<ShardingAttr>(
+                  r, SDDialect::kLocalShardingAttrName),
+              func.getResultAttrOfType<DenseI64ArrayAttr>(
+                  r, SDDialect::kGlobalShapeAttrName),
+              mesh, result)))
         return failure();
       spec.results.push_back(std::move(result));
     }

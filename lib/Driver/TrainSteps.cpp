@@ -67,8 +67,10 @@ absl::Status TrainRun::runSteps() {
         for (int32_t axis : arg.dimAxes[0])
           block = block * program.mesh.axes()[axis].size() +
                   runtime.device(d).coordinates()[axis];
+        // A padded block's rows past the batch are padding.
         rows.push_back(
-            {block * arg.localShape[0], (block + 1) * arg.localShape[0]});
+            {std::min(block * arg.localShape[0], arg.globalShape[0]),
+             std::min((block + 1) * arg.localShape[0], arg.globalShape[0])});
       }
     }
   if (firstStep < options.steps)

@@ -321,29 +321,12 @@ LogicalResult ShardingAttr::verifyFor(
                          << axis << " twice";
     return meshAxis.getSize();
   };
-  for (auto [dim, dimSharding] : llvm::enumerate(getDimShardings())) {
-    int64_t product = 1;
-    for (StringAttr axis : dimSharding.getAxes()) {
-      FailureOr<int64_t> size = useAxis(axis);
-      if (failed(size))
+  // A dimension its axes do not divide is padded to a multiple: each device
+  // holds a block of ceil(size / devices) (see sd::blockExtent).
+  for (DimShardingAttr dimSharding : getDimShardings())
+    for (StringAttr axis : dimSharding.getAxes())
+      if (failed(useAxis(axis)))
         return failure();
-      product *= *size;
-    }
-    int64_t dimSize = tensorType.getDimSize(dim);
-    if (!ShapedType::isDynamic(dimSize) && dimSize % product != 0) {
-      InFlightDiagnostic diag = emitError();
-      diag << "dimension " << dim << " of " << valueName << " of size "
-           << dimSize << " is not divisible by mesh ";
-      if (dimSharding.getAxes().size() == 1)
-        diag << "axis " << dimSharding.getAxes()[0] << " of size " << product;
-      else {
-        diag << "axes ";
-        llvm::interleaveComma(dimSharding.getAxes(), diag);
-        diag << " of total size " << product;
-      }
-      return diag;
-    }
-  }
   for (StringAttr axis : getReplicatedAxes())
     if (failed(useAxis(axis)))
       return failure();

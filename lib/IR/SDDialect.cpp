@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/IR/SDDialect.h"
+#include "sd/Sharding/Mesh.h"
 #include "sd/IR/SDOps.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -112,6 +113,43 @@ static LogicalResult verifyLocalSharding(Operation *op, Attribute attr,
   return sharding.verifyFor(tensorType.clone(global), mesh, valueName, emit);
 }
 
+/// Checks the global shape of a partitioned function's argument or result
+/// of local `type` with padded blocks: each local dimension must be the
+/// block extent of the global one over its devices.
+static LogicalResult verifyGlobalShape(Operation *op, Attribute attr,
+                                       Type type, Attribute localSharding,
+                                       StringRef valueName) {
+  auto shape = dyn_cast<DenseI64ArrayAttr>(attr);
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  auto sharding = dyn_cast_or_null<ShardingAttr>(localSharding);
+  if (!shape || !tensorType || !sharding ||
+      shape.size() != tensorType.getRank())
+    return emitError(op->getLoc())
+           << "'" << SDDialect::kGlobalShapeAttrName << "' of " << valueName
+           << " must be an array of its " << (tensorType ? tensorType.getRank() : 0)
+           << " global sizes beside '" << SDDialect::kLocalShardingAttrName
+           << "', not " << attr;
+  MeshAttr mesh = lookupMesh(op, sharding.getMeshName(),
+                             [&] { return emitError(op->getLoc()); });
+  if (!mesh)
+    return failure();
+  for (auto [dim, dimSharding] : llvm::enumerate(sharding.getDimShardings())) {
+    int64_t devices = 1;
+    for (StringAttr name : dimSharding.getAxes())
+      if (MeshAxisAttr axis = mesh.getAxis(name))
+        devices *= axis.getSize();
+    int64_t global = shape[dim];
+    if (global < 0 || ::sd::blockExtent(global, devices) !=
+                          tensorType.getDimSize(dim))
+      return emitError(op->getLoc())
+             << "dimension " << dim << " of " << valueName << " has "
+             << tensorType.getDimSize(dim) << " elements per device, not a "
+             << "block of its global " << global << " over " << devices
+             << " devices";
+  }
+  return success();
+}
+
 LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
                                                   unsigned regionIndex,
                                                   unsigned argIndex,
@@ -196,6 +234,10 @@ LogicalResult SDDialect::verifyRegionArgAttribute(Operation *op,
   if (attrName == kLocalShardingAttrName)
     return verifyLocalSharding(op, attr.getValue(), type,
                                describeArgument(func, argIndex));
+  if (attrName == kGlobalShapeAttrName)
+    return verifyGlobalShape(op, attr.getValue(), type,
+                             func.getArgAttr(argIndex, kLocalShardingAttrName),
+                             describeArgument(func, argIndex));
   return emitError(op->getLoc())
          << "unknown sd argument attribute '" << attrName << "'";
 }
@@ -222,6 +264,11 @@ LogicalResult SDDialect::verifyRegionResultAttribute(Operation *op,
     return verifyLocalSharding(op, attr.getValue(),
                                func.getResultTypes()[resultIndex],
                                "result #" + std::to_string(resultIndex));
+  if (attrName == kGlobalShapeAttrName)
+    return verifyGlobalShape(
+        op, attr.getValue(), func.getResultTypes()[resultIndex],
+        func.getResultAttr(resultIndex, kLocalShardingAttrName),
+        "result #" + std::to_string(resultIndex));
   if (attrName == kAliasesAttrName) {
     auto index = dyn_cast<IntegerAttr>(attr.getValue());
     if (!index || index.getInt() < 0 ||

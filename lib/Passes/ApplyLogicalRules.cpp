@@ -105,8 +105,7 @@ struct ApplyLogicalRulesPass
       std::string name = "sharding constraint";
       if (auto named = op->getAttrOfType<StringAttr>(SDDialect::kNameAttrName))
         name = named.str();
-      ShardingAttr sharding = resolve(op.getLoc(), name, logical, op.getType(),
-                                      /*isConstraint=*/true);
+      ShardingAttr sharding = resolve(op.getLoc(), name, logical, op.getType());
       if (!sharding)
         return WalkResult::interrupt();
       op.setShardingAttr(sharding);
@@ -132,22 +131,17 @@ private:
   }
 
   /// The sharding the rules give a tensor of `type` with `logical` names;
-  /// null after an error at `loc`. A constraint's dimension that its mesh
-  /// axes do not divide stays open (propagation decides) instead of being
-  /// an error: MaxDiffusion's constraints name every activation dimension,
-  /// and GSPMD pads what does not divide.
+  /// null after an error at `loc`. A dimension its mesh axes do not divide
+  /// is padded, as GSPMD pads.
   ShardingAttr resolve(Location loc, const std::string &name,
-                       LogicalAxesAttr logical, Type type,
-                       bool isConstraint = false) {
+                       LogicalAxesAttr logical, Type type) {
     auto tensorType = cast<RankedTensorType>(type);
     std::vector<std::string> names;
     for (StringAttr n : logical.getNames())
       names.push_back(n.str());
     std::vector<int64_t> shape(tensorType.getShape().begin(),
                                tensorType.getShape().end());
-    std::vector<bool> undivided;
-    auto axes = parsedRules.resolve(spec, name, names, shape,
-                                    isConstraint ? &undivided : nullptr);
+    auto axes = parsedRules.resolve(spec, name, names, shape);
     if (!axes.ok()) {
       emitError(loc) << std::string(axes.status().message());
       return {};
@@ -158,8 +152,7 @@ private:
       SmallVector<StringAttr> axisNames;
       for (const std::string &axis : dimAxes)
         axisNames.push_back(StringAttr::get(ctx, axis));
-      bool open = isConstraint && undivided[d];
-      dims.push_back(DimShardingAttr::get(ctx, axisNames, /*is_closed=*/!open,
+      dims.push_back(DimShardingAttr::get(ctx, axisNames, /*is_closed=*/true,
                                           std::nullopt));
     }
     return ShardingAttr::get(ctx, getMeshRef(), dims, {});

@@ -8,12 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PartitionHelpers.h"
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/PartitionModels.h"
 #include "sd/Passes/Passes.h"
 #include "sd/Passes/ReshardPlanner.h"
 #include "sd/Passes/ShardingPropagation.h"
 #include "sd/Passes/ShardingRuleAnalysis.h"
+#include "sd/Sharding/Mesh.h"
 #include "sd/Support/Debug.h"
 
 #include "mlir/IR/Builders.h"
@@ -56,9 +58,10 @@ private:
   ShardingAttr orReplicated(ShardingAttr sharding, int64_t rank) const;
   reshard::Layout toLayout(ShardingAttr sharding) const;
   propagation::TensorSharding toPlain(ShardingAttr sharding) const;
-  /// The local type of a `global` value laid out as `sharding`; an error
-  /// naming `what()` when a dimension does not divide. (Descriptions are
-  /// made only for errors: partitioning visits every value.)
+  /// The local type of a `global` value laid out as `sharding` (a dimension
+  /// the devices do not divide padded, sd::blockExtent); an error naming
+  /// `what()` when the sharding names an axis the mesh lacks. (Descriptions
+  /// are made only for errors: partitioning visits every value.)
   FailureOr<RankedTensorType> localType(RankedTensorType global,
                                         ShardingAttr sharding,
                                         function_ref<std::string()> what,
@@ -71,6 +74,24 @@ private:
                                 RankedTensorType global, ShardingAttr from,
                                 ShardingAttr to,
                                 function_ref<std::string()> what);
+  /// The reshard planner's collectives from `source` to `target`, layouts
+  /// whose padded dimensions (if any) they share.
+  FailureOr<Value> planReshard(OpBuilder &builder, Location loc, Value value,
+                               RankedTensorType global,
+                               const reshard::Layout &source,
+                               const reshard::Layout &target, ShardingAttr from,
+                               ShardingAttr to,
+                               function_ref<std::string()> what);
+  /// True when dimension `dim` of `global` laid out as `layout` is padded.
+  bool isPadded(RankedTensorType global, const reshard::Layout &layout,
+                int64_t dim) const {
+    return global.getDimSize(dim) % meshShape.product(layout.dims[dim]) != 0;
+  }
+  /// Zeroes the padding that `op` would sum: the padded dimensions of its
+  /// operands that hold a sharded reduction factor.
+  LogicalResult maskReducedPadding(Operation *op, OpBuilder &builder,
+                                   MutableArrayRef<Value> localOperands,
+                                   ArrayRef<ShardingAttr> operandShardings);
   /// Checks that `op`'s shardings agree with its sharding rule.
   LogicalResult checkRule(Operation *op, ArrayRef<ShardingAttr> operands,
                           ArrayRef<ShardingAttr> results) const;
@@ -194,19 +215,7 @@ FunctionPartitioner::localType(RankedTensorType global, ShardingAttr sharding,
                << ", which " << meshRef << " does not have";
       product *= axis.getSize();
     }
-    if (shape[dim] % product == 0) {
-      shape[dim] /= product;
-      continue;
-    }
-    InFlightDiagnostic diag = emitError(loc);
-    diag << "dimension " << dim << " of " << what() << " has size "
-         << shape[dim] << ", which is not divisible by mesh "
-         << (dimSharding.getAxes().size() == 1 ? "axis " : "axes ");
-    llvm::interleaveComma(dimSharding.getAxes(), diag);
-    diag << " of " << (dimSharding.getAxes().size() == 1 ? "" : "total ")
-         << "size " << product
-         << "; sd-partition does not pad uneven shards yet";
-    return diag;
+    shape[dim] = ::sd::blockExtent(shape[dim], product);
   }
   return global.clone(shape);
 }
@@ -216,8 +225,7 @@ FunctionPartitioner::localType(RankedTensorType global,
                                const reshard::Layout &layout) const {
   SmallVector<int64_t> shape(global.getShape());
   for (auto [dim, axes] : llvm::enumerate(layout.dims))
-    for (reshard::AxisId axis : axes)
-      shape[dim] /= meshShape.axisSizes[axis];
+    shape[dim] = ::sd::blockExtent(shape[dim], meshShape.product(axes));
   return global.clone(shape);
 }
 
@@ -266,25 +274,97 @@ static ArrayAttr axesAttr(MLIRContext *ctx, MeshAttr mesh,
 FailureOr<Value> FunctionPartitioner::reshardValue(
     OpBuilder &builder, Location loc, Value value, RankedTensorType global,
     ShardingAttr from, ShardingAttr to, function_ref<std::string()> what) {
+  reshard::Layout source = toLayout(from), target = toLayout(to);
+  if (source == target)
+    return value;
+  if (!isa<FloatType>(global.getElementType()))
+    return emitError(loc) << "cannot reshard " << what() << " of type "
+                          << global
+                          << ": collectives move f32 and bf16 tensors only";
+  // A padded dimension whose layout changes goes through whole: gathered
+  // and cut to its size, resharded with the others, then padded and sliced.
+  // (The planner's collectives move blocks of equal size.)
+  MLIRContext *ctx = func.getContext();
+  SmallVector<int64_t> throughWhole;
+  for (int64_t dim = 0; dim < global.getRank(); ++dim)
+    if (source.dims[dim] != target.dims[dim] &&
+        (isPadded(global, source, dim) || isPadded(global, target, dim)))
+      throughWhole.push_back(dim);
+  for (int64_t dim : throughWhole) {
+    if (source.dims[dim].empty())
+      continue;
+    SmallVector<reshard::AxisList> dimAxes(global.getRank());
+    dimAxes[dim] = source.dims[dim];
+    RankedTensorType block = localType(global, source);
+    SmallVector<int64_t> shape(block.getShape());
+    shape[dim] *= meshShape.product(source.dims[dim]);
+    value = AllGatherOp::create(builder, loc, block.clone(shape), value,
+                                meshRef, dimAxesAttr(ctx, mesh, dimAxes));
+    ++numCollectives;
+    SmallVector<int64_t> start(shape.size(), 0), limit(shape),
+        strides(shape.size(), 1);
+    limit[dim] = shape[dim] = global.getDimSize(dim);
+    value = SliceOp::create(builder, loc, block.clone(shape), value, start,
+                            limit, strides);
+    source.dims[dim].clear();
+  }
+  reshard::Layout middle = target;
+  for (int64_t dim : throughWhole)
+    middle.dims[dim].clear();
+  FailureOr<Value> moved = planReshard(builder, loc, value, global, source,
+                                       middle, from, to, what);
+  if (failed(moved))
+    return failure();
+  value = *moved;
+  for (int64_t dim : throughWhole) {
+    if (target.dims[dim].empty())
+      continue;
+    RankedTensorType whole = localType(global, middle);
+    int64_t shards = meshShape.product(target.dims[dim]);
+    int64_t extent = ::sd::blockExtent(global.getDimSize(dim), shards);
+    SmallVector<int64_t> lows(global.getRank(), 0), highs(global.getRank(), 0);
+    highs[dim] = extent * shards - global.getDimSize(dim);
+    if (highs[dim] != 0)
+      value = PadOp::create(builder, loc, value, lows, highs, APFloat(0.0));
+    SmallVector<reshard::AxisList> dimAxes(global.getRank());
+    dimAxes[dim] = target.dims[dim];
+    middle.dims[dim] = target.dims[dim];
+    SmallVector<int64_t> shape(whole.getShape());
+    shape[dim] = extent;
+    value = AllSliceOp::create(builder, loc, whole.clone(shape), value,
+                               meshRef, dimAxesAttr(ctx, mesh, dimAxes));
+    ++numCollectives;
+  }
+  return value;
+}
+
+FailureOr<Value> FunctionPartitioner::planReshard(
+    OpBuilder &builder, Location loc, Value value, RankedTensorType global,
+    const reshard::Layout &source, const reshard::Layout &target,
+    ShardingAttr from, ShardingAttr to, function_ref<std::string()> what) {
+  if (source == target)
+    return value;
+  // The padded dimensions that keep their layout are moved as they are: the
+  // planner sees their padded sizes, which the axes divide.
+  SmallVector<int64_t> padded(global.getShape());
+  for (int64_t dim = 0; dim < global.getRank(); ++dim) {
+    int64_t shards = meshShape.product(source.dims[dim]);
+    padded[dim] = ::sd::blockExtent(padded[dim], shards) * shards;
+  }
+  global = global.clone(padded);
   reshard::ReshardProblem problem;
   problem.shape.assign(global.getShape().begin(), global.getShape().end());
   problem.elementBytes =
       std::max<int64_t>(global.getElementTypeBitWidth() / 8, 1);
   problem.axisSizes = meshShape.axisSizes;
-  problem.source = toLayout(from);
-  problem.target = toLayout(to);
+  problem.source = source;
+  problem.target = target;
   // sd.collective_permute names its source/target pairs, so any permutation
   // of blocks the planner finds can be expressed.
   problem.allowPermute = true;
-  if (problem.source == problem.target)
-    return value;
   // For debug output (sd-partition's and the planner's sd-reshard).
   for (MeshAxisAttr axis : mesh.getAxes())
     problem.axisNames.push_back(axis.getName().str());
-  if (!isa<FloatType>(global.getElementType()))
-    return emitError(loc) << "cannot reshard " << what() << " of type "
-                          << global
-                          << ": collectives move f32 and bf16 tensors only";
   std::string error;
   FailureOr<reshard::ReshardPlan> plan = reshard::planReshard(problem, &error);
   if (failed(plan))
@@ -419,6 +499,32 @@ FunctionPartitioner::checkRule(Operation *op, ArrayRef<ShardingAttr> operands,
   return success();
 }
 
+LogicalResult FunctionPartitioner::maskReducedPadding(
+    Operation *op, OpBuilder &builder, MutableArrayRef<Value> localOperands,
+    ArrayRef<ShardingAttr> operandShardings) {
+  const propagation::FactorRule &rule =
+      factorRules.find(rules.lookup(op))->second;
+  for (auto [t, operand] : llvm::enumerate(op->getOperands())) {
+    auto global = cast<RankedTensorType>(operand.getType());
+    reshard::Layout layout = toLayout(operandShardings[t]);
+    SmallVector<int64_t> dims;
+    for (auto [dim, factors] : llvm::enumerate(rule.tensor(t)))
+      if (isPadded(global, layout, dim) &&
+          llvm::any_of(factors, [&](int64_t f) {
+            return rule.factorKinds[f] == FactorKind::Reduction;
+          }))
+        dims.push_back(dim);
+    if (dims.empty())
+      continue;
+    FailureOr<Value> masked = partition_detail::maskPaddedDims(
+        op, builder, localOperands[t], global, operandShardings[t], dims);
+    if (failed(masked))
+      return failure();
+    localOperands[t] = *masked;
+  }
+  return success();
+}
+
 LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
   OpBuilder builder(op);
   SmallVector<Value> localOperands;
@@ -470,7 +576,8 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
     resultShardings.push_back(sharding);
     localTypes.push_back(*local);
   }
-  if (failed(checkRule(op, operandShardings, resultShardings)))
+  if (failed(checkRule(op, operandShardings, resultShardings)) ||
+      failed(maskReducedPadding(op, builder, localOperands, operandShardings)))
     return failure();
   FailureOr<SmallVector<Value>> results = partitionable.partition(
       builder, localOperands, localTypes, operandShardings, resultShardings);
@@ -570,6 +677,7 @@ LogicalResult FunctionPartitioner::run() {
   Operation *ret = body.getTerminator();
   OpBuilder builder(ret);
   SmallVector<ShardingAttr> resultShardings;
+  SmallVector<Type> resultGlobals(ret->getOperandTypes());
   for (OpOperand &operand : ret->getOpOperands()) {
     unsigned index = operand.getOperandNumber();
     auto global = cast<RankedTensorType>(operand.get().getType());
@@ -589,8 +697,11 @@ LogicalResult FunctionPartitioner::run() {
   for (Operation *op : llvm::reverse(original))
     op->erase();
   SmallVector<ShardingAttr> argShardings;
-  for (unsigned i = 0; i < numArgs; ++i)
+  SmallVector<Type> argGlobals;
+  for (unsigned i = 0; i < numArgs; ++i) {
     argShardings.push_back(shardings[body.getArgument(i)]);
+    argGlobals.push_back(body.getArgument(i).getType());
+  }
   body.eraseArguments(0, numArgs);
 
   // The signature is local; the boundary keeps its global layouts, closed.
@@ -608,22 +719,28 @@ LogicalResult FunctionPartitioner::run() {
   // Each boundary's attributes are rebuilt once: setArgAttr per argument
   // would rebuild the whole array each time, quadratic in their count.
   auto localAttrs = [&](ArrayRef<ShardingAttr> boundaryShardings,
-                        auto getAttrDict) {
+                        TypeRange globals, auto getAttrDict) {
     SmallVector<DictionaryAttr> dicts;
     for (auto [index, sharding] : llvm::enumerate(boundaryShardings)) {
       NamedAttrList attrs(getAttrDict(index));
       attrs.erase(key);
       attrs.set(SDDialect::kLocalShardingAttrName, closed(sharding));
+      auto global = cast<RankedTensorType>(globals[index]);
+      reshard::Layout layout = toLayout(sharding);
+      if (llvm::any_of(llvm::seq<int64_t>(0, global.getRank()),
+                       [&](int64_t d) { return isPadded(global, layout, d); }))
+        attrs.set(SDDialect::kGlobalShapeAttrName,
+                  DenseI64ArrayAttr::get(func.getContext(), global.getShape()));
       dicts.push_back(attrs.getDictionary(func.getContext()));
     }
     return dicts;
   };
-  func.setAllArgAttrs(localAttrs(argShardings, [&](unsigned index) {
-    return func.getArgAttrDict(index);
+  func.setAllArgAttrs(localAttrs(argShardings, argGlobals, [&](unsigned i) {
+    return func.getArgAttrDict(i);
   }));
-  func.setAllResultAttrs(localAttrs(resultShardings, [&](unsigned index) {
-    return func.getResultAttrDict(index);
-  }));
+  func.setAllResultAttrs(localAttrs(
+      resultShardings, resultGlobals,
+      [&](unsigned i) { return func.getResultAttrDict(i); }));
   // Global shardings and rules do not describe local ops. (The names are
   // made once: removeAttr(StringRef) makes its StringAttr per call.)
   auto shardingName = StringAttr::get(func.getContext(), key);

@@ -35,6 +35,21 @@ Value splat(OpBuilder &builder, Location loc, RankedTensorType type,
 /// `value` times `factor`, elementwise.
 Value scale(OpBuilder &builder, Location loc, Value value, double factor);
 
+/// `value`, a device's block of a dimension `dim` of global size `size`
+/// split over mesh `axes` (`shards` devices), with the block's padding (its
+/// elements at global index `size` and beyond, see sd::blockExtent) set to
+/// zero; `value` itself when the devices divide `size`. A select, so that
+/// whatever the padding held (even NaN) is gone.
+Value maskPadding(OpBuilder &builder, Location loc, Value value, int64_t dim,
+                  int64_t size, FlatSymbolRefAttr mesh,
+                  ArrayRef<StringAttr> axes, int64_t shards);
+
+/// `value` (the local block of `global`, laid out as `sharding`) with the
+/// padding of every dimension in `dims` masked (maskPadding).
+FailureOr<Value> maskPaddedDims(Operation *op, OpBuilder &builder, Value value,
+                                RankedTensorType global, ShardingAttr sharding,
+                                ArrayRef<int64_t> dims);
+
 /// A partition function of one op class: what PartitionOpInterface's
 /// `partition` does, with the op already cast.
 template <typename OpTy>

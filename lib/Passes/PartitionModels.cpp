@@ -82,6 +82,52 @@ Value partition_detail::scale(OpBuilder &builder, Location loc, Value value,
   return MulOp::create(builder, loc, value, splat(builder, loc, type, factor));
 }
 
+Value partition_detail::maskPadding(OpBuilder &builder, Location loc,
+                                    Value value, int64_t dim, int64_t size,
+                                    FlatSymbolRefAttr mesh,
+                                    ArrayRef<StringAttr> axes, int64_t shards) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t extent = type.getDimSize(dim);
+  if (extent * shards == size)
+    return value;
+  // index < size - block · extent, in f32 (exact below 2^24).
+  auto scalar = RankedTensorType::get({}, builder.getF32Type());
+  SmallVector<Attribute> names(axes.begin(), axes.end());
+  Value block = AxisIndexOp::create(builder, loc, scalar, mesh,
+                                    builder.getArrayAttr(names));
+  Value valid = SubOp::create(
+      builder, loc, splat(builder, loc, scalar, double(size)),
+      MulOp::create(builder, loc, block,
+                    splat(builder, loc, scalar, double(extent))));
+  auto f32Type = type.clone(builder.getF32Type());
+  Value positions = IotaOp::create(builder, loc, f32Type,
+                                   builder.getI64IntegerAttr(dim));
+  Value bound = BroadcastInDimOp::create(builder, loc, f32Type, valid,
+                                         builder.getDenseI64ArrayAttr({}));
+  Value keep =
+      CompareOp::create(builder, loc, CompareDirection::lt, positions, bound);
+  return SelectOp::create(builder, loc, keep, value,
+                          splat(builder, loc, type, 0.0));
+}
+
+FailureOr<Value> partition_detail::maskPaddedDims(Operation *op,
+                                                  OpBuilder &builder,
+                                                  Value value,
+                                                  RankedTensorType global,
+                                                  ShardingAttr sharding,
+                                                  ArrayRef<int64_t> dims) {
+  for (int64_t dim : dims) {
+    ArrayRef<StringAttr> axes = sharding.getDimShardings()[dim].getAxes();
+    FailureOr<int64_t> shards = axesSize(op, sharding, axes);
+    if (failed(shards))
+      return failure();
+    value = maskPadding(builder, op->getLoc(), value, dim,
+                        global.getDimSize(dim), sharding.getMeshName(), axes,
+                        *shards);
+  }
+  return value;
+}
+
 /// The offset (an f32 scalar) of the device's block of a dimension sharded
 /// over `axes` with local extent `localSize`: its block index times the
 /// extent; zero for a whole dimension.
@@ -149,38 +195,45 @@ static PartitionResult partition(ReduceMaxOp op, OpBuilder &builder,
   return cloneLocal(builder, op, operands, types);
 }
 
-/// A mean over `dims` of the first operand, laid out as `sharding`: the
-/// local mean over 1/n of the elements, divided by n, so that the partial
-/// sums add up to the global mean.
+/// A mean over `dims` of the first operand (global type `global`, local
+/// operands with their padding masked by sd-partition): the local mean over
+/// the block's elements, times their count over the global count, so that
+/// the partial sums add up to the global mean.
 static PartitionResult partitionMean(Operation *op, OpBuilder &builder,
                                      ValueRange operands, TypeRange types,
-                                     ShardingAttr sharding,
+                                     RankedTensorType global,
                                      ArrayRef<int64_t> dims) {
-  FailureOr<int64_t> shards = dimsSize(op, sharding, dims);
-  if (failed(shards))
-    return failure();
+  auto local = cast<RankedTensorType>(operands[0].getType());
+  double localCount = 1, globalCount = 1;
+  for (int64_t dim : dims) {
+    localCount *= double(local.getDimSize(dim));
+    globalCount *= double(global.getDimSize(dim));
+  }
   SmallVector<Value> results = cloneLocal(builder, op, operands, types);
-  if (*shards != 1)
-    results[0] = scale(builder, op->getLoc(), results[0], 1.0 / *shards);
+  if (localCount != globalCount)
+    results[0] =
+        scale(builder, op->getLoc(), results[0], localCount / globalCount);
   return results;
 }
 
 static PartitionResult partition(ReduceMeanOp op, OpBuilder &builder,
                                  ValueRange operands, TypeRange types,
-                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>,
                                  ArrayRef<ShardingAttr>) {
-  return partitionMean(op, builder, operands, types, operandShardings[0],
+  return partitionMean(op, builder, operands, types,
+                       cast<RankedTensorType>(op.getOperand().getType()),
                        op.getDims());
 }
 
 // The local sum of squares over the global element count.
 static PartitionResult partition(MseLossOp op, OpBuilder &builder,
                                  ValueRange operands, TypeRange types,
-                                 ArrayRef<ShardingAttr> operandShardings,
+                                 ArrayRef<ShardingAttr>,
                                  ArrayRef<ShardingAttr>) {
-  SmallVector<int64_t> all = llvm::to_vector(
-      llvm::seq<int64_t>(0, op.getPredictions().getType().getRank()));
-  return partitionMean(op, builder, operands, types, operandShardings[0], all);
+  auto global = cast<RankedTensorType>(op.getPredictions().getType());
+  SmallVector<int64_t> all =
+      llvm::to_vector(llvm::seq<int64_t>(0, global.getRank()));
+  return partitionMean(op, builder, operands, types, global, all);
 }
 
 //===----------------------------------------------------------------------===//
@@ -203,9 +256,22 @@ static PartitionResult partition(ConstantOp op, OpBuilder &builder,
         op.getOperation()->getDiscardableAttrDictionary());
     return SmallVector<Value>{value};
   }
-  // Otherwise the whole constant, sliced: each device keeps its block.
+  // Otherwise the whole constant, padded to whole blocks and sliced: each
+  // device keeps its block.
   Value whole = cloneLocal(builder, op, operands, op.getType())[0];
   ShardingAttr sharding = resultShardings[0];
+  SmallVector<int64_t> lows(localType.getRank(), 0), highs;
+  FailureOr<int64_t> shards = 1;
+  for (auto [dim, dimSharding] : llvm::enumerate(sharding.getDimShardings())) {
+    shards = axesSize(op, sharding, dimSharding.getAxes());
+    if (failed(shards))
+      return failure();
+    highs.push_back(localType.getDimSize(dim) * *shards -
+                    op.getType().getDimSize(dim));
+  }
+  if (llvm::any_of(highs, [](int64_t high) { return high != 0; }))
+    whole = PadOp::create(builder, op.getLoc(), whole, lows, highs,
+                          APFloat(0.0));
   SmallVector<Attribute> dimAxes;
   for (DimShardingAttr dim : sharding.getDimShardings()) {
     SmallVector<Attribute> axes(dim.getAxes().begin(), dim.getAxes().end());

@@ -155,6 +155,12 @@ bool FactorRule::isBroadcastLike() const {
 // Projection
 //===----------------------------------------------------------------------===//
 
+bool propagation::isMinorMost(ArrayRef<int64_t> dimFactors, size_t position,
+                              ArrayRef<int64_t> factorSizes) {
+  return llvm::all_of(dimFactors.drop_front(position + 1),
+                      [&](int64_t f) { return factorSizes[f] == 1; });
+}
+
 TensorFactorShardings propagation::projectToFactors(
     const TensorSharding &sharding, const FactorRule::TensorMapping &mapping,
     ArrayRef<int64_t> factorSizes, const MeshShape &mesh) {
@@ -167,7 +173,7 @@ TensorFactorShardings propagation::projectToFactors(
     const DimSharding &dimSharding = sharding.dims[dim];
     ArrayRef<AxisId> axes = dimSharding.axes;
     size_t next = 0;
-    for (int64_t factor : factors) {
+    for (auto [position, factor] : llvm::enumerate(factors)) {
       FactorSharding &factorSharding = result.factors[factor];
       factorSharding.present = true;
       factorSharding.closed = dimSharding.closed;
@@ -179,8 +185,14 @@ TensorFactorShardings propagation::projectToFactors(
         remaining /= mesh.axisSizes[axes[next]];
         factorSharding.axes.push_back(axes[next++]);
       }
-      if (remaining != 1)
-        break;
+      if (remaining == 1)
+        continue;
+      // The minor-most factor of its dimension takes the axes that do not
+      // divide it too: its padded blocks are the dimension's.
+      if (isMinorMost(factors, position, factorSizes))
+        while (next < axes.size())
+          factorSharding.axes.push_back(axes[next++]);
+      break;
     }
     if (next == axes.size())
       continue;
@@ -288,13 +300,16 @@ MergeResult propagation::mergeFactorAxes(ArrayRef<MergeCandidate> candidates) {
   return result;
 }
 
-/// Cuts `axes` to the longest prefix whose product divides `size`.
-static void truncateToDivisor(AxisList &axes, int64_t size,
-                              const MeshShape &mesh) {
+/// Cuts `axes` to the longest prefix whose product divides `size`, or, for
+/// a factor that may be padded, whose product is at most `size` (each device
+/// then holds at least one valid element of a dimension that factor alone
+/// makes).
+static void truncateToFit(AxisList &axes, int64_t size, bool paddable,
+                          const MeshShape &mesh) {
   int64_t product = 1;
   for (size_t i = 0; i < axes.size(); ++i) {
     product *= mesh.axisSizes[axes[i]];
-    if (size % product != 0) {
+    if (paddable ? product > size : size % product != 0) {
       axes.truncate(i);
       return;
     }
@@ -568,7 +583,15 @@ struct NodeView {
       tensors.push_back(t);
     }
     MergeResult merged = mergeFactorAxes(candidates);
-    truncateToDivisor(merged.axes, rule.factorSizes[factor], mesh);
+    // Padding a factor pads the dimensions it is part of, which is exact
+    // only where it is their minor-most factor.
+    bool paddable = true;
+    for (int64_t t = 0, e = rule.numTensors(); t < e && paddable; ++t)
+      for (ArrayRef<int64_t> dimFactors : rule.tensor(t))
+        for (auto [position, f] : llvm::enumerate(dimFactors))
+          if (f == factor && !isMinorMost(dimFactors, position, rule.factorSizes))
+            paddable = false;
+    truncateToFit(merged.axes, rule.factorSizes[factor], paddable, mesh);
     int64_t winner = merged.winner >= 0 ? tensors[merged.winner] : -1;
     return {std::move(merged.axes), winner};
   }

@@ -16,41 +16,20 @@ namespace sd::rt {
 
 void copyBlock(const ArgumentSpec &spec, const std::vector<int64_t> &coords,
                void *globalData, void *localData, bool toGlobal) {
-  const std::vector<int64_t> &localShape = spec.localShape;
-  size_t rank = localShape.size();
   size_t elementSize = static_cast<size_t>(elementBytes(spec.elementType));
   auto *global = static_cast<char *>(globalData);
   auto *local = static_cast<char *>(localData);
-  if (rank == 0) {
+  // A padded block's padding starts as zeros.
+  if (!toGlobal)
+    std::memset(local, 0, static_cast<size_t>(spec.localBytes()));
+  spec.forEachValidRow(coords, [&](int64_t at, int64_t from, int64_t count) {
+    char *localRow = local + at * elementSize;
+    char *globalRow = global + from * elementSize;
     if (toGlobal)
-      std::memcpy(global, local, elementSize);
+      std::memcpy(globalRow, localRow, count * elementSize);
     else
-      std::memcpy(local, global, elementSize);
-    return;
-  }
-  std::vector<int64_t> offsets = spec.blockOffsets(coords);
-  std::vector<int64_t> globalStrides =
-      ::sd::ref::rowMajorStrides(spec.globalShape);
-  // Copy rows of the innermost dimension.
-  int64_t inner = localShape[rank - 1];
-  int64_t rows = numElements(localShape) / inner;
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t row = 0; row < rows; ++row) {
-    int64_t at = offsets[rank - 1];
-    for (size_t d = 0; d + 1 < rank; ++d)
-      at += (offsets[d] + index[d]) * globalStrides[d];
-    char *localRow = local + row * inner * elementSize;
-    char *globalRow = global + at * elementSize;
-    if (toGlobal)
-      std::memcpy(globalRow, localRow, inner * elementSize);
-    else
-      std::memcpy(localRow, globalRow, inner * elementSize);
-    for (size_t d = rank - 1; d-- > 0;) {
-      if (++index[d] < localShape[d])
-        break;
-      index[d] = 0;
-    }
-  }
+      std::memcpy(localRow, globalRow, count * elementSize);
+  });
 }
 
 TrainingSession::TrainingSession(std::unique_ptr<MeshRuntime> mesh,
@@ -156,7 +135,7 @@ TrainingSession::create(MeshRuntimeOptions options, ProgramSpec spec,
                            " of a mesh with ", axisSizes.size(), " axes"));
         factor *= axisSizes[axis];
       }
-      if (arg.localShape[d] * factor != arg.globalShape[d])
+      if (blockExtent(arg.globalShape[d], factor) != arg.localShape[d])
         return absl::InvalidArgumentError(absl::StrCat(
             "argument '", arg.name, "': dimension ", d, " is ",
             arg.globalShape[d], " globally but ", arg.localShape[d],
@@ -460,12 +439,20 @@ absl::StatusOr<HostTensor> TrainingSession::gatherBlocks(
   for (auto [id, data] : blocks)
     copyBlock(arg, meshSpec.coordinates(id), global.data(),
               const_cast<void *>(data), /*toGlobal=*/true);
-  std::vector<char> block(blockBytes);
-  // Replicas must agree bitwise (a missing all-reduce would not).
+  // Replicas must agree bitwise (a missing all-reduce would not); padding
+  // holds anything.
+  size_t elementSize = static_cast<size_t>(elementBytes(arg.elementType));
   for (auto [id, data] : blocks) {
-    copyBlock(arg, meshSpec.coordinates(id), global.data(), block.data(),
-              /*toGlobal=*/false);
-    if (std::memcmp(block.data(), data, blockBytes) != 0)
+    bool same = true;
+    arg.forEachValidRow(meshSpec.coordinates(id), [&](int64_t at, int64_t from,
+                                                      int64_t count) {
+      same = same && std::memcmp(static_cast<const char *>(data) +
+                                     at * elementSize,
+                                 static_cast<const char *>(global.data()) +
+                                     from * elementSize,
+                                 count * elementSize) == 0;
+    });
+    if (!same)
       return absl::DataLossError(absl::StrCat("the replicas of '", arg.name,
                                               "' differ (device ", id, ")"));
   }

@@ -30,11 +30,8 @@ namespace yaml = llvm::yaml;
 absl::StatusOr<std::vector<std::vector<std::string>>>
 LogicalAxisRules::resolve(const MeshSpec &mesh, std::string_view tensorName,
                           const std::vector<std::string> &logicalNames,
-                          const std::vector<int64_t> &shape,
-                          std::vector<bool> *undivided) const {
+                          const std::vector<int64_t> &shape) const {
   size_t rank = logicalNames.size();
-  if (undivided)
-    undivided->assign(rank, false);
   if (shape.size() != rank)
     return absl::InvalidArgumentError(
         absl::StrFormat("tensor \"%s\" has %d logical names but rank %d",
@@ -66,38 +63,14 @@ LogicalAxisRules::resolve(const MeshSpec &mesh, std::string_view tensorName,
     taken.insert(taken.end(), rule.meshAxes.begin(), rule.meshAxes.end());
   }
 
+  // A dimension its axes do not divide is padded (sd::blockExtent).
   std::vector<std::vector<std::string>> result(rank);
   for (size_t i = 0; i < rank; ++i) {
     if (!chosen[i])
       continue;
-    int64_t ways = 1;
-    for (const std::string &axisName : chosen[i]->meshAxes) {
-      if (const MeshAxis *axis = mesh.findAxis(axisName)) {
+    for (const std::string &axisName : chosen[i]->meshAxes)
+      if (mesh.findAxis(axisName))
         result[i].push_back(axisName);
-        ways *= axis->size();
-      }
-    }
-    if (shape[i] < 0 || ways == 1 || shape[i] % ways == 0)
-      continue;
-    if (undivided) {
-      (*undivided)[i] = true;
-      result[i].clear();
-      continue;
-    }
-    std::string by =
-        result[i].size() == 1
-            ? absl::StrFormat("mesh axis \"%s\" of size %d", result[i][0], ways)
-            : absl::StrFormat("mesh axes \"%s\" of total size %d",
-                              absl::StrJoin(result[i], "\",\""), ways);
-    // The batch is the user's choice: name the smallest one that fits.
-    std::string hint;
-    if (logicalNames[i] == "batch" || logicalNames[i] == "activation_batch")
-      hint = absl::StrFormat("; the smallest batch that fits is %d",
-                             (shape[i] / ways + 1) * ways);
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor \"%s\" dimension %d (\"%s\") of size %d is not divisible by "
-        "%s%s",
-        tensorName, i, logicalNames[i], shape[i], by, hint));
   }
   return result;
 }

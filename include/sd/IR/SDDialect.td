@@ -102,6 +102,10 @@ def SD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kShardingRuleAttrName = "sd.sharding_rule";
     static constexpr ::llvm::StringLiteral kProvenanceAttrName = "sd.provenance";
     static constexpr ::llvm::StringLiteral kLocalShardingAttrName = "sd.local_sharding";
+    /// Beside sd.local_sharding where a dimension is padded (its devices do
+    /// not divide it): the global shape, which the local shape times the
+    /// devices no longer gives.
+    static constexpr ::llvm::StringLiteral kGlobalShapeAttrName = "sd.global_shape";
     /// On ops sd-differentiate builds for the backward pass and the
     /// optimizer update (sharding propagation shares reshards only among
     /// ops of one pass, so FSDP gathers a parameter again for backward).

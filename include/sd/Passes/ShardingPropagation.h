@@ -125,9 +125,17 @@ struct TensorFactorShardings {
   SmallVector<bool> dimFits;
 };
 
+/// True when the factors after `position` of a dimension made of
+/// `dimFactors` all have size 1: padding that factor pads the dimension by
+/// the same blocks (sd::blockExtent of either), so it may take axes that do
+/// not divide it.
+bool isMinorMost(ArrayRef<int64_t> dimFactors, size_t position,
+                 ArrayRef<int64_t> factorSizes);
+
 /// Splits each dimension's axes over its factors, major to minor: a factor
 /// takes axes while their product divides its size, and the next factor
-/// starts once it is full.
+/// starts once it is full. The minor-most factor (isMinorMost) also takes
+/// the axes that do not divide it: a padded dimension.
 TensorFactorShardings projectToFactors(const TensorSharding &sharding,
                                        const FactorRule::TensorMapping &mapping,
                                        ArrayRef<int64_t> factorSizes,

@@ -16,6 +16,7 @@
 #include "sd/Runtime/ElementType.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -122,6 +123,16 @@ struct ArgumentSpec {
   /// The global offsets of the block of the device at `coords` (one per
   /// mesh axis).
   std::vector<int64_t> blockOffsets(const std::vector<int64_t> &coords) const;
+  /// The valid extent of each dimension of that block: its local shape, less
+  /// the padding of a block that reaches past the end of a dimension its
+  /// devices do not divide (sd::blockExtent).
+  std::vector<int64_t> validShape(const std::vector<int64_t> &coords) const;
+  /// Calls `copy(localOffset, globalOffset, count)` (in elements) for every
+  /// run of valid elements of the block at `coords`: the rows of its
+  /// innermost dimension, cut at the global tensor's end.
+  void forEachValidRow(
+      const std::vector<int64_t> &coords,
+      const std::function<void(int64_t, int64_t, int64_t)> &copy) const;
 };
 
 struct ProgramSpec {

@@ -56,19 +56,15 @@ public:
   /// mesh with that axis of size 1. Dimensions no rule assigns, and those
   /// with logical name "", are replicated (empty list).
   ///
-  /// logicalNames[i] names dimension i; shape[i] < 0 marks a dynamic size,
-  /// which skips the divisibility check. Errors (InvalidArgument): rank
-  /// mismatch between logicalNames and shape, a logical name used by two
-  /// dimensions (as flax rejects it), and a dimension size not divisible by
-  /// the product of its mesh axes' sizes — unless `undivided` is given:
-  /// such a dimension then gets no axes and is marked true there (a sharding
-  /// constraint is a hint: what the mesh cannot split evenly is left to
-  /// propagation, as GSPMD would pad it).
+  /// logicalNames[i] names dimension i; shape[i] < 0 marks a dynamic size.
+  /// A dimension its mesh axes do not divide keeps them: it is padded to a
+  /// multiple (sd::blockExtent), as GSPMD pads. Errors (InvalidArgument):
+  /// rank mismatch between logicalNames and shape, and a logical name used
+  /// by two dimensions (as flax rejects it).
   absl::StatusOr<std::vector<std::vector<std::string>>>
   resolve(const MeshSpec &mesh, std::string_view tensorName,
           const std::vector<std::string> &logicalNames,
-          const std::vector<int64_t> &shape,
-          std::vector<bool> *undivided = nullptr) const;
+          const std::vector<int64_t> &shape) const;
 
   /// Compares the rules only: a preset equals the file it was taken from.
   bool operator==(const LogicalAxisRules &other) const {

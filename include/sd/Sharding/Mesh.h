@@ -20,6 +20,21 @@
 
 namespace sd {
 
+/// The extent of every device's block of a dimension of `size` elements
+/// split over `shards` devices: ceil(size / shards). A dimension the devices
+/// do not divide is padded to shards · extent (as GSPMD pads): the last
+/// blocks hold fewer valid elements (`validExtent`), possibly none.
+constexpr int64_t blockExtent(int64_t size, int64_t shards) {
+  return shards <= 1 ? size : (size + shards - 1) / shards;
+}
+
+/// The valid (unpadded) elements of block `index` of that split.
+constexpr int64_t validExtent(int64_t size, int64_t shards, int64_t index) {
+  int64_t extent = blockExtent(size, shards);
+  int64_t rest = size - index * extent;
+  return rest <= 0 ? 0 : (rest < extent ? rest : extent);
+}
+
 /// One named mesh axis. Keeping ICI and DCN apart (rather than only the
 /// product) lets the runtime and the cost model tell cheap intra-process
 /// collectives from expensive cross-process ones.
