@@ -234,8 +234,14 @@ static PartitionResult partition(Conv2DOp op, OpBuilder &builder,
   // up, so each adds 1/n of the bias.
   if (op.getBias() && *shards != 1)
     local[2] = scale(builder, op.getLoc(), local[2], 1.0 / *shards);
+  // Padded pixels read as the image's zero padding.
+  FailureOr<Value> x = maskPaddedDims(
+      op, builder, local[0], cast<RankedTensorType>(op.getInput().getType()),
+      operandShardings[0], {1, 2});
+  if (failed(x))
+    return failure();
   HaloBuilder hb(builder, op.getLoc());
-  local[0] = extendAll(hb, local[0], *halos);
+  local[0] = extendAll(hb, *x, *halos);
   auto conv =
       cast<Conv2DOp>(cloneLocal(builder, op, local, types)[0].getDefiningOp());
   conv.setPadding(withoutHaloPadding(op.getPadding(), *halos));
@@ -265,9 +271,18 @@ static PartitionResult partition(Conv2DFilterGradOp op, OpBuilder &builder,
 
 static PartitionResult partition(Conv2DInputGradOp op, OpBuilder &builder,
                                  ValueRange operands, TypeRange types,
-                                 ArrayRef<ShardingAttr>,
+                                 ArrayRef<ShardingAttr> operandShardings,
                                  ArrayRef<ShardingAttr> resultShardings) {
   auto localX = cast<RankedTensorType>(types[0]);
+  // The padded pixels' gradients are not the neighbours' to add.
+  SmallVector<Value> local(operands);
+  FailureOr<Value> dy = maskPaddedDims(
+      op, builder, local[0],
+      cast<RankedTensorType>(op.getOperand(0).getType()), operandShardings[0],
+      {1, 2});
+  if (failed(dy))
+    return failure();
+  local[0] = *dy;
   FailureOr<SmallVector<Halo>> halos = convHalos(
       op, resultShardings[0], localX, op.getKernel().getType().getShape(),
       op.getStrides(), op.getPadding());
@@ -279,7 +294,7 @@ static PartitionResult partition(Conv2DInputGradOp op, OpBuilder &builder,
   for (const Halo &halo : *halos)
     extended[halo.split.dim] += halo.before + halo.after;
   auto grad = cast<Conv2DInputGradOp>(
-      cloneLocal(builder, op, operands, {localX.clone(extended)})[0]
+      cloneLocal(builder, op, local, {localX.clone(extended)})[0]
           .getDefiningOp());
   grad.setPadding(withoutHaloPadding(op.getPadding(), *halos));
   HaloBuilder hb(builder, op.getLoc());
@@ -323,10 +338,20 @@ static PartitionResult partition(GroupNormOp op, OpBuilder &builder,
   // [n, positions, groups, C/groups] in f32; statistics [n, groups].
   auto view = RankedTensorType::get({n, positions, groups, perGroup}, f32);
   auto stats = RankedTensorType::get({n, groups}, f32);
+  // Padded pixels add nothing to the sums: masked in the operand's layout.
+  SmallVector<int64_t> pixelDims =
+      llvm::to_vector(llvm::seq<int64_t>(1, rank - 1));
+  auto maskPixels = [&](Value v) -> FailureOr<Value> {
+    return maskPaddedDims(op, b, v, global.clone(f32), sharding, pixelDims);
+  };
   Value x = operands[0];
   if (localType.getElementType() != f32)
     x = ConvertOp::create(b, loc, localType.clone(f32), x);
-  x = ReshapeOp::create(b, loc, view, x);
+  FailureOr<Value> maskedX = maskPixels(x);
+  if (failed(maskedX))
+    return failure();
+  bool padded = *maskedX != x;
+  x = ReshapeOp::create(b, loc, view, *maskedX);
   auto groupMean = [&](Value v) -> Value {
     Value sum =
         ReduceSumOp::create(b, loc, stats, v, b.getDenseI64ArrayAttr({1, 3}));
@@ -339,7 +364,15 @@ static PartitionResult partition(GroupNormOp op, OpBuilder &builder,
                                     b.getDenseI64ArrayAttr({0, 2}));
   };
   Value centered = SubOp::create(b, loc, x, spread(groupMean(x)));
-  Value variance = groupMean(MulOp::create(b, loc, centered, centered));
+  Value squares = MulOp::create(b, loc, centered, centered);
+  if (padded) {
+    FailureOr<Value> masked =
+        maskPixels(ReshapeOp::create(b, loc, localType.clone(f32), squares));
+    if (failed(masked))
+      return failure();
+    squares = ReshapeOp::create(b, loc, view, *masked);
+  }
+  Value variance = groupMean(squares);
   Value epsilon = splat(b, loc, stats, op.getEpsilon().convertToDouble());
   Value inverse =
       RsqrtOp::create(b, loc, AddOp::create(b, loc, variance, epsilon));
