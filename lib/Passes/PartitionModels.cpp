@@ -623,6 +623,70 @@ static SmallVector<Value> ring(ContextParallelBuilder &cp, OpTy op,
   return acc;
 }
 
+/// `value` [b, h, s, d] with its sequence (dimension 2, padded blocks of a
+/// `length`-long sequence over `group`) gathered whole.
+static Value gatherSequence(OpBuilder &b, Location loc, Value value,
+                            const SequenceGroup &group, int64_t length) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[2] *= group.size;
+  SmallVector<Attribute> dims(type.getRank(), b.getArrayAttr({}));
+  dims[2] = b.getStrArrayAttr(group.axes);
+  Value gathered = AllGatherOp::create(b, loc, type.clone(shape), value,
+                                       group.mesh, b.getArrayAttr(dims));
+  SmallVector<int64_t> start(shape.size(), 0), limit(shape),
+      strides(shape.size(), 1);
+  limit[2] = shape[2] = length;
+  return SliceOp::create(b, loc, type.clone(shape), gathered, start, limit,
+                         strides);
+}
+
+/// A context-parallel attention op whose sequence the group's devices do
+/// not divide: each device attends with its (padded) block of queries to
+/// the whole sequence's keys and values, gathered and cut to their length
+/// (the ring and Ulysses move equal blocks, whose padding would be
+/// attended). dK and dV sum each device's queries, their padding masked,
+/// and are reduced and scattered back into padded blocks.
+template <typename OpTy>
+static PartitionResult gatheredKeys(OpBuilder &b, OpTy op, ValueRange operands,
+                                    TypeRange types, const SequenceGroup &group,
+                                    int64_t length) {
+  Location loc = op.getLoc();
+  SmallVector<Value> args(operands);
+  args[1] = gatherSequence(b, loc, args[1], group, length);
+  args[2] = gatherSequence(b, loc, args[2], group, length);
+  if constexpr (!std::is_same_v<OpTy, FlashAttentionDkvOp>) {
+    Operation *local = localAttention(b, op, args, types);
+    return SmallVector<Value>(local->getResults());
+  } else {
+    SmallVector<StringAttr> axes = llvm::map_to_vector(
+        group.axes, [&](StringRef axis) { return b.getStringAttr(axis); });
+    // The query-indexed operands: query, out, log-sum-exp, dO.
+    for (int64_t i : {0, 3, 4, 5})
+      args[i] = maskPadding(b, loc, args[i], 2, length, group.mesh, axes,
+                            group.size);
+    SmallVector<Type> whole = llvm::map_to_vector(types, [&](Type type) {
+      auto t = cast<RankedTensorType>(type);
+      SmallVector<int64_t> shape(t.getShape());
+      shape[2] = length;
+      return Type(t.clone(shape));
+    });
+    Operation *local = localAttention(b, op, args, whole);
+    SmallVector<Value> results;
+    for (auto [partial, type] : llvm::zip_equal(local->getResults(), types)) {
+      auto t = cast<RankedTensorType>(type);
+      SmallVector<int64_t> lows(t.getRank(), 0), highs(t.getRank(), 0);
+      highs[2] = t.getDimSize(2) * group.size - length;
+      Value padded = PadOp::create(b, loc, partial, lows, highs, APFloat(0.0));
+      SmallVector<Attribute> dims(t.getRank(), b.getArrayAttr({}));
+      dims[2] = b.getStrArrayAttr(group.axes);
+      results.push_back(ReduceScatterOp::create(b, loc, t, padded, group.mesh,
+                                                b.getArrayAttr(dims)));
+    }
+    return results;
+  }
+}
+
 /// A flash attention op, forward or backward, spread over the devices that
 /// shard its sequence (the query's, sharded as `query`) by the ring,
 /// Ulysses or both; cloned with local types when it is not
@@ -636,6 +700,10 @@ partitionContextParallel(OpTy op, OpBuilder &builder, ValueRange operands,
     return failure();
   if (!group)
     return cloneLocal(builder, op, operands, types);
+  int64_t length =
+      cast<RankedTensorType>(op.getQuery().getType()).getDimSize(2);
+  if (length % group->size != 0)
+    return gatheredKeys(builder, op, operands, types, *group, length);
   FailureOr<int64_t> u = ulyssesGroupSize(op, operands[0], *group);
   if (failed(u))
     return failure();
