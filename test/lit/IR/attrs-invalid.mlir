@@ -184,22 +184,6 @@ func.func @axis_twice_replicated(%x: tensor<8x4xf32> {sd.sharding = #sd.sharding
 
 // -----
 
-sd.mesh @mesh = <["tensor"=3]>
-// expected-error @+1 {{dimension 1 of argument #0 ("blocks.0.attn.q.weight") of size 40 is not divisible by mesh axis "tensor" of size 3}}
-func.func @not_divisible(%w: tensor<64x40xf32> {sd.role = #sd.param<"blocks.0.attn.q.weight", xavier_uniform>, sd.sharding = #sd.sharding<@mesh, [{}, {"tensor"}]>}) {
-  return
-}
-
-// -----
-
-sd.mesh @mesh = <["data"=2, "fsdp"=3]>
-// expected-error @+1 {{dimension 0 of argument #0 of size 8 is not divisible by mesh axes "data", "fsdp" of total size 6}}
-func.func @not_divisible_two_axes(%x: tensor<8x4xf32> {sd.sharding = #sd.sharding<@mesh, [{"data", "fsdp"}, {}]>}) {
-  return
-}
-
-// -----
-
 sd.mesh @mesh = <["data"=2]>
 // expected-error @+1 {{sharding of argument #0 needs a ranked tensor, not 'f32'}}
 func.func @sharding_not_tensor(%x: f32 {sd.sharding = #sd.sharding<@mesh, []>}) {
@@ -215,18 +199,6 @@ func.func @result_sharding_rank(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<f32
   %l = sd.mse_loss %x, %x : tensor<8xf32>
   return %x, %l : tensor<8xf32>, tensor<f32>
 }
-
-// -----
-
-sd.mesh @mesh = <["data"=16]>
-// expected-error @+1 {{dimension 0 of result #0 of size 8 is not divisible by mesh axis "data" of size 16}}
-func.func @result_not_divisible(%x: tensor<8xf32>) -> (tensor<8xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}]>}) {
-  return %x : tensor<8xf32>
-}
-
-//===----------------------------------------------------------------------===//
-// #sd.logical_axes
-//===----------------------------------------------------------------------===//
 
 // -----
 
@@ -394,15 +366,6 @@ func.func @per_value_rank(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{sharding of result #0 has 2 dimensions but the tensor has rank 1}}
   %y = sd.neg %x {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data"}, {}]>]>} : tensor<4xf32>
   return %y : tensor<4xf32>
-}
-
-// -----
-
-sd.mesh @mesh = <["data"=4]>
-func.func @per_value_divisibility(%x: tensor<6xf32>) -> tensor<6xf32> {
-  // expected-error @+1 {{dimension 0 of result #0 of size 6 is not divisible by mesh axis "data" of size 4}}
-  %y = sd.neg %x {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data"}]>]>} : tensor<6xf32>
-  return %y : tensor<6xf32>
 }
 
 // -----

@@ -680,15 +680,6 @@ func.func @reshard_axis_twice(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
 // -----
 
 sd.mesh @mesh = <["data"=2, "tensor"=3]>
-func.func @reshard_not_divisible(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // expected-error @+1 {{'sd.reshard' op dimension 1 of the resharded value of size 4 is not divisible by mesh axis "tensor" of size 3}}
-  %y = sd.reshard %x sharding = <@mesh, [{"data"}, {"tensor"}]> : tensor<8x4xf32>
-  return %y : tensor<8x4xf32>
-}
-
-// -----
-
-sd.mesh @mesh = <["data"=2, "tensor"=3]>
 func.func @reshard_open(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   // expected-error @+1 {{'sd.reshard' op sharding dimension 1 is open; a reshard needs closed dimensions}}
   %y = sd.reshard %x sharding = <@mesh, [{"data"}, {?}]> : tensor<8x4xf32>

@@ -823,15 +823,6 @@ func.func @constraint_axis_twice(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
 
 // -----
 
-sd.mesh @mesh = <["data"=2, "tensor"=3]>
-func.func @constraint_not_divisible(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // expected-error @+1 {{'sd.sharding_constraint' op dimension 1 of the constrained value of size 4 is not divisible by mesh axis "tensor" of size 3}}
-  %y = sd.sharding_constraint %x sharding = <@mesh, [{"data"}, {"tensor"}]> : tensor<8x4xf32>
-  return %y : tensor<8x4xf32>
-}
-
-// -----
-
 // sd.flash_attention, sd.flash_attention_dq, sd.flash_attention_dkv
 
 func.func @flash_attention_block_size(%q: tensor<1x2x16x8xf32>) -> tensor<1x2x16x8xf32> {

@@ -67,16 +67,29 @@ func.func @constraint(%x: tensor<8x16x4xf32>) -> tensor<8x16x4xf32> {
 
 // -----
 
-// A constraint is a hint: a dimension its mesh axes do not divide (40 heads
-// over tensor:3) stays open for propagation instead of being an error (an
-// argument's is one: sd-apply-logical-rules-invalid.mlir), while the other
-// dimensions are constrained.
+// A dimension its mesh axes do not divide is padded, as GSPMD pads: the
+// constraint keeps its axes (40 heads over tensor:3: blocks of 14), and so
+// does an argument (Wan2.1's 40 heads; a batch of 6 over data:4).
 sd.mesh @mesh = <["data"=2, "tensor"=3]>
 // CHECK-LABEL: func.func @constraint_not_divisible
-// CHECK: sd.sharding_constraint %{{.*}} sharding = <@mesh, [{"data"}, {?}]> logical = <[activation_batch, activation_heads]>
+// CHECK: sd.sharding_constraint %{{.*}} sharding = <@mesh, [{"data"}, {"tensor"}]> logical = <[activation_batch, activation_heads]>
 func.func @constraint_not_divisible(%x: tensor<8x40xf32>) -> tensor<8x40xf32> {
   %y = sd.sharding_constraint %x logical = <[activation_batch, activation_heads]> {sd.name = "attn_output"} : tensor<8x40xf32>
   return %y : tensor<8x40xf32>
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=4, "tensor"=3]>
+// CHECK-LABEL: func.func @arguments_not_divisible
+// CHECK-SAME: sd.sharding = #sd.sharding<@mesh, [{}, {"tensor"}]>
+// CHECK-SAME: sd.sharding = #sd.sharding<@mesh, [{"data"}, {}]>
+func.func @arguments_not_divisible(
+    %w: tensor<64x40xf32> {sd.role = #sd.param<"blocks.0.attn.q.weight", xavier_uniform>,
+                           sd.logical_axes = #sd.logical_axes<[embed, heads]>},
+    %x: tensor<6x4xf32> {sd.role = #sd.input<latents>,
+                         sd.logical_axes = #sd.logical_axes<[batch, _]>}) {
+  return
 }
 
 // -----

@@ -1,25 +1,5 @@
 // RUN: sdopt %s -split-input-file -verify-diagnostics -sd-partition --mlir-very-unsafe-disable-verifier-on-parsing
 
-// Uneven shards: the verifier of #sd.sharding rejects them on parsing (here
-// disabled, so that the pass's own check shows), and sd-partition names
-// the value, dimension, size and axes.
-sd.mesh @mesh = <["data"=4, "fsdp"=2]>
-// expected-error @+1 {{dimension 0 of argument #0 ("w") has size 6, which is not divisible by mesh axes "data", "fsdp" of total size 8; sd-partition does not pad uneven shards yet}}
-func.func @not_divisible(%w: tensor<6x16xf32> {sd.role = #sd.param<"w", zeros>, sd.sharding = #sd.sharding<@mesh, [{"data", "fsdp"}, {}]>}) -> tensor<6x16xf32> {
-  return %w : tensor<6x16xf32>
-}
-
-// -----
-
-sd.mesh @mesh = <["data"=4]>
-func.func @not_divisible_result(%x: tensor<8x6xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}]>}) -> tensor<8x6xf32> {
-  // expected-error @+1 {{dimension 1 of result #0 of sd.exp "hidden" has size 6, which is not divisible by mesh axis "data" of size 4; sd-partition does not pad uneven shards yet}}
-  %y = sd.exp %x {sd.name = "hidden", sd.sharding = #sd.sharding_per_value<[<@mesh, [{}, {"data"}]>]>} : tensor<8x6xf32>
-  return %y : tensor<8x6xf32>
-}
-
-// -----
-
 // A partial maximum cannot be completed by an all_reduce (a sum).
 sd.mesh @mesh = <["data"=2]>
 func.func @reduce_max(%x: tensor<8x16xf32> {sd.sharding = #sd.sharding<@mesh, [{}, {"data"}]>}) -> tensor<8xf32> {

@@ -1,7 +1,5 @@
 // Bad flags: one clear error and exit code 1, never a crash.
 // RUN: not sdopt %S/Inputs/small_model.mlir --mesh=data:-1,fsdp:-1 --devices=8 2>&1 | FileCheck %s --check-prefix=TWOFILL
-// RUN: not sdopt %S/Inputs/small_model.mlir --mesh=data:3 --batch=8 2>&1 | FileCheck %s --check-prefix=BATCH
-// RUN: not sdopt %S/Inputs/small_model.mlir --mesh=data:2 --batch=3 2>&1 | FileCheck %s --check-prefix=BATCH3
 // RUN: not sdopt %S/Inputs/small_model.mlir --mesh=data:4 --per-device-batch=0.3 2>&1 | FileCheck %s --check-prefix=FRACTION
 // RUN: not sdopt %S/Inputs/small_model.mlir --mesh=data:4 --batch=4 --per-device-batch=1 2>&1 | FileCheck %s --check-prefix=BOTH
 // RUN: not sdopt %S/Inputs/small_model.mlir --mesh=data:2 --rules=unknown 2>&1 | FileCheck %s --check-prefix=RULES
@@ -20,8 +18,6 @@
 // RUN: %python -c "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:], capture_output=True).returncode != 1)" sdopt %S/Inputs/small_model.mlir --mesh=data:0
 
 // TWOFILL: error: mesh axes "data" and "fsdp" are both -1; at most one ICI axis may be -1
-// BATCH: error: tensor "latents" dimension 0 ("batch") of size 8 is not divisible by mesh axis "data" of size 3; the smallest batch that fits is 9
-// BATCH3: error: tensor "latents" dimension 0 ("batch") of size 3 is not divisible by mesh axis "data" of size 2; the smallest batch that fits is 4
 // FRACTION: error: --per-device-batch=0.3 × 4 devices = 1.2 is not a whole, positive global batch
 // BOTH: error: give --batch or --per-device-batch, not both
 // RULES: error: unknown logical axis rules preset "unknown"

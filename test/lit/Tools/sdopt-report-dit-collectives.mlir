@@ -154,20 +154,21 @@
 // TENSOR6-NEXT:   }
 // TENSOR6-NEXT: ],
 
-// tensor:4 does not divide DiT-S/2's 6 heads: the heads cannot be split,
-// so each block gathers q, k and v ([8, 256, 96] → [8, 256, 384], 36
-// all_gathers of activations), runs the attention whole and slices its
-// output back to the projection's row block (12 all_slices). The 25
+// tensor:4 does not divide DiT-S/2's 6 heads: attention runs on heads
+// padded to 8, two per device. The projections' [8, 256, 384] outputs split
+// evenly (96 features, one and a half heads), which is not a block of
+// heads: each block gathers q, k and v and its attention output (48
+// all_gathers of activations) and slices q, k and v into padded heads and
+// the output back to the projection's row block (48 all_slices). The 25
 // all_reduces are those of tensor:2, and no parameter is gathered.
-// Megatron needs tensor ∈ {1, 2, 3, 6} here.
 // TENSOR4:      "collectives": [
-// TENSOR4:        "count": 36,
+// TENSOR4:        "count": 48,
 // TENSOR4-NEXT:   "group_size": 4,
 // TENSOR4-NEXT:   "kind": "all_gather",
 // TENSOR4:        "count": 25,
 // TENSOR4-NEXT:   "group_size": 4,
 // TENSOR4-NEXT:   "kind": "all_reduce",
-// TENSOR4:        "count": 12,
+// TENSOR4:        "count": 48,
 // TENSOR4-NEXT:   "group_size": 4,
 // TENSOR4-NEXT:   "kind": "all_slice",
 // TENSOR4:      "parameter_gathers": {
