@@ -22,6 +22,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 
@@ -622,6 +623,25 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
              << " has type " << arg.getType()
              << ", not a static shape (run sd-specialize-batch first)";
     int64_t bytes = analysis.valueBytes(arg);
+    if (auto global = func.getArgAttrOfType<DenseI64ArrayAttr>(
+            arg.getArgNumber(), SDDialect::kGlobalShapeAttrName)) {
+      // The block's bytes less the tensor's share of the devices that split
+      // it.
+      auto sharding = func.getArgAttrOfType<ShardingAttr>(
+          arg.getArgNumber(), SDDialect::kLocalShardingAttrName);
+      double devices = 1, elements = 1;
+      for (int64_t size : global.asArrayRef())
+        elements *= double(size);
+      if (sharding && mesh)
+        for (DimShardingAttr dim : sharding.getDimShardings())
+          for (StringAttr name : dim.getAxes())
+            if (MeshAxisAttr axis = mesh.getAxis(name.getValue()))
+              devices *= double(axis.getSize());
+      ++report.numPaddedTensors;
+      report.paddingBytes += bytes - int64_t(std::llround(
+                                         elements / devices *
+                                         double(getElementBytes(type))));
+    }
     if (func.getArgAttrOfType<ParamAttr>(arg.getArgNumber(),
                                          SDDialect::kRoleAttrName)) {
       ++report.numParameters;
@@ -639,6 +659,12 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
       ++report.numInputs;
       report.inputBytes += bytes;
     }
+  }
+
+  if (auto padding =
+          func->getAttrOfType<DenseI64ArrayAttr>(SDDialect::kPaddingAttrName)) {
+    report.paddedElements = padding[0];
+    report.computedElements = padding[1];
   }
 
   FailureOr<const FunctionCost *> cost = analysis.analyze(func);

@@ -222,6 +222,10 @@ static void printText(const CostReport &report,
            report.numOptimizerStates > 0
                ? "parameters + optimizer state + inputs + activation peak"
                : "parameters + inputs + activation peak");
+  if (report.numPaddedTensors > 0)
+    printRow(os, "  padding", formatBytes(report.paddingBytes),
+             "of the above: " + plural(report.numPaddedTensors, "argument") +
+                 " padded to whole blocks (uneven shards)");
   if (report.hostTransferBytes > 0) {
     printRow(os, "host memory (peak)", formatBytes(report.peakHostBytes),
              "offloaded values");
@@ -237,6 +241,14 @@ static void printText(const CostReport &report,
              "above)");
   printRow(os, "bytes accessed", formatBytes(report.bytesAccessed),
            "operands read + results written");
+  if (report.computedElements > 0)
+    printRow(os, "padding",
+             llvm::formatv("{0:F1}%", 100.0 * double(report.paddedElements) /
+                                          double(report.computedElements))
+                 .str(),
+             "of the elements ops compute are padding (" +
+                 plural(report.paddedElements, "element") + " of " +
+                 groupDigits(report.computedElements) + ")");
 
   if (report.collectives.empty()) {
     os << "\ncollectives per device: none";
@@ -351,6 +363,11 @@ llvm::json::Value mlir::sd::reportToJson(const CostReport &report,
            {"reshards", report.numReshards},
            {"bytes_accessed", report.bytesAccessed},
            {"collective_bytes", report.collectiveBytesPerDevice},
+           {"padding",
+            llvm::json::Object{{"tensors", report.numPaddedTensors},
+                               {"bytes", report.paddingBytes},
+                               {"padded_elements", report.paddedElements},
+                               {"computed_elements", report.computedElements}}},
        }},
       {"collectives", std::move(collectives)},
       {"network",

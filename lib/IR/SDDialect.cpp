@@ -333,6 +333,17 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attrName == kPaddingAttrName) {
+    auto counts = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !counts || counts.size() != 2 ||
+        counts[0] < 0 || counts[0] > counts[1])
+      return emitError(op->getLoc())
+             << "'" << kPaddingAttrName
+             << "' must be an array of the padded and all elements on a "
+                "function, not "
+             << attr.getValue();
+    return success();
+  }
   if (attrName == kShardingRuleAttrName) {
     auto rule = dyn_cast<OpShardingRuleAttr>(attr.getValue());
     if (!rule)

@@ -22,6 +22,8 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <cmath>
+
 namespace mlir::sd {
 #define GEN_PASS_DEF_PARTITION
 #include "sd/Passes/Passes.h.inc"
@@ -115,6 +117,9 @@ private:
   /// The plain form of each rule, made by checkRule.
   mutable DenseMap<OpShardingRuleAttr, propagation::FactorRule> factorRules;
   int64_t numCollectives = 0;
+  /// The elements the ops compute per device, and (on average over the
+  /// devices) how many are padding.
+  double computedElements = 0, paddedElements = 0;
 };
 } // namespace
 
@@ -575,6 +580,12 @@ LogicalResult FunctionPartitioner::partitionOp(Operation *op) {
       return failure();
     resultShardings.push_back(sharding);
     localTypes.push_back(*local);
+    int64_t devices = 1;
+    for (const reshard::AxisList &axes : toLayout(sharding).dims)
+      devices *= meshShape.product(axes);
+    computedElements += double(local->getNumElements());
+    paddedElements += double(local->getNumElements()) -
+                      double(global.getNumElements()) / double(devices);
   }
   if (failed(checkRule(op, operandShardings, resultShardings)) ||
       failed(maskReducedPadding(op, builder, localOperands, operandShardings)))
@@ -750,6 +761,12 @@ LogicalResult FunctionPartitioner::run() {
     op.removeAttr(shardingName);
     op.removeAttr(ruleName);
   }
+  if (paddedElements >= 0.5)
+    func->setAttr(SDDialect::kPaddingAttrName,
+                  DenseI64ArrayAttr::get(
+                      func.getContext(),
+                      {int64_t(std::llround(paddedElements)),
+                       int64_t(std::llround(computedElements))}));
   return success();
 }
 

@@ -66,7 +66,8 @@ MeshSpec mesh(const std::string &text) {
 }
 
 /// An argument split, per dimension, over the named axes of `mesh` that it
-/// has (others are dropped, so one description fits every mesh).
+/// has (others are dropped, so one description fits every mesh), in padded
+/// blocks where they do not divide it.
 ArgumentSpec argument(std::string name, ArgumentKind kind,
                       std::vector<int64_t> globalShape,
                       std::vector<std::vector<std::string>> axisNames,
@@ -77,13 +78,16 @@ ArgumentSpec argument(std::string name, ArgumentKind kind,
   arg.globalShape = globalShape;
   arg.localShape = globalShape;
   arg.dimAxes.resize(globalShape.size());
-  for (size_t d = 0; d < globalShape.size(); ++d)
+  for (size_t d = 0; d < globalShape.size(); ++d) {
+    int64_t devices = 1;
     for (const std::string &axisName : axisNames[d])
       for (size_t a = 0; a < mesh.axes().size(); ++a)
         if (mesh.axes()[a].name == axisName) {
           arg.dimAxes[d].push_back(static_cast<int32_t>(a));
-          arg.localShape[d] /= mesh.axes()[a].size();
+          devices *= mesh.axes()[a].size();
         }
+    arg.localShape[d] = blockExtent(globalShape[d], devices);
+  }
   return arg;
 }
 
@@ -410,6 +414,34 @@ TEST_F(CheckpointTest, BlocksAreReadAloneOntoAnyMesh) {
   for (const char *target :
        {"fsdp:4", "data:2,fsdp:2", "x:1", "fsdp:2", "data:4"})
     expectReadBlocks(**reader, target, globals);
+}
+
+// Uneven meshes: "w" [8, 3] on fsdp:3 is blocks of 3, 3 and 2 rows; "m"
+// [4, 4] over data:3 × fsdp:3 has blocks of one column, five of them empty.
+// Only valid elements are stored, and every block reads back onto meshes
+// even and uneven, its padding zeros.
+TEST_F(CheckpointTest, ReshardsBetweenUnevenMeshes) {
+  std::vector<HostTensor> globals =
+      globalsFor(modelSpec(mesh("data:3,fsdp:3")), 4.5f);
+  std::string dir = testDir();
+  for (const char *source : {"fsdp:3", "data:3,fsdp:3"}) {
+    std::unique_ptr<TrainingSession> saved = sessionWith(source, globals);
+    ASSERT_NE(saved, nullptr);
+    ASSERT_TRUE(saveCheckpoint(dir + "/" + source, *saved, metaFor(7)).ok());
+    absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
+        CheckpointReader::open(dir + "/" + source + "/step_00000007");
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    for (const char *target :
+         {"fsdp:3", "data:3,fsdp:3", "data:2,fsdp:3", "fsdp:5", "x:1",
+          "data:2,fsdp:2"})
+      expectReadBlocks(**reader, target, globals);
+    absl::StatusOr<LoadedCheckpoint> loaded =
+        loadCheckpoint(dir + "/" + source + "/step_00000007");
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    for (size_t i = 0; i < globals.size(); ++i)
+      EXPECT_TRUE(bitwiseEqual(loaded->tensors[i].values, globals[i]))
+          << source << ": " << loaded->tensors[i].name;
+  }
 }
 
 TEST_F(CheckpointTest, OnItsOwnMeshEachBlockIsReadOnce) {

@@ -83,7 +83,8 @@ inline std::vector<int64_t> blockOffsets(const AxisUse &use,
 }
 
 /// Calls `fn(localIndex, globalIndex)` for each element of a block of
-/// `local` shape at `offsets` in a tensor of `global` shape.
+/// `local` shape at `offsets` in a tensor of `global` shape, skipping the
+/// padding of a block that reaches past the tensor's end.
 template <typename Fn>
 void forEachInBlock(const std::vector<int64_t> &local,
                     const std::vector<int64_t> &global,
@@ -92,9 +93,13 @@ void forEachInBlock(const std::vector<int64_t> &local,
   std::vector<int64_t> index(local.size(), 0);
   for (int64_t n = 0, e = ::sd::ref::shapeProduct(local); n < e; ++n) {
     int64_t to = 0;
-    for (size_t d = 0; d < local.size(); ++d)
+    bool valid = true;
+    for (size_t d = 0; d < local.size(); ++d) {
       to += (offsets[d] + index[d]) * strides[d];
-    fn(n, to);
+      valid &= offsets[d] + index[d] < global[d];
+    }
+    if (valid)
+      fn(n, to);
     for (size_t d = local.size(); d-- > 0;) {
       if (++index[d] < local[d])
         break;

@@ -384,6 +384,48 @@ INSTANTIATE_TEST_SUITE_P(Meshes, UnetSpatialTrainStepDifferentialTest,
                          meshTestName);
 #endif
 
+/// Uneven shards: meshes of 3 devices along an axis that divides nothing
+/// of DiT-tiny's batch of 4 (blocks of 2, 2 and an empty one), its 256
+/// tokens, its 4 heads or its 64 features, so that every padded path runs:
+/// the masked contractions and means, the loss, the reshards through whole
+/// dimensions, attention's gathered keys; and the UNet at 10×10 latents
+/// with its height on 3 devices (blocks of 4 rows, the last with 2), the
+/// 5×5 level below whole.
+class PaddedTrainStepDifferentialTest : public PartitionTestBase {};
+
+TEST_P(PaddedTrainStepDifferentialTest, DitTiny) {
+  std::string source =
+      ditTinySource([&](llvm::StringRef text) { return parse(text); });
+  ASSERT_FALSE(source.empty()) << diagnostics;
+  train = mlir::sd::TrainingOptions();
+  precision = mlir::sd::Precision::F64;
+  check(source, "train_step", /*batch=*/4);
+}
+
+TEST_P(PaddedTrainStepDifferentialTest, UnetTinySpatial) {
+  std::string source = unetTinySource(context, /*latentSize=*/10);
+  ASSERT_FALSE(source.empty()) << diagnostics;
+  ::sd::LogicalAxisRules spatial;
+  spatial.name = "spatial";
+  spatial.rules = {{"batch", {"data"}},
+                   {"activation_height", {"context"}},
+                   {"activation_width", {"tensor"}}};
+  rules = spatial;
+  train = mlir::sd::TrainingOptions();
+  precision = mlir::sd::Precision::F64;
+  check(source, "train_step", /*batch=*/4);
+}
+
+#ifdef __SANITIZE_ADDRESS__
+INSTANTIATE_TEST_SUITE_P(Meshes, PaddedTrainStepDifferentialTest,
+                         ::testing::Values("fsdp:3"), meshTestName);
+#else
+INSTANTIATE_TEST_SUITE_P(Meshes, PaddedTrainStepDifferentialTest,
+                         ::testing::Values("fsdp:3", "context:3", "tensor:3",
+                                           "data:3,context:3"),
+                         meshTestName);
+#endif
+
 } // namespace
 
 //===----------------------------------------------------------------------===//

@@ -10,6 +10,7 @@
 #include "sd/Runtime/ArgumentSpec.h"
 #include "sd/Reference/Random.h"
 #include "sd/Runtime/Session.h"
+#include "sd/Sharding/Mesh.h"
 
 #include "gtest/gtest.h"
 
@@ -20,7 +21,7 @@ namespace sd::rt {
 namespace {
 
 /// A parameter of `shape` whose dimension d is split `splits[d]` ways by
-/// its own mesh axis d.
+/// its own mesh axis d (in padded blocks where that does not divide).
 ArgumentSpec parameter(std::vector<int64_t> shape, std::vector<int64_t> splits,
                        InitSpec init) {
   ArgumentSpec arg;
@@ -32,7 +33,7 @@ ArgumentSpec parameter(std::vector<int64_t> shape, std::vector<int64_t> splits,
   for (size_t d = 0; d < shape.size(); ++d) {
     arg.dimAxes.push_back({static_cast<int32_t>(d)});
     arg.axisSizes.push_back(splits[d]);
-    arg.localShape[d] /= splits[d];
+    arg.localShape[d] = blockExtent(shape[d], splits[d]);
   }
   return arg;
 }
@@ -104,8 +105,11 @@ TEST(ArgumentSpecTest, BlocksDrawnAloneAreTheWholeTensorBitwise) {
       {InitKind::Zeros, 0},       {InitKind::Ones, 0},
       {InitKind::Constant, 0.25}, {InitKind::Normal, 0.02},
       {InitKind::Uniform, 0.125}, {InitKind::XavierUniform, 0}};
+  // Padded blocks too: 8 over 3 (3, 3, 2), 3 over 2 (2, 1), 16 over 5
+  // (4, 4, 4, 4 and an empty block).
   const std::vector<std::vector<int64_t>> partitions = {
-      {1, 1, 1}, {2, 1, 1}, {1, 3, 1}, {4, 1, 2}, {2, 3, 4}};
+      {1, 1, 1}, {2, 1, 1}, {1, 3, 1}, {4, 1, 2}, {2, 3, 4},
+      {3, 1, 1}, {1, 2, 1}, {1, 1, 5}, {3, 2, 5}};
   for (const InitSpec &init : inits)
     for (const std::vector<int64_t> &splits : partitions) {
       ArgumentSpec arg = parameter({8, 3, 16}, splits, init);
@@ -113,6 +117,34 @@ TEST(ArgumentSpecTest, BlocksDrawnAloneAreTheWholeTensorBitwise) {
           << "init " << static_cast<int>(init.kind) << " splits " << splits[0]
           << "x" << splits[1] << "x" << splits[2];
     }
+}
+
+// A padded block: its valid part, and zeros in its padding wherever it
+// comes from (drawn, or copied from the global tensor).
+TEST(ArgumentSpecTest, PaddedBlocksHoldZerosPastTheTensor) {
+  ArgumentSpec arg = parameter({5, 7}, {2, 3}, {InitKind::Normal, 1.0});
+  ASSERT_EQ(arg.localShape, (std::vector<int64_t>{3, 3}));
+  std::vector<int64_t> last = {1, 2};
+  EXPECT_EQ(arg.blockOffsets(last), (std::vector<int64_t>{3, 6}));
+  EXPECT_EQ(arg.validShape(last), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(arg.validShape({0, 0}), (std::vector<int64_t>{3, 3}));
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  arg.forEachValidRow(last, [&](int64_t at, int64_t from, int64_t count) {
+    EXPECT_EQ(count, 1);
+    rows.emplace_back(at, from);
+  });
+  // Local rows 0 and 1 of [3, 3], global rows 3 and 4 of [5, 7], column 6.
+  EXPECT_EQ(rows, (std::vector<std::pair<int64_t, int64_t>>{{0, 27}, {3, 34}}));
+
+  std::vector<float> drawn(9, -1.0f), copied(9, -1.0f);
+  initialBlock(arg, 3, arg.blockOffsets(last), drawn.data());
+  std::vector<float> global = whole(arg, 3);
+  copyBlock(arg, last, global.data(), copied.data(), /*toGlobal=*/false);
+  EXPECT_TRUE(bitwiseEqual(drawn, copied));
+  EXPECT_EQ(drawn[0], global[27]);
+  EXPECT_EQ(drawn[3], global[34]);
+  for (int i : {1, 2, 4, 5, 6, 7, 8})
+    EXPECT_EQ(drawn[i], 0.0f) << i;
 }
 
 TEST(ArgumentSpecTest, EmaStartsAtItsParameterAndMomentsAtZero) {

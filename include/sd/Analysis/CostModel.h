@@ -196,6 +196,14 @@ struct CostReport {
   /// pass (ops marked `sd.recompute`).
   int64_t recomputeFlops = 0;
   int64_t bytesAccessed = 0;
+  /// Uneven shards (partitioned layout): the arguments with padded blocks,
+  /// their padding's bytes per device (on average over the devices), and
+  /// the elements the ops compute per device with those that are padding
+  /// (sd-partition's `sd.padding`).
+  int64_t numPaddedTensors = 0;
+  int64_t paddingBytes = 0;
+  int64_t paddedElements = 0;
+  int64_t computedElements = 0;
   /// (global layout) Ops with FLOPs counted whole for lack of a sharding.
   int64_t numOpsWithoutSharding = 0;
 

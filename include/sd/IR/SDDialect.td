@@ -106,6 +106,11 @@ def SD_Dialect : Dialect {
     /// not divide it): the global shape, which the local shape times the
     /// devices no longer gives.
     static constexpr ::llvm::StringLiteral kGlobalShapeAttrName = "sd.global_shape";
+    /// On a partitioned function with padded blocks: `array<i64: padded,
+    /// elements>`, the elements its ops compute per device (on average over
+    /// the devices) and how many of them are padding (the report's padding
+    /// overhead).
+    static constexpr ::llvm::StringLiteral kPaddingAttrName = "sd.padding";
     /// On ops sd-differentiate builds for the backward pass and the
     /// optimizer update (sharding propagation shares reshards only among
     /// ops of one pass, so FSDP gathers a parameter again for backward).

@@ -57,7 +57,7 @@ def ApplyLogicalRules : Pass<"sd-apply-logical-rules", "::mlir::func::FuncOp"> {
     ```
 
     A dimension whose size is not divisible by the product of its mesh axes
-    is an error naming the tensor, dimension, size and axes.
+    keeps them: it is padded (`sd-partition`), as GSPMD pads.
   }];
   let options = [
     Option<"rules", "rules", "std::string", "\"dit\"",
@@ -705,9 +705,14 @@ def PropagateSharding
     (`p0` first) are propagated in order, and within each, pass-through
     ops first, then the pass-through factors of all ops (broadcasts only
     backward), then everything. A mesh axis is used once per tensor,
-    dimensions stay divisible by their axes, need_replication factors stay
-    unsharded, and a sharded reduction factor makes the op's results
-    partial sums (`unreduced`).
+    need_replication factors stay unsharded, and a sharded reduction factor
+    makes the op's results partial sums (`unreduced`). A factor takes axes
+    that do not divide it (padding, up to one device per element) only where
+    it is the minor-most factor of every dimension it is part of, so that
+    its padded blocks are the dimension's (`sd::blockExtent`): the heads of
+    a reshape from [heads · head_dim] to [heads, head_dim] split evenly or
+    not at all on the reshape's input (6 heads over 4 devices would be
+    blocks of 2 heads, 128 features, not blocks of 96).
 
     Where an operand still disagrees with what its op's rule requires, an
     `sd.reshard` to the required sharding is inserted before the op (and
@@ -882,9 +887,20 @@ def Partition : Pass<"sd-partition", "::mlir::func::FuncOp"> {
     runs on its own block of each tensor:
 
     * Types become local: each dimension is divided by the product of its
-      mesh axes' sizes. Arguments and results keep their global layout as
-      `sd.local_sharding` (what a runtime needs to hand out and collect
-      blocks); ops lose `sd.sharding`.
+      mesh axes' sizes, rounded up. A dimension they do not divide is padded
+      to a multiple, as GSPMD pads (10 over 4 devices: blocks of 3, the
+      last holding 1 valid row). Arguments and results keep their global
+      layout as `sd.local_sharding` (what a runtime needs to hand out and
+      collect blocks), and their global shape as `sd.global_shape` where a
+      dimension is padded; ops lose `sd.sharding`.
+    * Padding holds anything. Where an op sums over a padded dimension (a
+      sharded reduction factor: contractions, reduce_sum and reduce_mean,
+      the loss, attention's backward), the operands' padding is set to
+      zero first (`sd.select` on an `sd.axis_index`-offset `sd.iota`);
+      partial means count the block's share of the global elements;
+      convolutions read padded pixels as the image's zero padding, group
+      norm sums without them, and context-parallel attention over a padded
+      sequence attends to the gathered keys and values.
     * Each op builds its local form through `PartitionOpInterface` (cloned
       with local types by default; reduce_mean and mse_loss scale their
       partial means, iota and the rng ops offset their block with
@@ -918,10 +934,10 @@ def Partition : Pass<"sd-partition", "::mlir::func::FuncOp"> {
 
     The function must be static and free of calls (run `--inline` and
     `sd-specialize-batch` first), use one mesh, and have no collectives yet.
-    Values without a sharding are replicated. A dimension that is not
-    divisible by its axes is an error naming the value, dimension, size and
-    axes: uneven shards would need padding, which sd-partition does not do
-    yet.
+    Values without a sharding are replicated. A padded dimension whose
+    layout a reshard changes goes through whole: `all_gather` and `slice`
+    to its size, the planner's collectives for the other dimensions, then
+    `pad` and `all_slice` (the planner moves equal blocks).
   }];
   let statistics = [
     Statistic<"numCollectives", "num-collectives",

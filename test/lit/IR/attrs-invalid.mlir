@@ -579,3 +579,36 @@ func.func @local_sharding_axis() -> (tensor<2xf32> {sd.local_sharding = #sd.shar
   %c = sd.constant dense<1.0> : tensor<2xf32>
   return %c : tensor<2xf32>
 }
+
+// -----
+
+// sd.global_shape (beside sd.local_sharding where a dimension is padded):
+// each local dimension is a block of the global one.
+sd.mesh @mesh = <["data"=4]>
+// expected-error @+1 {{dimension 0 of argument #0 has 3 elements per device, not a block of its global 6 over 4 devices}}
+func.func @global_shape_not_a_block(%x: tensor<3x4xf32> {sd.local_sharding = #sd.sharding<@mesh, [{"data"}, {}]>, sd.global_shape = array<i64: 6, 4>}) {
+  return
+}
+
+// -----
+
+sd.mesh @mesh = <["data"=4]>
+// expected-error @+1 {{'sd.global_shape' of result #0 must be an array of its 1 global sizes beside 'sd.local_sharding', not array<i64: 6, 4>}}
+func.func @global_shape_rank() -> (tensor<2xf32> {sd.local_sharding = #sd.sharding<@mesh, [{"data"}]>, sd.global_shape = array<i64: 6, 4>}) {
+  %c = sd.constant dense<1.0> : tensor<2xf32>
+  return %c : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'sd.global_shape' of argument #0 must be an array of its 1 global sizes beside 'sd.local_sharding', not array<i64: 6>}}
+func.func @global_shape_alone(%x: tensor<2xf32> {sd.global_shape = array<i64: 6>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'sd.padding' must be an array of the padded and all elements on a function, not array<i64: 5, 4>}}
+func.func @padding_more_than_all() attributes {sd.padding = array<i64: 5, 4>} {
+  return
+}

@@ -597,3 +597,20 @@ func.func @flash_attention_context_parallel(%q: tensor<1x2x16x8xf32>) -> (tensor
   %sum = sd.add %dk, %dq : tensor<1x2x16x8xf32>
   return %o, %sum : tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>
 }
+
+// -----
+
+// Uneven shards are valid: 6 over data=4 is padded to blocks of 2. A
+// partitioned function names the global shape of its padded blocks.
+sd.mesh @mesh = <["data"=4]>
+// CHECK-LABEL: func.func @padded_sharding
+// CHECK-SAME: sd.sharding = #sd.sharding<@mesh, [{"data"}, {}]>
+func.func @padded_sharding(%x: tensor<6x4xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}]>}) {
+  return
+}
+// CHECK-LABEL: func.func @padded_blocks
+// CHECK-SAME: sd.global_shape = array<i64: 6, 4>
+// CHECK-SAME: attributes {sd.padding = array<i64: 1, 8>}
+func.func @padded_blocks(%x: tensor<2x4xf32> {sd.local_sharding = #sd.sharding<@mesh, [{"data"}, {}]>, sd.global_shape = array<i64: 6, 4>}) attributes {sd.padding = array<i64: 1, 8>} {
+  return
+}

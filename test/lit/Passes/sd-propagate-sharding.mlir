@@ -254,3 +254,35 @@ func.func @divisibility(%x: tensor<12xf32> {sd.sharding = #sd.sharding<@mesh, [{
   %y = sd.reshape %x : (tensor<12xf32>) -> tensor<3x4xf32>
   return %y : tensor<3x4xf32>
 }
+
+// -----
+
+// Uneven shards: a batch of 6 over data=4 propagates as it is (padded
+// blocks of 2), through elementwise ops and a reshape whose [6] is the
+// minor-most factor of its dimension.
+sd.mesh @mesh = <["data"=4]>
+// CHECK-LABEL: func.func @padded_forward
+// CHECK: sd.exp %{{.*}} {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data", ?}, {?}]>]>}
+// CHECK: sd.reshape %{{.*}} {sd.sharding = #sd.sharding_per_value<[<@mesh, [{?}, {"data", ?}, {?}]>]>}
+// CHECK-NOT: sd.reshard
+func.func @padded_forward(%x: tensor<6x16xf32> {sd.sharding = #sd.sharding<@mesh, [{"data"}, {}]>}) -> tensor<1x6x16xf32> {
+  %e = sd.exp %x : tensor<6x16xf32>
+  %r = sd.reshape %e : (tensor<6x16xf32>) -> tensor<1x6x16xf32>
+  return %r : tensor<1x6x16xf32>
+}
+
+// -----
+
+// A padded factor that is not the minor-most of a dimension cannot pass:
+// the 6 heads of [6 · 64] over tensor=4 would be blocks of 128 features,
+// which are not the blocks of 96 that 384 features split into. The
+// reshape's input stays whole and is resharded (sd-partition pads and
+// slices it).
+sd.mesh @mesh = <["tensor"=4]>
+// CHECK-LABEL: func.func @padded_heads_stop_at_reshape
+// CHECK: %[[R:.*]] = sd.reshape %{{.*}} {sd.sharding = #sd.sharding_per_value<[<@mesh, [{?}, {?}, {?}]>]>}
+// CHECK: sd.reshard %[[R]] sharding = <@mesh, [{}, {"tensor"}, {}]>
+func.func @padded_heads_stop_at_reshape(%x: tensor<8x384xf32>) -> (tensor<8x6x64xf32> {sd.sharding = #sd.sharding<@mesh, [{}, {"tensor"}, {}]>}) {
+  %r = sd.reshape %x : (tensor<8x384xf32>) -> tensor<8x6x64xf32>
+  return %r : tensor<8x6x64xf32>
+}
