@@ -638,9 +638,9 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
             if (MeshAxisAttr axis = mesh.getAxis(name.getValue()))
               devices *= double(axis.getSize());
       ++report.numPaddedTensors;
-      report.paddingBytes += bytes - int64_t(std::llround(
-                                         elements / devices *
-                                         double(getElementBytes(type))));
+      report.paddingBytes +=
+          bytes - int64_t(std::llround(elements / devices *
+                                       double(getElementBytes(type))));
     }
     if (func.getArgAttrOfType<ParamAttr>(arg.getArgNumber(),
                                          SDDialect::kRoleAttrName)) {

@@ -221,8 +221,8 @@ absl::StatusOr<ShardPlan> planShards(rt::TrainingSession &session) {
       const float *data = block->f32();
       const std::vector<int64_t> &at = coords[runtime.firstDeviceId() + d];
       if (arg.validShape(at) != arg.localShape) {
-        plan.compacted.push_back(std::make_unique<std::vector<float>>(
-            compactBlock(arg, at, data)));
+        plan.compacted.push_back(
+            std::make_unique<std::vector<float>>(compactBlock(arg, at, data)));
         data = plan.compacted.back()->data();
       }
       plan.blocks[d].push_back(data);
@@ -301,7 +301,8 @@ writeShards(const std::string &stepDir, rt::TrainingSession &session,
     std::vector<SafetensorsTensorView> tensors;
     for (size_t i : plan.owned[id]) {
       const rt::ArgumentSpec &arg = spec.arguments[i];
-      std::vector<int64_t> shape = arg.validShape(session.runtime().mesh().coordinates(id));
+      std::vector<int64_t> shape =
+          arg.validShape(session.runtime().mesh().coordinates(id));
       shards.crcs[d].push_back(
           crcOf(reinterpret_cast<const char *>(plan.blocks[d][i]),
                 rt::numElements(shape) * sizeof(float)));

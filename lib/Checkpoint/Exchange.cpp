@@ -244,8 +244,8 @@ absl::Status readImportedBlock(const ParameterImport &import, size_t index,
   if (valid != arg.localShape) {
     std::vector<float> part(static_cast<size_t>(rt::numElements(valid)));
     if (!part.empty())
-      if (absl::Status status = reader.readBlock(view, offsets, valid,
-                                                 part.data());
+      if (absl::Status status =
+              reader.readBlock(view, offsets, valid, part.data());
           !status.ok())
         return status;
     std::fill(out, out + elements, 0.0f);

@@ -245,13 +245,12 @@ describe(func::FuncOp func, const ::sd::MeshSpec &mesh, bool forward = false) {
     arg.localShape.assign(type.getShape().begin(), type.getShape().end());
     if (failed(describeRole(func, i, arg, seen)))
       return failure();
-    if (failed(describeSharding(
-            func,
-            func.getArgAttrOfType<ShardingAttr>(
-                i, SDDialect::kLocalShardingAttrName),
-            func.getArgAttrOfType<DenseI64ArrayAttr>(
-                i, SDDialect::kGlobalShapeAttrName),
-            mesh, arg)))
+    if (failed(describeSharding(func,
+                                func.getArgAttrOfType<ShardingAttr>(
+                                    i, SDDialect::kLocalShardingAttrName),
+                                func.getArgAttrOfType<DenseI64ArrayAttr>(
+                                    i, SDDialect::kGlobalShapeAttrName),
+                                mesh, arg)))
       return failure();
     spec.arguments.push_back(std::move(arg));
   }
@@ -275,13 +274,12 @@ describe(func::FuncOp func, const ::sd::MeshSpec &mesh, bool forward = false) {
       ::sd::rt::ArgumentSpec result;
       result.name = "result #" + std::to_string(r);
       result.localShape.assign(type.getShape().begin(), type.getShape().end());
-      if (failed(describeSharding(
-              func,
-              func.getResultAttrOfType<ShardingAttr>(
-                  r, SDDialect::kLocalShardingAttrName),
-              func.getResultAttrOfType<DenseI64ArrayAttr>(
-                  r, SDDialect::kGlobalShapeAttrName),
-              mesh, result)))
+      if (failed(describeSharding(func,
+                                  func.getResultAttrOfType<ShardingAttr>(
+                                      r, SDDialect::kLocalShardingAttrName),
+                                  func.getResultAttrOfType<DenseI64ArrayAttr>(
+                                      r, SDDialect::kGlobalShapeAttrName),
+                                  mesh, result)))
         return failure();
       spec.results.push_back(std::move(result));
     }

@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/IR/SDDialect.h"
-#include "sd/Sharding/Mesh.h"
 #include "sd/IR/SDOps.h"
+#include "sd/Sharding/Mesh.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/InliningUtils.h"
@@ -116,8 +116,8 @@ static LogicalResult verifyLocalSharding(Operation *op, Attribute attr,
 /// Checks the global shape of a partitioned function's argument or result
 /// of local `type` with padded blocks: each local dimension must be the
 /// block extent of the global one over its devices.
-static LogicalResult verifyGlobalShape(Operation *op, Attribute attr,
-                                       Type type, Attribute localSharding,
+static LogicalResult verifyGlobalShape(Operation *op, Attribute attr, Type type,
+                                       Attribute localSharding,
                                        StringRef valueName) {
   auto shape = dyn_cast<DenseI64ArrayAttr>(attr);
   auto tensorType = dyn_cast<RankedTensorType>(type);
@@ -126,7 +126,8 @@ static LogicalResult verifyGlobalShape(Operation *op, Attribute attr,
       shape.size() != tensorType.getRank())
     return emitError(op->getLoc())
            << "'" << SDDialect::kGlobalShapeAttrName << "' of " << valueName
-           << " must be an array of its " << (tensorType ? tensorType.getRank() : 0)
+           << " must be an array of its "
+           << (tensorType ? tensorType.getRank() : 0)
            << " global sizes beside '" << SDDialect::kLocalShardingAttrName
            << "', not " << attr;
   MeshAttr mesh = lookupMesh(op, sharding.getMeshName(),
@@ -139,8 +140,8 @@ static LogicalResult verifyGlobalShape(Operation *op, Attribute attr,
       if (MeshAxisAttr axis = mesh.getAxis(name))
         devices *= axis.getSize();
     int64_t global = shape[dim];
-    if (global < 0 || ::sd::blockExtent(global, devices) !=
-                          tensorType.getDimSize(dim))
+    if (global < 0 ||
+        ::sd::blockExtent(global, devices) != tensorType.getDimSize(dim))
       return emitError(op->getLoc())
              << "dimension " << dim << " of " << valueName << " has "
              << tensorType.getDimSize(dim) << " elements per device, not a "

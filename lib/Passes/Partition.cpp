@@ -316,8 +316,8 @@ FailureOr<Value> FunctionPartitioner::reshardValue(
   reshard::Layout middle = target;
   for (int64_t dim : throughWhole)
     middle.dims[dim].clear();
-  FailureOr<Value> moved = planReshard(builder, loc, value, global, source,
-                                       middle, from, to, what);
+  FailureOr<Value> moved =
+      planReshard(builder, loc, value, global, source, middle, from, to, what);
   if (failed(moved))
     return failure();
   value = *moved;
@@ -336,8 +336,8 @@ FailureOr<Value> FunctionPartitioner::reshardValue(
     middle.dims[dim] = target.dims[dim];
     SmallVector<int64_t> shape(whole.getShape());
     shape[dim] = extent;
-    value = AllSliceOp::create(builder, loc, whole.clone(shape), value,
-                               meshRef, dimAxesAttr(ctx, mesh, dimAxes));
+    value = AllSliceOp::create(builder, loc, whole.clone(shape), value, meshRef,
+                               dimAxesAttr(ctx, mesh, dimAxes));
     ++numCollectives;
   }
   return value;
@@ -749,9 +749,9 @@ LogicalResult FunctionPartitioner::run() {
   func.setAllArgAttrs(localAttrs(argShardings, argGlobals, [&](unsigned i) {
     return func.getArgAttrDict(i);
   }));
-  func.setAllResultAttrs(localAttrs(
-      resultShardings, resultGlobals,
-      [&](unsigned i) { return func.getResultAttrDict(i); }));
+  func.setAllResultAttrs(
+      localAttrs(resultShardings, resultGlobals,
+                 [&](unsigned i) { return func.getResultAttrDict(i); }));
   // Global shardings and rules do not describe local ops. (The names are
   // made once: removeAttr(StringRef) makes its StringAttr per call.)
   auto shardingName = StringAttr::get(func.getContext(), key);
@@ -762,11 +762,11 @@ LogicalResult FunctionPartitioner::run() {
     op.removeAttr(ruleName);
   }
   if (paddedElements >= 0.5)
-    func->setAttr(SDDialect::kPaddingAttrName,
-                  DenseI64ArrayAttr::get(
-                      func.getContext(),
-                      {int64_t(std::llround(paddedElements)),
-                       int64_t(std::llround(computedElements))}));
+    func->setAttr(
+        SDDialect::kPaddingAttrName,
+        DenseI64ArrayAttr::get(func.getContext(),
+                               {int64_t(std::llround(paddedElements)),
+                                int64_t(std::llround(computedElements))}));
   return success();
 }
 

@@ -95,13 +95,13 @@ Value partition_detail::maskPadding(OpBuilder &builder, Location loc,
   SmallVector<Attribute> names(axes.begin(), axes.end());
   Value block = AxisIndexOp::create(builder, loc, scalar, mesh,
                                     builder.getArrayAttr(names));
-  Value valid = SubOp::create(
-      builder, loc, splat(builder, loc, scalar, double(size)),
-      MulOp::create(builder, loc, block,
-                    splat(builder, loc, scalar, double(extent))));
+  Value valid =
+      SubOp::create(builder, loc, splat(builder, loc, scalar, double(size)),
+                    MulOp::create(builder, loc, block,
+                                  splat(builder, loc, scalar, double(extent))));
   auto f32Type = type.clone(builder.getF32Type());
-  Value positions = IotaOp::create(builder, loc, f32Type,
-                                   builder.getI64IntegerAttr(dim));
+  Value positions =
+      IotaOp::create(builder, loc, f32Type, builder.getI64IntegerAttr(dim));
   Value bound = BroadcastInDimOp::create(builder, loc, f32Type, valid,
                                          builder.getDenseI64ArrayAttr({}));
   Value keep =
@@ -110,20 +110,18 @@ Value partition_detail::maskPadding(OpBuilder &builder, Location loc,
                           splat(builder, loc, type, 0.0));
 }
 
-FailureOr<Value> partition_detail::maskPaddedDims(Operation *op,
-                                                  OpBuilder &builder,
-                                                  Value value,
-                                                  RankedTensorType global,
-                                                  ShardingAttr sharding,
-                                                  ArrayRef<int64_t> dims) {
+FailureOr<Value>
+partition_detail::maskPaddedDims(Operation *op, OpBuilder &builder, Value value,
+                                 RankedTensorType global, ShardingAttr sharding,
+                                 ArrayRef<int64_t> dims) {
   for (int64_t dim : dims) {
     ArrayRef<StringAttr> axes = sharding.getDimShardings()[dim].getAxes();
     FailureOr<int64_t> shards = axesSize(op, sharding, axes);
     if (failed(shards))
       return failure();
-    value = maskPadding(builder, op->getLoc(), value, dim,
-                        global.getDimSize(dim), sharding.getMeshName(), axes,
-                        *shards);
+    value =
+        maskPadding(builder, op->getLoc(), value, dim, global.getDimSize(dim),
+                    sharding.getMeshName(), axes, *shards);
   }
   return value;
 }
@@ -270,8 +268,8 @@ static PartitionResult partition(ConstantOp op, OpBuilder &builder,
                     op.getType().getDimSize(dim));
   }
   if (llvm::any_of(highs, [](int64_t high) { return high != 0; }))
-    whole = PadOp::create(builder, op.getLoc(), whole, lows, highs,
-                          APFloat(0.0));
+    whole =
+        PadOp::create(builder, op.getLoc(), whole, lows, highs, APFloat(0.0));
   SmallVector<Attribute> dimAxes;
   for (DimShardingAttr dim : sharding.getDimShardings()) {
     SmallVector<Attribute> axes(dim.getAxes().begin(), dim.getAxes().end());
@@ -663,8 +661,8 @@ static PartitionResult gatheredKeys(OpBuilder &b, OpTy op, ValueRange operands,
         group.axes, [&](StringRef axis) { return b.getStringAttr(axis); });
     // The query-indexed operands: query, out, log-sum-exp, dO.
     for (int64_t i : {0, 3, 4, 5})
-      args[i] = maskPadding(b, loc, args[i], 2, length, group.mesh, axes,
-                            group.size);
+      args[i] =
+          maskPadding(b, loc, args[i], 2, length, group.mesh, axes, group.size);
     SmallVector<Type> whole = llvm::map_to_vector(types, [&](Type type) {
       auto t = cast<RankedTensorType>(type);
       SmallVector<int64_t> shape(t.getShape());

@@ -277,9 +277,8 @@ static PartitionResult partition(Conv2DInputGradOp op, OpBuilder &builder,
   // The padded pixels' gradients are not the neighbours' to add.
   SmallVector<Value> local(operands);
   FailureOr<Value> dy = maskPaddedDims(
-      op, builder, local[0],
-      cast<RankedTensorType>(op.getOperand(0).getType()), operandShardings[0],
-      {1, 2});
+      op, builder, local[0], cast<RankedTensorType>(op.getOperand(0).getType()),
+      operandShardings[0], {1, 2});
   if (failed(dy))
     return failure();
   local[0] = *dy;

@@ -589,7 +589,8 @@ struct NodeView {
     for (int64_t t = 0, e = rule.numTensors(); t < e && paddable; ++t)
       for (ArrayRef<int64_t> dimFactors : rule.tensor(t))
         for (auto [position, f] : llvm::enumerate(dimFactors))
-          if (f == factor && !isMinorMost(dimFactors, position, rule.factorSizes))
+          if (f == factor &&
+              !isMinorMost(dimFactors, position, rule.factorSizes))
             paddable = false;
     truncateToFit(merged.axes, rule.factorSizes[factor], paddable, mesh);
     int64_t winner = merged.winner >= 0 ? tensors[merged.winner] : -1;

@@ -61,8 +61,8 @@ ArgumentSpec::validShape(const std::vector<int64_t> &coords) const {
   std::vector<int64_t> offsets = blockOffsets(coords);
   std::vector<int64_t> valid(localShape.size());
   for (size_t d = 0; d < localShape.size(); ++d)
-    valid[d] = std::clamp<int64_t>(globalShape[d] - offsets[d], 0,
-                                   localShape[d]);
+    valid[d] =
+        std::clamp<int64_t>(globalShape[d] - offsets[d], 0, localShape[d]);
   return valid;
 }
 

@@ -444,14 +444,14 @@ absl::StatusOr<HostTensor> TrainingSession::gatherBlocks(
   size_t elementSize = static_cast<size_t>(elementBytes(arg.elementType));
   for (auto [id, data] : blocks) {
     bool same = true;
-    arg.forEachValidRow(meshSpec.coordinates(id), [&](int64_t at, int64_t from,
-                                                      int64_t count) {
-      same = same && std::memcmp(static_cast<const char *>(data) +
-                                     at * elementSize,
-                                 static_cast<const char *>(global.data()) +
-                                     from * elementSize,
-                                 count * elementSize) == 0;
-    });
+    arg.forEachValidRow(
+        meshSpec.coordinates(id), [&](int64_t at, int64_t from, int64_t count) {
+          same = same &&
+                 std::memcmp(static_cast<const char *>(data) + at * elementSize,
+                             static_cast<const char *>(global.data()) +
+                                 from * elementSize,
+                             count * elementSize) == 0;
+        });
     if (!same)
       return absl::DataLossError(absl::StrCat("the replicas of '", arg.name,
                                               "' differ (device ", id, ")"));

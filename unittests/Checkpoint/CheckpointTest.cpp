@@ -431,9 +431,8 @@ TEST_F(CheckpointTest, ReshardsBetweenUnevenMeshes) {
     absl::StatusOr<std::unique_ptr<CheckpointReader>> reader =
         CheckpointReader::open(dir + "/" + source + "/step_00000007");
     ASSERT_TRUE(reader.ok()) << reader.status();
-    for (const char *target :
-         {"fsdp:3", "data:3,fsdp:3", "data:2,fsdp:3", "fsdp:5", "x:1",
-          "data:2,fsdp:2"})
+    for (const char *target : {"fsdp:3", "data:3,fsdp:3", "data:2,fsdp:3",
+                               "fsdp:5", "x:1", "data:2,fsdp:2"})
       expectReadBlocks(**reader, target, globals);
     absl::StatusOr<LoadedCheckpoint> loaded =
         loadCheckpoint(dir + "/" + source + "/step_00000007");

@@ -342,6 +342,17 @@ INSTANTIATE_TEST_SUITE_P(Meshes, UnetTrainStepDifferentialTest,
                          meshTestName);
 #endif
 
+/// Rules that put the batch on data, the image's height on context and its
+/// width on tensor (test/data/rules/spatial.yml).
+::sd::LogicalAxisRules spatialRules() {
+  ::sd::LogicalAxisRules spatial;
+  spatial.name = "spatial";
+  spatial.rules = {{"batch", {"data"}},
+                   {"activation_height", {"context"}},
+                   {"activation_width", {"tensor"}}};
+  return spatial;
+}
+
 /// The UNet's step with the image split spatially (GSPMD's spatial
 /// partitioning): rules that put the batch on data, the height on context
 /// and the width on tensor, so that every convolution exchanges halo rows
@@ -355,12 +366,7 @@ class UnetSpatialTrainStepDifferentialTest : public PartitionTestBase {};
 TEST_P(UnetSpatialTrainStepDifferentialTest, UnetTiny) {
   std::string source = unetTinySource(context, /*latentSize=*/8);
   ASSERT_FALSE(source.empty()) << diagnostics;
-  ::sd::LogicalAxisRules spatial;
-  spatial.name = "spatial";
-  spatial.rules = {{"batch", {"data"}},
-                   {"activation_height", {"context"}},
-                   {"activation_width", {"tensor"}}};
-  rules = spatial;
+  rules = spatialRules();
   train = mlir::sd::TrainingOptions();
   precision = mlir::sd::Precision::F64;
   std::map<std::string, int> collectives =
@@ -405,12 +411,7 @@ TEST_P(PaddedTrainStepDifferentialTest, DitTiny) {
 TEST_P(PaddedTrainStepDifferentialTest, UnetTinySpatial) {
   std::string source = unetTinySource(context, /*latentSize=*/10);
   ASSERT_FALSE(source.empty()) << diagnostics;
-  ::sd::LogicalAxisRules spatial;
-  spatial.name = "spatial";
-  spatial.rules = {{"batch", {"data"}},
-                   {"activation_height", {"context"}},
-                   {"activation_width", {"tensor"}}};
-  rules = spatial;
+  rules = spatialRules();
   train = mlir::sd::TrainingOptions();
   precision = mlir::sd::Precision::F64;
   check(source, "train_step", /*batch=*/4);
