@@ -442,15 +442,15 @@ absl::StatusOr<HostTensor> TrainingSession::gatherBlocks(
   // Replicas must agree bitwise (a missing all-reduce would not); padding
   // holds anything.
   size_t elementSize = static_cast<size_t>(elementBytes(arg.elementType));
-  for (auto [id, data] : blocks) {
+  for (const auto &[id, data] : blocks) {
+    const char *block = static_cast<const char *>(data);
     bool same = true;
     arg.forEachValidRow(
         meshSpec.coordinates(id), [&](int64_t at, int64_t from, int64_t count) {
-          same = same &&
-                 std::memcmp(static_cast<const char *>(data) + at * elementSize,
-                             static_cast<const char *>(global.data()) +
-                                 from * elementSize,
-                             count * elementSize) == 0;
+          same = same && std::memcmp(block + at * elementSize,
+                                     static_cast<const char *>(global.data()) +
+                                         from * elementSize,
+                                     count * elementSize) == 0;
         });
     if (!same)
       return absl::DataLossError(absl::StrCat("the replicas of '", arg.name,
