@@ -87,6 +87,12 @@
 // CHECK-NEXT:     "bytes": 0,
 // CHECK-NEXT:     "tensors": 0
 // CHECK-NEXT:   },
+// CHECK-NEXT:   "padding": {
+// CHECK-NEXT:     "bytes": 0,
+// CHECK-NEXT:     "computed_elements": 0,
+// CHECK-NEXT:     "padded_elements": 0,
+// CHECK-NEXT:     "tensors": 0
+// CHECK-NEXT:   },
 // CHECK-NEXT:   "parameters": {
 // CHECK-NEXT:     "bytes": 262144,
 // CHECK-NEXT:     "elements": 131072,
