@@ -155,6 +155,10 @@ struct FunctionCost {
   int64_t flops = 0;
   int64_t recomputeFlops = 0;
   int64_t bytesAccessed = 0;
+  int64_t matmulFlopsF32 = 0;
+  int64_t matmulFlopsBf16 = 0;
+  int64_t matmulBytes = 0;
+  int64_t otherBytes = 0;
   int64_t peakBytes = 0;
   /// Of peakBytes, the gradient sums across microbatches alive there.
   int64_t peakGradientSumBytes = 0;
@@ -178,6 +182,10 @@ struct FunctionCost {
     recomputeFlops += other.recomputeFlops;
     hostTransferBytes += other.hostTransferBytes;
     bytesAccessed += other.bytesAccessed;
+    matmulFlopsF32 += other.matmulFlopsF32;
+    matmulFlopsBf16 += other.matmulFlopsBf16;
+    matmulBytes += other.matmulBytes;
+    otherBytes += other.otherBytes;
     numValues += other.numValues;
     numValuesWithoutSharding += other.numValuesWithoutSharding;
     numOpsWithoutSharding += other.numOpsWithoutSharding;
@@ -188,6 +196,7 @@ struct FunctionCost {
         mine = summary;
       else {
         mine.count += summary.count;
+        mine.asyncCount += summary.asyncCount;
         mine.tensorBytes += summary.tensorBytes;
         mine.bytesPerDevice += summary.bytesPerDevice;
       }
@@ -295,7 +304,8 @@ void CostAnalysis::addCollective(Operation *op, const CommunicationInfo &info,
                    });
   // What a start issues counts under its collective's name.
   std::string kind = op->getName().stripDialect().str();
-  if (StringRef(kind).ends_with("_start"))
+  bool isAsync = StringRef(kind).ends_with("_start");
+  if (isAsync)
     kind.resize(kind.size() - strlen("_start"));
   // A spatially sharded convolution's neighbour exchanges (sd-partition's
   // halo permutes) are priced apart from the other permutes.
@@ -308,6 +318,7 @@ void CostAnalysis::addCollective(Operation *op, const CommunicationInfo &info,
     summary.groupSize = info.groupSize;
   }
   ++summary.count;
+  summary.asyncCount += isAsync ? 1 : 0;
   summary.tensorBytes += info.tensorBytes;
   summary.bytesPerDevice +=
       getRingBytesPerDevice(info.pattern, info.tensorBytes, info.groupSize);
@@ -376,6 +387,16 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
   cost.recomputeFlops +=
       op->hasAttr(SDDialect::kRecomputeAttrName) ? flops : recomputeFlops;
   cost.bytesAccessed += bytes;
+  if (isa<DotGeneralOp, Conv2DOp, Conv2DInputGradOp, Conv2DFilterGradOp,
+          AttentionOp, FlashAttentionOp, FlashAttentionDqOp,
+          FlashAttentionDkvOp>(op)) {
+    auto result = cast<ShapedType>(op->getResult(0).getType());
+    (result.getElementType().isBF16() ? cost.matmulFlopsBf16
+                                      : cost.matmulFlopsF32) += flops;
+    cost.matmulBytes += bytes;
+  } else {
+    cost.otherBytes += bytes;
+  }
   // Communication a global program still owes: sd-partition turns each
   // reshard into collectives (not costed here).
   cost.numReshards += isa<ReshardOp>(op) ? 1 : 0;
@@ -677,6 +698,10 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
   report.numValues = body.numValues;
   report.numValuesWithoutSharding = body.numValuesWithoutSharding;
   report.flops = body.flops;
+  report.matmulFlopsF32 = body.matmulFlopsF32;
+  report.matmulFlopsBf16 = body.matmulFlopsBf16;
+  report.matmulBytes = body.matmulBytes;
+  report.otherBytes = body.otherBytes;
   report.recomputeFlops = body.recomputeFlops;
   report.peakHostBytes = body.peakHostBytes;
   report.hostTransferBytes = body.hostTransferBytes;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Analysis/Report.h"
+#include "sd/Analysis/StepTime.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -287,8 +288,59 @@ static void printText(const CostReport &report,
 // JSON
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// The step-time prediction
+//===----------------------------------------------------------------------===//
+
+static void printStepTime(const CostReport &report,
+                          const ::sd::HardwareProfile &profile,
+                          llvm::raw_ostream &os) {
+  StepTimePrediction p = predictStepTime(report, profile);
+  os << "\npredicted step time per device on " << profile.name
+     << " (step-time model; offloads not priced)\n";
+  auto seconds = [](double s) { return ::sd::formatSeconds(s); };
+  printRow(os, "matrix products", seconds(p.matmulSeconds),
+           formatFlops(report.matmulFlopsF32) + " f32 at " +
+               formatFlops(int64_t(profile.device.f32Flops)) + "/s, " +
+               formatFlops(report.matmulFlopsBf16) + " bf16 at " +
+               formatFlops(int64_t(profile.device.bf16Flops)) +
+               "/s, or their bytes at the memory bandwidth");
+  printRow(os, "other ops", seconds(p.otherSeconds),
+           formatBytes(report.otherBytes) + " at " +
+               formatBytes(int64_t(profile.device.memoryBandwidth)) + "/s");
+  printRow(os, "communication", seconds(p.communicationSeconds),
+           "the collectives on the profile's links");
+  printRow(os, "  hidden", seconds(p.hiddenSeconds),
+           "asynchronous collectives overlapped with compute");
+  printRow(os, "step", seconds(p.stepSeconds), "");
+  printRow(os, "device memory", formatBytes(p.neededBytes),
+           std::string(p.fits() ? "fits " : "does not fit ") +
+               formatBytes(int64_t(p.deviceBytes)));
+}
+
+static llvm::json::Object stepTimeToJson(const CostReport &report,
+                                         const ::sd::HardwareProfile &profile) {
+  StepTimePrediction p = predictStepTime(report, profile);
+  return llvm::json::Object{
+      {"profile", profile.name},
+      {"matmul_flops_f32", report.matmulFlopsF32},
+      {"matmul_flops_bf16", report.matmulFlopsBf16},
+      {"matmul_bytes", report.matmulBytes},
+      {"other_bytes", report.otherBytes},
+      {"matmul_seconds", p.matmulSeconds},
+      {"other_seconds", p.otherSeconds},
+      {"communication_seconds", p.communicationSeconds},
+      {"hidden_seconds", p.hiddenSeconds},
+      {"step_seconds", p.stepSeconds},
+      {"needed_bytes", p.neededBytes},
+      {"device_bytes", p.deviceBytes},
+      {"fits", p.fits()},
+  };
+}
+
 llvm::json::Value mlir::sd::reportToJson(const CostReport &report,
-                                         const ::sd::NetworkModel &network) {
+                                         const ::sd::NetworkModel &network,
+                                         const ::sd::HardwareProfile *profile) {
   llvm::json::Array communication;
   for (const AxisCommunication &row : predictCommunication(report, network)) {
     llvm::json::Array axes;
@@ -330,7 +382,7 @@ llvm::json::Value mlir::sd::reportToJson(const CostReport &report,
     mesh = llvm::json::Object{{"name", report.meshName},
                               {"spec", report.meshSpec},
                               {"devices", report.numDevices}};
-  return llvm::json::Object{
+  llvm::json::Object json{
       {"function", report.function},
       {"mesh", std::move(mesh)},
       {"program", layoutName(report.layout)},
@@ -393,14 +445,21 @@ llvm::json::Value mlir::sd::reportToJson(const CostReport &report,
            {"zero_bound_bytes", g.zeroBoundBytes},
        }},
   };
+  if (profile)
+    json["step_time"] = stepTimeToJson(report, *profile);
+  return json;
 }
 
 void mlir::sd::printReport(const CostReport &report, ReportFormat format,
                            llvm::raw_ostream &os,
-                           const ::sd::NetworkModel &network) {
+                           const ::sd::NetworkModel &network,
+                           const ::sd::HardwareProfile *profile) {
   if (format == ReportFormat::Text) {
     printText(report, network, os);
+    if (profile)
+      printStepTime(report, *profile, os);
     return;
   }
-  os << llvm::formatv("{0:2}", reportToJson(report, network)) << "\n";
+  os << llvm::formatv("{0:2}", reportToJson(report, network, profile))
+     << "\n";
 }

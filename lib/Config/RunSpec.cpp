@@ -591,8 +591,22 @@ absl::StatusOr<RunSpec> sd::resolveRunSpec(const RunSpecFlags &flags,
   return Resolver(flags, file, configPath.has_value(), host).resolve();
 }
 
+absl::StatusOr<std::optional<HardwareProfile>>
+sd::resolveProfile(const RunSpecFlags &flags) {
+  if (!flags.profile)
+    return std::optional<HardwareProfile>();
+  absl::StatusOr<HardwareProfile> profile = loadProfile(*flags.profile, "profile");
+  if (!profile.ok())
+    return profile.status();
+  return std::optional<HardwareProfile>(*std::move(profile));
+}
+
 absl::StatusOr<NetworkModel> sd::resolveNetwork(const RunSpecFlags &flags) {
-  NetworkModel network;
+  absl::StatusOr<std::optional<HardwareProfile>> profile =
+      resolveProfile(flags);
+  if (!profile.ok())
+    return profile.status();
+  NetworkModel network = *profile ? (*profile)->network : NetworkModel();
   for (auto [text, name, field] :
        {std::tuple{&flags.iciBandwidth, "ici-bandwidth", &network.iciBandwidth},
         std::tuple{&flags.dcnBandwidth, "dcn-bandwidth",

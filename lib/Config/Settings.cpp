@@ -503,6 +503,11 @@ std::vector<SettingRow> meshFlagRows() {
            "processes, shared by its devices, e.g. 100Gb/s (default "
            "25Gb/s Ethernet)")
           .row,
+      flag("profile", kAllTools, &F::profile, G::Mesh,
+           "Hardware profile: cpu, tpu-v5p, tpu-v6e, h100-sxm or a YAML "
+           "file (docs/planner.md); its links price the collectives, and "
+           "sdopt's report predicts the step's time on it")
+          .row,
       flag("ici-latency", kAllTools, &F::iciLatency, G::Mesh,
            "Cost model: seconds per ring step inside a process, e.g. "
            "5us (default 1us)")

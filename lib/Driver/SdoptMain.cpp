@@ -190,16 +190,17 @@ static void runDefaultPipelineFirst(MlirOptMainConfig &config,
 static void printAfterPasses(MlirOptMainConfig &config,
                              const SdoptCommandLine::Flags &flags,
                              const ::sd::NetworkModel &network,
+                             const std::optional<::sd::HardwareProfile> &profile,
                              llvm::raw_ostream &os) {
   MlirOptMainConfig passes = config;
-  config.setPassPipelineSetupFn([passes, &flags, network,
+  config.setPassPipelineSetupFn([passes, &flags, network, profile,
                                  &os](PassManager &pm) {
     if (failed(passes.setupPassPipeline(pm)))
       return failure();
     if (flags.report.getNumOccurrences() > 0) {
       PrintReportOptions report;
       report.format = flags.report;
-      pm.addPass(createPrintReport(os, report, network));
+      pm.addPass(createPrintReport(os, report, network, profile));
     }
     if (!flags.showSharding.empty()) {
       ShowShardingOptions show;
@@ -315,8 +316,15 @@ FailureOr<SdoptInvocation> SdoptCommandLine::resolve() {
                  << "\n";
     return failure();
   }
+  absl::StatusOr<std::optional<::sd::HardwareProfile>> profile =
+      ::sd::resolveProfile(values);
+  if (!profile.ok()) {
+    llvm::errs() << "error: " << std::string(profile.status().message())
+                 << "\n";
+    return failure();
+  }
   if (invocation.printInstead)
-    printAfterPasses(invocation.config, *flags, *network,
+    printAfterPasses(invocation.config, *flags, *network, *profile,
                      invocation.output->os());
   useReadableDiagnostics(registry, invocation.config);
   return invocation;

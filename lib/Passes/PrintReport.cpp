@@ -57,12 +57,15 @@ struct PrintReportPass
     FailureOr<CostReport> report = computeCostReport(func, layout);
     if (failed(report))
       return signalPassFailure();
-    printReport(*report, format, *os, network);
+    printReport(*report, format, *os, network,
+                profile ? &*profile : nullptr);
     markAllAnalysesPreserved();
   }
 
   /// The tool's network model, which replaces the options'.
   std::optional<::sd::NetworkModel> networkOverride;
+  /// The tool's hardware profile, for the step-time prediction.
+  std::optional<::sd::HardwareProfile> profile;
   /// Where the report goes; not owned.
   llvm::raw_ostream *os = &llvm::outs();
 };
@@ -80,5 +83,16 @@ mlir::sd::createPrintReport(llvm::raw_ostream &os,
                             const ::sd::NetworkModel &network) {
   auto pass = std::make_unique<PrintReportPass>(os, options);
   pass->networkOverride = network;
+  return pass;
+}
+
+std::unique_ptr<Pass>
+mlir::sd::createPrintReport(llvm::raw_ostream &os,
+                            const PrintReportOptions &options,
+                            const ::sd::NetworkModel &network,
+                            const std::optional<::sd::HardwareProfile> &profile) {
+  auto pass = std::make_unique<PrintReportPass>(os, options);
+  pass->networkOverride = network;
+  pass->profile = profile;
   return pass;
 }

@@ -98,8 +98,11 @@ struct CollectiveSummary {
   std::vector<std::string> axes;
   /// N: devices per group.
   int64_t groupSize = 1;
-  /// How many such ops run (calls counted).
+  /// How many such ops run (calls counted), and how many of them are
+  /// issued asynchronously (sd-async-collectives' `_start` ops), which may
+  /// overlap compute.
   int64_t count = 0;
+  int64_t asyncCount = 0;
   /// Sum of the tensor sizes S the ring formula applies to.
   int64_t tensorBytes = 0;
   /// Sum of the bytes each device sends.
@@ -196,6 +199,13 @@ struct CostReport {
   /// pass (ops marked `sd.recompute`).
   int64_t recomputeFlops = 0;
   int64_t bytesAccessed = 0;
+  /// The FLOPs and bytes of matrix products (dot_general, convolutions and
+  /// attention, the FLOPs by the element type they compute in), and the
+  /// bytes of every other op: the step-time model's op classes.
+  int64_t matmulFlopsF32 = 0;
+  int64_t matmulFlopsBf16 = 0;
+  int64_t matmulBytes = 0;
+  int64_t otherBytes = 0;
   /// Uneven shards (partitioned layout): the arguments with padded blocks,
   /// their padding's bytes per device (on average over the devices), and
   /// the elements the ops compute per device with those that are padding

@@ -9,6 +9,7 @@
 #define SD_ANALYSIS_REPORT_H
 
 #include "sd/Analysis/CostModel.h"
+#include "sd/Sharding/Hardware.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -30,12 +31,16 @@ std::string formatFlops(int64_t flops);
 /// The report as JSON; every number exact (see the README for the keys),
 /// with the communication time `network` predicts per set of mesh axes.
 llvm::json::Value reportToJson(const CostReport &report,
-                               const ::sd::NetworkModel &network = {});
+                               const ::sd::NetworkModel &network = {},
+                               const ::sd::HardwareProfile *profile = nullptr);
 
 /// Prints the text table or the JSON (indented, with a final newline).
+/// With `profile`, also the step's predicted time on it
+/// (sd/Analysis/StepTime.h).
 void printReport(const CostReport &report, ReportFormat format,
                  llvm::raw_ostream &os,
-                 const ::sd::NetworkModel &network = {});
+                 const ::sd::NetworkModel &network = {},
+                 const ::sd::HardwareProfile *profile = nullptr);
 
 } // namespace mlir::sd
 

@@ -20,6 +20,7 @@
 #include "sd/Config/LrSchedule.h"
 #include "sd/Config/RematPolicyKind.h"
 #include "sd/Config/RunConfig.h"
+#include "sd/Sharding/Hardware.h"
 #include "sd/Sharding/LogicalRules.h"
 #include "sd/Sharding/Mesh.h"
 #include "sd/Sharding/Network.h"
@@ -105,6 +106,10 @@ struct RunSpecFlags {
   /// The network the cost model prices collectives on (sd/Sharding/
   /// Network.h): bandwidths and latencies as the flags give them.
   std::optional<std::string> iciBandwidth, dcnBandwidth, iciLatency, dcnLatency;
+  /// A hardware profile (sd/Sharding/Hardware.h): a built-in name or a
+  /// YAML file; its links are the network's unless the flags above say
+  /// otherwise, and sdopt's report predicts the step's time on it.
+  std::optional<std::string> profile;
   /// Under mpirun: seconds a collective waits for another rank.
   std::optional<double> collectiveTimeout;
   /// Under mpirun: every rank writes the trace of its devices (rank r's
@@ -418,9 +423,14 @@ absl::StatusOr<RunSpec> resolveRunSpec(const RunSpecFlags &flags,
                                        const HostInfo &host);
 
 /// The network model of --ici-bandwidth, --dcn-bandwidth, --ici-latency
-/// and --dcn-latency (defaults for those not given); InvalidArgument naming
-/// the flag and its text.
+/// and --dcn-latency (for those not given, --profile's links, or the
+/// defaults); InvalidArgument naming the flag and its text.
 absl::StatusOr<NetworkModel> resolveNetwork(const RunSpecFlags &flags);
+
+/// --profile's hardware profile (none without the flag); InvalidArgument
+/// naming the flag.
+absl::StatusOr<std::optional<HardwareProfile>>
+resolveProfile(const RunSpecFlags &flags);
 
 /// `sdrun --print-config`: the header line, each setting with its value and
 /// origin, then the notes.

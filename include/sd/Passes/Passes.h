@@ -15,6 +15,7 @@
 #include "sd/Config/LrSchedule.h"
 #include "sd/Config/RematPolicyKind.h"
 #include "sd/Sharding/LogicalRules.h"
+#include "sd/Sharding/Hardware.h"
 #include "sd/Sharding/Network.h"
 
 #include <optional>
@@ -165,6 +166,12 @@ std::unique_ptr<Pass> createPrintReport(llvm::raw_ostream &os,
 std::unique_ptr<Pass> createPrintReport(llvm::raw_ostream &os,
                                         const PrintReportOptions &options,
                                         const ::sd::NetworkModel &network);
+/// And predicting the step's time on `profile` (the step-time model,
+/// sd/Analysis/StepTime.h).
+std::unique_ptr<Pass>
+createPrintReport(llvm::raw_ostream &os, const PrintReportOptions &options,
+                  const ::sd::NetworkModel &network,
+                  const std::optional<::sd::HardwareProfile> &profile);
 std::unique_ptr<Pass> createShowSharding(llvm::raw_ostream &os,
                                          const ShowShardingOptions &options);
 

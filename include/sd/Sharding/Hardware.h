@@ -1,0 +1,95 @@
+//===- Hardware.h - Hardware profiles for the step-time model ---*- C++ -*-===//
+//
+// A hardware profile names what the cost model needs to turn a program's
+// FLOPs, bytes and collectives into seconds: a device's arithmetic rates and
+// memory, its links inside a host (ICI: TPU interconnect, NVLink, shared
+// memory) and between hosts (DCN), and how many devices a host has. Built-in
+// profiles come from their makers' published specifications (docs/planner.md
+// lists each number's source); a YAML file can describe any other machine.
+// MLIR-free.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_SHARDING_HARDWARE_H
+#define SD_SHARDING_HARDWARE_H
+
+#include "sd/Sharding/Network.h"
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sd {
+
+/// What one device computes and holds.
+struct DeviceSpec {
+  /// Dense matrix-product rates, FLOP per second, in f32 and in bf16 (with
+  /// f32 accumulation).
+  double f32Flops = 0;
+  double bf16Flops = 0;
+  /// Bytes per second between the device's memory and its arithmetic.
+  double memoryBandwidth = 0;
+  /// The device's memory, bytes.
+  double memoryBytes = 0;
+
+  bool operator==(const DeviceSpec &other) const {
+    return f32Flops == other.f32Flops && bf16Flops == other.bf16Flops &&
+           memoryBandwidth == other.memoryBandwidth &&
+           memoryBytes == other.memoryBytes;
+  }
+};
+
+struct HardwareProfile {
+  /// A short name: `tpu-v5p`, or the file's `name`.
+  std::string name;
+  /// Where the numbers come from: a datasheet's address, or how they were
+  /// measured.
+  std::string source;
+  DeviceSpec device;
+  /// ICI per device and DCN per host, as the network model prices them.
+  NetworkModel network;
+  int64_t devicesPerHost = 1;
+
+  bool operator==(const HardwareProfile &other) const {
+    return name == other.name && source == other.source &&
+           device == other.device &&
+           network.iciBandwidth == other.network.iciBandwidth &&
+           network.dcnBandwidth == other.network.dcnBandwidth &&
+           network.iciLatency == other.network.iciLatency &&
+           network.dcnLatency == other.network.dcnLatency &&
+           devicesPerHost == other.devicesPerHost;
+  }
+};
+
+/// The built-in profiles' names, in a fixed order: `cpu` (a device of this
+/// workplace's CPU machines: one thread), `tpu-v5p`, `tpu-v6e`, `h100-sxm`.
+std::vector<std::string> builtinProfileNames();
+
+/// The built-in profile `name`; InvalidArgument naming the choices
+/// otherwise.
+absl::StatusOr<HardwareProfile> builtinProfile(std::string_view name);
+
+/// A profile from YAML `text` (`label` names it in errors, as
+/// `label:line: message`): a mapping of `name`, `source` and the numbers
+/// `f32_flops`, `bf16_flops`, `memory_bandwidth`, `device_memory`,
+/// `ici_bandwidth`, `ici_latency`, `dcn_bandwidth`, `dcn_latency` (SI base
+/// units: FLOP/s, bytes/s, bytes, seconds; finite and positive) and
+/// `devices_per_host` (a positive integer). Every key is required once;
+/// an unknown one is an error.
+absl::StatusOr<HardwareProfile> parseProfile(std::string_view text,
+                                             std::string_view label);
+
+/// A built-in profile's name, or the path of a YAML file (parseProfile);
+/// `flag` names the option in errors.
+absl::StatusOr<HardwareProfile> loadProfile(std::string_view nameOrPath,
+                                            std::string_view flag);
+
+/// `profile` as the YAML that parseProfile reads back to an equal profile.
+std::string profileToYaml(const HardwareProfile &profile);
+
+} // namespace sd
+
+#endif // SD_SHARDING_HARDWARE_H

@@ -1,0 +1,40 @@
+//===- StepTime.cpp - A training step's predicted time on a profile -------===//
+
+#include "sd/Analysis/StepTime.h"
+
+#include <algorithm>
+
+using namespace mlir::sd;
+
+StepTimePrediction
+mlir::sd::predictStepTime(const CostReport &report,
+                          const ::sd::HardwareProfile &profile) {
+  const ::sd::DeviceSpec &device = profile.device;
+  StepTimePrediction p;
+  double arithmetic = double(report.matmulFlopsF32) / device.f32Flops +
+                      double(report.matmulFlopsBf16) / device.bf16Flops;
+  p.matmulSeconds = std::max(
+      arithmetic, double(report.matmulBytes) / device.memoryBandwidth);
+  p.otherSeconds = double(report.otherBytes) / device.memoryBandwidth;
+  double asyncSeconds = 0;
+  for (const CollectiveSummary &summary : report.collectives) {
+    std::vector<int> axes;
+    for (const std::string &name : summary.axes)
+      for (size_t i = 0; i < report.mesh.axes().size(); ++i)
+        if (report.mesh.axes()[i].name == name)
+          axes.push_back(static_cast<int>(i));
+    double seconds = ::sd::predictCollectiveSeconds(
+        report.mesh, axes, summary.kind, summary.count, summary.bytesPerDevice,
+        profile.network);
+    p.communicationSeconds += seconds;
+    if (summary.count > 0)
+      asyncSeconds +=
+          seconds * double(summary.asyncCount) / double(summary.count);
+  }
+  p.hiddenSeconds = std::min(asyncSeconds, p.computeSeconds());
+  p.stepSeconds =
+      p.computeSeconds() + p.communicationSeconds - p.hiddenSeconds;
+  p.neededBytes = report.totalBytes();
+  p.deviceBytes = device.memoryBytes;
+  return p;
+}

@@ -1,0 +1,84 @@
+//===- StepTimeTest.cpp - The step-time model's arithmetic ----------------===//
+
+#include "sd/Analysis/StepTime.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::sd;
+
+namespace {
+
+/// A profile with round numbers: 100 FLOP/s in f32, 400 in bf16, 10 bytes/s
+/// of memory, 1000 bytes of it; ICI 2 bytes/s, no latency.
+::sd::HardwareProfile roundProfile() {
+  ::sd::HardwareProfile p;
+  p.name = "round";
+  p.device = {100, 400, 10, 1000};
+  p.network.iciBandwidth = 2;
+  p.network.iciLatency = 0;
+  return p;
+}
+
+CostReport fsdp2Report() {
+  CostReport report;
+  absl::StatusOr<::sd::MeshSpec> mesh = ::sd::parseMesh("fsdp:2");
+  EXPECT_TRUE(mesh.ok());
+  report.mesh = *mesh;
+  report.meshSpec = "fsdp:2";
+  report.numDevices = 2;
+  report.layout = ProgramLayout::Partitioned;
+  report.matmulFlopsF32 = 1000;
+  report.matmulFlopsBf16 = 2000;
+  report.matmulBytes = 50;
+  report.otherBytes = 30;
+  report.parameterBytes = 600;
+  return report;
+}
+
+// Compute: products 1000/100 + 2000/400 = 15 s (their 50 bytes take 5 s);
+// other ops 30/10 = 3 s. An all_gather sending 20 bytes per device: 10 s,
+// of which the asynchronous half (5 s) hides behind compute.
+TEST(StepTimeTest, ComputeCommunicationAndWhatHides) {
+  CostReport report = fsdp2Report();
+  CollectiveSummary gather;
+  gather.kind = "all_gather";
+  gather.axes = {"fsdp"};
+  gather.groupSize = 2;
+  gather.count = 2;
+  gather.asyncCount = 1;
+  gather.bytesPerDevice = 20;
+  report.collectives.push_back(gather);
+  StepTimePrediction p = predictStepTime(report, roundProfile());
+  EXPECT_DOUBLE_EQ(p.matmulSeconds, 15);
+  EXPECT_DOUBLE_EQ(p.otherSeconds, 3);
+  EXPECT_DOUBLE_EQ(p.communicationSeconds, 10);
+  EXPECT_DOUBLE_EQ(p.hiddenSeconds, 5);
+  EXPECT_DOUBLE_EQ(p.stepSeconds, 23);
+  EXPECT_EQ(p.neededBytes, 600);
+  EXPECT_TRUE(p.fits());
+}
+
+// Memory-bound products take their bytes' time; asynchronous collectives
+// hide only up to the compute time; a report larger than the device does
+// not fit.
+TEST(StepTimeTest, RooflineAndLimits) {
+  CostReport report = fsdp2Report();
+  report.matmulBytes = 500;
+  report.parameterBytes = 2000;
+  CollectiveSummary gather;
+  gather.kind = "all_gather";
+  gather.axes = {"fsdp"};
+  gather.groupSize = 2;
+  gather.count = 1;
+  gather.asyncCount = 1;
+  gather.bytesPerDevice = 400;
+  report.collectives.push_back(gather);
+  StepTimePrediction p = predictStepTime(report, roundProfile());
+  EXPECT_DOUBLE_EQ(p.matmulSeconds, 50);
+  EXPECT_DOUBLE_EQ(p.communicationSeconds, 200);
+  EXPECT_DOUBLE_EQ(p.hiddenSeconds, 53);
+  EXPECT_DOUBLE_EQ(p.stepSeconds, 200);
+  EXPECT_FALSE(p.fits());
+}
+
+} // namespace
