@@ -84,6 +84,16 @@ struct SdoptCommandLine::Flags {
                "named value (parameter name, input kind or sd.name) instead "
                "of printing the IR"),
       cl::value_desc("name"), cl::cat(category)};
+  cl::opt<bool> plan{
+      "plan",
+      cl::desc("Search the meshes of --devices (over --hosts) and the remat "
+               "policies for the training step, price each on --profile "
+               "with the step-time model, and print the best plans instead "
+               "of the IR (docs/planner.md)"),
+      cl::init(false), cl::cat(category)};
+  cl::opt<int64_t> hosts{
+      "hosts", cl::desc("With --plan: hosts the devices are spread over"),
+      cl::init(1), cl::cat(category)};
   cl::opt<EmitKind> emit{
       "emit", cl::desc("What to print after the passes"),
       cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the IR (the default)"),
@@ -106,7 +116,7 @@ struct SdoptCommandLine::Flags {
   /// Whether a pass prints instead of the IR.
   bool printInstead() const {
     return report.getNumOccurrences() > 0 || !showSharding.empty() ||
-           emit == EmitKind::OpenMP;
+           emit == EmitKind::OpenMP || plan;
   }
 };
 
@@ -300,6 +310,8 @@ FailureOr<SdoptInvocation> SdoptCommandLine::resolve() {
   assumeVerifiedWhenPrinting(invocation.config);
 
   ::sd::RunSpecFlags values = specFlags.values();
+  if (flags->plan)
+    return resolvePlan(invocation, values);
   if (flags->usePipeline(values)) {
     FailureOr<PipelineOptions> options = defaultPipelineOptions(*flags, values);
     if (failed(options))
@@ -328,6 +340,59 @@ FailureOr<SdoptInvocation> SdoptCommandLine::resolve() {
                      invocation.output->os());
   useReadableDiagnostics(registry, invocation.config);
   return invocation;
+}
+
+FailureOr<SdoptInvocation>
+SdoptCommandLine::resolvePlan(SdoptInvocation &invocation,
+                              const ::sd::RunSpecFlags &values) {
+  auto fail = [](const std::string &message) {
+    llvm::errs() << "error: " << message << "\n";
+    return failure();
+  };
+  if (!values.mesh.value_or("").empty() || values.dcnMesh)
+    return fail("--plan chooses the mesh: leave out --mesh and --dcn-mesh");
+  if (!values.devices)
+    return fail("--plan needs --devices, the devices to plan for");
+  if (!values.profile)
+    return fail("--plan needs --profile, the hardware to price on (cpu, "
+                "tpu-v5p, tpu-v6e, h100-sxm or a profile file)");
+  if (flags->hosts <= 0 || *values.devices % flags->hosts != 0)
+    return fail("--hosts=" + std::to_string(flags->hosts) +
+                " must be positive and divide --devices=" +
+                std::to_string(*values.devices));
+  if (flags->report.getNumOccurrences() > 0 || !flags->showSharding.empty() ||
+      flags->emit == EmitKind::OpenMP || flags->stage.getNumOccurrences() > 0)
+    return fail("--plan prints its own table: leave out --report, "
+                "--show-sharding, --emit and --stage");
+  absl::StatusOr<std::optional<::sd::HardwareProfile>> profile =
+      ::sd::resolveProfile(values);
+  if (!profile.ok())
+    return fail(std::string(profile.status().message()));
+  // The run specification of one device: the planner sets each mesh.
+  ::sd::RunSpecFlags single = values;
+  single.devices.reset();
+  single.processes.reset();
+  absl::StatusOr<::sd::RunSpec> spec =
+      ::sd::resolveRunSpec(single, ::sd::HostInfo::current());
+  if (!spec.ok())
+    return fail(std::string(spec.status().message()));
+  PipelineOptions base = pipelineOptions(*spec);
+  base.train = true;
+  PlanOptions plan;
+  plan.devices = *values.devices;
+  plan.hosts = flags->hosts;
+  plan.profile = **profile;
+  if (failed(openFiles(invocation, inputFilename, outputFilename)))
+    return failure();
+  invocation.printInstead = true;
+  llvm::raw_ostream &os = invocation.output->os();
+  invocation.config.setPassPipelineSetupFn(
+      [base, plan, &os](PassManager &pm) {
+        pm.addPass(createPlan(base, plan, os));
+        return success();
+      });
+  useReadableDiagnostics(registry, invocation.config);
+  return std::move(invocation);
 }
 
 int mlir::sd::sdoptExitCode(LogicalResult result, SdoptInvocation &invocation) {

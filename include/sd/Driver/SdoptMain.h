@@ -83,6 +83,10 @@ public:
   struct Flags;
 
 private:
+  /// resolve() for --plan: the planner (sd-plan) alone, printing its table.
+  FailureOr<SdoptInvocation> resolvePlan(SdoptInvocation &invocation,
+                                         const ::sd::RunSpecFlags &values);
+
   DialectRegistry &registry;
   ToolFlags specFlags;
   std::unique_ptr<Flags> flags;

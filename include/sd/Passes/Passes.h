@@ -141,6 +141,26 @@ void addGradientReductionPasses(OpPassManager &pm,
 /// the cost model compares them (attention=auto).
 std::unique_ptr<Pass> createSelectAttention(const PipelineOptions &options);
 
+/// What sd-plan searches and prices on (`sdopt --plan`).
+struct PlanOptions {
+  int64_t devices = 0;
+  int64_t hosts = 1;
+  ::sd::HardwareProfile profile;
+  /// Bytes per device; 0: the profile's memory.
+  int64_t deviceMemory = 0;
+  /// Rows of the printed table.
+  size_t top = 5;
+};
+
+/// sd-plan (lib/Passes/Plan.cpp): every mesh of `plan.devices` and every
+/// remat policy it can price, each run through the default pipeline from
+/// `base` (the training step, partitioned) on a copy of the module and
+/// priced with the step-time model; prints the best plans to `os`, or fails
+/// with an error naming the smallest plan's memory when none fits.
+std::unique_ptr<Pass> createPlan(const PipelineOptions &base,
+                                 const PlanOptions &plan,
+                                 llvm::raw_ostream &os);
+
 /// Specializes the batch, makes the mesh and applies the logical axis rules;
 /// with `propagate`, then inlines and propagates shardings; with
 /// `partition`, then partitions and optimizes the collectives.

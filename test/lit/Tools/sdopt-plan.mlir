@@ -1,0 +1,43 @@
+// sdopt --plan (docs/planner.md): DiT-tiny's training step on 2 devices of
+// the cpu profile. Every mesh of 2 devices over data, fsdp, context and
+// tensor (4) with 6 remat policies is 24 candidates; the 8 with offload
+// traffic are dropped (the model does not price it yet), the rest ranked.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 > %t.one
+// RUN: FileCheck %s < %t.one
+// The same input gives the same plan.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 > %t.two
+// RUN: diff %t.one %t.two
+// Across hosts: DCN meshes over data and fsdp (4 devices on 2 hosts: 4
+// meshes inside a host times 2 across, 48 candidates).
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 | FileCheck %s --check-prefix=HOSTS
+// A machine too small for any plan: one error with the smallest plan's
+// memory and a device count that would fit it.
+// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/small_memory.yml --batch=8 2>&1 | FileCheck %s --check-prefix=NOFIT
+// Flags that do not go with --plan.
+// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --mesh=data:2 --devices=2 --profile=cpu 2>&1 | FileCheck %s --check-prefix=MESH
+// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --profile=cpu 2>&1 | FileCheck %s --check-prefix=DEVICES
+// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 2>&1 | FileCheck %s --check-prefix=PROFILE
+// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=6 --hosts=4 --profile=cpu 2>&1 | FileCheck %s --check-prefix=HOSTS-DIVIDE
+// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --report 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// CHECK:      sd plan: 2 devices (1 host of 2) of cpu, device memory 12.9 GB: 24 candidates
+// CHECK-NEXT:   # mesh remat step compute comm memory why it lost
+// CHECK-NEXT:   1 {{(data|fsdp|context|tensor)}}:2 {{[A-Z_]+}} {{[0-9.]+ m?s}}
+// CHECK-NEXT:   2 {{.*}} {{\+.* compute|\+.* communication|same time, more memory}}
+// CHECK-NEXT: {{^ +3 +[a-z]}}
+// CHECK-NEXT: {{^ +4 +[a-z]}}
+// CHECK-NEXT: {{^ +5 +[a-z]}}
+// CHECK-NEXT: priced 24, ranked 16; dropped: 0 that do not fit the device memory, 8 with offload traffic (not priced yet), 0 that do not partition
+
+// HOSTS:      sd plan: 4 devices (2 hosts of 2) of cpu, {{.*}}: 48 candidates
+// HOSTS:        1  {{.*}} | {{(data|fsdp)}}:2
+// HOSTS:      priced 48, ranked 32;
+
+// NOFIT: error: no plan fits 2 devices of 1.0 MB: the smallest ({{.*}}, remat {{[A-Z_]+}}) needs {{.*}} MB per device; about {{[0-9]+}} devices would fit it (its state split over more)
+// NOFIT-NOT: see current operation
+
+// MESH: error: --plan chooses the mesh: leave out --mesh and --dcn-mesh
+// DEVICES: error: --plan needs --devices, the devices to plan for
+// PROFILE: error: --plan needs --profile, the hardware to price on (cpu, tpu-v5p, tpu-v6e, h100-sxm or a profile file)
+// HOSTS-DIVIDE: error: --hosts=4 must be positive and divide --devices=6
+// REPORT: error: --plan prints its own table: leave out --report, --show-sharding, --emit and --stage
