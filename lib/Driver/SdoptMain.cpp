@@ -91,6 +91,11 @@ struct SdoptCommandLine::Flags {
                "with the step-time model, and print the best plans instead "
                "of the IR (docs/planner.md)"),
       cl::init(false), cl::cat(category)};
+  cl::opt<std::string> planOutput{
+      "plan-output",
+      cl::desc("With --plan: write the best plan to this file as a "
+               "MaxDiffusion-style run config (sdrun --config)"),
+      cl::value_desc("plan.yml"), cl::cat(category)};
   cl::opt<int64_t> hosts{
       "hosts", cl::desc("With --plan: hosts the devices are spread over"),
       cl::init(1), cl::cat(category)};
@@ -382,6 +387,7 @@ SdoptCommandLine::resolvePlan(SdoptInvocation &invocation,
   plan.devices = *values.devices;
   plan.hosts = flags->hosts;
   plan.profile = **profile;
+  plan.outputPath = flags->planOutput;
   if (failed(openFiles(invocation, inputFilename, outputFilename)))
     return failure();
   invocation.printInstead = true;

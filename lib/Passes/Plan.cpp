@@ -23,6 +23,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cmath>
@@ -36,6 +38,9 @@ namespace {
 struct Plan {
   std::string ici, dcn;
   ::sd::RematPolicyKind remat;
+  /// Devices per axis (data, fsdp, context, tensor) inside a host, and
+  /// (data, fsdp) across hosts.
+  std::vector<int64_t> inside, across;
   /// Set once priced.
   std::optional<StepTimePrediction> time;
   int64_t hostTransferBytes = 0;
@@ -92,6 +97,8 @@ public:
   void runOnOperation() override;
 
 private:
+  /// Writes `plan` to options.outputPath as a run config.
+  LogicalResult writeConfig(const Plan &plan);
   std::vector<Plan> candidates() const;
   void price(Plan &plan);
 
@@ -132,7 +139,8 @@ std::vector<Plan> PlanPass::candidates() const {
             ::sd::RematPolicyKind::OffloadMatmulWithoutBatch,
             ::sd::RematPolicyKind::HiddenStateWithOffload})
         plans.push_back(Plan{llvm::join(iciAxes, ","),
-                             llvm::join(dcnAxes, ","), remat});
+                             llvm::join(dcnAxes, ","), remat, inside,
+                             across});
     }
   return plans;
 }
@@ -287,6 +295,12 @@ void PlanPass::runOnOperation() {
        << llvm::right_justify(formatBytes(t.neededBytes), 11)
        << (why.empty() ? "" : "   " + why) << "\n";
   }
+  if (!options.outputPath.empty()) {
+    if (failed(writeConfig(*ranked.front())))
+      return signalPassFailure();
+    os << "wrote the best plan to " << options.outputPath
+       << " (sdrun --config=" << options.outputPath << ")\n";
+  }
   os << "priced " << plans.size() - noPartition << ", ranked "
      << ranked.size() << "; dropped: " << tooLarge
      << " that do not fit the device memory, " << offload
@@ -296,6 +310,43 @@ void PlanPass::runOnOperation() {
     os << " (first: " << firstError << ")";
   os << "\n";
   markAllAnalysesPreserved();
+}
+
+LogicalResult PlanPass::writeConfig(const Plan &plan) {
+  ModuleOp module = getOperation();
+  // The global batch: the one asked for, or the program's default.
+  int64_t batch = base.batch;
+  if (batch <= 0)
+    module.walk([&](func::FuncOp func) {
+      if (auto attr = func->getAttrOfType<IntegerAttr>(
+              SDDialect::kDefaultBatchAttrName))
+        batch = attr.getInt();
+    });
+  std::error_code error;
+  llvm::raw_fd_ostream out(options.outputPath, error);
+  if (error) {
+    emitError(module.getLoc())
+        << "cannot write --plan-output file \"" << options.outputPath
+        << "\": " << error.message();
+    return failure();
+  }
+  const StepTimePrediction &t = *plan.time;
+  out << "# sdopt --plan's best plan on " << options.profile.name << " for "
+      << options.devices << " devices (" << options.hosts
+      << (options.hosts == 1 ? " host" : " hosts") << "): predicted step "
+      << ::sd::formatSeconds(t.stepSeconds) << ", " << formatBytes(t.neededBytes)
+      << " per device.\n# Run it: sdrun MODEL --config=" << options.outputPath
+      << "\n";
+  for (size_t a = 0; a < 4; ++a)
+    out << "ici_" << kAxes[a] << "_parallelism: " << plan.inside[a] << "\n";
+  for (size_t a = 0; a < 2; ++a)
+    out << "dcn_" << kAxes[a] << "_parallelism: " << plan.across[a] << "\n";
+  if (batch > 0)
+    out << "per_device_batch_size: "
+        << llvm::formatv("{0}", double(batch) / double(options.devices))
+        << "\n";
+  out << "remat_policy: '" << ::sd::rematPolicyName(plan.remat) << "'\n";
+  return success();
 }
 
 } // namespace

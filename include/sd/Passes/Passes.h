@@ -150,6 +150,9 @@ struct PlanOptions {
   int64_t deviceMemory = 0;
   /// Rows of the printed table.
   size_t top = 5;
+  /// Where to write the best plan as a MaxDiffusion-style run config
+  /// (`sdrun --config`); none when empty.
+  std::string outputPath;
 };
 
 /// sd-plan (lib/Passes/Plan.cpp): every mesh of `plan.devices` and every

@@ -10,6 +10,12 @@
 // Across hosts: DCN meshes over data and fsdp (4 devices on 2 hosts: 4
 // meshes inside a host times 2 across, 48 candidates).
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 | FileCheck %s --check-prefix=HOSTS
+// The best plan as a run config that sdrun reads back: the table's first
+// row's mesh and remat policy, the global batch as per_device_batch_size.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --plan-output=%t.plan.yml | FileCheck %s --check-prefix=WROTE
+// RUN: FileCheck %s --check-prefix=YAML < %t.plan.yml
+// RUN: sdrun %sd_src_root/models/dit_tiny.mlir --config=%t.plan.yml --print-config | FileCheck %s --check-prefix=CONFIG
+// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --plan-output=%t.missing/plan.yml 2>&1 | FileCheck %s --check-prefix=UNWRITABLE
 // A machine too small for any plan: one error with the smallest plan's
 // memory and a device count that would fit it.
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/small_memory.yml --batch=8 2>&1 | FileCheck %s --check-prefix=NOFIT
@@ -41,3 +47,17 @@
 // PROFILE: error: --plan needs --profile, the hardware to price on (cpu, tpu-v5p, tpu-v6e, h100-sxm or a profile file)
 // HOSTS-DIVIDE: error: --hosts=4 must be positive and divide --devices=6
 // REPORT: error: --plan prints its own table: leave out --report, --show-sharding, --emit and --stage
+
+// WROTE: wrote the best plan to {{.*}}plan.yml (sdrun --config={{.*}}plan.yml)
+// YAML:      # sdopt --plan's best plan on cpu for 2 devices (1 host): predicted step
+// YAML:      ici_data_parallelism: {{[12]}}
+// YAML-NEXT: ici_fsdp_parallelism: {{[12]}}
+// YAML-NEXT: ici_context_parallelism: {{[12]}}
+// YAML-NEXT: ici_tensor_parallelism: {{[12]}}
+// YAML-NEXT: dcn_data_parallelism: 1
+// YAML-NEXT: dcn_fsdp_parallelism: 1
+// YAML-NEXT: per_device_batch_size: 4.00
+// YAML-NEXT: remat_policy: '{{[A-Z_]+}}'
+// CONFIG: mesh {{ *}}{{(data|fsdp|context|tensor)}}:2 ({{.*}}plan.yml:
+// CONFIG: per_device_batch_size {{ *}}4 ({{.*}}plan.yml:
+// UNWRITABLE: error: cannot write --plan-output file "{{.*}}missing/plan.yml": No such file or directory
