@@ -460,6 +460,5 @@ void mlir::sd::printReport(const CostReport &report, ReportFormat format,
       printStepTime(report, *profile, os);
     return;
   }
-  os << llvm::formatv("{0:2}", reportToJson(report, network, profile))
-     << "\n";
+  os << llvm::formatv("{0:2}", reportToJson(report, network, profile)) << "\n";
 }

@@ -13,8 +13,8 @@ mlir::sd::predictStepTime(const CostReport &report,
   StepTimePrediction p;
   double arithmetic = double(report.matmulFlopsF32) / device.f32Flops +
                       double(report.matmulFlopsBf16) / device.bf16Flops;
-  p.matmulSeconds = std::max(
-      arithmetic, double(report.matmulBytes) / device.memoryBandwidth);
+  p.matmulSeconds =
+      std::max(arithmetic, double(report.matmulBytes) / device.memoryBandwidth);
   p.otherSeconds = double(report.otherBytes) / device.memoryBandwidth;
   double asyncSeconds = 0;
   for (const CollectiveSummary &summary : report.collectives) {
@@ -32,8 +32,7 @@ mlir::sd::predictStepTime(const CostReport &report,
           seconds * double(summary.asyncCount) / double(summary.count);
   }
   p.hiddenSeconds = std::min(asyncSeconds, p.computeSeconds());
-  p.stepSeconds =
-      p.computeSeconds() + p.communicationSeconds - p.hiddenSeconds;
+  p.stepSeconds = p.computeSeconds() + p.communicationSeconds - p.hiddenSeconds;
   p.neededBytes = report.totalBytes();
   p.deviceBytes = device.memoryBytes;
   return p;

@@ -595,7 +595,8 @@ absl::StatusOr<std::optional<HardwareProfile>>
 sd::resolveProfile(const RunSpecFlags &flags) {
   if (!flags.profile)
     return std::optional<HardwareProfile>();
-  absl::StatusOr<HardwareProfile> profile = loadProfile(*flags.profile, "profile");
+  absl::StatusOr<HardwareProfile> profile =
+      loadProfile(*flags.profile, "profile");
   if (!profile.ok())
     return profile.status();
   return std::optional<HardwareProfile>(*std::move(profile));

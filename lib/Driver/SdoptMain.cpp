@@ -202,34 +202,35 @@ static void runDefaultPipelineFirst(MlirOptMainConfig &config,
 
 /// Adds the passes that print (the report, the sharding picture, the
 /// OpenMP code) to `os` after those `config` sets up.
-static void printAfterPasses(MlirOptMainConfig &config,
-                             const SdoptCommandLine::Flags &flags,
-                             const ::sd::NetworkModel &network,
-                             const std::optional<::sd::HardwareProfile> &profile,
-                             llvm::raw_ostream &os) {
+static void
+printAfterPasses(MlirOptMainConfig &config,
+                 const SdoptCommandLine::Flags &flags,
+                 const ::sd::NetworkModel &network,
+                 const std::optional<::sd::HardwareProfile> &profile,
+                 llvm::raw_ostream &os) {
   MlirOptMainConfig passes = config;
-  config.setPassPipelineSetupFn([passes, &flags, network, profile,
-                                 &os](PassManager &pm) {
-    if (failed(passes.setupPassPipeline(pm)))
-      return failure();
-    if (flags.report.getNumOccurrences() > 0) {
-      PrintReportOptions report;
-      report.format = flags.report;
-      pm.addPass(createPrintReport(os, report, network, profile));
-    }
-    if (!flags.showSharding.empty()) {
-      ShowShardingOptions show;
-      show.value = flags.showSharding;
-      pm.addPass(createShowSharding(os, show));
-    }
-    if (flags.emit == EmitKind::OpenMP) {
-      // The lowering needs one call-free function.
-      pm.addPass(createInlinerPass());
-      pm.addNestedPass<func::FuncOp>(createLowerToOpenMP());
-      pm.addPass(createEmitOpenMP(os, flags.train ? "train_step" : ""));
-    }
-    return success();
-  });
+  config.setPassPipelineSetupFn(
+      [passes, &flags, network, profile, &os](PassManager &pm) {
+        if (failed(passes.setupPassPipeline(pm)))
+          return failure();
+        if (flags.report.getNumOccurrences() > 0) {
+          PrintReportOptions report;
+          report.format = flags.report;
+          pm.addPass(createPrintReport(os, report, network, profile));
+        }
+        if (!flags.showSharding.empty()) {
+          ShowShardingOptions show;
+          show.value = flags.showSharding;
+          pm.addPass(createShowSharding(os, show));
+        }
+        if (flags.emit == EmitKind::OpenMP) {
+          // The lowering needs one call-free function.
+          pm.addPass(createInlinerPass());
+          pm.addNestedPass<func::FuncOp>(createLowerToOpenMP());
+          pm.addPass(createEmitOpenMP(os, flags.train ? "train_step" : ""));
+        }
+        return success();
+      });
 }
 
 /// Opens the input and the output; an error for a file that cannot be
@@ -392,11 +393,10 @@ SdoptCommandLine::resolvePlan(SdoptInvocation &invocation,
     return failure();
   invocation.printInstead = true;
   llvm::raw_ostream &os = invocation.output->os();
-  invocation.config.setPassPipelineSetupFn(
-      [base, plan, &os](PassManager &pm) {
-        pm.addPass(createPlan(base, plan, os));
-        return success();
-      });
+  invocation.config.setPassPipelineSetupFn([base, plan, &os](PassManager &pm) {
+    pm.addPass(createPlan(base, plan, os));
+    return success();
+  });
   useReadableDiagnostics(registry, invocation.config);
   return std::move(invocation);
 }

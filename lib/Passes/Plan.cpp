@@ -138,21 +138,14 @@ std::vector<Plan> PlanPass::candidates() const {
             ::sd::RematPolicyKind::FluxOptimized,
             ::sd::RematPolicyKind::OffloadMatmulWithoutBatch,
             ::sd::RematPolicyKind::HiddenStateWithOffload})
-        plans.push_back(Plan{llvm::join(iciAxes, ","),
-                             llvm::join(dcnAxes, ","), remat, inside,
-                             across});
+        plans.push_back(Plan{llvm::join(iciAxes, ","), llvm::join(dcnAxes, ","),
+                             remat, inside, across});
     }
   return plans;
 }
 
 void PlanPass::price(Plan &plan) {
-  ModuleOp module = getOperation();
-  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-  auto copy = ModuleOp::create(builder, module.getLoc());
-  builder.setInsertionPointToStart(copy.getBody());
-  for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
-    if (&op != copy.getOperation())
-      builder.clone(op);
+  ModuleOp copy = copyIntoNestedModule(getOperation());
   PipelineOptions variant = base;
   variant.mesh = plan.ici;
   variant.dcnMesh = plan.dcn;
@@ -196,8 +189,7 @@ void PlanPass::runOnOperation() {
     // diagnostic would print whole).
     emitError(module.getLoc())
         << "--plan needs --devices divisible by --hosts, not "
-                       << options.devices << " devices on " << options.hosts
-                       << " hosts";
+        << options.devices << " devices on " << options.hosts << " hosts";
     return signalPassFailure();
   }
   double memory = options.deviceMemory > 0 ? double(options.deviceMemory)
@@ -229,16 +221,14 @@ void PlanPass::runOnOperation() {
     }
     ranked.push_back(&plan);
   }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const Plan *a, const Plan *b) {
-                     return std::tie(a->time->stepSeconds,
-                                     a->time->neededBytes) <
-                            std::tie(b->time->stepSeconds,
-                                     b->time->neededBytes);
-                   });
+  std::stable_sort(
+      ranked.begin(), ranked.end(), [](const Plan *a, const Plan *b) {
+        return std::tie(a->time->stepSeconds, a->time->neededBytes) <
+               std::tie(b->time->stepSeconds, b->time->neededBytes);
+      });
 
-  os << "sd plan: " << options.devices << " devices ("
-     << options.hosts << (options.hosts == 1 ? " host" : " hosts") << " of "
+  os << "sd plan: " << options.devices << " devices (" << options.hosts
+     << (options.hosts == 1 ? " host" : " hosts") << " of "
      << options.devices / options.hosts << ") of " << options.profile.name
      << ", device memory " << formatBytes(int64_t(memory)) << ": "
      << plans.size() << " candidates (meshes over data, fsdp, context and "
@@ -253,13 +243,11 @@ void PlanPass::runOnOperation() {
       // Sharded state scales as 1/devices: an estimate of the count that
       // would fit the smallest plan.
       double ratio = double(smallest->time->neededBytes) / memory;
-      int64_t enough =
-          int64_t(std::ceil(double(options.devices) * ratio));
+      int64_t enough = int64_t(std::ceil(double(options.devices) * ratio));
       diag << ": the smallest (" << smallest->mesh() << ", remat "
            << ::sd::rematPolicyName(smallest->remat) << ") needs "
-           << formatBytes(smallest->time->neededBytes)
-           << " per device; about " << enough
-           << " devices would fit it (its state split over more)";
+           << formatBytes(smallest->time->neededBytes) << " per device; about "
+           << enough << " devices would fit it (its state split over more)";
     } else if (!firstError.empty()) {
       diag << ": none partitions (" << firstError << ")";
     }
@@ -290,8 +278,7 @@ void PlanPass::runOnOperation() {
        << llvm::right_justify(::sd::formatSeconds(t.stepSeconds), 11)
        << llvm::right_justify(::sd::formatSeconds(t.computeSeconds()), 11)
        << llvm::right_justify(
-              ::sd::formatSeconds(t.communicationSeconds - t.hiddenSeconds),
-              11)
+              ::sd::formatSeconds(t.communicationSeconds - t.hiddenSeconds), 11)
        << llvm::right_justify(formatBytes(t.neededBytes), 11)
        << (why.empty() ? "" : "   " + why) << "\n";
   }
@@ -301,10 +288,9 @@ void PlanPass::runOnOperation() {
     os << "wrote the best plan to " << options.outputPath
        << " (sdrun --config=" << options.outputPath << ")\n";
   }
-  os << "priced " << plans.size() - noPartition << ", ranked "
-     << ranked.size() << "; dropped: " << tooLarge
-     << " that do not fit the device memory, " << offload
-     << " with offload traffic (not priced yet), " << noPartition
+  os << "priced " << plans.size() - noPartition << ", ranked " << ranked.size()
+     << "; dropped: " << tooLarge << " that do not fit the device memory, "
+     << offload << " with offload traffic (not priced yet), " << noPartition
      << " that do not partition";
   if (!firstError.empty())
     os << " (first: " << firstError << ")";
@@ -334,7 +320,8 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
   out << "# sdopt --plan's best plan on " << options.profile.name << " for "
       << options.devices << " devices (" << options.hosts
       << (options.hosts == 1 ? " host" : " hosts") << "): predicted step "
-      << ::sd::formatSeconds(t.stepSeconds) << ", " << formatBytes(t.neededBytes)
+      << ::sd::formatSeconds(t.stepSeconds) << ", "
+      << formatBytes(t.neededBytes)
       << " per device.\n# Run it: sdrun MODEL --config=" << options.outputPath
       << "\n";
   for (size_t a = 0; a < 4; ++a)

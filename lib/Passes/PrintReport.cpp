@@ -57,8 +57,7 @@ struct PrintReportPass
     FailureOr<CostReport> report = computeCostReport(func, layout);
     if (failed(report))
       return signalPassFailure();
-    printReport(*report, format, *os, network,
-                profile ? &*profile : nullptr);
+    printReport(*report, format, *os, network, profile ? &*profile : nullptr);
     markAllAnalysesPreserved();
   }
 
@@ -86,11 +85,10 @@ mlir::sd::createPrintReport(llvm::raw_ostream &os,
   return pass;
 }
 
-std::unique_ptr<Pass>
-mlir::sd::createPrintReport(llvm::raw_ostream &os,
-                            const PrintReportOptions &options,
-                            const ::sd::NetworkModel &network,
-                            const std::optional<::sd::HardwareProfile> &profile) {
+std::unique_ptr<Pass> mlir::sd::createPrintReport(
+    llvm::raw_ostream &os, const PrintReportOptions &options,
+    const ::sd::NetworkModel &network,
+    const std::optional<::sd::HardwareProfile> &profile) {
   auto pass = std::make_unique<PrintReportPass>(os, options);
   pass->networkOverride = network;
   pass->profile = profile;

@@ -131,13 +131,7 @@ private:
   /// when the program does not partition with it (its errors are not
   /// reported).
   std::optional<Price> price(::sd::AttentionKind kind) {
-    ModuleOp module = getOperation();
-    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-    auto copy = ModuleOp::create(builder, module.getLoc());
-    builder.setInsertionPointToStart(copy.getBody());
-    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
-      if (&op != copy.getOperation())
-        builder.clone(op);
+    ModuleOp copy = copyIntoNestedModule(getOperation());
     std::optional<Price> result;
     {
       ScopedDiagnosticHandler quiet(&getContext(),
@@ -163,6 +157,16 @@ private:
   PipelineOptions options;
 };
 } // namespace
+
+ModuleOp mlir::sd::copyIntoNestedModule(ModuleOp module) {
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  auto copy = ModuleOp::create(builder, module.getLoc());
+  builder.setInsertionPointToStart(copy.getBody());
+  for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+    if (&op != copy.getOperation())
+      builder.clone(op);
+  return copy;
+}
 
 std::unique_ptr<Pass>
 mlir::sd::createSelectAttention(const PipelineOptions &options) {

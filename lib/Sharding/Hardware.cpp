@@ -61,8 +61,7 @@ std::vector<HardwareProfile> builtins() {
            "measured on the workplace's AVX2 AMD EPYC machines (oneDNN "
            "sgemm, a one-thread copy); shared-memory defaults",
            177.35e9, 177.35e9, 31e9, 12 * kGiB, 2 * defaults.iciBandwidth,
-           defaults.iciLatency, defaults.dcnBandwidth, defaults.dcnLatency,
-           2),
+           defaults.iciLatency, defaults.dcnBandwidth, defaults.dcnLatency, 2),
       make("tpu-v5p", "https://cloud.google.com/tpu/docs/v5p",
            459e12 / kTpuF32Passes, 459e12, 2765e9, 95 * kGiB, 1200e9, 1e-6,
            // 50 Gb/s of DCN per chip, 4 chips per host.
@@ -77,8 +76,8 @@ std::vector<HardwareProfile> builtins() {
       make("h100-sxm",
            "https://www.nvidia.com/en-us/data-center/h100/ and the DGX H100 "
            "datasheet",
-           66.9e12, 989.4e12, 3.35e12, 80e9, 900e9, 2e-6, 8 * 400e9 / 8,
-           5e-6, 8),
+           66.9e12, 989.4e12, 3.35e12, 80e9, 900e9, 2e-6, 8 * 400e9 / 8, 5e-6,
+           8),
   };
 }
 
@@ -140,34 +139,15 @@ double *numberOf(HardwareProfile &p, Key key) {
   }
 }
 
-/// Reads one profile file; llvm::yaml's syntax errors become the status.
-class ProfileReader {
+/// Reads one profile file.
+class ProfileReader : public YamlReaderBase {
 public:
   ProfileReader(std::string_view text, std::string_view label)
-      : text(text), label(label) {
-    sourceMgr.setDiagHandler(&ProfileReader::capture, this);
-  }
+      : YamlReaderBase(label), text(text) {}
 
   absl::StatusOr<HardwareProfile> read();
 
 private:
-  static void capture(const llvm::SMDiagnostic &diag, void *ctx) {
-    auto *self = static_cast<ProfileReader *>(ctx);
-    if (!self->syntaxError)
-      self->syntaxError = yamlDiagnosticStatus(diag, self->label);
-  }
-
-  absl::Status error(const yaml::Node *node, std::string_view message) const {
-    if (syntaxError)
-      return *syntaxError;
-    llvm::SMLoc loc = node ? node->getSourceRange().Start : llvm::SMLoc();
-    if (!loc.isValid())
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: %s", label, message));
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s:%d: %s", label, sourceMgr.FindLineNumber(loc), message));
-  }
-
   static std::optional<std::string> scalar(yaml::Node *node) {
     auto *value = llvm::dyn_cast_or_null<yaml::ScalarNode>(node);
     if (!value)
@@ -177,15 +157,12 @@ private:
   }
 
   std::string_view text;
-  std::string label;
-  llvm::SourceMgr sourceMgr;
-  std::optional<absl::Status> syntaxError;
 };
 
 absl::StatusOr<HardwareProfile> ProfileReader::read() {
-  if (absl::Status s = checkYamlStructure(text, label); !s.ok())
+  if (absl::Status s = checkYamlStructure(text, fileName); !s.ok())
     return s;
-  yaml::Stream stream(llvm::MemoryBufferRef(llvm::StringRef(text), label),
+  yaml::Stream stream(llvm::MemoryBufferRef(llvm::StringRef(text), fileName),
                       sourceMgr);
   HardwareProfile profile;
   std::map<Key, bool> seen;
@@ -257,7 +234,7 @@ absl::StatusOr<HardwareProfile> ProfileReader::read() {
   for (const KeyInfo &k : kKeys)
     if (!seen[k.key])
       return absl::InvalidArgumentError(
-          absl::StrFormat("%s: no \"%s\" key", label, k.name));
+          absl::StrFormat("%s: no \"%s\" key", fileName, k.name));
   return profile;
 }
 
@@ -293,11 +270,10 @@ absl::StatusOr<HardwareProfile> sd::loadProfile(std::string_view nameOrPath,
   absl::StatusOr<std::string> text = readYamlFile(nameOrPath, "profile file");
   if (!text.ok()) {
     // "tpu-v5" is more likely a misspelt built-in than a missing file.
-    bool plainName = std::all_of(nameOrPath.begin(), nameOrPath.end(),
-                                 [](char c) {
-                                   return absl::ascii_isalnum(c) || c == '-' ||
-                                          c == '_';
-                                 });
+    bool plainName =
+        std::all_of(nameOrPath.begin(), nameOrPath.end(), [](char c) {
+          return absl::ascii_isalnum(c) || c == '-' || c == '_';
+        });
     if (absl::IsNotFound(text.status()) && plainName)
       return absl::InvalidArgumentError(absl::StrFormat(
           "--%s: %s", flag, builtinProfile(nameOrPath).status().message()));

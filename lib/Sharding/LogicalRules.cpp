@@ -138,38 +138,15 @@ absl::StatusOr<LogicalAxisRules> sd::presetRules(std::string_view preset) {
 
 namespace {
 
-/// Reads one YAML text. llvm::yaml reports syntax errors through the
-/// SourceMgr; the handler keeps the first one so it becomes the returned
-/// status instead of being printed to stderr.
-class RulesReader {
+/// Reads one YAML text of rules.
+class RulesReader : public YamlReaderBase {
 public:
   RulesReader(std::string_view text, std::string_view fileName)
-      : text(text), fileName(fileName) {
-    sourceMgr.setDiagHandler(&RulesReader::captureDiagnostic, this);
-  }
+      : YamlReaderBase(fileName), text(text) {}
 
   absl::StatusOr<LogicalAxisRules> read();
 
 private:
-  static void captureDiagnostic(const llvm::SMDiagnostic &diag, void *ctx) {
-    auto *self = static_cast<RulesReader *>(ctx);
-    if (!self->syntaxError)
-      self->syntaxError = yamlDiagnosticStatus(diag, self->fileName);
-  }
-
-  /// `file:line: message`; a pending syntax error wins, since a structural
-  /// complaint about a half-parsed node would only confuse.
-  absl::Status error(const yaml::Node *node, std::string_view message) const {
-    if (syntaxError)
-      return *syntaxError;
-    llvm::SMLoc loc = node ? node->getSourceRange().Start : llvm::SMLoc();
-    if (!loc.isValid())
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: %s", fileName, message));
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s:%d: %s", fileName, sourceMgr.FindLineNumber(loc), message));
-  }
-
   /// YAML's null spellings (plain only: a quoted 'null' is a string).
   static bool isNull(const yaml::Node *node) {
     if (llvm::isa<yaml::NullNode>(node))
@@ -197,9 +174,6 @@ private:
                             LogicalAxisRules &out);
 
   std::string_view text;
-  std::string fileName;
-  llvm::SourceMgr sourceMgr;
-  std::optional<absl::Status> syntaxError;
 };
 
 absl::StatusOr<std::vector<std::string>>

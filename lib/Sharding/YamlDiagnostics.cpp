@@ -26,6 +26,30 @@ absl::Status sd::yamlDiagnosticStatus(const llvm::SMDiagnostic &diag,
       absl::StrFormat("%s:%d: %s", label, diag.getLineNo(), message));
 }
 
+sd::YamlReaderBase::YamlReaderBase(std::string_view fileName)
+    : fileName(fileName) {
+  sourceMgr.setDiagHandler(&YamlReaderBase::captureDiagnostic, this);
+}
+
+void sd::YamlReaderBase::captureDiagnostic(const llvm::SMDiagnostic &diag,
+                                           void *ctx) {
+  auto *self = static_cast<YamlReaderBase *>(ctx);
+  if (!self->syntaxError)
+    self->syntaxError = yamlDiagnosticStatus(diag, self->fileName);
+}
+
+absl::Status sd::YamlReaderBase::error(const llvm::yaml::Node *node,
+                                       std::string_view message) const {
+  if (syntaxError)
+    return *syntaxError;
+  llvm::SMLoc loc = node ? node->getSourceRange().Start : llvm::SMLoc();
+  if (!loc.isValid())
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s", fileName, message));
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s:%d: %s", fileName, sourceMgr.FindLineNumber(loc), message));
+}
+
 absl::StatusOr<std::string> sd::readYamlFile(std::string_view path,
                                              std::string_view what) {
   absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =

@@ -19,9 +19,9 @@ bool failsWith(const absl::Status &status, const std::string &text) {
 // The published numbers, as sd prices them: a link is what a device sends
 // one way, half the bidirectional figure; DCN per host.
 TEST(HardwareTest, BuiltinsHaveTheirPublishedNumbers) {
-  EXPECT_EQ(builtinProfileNames(),
-            (std::vector<std::string>{"cpu", "tpu-v5p", "tpu-v6e",
-                                      "h100-sxm"}));
+  EXPECT_EQ(
+      builtinProfileNames(),
+      (std::vector<std::string>{"cpu", "tpu-v5p", "tpu-v6e", "h100-sxm"}));
   absl::StatusOr<HardwareProfile> v5p = builtinProfile("tpu-v5p");
   ASSERT_TRUE(v5p.ok()) << v5p.status();
   EXPECT_DOUBLE_EQ(v5p->device.bf16Flops, 459e12);

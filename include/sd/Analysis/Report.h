@@ -38,8 +38,7 @@ llvm::json::Value reportToJson(const CostReport &report,
 /// With `profile`, also the step's predicted time on it
 /// (sd/Analysis/StepTime.h).
 void printReport(const CostReport &report, ReportFormat format,
-                 llvm::raw_ostream &os,
-                 const ::sd::NetworkModel &network = {},
+                 llvm::raw_ostream &os, const ::sd::NetworkModel &network = {},
                  const ::sd::HardwareProfile *profile = nullptr);
 
 } // namespace mlir::sd

@@ -1,4 +1,5 @@
-//===- StepTime.h - A training step's predicted time on a profile -*- C++ -*-===//
+//===- StepTime.h - A training step's predicted time on a profile -*- C++
+//-*-===//
 //
 // The step-time model: what one device's step takes on the machine a
 // hardware profile describes, from the cost model's per-device report.

@@ -14,8 +14,8 @@
 #include "sd/Config/DType.h"
 #include "sd/Config/LrSchedule.h"
 #include "sd/Config/RematPolicyKind.h"
-#include "sd/Sharding/LogicalRules.h"
 #include "sd/Sharding/Hardware.h"
+#include "sd/Sharding/LogicalRules.h"
 #include "sd/Sharding/Network.h"
 
 #include <optional>
@@ -140,6 +140,11 @@ void addGradientReductionPasses(OpPassManager &pm,
 /// pipeline `options` describe runs on a copy of the module for each, and
 /// the cost model compares them (attention=auto).
 std::unique_ptr<Pass> createSelectAttention(const PipelineOptions &options);
+
+/// A copy of `module`'s ops in a module nested at its end, for a pass that
+/// tries a pipeline on the program without changing it (sd-select-attention,
+/// sd-plan); the caller erases it.
+ModuleOp copyIntoNestedModule(ModuleOp module);
 
 /// What sd-plan searches and prices on (`sdopt --plan`).
 struct PlanOptions {

@@ -22,9 +22,13 @@
 
 #include <string_view>
 
-namespace llvm {
-class SMDiagnostic;
-} // namespace llvm
+#include "llvm/Support/SourceMgr.h"
+
+#include <optional>
+
+namespace llvm::yaml {
+class Node;
+} // namespace llvm::yaml
 
 namespace sd {
 
@@ -41,6 +45,30 @@ absl::Status yamlDiagnosticStatus(const llvm::SMDiagnostic &diag,
 /// left to the reader.
 absl::Status checkYamlStructure(std::string_view text, std::string_view label,
                                 bool withLine = true);
+
+/// What the readers of one YAML text share: llvm::yaml reports syntax
+/// errors through `sourceMgr`, whose handler keeps the first one in
+/// `syntaxError` so that it becomes the returned status instead of being
+/// printed to stderr; `error` makes the reader's own complaints.
+class YamlReaderBase {
+protected:
+  explicit YamlReaderBase(std::string_view fileName);
+  YamlReaderBase(const YamlReaderBase &) = delete;
+  YamlReaderBase &operator=(const YamlReaderBase &) = delete;
+
+  /// `file:line: message` at `node` (`file: message` without a location);
+  /// a pending syntax error wins, since a structural complaint about a
+  /// half-parsed node would only confuse.
+  absl::Status error(const llvm::yaml::Node *node,
+                     std::string_view message) const;
+
+  std::string fileName;
+  llvm::SourceMgr sourceMgr;
+  std::optional<absl::Status> syntaxError;
+
+private:
+  static void captureDiagnostic(const llvm::SMDiagnostic &diag, void *ctx);
+};
 
 /// The largest YAML file read: 16 MiB, far above any config or rules file.
 constexpr uint64_t kMaxYamlFileBytes = uint64_t(16) << 20;
