@@ -35,19 +35,25 @@ CostReport fsdp2Report() {
   return report;
 }
 
+/// `count` all_gathers over fsdp:2 (`async` of them asynchronous) sending
+/// `bytes` per device in all.
+CollectiveSummary fsdpGathers(int64_t count, int64_t async, int64_t bytes) {
+  CollectiveSummary gather;
+  gather.kind = "all_gather";
+  gather.axes = {"fsdp"};
+  gather.groupSize = 2;
+  gather.count = count;
+  gather.asyncCount = async;
+  gather.bytesPerDevice = bytes;
+  return gather;
+}
+
 // Compute: products 1000/100 + 2000/400 = 15 s (their 50 bytes take 5 s);
 // other ops 30/10 = 3 s. An all_gather sending 20 bytes per device: 10 s,
 // of which the asynchronous half (5 s) hides behind compute.
 TEST(StepTimeTest, ComputeCommunicationAndWhatHides) {
   CostReport report = fsdp2Report();
-  CollectiveSummary gather;
-  gather.kind = "all_gather";
-  gather.axes = {"fsdp"};
-  gather.groupSize = 2;
-  gather.count = 2;
-  gather.asyncCount = 1;
-  gather.bytesPerDevice = 20;
-  report.collectives.push_back(gather);
+  report.collectives.push_back(fsdpGathers(2, 1, 20));
   StepTimePrediction p = predictStepTime(report, roundProfile());
   EXPECT_DOUBLE_EQ(p.matmulSeconds, 15);
   EXPECT_DOUBLE_EQ(p.otherSeconds, 3);
@@ -65,14 +71,7 @@ TEST(StepTimeTest, RooflineAndLimits) {
   CostReport report = fsdp2Report();
   report.matmulBytes = 500;
   report.parameterBytes = 2000;
-  CollectiveSummary gather;
-  gather.kind = "all_gather";
-  gather.axes = {"fsdp"};
-  gather.groupSize = 2;
-  gather.count = 1;
-  gather.asyncCount = 1;
-  gather.bytesPerDevice = 400;
-  report.collectives.push_back(gather);
+  report.collectives.push_back(fsdpGathers(1, 1, 400));
   StepTimePrediction p = predictStepTime(report, roundProfile());
   EXPECT_DOUBLE_EQ(p.matmulSeconds, 50);
   EXPECT_DOUBLE_EQ(p.communicationSeconds, 200);
