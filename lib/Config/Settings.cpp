@@ -480,7 +480,8 @@ std::vector<SettingRow> meshFlagRows() {
   return {
       flag("mesh", kAllTools, &F::mesh, G::Mesh,
            "Device mesh (ICI), e.g. data:8,fsdp:4; -1 fills from --devices, "
-           "or one device a core (default: one device)")
+           "or one device a core (default: one device); sdrun: auto plans "
+           "it for --devices (sdopt --plan's search)")
           .row,
       flag("devices", kAllTools, &F::devices, G::Mesh,
            "Device count (fills a -1 mesh axis)")

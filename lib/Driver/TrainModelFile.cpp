@@ -2,6 +2,8 @@
 
 #include "sd/Driver/TrainModelFile.h"
 #include "sd/Driver/Diagnostics.h"
+#include "sd/Driver/RunSpecOptions.h"
+#include "sd/Passes/Passes.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/InitAll.h"
 #include "sd/Support/Files.h"
@@ -72,6 +74,60 @@ absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
   return withModelFile(options.modelPath, [&](ModuleOp module) {
     return runTraining(module, options, hooks);
   });
+}
+
+absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
+                                     llvm::raw_ostream &log) {
+  if (values.mesh.value_or("") != "auto")
+    return absl::OkStatus();
+  if (!values.devices)
+    return absl::InvalidArgumentError(
+        "--mesh=auto needs --devices, the devices to plan for");
+  if (values.dcnMesh || values.processes)
+    return absl::InvalidArgumentError(
+        "--mesh=auto plans the devices of one process: leave out --dcn-mesh "
+        "and --processes");
+  absl::StatusOr<std::optional<::sd::HardwareProfile>> profile =
+      ::sd::resolveProfile(values);
+  if (!profile.ok())
+    return profile.status();
+  ::sd::HardwareProfile hardware =
+      *profile ? **profile : *::sd::builtinProfile("cpu");
+  // The run of one device: the planner sets each candidate's mesh.
+  ::sd::RunSpecFlags single = values;
+  single.mesh.reset();
+  single.devices.reset();
+  absl::StatusOr<::sd::RunSpec> spec =
+      ::sd::resolveRunSpec(single, ::sd::HostInfo::current());
+  if (!spec.ok())
+    return spec.status();
+  PipelineOptions base = pipelineOptions(*spec);
+  base.train = true;
+  PlanOptions plan;
+  plan.devices = *values.devices;
+  plan.profile = hardware;
+  if (values.remat)
+    plan.remats = {spec->remat.policy.value};
+  std::optional<PlanChoice> choice;
+  absl::Status status =
+      withModelFile(values.modelPath, [&](ModuleOp module) -> absl::Status {
+        FailureOr<PlanChoice> best = choosePlan(module, base, plan);
+        if (failed(best))
+          return reportedFailure("--mesh=auto found no plan");
+        choice = *best;
+        return absl::OkStatus();
+      });
+  if (!status.ok())
+    return status;
+  values.mesh = choice->mesh;
+  values.remat = std::string(::sd::rematPolicyName(choice->remat));
+  log << "sdrun: --mesh=auto chose mesh " << choice->mesh << ", remat "
+      << ::sd::rematPolicyName(choice->remat) << ", the best of "
+      << choice->candidates << " plans on " << hardware.name << " (predicted "
+      << ::sd::formatSeconds(choice->time.stepSeconds) << " a step, "
+      << formatBytes(choice->time.neededBytes)
+      << " per device; sdopt --plan prints the table)\n";
+  return absl::OkStatus();
 }
 
 absl::Status mlir::sd::checkOutputPath(const std::string &path,

@@ -70,6 +70,182 @@ void factorizations(int64_t n, size_t axes, std::vector<int64_t> &prefix,
   }
 }
 
+/// Runs one candidate's pipeline on a module: inside a pass (sd-plan) or
+/// on its own (sdrun --mesh=auto).
+using RunPipelineFn =
+    function_ref<LogicalResult(const PipelineOptions &, ModuleOp)>;
+
+/// The search: candidates, each priced, the fitting ones ranked.
+class Search {
+public:
+  Search(ModuleOp module, const PipelineOptions &base,
+         const PlanOptions &options, RunPipelineFn run)
+      : module(module), base(base), options(options), run(run) {}
+
+  /// Prices every candidate; false after an error at the module's location
+  /// when the devices do not split over the hosts.
+  bool runSearch();
+  /// After runSearch: an error at the module's location saying why no plan
+  /// fits, when none does.
+  LogicalResult checkSomeFit() const;
+
+  double memory() const {
+    return options.deviceMemory > 0 ? double(options.deviceMemory)
+                                    : options.profile.device.memoryBytes;
+  }
+
+  std::vector<Plan> plans;
+  std::vector<const Plan *> ranked;
+  int64_t noPartition = 0, offload = 0, tooLarge = 0;
+  std::string firstError;
+  const Plan *smallest = nullptr;
+
+private:
+  void enumerate();
+  void price(Plan &plan);
+
+  /// Mutable: an op handle's queries are not const methods.
+  mutable ModuleOp module;
+  PipelineOptions base;
+  PlanOptions options;
+  RunPipelineFn run;
+};
+
+void Search::enumerate() {
+  int64_t perHost = options.devices / options.hosts;
+  std::vector<std::vector<int64_t>> ici, dcn;
+  std::vector<int64_t> prefix;
+  factorizations(perHost, 4, prefix, ici);
+  // Across hosts: data and fsdp (MaxDiffusion's dcn_* axes in practice).
+  if (options.hosts > 1)
+    factorizations(options.hosts, 2, prefix, dcn);
+  else
+    dcn.push_back({1, 1});
+  std::vector<::sd::RematPolicyKind> remats = options.remats;
+  if (remats.empty())
+    remats = {::sd::RematPolicyKind::None,
+              ::sd::RematPolicyKind::Full,
+              ::sd::RematPolicyKind::MatmulWithoutBatch,
+              ::sd::RematPolicyKind::FluxOptimized,
+              ::sd::RematPolicyKind::OffloadMatmulWithoutBatch,
+              ::sd::RematPolicyKind::HiddenStateWithOffload};
+  for (const std::vector<int64_t> &across : dcn)
+    for (const std::vector<int64_t> &inside : ici) {
+      std::vector<std::string> iciAxes, dcnAxes;
+      for (size_t a = 0; a < 4; ++a) {
+        bool acrossHosts = a < 2 && across[a] > 1;
+        if (inside[a] > 1 || acrossHosts)
+          iciAxes.push_back(std::string(kAxes[a]) + ":" +
+                            std::to_string(inside[a]));
+        if (acrossHosts)
+          dcnAxes.push_back(std::string(kAxes[a]) + ":" +
+                            std::to_string(across[a]));
+      }
+      if (iciAxes.empty())
+        iciAxes.push_back("data:1");
+      for (::sd::RematPolicyKind remat : remats)
+        plans.push_back(Plan{llvm::join(iciAxes, ","), llvm::join(dcnAxes, ","),
+                             remat, inside, across});
+    }
+}
+
+void Search::price(Plan &plan) {
+  ModuleOp copy = copyIntoNestedModule(module);
+  PipelineOptions variant = base;
+  variant.mesh = plan.ici;
+  variant.dcnMesh = plan.dcn;
+  variant.devices = 0;
+  variant.processes = 0;
+  variant.train = true;
+  variant.partition = true;
+  variant.propagate = true;
+  variant.recordProvenance = false;
+  variant.explain.clear();
+  variant.training.remat.policy = plan.remat;
+  {
+    std::string first;
+    ScopedDiagnosticHandler quiet(module.getContext(), [&](Diagnostic &diag) {
+      if (first.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
+        first = diag.str();
+      return success();
+    });
+    func::FuncOp func;
+    FailureOr<CostReport> report = failure();
+    if (succeeded(run(variant, copy)) &&
+        (func = findReportFunction(copy, "train_step")))
+      report = computeCostReport(func, LayoutChoice::Auto);
+    if (succeeded(report)) {
+      plan.time = predictStepTime(*report, options.profile);
+      plan.hostTransferBytes = report->hostTransferBytes;
+    } else {
+      plan.error = first.empty() ? "the pipeline failed" : first;
+    }
+  }
+  copy.erase();
+}
+
+bool Search::runSearch() {
+  if (options.devices <= 0 || options.hosts <= 0 ||
+      options.devices % options.hosts != 0) {
+    // At the module's location, without the module attached (which the
+    // diagnostic would print whole).
+    emitError(module.getLoc())
+        << "planning needs devices divisible by the hosts, not "
+        << options.devices << " devices on " << options.hosts << " hosts";
+    return false;
+  }
+  enumerate();
+  for (Plan &plan : plans) {
+    price(plan);
+    if (!plan.time) {
+      ++noPartition;
+      if (firstError.empty())
+        firstError = plan.mesh() + ", " +
+                     std::string(::sd::rematPolicyName(plan.remat)) + ": " +
+                     plan.error;
+      continue;
+    }
+    if (plan.hostTransferBytes > 0) {
+      ++offload;
+      continue;
+    }
+    if (!smallest || plan.time->neededBytes < smallest->time->neededBytes)
+      smallest = &plan;
+    if (double(plan.time->neededBytes) > memory()) {
+      ++tooLarge;
+      continue;
+    }
+    ranked.push_back(&plan);
+  }
+  std::stable_sort(
+      ranked.begin(), ranked.end(), [](const Plan *a, const Plan *b) {
+        return std::tie(a->time->stepSeconds, a->time->neededBytes) <
+               std::tie(b->time->stepSeconds, b->time->neededBytes);
+      });
+  return true;
+}
+
+LogicalResult Search::checkSomeFit() const {
+  if (!ranked.empty())
+    return success();
+  InFlightDiagnostic diag = emitError(module.getLoc())
+                            << "no plan fits " << options.devices
+                            << " devices of " << formatBytes(int64_t(memory()));
+  if (smallest) {
+    // Sharded state scales as 1/devices: an estimate of the count that
+    // would fit the smallest plan.
+    double ratio = double(smallest->time->neededBytes) / memory();
+    int64_t enough = int64_t(std::ceil(double(options.devices) * ratio));
+    diag << ": the smallest (" << smallest->mesh() << ", remat "
+         << ::sd::rematPolicyName(smallest->remat) << ") needs "
+         << formatBytes(smallest->time->neededBytes) << " per device; about "
+         << enough << " devices would fit it (its state split over more)";
+  } else if (!firstError.empty()) {
+    diag << ": none partitions (" << firstError << ")";
+  }
+  return failure();
+}
+
 class PlanPass : public PassWrapper<PlanPass, OperationPass<ModuleOp>> {
 public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PlanPass)
@@ -99,160 +275,34 @@ public:
 private:
   /// Writes `plan` to options.outputPath as a run config.
   LogicalResult writeConfig(const Plan &plan);
-  std::vector<Plan> candidates() const;
-  void price(Plan &plan);
 
   PipelineOptions base;
   PlanOptions options;
   llvm::raw_ostream &os;
 };
 
-std::vector<Plan> PlanPass::candidates() const {
-  int64_t perHost = options.devices / options.hosts;
-  std::vector<std::vector<int64_t>> ici, dcn;
-  std::vector<int64_t> prefix;
-  factorizations(perHost, 4, prefix, ici);
-  // Across hosts: data and fsdp (MaxDiffusion's dcn_* axes in practice).
-  if (options.hosts > 1)
-    factorizations(options.hosts, 2, prefix, dcn);
-  else
-    dcn.push_back({1, 1});
-  std::vector<Plan> plans;
-  for (const std::vector<int64_t> &across : dcn)
-    for (const std::vector<int64_t> &inside : ici) {
-      std::vector<std::string> iciAxes, dcnAxes;
-      for (size_t a = 0; a < 4; ++a) {
-        bool acrossHosts = a < 2 && across[a] > 1;
-        if (inside[a] > 1 || acrossHosts)
-          iciAxes.push_back(std::string(kAxes[a]) + ":" +
-                            std::to_string(inside[a]));
-        if (acrossHosts)
-          dcnAxes.push_back(std::string(kAxes[a]) + ":" +
-                            std::to_string(across[a]));
-      }
-      if (iciAxes.empty())
-        iciAxes.push_back("data:1");
-      for (::sd::RematPolicyKind remat :
-           {::sd::RematPolicyKind::None, ::sd::RematPolicyKind::Full,
-            ::sd::RematPolicyKind::MatmulWithoutBatch,
-            ::sd::RematPolicyKind::FluxOptimized,
-            ::sd::RematPolicyKind::OffloadMatmulWithoutBatch,
-            ::sd::RematPolicyKind::HiddenStateWithOffload})
-        plans.push_back(Plan{llvm::join(iciAxes, ","), llvm::join(dcnAxes, ","),
-                             remat, inside, across});
-    }
-  return plans;
-}
-
-void PlanPass::price(Plan &plan) {
-  ModuleOp copy = copyIntoNestedModule(getOperation());
-  PipelineOptions variant = base;
-  variant.mesh = plan.ici;
-  variant.dcnMesh = plan.dcn;
-  variant.devices = 0;
-  variant.processes = 0;
-  variant.train = true;
-  variant.partition = true;
-  variant.propagate = true;
-  variant.recordProvenance = false;
-  variant.explain.clear();
-  variant.training.remat.policy = plan.remat;
-  {
-    std::string first;
-    ScopedDiagnosticHandler quiet(&getContext(), [&](Diagnostic &diag) {
-      if (first.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
-        first = diag.str();
-      return success();
-    });
-    OpPassManager pm(ModuleOp::getOperationName());
-    buildDefaultPipeline(pm, variant);
-    func::FuncOp func;
-    FailureOr<CostReport> report = failure();
-    if (succeeded(runPipeline(pm, copy)) &&
-        (func = findReportFunction(copy, "train_step")))
-      report = computeCostReport(func, LayoutChoice::Auto);
-    if (succeeded(report)) {
-      plan.time = predictStepTime(*report, options.profile);
-      plan.hostTransferBytes = report->hostTransferBytes;
-    } else {
-      plan.error = first.empty() ? "the pipeline failed" : first;
-    }
-  }
-  copy.erase();
-}
-
 void PlanPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (options.devices <= 0 || options.hosts <= 0 ||
-      options.devices % options.hosts != 0) {
-    // At the module's location, without the module attached (which the
-    // diagnostic would print whole).
-    emitError(module.getLoc())
-        << "--plan needs --devices divisible by --hosts, not "
-        << options.devices << " devices on " << options.hosts << " hosts";
+  Search search(module, base, options,
+                [&](const PipelineOptions &variant, ModuleOp copy) {
+                  OpPassManager pm(ModuleOp::getOperationName());
+                  buildDefaultPipeline(pm, variant);
+                  return runPipeline(pm, copy);
+                });
+  if (!search.runSearch())
     return signalPassFailure();
-  }
-  double memory = options.deviceMemory > 0 ? double(options.deviceMemory)
-                                           : options.profile.device.memoryBytes;
-  std::vector<Plan> plans = candidates();
-  int64_t noPartition = 0, offload = 0, tooLarge = 0;
-  std::string firstError;
-  const Plan *smallest = nullptr;
-  std::vector<const Plan *> ranked;
-  for (Plan &plan : plans) {
-    price(plan);
-    if (!plan.time) {
-      ++noPartition;
-      if (firstError.empty())
-        firstError = plan.mesh() + ", " +
-                     std::string(::sd::rematPolicyName(plan.remat)) + ": " +
-                     plan.error;
-      continue;
-    }
-    if (plan.hostTransferBytes > 0) {
-      ++offload;
-      continue;
-    }
-    if (!smallest || plan.time->neededBytes < smallest->time->neededBytes)
-      smallest = &plan;
-    if (double(plan.time->neededBytes) > memory) {
-      ++tooLarge;
-      continue;
-    }
-    ranked.push_back(&plan);
-  }
-  std::stable_sort(
-      ranked.begin(), ranked.end(), [](const Plan *a, const Plan *b) {
-        return std::tie(a->time->stepSeconds, a->time->neededBytes) <
-               std::tie(b->time->stepSeconds, b->time->neededBytes);
-      });
-
+  const std::vector<Plan> &plans = search.plans;
+  const std::vector<const Plan *> &ranked = search.ranked;
   os << "sd plan: " << options.devices << " devices (" << options.hosts
      << (options.hosts == 1 ? " host" : " hosts") << " of "
      << options.devices / options.hosts << ") of " << options.profile.name
-     << ", device memory " << formatBytes(int64_t(memory)) << ": "
+     << ", device memory " << formatBytes(int64_t(search.memory())) << ": "
      << plans.size() << " candidates (meshes over data, fsdp, context and "
      << "tensor inside a host, data and fsdp across hosts; remat NONE, FULL, "
      << "MATMUL_WITHOUT_BATCH, FLUX_OPTIMIZED and the two offload "
      << "policies)\n";
-  if (ranked.empty()) {
-    InFlightDiagnostic diag = emitError(module.getLoc())
-                              << "no plan fits " << options.devices
-                              << " devices of " << formatBytes(int64_t(memory));
-    if (smallest) {
-      // Sharded state scales as 1/devices: an estimate of the count that
-      // would fit the smallest plan.
-      double ratio = double(smallest->time->neededBytes) / memory;
-      int64_t enough = int64_t(std::ceil(double(options.devices) * ratio));
-      diag << ": the smallest (" << smallest->mesh() << ", remat "
-           << ::sd::rematPolicyName(smallest->remat) << ") needs "
-           << formatBytes(smallest->time->neededBytes) << " per device; about "
-           << enough << " devices would fit it (its state split over more)";
-    } else if (!firstError.empty()) {
-      diag << ": none partitions (" << firstError << ")";
-    }
+  if (failed(search.checkSomeFit()))
     return signalPassFailure();
-  }
   const StepTimePrediction &best = *ranked.front()->time;
   os << "  #  " << llvm::left_justify("mesh", 36)
      << llvm::left_justify("remat", 22) << llvm::right_justify("step", 11)
@@ -288,12 +338,13 @@ void PlanPass::runOnOperation() {
     os << "wrote the best plan to " << options.outputPath
        << " (sdrun --config=" << options.outputPath << ")\n";
   }
-  os << "priced " << plans.size() - noPartition << ", ranked " << ranked.size()
-     << "; dropped: " << tooLarge << " that do not fit the device memory, "
-     << offload << " with offload traffic (not priced yet), " << noPartition
+  os << "priced " << plans.size() - search.noPartition << ", ranked "
+     << ranked.size() << "; dropped: " << search.tooLarge
+     << " that do not fit the device memory, " << search.offload
+     << " with offload traffic (not priced yet), " << search.noPartition
      << " that do not partition";
-  if (!firstError.empty())
-    os << " (first: " << firstError << ")";
+  if (!search.firstError.empty())
+    os << " (first: " << search.firstError << ")";
   os << "\n";
   markAllAnalysesPreserved();
 }
@@ -337,6 +388,22 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
 }
 
 } // namespace
+
+FailureOr<PlanChoice> mlir::sd::choosePlan(ModuleOp module,
+                                           const PipelineOptions &base,
+                                           const PlanOptions &plan) {
+  Search search(module, base, plan,
+                [&](const PipelineOptions &variant, ModuleOp copy) {
+                  PassManager pm(module.getContext());
+                  buildDefaultPipeline(pm, variant);
+                  return pm.run(copy);
+                });
+  if (!search.runSearch() || failed(search.checkSomeFit()))
+    return failure();
+  const Plan &best = *search.ranked.front();
+  return PlanChoice{best.ici, best.dcn, best.remat, *best.time,
+                    int64_t(search.plans.size())};
+}
 
 std::unique_ptr<Pass> mlir::sd::createPlan(const PipelineOptions &base,
                                            const PlanOptions &plan,

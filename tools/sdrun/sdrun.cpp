@@ -61,6 +61,9 @@ absl::Status runSdrun(int argc, char **argv, mlir::sd::ToolProcess &process) {
 
   sd::RunSpecFlags values = flags.values();
   mlir::sd::setMpiProcesses(values, process.mpi);
+  if (absl::Status planned = mlir::sd::planAutoMesh(values, llvm::outs());
+      !planned.ok())
+    return planned;
   // A bad flag is an error on each rank given it; the others learn of it
   // in the start-up handshake.
   absl::StatusOr<sd::RunSpec> spec =

@@ -3,6 +3,7 @@
 #ifndef SD_DRIVER_TRAINMODELFILE_H
 #define SD_DRIVER_TRAINMODELFILE_H
 
+#include "sd/Config/RunSpec.h"
 #include "sd/Driver/TrainRun.h"
 
 namespace mlir::sd {
@@ -19,6 +20,14 @@ absl::Status trainModelFile(const TrainRunOptions &options,
 /// diagnostics are the message); a missing file as NotFound.
 absl::Status withModelFile(const std::string &path,
                            llvm::function_ref<absl::Status(ModuleOp)> fn);
+
+/// sdrun --mesh=auto: when `values` asks for it, plans the model's
+/// training step for --devices in one process on --profile (`cpu` without
+/// it) with sd-plan's search (choosePlan), over the remat policies or only
+/// the one --remat names, and sets the mesh and remat policy to the best
+/// plan's, saying so on `log`. Bad flags are InvalidArgument; a model that
+/// fits no plan is a reportedFailure (the error is printed).
+absl::Status planAutoMesh(::sd::RunSpecFlags &values, llvm::raw_ostream &log);
 
 /// Fails when the directory `path` would be written into does not exist
 /// or `path` is a directory, naming `flag`, so that a bad output path is

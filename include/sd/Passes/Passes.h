@@ -9,6 +9,7 @@
 #include "sd/IR/SDDialect.h"
 // Option types of sd-print-report (LayoutChoice, ReportFormat).
 #include "sd/Analysis/Report.h"
+#include "sd/Analysis/StepTime.h"
 // Option type of sd-remat.
 #include "sd/Config/AttentionKind.h"
 #include "sd/Config/DType.h"
@@ -158,7 +159,23 @@ struct PlanOptions {
   /// Where to write the best plan as a MaxDiffusion-style run config
   /// (`sdrun --config`); none when empty.
   std::string outputPath;
+  /// The remat policies to try; empty: every one sd can price.
+  std::vector<::sd::RematPolicyKind> remats;
 };
+
+/// The best plan (sdrun --mesh=auto).
+struct PlanChoice {
+  std::string mesh, dcnMesh;
+  ::sd::RematPolicyKind remat;
+  StepTimePrediction time;
+  /// How many candidates were searched.
+  int64_t candidates = 0;
+};
+
+/// sd-plan's search on `module` outside any pass: its best plan, or
+/// failure after an error at the module's location when none fits.
+FailureOr<PlanChoice> choosePlan(ModuleOp module, const PipelineOptions &base,
+                                 const PlanOptions &plan);
 
 /// sd-plan (lib/Passes/Plan.cpp): every mesh of `plan.devices` and every
 /// remat policy it can price, each run through the default pipeline from
