@@ -3,9 +3,9 @@
 #include "sd/Driver/TrainModelFile.h"
 #include "sd/Driver/Diagnostics.h"
 #include "sd/Driver/RunSpecOptions.h"
-#include "sd/Passes/Passes.h"
 #include "sd/IR/SDDialect.h"
 #include "sd/InitAll.h"
+#include "sd/Passes/Passes.h"
 #include "sd/Support/Files.h"
 #include "sd/Support/InputLimits.h"
 
@@ -77,7 +77,7 @@ absl::Status mlir::sd::trainModelFile(const TrainRunOptions &options,
 }
 
 absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
-                                     llvm::raw_ostream &log) {
+                                    llvm::raw_ostream &log) {
   if (values.mesh.value_or("") != "auto")
     return absl::OkStatus();
   if (!values.devices)
