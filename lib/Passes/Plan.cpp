@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -73,14 +74,14 @@ void factorizations(int64_t n, size_t axes, std::vector<int64_t> &prefix,
 /// Runs one candidate's pipeline on a module: inside a pass (sd-plan) or
 /// on its own (sdrun --mesh=auto).
 using RunPipelineFn =
-    function_ref<LogicalResult(const PipelineOptions &, ModuleOp)>;
+    std::function<LogicalResult(const PipelineOptions &, ModuleOp)>;
 
 /// The search: candidates, each priced, the fitting ones ranked.
 class Search {
 public:
   Search(ModuleOp module, const PipelineOptions &base,
          const PlanOptions &options, RunPipelineFn run)
-      : module(module), base(base), options(options), run(run) {}
+      : module(module), base(base), options(options), run(std::move(run)) {}
 
   /// Prices every candidate; false after an error at the module's location
   /// when the devices do not split over the hosts.
