@@ -718,16 +718,22 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
   return report;
 }
 
+std::vector<int> mlir::sd::collectiveAxes(const CostReport &report,
+                                          const CollectiveSummary &summary) {
+  std::vector<int> axes;
+  for (const std::string &name : summary.axes)
+    for (size_t i = 0; i < report.mesh.axes().size(); ++i)
+      if (report.mesh.axes()[i].name == name)
+        axes.push_back(static_cast<int>(i));
+  return axes;
+}
+
 std::vector<AxisCommunication>
 mlir::sd::predictCommunication(const CostReport &report,
                                const ::sd::NetworkModel &network) {
   std::vector<AxisCommunication> result;
   for (const CollectiveSummary &summary : report.collectives) {
-    std::vector<int> axes;
-    for (const std::string &name : summary.axes)
-      for (size_t i = 0; i < report.mesh.axes().size(); ++i)
-        if (report.mesh.axes()[i].name == name)
-          axes.push_back(static_cast<int>(i));
+    std::vector<int> axes = collectiveAxes(report, summary);
     auto it = llvm::find_if(result, [&](const AxisCommunication &entry) {
       return entry.axes == summary.axes;
     });

@@ -18,11 +18,7 @@ mlir::sd::predictStepTime(const CostReport &report,
   p.otherSeconds = double(report.otherBytes) / device.memoryBandwidth;
   double asyncSeconds = 0;
   for (const CollectiveSummary &summary : report.collectives) {
-    std::vector<int> axes;
-    for (const std::string &name : summary.axes)
-      for (size_t i = 0; i < report.mesh.axes().size(); ++i)
-        if (report.mesh.axes()[i].name == name)
-          axes.push_back(static_cast<int>(i));
+    std::vector<int> axes = collectiveAxes(report, summary);
     double seconds = ::sd::predictCollectiveSeconds(
         report.mesh, axes, summary.kind, summary.count, summary.bytesPerDevice,
         profile.network);

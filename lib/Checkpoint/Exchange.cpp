@@ -200,31 +200,6 @@ openParameterImport(const std::string &path, const rt::ProgramSpec &spec) {
   return import;
 }
 
-/// Copies a row-major tensor of `shape` into the leading corner of one of
-/// `outer` (at least as large along every dimension).
-static void placeRows(const std::vector<int64_t> &shape,
-                      const std::vector<int64_t> &outer, const float *from,
-                      float *to) {
-  size_t rank = shape.size();
-  if (rank == 0 || rt::numElements(shape) == 0) {
-    if (rank == 0)
-      *to = *from;
-    return;
-  }
-  int64_t inner = shape[rank - 1];
-  int64_t rows = rt::numElements(shape) / inner;
-  for (int64_t row = 0; row < rows; ++row) {
-    // The row's index in `outer`, from its indices along the outer dims.
-    int64_t rest = row, at = 0, stride = outer[rank - 1];
-    for (size_t d = rank - 1; d-- > 0;) {
-      at += rest % shape[d] * stride;
-      rest /= shape[d];
-      stride *= outer[d];
-    }
-    std::copy(from + row * inner, from + (row + 1) * inner, to + at);
-  }
-}
-
 absl::Status readImportedBlock(const ParameterImport &import, size_t index,
                                const rt::ArgumentSpec &arg,
                                const std::vector<int64_t> &offsets,
@@ -236,10 +211,7 @@ absl::Status readImportedBlock(const ParameterImport &import, size_t index,
   SafetensorsTensor view = tensor;
   view.shape = arg.globalShape;
   // A padded block reads its valid part, which then moves to its rows.
-  std::vector<int64_t> valid(arg.localShape.size());
-  for (size_t d = 0; d < valid.size(); ++d)
-    valid[d] = std::clamp<int64_t>(arg.globalShape[d] - offsets[d], 0,
-                                   arg.localShape[d]);
+  std::vector<int64_t> valid = arg.validShapeAt(offsets);
   int64_t elements = rt::numElements(arg.localShape);
   if (valid != arg.localShape) {
     std::vector<float> part(static_cast<size_t>(rt::numElements(valid)));
@@ -249,7 +221,11 @@ absl::Status readImportedBlock(const ParameterImport &import, size_t index,
           !status.ok())
         return status;
     std::fill(out, out + elements, 0.0f);
-    placeRows(valid, arg.localShape, part.data(), out);
+    const float *next = part.data();
+    arg.forEachValidRowAt(offsets, [&](int64_t at, int64_t, int64_t count) {
+      std::copy(next, next + count, out + at);
+      next += count;
+    });
   } else if (absl::Status status =
                  reader.readBlock(view, offsets, arg.localShape, out);
              !status.ok()) {

@@ -10,6 +10,21 @@
 using namespace mlir;
 using namespace mlir::sd;
 
+absl::StatusOr<PlanningBase>
+mlir::sd::planningBase(const ::sd::RunSpecFlags &values) {
+  ::sd::RunSpecFlags single = values;
+  single.mesh.reset();
+  single.devices.reset();
+  single.processes.reset();
+  absl::StatusOr<::sd::RunSpec> spec =
+      ::sd::resolveRunSpec(single, ::sd::HostInfo::current());
+  if (!spec.ok())
+    return spec.status();
+  PlanningBase base{*spec, pipelineOptions(*spec)};
+  base.pipeline.train = true;
+  return base;
+}
+
 PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   PipelineOptions options;
   const ::sd::MeshSettings &mesh = spec.mesh;

@@ -374,16 +374,10 @@ SdoptCommandLine::resolvePlan(SdoptInvocation &invocation,
       ::sd::resolveProfile(values);
   if (!profile.ok())
     return fail(std::string(profile.status().message()));
-  // The run specification of one device: the planner sets each mesh.
-  ::sd::RunSpecFlags single = values;
-  single.devices.reset();
-  single.processes.reset();
-  absl::StatusOr<::sd::RunSpec> spec =
-      ::sd::resolveRunSpec(single, ::sd::HostInfo::current());
-  if (!spec.ok())
-    return fail(std::string(spec.status().message()));
-  PipelineOptions base = pipelineOptions(*spec);
-  base.train = true;
+  absl::StatusOr<PlanningBase> planning = planningBase(values);
+  if (!planning.ok())
+    return fail(std::string(planning.status().message()));
+  PipelineOptions base = planning->pipeline;
   PlanOptions plan;
   plan.devices = *values.devices;
   plan.hosts = flags->hosts;

@@ -93,21 +93,15 @@ absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
     return profile.status();
   ::sd::HardwareProfile hardware =
       *profile ? **profile : *::sd::builtinProfile("cpu");
-  // The run of one device: the planner sets each candidate's mesh.
-  ::sd::RunSpecFlags single = values;
-  single.mesh.reset();
-  single.devices.reset();
-  absl::StatusOr<::sd::RunSpec> spec =
-      ::sd::resolveRunSpec(single, ::sd::HostInfo::current());
-  if (!spec.ok())
-    return spec.status();
-  PipelineOptions base = pipelineOptions(*spec);
-  base.train = true;
+  absl::StatusOr<PlanningBase> planning = planningBase(values);
+  if (!planning.ok())
+    return planning.status();
+  const PipelineOptions &base = planning->pipeline;
   PlanOptions plan;
   plan.devices = *values.devices;
   plan.profile = hardware;
   if (values.remat)
-    plan.remats = {spec->remat.policy.value};
+    plan.remats = {planning->spec.remat.policy.value};
   std::optional<PlanChoice> choice;
   absl::Status status =
       withModelFile(values.modelPath, [&](ModuleOp module) -> absl::Status {

@@ -58,7 +58,11 @@ ArgumentSpec::blockOffsets(const std::vector<int64_t> &coords) const {
 
 std::vector<int64_t>
 ArgumentSpec::validShape(const std::vector<int64_t> &coords) const {
-  std::vector<int64_t> offsets = blockOffsets(coords);
+  return validShapeAt(blockOffsets(coords));
+}
+
+std::vector<int64_t>
+ArgumentSpec::validShapeAt(const std::vector<int64_t> &offsets) const {
   std::vector<int64_t> valid(localShape.size());
   for (size_t d = 0; d < localShape.size(); ++d)
     valid[d] =
@@ -69,13 +73,18 @@ ArgumentSpec::validShape(const std::vector<int64_t> &coords) const {
 void ArgumentSpec::forEachValidRow(
     const std::vector<int64_t> &coords,
     const std::function<void(int64_t, int64_t, int64_t)> &copy) const {
+  forEachValidRowAt(blockOffsets(coords), copy);
+}
+
+void ArgumentSpec::forEachValidRowAt(
+    const std::vector<int64_t> &offsets,
+    const std::function<void(int64_t, int64_t, int64_t)> &copy) const {
   size_t rank = localShape.size();
   if (rank == 0) {
     copy(0, 0, 1);
     return;
   }
-  std::vector<int64_t> offsets = blockOffsets(coords);
-  std::vector<int64_t> valid = validShape(coords);
+  std::vector<int64_t> valid = validShapeAt(offsets);
   if (numElements(valid) == 0)
     return;
   std::vector<int64_t> globalStrides = ::sd::ref::rowMajorStrides(globalShape);

@@ -250,6 +250,11 @@ struct AxisCommunication {
   double predictedSeconds = 0;
 };
 
+/// The indices in `report.mesh` of the axes `summary`'s collectives run
+/// over, as the network model takes them.
+std::vector<int> collectiveAxes(const CostReport &report,
+                                const CollectiveSummary &summary);
+
 /// `report`'s collectives grouped by their mesh axes (in the order of the
 /// report's rows) and priced by `network` (sd/Sharding/Network.h).
 std::vector<AxisCommunication>

@@ -21,6 +21,15 @@ namespace mlir::sd {
 /// partition) is left to the caller.
 PipelineOptions pipelineOptions(const ::sd::RunSpec &spec);
 
+/// What the planner varies (sdopt --plan, sdrun --mesh=auto): `values`
+/// resolved for one device, its mesh flags left out (the planner sets each
+/// candidate's), and the training step's pipeline of it.
+struct PlanningBase {
+  ::sd::RunSpec spec;
+  PipelineOptions pipeline;
+};
+absl::StatusOr<PlanningBase> planningBase(const ::sd::RunSpecFlags &values);
+
 /// The threads, memory budgets and program cache of `spec`'s run (one
 /// process: the tool adds an MPI rank's process, transport and group).
 DeviceSettings deviceSettings(const ::sd::RunSpec &spec);

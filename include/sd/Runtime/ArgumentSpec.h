@@ -127,11 +127,17 @@ struct ArgumentSpec {
   /// the padding of a block that reaches past the end of a dimension its
   /// devices do not divide (sd::blockExtent).
   std::vector<int64_t> validShape(const std::vector<int64_t> &coords) const;
+  /// Likewise for the block at the global `offsets` (blockOffsets').
+  std::vector<int64_t> validShapeAt(const std::vector<int64_t> &offsets) const;
   /// Calls `copy(localOffset, globalOffset, count)` (in elements) for every
-  /// run of valid elements of the block at `coords`: the rows of its
-  /// innermost dimension, cut at the global tensor's end.
+  /// run of valid elements of the block at `coords`, in row-major order:
+  /// the rows of its innermost dimension, cut at the global tensor's end.
   void forEachValidRow(
       const std::vector<int64_t> &coords,
+      const std::function<void(int64_t, int64_t, int64_t)> &copy) const;
+  /// Likewise for the block at the global `offsets`.
+  void forEachValidRowAt(
+      const std::vector<int64_t> &offsets,
       const std::function<void(int64_t, int64_t, int64_t)> &copy) const;
 };
 
