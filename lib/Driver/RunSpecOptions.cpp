@@ -20,8 +20,13 @@ mlir::sd::planningBase(const ::sd::RunSpecFlags &values) {
       ::sd::resolveRunSpec(single, ::sd::HostInfo::current());
   if (!spec.ok())
     return spec.status();
-  PlanningBase base{*spec, pipelineOptions(*spec)};
+  PlanningBase base{*spec, pipelineOptions(*spec), {}};
   base.pipeline.train = true;
+  if (spec->remat.policy.source != ::sd::SettingSource::Default)
+    base.plan.remats = {spec->remat.policy.value};
+  if (spec->model.attention.source != ::sd::SettingSource::Default &&
+      spec->model.attention.value != ::sd::AttentionKind::Auto)
+    base.plan.attentions = {spec->model.attention.value};
   return base;
 }
 

@@ -96,6 +96,12 @@ struct SdoptCommandLine::Flags {
       cl::desc("With --plan: write the best plan to this file as a "
                "MaxDiffusion-style run config (sdrun --config)"),
       cl::value_desc("plan.yml"), cl::cat(category)};
+  cl::opt<bool> planWholeProgram{
+      "plan-whole-program",
+      cl::desc("With --plan: price each candidate's whole program instead of "
+               "its repeated blocks once (slower; the reference for the "
+               "extrapolation)"),
+      cl::init(false), cl::cat(category)};
   cl::opt<int64_t> hosts{
       "hosts", cl::desc("With --plan: hosts the devices are spread over"),
       cl::init(1), cl::cat(category)};
@@ -378,11 +384,12 @@ SdoptCommandLine::resolvePlan(SdoptInvocation &invocation,
   if (!planning.ok())
     return fail(std::string(planning.status().message()));
   PipelineOptions base = planning->pipeline;
-  PlanOptions plan;
+  PlanOptions plan = planning->plan;
   plan.devices = *values.devices;
   plan.hosts = flags->hosts;
   plan.profile = **profile;
   plan.outputPath = flags->planOutput;
+  plan.wholeProgram = flags->planWholeProgram;
   if (failed(openFiles(invocation, inputFilename, outputFilename)))
     return failure();
   invocation.printInstead = true;

@@ -97,11 +97,9 @@ absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
   if (!planning.ok())
     return planning.status();
   const PipelineOptions &base = planning->pipeline;
-  PlanOptions plan;
+  PlanOptions plan = planning->plan;
   plan.devices = *values.devices;
   plan.profile = hardware;
-  if (values.remat)
-    plan.remats = {planning->spec.remat.policy.value};
   std::optional<PlanChoice> choice;
   absl::Status status =
       withModelFile(values.modelPath, [&](ModuleOp module) -> absl::Status {
@@ -115,7 +113,9 @@ absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
     return status;
   values.mesh = choice->mesh;
   values.remat = std::string(::sd::rematPolicyName(choice->remat));
-  log << "sdrun: --mesh=auto chose mesh " << choice->mesh << ", remat "
+  values.attention = std::string(::sd::attentionKindName(choice->attention));
+  log << "sdrun: --mesh=auto chose mesh " << choice->mesh << ", attention "
+      << ::sd::attentionKindName(choice->attention) << ", remat "
       << ::sd::rematPolicyName(choice->remat) << ", the best of "
       << choice->candidates << " plans on " << hardware.name << " (predicted "
       << ::sd::formatSeconds(choice->time.stepSeconds) << " a step, "

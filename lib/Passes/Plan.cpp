@@ -1,18 +1,24 @@
 //===- Plan.cpp - sd-plan: meshes and remat policies priced ---------------===//
 //
-// The planner's first search: for a device count (and hosts), every mesh
-// that factors the devices over `data`, `fsdp`, `context` and `tensor`
-// inside a host (and over `data` and `fsdp` across hosts), with each remat
-// policy sd can price, runs the rest of the default pipeline (the training
-// step, partitioned) on a copy of the module and prices it with the
-// step-time model on a hardware profile. Plans whose memory does not fit
-// the device are dropped, as are those with offload traffic (which the
-// model does not price yet) and those that do not partition; the rest are
-// ranked by predicted step time, then by fewer bytes of memory, then in
-// enumeration order, so the same input always gives the same table.
+// The planner's search: for a device count (and hosts), every mesh that
+// factors the devices over `data`, `fsdp`, `context` and `tensor` inside a
+// host (and over `data` and `fsdp` across hosts), with each remat policy sd
+// can price, runs the rest of the default pipeline (the training step,
+// partitioned) on a copy of the module and prices it with the step-time
+// model on a hardware profile. A model whose blocks repeat (a chain of
+// calls to one block function) is priced from copies that keep two blocks of
+// each chain and three of one, extrapolated to the whole (PlanBlocks.h). A mesh
+// whose plan without remat fits the device memory is not priced with the
+// other remat policies: in the step-time model recomputing only adds time.
+// Plans whose memory does not fit the device are dropped, as are those with
+// offload traffic (which the model does not price yet) and those that do
+// not partition; the rest are ranked by predicted step time, then by fewer
+// bytes of memory, then in enumeration order, so the same input always
+// gives the same table.
 //
 //===----------------------------------------------------------------------===//
 
+#include "PlanBlocks.h"
 #include "sd/Analysis/CostModel.h"
 #include "sd/Analysis/Report.h"
 #include "sd/Analysis/StepTime.h"
@@ -22,22 +28,24 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 
 using namespace mlir;
 using namespace mlir::sd;
 
 namespace {
 
-/// One candidate: its meshes and remat policy, and what it costs.
+/// One candidate: its meshes, attention and remat policy, and what it
+/// costs.
 struct Plan {
   std::string ici, dcn;
+  ::sd::AttentionKind attention;
   ::sd::RematPolicyKind remat;
   /// Devices per axis (data, fsdp, context, tensor) inside a host, and
   /// (data, fsdp) across hosts.
@@ -48,6 +56,14 @@ struct Plan {
   std::string error;
 
   std::string mesh() const { return dcn.empty() ? ici : ici + " | " + dcn; }
+  /// The plans that differ only in remat policy share it.
+  std::string group() const {
+    return mesh() + " " + std::string(::sd::attentionKindName(attention));
+  }
+  bool offloads() const {
+    return remat == ::sd::RematPolicyKind::OffloadMatmulWithoutBatch ||
+           remat == ::sd::RematPolicyKind::HiddenStateWithOffload;
+  }
 };
 
 constexpr const char *kAxes[] = {"data", "fsdp", "context", "tensor"};
@@ -71,17 +87,12 @@ void factorizations(int64_t n, size_t axes, std::vector<int64_t> &prefix,
   }
 }
 
-/// Runs one candidate's pipeline on a module: inside a pass (sd-plan) or
-/// on its own (sdrun --mesh=auto).
-using RunPipelineFn =
-    std::function<LogicalResult(const PipelineOptions &, ModuleOp)>;
-
 /// The search: candidates, each priced, the fitting ones ranked.
 class Search {
 public:
   Search(ModuleOp module, const PipelineOptions &base,
-         const PlanOptions &options, RunPipelineFn run)
-      : module(module), base(base), options(options), run(std::move(run)) {}
+         const PlanOptions &options)
+      : module(module), base(base), options(options) {}
 
   /// Prices every candidate; false after an error at the module's location
   /// when the devices do not split over the hosts.
@@ -98,18 +109,32 @@ public:
   std::vector<Plan> plans;
   std::vector<const Plan *> ranked;
   int64_t noPartition = 0, offload = 0, tooLarge = 0;
+  /// Not priced: remat policies of groups where NONE fits, and those that
+  /// keep more than FULL where FULL does not fit.
+  int64_t prunedFits = 0, prunedTooLarge = 0;
+  int64_t priced = 0;
   std::string firstError;
   const Plan *smallest = nullptr;
+  /// The repeated blocks priced once (none with options.wholeProgram).
+  std::vector<BlockChain> chains;
 
 private:
   void enumerate();
   void price(Plan &plan);
+  /// The report of `program`'s training step under `variant`, or failure
+  /// with the first error in `error`.
+  FailureOr<CostReport> report(ModuleOp program, const PipelineOptions &variant,
+                               std::string &error);
 
   /// Mutable: an op handle's queries are not const methods.
   mutable ModuleOp module;
   PipelineOptions base;
   PlanOptions options;
-  RunPipelineFn run;
+  /// With chains: copies of the module (nested in it while the search
+  /// runs) with every chain cut to kBaseBlocks blocks, and per chain one
+  /// with that chain at one more.
+  ModuleOp baseBlocks;
+  std::vector<ModuleOp> moreBlocks;
 };
 
 void Search::enumerate() {
@@ -130,6 +155,20 @@ void Search::enumerate() {
               ::sd::RematPolicyKind::FluxOptimized,
               ::sd::RematPolicyKind::OffloadMatmulWithoutBatch,
               ::sd::RematPolicyKind::HiddenStateWithOffload};
+  // NONE first, then FULL: where NONE fits no other policy is priced, and
+  // where FULL does not, no policy that keeps more does.
+  std::stable_partition(remats.begin(), remats.end(), [](auto kind) {
+    return kind == ::sd::RematPolicyKind::Full;
+  });
+  std::stable_partition(remats.begin(), remats.end(), [](auto kind) {
+    return kind == ::sd::RematPolicyKind::None;
+  });
+  // Without attention in the program there is nothing to choose.
+  bool attends = false;
+  module.walk([&](AttentionOp) {
+    attends = true;
+    return WalkResult::interrupt();
+  });
   for (const std::vector<int64_t> &across : dcn)
     for (const std::vector<int64_t> &inside : ici) {
       std::vector<std::string> iciAxes, dcnAxes;
@@ -144,14 +183,56 @@ void Search::enumerate() {
       }
       if (iciAxes.empty())
         iciAxes.push_back("data:1");
-      for (::sd::RematPolicyKind remat : remats)
-        plans.push_back(Plan{llvm::join(iciAxes, ","), llvm::join(dcnAxes, ","),
-                             remat, inside, across});
+      // Ring and Ulysses differ from flash only where the sequence is split
+      // (context > 1).
+      std::vector<::sd::AttentionKind> attentions = options.attentions;
+      if (attentions.empty() && !attends)
+        attentions = {base.tileAttention ? base.tileAttention->attention
+                                         : ::sd::AttentionKind::DotProduct};
+      if (attentions.empty()) {
+        attentions = {::sd::AttentionKind::DotProduct,
+                      ::sd::AttentionKind::Flash};
+        if (inside[2] > 1)
+          attentions.insert(attentions.end(), {::sd::AttentionKind::Ring,
+                                               ::sd::AttentionKind::Ulysses});
+      }
+      for (::sd::AttentionKind attention : attentions)
+        for (::sd::RematPolicyKind remat : remats)
+          plans.push_back(Plan{llvm::join(iciAxes, ","),
+                               llvm::join(dcnAxes, ","), attention, remat,
+                               inside, across});
     }
 }
 
+FailureOr<CostReport> Search::report(ModuleOp program,
+                                     const PipelineOptions &variant,
+                                     std::string &error) {
+  ModuleOp copy = copyIntoNestedModule(program);
+  std::string first;
+  FailureOr<CostReport> result = failure();
+  {
+    ScopedDiagnosticHandler quiet(module.getContext(), [&](Diagnostic &diag) {
+      if (first.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
+        first = diag.str();
+      return success();
+    });
+    func::FuncOp func;
+    // Without the verifier after each pass (a third of the time here): the
+    // same pipeline is verified wherever sd compiles a program.
+    PassManager pm(module.getContext());
+    pm.enableVerifier(false);
+    buildDefaultPipeline(pm, variant);
+    if (succeeded(pm.run(copy)) &&
+        (func = findReportFunction(copy, "train_step")))
+      result = computeCostReport(func, LayoutChoice::Auto);
+  }
+  copy.erase();
+  if (failed(result))
+    error = first.empty() ? "the pipeline failed" : first;
+  return result;
+}
+
 void Search::price(Plan &plan) {
-  ModuleOp copy = copyIntoNestedModule(module);
   PipelineOptions variant = base;
   variant.mesh = plan.ici;
   variant.dcnMesh = plan.dcn;
@@ -163,26 +244,38 @@ void Search::price(Plan &plan) {
   variant.recordProvenance = false;
   variant.explain.clear();
   variant.training.remat.policy = plan.remat;
-  {
-    std::string first;
-    ScopedDiagnosticHandler quiet(module.getContext(), [&](Diagnostic &diag) {
-      if (first.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
-        first = diag.str();
-      return success();
-    });
-    func::FuncOp func;
-    FailureOr<CostReport> report = failure();
-    if (succeeded(run(variant, copy)) &&
-        (func = findReportFunction(copy, "train_step")))
-      report = computeCostReport(func, LayoutChoice::Auto);
-    if (succeeded(report)) {
-      plan.time = predictStepTime(*report, options.profile);
-      plan.hostTransferBytes = report->hostTransferBytes;
-    } else {
-      plan.error = first.empty() ? "the pipeline failed" : first;
-    }
+  if (plan.attention == ::sd::AttentionKind::DotProduct) {
+    variant.tileAttention.reset();
+  } else {
+    // The base's block sizes, if it had any.
+    TileAttentionOptions &tile = variant.tileAttention
+                                     ? *variant.tileAttention
+                                     : variant.tileAttention.emplace();
+    tile.attention = plan.attention;
   }
-  copy.erase();
+  FailureOr<CostReport> whole = failure();
+  if (chains.empty()) {
+    whole = report(module, variant, plan.error);
+  } else {
+    FailureOr<CostReport> one = report(baseBlocks, variant, plan.error);
+    std::vector<CostReport> samples;
+    for (ModuleOp more : moreBlocks) {
+      if (failed(one))
+        break;
+      FailureOr<CostReport> sample = report(more, variant, plan.error);
+      if (failed(sample)) {
+        one = failure();
+        break;
+      }
+      samples.push_back(std::move(*sample));
+    }
+    if (succeeded(one))
+      whole = extrapolateBlocks(*one, samples, chains);
+  }
+  if (failed(whole))
+    return;
+  plan.time = predictStepTime(*whole, options.profile);
+  plan.hostTransferBytes = whole->hostTransferBytes;
 }
 
 bool Search::runSearch() {
@@ -196,14 +289,47 @@ bool Search::runSearch() {
     return false;
   }
   enumerate();
+  if (!options.wholeProgram)
+    chains = findBlockChains(module);
+  if (!chains.empty()) {
+    baseBlocks = copyIntoNestedModule(module);
+    keepBlocks(baseBlocks, chains,
+               std::vector<int64_t>(chains.size(), kBaseBlocks));
+    for (size_t c = 0; c < chains.size(); ++c) {
+      std::vector<int64_t> keep(chains.size(), kBaseBlocks);
+      keep[c] = kBaseBlocks + 1;
+      moreBlocks.push_back(copyIntoNestedModule(module));
+      keepBlocks(moreBlocks.back(), chains, keep);
+    }
+  }
+  // The groups (mesh and attention) whose plan without remat fits: their
+  // other policies only add time. Those where FULL does not fit: the other
+  // policies keep more. Offloading policies are not priced yet.
+  llvm::StringSet<> noneFits, fullTooLarge;
   for (Plan &plan : plans) {
+    if (plan.offloads()) {
+      ++offload;
+      continue;
+    }
+    if (plan.remat != ::sd::RematPolicyKind::None &&
+        noneFits.contains(plan.group())) {
+      ++prunedFits;
+      continue;
+    }
+    if (plan.remat != ::sd::RematPolicyKind::Full &&
+        fullTooLarge.contains(plan.group())) {
+      ++prunedTooLarge;
+      continue;
+    }
     price(plan);
+    ++priced;
     if (!plan.time) {
       ++noPartition;
       if (firstError.empty())
         firstError = plan.mesh() + ", " +
-                     std::string(::sd::rematPolicyName(plan.remat)) + ": " +
-                     plan.error;
+                     std::string(::sd::attentionKindName(plan.attention)) +
+                     ", " + std::string(::sd::rematPolicyName(plan.remat)) +
+                     ": " + plan.error;
       continue;
     }
     if (plan.hostTransferBytes > 0) {
@@ -214,10 +340,19 @@ bool Search::runSearch() {
       smallest = &plan;
     if (double(plan.time->neededBytes) > memory()) {
       ++tooLarge;
+      if (plan.remat == ::sd::RematPolicyKind::Full)
+        fullTooLarge.insert(plan.group());
       continue;
     }
+    if (plan.remat == ::sd::RematPolicyKind::None)
+      noneFits.insert(plan.group());
     ranked.push_back(&plan);
   }
+  if (baseBlocks)
+    baseBlocks.erase();
+  for (ModuleOp more : moreBlocks)
+    more.erase();
+  moreBlocks.clear();
   std::stable_sort(
       ranked.begin(), ranked.end(), [](const Plan *a, const Plan *b) {
         return std::tie(a->time->stepSeconds, a->time->neededBytes) <
@@ -237,7 +372,8 @@ LogicalResult Search::checkSomeFit() const {
     // would fit the smallest plan.
     double ratio = double(smallest->time->neededBytes) / memory();
     int64_t enough = int64_t(std::ceil(double(options.devices) * ratio));
-    diag << ": the smallest (" << smallest->mesh() << ", remat "
+    diag << ": the smallest (" << smallest->mesh() << ", attention "
+         << ::sd::attentionKindName(smallest->attention) << ", remat "
          << ::sd::rematPolicyName(smallest->remat) << ") needs "
          << formatBytes(smallest->time->neededBytes) << " per device; about "
          << enough << " devices would fit it (its state split over more)";
@@ -284,12 +420,7 @@ private:
 
 void PlanPass::runOnOperation() {
   ModuleOp module = getOperation();
-  Search search(module, base, options,
-                [&](const PipelineOptions &variant, ModuleOp copy) {
-                  OpPassManager pm(ModuleOp::getOperationName());
-                  buildDefaultPipeline(pm, variant);
-                  return runPipeline(pm, copy);
-                });
+  Search search(module, base, options);
   if (!search.runSearch())
     return signalPassFailure();
   const std::vector<Plan> &plans = search.plans;
@@ -299,16 +430,26 @@ void PlanPass::runOnOperation() {
      << options.devices / options.hosts << ") of " << options.profile.name
      << ", device memory " << formatBytes(int64_t(search.memory())) << ": "
      << plans.size() << " candidates (meshes over data, fsdp, context and "
-     << "tensor inside a host, data and fsdp across hosts; remat NONE, FULL, "
-     << "MATMUL_WITHOUT_BATCH, FLUX_OPTIMIZED and the two offload "
-     << "policies)\n";
+     << "tensor inside a host, data and fsdp across hosts; attention "
+     << "dot_product and flash, ring and ulysses where context splits the "
+     << "sequence; remat NONE, FULL, MATMUL_WITHOUT_BATCH, FLUX_OPTIMIZED "
+     << "and the two offload policies, or what the flags name)\n";
+  if (!search.chains.empty()) {
+    os << "repeated blocks priced once:";
+    for (const BlockChain &chain : search.chains)
+      os << " @" << chain.callee << " x" << chain.calls;
+    os << " (each candidate from copies with " << kBaseBlocks
+       << " blocks of each chain and " << kBaseBlocks + 1
+       << " of one, extrapolated; --plan-whole-program prices the whole)\n";
+  }
   if (failed(search.checkSomeFit()))
     return signalPassFailure();
   const StepTimePrediction &best = *ranked.front()->time;
   os << "  #  " << llvm::left_justify("mesh", 36)
-     << llvm::left_justify("remat", 22) << llvm::right_justify("step", 11)
-     << llvm::right_justify("compute", 11) << llvm::right_justify("comm", 11)
-     << llvm::right_justify("memory", 11) << "   why it lost\n";
+     << llvm::left_justify("attention", 12) << llvm::left_justify("remat", 22)
+     << llvm::right_justify("step", 11) << llvm::right_justify("compute", 11)
+     << llvm::right_justify("comm", 11) << llvm::right_justify("memory", 11)
+     << "   why it lost\n";
   for (size_t i = 0; i < ranked.size() && i < options.top; ++i) {
     const Plan &plan = *ranked[i];
     const StepTimePrediction &t = *plan.time;
@@ -325,6 +466,7 @@ void PlanPass::runOnOperation() {
     }
     os << llvm::format("%3d  ", int(i + 1))
        << llvm::left_justify(plan.mesh(), 35) << " "
+       << llvm::left_justify(::sd::attentionKindName(plan.attention), 12)
        << llvm::left_justify(::sd::rematPolicyName(plan.remat), 22)
        << llvm::right_justify(::sd::formatSeconds(t.stepSeconds), 11)
        << llvm::right_justify(::sd::formatSeconds(t.computeSeconds()), 11)
@@ -339,10 +481,13 @@ void PlanPass::runOnOperation() {
     os << "wrote the best plan to " << options.outputPath
        << " (sdrun --config=" << options.outputPath << ")\n";
   }
-  os << "priced " << plans.size() - search.noPartition << ", ranked "
-     << ranked.size() << "; dropped: " << search.tooLarge
-     << " that do not fit the device memory, " << search.offload
-     << " with offload traffic (not priced yet), " << search.noPartition
+  os << "priced " << search.priced << ", ranked " << ranked.size()
+     << "; not priced: " << search.prunedFits
+     << " remat policies where NONE fits (recomputing only adds time), "
+     << search.prunedTooLarge
+     << " that keep more than FULL where FULL does not fit, " << search.offload
+     << " with offload traffic (not priced yet); dropped: " << search.tooLarge
+     << " that do not fit the device memory, " << search.noPartition
      << " that do not partition";
   if (!search.firstError.empty())
     os << " (first: " << search.firstError << ")";
@@ -384,6 +529,7 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
     out << "per_device_batch_size: "
         << llvm::formatv("{0}", double(batch) / double(options.devices))
         << "\n";
+  out << "attention: '" << ::sd::attentionKindName(plan.attention) << "'\n";
   out << "remat_policy: '" << ::sd::rematPolicyName(plan.remat) << "'\n";
   return success();
 }
@@ -393,17 +539,12 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
 FailureOr<PlanChoice> mlir::sd::choosePlan(ModuleOp module,
                                            const PipelineOptions &base,
                                            const PlanOptions &plan) {
-  Search search(module, base, plan,
-                [&](const PipelineOptions &variant, ModuleOp copy) {
-                  PassManager pm(module.getContext());
-                  buildDefaultPipeline(pm, variant);
-                  return pm.run(copy);
-                });
+  Search search(module, base, plan);
   if (!search.runSearch() || failed(search.checkSomeFit()))
     return failure();
   const Plan &best = *search.ranked.front();
-  return PlanChoice{best.ici, best.dcn, best.remat, *best.time,
-                    int64_t(search.plans.size())};
+  return PlanChoice{best.ici,   best.dcn,   best.attention,
+                    best.remat, *best.time, int64_t(search.plans.size())};
 }
 
 std::unique_ptr<Pass> mlir::sd::createPlan(const PipelineOptions &base,

@@ -162,8 +162,10 @@ ModuleOp mlir::sd::copyIntoNestedModule(ModuleOp module) {
   OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
   auto copy = ModuleOp::create(builder, module.getLoc());
   builder.setInsertionPointToStart(copy.getBody());
+  // Not the copy itself, nor other copies a search holds there (sd's
+  // programs have no modules of their own inside).
   for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
-    if (&op != copy.getOperation())
+    if (!isa<ModuleOp>(op))
       builder.clone(op);
   return copy;
 }

@@ -27,6 +27,10 @@ PipelineOptions pipelineOptions(const ::sd::RunSpec &spec);
 struct PlanningBase {
   ::sd::RunSpec spec;
   PipelineOptions pipeline;
+  /// The search's options from the spec: the remat policy and attention
+  /// the flags or the config set (not their defaults) restrict the search to
+  /// themselves; the caller sets the devices, hosts and profile.
+  PlanOptions plan;
 };
 absl::StatusOr<PlanningBase> planningBase(const ::sd::RunSpecFlags &values);
 

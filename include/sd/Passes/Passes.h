@@ -144,7 +144,8 @@ std::unique_ptr<Pass> createSelectAttention(const PipelineOptions &options);
 
 /// A copy of `module`'s ops in a module nested at its end, for a pass that
 /// tries a pipeline on the program without changing it (sd-select-attention,
-/// sd-plan); the caller erases it.
+/// sd-plan); the caller erases it. Modules nested in `module` (other
+/// copies) are not copied.
 ModuleOp copyIntoNestedModule(ModuleOp module);
 
 /// What sd-plan searches and prices on (`sdopt --plan`).
@@ -161,11 +162,19 @@ struct PlanOptions {
   std::string outputPath;
   /// The remat policies to try; empty: every one sd can price.
   std::vector<::sd::RematPolicyKind> remats;
+  /// The attention strategies to try; empty: dot_product and flash, with
+  /// ring and Ulysses on meshes that split the sequence (context > 1).
+  std::vector<::sd::AttentionKind> attentions;
+  /// Price each candidate's whole program instead of its repeated blocks
+  /// once (lib/Passes/PlanBlocks.h): slower, the reference the
+  /// extrapolation is checked against.
+  bool wholeProgram = false;
 };
 
 /// The best plan (sdrun --mesh=auto).
 struct PlanChoice {
   std::string mesh, dcnMesh;
+  ::sd::AttentionKind attention;
   ::sd::RematPolicyKind remat;
   StepTimePrediction time;
   /// How many candidates were searched.

@@ -1,17 +1,23 @@
 // sdopt --plan (docs/planner.md): DiT-tiny's training step on 2 devices of
 // the cpu profile. Every mesh of 2 devices over data, fsdp, context and
-// tensor (4) with 6 remat policies is 24 candidates; the 8 with offload
-// traffic are dropped (the model does not price it yet), the rest ranked.
+// tensor (4), with dot_product and flash attention (and ring and Ulysses on
+// context:2: 10 pairs), with 6 remat policies is 60 candidates. The 20 that
+// offload are not priced (the model does not price offload yet), and every
+// pair fits without remat, so its other 3 policies are not priced either:
+// 10 priced and ranked.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 > %t.one
 // RUN: FileCheck %s < %t.one
 // The same input gives the same plan.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 > %t.two
 // RUN: diff %t.one %t.two
 // Across hosts: DCN meshes over data and fsdp (4 devices on 2 hosts: 4
-// meshes inside a host times 2 across, 48 candidates).
+// meshes inside a host times 2 across, 20 pairs, 120 candidates).
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 | FileCheck %s --check-prefix=HOSTS
+// --attention and --remat restrict the search to themselves.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --remat=FULL | FileCheck %s --check-prefix=RESTRICT
 // The best plan as a run config that sdrun reads back: the table's first
-// row's mesh and remat policy, the global batch as per_device_batch_size.
+// row's mesh, attention and remat policy, the global batch as
+// per_device_batch_size.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --plan-output=%t.plan.yml | FileCheck %s --check-prefix=WROTE
 // RUN: FileCheck %s --check-prefix=YAML < %t.plan.yml
 // RUN: sdrun %sd_src_root/models/dit_tiny.mlir --config=%t.plan.yml --print-config | FileCheck %s --check-prefix=CONFIG
@@ -26,20 +32,28 @@
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=6 --hosts=4 --profile=cpu 2>&1 | FileCheck %s --check-prefix=HOSTS-DIVIDE
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --report 2>&1 | FileCheck %s --check-prefix=REPORT
 
-// CHECK:      sd plan: 2 devices (1 host of 2) of cpu, device memory 12.9 GB: 24 candidates
-// CHECK-NEXT:   # mesh remat step compute comm memory why it lost
-// CHECK-NEXT:   1 {{(data|fsdp|context|tensor)}}:2 {{[A-Z_]+}} {{[0-9.]+ m?s}}
+// CHECK:      sd plan: 2 devices (1 host of 2) of cpu, device memory 12.9 GB: 60 candidates
+// CHECK-NEXT:   # mesh attention remat step compute comm memory why it lost
+// CHECK-NEXT:   1 {{(data|fsdp|context|tensor)}}:2 {{(dot_product|flash|ring|ulysses)}} NONE {{[0-9.]+ m?s}}
 // CHECK-NEXT:   2 {{.*}} {{\+.* compute|\+.* communication|same time, more memory}}
 // CHECK-NEXT: {{^ +3 +[a-z]}}
 // CHECK-NEXT: {{^ +4 +[a-z]}}
 // CHECK-NEXT: {{^ +5 +[a-z]}}
-// CHECK-NEXT: priced 24, ranked 16; dropped: 0 that do not fit the device memory, 8 with offload traffic (not priced yet), 0 that do not partition
+// CHECK-NEXT: priced 10, ranked 10; not priced: 30 remat policies where NONE fits (recomputing only adds time), 0 that keep more than FULL where FULL does not fit, 20 with offload traffic (not priced yet); dropped: 0 that do not fit the device memory, 0 that do not partition
 
-// HOSTS:      sd plan: 4 devices (2 hosts of 2) of cpu, {{.*}}: 48 candidates
+// HOSTS:      sd plan: 4 devices (2 hosts of 2) of cpu, {{.*}}: 120 candidates
 // HOSTS:        1  {{.*}} | {{(data|fsdp)}}:2
-// HOSTS:      priced 48, ranked 32;
+// HOSTS:      priced 20, ranked 20;
 
-// NOFIT: error: no plan fits 2 devices of 1.0 MB: the smallest ({{.*}}, remat {{[A-Z_]+}}) needs {{.*}} MB per device; about {{[0-9]+}} devices would fit it (its state split over more)
+// RESTRICT:      2 devices (1 host of 2) of cpu, {{.*}}: 4 candidates
+// RESTRICT-NEXT: # mesh
+// RESTRICT-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 flash FULL
+// RESTRICT-NEXT: 2 {{(data|fsdp|context|tensor)}}:2 flash FULL
+// RESTRICT-NEXT: 3 {{(data|fsdp|context|tensor)}}:2 flash FULL
+// RESTRICT-NEXT: 4 {{(data|fsdp|context|tensor)}}:2 flash FULL
+// RESTRICT-NEXT: priced 4, ranked 4;
+
+// NOFIT: error: no plan fits 2 devices of 1.0 MB: the smallest ({{.*}}, attention {{[a-z_]+}}, remat {{[A-Z_]+}}) needs {{.*}} MB per device; about {{[0-9]+}} devices would fit it (its state split over more)
 // NOFIT-NOT: see current operation
 
 // MESH: error: --plan chooses the mesh: leave out --mesh and --dcn-mesh
@@ -57,7 +71,9 @@
 // YAML-NEXT: dcn_data_parallelism: 1
 // YAML-NEXT: dcn_fsdp_parallelism: 1
 // YAML-NEXT: per_device_batch_size: 4.00
+// YAML-NEXT: attention: '{{(dot_product|flash|ring|ulysses)}}'
 // YAML-NEXT: remat_policy: '{{[A-Z_]+}}'
 // CONFIG: mesh {{ *}}{{(data|fsdp|context|tensor)}}:2 ({{.*}}plan.yml:
 // CONFIG: per_device_batch_size {{ *}}4 ({{.*}}plan.yml:
+// CONFIG: attention {{ *}}{{(dot_product|flash|ring|ulysses)}} ({{.*}}plan.yml:
 // UNWRITABLE: error: cannot write --plan-output file "{{.*}}missing/plan.yml": No such file or directory

@@ -1,0 +1,22 @@
+// sdopt --plan prices a model's repeated blocks once: DiT-tiny with 5
+// blocks (a chain of calls to @dit_block) is priced from copies with 2 and
+// 3 blocks, extrapolated (lib/Passes/PlanBlocks.h). The table is the one
+// the whole program's pricing gives (--plan-whole-program), to the digit.
+// RUN: sdgen --preset=dit-tiny --depth=5 -o %t.mlir
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash > %t.blocks
+// RUN: FileCheck %s < %t.blocks
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --plan-whole-program > %t.whole
+// RUN: FileCheck %s --check-prefix=WHOLE < %t.whole
+// RUN: grep -v '^repeated blocks' %t.blocks | diff - %t.whole
+// A chain too short to gain anything is priced whole.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash | FileCheck %s --check-prefix=SHORT
+
+// CHECK:      sd plan: 2 devices
+// CHECK-NEXT: repeated blocks priced once: @dit_block x5 (each candidate from copies with 2 blocks of each chain and 3 of one, extrapolated; --plan-whole-program prices the whole)
+// CHECK-NEXT: # mesh
+// CHECK-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 flash NONE
+
+// WHOLE-NOT: repeated blocks
+
+// SHORT-NOT: repeated blocks
+// SHORT: priced
