@@ -13,6 +13,7 @@
 
 #include "sd/IR/SDDialect.h"
 #include "sd/IR/SDOps.h"
+#include "sd/Sharding/Hardware.h"
 #include "sd/Sharding/Mesh.h"
 
 #include "mlir/IR/SymbolTable.h"
@@ -156,6 +157,8 @@ struct FunctionCost {
   int64_t recomputeFlops = 0;
   int64_t bytesAccessed = 0;
   int64_t matmulFlopsF32 = 0;
+  int64_t matmulFlopsF32Small = 0;
+  int64_t matmulFlopsF32Medium = 0;
   int64_t matmulFlopsBf16 = 0;
   int64_t matmulBytes = 0;
   int64_t otherBytes = 0;
@@ -183,6 +186,8 @@ struct FunctionCost {
     hostTransferBytes += other.hostTransferBytes;
     bytesAccessed += other.bytesAccessed;
     matmulFlopsF32 += other.matmulFlopsF32;
+    matmulFlopsF32Small += other.matmulFlopsF32Small;
+    matmulFlopsF32Medium += other.matmulFlopsF32Medium;
     matmulFlopsBf16 += other.matmulFlopsBf16;
     matmulBytes += other.matmulBytes;
     otherBytes += other.otherBytes;
@@ -391,8 +396,21 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
           AttentionOp, FlashAttentionOp, FlashAttentionDqOp,
           FlashAttentionDkvOp>(op)) {
     auto result = cast<ShapedType>(op->getResult(0).getType());
-    (result.getElementType().isBF16() ? cost.matmulFlopsBf16
-                                      : cost.matmulFlopsF32) += flops;
+    if (result.getElementType().isBF16()) {
+      cost.matmulFlopsBf16 += flops;
+    } else {
+      cost.matmulFlopsF32 += flops;
+      switch (::sd::productSize(double(flops))) {
+      case ::sd::ProductSize::Small:
+        cost.matmulFlopsF32Small += flops;
+        break;
+      case ::sd::ProductSize::Medium:
+        cost.matmulFlopsF32Medium += flops;
+        break;
+      case ::sd::ProductSize::Large:
+        break;
+      }
+    }
     cost.matmulBytes += bytes;
   } else {
     cost.otherBytes += bytes;
@@ -699,6 +717,8 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
   report.numValuesWithoutSharding = body.numValuesWithoutSharding;
   report.flops = body.flops;
   report.matmulFlopsF32 = body.matmulFlopsF32;
+  report.matmulFlopsF32Small = body.matmulFlopsF32Small;
+  report.matmulFlopsF32Medium = body.matmulFlopsF32Medium;
   report.matmulFlopsBf16 = body.matmulFlopsBf16;
   report.matmulBytes = body.matmulBytes;
   report.otherBytes = body.otherBytes;

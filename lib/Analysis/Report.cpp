@@ -305,6 +305,16 @@ static void printStepTime(const CostReport &report,
                formatFlops(report.matmulFlopsBf16) + " bf16 at " +
                formatFlops(int64_t(profile.device.bf16Flops)) +
                "/s, or their bytes at the memory bandwidth");
+  const ::sd::DeviceSpec &device = profile.device;
+  if (device.f32FlopsSmall > 0 || device.f32FlopsMedium > 0)
+    printRow(
+        os, "  by size", "",
+        "of the f32: " + formatFlops(report.matmulFlopsF32Small) +
+            " small at " +
+            formatFlops(int64_t(device.f32Rate(::sd::ProductSize::Small))) +
+            "/s, " + formatFlops(report.matmulFlopsF32Medium) + " medium at " +
+            formatFlops(int64_t(device.f32Rate(::sd::ProductSize::Medium))) +
+            "/s, the rest large");
   printRow(os, "other ops", seconds(p.otherSeconds),
            formatBytes(report.otherBytes) + " at " +
                formatBytes(int64_t(profile.device.memoryBandwidth)) + "/s");
@@ -324,6 +334,8 @@ static llvm::json::Object stepTimeToJson(const CostReport &report,
   return llvm::json::Object{
       {"profile", profile.name},
       {"matmul_flops_f32", report.matmulFlopsF32},
+      {"matmul_flops_f32_small", report.matmulFlopsF32Small},
+      {"matmul_flops_f32_medium", report.matmulFlopsF32Medium},
       {"matmul_flops_bf16", report.matmulFlopsBf16},
       {"matmul_bytes", report.matmulBytes},
       {"other_bytes", report.otherBytes},

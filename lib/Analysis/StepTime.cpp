@@ -11,8 +11,15 @@ mlir::sd::predictStepTime(const CostReport &report,
                           const ::sd::HardwareProfile &profile) {
   const ::sd::DeviceSpec &device = profile.device;
   StepTimePrediction p;
-  double arithmetic = double(report.matmulFlopsF32) / device.f32Flops +
-                      double(report.matmulFlopsBf16) / device.bf16Flops;
+  using ::sd::ProductSize;
+  int64_t large = report.matmulFlopsF32 - report.matmulFlopsF32Small -
+                  report.matmulFlopsF32Medium;
+  double arithmetic =
+      double(report.matmulFlopsF32Small) / device.f32Rate(ProductSize::Small) +
+      double(report.matmulFlopsF32Medium) /
+          device.f32Rate(ProductSize::Medium) +
+      double(large) / device.f32Rate(ProductSize::Large) +
+      double(report.matmulFlopsBf16) / device.bf16Flops;
   p.matmulSeconds =
       std::max(arithmetic, double(report.matmulBytes) / device.memoryBandwidth);
   p.otherSeconds = double(report.otherBytes) / device.memoryBandwidth;

@@ -149,6 +149,13 @@ struct ToolFlags::RunActions {
       cl::desc("Build and compile the device program (or find it in the "
                "cache), print where it is, and exit"),
       cl::cat(runCat)};
+  cl::opt<std::string> calibrate{
+      "calibrate",
+      cl::desc("Measure this machine's devices (--devices, "
+               "--threads-per-device: GEMM rates by size and dtype, kernel "
+               "bandwidth, the shared-memory transport), write them as a "
+               "hardware profile (--profile=FILE) and exit; no model"),
+      cl::value_desc("profile.yml"), cl::cat(runCat)};
 };
 
 ToolFlags::ToolFlags(Tool tool)
@@ -169,6 +176,10 @@ ToolFlags::ToolFlags(Tool tool)
         sample ? "[config.yml] (the same as --config=config.yml)"
                : "[config.yml] [key=value ...] (a config file, as "
                  "--config=config.yml, and overrides of its keys)"));
+    // sdrun --calibrate runs no model: the tool checks that one is given
+    // otherwise (modelGiven).
+    if (tool == Tool::Sdrun)
+      positionals->modelPath.setNumOccurrencesFlag(cl::Optional);
     categoryList.push_back(&deviceCategory);
   }
   if (tool == Tool::Sdrun) {
@@ -220,4 +231,10 @@ bool ToolFlags::printConfig() const {
 }
 bool ToolFlags::compileOnly() const {
   return runActions && runActions->compileOnly;
+}
+bool ToolFlags::modelGiven() const {
+  return positionals && positionals->modelPath.getNumOccurrences() > 0;
+}
+std::string ToolFlags::calibratePath() const {
+  return runActions ? std::string(runActions->calibrate) : std::string();
 }

@@ -130,6 +130,8 @@ constexpr int64_t CostReport::*kCounts[] = {
     &CostReport::recomputeFlops,
     &CostReport::bytesAccessed,
     &CostReport::matmulFlopsF32,
+    &CostReport::matmulFlopsF32Small,
+    &CostReport::matmulFlopsF32Medium,
     &CostReport::matmulFlopsBf16,
     &CostReport::matmulBytes,
     &CostReport::otherBytes,

@@ -94,11 +94,15 @@ enum class Key {
   DcnBandwidth,
   DcnLatency,
   DevicesPerHost,
+  F32FlopsSmall,
+  F32FlopsMedium,
 };
 
 struct KeyInfo {
   Key key;
   const char *name;
+  /// A key a profile may leave out (its field stays 0).
+  bool optional = false;
 };
 
 constexpr KeyInfo kKeys[] = {
@@ -113,6 +117,8 @@ constexpr KeyInfo kKeys[] = {
     {Key::DcnBandwidth, "dcn_bandwidth"},
     {Key::DcnLatency, "dcn_latency"},
     {Key::DevicesPerHost, "devices_per_host"},
+    {Key::F32FlopsSmall, "f32_flops_small", true},
+    {Key::F32FlopsMedium, "f32_flops_medium", true},
 };
 
 /// The field of `p` a numeric key sets.
@@ -134,6 +140,10 @@ double *numberOf(HardwareProfile &p, Key key) {
     return &p.network.dcnBandwidth;
   case Key::DcnLatency:
     return &p.network.dcnLatency;
+  case Key::F32FlopsSmall:
+    return &p.device.f32FlopsSmall;
+  case Key::F32FlopsMedium:
+    return &p.device.f32FlopsMedium;
   default:
     return nullptr;
   }
@@ -232,13 +242,19 @@ absl::StatusOr<HardwareProfile> ProfileReader::read() {
   if (syntaxError)
     return *syntaxError;
   for (const KeyInfo &k : kKeys)
-    if (!seen[k.key])
+    if (!seen[k.key] && !k.optional)
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: no \"%s\" key", fileName, k.name));
   return profile;
 }
 
 } // namespace
+
+ProductSize sd::productSize(double flops) {
+  if (flops < 1e8)
+    return ProductSize::Small;
+  return flops < 4e9 ? ProductSize::Medium : ProductSize::Large;
+}
 
 std::vector<std::string> sd::builtinProfileNames() {
   std::vector<std::string> names;
@@ -307,6 +323,8 @@ std::string sd::profileToYaml(const HardwareProfile &profile) {
   std::string text = "# sd hardware profile (docs/planner.md)\n";
   HardwareProfile copy = profile;
   for (const KeyInfo &k : kKeys) {
+    if (k.optional && *numberOf(copy, k.key) == 0)
+      continue;
     text += k.name;
     text += ": ";
     if (k.key == Key::Name)

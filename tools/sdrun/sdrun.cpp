@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sd/Config/RunSpec.h"
+#include "sd/Driver/Calibrate.h"
 #include "sd/Driver/MpiDevices.h"
 #include "sd/Driver/RankAgreement.h"
 #include "sd/Driver/RunSpecOptions.h"
@@ -60,6 +61,13 @@ absl::Status runSdrun(int argc, char **argv, mlir::sd::ToolProcess &process) {
       argc, argv, "sdrun: train an sd model on a device mesh\n");
 
   sd::RunSpecFlags values = flags.values();
+  if (std::string path = flags.calibratePath(); !path.empty())
+    return mlir::sd::calibrateToFile(values, path, process.mpi.has_value(),
+                                     llvm::outs());
+  if (!flags.modelGiven())
+    return absl::InvalidArgumentError(
+        "no model file: sdrun MODEL.mlir [config.yml] [key=value ...] (or "
+        "sdrun --calibrate=profile.yml)");
   mlir::sd::setMpiProcesses(values, process.mpi);
   if (absl::Status planned = mlir::sd::planAutoMesh(values, llvm::outs());
       !planned.ok())

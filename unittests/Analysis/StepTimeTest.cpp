@@ -48,6 +48,20 @@ CollectiveSummary fsdpGathers(int64_t count, int64_t async, int64_t bytes) {
   return gather;
 }
 
+// A calibrated profile rates small and medium f32 products apart: of the
+// 1000 f32 FLOPs, 200 small at 20 FLOP/s (10 s) and 300 medium at 50 (6 s),
+// the other 500 at 100 (5 s); bf16 2000/400 = 5 s.
+TEST(StepTimeTest, SmallAndMediumProductsAtTheirOwnRates) {
+  CostReport report = fsdp2Report();
+  report.matmulFlopsF32Small = 200;
+  report.matmulFlopsF32Medium = 300;
+  ::sd::HardwareProfile profile = roundProfile();
+  EXPECT_DOUBLE_EQ(predictStepTime(report, profile).matmulSeconds, 15);
+  profile.device.f32FlopsSmall = 20;
+  profile.device.f32FlopsMedium = 50;
+  EXPECT_DOUBLE_EQ(predictStepTime(report, profile).matmulSeconds, 26);
+}
+
 // Compute: products 1000/100 + 2000/400 = 15 s (their 50 bytes take 5 s);
 // other ops 30/10 = 3 s. An all_gather sending 20 bytes per device: 10 s,
 // of which the asynchronous half (5 s) hides behind compute.

@@ -58,6 +58,36 @@ TEST(HardwareTest, ProfilesRoundTripThroughYaml) {
   }
 }
 
+// A calibrated profile's rates by product size: optional keys, written only
+// when set, and each size class priced at its own rate (0: the large rate).
+TEST(HardwareTest, SizeClassRatesAreOptional) {
+  EXPECT_EQ(productSize(9.9e7), ProductSize::Small);
+  EXPECT_EQ(productSize(1e8), ProductSize::Medium);
+  EXPECT_EQ(productSize(3.9e9), ProductSize::Medium);
+  EXPECT_EQ(productSize(4e9), ProductSize::Large);
+  absl::StatusOr<HardwareProfile> p = builtinProfile("cpu");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(profileToYaml(*p).find("f32_flops_small"), std::string::npos);
+  EXPECT_DOUBLE_EQ(p->device.f32Rate(ProductSize::Small), p->device.f32Flops);
+  p->device.f32FlopsSmall = 2e10;
+  p->device.f32FlopsMedium = 5e10;
+  std::string text = profileToYaml(*p);
+  EXPECT_NE(text.find("f32_flops_small: 20000000000\n"), std::string::npos)
+      << text;
+  absl::StatusOr<HardwareProfile> back = parseProfile(text, "p.yml");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, *p);
+  EXPECT_DOUBLE_EQ(back->device.f32Rate(ProductSize::Small), 2e10);
+  EXPECT_DOUBLE_EQ(back->device.f32Rate(ProductSize::Medium), 5e10);
+  EXPECT_DOUBLE_EQ(back->device.f32Rate(ProductSize::Large),
+                   p->device.f32Flops);
+  std::string negative = text;
+  negative.replace(negative.find("f32_flops_medium: "), 18,
+                   "f32_flops_medium: -");
+  EXPECT_TRUE(failsWith(parseProfile(negative, "p.yml").status(),
+                        "\"f32_flops_medium\" must be a finite positive"));
+}
+
 TEST(HardwareTest, AFileNeedsEveryKeyOnceWithAPositiveValue) {
   absl::StatusOr<HardwareProfile> p = builtinProfile("tpu-v6e");
   ASSERT_TRUE(p.ok());

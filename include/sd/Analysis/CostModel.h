@@ -206,6 +206,10 @@ struct CostReport {
   int64_t matmulFlopsBf16 = 0;
   int64_t matmulBytes = 0;
   int64_t otherBytes = 0;
+  /// Of matmulFlopsF32, those of small and of medium products (by each
+  /// op's FLOPs, sd::productSize), which a profile may rate apart.
+  int64_t matmulFlopsF32Small = 0;
+  int64_t matmulFlopsF32Medium = 0;
   /// Uneven shards (partitioned layout): the arguments with padded blocks,
   /// their padding's bytes per device (on average over the devices), and
   /// the elements the ops compute per device with those that are padding

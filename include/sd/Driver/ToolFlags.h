@@ -40,6 +40,11 @@ public:
   bool printConfig() const;
   /// sdrun's --compile-only.
   bool compileOnly() const;
+  /// sdrun --calibrate's output file ("" without it).
+  std::string calibratePath() const;
+  /// Whether the model's positional was given (sdrun's is optional for
+  /// --calibrate).
+  bool modelGiven() const;
 
   /// The categories of the options, for cl::HideUnrelatedOptions.
   llvm::ArrayRef<const llvm::cl::OptionCategory *> categories() const {

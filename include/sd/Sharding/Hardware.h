@@ -24,21 +24,44 @@
 
 namespace sd {
 
+/// A matrix product's size class, by the FLOPs one op computes on one
+/// device: small products run far below a device's peak (a CPU's GEMM
+/// spends them packing; an accelerator's tiles sit half empty).
+enum class ProductSize { Small, Medium, Large };
+
+/// Below 1e8 FLOPs an op (a 368^3 GEMM) is small, below 4e9 (1260^3)
+/// medium, else large.
+ProductSize productSize(double flops);
+
 /// What one device computes and holds.
 struct DeviceSpec {
   /// Dense matrix-product rates, FLOP per second, in f32 and in bf16 (with
-  /// f32 accumulation).
+  /// f32 accumulation): the large products' rate.
   double f32Flops = 0;
   double bf16Flops = 0;
   /// Bytes per second between the device's memory and its arithmetic.
   double memoryBandwidth = 0;
   /// The device's memory, bytes.
   double memoryBytes = 0;
+  /// The f32 rates of small and medium products where measured
+  /// (`sdrun --calibrate`); 0: f32Flops.
+  double f32FlopsSmall = 0;
+  double f32FlopsMedium = 0;
+
+  /// The f32 rate of a product of size class `size`.
+  double f32Rate(ProductSize size) const {
+    double rate = size == ProductSize::Small    ? f32FlopsSmall
+                  : size == ProductSize::Medium ? f32FlopsMedium
+                                                : f32Flops;
+    return rate > 0 ? rate : f32Flops;
+  }
 
   bool operator==(const DeviceSpec &other) const {
     return f32Flops == other.f32Flops && bf16Flops == other.bf16Flops &&
            memoryBandwidth == other.memoryBandwidth &&
-           memoryBytes == other.memoryBytes;
+           memoryBytes == other.memoryBytes &&
+           f32FlopsSmall == other.f32FlopsSmall &&
+           f32FlopsMedium == other.f32FlopsMedium;
   }
 };
 
@@ -77,8 +100,9 @@ absl::StatusOr<HardwareProfile> builtinProfile(std::string_view name);
 /// `f32_flops`, `bf16_flops`, `memory_bandwidth`, `device_memory`,
 /// `ici_bandwidth`, `ici_latency`, `dcn_bandwidth`, `dcn_latency` (SI base
 /// units: FLOP/s, bytes/s, bytes, seconds; finite and positive) and
-/// `devices_per_host` (a positive integer). Every key is required once;
-/// an unknown one is an error.
+/// `devices_per_host` (a positive integer). Every key is required once,
+/// but `f32_flops_small` and `f32_flops_medium` (the small and medium
+/// products' f32 rates), which may be left out; an unknown one is an error.
 absl::StatusOr<HardwareProfile> parseProfile(std::string_view text,
                                              std::string_view label);
 

@@ -1,0 +1,297 @@
+//===- Calibrate.cpp - sdrun --calibrate: this machine as a profile -------===//
+
+#include "sd/Driver/Calibrate.h"
+#include "sd/Driver/TrainModelFile.h"
+
+#include "sd/Runtime/Kernels.h"
+#include "sd/Runtime/ProgramABI.h"
+#include "sd/Runtime/Runtime.h"
+#include "sd/Sharding/Network.h"
+
+#include "absl/strings/str_format.h"
+#include "llvm/Support/Format.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+using namespace mlir::sd;
+using namespace ::sd::rt;
+
+namespace {
+
+/// Wall seconds of `fn` run on every device at once.
+absl::StatusOr<double>
+timeOnDevices(MeshRuntime &runtime,
+              const std::function<absl::Status(Device &)> &fn) {
+  auto begin = std::chrono::steady_clock::now();
+  if (absl::Status status = runtime.runOnDevices(fn); !status.ok())
+    return status;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+      .count();
+}
+
+/// The best seconds of one repetition of `work(device, repetitions)`:
+/// three rounds of as many repetitions as fill about `seconds`, after one
+/// that warms up and sizes them.
+absl::StatusOr<double>
+bestSeconds(MeshRuntime &runtime, double seconds,
+            const std::function<void(Device &, int64_t)> &work) {
+  auto run = [&](int64_t repetitions) {
+    return timeOnDevices(runtime, [&](Device &device) {
+      work(device, repetitions);
+      return device.error();
+    });
+  };
+  absl::StatusOr<double> once = run(1);
+  if (!once.ok())
+    return once.status();
+  int64_t repetitions =
+      std::clamp<int64_t>(int64_t(seconds / std::max(*once, 1e-9)), 1, 1000);
+  double best = *once;
+  for (int round = 0; round < 3; ++round) {
+    absl::StatusOr<double> timed = run(repetitions);
+    if (!timed.ok())
+      return timed.status();
+    best = std::min(best, *timed / double(repetitions));
+  }
+  return best;
+}
+
+/// A square f32 GEMM of side `n` on every device: FLOP/s per device.
+absl::StatusOr<double> gemmRate(MeshRuntime &runtime, int64_t n,
+                                double seconds) {
+  int64_t devices = runtime.numDevices();
+  std::vector<std::vector<float>> a(devices), b(devices), c(devices);
+  for (int64_t d = 0; d < devices; ++d) {
+    a[d].assign(n * n, 0.5f);
+    b[d].assign(n * n, 0.25f);
+    c[d].assign(n * n, 0.0f);
+  }
+  absl::StatusOr<double> best =
+      bestSeconds(runtime, seconds, [&](Device &device, int64_t reps) {
+        int64_t d = device.id() - runtime.firstDeviceId();
+        for (int64_t r = 0; r < reps; ++r)
+          kernels::gemm(1, false, false, n, n, n, a[d].data(), n, 0,
+                        b[d].data(), n, 0, 0.0f, c[d].data(), n, 0);
+      });
+  if (!best.ok())
+    return best.status();
+  return 2.0 * double(n) * double(n) * double(n) / *best;
+}
+
+/// The same in bf16 (oneDNN, f32 accumulation).
+absl::StatusOr<double> gemmBf16Rate(MeshRuntime &runtime, int64_t n,
+                                    double seconds) {
+  int64_t devices = runtime.numDevices();
+  // 0x3f00: 0.5 in bf16.
+  std::vector<std::vector<sd_bf16>> a(devices), b(devices);
+  std::vector<std::vector<float>> c(devices);
+  for (int64_t d = 0; d < devices; ++d) {
+    a[d].assign(n * n, sd_bf16{0x3f00});
+    b[d].assign(n * n, sd_bf16{0x3f00});
+    c[d].assign(n * n, 0.0f);
+  }
+  absl::StatusOr<double> best =
+      bestSeconds(runtime, seconds, [&](Device &device, int64_t reps) {
+        int64_t d = device.id() - runtime.firstDeviceId();
+        for (int64_t r = 0; r < reps; ++r)
+          kernels::gemmBF16(1, false, false, n, n, n, a[d].data(), n, 0,
+                            b[d].data(), n, 0, c[d].data(), false, n, 0);
+      });
+  if (!best.ok())
+    return best.status();
+  return 2.0 * double(n) * double(n) * double(n) / *best;
+}
+
+/// The bytes per second sd's non-product kernels move on every device at
+/// once: layer norm over 64 MiB of rows (each element read, then written).
+absl::StatusOr<double> kernelBandwidth(MeshRuntime &runtime, double seconds) {
+  constexpr int64_t kCols = 1024;
+  constexpr int64_t kRows = (int64_t(64) << 20) / 4 / kCols;
+  int64_t devices = runtime.numDevices();
+  std::vector<std::vector<float>> in(devices), out(devices);
+  std::vector<float> scale(kCols, 1.0f), bias(kCols, 0.0f);
+  for (int64_t d = 0; d < devices; ++d) {
+    in[d].resize(kRows * kCols);
+    for (int64_t i = 0; i < kRows * kCols; ++i)
+      in[d][i] = float(i % 7);
+    out[d].assign(kRows * kCols, 0.0f);
+  }
+  absl::StatusOr<double> best =
+      bestSeconds(runtime, seconds, [&](Device &device, int64_t reps) {
+        int64_t d = device.id() - runtime.firstDeviceId();
+        for (int64_t r = 0; r < reps; ++r)
+          kernels::layerNorm(in[d].data(), scale.data(), bias.data(),
+                             out[d].data(), kRows, kCols, 1e-6);
+      });
+  if (!best.ok())
+    return best.status();
+  return 2.0 * double(kRows * kCols) * 4.0 / *best;
+}
+
+/// One all-reduce of `elements` floats over every device of the runtime
+/// through its transport: seconds.
+absl::StatusOr<double> allReduceSeconds(MeshRuntime &runtime, int64_t elements,
+                                        double seconds) {
+  int64_t devices = runtime.numDevices();
+  std::vector<std::vector<float>> in(devices), out(devices);
+  for (int64_t d = 0; d < devices; ++d) {
+    in[d].assign(elements, 1.0f);
+    out[d].assign(elements, 0.0f);
+  }
+  SdCollective op;
+  std::memset(&op, 0, sizeof(op));
+  op.name = "calibration all_reduce";
+  op.kind = SD_ALL_REDUCE;
+  op.rank = 1;
+  op.in_shape[0] = op.out_shape[0] = elements;
+  op.num_axes = 1;
+  const SdApi *api = MeshRuntime::api();
+  return bestSeconds(runtime, seconds, [&](Device &device, int64_t reps) {
+    int64_t d = device.id() - runtime.firstDeviceId();
+    auto *handle = reinterpret_cast<SdDevice *>(&device);
+    for (int64_t r = 0; r < reps; ++r)
+      if (api->collective(handle, &op, in[d].data(), out[d].data()))
+        return;
+  });
+}
+
+} // namespace
+
+absl::StatusOr<::sd::HardwareProfile>
+mlir::sd::calibrateMachine(const CalibrationOptions &options,
+                           llvm::StringRef name, llvm::raw_ostream &log) {
+  if (options.devices < 1)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--calibrate needs at least one device, not %d", options.devices));
+  MeshRuntimeOptions runtimeOptions;
+  runtimeOptions.mesh = ::sd::MeshSpec({{"x", options.devices, 1}});
+  runtimeOptions.threadsPerDevice = options.threadsPerDevice;
+  absl::StatusOr<std::unique_ptr<MeshRuntime>> created =
+      MeshRuntime::create(runtimeOptions);
+  if (!created.ok())
+    return created.status();
+  MeshRuntime &runtime = **created;
+  double seconds = options.secondsPerMeasurement;
+  log << "sdrun --calibrate: " << options.devices << " devices x "
+      << runtime.threadsPerDevice() << " threads, each measurement on every "
+      << "device at once\n";
+
+  ::sd::HardwareProfile profile = *::sd::builtinProfile("cpu");
+  profile.name = name.str();
+  auto logRate = [&](llvm::StringRef what, double value, llvm::StringRef unit) {
+    log << llvm::format("  %-40s %10.2f %s\n", what.str().c_str(), value / 1e9,
+                        unit.str().c_str());
+  };
+  // Products by size class (sd::productSize): a representative side each.
+  struct SizeClass {
+    int64_t side;
+    double *rate;
+  } classes[] = {{256, &profile.device.f32FlopsSmall},
+                 {768, &profile.device.f32FlopsMedium},
+                 {2048, &profile.device.f32Flops}};
+  for (const SizeClass &size : classes) {
+    absl::StatusOr<double> rate = gemmRate(runtime, size.side, seconds);
+    if (!rate.ok())
+      return rate.status();
+    *size.rate = *rate;
+    logRate(absl::StrFormat("f32 GEMM %d^3 per device", size.side), *rate,
+            "GFLOP/s");
+  }
+  absl::StatusOr<double> bf16 = gemmBf16Rate(runtime, 2048, seconds);
+  if (!bf16.ok())
+    return bf16.status();
+  profile.device.bf16Flops = *bf16;
+  logRate(absl::StrFormat("bf16 GEMM 2048^3 per device (%s)",
+                          kernels::bf16ProductPath().isa),
+          *bf16, "GFLOP/s");
+  absl::StatusOr<double> bandwidth = kernelBandwidth(runtime, seconds);
+  if (!bandwidth.ok())
+    return bandwidth.status();
+  profile.device.memoryBandwidth = *bandwidth;
+  logRate("layer-norm bytes per device", *bandwidth, "GB/s");
+  // Each device its share of the host's memory.
+  double hostBytes =
+      double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  profile.device.memoryBytes = hostBytes / double(options.devices);
+  profile.devicesPerHost = options.devices;
+
+  std::string links = "DCN: the cpu profile's";
+  if (options.devices > 1) {
+    // The ring convention the network model prices: an all-reduce of S
+    // bytes sends 2(N-1)/N S per device in 2(N-1) steps.
+    int64_t n = options.devices;
+    int64_t steps = 2 * (n - 1);
+    absl::StatusOr<double> tiny = allReduceSeconds(runtime, n, seconds);
+    if (!tiny.ok())
+      return tiny.status();
+    double latency = *tiny / double(steps);
+    constexpr int64_t kLarge = (int64_t(64) << 20) / 4;
+    absl::StatusOr<double> large = allReduceSeconds(runtime, kLarge, seconds);
+    if (!large.ok())
+      return large.status();
+    double sent = double(steps) / double(n) * double(kLarge) * 4.0;
+    profile.network.iciLatency = latency;
+    profile.network.iciBandwidth =
+        sent / std::max(*large - double(steps) * latency, 1e-9);
+    logRate("shared-memory all_reduce bandwidth", profile.network.iciBandwidth,
+            "GB/s");
+    log << llvm::format("  %-40s %10.2f µs\n", "shared-memory step latency",
+                        latency * 1e6);
+    links = "ICI: all_reduce of 64 MiB and of N floats over sd's "
+            "shared-memory transport; " +
+            links;
+  }
+  profile.source = absl::StrFormat(
+      "sdrun --calibrate, %d devices x %d threads: sd's f32 GEMMs of sides "
+      "256, 768 and 2048 and bf16 of 2048, layer norm over 64 MiB; %s",
+      options.devices, runtime.threadsPerDevice(), links);
+  return profile;
+}
+
+absl::Status mlir::sd::calibrateToFile(const ::sd::RunSpecFlags &values,
+                                       const std::string &path, bool underMpi,
+                                       llvm::raw_ostream &log) {
+  if (underMpi)
+    return absl::InvalidArgumentError(
+        "--calibrate measures the devices of one process: run it without "
+        "mpirun");
+  if (!values.modelPath.empty())
+    return absl::InvalidArgumentError(
+        "--calibrate runs no model: leave out \"" + values.modelPath + "\"");
+  if (absl::Status writable = checkOutputPath(path, "calibrate");
+      !writable.ok())
+    return writable;
+  int cpus = availableCpus();
+  CalibrationOptions options;
+  options.threadsPerDevice = int(values.threadsPerDevice.value_or(0));
+  if (options.threadsPerDevice < 0 || options.threadsPerDevice > cpus)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--threads-per-device=%d must be between 1 and the %d CPUs",
+        options.threadsPerDevice, cpus));
+  options.devices = values.devices.value_or(
+      std::max(1, cpus / std::max(1, options.threadsPerDevice)));
+  absl::StatusOr<::sd::HardwareProfile> profile =
+      calibrateMachine(options, "calibrated", log);
+  if (!profile.ok())
+    return profile.status();
+  std::error_code error;
+  llvm::raw_fd_ostream out(path, error);
+  if (error)
+    return absl::InvalidArgumentError("cannot write --calibrate file \"" +
+                                      path + "\": " + error.message());
+  out << ::sd::profileToYaml(*profile);
+  out.close();
+  if (out.has_error())
+    return absl::InvalidArgumentError("cannot write --calibrate file \"" +
+                                      path + "\"");
+  log << "sdrun: wrote the profile to " << path
+      << " (sdopt --plan --profile=" << path
+      << ", sdrun --mesh=auto --profile=" << path << ")\n";
+  return absl::OkStatus();
+}
