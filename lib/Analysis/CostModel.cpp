@@ -162,6 +162,7 @@ struct FunctionCost {
   int64_t matmulFlopsBf16 = 0;
   int64_t matmulBytes = 0;
   int64_t otherBytes = 0;
+  int64_t otherMemoryBytes = 0;
   int64_t peakBytes = 0;
   /// Of peakBytes, the gradient sums across microbatches alive there.
   int64_t peakGradientSumBytes = 0;
@@ -191,6 +192,7 @@ struct FunctionCost {
     matmulFlopsBf16 += other.matmulFlopsBf16;
     matmulBytes += other.matmulBytes;
     otherBytes += other.otherBytes;
+    otherMemoryBytes += other.otherMemoryBytes;
     numValues += other.numValues;
     numValuesWithoutSharding += other.numValuesWithoutSharding;
     numOpsWithoutSharding += other.numOpsWithoutSharding;
@@ -365,6 +367,37 @@ static LogicalResult checkStaticTypes(Operation *op) {
   return success();
 }
 
+/// Whether `op` is fused into the ops that read it (CostOpInterface).
+static bool isFusedOp(Operation *op) {
+  auto cost = dyn_cast_or_null<CostOpInterface>(op);
+  return cost && cost.isFusible();
+}
+
+/// Of the `bytes` an op accesses (its operands and results, scaled as the
+/// layout has it), those that touch memory once fusible ops sit in their
+/// readers' loops: all of them for an op that is not fusible; for one that
+/// is, the operands that a non-fusible op or an argument provides and the
+/// results that a non-fusible op or the terminator reads.
+static int64_t memoryBytes(CostOpInterface op, int64_t bytes) {
+  if (!op.isFusible())
+    return bytes;
+  int64_t all = 0, touched = 0;
+  for (Value operand : op->getOperands()) {
+    int64_t size = getTensorBytes(operand.getType());
+    all += size;
+    if (!isFusedOp(operand.getDefiningOp()))
+      touched += size;
+  }
+  for (Value result : op->getResults()) {
+    int64_t size = getTensorBytes(result.getType());
+    all += size;
+    if (llvm::any_of(result.getUsers(),
+                     [](Operation *user) { return !isFusedOp(user); }))
+      touched += size;
+  }
+  return all == 0 ? 0 : int64_t(double(bytes) * double(touched) / double(all));
+}
+
 LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
   auto costOp = dyn_cast<CostOpInterface>(op);
   if (!costOp)
@@ -414,6 +447,7 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
     cost.matmulBytes += bytes;
   } else {
     cost.otherBytes += bytes;
+    cost.otherMemoryBytes += memoryBytes(costOp, bytes);
   }
   // Communication a global program still owes: sd-partition turns each
   // reshard into collectives (not costed here).
@@ -722,6 +756,7 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
   report.matmulFlopsBf16 = body.matmulFlopsBf16;
   report.matmulBytes = body.matmulBytes;
   report.otherBytes = body.otherBytes;
+  report.otherMemoryBytes = body.otherMemoryBytes;
   report.recomputeFlops = body.recomputeFlops;
   report.peakHostBytes = body.peakHostBytes;
   report.hostTransferBytes = body.hostTransferBytes;

@@ -344,6 +344,16 @@ struct PerElementCost : public CostModelBase<PerElementCost<OpTy>, OpTy> {
   }
 };
 
+/// Elementwise arithmetic, comparisons and selects: as PerElementCost, and
+/// fused into their readers.
+template <typename OpTy>
+struct ElementwiseCost : public CostModelBase<ElementwiseCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *op) const {
+    return getElementwiseFlops(op, flopsPerElement(cast<OpTy>(op)));
+  }
+  bool isFusible(Operation *) const { return true; }
+};
+
 /// Ops with a formula of their own: `getFlops(op)`.
 template <typename OpTy>
 struct FormulaCost : public CostModelBase<FormulaCost<OpTy>, OpTy> {
@@ -405,12 +415,21 @@ struct NoFlopsCost : public CostModelBase<NoFlopsCost<OpTy>, OpTy> {
   int64_t getFlops(Operation *) const { return 0; }
 };
 
+/// Broadcasts, pads, concatenations, constants and iota: no FLOPs, fused
+/// into their readers.
+template <typename OpTy>
+struct FusedMoveCost : public CostModelBase<FusedMoveCost<OpTy>, OpTy> {
+  int64_t getFlops(Operation *) const { return 0; }
+  bool isFusible(Operation *) const { return true; }
+};
+
 /// Reshape, transpose, slice: their result holds their operand's elements,
-/// rearranged, and computes nothing.
+/// rearranged, and computes nothing; fused into their readers.
 template <typename OpTy>
 struct ViewCost : public CostModelBase<ViewCost<OpTy>, OpTy> {
   int64_t getFlops(Operation *) const { return 0; }
   Value getViewSource(Operation *op) const { return op->getOperand(0); }
+  bool isFusible(Operation *) const { return true; }
 };
 
 /// Ops that are their operand's value and buffer and move nothing: a
@@ -427,6 +446,7 @@ struct AliasCost : public CostModelBase<AliasCost<OpTy>, OpTy> {
 struct ConvertCost : public CostModelBase<ConvertCost, ConvertOp> {
   int64_t getFlops(Operation *op) const { return getElementwiseFlops(op, 1); }
   Value getViewSource(Operation *op) const { return op->getOperand(0); }
+  bool isFusible(Operation *) const { return true; }
 };
 
 /// Collectives: the sums of reductions are not counted (see
@@ -452,12 +472,11 @@ struct MemoryMoveCost
 
 void mlir::sd::registerCostModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
-    attachModels<PerElementCost,
-                 // Elementwise.
-                 SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp,
-                 // Normalizations, softmax, random numbers.
-                 LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp, RngNormalOp,
-                 RngUniformOp>(*context);
+    attachModels<ElementwiseCost, SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp>(
+        *context);
+    // Normalizations, softmax, random numbers.
+    attachModels<PerElementCost, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
+                 RngNormalOp, RngUniformOp>(*context);
     attachModels<ReduceCost, ReduceSumOp, ReduceMaxOp, ReduceMeanOp>(*context);
     attachModels<FormulaCost, DotGeneralOp, AttentionOp, FlashAttentionOp,
                  MseLossOp>(*context);
@@ -466,8 +485,9 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
     Conv2DFilterGradOp::attachInterface<ConvCost<Conv2DFilterGradOp>>(*context);
     attachModels<FlashBackwardCost, FlashAttentionDqOp, FlashAttentionDkvOp>(
         *context);
-    attachModels<NoFlopsCost, BroadcastInDimOp, ConcatOp, PadOp,
-                 UpsampleNearestOp, ConstantOp, IotaOp, ReshardOp>(*context);
+    attachModels<FusedMoveCost, BroadcastInDimOp, ConcatOp, PadOp,
+                 UpsampleNearestOp, ConstantOp, IotaOp>(*context);
+    attachModels<NoFlopsCost, ReshardOp>(*context);
     attachModels<ViewCost, ReshapeOp, TransposeOp, SliceOp>(*context);
     attachModels<AliasCost, CollectivePermuteDoneOp, ShardingConstraintOp>(
         *context);

@@ -316,8 +316,10 @@ static void printStepTime(const CostReport &report,
             formatFlops(int64_t(device.f32Rate(::sd::ProductSize::Medium))) +
             "/s, the rest large");
   printRow(os, "other ops", seconds(p.otherSeconds),
-           formatBytes(report.otherBytes) + " at " +
-               formatBytes(int64_t(profile.device.memoryBandwidth)) + "/s");
+           formatBytes(report.otherMemoryBytes) + " at " +
+               formatBytes(int64_t(profile.device.memoryBandwidth)) +
+               "/s (of their " + formatBytes(report.otherBytes) +
+               " accessed, what fused loops move)");
   printRow(os, "communication", seconds(p.communicationSeconds),
            "the collectives on the profile's links");
   printRow(os, "  hidden", seconds(p.hiddenSeconds),
@@ -339,6 +341,7 @@ static llvm::json::Object stepTimeToJson(const CostReport &report,
       {"matmul_flops_bf16", report.matmulFlopsBf16},
       {"matmul_bytes", report.matmulBytes},
       {"other_bytes", report.otherBytes},
+      {"other_memory_bytes", report.otherMemoryBytes},
       {"matmul_seconds", p.matmulSeconds},
       {"other_seconds", p.otherSeconds},
       {"communication_seconds", p.communicationSeconds},

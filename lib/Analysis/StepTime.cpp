@@ -22,7 +22,7 @@ mlir::sd::predictStepTime(const CostReport &report,
       double(report.matmulFlopsBf16) / device.bf16Flops;
   p.matmulSeconds =
       std::max(arithmetic, double(report.matmulBytes) / device.memoryBandwidth);
-  p.otherSeconds = double(report.otherBytes) / device.memoryBandwidth;
+  p.otherSeconds = double(report.otherMemoryBytes) / device.memoryBandwidth;
   double asyncSeconds = 0;
   for (const CollectiveSummary &summary : report.collectives) {
     std::vector<int> axes = collectiveAxes(report, summary);

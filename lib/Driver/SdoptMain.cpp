@@ -86,10 +86,10 @@ struct SdoptCommandLine::Flags {
       cl::value_desc("name"), cl::cat(category)};
   cl::opt<bool> plan{
       "plan",
-      cl::desc("Search the meshes of --devices (over --hosts) and the remat "
-               "policies for the training step, price each on --profile "
-               "with the step-time model, and print the best plans instead "
-               "of the IR (docs/planner.md)"),
+      cl::desc("Search the meshes of --devices (over --hosts), the attention "
+               "strategies and the remat policies for the training step, "
+               "price each on --profile with the step-time model, and print "
+               "the best plans instead of the IR (docs/planner.md)"),
       cl::init(false), cl::cat(category)};
   cl::opt<std::string> planOutput{
       "plan-output",

@@ -135,6 +135,7 @@ constexpr int64_t CostReport::*kCounts[] = {
     &CostReport::matmulFlopsBf16,
     &CostReport::matmulBytes,
     &CostReport::otherBytes,
+    &CostReport::otherMemoryBytes,
     &CostReport::numPaddedTensors,
     &CostReport::paddingBytes,
     &CostReport::paddedElements,

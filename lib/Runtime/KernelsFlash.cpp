@@ -349,9 +349,14 @@ BackwardPlan planBackward(int64_t pairs, int64_t sq, int64_t skv, int64_t d,
   plan.blockKvDkvCompute =
       clampBlock(blocks.block_kv_dkv_compute, plan.blockKvDkv);
   plan.kvBlocks = ceilDiv(skv, plan.blockKvDkv);
-  plan.blockQDq =
-      plan.fused ? 1 : itemBlock(blocks.block_q_dq, sq, pairs, threads);
-  plan.blockKvDq = plan.fused ? 1 : clampBlock(blocks.block_kv_dq, skv);
+  // A fused plan computes dQ inside the K/V items; a call that wants dQ
+  // alone (context parallelism's dQ of gathered keys) then runs the dQ pass
+  // with the dK/dV pass's tiles, the fused blocks' only dQ-sized ones (with
+  // 1 x 1 tiles that pass ran a hundred times slower).
+  plan.blockQDq = itemBlock(plan.fused ? blocks.block_q_dkv : blocks.block_q_dq,
+                            sq, pairs, threads);
+  plan.blockKvDq = clampBlock(
+      plan.fused ? blocks.block_kv_dkv_compute : blocks.block_kv_dq, skv);
   plan.qBlocksDq = ceilDiv(sq, plan.blockQDq);
   plan.diFloats = roundUp(pairs * sq);
   plan.partialFloats = plan.fused ? roundUp(pairs * plan.kvBlocks * sq * d) : 0;
@@ -367,8 +372,7 @@ BackwardPlan planBackward(int64_t pairs, int64_t sq, int64_t skv, int64_t d,
   int64_t dkvFloats = 2 * plan.dkvTile + 2 * plan.dkvLow + plan.dkAcc +
                       plan.dvAcc + plan.dkvTmp;
 
-  // Sized even when fused: a call that wants dQ alone runs this pass with
-  // the fused plan's 1 x 1 tiles.
+  // Sized even when fused: a call that wants dQ alone runs this pass.
   int64_t dqCells = plan.blockQDq * plan.blockKvDq;
   plan.dqTile = roundUp(dqCells);
   plan.dqLow = f32 ? 0 : floatsOf<Elem>(dqCells);

@@ -30,7 +30,8 @@ CostReport fsdp2Report() {
   report.matmulFlopsF32 = 1000;
   report.matmulFlopsBf16 = 2000;
   report.matmulBytes = 50;
-  report.otherBytes = 30;
+  report.otherBytes = 40;
+  report.otherMemoryBytes = 30;
   report.parameterBytes = 600;
   return report;
 }
@@ -63,8 +64,9 @@ TEST(StepTimeTest, SmallAndMediumProductsAtTheirOwnRates) {
 }
 
 // Compute: products 1000/100 + 2000/400 = 15 s (their 50 bytes take 5 s);
-// other ops 30/10 = 3 s. An all_gather sending 20 bytes per device: 10 s,
-// of which the asynchronous half (5 s) hides behind compute.
+// other ops 30/10 = 3 s (of their 40 bytes, 30 touch memory). An all_gather
+// sending 20 bytes per device: 10 s, of which the asynchronous half (5 s) hides
+// behind compute.
 TEST(StepTimeTest, ComputeCommunicationAndWhatHides) {
   CostReport report = fsdp2Report();
   report.collectives.push_back(fsdpGathers(2, 1, 20));

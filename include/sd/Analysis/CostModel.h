@@ -206,6 +206,10 @@ struct CostReport {
   int64_t matmulFlopsBf16 = 0;
   int64_t matmulBytes = 0;
   int64_t otherBytes = 0;
+  /// Of otherBytes, those that touch memory once fusible ops (elementwise
+  /// arithmetic, broadcasts, views: CostOpInterface::isFusible) run inside
+  /// their readers' loops: the step-time model's bytes for those ops.
+  int64_t otherMemoryBytes = 0;
   /// Of matmulFlopsF32, those of small and of medium products (by each
   /// op's FLOPs, sd::productSize), which a profile may rate apart.
   int64_t matmulFlopsF32Small = 0;

@@ -201,6 +201,19 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
       }],
       "int64_t", "getWorkspaceBytes", (ins), [{}],
       [{ return 0; }]>,
+    InterfaceMethod<[{
+        Whether a compiler computes the op inside the loops of the ops that
+        read it instead of storing its result: elementwise arithmetic,
+        comparisons and selects, converts, broadcasts, views, pads and
+        concatenations, constants and iota (XLA's loop fusion and sd's
+        OpenMP lowering both fuse them); false for every other op (the
+        default). The cost model counts the bytes such an op moves to and
+        from memory only where its operands come from an op that is not
+        fusible (or from arguments) and where a non-fusible op or the
+        return reads its result.
+      }],
+      "bool", "isFusible", (ins), [{}],
+      [{ return false; }]>,
   ];
 }
 

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""The planner's step-time model against sdrun's measured steps.
+
+For DiT-S/2 (batch 8) on this machine: `sdrun --calibrate` measures the
+devices of each configuration into a profile; then every plan of the
+configuration (each mesh of the devices over data, fsdp, context and
+tensor, each attention strategy -- dot_product and flash, ring and ulysses
+where context splits the sequence -- and each remat policy the model prices:
+NONE, FULL, MATMUL_WITHOUT_BATCH, FLUX_OPTIMIZED) is predicted by
+`sdopt --report=json --profile` and, where it partitions, measured by
+`sdrun --metrics` (the median of the steps after the first). The planner's
+first choice is `sdopt --plan`'s first row. Prints one markdown table per
+configuration and the targets:
+
+  rank correlation (Spearman) of predicted vs measured >= 0.8
+  the planner's first choice measures within 10% of the measured best
+  median |predicted - measured| / measured <= 25%
+
+Configurations: 2 devices in one process, 4 devices in one process, 2 MPI
+ranks of one device each (over DCN: the calibrated profile's ICI figures
+do not apply, and its DCN figures are the `cpu` profile's; mpirun on
+loopback, as root, --oversubscribe, a timeout on every run).
+
+Usage: bench/planner_accuracy.py [--configs=2,4,mpi2] [--steps=4]
+         [--model=models/dit_s2.mlir] [--batch=8] [--out=DIR] [--quick]
+  --quick  one configuration (2 devices), NONE and FULL only, 3 steps: a
+           smoke test of the script; its figures are not the table's.
+Environment: BUILD (build dir, default build). Exit 1 if a target fails,
+2 on a usage or setup error.
+"""
+
+import argparse
+import itertools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AXES = ["data", "fsdp", "context", "tensor"]
+REMATS = ["NONE", "FULL", "MATMUL_WITHOUT_BATCH", "FLUX_OPTIMIZED"]
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def die(message):
+    print(f"planner_accuracy: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def factorizations(n, parts):
+    """Ordered factorizations of n into `parts` factors, the planner's order."""
+    if parts == 1:
+        return [[n]]
+    out = []
+    for f in range(1, n + 1):
+        if n % f == 0:
+            for rest in factorizations(n // f, parts - 1):
+                out.append([f] + rest)
+    return out
+
+
+def plans(config, quick):
+    """(ici, dcn, attention, remat) of every plan of `config`."""
+    remats = ["NONE", "FULL"] if quick else REMATS
+    result = []
+    if config == "mpi2":
+        for sizes in factorizations(2, 2):
+            axis = AXES[sizes.index(2)]
+            for attention in ["dot_product", "flash"]:
+                for remat in remats:
+                    result.append((f"{axis}:1", f"{axis}:2", attention, remat))
+        return result
+    devices = int(config)
+    for sizes in factorizations(devices, 4):
+        ici = ",".join(f"{a}:{s}" for a, s in zip(AXES, sizes) if s > 1)
+        attentions = ["dot_product", "flash"]
+        if sizes[2] > 1:
+            attentions += ["ring", "ulysses"]
+        for attention, remat in itertools.product(attentions, remats):
+            result.append((ici, "", attention, remat))
+    return result
+
+
+def run(cmd, log, env=None, timeout=900):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    with open(log, "w") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        try:
+            done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT,
+                                  env=full_env, timeout=timeout)
+            return done.returncode
+        except subprocess.TimeoutExpired:
+            f.write(f"timed out after {timeout} s\n")
+            return 124
+
+
+def mesh_flags(ici, dcn):
+    return [f"--mesh={ici}"] + ([f"--dcn-mesh={dcn}"] if dcn else [])
+
+
+def predict(args, profile, plan, log):
+    ici, dcn, attention, remat = plan
+    cmd = [args.sdopt, args.model, *mesh_flags(ici, dcn), f"--batch={args.batch}",
+           "--train", f"--attention={attention}", f"--remat={remat}",
+           "--report=json", f"--profile={profile}", "-o", log + ".json"]
+    if run(cmd, log) != 0:
+        return None
+    with open(log + ".json") as f:
+        step = json.load(f)["step_time"]
+    return step if step["fits"] else None
+
+
+def measure(args, config, plan, log, cache):
+    ici, dcn, attention, remat = plan
+    metrics = log + ".jsonl"
+    sdrun = [args.sdrun, args.model, *mesh_flags(ici, dcn), f"--batch={args.batch}",
+             f"--steps={args.steps}", f"--attention={attention}",
+             f"--remat={remat}", f"--metrics={metrics}", f"--cache-dir={cache}"]
+    env = None
+    if config == "mpi2":
+        sdrun = ["timeout", "900", "mpirun", "--oversubscribe", "-np", "2"] + sdrun
+        env = MPI_ENV
+    if run(sdrun, log, env) != 0:
+        return None
+    with open(metrics) as f:
+        steps = [json.loads(line) for line in f if line.strip()]
+    times = [s["step_time_s"] for s in steps if s.get("step", 0) > 1]
+    return statistics.median(times) if times else None
+
+
+def ranks(values):
+    """Ranks 1..n, ties sharing their average rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    result = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            result[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return result
+
+
+def spearman(xs, ys):
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.mean(rx), statistics.mean(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx = sum((a - mx) ** 2 for a in rx)
+    vy = sum((b - my) ** 2 for b in ry)
+    return cov / (vx * vy) ** 0.5 if vx > 0 and vy > 0 else float("nan")
+
+
+def first_choice(args, config, profile, log):
+    devices, hosts = (2, 2) if config == "mpi2" else (int(config), 1)
+    cmd = [args.sdopt, args.model, "--plan", f"--devices={devices}",
+           f"--hosts={hosts}", f"--profile={profile}", f"--batch={args.batch}"]
+    if args.quick:
+        cmd.append("--remat=NONE")
+    if run(cmd, log) != 0:
+        return None
+    with open(log) as f:
+        for line in f:
+            fields = line.split()
+            if fields[:1] == ["1"]:
+                # "1  data:1 | data:2  flash  NONE ..." or "1  fsdp:2  flash  NONE"
+                if fields[2] == "|":
+                    return (fields[1], fields[3], fields[4], fields[5])
+                return (fields[1], "", fields[2], fields[3])
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--configs", default="2,4,mpi2")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--model", default=os.path.join(ROOT, "models/dit_s2.mlir"))
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--out")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+    args.sdopt = os.path.join(build, "bin/sdopt")
+    args.sdrun = os.path.join(build, "bin/sdrun")
+    for tool in (args.sdopt, args.sdrun):
+        if not os.access(tool, os.X_OK):
+            die(f"{tool} not found: build it first")
+    configs = args.configs.split(",")
+    if args.quick:
+        configs, args.steps = ["2"], 3
+    for config in configs:
+        if config != "mpi2" and not config.isdigit():
+            die(f"unknown configuration '{config}' (2, 4, mpi2)")
+        if config == "mpi2" and not shutil.which("mpirun"):
+            die("mpi2 needs mpirun (apt install openmpi-bin)")
+    if args.steps < 2:
+        die("--steps must be at least 2 (step 1 is warm-up)")
+    out = args.out or tempfile.mkdtemp(prefix="sd-planner-accuracy.")
+    os.makedirs(out, exist_ok=True)
+    cache = os.path.join(out, "cache")
+    print(f"logs: {out}", file=sys.stderr)
+
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                            capture_output=True, text=True).stdout.strip()
+    with open("/proc/loadavg") as f:
+        load_start = " ".join(f.read().split()[:3])
+    print(f"# Planner accuracy: {os.path.basename(args.model)}, batch "
+          f"{args.batch}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
+    print(f"- sd: {commit}; load average at start {load_start}; "
+          f"{args.steps} steps a run, the median of steps 2..{args.steps}\n")
+    failed = False
+    for config in configs:
+        devices = 2 if config == "mpi2" else int(config)
+        profile = os.path.join(out, f"profile-{config}.yml")
+        # Two ranks of one device each: the profile of one device a process.
+        calibrate_devices = 1 if config == "mpi2" else devices
+        if run([args.sdrun, f"--calibrate={profile}",
+                f"--devices={calibrate_devices}"],
+               os.path.join(out, f"calibrate-{config}.log")) != 0:
+            die(f"calibration failed: {out}/calibrate-{config}.log")
+        rows = []
+        for i, plan in enumerate(plans(config, args.quick)):
+            tag = f"{config}-{i}"
+            print(f"plan {tag}: {plan}", file=sys.stderr)
+            predicted = predict(args, profile, plan, os.path.join(out, f"predict-{tag}.log"))
+            if predicted is None:
+                rows.append((plan, None, None))
+                continue
+            measured = measure(args, config, plan, os.path.join(out, f"run-{tag}.log"), cache)
+            rows.append((plan, predicted["step_seconds"], measured))
+        first = first_choice(args, config, profile, os.path.join(out, f"plan-{config}.log"))
+        both = [(p, pr, m) for p, pr, m in rows if pr is not None and m is not None]
+        title = ("2 MPI ranks x 1 device" if config == "mpi2"
+                 else f"{devices} devices in one process")
+        print(f"## {title}\n")
+        print("| mesh | attention | remat | predicted | measured | error |")
+        print("|---|---|---|---:|---:|---:|")
+        for (ici, dcn, attention, remat), pr, m in rows:
+            mesh = f"{ici} \\| {dcn}" if dcn else ici
+            mark = " (first choice)" if first == (ici, dcn, attention, remat) else ""
+            if pr is None:
+                print(f"| {mesh}{mark} | {attention} | {remat} | does not partition or fit | | |")
+            elif m is None:
+                print(f"| {mesh}{mark} | {attention} | {remat} | {pr:.3f} s | run failed | |")
+            else:
+                print(f"| {mesh}{mark} | {attention} | {remat} | {pr:.3f} s | {m:.3f} s | "
+                      f"{(pr - m) / m * 100:+.0f}% |")
+        if len(both) < 2:
+            print("\nfewer than two plans measured: no statistics\n")
+            failed = True
+            continue
+        rho = spearman([b[1] for b in both], [b[2] for b in both])
+        errors = [abs(pr - m) / m for _, pr, m in both]
+        best = min(m for _, _, m in both)
+        first_measured = next((m for p, _, m in both if p == first), None)
+        median_error = statistics.median(errors)
+        checks = [
+            ("Spearman rank correlation", f"{rho:.2f}", ">= 0.8", rho >= 0.8),
+            ("first choice vs measured best",
+             "not measured" if first_measured is None else
+             f"{(first_measured / best - 1) * 100:+.1f}% ({first_measured:.3f} s vs {best:.3f} s)",
+             "<= 10%", first_measured is not None and first_measured <= 1.1 * best),
+            ("median abs error", f"{median_error * 100:.0f}%", "<= 25%", median_error <= 0.25),
+        ]
+        print(f"\n{len(both)} plans predicted and measured\n")
+        print("| measure | value | target | result |")
+        print("|---|---|---|---|")
+        for name, value, target, ok in checks:
+            print(f"| {name} | {value} | {target} | {'PASS' if ok else 'FAIL'} |")
+            failed |= not ok
+        print()
+    with open("/proc/loadavg") as f:
+        print(f"load average at end {' '.join(f.read().split()[:3])}")
+    sys.exit(1 if failed and not args.quick else 0)
+
+
+if __name__ == "__main__":
+    main()
