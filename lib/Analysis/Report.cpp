@@ -297,7 +297,7 @@ static void printStepTime(const CostReport &report,
                           llvm::raw_ostream &os) {
   StepTimePrediction p = predictStepTime(report, profile);
   os << "\npredicted step time per device on " << profile.name
-     << " (step-time model; offloads not priced)\n";
+     << " (step-time model)\n";
   auto seconds = [](double s) { return ::sd::formatSeconds(s); };
   printRow(os, "matrix products", seconds(p.matmulSeconds),
            formatFlops(report.matmulFlopsF32) + " f32 at " +
@@ -324,6 +324,9 @@ static void printStepTime(const CostReport &report,
            "the collectives on the profile's links");
   printRow(os, "  hidden", seconds(p.hiddenSeconds),
            "asynchronous collectives overlapped with compute");
+  printRow(os, "offload", seconds(p.offloadSeconds),
+           formatBytes(report.hostTransferBytes) + " to and from the host at " +
+               formatBytes(int64_t(profile.device.hostRate())) + "/s");
   printRow(os, "step", seconds(p.stepSeconds), "");
   printRow(os, "device memory", formatBytes(p.neededBytes),
            std::string(p.fits() ? "fits " : "does not fit ") +
@@ -346,6 +349,8 @@ static llvm::json::Object stepTimeToJson(const CostReport &report,
       {"other_seconds", p.otherSeconds},
       {"communication_seconds", p.communicationSeconds},
       {"hidden_seconds", p.hiddenSeconds},
+      {"host_transfer_bytes", report.hostTransferBytes},
+      {"offload_seconds", p.offloadSeconds},
       {"step_seconds", p.stepSeconds},
       {"needed_bytes", p.neededBytes},
       {"device_bytes", p.deviceBytes},

@@ -35,7 +35,9 @@ mlir::sd::predictStepTime(const CostReport &report,
           seconds * double(summary.asyncCount) / double(summary.count);
   }
   p.hiddenSeconds = std::min(asyncSeconds, p.computeSeconds());
-  p.stepSeconds = p.computeSeconds() + p.communicationSeconds - p.hiddenSeconds;
+  p.offloadSeconds = double(report.hostTransferBytes) / device.hostRate();
+  p.stepSeconds = p.computeSeconds() + p.communicationSeconds -
+                  p.hiddenSeconds + p.offloadSeconds;
   p.neededBytes = report.totalBytes();
   p.deviceBytes = device.memoryBytes;
   return p;

@@ -83,10 +83,20 @@ absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
   if (!values.devices)
     return absl::InvalidArgumentError(
         "--mesh=auto needs --devices, the devices to plan for");
-  if (values.dcnMesh || values.processes)
+  if (values.dcnMesh)
     return absl::InvalidArgumentError(
-        "--mesh=auto plans the devices of one process: leave out --dcn-mesh "
-        "and --processes");
+        "--mesh=auto chooses the DCN mesh too: leave out --dcn-mesh");
+  // Under mpirun the ranks are the hosts; every rank plans alike (the
+  // search is deterministic) and the start-up handshake checks that they
+  // agree.
+  int64_t hosts = 1;
+  if (values.processes) {
+    if (!values.processesFromMpi)
+      return absl::InvalidArgumentError(
+          "--mesh=auto plans the devices of one process, or of mpirun's "
+          "ranks: leave out --processes");
+    hosts = *values.processes;
+  }
   absl::StatusOr<std::optional<::sd::HardwareProfile>> profile =
       ::sd::resolveProfile(values);
   if (!profile.ok())
@@ -99,6 +109,7 @@ absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
   const PipelineOptions &base = planning->pipeline;
   PlanOptions plan = planning->plan;
   plan.devices = *values.devices;
+  plan.hosts = hosts;
   plan.profile = hardware;
   std::optional<PlanChoice> choice;
   absl::Status status =
@@ -112,11 +123,14 @@ absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
   if (!status.ok())
     return status;
   values.mesh = choice->mesh;
+  if (!choice->dcnMesh.empty())
+    values.dcnMesh = choice->dcnMesh;
   values.remat = std::string(::sd::rematPolicyName(choice->remat));
   values.attention = std::string(::sd::attentionKindName(choice->attention));
-  log << "sdrun: --mesh=auto chose mesh " << choice->mesh << ", attention "
-      << ::sd::attentionKindName(choice->attention) << ", remat "
-      << ::sd::rematPolicyName(choice->remat) << ", the best of "
+  log << "sdrun: --mesh=auto chose mesh " << choice->mesh
+      << (choice->dcnMesh.empty() ? "" : " | " + choice->dcnMesh)
+      << ", attention " << ::sd::attentionKindName(choice->attention)
+      << ", remat " << ::sd::rematPolicyName(choice->remat) << ", the best of "
       << choice->candidates << " plans on " << hardware.name << " (predicted "
       << ::sd::formatSeconds(choice->time.stepSeconds) << " a step, "
       << formatBytes(choice->time.neededBytes)

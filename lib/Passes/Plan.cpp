@@ -9,12 +9,11 @@
 // calls to one block function) is priced from copies that keep two blocks of
 // each chain and three of one, extrapolated to the whole (PlanBlocks.h). A mesh
 // whose plan without remat fits the device memory is not priced with the
-// other remat policies: in the step-time model recomputing only adds time.
-// Plans whose memory does not fit the device are dropped, as are those with
-// offload traffic (which the model does not price yet) and those that do
-// not partition; the rest are ranked by predicted step time, then by fewer
-// bytes of memory, then in enumeration order, so the same input always
-// gives the same table.
+// other remat policies: in the step-time model recomputing and offloading
+// only add time. Plans whose memory does not fit the device are dropped, as
+// are those that do not partition; the rest are ranked by predicted step time,
+// then by fewer bytes of memory, then in enumeration order, so the same input
+// always gives the same table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,7 +107,7 @@ public:
 
   std::vector<Plan> plans;
   std::vector<const Plan *> ranked;
-  int64_t noPartition = 0, offload = 0, tooLarge = 0;
+  int64_t noPartition = 0, tooLarge = 0;
   /// Not priced: remat policies of groups where NONE fits, and those that
   /// keep more than FULL where FULL does not fit.
   int64_t prunedFits = 0, prunedTooLarge = 0;
@@ -303,20 +302,17 @@ bool Search::runSearch() {
     }
   }
   // The groups (mesh and attention) whose plan without remat fits: their
-  // other policies only add time. Those where FULL does not fit: the other
-  // policies keep more. Offloading policies are not priced yet.
+  // other policies only add time (recompute or host traffic). Those where
+  // FULL does not fit: the policies that recompute less keep more; only
+  // the offloading ones, which move what they keep to the host, may fit.
   llvm::StringSet<> noneFits, fullTooLarge;
   for (Plan &plan : plans) {
-    if (plan.offloads()) {
-      ++offload;
-      continue;
-    }
     if (plan.remat != ::sd::RematPolicyKind::None &&
         noneFits.contains(plan.group())) {
       ++prunedFits;
       continue;
     }
-    if (plan.remat != ::sd::RematPolicyKind::Full &&
+    if (plan.remat != ::sd::RematPolicyKind::Full && !plan.offloads() &&
         fullTooLarge.contains(plan.group())) {
       ++prunedTooLarge;
       continue;
@@ -330,10 +326,6 @@ bool Search::runSearch() {
                      std::string(::sd::attentionKindName(plan.attention)) +
                      ", " + std::string(::sd::rematPolicyName(plan.remat)) +
                      ": " + plan.error;
-      continue;
-    }
-    if (plan.hostTransferBytes > 0) {
-      ++offload;
       continue;
     }
     if (!smallest || plan.time->neededBytes < smallest->time->neededBytes)
@@ -446,7 +438,7 @@ void PlanPass::runOnOperation() {
     return signalPassFailure();
   const StepTimePrediction &best = *ranked.front()->time;
   os << "  #  " << llvm::left_justify("mesh", 36)
-     << llvm::left_justify("attention", 12) << llvm::left_justify("remat", 22)
+     << llvm::left_justify("attention", 12) << llvm::left_justify("remat", 29)
      << llvm::right_justify("step", 11) << llvm::right_justify("compute", 11)
      << llvm::right_justify("comm", 11) << llvm::right_justify("memory", 11)
      << "   why it lost\n";
@@ -467,7 +459,7 @@ void PlanPass::runOnOperation() {
     os << llvm::format("%3d  ", int(i + 1))
        << llvm::left_justify(plan.mesh(), 35) << " "
        << llvm::left_justify(::sd::attentionKindName(plan.attention), 12)
-       << llvm::left_justify(::sd::rematPolicyName(plan.remat), 22)
+       << llvm::left_justify(::sd::rematPolicyName(plan.remat), 29)
        << llvm::right_justify(::sd::formatSeconds(t.stepSeconds), 11)
        << llvm::right_justify(::sd::formatSeconds(t.computeSeconds()), 11)
        << llvm::right_justify(
@@ -483,12 +475,12 @@ void PlanPass::runOnOperation() {
   }
   os << "priced " << search.priced << ", ranked " << ranked.size()
      << "; not priced: " << search.prunedFits
-     << " remat policies where NONE fits (recomputing only adds time), "
+     << " remat policies where NONE fits (recomputing and offloading only "
+        "add time), "
      << search.prunedTooLarge
-     << " that keep more than FULL where FULL does not fit, " << search.offload
-     << " with offload traffic (not priced yet); dropped: " << search.tooLarge
-     << " that do not fit the device memory, " << search.noPartition
-     << " that do not partition";
+     << " that keep more than FULL where FULL does not fit; dropped: "
+     << search.tooLarge << " that do not fit the device memory, "
+     << search.noPartition << " that do not partition";
   if (!search.firstError.empty())
     os << " (first: " << search.firstError << ")";
   os << "\n";

@@ -46,6 +46,15 @@ HardwareProfile make(std::string name, std::string source, double f32Flops,
 
 constexpr double kGiB = double(int64_t(1) << 30);
 
+/// A TPU host's link to a chip, which Google does not publish: sd assumes
+/// PCIe 4.0 x16, 32 GB/s one way.
+constexpr double kPcie4x16 = 32e9;
+
+HardwareProfile withHost(HardwareProfile p, double hostBandwidth) {
+  p.device.hostBandwidth = hostBandwidth;
+  return p;
+}
+
 std::vector<HardwareProfile> builtins() {
   // f32 products on a TPU at XLA's HIGHEST precision take six bf16 passes.
   constexpr double kTpuF32Passes = 6;
@@ -62,22 +71,27 @@ std::vector<HardwareProfile> builtins() {
            "sgemm, a one-thread copy); shared-memory defaults",
            177.35e9, 177.35e9, 31e9, 12 * kGiB, 2 * defaults.iciBandwidth,
            defaults.iciLatency, defaults.dcnBandwidth, defaults.dcnLatency, 2),
-      make("tpu-v5p", "https://cloud.google.com/tpu/docs/v5p",
-           459e12 / kTpuF32Passes, 459e12, 2765e9, 95 * kGiB, 1200e9, 1e-6,
-           // 50 Gb/s of DCN per chip, 4 chips per host.
-           4 * 50e9 / 8, 25e-6, 4),
-      make("tpu-v6e", "https://cloud.google.com/tpu/docs/v6e",
-           918e12 / kTpuF32Passes, 918e12, 1638e9, 32e9, 800e9, 1e-6,
-           // Not on the v6e page: v5e's published 2 x 100 Gb/s NICs per
-           // host.
-           2 * 100e9 / 8, 25e-6, 8),
+      withHost(make("tpu-v5p", "https://cloud.google.com/tpu/docs/v5p",
+                    459e12 / kTpuF32Passes, 459e12, 2765e9, 95 * kGiB, 1200e9,
+                    1e-6,
+                    // 50 Gb/s of DCN per chip, 4 chips per host.
+                    4 * 50e9 / 8, 25e-6, 4),
+               kPcie4x16),
+      withHost(make("tpu-v6e", "https://cloud.google.com/tpu/docs/v6e",
+                    918e12 / kTpuF32Passes, 918e12, 1638e9, 32e9, 800e9, 1e-6,
+                    // Not on the v6e page: v5e's published 2 x 100 Gb/s NICs
+                    // per host.
+                    2 * 100e9 / 8, 25e-6, 8),
+               kPcie4x16),
       // NVIDIA's H100 SXM5 (dense rates; f32 without TF32) in a DGX H100:
-      // NVLink 4 (900 GB/s bidirectional), 8 GPUs, 8 x 400 Gb/s ConnectX-7.
-      make("h100-sxm",
-           "https://www.nvidia.com/en-us/data-center/h100/ and the DGX H100 "
-           "datasheet",
-           66.9e12, 989.4e12, 3.35e12, 80e9, 900e9, 2e-6, 8 * 400e9 / 8, 5e-6,
-           8),
+      // NVLink 4 (900 GB/s bidirectional), 8 GPUs, 8 x 400 Gb/s ConnectX-7,
+      // PCIe 5.0 x16 to the host (128 GB/s bidirectional).
+      withHost(make("h100-sxm",
+                    "https://www.nvidia.com/en-us/data-center/h100/ and the "
+                    "DGX H100 datasheet",
+                    66.9e12, 989.4e12, 3.35e12, 80e9, 900e9, 2e-6,
+                    8 * 400e9 / 8, 5e-6, 8),
+               128e9 / 2),
   };
 }
 
@@ -96,6 +110,7 @@ enum class Key {
   DevicesPerHost,
   F32FlopsSmall,
   F32FlopsMedium,
+  HostBandwidth,
 };
 
 struct KeyInfo {
@@ -119,6 +134,7 @@ constexpr KeyInfo kKeys[] = {
     {Key::DevicesPerHost, "devices_per_host"},
     {Key::F32FlopsSmall, "f32_flops_small", true},
     {Key::F32FlopsMedium, "f32_flops_medium", true},
+    {Key::HostBandwidth, "host_bandwidth", true},
 };
 
 /// The field of `p` a numeric key sets.
@@ -144,6 +160,8 @@ double *numberOf(HardwareProfile &p, Key key) {
     return &p.device.f32FlopsSmall;
   case Key::F32FlopsMedium:
     return &p.device.f32FlopsMedium;
+  case Key::HostBandwidth:
+    return &p.device.hostBandwidth;
   default:
     return nullptr;
   }

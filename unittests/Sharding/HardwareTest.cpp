@@ -29,12 +29,15 @@ TEST(HardwareTest, BuiltinsHaveTheirPublishedNumbers) {
   EXPECT_DOUBLE_EQ(v5p->network.iciBandwidth, 600e9);
   EXPECT_DOUBLE_EQ(v5p->network.dcnBandwidth, 25e9);
   EXPECT_EQ(v5p->devicesPerHost, 4);
+  // sd's assumption for a TPU's host link: PCIe 4.0 x16 one way.
+  EXPECT_DOUBLE_EQ(v5p->device.hostRate(), 32e9);
   absl::StatusOr<HardwareProfile> h100 = builtinProfile("h100-sxm");
   ASSERT_TRUE(h100.ok()) << h100.status();
   EXPECT_DOUBLE_EQ(h100->device.bf16Flops, 989.4e12);
   EXPECT_DOUBLE_EQ(h100->device.f32Flops, 66.9e12);
   EXPECT_DOUBLE_EQ(h100->network.iciBandwidth, 450e9);
   EXPECT_EQ(h100->devicesPerHost, 8);
+  EXPECT_DOUBLE_EQ(h100->device.hostRate(), 64e9);
   for (const std::string &name : builtinProfileNames()) {
     absl::StatusOr<HardwareProfile> p = builtinProfile(name);
     ASSERT_TRUE(p.ok()) << name;
@@ -69,6 +72,9 @@ TEST(HardwareTest, SizeClassRatesAreOptional) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(profileToYaml(*p).find("f32_flops_small"), std::string::npos);
   EXPECT_DOUBLE_EQ(p->device.f32Rate(ProductSize::Small), p->device.f32Flops);
+  // A CPU device's host memory is its own: offloads at the memory rate.
+  EXPECT_EQ(profileToYaml(*p).find("host_bandwidth"), std::string::npos);
+  EXPECT_DOUBLE_EQ(p->device.hostRate(), p->device.memoryBandwidth);
   p->device.f32FlopsSmall = 2e10;
   p->device.f32FlopsMedium = 5e10;
   std::string text = profileToYaml(*p);

@@ -8,7 +8,10 @@
 // bandwidth when their bytes take longer (a roofline per op class); every
 // other op is bound by its bytes. Collectives take what the network model
 // predicts on the profile's links; those issued asynchronously hide behind
-// compute, up to the compute time. Offload traffic is not priced yet.
+// compute, up to the compute time. Offloads and reloads move their bytes
+// over the profile's host link, beside nothing (sd's runtime copies them on
+// the device's own threads; an accelerator's DMA would hide part, which the
+// model does not credit).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +33,9 @@ struct StepTimePrediction {
   double communicationSeconds = 0;
   /// The asynchronous collectives' share that compute hides.
   double hiddenSeconds = 0;
-  /// matmul + other + communication − hidden.
+  /// Offloads and reloads over the host link.
+  double offloadSeconds = 0;
+  /// matmul + other + communication − hidden + offload.
   double stepSeconds = 0;
   /// The device memory the report's total needs, against the profile's.
   int64_t neededBytes = 0;

@@ -22,11 +22,13 @@ absl::Status withModelFile(const std::string &path,
                            llvm::function_ref<absl::Status(ModuleOp)> fn);
 
 /// sdrun --mesh=auto: when `values` asks for it, plans the model's
-/// training step for --devices in one process on --profile (`cpu` without
-/// it) with sd-plan's search (choosePlan), over the remat policies or only
-/// the one --remat names, and sets the mesh and remat policy to the best
-/// plan's, saying so on `log`. Bad flags are InvalidArgument; a model that
-/// fits no plan is a reportedFailure (the error is printed).
+/// training step for --devices in one process, or over mpirun's ranks as
+/// hosts, on --profile (`cpu` without it) with sd-plan's search
+/// (choosePlan), over the attention strategies and remat policies or only
+/// those --attention and --remat name, and sets the meshes, attention and
+/// remat policy to the best plan's, saying so on `log`. Bad flags are
+/// InvalidArgument; a model that fits no plan is a reportedFailure (the error
+/// is printed).
 absl::Status planAutoMesh(::sd::RunSpecFlags &values, llvm::raw_ostream &log);
 
 /// Fails when the directory `path` would be written into does not exist

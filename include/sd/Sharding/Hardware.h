@@ -47,6 +47,14 @@ struct DeviceSpec {
   /// (`sdrun --calibrate`); 0: f32Flops.
   double f32FlopsSmall = 0;
   double f32FlopsMedium = 0;
+  /// Bytes per second between the device's memory and its host's, one
+  /// way (offloads and reloads); 0: memoryBandwidth (a CPU device, whose
+  /// host memory is the same memory).
+  double hostBandwidth = 0;
+
+  double hostRate() const {
+    return hostBandwidth > 0 ? hostBandwidth : memoryBandwidth;
+  }
 
   /// The f32 rate of a product of size class `size`.
   double f32Rate(ProductSize size) const {
@@ -61,7 +69,8 @@ struct DeviceSpec {
            memoryBandwidth == other.memoryBandwidth &&
            memoryBytes == other.memoryBytes &&
            f32FlopsSmall == other.f32FlopsSmall &&
-           f32FlopsMedium == other.f32FlopsMedium;
+           f32FlopsMedium == other.f32FlopsMedium &&
+           hostBandwidth == other.hostBandwidth;
   }
 };
 
@@ -102,7 +111,8 @@ absl::StatusOr<HardwareProfile> builtinProfile(std::string_view name);
 /// units: FLOP/s, bytes/s, bytes, seconds; finite and positive) and
 /// `devices_per_host` (a positive integer). Every key is required once,
 /// but `f32_flops_small` and `f32_flops_medium` (the small and medium
-/// products' f32 rates), which may be left out; an unknown one is an error.
+/// products' f32 rates) and `host_bandwidth` (device to host memory, one
+/// way), which may be left out; an unknown one is an error.
 absl::StatusOr<HardwareProfile> parseProfile(std::string_view text,
                                              std::string_view label);
 

@@ -1,10 +1,9 @@
 // sdopt --plan (docs/planner.md): DiT-tiny's training step on 2 devices of
 // the cpu profile. Every mesh of 2 devices over data, fsdp, context and
 // tensor (4), with dot_product and flash attention (and ring and Ulysses on
-// context:2: 10 pairs), with 6 remat policies is 60 candidates. The 20 that
-// offload are not priced (the model does not price offload yet), and every
-// pair fits without remat, so its other 3 policies are not priced either:
-// 10 priced and ranked.
+// context:2: 10 pairs), with 6 remat policies is 60 candidates. Every pair
+// fits without remat, so its other 5 policies are not priced: 10 priced and
+// ranked.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 > %t.one
 // RUN: FileCheck %s < %t.one
 // The same input gives the same plan.
@@ -25,6 +24,10 @@
 // A machine too small for any plan: one error with the smallest plan's
 // memory and a device count that would fit it.
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/small_memory.yml --batch=8 2>&1 | FileCheck %s --check-prefix=NOFIT
+// A machine where neither NONE nor FULL fits: the policies that keep more
+// than FULL are not priced, the offloading ones are (their host traffic at
+// the profile's host link) and win.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/offload_memory.yml --batch=8 --attention=flash | FileCheck %s --check-prefix=OFFLOAD
 // Flags that do not go with --plan.
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --mesh=data:2 --devices=2 --profile=cpu 2>&1 | FileCheck %s --check-prefix=MESH
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --profile=cpu 2>&1 | FileCheck %s --check-prefix=DEVICES
@@ -39,7 +42,7 @@
 // CHECK-NEXT: {{^ +3 +[a-z]}}
 // CHECK-NEXT: {{^ +4 +[a-z]}}
 // CHECK-NEXT: {{^ +5 +[a-z]}}
-// CHECK-NEXT: priced 10, ranked 10; not priced: 30 remat policies where NONE fits (recomputing only adds time), 0 that keep more than FULL where FULL does not fit, 20 with offload traffic (not priced yet); dropped: 0 that do not fit the device memory, 0 that do not partition
+// CHECK-NEXT: priced 10, ranked 10; not priced: 50 remat policies where NONE fits (recomputing and offloading only add time), 0 that keep more than FULL where FULL does not fit; dropped: 0 that do not fit the device memory, 0 that do not partition
 
 // HOSTS:      sd plan: 4 devices (2 hosts of 2) of cpu, {{.*}}: 120 candidates
 // HOSTS:        1  {{.*}} | {{(data|fsdp)}}:2
@@ -55,6 +58,10 @@
 
 // NOFIT: error: no plan fits 2 devices of 1.0 MB: the smallest ({{.*}}, attention {{[a-z_]+}}, remat {{[A-Z_]+}}) needs {{.*}} MB per device; about {{[0-9]+}} devices would fit it (its state split over more)
 // NOFIT-NOT: see current operation
+
+// OFFLOAD:      2 devices (1 host of 2) of offload_memory, device memory 18.0 MB: 24 candidates
+// OFFLOAD:      1 {{(data|fsdp|context|tensor)}}:2 flash OFFLOAD_MATMUL_WITHOUT_BATCH
+// OFFLOAD:      priced 16, ranked {{[1-9][0-9]*}}; not priced: 0 remat policies where NONE fits (recomputing and offloading only add time), 8 that keep more than FULL where FULL does not fit;
 
 // MESH: error: --plan chooses the mesh: leave out --mesh and --dcn-mesh
 // DEVICES: error: --plan needs --devices, the devices to plan for
