@@ -5,8 +5,8 @@ For DiT-S/2 (batch 8) on this machine: `sdrun --calibrate` measures the
 devices of each configuration into a profile; then every plan of the
 configuration (each mesh of the devices over data, fsdp, context and
 tensor, each attention strategy -- dot_product and flash, ring and ulysses
-where context splits the sequence -- and each remat policy the model prices:
-NONE, FULL, MATMUL_WITHOUT_BATCH, FLUX_OPTIMIZED) is predicted by
+where context splits the sequence -- and each remat policy, the offloading
+ones included, or those --remats names) is predicted by
 `sdopt --report=json --profile` and, where it partitions, measured by
 `sdrun --metrics` (the median of the steps after the first). The planner's
 first choice is `sdopt --plan`'s first row. Prints one markdown table per
@@ -23,6 +23,7 @@ loopback, as root, --oversubscribe, a timeout on every run).
 
 Usage: bench/planner_accuracy.py [--configs=2,4,mpi2] [--steps=4]
          [--model=models/dit_s2.mlir] [--batch=8] [--out=DIR] [--quick]
+         [--remats=NONE,FULL,...]
   --quick  one configuration (2 devices), NONE and FULL only, 3 steps: a
            smoke test of the script; its figures are not the table's.
 Environment: BUILD (build dir, default build). Exit 1 if a target fails,
@@ -42,7 +43,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AXES = ["data", "fsdp", "context", "tensor"]
-REMATS = ["NONE", "FULL", "MATMUL_WITHOUT_BATCH", "FLUX_OPTIMIZED"]
+REMATS = ["NONE", "FULL", "MATMUL_WITHOUT_BATCH", "FLUX_OPTIMIZED",
+          "OFFLOAD_MATMUL_WITHOUT_BATCH", "HIDDEN_STATE_WITH_OFFLOAD"]
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
@@ -63,9 +65,9 @@ def factorizations(n, parts):
     return out
 
 
-def plans(config, quick):
+def plans(config, quick, remats):
     """(ici, dcn, attention, remat) of every plan of `config`."""
-    remats = ["NONE", "FULL"] if quick else REMATS
+    remats = ["NONE", "FULL"] if quick else remats
     result = []
     if config == "mpi2":
         for sizes in factorizations(2, 2):
@@ -185,6 +187,7 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--out")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--remats", default=",".join(REMATS))
     args = parser.parse_args()
     build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
     args.sdopt = os.path.join(build, "bin/sdopt")
@@ -226,7 +229,7 @@ def main():
                os.path.join(out, f"calibrate-{config}.log")) != 0:
             die(f"calibration failed: {out}/calibrate-{config}.log")
         rows = []
-        for i, plan in enumerate(plans(config, args.quick)):
+        for i, plan in enumerate(plans(config, args.quick, args.remats.split(","))):
             tag = f"{config}-{i}"
             print(f"plan {tag}: {plan}", file=sys.stderr)
             predicted = predict(args, profile, plan, os.path.join(out, f"predict-{tag}.log"))

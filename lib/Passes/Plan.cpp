@@ -447,12 +447,18 @@ void PlanPass::runOnOperation() {
     const StepTimePrediction &t = *plan.time;
     std::string why;
     if (i > 0) {
-      double compute = t.computeSeconds() - best.computeSeconds();
-      double comm = (t.communicationSeconds - t.hiddenSeconds) -
-                    (best.communicationSeconds - best.hiddenSeconds);
-      why = compute >= comm
-                ? "+" + ::sd::formatSeconds(compute) + " compute"
-                : "+" + ::sd::formatSeconds(comm) + " communication";
+      // The largest of its extra compute, exposed communication and host
+      // traffic.
+      std::pair<double, const char *> extra[] = {
+          {t.computeSeconds() - best.computeSeconds(), " compute"},
+          {(t.communicationSeconds - t.hiddenSeconds) -
+               (best.communicationSeconds - best.hiddenSeconds),
+           " communication"},
+          {t.offloadSeconds - best.offloadSeconds, " offload"}};
+      auto most = std::max_element(
+          std::begin(extra), std::end(extra),
+          [](const auto &a, const auto &b) { return a.first < b.first; });
+      why = "+" + ::sd::formatSeconds(most->first) + most->second;
       if (t.stepSeconds == best.stepSeconds)
         why = "same time, more memory";
     }

@@ -38,7 +38,7 @@
 // CHECK:      sd plan: 2 devices (1 host of 2) of cpu, device memory 12.9 GB: 60 candidates
 // CHECK-NEXT:   # mesh attention remat step compute comm memory why it lost
 // CHECK-NEXT:   1 {{(data|fsdp|context|tensor)}}:2 {{(dot_product|flash|ring|ulysses)}} NONE {{[0-9.]+ m?s}}
-// CHECK-NEXT:   2 {{.*}} {{\+.* compute|\+.* communication|same time, more memory}}
+// CHECK-NEXT:   2 {{.*}} {{\+.* compute|\+.* communication|\+.* offload|same time, more memory}}
 // CHECK-NEXT: {{^ +3 +[a-z]}}
 // CHECK-NEXT: {{^ +4 +[a-z]}}
 // CHECK-NEXT: {{^ +5 +[a-z]}}
