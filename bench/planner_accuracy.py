@@ -17,9 +17,11 @@ configuration and the targets:
   median |predicted - measured| / measured <= 25%
 
 Configurations: 2 devices in one process, 4 devices in one process, 2 MPI
-ranks of one device each (over DCN: the calibrated profile's ICI figures
-do not apply, and its DCN figures are the `cpu` profile's; mpirun on
-loopback, as root, --oversubscribe, a timeout on every run).
+ranks of one device each (over DCN, whose figures in the calibrated profile
+are the `cpu` profile's; mpirun on loopback, as root, --oversubscribe, a
+timeout on every run). Each configuration is calibrated with its devices
+at one thread each (the devices that share this machine's cores) and its
+runs use as many threads.
 
 Usage: bench/planner_accuracy.py [--configs=2,4,mpi2] [--steps=4]
          [--model=models/dit_s2.mlir] [--batch=8] [--out=DIR] [--quick]
@@ -126,7 +128,9 @@ def measure(args, config, plan, log, cache):
              f"--remat={remat}", f"--metrics={metrics}", f"--cache-dir={cache}"]
     env = None
     if config == "mpi2":
-        sdrun = ["timeout", "900", "mpirun", "--oversubscribe", "-np", "2"] + sdrun
+        # One thread a rank, as calibrated: the two ranks share two cores.
+        sdrun = (["timeout", "900", "mpirun", "--oversubscribe", "-np", "2"] +
+                 sdrun + ["--threads-per-device=1"])
         env = MPI_ENV
     if run(sdrun, log, env) != 0:
         return None
@@ -222,10 +226,10 @@ def main():
     for config in configs:
         devices = 2 if config == "mpi2" else int(config)
         profile = os.path.join(out, f"profile-{config}.yml")
-        # Two ranks of one device each: the profile of one device a process.
-        calibrate_devices = 1 if config == "mpi2" else devices
-        if run([args.sdrun, f"--calibrate={profile}",
-                f"--devices={calibrate_devices}"],
+        # The devices that share this machine's cores, one thread each (two
+        # ranks of one device each are two such devices).
+        if run([args.sdrun, f"--calibrate={profile}", f"--devices={devices}",
+                "--threads-per-device=1"],
                os.path.join(out, f"calibrate-{config}.log")) != 0:
             die(f"calibration failed: {out}/calibrate-{config}.log")
         rows = []
@@ -238,6 +242,9 @@ def main():
                 continue
             measured = measure(args, config, plan, os.path.join(out, f"run-{tag}.log"), cache)
             rows.append((plan, predicted["step_seconds"], measured))
+            print(f"  predicted {predicted['step_seconds']:.3f} s, measured "
+                  f"{measured if measured is None else round(measured, 3)} s",
+                  file=sys.stderr, flush=True)
         first = first_choice(args, config, profile, os.path.join(out, f"plan-{config}.log"))
         both = [(p, pr, m) for p, pr, m in rows if pr is not None and m is not None]
         title = ("2 MPI ranks x 1 device" if config == "mpi2"

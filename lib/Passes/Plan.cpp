@@ -51,7 +51,6 @@ struct Plan {
   std::vector<int64_t> inside, across;
   /// Set once priced.
   std::optional<StepTimePrediction> time;
-  int64_t hostTransferBytes = 0;
   std::string error;
 
   std::string mesh() const { return dcn.empty() ? ici : ici + " | " + dcn; }
@@ -274,7 +273,6 @@ void Search::price(Plan &plan) {
   if (failed(whole))
     return;
   plan.time = predictStepTime(*whole, options.profile);
-  plan.hostTransferBytes = whole->hostTransferBytes;
 }
 
 bool Search::runSearch() {

@@ -4,8 +4,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -85,14 +87,41 @@ void mlir::sd::keepBlocks(ModuleOp module, ArrayRef<BlockChain> expected,
     func::CallOp last = chain.calls.back();
     func::CallOp kept = chain.calls[count - 1];
     last->replaceAllUsesWith(kept->getResults());
+    // What only the erased calls read goes with them (ops that computed
+    // their operands, and those ops' own operands in turn). A set: an op
+    // feeding two erased calls is visited (and erased) once.
+    llvm::SmallPtrSet<Operation *, 8> erasing;
+    for (size_t i = count; i < chain.calls.size(); ++i)
+      erasing.insert(chain.calls[i]);
+    llvm::SetVector<Operation *> producers;
     for (size_t i = chain.calls.size(); i-- > size_t(count);) {
       func::CallOp call = chain.calls[i];
-      for (Value operand : call->getOperands())
-        if (auto arg = dyn_cast<BlockArgument>(operand))
+      for (Value operand : call->getOperands()) {
+        if (auto arg = dyn_cast<BlockArgument>(operand)) {
           if (arg.getOwner()->isEntryBlock() &&
               arg.getOwner()->getParentOp() == chain.function)
             read[chain.function].insert(arg);
+        } else if (Operation *def = operand.getDefiningOp();
+                   def && !erasing.contains(def)) {
+          producers.insert(def);
+        }
+      }
       call->erase();
+    }
+    while (!producers.empty()) {
+      Operation *op = producers.pop_back_val();
+      if (!isOpTriviallyDead(op))
+        continue;
+      for (Value operand : op->getOperands()) {
+        if (auto arg = dyn_cast<BlockArgument>(operand)) {
+          if (arg.getOwner()->isEntryBlock() &&
+              arg.getOwner()->getParentOp() == chain.function)
+            read[chain.function].insert(arg);
+        } else if (Operation *def = operand.getDefiningOp()) {
+          producers.insert(def);
+        }
+      }
+      op->erase();
     }
   }
   // Their parameters go with them, unless something calls the function

@@ -8,6 +8,13 @@
 // RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --plan-whole-program > %t.whole
 // RUN: FileCheck %s --check-prefix=WHOLE < %t.whole
 // RUN: grep -v '^repeated blocks' %t.blocks | diff - %t.whole
+// Flux has two chains (double- and single-stream blocks): copies with 2 of
+// each, and one with 3 of each chain in turn.
+// RUN: sdgen --preset=flux-dev --depth=4 --single-depth=5 --hidden=32 --heads=2 --text-dim=16 --pooled-dim=8 --height=32 --width=32 --text-length=4 --freq-dim=32 -o %t.flux.mlir
+// RUN: sdopt %t.flux.mlir --plan --devices=2 --profile=cpu --batch=4 --attention=flash > %t.flux.blocks
+// RUN: FileCheck %s --check-prefix=FLUX < %t.flux.blocks
+// RUN: sdopt %t.flux.mlir --plan --devices=2 --profile=cpu --batch=4 --attention=flash --plan-whole-program > %t.flux.whole
+// RUN: grep -v '^repeated blocks' %t.flux.blocks | diff - %t.flux.whole
 // A chain too short to gain anything is priced whole.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash | FileCheck %s --check-prefix=SHORT
 
@@ -15,6 +22,8 @@
 // CHECK-NEXT: repeated blocks priced once: @dit_block x5 (each candidate from copies with 2 blocks of each chain and 3 of one, extrapolated; --plan-whole-program prices the whole)
 // CHECK-NEXT: # mesh
 // CHECK-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 flash NONE
+
+// FLUX: repeated blocks priced once: @flux_double_block x4 @flux_single_block x5
 
 // WHOLE-NOT: repeated blocks
 
