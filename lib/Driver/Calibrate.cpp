@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 using namespace mlir::sd;
@@ -62,46 +63,31 @@ bestSeconds(MeshRuntime &runtime, double seconds,
   return best;
 }
 
-/// A square f32 GEMM of side `n` on every device: FLOP/s per device.
-absl::StatusOr<double> gemmRate(MeshRuntime &runtime, int64_t n,
-                                double seconds) {
+/// A square GEMM of side `n` on every device, its operands of `Elem` (f32
+/// through sd's sgemm, bf16 through oneDNN with f32 accumulation): FLOP/s
+/// per device.
+template <typename Elem>
+absl::StatusOr<double> gemmRate(MeshRuntime &runtime, int64_t n, double seconds,
+                                Elem value) {
   int64_t devices = runtime.numDevices();
-  std::vector<std::vector<float>> a(devices), b(devices), c(devices);
-  for (int64_t d = 0; d < devices; ++d) {
-    a[d].assign(n * n, 0.5f);
-    b[d].assign(n * n, 0.25f);
-    c[d].assign(n * n, 0.0f);
-  }
-  absl::StatusOr<double> best =
-      bestSeconds(runtime, seconds, [&](Device &device, int64_t reps) {
-        int64_t d = device.id() - runtime.firstDeviceId();
-        for (int64_t r = 0; r < reps; ++r)
-          kernels::gemm(1, false, false, n, n, n, a[d].data(), n, 0,
-                        b[d].data(), n, 0, 0.0f, c[d].data(), n, 0);
-      });
-  if (!best.ok())
-    return best.status();
-  return 2.0 * double(n) * double(n) * double(n) / *best;
-}
-
-/// The same in bf16 (oneDNN, f32 accumulation).
-absl::StatusOr<double> gemmBf16Rate(MeshRuntime &runtime, int64_t n,
-                                    double seconds) {
-  int64_t devices = runtime.numDevices();
-  // 0x3f00: 0.5 in bf16.
-  std::vector<std::vector<sd_bf16>> a(devices), b(devices);
+  std::vector<std::vector<Elem>> a(devices), b(devices);
   std::vector<std::vector<float>> c(devices);
   for (int64_t d = 0; d < devices; ++d) {
-    a[d].assign(n * n, sd_bf16{0x3f00});
-    b[d].assign(n * n, sd_bf16{0x3f00});
+    a[d].assign(n * n, value);
+    b[d].assign(n * n, value);
     c[d].assign(n * n, 0.0f);
   }
   absl::StatusOr<double> best =
       bestSeconds(runtime, seconds, [&](Device &device, int64_t reps) {
         int64_t d = device.id() - runtime.firstDeviceId();
-        for (int64_t r = 0; r < reps; ++r)
-          kernels::gemmBF16(1, false, false, n, n, n, a[d].data(), n, 0,
-                            b[d].data(), n, 0, c[d].data(), false, n, 0);
+        for (int64_t r = 0; r < reps; ++r) {
+          if constexpr (std::is_same_v<Elem, float>)
+            kernels::gemm(1, false, false, n, n, n, a[d].data(), n, 0,
+                          b[d].data(), n, 0, 0.0f, c[d].data(), n, 0);
+          else
+            kernels::gemmBF16(1, false, false, n, n, n, a[d].data(), n, 0,
+                              b[d].data(), n, 0, c[d].data(), false, n, 0);
+        }
       });
   if (!best.ok())
     return best.status();
@@ -196,14 +182,16 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
                  {768, &profile.device.f32FlopsMedium},
                  {2048, &profile.device.f32Flops}};
   for (const SizeClass &size : classes) {
-    absl::StatusOr<double> rate = gemmRate(runtime, size.side, seconds);
+    absl::StatusOr<double> rate = gemmRate(runtime, size.side, seconds, 0.5f);
     if (!rate.ok())
       return rate.status();
     *size.rate = *rate;
     logRate(absl::StrFormat("f32 GEMM %d^3 per device", size.side), *rate,
             "GFLOP/s");
   }
-  absl::StatusOr<double> bf16 = gemmBf16Rate(runtime, 2048, seconds);
+  // 0x3f00: 0.5 in bf16.
+  absl::StatusOr<double> bf16 =
+      gemmRate(runtime, 2048, seconds, sd_bf16{0x3f00});
   if (!bf16.ok())
     return bf16.status();
   profile.device.bf16Flops = *bf16;
