@@ -24,6 +24,10 @@ mlir::sd::planningBase(const ::sd::RunSpecFlags &values) {
   base.pipeline.train = true;
   if (spec->remat.policy.source != ::sd::SettingSource::Default)
     base.plan.remats = {spec->remat.policy.value};
+  if (spec->rules.source != ::sd::SettingSource::Default)
+    base.plan.ruleVariants = false;
+  if (spec->batch.gradAccum.source != ::sd::SettingSource::Default)
+    base.plan.accumulations = {spec->batch.gradAccum.value};
   if (spec->model.attention.source != ::sd::SettingSource::Default &&
       spec->model.attention.value != ::sd::AttentionKind::Auto)
     base.plan.attentions = {spec->model.attention.value};

@@ -102,6 +102,12 @@ struct SdoptCommandLine::Flags {
                "its repeated blocks once (slower; the reference for the "
                "extrapolation)"),
       cl::init(false), cl::cat(category)};
+  cl::opt<unsigned> planTop{
+      "plan-top",
+      cl::desc("With --plan: rows of the table (default 5; 0: every plan "
+               "that fits, and no plan left unpriced for being slower than "
+               "the last row)"),
+      cl::init(5), cl::cat(category)};
   cl::opt<int64_t> hosts{
       "hosts", cl::desc("With --plan: hosts the devices are spread over"),
       cl::init(1), cl::cat(category)};
@@ -390,6 +396,7 @@ SdoptCommandLine::resolvePlan(SdoptInvocation &invocation,
   plan.profile = **profile;
   plan.outputPath = flags->planOutput;
   plan.wholeProgram = flags->planWholeProgram;
+  plan.top = flags->planTop;
   if (failed(openFiles(invocation, inputFilename, outputFilename)))
     return failure();
   invocation.printInstead = true;

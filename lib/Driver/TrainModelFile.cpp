@@ -127,13 +127,23 @@ absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
     values.dcnMesh = choice->dcnMesh;
   values.remat = std::string(::sd::rematPolicyName(choice->remat));
   values.attention = std::string(::sd::attentionKindName(choice->attention));
+  values.rules = choice->rules;
+  if (choice->accum > 1) {
+    values.gradAccum = choice->accum;
+    // The global batch stays the one planned: a per-device batch is a
+    // microbatch's.
+    if (values.perDeviceBatch)
+      *values.perDeviceBatch /= double(choice->accum);
+  }
   log << "sdrun: --mesh=auto chose mesh " << choice->mesh
-      << (choice->dcnMesh.empty() ? "" : " | " + choice->dcnMesh)
-      << ", attention " << ::sd::attentionKindName(choice->attention)
-      << ", remat " << ::sd::rematPolicyName(choice->remat) << ", the best of "
-      << choice->candidates << " plans on " << hardware.name << " (predicted "
-      << ::sd::formatSeconds(choice->time.stepSeconds) << " a step, "
-      << formatBytes(choice->time.neededBytes)
+      << (choice->dcnMesh.empty() ? "" : " | " + choice->dcnMesh) << ", rules "
+      << choice->rules << ", attention "
+      << ::sd::attentionKindName(choice->attention) << ", remat "
+      << ::sd::rematPolicyName(choice->remat) << ", " << choice->accum
+      << (choice->accum == 1 ? " microbatch" : " microbatches")
+      << ", the best of " << choice->candidates << " plans on " << hardware.name
+      << " (predicted " << ::sd::formatSeconds(choice->time.stepSeconds)
+      << " a step, " << formatBytes(choice->time.neededBytes)
       << " per device; sdopt --plan prints the table)\n";
   return absl::OkStatus();
 }

@@ -95,8 +95,10 @@ struct ApplyLogicalRulesPass
       argAttrs[i] = attrs.getDictionary(func.getContext());
       changed = true;
     }
-    if (changed)
+    if (changed) {
       func.setAllArgAttrs(argAttrs);
+      shareDonatedShardings(func);
+    }
 
     WalkResult result = func.walk([&](ShardingConstraintOp op) {
       LogicalAxesAttr logical = op.getLogicalAttr();
@@ -116,6 +118,33 @@ struct ApplyLogicalRulesPass
   }
 
 private:
+  /// A donated result (`sd.aliases`) is its argument's buffer: without a
+  /// sharding of its own it takes the argument's, as sd-build-train-step
+  /// gives it when the rules ran before the step was built (the planner
+  /// builds the step first, buildMeshFreePipeline).
+  static void shareDonatedShardings(func::FuncOp func) {
+    SmallVector<DictionaryAttr> resultAttrs;
+    func.getAllResultAttrs(resultAttrs);
+    bool changed = false;
+    for (DictionaryAttr &attrs : resultAttrs) {
+      auto alias = attrs.getAs<IntegerAttr>(SDDialect::kAliasesAttrName);
+      if (!alias || attrs.get(SDDialect::kShardingAttrName) ||
+          alias.getInt() < 0 ||
+          alias.getInt() >= int64_t(func.getNumArguments()))
+        continue;
+      Attribute sharding =
+          func.getArgAttr(alias.getInt(), SDDialect::kShardingAttrName);
+      if (!sharding)
+        continue;
+      NamedAttrList list(attrs);
+      list.set(SDDialect::kShardingAttrName, sharding);
+      attrs = list.getDictionary(func.getContext());
+      changed = true;
+    }
+    if (changed)
+      func.setAllResultAttrs(resultAttrs);
+  }
+
   FlatSymbolRefAttr getMeshRef() {
     return FlatSymbolRefAttr::get(&getContext(), meshName);
   }

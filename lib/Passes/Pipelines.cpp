@@ -100,21 +100,43 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
     return;
   }
 
+  addMeshPasses(pm, options);
+  if (options.train)
+    addTrainingPasses(pm, options.training);
+  if (!options.propagate && !options.partition)
+    return;
+  buildPartitionPipeline(pm, options);
+}
+
+void mlir::sd::addMeshPasses(OpPassManager &pm,
+                             const PipelineOptions &options) {
   MaterializeMeshOptions mesh;
   mesh.meshSpec = options.mesh;
   mesh.dcnMeshSpec = options.dcnMesh;
   mesh.devices = options.devices;
   mesh.processes = options.processes;
   pm.addPass(createMaterializeMesh(mesh));
-
   pm.addNestedPass<func::FuncOp>(options.rules
                                      ? createApplyLogicalRules(*options.rules)
                                      : createApplyLogicalRules());
-  if (options.train)
-    addTrainingPasses(pm, options.training);
-  if (!options.propagate && !options.partition)
-    return;
-  buildPartitionPipeline(pm, options);
+}
+
+void mlir::sd::buildMeshFreePipeline(OpPassManager &pm,
+                                     const PipelineOptions &options) {
+  PipelineOptions meshFree = options;
+  meshFree.mesh.clear();
+  meshFree.dcnMesh.clear();
+  buildDefaultPipeline(pm, meshFree);
+  pm.addPass(createInlinerPass());
+  addGradientReductionPasses(pm, options);
+}
+
+void mlir::sd::buildMeshPipeline(OpPassManager &pm,
+                                 const PipelineOptions &options) {
+  addMeshPasses(pm, options);
+  PipelineOptions inlined = options;
+  inlined.callFree = true;
+  buildPartitionPipeline(pm, inlined);
 }
 
 void mlir::sd::buildPartitionPipeline(OpPassManager &pm,

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanBlocks.h"
+#include "PlanRules.h"
 #include "sd/Analysis/CostModel.h"
 #include "sd/Analysis/Report.h"
 #include "sd/Analysis/StepTime.h"
@@ -34,18 +35,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::sd;
 
 namespace {
 
-/// One candidate: its meshes, attention and remat policy, and what it
-/// costs.
+/// One candidate: its meshes, rules, attention, remat policy and
+/// microbatches, and what it costs.
 struct Plan {
   std::string ici, dcn;
+  /// Into Search::rulesChoices.
+  const RulesChoice *rules;
   ::sd::AttentionKind attention;
   ::sd::RematPolicyKind remat;
+  /// Gradient accumulation: microbatches a step runs.
+  int64_t accum = 1;
   /// Devices per axis (data, fsdp, context, tensor) inside a host, and
   /// (data, fsdp) across hosts.
   std::vector<int64_t> inside, across;
@@ -54,9 +64,10 @@ struct Plan {
   std::string error;
 
   std::string mesh() const { return dcn.empty() ? ici : ici + " | " + dcn; }
-  /// The plans that differ only in remat policy share it.
+  /// The plans that differ only in remat policy and accumulation share it.
   std::string group() const {
-    return mesh() + " " + std::string(::sd::attentionKindName(attention));
+    return mesh() + " " + rules->rules.name + " " +
+           std::string(::sd::attentionKindName(attention));
   }
   bool offloads() const {
     return remat == ::sd::RematPolicyKind::OffloadMatmulWithoutBatch ||
@@ -65,6 +76,23 @@ struct Plan {
 };
 
 constexpr const char *kAxes[] = {"data", "fsdp", "context", "tensor"};
+
+/// The most microbatches the search tries: each is one more copy of the
+/// step's body to price.
+constexpr int64_t kMaxAccumulation = 8;
+
+/// The global batch `base` asks for, or `module`'s default; 0 when neither
+/// says.
+int64_t programBatch(ModuleOp module, const PipelineOptions &base) {
+  int64_t batch = base.batch;
+  if (batch <= 0)
+    module.walk([&](func::FuncOp func) {
+      if (auto attr = func->getAttrOfType<IntegerAttr>(
+              SDDialect::kDefaultBatchAttrName))
+        batch = attr.getInt();
+    });
+  return std::max<int64_t>(batch, 0);
+}
 
 /// Every way of writing `n` as an ordered product over `axes` axes (sizes
 /// >= 1), in a fixed order.
@@ -110,19 +138,40 @@ public:
   /// Not priced: remat policies of groups where NONE fits, and those that
   /// keep more than FULL where FULL does not fit.
   int64_t prunedFits = 0, prunedTooLarge = 0;
+  /// Not priced: remat policies of groups where NONE already takes longer
+  /// than the table's last row.
+  int64_t prunedSlower = 0;
+  /// Not priced: remat policies of groups whose NONE does not partition.
+  int64_t prunedNoPartition = 0;
   int64_t priced = 0;
   std::string firstError;
   const Plan *smallest = nullptr;
+  /// The global batch (the one asked for, or the program's default; 0
+  /// when neither says).
+  int64_t globalBatch = 0;
+  /// The rules the plans name (stable addresses).
+  std::deque<RulesChoice> rulesChoices;
   /// The repeated blocks priced once (none with options.wholeProgram).
   std::vector<BlockChain> chains;
 
 private:
   void enumerate();
+  /// The gradient accumulations to try with `rules` on `mesh`: those the
+  /// flags name, or 1 and the powers of two up to kMaxAccumulation that
+  /// leave every device the batch is split over whole microbatches.
+  std::vector<int64_t> accumulations(const ::sd::MeshSpec &mesh,
+                                     const ::sd::LogicalAxisRules &rules) const;
   void price(Plan &plan);
   /// The report of `program`'s training step under `variant`, or failure
   /// with the first error in `error`.
   FailureOr<CostReport> report(ModuleOp program, const PipelineOptions &variant,
                                std::string &error);
+  /// Runs `work` with its diagnostics caught: on failure the first error,
+  /// or `otherwise`, in `error`.
+  LogicalResult quietly(function_ref<LogicalResult()> work, std::string &error,
+                        StringRef otherwise);
+  /// Runs `pm` on `program` with its errors caught: the first in `error`.
+  LogicalResult run(PassManager &pm, ModuleOp program, std::string &error);
 
   /// Mutable: an op handle's queries are not const methods.
   mutable ModuleOp module;
@@ -133,9 +182,24 @@ private:
   /// with that chain at one more.
   ModuleOp baseBlocks;
   std::vector<ModuleOp> moreBlocks;
+  /// What the mesh-free part of the pipeline (buildMeshFreePipeline) made
+  /// of a program for one attention strategy and remat policy: its inlined
+  /// training step (nested in the module while the search runs), which
+  /// every mesh copies; or why it failed.
+  struct Prepared {
+    ModuleOp step;
+    std::string error;
+  };
+  std::map<std::tuple<Operation *, ::sd::AttentionKind, ::sd::RematPolicyKind,
+                      int64_t>,
+           Prepared>
+      prepared;
 };
 
 void Search::enumerate() {
+  ::sd::LogicalAxisRules baseRules =
+      base.rules ? *base.rules : *::sd::presetRules("dit");
+  std::vector<LogicalUse> uses = collectLogicalUses(module);
   int64_t perHost = options.devices / options.hosts;
   std::vector<std::vector<int64_t>> ici, dcn;
   std::vector<int64_t> prefix;
@@ -194,39 +258,126 @@ void Search::enumerate() {
           attentions.insert(attentions.end(), {::sd::AttentionKind::Ring,
                                                ::sd::AttentionKind::Ulysses});
       }
-      for (::sd::AttentionKind attention : attentions)
-        for (::sd::RematPolicyKind remat : remats)
-          plans.push_back(Plan{llvm::join(iciAxes, ","),
-                               llvm::join(dcnAxes, ","), attention, remat,
-                               inside, across});
+      std::string iciSpec = llvm::join(iciAxes, ","),
+                  dcnSpec = llvm::join(dcnAxes, ",");
+      absl::StatusOr<::sd::MeshSpec> mesh = ::sd::parseMesh(iciSpec, dcnSpec);
+      if (!mesh.ok())
+        continue;
+      for (RulesChoice &choice :
+           ruleVariants(baseRules, *mesh, uses, options.ruleVariants)) {
+        const RulesChoice *rules = &rulesChoices.emplace_back(choice);
+        std::vector<int64_t> accums = accumulations(*mesh, rules->rules);
+        for (::sd::AttentionKind attention : attentions)
+          for (int64_t accum : accums)
+            for (::sd::RematPolicyKind remat : remats)
+              plans.push_back(Plan{iciSpec, dcnSpec, rules, attention, remat,
+                                   accum, inside, across});
+      }
     }
 }
 
-FailureOr<CostReport> Search::report(ModuleOp program,
-                                     const PipelineOptions &variant,
-                                     std::string &error) {
-  ModuleOp copy = copyIntoNestedModule(program);
+std::vector<int64_t>
+Search::accumulations(const ::sd::MeshSpec &mesh,
+                      const ::sd::LogicalAxisRules &rules) const {
+  if (!options.accumulations.empty())
+    return options.accumulations;
+  // Microbatches of equal size on every device the batch is split over.
+  int64_t shards = 1;
+  absl::StatusOr<std::vector<std::vector<std::string>>> batchAxes =
+      rules.resolve(mesh, "latents", {"batch"}, {-1});
+  if (batchAxes.ok())
+    for (const std::string &axis : batchAxes->front())
+      if (const ::sd::MeshAxis *found = mesh.findAxis(axis))
+        shards *= found->size();
+  std::vector<int64_t> out = {1};
+  for (int64_t k = 2; k <= kMaxAccumulation; k *= 2)
+    if (globalBatch > 0 && globalBatch % (k * shards) == 0)
+      out.push_back(k);
+  return out;
+}
+
+LogicalResult Search::quietly(function_ref<LogicalResult()> work,
+                              std::string &error, StringRef otherwise) {
   std::string first;
-  FailureOr<CostReport> result = failure();
+  LogicalResult result = failure();
   {
     ScopedDiagnosticHandler quiet(module.getContext(), [&](Diagnostic &diag) {
       if (first.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
         first = diag.str();
       return success();
     });
-    func::FuncOp func;
-    // Without the verifier after each pass (a third of the time here): the
-    // same pipeline is verified wherever sd compiles a program.
-    PassManager pm(module.getContext());
-    pm.enableVerifier(false);
-    buildDefaultPipeline(pm, variant);
-    if (succeeded(pm.run(copy)) &&
-        (func = findReportFunction(copy, "train_step")))
-      result = computeCostReport(func, LayoutChoice::Auto);
+    result = work();
   }
-  copy.erase();
   if (failed(result))
-    error = first.empty() ? "the pipeline failed" : first;
+    error = first.empty() ? otherwise.str() : first;
+  return result;
+}
+
+LogicalResult Search::run(PassManager &pm, ModuleOp program,
+                          std::string &error) {
+  return quietly([&] { return pm.run(program); }, error, "the pipeline failed");
+}
+
+FailureOr<CostReport> Search::report(ModuleOp program,
+                                     const PipelineOptions &variant,
+                                     std::string &error) {
+  // Without the verifier after each pass (a third of the time here): the
+  // same pipelines are verified wherever sd compiles a program.
+  auto newPassManager = [&] {
+    auto pm = std::make_unique<PassManager>(module.getContext());
+    pm->enableVerifier(false);
+    return pm;
+  };
+  ModuleOp copy;
+  if (options.wholeProgram) {
+    // The reference: the default pipeline, as sdopt and sdrun run it.
+    copy = copyIntoNestedModule(program);
+    std::unique_ptr<PassManager> pm = newPassManager();
+    buildDefaultPipeline(*pm, variant);
+    if (failed(run(*pm, copy, error))) {
+      copy.erase();
+      return failure();
+    }
+  } else {
+    // The training step is built once per program, attention and remat
+    // policy; each mesh partitions a copy of it.
+    auto key = std::make_tuple(
+        program.getOperation(),
+        variant.tileAttention ? variant.tileAttention->attention
+                              : ::sd::AttentionKind::DotProduct,
+        variant.training.remat.policy, variant.training.step.gradAccum);
+    auto [it, inserted] = prepared.try_emplace(key);
+    Prepared &step = it->second;
+    if (inserted) {
+      step.step = copyIntoNestedModule(program);
+      std::unique_ptr<PassManager> pm = newPassManager();
+      buildMeshFreePipeline(*pm, variant);
+      if (failed(run(*pm, step.step, step.error))) {
+        step.step.erase();
+        step.step = nullptr;
+      }
+    }
+    if (!step.step) {
+      error = step.error;
+      return failure();
+    }
+    copy = copyIntoNestedModule(step.step);
+    std::unique_ptr<PassManager> pm = newPassManager();
+    buildMeshPipeline(*pm, variant);
+    if (failed(run(*pm, copy, error))) {
+      copy.erase();
+      return failure();
+    }
+  }
+  FailureOr<CostReport> result = failure();
+  (void)quietly(
+      [&] {
+        if (func::FuncOp func = findReportFunction(copy, "train_step"))
+          result = computeCostReport(func, LayoutChoice::Auto);
+        return LogicalResult(result);
+      },
+      error, "the pipeline made no @train_step");
+  copy.erase();
   return result;
 }
 
@@ -242,6 +393,11 @@ void Search::price(Plan &plan) {
   variant.recordProvenance = false;
   variant.explain.clear();
   variant.training.remat.policy = plan.remat;
+  variant.training.step.gradAccum = plan.accum;
+  variant.rules = plan.rules->rules;
+  // The microbatch is the global batch over the accumulation.
+  if (plan.accum > 1)
+    variant.batch = globalBatch;
   if (plan.attention == ::sd::AttentionKind::DotProduct) {
     variant.tileAttention.reset();
   } else {
@@ -285,6 +441,7 @@ bool Search::runSearch() {
         << options.devices << " devices on " << options.hosts << " hosts";
     return false;
   }
+  globalBatch = programBatch(module, base);
   enumerate();
   if (!options.wholeProgram)
     chains = findBlockChains(module);
@@ -299,22 +456,27 @@ bool Search::runSearch() {
       keepBlocks(moreBlocks.back(), chains, keep);
     }
   }
-  // The groups (mesh and attention) whose plan without remat fits: their
-  // other policies only add time (recompute or host traffic). Those where
-  // FULL does not fit: the policies that recompute less keep more; only
-  // the offloading ones, which move what they keep to the host, may fit.
-  llvm::StringSet<> noneFits, fullTooLarge;
+  // A group (mesh and attention) is priced without remat first, every
+  // group before any other policy: in the step-time model recomputing and
+  // offloading only add time, so NONE's time bounds the group's. Where NONE
+  // fits, the group's other policies are not priced; nor are they where
+  // NONE already takes longer than the table's last row so far (groups in
+  // order of NONE's time, so the bound tightens early). Where FULL does not
+  // fit, the policies that recompute less keep more; only the offloading
+  // ones, which move what they keep to the host, may fit.
+  std::vector<std::vector<Plan *>> groups;
   for (Plan &plan : plans) {
-    if (plan.remat != ::sd::RematPolicyKind::None &&
-        noneFits.contains(plan.group())) {
-      ++prunedFits;
-      continue;
-    }
-    if (plan.remat != ::sd::RematPolicyKind::Full && !plan.offloads() &&
-        fullTooLarge.contains(plan.group())) {
-      ++prunedTooLarge;
-      continue;
-    }
+    if (groups.empty() || groups.back().front()->group() != plan.group())
+      groups.emplace_back();
+    groups.back().push_back(&plan);
+  }
+  std::multiset<double> fitting;
+  auto bound = [&] {
+    if (options.top == 0 || fitting.size() < options.top)
+      return std::numeric_limits<double>::infinity();
+    return *std::next(fitting.begin(), options.top - 1);
+  };
+  auto priceOne = [&](Plan &plan) {
     price(plan);
     ++priced;
     if (!plan.time) {
@@ -324,30 +486,103 @@ bool Search::runSearch() {
                      std::string(::sd::attentionKindName(plan.attention)) +
                      ", " + std::string(::sd::rematPolicyName(plan.remat)) +
                      ": " + plan.error;
-      continue;
+      return;
     }
     if (!smallest || plan.time->neededBytes < smallest->time->neededBytes)
       smallest = &plan;
     if (double(plan.time->neededBytes) > memory()) {
       ++tooLarge;
-      if (plan.remat == ::sd::RematPolicyKind::Full)
-        fullTooLarge.insert(plan.group());
+      return;
+    }
+    fitting.insert(plan.time->stepSeconds);
+    ranked.push_back(&plan);
+  };
+  auto none = [](const std::vector<Plan *> &group) -> Plan * {
+    Plan *first = group.front();
+    return first->remat == ::sd::RematPolicyKind::None ? first : nullptr;
+  };
+  for (const std::vector<Plan *> &group : groups)
+    if (Plan *plan = none(group))
+      priceOne(*plan);
+  // Fastest NONE first; the groups without NONE (the flags left it out)
+  // last, in enumeration order.
+  std::vector<const std::vector<Plan *> *> order;
+  for (const std::vector<Plan *> &group : groups)
+    order.push_back(&group);
+  auto noneSeconds = [&](const std::vector<Plan *> *group) {
+    Plan *plan = none(*group);
+    return plan && plan->time ? plan->time->stepSeconds
+                              : std::numeric_limits<double>::infinity();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](auto *a, auto *b) {
+    return noneSeconds(a) < noneSeconds(b);
+  });
+  for (const std::vector<Plan *> *group : order) {
+    Plan *first = none(*group);
+    size_t rest = group->size() - (first ? 1 : 0);
+    if (first && first->time && double(first->time->neededBytes) <= memory()) {
+      prunedFits += int64_t(rest);
       continue;
     }
-    if (plan.remat == ::sd::RematPolicyKind::None)
-      noneFits.insert(plan.group());
-    ranked.push_back(&plan);
+    if (first && first->time && first->time->stepSeconds > bound()) {
+      prunedSlower += int64_t(rest);
+      continue;
+    }
+    // What does not partition (a mesh axis that does not divide what the
+    // attention splits) does not partition with recomputation either.
+    if (first && !first->time) {
+      prunedNoPartition += int64_t(rest);
+      continue;
+    }
+    // Per accumulation, as for the group: where NONE fits, neither the
+    // other policies nor more microbatches (which only add time: smaller
+    // products, parameters gathered once per microbatch) are priced.
+    std::set<int64_t> fullTooLarge;
+    int64_t noneFitsAt = std::numeric_limits<int64_t>::max();
+    for (Plan *plan : *group) {
+      if (plan == first)
+        continue;
+      if (plan->accum > noneFitsAt ||
+          (plan->accum == noneFitsAt &&
+           plan->remat != ::sd::RematPolicyKind::None)) {
+        ++prunedFits;
+        continue;
+      }
+      if (plan->remat != ::sd::RematPolicyKind::Full && !plan->offloads() &&
+          plan->remat != ::sd::RematPolicyKind::None &&
+          fullTooLarge.count(plan->accum)) {
+        ++prunedTooLarge;
+        continue;
+      }
+      if (first && first->time && first->time->stepSeconds > bound()) {
+        ++prunedSlower;
+        continue;
+      }
+      priceOne(*plan);
+      if (!plan->time)
+        continue;
+      bool fits = double(plan->time->neededBytes) <= memory();
+      if (plan->remat == ::sd::RematPolicyKind::Full && !fits)
+        fullTooLarge.insert(plan->accum);
+      if (plan->remat == ::sd::RematPolicyKind::None && fits)
+        noneFitsAt = std::min(noneFitsAt, plan->accum);
+    }
   }
+  for (auto &[key, step] : prepared)
+    if (step.step)
+      step.step.erase();
+  prepared.clear();
   if (baseBlocks)
     baseBlocks.erase();
   for (ModuleOp more : moreBlocks)
     more.erase();
   moreBlocks.clear();
-  std::stable_sort(
-      ranked.begin(), ranked.end(), [](const Plan *a, const Plan *b) {
-        return std::tie(a->time->stepSeconds, a->time->neededBytes) <
-               std::tie(b->time->stepSeconds, b->time->neededBytes);
-      });
+  // Ties in enumeration order (the plans' order in `plans`), whatever the
+  // order they were priced in.
+  std::sort(ranked.begin(), ranked.end(), [](const Plan *a, const Plan *b) {
+    return std::tie(a->time->stepSeconds, a->time->neededBytes, a) <
+           std::tie(b->time->stepSeconds, b->time->neededBytes, b);
+  });
   return true;
 }
 
@@ -420,10 +655,12 @@ void PlanPass::runOnOperation() {
      << options.devices / options.hosts << ") of " << options.profile.name
      << ", device memory " << formatBytes(int64_t(search.memory())) << ": "
      << plans.size() << " candidates (meshes over data, fsdp, context and "
-     << "tensor inside a host, data and fsdp across hosts; attention "
+     << "tensor inside a host, data and fsdp across hosts; the rules and "
+     << "their fsdp-seq and ctx-embed variants where they differ; attention "
      << "dot_product and flash, ring and ulysses where context splits the "
      << "sequence; remat NONE, FULL, MATMUL_WITHOUT_BATCH, FLUX_OPTIMIZED "
-     << "and the two offload policies, or what the flags name)\n";
+     << "and the two offload policies; 1, 2, 4 or 8 microbatches; or what "
+        "the flags name)\n";
   if (!search.chains.empty()) {
     os << "repeated blocks priced once:";
     for (const BlockChain &chain : search.chains)
@@ -436,11 +673,13 @@ void PlanPass::runOnOperation() {
     return signalPassFailure();
   const StepTimePrediction &best = *ranked.front()->time;
   os << "  #  " << llvm::left_justify("mesh", 36)
-     << llvm::left_justify("attention", 12) << llvm::left_justify("remat", 29)
+     << llvm::left_justify("rules", 24) << llvm::left_justify("attention", 12)
+     << llvm::left_justify("remat", 29) << llvm::left_justify("accum", 5)
      << llvm::right_justify("step", 11) << llvm::right_justify("compute", 11)
      << llvm::right_justify("comm", 11) << llvm::right_justify("memory", 11)
      << "   why it lost\n";
-  for (size_t i = 0; i < ranked.size() && i < options.top; ++i) {
+  for (size_t i = 0; i < ranked.size() && (options.top == 0 || i < options.top);
+       ++i) {
     const Plan &plan = *ranked[i];
     const StepTimePrediction &t = *plan.time;
     std::string why;
@@ -462,8 +701,10 @@ void PlanPass::runOnOperation() {
     }
     os << llvm::format("%3d  ", int(i + 1))
        << llvm::left_justify(plan.mesh(), 35) << " "
+       << llvm::left_justify(plan.rules->shown, 23) << " "
        << llvm::left_justify(::sd::attentionKindName(plan.attention), 12)
        << llvm::left_justify(::sd::rematPolicyName(plan.remat), 29)
+       << llvm::right_justify(std::to_string(plan.accum), 5)
        << llvm::right_justify(::sd::formatSeconds(t.stepSeconds), 11)
        << llvm::right_justify(::sd::formatSeconds(t.computeSeconds()), 11)
        << llvm::right_justify(
@@ -482,9 +723,13 @@ void PlanPass::runOnOperation() {
      << " remat policies where NONE fits (recomputing and offloading only "
         "add time), "
      << search.prunedTooLarge
-     << " that keep more than FULL where FULL does not fit; dropped: "
-     << search.tooLarge << " that do not fit the device memory, "
-     << search.noPartition << " that do not partition";
+     << " that keep more than FULL where FULL does not fit, "
+     << search.prunedSlower
+     << " where NONE already takes longer than the table's last row, "
+     << search.prunedNoPartition
+     << " where NONE does not partition; dropped: " << search.tooLarge
+     << " that do not fit the device memory, " << search.noPartition
+     << " that do not partition";
   if (!search.firstError.empty())
     os << " (first: " << search.firstError << ")";
   os << "\n";
@@ -493,14 +738,7 @@ void PlanPass::runOnOperation() {
 
 LogicalResult PlanPass::writeConfig(const Plan &plan) {
   ModuleOp module = getOperation();
-  // The global batch: the one asked for, or the program's default.
-  int64_t batch = base.batch;
-  if (batch <= 0)
-    module.walk([&](func::FuncOp func) {
-      if (auto attr = func->getAttrOfType<IntegerAttr>(
-              SDDialect::kDefaultBatchAttrName))
-        batch = attr.getInt();
-    });
+  int64_t batch = programBatch(module, base);
   std::error_code error;
   llvm::raw_fd_ostream out(options.outputPath, error);
   if (error) {
@@ -521,12 +759,26 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
     out << "ici_" << kAxes[a] << "_parallelism: " << plan.inside[a] << "\n";
   for (size_t a = 0; a < 2; ++a)
     out << "dcn_" << kAxes[a] << "_parallelism: " << plan.across[a] << "\n";
+  // MaxDiffusion's global batch: per_device_batch_size x devices x
+  // gradient_accumulation_steps.
   if (batch > 0)
     out << "per_device_batch_size: "
-        << llvm::formatv("{0}", double(batch) / double(options.devices))
+        << llvm::formatv("{0}",
+                         double(batch) / double(options.devices * plan.accum))
         << "\n";
+  out << "gradient_accumulation_steps: " << plan.accum << "\n";
   out << "attention: '" << ::sd::attentionKindName(plan.attention) << "'\n";
   out << "remat_policy: '" << ::sd::rematPolicyName(plan.remat) << "'\n";
+  // The rules in full (a variant has no file of its own).
+  out << "# " << plan.rules->rules.name << "\nlogical_axis_rules: [\n";
+  for (const ::sd::LogicalAxisRule &rule : plan.rules->rules.rules) {
+    out << "  ['" << rule.logicalName << "', [";
+    llvm::interleave(
+        rule.meshAxes, out,
+        [&](const std::string &axis) { out << "'" << axis << "'"; }, ", ");
+    out << "]],\n";
+  }
+  out << "]\n";
   return success();
 }
 
@@ -535,12 +787,23 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
 FailureOr<PlanChoice> mlir::sd::choosePlan(ModuleOp module,
                                            const PipelineOptions &base,
                                            const PlanOptions &plan) {
-  Search search(module, base, plan);
+  // Only the first row: the bound prunes the most.
+  PlanOptions first = plan;
+  first.top = 1;
+  Search search(module, base, first);
   if (!search.runSearch() || failed(search.checkSomeFit()))
     return failure();
   const Plan &best = *search.ranked.front();
-  return PlanChoice{best.ici,   best.dcn,   best.attention,
-                    best.remat, *best.time, int64_t(search.plans.size())};
+  PlanChoice choice;
+  choice.mesh = best.ici;
+  choice.dcnMesh = best.dcn;
+  choice.rules = best.rules->rules.name;
+  choice.accum = best.accum;
+  choice.attention = best.attention;
+  choice.remat = best.remat;
+  choice.time = *best.time;
+  choice.candidates = int64_t(search.plans.size());
+  return choice;
 }
 
 std::unique_ptr<Pass> mlir::sd::createPlan(const PipelineOptions &base,

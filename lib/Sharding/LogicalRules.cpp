@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -305,7 +306,73 @@ absl::StatusOr<LogicalAxisRules> sd::parseRulesYaml(std::string_view text,
   return RulesReader(text, fileName).read();
 }
 
+std::string_view sd::ruleVariantName(RuleVariant variant) {
+  switch (variant) {
+  case RuleVariant::FsdpSequence:
+    return "fsdp-seq";
+  case RuleVariant::ContextEmbed:
+    return "ctx-embed";
+  }
+  return "";
+}
+
+namespace {
+/// `axis` first in the mesh axes of every rule for `name`; a rule of its
+/// own (first, or last) where there is none.
+void putFirst(LogicalAxisRules &rules, std::string_view name,
+              std::string_view axis, bool newRuleFirst) {
+  bool found = false;
+  for (LogicalAxisRule &rule : rules.rules) {
+    if (rule.logicalName != name)
+      continue;
+    found = true;
+    if (std::find(rule.meshAxes.begin(), rule.meshAxes.end(), axis) ==
+        rule.meshAxes.end())
+      rule.meshAxes.insert(rule.meshAxes.begin(), std::string(axis));
+  }
+  if (found)
+    return;
+  LogicalAxisRule rule{std::string(name), {std::string(axis)}};
+  if (newRuleFirst)
+    rules.rules.insert(rules.rules.begin(), rule);
+  else
+    rules.rules.push_back(rule);
+}
+} // namespace
+
+LogicalAxisRules sd::applyRuleVariant(LogicalAxisRules rules,
+                                      RuleVariant variant) {
+  switch (variant) {
+  case RuleVariant::FsdpSequence:
+    for (LogicalAxisRule &rule : rules.rules)
+      if (rule.logicalName == "batch" ||
+          rule.logicalName == "activation_batch" ||
+          rule.logicalName == "conv_batch")
+        llvm::erase(rule.meshAxes, "fsdp");
+    putFirst(rules, "activation_length", "fsdp", /*newRuleFirst=*/true);
+    break;
+  case RuleVariant::ContextEmbed:
+    putFirst(rules, "embed", "context", /*newRuleFirst=*/false);
+    break;
+  }
+  rules.name += "+" + std::string(ruleVariantName(variant));
+  return rules;
+}
+
 absl::StatusOr<LogicalAxisRules> sd::loadRules(std::string_view presetOrPath) {
+  // Variants from the end: "dit+fsdp-seq+ctx-embed".
+  for (RuleVariant variant :
+       {RuleVariant::FsdpSequence, RuleVariant::ContextEmbed}) {
+    std::string suffix = "+" + std::string(ruleVariantName(variant));
+    if (presetOrPath.size() > suffix.size() &&
+        presetOrPath.substr(presetOrPath.size() - suffix.size()) == suffix) {
+      absl::StatusOr<LogicalAxisRules> base = loadRules(
+          presetOrPath.substr(0, presetOrPath.size() - suffix.size()));
+      if (!base.ok())
+        return base.status();
+      return applyRuleVariant(*std::move(base), variant);
+    }
+  }
   for (const std::string &preset : presetRuleNames())
     if (preset == presetOrPath)
       return presetRules(preset);

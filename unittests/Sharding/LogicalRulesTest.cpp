@@ -253,4 +253,50 @@ TEST(LogicalRulesTest, AcceptsEmptyRuleList) {
   EXPECT_EQ(rules->name, "r.yml");
 }
 
+TEST(LogicalRulesTest, VariantMovesSequenceToFsdp) {
+  LogicalAxisRules seq =
+      applyRuleVariant(preset("dit"), RuleVariant::FsdpSequence);
+  EXPECT_EQ(seq.name, "dit+fsdp-seq");
+  MeshSpec m = mesh("data:2,fsdp:2,context:2");
+  // The batch leaves fsdp; the sequence takes it, before context.
+  EXPECT_EQ(
+      resolveOk(seq, m,
+                {"activation_batch", "activation_length", "activation_embed"}),
+      (Axes{{"data"}, {"fsdp", "context"}, {}}));
+  EXPECT_EQ(
+      resolveOk(preset("dit"), m,
+                {"activation_batch", "activation_length", "activation_embed"}),
+      (Axes{{"data", "fsdp"}, {"context"}, {}}));
+  // Weights are untouched.
+  EXPECT_EQ(resolveOk(seq, m, {"embed", "mlp"}), (Axes{{"fsdp"}, {}}));
+  // Rules without a sequence rule get one of their own, first.
+  LogicalAxisRules sdxl =
+      applyRuleVariant(preset("sdxl"), RuleVariant::FsdpSequence);
+  EXPECT_EQ(sdxl.rules.front(),
+            (LogicalAxisRule{"activation_length", {"fsdp"}}));
+}
+
+TEST(LogicalRulesTest, VariantSplitsEmbedOverContext) {
+  LogicalAxisRules embed =
+      applyRuleVariant(preset("dit"), RuleVariant::ContextEmbed);
+  MeshSpec m = mesh("fsdp:2,context:2,tensor:2");
+  EXPECT_EQ(resolveOk(embed, m, {"embed", "mlp"}),
+            (Axes{{"context", "fsdp"}, {"tensor"}}));
+  // Wan's rules already do.
+  EXPECT_EQ(applyRuleVariant(preset("wan"), RuleVariant::ContextEmbed),
+            preset("wan"));
+}
+
+TEST(LogicalRulesTest, LoadsVariantsByName) {
+  absl::StatusOr<LogicalAxisRules> both = loadRules("dit+fsdp-seq+ctx-embed");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->name, "dit+fsdp-seq+ctx-embed");
+  EXPECT_EQ(*both, applyRuleVariant(applyRuleVariant(preset("dit"),
+                                                     RuleVariant::FsdpSequence),
+                                    RuleVariant::ContextEmbed));
+  EXPECT_TRUE(failsWith(loadRules("dti+fsdp-seq"),
+                        "unknown logical axis rules preset \"dti\""));
+  EXPECT_TRUE(failsWith(loadRules("dit+seq"), "dit+seq"));
+}
+
 } // namespace

@@ -155,7 +155,8 @@ struct PlanOptions {
   ::sd::HardwareProfile profile;
   /// Bytes per device; 0: the profile's memory.
   int64_t deviceMemory = 0;
-  /// Rows of the printed table.
+  /// Rows of the printed table; 0: every plan that fits (and the bound on
+  /// NONE's time prunes nothing).
   size_t top = 5;
   /// Where to write the best plan as a MaxDiffusion-style run config
   /// (`sdrun --config`); none when empty.
@@ -165,6 +166,12 @@ struct PlanOptions {
   /// The attention strategies to try; empty: dot_product and flash, with
   /// ring and Ulysses on meshes that split the sequence (context > 1).
   std::vector<::sd::AttentionKind> attentions;
+  /// Try the rules' variants (::sd::RuleVariant) on the meshes where they
+  /// differ; false: the rules as given.
+  bool ruleVariants = true;
+  /// The gradient accumulations to try; empty: 1, and 2, 4 and 8 where the
+  /// batch splits into that many whole microbatches on every device.
+  std::vector<int64_t> accumulations;
   /// Price each candidate's whole program instead of its repeated blocks
   /// once (lib/Passes/PlanBlocks.h): slower, the reference the
   /// extrapolation is checked against.
@@ -174,6 +181,9 @@ struct PlanOptions {
 /// The best plan (sdrun --mesh=auto).
 struct PlanChoice {
   std::string mesh, dcnMesh;
+  /// The rules as --rules spells them (a preset or file, and variants).
+  std::string rules;
+  int64_t accum = 1;
   ::sd::AttentionKind attention;
   ::sd::RematPolicyKind remat;
   StepTimePrediction time;
@@ -199,6 +209,23 @@ std::unique_ptr<Pass> createPlan(const PipelineOptions &base,
 /// with `propagate`, then inlines and propagates shardings; with
 /// `partition`, then partitions and optimizes the collectives.
 void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &options);
+
+/// sd-materialize-mesh with `options`' meshes, then sd-apply-logical-rules
+/// with its rules.
+void addMeshPasses(OpPassManager &pm, const PipelineOptions &options);
+
+/// The default pipeline in the order the planner prices many meshes of one
+/// program: buildMeshFreePipeline is everything that does not depend on
+/// the mesh (precision, batch, attention tiling, the training step, then
+/// inlining), with the logical axis names left unresolved; the differentiated
+/// sharding constraints and the step's arguments carry them.
+/// buildMeshPipeline then makes the mesh, applies the rules (a donated
+/// result takes its argument's sharding, as sd-build-train-step gives it),
+/// propagates and partitions. On the same options the two give the
+/// default pipeline's program (the planner's --plan-whole-program runs the
+/// default pipeline: test/lit/Tools/sdopt-plan-blocks.mlir compares them).
+void buildMeshFreePipeline(OpPassManager &pm, const PipelineOptions &options);
+void buildMeshPipeline(OpPassManager &pm, const PipelineOptions &options);
 
 /// The default pipeline's second half on a module the first half
 /// (`propagate` and `partition` off) made: inlines, propagates, partitions

@@ -90,7 +90,28 @@ absl::StatusOr<LogicalAxisRules> presetRules(std::string_view preset);
 absl::StatusOr<LogicalAxisRules> parseRulesYaml(std::string_view text,
                                                 std::string_view fileName);
 
-/// A preset name, or else the path of a YAML rules file.
+/// The variants of a rule list the planner tries (MaxDiffusion's configs
+/// use both by hand).
+enum class RuleVariant {
+  /// fsdp splits the sequence rather than the batch ("fsdp as sequence
+  /// parallelism", the Wan2.1 recipes): fsdp leaves the rules of `batch`,
+  /// `activation_batch` and `conv_batch` and goes first in those of
+  /// `activation_length` (a rule of its own, first, where there is none).
+  FsdpSequence,
+  /// The parameters' `embed` dimension is split over context too
+  /// (base_wan_14b.yml's `embed: [context, fsdp]`): context goes first in
+  /// the rules of `embed` (a rule of its own, last, where there is none).
+  ContextEmbed,
+};
+
+/// "fsdp-seq", "ctx-embed": the suffix loadRules reads.
+std::string_view ruleVariantName(RuleVariant variant);
+
+/// `rules` changed as `variant` says; the name gets "+" and the variant's.
+LogicalAxisRules applyRuleVariant(LogicalAxisRules rules, RuleVariant variant);
+
+/// A preset name, or else the path of a YAML rules file, each optionally
+/// followed by variants ("dit+fsdp-seq", "wan.yml+fsdp-seq+ctx-embed").
 absl::StatusOr<LogicalAxisRules> loadRules(std::string_view presetOrPath);
 
 } // namespace sd

@@ -100,3 +100,20 @@ func.func @arguments_not_divisible(
 func.func @nothing_to_do(%x: tensor<8xf32>) -> tensor<8xf32> {
   return %x : tensor<8xf32>
 }
+
+// -----
+
+// A donated result (the planner builds the training step before the rules)
+// takes its argument's sharding; one with its own keeps it, and a result
+// that aliases nothing gets none.
+sd.mesh @mesh = <["fsdp"=2, "tensor"=2]>
+// CHECK-LABEL: func.func @donated_results
+// CHECK-SAME: -> (tensor<64x128xf32> {sd.aliases = 0 : i64, sd.sharding = #sd.sharding<@mesh, [{"fsdp"}, {"tensor"}]>}, tensor<64x128xf32> {sd.aliases = 1 : i64, sd.sharding = #sd.sharding<@mesh, [{}, {}]>}, tensor<64x128xf32>)
+func.func @donated_results(
+    %w: tensor<64x128xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>},
+    %v: tensor<64x128xf32> {sd.logical_axes = #sd.logical_axes<[embed, heads]>})
+    -> (tensor<64x128xf32> {sd.aliases = 0 : i64},
+        tensor<64x128xf32> {sd.aliases = 1 : i64, sd.sharding = #sd.sharding<@mesh, [{}, {}]>},
+        tensor<64x128xf32>) {
+  return %w, %v, %w : tensor<64x128xf32>, tensor<64x128xf32>, tensor<64x128xf32>
+}

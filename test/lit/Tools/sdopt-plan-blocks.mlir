@@ -15,13 +15,28 @@
 // RUN: FileCheck %s --check-prefix=FLUX < %t.flux.blocks
 // RUN: sdopt %t.flux.mlir --plan --devices=2 --profile=cpu --batch=4 --attention=flash --plan-whole-program > %t.flux.whole
 // RUN: grep -v '^repeated blocks' %t.flux.blocks | diff - %t.flux.whole
+// Without chains the candidates still share their mesh-free pipeline (the
+// training step built and inlined once per attention, remat policy and
+// accumulation; buildMeshFreePipeline): every plan that fits, with remat,
+// accumulation and rule variants, as the default pipeline prices it.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/offload_memory.yml --batch=8 --attention=flash --plan-top=0 > %t.tiny.split
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/offload_memory.yml --batch=8 --attention=flash --plan-top=0 --plan-whole-program > %t.tiny.whole
+// RUN: diff %t.tiny.split %t.tiny.whole
+// RUN: FileCheck %s --check-prefix=SPLIT < %t.tiny.split
+// Across hosts (DCN axes), the same.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 --attention=ring --plan-top=0 > %t.hosts.split
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 --attention=ring --plan-top=0 --plan-whole-program > %t.hosts.whole
+// RUN: diff %t.hosts.split %t.hosts.whole
 // A chain too short to gain anything is priced whole.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash | FileCheck %s --check-prefix=SHORT
 
 // CHECK:      sd plan: 2 devices
 // CHECK-NEXT: repeated blocks priced once: @dit_block x5 (each candidate from copies with 2 blocks of each chain and 3 of one, extrapolated; --plan-whole-program prices the whole)
 // CHECK-NEXT: # mesh
-// CHECK-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 flash NONE
+// CHECK-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} flash NONE 1
+
+// SPLIT: {{FULL|MATMUL_WITHOUT_BATCH|OFFLOAD}}
+// SPLIT: priced 50, ranked 20;
 
 // FLUX: repeated blocks priced once: @flux_double_block x4 @flux_single_block x5
 

@@ -1,19 +1,23 @@
 // sdopt --plan (docs/planner.md): DiT-tiny's training step on 2 devices of
 // the cpu profile. Every mesh of 2 devices over data, fsdp, context and
-// tensor (4), with dot_product and flash attention (and ring and Ulysses on
-// context:2: 10 pairs), with 6 remat policies is 60 candidates. Every pair
-// fits without remat, so its other 5 policies are not priced: 10 priced and
-// ranked.
+// tensor (4); on fsdp:2 the dit rules and their fsdp-seq variant, on
+// context:2 the rules and their ctx-embed variant (6 mesh and rules pairs);
+// dot_product and flash attention, with ring and Ulysses where context
+// splits the sequence (16 groups); 6 remat policies; 1, 2, 4 and (where the
+// batch of 8 splits over the batch's devices) 8 microbatches: 360
+// candidates. Every group fits without remat in one microbatch, so nothing
+// else of it is priced: 16 priced and ranked.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 > %t.one
 // RUN: FileCheck %s < %t.one
 // The same input gives the same plan.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 > %t.two
 // RUN: diff %t.one %t.two
 // Across hosts: DCN meshes over data and fsdp (4 devices on 2 hosts: 4
-// meshes inside a host times 2 across, 20 pairs, 120 candidates).
+// meshes inside a host times 2 across, 44 groups, 816 candidates).
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 | FileCheck %s --check-prefix=HOSTS
-// --attention and --remat restrict the search to themselves.
-// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --remat=FULL | FileCheck %s --check-prefix=RESTRICT
+// --attention, --remat, --rules and --grad-accum restrict the search to
+// themselves.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --remat=FULL --rules=dit --grad-accum=2 | FileCheck %s --check-prefix=RESTRICT
 // The best plan as a run config that sdrun reads back: the table's first
 // row's mesh, attention and remat policy, the global batch as
 // per_device_batch_size.
@@ -24,10 +28,20 @@
 // A machine too small for any plan: one error with the smallest plan's
 // memory and a device count that would fit it.
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/small_memory.yml --batch=8 2>&1 | FileCheck %s --check-prefix=NOFIT
-// A machine where neither NONE nor FULL fits: the policies that keep more
-// than FULL are not priced, the offloading ones are (their host traffic at
-// the profile's host link) and win.
-// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/offload_memory.yml --batch=8 --attention=flash | FileCheck %s --check-prefix=OFFLOAD
+// A machine where neither NONE nor FULL fits in one microbatch: the
+// policies that keep more than FULL are not priced, the offloading ones
+// are (their host traffic at the profile's host link) and win.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/offload_memory.yml --batch=8 --attention=flash --grad-accum=1 | FileCheck %s --check-prefix=OFFLOAD
+// With accumulation in the search, 2 microbatches without remat fit and
+// win; they are written as gradient_accumulation_steps, the per-device
+// batch a microbatch's (MaxDiffusion's global batch = per device x
+// devices x steps), and sdrun reads them back. The groups whose NONE is
+// slower than the table's fifth row price nothing more.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/offload_memory.yml --batch=8 --attention=flash --plan-output=%t.accum.yml | FileCheck %s --check-prefix=ACCUM
+// RUN: FileCheck %s --check-prefix=ACCUM-YAML < %t.accum.yml
+// RUN: sdrun %sd_src_root/models/dit_tiny.mlir --config=%t.accum.yml --print-config | FileCheck %s --check-prefix=ACCUM-CONFIG
+// --plan-top=0 prints every plan that fits (and prunes nothing for time).
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/offload_memory.yml --batch=8 --attention=flash --plan-top=0 | FileCheck %s --check-prefix=ALL
 // Flags that do not go with --plan.
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --mesh=data:2 --devices=2 --profile=cpu 2>&1 | FileCheck %s --check-prefix=MESH
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --profile=cpu 2>&1 | FileCheck %s --check-prefix=DEVICES
@@ -35,33 +49,49 @@
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=6 --hosts=4 --profile=cpu 2>&1 | FileCheck %s --check-prefix=HOSTS-DIVIDE
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --report 2>&1 | FileCheck %s --check-prefix=REPORT
 
-// CHECK:      sd plan: 2 devices (1 host of 2) of cpu, device memory 12.9 GB: 60 candidates
-// CHECK-NEXT:   # mesh attention remat step compute comm memory why it lost
-// CHECK-NEXT:   1 {{(data|fsdp|context|tensor)}}:2 {{(dot_product|flash|ring|ulysses)}} NONE {{[0-9.]+ m?s}}
+// CHECK:      sd plan: 2 devices (1 host of 2) of cpu, device memory 12.9 GB: 360 candidates
+// CHECK-NEXT:   # mesh rules attention remat accum step compute comm memory why it lost
+// CHECK-NEXT:   1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} {{(dot_product|flash|ring|ulysses)}} NONE 1 {{[0-9.]+ m?s}}
 // CHECK-NEXT:   2 {{.*}} {{\+.* compute|\+.* communication|\+.* offload|same time, more memory}}
 // CHECK-NEXT: {{^ +3 +[a-z]}}
 // CHECK-NEXT: {{^ +4 +[a-z]}}
 // CHECK-NEXT: {{^ +5 +[a-z]}}
-// CHECK-NEXT: priced 10, ranked 10; not priced: 50 remat policies where NONE fits (recomputing and offloading only add time), 0 that keep more than FULL where FULL does not fit; dropped: 0 that do not fit the device memory, 0 that do not partition
+// CHECK-NEXT: priced 16, ranked 16; not priced: 344 remat policies where NONE fits (recomputing and offloading only add time), 0 that keep more than FULL where FULL does not fit, 0 where NONE already takes longer than the table's last row, 0 where NONE does not partition; dropped: 0 that do not fit the device memory, 0 that do not partition
 
-// HOSTS:      sd plan: 4 devices (2 hosts of 2) of cpu, {{.*}}: 120 candidates
+// HOSTS:      sd plan: 4 devices (2 hosts of 2) of cpu, {{.*}}: 816 candidates
 // HOSTS:        1  {{.*}} | {{(data|fsdp)}}:2
-// HOSTS:      priced 20, ranked 20;
+// HOSTS:      priced 44, ranked 44;
 
 // RESTRICT:      2 devices (1 host of 2) of cpu, {{.*}}: 4 candidates
 // RESTRICT-NEXT: # mesh
-// RESTRICT-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 flash FULL
-// RESTRICT-NEXT: 2 {{(data|fsdp|context|tensor)}}:2 flash FULL
-// RESTRICT-NEXT: 3 {{(data|fsdp|context|tensor)}}:2 flash FULL
-// RESTRICT-NEXT: 4 {{(data|fsdp|context|tensor)}}:2 flash FULL
+// RESTRICT-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 dit flash FULL 2
+// RESTRICT-NEXT: 2 {{(data|fsdp|context|tensor)}}:2 dit flash FULL 2
+// RESTRICT-NEXT: 3 {{(data|fsdp|context|tensor)}}:2 dit flash FULL 2
+// RESTRICT-NEXT: 4 {{(data|fsdp|context|tensor)}}:2 dit flash FULL 2
 // RESTRICT-NEXT: priced 4, ranked 4;
 
 // NOFIT: error: no plan fits 2 devices of 1.0 MB: the smallest ({{.*}}, attention {{[a-z_]+}}, remat {{[A-Z_]+}}) needs {{.*}} MB per device; about {{[0-9]+}} devices would fit it (its state split over more)
 // NOFIT-NOT: see current operation
 
-// OFFLOAD:      2 devices (1 host of 2) of offload_memory, device memory 18.0 MB: 24 candidates
-// OFFLOAD:      1 {{(data|fsdp|context|tensor)}}:2 flash OFFLOAD_MATMUL_WITHOUT_BATCH
-// OFFLOAD:      priced 16, ranked {{[1-9][0-9]*}}; not priced: 0 remat policies where NONE fits (recomputing and offloading only add time), 8 that keep more than FULL where FULL does not fit;
+// OFFLOAD:      2 devices (1 host of 2) of offload_memory, device memory 18.0 MB: 36 candidates
+// OFFLOAD:      1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} flash OFFLOAD_MATMUL_WITHOUT_BATCH 1
+// OFFLOAD:      priced {{[0-9]+}}, ranked {{[1-9][0-9]*}}; not priced: 0 remat policies where NONE fits (recomputing and offloading only add time), 12 that keep more than FULL where FULL does not fit,
+
+// ACCUM:      2 devices (1 host of 2) of offload_memory, device memory 18.0 MB: 132 candidates
+// ACCUM:      1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} flash NONE 2
+// ACCUM:      not priced: {{[1-9][0-9]*}} remat policies where NONE fits (recomputing and offloading only add time), {{[0-9]+}} that keep more than FULL where FULL does not fit, {{[1-9][0-9]*}} where NONE already takes longer than the table's last row
+// ACCUM-YAML:      per_device_batch_size: 2.00
+// ACCUM-YAML-NEXT: gradient_accumulation_steps: 2
+// ACCUM-YAML-NEXT: attention: 'flash'
+// ACCUM-YAML-NEXT: remat_policy: 'NONE'
+// ACCUM-YAML-NEXT: # dit
+// ACCUM-YAML-NEXT: logical_axis_rules: [
+// ACCUM-YAML-NEXT:   ['batch', ['data', 'fsdp']],
+// ACCUM-CONFIG: per_device_batch_size {{ *}}2 ({{.*}}accum.yml:
+// ACCUM-CONFIG: gradient_accumulation_steps {{ *}}2 ({{.*}}accum.yml:
+// ACCUM-CONFIG: logical_axis_rules {{ *}}12 rules ({{.*}}accum.yml:
+
+// ALL:      priced 50, ranked 20; not priced: {{[0-9]+}} remat policies where NONE fits (recomputing and offloading only add time), {{[0-9]+}} that keep more than FULL where FULL does not fit, 0 where NONE already takes longer than the table's last row
 
 // MESH: error: --plan chooses the mesh: leave out --mesh and --dcn-mesh
 // DEVICES: error: --plan needs --devices, the devices to plan for
@@ -78,8 +108,11 @@
 // YAML-NEXT: dcn_data_parallelism: 1
 // YAML-NEXT: dcn_fsdp_parallelism: 1
 // YAML-NEXT: per_device_batch_size: 4.00
+// YAML-NEXT: gradient_accumulation_steps: 1
 // YAML-NEXT: attention: '{{(dot_product|flash|ring|ulysses)}}'
 // YAML-NEXT: remat_policy: '{{[A-Z_]+}}'
+// YAML-NEXT: # dit
+// YAML-NEXT: logical_axis_rules: [
 // CONFIG: mesh {{ *}}{{(data|fsdp|context|tensor)}}:2 ({{.*}}plan.yml:
 // CONFIG: per_device_batch_size {{ *}}4 ({{.*}}plan.yml:
 // CONFIG: attention {{ *}}{{(dot_product|flash|ring|ulysses)}} ({{.*}}plan.yml:
