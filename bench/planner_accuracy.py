@@ -25,7 +25,12 @@ runs use as many threads.
 
 Usage: bench/planner_accuracy.py [--configs=2,4,mpi2] [--steps=4]
          [--model=models/dit_s2.mlir] [--batch=8] [--out=DIR] [--quick]
-         [--remats=NONE,FULL,...]
+         [--remats=NONE,FULL,...] [--rules=dit,dit+fsdp-seq,...]
+         [--accums=1,2,...]
+  --rules, --accums  the logical axis rules and gradient accumulations
+           measured (default: dit, 1); the planner's first choice is taken
+           from its search restricted to the same (--rules=dit,
+           --grad-accum=1 at the defaults).
   --quick  one configuration (2 devices), NONE and FULL only, 3 steps: a
            smoke test of the script; its figures are not the table's.
 Environment: BUILD (build dir, default build). Exit 1 if a target fails,
@@ -67,16 +72,16 @@ def factorizations(n, parts):
     return out
 
 
-def plans(config, quick, remats):
-    """(ici, dcn, attention, remat) of every plan of `config`."""
+def plans(config, quick, remats, rules, accums):
+    """(ici, dcn, rules, attention, remat, accum) of every plan of `config`."""
     remats = ["NONE", "FULL"] if quick else remats
     result = []
     if config == "mpi2":
         for sizes in factorizations(2, 2):
             axis = AXES[sizes.index(2)]
-            for attention in ["dot_product", "flash"]:
-                for remat in remats:
-                    result.append((f"{axis}:1", f"{axis}:2", attention, remat))
+            for r, attention, remat, accum in itertools.product(
+                    rules, ["dot_product", "flash"], remats, accums):
+                result.append((f"{axis}:1", f"{axis}:2", r, attention, remat, accum))
         return result
     devices = int(config)
     for sizes in factorizations(devices, 4):
@@ -84,8 +89,9 @@ def plans(config, quick, remats):
         attentions = ["dot_product", "flash"]
         if sizes[2] > 1:
             attentions += ["ring", "ulysses"]
-        for attention, remat in itertools.product(attentions, remats):
-            result.append((ici, "", attention, remat))
+        for r, attention, remat, accum in itertools.product(
+                rules, attentions, remats, accums):
+            result.append((ici, "", r, attention, remat, accum))
     return result
 
 
@@ -108,10 +114,16 @@ def mesh_flags(ici, dcn):
     return [f"--mesh={ici}"] + ([f"--dcn-mesh={dcn}"] if dcn else [])
 
 
+def plan_flags(plan):
+    _, _, rules, attention, remat, accum = plan
+    return [f"--rules={rules}", f"--attention={attention}", f"--remat={remat}",
+            f"--grad-accum={accum}"]
+
+
 def predict(args, profile, plan, log):
-    ici, dcn, attention, remat = plan
+    ici, dcn = plan[:2]
     cmd = [args.sdopt, args.model, *mesh_flags(ici, dcn), f"--batch={args.batch}",
-           "--train", f"--attention={attention}", f"--remat={remat}",
+           "--train", *plan_flags(plan),
            "--report=json", f"--profile={profile}", "-o", log + ".json"]
     if run(cmd, log) != 0:
         return None
@@ -121,11 +133,11 @@ def predict(args, profile, plan, log):
 
 
 def measure(args, config, plan, log, cache):
-    ici, dcn, attention, remat = plan
+    ici, dcn = plan[:2]
     metrics = log + ".jsonl"
     sdrun = [args.sdrun, args.model, *mesh_flags(ici, dcn), f"--batch={args.batch}",
-             f"--steps={args.steps}", f"--attention={attention}",
-             f"--remat={remat}", f"--metrics={metrics}", f"--cache-dir={cache}"]
+             f"--steps={args.steps}", *plan_flags(plan),
+             f"--metrics={metrics}", f"--cache-dir={cache}"]
     env = None
     if config == "mpi2":
         # One thread a rank, as calibrated: the two ranks share two cores.
@@ -168,18 +180,27 @@ def first_choice(args, config, profile, log):
     devices, hosts = (2, 2) if config == "mpi2" else (int(config), 1)
     cmd = [args.sdopt, args.model, "--plan", f"--devices={devices}",
            f"--hosts={hosts}", f"--profile={profile}", f"--batch={args.batch}"]
+    # The planner's search restricted to the plans measured.
     if args.quick:
         cmd.append("--remat=NONE")
+    if args.rules == "dit":
+        cmd.append("--rules=dit")
+    if args.accums == "1":
+        cmd.append("--grad-accum=1")
     if run(cmd, log) != 0:
         return None
     with open(log) as f:
         for line in f:
             fields = line.split()
             if fields[:1] == ["1"]:
-                # "1  data:1 | data:2  flash  NONE ..." or "1  fsdp:2  flash  NONE"
+                # "1  data:1 | data:2  dit  flash  NONE  1 ..." or
+                # "1  fsdp:2  dit  flash  NONE  1 ..."
+                dcn = ""
                 if fields[2] == "|":
-                    return (fields[1], fields[3], fields[4], fields[5])
-                return (fields[1], "", fields[2], fields[3])
+                    dcn = fields[3]
+                    del fields[2:4]
+                return (fields[1], dcn, fields[2], fields[3], fields[4],
+                        int(fields[5]))
     return None
 
 
@@ -192,6 +213,8 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--remats", default=",".join(REMATS))
+    parser.add_argument("--rules", default="dit")
+    parser.add_argument("--accums", default="1")
     args = parser.parse_args()
     build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
     args.sdopt = os.path.join(build, "bin/sdopt")
@@ -233,7 +256,10 @@ def main():
                os.path.join(out, f"calibrate-{config}.log")) != 0:
             die(f"calibration failed: {out}/calibrate-{config}.log")
         rows = []
-        for i, plan in enumerate(plans(config, args.quick, args.remats.split(","))):
+        measured_plans = plans(config, args.quick, args.remats.split(","),
+                               args.rules.split(","),
+                               [int(a) for a in args.accums.split(",")])
+        for i, plan in enumerate(measured_plans):
             tag = f"{config}-{i}"
             print(f"plan {tag}: {plan}", file=sys.stderr)
             predicted = predict(args, profile, plan, os.path.join(out, f"predict-{tag}.log"))
@@ -250,18 +276,19 @@ def main():
         title = ("2 MPI ranks x 1 device" if config == "mpi2"
                  else f"{devices} devices in one process")
         print(f"## {title}\n")
-        print("| mesh | attention | remat | predicted | measured | error |")
-        print("|---|---|---|---:|---:|---:|")
-        for (ici, dcn, attention, remat), pr, m in rows:
+        print("| mesh | rules | attention | remat | accum | predicted | measured | error |")
+        print("|---|---|---|---|---:|---:|---:|---:|")
+        for plan, pr, m in rows:
+            ici, dcn, rules, attention, remat, accum = plan
             mesh = f"{ici} \\| {dcn}" if dcn else ici
-            mark = " (first choice)" if first == (ici, dcn, attention, remat) else ""
+            mark = " (first choice)" if first == plan else ""
+            head = f"| {mesh}{mark} | {rules} | {attention} | {remat} | {accum} |"
             if pr is None:
-                print(f"| {mesh}{mark} | {attention} | {remat} | does not partition or fit | | |")
+                print(f"{head} does not partition or fit | | |")
             elif m is None:
-                print(f"| {mesh}{mark} | {attention} | {remat} | {pr:.3f} s | run failed | |")
+                print(f"{head} {pr:.3f} s | run failed | |")
             else:
-                print(f"| {mesh}{mark} | {attention} | {remat} | {pr:.3f} s | {m:.3f} s | "
-                      f"{(pr - m) / m * 100:+.0f}% |")
+                print(f"{head} {pr:.3f} s | {m:.3f} s | {(pr - m) / m * 100:+.0f}% |")
         if len(both) < 2:
             print("\nfewer than two plans measured: no statistics\n")
             failed = True

@@ -672,7 +672,7 @@ void PlanPass::runOnOperation() {
   if (failed(search.checkSomeFit()))
     return signalPassFailure();
   const StepTimePrediction &best = *ranked.front()->time;
-  os << "  #  " << llvm::left_justify("mesh", 36)
+  os << "  #  " << llvm::left_justify("mesh", 41)
      << llvm::left_justify("rules", 24) << llvm::left_justify("attention", 12)
      << llvm::left_justify("remat", 29) << llvm::left_justify("accum", 5)
      << llvm::right_justify("step", 11) << llvm::right_justify("compute", 11)
@@ -700,7 +700,7 @@ void PlanPass::runOnOperation() {
         why = "same time, more memory";
     }
     os << llvm::format("%3d  ", int(i + 1))
-       << llvm::left_justify(plan.mesh(), 35) << " "
+       << llvm::left_justify(plan.mesh(), 40) << " "
        << llvm::left_justify(plan.rules->shown, 23) << " "
        << llvm::left_justify(::sd::attentionKindName(plan.attention), 12)
        << llvm::left_justify(::sd::rematPolicyName(plan.remat), 29)
