@@ -159,6 +159,7 @@ struct FunctionCost {
   int64_t matmulFlopsF32 = 0;
   int64_t matmulFlopsF32Small = 0;
   int64_t matmulFlopsF32Medium = 0;
+  int64_t attentionFlopsF32 = 0;
   int64_t matmulFlopsBf16 = 0;
   int64_t matmulBytes = 0;
   int64_t otherBytes = 0;
@@ -189,6 +190,7 @@ struct FunctionCost {
     matmulFlopsF32 += other.matmulFlopsF32;
     matmulFlopsF32Small += other.matmulFlopsF32Small;
     matmulFlopsF32Medium += other.matmulFlopsF32Medium;
+    attentionFlopsF32 += other.attentionFlopsF32;
     matmulFlopsBf16 += other.matmulFlopsBf16;
     matmulBytes += other.matmulBytes;
     otherBytes += other.otherBytes;
@@ -431,6 +433,10 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
     auto result = cast<ShapedType>(op->getResult(0).getType());
     if (result.getElementType().isBF16()) {
       cost.matmulFlopsBf16 += flops;
+    } else if (isa<AttentionOp, FlashAttentionOp, FlashAttentionDqOp,
+                   FlashAttentionDkvOp>(op)) {
+      cost.matmulFlopsF32 += flops;
+      cost.attentionFlopsF32 += flops;
     } else {
       cost.matmulFlopsF32 += flops;
       switch (::sd::productSize(double(flops))) {
@@ -753,6 +759,7 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
   report.matmulFlopsF32 = body.matmulFlopsF32;
   report.matmulFlopsF32Small = body.matmulFlopsF32Small;
   report.matmulFlopsF32Medium = body.matmulFlopsF32Medium;
+  report.attentionFlopsF32 = body.attentionFlopsF32;
   report.matmulFlopsBf16 = body.matmulFlopsBf16;
   report.matmulBytes = body.matmulBytes;
   report.otherBytes = body.otherBytes;

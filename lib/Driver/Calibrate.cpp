@@ -2,6 +2,7 @@
 
 #include "sd/Driver/Calibrate.h"
 #include "sd/Driver/TrainModelFile.h"
+#include "sd/Passes/FlashTiling.h"
 
 #include "sd/Runtime/Kernels.h"
 #include "sd/Runtime/ProgramABI.h"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <type_traits>
@@ -120,6 +122,63 @@ absl::StatusOr<double> kernelBandwidth(MeshRuntime &runtime, double seconds) {
   return 2.0 * double(kRows * kCols) * 4.0 / *best;
 }
 
+/// sd's flash attention, forward then backward, on every device: a
+/// self-attention of 8 heads of 1,024 tokens and head_dim 64 in the block
+/// sizes sd-tile-attention derives for this machine's cache; FLOP/s per
+/// device as the cost model counts the two (the backward's dQ fused).
+absl::StatusOr<double> attentionRate(MeshRuntime &runtime, double seconds) {
+  constexpr int64_t kB = 1, kH = 8, kS = 1024, kD = 64;
+  FlashTiling t = completeFlashTiling({}, kD, kD, hostL2CacheBytes(), kS);
+  SdFlashBlocks blocks{t.blockQ,    t.blockKvCompute, t.blockKv,
+                       t.blockQDkv, t.blockKvDkv,     t.blockKvDkvCompute,
+                       t.blockQDq,  t.blockKvDq,      t.useFusedBwdKernel};
+  int threads = runtime.threadsPerDevice();
+  int64_t elements = kB * kH * kS * kD, rows = kB * kH * kS;
+  int64_t scratch = std::max(kernels::flashAttentionScratchFloats(
+                                 kB, kH, kS, kS, kD, kD, blocks, threads),
+                             kernels::flashAttentionBackwardScratchFloats(
+                                 kB, kH, kS, kS, kD, kD, blocks, threads));
+  struct Buffers {
+    std::vector<float> q, k, v, out, lse, dOut, dq, dk, dv, scratch;
+  };
+  std::vector<Buffers> buffers(runtime.numDevices());
+  for (Buffers &b : buffers) {
+    for (std::vector<float> *x : {&b.q, &b.k, &b.v, &b.dOut}) {
+      x->resize(elements);
+      for (int64_t i = 0; i < elements; ++i)
+        (*x)[i] = 0.01f * float(i % 13);
+    }
+    for (std::vector<float> *x : {&b.out, &b.dq, &b.dk, &b.dv})
+      x->assign(elements, 0.0f);
+    b.lse.assign(rows, 0.0f);
+    b.scratch.assign(scratch, 0.0f);
+  }
+  double scale = 1.0 / std::sqrt(double(kD));
+  absl::StatusOr<double> best =
+      bestSeconds(runtime, seconds, [&](Device &device, int64_t reps) {
+        Buffers &b = buffers[device.id() - runtime.firstDeviceId()];
+        for (int64_t r = 0; r < reps; ++r) {
+          kernels::flashAttention(b.q.data(), b.k.data(), b.v.data(), nullptr,
+                                  0, 0, b.out.data(), b.lse.data(), kB, kH, kS,
+                                  kS, kD, kD, scale, blocks, b.scratch.data());
+          kernels::flashAttentionBackward(
+              b.q.data(), b.k.data(), b.v.data(), nullptr, 0, 0, b.out.data(),
+              b.lse.data(), b.dOut.data(), b.dq.data(), b.dk.data(),
+              b.dv.data(), kB, kH, kS, kS, kD, kD, scale, blocks,
+              b.scratch.data());
+        }
+      });
+  if (!best.ok())
+    return best.status();
+  // The cost model's counts (lib/Analysis/CostModels.cpp): forward
+  // 2(D + Dv) + 6 a score; dK/dV 4D + 4Dv + 4 a score and 2Dv a row; the
+  // fused dQ 2D a score.
+  double scores = double(kB * kH * kS * kS);
+  double flops = scores * (2 * (kD + kD) + 6) + scores * (4 * kD + 4 * kD + 4) +
+                 double(rows) * 2 * kD + scores * 2 * kD;
+  return flops / *best;
+}
+
 /// One all-reduce of `elements` floats over every device of the runtime
 /// through its transport: seconds.
 absl::StatusOr<double> allReduceSeconds(MeshRuntime &runtime, int64_t elements,
@@ -198,6 +257,11 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
   logRate(absl::StrFormat("bf16 GEMM 2048^3 per device (%s)",
                           kernels::bf16ProductPath().isa),
           *bf16, "GFLOP/s");
+  absl::StatusOr<double> attention = attentionRate(runtime, seconds);
+  if (!attention.ok())
+    return attention.status();
+  profile.device.f32FlopsAttention = *attention;
+  logRate("f32 flash attention per device", *attention, "GFLOP/s");
   absl::StatusOr<double> bandwidth = kernelBandwidth(runtime, seconds);
   if (!bandwidth.ok())
     return bandwidth.status();
@@ -237,7 +301,8 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
   }
   profile.source = absl::StrFormat(
       "sdrun --calibrate, %d devices x %d threads: sd's f32 GEMMs of sides "
-      "256, 768 and 2048 and bf16 of 2048, layer norm over 64 MiB; %s",
+      "256, 768 and 2048 and bf16 of 2048, flash attention of 8 heads of "
+      "1024 x 64, layer norm over 64 MiB; %s",
       options.devices, runtime.threadsPerDevice(), links);
   return profile;
 }

@@ -161,6 +161,7 @@ constexpr int64_t CostReport::*kCounts[] = {
     &CostReport::matmulFlopsF32,
     &CostReport::matmulFlopsF32Small,
     &CostReport::matmulFlopsF32Medium,
+    &CostReport::attentionFlopsF32,
     &CostReport::matmulFlopsBf16,
     &CostReport::matmulBytes,
     &CostReport::otherBytes,

@@ -111,6 +111,7 @@ enum class Key {
   F32FlopsSmall,
   F32FlopsMedium,
   HostBandwidth,
+  F32FlopsAttention,
 };
 
 struct KeyInfo {
@@ -135,6 +136,7 @@ constexpr KeyInfo kKeys[] = {
     {Key::F32FlopsSmall, "f32_flops_small", true},
     {Key::F32FlopsMedium, "f32_flops_medium", true},
     {Key::HostBandwidth, "host_bandwidth", true},
+    {Key::F32FlopsAttention, "f32_flops_attention", true},
 };
 
 /// The field of `p` a numeric key sets.
@@ -162,6 +164,8 @@ double *numberOf(HardwareProfile &p, Key key) {
     return &p.device.f32FlopsMedium;
   case Key::HostBandwidth:
     return &p.device.hostBandwidth;
+  case Key::F32FlopsAttention:
+    return &p.device.f32FlopsAttention;
   default:
     return nullptr;
   }

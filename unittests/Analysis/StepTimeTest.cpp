@@ -63,6 +63,19 @@ TEST(StepTimeTest, SmallAndMediumProductsAtTheirOwnRates) {
   EXPECT_DOUBLE_EQ(predictStepTime(report, profile).matmulSeconds, 26);
 }
 
+// Attention's kernels at their own rate: of the 1000 f32 FLOPs, 100 of
+// attention at 10 FLOP/s (10 s), the other 900 at 100 (9 s); bf16 5 s.
+// Without the rate, attention goes at the medium products' (here 50: 2 s).
+TEST(StepTimeTest, AttentionAtItsOwnRate) {
+  CostReport report = fsdp2Report();
+  report.attentionFlopsF32 = 100;
+  ::sd::HardwareProfile profile = roundProfile();
+  profile.device.f32FlopsMedium = 50;
+  EXPECT_DOUBLE_EQ(predictStepTime(report, profile).matmulSeconds, 16);
+  profile.device.f32FlopsAttention = 10;
+  EXPECT_DOUBLE_EQ(predictStepTime(report, profile).matmulSeconds, 24);
+}
+
 // Compute: products 1000/100 + 2000/400 = 15 s (their 50 bytes take 5 s);
 // other ops 30/10 = 3 s (of their 40 bytes, 30 touch memory). An all_gather
 // sending 20 bytes per device: 10 s, of which the asynchronous half (5 s) hides

@@ -77,7 +77,11 @@ TEST(HardwareTest, SizeClassRatesAreOptional) {
   EXPECT_DOUBLE_EQ(p->device.hostRate(), p->device.memoryBandwidth);
   p->device.f32FlopsSmall = 2e10;
   p->device.f32FlopsMedium = 5e10;
+  EXPECT_DOUBLE_EQ(p->device.attentionRate(), 5e10);
+  p->device.f32FlopsAttention = 1e10;
   std::string text = profileToYaml(*p);
+  EXPECT_NE(text.find("f32_flops_attention: 10000000000\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("f32_flops_small: 20000000000\n"), std::string::npos)
       << text;
   absl::StatusOr<HardwareProfile> back = parseProfile(text, "p.yml");
@@ -85,6 +89,7 @@ TEST(HardwareTest, SizeClassRatesAreOptional) {
   EXPECT_EQ(*back, *p);
   EXPECT_DOUBLE_EQ(back->device.f32Rate(ProductSize::Small), 2e10);
   EXPECT_DOUBLE_EQ(back->device.f32Rate(ProductSize::Medium), 5e10);
+  EXPECT_DOUBLE_EQ(back->device.attentionRate(), 1e10);
   EXPECT_DOUBLE_EQ(back->device.f32Rate(ProductSize::Large),
                    p->device.f32Flops);
   std::string negative = text;

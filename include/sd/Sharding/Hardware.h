@@ -51,6 +51,16 @@ struct DeviceSpec {
   /// way (offloads and reloads); 0: memoryBandwidth (a CPU device, whose
   /// host memory is the same memory).
   double hostBandwidth = 0;
+  /// The f32 rate of attention's kernels (the untiled op and the flash
+  /// forward and backward), whose tiles and softmax run well below a large
+  /// product's rate where measured (`sdrun --calibrate`); 0: the medium
+  /// products' rate.
+  double f32FlopsAttention = 0;
+
+  double attentionRate() const {
+    return f32FlopsAttention > 0 ? f32FlopsAttention
+                                 : f32Rate(ProductSize::Medium);
+  }
 
   double hostRate() const {
     return hostBandwidth > 0 ? hostBandwidth : memoryBandwidth;
@@ -70,7 +80,8 @@ struct DeviceSpec {
            memoryBytes == other.memoryBytes &&
            f32FlopsSmall == other.f32FlopsSmall &&
            f32FlopsMedium == other.f32FlopsMedium &&
-           hostBandwidth == other.hostBandwidth;
+           hostBandwidth == other.hostBandwidth &&
+           f32FlopsAttention == other.f32FlopsAttention;
   }
 };
 
@@ -111,8 +122,9 @@ absl::StatusOr<HardwareProfile> builtinProfile(std::string_view name);
 /// units: FLOP/s, bytes/s, bytes, seconds; finite and positive) and
 /// `devices_per_host` (a positive integer). Every key is required once,
 /// but `f32_flops_small` and `f32_flops_medium` (the small and medium
-/// products' f32 rates) and `host_bandwidth` (device to host memory, one
-/// way), which may be left out; an unknown one is an error.
+/// products' f32 rates), `host_bandwidth` (device to host memory, one way)
+/// and `f32_flops_attention` (attention kernels' f32 rate), which may be
+/// left out; an unknown one is an error.
 absl::StatusOr<HardwareProfile> parseProfile(std::string_view text,
                                              std::string_view label);
 
