@@ -433,8 +433,8 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
     auto result = cast<ShapedType>(op->getResult(0).getType());
     if (result.getElementType().isBF16()) {
       cost.matmulFlopsBf16 += flops;
-    } else if (isa<AttentionOp, FlashAttentionOp, FlashAttentionDqOp,
-                   FlashAttentionDkvOp>(op)) {
+    } else if (isa<FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp>(
+                   op)) {
       cost.matmulFlopsF32 += flops;
       cost.attentionFlopsF32 += flops;
     } else {

@@ -316,7 +316,8 @@ static void printStepTime(const CostReport &report,
             "/s, " + formatFlops(report.matmulFlopsF32Medium) + " medium at " +
             formatFlops(int64_t(device.f32Rate(::sd::ProductSize::Medium))) +
             "/s, " + formatFlops(report.attentionFlopsF32) +
-            " of attention at " + formatFlops(int64_t(device.attentionRate())) +
+            " of flash attention at " +
+            formatFlops(int64_t(device.attentionRate())) +
             "/s, the rest large");
   printRow(os, "other ops", seconds(p.otherSeconds),
            formatBytes(report.otherMemoryBytes) + " at " +

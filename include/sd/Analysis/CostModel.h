@@ -214,9 +214,9 @@ struct CostReport {
   /// op's FLOPs, sd::productSize), which a profile may rate apart.
   int64_t matmulFlopsF32Small = 0;
   int64_t matmulFlopsF32Medium = 0;
-  /// Of matmulFlopsF32, those of attention's kernels (the untiled op and
-  /// the flash forward and backward; in no size class), which a profile
-  /// may rate apart.
+  /// Of matmulFlopsF32, those of the flash-attention kernels (forward, dQ
+  /// and dK/dV; in no size class), which a profile may rate apart. The
+  /// untiled attention op runs as GEMMs and counts by size class.
   int64_t attentionFlopsF32 = 0;
   /// Uneven shards (partitioned layout): the arguments with padded blocks,
   /// their padding's bytes per device (on average over the devices), and

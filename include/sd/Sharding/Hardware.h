@@ -51,10 +51,9 @@ struct DeviceSpec {
   /// way (offloads and reloads); 0: memoryBandwidth (a CPU device, whose
   /// host memory is the same memory).
   double hostBandwidth = 0;
-  /// The f32 rate of attention's kernels (the untiled op and the flash
-  /// forward and backward), whose tiles and softmax run well below a large
-  /// product's rate where measured (`sdrun --calibrate`); 0: the medium
-  /// products' rate.
+  /// The f32 rate of the flash-attention kernels (forward and backward),
+  /// whose tiles and online softmax run below a large product's rate where
+  /// measured (`sdrun --calibrate`); 0: the medium products' rate.
   double f32FlopsAttention = 0;
 
   double attentionRate() const {
