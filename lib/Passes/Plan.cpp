@@ -1,19 +1,23 @@
-//===- Plan.cpp - sd-plan: meshes and remat policies priced ---------------===//
+//===- Plan.cpp - sd-plan: the plans of a device count, priced ------------===//
 //
 // The planner's search: for a device count (and hosts), every mesh that
 // factors the devices over `data`, `fsdp`, `context` and `tensor` inside a
-// host (and over `data` and `fsdp` across hosts), with each remat policy sd
-// can price, runs the rest of the default pipeline (the training step,
-// partitioned) on a copy of the module and prices it with the step-time
-// model on a hardware profile. A model whose blocks repeat (a chain of
-// calls to one block function) is priced from copies that keep two blocks of
-// each chain and three of one, extrapolated to the whole (PlanBlocks.h). A mesh
-// whose plan without remat fits the device memory is not priced with the
-// other remat policies: in the step-time model recomputing and offloading
-// only add time. Plans whose memory does not fit the device are dropped, as
-// are those that do not partition; the rest are ranked by predicted step time,
-// then by fewer bytes of memory, then in enumeration order, so the same input
-// always gives the same table.
+// host (and over `data` and `fsdp` across hosts), with the logical axis
+// rules and their variants (PlanRules.h), each attention strategy, remat
+// policy and gradient accumulation. The training step of each attention,
+// remat policy and accumulation is built once, before any mesh
+// (buildMeshFreePipeline); each mesh and rule set partitions a copy of it
+// (buildMeshPipeline), and the step-time model prices it on a hardware
+// profile. A model whose blocks repeat (a chain of calls to one block
+// function) is priced from copies that keep two blocks of each chain and
+// three of one, extrapolated to the whole (PlanBlocks.h). Each group (mesh,
+// rules, attention) prices its plan without remat first: where it fits, or
+// is already slower than the table's last row, nothing else of the group
+// is priced, as recomputing, offloading and more microbatches only add time
+// in the model. Plans whose memory does not fit the device are dropped, as
+// are those that do not partition; the rest are ranked by predicted step
+// time, then by fewer bytes of memory, then in enumeration order, so the
+// same input always gives the same table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -456,9 +460,10 @@ bool Search::runSearch() {
       keepBlocks(moreBlocks.back(), chains, keep);
     }
   }
-  // A group (mesh and attention) is priced without remat first, every
-  // group before any other policy: in the step-time model recomputing and
-  // offloading only add time, so NONE's time bounds the group's. Where NONE
+  // A group (mesh, rules and attention) is priced without remat in its
+  // first accumulation first, every group before any other plan: in the
+  // step-time model recomputing, offloading and more microbatches only add
+  // time, so that plan's time bounds the group's. Where NONE
   // fits, the group's other policies are not priced; nor are they where
   // NONE already takes longer than the table's last row so far (groups in
   // order of NONE's time, so the bound tightens early). Where FULL does not
@@ -618,8 +623,9 @@ public:
 
   StringRef getArgument() const override { return "sd-plan"; }
   StringRef getDescription() const override {
-    return "Price every mesh and remat policy for a device count on a "
-           "hardware profile and print the best plans";
+    return "Price the meshes, rules, attention strategies, remat policies "
+           "and accumulations of a device count on a hardware profile and "
+           "print the best plans";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<SDDialect>();

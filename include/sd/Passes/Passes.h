@@ -196,11 +196,12 @@ struct PlanChoice {
 FailureOr<PlanChoice> choosePlan(ModuleOp module, const PipelineOptions &base,
                                  const PlanOptions &plan);
 
-/// sd-plan (lib/Passes/Plan.cpp): every mesh of `plan.devices` and every
-/// remat policy it can price, each run through the default pipeline from
-/// `base` (the training step, partitioned) on a copy of the module and
-/// priced with the step-time model; prints the best plans to `os`, or fails
-/// with an error naming the smallest plan's memory when none fits.
+/// sd-plan (lib/Passes/Plan.cpp): every mesh of `plan.devices`, with the
+/// rules' variants, attention strategies, remat policies and accumulations
+/// it can price, each the default pipeline's training step from `base`
+/// (built once before the mesh, partitioned per mesh) priced with the
+/// step-time model; prints the best plans to `os`, or fails with an error
+/// naming the smallest plan's memory when none fits.
 std::unique_ptr<Pass> createPlan(const PipelineOptions &base,
                                  const PlanOptions &plan,
                                  llvm::raw_ostream &os);
