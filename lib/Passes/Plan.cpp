@@ -160,6 +160,10 @@ public:
 
 private:
   void enumerate();
+  /// With chains: the copies of the module with fewer blocks.
+  void makeBlockCopies();
+  /// Erases the block copies and the prepared training steps.
+  void eraseCopies();
   /// The gradient accumulations to try with `rules` on `mesh`: those the
   /// flags name, or 1 and the powers of two up to kMaxAccumulation that
   /// leave every device the batch is split over whole microbatches.
@@ -435,6 +439,32 @@ void Search::price(Plan &plan) {
   plan.time = predictStepTime(*whole, options.profile);
 }
 
+void Search::makeBlockCopies() {
+  if (chains.empty())
+    return;
+  baseBlocks = copyIntoNestedModule(module);
+  keepBlocks(baseBlocks, chains,
+             std::vector<int64_t>(chains.size(), kBaseBlocks));
+  for (size_t c = 0; c < chains.size(); ++c) {
+    std::vector<int64_t> keep(chains.size(), kBaseBlocks);
+    keep[c] = kBaseBlocks + 1;
+    moreBlocks.push_back(copyIntoNestedModule(module));
+    keepBlocks(moreBlocks.back(), chains, keep);
+  }
+}
+
+void Search::eraseCopies() {
+  for (auto &[key, step] : prepared)
+    if (step.step)
+      step.step.erase();
+  prepared.clear();
+  if (baseBlocks)
+    baseBlocks.erase();
+  for (ModuleOp more : moreBlocks)
+    more.erase();
+  moreBlocks.clear();
+}
+
 bool Search::runSearch() {
   if (options.devices <= 0 || options.hosts <= 0 ||
       options.devices % options.hosts != 0) {
@@ -449,17 +479,7 @@ bool Search::runSearch() {
   enumerate();
   if (!options.wholeProgram)
     chains = findBlockChains(module);
-  if (!chains.empty()) {
-    baseBlocks = copyIntoNestedModule(module);
-    keepBlocks(baseBlocks, chains,
-               std::vector<int64_t>(chains.size(), kBaseBlocks));
-    for (size_t c = 0; c < chains.size(); ++c) {
-      std::vector<int64_t> keep(chains.size(), kBaseBlocks);
-      keep[c] = kBaseBlocks + 1;
-      moreBlocks.push_back(copyIntoNestedModule(module));
-      keepBlocks(moreBlocks.back(), chains, keep);
-    }
-  }
+  makeBlockCopies();
   // A group (mesh, rules and attention) is priced without remat in its
   // first accumulation first, every group before any other plan: in the
   // step-time model recomputing, offloading and more microbatches only add
@@ -573,15 +593,7 @@ bool Search::runSearch() {
         noneFitsAt = std::min(noneFitsAt, plan->accum);
     }
   }
-  for (auto &[key, step] : prepared)
-    if (step.step)
-      step.step.erase();
-  prepared.clear();
-  if (baseBlocks)
-    baseBlocks.erase();
-  for (ModuleOp more : moreBlocks)
-    more.erase();
-  moreBlocks.clear();
+  eraseCopies();
   // Ties in enumeration order (the plans' order in `plans`), whatever the
   // order they were priced in.
   std::sort(ranked.begin(), ranked.end(), [](const Plan *a, const Plan *b) {
