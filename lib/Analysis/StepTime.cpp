@@ -40,6 +40,7 @@ mlir::sd::predictStepTime(const CostReport &report,
   p.stepSeconds = p.computeSeconds() + p.communicationSeconds -
                   p.hiddenSeconds + p.offloadSeconds;
   p.neededBytes = report.totalBytes();
+  p.stateBytes = report.parameterBytes + report.optimizerStateBytes;
   p.deviceBytes = device.memoryBytes;
   return p;
 }

@@ -604,9 +604,10 @@ std::vector<SettingRow> deviceFlagRows() {
           .check(kNotNegative)
           .max(kMaxThreadsPerDevice)
           .row,
-      flag("device-memory", kDeviceTools, &F::deviceMemory, G::Device,
+      flag("device-memory", kAllTools, &F::deviceMemory, G::Device,
            "Device memory budget per device, e.g. 512MiB, 2GB (default: "
-           "unlimited)")
+           "unlimited); sdopt --plan and sdrun --mesh=auto plan for it "
+           "(default: the profile's device memory)")
           .row,
       flag("host-memory", kDeviceTools, &F::hostMemory, G::Device,
            "Host memory budget per device (default: unlimited)")

@@ -22,6 +22,7 @@ mlir::sd::planningBase(const ::sd::RunSpecFlags &values) {
     return spec.status();
   PlanningBase base{*spec, pipelineOptions(*spec), {}};
   base.pipeline.train = true;
+  base.plan.deviceMemory = spec->run.deviceMemoryBudget;
   if (spec->remat.policy.source != ::sd::SettingSource::Default)
     base.plan.remats = {spec->remat.policy.value};
   if (spec->rules.source != ::sd::SettingSource::Default)

@@ -330,6 +330,11 @@ FailureOr<SdoptInvocation> SdoptCommandLine::resolve() {
   ::sd::RunSpecFlags values = specFlags.values();
   if (flags->plan)
     return resolvePlan(invocation, values);
+  if (values.deviceMemory) {
+    llvm::errs() << "error: --device-memory is the memory --plan plans for "
+                    "(sdrun's budget); sdopt uses it only with --plan\n";
+    return failure();
+  }
   if (flags->usePipeline(values)) {
     FailureOr<PipelineOptions> options = defaultPipelineOptions(*flags, values);
     if (failed(options))

@@ -147,6 +147,9 @@ public:
   int64_t prunedSlower = 0;
   /// Not priced: remat policies of groups whose NONE does not partition.
   int64_t prunedNoPartition = 0;
+  /// Not priced: remat policies of groups where the parameters and
+  /// optimizer state alone exceed the device memory.
+  int64_t prunedState = 0;
   int64_t priced = 0;
   std::string firstError;
   const Plan *smallest = nullptr;
@@ -174,6 +177,14 @@ private:
   /// with the first error in `error`.
   FailureOr<CostReport> report(ModuleOp program, const PipelineOptions &variant,
                                std::string &error);
+  /// The report of `variant`'s mesh pipeline on a copy of `step` (a
+  /// prepared training step).
+  FailureOr<CostReport> partition(ModuleOp step, const PipelineOptions &variant,
+                                  std::string &error);
+  /// The report of `copy`'s training step; erases `copy`.
+  FailureOr<CostReport> costReport(ModuleOp copy, std::string &error);
+  /// A pass manager without the verifier.
+  std::unique_ptr<PassManager> newPassManager();
   /// Runs `work` with its diagnostics caught: on failure the first error,
   /// or `otherwise`, in `error`.
   LogicalResult quietly(function_ref<LogicalResult()> work, std::string &error,
@@ -202,6 +213,18 @@ private:
                       int64_t>,
            Prepared>
       prepared;
+  /// A partitioned training step's report, or why there is none.
+  struct Partitioned {
+    FailureOr<CostReport> report = failure();
+    std::string error;
+  };
+  /// By prepared step, rules and the mesh's axes with their whole sizes:
+  /// meshes that only split an axis differently between the devices of a
+  /// host and the hosts partition alike (no pass before the cost model
+  /// reads an axis's DCN part), so each is partitioned once and its report
+  /// priced with each such mesh.
+  std::map<std::tuple<Operation *, std::string, std::string>, Partitioned>
+      partitioned;
 };
 
 void Search::enumerate() {
@@ -326,57 +349,88 @@ LogicalResult Search::run(PassManager &pm, ModuleOp program,
   return quietly([&] { return pm.run(program); }, error, "the pipeline failed");
 }
 
+std::unique_ptr<PassManager> Search::newPassManager() {
+  // Without the verifier after each pass (a third of the time here): the
+  // same pipelines are verified wherever sd compiles a program.
+  auto pm = std::make_unique<PassManager>(module.getContext());
+  pm->enableVerifier(false);
+  return pm;
+}
+
 FailureOr<CostReport> Search::report(ModuleOp program,
                                      const PipelineOptions &variant,
                                      std::string &error) {
-  // Without the verifier after each pass (a third of the time here): the
-  // same pipelines are verified wherever sd compiles a program.
-  auto newPassManager = [&] {
-    auto pm = std::make_unique<PassManager>(module.getContext());
-    pm->enableVerifier(false);
-    return pm;
-  };
-  ModuleOp copy;
   if (options.wholeProgram) {
     // The reference: the default pipeline, as sdopt and sdrun run it.
-    copy = copyIntoNestedModule(program);
+    ModuleOp copy = copyIntoNestedModule(program);
     std::unique_ptr<PassManager> pm = newPassManager();
     buildDefaultPipeline(*pm, variant);
     if (failed(run(*pm, copy, error))) {
       copy.erase();
       return failure();
     }
-  } else {
-    // The training step is built once per program, attention and remat
-    // policy; each mesh partitions a copy of it.
-    auto key = std::make_tuple(
-        program.getOperation(),
-        variant.tileAttention ? variant.tileAttention->attention
-                              : ::sd::AttentionKind::DotProduct,
-        variant.training.remat.policy, variant.training.step.gradAccum);
-    auto [it, inserted] = prepared.try_emplace(key);
-    Prepared &step = it->second;
-    if (inserted) {
-      step.step = copyIntoNestedModule(program);
-      std::unique_ptr<PassManager> pm = newPassManager();
-      buildMeshFreePipeline(*pm, variant);
-      if (failed(run(*pm, step.step, step.error))) {
-        step.step.erase();
-        step.step = nullptr;
-      }
-    }
-    if (!step.step) {
-      error = step.error;
-      return failure();
-    }
-    copy = copyIntoNestedModule(step.step);
+    return costReport(copy, error);
+  }
+  // The training step is built once per program, attention, remat policy
+  // and accumulation; each mesh partitions a copy of it.
+  auto key = std::make_tuple(program.getOperation(),
+                             variant.tileAttention
+                                 ? variant.tileAttention->attention
+                                 : ::sd::AttentionKind::DotProduct,
+                             variant.training.remat.policy,
+                             variant.training.step.gradAccum);
+  auto [it, inserted] = prepared.try_emplace(key);
+  Prepared &step = it->second;
+  if (inserted) {
+    step.step = copyIntoNestedModule(program);
     std::unique_ptr<PassManager> pm = newPassManager();
-    buildMeshPipeline(*pm, variant);
-    if (failed(run(*pm, copy, error))) {
-      copy.erase();
-      return failure();
+    buildMeshFreePipeline(*pm, variant);
+    if (failed(run(*pm, step.step, step.error))) {
+      step.step.erase();
+      step.step = nullptr;
     }
   }
+  if (!step.step) {
+    error = step.error;
+    return failure();
+  }
+  absl::StatusOr<::sd::MeshSpec> mesh =
+      ::sd::parseMesh(variant.mesh, variant.dcnMesh);
+  if (!mesh.ok())
+    return partition(step.step, variant, error);
+  std::string sizes;
+  for (const ::sd::MeshAxis &axis : mesh->axes())
+    sizes += axis.name + ":" + std::to_string(axis.size()) + ",";
+  auto [found, first] = partitioned.try_emplace(
+      {step.step.getOperation(), variant.rules ? variant.rules->name : "",
+       sizes});
+  Partitioned &done = found->second;
+  if (first)
+    done.report = partition(step.step, variant, done.error);
+  if (failed(done.report)) {
+    error = done.error;
+    return failure();
+  }
+  CostReport result = *done.report;
+  result.mesh = *mesh;
+  result.meshSpec = mesh->toString();
+  return result;
+}
+
+FailureOr<CostReport> Search::partition(ModuleOp step,
+                                        const PipelineOptions &variant,
+                                        std::string &error) {
+  ModuleOp copy = copyIntoNestedModule(step);
+  std::unique_ptr<PassManager> pm = newPassManager();
+  buildMeshPipeline(*pm, variant);
+  if (failed(run(*pm, copy, error))) {
+    copy.erase();
+    return failure();
+  }
+  return costReport(copy, error);
+}
+
+FailureOr<CostReport> Search::costReport(ModuleOp copy, std::string &error) {
   FailureOr<CostReport> result = failure();
   (void)quietly(
       [&] {
@@ -458,6 +512,7 @@ void Search::eraseCopies() {
     if (step.step)
       step.step.erase();
   prepared.clear();
+  partitioned.clear();
   if (baseBlocks)
     baseBlocks.erase();
   for (ModuleOp more : moreBlocks)
@@ -488,7 +543,9 @@ bool Search::runSearch() {
   // NONE already takes longer than the table's last row so far (groups in
   // order of NONE's time, so the bound tightens early). Where FULL does not
   // fit, the policies that recompute less keep more; only the offloading
-  // ones, which move what they keep to the host, may fit.
+  // ones, which move what they keep to the host, may fit. Where the
+  // parameters and optimizer state alone do not fit, nothing of the group
+  // does.
   std::vector<std::vector<Plan *>> groups;
   for (Plan &plan : plans) {
     if (groups.empty() || groups.back().front()->group() != plan.group())
@@ -549,14 +606,25 @@ bool Search::runSearch() {
       prunedFits += int64_t(rest);
       continue;
     }
-    if (first && first->time && first->time->stepSeconds > bound()) {
-      prunedSlower += int64_t(rest);
-      continue;
-    }
     // What does not partition (a mesh axis that does not divide what the
     // attention splits) does not partition with recomputation either.
     if (first && !first->time) {
       prunedNoPartition += int64_t(rest);
+      continue;
+    }
+    // No remat policy and no microbatching shrinks the parameters and
+    // their optimizer state: where they alone exceed the memory, nothing
+    // in the group fits. While nothing fits anywhere, the group is kept
+    // when it may still hold the smallest plan (the no-fit error names it).
+    if (first && first->time &&
+        double(first->time->stateBytes) > memory() &&
+        (!ranked.empty() ||
+         first->time->stateBytes >= smallest->time->neededBytes)) {
+      prunedState += int64_t(rest);
+      continue;
+    }
+    if (first && first->time && first->time->stepSeconds > bound()) {
+      prunedSlower += int64_t(rest);
       continue;
     }
     // Per accumulation, as for the group: where NONE fits, neither the
@@ -745,7 +813,10 @@ void PlanPass::runOnOperation() {
      << search.prunedSlower
      << " where NONE already takes longer than the table's last row, "
      << search.prunedNoPartition
-     << " where NONE does not partition; dropped: " << search.tooLarge
+     << " where NONE does not partition, " << search.prunedState
+     << " where the parameters and optimizer state alone do not fit; "
+        "dropped: "
+     << search.tooLarge
      << " that do not fit the device memory, " << search.noPartition
      << " that do not partition";
   if (!search.firstError.empty())

@@ -39,6 +39,9 @@ struct StepTimePrediction {
   double stepSeconds = 0;
   /// The device memory the report's total needs, against the profile's.
   int64_t neededBytes = 0;
+  /// Of neededBytes, the parameters and their optimizer state: what no
+  /// remat policy and no gradient accumulation changes.
+  int64_t stateBytes = 0;
   double deviceBytes = 0;
 
   double computeSeconds() const { return matmulSeconds + otherSeconds; }

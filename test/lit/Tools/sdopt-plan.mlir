@@ -26,8 +26,17 @@
 // RUN: sdrun %sd_src_root/models/dit_tiny.mlir --config=%t.plan.yml --print-config | FileCheck %s --check-prefix=CONFIG
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --plan-output=%t.missing/plan.yml 2>&1 | FileCheck %s --check-prefix=UNWRITABLE
 // A machine too small for any plan: one error with the smallest plan's
-// memory and a device count that would fit it.
-// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/small_memory.yml --batch=8 2>&1 | FileCheck %s --check-prefix=NOFIT
+// memory and a device count that would fit it. (Flash attention and one
+// microbatch: with nothing that fits, every remat policy is priced.)
+// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/small_memory.yml --batch=8 --attention=flash --grad-accum=1 2>&1 | FileCheck %s --check-prefix=NOFIT
+// --device-memory replaces the profile's memory. A DiT-tiny of width 512
+// on 4 devices of 120 MB: where the parameters and their optimizer state
+// alone take more (data:4, and data:2 with tensor:2), no remat policy is
+// priced; the rest of those groups is not either.
+// RUN: sdgen --preset=dit-tiny --hidden=512 --heads=8 --depth=2 --batch=2 -o %t.wide.mlir
+// RUN: sdopt %t.wide.mlir --plan --devices=4 --profile=cpu --device-memory=120MB --attention=flash --grad-accum=1 --rules=dit | FileCheck %s --check-prefix=STATE
+// RUN: not sdopt %t.wide.mlir --plan --devices=4 --profile=cpu --device-memory=lots 2>&1 | FileCheck %s --check-prefix=STATE-SIZE
+// RUN: not sdopt %t.wide.mlir --device-memory=120MB 2>&1 | FileCheck %s --check-prefix=STATE-PLAN
 // A machine where neither NONE nor FULL fits in one microbatch: the
 // policies that keep more than FULL are not priced, the offloading ones
 // are (their host traffic at the profile's host link) and win.
@@ -56,7 +65,7 @@
 // CHECK-NEXT: {{^ +3 +[a-z]}}
 // CHECK-NEXT: {{^ +4 +[a-z]}}
 // CHECK-NEXT: {{^ +5 +[a-z]}}
-// CHECK-NEXT: priced 16, ranked 16; not priced: 344 remat policies where NONE fits (recomputing and offloading only add time), 0 that keep more than FULL where FULL does not fit, 0 where NONE already takes longer than the table's last row, 0 where NONE does not partition; dropped: 0 that do not fit the device memory, 0 that do not partition
+// CHECK-NEXT: priced 16, ranked 16; not priced: 344 remat policies where NONE fits (recomputing and offloading only add time), 0 that keep more than FULL where FULL does not fit, 0 where NONE already takes longer than the table's last row, 0 where NONE does not partition, 0 where the parameters and optimizer state alone do not fit; dropped: 0 that do not fit the device memory, 0 that do not partition
 
 // HOSTS:      sd plan: 4 devices (2 hosts of 2) of cpu, {{.*}}: 816 candidates
 // HOSTS:        1  {{.*}} | {{(data|fsdp)}}:2
@@ -72,6 +81,11 @@
 
 // NOFIT: error: no plan fits 2 devices of 1.0 MB: the smallest ({{.*}}, attention {{[a-z_]+}}, remat {{[A-Z_]+}}) needs {{.*}} MB per device; about {{[0-9]+}} devices would fit it (its state split over more)
 // NOFIT-NOT: see current operation
+
+// STATE:      4 devices (1 host of 4) of cpu, device memory 120.0 MB:
+// STATE:      priced {{[0-9]+}}, ranked {{[1-9][0-9]*}}; {{.*}}, {{[1-9][0-9]*}} where the parameters and optimizer state alone do not fit;
+// STATE-SIZE: error: --device-memory='lots' is not a size (e.g. 512MiB, 2GB)
+// STATE-PLAN: error: --device-memory is the memory --plan plans for (sdrun's budget); sdopt uses it only with --plan
 
 // OFFLOAD:      2 devices (1 host of 2) of offload_memory, device memory 18.0 MB: 36 candidates
 // OFFLOAD:      1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} flash OFFLOAD_MATMUL_WITHOUT_BATCH 1
