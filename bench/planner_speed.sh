@@ -7,8 +7,8 @@
 # plus DiT-S/2 (8 devices) and DiT-XL/2 with its attention fixed to flash
 # (120 candidates rather than 360), and Wan2.1-14B on a v5p-8 (4 devices,
 # batch 1, bf16: the README's anchor). The models come from sdgen; each row
-# is one run's wall time (/usr/bin/time), with the candidates and how many
-# were priced from sdopt's last line. Prints a markdown table; exit 1 if a
+# is one run's wall time and peak resident memory (/usr/bin/time), with the
+# candidates and how many were priced from sdopt's last line. Prints a markdown table; exit 1 if a
 # target fails, 2 on a setup error.
 #
 # Usage: bench/planner_speed.sh [--quick] [--out DIR]
@@ -58,11 +58,12 @@ row() {
   local name="$1" target="$2" model="$3"; shift 3
   local log="$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').log"
   echo "running $name" >&2
-  if ! /usr/bin/time -f 'WALL %e' "$SDOPT" "$out/$model.mlir" --plan "$@" >"$log" 2>&1; then
+  if ! /usr/bin/time -f 'WALL %e RSS %M' "$SDOPT" "$out/$model.mlir" --plan "$@" >"$log" 2>&1; then
     grep -q "no plan fits" "$log" || { tail -5 "$log" >&2; die "$name failed"; }
   fi
-  local wall candidates priced result=""
-  wall="$(sed -n 's/^WALL //p' "$log")"
+  local wall rss candidates priced result=""
+  wall="$(sed -n 's/^WALL \([0-9.]*\) .*/\1/p' "$log")"
+  rss="$(sed -n 's/^WALL .* RSS \([0-9]*\)$/\1/p' "$log")"
   candidates="$(sed -n 's/.*: \([0-9]*\) candidates.*/\1/p' "$log" | head -1)"
   priced="$(sed -n 's/^priced \([0-9]*\),.*/\1/p' "$log")"
   if [[ -n "$target" ]]; then
@@ -72,13 +73,13 @@ row() {
       result="FAIL"; fail=1
     fi
   fi
-  echo "| $name | $candidates | ${priced:-0} | ${wall} s | ${target:+<= $target s} | $result |"
+  echo "| $name | $candidates | ${priced:-0} | ${wall} s | $((rss / 1024)) MiB | ${target:+<= $target s} | $result |"
 }
 
 echo "# sdopt --plan's speed, $(date -u '+%Y-%m-%d %H:%M UTC'), sd $(git describe --always --dirty 2>/dev/null || echo unknown)"
 echo
-echo "| search | candidates | priced | time | target | result |"
-echo "|---|---:|---:|---:|---|---|"
+echo "| search | candidates | priced | time | peak memory | target | result |"
+echo "|---|---:|---:|---:|---:|---|---|"
 row "DiT-S/2, batch 8, 8 devices, tpu-v5p" "" dit-s2 --devices=8 --profile=tpu-v5p --batch=8
 row "DiT-XL/2, batch 8, 8 devices, tpu-v5p" 1 dit-xl2 --devices=8 --profile=tpu-v5p --batch=8
 row "DiT-XL/2, batch 8, 8 devices, tpu-v5p, --attention=flash" "" dit-xl2 --devices=8 --profile=tpu-v5p --batch=8 --attention=flash

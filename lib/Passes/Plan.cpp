@@ -31,6 +31,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
@@ -167,6 +168,13 @@ private:
   void makeBlockCopies();
   /// Erases the block copies and the prepared training steps.
   void eraseCopies();
+  /// What a prepared training step is made for: attention, remat policy
+  /// and microbatches.
+  using PreparedKind =
+      std::tuple<::sd::AttentionKind, ::sd::RematPolicyKind, int64_t>;
+  /// Erases the prepared training steps of `kind` (of every block copy)
+  /// and the reports partitioned from them.
+  void releasePrepared(const PreparedKind &kind);
   /// The gradient accumulations to try with `rules` on `mesh`: those the
   /// flags name, or 1 and the powers of two up to kMaxAccumulation that
   /// leave every device the batch is split over whole microbatches.
@@ -507,6 +515,25 @@ void Search::makeBlockCopies() {
   }
 }
 
+void Search::releasePrepared(const PreparedKind &kind) {
+  for (auto it = prepared.begin(); it != prepared.end();) {
+    const auto &[program, attention, remat, accum] = it->first;
+    if (PreparedKind(attention, remat, accum) != kind) {
+      ++it;
+      continue;
+    }
+    // A later module may take the erased one's address: no report stays
+    // keyed by it.
+    if (ModuleOp step = it->second.step) {
+      for (auto p = partitioned.begin(); p != partitioned.end();)
+        p = std::get<0>(p->first) == step.getOperation() ? partitioned.erase(p)
+                                                         : std::next(p);
+      step.erase();
+    }
+    it = prepared.erase(it);
+  }
+}
+
 void Search::eraseCopies() {
   for (auto &[key, step] : prepared)
     if (step.step)
@@ -599,7 +626,19 @@ bool Search::runSearch() {
   std::stable_sort(order.begin(), order.end(), [&](auto *a, auto *b) {
     return noneSeconds(a) < noneSeconds(b);
   });
-  for (const std::vector<Plan *> *group : order) {
+  // A prepared training step is erased after the last group that may use
+  // it, so that the search holds only the steps still needed.
+  std::map<PreparedKind, size_t> lastUse;
+  for (size_t i = 0; i < order.size(); ++i)
+    for (Plan *plan : *order[i])
+      lastUse[{plan->attention, plan->remat, plan->accum}] = i;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const std::vector<Plan *> *group = order[i];
+    llvm::scope_exit release([&] {
+      for (const auto &[kind, last] : lastUse)
+        if (last == i)
+          releasePrepared(kind);
+    });
     Plan *first = none(*group);
     size_t rest = group->size() - (first ? 1 : 0);
     if (first && first->time && double(first->time->neededBytes) <= memory()) {
