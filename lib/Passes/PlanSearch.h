@@ -1,0 +1,219 @@
+//===- PlanSearch.h - The planner's search ----------------------*- C++ -*-===//
+//
+// The planner's search (sd-plan, sdrun --mesh=auto): for a device count
+// (and hosts), every mesh that factors the devices over `data`, `fsdp`,
+// `context` and `tensor` inside a host (and over `data` and `fsdp` across
+// hosts), with the logical axis rules and their variants (PlanRules.h),
+// each attention strategy, remat policy and gradient accumulation. The
+// training step of each attention, remat policy and accumulation is built
+// once, before any mesh (buildMeshFreePipeline); each mesh and rule set
+// partitions a copy of it (buildMeshPipeline; meshes that differ only in
+// how an axis splits between hosts and the devices of a host share one
+// partitioning), and the step-time model prices it on a hardware profile.
+// A model whose blocks repeat (a chain of calls to one block function) is
+// priced from copies that keep two blocks of each chain and three of one,
+// extrapolated to the whole (PlanBlocks.h). Each group (mesh, rules,
+// attention) prices its plan without remat first: where it fits, is
+// already slower than the table's last row, or its parameters and
+// optimizer state alone do not fit, nothing else of the group is priced,
+// as recomputing, offloading and more microbatches only add time in the
+// model. Plans whose memory does not fit the device are dropped, as are
+// those that do not partition; the rest are ranked by predicted step time,
+// then by fewer bytes of memory, then in enumeration order, so the same
+// input always gives the same table.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SD_LIB_PASSES_PLANSEARCH_H
+#define SD_LIB_PASSES_PLANSEARCH_H
+
+#include "PlanBlocks.h"
+#include "PlanRules.h"
+#include "sd/Analysis/CostModel.h"
+#include "sd/Analysis/StepTime.h"
+#include "sd/Passes/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace mlir::sd::planner {
+
+/// One candidate: its meshes, rules, attention, remat policy and
+/// microbatches, and what it costs.
+struct Plan {
+  std::string ici, dcn;
+  /// Into Search::rulesChoices.
+  const RulesChoice *rules;
+  ::sd::AttentionKind attention;
+  ::sd::RematPolicyKind remat;
+  /// Gradient accumulation: microbatches a step runs.
+  int64_t accum = 1;
+  /// Devices per axis (data, fsdp, context, tensor) inside a host, and
+  /// (data, fsdp) across hosts.
+  std::vector<int64_t> inside, across;
+  /// Set once priced.
+  std::optional<StepTimePrediction> time;
+  std::string error;
+
+  std::string mesh() const { return dcn.empty() ? ici : ici + " | " + dcn; }
+  /// The plans that differ only in remat policy and accumulation share it.
+  std::string group() const {
+    return mesh() + " " + rules->rules.name + " " +
+           std::string(::sd::attentionKindName(attention));
+  }
+  bool offloads() const {
+    return remat == ::sd::RematPolicyKind::OffloadMatmulWithoutBatch ||
+           remat == ::sd::RematPolicyKind::HiddenStateWithOffload;
+  }
+};
+
+inline constexpr const char *kAxes[] = {"data", "fsdp", "context", "tensor"};
+
+/// The most microbatches the search tries: each is one more copy of the
+/// step's body to price.
+inline constexpr int64_t kMaxAccumulation = 8;
+
+/// The global batch `base` asks for, or `module`'s default; 0 when neither
+/// says.
+int64_t programBatch(ModuleOp module, const PipelineOptions &base);
+
+/// The search: candidates, each priced, the fitting ones ranked.
+class Search {
+public:
+  Search(ModuleOp module, const PipelineOptions &base,
+         const PlanOptions &options)
+      : module(module), base(base), options(options) {}
+
+  /// Prices every candidate; false after an error at the module's location
+  /// when the devices do not split over the hosts.
+  bool runSearch();
+  /// After runSearch: an error at the module's location saying why no plan
+  /// fits, when none does.
+  LogicalResult checkSomeFit() const;
+
+  double memory() const {
+    return options.deviceMemory > 0 ? double(options.deviceMemory)
+                                    : options.profile.device.memoryBytes;
+  }
+
+  std::vector<Plan> plans;
+  std::vector<const Plan *> ranked;
+  /// The step times of the ranked plans.
+  std::multiset<double> fitting;
+  int64_t noPartition = 0, tooLarge = 0;
+  /// Not priced: remat policies of groups where NONE fits, and those that
+  /// keep more than FULL where FULL does not fit.
+  int64_t prunedFits = 0, prunedTooLarge = 0;
+  /// Not priced: remat policies of groups where NONE already takes longer
+  /// than the table's last row.
+  int64_t prunedSlower = 0;
+  /// Not priced: remat policies of groups whose NONE does not partition.
+  int64_t prunedNoPartition = 0;
+  /// Not priced: remat policies of groups where the parameters and
+  /// optimizer state alone exceed the device memory.
+  int64_t prunedState = 0;
+  int64_t priced = 0;
+  std::string firstError;
+  const Plan *smallest = nullptr;
+  /// The global batch (the one asked for, or the program's default; 0
+  /// when neither says).
+  int64_t globalBatch = 0;
+  /// The rules the plans name (stable addresses).
+  std::deque<RulesChoice> rulesChoices;
+  /// The repeated blocks priced once (none with options.wholeProgram).
+  std::vector<BlockChain> chains;
+
+private:
+  void enumerate();
+  /// With chains: the copies of the module with fewer blocks.
+  void makeBlockCopies();
+  /// Erases the block copies and the prepared training steps.
+  void eraseCopies();
+  /// What a prepared training step is made for: attention, remat policy
+  /// and microbatches.
+  using PreparedKind =
+      std::tuple<::sd::AttentionKind, ::sd::RematPolicyKind, int64_t>;
+  /// Erases the prepared training steps of `kind` (of every block copy)
+  /// and the reports partitioned from them.
+  void releasePrepared(const PreparedKind &kind);
+  /// The gradient accumulations to try with `rules` on `mesh`: those the
+  /// flags name, or 1 and the powers of two up to kMaxAccumulation that
+  /// leave every device the batch is split over whole microbatches.
+  std::vector<int64_t> accumulations(const ::sd::MeshSpec &mesh,
+                                     const ::sd::LogicalAxisRules &rules) const;
+  void price(Plan &plan);
+  /// Prices `plan` and files it: ranked, too large or not partitioned.
+  void priceOne(Plan &plan);
+  /// After every group's NONE: the rest of `group` that may still matter.
+  void priceGroup(const std::vector<Plan *> &group);
+  /// The --plan-top-th best time that fits so far (infinity before).
+  double bound() const;
+  /// `group`'s plan without remat in its first accumulation, if it has one.
+  static Plan *noneOf(const std::vector<Plan *> &group);
+  /// The report of `program`'s training step under `variant`, or failure
+  /// with the first error in `error`.
+  FailureOr<CostReport> report(ModuleOp program, const PipelineOptions &variant,
+                               std::string &error);
+  /// The report of `variant`'s mesh pipeline on a copy of `step` (a
+  /// prepared training step).
+  FailureOr<CostReport> partition(ModuleOp step, const PipelineOptions &variant,
+                                  std::string &error);
+  /// The report of `copy`'s training step; erases `copy`.
+  FailureOr<CostReport> costReport(ModuleOp copy, std::string &error);
+  /// A pass manager without the verifier.
+  std::unique_ptr<PassManager> newPassManager();
+  /// Runs `work` with its diagnostics caught: on failure the first error,
+  /// or `otherwise`, in `error`.
+  LogicalResult quietly(function_ref<LogicalResult()> work, std::string &error,
+                        StringRef otherwise);
+  /// Runs `pm` on `program` with its errors caught: the first in `error`.
+  LogicalResult run(PassManager &pm, ModuleOp program, std::string &error);
+
+  /// Mutable: an op handle's queries are not const methods.
+  mutable ModuleOp module;
+  PipelineOptions base;
+  PlanOptions options;
+  /// With chains: copies of the module (nested in it while the search
+  /// runs) with every chain cut to kBaseBlocks blocks, and per chain one
+  /// with that chain at one more.
+  ModuleOp baseBlocks;
+  std::vector<ModuleOp> moreBlocks;
+  /// What the mesh-free part of the pipeline (buildMeshFreePipeline) made
+  /// of a program for one attention strategy and remat policy: its inlined
+  /// training step (nested in the module while the search runs), which
+  /// every mesh copies; or why it failed.
+  struct Prepared {
+    ModuleOp step;
+    std::string error;
+  };
+  std::map<std::tuple<Operation *, ::sd::AttentionKind, ::sd::RematPolicyKind,
+                      int64_t>,
+           Prepared>
+      prepared;
+  /// A partitioned training step's report, or why there is none.
+  struct Partitioned {
+    FailureOr<CostReport> report = failure();
+    std::string error;
+  };
+  /// By prepared step, rules and the mesh's axes with their whole sizes:
+  /// meshes that only split an axis differently between the devices of a
+  /// host and the hosts partition alike (no pass before the cost model
+  /// reads an axis's DCN part), so each is partitioned once and its report
+  /// priced with each such mesh.
+  std::map<std::tuple<Operation *, std::string, std::string>, Partitioned>
+      partitioned;
+};
+
+
+} // namespace mlir::sd::planner
+
+#endif // SD_LIB_PASSES_PLANSEARCH_H
