@@ -332,25 +332,6 @@ void Search::makeBlockCopies() {
   }
 }
 
-void Search::releasePrepared(const PreparedKind &kind) {
-  for (auto it = prepared.begin(); it != prepared.end();) {
-    const auto &[program, attention, remat, accum] = it->first;
-    if (PreparedKind(attention, remat, accum) != kind) {
-      ++it;
-      continue;
-    }
-    // A later module may take the erased one's address: no report stays
-    // keyed by it.
-    if (ModuleOp step = it->second.step) {
-      for (auto p = partitioned.begin(); p != partitioned.end();)
-        p = std::get<0>(p->first) == step.getOperation() ? partitioned.erase(p)
-                                                         : std::next(p);
-      step.erase();
-    }
-    it = prepared.erase(it);
-  }
-}
-
 void Search::eraseCopies() {
   for (auto &[key, step] : prepared)
     if (step.step)
@@ -508,18 +489,8 @@ bool Search::runSearch() {
   std::stable_sort(order.begin(), order.end(), [&](auto *a, auto *b) {
     return noneSeconds(a) < noneSeconds(b);
   });
-  // A prepared training step is erased after the last group that may use
-  // it, so that the search holds only the steps still needed.
-  std::map<PreparedKind, size_t> lastUse;
-  for (size_t i = 0; i < order.size(); ++i)
-    for (Plan *plan : *order[i])
-      lastUse[{plan->attention, plan->remat, plan->accum}] = i;
-  for (size_t i = 0; i < order.size(); ++i) {
-    priceGroup(*order[i]);
-    for (const auto &[kind, last] : lastUse)
-      if (last == i)
-        releasePrepared(kind);
-  }
+  for (const std::vector<Plan *> *group : order)
+    priceGroup(*group);
   eraseCopies();
   // Ties in enumeration order (the plans' order in `plans`), whatever the
   // order they were priced in.

@@ -138,13 +138,6 @@ private:
   void makeBlockCopies();
   /// Erases the block copies and the prepared training steps.
   void eraseCopies();
-  /// What a prepared training step is made for: attention, remat policy
-  /// and microbatches.
-  using PreparedKind =
-      std::tuple<::sd::AttentionKind, ::sd::RematPolicyKind, int64_t>;
-  /// Erases the prepared training steps of `kind` (of every block copy)
-  /// and the reports partitioned from them.
-  void releasePrepared(const PreparedKind &kind);
   /// The gradient accumulations to try with `rules` on `mesh`: those the
   /// flags name, or 1 and the powers of two up to kMaxAccumulation that
   /// leave every device the batch is split over whole microbatches.
