@@ -142,13 +142,12 @@ void PlanPass::runOnOperation() {
      << " that keep more than FULL where FULL does not fit, "
      << search.prunedSlower
      << " where NONE already takes longer than the table's last row, "
-     << search.prunedNoPartition
-     << " where NONE does not partition, " << search.prunedState
+     << search.prunedNoPartition << " where NONE does not partition, "
+     << search.prunedState
      << " where the parameters and optimizer state alone do not fit; "
         "dropped: "
-     << search.tooLarge
-     << " that do not fit the device memory, " << search.noPartition
-     << " that do not partition";
+     << search.tooLarge << " that do not fit the device memory, "
+     << search.noPartition << " that do not partition";
   if (!search.firstError.empty())
     os << " (first: " << search.firstError << ")";
   os << "\n";

@@ -21,8 +21,7 @@ using namespace mlir::sd::planner;
 
 /// The global batch `base` asks for, or `module`'s default; 0 when neither
 /// says.
-int64_t planner::programBatch(ModuleOp module,
-                              const PipelineOptions &base) {
+int64_t planner::programBatch(ModuleOp module, const PipelineOptions &base) {
   int64_t batch = base.batch;
   if (batch <= 0)
     module.walk([&](func::FuncOp func) {
@@ -36,7 +35,7 @@ int64_t planner::programBatch(ModuleOp module,
 /// Every way of writing `n` as an ordered product over `axes` axes (sizes
 /// >= 1), in a fixed order.
 static void factorizations(int64_t n, size_t axes, std::vector<int64_t> &prefix,
-                    std::vector<std::vector<int64_t>> &out) {
+                           std::vector<std::vector<int64_t>> &out) {
   if (prefix.size() + 1 == axes) {
     prefix.push_back(n);
     out.push_back(prefix);
@@ -185,25 +184,18 @@ std::unique_ptr<PassManager> Search::newPassManager() {
 FailureOr<CostReport> Search::report(ModuleOp program,
                                      const PipelineOptions &variant,
                                      std::string &error) {
-  if (options.wholeProgram) {
-    // The reference: the default pipeline, as sdopt and sdrun run it.
-    ModuleOp copy = copyIntoNestedModule(program);
-    std::unique_ptr<PassManager> pm = newPassManager();
-    buildDefaultPipeline(*pm, variant);
-    if (failed(run(*pm, copy, error))) {
-      copy.erase();
-      return failure();
-    }
-    return costReport(copy, error);
-  }
+  // The reference: the default pipeline, as sdopt and sdrun run it.
+  if (options.wholeProgram)
+    return pipelineReport(
+        program, [&](OpPassManager &pm) { buildDefaultPipeline(pm, variant); },
+        error);
   // The training step is built once per program, attention, remat policy
   // and accumulation; each mesh partitions a copy of it.
-  auto key = std::make_tuple(program.getOperation(),
-                             variant.tileAttention
-                                 ? variant.tileAttention->attention
-                                 : ::sd::AttentionKind::DotProduct,
-                             variant.training.remat.policy,
-                             variant.training.step.gradAccum);
+  auto key = std::make_tuple(
+      program.getOperation(),
+      variant.tileAttention ? variant.tileAttention->attention
+                            : ::sd::AttentionKind::DotProduct,
+      variant.training.remat.policy, variant.training.step.gradAccum);
   auto [it, inserted] = prepared.try_emplace(key);
   Prepared &step = it->second;
   if (inserted) {
@@ -245,9 +237,17 @@ FailureOr<CostReport> Search::report(ModuleOp program,
 FailureOr<CostReport> Search::partition(ModuleOp step,
                                         const PipelineOptions &variant,
                                         std::string &error) {
-  ModuleOp copy = copyIntoNestedModule(step);
+  return pipelineReport(
+      step, [&](OpPassManager &pm) { buildMeshPipeline(pm, variant); }, error);
+}
+
+FailureOr<CostReport>
+Search::pipelineReport(ModuleOp program,
+                       function_ref<void(OpPassManager &)> build,
+                       std::string &error) {
+  ModuleOp copy = copyIntoNestedModule(program);
   std::unique_ptr<PassManager> pm = newPassManager();
-  buildMeshPipeline(*pm, variant);
+  build(*pm);
   if (failed(run(*pm, copy, error))) {
     copy.erase();
     return failure();
@@ -358,9 +358,9 @@ void Search::priceOne(Plan &plan) {
     ++noPartition;
     if (firstError.empty())
       firstError = plan.mesh() + ", " +
-                   std::string(::sd::attentionKindName(plan.attention)) +
-                   ", " + std::string(::sd::rematPolicyName(plan.remat)) +
-                   ": " + plan.error;
+                   std::string(::sd::attentionKindName(plan.attention)) + ", " +
+                   std::string(::sd::rematPolicyName(plan.remat)) + ": " +
+                   plan.error;
     return;
   }
   if (!smallest || plan.time->neededBytes < smallest->time->neededBytes)
@@ -395,8 +395,7 @@ void Search::priceGroup(const std::vector<Plan *> &group) {
   // their optimizer state: where they alone exceed the memory, nothing
   // in the group fits. While nothing fits anywhere, the group is kept
   // when it may still hold the smallest plan (the no-fit error names it).
-  if (first && first->time &&
-      double(first->time->stateBytes) > memory() &&
+  if (first && first->time && double(first->time->stateBytes) > memory() &&
       (!ranked.empty() ||
        first->time->stateBytes >= smallest->time->neededBytes)) {
     prunedState += int64_t(rest);
@@ -522,4 +521,3 @@ LogicalResult Search::checkSomeFit() const {
   }
   return failure();
 }
-

@@ -160,6 +160,10 @@ private:
   /// prepared training step).
   FailureOr<CostReport> partition(ModuleOp step, const PipelineOptions &variant,
                                   std::string &error);
+  /// The report of the pipeline `build` makes, run on a copy of `program`.
+  FailureOr<CostReport>
+  pipelineReport(ModuleOp program, function_ref<void(OpPassManager &)> build,
+                 std::string &error);
   /// The report of `copy`'s training step; erases `copy`.
   FailureOr<CostReport> costReport(ModuleOp copy, std::string &error);
   /// A pass manager without the verifier.
@@ -205,7 +209,6 @@ private:
   std::map<std::tuple<Operation *, std::string, std::string>, Partitioned>
       partitioned;
 };
-
 
 } // namespace mlir::sd::planner
 
