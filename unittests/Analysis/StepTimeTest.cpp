@@ -90,7 +90,20 @@ TEST(StepTimeTest, ComputeCommunicationAndWhatHides) {
   EXPECT_DOUBLE_EQ(p.hiddenSeconds, 5);
   EXPECT_DOUBLE_EQ(p.stepSeconds, 23);
   EXPECT_EQ(p.neededBytes, 600);
+  EXPECT_EQ(p.stateBytes, 600);
   EXPECT_TRUE(p.fits());
+}
+
+// The state is what no remat policy or accumulation changes: parameters and
+// optimizer state, not the inputs or the activation peak.
+TEST(StepTimeTest, StateIsParametersAndOptimizerState) {
+  CostReport report = fsdp2Report();
+  report.optimizerStateBytes = 1200;
+  report.inputBytes = 7;
+  report.peakActivationBytes = 90;
+  StepTimePrediction p = predictStepTime(report, roundProfile());
+  EXPECT_EQ(p.stateBytes, 1800);
+  EXPECT_EQ(p.neededBytes, 1897);
 }
 
 // Memory-bound products take their bytes' time; asynchronous collectives
