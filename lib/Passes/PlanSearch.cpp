@@ -378,6 +378,16 @@ Plan *Search::noneOf(const std::vector<Plan *> &group) {
   return first->remat == ::sd::RematPolicyKind::None ? first : nullptr;
 }
 
+bool Search::stateRulesOut(const Plan &plan) const {
+  // No remat policy and no microbatching shrinks the parameters and their
+  // optimizer state: where they alone exceed the memory, nothing in the
+  // plan's group fits. While nothing fits anywhere, the group is kept when
+  // it may still hold the smallest plan (the no-fit error names it).
+  return plan.time && double(plan.time->stateBytes) > memory() &&
+         (!ranked.empty() ||
+          plan.time->stateBytes >= smallest->time->neededBytes);
+}
+
 void Search::priceGroup(const std::vector<Plan *> &group) {
   Plan *first = noneOf(group);
   size_t rest = group.size() - (first ? 1 : 0);
@@ -391,13 +401,7 @@ void Search::priceGroup(const std::vector<Plan *> &group) {
     prunedNoPartition += int64_t(rest);
     return;
   }
-  // No remat policy and no microbatching shrinks the parameters and
-  // their optimizer state: where they alone exceed the memory, nothing
-  // in the group fits. While nothing fits anywhere, the group is kept
-  // when it may still hold the smallest plan (the no-fit error names it).
-  if (first && first->time && double(first->time->stateBytes) > memory() &&
-      (!ranked.empty() ||
-       first->time->stateBytes >= smallest->time->neededBytes)) {
+  if (first && stateRulesOut(*first)) {
     prunedState += int64_t(rest);
     return;
   }
@@ -410,9 +414,15 @@ void Search::priceGroup(const std::vector<Plan *> &group) {
   // products, parameters gathered once per microbatch) are priced.
   std::set<int64_t> fullTooLarge;
   int64_t noneFitsAt = std::numeric_limits<int64_t>::max();
+  // Without NONE (the flags left it out), the first plan priced tells.
+  bool stateTooLarge = false;
   for (Plan *plan : group) {
     if (plan == first)
       continue;
+    if (stateTooLarge) {
+      ++prunedState;
+      continue;
+    }
     if (plan->accum > noneFitsAt ||
         (plan->accum == noneFitsAt &&
          plan->remat != ::sd::RematPolicyKind::None)) {
@@ -432,6 +442,7 @@ void Search::priceGroup(const std::vector<Plan *> &group) {
     priceOne(*plan);
     if (!plan->time)
       continue;
+    stateTooLarge = stateRulesOut(*plan);
     bool fits = double(plan->time->neededBytes) <= memory();
     if (plan->remat == ::sd::RematPolicyKind::Full && !fits)
       fullTooLarge.insert(plan->accum);

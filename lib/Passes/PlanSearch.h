@@ -148,6 +148,9 @@ private:
   void priceOne(Plan &plan);
   /// After every group's NONE: the rest of `group` that may still matter.
   void priceGroup(const std::vector<Plan *> &group);
+  /// Whether `plan`'s parameters and optimizer state alone rule out the
+  /// rest of its group.
+  bool stateRulesOut(const Plan &plan) const;
   /// The --plan-top-th best time that fits so far (infinity before).
   double bound() const;
   /// `group`'s plan without remat in its first accumulation, if it has one.

@@ -35,6 +35,9 @@
 // priced; the rest of those groups is not either.
 // RUN: sdgen --preset=dit-tiny --hidden=512 --heads=8 --depth=2 --batch=2 -o %t.wide.mlir
 // RUN: sdopt %t.wide.mlir --plan --devices=4 --profile=cpu --device-memory=120MB --attention=flash --grad-accum=1 --rules=dit | FileCheck %s --check-prefix=STATE
+// Without NONE in the search (--remat=FULL), the first plan priced of a
+// group rules out the rest of it (data:4's second microbatch count).
+// RUN: sdopt %t.wide.mlir --plan --devices=4 --profile=cpu --device-memory=120MB --attention=flash --rules=dit --remat=FULL | FileCheck %s --check-prefix=STATE
 // RUN: not sdopt %t.wide.mlir --plan --devices=4 --profile=cpu --device-memory=lots 2>&1 | FileCheck %s --check-prefix=STATE-SIZE
 // RUN: not sdopt %t.wide.mlir --device-memory=120MB 2>&1 | FileCheck %s --check-prefix=STATE-PLAN
 // A machine where neither NONE nor FULL fits in one microbatch: the
