@@ -38,12 +38,28 @@ timeOnDevices(MeshRuntime &runtime,
       .count();
 }
 
+/// The most repetitions any process of `group` proposes: the ranks of a
+/// collective measurement run the same count.
+absl::StatusOr<int64_t> agreedRepetitions(ProcessGroup &group,
+                                          int64_t proposed) {
+  absl::StatusOr<std::vector<std::string>> all =
+      group.allGather(std::to_string(proposed));
+  if (!all.ok())
+    return all.status();
+  int64_t most = proposed;
+  for (const std::string &count : *all)
+    most = std::max<int64_t>(most, std::stoll(count));
+  return most;
+}
+
 /// The best seconds of one repetition of `work(device, repetitions)`:
 /// three rounds of as many repetitions as fill about `seconds`, after one
-/// that warms up and sizes them.
+/// that warms up and sizes them (with `group`, the count the processes
+/// agree on).
 absl::StatusOr<double>
 bestSeconds(MeshRuntime &runtime, double seconds,
-            const std::function<void(Device &, int64_t)> &work) {
+            const std::function<void(Device &, int64_t)> &work,
+            ProcessGroup *group = nullptr) {
   auto run = [&](int64_t repetitions) {
     return timeOnDevices(runtime, [&](Device &device) {
       work(device, repetitions);
@@ -55,6 +71,12 @@ bestSeconds(MeshRuntime &runtime, double seconds,
     return once.status();
   int64_t repetitions =
       std::clamp<int64_t>(int64_t(seconds / std::max(*once, 1e-9)), 1, 1000);
+  if (group) {
+    absl::StatusOr<int64_t> agreed = agreedRepetitions(*group, repetitions);
+    if (!agreed.ok())
+      return agreed.status();
+    repetitions = *agreed;
+  }
   double best = *once;
   for (int round = 0; round < 3; ++round) {
     absl::StatusOr<double> timed = run(repetitions);
@@ -182,7 +204,8 @@ absl::StatusOr<double> attentionRate(MeshRuntime &runtime, double seconds) {
 /// One all-reduce of `elements` floats over every device of the runtime
 /// through its transport: seconds.
 absl::StatusOr<double> allReduceSeconds(MeshRuntime &runtime, int64_t elements,
-                                        double seconds) {
+                                        double seconds,
+                                        ProcessGroup *group = nullptr) {
   int64_t devices = runtime.numDevices();
   std::vector<std::vector<float>> in(devices), out(devices);
   for (int64_t d = 0; d < devices; ++d) {
@@ -197,13 +220,69 @@ absl::StatusOr<double> allReduceSeconds(MeshRuntime &runtime, int64_t elements,
   op.in_shape[0] = op.out_shape[0] = elements;
   op.num_axes = 1;
   const SdApi *api = MeshRuntime::api();
-  return bestSeconds(runtime, seconds, [&](Device &device, int64_t reps) {
-    int64_t d = device.id() - runtime.firstDeviceId();
-    auto *handle = reinterpret_cast<SdDevice *>(&device);
-    for (int64_t r = 0; r < reps; ++r)
-      if (api->collective(handle, &op, in[d].data(), out[d].data()))
-        return;
-  });
+  return bestSeconds(
+      runtime, seconds,
+      [&](Device &device, int64_t reps) {
+        int64_t d = device.id() - runtime.firstDeviceId();
+        auto *handle = reinterpret_cast<SdDevice *>(&device);
+        for (int64_t r = 0; r < reps; ++r)
+          if (api->collective(handle, &op, in[d].data(), out[d].data()))
+            return;
+      },
+      group);
+}
+
+/// The ring convention the network model prices: an all-reduce of S bytes
+/// over n members sends 2(n-1)/n S per member in 2(n-1) steps. From an
+/// all-reduce of n floats (latency) and one of 64 MiB: (bandwidth, latency)
+/// of one link.
+absl::StatusOr<std::pair<double, double>> measureLink(MeshRuntime &runtime,
+                                                      int64_t members,
+                                                      double seconds,
+                                                      ProcessGroup *group) {
+  int64_t steps = 2 * (members - 1);
+  absl::StatusOr<double> tiny =
+      allReduceSeconds(runtime, members, seconds, group);
+  if (!tiny.ok())
+    return tiny.status();
+  double latency = *tiny / double(steps);
+  constexpr int64_t kLarge = (int64_t(64) << 20) / 4;
+  absl::StatusOr<double> large =
+      allReduceSeconds(runtime, kLarge, seconds, group);
+  if (!large.ok())
+    return large.status();
+  double sent = double(steps) / double(members) * double(kLarge) * 4.0;
+  double bandwidth = sent / std::max(*large - double(steps) * latency, 1e-9);
+  return std::make_pair(bandwidth, latency);
+}
+
+/// The DCN between the ranks of `ranks`, one device each over the MPI
+/// transport: (bandwidth per host, latency).
+absl::StatusOr<std::pair<double, double>>
+measureDcn(const CalibrationRanks &ranks, double seconds) {
+  MeshRuntimeOptions options;
+  options.mesh = ::sd::MeshSpec({{"hosts", 1, ranks.size}});
+  options.threadsPerDevice = 1;
+  options.process = ranks.rank;
+  options.transportFactory = ranks.transportFactory;
+  options.processGroup = ranks.processGroup;
+  absl::StatusOr<std::unique_ptr<MeshRuntime>> runtime =
+      MeshRuntime::create(options);
+  if (!runtime.ok())
+    return runtime.status();
+  return measureLink(**runtime, ranks.size, seconds, ranks.processGroup.get());
+}
+
+/// The ranks of `ranks` on this rank's host (by host name), this one
+/// included.
+absl::StatusOr<int64_t> ranksOnThisHost(const CalibrationRanks &ranks) {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  absl::StatusOr<std::vector<std::string>> all =
+      ranks.processGroup->allGather(name);
+  if (!all.ok())
+    return all.status();
+  return int64_t(std::count(all->begin(), all->end(), std::string(name)));
 }
 
 } // namespace
@@ -224,8 +303,10 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
   MeshRuntime &runtime = **created;
   double seconds = options.secondsPerMeasurement;
   log << "sdrun --calibrate: " << options.devices << " devices x "
-      << runtime.threadsPerDevice() << " threads, each measurement on every "
-      << "device at once\n";
+      << runtime.threadsPerDevice() << " threads";
+  if (options.ranks)
+    log << " on each of " << options.ranks->size << " ranks (hosts)";
+  log << ", each measurement on every device at once\n";
 
   ::sd::HardwareProfile profile = *::sd::builtinProfile("cpu");
   profile.name = name.str();
@@ -267,59 +348,74 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
     return bandwidth.status();
   profile.device.memoryBandwidth = *bandwidth;
   logRate("layer-norm bytes per device", *bandwidth, "GB/s");
-  // Each device its share of the host's memory.
+  // Each device its share of the host's memory (with the other ranks'
+  // devices on this host).
+  int64_t sharing = options.devices;
+  if (options.ranks) {
+    absl::StatusOr<int64_t> onHost = ranksOnThisHost(*options.ranks);
+    if (!onHost.ok())
+      return onHost.status();
+    sharing *= *onHost;
+  }
   double hostBytes =
       double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
-  profile.device.memoryBytes = hostBytes / double(options.devices);
+  profile.device.memoryBytes = hostBytes / double(sharing);
   profile.devicesPerHost = options.devices;
 
-  std::string links = "DCN: the cpu profile's";
+  std::string links;
   if (options.devices > 1) {
-    // The ring convention the network model prices: an all-reduce of S
-    // bytes sends 2(N-1)/N S per device in 2(N-1) steps.
-    int64_t n = options.devices;
-    int64_t steps = 2 * (n - 1);
-    absl::StatusOr<double> tiny = allReduceSeconds(runtime, n, seconds);
-    if (!tiny.ok())
-      return tiny.status();
-    double latency = *tiny / double(steps);
-    constexpr int64_t kLarge = (int64_t(64) << 20) / 4;
-    absl::StatusOr<double> large = allReduceSeconds(runtime, kLarge, seconds);
-    if (!large.ok())
-      return large.status();
-    double sent = double(steps) / double(n) * double(kLarge) * 4.0;
-    profile.network.iciLatency = latency;
-    profile.network.iciBandwidth =
-        sent / std::max(*large - double(steps) * latency, 1e-9);
+    absl::StatusOr<std::pair<double, double>> ici =
+        measureLink(runtime, options.devices, seconds, nullptr);
+    if (!ici.ok())
+      return ici.status();
+    std::tie(profile.network.iciBandwidth, profile.network.iciLatency) = *ici;
     logRate("shared-memory all_reduce bandwidth", profile.network.iciBandwidth,
             "GB/s");
     log << llvm::format("  %-40s %10.2f µs\n", "shared-memory step latency",
-                        latency * 1e6);
+                        profile.network.iciLatency * 1e6);
     links = "ICI: all_reduce of 64 MiB and of N floats over sd's "
-            "shared-memory transport; " +
-            links;
+            "shared-memory transport; ";
+  }
+  if (options.ranks) {
+    absl::StatusOr<std::pair<double, double>> dcn =
+        measureDcn(*options.ranks, seconds);
+    if (!dcn.ok())
+      return dcn.status();
+    std::tie(profile.network.dcnBandwidth, profile.network.dcnLatency) = *dcn;
+    logRate(absl::StrFormat("MPI all_reduce bandwidth (%d ranks)",
+                            options.ranks->size),
+            profile.network.dcnBandwidth, "GB/s");
+    log << llvm::format("  %-40s %10.2f µs\n", "MPI step latency",
+                        profile.network.dcnLatency * 1e6);
+    links += absl::StrFormat("DCN: all_reduce of 64 MiB and of N floats over "
+                             "MPI between %d ranks, one device each",
+                             options.ranks->size);
+  } else {
+    links += "DCN: the cpu profile's";
   }
   profile.source = absl::StrFormat(
-      "sdrun --calibrate, %d devices x %d threads: sd's f32 GEMMs of sides "
+      "sdrun --calibrate, %d devices x %d threads%s: sd's f32 GEMMs of sides "
       "256, 768 and 2048 and bf16 of 2048, flash attention of 8 heads of "
       "1024 x 64, layer norm over 64 MiB; %s",
-      options.devices, runtime.threadsPerDevice(), links);
+      options.devices, runtime.threadsPerDevice(),
+      options.ranks ? absl::StrFormat(" a rank, %d ranks", options.ranks->size)
+                    : "",
+      links);
   return profile;
 }
 
-absl::Status mlir::sd::calibrateToFile(const ::sd::RunSpecFlags &values,
-                                       const std::string &path, bool underMpi,
-                                       llvm::raw_ostream &log) {
-  if (underMpi)
-    return absl::InvalidArgumentError(
-        "--calibrate measures the devices of one process: run it without "
-        "mpirun");
+absl::StatusOr<CalibrationOptions>
+mlir::sd::calibrationOptions(const ::sd::RunSpecFlags &values,
+                             const std::string &path, int64_t processes,
+                             bool writesFile) {
   if (!values.modelPath.empty())
     return absl::InvalidArgumentError(
         "--calibrate runs no model: leave out \"" + values.modelPath + "\"");
-  if (absl::Status writable = checkOutputPath(path, "calibrate");
-      !writable.ok())
-    return writable;
+  if (writesFile) {
+    if (absl::Status writable = checkOutputPath(path, "calibrate");
+        !writable.ok())
+      return writable;
+  }
   int cpus = availableCpus();
   CalibrationOptions options;
   options.threadsPerDevice = int(values.threadsPerDevice.value_or(0));
@@ -327,12 +423,34 @@ absl::Status mlir::sd::calibrateToFile(const ::sd::RunSpecFlags &values,
     return absl::InvalidArgumentError(absl::StrFormat(
         "--threads-per-device=%d must be between 1 and the %d CPUs",
         options.threadsPerDevice, cpus));
-  options.devices = values.devices.value_or(
-      std::max(1, cpus / std::max(1, options.threadsPerDevice)));
+  int64_t perRank = std::max(1, cpus / std::max(1, options.threadsPerDevice));
+  int64_t devices = values.devices.value_or(perRank * processes);
+  if (devices < processes || devices % processes != 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--devices=%d must split evenly over the %d ranks (each rank one "
+        "host)",
+        devices, processes));
+  options.devices = devices / processes;
+  return options;
+}
+
+::sd::RunDigest mlir::sd::calibrationDigest(const CalibrationOptions &options,
+                                            const std::string &path) {
+  return {{"calibrate", ::sd::digestQuoted(path), ""},
+          {"devices_per_rank", ::sd::digestValue(options.devices), ""},
+          {"threads_per_device",
+           ::sd::digestValue(int64_t(options.threadsPerDevice)), ""}};
+}
+
+absl::Status mlir::sd::calibrateToFile(const CalibrationOptions &options,
+                                       const std::string &path,
+                                       llvm::raw_ostream &log) {
   absl::StatusOr<::sd::HardwareProfile> profile =
       calibrateMachine(options, "calibrated", log);
   if (!profile.ok())
     return profile.status();
+  if (options.ranks && options.ranks->rank != 0)
+    return absl::OkStatus();
   std::error_code error;
   llvm::raw_fd_ostream out(path, error);
   if (error)

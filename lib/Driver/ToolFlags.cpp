@@ -153,7 +153,8 @@ struct ToolFlags::RunActions {
       "calibrate",
       cl::desc("Measure this machine's devices (--devices, "
                "--threads-per-device: GEMM rates by size and dtype, kernel "
-               "bandwidth, the shared-memory transport), write them as a "
+               "bandwidth, the shared-memory transport; under mpirun the MPI "
+               "transport between the ranks as DCN), write them as a "
                "hardware profile (--profile=FILE) and exit; no model"),
       cl::value_desc("profile.yml"), cl::cat(runCat)};
 };

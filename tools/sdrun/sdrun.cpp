@@ -39,6 +39,42 @@ std::string rankTracePath(const std::string &path, int rank) {
   return (stem + ".rank" + llvm::Twine(rank) + ".json").str();
 }
 
+/// sdrun --calibrate=`path`, alone or as one rank (a host) of an MPI job:
+/// the ranks agree on the calibration, measure their devices at once and
+/// the MPI transport between them, and rank 0 writes the profile.
+absl::Status calibrate(const sd::RunSpecFlags &values, const std::string &path,
+                       mlir::sd::ToolProcess &process) {
+  int64_t ranks = process.mpi ? process.mpi->size : 1;
+  bool writes = !process.mpi || process.mpi->rank == 0;
+  absl::StatusOr<mlir::sd::CalibrationOptions> options =
+      mlir::sd::calibrationOptions(values, path, ranks, writes);
+  if (!options.ok())
+    return options.status();
+  if (process.mpi) {
+    mlir::sd::StartupCheck check;
+    check.digest = mlir::sd::calibrationDigest(*options, path);
+    if (values.collectiveTimeout)
+      check.timeoutSeconds = *values.collectiveTimeout;
+    process.stage = mlir::sd::MpiStage::Handshaken;
+    if (absl::Status agreed = mlir::sd::agreeAcrossRanks(check); !agreed.ok())
+      return agreed;
+    process.stage = mlir::sd::MpiStage::Running;
+    if (ranks > 1) {
+      sd::rt::MpiTransportOptions transport;
+      if (values.collectiveTimeout)
+        transport.collectiveTimeoutSeconds = *values.collectiveTimeout;
+      absl::StatusOr<sd::rt::MpiConnections> connections =
+          sd::rt::connectMpi(transport);
+      if (!connections.ok())
+        return connections.status();
+      options->ranks = mlir::sd::CalibrationRanks{
+          process.mpi->rank, ranks, std::move(connections->transportFactory),
+          std::move(connections->processGroup)};
+    }
+  }
+  return mlir::sd::calibrateToFile(*options, path, llvm::outs());
+}
+
 absl::Status runSdrun(int argc, char **argv, mlir::sd::ToolProcess &process) {
   mlir::sd::ToolFlags flags(mlir::sd::Tool::Sdrun);
   // Crash tests (sdrun-checkpoint-kill.test) stop each checkpoint write at
@@ -62,8 +98,7 @@ absl::Status runSdrun(int argc, char **argv, mlir::sd::ToolProcess &process) {
 
   sd::RunSpecFlags values = flags.values();
   if (std::string path = flags.calibratePath(); !path.empty())
-    return mlir::sd::calibrateToFile(values, path, process.mpi.has_value(),
-                                     llvm::outs());
+    return calibrate(values, path, process);
   if (!flags.modelGiven())
     return absl::InvalidArgumentError(
         "no model file: sdrun MODEL.mlir [config.yml] [key=value ...] (or "
