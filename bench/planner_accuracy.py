@@ -19,8 +19,8 @@ configuration and the targets:
   median |predicted - measured| / measured <= 25%
 
 Configurations: 2 devices in one process, 4 devices in one process, 2 MPI
-ranks of one device each (over DCN, whose figures in the calibrated profile
-are the `cpu` profile's; mpirun on loopback, as root, --oversubscribe, a
+ranks of one device each (over DCN, which the calibration measures between
+the two ranks under mpirun; mpirun on loopback, as root, --oversubscribe, a
 timeout on every run). Each configuration is calibrated with its devices
 at one thread each (the devices that share this machine's cores) and its
 runs use as many threads.
@@ -301,12 +301,20 @@ def main():
             # The earlier run's profile: its measurements belong to it.
             shutil.copy(os.path.join(args.measured_from, f"profile-{config}.yml"),
                         profile)
-        # The devices that share this machine's cores, one thread each (two
-        # ranks of one device each are two such devices).
-        elif run([args.sdrun, f"--calibrate={profile}", f"--devices={devices}",
-                  "--threads-per-device=1"],
-                 os.path.join(out, f"calibrate-{config}.log")) != 0:
-            die(f"calibration failed: {out}/calibrate-{config}.log")
+        # The devices that share this machine's cores, one thread each; two
+        # ranks are calibrated as two ranks (each a host of one device, the
+        # MPI transport between them measured as DCN).
+        else:
+            calibrate = [args.sdrun, f"--calibrate={profile}",
+                         f"--devices={devices}", "--threads-per-device=1"]
+            env = None
+            if config == "mpi2":
+                calibrate = ["timeout", "900", "mpirun", "--oversubscribe",
+                             "-np", "2"] + calibrate
+                env = MPI_ENV
+            if run(calibrate, os.path.join(out, f"calibrate-{config}.log"),
+                   env) != 0:
+                die(f"calibration failed: {out}/calibrate-{config}.log")
         rows = []
         measured_plans = plans(config, args.quick, args.remats.split(","),
                                args.rules.split(","),
