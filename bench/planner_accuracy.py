@@ -211,7 +211,7 @@ def statistics_of(pairs, first):
     first_measured = next((m for p, _, m in pairs if p == first), None)
     median_error = statistics.median(errors)
     return [
-        ("Spearman rank correlation", f"{rho:.2f}", ">= 0.8", rho >= 0.8),
+        ("Spearman rank correlation", f"{rho:.3f}", ">= 0.8", rho >= 0.8),
         ("first choice vs measured best",
          "not measured" if first_measured is None else
          f"{(first_measured / best - 1) * 100:+.1f}% ({first_measured:.3f} s vs {best:.3f} s)",
