@@ -9,6 +9,7 @@
 #include "sd/Runtime/Runtime.h"
 #include "sd/Sharding/Network.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "llvm/Support/Format.h"
 
@@ -47,8 +48,13 @@ absl::StatusOr<int64_t> agreedRepetitions(ProcessGroup &group,
   if (!all.ok())
     return all.status();
   int64_t most = proposed;
-  for (const std::string &count : *all)
-    most = std::max<int64_t>(most, std::stoll(count));
+  for (const std::string &text : *all) {
+    int64_t count = 0;
+    if (!absl::SimpleAtoi(text, &count))
+      return absl::InternalError("a rank sent the repetitions '" + text +
+                                 "', not a count");
+    most = std::max(most, count);
+  }
   return most;
 }
 
