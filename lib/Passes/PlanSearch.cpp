@@ -126,7 +126,7 @@ void Search::enumerate() {
           for (int64_t accum : accums)
             for (::sd::RematPolicyKind remat : remats)
               plans.push_back(Plan{iciSpec, dcnSpec, rules, attention, remat,
-                                   accum, inside, across});
+                                   accum, inside, across, *mesh});
       }
     }
 }
@@ -183,6 +183,7 @@ std::unique_ptr<PassManager> Search::newPassManager() {
 
 FailureOr<CostReport> Search::report(ModuleOp program,
                                      const PipelineOptions &variant,
+                                     const ::sd::MeshSpec &mesh,
                                      std::string &error) {
   // The reference: the default pipeline, as sdopt and sdrun run it.
   if (options.wholeProgram)
@@ -211,12 +212,8 @@ FailureOr<CostReport> Search::report(ModuleOp program,
     error = step.error;
     return failure();
   }
-  absl::StatusOr<::sd::MeshSpec> mesh =
-      ::sd::parseMesh(variant.mesh, variant.dcnMesh);
-  if (!mesh.ok())
-    return partition(step.step, variant, error);
   std::string sizes;
-  for (const ::sd::MeshAxis &axis : mesh->axes())
+  for (const ::sd::MeshAxis &axis : mesh.axes())
     sizes += axis.name + ":" + std::to_string(axis.size()) + ",";
   auto [found, first] = partitioned.try_emplace(
       {step.step.getOperation(), variant.rules ? variant.rules->name : "",
@@ -229,8 +226,8 @@ FailureOr<CostReport> Search::report(ModuleOp program,
     return failure();
   }
   CostReport result = *done.report;
-  result.mesh = *mesh;
-  result.meshSpec = mesh->toString();
+  result.mesh = mesh;
+  result.meshSpec = mesh.toString();
   return result;
 }
 
@@ -296,14 +293,16 @@ void Search::price(Plan &plan) {
   }
   FailureOr<CostReport> whole = failure();
   if (chains.empty()) {
-    whole = report(module, variant, plan.error);
+    whole = report(module, variant, plan.meshSpec, plan.error);
   } else {
-    FailureOr<CostReport> one = report(baseBlocks, variant, plan.error);
+    FailureOr<CostReport> one =
+        report(baseBlocks, variant, plan.meshSpec, plan.error);
     std::vector<CostReport> samples;
     for (ModuleOp more : moreBlocks) {
       if (failed(one))
         break;
-      FailureOr<CostReport> sample = report(more, variant, plan.error);
+      FailureOr<CostReport> sample =
+          report(more, variant, plan.meshSpec, plan.error);
       if (failed(sample)) {
         one = failure();
         break;

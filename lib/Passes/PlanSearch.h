@@ -60,6 +60,8 @@ struct Plan {
   /// Devices per axis (data, fsdp, context, tensor) inside a host, and
   /// (data, fsdp) across hosts.
   std::vector<int64_t> inside, across;
+  /// `ici` and `dcn` as one mesh.
+  ::sd::MeshSpec meshSpec;
   /// Set once priced.
   std::optional<StepTimePrediction> time;
   std::string error;
@@ -155,10 +157,10 @@ private:
   double bound() const;
   /// `group`'s plan without remat in its first accumulation, if it has one.
   static Plan *noneOf(const std::vector<Plan *> &group);
-  /// The report of `program`'s training step under `variant`, or failure
-  /// with the first error in `error`.
+  /// The report of `program`'s training step under `variant` (whose mesh
+  /// is `mesh`), or failure with the first error in `error`.
   FailureOr<CostReport> report(ModuleOp program, const PipelineOptions &variant,
-                               std::string &error);
+                               const ::sd::MeshSpec &mesh, std::string &error);
   /// The report of `variant`'s mesh pipeline on a copy of `step` (a
   /// prepared training step).
   FailureOr<CostReport> partition(ModuleOp step, const PipelineOptions &variant,
