@@ -60,11 +60,8 @@ absl::Status calibrate(const sd::RunSpecFlags &values, const std::string &path,
       return agreed;
     process.stage = mlir::sd::MpiStage::Running;
     if (ranks > 1) {
-      sd::rt::MpiTransportOptions transport;
-      if (values.collectiveTimeout)
-        transport.collectiveTimeoutSeconds = *values.collectiveTimeout;
       absl::StatusOr<sd::rt::MpiConnections> connections =
-          sd::rt::connectMpi(transport);
+          mlir::sd::connectRanks(values.collectiveTimeout);
       if (!connections.ok())
         return connections.status();
       options->ranks = mlir::sd::CalibrationRanks{

@@ -16,6 +16,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 namespace mlir::sd {
 
 /// Joins the MPI job mpirun started the tool in, if any
@@ -42,17 +44,24 @@ inline void setMpiProcesses(::sd::RunSpecFlags &values,
   values.processesFromMpi = true;
 }
 
+/// The MPI transport and process group of this rank, with
+/// --collective-timeout where given. The process group's errors.
+inline absl::StatusOr<::sd::rt::MpiConnections>
+connectRanks(std::optional<double> collectiveTimeout) {
+  ::sd::rt::MpiTransportOptions transport;
+  if (collectiveTimeout)
+    transport.collectiveTimeoutSeconds = *collectiveTimeout;
+  return ::sd::rt::connectMpi(transport);
+}
+
 /// Makes `device` the devices of process `job.rank`: the MPI transport and
 /// process group, with the run's --collective-timeout. The process group's
 /// errors.
 inline absl::Status joinMpiDevices(DeviceSettings &device,
                                    const ::sd::rt::MpiJob &job,
                                    const ::sd::RunSettings &run) {
-  ::sd::rt::MpiTransportOptions transport;
-  if (run.collectiveTimeout)
-    transport.collectiveTimeoutSeconds = *run.collectiveTimeout;
   absl::StatusOr<::sd::rt::MpiConnections> connections =
-      ::sd::rt::connectMpi(transport);
+      connectRanks(run.collectiveTimeout);
   if (!connections.ok())
     return connections.status();
   device.process = job.rank;
