@@ -425,10 +425,9 @@ mlir::sd::calibrationOptions(const ::sd::RunSpecFlags &values,
   int cpus = availableCpus();
   CalibrationOptions options;
   options.threadsPerDevice = int(values.threadsPerDevice.value_or(0));
-  if (options.threadsPerDevice < 0 || options.threadsPerDevice > cpus)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--threads-per-device=%d must be between 1 and the %d CPUs",
-        options.threadsPerDevice, cpus));
+  if (absl::Status threads = checkThreadsPerDevice(options.threadsPerDevice);
+      !threads.ok())
+    return threads;
   int64_t perRank = std::max(1, cpus / std::max(1, options.threadsPerDevice));
   int64_t devices = values.devices.value_or(perRank * processes);
   if (devices < processes || devices % processes != 0)
