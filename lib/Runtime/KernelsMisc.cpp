@@ -551,6 +551,17 @@ void softmax(const float *in, float *out, int32_t rank, const int64_t *shape,
 }
 
 //===----------------------------------------------------------------------===//
+// Streaming
+//===----------------------------------------------------------------------===//
+
+void addScaled(const float *x, const float *y, float scale, float *out,
+               int64_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x[i] + scale * y[i];
+}
+
+//===----------------------------------------------------------------------===//
 // Random numbers
 //===----------------------------------------------------------------------===//
 

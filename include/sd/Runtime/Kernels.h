@@ -108,6 +108,11 @@ void flashAttentionBackward(const sd_bf16 *q, const sd_bf16 *k,
                             sd_bf16 *dvOut, int64_t b, int64_t h, int64_t sq,
                             int64_t skv, int64_t d, int64_t dv, double scale,
                             const SdFlashBlocks &blocks, float *scratch);
+/// out = x + scale * y over `n` floats, the device's threads splitting
+/// them: one pass as a fused elementwise loop of a device program makes
+/// (sdrun --calibrate times it as the bandwidth of such loops).
+void addScaled(const float *x, const float *y, float scale, float *out,
+               int64_t n);
 void rng(bool normal, uint64_t seed, float *out, int32_t rank,
          const int64_t *shape, const int64_t *globalShape,
          const int64_t *offsets, double a, double b);
