@@ -400,6 +400,26 @@ static int64_t memoryBytes(CostOpInterface op, int64_t bytes) {
   return all == 0 ? 0 : int64_t(double(bytes) * double(touched) / double(all));
 }
 
+/// How many matrix products `op` runs, each its own GEMM in the runtime:
+/// a dot_general's batch, an untiled attention's batch × heads (its scores
+/// and values products per pair); 1 for the rest. A size class is that of
+/// one product: 24 heads' 256 × 256 × 64 score products are 24 small
+/// products, not one medium.
+static int64_t productsIn(Operation *op) {
+  int64_t count = 1;
+  if (auto dot = dyn_cast<DotGeneralOp>(op)) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(dot.getLhs().getType()).getShape();
+    for (int64_t dim : dot.getLhsBatch())
+      count *= shape[dim];
+  } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(attention.getQuery().getType()).getShape();
+    count = shape[0] * shape[1];
+  }
+  return std::max<int64_t>(count, 1);
+}
+
 LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
   auto costOp = dyn_cast<CostOpInterface>(op);
   if (!costOp)
@@ -439,7 +459,7 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
       cost.attentionFlopsF32 += flops;
     } else {
       cost.matmulFlopsF32 += flops;
-      switch (::sd::productSize(double(flops))) {
+      switch (::sd::productSize(double(flops) / double(productsIn(op)))) {
       case ::sd::ProductSize::Small:
         cost.matmulFlopsF32Small += flops;
         break;

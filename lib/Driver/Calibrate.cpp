@@ -124,6 +124,41 @@ absl::StatusOr<double> gemmRate(MeshRuntime &runtime, int64_t n, double seconds,
   return 2.0 * double(n) * double(n) * double(n) / *best;
 }
 
+/// Small products as a training step runs them: the score and value
+/// products of an untiled attention, 24 heads of 256 tokens and head_dim
+/// 64 (S = Q·Kᵀ, 256 × 256 × 64, then S·V, 256 × 64 × 256) on every
+/// device: FLOP/s per device. A square GEMM of the same size runs a third
+/// faster on a CPU than these thin ones, which are most of a step's small
+/// products.
+absl::StatusOr<double> headProductRate(MeshRuntime &runtime, double seconds) {
+  constexpr int64_t kHeads = 24, kS = 256, kD = 64;
+  int64_t devices = runtime.numDevices();
+  std::vector<std::vector<float>> q(devices), k(devices), v(devices),
+      scores(devices), out(devices);
+  for (int64_t d = 0; d < devices; ++d) {
+    q[d].assign(kHeads * kS * kD, 0.5f);
+    k[d].assign(kHeads * kS * kD, 0.25f);
+    v[d].assign(kHeads * kS * kD, 0.5f);
+    scores[d].assign(kHeads * kS * kS, 0.0f);
+    out[d].assign(kHeads * kS * kD, 0.0f);
+  }
+  absl::StatusOr<double> best =
+      bestSeconds(runtime, seconds, [&](Device &device, int64_t reps) {
+        int64_t d = device.id() - runtime.firstDeviceId();
+        for (int64_t r = 0; r < reps; ++r) {
+          kernels::gemm(kHeads, false, true, kS, kS, kD, q[d].data(), kD,
+                        kS * kD, k[d].data(), kD, kS * kD, 0.0f,
+                        scores[d].data(), kS, kS * kS);
+          kernels::gemm(kHeads, false, false, kS, kD, kS, scores[d].data(),
+                        kS, kS * kS, v[d].data(), kD, kS * kD, 0.0f,
+                        out[d].data(), kD, kS * kD);
+        }
+      });
+  if (!best.ok())
+    return best.status();
+  return 2.0 * 2.0 * double(kHeads * kS * kS * kD) / *best;
+}
+
 /// The bytes per second sd's non-product kernels move on every device at
 /// once: one pass of a fused elementwise loop, as a device program compiles
 /// them (each operand element read once, each result written once, the
@@ -325,12 +360,17 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
     log << llvm::format("  %-40s %10.2f %s\n", what.str().c_str(), value / 1e9,
                         unit.str().c_str());
   };
-  // Products by size class (sd::productSize): a representative side each.
+  // Products by size class (sd::productSize, one product's FLOPs): small
+  // ones as an attention's heads, a square GEMM for the others.
+  absl::StatusOr<double> small = headProductRate(runtime, seconds);
+  if (!small.ok())
+    return small.status();
+  profile.device.f32FlopsSmall = *small;
+  logRate("f32 GEMM 24 x 256x256x64 per device", *small, "GFLOP/s");
   struct SizeClass {
     int64_t side;
     double *rate;
-  } classes[] = {{256, &profile.device.f32FlopsSmall},
-                 {768, &profile.device.f32FlopsMedium},
+  } classes[] = {{768, &profile.device.f32FlopsMedium},
                  {2048, &profile.device.f32Flops}};
   for (const SizeClass &size : classes) {
     absl::StatusOr<double> rate = gemmRate(runtime, size.side, seconds, 0.5f);
@@ -405,8 +445,9 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
     links += "DCN: the cpu profile's";
   }
   profile.source = absl::StrFormat(
-      "sdrun --calibrate, %d devices x %d threads%s: sd's f32 GEMMs of sides "
-      "256, 768 and 2048 and bf16 of 2048, flash attention of 8 heads of "
+      "sdrun --calibrate, %d devices x %d threads%s: sd's f32 GEMMs of 24 "
+      "heads' 256 x 256 x 64 products and of sides 768 and 2048 and bf16 of "
+      "2048, flash attention of 8 heads of "
       "1024 x 64, an elementwise loop over 3 x 16 MiB; %s",
       options.devices, runtime.threadsPerDevice(),
       options.ranks ? absl::StrFormat(" a rank, %d ranks", options.ranks->size)

@@ -173,6 +173,28 @@ TEST_F(CostReportTest, CountsFlopsMemoryAndCollectives) {
 
 // A convolution's kernel borrows its im2col rows from the device pool while
 // it runs: the peak counts them at the conv (a 1×1 stride-1 conv needs none).
+TEST_F(CostReportTest, BatchedProductsAreSizedPerProduct) {
+  // 512 heads' 256 × 256 × 64 score products: 4.3 GFLOP in all (large by
+  // the op), 8.4 MFLOP each (small); one 512 × 512 × 512 product: medium.
+  FailureOr<CostReport> result = report(R"mlir(
+    func.func @loss(%q: tensor<512x256x64xf32> {sd.role = #sd.input<latents>},
+                    %k: tensor<512x256x64xf32> {sd.role = #sd.input<latents>},
+                    %a: tensor<512x512xf32> {sd.role = #sd.input<latents>}) -> tensor<f32> {
+      %s = sd.dot_general %q, %k batch = [0] x [0] contract = [2] x [2] : (tensor<512x256x64xf32>, tensor<512x256x64xf32>) -> tensor<512x256x256xf32>
+      %p = sd.dot_general %a, %a batch = [] x [] contract = [1] x [0] : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
+      %l = sd.reduce_sum %s dims = [0, 1, 2] : (tensor<512x256x256xf32>) -> tensor<f32>
+      %m = sd.reduce_sum %p dims = [0, 1] : (tensor<512x512xf32>) -> tensor<f32>
+      %r = sd.add %l, %m : tensor<f32>
+      return %r : tensor<f32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  int64_t scores = 2 * 512 * 256 * 256 * int64_t{64};
+  int64_t square = 2 * int64_t{512} * 512 * 512;
+  EXPECT_EQ(result->matmulFlopsF32, scores + square);
+  EXPECT_EQ(result->matmulFlopsF32Small, scores);
+  EXPECT_EQ(result->matmulFlopsF32Medium, square);
+}
+
 TEST_F(CostReportTest, ConvolutionsBorrowTheirIm2colRows) {
   FailureOr<CostReport> result = report(R"mlir(
     func.func @loss(%w: tensor<3x3x4x8xf32> {sd.role = #sd.param<"w", zeros>},

@@ -24,9 +24,11 @@
 
 namespace sd {
 
-/// A matrix product's size class, by the FLOPs one op computes on one
-/// device: small products run far below a device's peak (a CPU's GEMM
-/// spends them packing; an accelerator's tiles sit half empty).
+/// A matrix product's size class, by the FLOPs of one product on one
+/// device (a batched op's one item: an attention head's scores are small
+/// however many heads run): small products run far below a device's peak
+/// (a CPU's GEMM spends them packing; an accelerator's tiles sit half
+/// empty).
 enum class ProductSize { Small, Medium, Large };
 
 /// Below 1e8 FLOPs an op (a 368^3 GEMM) is small, below 4e9 (1260^3)
