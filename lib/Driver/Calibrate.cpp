@@ -149,9 +149,9 @@ absl::StatusOr<double> headProductRate(MeshRuntime &runtime, double seconds) {
           kernels::gemm(kHeads, false, true, kS, kS, kD, q[d].data(), kD,
                         kS * kD, k[d].data(), kD, kS * kD, 0.0f,
                         scores[d].data(), kS, kS * kS);
-          kernels::gemm(kHeads, false, false, kS, kD, kS, scores[d].data(),
-                        kS, kS * kS, v[d].data(), kD, kS * kD, 0.0f,
-                        out[d].data(), kD, kS * kD);
+          kernels::gemm(kHeads, false, false, kS, kD, kS, scores[d].data(), kS,
+                        kS * kS, v[d].data(), kD, kS * kD, 0.0f, out[d].data(),
+                        kD, kS * kD);
         }
       });
   if (!best.ok())
