@@ -447,8 +447,8 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
   profile.source = absl::StrFormat(
       "sdrun --calibrate, %d devices x %d threads%s: sd's f32 GEMMs of 24 "
       "heads' 256 x 256 x 64 products and of sides 768 and 2048 and bf16 of "
-      "2048, flash attention of 8 heads of "
-      "1024 x 64, an elementwise loop over 3 x 16 MiB; %s",
+      "2048, flash attention of 8 heads of 1024 x 64, an elementwise loop "
+      "over 3 x 16 MiB; %s",
       options.devices, runtime.threadsPerDevice(),
       options.ranks ? absl::StrFormat(" a rank, %d ranks", options.ranks->size)
                     : "",

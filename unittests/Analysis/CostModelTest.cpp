@@ -171,8 +171,6 @@ TEST_F(CostReportTest, CountsFlopsMemoryAndCollectives) {
   EXPECT_EQ(result->collectiveBytesPerDevice, 132);
 }
 
-// A convolution's kernel borrows its im2col rows from the device pool while
-// it runs: the peak counts them at the conv (a 1×1 stride-1 conv needs none).
 TEST_F(CostReportTest, BatchedProductsAreSizedPerProduct) {
   // 512 heads' 256 × 256 × 64 score products: 4.3 GFLOP in all (large by
   // the op), 8.4 MFLOP each (small); one 512 × 512 × 512 product: medium.
@@ -195,6 +193,8 @@ TEST_F(CostReportTest, BatchedProductsAreSizedPerProduct) {
   EXPECT_EQ(result->matmulFlopsF32Medium, square);
 }
 
+// A convolution's kernel borrows its im2col rows from the device pool while
+// it runs: the peak counts them at the conv (a 1×1 stride-1 conv needs none).
 TEST_F(CostReportTest, ConvolutionsBorrowTheirIm2colRows) {
   FailureOr<CostReport> result = report(R"mlir(
     func.func @loss(%w: tensor<3x3x4x8xf32> {sd.role = #sd.param<"w", zeros>},

@@ -31,7 +31,7 @@ namespace sd {
 /// empty).
 enum class ProductSize { Small, Medium, Large };
 
-/// Below 1e8 FLOPs an op (a 368^3 GEMM) is small, below 4e9 (1260^3)
+/// Below 1e8 FLOPs a product (a 368^3 GEMM) is small, below 4e9 (1260^3)
 /// medium, else large.
 ProductSize productSize(double flops);
 
