@@ -5,7 +5,8 @@
 # --mesh=data:2, in f32 and with --weights-dtype=bfloat16
 # --activations-dtype=bfloat16, each with dot_product and with flash
 # attention (--metrics JSON lines; step 1 is warm-up, the rest give
-# medians); PyTorch 1.13 DDP (gloo, 2 processes x 1 thread) with its forward
+# medians); PyTorch DDP (Debian's 1.13, or the one PYTORCH_PYTHON runs; the
+# table names its version) with gloo, 2 processes x 1 thread, its forward
 # under torch.autocast("cpu", dtype=torch.bfloat16) (bench/pytorch_dit_s2.py
 # --autocast); the bf16 and f32 GEMM rates at n = 2048 on 2 threads
 # (sd_gemm_bf16_bench --table); and the device memory of the step under
@@ -114,6 +115,7 @@ done
 
 flags="$(grep -m1 -o -w -E 'avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ' || true)"
 export OUT="$out" QUICK="$quick" FLAGS="$flags" \
+  TORCH_VERSION="$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '?')" \
   CPU_MODEL="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
   LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - <<'EOF'
@@ -175,8 +177,8 @@ for label, g in (("environment's OpenBLAS settings", g_env),
 ceiling = max(max(g_env.values()), max(g_unset.values()))
 bf16_ceiling = max(v for k, v in list(g_env.items()) + list(g_unset.items())
                    if "bf16" in k)
-print("| PyTorch 1.13 DDP 2x1, autocast bf16 (environment's settings) | %.3f s/step | | |" % t_env)
-print("| PyTorch 1.13 DDP 2x1, autocast bf16 (unset) | %.3f s/step | | |" % t_unset)
+print("| PyTorch %s DDP 2x1, autocast bf16 (environment's settings) | %.3f s/step | | |" % (os.environ["TORCH_VERSION"], t_env))
+print("| PyTorch %s DDP 2x1, autocast bf16 (unset) | %.3f s/step | | |" % (os.environ["TORCH_VERSION"], t_unset))
 for (p, a), m in runs.items():
     rate = m["flops"] / m["step_s"] / 1e9 if m["flops"] else float("nan")
     print("| sd %s data:2, %s | %.3f s/step (%.1f GFLOP/s, %.0f%% of the %s GEMM) | | |"

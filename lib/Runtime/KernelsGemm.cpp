@@ -5,14 +5,19 @@
 // where it measured faster on the GEMM shapes of a DiT training step
 // (bench/sgemm_bench.cpp's StepShapes, both libraries side by side):
 // oneDNN's sgemm (JIT-generated AVX-512/AVX2 kernels) for every program
-// product but one form, 6-22% faster than OpenBLAS 0.3.21, and for every
-// attention tile, 4-40% faster; OpenBLAS for the program's Aᵀ·B (the
-// weight gradients' form: both operands stored with the contraction on
-// rows, tokens by the thousand), where oneDNN 2.6 measured 6-16% slower. Both
-// are Debian's OpenMP builds: one called from a device thread runs on that
-// thread's OpenMP team, and single-threaded inside a parallel region. Neither's
-// result depends on anything but the shapes and the team size, so runs repeat
-// bitwise.
+// product but one form, and for every attention tile. The program's Aᵀ·B
+// (the weight gradients' form: both operands stored with the contraction on
+// rows, tokens by the thousand) goes to OpenBLAS on AMD CPUs, where it
+// measured faster (6-16% than oneDNN 2.6 on an AMD EPYC with AVX-512, the
+// other forms 6-22% slower, the attention tiles 4-40% slower), and to
+// oneDNN elsewhere: on an Intel Xeon with AVX-512 and AMX, OpenBLAS 0.3.21
+// (its SkylakeX kernels) ran every step shape at 15-26 GFLOP/s on one
+// thread and oneDNN at 80-128, Aᵀ·B 4.4x faster (bench/sgemm_bench.cpp's
+// StepShapes on both). The choice is the CPU's, made once, so a machine's
+// runs repeat bitwise. Both libraries are Debian's OpenMP builds: one
+// called from a device thread runs on that thread's OpenMP team, and
+// single-threaded inside a parallel region. Neither's result depends on
+// anything but the shapes and the team size.
 //
 // A batch of small GEMMs (attention's per-head products, 256x64x256) is
 // parallelized over the batch instead: splitting one small GEMM over threads
@@ -85,11 +90,16 @@ static void sgemmWith(bool useOneDnn, bool transA, bool transB, int64_t m,
               static_cast<blasint>(ldc));
 }
 
+bool oneDnnForTransposedA() {
+  static const bool notAmd = !__builtin_cpu_is("amd");
+  return notAmd;
+}
+
 void detail::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b,
                    int64_t ldb, float beta, float *c, int64_t ldc) {
-  sgemmWith(!(transA && !transB), transA, transB, m, n, k, alpha, a, lda, b,
-            ldb, beta, c, ldc);
+  sgemmWith(!(transA && !transB) || oneDnnForTransposedA(), transA, transB, m,
+            n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void detail::tileSgemm(bool transA, bool transB, int64_t m, int64_t n,

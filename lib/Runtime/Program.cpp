@@ -344,9 +344,21 @@ absl::StatusOr<CompiledProgram> compileProgram(std::string_view source,
   // a sigmoid or a bf16 rounding stays scalar. It allows no reassociation:
   // each element gets the same operations; only the floating-point
   // exception flags, which sd never reads, may differ.
+  //
+  // -mprefer-vector-width=512: on a CPU with AVX-512 GCC otherwise keeps to
+  // 256-bit vectors. A bf16 kernel's fused loop rounds every intermediate
+  // (sd_round_bf16) and is bound by its arithmetic: on an Intel Xeon with
+  // AMX, DiT-S/2's GELU backward took 10 ms in bf16 against 2.5 ms in f32.
+  // Lanes do not change what each element computes, and on a CPU without
+  // AVX-512 the flag changes nothing (the same object code).
   if (flags.empty())
-    flags = {"-O3",   "-march=native",   "-fopenmp",
-             "-fPIC", "-fno-math-errno", "-fno-trapping-math"};
+    flags = {"-O3",
+             "-march=native",
+             "-mprefer-vector-width=512",
+             "-fopenmp",
+             "-fPIC",
+             "-fno-math-errno",
+             "-fno-trapping-math"};
   std::string cacheDir =
       options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
   absl::StatusOr<std::vector<SourceFile>> files = splitSourceFiles(source);
