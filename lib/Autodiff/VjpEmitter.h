@@ -235,6 +235,37 @@ LogicalResult unaryVjp(Operation *op, OpBuilder &builder,
                    });
 }
 
+/// unaryVjp for a function whose derivative is a chain of arithmetic (the
+/// transcendental ones, GELU's fifteen ops): on a bf16 op the cotangent is
+/// computed in f32 and rounded to bf16 once. Converts widen x, y and dy
+/// (exactly) and round the cotangent, as PyTorch's bf16 backward kernels
+/// compute it and as the runtime runs it (one fused kernel that converts
+/// on load and store), rather than rounding after each op of the chain.
+/// The converts the derivative does not read are erased.
+template <typename Fn>
+LogicalResult unaryVjpInF32(Operation *op, OpBuilder &builder,
+                            ValueRange resultCotangents, Cotangents &out,
+                            Fn vjp) {
+  return buildWith(
+      op, builder, resultCotangents, out, [&](Emitter &e, Value dy) {
+        Value x = op->getOperand(0), y = op->getResult(0);
+        Type element = typeOf(x).getElementType();
+        if (!element.isBF16()) {
+          out[0] = vjp(e, x, y, dy);
+          return success();
+        }
+        Type f32 = Float32Type::get(op->getContext());
+        Value narrow[] = {x, y, dy};
+        Value wide[] = {e.convert(x, f32), e.convert(y, f32),
+                        e.convert(dy, f32)};
+        out[0] = e.convert(vjp(e, wide[0], wide[1], wide[2]), element);
+        for (auto [from, to] : llvm::zip(narrow, wide))
+          if (to != from && to.use_empty())
+            to.getDefiningOp()->erase();
+        return success();
+      });
+}
+
 /// The VJP of an elementwise op of two operands: `vjp(e, x, y, result, dy)`
 /// returns both cotangents.
 template <typename Fn>
