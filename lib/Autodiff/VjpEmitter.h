@@ -241,7 +241,8 @@ LogicalResult unaryVjp(Operation *op, OpBuilder &builder,
 /// (exactly) and round the cotangent, as PyTorch's bf16 backward kernels
 /// compute it and as the runtime runs it (one fused kernel that converts
 /// on load and store), rather than rounding after each op of the chain.
-/// The converts the derivative does not read are erased.
+/// The widening converts carry sd.derivative (sd-widen-gradients leaves
+/// what they widen bf16); those the derivative does not read are erased.
 template <typename Fn>
 LogicalResult unaryVjpInF32(Operation *op, OpBuilder &builder,
                             ValueRange resultCotangents, Cotangents &out,
@@ -258,6 +259,10 @@ LogicalResult unaryVjpInF32(Operation *op, OpBuilder &builder,
         Value narrow[] = {x, y, dy};
         Value wide[] = {e.convert(x, f32), e.convert(y, f32),
                         e.convert(dy, f32)};
+        for (auto [from, to] : llvm::zip(narrow, wide))
+          if (to != from)
+            to.getDefiningOp()->setAttr(SDDialect::kDerivativeAttrName,
+                                        e.b.getUnitAttr());
         out[0] = e.convert(vjp(e, wide[0], wide[1], wide[2]), element);
         for (auto [from, to] : llvm::zip(narrow, wide))
           if (to != from && to.use_empty())

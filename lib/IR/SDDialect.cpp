@@ -380,7 +380,8 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (attrName == kBackwardAttrName || attrName == kRecomputeAttrName ||
-      attrName == kGradientSumAttrName || attrName == kHaloAttrName) {
+      attrName == kGradientSumAttrName || attrName == kHaloAttrName ||
+      attrName == kDerivativeAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return emitError(op->getLoc())
              << "'" << attrName << "' is a unit attribute, not "

@@ -39,6 +39,7 @@ struct WidenGradientsPass
     SmallVector<ConvertOp> converts;
     func.walk([&](ConvertOp convert) {
       if (convert->hasAttr(SDDialect::kBackwardAttrName) &&
+          !convert->hasAttr(SDDialect::kDerivativeAttrName) &&
           isBF16Tensor(convert.getOperand().getType()) &&
           cast<RankedTensorType>(convert.getType()).getElementType().isF32())
         converts.push_back(convert);

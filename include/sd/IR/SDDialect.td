@@ -118,6 +118,11 @@ def SD_Dialect : Dialect {
     /// On ops that recompute a forward value for the backward pass (the
     /// remat policy did not keep it); the cost model counts their FLOPs.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName = "sd.recompute";
+    /// On the backward converts that widen a bf16 value for an elementwise
+    /// derivative computed in f32 (GELU's, SiLU's: sd-differentiate's
+    /// unaryVjpInF32). They widen activations' cotangents, not parameters'
+    /// gradients, so sd-widen-gradients leaves their producers bf16.
+    static constexpr ::llvm::StringLiteral kDerivativeAttrName = "sd.derivative";
     /// On the adds of a training step with microbatches that sum a
     /// parameter's gradients across them: their operands and results are
     /// the f32 gradient accumulator the memory report shows apart from

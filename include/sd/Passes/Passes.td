@@ -136,7 +136,9 @@ def WidenGradients : Pass<"sd-widen-gradients", "::mlir::func::FuncOp"> {
     `dot_general` or a reduction of bf16 operands gets an f32 result (the
     same f32 accumulation, not rounded to bf16), an `add`, `sub`,
     `transpose` or `reshape` of such values is done in f32, and anything
-    else is widened where it is used.
+    else is widened where it is used. The converts marked `sd.derivative`
+    (an activation's cotangent widened for a derivative computed in f32)
+    are left as they are.
     The partial sums, and so the reduce-scatters and all-reduces of the
     gradients, are then f32, as torchtitan's and FSDP2's default
     `reduce_dtype`. Run on the inlined training step, before propagation.

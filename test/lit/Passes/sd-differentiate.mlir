@@ -52,3 +52,32 @@ func.func @loss(%w: tensor<4x4xf32> {sd.role = #sd.param<"w", zeros>},
   %l = sd.mse_loss %y, %x : tensor<8x4xf32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A bf16 op whose derivative is a chain of arithmetic (sigmoid's
+// y·(1 − y)) gets it in f32: its result and cotangent widened by converts
+// marked sd.derivative (sd-widen-gradients leaves them), the chain in f32,
+// the operand's cotangent rounded to bf16 once.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: %[[S:.*]] = sd.sigmoid %{{.*}} {sd.vjp_group = 3 : i64} : tensor<8x3xbf16>
+// CHECK: %[[DS:.*]] = sd.convert %{{.*}} {sd.backward, sd.vjp_group = 4 : i64} : tensor<8x3xf32> -> tensor<8x3xbf16>
+// CHECK-NEXT: %[[YW:.*]] = sd.convert %[[S]] {sd.backward, sd.derivative, sd.vjp_group = 3 : i64} : tensor<8x3xbf16> -> tensor<8x3xf32>
+// CHECK-NEXT: %[[DW:.*]] = sd.convert %[[DS]] {sd.backward, sd.derivative, sd.vjp_group = 3 : i64} : tensor<8x3xbf16> -> tensor<8x3xf32>
+// CHECK-NEXT: %[[ONE:.*]] = sd.constant {{.*}} : tensor<8x3xf32>
+// CHECK-NEXT: %[[C:.*]] = sd.sub %[[ONE]], %[[YW]] {{.*}} : tensor<8x3xf32>
+// CHECK-NEXT: %[[P:.*]] = sd.mul %[[YW]], %[[C]] {{.*}} : tensor<8x3xf32>
+// CHECK-NEXT: %[[G:.*]] = sd.mul %[[DW]], %[[P]] {{.*}} : tensor<8x3xf32>
+// CHECK-NEXT: %[[DY:.*]] = sd.convert %[[G]] {sd.backward, sd.vjp_group = 3 : i64} : tensor<8x3xf32> -> tensor<8x3xbf16>
+// CHECK-NEXT: sd.dot_general %[[DY]]
+func.func @loss(%w: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>},
+                %x: tensor<8x4xf32> {sd.role = #sd.input<latents>},
+                %t: tensor<8x3xf32> {sd.role = #sd.input<noise>}) -> tensor<f32> {
+  %wb = sd.convert %w : tensor<4x3xf32> -> tensor<4x3xbf16>
+  %xb = sd.convert %x : tensor<8x4xf32> -> tensor<8x4xbf16>
+  %y = sd.dot_general %xb, %wb batch = [] x [] contract = [1] x [0] : (tensor<8x4xbf16>, tensor<4x3xbf16>) -> tensor<8x3xbf16>
+  %s = sd.sigmoid %y : tensor<8x3xbf16>
+  %sf = sd.convert %s : tensor<8x3xbf16> -> tensor<8x3xf32>
+  %l = sd.mse_loss %sf, %t : tensor<8x3xf32>
+  return %l : tensor<f32>
+}

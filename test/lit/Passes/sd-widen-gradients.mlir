@@ -56,3 +56,17 @@ func.func @left_alone(%x: tensor<8x4xbf16>, %dy: tensor<8x6xbf16>, %z: tensor<4x
   %tw = sd.convert %t {sd.backward} : tensor<4x6xbf16> -> tensor<4x6xf32>
   return %fw, %dw, %d, %tw : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xbf16>, tensor<4x6xf32>
 }
+
+// -----
+
+// A convert that widens an activation's cotangent for a derivative computed
+// in f32 (sd.derivative) is left alone: the product behind it stays bf16,
+// and so does what the partitioner would reduce there.
+// CHECK-LABEL: func.func @derivative_left_alone
+// CHECK: %[[D:.*]] = sd.dot_general {{.*}} {sd.backward} {{.*}} -> tensor<8x6xbf16>
+// CHECK: sd.convert %[[D]] {sd.backward, sd.derivative} : tensor<8x6xbf16> -> tensor<8x6xf32>
+func.func @derivative_left_alone(%x: tensor<8x4xbf16>, %w: tensor<4x6xbf16>) -> tensor<8x6xf32> {
+  %d = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0] {sd.backward} : (tensor<8x4xbf16>, tensor<4x6xbf16>) -> tensor<8x6xbf16>
+  %dw = sd.convert %d {sd.backward, sd.derivative} : tensor<8x6xbf16> -> tensor<8x6xf32>
+  return %dw : tensor<8x6xf32>
+}
