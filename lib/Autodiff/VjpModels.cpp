@@ -64,63 +64,71 @@ static LogicalResult vjpOf(LogOp op, OpBuilder &b, ValueRange cts,
 static LogicalResult vjpOf(SqrtOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   // d sqrt(x) = 1 / (2 sqrt(x)).
-  return unaryVjpInF32(op, b, cts, out, [](Emitter &e, Value, Value y, Value dy) {
-    return e.div(e.scale(dy, 0.5), y);
-  });
+  return unaryVjpInF32(op, b, cts, out,
+                       [](Emitter &e, Value, Value y, Value dy) {
+                         return e.div(e.scale(dy, 0.5), y);
+                       });
 }
 
 static LogicalResult vjpOf(RsqrtOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   // d x^(-1/2) = -x^(-3/2) / 2 = -y³ / 2.
-  return unaryVjpInF32(op, b, cts, out, [](Emitter &e, Value, Value y, Value dy) {
-    return e.mul(e.scale(dy, -0.5), e.mul(y, e.mul(y, y)));
-  });
+  return unaryVjpInF32(op, b, cts, out,
+                       [](Emitter &e, Value, Value y, Value dy) {
+                         return e.mul(e.scale(dy, -0.5), e.mul(y, e.mul(y, y)));
+                       });
 }
 
 static LogicalResult vjpOf(TanhOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
-  return unaryVjpInF32(op, b, cts, out, [](Emitter &e, Value, Value y, Value dy) {
-    return e.mul(dy, e.rsub(1.0, e.mul(y, y)));
-  });
+  return unaryVjpInF32(op, b, cts, out,
+                       [](Emitter &e, Value, Value y, Value dy) {
+                         return e.mul(dy, e.rsub(1.0, e.mul(y, y)));
+                       });
 }
 
 static LogicalResult vjpOf(SinOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
-  return unaryVjpInF32(op, b, cts, out, [](Emitter &e, Value x, Value, Value dy) {
-    return e.mul(dy, CosOp::create(e.b, e.loc, x));
-  });
+  return unaryVjpInF32(op, b, cts, out,
+                       [](Emitter &e, Value x, Value, Value dy) {
+                         return e.mul(dy, CosOp::create(e.b, e.loc, x));
+                       });
 }
 
 static LogicalResult vjpOf(CosOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
-  return unaryVjpInF32(op, b, cts, out, [](Emitter &e, Value x, Value, Value dy) {
-    return e.neg(e.mul(dy, SinOp::create(e.b, e.loc, x)));
-  });
+  return unaryVjpInF32(op, b, cts, out,
+                       [](Emitter &e, Value x, Value, Value dy) {
+                         return e.neg(e.mul(dy, SinOp::create(e.b, e.loc, x)));
+                       });
 }
 
 static LogicalResult vjpOf(SigmoidOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
-  return unaryVjpInF32(op, b, cts, out, [](Emitter &e, Value, Value y, Value dy) {
-    return e.mul(dy, e.mul(y, e.rsub(1.0, y)));
-  });
+  return unaryVjpInF32(op, b, cts, out,
+                       [](Emitter &e, Value, Value y, Value dy) {
+                         return e.mul(dy, e.mul(y, e.rsub(1.0, y)));
+                       });
 }
 
 static LogicalResult vjpOf(SiluOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   // d x·s(x) = s + x·s·(1 − s) = s + y·(1 − s).
-  return unaryVjpInF32(op, b, cts, out, [](Emitter &e, Value x, Value y, Value dy) {
-    Value s = SigmoidOp::create(e.b, e.loc, x);
-    return e.mul(dy, e.add(s, e.mul(y, e.rsub(1.0, s))));
-  });
+  return unaryVjpInF32(op, b, cts, out,
+                       [](Emitter &e, Value x, Value y, Value dy) {
+                         Value s = SigmoidOp::create(e.b, e.loc, x);
+                         return e.mul(dy, e.add(s, e.mul(y, e.rsub(1.0, s))));
+                       });
 }
 
 static LogicalResult vjpOf(ErfOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   // d erf(x) = 2/sqrt(π) · e^(−x²).
-  return unaryVjpInF32(op, b, cts, out, [](Emitter &e, Value x, Value, Value dy) {
-    Value gauss = ExpOp::create(e.b, e.loc, e.neg(e.mul(x, x)));
-    return e.mul(e.scale(dy, 2 * llvm::numbers::inv_sqrtpi), gauss);
-  });
+  return unaryVjpInF32(
+      op, b, cts, out, [](Emitter &e, Value x, Value, Value dy) {
+        Value gauss = ExpOp::create(e.b, e.loc, e.neg(e.mul(x, x)));
+        return e.mul(e.scale(dy, 2 * llvm::numbers::inv_sqrtpi), gauss);
+      });
 }
 
 /// The derivative of the tanh-approximated gelu 0.5·x·(1 + tanh(u)),
@@ -152,10 +160,11 @@ static Value geluErfDerivative(Emitter &e, Value x) {
 static LogicalResult vjpOf(GeluOp op, OpBuilder &b, ValueRange cts,
                            Cotangents &out) {
   bool approximate = op.getApproximate();
-  return unaryVjpInF32(op, b, cts, out, [&](Emitter &e, Value x, Value, Value dy) {
-    return e.mul(dy, approximate ? geluTanhDerivative(e, x)
-                                 : geluErfDerivative(e, x));
-  });
+  return unaryVjpInF32(
+      op, b, cts, out, [&](Emitter &e, Value x, Value, Value dy) {
+        return e.mul(dy, approximate ? geluTanhDerivative(e, x)
+                                     : geluErfDerivative(e, x));
+      });
 }
 
 using ValuePair = std::pair<Value, Value>;

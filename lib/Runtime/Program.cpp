@@ -352,13 +352,9 @@ absl::StatusOr<CompiledProgram> compileProgram(std::string_view source,
   // Lanes do not change what each element computes, and on a CPU without
   // AVX-512 the flag changes nothing (the same object code).
   if (flags.empty())
-    flags = {"-O3",
-             "-march=native",
-             "-mprefer-vector-width=512",
-             "-fopenmp",
-             "-fPIC",
-             "-fno-math-errno",
-             "-fno-trapping-math"};
+    flags = {
+        "-O3",   "-march=native",   "-mprefer-vector-width=512", "-fopenmp",
+        "-fPIC", "-fno-math-errno", "-fno-trapping-math"};
   std::string cacheDir =
       options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
   absl::StatusOr<std::vector<SourceFile>> files = splitSourceFiles(source);

@@ -45,8 +45,8 @@ struct CompileOptions {
   /// The compiler; empty means $SD_CXX, else `c++`.
   std::string compiler;
   /// Empty means the defaults: -O3 -march=native -mprefer-vector-width=512
-  /// -fopenmp -fPIC -fno-math-errno -fno-trapping-math. Each file is compiled with these
-  /// and `-c`; the objects are linked with these and `-shared`.
+  /// -fopenmp -fPIC -fno-math-errno -fno-trapping-math. Each file is compiled
+  /// with these and `-c`; the objects are linked with these and `-shared`.
   std::vector<std::string> flags;
   /// Empty means defaultCacheDir().
   std::string cacheDir;
