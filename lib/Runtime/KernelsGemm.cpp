@@ -7,12 +7,12 @@
 // oneDNN's sgemm (JIT-generated AVX-512/AVX2 kernels) for every program
 // product but one form, and for every attention tile. The program's Aᵀ·B
 // (the weight gradients' form: both operands stored with the contraction on
-// rows, tokens by the thousand) goes to OpenBLAS on AMD CPUs, where it
-// measured faster (6-16% than oneDNN 2.6 on an AMD EPYC with AVX-512, the
-// other forms 6-22% slower, the attention tiles 4-40% slower), and to
-// oneDNN elsewhere: on an Intel Xeon with AVX-512 and AMX, OpenBLAS 0.3.21
-// (its SkylakeX kernels) ran every step shape at 15-26 GFLOP/s on one
-// thread and oneDNN at 80-128, Aᵀ·B 4.4x faster (bench/sgemm_bench.cpp's
+// rows, tokens by the thousand) goes to OpenBLAS, which measured 6-16%
+// faster there than oneDNN 2.6 on the AVX-512 development machine (the
+// other forms 6-22% slower, the attention tiles 4-40% slower), except on a
+// CPU with AMX: on an Intel Xeon with AMX (Sapphire Rapids), OpenBLAS
+// 0.3.21 (its SkylakeX kernels) ran every step shape at 15-26 GFLOP/s on
+// one thread and oneDNN at 80-128, Aᵀ·B 4.4x faster (bench/sgemm_bench.cpp's
 // StepShapes on both). The choice is the CPU's, made once, so a machine's
 // runs repeat bitwise. Both libraries are Debian's OpenMP builds: one
 // called from a device thread runs on that thread's OpenMP team, and
@@ -91,8 +91,9 @@ static void sgemmWith(bool useOneDnn, bool transA, bool transB, int64_t m,
 }
 
 bool oneDnnForTransposedA() {
-  static const bool notAmd = !__builtin_cpu_is("amd");
-  return notAmd;
+  static const bool amx =
+      dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx;
+  return amx;
 }
 
 void detail::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,

@@ -37,8 +37,8 @@ struct BF16ProductPath {
   const char *isa;
 };
 BF16ProductPath bf16ProductPath();
-/// Whether f32 Aᵀ·B products go to oneDNN rather than OpenBLAS: on every CPU
-/// but AMD's (KernelsGemm.cpp says why).
+/// Whether f32 Aᵀ·B products go to oneDNN rather than OpenBLAS: on CPUs with
+/// AMX (KernelsGemm.cpp says why).
 bool oneDnnForTransposedA();
 
 /// See SdApi::transpose: elements of `elementBytes` (4 or 2) are moved.
