@@ -247,26 +247,21 @@ template <typename Fn>
 LogicalResult unaryVjpInF32(Operation *op, OpBuilder &builder,
                             ValueRange resultCotangents, Cotangents &out,
                             Fn vjp) {
+  Type element = typeOf(op->getOperand(0)).getElementType();
+  if (!element.isBF16())
+    return unaryVjp(op, builder, resultCotangents, out, vjp);
   return buildWith(
       op, builder, resultCotangents, out, [&](Emitter &e, Value dy) {
-        Value x = op->getOperand(0), y = op->getResult(0);
-        Type element = typeOf(x).getElementType();
-        if (!element.isBF16()) {
-          out[0] = vjp(e, x, y, dy);
-          return success();
-        }
         Type f32 = Float32Type::get(op->getContext());
-        Value narrow[] = {x, y, dy};
-        Value wide[] = {e.convert(x, f32), e.convert(y, f32),
-                        e.convert(dy, f32)};
-        for (auto [from, to] : llvm::zip(narrow, wide))
-          if (to != from)
-            to.getDefiningOp()->setAttr(SDDialect::kDerivativeAttrName,
-                                        e.b.getUnitAttr());
+        Value wide[] = {e.convert(op->getOperand(0), f32),
+                        e.convert(op->getResult(0), f32), e.convert(dy, f32)};
+        for (Value value : wide)
+          value.getDefiningOp()->setAttr(SDDialect::kDerivativeAttrName,
+                                         e.b.getUnitAttr());
         out[0] = e.convert(vjp(e, wide[0], wide[1], wide[2]), element);
-        for (auto [from, to] : llvm::zip(narrow, wide))
-          if (to != from && to.use_empty())
-            to.getDefiningOp()->erase();
+        for (Value value : wide)
+          if (value.use_empty())
+            value.getDefiningOp()->erase();
         return success();
       });
 }
