@@ -28,7 +28,11 @@ using namespace mlir::sd;
 
 int64_t mlir::sd::getElementBytes(Type type) {
   Type element = type;
-  if (auto shaped = dyn_cast<ShapedType>(type))
+  // Ranked tensors first: a type-ID check, where ShapedType is an interface
+  // lookup (the cost model asks for every operand and result).
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    element = tensor.getElementType();
+  else if (auto shaped = dyn_cast<ShapedType>(type))
     element = shaped.getElementType();
   if (!element.isIntOrFloat())
     return 0;
@@ -37,6 +41,8 @@ int64_t mlir::sd::getElementBytes(Type type) {
 
 /// Elements of a static-shape tensor type (1 for a scalar type).
 static int64_t getNumElements(Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return tensor.getNumElements();
   auto shaped = dyn_cast<ShapedType>(type);
   if (!shaped)
     return 1;

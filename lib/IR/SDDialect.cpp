@@ -73,6 +73,41 @@ unsigned SDDialect::getFirstDuplicateParam(FunctionOpInterface func) {
   return it->second;
 }
 
+Attribute SDDialect::getShardingRule(Operation *op,
+                                     function_ref<Attribute()> make) {
+  // Names, types and attributes are uniqued: their pointers are their
+  // values. Null separates operands, results and inherent attributes.
+  SmallVector<const void *, 16> key;
+  key.push_back(op->getName().getAsOpaquePointer());
+  for (Type type : op->getOperandTypes())
+    key.push_back(type.getAsOpaquePointer());
+  key.push_back(nullptr);
+  for (Type type : op->getResultTypes())
+    key.push_back(type.getAsOpaquePointer());
+  key.push_back(nullptr);
+  for (StringAttr name : op->getName().getAttributeNames()) {
+    std::optional<Attribute> attr = op->getInherentAttr(name);
+    key.push_back(attr ? attr->getAsOpaquePointer() : nullptr);
+  }
+  {
+    std::lock_guard<std::mutex> lock(shardingRulesMutex);
+    auto found = shardingRules.find(ArrayRef<const void *>(key));
+    if (found != shardingRules.end())
+      return found->second;
+  }
+  // Made outside the lock: a rule's builder may emit diagnostics.
+  Attribute rule = make();
+  if (!rule)
+    return rule;
+  std::lock_guard<std::mutex> lock(shardingRulesMutex);
+  if (shardingRules.count(ArrayRef<const void *>(key)))
+    return rule;
+  auto *stored = ruleKeys.Allocate<const void *>(key.size());
+  llvm::copy(key, stored);
+  shardingRules.try_emplace(ArrayRef<const void *>(stored, key.size()), rule);
+  return rule;
+}
+
 /// Checks a sharding annotation on a value of `type`.
 static LogicalResult verifySharding(Operation *op, Attribute attr, Type type,
                                     StringRef valueName) {

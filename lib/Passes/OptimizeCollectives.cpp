@@ -439,8 +439,14 @@ struct OptimizeCollectivesPass
 
   void runOnOperation() override {
     // Every pattern shrinks the program, so the driver converges; its
-    // iteration limit is no error.
-    (void)applyPatternsGreedily(getOperation(), patterns);
+    // iteration limit is no error. The driver erases the ops the patterns
+    // leave dead; the functions have one block, so simplifying regions
+    // (a liveness walk of the whole function per iteration) finds nothing
+    // more.
+    (void)applyPatternsGreedily(
+        getOperation(), patterns,
+        GreedyRewriteConfig().setRegionSimplificationLevel(
+            GreedySimplifyRegionLevel::Disabled));
   }
 
   FrozenRewritePatternSet patterns;

@@ -23,6 +23,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <cmath>
+#include <unordered_map>
 
 namespace mlir::sd {
 #define GEN_PASS_DEF_PARTITION
@@ -58,8 +59,10 @@ private:
   LogicalResult checkProgram();
   /// The sharding of a value of rank `rank` as annotated, or replicated.
   ShardingAttr orReplicated(ShardingAttr sharding, int64_t rank) const;
-  reshard::Layout toLayout(ShardingAttr sharding) const;
-  propagation::TensorSharding toPlain(ShardingAttr sharding) const;
+  /// The plain forms of `sharding`, each made once per attribute (values
+  /// share a few shardings; partitioning asks for them per op).
+  const reshard::Layout &toLayout(ShardingAttr sharding) const;
+  const propagation::TensorSharding &toPlain(ShardingAttr sharding) const;
   /// The local type of a `global` value laid out as `sharding` (a dimension
   /// the devices do not divide padded, sd::blockExtent); an error naming
   /// `what()` when the sharding names an axis the mesh lacks. (Descriptions
@@ -114,6 +117,9 @@ private:
   /// (from sd-propagate-sharding where it ran just before).
   ShardingRuleAnalysis &ruleAnalysis;
   DenseMap<Operation *, OpShardingRuleAttr> rules;
+  /// Node-based: a reference stays valid while more are made.
+  mutable std::unordered_map<const void *, reshard::Layout> layouts;
+  mutable std::unordered_map<const void *, propagation::TensorSharding> plains;
   /// The plain form of each rule, made by checkRule.
   mutable DenseMap<OpShardingRuleAttr, propagation::FactorRule> factorRules;
   int64_t numCollectives = 0;
@@ -177,9 +183,13 @@ ShardingAttr FunctionPartitioner::orReplicated(ShardingAttr sharding,
   return ShardingAttr::get(ctx, meshRef, dims);
 }
 
-reshard::Layout FunctionPartitioner::toLayout(ShardingAttr sharding) const {
-  propagation::TensorSharding plain = toPlain(sharding);
-  reshard::Layout layout;
+const reshard::Layout &
+FunctionPartitioner::toLayout(ShardingAttr sharding) const {
+  auto [it, inserted] = layouts.try_emplace(sharding.getAsOpaquePointer());
+  if (!inserted)
+    return it->second;
+  const propagation::TensorSharding &plain = toPlain(sharding);
+  reshard::Layout &layout = it->second;
   for (const propagation::DimSharding &dim : plain.dims)
     layout.dims.emplace_back(dim.axes.begin(), dim.axes.end());
   layout.unreduced.assign(plain.unreduced.begin(), plain.unreduced.end());
@@ -187,8 +197,11 @@ reshard::Layout FunctionPartitioner::toLayout(ShardingAttr sharding) const {
   return layout;
 }
 
-propagation::TensorSharding
+const propagation::TensorSharding &
 FunctionPartitioner::toPlain(ShardingAttr sharding) const {
+  auto [it, inserted] = plains.try_emplace(sharding.getAsOpaquePointer());
+  if (!inserted)
+    return it->second;
   auto ids = [&](ArrayRef<StringAttr> names) {
     propagation::AxisList axes;
     for (StringAttr name : names)
@@ -197,7 +210,7 @@ FunctionPartitioner::toPlain(ShardingAttr sharding) const {
           axes.push_back(index);
     return axes;
   };
-  propagation::TensorSharding plain;
+  propagation::TensorSharding &plain = it->second;
   for (DimShardingAttr dim : sharding.getDimShardings())
     plain.dims.push_back({ids(dim.getAxes()), true, std::nullopt});
   plain.replicated = ids(sharding.getReplicatedAxes());

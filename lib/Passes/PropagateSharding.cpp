@@ -19,6 +19,7 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Path.h"
 
 namespace mlir::sd {
@@ -85,6 +86,7 @@ private:
   FailureOr<TensorSharding> toPlain(ShardingAttr sharding,
                                     function_ref<InFlightDiagnostic()> emit);
   ShardingAttr toAttr(const TensorSharding &sharding, bool closeAll) const;
+  ShardingAttr makeAttr(const TensorSharding &sharding, bool closeAll) const;
   int addValue(Value value, Type type);
   /// Makes value `id` a source of `sharding`; fails after an error through
   /// `emit` when the sharding does not fit the mesh.
@@ -106,11 +108,18 @@ private:
   FlatSymbolRefAttr meshRef;
   SmallVector<ValueSite> sites;
   SmallVector<NodeSite> nodeSites;
+  /// Per node: its op's rule attribute (null for function results and
+  /// reshards), which keys apply's layouts.
+  SmallVector<Attribute> nodeRules;
+  /// A number per distinct rule attribute (Node::ruleId).
+  DenseMap<Attribute, int> ruleIds;
   DenseMap<Value, int> valueIds;
   /// The ops' rules, kept for sd-partition.
   ShardingRuleAnalysis &rules;
+  /// toAttr's attributes, by the sharding's fields.
+  mutable llvm::StringMap<ShardingAttr> attrs;
   /// The plain form of each rule attribute, made once by build().
-  DenseMap<OpShardingRuleAttr, FactorRule> factorRules;
+  DenseMap<OpShardingRuleAttr, std::shared_ptr<const FactorRule>> factorRules;
 };
 } // namespace
 
@@ -156,8 +165,27 @@ ShardingPropagationDriver::toPlain(ShardingAttr sharding,
   return result;
 }
 
+/// A key's integers as the bytes a StringMap takes.
+static StringRef asBytes(ArrayRef<int64_t> key) {
+  return StringRef(reinterpret_cast<const char *>(key.data()),
+                   key.size() * sizeof(int64_t));
+}
+
 ShardingAttr ShardingPropagationDriver::toAttr(const TensorSharding &sharding,
                                                bool closeAll) const {
+  // Values share few shardings: each attribute is made once, found again
+  // by the sharding's fields written out as integers.
+  SmallVector<int64_t, 24> key = {closeAll};
+  propagation::appendKey(sharding, key);
+  auto [cached, inserted] = attrs.try_emplace(asBytes(key));
+  if (!inserted)
+    return cached->second;
+  cached->second = makeAttr(sharding, closeAll);
+  return cached->second;
+}
+
+ShardingAttr ShardingPropagationDriver::makeAttr(const TensorSharding &sharding,
+                                                 bool closeAll) const {
   MLIRContext *ctx = func.getContext();
   auto names = [&](ArrayRef<AxisId> axes) {
     SmallVector<StringAttr> result;
@@ -254,6 +282,7 @@ LogicalResult ShardingPropagationDriver::build() {
   size_t numResults = func.getNumResults();
   nodes.reserve(numOps + numResults);
   nodeSites.reserve(numOps + numResults);
+  nodeRules.reserve(numOps + numResults);
   size_t numValues = body.getNumArguments() + numResults;
   for (Operation &op : body)
     numValues += op.getNumResults();
@@ -299,12 +328,13 @@ LogicalResult ShardingPropagationDriver::build() {
           return failure();
         sites[*id].funcResult = index;
         Node node;
-        node.rule =
-            identityRule(cast<RankedTensorType>(operand.getType()).getShape());
+        node.rule = std::make_shared<const FactorRule>(
+            identityRule(cast<RankedTensorType>(operand.getType()).getShape()));
         node.operands.push_back(valueIds.lookup(operand));
         node.results.push_back(*id);
         nodes.push_back(std::move(node));
         nodeSites.push_back(NodeSite{nullptr, static_cast<int>(index)});
+        nodeRules.push_back(Attribute());
       }
       continue;
     }
@@ -322,17 +352,20 @@ LogicalResult ShardingPropagationDriver::build() {
       return op.emitOpError("has no sharding rule (ShardingRuleOpInterface); "
                             "sharding propagation cannot pass through it");
     Node node;
+    OpShardingRuleAttr rule;
     if (auto reshard = dyn_cast<ReshardOp>(op)) {
-      node.rule = barrierRule(reshard.getType().getShape());
+      node.rule = std::make_shared<const FactorRule>(
+          barrierRule(reshard.getType().getShape()));
     } else {
-      OpShardingRuleAttr rule = rules.getRule(ruleOp);
+      rule = rules.getRule(ruleOp);
       if (!rule)
         return failure();
       // Ops share rules (those of elementwise ops of one shape are the
       // same attribute): each is converted once.
       auto [cached, inserted] = factorRules.try_emplace(rule);
       if (inserted)
-        cached->second = FactorRule::fromAttr(rule);
+        cached->second =
+            std::make_shared<const FactorRule>(FactorRule::fromAttr(rule));
       node.rule = cached->second;
     }
     for (Value operand : op.getOperands())
@@ -359,8 +392,12 @@ LogicalResult ShardingPropagationDriver::build() {
           failed(setSource(id, sharding, [&] { return op.emitOpError(); })))
         return failure();
     }
+    if (rule)
+      node.ruleId = ruleIds.try_emplace(rule, static_cast<int>(ruleIds.size()))
+                        .first->second;
     nodes.push_back(std::move(node));
     nodeSites.push_back(NodeSite{&op});
+    nodeRules.push_back(rule);
   }
   return success();
 }
@@ -411,10 +448,29 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
     return success();
   };
 
+  // A node's layout depends on its rule and its tensors' shardings and
+  // sizes alone: ops of one rule with the same (elementwise chains, the
+  // optimizer's update of each parameter) share it.
+  llvm::StringMap<NodeLayout> layouts;
+  auto layoutOf = [&](int64_t n) -> NodeLayout {
+    if (!nodeRules[n])
+      return propagator.getConsistentLayout(n);
+    SmallVector<int64_t, 64> key = {
+        reinterpret_cast<intptr_t>(nodeRules[n].getAsOpaquePointer())};
+    for (int value :
+         llvm::concat<const int>(nodes[n].operands, nodes[n].results)) {
+      key.push_back(values[value].bytes);
+      propagation::appendKey(values[value].sharding, key);
+    }
+    auto [cached, inserted] = layouts.try_emplace(asBytes(key));
+    if (inserted)
+      cached->second = propagator.getConsistentLayout(n);
+    return cached->second;
+  };
   // The function's results that get a sharding; set together at the end.
   SmallVector<std::pair<unsigned, ShardingAttr>> resultShardings;
   for (auto [n, site] : llvm::enumerate(nodeSites)) {
-    NodeLayout layout = propagator.getConsistentLayout(n);
+    NodeLayout layout = layoutOf(n);
     const Node &node = nodes[n];
     Operation *op = site.op;
     if (!op) {

@@ -381,8 +381,8 @@ Propagator::Propagator(MeshShape mesh, SmallVector<ValueInfo> values,
   producers.assign(this->values.size(), -1);
   users.resize(this->values.size());
   for (auto [index, node] : llvm::enumerate(this->nodes)) {
-    passThroughOps.push_back(node.rule.isPassThroughOp());
-    broadcastLike.push_back(node.rule.isBroadcastLike());
+    passThroughOps.push_back(node.rule->isPassThroughOp());
+    broadcastLike.push_back(node.rule->isBroadcastLike());
     for (int value : node.results)
       producers[value] = index;
     for (int value : node.operands)
@@ -493,7 +493,7 @@ void Propagator::runPhase(Phase phase, std::optional<Phase> previous) {
     dirty[n] = true;
     if (!previous)
       continue;
-    int64_t numFactors = nodes[n].rule.numFactors();
+    int64_t numFactors = nodes[n].rule->numFactors();
     bool same = true;
     for (int64_t f = 0; f < numFactors && same; ++f)
       same = getDirection(n, f, phase) == getDirection(n, f, *previous);
@@ -532,7 +532,7 @@ Direction Propagator::getDirection(int node, int64_t factor,
   case Phase::PassThroughFactors:
     if (passThroughOps[node])
       return Direction::Both;
-    if (nodes[node].rule.factorKinds[factor] != FactorKind::PassThrough)
+    if (nodes[node].rule->factorKinds[factor] != FactorKind::PassThrough)
       return Direction::None;
     return broadcastLike[node] ? Direction::Backward : Direction::Both;
   case Phase::All:
@@ -554,7 +554,7 @@ struct NodeView {
   SmallVector<TensorFactorShardings, 4> projections;
 
   NodeView(const Node &node, ArrayRef<ValueInfo> values, const MeshShape &mesh)
-      : node(node), rule(node.rule) {
+      : node(node), rule(*node.rule) {
     for (int64_t t = 0, e = rule.numTensors(); t < e; ++t)
       projections.push_back(projectToFactors(
           values[valueOf(t)].sharding, rule.tensor(t), rule.factorSizes, mesh));
@@ -599,9 +599,23 @@ struct NodeView {
 };
 } // namespace
 
+void mlir::sd::propagation::appendKey(const TensorSharding &sharding,
+                                      SmallVectorImpl<int64_t> &key) {
+  key.push_back(sharding.dims.size());
+  for (const DimSharding &dim : sharding.dims) {
+    key.append({dim.closed, dim.priority.has_value(), dim.priority.value_or(0),
+                static_cast<int64_t>(dim.axes.size())});
+    key.append(dim.axes.begin(), dim.axes.end());
+  }
+  key.push_back(sharding.replicated.size());
+  key.append(sharding.replicated.begin(), sharding.replicated.end());
+  key.push_back(sharding.unreduced.size());
+  key.append(sharding.unreduced.begin(), sharding.unreduced.end());
+}
+
 bool Propagator::visit(int n, Phase phase) {
   const Node &node = nodes[n];
-  const FactorRule &rule = node.rule;
+  const FactorRule &rule = *node.rule;
   int64_t numFactors = rule.numFactors(), numTensors = rule.numTensors();
   SmallVector<Direction> directions;
   for (int64_t f = 0; f < numFactors; ++f)
@@ -610,6 +624,40 @@ bool Propagator::visit(int n, Phase phase) {
                    [](Direction d) { return d == Direction::None; }))
     return false;
   ++numVisits;
+  auto valueOf = [&](int64_t t) {
+    int64_t numOperands = node.operands.size();
+    return t < numOperands ? node.operands[t] : node.results[t - numOperands];
+  };
+  // A visit reads the node's rule, the phase and its tensors' shardings and
+  // sizes: nodes of one rule whose tensors match (a block's elementwise
+  // chains, the optimizer's update of each parameter) assign the same.
+  // Not while recording provenance or printing each step, which name the
+  // values the axes came from.
+  bool reuse = node.ruleId >= 0 && !recordProvenance;
+  LLVM_DEBUG(reuse = false);
+  SmallVector<int64_t, 64> key;
+  SmallVector<std::pair<int, TensorSharding>, 1> *assigned = nullptr;
+  if (reuse) {
+    key = {node.ruleId, static_cast<int64_t>(phase)};
+    for (int64_t t = 0; t < numTensors; ++t) {
+      const ValueInfo &value = values[valueOf(t)];
+      key.push_back(value.bytes);
+      appendKey(value.sharding, key);
+    }
+    auto [cached, inserted] =
+        visits.try_emplace(StringRef(reinterpret_cast<const char *>(key.data()),
+                                     key.size() * sizeof(int64_t)));
+    if (!inserted) {
+      ++numReusedVisits;
+      for (const auto &[t, sharding] : cached->second) {
+        int value = valueOf(t);
+        values[value].sharding = sharding;
+        markNeighborsDirty(value);
+      }
+      return !cached->second.empty();
+    }
+    assigned = &cached->second;
+  }
   NodeView view(node, values, mesh);
 
   // Merge each factor that propagates in this phase.
@@ -690,6 +738,8 @@ bool Propagator::visit(int n, Phase phase) {
     values[value].sharding = std::move(*next);
     changed = true;
     markNeighborsDirty(value);
+    if (assigned)
+      assigned->emplace_back(t, values[value].sharding);
     LLVM_DEBUG({
       DBGS() << describeNode(n) << " sets " << describeValue(value) << " to "
              << toString(values[value].sharding, mesh);
@@ -719,7 +769,7 @@ bool Propagator::visit(int n, Phase phase) {
 
 NodeLayout Propagator::getConsistentLayout(int n) const {
   const Node &node = nodes[n];
-  const FactorRule &rule = node.rule;
+  const FactorRule &rule = *node.rule;
   int64_t numFactors = rule.numFactors(), numTensors = rule.numTensors();
   NodeView view(node, values, mesh);
 

@@ -74,7 +74,8 @@ ValueInfo open(int64_t rank, int64_t bytes = 64) {
 
 Node node(FactorRule rule, SmallVector<int> operands,
           SmallVector<int> results) {
-  return Node{std::move(rule), std::move(operands), std::move(results)};
+  return Node{std::make_shared<const FactorRule>(std::move(rule)),
+              std::move(operands), std::move(results)};
 }
 
 /// The axes of each dimension of `sharding`.
@@ -346,6 +347,45 @@ TEST(PropagatorTest, DeepChainsNeedNoRecursion) {
   Propagator propagator(kMesh, values, nodes, false);
   propagator.run();
   EXPECT_EQ(axesOf(propagator.getSharding(0)), Axes({{c}}));
+}
+
+TEST(PropagatorTest, NodesOfOneRuleReuseVisits) {
+  // Three chains of neg -> exp, each chain's ops of one rule: two chains
+  // start from the same annotation (the second reuses the first's visits),
+  // the third from another (it must not), and a matmul joins two of them.
+  SmallVector<ValueInfo> values = {
+      source(sharding({dim({a}), dim({}, false)})), open(2), open(2),
+      source(sharding({dim({a}), dim({}, false)})), open(2), open(2),
+      source(sharding({dim({}, false), dim({b})})), open(2), open(2),
+      source(sharding({dim({}, false), dim({c})})), open(2)};
+  auto program = [&](bool shareRules) {
+    std::vector<Node> nodes;
+    for (int chain = 0; chain < 3; ++chain) {
+      int v = 3 * chain;
+      nodes.push_back(node(elementwise({8, 8}), {v}, {v + 1}));
+      nodes.push_back(node(elementwise({8, 8}), {v + 1}, {v + 2}));
+    }
+    nodes.push_back(node(matmul(8, 8, 8), {5, 9}, {10}));
+    if (shareRules)
+      for (size_t n = 0; n < nodes.size(); ++n)
+        nodes[n].ruleId = n + 1 == nodes.size() ? 1 : 0;
+    return nodes;
+  };
+  Propagator alone(kMesh, values, program(false), false);
+  alone.run();
+  Propagator shared(kMesh, values, program(true), false);
+  shared.run();
+  EXPECT_EQ(alone.getNumReusedVisits(), 0);
+  EXPECT_GT(shared.getNumReusedVisits(), 0);
+  EXPECT_EQ(shared.getNumVisits(), alone.getNumVisits());
+  for (int v = 0; v < 11; ++v)
+    EXPECT_EQ(shared.getSharding(v), alone.getSharding(v)) << "value " << v;
+  EXPECT_EQ(axesOf(shared.getSharding(4)), Axes({{a}, {}}));
+  EXPECT_EQ(axesOf(shared.getSharding(7)), Axes({{}, {b}}));
+  // Provenance names the values the axes came from: no reuse.
+  Propagator recorded(kMesh, values, program(true), true);
+  recorded.run();
+  EXPECT_EQ(recorded.getNumReusedVisits(), 0);
 }
 
 } // namespace

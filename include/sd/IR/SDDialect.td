@@ -154,8 +154,21 @@ def SD_Dialect : Dialect {
     /// linear in their number.
     unsigned getFirstDuplicateParam(::mlir::FunctionOpInterface func);
 
+    /// The sharding rule of `op` (an op of ShardingRuleOpInterface): the one
+    /// made for an earlier op of the same name, operand and result types
+    /// and inherent attributes, which is all a rule depends on, or
+    /// `make()`'s, kept when it is not null. The planner partitions the
+    /// same ops on many meshes; each rule is made once per context.
+    ::mlir::Attribute getShardingRule(::mlir::Operation *op,
+                                      ::llvm::function_ref<::mlir::Attribute()> make);
+
   private:
     void registerAttributes();
+    /// getShardingRule's rules by op signature (opaque pointers of uniqued
+    /// names, types and attributes; the keys' storage in ruleKeys).
+    ::llvm::DenseMap<::llvm::ArrayRef<const void *>, ::mlir::Attribute> shardingRules;
+    ::llvm::BumpPtrAllocator ruleKeys;
+    ::std::mutex shardingRulesMutex;
     /// getFirstDuplicateParam's answers for the latest arrays. Functions
     /// are verified in parallel, hence the mutex.
     ::llvm::DenseMap<::mlir::ArrayAttr, unsigned> firstDuplicateParams;

@@ -17,7 +17,9 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,6 +72,10 @@ struct TensorSharding {
            unreduced == other.unreduced;
   }
 };
+
+/// Appends `sharding`'s fields to `key` as integers: equal keys, equal
+/// shardings (for maps of results computed from shardings).
+void appendKey(const TensorSharding &sharding, SmallVectorImpl<int64_t> &key);
 
 /// `[{"data"}, {"fsdp", ?}p1], unreduced = ["tensor"]`: the #sd.sharding
 /// syntax without the mesh, for debug output.
@@ -192,11 +198,17 @@ struct ValueInfo {
 
 /// An op of the program: its rule and the values it reads and defines.
 struct Node {
-  FactorRule rule;
+  /// Shared by the nodes of one rule (a program's elementwise ops of one
+  /// shape have one).
+  std::shared_ptr<const FactorRule> rule;
   SmallVector<int> operands;
   SmallVector<int> results;
   /// How debug output names the op (`%3 = sd.add`); may be empty.
   std::string label;
+  /// Nodes of one rule id have the same rule: a visit may reuse the result
+  /// of an earlier one whose tensors had the same shardings and sizes. -1:
+  /// never.
+  int ruleId = -1;
 };
 
 /// Where a value dimension's axes came from (record-provenance).
@@ -245,6 +257,8 @@ public:
   NodeLayout getConsistentLayout(int node) const;
   /// Number of node visits, for statistics and tests.
   int64_t getNumVisits() const { return numVisits; }
+  /// Of those, the visits that took an earlier visit's result (Node::ruleId).
+  int64_t getNumReusedVisits() const { return numReusedVisits; }
   /// The program as given (shardings as propagated so far).
   ArrayRef<ValueInfo> getValues() const { return values; }
   ArrayRef<Node> getNodes() const { return nodes; }
@@ -278,12 +292,16 @@ private:
   SmallVector<int> producers;
   SmallVector<SmallVector<int, 2>> users;
   SmallVector<bool> dirty;
+  /// What a visit of a node with a rule id set, by the rule id, the phase
+  /// and its tensors' shardings and sizes: the (tensor, sharding) pairs it
+  /// assigned, in order.
+  llvm::StringMap<SmallVector<std::pair<int, TensorSharding>, 1>> visits;
   /// Per node: FactorRule::isPassThroughOp and isBroadcastLike.
   SmallVector<bool> passThroughOps, broadcastLike;
   bool recordProvenance;
   /// Per value, per dimension (only when recording).
   SmallVector<SmallVector<Provenance>> provenance;
-  int64_t numVisits = 0;
+  int64_t numVisits = 0, numReusedVisits = 0;
 };
 
 } // namespace mlir::sd::propagation

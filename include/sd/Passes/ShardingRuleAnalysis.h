@@ -5,7 +5,9 @@
 // sd-partition) as an MLIR analysis. A rule is a function of its op alone
 // (name, types, attributes), so it holds while ops only gain shardings or
 // new operands of the same types; a pass that changes ops otherwise does
-// not preserve the analysis, and the next one makes the rules anew.
+// not preserve the analysis, and the next one asks again. Rules are made
+// once per context (SDDialect::getShardingRule) and shared by every op of
+// the same signature.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +29,9 @@ public:
   OpShardingRuleAttr getRule(ShardingRuleOpInterface op) {
     OpShardingRuleAttr &rule = rules[op.getOperation()];
     if (!rule)
-      rule = op.getShardingRule();
+      rule = cast_if_present<OpShardingRuleAttr>(
+          op->getContext()->getLoadedDialect<SDDialect>()->getShardingRule(
+              op, [&]() -> Attribute { return op.getShardingRule(); }));
     return rule;
   }
 
