@@ -152,10 +152,6 @@ void mlir::sd::buildPartitionPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createPropagateSharding(propagation));
   if (!options.partition)
     return;
-  addPartitionPasses(pm);
-}
-
-void mlir::sd::addPartitionPasses(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createPartition());
   pm.addNestedPass<func::FuncOp>(createOptimizeCollectives());
   pm.addNestedPass<func::FuncOp>(createFoldProductTransposes());

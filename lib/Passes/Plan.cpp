@@ -151,10 +151,6 @@ void PlanPass::runOnOperation() {
   if (!search.firstError.empty())
     os << " (first: " << search.firstError << ")";
   os << "\n";
-  if (int64_t partitioned = search.propagations + search.propagationsShared)
-    os << "propagated " << search.propagations << " times for " << partitioned
-       << " partitioned programs (meshes of one sharding pattern whose rules "
-          "and axis sizes propagate alike share one)\n";
   markAllAnalysesPreserved();
 }
 

@@ -231,86 +231,11 @@ FailureOr<CostReport> Search::report(ModuleOp program,
   return result;
 }
 
-/// The shardings the logical axis rules gave `module`: its functions'
-/// argument and result attributes and its constraints' shardings (uniqued:
-/// equal pointers, equal shardings).
-static std::vector<const void *> ruleShardings(ModuleOp module) {
-  std::vector<const void *> shardings;
-  module.walk([&](Operation *op) {
-    if (auto func = dyn_cast<func::FuncOp>(op)) {
-      shardings.push_back(func.getArgAttrsAttr().getAsOpaquePointer());
-      shardings.push_back(func.getResAttrsAttr().getAsOpaquePointer());
-    } else if (auto constraint = dyn_cast<ShardingConstraintOp>(op)) {
-      shardings.push_back(constraint.getShardingAttr().getAsOpaquePointer());
-    }
-  });
-  return shardings;
-}
-
 FailureOr<CostReport> Search::partition(ModuleOp step,
                                         const PipelineOptions &variant,
                                         std::string &error) {
-  // buildMeshPipeline's passes, propagation shared between the meshes of
-  // one pattern that it would treat alike.
-  ModuleOp copy = copyIntoNestedModule(step);
-  std::unique_ptr<PassManager> pm = newPassManager();
-  addMeshPasses(*pm, variant);
-  if (failed(run(*pm, copy, error))) {
-    copy.erase();
-    return failure();
-  }
-  MeshOp mesh;
-  for (auto op : copy.getOps<MeshOp>())
-    mesh = op;
-  std::string names;
-  SmallVector<int64_t> sizes;
-  if (mesh)
-    for (MeshAxisAttr axis : mesh.getMesh().getAxes()) {
-      names += axis.getName().str() + ",";
-      sizes.push_back(axis.getSize());
-    }
-  std::vector<const void *> shardings = ruleShardings(copy);
-  std::vector<Propagated> &alike = propagated[{
-      step.getOperation(), variant.rules ? variant.rules->name : "", names}];
-  ModuleOp program;
-  for (Propagated &done : alike) {
-    if (!mesh || done.annotations != shardings || !done.queries->holdFor(sizes))
-      continue;
-    program = copyIntoNestedModule(done.step);
-    for (auto op : program.getOps<MeshOp>())
-      op.setMeshAttr(mesh.getMesh());
-    copy.erase();
-    ++propagationsShared;
-    break;
-  }
-  if (!program) {
-    auto queries = std::make_unique<propagation::SizeQueries>();
-    pm = newPassManager();
-    PropagateShardingOptions propagation;
-    propagation.recordProvenance = false;
-    pm->addNestedPass<func::FuncOp>(
-        createPropagateSharding(propagation, queries.get()));
-    if (failed(run(*pm, copy, error))) {
-      copy.erase();
-      return failure();
-    }
-    ++propagations;
-    if (mesh) {
-      // Kept beside the copies of `step` (inside it, which the search
-      // erases last), not inside `copy`, which goes after pricing.
-      OpBuilder builder = OpBuilder::atBlockEnd(step.getBody());
-      auto kept = cast<ModuleOp>(builder.clone(*copy));
-      alike.push_back({std::move(shardings), std::move(queries), kept});
-    }
-    program = copy;
-  }
-  pm = newPassManager();
-  addPartitionPasses(*pm);
-  if (failed(run(*pm, program, error))) {
-    program.erase();
-    return failure();
-  }
-  return costReport(program, error);
+  return pipelineReport(
+      step, [&](OpPassManager &pm) { buildMeshPipeline(pm, variant); }, error);
 }
 
 FailureOr<CostReport>
@@ -407,11 +332,6 @@ void Search::makeBlockCopies() {
 }
 
 void Search::eraseCopies() {
-  // The propagated steps first: they are nested in the prepared ones.
-  for (auto &[key, alike] : propagated)
-    for (Propagated &done : alike)
-      done.step.erase();
-  propagated.clear();
   for (auto &[key, step] : prepared)
     if (step.step)
       step.step.erase();

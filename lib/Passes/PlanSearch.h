@@ -32,7 +32,6 @@
 #include "sd/Analysis/CostModel.h"
 #include "sd/Analysis/StepTime.h"
 #include "sd/Passes/Passes.h"
-#include "sd/Passes/ShardingPropagation.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -125,9 +124,6 @@ public:
   /// optimizer state alone exceed the device memory.
   int64_t prunedState = 0;
   int64_t priced = 0;
-  /// Propagations run, and meshes partitioned from another mesh's
-  /// propagation (Search::propagated).
-  int64_t propagations = 0, propagationsShared = 0;
   std::string firstError;
   const Plan *smallest = nullptr;
   /// The global batch (the one asked for, or the program's default; 0
@@ -217,21 +213,6 @@ private:
   /// priced with each such mesh.
   std::map<std::tuple<Operation *, std::string, std::string>, Partitioned>
       partitioned;
-  /// A propagated training step (before partitioning), the shardings the
-  /// rules gave it, and the mesh-size questions propagation asked.
-  struct Propagated {
-    std::vector<const void *> annotations;
-    std::unique_ptr<propagation::SizeQueries> queries;
-    ModuleOp step;
-  };
-  /// By prepared step, rules and the mesh's axis names in order: meshes of
-  /// one sharding pattern whose rules give the same shardings and whose
-  /// sizes answer propagation's questions alike propagate alike, so each
-  /// such set propagates once and each mesh partitions a copy with its own
-  /// sizes.
-  std::map<std::tuple<Operation *, std::string, std::string>,
-           std::vector<Propagated>>
-      propagated;
 };
 
 } // namespace mlir::sd::planner

@@ -781,12 +781,6 @@ namespace {
 struct PropagateShardingPass
     : public mlir::sd::impl::PropagateShardingBase<PropagateShardingPass> {
   using PropagateShardingBase::PropagateShardingBase;
-  PropagateShardingPass(const PropagateShardingOptions &options,
-                        SizeQueries *queries)
-      : PropagateShardingBase(options), queries(queries) {}
-
-  /// Where set, the mesh-size questions propagation asks go there.
-  SizeQueries *queries = nullptr;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -802,7 +796,6 @@ struct PropagateShardingPass
     }
     ShardingPropagationDriver driver(func, meshOp.getMesh(), meshRef,
                                      getAnalysis<ShardingRuleAnalysis>());
-    driver.meshShape.queries = queries;
     if (failed(driver.build()))
       return signalPassFailure();
     LLVM_DEBUG({
@@ -829,9 +822,3 @@ struct PropagateShardingPass
   }
 };
 } // namespace
-
-std::unique_ptr<Pass>
-mlir::sd::createPropagateSharding(const PropagateShardingOptions &options,
-                                  SizeQueries *queries) {
-  return std::make_unique<PropagateShardingPass>(options, queries);
-}

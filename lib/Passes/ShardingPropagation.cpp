@@ -34,63 +34,6 @@ int64_t MeshShape::product(ArrayRef<AxisId> axes) const {
   return result;
 }
 
-bool MeshShape::divides(ArrayRef<AxisId> axes, int64_t n) const {
-  bool answer = n % product(axes) == 0;
-  if (queries)
-    queries->record(SizeQueries::Kind::Divides, axes, n, answer);
-  return answer;
-}
-
-bool MeshShape::fills(ArrayRef<AxisId> axes, int64_t n) const {
-  bool answer = product(axes) == n;
-  if (queries)
-    queries->record(SizeQueries::Kind::Fills, axes, n, answer);
-  return answer;
-}
-
-bool MeshShape::exceeds(ArrayRef<AxisId> axes, int64_t n) const {
-  bool answer = product(axes) > n;
-  if (queries)
-    queries->record(SizeQueries::Kind::Exceeds, axes, n, answer);
-  return answer;
-}
-
-void SizeQueries::record(Kind kind, ArrayRef<AxisId> axes, int64_t n,
-                         bool answer) {
-  uint64_t set = 0;
-  for (AxisId axis : axes) {
-    if (axis < 0 || axis > 63 || (set >> axis & 1)) {
-      std::lock_guard<std::mutex> lock(mutex);
-      unusable = true;
-      return;
-    }
-    set |= uint64_t(1) << axis;
-  }
-  std::lock_guard<std::mutex> lock(mutex);
-  answers.emplace(std::make_tuple(kind, set, n), answer);
-}
-
-bool SizeQueries::holdFor(ArrayRef<int64_t> sizes) const {
-  if (unusable)
-    return false;
-  for (const auto &[question, answer] : answers) {
-    auto [kind, set, n] = question;
-    int64_t product = 1;
-    for (int64_t axis = 0; axis < 64; ++axis)
-      if (set >> axis & 1) {
-        if (axis >= int64_t(sizes.size()))
-          return false;
-        product *= sizes[axis];
-      }
-    bool now = kind == Kind::Divides ? n % product == 0
-               : kind == Kind::Fills ? product == n
-                                     : product > n;
-    if (now != answer)
-      return false;
-  }
-  return true;
-}
-
 TensorSharding TensorSharding::open(int64_t rank) {
   TensorSharding sharding;
   sharding.dims.resize(rank);
@@ -236,13 +179,13 @@ TensorFactorShardings propagation::projectToFactors(
       factorSharding.closed = dimSharding.closed;
       // Take axes while their product divides the factor; the next factor
       // starts only once this one is full.
-      int64_t size = factorSizes[factor];
-      size_t first = next;
-      while (next < axes.size() &&
-             !mesh.fills(axes.slice(first, next - first), size) &&
-             mesh.divides(axes.slice(first, next + 1 - first), size))
+      int64_t remaining = factorSizes[factor];
+      while (next < axes.size() && remaining != 1 &&
+             remaining % mesh.axisSizes[axes[next]] == 0) {
+        remaining /= mesh.axisSizes[axes[next]];
         factorSharding.axes.push_back(axes[next++]);
-      if (mesh.fills(axes.slice(first, next - first), size))
+      }
+      if (remaining == 1)
         continue;
       // The minor-most factor of its dimension takes the axes that do not
       // divide it too: its padded blocks are the dimension's.
@@ -278,7 +221,7 @@ TensorSharding propagation::projectFromFactors(
       ArrayRef<AxisId> factorAxes = factors.factors[factor].axes;
       axes.append(factorAxes.begin(), factorAxes.end());
       // A factor that is not full leaves no room for the minor ones.
-      if (!mesh.fills(factorAxes, factorSizes[factor]))
+      if (mesh.product(factorAxes) != factorSizes[factor])
         break;
     }
     result.dims[dim].axes = axes;
@@ -363,9 +306,10 @@ MergeResult propagation::mergeFactorAxes(ArrayRef<MergeCandidate> candidates) {
 /// makes).
 static void truncateToFit(AxisList &axes, int64_t size, bool paddable,
                           const MeshShape &mesh) {
+  int64_t product = 1;
   for (size_t i = 0; i < axes.size(); ++i) {
-    ArrayRef<AxisId> prefix = ArrayRef<AxisId>(axes).take_front(i + 1);
-    if (paddable ? mesh.exceeds(prefix, size) : !mesh.divides(prefix, size)) {
+    product *= mesh.axisSizes[axes[i]];
+    if (paddable ? product > size : size % product != 0) {
       axes.truncate(i);
       return;
     }
@@ -768,7 +712,7 @@ bool Propagator::visit(int n, Phase phase) {
           sharding.axes = merged[f];
           updated.emplace_back(dim, f);
         }
-        full = full && mesh.fills(sharding.axes, rule.factorSizes[f]);
+        full = full && mesh.product(sharding.axes) == rule.factorSizes[f];
       }
     }
     const TensorSharding &current = values[value].sharding;
@@ -910,7 +854,7 @@ NodeLayout Propagator::getConsistentLayout(int n) const {
             axes[f].clear();
             changed = true;
           }
-          full = full && mesh.fills(axes[f], rule.factorSizes[f]);
+          full = full && mesh.product(axes[f]) == rule.factorSizes[f];
         }
       }
   }
@@ -924,7 +868,7 @@ NodeLayout Propagator::getConsistentLayout(int n) const {
       AxisList dimAxes;
       for (int64_t f : factors) {
         dimAxes.append(axes[f].begin(), axes[f].end());
-        if (!mesh.fills(axes[f], rule.factorSizes[f]))
+        if (mesh.product(axes[f]) != rule.factorSizes[f])
           break;
       }
       sharding.dims[dim].axes = std::move(dimAxes);

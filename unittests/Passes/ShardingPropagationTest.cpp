@@ -388,43 +388,4 @@ TEST(PropagatorTest, NodesOfOneRuleReuseVisits) {
   EXPECT_EQ(recorded.getNumReusedVisits(), 0);
 }
 
-TEST(SizeQueriesTest, AnotherMeshHoldsWhereItAnswersAlike) {
-  SizeQueries queries;
-  MeshShape mesh{{2, 4}};
-  mesh.queries = &queries;
-  // Asked on axes of sizes 2 and 4: 2 divides 6, 8 does not divide 12,
-  // 2 x 4 fills 8, 4 does not exceed 4.
-  EXPECT_TRUE(mesh.divides({0}, 6));
-  EXPECT_FALSE(mesh.divides({0, 1}, 12));
-  EXPECT_TRUE(mesh.fills({1, 0}, 8));
-  EXPECT_FALSE(mesh.exceeds({1}, 4));
-  EXPECT_EQ(queries.size(), 4u);
-  EXPECT_TRUE(queries.holdFor({2, 4}));
-  // Sizes 2 and 2: 4 divides 12 and does not fill 8.
-  EXPECT_FALSE(queries.holdFor({2, 2}));
-  // Sizes 2 and 4 swapped: 4 does not divide 6.
-  EXPECT_FALSE(queries.holdFor({4, 2}));
-  // A propagation that asked nothing holds anywhere.
-  EXPECT_TRUE(SizeQueries().holdFor({8, 8}));
-}
-
-TEST(SizeQueriesTest, PropagationAsksThroughTheMesh) {
-  // x [8, 6] sharded (a, b) -> neg: on sizes (2, 2) and (2, 4) the second
-  // dimension splits differently (4 does not divide 6), and the queries
-  // recorded on the first mesh say so.
-  SmallVector<ValueInfo> values = {source(sharding({dim({a}), dim({b})})),
-                                   open(2)};
-  std::vector<Node> nodes = {node(elementwise({8, 6}), {0}, {1})};
-  SizeQueries queries;
-  MeshShape mesh = kMesh;
-  mesh.queries = &queries;
-  Propagator propagator(mesh, values, nodes, false);
-  propagator.run();
-  EXPECT_EQ(axesOf(propagator.getSharding(1)), Axes({{a}, {b}}));
-  EXPECT_GT(queries.size(), 0u);
-  EXPECT_TRUE(queries.holdFor({2, 2, 4}));
-  EXPECT_TRUE(queries.holdFor({4, 2, 4}));
-  EXPECT_FALSE(queries.holdFor({2, 4, 4}));
-}
-
 } // namespace

@@ -233,26 +233,11 @@ void buildMeshPipeline(OpPassManager &pm, const PipelineOptions &options);
 /// (unless `partition` is off) and optimizes the collectives.
 void buildPartitionPipeline(OpPassManager &pm, const PipelineOptions &options);
 
-/// The passes after propagation: partitions, optimizes the collectives,
-/// folds transposes into products and makes collectives asynchronous.
-void addPartitionPasses(OpPassManager &pm);
-
 /// sd-apply-logical-rules with the rules as an object (its `rules` option,
 /// a preset name or a YAML file, is then unused).
 std::unique_ptr<Pass>
 createApplyLogicalRules(const ::sd::LogicalAxisRules &rules,
                         const ApplyLogicalRulesOptions &options = {});
-
-namespace propagation {
-class SizeQueries;
-} // namespace propagation
-
-/// sd-propagate-sharding recording in `queries` the mesh-size questions
-/// it asks (sd/Passes/ShardingPropagation.h): the planner's test of whether
-/// another mesh of the same axes would propagate alike.
-std::unique_ptr<Pass>
-createPropagateSharding(const PropagateShardingOptions &options,
-                        propagation::SizeQueries *queries);
 
 /// sd-print-report and sd-show-sharding writing to `os` rather than
 /// llvm::outs(): sdopt sends them to its output file instead of the IR.

@@ -19,12 +19,9 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 namespace mlir::sd::propagation {
@@ -34,46 +31,15 @@ using AxisId = int;
 /// Mesh axes, major to minor.
 using AxisList = SmallVector<AxisId, 4>;
 
-/// The questions about a mesh's axis sizes that propagation asked, with
-/// their answers. Propagation reads the sizes only through such questions
-/// (MeshShape::divides, fills, exceeds), so on another mesh of the same
-/// axes whose sizes answer each the same way it makes the same choices:
-/// the planner propagates once for the meshes of one sharding pattern.
-class SizeQueries {
-public:
-  enum class Kind : uint8_t { Divides, Fills, Exceeds };
-  void record(Kind kind, ArrayRef<AxisId> axes, int64_t n, bool answer);
-  /// Whether axes of `sizes` answer every recorded question as recorded.
-  bool holdFor(ArrayRef<int64_t> sizes) const;
-  /// The number of distinct questions asked.
-  size_t size() const { return answers.size(); }
-
-private:
-  /// By kind, the axes as a bit set and the number asked about.
-  std::map<std::tuple<Kind, uint64_t, int64_t>, bool> answers;
-  /// An axis list with an axis twice, or an axis id past 63: the bit set
-  /// does not describe it, and the queries hold for no other mesh.
-  bool unusable = false;
-  /// A pass manager propagates a module's functions in parallel.
-  std::mutex mutex;
-};
-
 /// The sizes of a mesh's axes, indexed by AxisId.
 struct MeshShape {
   SmallVector<int64_t> axisSizes;
   /// The axes' names, for debug output only (may be empty: `#0`, `#1`, ...).
   SmallVector<std::string> axisNames;
-  /// Where set, the size questions below are recorded there.
-  SizeQueries *queries = nullptr;
 
   int64_t numAxes() const { return axisSizes.size(); }
   /// The product of the sizes of `axes`.
   int64_t product(ArrayRef<AxisId> axes) const;
-  /// Whether the product of `axes`' sizes divides `n`, equals it, exceeds
-  /// it.
-  bool divides(ArrayRef<AxisId> axes, int64_t n) const;
-  bool fills(ArrayRef<AxisId> axes, int64_t n) const;
-  bool exceeds(ArrayRef<AxisId> axes, int64_t n) const;
 };
 
 /// The axes one tensor dimension is split over. An open dimension may gain
