@@ -31,16 +31,25 @@ func.func @f(%x: tensor<8x8xf32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32
 }
 )mlir";
 
-TEST(ShardingRuleCacheTest, OpsOfOneSignatureShareARule) {
+/// kProgram parsed, and its reductions in order.
+class ShardingRuleCacheTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    context.loadDialect<SDDialect, func::FuncDialect>();
+    module = parseSourceString<ModuleOp>(kProgram, &context);
+    ASSERT_TRUE(module);
+    module->walk([&](ReduceSumOp op) { ops.push_back(op); });
+    ASSERT_EQ(ops.size(), 4u);
+    dialect = context.getLoadedDialect<SDDialect>();
+  }
+
   MLIRContext context;
-  context.loadDialect<SDDialect, func::FuncDialect>();
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(kProgram, &context);
-  ASSERT_TRUE(module);
+  OwningOpRef<ModuleOp> module;
   SmallVector<ShardingRuleOpInterface> ops;
-  module->walk([&](ReduceSumOp op) { ops.push_back(op); });
-  ASSERT_EQ(ops.size(), 4u);
-  auto *dialect = context.getLoadedDialect<SDDialect>();
+  SDDialect *dialect = nullptr;
+};
+
+TEST_F(ShardingRuleCacheTest, OpsOfOneSignatureShareARule) {
   int made = 0;
   auto rule = [&](ShardingRuleOpInterface op) {
     return dialect->getShardingRule(op, [&]() -> Attribute {
@@ -64,18 +73,8 @@ TEST(ShardingRuleCacheTest, OpsOfOneSignatureShareARule) {
   EXPECT_EQ(made, 2);
 }
 
-TEST(ShardingRuleCacheTest, AFailedRuleIsNotKept) {
-  MLIRContext context;
-  context.loadDialect<SDDialect, func::FuncDialect>();
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(kProgram, &context);
-  ASSERT_TRUE(module);
-  ShardingRuleOpInterface op;
-  module->walk([&](ReduceSumOp found) {
-    if (!op)
-      op = found;
-  });
-  auto *dialect = context.getLoadedDialect<SDDialect>();
+TEST_F(ShardingRuleCacheTest, AFailedRuleIsNotKept) {
+  ShardingRuleOpInterface op = ops[0];
   EXPECT_FALSE(dialect->getShardingRule(op, [] { return Attribute(); }));
   int made = 0;
   EXPECT_TRUE(dialect->getShardingRule(op, [&]() -> Attribute {
