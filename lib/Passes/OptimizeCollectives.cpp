@@ -442,11 +442,13 @@ struct OptimizeCollectivesPass
     // iteration limit is no error. The driver erases the ops the patterns
     // leave dead; the functions have one block, so simplifying regions
     // (a liveness walk of the whole function per iteration) finds nothing
-    // more.
+    // more. No sd op folds but the constant (to itself): folding would
+    // only ask every op of the function in turn.
     (void)applyPatternsGreedily(
         getOperation(), patterns,
-        GreedyRewriteConfig().setRegionSimplificationLevel(
-            GreedySimplifyRegionLevel::Disabled));
+        GreedyRewriteConfig()
+            .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
+            .enableFolding(false));
   }
 
   FrozenRewritePatternSet patterns;
