@@ -766,14 +766,16 @@ LogicalResult FunctionPartitioner::run() {
       localAttrs(resultShardings, resultGlobals,
                  [&](unsigned i) { return func.getResultAttrDict(i); }));
   // Global shardings and rules do not describe local ops. (The names are
-  // made once: removeAttr(StringRef) makes its StringAttr per call.)
+  // made once: removeAttr(StringRef) makes its StringAttr per call; and
+  // removeAttr copies the op's attributes even where the name is absent,
+  // as the rule mostly is.)
   auto shardingName = StringAttr::get(func.getContext(), key);
   auto ruleName =
       StringAttr::get(func.getContext(), SDDialect::kShardingRuleAttrName);
-  for (Operation &op : body) {
-    op.removeAttr(shardingName);
-    op.removeAttr(ruleName);
-  }
+  for (Operation &op : body)
+    for (StringAttr name : {shardingName, ruleName})
+      if (op.getDiscardableAttr(name))
+        op.removeDiscardableAttr(name);
   if (paddedElements >= 0.5)
     func->setAttr(
         SDDialect::kPaddingAttrName,

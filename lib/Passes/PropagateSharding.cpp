@@ -419,6 +419,9 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
   // forward pass (ZeRO-3, PyTorch FSDP's reshard_after_forward).
   DenseMap<std::tuple<Value, Attribute, int>, Value> reshards;
   OpBuilder builder(func.getContext());
+  // Made once: setAttr by a string makes the name's attribute per call.
+  auto shardingName =
+      StringAttr::get(func.getContext(), SDDialect::kShardingAttrName);
   // `node` and `value` name the user and the operand in debug output.
   auto reshardBefore = [&](int node, int value, Operation *user,
                            OpOperand &operand,
@@ -533,7 +536,7 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
                         << toAttr(layout.results[index], /*closeAll=*/true)
                         << " to " << target << "\n");
     }
-    op->setAttr(SDDialect::kShardingAttrName,
+    op->setAttr(shardingName,
                 ShardingPerValueAttr::get(func.getContext(), produced));
   }
 
