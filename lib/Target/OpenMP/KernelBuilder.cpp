@@ -400,10 +400,12 @@ void KernelBuilder::writeLoops(llvm::raw_ostream &f,
   std::string outOffset = print(affines.back());
   bool parallel = product(loopShape) >= kParallelWork;
   auto storeAt = [&](StringRef offset) {
+    // A bf16 value is exact in its f32 variable (rounded where computed,
+    // or loaded from bf16): stored as its high half, not rounded again.
     auto store = [](Value v, const std::string &var) {
       if (isPred(v))
         return "(" + var + " ? 1.0f : 0.0f)";
-      return isBF16(v) ? "sd_f32_to_bf16(" + var + ")" : var;
+      return isBF16(v) ? "sd_bf16_of_exact(" + var + ")" : var;
     };
     std::string text = "      out[" + offset.str() +
                        "] = " + store(root->getResult(0), result) + ";\n";

@@ -336,6 +336,13 @@ static inline sd_bf16 sd_f32_to_bf16(float f) {
   __builtin_memcpy(&bits, &f, sizeof(bits));
   return sd_bf16{static_cast<uint16_t>(sd_bf16_round_bits(bits) >> 16)};
 }
+// The bf16 of a float that is one exactly (sd_round_bf16's results, values
+// loaded from bf16): its high half, which sd_f32_to_bf16 would give too.
+static inline sd_bf16 sd_bf16_of_exact(float f) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &f, sizeof(bits));
+  return sd_bf16{static_cast<uint16_t>(bits >> 16)};
+}
 static inline float sd_round_bf16(float f) {
   uint32_t bits;
   __builtin_memcpy(&bits, &f, sizeof(bits));

@@ -29,7 +29,7 @@
 // CHECK: SD_LOCAL void [[ADD]](const sd_bf16 *in0, const sd_bf16 *in1, sd_bf16 *out) {
 // CHECK: const float [[L:v[0-9]+]] = sd_bf16_to_f32(in0[16 * j0 + j1]);
 // CHECK: = sd_round_bf16([[L]] + v{{[0-9]+}});
-// CHECK: out[16 * j0 + j1] = sd_f32_to_bf16(
+// CHECK: out[16 * j0 + j1] = sd_bf16_of_exact(
 // CHECK: reduce over [8, 16]
 // CHECK: const float {{v[0-9]+}} = sd_bf16_to_f32(in0[16 * j0 + j1]);
 // CHECK: out[0 + b] = sd_double_to_bf16(acc[b]);
