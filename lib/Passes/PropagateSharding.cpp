@@ -108,9 +108,6 @@ private:
   FlatSymbolRefAttr meshRef;
   SmallVector<ValueSite> sites;
   SmallVector<NodeSite> nodeSites;
-  /// Per node: its op's rule attribute (null for function results and
-  /// reshards), which keys apply's layouts.
-  SmallVector<Attribute> nodeRules;
   /// A number per distinct rule attribute (Node::ruleId).
   DenseMap<Attribute, int> ruleIds;
   DenseMap<Value, int> valueIds;
@@ -165,19 +162,13 @@ ShardingPropagationDriver::toPlain(ShardingAttr sharding,
   return result;
 }
 
-/// A key's integers as the bytes a StringMap takes.
-static StringRef asBytes(ArrayRef<int64_t> key) {
-  return StringRef(reinterpret_cast<const char *>(key.data()),
-                   key.size() * sizeof(int64_t));
-}
-
 ShardingAttr ShardingPropagationDriver::toAttr(const TensorSharding &sharding,
                                                bool closeAll) const {
   // Values share few shardings: each attribute is made once, found again
   // by the sharding's fields written out as integers.
   SmallVector<int64_t, 24> key = {closeAll};
   propagation::appendKey(sharding, key);
-  auto [cached, inserted] = attrs.try_emplace(asBytes(key));
+  auto [cached, inserted] = attrs.try_emplace(propagation::keyBytes(key));
   if (!inserted)
     return cached->second;
   cached->second = makeAttr(sharding, closeAll);
@@ -282,7 +273,6 @@ LogicalResult ShardingPropagationDriver::build() {
   size_t numResults = func.getNumResults();
   nodes.reserve(numOps + numResults);
   nodeSites.reserve(numOps + numResults);
-  nodeRules.reserve(numOps + numResults);
   size_t numValues = body.getNumArguments() + numResults;
   for (Operation &op : body)
     numValues += op.getNumResults();
@@ -334,7 +324,6 @@ LogicalResult ShardingPropagationDriver::build() {
         node.results.push_back(*id);
         nodes.push_back(std::move(node));
         nodeSites.push_back(NodeSite{nullptr, static_cast<int>(index)});
-        nodeRules.push_back(Attribute());
       }
       continue;
     }
@@ -397,7 +386,6 @@ LogicalResult ShardingPropagationDriver::build() {
                         .first->second;
     nodes.push_back(std::move(node));
     nodeSites.push_back(NodeSite{&op});
-    nodeRules.push_back(rule);
   }
   return success();
 }
@@ -451,29 +439,10 @@ ShardingPropagationDriver::apply(const Propagator &propagator) {
     return success();
   };
 
-  // A node's layout depends on its rule and its tensors' shardings and
-  // sizes alone: ops of one rule with the same (elementwise chains, the
-  // optimizer's update of each parameter) share it.
-  llvm::StringMap<NodeLayout> layouts;
-  auto layoutOf = [&](int64_t n) -> NodeLayout {
-    if (!nodeRules[n])
-      return propagator.getConsistentLayout(n);
-    SmallVector<int64_t, 64> key = {
-        reinterpret_cast<intptr_t>(nodeRules[n].getAsOpaquePointer())};
-    for (int value :
-         llvm::concat<const int>(nodes[n].operands, nodes[n].results)) {
-      key.push_back(values[value].bytes);
-      propagation::appendKey(values[value].sharding, key);
-    }
-    auto [cached, inserted] = layouts.try_emplace(asBytes(key));
-    if (inserted)
-      cached->second = propagator.getConsistentLayout(n);
-    return cached->second;
-  };
   // The function's results that get a sharding; set together at the end.
   SmallVector<std::pair<unsigned, ShardingAttr>> resultShardings;
   for (auto [n, site] : llvm::enumerate(nodeSites)) {
-    NodeLayout layout = layoutOf(n);
+    NodeLayout layout = propagator.getConsistentLayout(n);
     const Node &node = nodes[n];
     Operation *op = site.op;
     if (!op) {

@@ -545,6 +545,12 @@ Direction Propagator::getDirection(int node, int64_t factor,
 // One node
 //===----------------------------------------------------------------------===//
 
+/// The value of `node`'s tensor `t` (operands, then results).
+static int valueOf(const Node &node, int64_t t) {
+  int64_t numOperands = node.operands.size();
+  return t < numOperands ? node.operands[t] : node.results[t - numOperands];
+}
+
 namespace {
 /// The current shardings of a node's tensors (operands, then results)
 /// projected onto its rule's factors.
@@ -560,10 +566,7 @@ struct NodeView {
           values[valueOf(t)].sharding, rule.tensor(t), rule.factorSizes, mesh));
   }
 
-  int valueOf(int64_t t) const {
-    int64_t numOperands = node.operands.size();
-    return t < numOperands ? node.operands[t] : node.results[t - numOperands];
-  }
+  int valueOf(int64_t t) const { return ::valueOf(node, t); }
 
   /// Merges factor `factor` over the tensors `include` accepts.
   /// `canExpand(t)` says which may lengthen it. Returns the merged axes
@@ -624,10 +627,6 @@ bool Propagator::visit(int n, Phase phase) {
                    [](Direction d) { return d == Direction::None; }))
     return false;
   ++numVisits;
-  auto valueOf = [&](int64_t t) {
-    int64_t numOperands = node.operands.size();
-    return t < numOperands ? node.operands[t] : node.results[t - numOperands];
-  };
   // A visit reads the node's rule, the phase and its tensors' shardings and
   // sizes: nodes of one rule whose tensors match (a block's elementwise
   // chains, the optimizer's update of each parameter) assign the same.
@@ -635,27 +634,11 @@ bool Propagator::visit(int n, Phase phase) {
   // values the axes came from.
   bool reuse = node.ruleId >= 0 && !recordProvenance;
   LLVM_DEBUG(reuse = false);
-  SmallVector<int64_t, 64> key;
   SmallVector<std::pair<int, TensorSharding>, 1> *assigned = nullptr;
   if (reuse) {
-    key = {node.ruleId, static_cast<int64_t>(phase)};
-    for (int64_t t = 0; t < numTensors; ++t) {
-      const ValueInfo &value = values[valueOf(t)];
-      key.push_back(value.bytes);
-      appendKey(value.sharding, key);
-    }
-    auto [cached, inserted] =
-        visits.try_emplace(StringRef(reinterpret_cast<const char *>(key.data()),
-                                     key.size() * sizeof(int64_t)));
-    if (!inserted) {
-      ++numReusedVisits;
-      for (const auto &[t, sharding] : cached->second) {
-        int value = valueOf(t);
-        values[value].sharding = sharding;
-        markNeighborsDirty(value);
-      }
-      return !cached->second.empty();
-    }
+    auto [cached, inserted] = visits.try_emplace(keyBytes(nodeKey(n, phase)));
+    if (!inserted)
+      return replayVisit(n, cached->second);
     assigned = &cached->second;
   }
   NodeView view(node, values, mesh);
@@ -767,7 +750,40 @@ bool Propagator::visit(int n, Phase phase) {
   return changed;
 }
 
+SmallVector<int64_t, 64> Propagator::nodeKey(int n,
+                                             std::optional<Phase> phase) const {
+  const Node &node = nodes[n];
+  SmallVector<int64_t, 64> key = {
+      node.ruleId, phase ? static_cast<int64_t>(*phase) : int64_t(-1)};
+  for (int64_t t = 0, e = node.rule->numTensors(); t < e; ++t) {
+    const ValueInfo &value = values[valueOf(node, t)];
+    key.push_back(value.bytes);
+    appendKey(value.sharding, key);
+  }
+  return key;
+}
+
+bool Propagator::replayVisit(
+    int n, ArrayRef<std::pair<int, TensorSharding>> assigned) {
+  ++numReusedVisits;
+  for (const auto &[t, sharding] : assigned) {
+    int value = valueOf(nodes[n], t);
+    values[value].sharding = sharding;
+    markNeighborsDirty(value);
+  }
+  return !assigned.empty();
+}
+
 NodeLayout Propagator::getConsistentLayout(int n) const {
+  if (nodes[n].ruleId < 0)
+    return makeConsistentLayout(n);
+  auto [cached, inserted] = layouts.try_emplace(keyBytes(nodeKey(n, {})));
+  if (inserted)
+    cached->second = makeConsistentLayout(n);
+  return cached->second;
+}
+
+NodeLayout Propagator::makeConsistentLayout(int n) const {
   const Node &node = nodes[n];
   const FactorRule &rule = *node.rule;
   int64_t numFactors = rule.numFactors(), numTensors = rule.numTensors();

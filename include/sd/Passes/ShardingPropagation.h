@@ -76,6 +76,11 @@ struct TensorSharding {
 /// Appends `sharding`'s fields to `key` as integers: equal keys, equal
 /// shardings (for maps of results computed from shardings).
 void appendKey(const TensorSharding &sharding, SmallVectorImpl<int64_t> &key);
+/// A key's integers as the bytes a StringMap takes.
+inline StringRef keyBytes(ArrayRef<int64_t> key) {
+  return StringRef(reinterpret_cast<const char *>(key.data()),
+                   key.size() * sizeof(int64_t));
+}
 
 /// `[{"data"}, {"fsdp", ?}p1], unreduced = ["tensor"]`: the #sd.sharding
 /// syntax without the mesh, for debug output.
@@ -254,6 +259,8 @@ public:
   /// result factor) and its operands holding the axis are larger: the
   /// smaller results are then reduced after the op instead of the operands
   /// being resharded before it.
+  /// Nodes of one rule id whose tensors have the same shardings and sizes
+  /// share one layout, made once.
   NodeLayout getConsistentLayout(int node) const;
   /// Number of node visits, for statistics and tests.
   int64_t getNumVisits() const { return numVisits; }
@@ -269,6 +276,15 @@ private:
   Direction getDirection(int node, int64_t factor, Phase phase) const;
   /// Propagates through one node; true when a value changed.
   bool visit(int node, Phase phase);
+  /// The key under which `node`'s visits in `phase` (or its layout, with
+  /// no phase) are kept: its rule id, the phase, and its tensors' sizes and
+  /// shardings (Node::ruleId).
+  SmallVector<int64_t, 64> nodeKey(int node, std::optional<Phase> phase) const;
+  /// Assigns what an earlier visit of a node of the same key assigned;
+  /// true when it assigned something.
+  bool replayVisit(int node, ArrayRef<std::pair<int, TensorSharding>> assigned);
+  /// The layout getConsistentLayout returns, made without its key's map.
+  NodeLayout makeConsistentLayout(int node) const;
   /// Sweeps to a fixed point in one phase, after `previous` (none at the
   /// start of a user-priority level).
   void runPhase(Phase phase, std::optional<Phase> previous);
@@ -296,6 +312,8 @@ private:
   /// and its tensors' shardings and sizes: the (tensor, sharding) pairs it
   /// assigned, in order.
   llvm::StringMap<SmallVector<std::pair<int, TensorSharding>, 1>> visits;
+  /// getConsistentLayout's layouts, by nodeKey without a phase.
+  mutable llvm::StringMap<NodeLayout> layouts;
   /// Per node: FactorRule::isPassThroughOp and isBroadcastLike.
   SmallVector<bool> passThroughOps, broadcastLike;
   bool recordProvenance;
