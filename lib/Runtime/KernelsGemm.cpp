@@ -193,6 +193,26 @@ static const Matmul *matmulFor(const MatmulKey &key) {
   return it->second.get();
 }
 
+namespace {
+/// A thread's grow-only f32 buffer, left uninitialized: a std::vector's
+/// resize would write zeros over every element it grows by, each time a
+/// larger product follows a smaller one.
+class Scratch {
+public:
+  float *get(int64_t count) {
+    if (count > capacity) {
+      data.reset(new float[static_cast<size_t>(count)]);
+      capacity = count;
+    }
+    return data.get();
+  }
+
+private:
+  std::unique_ptr<float[]> data;
+  int64_t capacity = 0;
+};
+} // namespace
+
 /// gemmBF16 through the f32 gemm: A and B widened (exactly) into this
 /// thread's buffers, the product by `gemm` (its library per form, its
 /// parallelism over a batch of small products), C rounded to bf16 once when
@@ -203,29 +223,25 @@ static void gemmBF16Widened(int64_t batch, bool transA, bool transB, int64_t m,
                             int64_t strideA, const sd_bf16 *b, int64_t ldb,
                             int64_t strideB, void *c, bool cIsBF16, int64_t ldc,
                             int64_t strideC) {
-  thread_local std::vector<float> wideA, wideB, wideC;
+  thread_local Scratch wideA, wideB, wideC;
   int64_t rowsA = transA ? k : m, rowsB = transB ? n : k;
-  auto widen = [](const sd_bf16 *from, int64_t extent,
-                  std::vector<float> &into) {
-    into.resize(static_cast<size_t>(extent));
-    convertToFloat(reinterpret_cast<const BFloat16 *>(from), into.data(),
-                   extent);
+  auto widen = [](const sd_bf16 *from, int64_t extent, Scratch &into) {
+    float *wide = into.get(extent);
+    convertToFloat(reinterpret_cast<const BFloat16 *>(from), wide, extent);
+    return wide;
   };
-  widen(a, (batch - 1) * strideA + rowsA * lda, wideA);
-  widen(b, (batch - 1) * strideB + rowsB * ldb, wideB);
-  float *out = static_cast<float *>(c);
-  if (cIsBF16) {
-    wideC.resize(static_cast<size_t>((batch - 1) * strideC + m * ldc));
-    out = wideC.data();
-  }
-  gemm(batch, transA, transB, m, n, k, wideA.data(), lda, strideA, wideB.data(),
-       ldb, strideB, 0.0f, out, ldc, strideC);
+  float *wideAData = widen(a, (batch - 1) * strideA + rowsA * lda, wideA);
+  float *wideBData = widen(b, (batch - 1) * strideB + rowsB * ldb, wideB);
+  float *out = cIsBF16 ? wideC.get((batch - 1) * strideC + m * ldc)
+                       : static_cast<float *>(c);
+  gemm(batch, transA, transB, m, n, k, wideAData, lda, strideA, wideBData, ldb,
+       strideB, 0.0f, out, ldc, strideC);
   if (cIsBF16)
     for (int64_t i = 0; i < batch; ++i)
       for (int64_t r = 0; r < m; ++r) {
         int64_t offset = i * strideC + r * ldc;
         convertToBFloat16(
-            wideC.data() + offset,
+            out + offset,
             reinterpret_cast<BFloat16 *>(static_cast<sd_bf16 *>(c) + offset),
             n);
       }

@@ -253,18 +253,6 @@ double expShifted(float *row, int64_t n, float shift) {
 
 } // namespace detail
 
-bool hasVectorPath(VectorPath path) {
-  switch (path) {
-  case VectorPath::Best:
-    return true;
-  case VectorPath::Avx2:
-    return detail::hasAvx2();
-  case VectorPath::Avx512:
-    return detail::hasAvx512();
-  }
-  return false;
-}
-
 double expShiftedRow(float *row, int64_t n, float shift, VectorPath path) {
   switch (path) {
   case VectorPath::Best:
@@ -600,3 +588,15 @@ void rng(bool normal, uint64_t seed, float *out, int32_t rank,
 }
 
 } // namespace sd::rt::kernels
+
+bool sd::rt::hasVectorPath(VectorPath path) {
+  switch (path) {
+  case VectorPath::Best:
+    return true;
+  case VectorPath::Avx2:
+    return kernels::detail::hasAvx2();
+  case VectorPath::Avx512:
+    return kernels::detail::hasAvx512();
+  }
+  return false;
+}

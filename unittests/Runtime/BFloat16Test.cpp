@@ -117,13 +117,14 @@ struct RoundTrip {
   std::vector<BFloat16> halves;
   std::vector<float> back;
 };
-RoundTrip roundTrip(const std::vector<float> &values) {
+RoundTrip roundTrip(const std::vector<float> &values,
+                    VectorPath path = VectorPath::Best) {
   RoundTrip r{std::vector<BFloat16>(values.size()),
               std::vector<float>(values.size())};
   convertToBFloat16(values.data(), r.halves.data(),
-                    static_cast<int64_t>(values.size()));
+                    static_cast<int64_t>(values.size()), path);
   convertToFloat(r.halves.data(), r.back.data(),
-                 static_cast<int64_t>(r.back.size()));
+                 static_cast<int64_t>(r.back.size()), path);
   return r;
 }
 
@@ -138,29 +139,40 @@ TEST(BFloat16Test, ArraysConvertElementByElement) {
   EXPECT_EQ(back[2], 1.0f);
 }
 
-TEST(BFloat16Test, LongArraysTakeTheVectorPathToTheSameBits) {
-  // Sixteen lanes at a time where the CPU has AVX-512, then a tail: random
+TEST(BFloat16Test, LongArraysTakeEachVectorPathToTheSameBits) {
+  // Sixteen (AVX-512) or eight (AVX2) lanes at a time, then a tail: random
   // bit patterns (every exponent, NaNs with payloads in either half, both
   // signs) and the edge cases, 16·64 + 7 of them, element by element
-  // against the scalar conversion.
+  // against the scalar conversion, on every path this CPU runs.
   std::vector<uint32_t> patterns = {
       0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x3f808000u,
       0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0xff7f8000u, 0x7f800000u,
-      0xff800000u, 0x7f800001u, 0xffc00000u, 0x7fbf0000u, 0x7f810000u};
+      0xff800000u, 0x7f800001u, 0xffc00000u, 0x7fbf0000u, 0x7f810000u,
+      0xffffffffu, 0x7fffffffu, 0xff7fffffu, 0x3f817fffu, 0xbf818000u};
   std::mt19937 gen(5);
   while (patterns.size() < 16 * 64 + 7)
     patterns.push_back(static_cast<uint32_t>(gen()));
   std::vector<float> values;
   for (uint32_t bits : patterns)
     values.push_back(floatOfBits(bits));
-  auto [halves, back] = roundTrip(values);
-  for (size_t i = 0; i < values.size(); ++i) {
-    ASSERT_EQ(halves[i].bits, toBFloat16(values[i]).bits)
-        << "element " << i << " (bits 0x" << std::hex << patterns[i] << ")";
-    uint32_t expected = static_cast<uint32_t>(halves[i].bits) << 16, actual;
-    std::memcpy(&actual, &back[i], sizeof(actual));
-    ASSERT_EQ(actual, expected) << "element " << i;
+  int paths = 0;
+  for (VectorPath path :
+       {VectorPath::Best, VectorPath::Avx2, VectorPath::Avx512}) {
+    if (!hasVectorPath(path))
+      continue;
+    ++paths;
+    auto [halves, back] = roundTrip(values, path);
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(halves[i].bits, toBFloat16(values[i]).bits)
+          << "path " << int(path) << ", element " << i << " (bits 0x"
+          << std::hex << patterns[i] << ")";
+      uint32_t expected = static_cast<uint32_t>(halves[i].bits) << 16, actual;
+      std::memcpy(&actual, &back[i], sizeof(actual));
+      ASSERT_EQ(actual, expected) << "path " << int(path) << ", element " << i;
+    }
   }
+  // Every x86-64 CPU sd supports has AVX2.
+  EXPECT_GE(paths, 2);
 }
 
 TEST(BFloat16Test, TheElementTypeAndItsHostTensors) {

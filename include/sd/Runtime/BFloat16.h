@@ -11,6 +11,8 @@
 #ifndef SD_RUNTIME_BFLOAT16_H
 #define SD_RUNTIME_BFLOAT16_H
 
+#include "sd/Runtime/VectorPath.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -43,9 +45,14 @@ inline float toFloat(BFloat16 value) {
   return result;
 }
 
-/// `count` f32 values to bfloat16, and back.
-void convertToBFloat16(const float *in, BFloat16 *out, int64_t count);
-void convertToFloat(const BFloat16 *in, float *out, int64_t count);
+/// `count` f32 values to bfloat16, and back: sixteen (AVX-512) or eight
+/// (AVX2) lanes at a time on `path` (Best: the widest the CPU runs; another
+/// path only where hasVectorPath says the CPU runs it), the same bits as
+/// toBFloat16 and toFloat element by element.
+void convertToBFloat16(const float *in, BFloat16 *out, int64_t count,
+                       VectorPath path = VectorPath::Best);
+void convertToFloat(const BFloat16 *in, float *out, int64_t count,
+                    VectorPath path = VectorPath::Best);
 
 } // namespace sd::rt
 

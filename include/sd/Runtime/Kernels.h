@@ -12,6 +12,7 @@
 #define SD_RUNTIME_KERNELS_H
 
 #include "sd/Runtime/ProgramABI.h"
+#include "sd/Runtime/VectorPath.h"
 
 #include <cstdint>
 
@@ -145,10 +146,8 @@ int64_t conv2dScratchFloats(const int64_t *kernelShape, const int64_t *outShape,
                             int64_t groups);
 
 /// The vector paths of the softmax and attention kernels' exponentials.
-enum class VectorPath { Best, Avx2, Avx512 };
-
-/// Whether this CPU can run `path` (Best: always).
-bool hasVectorPath(VectorPath path);
+using ::sd::rt::hasVectorPath;
+using ::sd::rt::VectorPath;
 
 /// row[i] = exp(row[i] - shift) for i < n, as softmax and (flash) attention
 /// compute their probabilities; returns the sum of the results, kept in
