@@ -492,11 +492,23 @@ void softmaxBF16(const sd_bf16 *in, sd_bf16 *out, int32_t rank,
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < outer * inner; ++item) {
       int64_t base = (item / inner) * size * inner + item % inner;
-      for (int64_t j = 0; j < size; ++j)
-        row[j] = toFloat(BFloat16{in[base + j * inner].bits});
+      // A contiguous softmax (attention's rows) converts on the vector
+      // path.
+      if (inner == 1) {
+        convertToFloat(reinterpret_cast<const BFloat16 *>(in + base),
+                       row.data(), size);
+      } else {
+        for (int64_t j = 0; j < size; ++j)
+          row[j] = toFloat(BFloat16{in[base + j * inner].bits});
+      }
       detail::softmaxRow(row.data(), size);
-      for (int64_t j = 0; j < size; ++j)
-        out[base + j * inner].bits = toBFloat16(row[j]).bits;
+      if (inner == 1) {
+        convertToBFloat16(row.data(), reinterpret_cast<BFloat16 *>(out + base),
+                          size);
+      } else {
+        for (int64_t j = 0; j < size; ++j)
+          out[base + j * inner].bits = toBFloat16(row[j]).bits;
+      }
     }
   }
 }
