@@ -34,6 +34,12 @@ int64_t mlir::sd::getElementBytes(Type type) {
     element = tensor.getElementType();
   else if (auto shaped = dyn_cast<ShapedType>(type))
     element = shaped.getElementType();
+  // The element types of a training step first: type-ID checks, where
+  // FloatType is an interface lookup.
+  if (isa<Float32Type>(element))
+    return 4;
+  if (isa<BFloat16Type, Float16Type>(element))
+    return 2;
   if (!element.isIntOrFloat())
     return 0;
   return (element.getIntOrFloatBitWidth() + 7) / 8;

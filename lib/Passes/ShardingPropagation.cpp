@@ -604,16 +604,27 @@ struct NodeView {
 
 void mlir::sd::propagation::appendKey(const TensorSharding &sharding,
                                       SmallVectorImpl<int64_t> &key) {
-  key.push_back(sharding.dims.size());
+  // Sized once and written in place: the propagation's memos build a key
+  // for every node they look up.
+  size_t size = 3 + sharding.replicated.size() + sharding.unreduced.size();
+  for (const DimSharding &dim : sharding.dims)
+    size += 4 + dim.axes.size();
+  size_t start = key.size();
+  key.resize_for_overwrite(start + size);
+  int64_t *out = key.data() + start;
+  *out++ = static_cast<int64_t>(sharding.dims.size());
   for (const DimSharding &dim : sharding.dims) {
-    key.append({dim.closed, dim.priority.has_value(), dim.priority.value_or(0),
-                static_cast<int64_t>(dim.axes.size())});
-    key.append(dim.axes.begin(), dim.axes.end());
+    *out++ = dim.closed;
+    *out++ = dim.priority.has_value();
+    *out++ = dim.priority.value_or(0);
+    *out++ = static_cast<int64_t>(dim.axes.size());
+    out = std::copy(dim.axes.begin(), dim.axes.end(), out);
   }
-  key.push_back(sharding.replicated.size());
-  key.append(sharding.replicated.begin(), sharding.replicated.end());
-  key.push_back(sharding.unreduced.size());
-  key.append(sharding.unreduced.begin(), sharding.unreduced.end());
+  *out++ = static_cast<int64_t>(sharding.replicated.size());
+  out = std::copy(sharding.replicated.begin(), sharding.replicated.end(), out);
+  *out++ = static_cast<int64_t>(sharding.unreduced.size());
+  out = std::copy(sharding.unreduced.begin(), sharding.unreduced.end(), out);
+  assert(out == key.data() + key.size() && "appendKey's size");
 }
 
 bool Propagator::visit(int n, Phase phase) {
