@@ -5,7 +5,9 @@
 # --mesh=data:2, in f32 and with --weights-dtype=bfloat16
 # --activations-dtype=bfloat16, each with dot_product and with flash
 # attention (--metrics JSON lines; step 1 is warm-up, the rest give
-# medians); PyTorch DDP (Debian's 1.13, or the one PYTORCH_PYTHON runs; the
+# medians; the four runs take turns, SD_ROUNDS times, and each figure is
+# the median over all its rounds' steps, so that a slow spell of a shared
+# machine falls on every configuration alike); PyTorch DDP (Debian's 1.13, or the one PYTORCH_PYTHON runs; the
 # table names its version) with gloo, 2 processes x 1 thread, its forward
 # under torch.autocast("cpu", dtype=torch.bfloat16) (bench/pytorch_dit_s2.py
 # --autocast); the bf16 and f32 GEMM rates at n = 2048 on 2 threads
@@ -27,7 +29,7 @@
 #   --out DIR  keep logs and metrics there (default: a temp dir)
 # Environment: BUILD (default build), PYTORCH_PYTHON (default
 #   /usr/bin/python3: Debian's python3-torch), SD_STEPS (default 5),
-#   PYTORCH_STEPS (default 3).
+#   SD_ROUNDS (default 3), PYTORCH_STEPS (default 3).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,6 +39,7 @@ SDRUN="$BUILD/bin/sdrun"
 GEMM_BENCH="$BUILD/bin/sd_gemm_bf16_bench"
 PY="${PYTORCH_PYTHON:-/usr/bin/python3}"
 SD_STEPS="${SD_STEPS:-5}"
+SD_ROUNDS="${SD_ROUNDS:-3}"
 PYTORCH_STEPS="${PYTORCH_STEPS:-3}"
 MODEL=models/dit_s2.mlir
 BATCH=8
@@ -57,6 +60,7 @@ done
 die() { echo "bf16_step.sh: $*" >&2; exit 2; }
 if [[ $quick -eq 1 ]]; then
   SD_STEPS=2
+  SD_ROUNDS=1
   PYTORCH_STEPS=1
 fi
 [[ -x "$SDRUN" ]] || die "$SDRUN not found (ninja -C $BUILD sdrun)"
@@ -64,6 +68,7 @@ fi
 [[ -x "$PY" ]] || die "$PY not found (set PYTORCH_PYTHON)"
 "$PY" -c 'import torch' 2>/dev/null || die "$PY cannot import torch (apt-get install python3-torch)"
 [[ "$SD_STEPS" -ge 2 ]] || die "SD_STEPS must be >= 2 (step 1 is warm-up)"
+[[ "$SD_ROUNDS" -ge 1 ]] || die "SD_ROUNDS must be >= 1"
 if [[ -z "$out" ]]; then
   out="$(mktemp -d "${TMPDIR:-/tmp}/sd-bf16-step.XXXXXX")"
 else
@@ -98,15 +103,21 @@ run torch_env "$PY" bench/pytorch_dit_s2.py --processes=2 --threads=1 \
 run torch_unset env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$PY" \
   bench/pytorch_dit_s2.py --processes=2 --threads=1 \
   --steps="$PYTORCH_STEPS" --batch="$BATCH" --autocast --flops
+for round in $(seq 1 "$SD_ROUNDS"); do
+  for precision in f32 bf16; do
+    extra=()
+    [[ $precision == bf16 ]] && extra=("${BF16[@]}")
+    for attention in dot_product flash; do
+      name="sd_${precision}_${attention}.r$round"
+      run "$name" "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
+        --steps="$SD_STEPS" --attention="$attention" "${extra[@]}" \
+        --metrics="$out/$name.jsonl"
+    done
+  done
+done
 for precision in f32 bf16; do
   extra=()
   [[ $precision == bf16 ]] && extra=("${BF16[@]}")
-  for attention in dot_product flash; do
-    name="sd_${precision}_${attention}"
-    run "$name" "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
-      --steps="$SD_STEPS" --attention="$attention" "${extra[@]}" \
-      --metrics="$out/$name.jsonl"
-  done
   # The prediction: sdrun's memory check names it when a budget is too
   # small (the run stops there, before compiling).
   "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" --steps=1 "${extra[@]}" \
@@ -114,7 +125,7 @@ for precision in f32 bf16; do
 done
 
 flags="$(grep -m1 -o -w -E 'avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ' || true)"
-export OUT="$out" QUICK="$quick" FLAGS="$flags" \
+export OUT="$out" QUICK="$quick" FLAGS="$flags" ROUNDS="$SD_ROUNDS" \
   TORCH_VERSION="$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '?')" \
   CPU_MODEL="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
   LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -130,13 +141,18 @@ def text(name):
 
 
 def sd(name):
-    rows = [json.loads(l) for l in open(os.path.join(out, name + ".jsonl"))
-            if l.strip()]
+    # Every round's steps after the first of each run; the losses of the
+    # first round (every round computes the same).
+    rounds = []
+    for r in range(1, int(os.environ["ROUNDS"]) + 1):
+        path = os.path.join(out, "%s.r%d.jsonl" % (name, r))
+        rounds.append([json.loads(l) for l in open(path) if l.strip()])
+    rows = [row for run in rounds for row in run]
     timed = [r for r in rows if int(r["step"]) > 1]
     return {"step_s": statistics.median(float(r["step_time_s"]) for r in timed),
             "flops": float(timed[-1].get("model_flops", 0)),
             "peak": max(int(r.get("peak_device_bytes", 0)) for r in rows),
-            "loss": [float(r["loss"]) for r in rows]}
+            "loss": [float(r["loss"]) for r in rounds[0]]}
 
 
 def torch_step(name):
