@@ -5,7 +5,8 @@
 # --mesh=data:2, in f32 and with --weights-dtype=bfloat16
 # --activations-dtype=bfloat16, each with dot_product and with flash
 # attention (--metrics JSON lines; step 1 is warm-up, the rest give
-# medians; the four runs take turns, SD_ROUNDS times, and each figure is
+# medians; the four runs take turns, SD_ROUNDS times (flash first in every
+# other round), and each figure is
 # the median over all its rounds' steps, so that a slow spell of a shared
 # machine falls on every configuration alike); PyTorch DDP (Debian's 1.13, or the one PYTORCH_PYTHON runs; the
 # table names its version) with gloo, 2 processes x 1 thread, its forward
@@ -107,7 +108,11 @@ for round in $(seq 1 "$SD_ROUNDS"); do
   for precision in f32 bf16; do
     extra=()
     [[ $precision == bf16 ]] && extra=("${BF16[@]}")
-    for attention in dot_product flash; do
+    # Every other round flash first, so that neither attention always
+    # follows the other.
+    attentions=(dot_product flash)
+    (( round % 2 == 0 )) && attentions=(flash dot_product)
+    for attention in "${attentions[@]}"; do
       name="sd_${precision}_${attention}.r$round"
       run "$name" "$SDRUN" "$MODEL" --mesh=data:2 --batch="$BATCH" \
         --steps="$SD_STEPS" --attention="$attention" "${extra[@]}" \
