@@ -31,6 +31,16 @@ mlir::sd::predictStepTime(const CostReport &report,
         report.mesh, axes, summary.kind, summary.count, summary.bytesPerDevice,
         profile.network);
     p.communicationSeconds += seconds;
+    std::string axesName;
+    for (const std::string &axis : summary.axes)
+      axesName += (axesName.empty() ? "" : ",") + axis;
+    auto entry = std::find_if(
+        p.communicationByAxes.begin(), p.communicationByAxes.end(),
+        [&](const auto &known) { return known.first == axesName; });
+    if (entry == p.communicationByAxes.end())
+      p.communicationByAxes.emplace_back(axesName, seconds);
+    else
+      entry->second += seconds;
     if (summary.count > 0)
       asyncSeconds +=
           seconds * double(summary.asyncCount) / double(summary.count);

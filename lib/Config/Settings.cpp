@@ -519,6 +519,7 @@ std::vector<SettingRow> meshFlagRows() {
           .row,
       flag("batch", kTrainTools, &F::batch, G::Mesh,
            "Global batch (default: the model's)")
+          .alias("global-batch")
           .check(kPositive)
           .max(kMaxGlobalBatch)
           .row,

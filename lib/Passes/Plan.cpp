@@ -15,7 +15,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -59,6 +61,37 @@ private:
   llvm::raw_ostream &os;
 };
 
+/// `text` padded with spaces to `width` characters (UTF-8 code points:
+/// "µs" is two bytes, one column), on the right or, `right`, the left.
+static std::string pad(StringRef text, unsigned width, bool right = false) {
+  unsigned shown = 0;
+  for (char byte : text)
+    shown += (static_cast<unsigned char>(byte) & 0xC0) != 0x80 ? 1 : 0;
+  std::string spaces(shown < width ? width - shown : 0, ' ');
+  return right ? spaces + text.str() : text.str() + spaces;
+}
+
+/// Wide enough for "+278.3 µs communication" and "same time, more memory".
+constexpr unsigned kWhyWidth = 26;
+
+/// Each set of mesh axes' collectives on their links, longest first (ties
+/// by the axes' names): "fsdp 26.64 s, tensor 45.28 ms", or "-" without
+/// any.
+static std::string communicationByAxes(const StepTimePrediction &t) {
+  std::vector<std::pair<std::string, double>> axes;
+  for (const auto &[name, seconds] : t.communicationByAxes)
+    if (seconds > 0)
+      axes.emplace_back(name, seconds);
+  std::sort(axes.begin(), axes.end(), [](const auto &a, const auto &b) {
+    return std::tie(b.second, a.first) < std::tie(a.second, b.first);
+  });
+  std::string text;
+  for (const auto &[name, seconds] : axes)
+    text +=
+        (text.empty() ? "" : ", ") + name + " " + ::sd::formatSeconds(seconds);
+  return text.empty() ? "-" : text;
+}
+
 void PlanPass::runOnOperation() {
   ModuleOp module = getOperation();
   Search search(module, base, options);
@@ -93,7 +126,8 @@ void PlanPass::runOnOperation() {
      << llvm::left_justify("remat", 29) << llvm::left_justify("accum", 5)
      << llvm::right_justify("step", 11) << llvm::right_justify("compute", 11)
      << llvm::right_justify("comm", 11) << llvm::right_justify("memory", 11)
-     << "   why it lost\n";
+     << "   " << llvm::left_justify("why it lost", kWhyWidth)
+     << "   communication by mesh axes\n";
   for (size_t i = 0; i < ranked.size() && (options.top == 0 || i < options.top);
        ++i) {
     const Plan &plan = *ranked[i];
@@ -121,12 +155,13 @@ void PlanPass::runOnOperation() {
        << llvm::left_justify(::sd::attentionKindName(plan.attention), 12)
        << llvm::left_justify(::sd::rematPolicyName(plan.remat), 29)
        << llvm::right_justify(std::to_string(plan.accum), 5)
-       << llvm::right_justify(::sd::formatSeconds(t.stepSeconds), 11)
-       << llvm::right_justify(::sd::formatSeconds(t.computeSeconds()), 11)
-       << llvm::right_justify(
-              ::sd::formatSeconds(t.communicationSeconds - t.hiddenSeconds), 11)
-       << llvm::right_justify(formatBytes(t.neededBytes), 11)
-       << (why.empty() ? "" : "   " + why) << "\n";
+       << pad(::sd::formatSeconds(t.stepSeconds), 11, /*right=*/true)
+       << pad(::sd::formatSeconds(t.computeSeconds()), 11, /*right=*/true)
+       << pad(::sd::formatSeconds(t.communicationSeconds - t.hiddenSeconds), 11,
+              /*right=*/true)
+       << pad(formatBytes(t.neededBytes), 11, /*right=*/true) << "   "
+       << pad(why.empty() ? "-" : why, kWhyWidth) << "   "
+       << communicationByAxes(t) << "\n";
   }
   if (!options.outputPath.empty()) {
     if (failed(writeConfig(*ranked.front())))

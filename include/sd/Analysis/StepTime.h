@@ -21,6 +21,10 @@
 #include "sd/Analysis/CostModel.h"
 #include "sd/Sharding/Hardware.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace mlir::sd {
 
 struct StepTimePrediction {
@@ -31,6 +35,10 @@ struct StepTimePrediction {
   double otherSeconds = 0;
   /// Every collective on the profile's links.
   double communicationSeconds = 0;
+  /// Of communicationSeconds, each set of mesh axes' collectives (the axes
+  /// in mesh order, joined by ","), in the report's order: what the
+  /// planner's table shows per axis.
+  std::vector<std::pair<std::string, double>> communicationByAxes;
   /// The asynchronous collectives' share that compute hides.
   double hiddenSeconds = 0;
   /// Offloads and reloads over the host link.

@@ -9,9 +9,11 @@
 // else of it is priced: 16 priced and ranked.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 > %t.one
 // RUN: FileCheck %s < %t.one
-// The same input gives the same plan.
+// The same input gives the same plan; --global-batch is --batch.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 > %t.two
 // RUN: diff %t.one %t.two
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --global-batch=8 > %t.three
+// RUN: diff %t.one %t.three
 // Across hosts: DCN meshes over data and fsdp (4 devices on 2 hosts: 4
 // meshes inside a host times 2 across, 44 groups, 816 candidates).
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 | FileCheck %s --check-prefix=HOSTS
@@ -62,8 +64,10 @@
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --report 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // CHECK:      sd plan: 2 devices (1 host of 2) of cpu, device memory 12.9 GB: 360 candidates
-// CHECK-NEXT:   # mesh rules attention remat accum step compute comm memory why it lost
-// CHECK-NEXT:   1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} {{(dot_product|flash|ring|ulysses)}} NONE 1 {{[0-9.]+ m?s}}
+// CHECK-NEXT:   # mesh rules attention remat accum step compute comm memory why it lost communication by mesh axes
+// The first row lost to nothing; the last column is the collectives' time
+// on each set of mesh axes (a 2-device mesh has one).
+// CHECK-NEXT:   1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} {{(dot_product|flash|ring|ulysses)}} NONE 1 {{[0-9.]+ m?s}} {{.*}} - {{(data|fsdp|context|tensor) [0-9.]+ (µs|ms|s)$}}
 // CHECK-NEXT:   2 {{.*}} {{\+.* compute|\+.* communication|\+.* offload|same time, more memory}}
 // CHECK-NEXT: {{^ +3 +[a-z]}}
 // CHECK-NEXT: {{^ +4 +[a-z]}}
