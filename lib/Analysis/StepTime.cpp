@@ -2,6 +2,8 @@
 
 #include "sd/Analysis/StepTime.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <algorithm>
 
 using namespace mlir::sd;
@@ -31,9 +33,7 @@ mlir::sd::predictStepTime(const CostReport &report,
         report.mesh, axes, summary.kind, summary.count, summary.bytesPerDevice,
         profile.network);
     p.communicationSeconds += seconds;
-    std::string axesName;
-    for (const std::string &axis : summary.axes)
-      axesName += (axesName.empty() ? "" : ",") + axis;
+    std::string axesName = llvm::join(summary.axes, ",");
     auto entry = std::find_if(
         p.communicationByAxes.begin(), p.communicationByAxes.end(),
         [&](const auto &known) { return known.first == axesName; });
