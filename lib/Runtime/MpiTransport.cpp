@@ -66,6 +66,7 @@
 
 #include "sd/Runtime/MpiTransport.h"
 
+#include "MpiMessages.h"
 #include "TransportUtil.h"
 
 #include "sd/Reference/Tensor.h"
@@ -81,13 +82,9 @@
 #include <climits>
 #include <cstddef>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <map>
 #include <mutex>
-#include <thread>
-#include <unistd.h>
 
 using namespace sd;
 using namespace sd::rt;
@@ -95,148 +92,24 @@ using namespace sd::rt;
 namespace {
 
 using detail::AxisList;
+using detail::Backoff;
 using detail::Barrier;
 using detail::CollectiveGroups;
 using detail::CollectivePlan;
 using detail::copyBox;
+using detail::dcnAxisMask;
+using detail::flatOffset;
+using detail::GroupComm;
+using detail::isContiguous;
+using detail::Messages;
+using detail::mpiType;
+using detail::Piece;
+using detail::Shape;
+using detail::splitGroupComms;
+using detail::Transfer;
 using detail::transferBox;
 using ::sd::ref::rowMajorStrides;
 using ::sd::ref::shapeProduct;
-using Shape = std::vector<int64_t>;
-
-/// A box that one member contributes to another: where it lies in the
-/// sender's buffer and where it goes in the receiver's.
-struct Piece {
-  Shape srcOffset, box, dstOffset;
-};
-
-/// A piece and the member at the other end.
-struct Transfer {
-  int64_t peer;
-  Piece piece;
-};
-
-/// Whether a box of a row-major tensor of `shape` is one contiguous range:
-/// after its first dimension larger than 1 it spans whole dimensions.
-bool isContiguous(const Shape &shape, const Shape &box) {
-  size_t d = 0;
-  while (d < box.size() && box[d] == 1)
-    ++d;
-  for (++d; d < box.size(); ++d)
-    if (box[d] != shape[d])
-      return false;
-  return true;
-}
-
-/// The MPI datatype of one element of `type`: bf16 goes as its bits.
-MPI_Datatype mpiType(ElementType type) {
-  switch (type) {
-  case ElementType::F32:
-    return MPI_FLOAT;
-  case ElementType::BF16:
-    return MPI_UINT16_T;
-  }
-  return MPI_FLOAT;
-}
-
-int64_t flatOffset(const Shape &shape, const Shape &offset) {
-  Shape strides = rowMajorStrides(shape);
-  int64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    flat += offset[d] * strides[d];
-  return flat;
-}
-
-/// Pauses between polls of MPI. Polling is what drives Open MPI's progress
-/// (a large message moves in fragments, each needing a poll on both sides),
-/// so a device keeps polling, yielding its core to threads that compute,
-/// and only after a long wait (a peer far behind) sleeps between polls.
-class Backoff {
-public:
-  void pause() {
-    if (++polls < 64)
-      return;
-    if (polls == 64)
-      start = std::chrono::steady_clock::now();
-    if (polls % 1024 == 0 &&
-        std::chrono::steady_clock::now() - start > std::chrono::seconds(1))
-      sleeping = true;
-    if (sleeping)
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    else
-      std::this_thread::yield();
-  }
-
-private:
-  int64_t polls = 0;
-  bool sleeping = false;
-  std::chrono::steady_clock::time_point start;
-};
-
-/// One device's messages of one collective that are not complete yet.
-struct Messages {
-  std::vector<MPI_Request> recvs, sends;
-  /// The world rank each send goes to and each receive comes from (named
-  /// when one never completes).
-  std::vector<int> sendPeers, recvPeers;
-};
-
-/// The communicator of the processes a group of mesh axes spans, and each
-/// world rank's rank in it (MPI_UNDEFINED outside it).
-struct GroupComm {
-  MPI_Comm comm = MPI_COMM_NULL;
-  std::vector<int> rankOf;
-};
-
-/// The DCN axes of `mesh` (those split across processes) as a bit set.
-uint32_t dcnAxisMask(const MeshSpec &mesh) {
-  uint32_t mask = 0;
-  for (size_t i = 0; i < mesh.axes().size(); ++i)
-    if (mesh.axes()[i].dcn > 1)
-      mask |= 1u << i;
-  return mask;
-}
-
-/// One communicator per set of DCN axes (built once, collectively over
-/// `world`): the processes whose DCN coordinates agree outside the set.
-/// Groups that differ only in ICI axes span the same processes, so a
-/// collective's messages go over the communicator of its axes' DCN part.
-std::map<uint32_t, GroupComm> splitGroupComms(const MeshSpec &mesh,
-                                              MPI_Comm world, int rank) {
-  uint32_t dcnMask = dcnAxisMask(mesh);
-  std::vector<int64_t> coords =
-      mesh.coordinates(int64_t(rank) * mesh.devicesPerProcess());
-  int size = 0;
-  MPI_Comm_size(world, &size);
-  MPI_Group worldGroup;
-  MPI_Comm_group(world, &worldGroup);
-  std::vector<int> worldRanks(size);
-  for (int r = 0; r < size; ++r)
-    worldRanks[r] = r;
-  std::map<uint32_t, GroupComm> comms;
-  // Every subset of the DCN axes, in the same order on every rank.
-  for (uint32_t sub = 0;; sub = (sub - dcnMask) & dcnMask) {
-    int64_t color = 0;
-    for (size_t i = 0; i < mesh.axes().size(); ++i) {
-      const MeshAxis &axis = mesh.axes()[i];
-      if (axis.dcn > 1 && !(sub & (1u << i)))
-        color = color * axis.dcn + coords[i] / axis.ici;
-    }
-    GroupComm group;
-    MPI_Comm_split(world, static_cast<int>(color), rank, &group.comm);
-    MPI_Group commGroup;
-    MPI_Comm_group(group.comm, &commGroup);
-    group.rankOf.assign(size, MPI_UNDEFINED);
-    MPI_Group_translate_ranks(worldGroup, size, worldRanks.data(), commGroup,
-                              group.rankOf.data());
-    MPI_Group_free(&commGroup);
-    comms[sub] = std::move(group);
-    if (sub == dcnMask)
-      break;
-  }
-  MPI_Group_free(&worldGroup);
-  return comms;
-}
 
 /// The transport of one rank's devices (see the file comment).
 class MpiTransport final : public Transport {
@@ -993,73 +866,6 @@ void MpiTransport::reset() {
     barrier->reset();
   abortStatus = absl::OkStatus();
   aborted.store(false);
-}
-
-absl::Status sd::rt::initializeMpi(int *argc, char ***argv) {
-  int initialized = 0, provided = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized)
-    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
-  else
-    MPI_Query_thread(&provided);
-  if (provided < MPI_THREAD_MULTIPLE)
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "MPI provides thread level %d, but sd's device threads call MPI "
-        "concurrently and need MPI_THREAD_MULTIPLE (%d)",
-        provided, MPI_THREAD_MULTIPLE));
-  return absl::OkStatus();
-}
-
-void sd::rt::finalizeMpi() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (initialized && !finalized)
-    MPI_Finalize();
-}
-
-int sd::rt::mpiWorldRank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int sd::rt::mpiWorldSize() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-
-absl::StatusOr<std::optional<sd::rt::MpiJob>> sd::rt::joinMpiJob(int &argc,
-                                                                 char **&argv) {
-  if (!std::getenv("OMPI_COMM_WORLD_SIZE") && !std::getenv("PMIX_RANK"))
-    return std::nullopt;
-  if (absl::Status status = initializeMpi(&argc, &argv); !status.ok())
-    return status;
-  return MpiJob{mpiWorldRank(), mpiWorldSize()};
-}
-
-void sd::rt::discardStdout() {
-  std::fflush(stdout);
-  int null = open("/dev/null", O_WRONLY);
-  if (null >= 0) {
-    dup2(null, STDOUT_FILENO);
-    close(null);
-  }
-}
-
-absl::StatusOr<sd::rt::MpiConnections>
-sd::rt::connectMpi(const MpiTransportOptions &options) {
-  absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
-      createMpiProcessGroup(options);
-  if (!group.ok())
-    return group.status();
-  MpiConnections connections;
-  connections.transportFactory = [options](const MeshSpec &mesh) {
-    return createMpiTransport(mesh, options);
-  };
-  connections.processGroup = std::move(*group);
-  return connections;
 }
 
 absl::StatusOr<std::unique_ptr<Transport>>
