@@ -38,7 +38,8 @@ defvar SD_OwnShardingRule =
 
 // Ops whose single result type follows from the operands and attributes.
 // ODS writes `inferReturnTypes` itself where a trait such as
-// SameOperandsAndResultType implies it; the others define it in SDOps.cpp.
+// SameOperandsAndResultType implies it; the others define it in SDOps.cpp
+// (the layer ops in SDLayerOps.cpp).
 class SD_InferredOp<string mnemonic, list<Trait> traits = []>
     : SD_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)>;
 
