@@ -9,15 +9,36 @@
 #include "sd/Analysis/Report.h"
 #include "sd/IR/SDOps.h"
 
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::sd;
 using namespace mlir::sd::planner;
+
+/// While partitionAhead runs: whether this thread partitions for it, and
+/// where the first error of the work this thread does goes (quietly).
+static thread_local bool routed = false;
+static thread_local std::string *routedError = nullptr;
+
+/// A copy of `module`'s ops in a new module of no parent (modules nested in
+/// `module`, the search's other copies, are not copied); the caller erases
+/// it.
+static ModuleOp copyIntoDetachedModule(ModuleOp module) {
+  OpBuilder builder(module.getContext());
+  auto copy = ModuleOp::create(builder, module.getLoc());
+  builder.setInsertionPointToStart(copy.getBody());
+  for (Operation &op : *module.getBody())
+    if (!isa<ModuleOp>(op))
+      builder.clone(op);
+  return copy;
+}
 
 /// The global batch `base` asks for, or `module`'s default; 0 when neither
 /// says.
@@ -155,7 +176,13 @@ LogicalResult Search::quietly(function_ref<LogicalResult()> work,
                               std::string &error, StringRef otherwise) {
   std::string first;
   LogicalResult result = failure();
-  {
+  if (routed) {
+    // partitionAhead's handler catches this thread's diagnostics.
+    std::string *outer = routedError;
+    routedError = &first;
+    result = work();
+    routedError = outer;
+  } else {
     ScopedDiagnosticHandler quiet(module.getContext(), [&](Diagnostic &diag) {
       if (first.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
         first = diag.str();
@@ -181,17 +208,9 @@ std::unique_ptr<PassManager> Search::newPassManager() {
   return pm;
 }
 
-FailureOr<CostReport> Search::report(ModuleOp program,
-                                     const PipelineOptions &variant,
-                                     const ::sd::MeshSpec &mesh,
-                                     std::string &error) {
-  // The reference: the default pipeline, as sdopt and sdrun run it.
-  if (options.wholeProgram)
-    return pipelineReport(
-        program, [&](OpPassManager &pm) { buildDefaultPipeline(pm, variant); },
-        error);
-  // The training step is built once per program, attention, remat policy
-  // and accumulation; each mesh partitions a copy of it.
+FailureOr<ModuleOp> Search::preparedStep(ModuleOp program,
+                                         const PipelineOptions &variant,
+                                         std::string &error) {
   auto key = std::make_tuple(
       program.getOperation(),
       variant.tileAttention ? variant.tileAttention->attention
@@ -212,15 +231,37 @@ FailureOr<CostReport> Search::report(ModuleOp program,
     error = step.error;
     return failure();
   }
+  return step.step;
+}
+
+Search::PartitionKey Search::partitionKey(ModuleOp step,
+                                          const PipelineOptions &variant,
+                                          const ::sd::MeshSpec &mesh) {
   std::string sizes;
   for (const ::sd::MeshAxis &axis : mesh.axes())
     sizes += axis.name + ":" + std::to_string(axis.size()) + ",";
-  auto [found, first] = partitioned.try_emplace(
-      {step.step.getOperation(), variant.rules ? variant.rules->name : "",
-       sizes});
+  return {step.getOperation(), variant.rules ? variant.rules->name : "", sizes};
+}
+
+FailureOr<CostReport> Search::report(ModuleOp program,
+                                     const PipelineOptions &variant,
+                                     const ::sd::MeshSpec &mesh,
+                                     std::string &error) {
+  // The reference: the default pipeline, as sdopt and sdrun run it.
+  if (options.wholeProgram)
+    return pipelineReport(
+        program, [&](OpPassManager &pm) { buildDefaultPipeline(pm, variant); },
+        error);
+  // The training step is built once per program, attention, remat policy
+  // and accumulation; each mesh partitions a copy of it.
+  FailureOr<ModuleOp> step = preparedStep(program, variant, error);
+  if (failed(step))
+    return failure();
+  auto [found, first] =
+      partitioned.try_emplace(partitionKey(*step, variant, mesh));
   Partitioned &done = found->second;
   if (first)
-    done.report = partition(step.step, variant, done.error);
+    done.report = partition(*step, variant, done.error);
   if (failed(done.report)) {
     error = done.error;
     return failure();
@@ -229,6 +270,82 @@ FailureOr<CostReport> Search::report(ModuleOp program,
   result.mesh = mesh;
   result.meshSpec = mesh.toString();
   return result;
+}
+
+void Search::partitionAhead(ArrayRef<Plan *> plans) {
+  MLIRContext *context = module.getContext();
+  if (options.wholeProgram || !context->isMultithreadingEnabled())
+    return;
+  // The partitions `plans` need, in the order pricing them one by one would
+  // make them (the first plan of a key gives its pipeline, as it would
+  // there); the mesh-free steps they copy are built here, one by one.
+  struct Job {
+    PartitionKey key;
+    ModuleOp step;
+    PipelineOptions variant;
+    Partitioned done;
+  };
+  std::vector<Job> jobs;
+  std::set<PartitionKey> queued;
+  for (Plan *plan : plans) {
+    PipelineOptions variant = variantOf(*plan);
+    std::vector<ModuleOp> programs;
+    if (chains.empty()) {
+      programs.push_back(module);
+    } else {
+      programs.push_back(baseBlocks);
+      programs.insert(programs.end(), moreBlocks.begin(), moreBlocks.end());
+    }
+    for (ModuleOp program : programs) {
+      std::string error;
+      FailureOr<ModuleOp> step = preparedStep(program, variant, error);
+      if (failed(step))
+        break;
+      PartitionKey key = partitionKey(*step, variant, plan->meshSpec);
+      if (!partitioned.count(key) && queued.insert(key).second)
+        jobs.push_back({key, *step, variant, {}});
+    }
+  }
+  if (jobs.size() < 2)
+    return;
+  // The dialects the pipelines need, loaded here: loading one changes the
+  // context, which the threads only read.
+  DialectRegistry dialects;
+  for (const Job &job : jobs) {
+    std::unique_ptr<PassManager> pm = newPassManager();
+    buildMeshPipeline(*pm, job.variant);
+    pm->getDependentDialects(dialects);
+  }
+  context->appendDialectRegistry(dialects);
+  for (StringRef name : dialects.getDialectNames())
+    context->getOrLoadDialect(name);
+  // Each job partitions its own detached copy of a step the others only
+  // read. Diagnostics go to the first error of the job the emitting thread
+  // runs (quietly), through one handler: a handler of each job's own on the
+  // context's stack would take the others' diagnostics too.
+  ScopedDiagnosticHandler route(context, [](Diagnostic &diag) {
+    if (routedError && routedError->empty() &&
+        diag.getSeverity() == DiagnosticSeverity::Error)
+      *routedError = diag.str();
+    return success();
+  });
+  llvm::ThreadPoolInterface &pool = context->getThreadPool();
+  llvm::ThreadPoolTaskGroup tasks(pool);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    routed = true;
+    for (size_t i = next++; i < jobs.size(); i = next++)
+      jobs[i].done.report =
+          partition(jobs[i].step, jobs[i].variant, jobs[i].done.error);
+    routed = false;
+  };
+  for (size_t i = 0,
+              n = std::min<size_t>(jobs.size(), pool.getMaxConcurrency());
+       i < n; ++i)
+    tasks.async(work);
+  tasks.wait();
+  for (Job &job : jobs)
+    partitioned.emplace(job.key, std::move(job.done));
 }
 
 FailureOr<CostReport> Search::partition(ModuleOp step,
@@ -242,7 +359,9 @@ FailureOr<CostReport>
 Search::pipelineReport(ModuleOp program,
                        function_ref<void(OpPassManager &)> build,
                        std::string &error) {
-  ModuleOp copy = copyIntoNestedModule(program);
+  // Detached: partitions run in parallel (partitionAhead), and a nested
+  // copy would change the module's body under the other threads.
+  ModuleOp copy = copyIntoDetachedModule(program);
   std::unique_ptr<PassManager> pm = newPassManager();
   build(*pm);
   if (failed(run(*pm, copy, error))) {
@@ -265,7 +384,7 @@ FailureOr<CostReport> Search::costReport(ModuleOp copy, std::string &error) {
   return result;
 }
 
-void Search::price(Plan &plan) {
+PipelineOptions Search::variantOf(const Plan &plan) const {
   PipelineOptions variant = base;
   variant.mesh = plan.ici;
   variant.dcnMesh = plan.dcn;
@@ -291,6 +410,11 @@ void Search::price(Plan &plan) {
                                      : variant.tileAttention.emplace();
     tile.attention = plan.attention;
   }
+  return variant;
+}
+
+void Search::price(Plan &plan) {
+  PipelineOptions variant = variantOf(plan);
   FailureOr<CostReport> whole = failure();
   if (chains.empty()) {
     whole = report(module, variant, plan.meshSpec, plan.error);
@@ -482,9 +606,16 @@ bool Search::runSearch() {
       groups.emplace_back();
     groups.back().push_back(&plan);
   }
+  std::vector<Plan *> nones;
   for (const std::vector<Plan *> &group : groups)
     if (Plan *plan = noneOf(group))
-      priceOne(*plan);
+      nones.push_back(plan);
+  // Every NONE is priced: their partitions first, in parallel where the
+  // context allows threads; then the prices, one by one and in order, from
+  // those reports, as without them.
+  partitionAhead(nones);
+  for (Plan *plan : nones)
+    priceOne(*plan);
   // Fastest NONE first; the groups without NONE (the flags left it out)
   // last, in enumeration order.
   std::vector<const std::vector<Plan *> *> order;

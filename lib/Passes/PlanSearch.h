@@ -145,6 +145,8 @@ private:
   /// leave every device the batch is split over whole microbatches.
   std::vector<int64_t> accumulations(const ::sd::MeshSpec &mesh,
                                      const ::sd::LogicalAxisRules &rules) const;
+  /// The pipeline that prices `plan`.
+  PipelineOptions variantOf(const Plan &plan) const;
   void price(Plan &plan);
   /// Prices `plan` and files it: ranked, too large or not partitioned.
   void priceOne(Plan &plan);
@@ -157,6 +159,23 @@ private:
   double bound() const;
   /// `group`'s plan without remat in its first accumulation, if it has one.
   static Plan *noneOf(const std::vector<Plan *> &group);
+  /// The partitions `plans` will ask for (their steps built first, one by
+  /// one), made in parallel on the context's threads when it has them.
+  /// Nothing with options.wholeProgram or without threads: each is then
+  /// made when first asked for, as it would be here. Either way the reports
+  /// are the same.
+  void partitionAhead(ArrayRef<Plan *> plans);
+  /// `program`'s training step for `variant` (its attention, remat policy
+  /// and accumulation), built on first use; failure with why in `error`.
+  FailureOr<ModuleOp> preparedStep(ModuleOp program,
+                                   const PipelineOptions &variant,
+                                   std::string &error);
+  /// What a partitioned report is kept by: the prepared step, the rules and
+  /// the mesh axes with their whole sizes (see `partitioned`).
+  using PartitionKey = std::tuple<Operation *, std::string, std::string>;
+  static PartitionKey partitionKey(ModuleOp step,
+                                   const PipelineOptions &variant,
+                                   const ::sd::MeshSpec &mesh);
   /// The report of `program`'s training step under `variant` (whose mesh
   /// is `mesh`), or failure with the first error in `error`.
   FailureOr<CostReport> report(ModuleOp program, const PipelineOptions &variant,
@@ -211,8 +230,7 @@ private:
   /// host and the hosts partition alike (no pass before the cost model
   /// reads an axis's DCN part), so each is partitioned once and its report
   /// priced with each such mesh.
-  std::map<std::tuple<Operation *, std::string, std::string>, Partitioned>
-      partitioned;
+  std::map<PartitionKey, Partitioned> partitioned;
 };
 
 } // namespace mlir::sd::planner

@@ -14,6 +14,13 @@
 // RUN: diff %t.one %t.two
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --global-batch=8 > %t.three
 // RUN: diff %t.one %t.three
+// Partitioned on the context's threads or on one, the same table, down to
+// the first plan that does not partition (every plan of 8 devices: Ulysses
+// where context does not divide the heads of a device).
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=8 --profile=cpu --batch=8 --plan-top=0 > %t.threads
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=8 --profile=cpu --batch=8 --plan-top=0 --mlir-disable-threading > %t.thread
+// RUN: diff %t.threads %t.thread
+// RUN: FileCheck %s --check-prefix=THREADS < %t.thread
 // Across hosts: DCN meshes over data and fsdp (4 devices on 2 hosts: 4
 // meshes inside a host times 2 across, 44 groups, 816 candidates).
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 | FileCheck %s --check-prefix=HOSTS
@@ -77,6 +84,9 @@
 // HOSTS:      sd plan: 4 devices (2 hosts of 2) of cpu, {{.*}}: 816 candidates
 // HOSTS:        1  {{.*}} | {{(data|fsdp)}}:2
 // HOSTS:      priced 44, ranked 44;
+
+// THREADS:    sd plan: 8 devices (1 host of 8) of cpu, {{.*}}: 2640 candidates
+// THREADS:    priced 144, ranked 132; {{.*}} 276 where NONE does not partition, {{.*}} 12 that do not partition (first: context:2,tensor:4, ulysses, NONE: 'sd.flash_attention' op cannot use ulysses attention: 1 heads per device are not divisible by the 2 devices
 
 // RESTRICT:      2 devices (1 host of 2) of cpu, {{.*}}: 4 candidates
 // RESTRICT-NEXT: # mesh
