@@ -17,7 +17,10 @@
 // already slower than the table's last row, or its parameters and
 // optimizer state alone do not fit, nothing else of the group is priced,
 // as recomputing, offloading and more microbatches only add time in the
-// model. Plans whose memory does not fit the device are dropped, as are
+// model. Those plans without remat are all priced, so their partitions are
+// made first on the context's threads (partitionAhead), each on a copy of
+// its own, and the plans priced from them in order, as on one thread.
+// Plans whose memory does not fit the device are dropped, as are
 // those that do not partition; the rest are ranked by predicted step time,
 // then by fewer bytes of memory, then in enumeration order, so the same
 // input always gives the same table.
