@@ -27,19 +27,6 @@ using namespace mlir::sd::planner;
 static thread_local bool routed = false;
 static thread_local std::string *routedError = nullptr;
 
-/// A copy of `module`'s ops in a new module of no parent (modules nested in
-/// `module`, the search's other copies, are not copied); the caller erases
-/// it.
-static ModuleOp copyIntoDetachedModule(ModuleOp module) {
-  OpBuilder builder(module.getContext());
-  auto copy = ModuleOp::create(builder, module.getLoc());
-  builder.setInsertionPointToStart(copy.getBody());
-  for (Operation &op : *module.getBody())
-    if (!isa<ModuleOp>(op))
-      builder.clone(op);
-  return copy;
-}
-
 /// The global batch `base` asks for, or `module`'s default; 0 when neither
 /// says.
 int64_t planner::programBatch(ModuleOp module, const PipelineOptions &base) {
@@ -285,17 +272,17 @@ void Search::partitionAhead(ArrayRef<Plan *> plans) {
     PipelineOptions variant;
     Partitioned done;
   };
+  std::vector<ModuleOp> programs;
+  if (chains.empty()) {
+    programs.push_back(module);
+  } else {
+    programs.push_back(baseBlocks);
+    programs.insert(programs.end(), moreBlocks.begin(), moreBlocks.end());
+  }
   std::vector<Job> jobs;
   std::set<PartitionKey> queued;
   for (Plan *plan : plans) {
     PipelineOptions variant = variantOf(*plan);
-    std::vector<ModuleOp> programs;
-    if (chains.empty()) {
-      programs.push_back(module);
-    } else {
-      programs.push_back(baseBlocks);
-      programs.insert(programs.end(), moreBlocks.begin(), moreBlocks.end());
-    }
     for (ModuleOp program : programs) {
       std::string error;
       FailureOr<ModuleOp> step = preparedStep(program, variant, error);

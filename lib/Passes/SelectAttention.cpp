@@ -158,16 +158,26 @@ private:
 };
 } // namespace
 
-ModuleOp mlir::sd::copyIntoNestedModule(ModuleOp module) {
-  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+/// A new module, made by `builder` where it stands, holding `module`'s ops:
+/// not the copy itself, nor other copies a search holds there (sd's
+/// programs have no modules of their own inside).
+static ModuleOp copyInto(OpBuilder &builder, ModuleOp module) {
   auto copy = ModuleOp::create(builder, module.getLoc());
   builder.setInsertionPointToStart(copy.getBody());
-  // Not the copy itself, nor other copies a search holds there (sd's
-  // programs have no modules of their own inside).
   for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
     if (!isa<ModuleOp>(op))
       builder.clone(op);
   return copy;
+}
+
+ModuleOp mlir::sd::copyIntoNestedModule(ModuleOp module) {
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  return copyInto(builder, module);
+}
+
+ModuleOp mlir::sd::copyIntoDetachedModule(ModuleOp module) {
+  OpBuilder builder(module.getContext());
+  return copyInto(builder, module);
 }
 
 std::unique_ptr<Pass>

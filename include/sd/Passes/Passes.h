@@ -147,6 +147,9 @@ std::unique_ptr<Pass> createSelectAttention(const PipelineOptions &options);
 /// sd-plan); the caller erases it. Modules nested in `module` (other
 /// copies) are not copied.
 ModuleOp copyIntoNestedModule(ModuleOp module);
+/// The same copy in a module of no parent, which no other copy's making
+/// changes (sd-plan's partitions on threads); the caller erases it.
+ModuleOp copyIntoDetachedModule(ModuleOp module);
 
 /// What sd-plan searches and prices on (`sdopt --plan`).
 struct PlanOptions {
