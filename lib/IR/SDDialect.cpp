@@ -414,6 +414,13 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
              << "'" << kProvenanceAttrName << "' must be an array of strings";
     return success();
   }
+  if (attrName == kSizeQueriesAttrName) {
+    if (!isa<FunctionOpInterface>(op) ||
+        !isa<DenseI64ArrayAttr>(attr.getValue()))
+      return emitError(op->getLoc()) << "'" << kSizeQueriesAttrName
+                                     << "' must be an array<i64> on a function";
+    return success();
+  }
   if (attrName == kBackwardAttrName || attrName == kRecomputeAttrName ||
       attrName == kGradientSumAttrName || attrName == kHaloAttrName ||
       attrName == kDerivativeAttrName) {

@@ -108,14 +108,19 @@ void mlir::sd::buildDefaultPipeline(OpPassManager &pm,
   buildPartitionPipeline(pm, options);
 }
 
-void mlir::sd::addMeshPasses(OpPassManager &pm,
-                             const PipelineOptions &options) {
+void mlir::sd::addMaterializeMeshPass(OpPassManager &pm,
+                                      const PipelineOptions &options) {
   MaterializeMeshOptions mesh;
   mesh.meshSpec = options.mesh;
   mesh.dcnMeshSpec = options.dcnMesh;
   mesh.devices = options.devices;
   mesh.processes = options.processes;
   pm.addPass(createMaterializeMesh(mesh));
+}
+
+void mlir::sd::addMeshPasses(OpPassManager &pm,
+                             const PipelineOptions &options) {
+  addMaterializeMeshPass(pm, options);
   pm.addNestedPass<func::FuncOp>(options.rules
                                      ? createApplyLogicalRules(*options.rules)
                                      : createApplyLogicalRules());
@@ -139,6 +144,23 @@ void mlir::sd::buildMeshPipeline(OpPassManager &pm,
   buildPartitionPipeline(pm, inlined);
 }
 
+void mlir::sd::buildMeshPropagationPipeline(OpPassManager &pm,
+                                            const PipelineOptions &options) {
+  addMeshPasses(pm, options);
+  PipelineOptions propagateOnly = options;
+  propagateOnly.callFree = true;
+  propagateOnly.partition = false;
+  propagateOnly.recordSizeQueries = true;
+  buildPartitionPipeline(pm, propagateOnly);
+}
+
+void mlir::sd::addPartitionPasses(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createPartition());
+  pm.addNestedPass<func::FuncOp>(createOptimizeCollectives());
+  pm.addNestedPass<func::FuncOp>(createFoldProductTransposes());
+  pm.addNestedPass<func::FuncOp>(createAsyncCollectives());
+}
+
 void mlir::sd::buildPartitionPipeline(OpPassManager &pm,
                                       const PipelineOptions &options) {
   // Propagation works on one call-free function.
@@ -149,13 +171,10 @@ void mlir::sd::buildPartitionPipeline(OpPassManager &pm,
   PropagateShardingOptions propagation;
   propagation.recordProvenance = options.recordProvenance;
   propagation.explain = options.explain;
+  propagation.recordSizeQueries = options.recordSizeQueries;
   pm.addNestedPass<func::FuncOp>(createPropagateSharding(propagation));
-  if (!options.partition)
-    return;
-  pm.addNestedPass<func::FuncOp>(createPartition());
-  pm.addNestedPass<func::FuncOp>(createOptimizeCollectives());
-  pm.addNestedPass<func::FuncOp>(createFoldProductTransposes());
-  pm.addNestedPass<func::FuncOp>(createAsyncCollectives());
+  if (options.partition)
+    addPartitionPasses(pm);
 }
 
 namespace {

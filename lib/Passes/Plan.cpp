@@ -118,6 +118,12 @@ void PlanPass::runOnOperation() {
        << " blocks of each chain and " << kBaseBlocks + 1
        << " of one, extrapolated; --plan-whole-program prices the whole)\n";
   }
+  if (search.partitions > 0)
+    os << "shardings propagated for " << search.propagations << " of "
+       << search.partitions
+       << " partitioned programs (the others' meshes answer every "
+          "comparison of sizes the propagation made as a propagated one's "
+          "do, and take its shardings)\n";
   if (failed(search.checkSomeFit()))
     return signalPassFailure();
   const StepTimePrediction &best = *ranked.front()->time;

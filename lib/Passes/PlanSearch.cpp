@@ -248,7 +248,7 @@ FailureOr<CostReport> Search::report(ModuleOp program,
       partitioned.try_emplace(partitionKey(*step, variant, mesh));
   Partitioned &done = found->second;
   if (first)
-    done.report = partition(*step, variant, done.error);
+    done.report = partition(*step, variant, mesh, done.error);
   if (failed(done.report)) {
     error = done.error;
     return failure();
@@ -270,6 +270,7 @@ void Search::partitionAhead(ArrayRef<Plan *> plans) {
     PartitionKey key;
     ModuleOp step;
     PipelineOptions variant;
+    ::sd::MeshSpec mesh;
     Partitioned done;
   };
   std::vector<ModuleOp> programs;
@@ -290,7 +291,7 @@ void Search::partitionAhead(ArrayRef<Plan *> plans) {
         break;
       PartitionKey key = partitionKey(*step, variant, plan->meshSpec);
       if (!partitioned.count(key) && queued.insert(key).second)
-        jobs.push_back({key, *step, variant, {}});
+        jobs.push_back({key, *step, variant, plan->meshSpec, {}});
     }
   }
   if (jobs.size() < 2)
@@ -316,30 +317,97 @@ void Search::partitionAhead(ArrayRef<Plan *> plans) {
       *routedError = diag.str();
     return success();
   });
+  // The jobs of one family run on one thread, in order (the later ones
+  // may reuse the earlier ones' propagations); the families' entries are
+  // made here, so the threads only touch their own.
+  std::map<FamilyKey, std::vector<Job *>> byFamily;
+  std::vector<std::vector<Job *> *> work;
+  for (Job &job : jobs) {
+    FamilyKey key = familyKey(job.step, job.variant, job.mesh);
+    families.try_emplace(key);
+    auto [found, inserted] = byFamily.try_emplace(key);
+    if (inserted)
+      work.push_back(&found->second);
+    found->second.push_back(&job);
+  }
   llvm::ThreadPoolInterface &pool = context->getThreadPool();
   llvm::ThreadPoolTaskGroup tasks(pool);
   std::atomic<size_t> next{0};
-  auto work = [&] {
+  auto run = [&] {
     routed = true;
-    for (size_t i = next++; i < jobs.size(); i = next++)
-      jobs[i].done.report =
-          partition(jobs[i].step, jobs[i].variant, jobs[i].done.error);
+    for (size_t i = next++; i < work.size(); i = next++)
+      for (Job *job : *work[i])
+        job->done.report =
+            partition(job->step, job->variant, job->mesh, job->done.error);
     routed = false;
   };
   for (size_t i = 0,
-              n = std::min<size_t>(jobs.size(), pool.getMaxConcurrency());
+              n = std::min<size_t>(work.size(), pool.getMaxConcurrency());
        i < n; ++i)
-    tasks.async(work);
+    tasks.async(run);
   tasks.wait();
   for (Job &job : jobs)
     partitioned.emplace(job.key, std::move(job.done));
 }
 
+Search::FamilyKey Search::familyKey(ModuleOp step,
+                                    const PipelineOptions &variant,
+                                    const ::sd::MeshSpec &mesh) {
+  std::string names;
+  for (const ::sd::MeshAxis &axis : mesh.axes())
+    names += axis.name + ",";
+  return {step.getOperation(), variant.rules ? variant.rules->name : "", names};
+}
+
 FailureOr<CostReport> Search::partition(ModuleOp step,
                                         const PipelineOptions &variant,
+                                        const ::sd::MeshSpec &mesh,
                                         std::string &error) {
+  propagation::MeshShape shape;
+  for (const ::sd::MeshAxis &axis : mesh.axes())
+    shape.axisSizes.push_back(axis.size());
+  // Not a reference: partitionAhead's threads may add other families.
+  Family *family = &families[familyKey(step, variant, mesh)];
+  ModuleOp propagated;
+  for (const Propagated &known : family->propagated)
+    if (llvm::all_of(known.queries, [&](uint64_t query) {
+          return known.mesh.answer(query) == shape.answer(query);
+        })) {
+      propagated = known.module;
+      break;
+    }
+  if (!propagated) {
+    ModuleOp copy = copyIntoDetachedModule(step);
+    std::unique_ptr<PassManager> pm = newPassManager();
+    buildMeshPropagationPipeline(*pm, variant);
+    if (failed(run(*pm, copy, error))) {
+      copy.erase();
+      return failure();
+    }
+    ++propagations;
+    Propagated &known = family->propagated.emplace_back();
+    known.mesh = shape;
+    known.module = copy;
+    copy.walk([&](func::FuncOp func) {
+      if (auto queries = func->getAttrOfType<DenseI64ArrayAttr>(
+              SDDialect::kSizeQueriesAttrName)) {
+        known.queries.insert(known.queries.end(), queries.asArrayRef().begin(),
+                             queries.asArrayRef().end());
+        func->removeAttr(SDDialect::kSizeQueriesAttrName);
+      }
+    });
+    propagated = copy;
+  }
+  // The shardings on this mesh: its mesh op replaces the one propagated
+  // with, and the partition reads the sizes from there.
+  ++partitions;
   return pipelineReport(
-      step, [&](OpPassManager &pm) { buildMeshPipeline(pm, variant); }, error);
+      propagated,
+      [&](OpPassManager &pm) {
+        addMaterializeMeshPass(pm, variant);
+        addPartitionPasses(pm);
+      },
+      error);
 }
 
 FailureOr<CostReport>
@@ -448,6 +516,10 @@ void Search::eraseCopies() {
       step.step.erase();
   prepared.clear();
   partitioned.clear();
+  for (auto &[key, family] : families)
+    for (Propagated &known : family.propagated)
+      known.module.erase();
+  families.clear();
   if (baseBlocks)
     baseBlocks.erase();
   for (ModuleOp more : moreBlocks)

@@ -35,10 +35,12 @@
 #include "sd/Analysis/CostModel.h"
 #include "sd/Analysis/StepTime.h"
 #include "sd/Passes/Passes.h"
+#include "sd/Passes/ShardingPropagation.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -184,9 +186,16 @@ private:
   FailureOr<CostReport> report(ModuleOp program, const PipelineOptions &variant,
                                const ::sd::MeshSpec &mesh, std::string &error);
   /// The report of `variant`'s mesh pipeline on a copy of `step` (a
-  /// prepared training step).
+  /// prepared training step) for `mesh`: the propagation of a mesh its
+  /// family already propagated alike is reused (`families`).
   FailureOr<CostReport> partition(ModuleOp step, const PipelineOptions &variant,
+                                  const ::sd::MeshSpec &mesh,
                                   std::string &error);
+  /// Meshes whose propagation may be shared: the prepared step, the rules
+  /// and the mesh's axis names.
+  using FamilyKey = std::tuple<Operation *, std::string, std::string>;
+  static FamilyKey familyKey(ModuleOp step, const PipelineOptions &variant,
+                             const ::sd::MeshSpec &mesh);
   /// The report of the pipeline `build` makes, run on a copy of `program`.
   FailureOr<CostReport>
   pipelineReport(ModuleOp program, function_ref<void(OpPassManager &)> build,
@@ -234,6 +243,25 @@ private:
   /// reads an axis's DCN part), so each is partitioned once and its report
   /// priced with each such mesh.
   std::map<PartitionKey, Partitioned> partitioned;
+  /// The propagated programs of a family (FamilyKey), each with the mesh
+  /// sizes it was propagated on and the comparisons of them the
+  /// propagation made (sd.size_queries): it reads a mesh's sizes only
+  /// through those, so a mesh that answers each alike gets the same
+  /// shardings, and partitions a copy of that program with its own mesh op
+  /// instead of propagating.
+  struct Propagated {
+    propagation::MeshShape mesh;
+    std::vector<uint64_t> queries;
+    ModuleOp module;
+  };
+  struct Family {
+    std::vector<Propagated> propagated;
+  };
+  std::map<FamilyKey, Family> families;
+
+public:
+  /// How many partitions the search made, and for how many it propagated.
+  std::atomic<int64_t> partitions{0}, propagations{0};
 };
 
 } // namespace mlir::sd::planner

@@ -774,6 +774,9 @@ struct PropagateShardingPass
       DBGS() << "propagating over @" << func.getSymName() << "\n";
       driver.setDebugLabels();
     });
+    llvm::DenseSet<uint64_t> queries;
+    if (recordSizeQueries)
+      driver.meshShape.queries = &queries;
     Propagator propagator(driver.meshShape, std::move(driver.values),
                           std::move(driver.nodes),
                           recordProvenance || !explain.empty());
@@ -788,6 +791,12 @@ struct PropagateShardingPass
     numReshards += *reshards;
     if (recordProvenance)
       driver.recordProvenance(propagator);
+    if (recordSizeQueries) {
+      SmallVector<int64_t> sorted(queries.begin(), queries.end());
+      llvm::sort(sorted);
+      func->setAttr(SDDialect::kSizeQueriesAttrName,
+                    DenseI64ArrayAttr::get(&getContext(), sorted));
+    }
     // Ops only gained shardings and operands of their types (reshards):
     // their rules hold.
     markAnalysesPreserved<ShardingRuleAnalysis>();

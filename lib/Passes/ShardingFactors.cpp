@@ -26,6 +26,43 @@ int64_t MeshShape::product(ArrayRef<AxisId> axes) const {
   return result;
 }
 
+// An encoded comparison: the query in bits 0-1, the set of axes in bits
+// 2-17 (a mesh has at most 16), the size above.
+constexpr int kAxisBits = 16;
+
+static bool compare(MeshShape::Query query, int64_t product, int64_t size) {
+  switch (query) {
+  case MeshShape::Query::Divides:
+    return size % product == 0;
+  case MeshShape::Query::FitsIn:
+    return product <= size;
+  case MeshShape::Query::Fills:
+    return product == size;
+  }
+  llvm_unreachable("unknown query");
+}
+
+bool MeshShape::ask(Query query, ArrayRef<AxisId> axes, int64_t size) const {
+  if (queries) {
+    uint64_t set = 0;
+    for (AxisId axis : axes)
+      set |= uint64_t(1) << axis;
+    assert(numAxes() <= kAxisBits && size >= 0 && "an encodable comparison");
+    queries->insert(static_cast<uint64_t>(query) | set << 2 |
+                    static_cast<uint64_t>(size) << (2 + kAxisBits));
+  }
+  return compare(query, product(axes), size);
+}
+
+bool MeshShape::answer(uint64_t query) const {
+  int64_t product = 1;
+  for (AxisId axis = 0; axis < numAxes(); ++axis)
+    if (query >> 2 & uint64_t(1) << axis)
+      product *= axisSizes[axis];
+  return compare(static_cast<Query>(query & 3), product,
+                 static_cast<int64_t>(query >> (2 + kAxisBits)));
+}
+
 TensorSharding TensorSharding::open(int64_t rank) {
   TensorSharding sharding;
   sharding.dims.resize(rank);
@@ -162,13 +199,13 @@ TensorFactorShardings propagation::projectToFactors(
       factorSharding.closed = dimSharding.closed;
       // Take axes while their product divides the factor; the next factor
       // starts only once this one is full.
-      int64_t remaining = factorSizes[factor];
-      while (next < axes.size() && remaining != 1 &&
-             remaining % mesh.axisSizes[axes[next]] == 0) {
-        remaining /= mesh.axisSizes[axes[next]];
+      int64_t size = factorSizes[factor];
+      size_t first = next;
+      auto taken = [&](size_t end) { return axes.slice(first, end - first); };
+      while (next < axes.size() && !mesh.fills(taken(next), size) &&
+             mesh.divides(taken(next + 1), size))
         factorSharding.axes.push_back(axes[next++]);
-      }
-      if (remaining == 1)
+      if (mesh.fills(taken(next), size))
         continue;
       // The minor-most factor of its dimension takes the axes that do not
       // divide it too: its padded blocks are the dimension's.
@@ -204,7 +241,7 @@ TensorSharding propagation::projectFromFactors(
       ArrayRef<AxisId> factorAxes = factors.factors[factor].axes;
       axes.append(factorAxes.begin(), factorAxes.end());
       // A factor that is not full leaves no room for the minor ones.
-      if (mesh.product(factorAxes) != factorSizes[factor])
+      if (!mesh.fills(factorAxes, factorSizes[factor]))
         break;
     }
     result.dims[dim].axes = axes;

@@ -109,10 +109,9 @@ MergeResult propagation::mergeFactorAxes(ArrayRef<MergeCandidate> candidates) {
 /// makes).
 static void truncateToFit(AxisList &axes, int64_t size, bool paddable,
                           const MeshShape &mesh) {
-  int64_t product = 1;
   for (size_t i = 0; i < axes.size(); ++i) {
-    product *= mesh.axisSizes[axes[i]];
-    if (paddable ? product > size : size % product != 0) {
+    ArrayRef<AxisId> prefix = ArrayRef<AxisId>(axes).take_front(i + 1);
+    if (paddable ? !mesh.fitsIn(prefix, size) : !mesh.divides(prefix, size)) {
       axes.truncate(i);
       return;
     }
@@ -509,7 +508,7 @@ bool Propagator::visit(int n, Phase phase) {
           sharding.axes = merged[f];
           updated.emplace_back(dim, f);
         }
-        full = full && mesh.product(sharding.axes) == rule.factorSizes[f];
+        full = full && mesh.fills(sharding.axes, rule.factorSizes[f]);
       }
     }
     const TensorSharding &current = values[value].sharding;
@@ -684,7 +683,7 @@ NodeLayout Propagator::makeConsistentLayout(int n) const {
             axes[f].clear();
             changed = true;
           }
-          full = full && mesh.product(axes[f]) == rule.factorSizes[f];
+          full = full && mesh.fills(axes[f], rule.factorSizes[f]);
         }
       }
   }
@@ -698,7 +697,7 @@ NodeLayout Propagator::makeConsistentLayout(int n) const {
       AxisList dimAxes;
       for (int64_t f : factors) {
         dimAxes.append(axes[f].begin(), axes[f].end());
-        if (mesh.product(axes[f]) != rule.factorSizes[f])
+        if (!mesh.fills(axes[f], rule.factorSizes[f]))
           break;
       }
       sharding.dims[dim].axes = std::move(dimAxes);

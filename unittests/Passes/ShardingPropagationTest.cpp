@@ -388,4 +388,41 @@ TEST(PropagatorTest, NodesOfOneRuleReuseVisits) {
   EXPECT_EQ(recorded.getNumReusedVisits(), 0);
 }
 
+TEST(PropagatorTest, MeshesThatAnswerTheSizeQueriesAlikePropagateAlike) {
+  // [2, 6, 16] -> [2, 96]: six heads on c, then an elementwise op on the
+  // result. The propagation reads the sizes only through the comparisons
+  // it records; a mesh that answers each alike gives the same shardings.
+  FactorRule reshape =
+      makeRule({2, 6, 16}, {P, P, P}, {{{0}, {1}, {2}}}, {{{0}, {1, 2}}});
+  SmallVector<ValueInfo> values = {
+      source(sharding({dim({}), dim({c}), dim({})})), open(2), open(2)};
+  std::vector<Node> nodes = {node(reshape, {0}, {1}),
+                             node(elementwise({2, 96}), {1}, {2})};
+  auto propagate = [&](SmallVector<int64_t> sizes,
+                       llvm::DenseSet<uint64_t> *queries) {
+    MeshShape mesh{std::move(sizes)};
+    mesh.queries = queries;
+    Propagator propagator(mesh, values, nodes, false);
+    propagator.run();
+    return std::make_pair(mesh, axesOf(propagator.getSharding(2)));
+  };
+  llvm::DenseSet<uint64_t> queries;
+  auto [recorded, sharded] = propagate({2, 2, 2}, &queries);
+  EXPECT_EQ(sharded, Axes({{}, {c}}));
+  ASSERT_FALSE(queries.empty());
+  auto answersAlike = [&](const MeshShape &other) {
+    return llvm::all_of(queries, [&](uint64_t query) {
+      return recorded.answer(query) == other.answer(query);
+    });
+  };
+  // a and b are never compared: other sizes of theirs answer alike.
+  auto [alike, alikeSharded] = propagate({4, 8, 2}, nullptr);
+  EXPECT_TRUE(answersAlike(alike));
+  EXPECT_EQ(alikeSharded, sharded);
+  // c = 4 does not divide the six heads: another answer, another sharding.
+  auto [other, otherSharded] = propagate({2, 2, 4}, nullptr);
+  EXPECT_FALSE(answersAlike(other));
+  EXPECT_EQ(otherSharded, Axes({{}, {}}));
+}
+
 } // namespace

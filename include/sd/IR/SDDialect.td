@@ -101,6 +101,10 @@ def SD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kGuidanceAttrName = "sd.guidance";
     static constexpr ::llvm::StringLiteral kShardingRuleAttrName = "sd.sharding_rule";
     static constexpr ::llvm::StringLiteral kProvenanceAttrName = "sd.provenance";
+    /// On a function sd-propagate-sharding ran on with
+    /// `record-size-queries`: `array<i64: ...>`, the comparisons of mesh
+    /// axis sizes the propagation made (propagation::MeshShape::Query).
+    static constexpr ::llvm::StringLiteral kSizeQueriesAttrName = "sd.size_queries";
     static constexpr ::llvm::StringLiteral kLocalShardingAttrName = "sd.local_sharding";
     /// Beside sd.local_sharding where a dimension is padded (its devices do
     /// not divide it): the global shape, which the local shape times the

@@ -92,6 +92,8 @@ struct PipelineOptions {
   /// sd-propagate-sharding's record-provenance and explain options.
   bool recordProvenance = false;
   std::string explain;
+  /// sd-propagate-sharding's record-size-queries (the planner's reuse).
+  bool recordSizeQueries = false;
   /// Inline, propagate, then make the per-device program (sd-partition)
   /// and optimize its collectives (sd-optimize-collectives); implies
   /// `propagate`.
@@ -217,6 +219,8 @@ void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &options);
 /// sd-materialize-mesh with `options`' meshes, then sd-apply-logical-rules
 /// with its rules.
 void addMeshPasses(OpPassManager &pm, const PipelineOptions &options);
+/// sd-materialize-mesh alone (it replaces a mesh the module has).
+void addMaterializeMeshPass(OpPassManager &pm, const PipelineOptions &options);
 
 /// The default pipeline in the order the planner prices many meshes of one
 /// program: buildMeshFreePipeline is everything that does not depend on
@@ -230,6 +234,13 @@ void addMeshPasses(OpPassManager &pm, const PipelineOptions &options);
 /// default pipeline: test/lit/Tools/sdopt-plan-blocks.mlir compares them).
 void buildMeshFreePipeline(OpPassManager &pm, const PipelineOptions &options);
 void buildMeshPipeline(OpPassManager &pm, const PipelineOptions &options);
+/// buildMeshPipeline in two: the mesh, the rules and the propagation, then
+/// (addPartitionPasses) the partition and the collectives' optimizations.
+/// The planner propagates once for meshes the propagation cannot tell
+/// apart (sd-propagate-sharding's `record-size-queries`).
+void buildMeshPropagationPipeline(OpPassManager &pm,
+                                  const PipelineOptions &options);
+void addPartitionPasses(OpPassManager &pm);
 
 /// The default pipeline's second half on a module the first half
 /// (`propagate` and `partition` off) made: inlines, propagates, partitions

@@ -736,6 +736,13 @@ def PropagateSharding
 
     The program must be static and free of calls (run `--inline` and
     `sd-specialize-batch` first) and the module must have the mesh.
+
+    The propagation reads the mesh's axis sizes only by comparing the
+    product of some axes' sizes with a factor's size (divides it, is at
+    most it, equals it). With `record-size-queries` the function gets
+    `sd.size_queries`, those comparisons: on a mesh of the same axes that
+    answers each alike, the propagation makes the same shardings (the
+    planner propagates once for such meshes).
   }];
   let options = [
     Option<"meshName", "mesh-name", "std::string", "\"mesh\"",
@@ -745,6 +752,10 @@ def PropagateSharding
     Option<"explain", "explain", "std::string", "\"\"",
            "Emit remarks on how the named value (sd.name, parameter name "
            "or input kind) got its sharding">,
+    Option<"recordSizeQueries", "record-size-queries", "bool", "false",
+           "Record in sd.size_queries the comparisons of mesh axis sizes "
+           "the propagation made (a mesh that answers them alike "
+           "propagates alike)">,
   ];
   let statistics = [
     Statistic<"numReshards", "num-reshards", "Number of sd.reshard ops inserted">,

@@ -16,6 +16,7 @@
 #include "sd/IR/SDAttrs.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -40,6 +41,31 @@ struct MeshShape {
   int64_t numAxes() const { return axisSizes.size(); }
   /// The product of the sizes of `axes`.
   int64_t product(ArrayRef<AxisId> axes) const;
+
+  /// The propagation reads the sizes through these three comparisons of
+  /// the product of some axes' sizes with a factor's size, and nothing
+  /// else: a mesh of the same axes that answers each comparison a
+  /// propagation made (`queries`) alike propagates the same program alike.
+  enum class Query : uint64_t { Divides, FitsIn, Fills };
+  /// `size` splits evenly over `axes`.
+  bool divides(ArrayRef<AxisId> axes, int64_t size) const {
+    return ask(Query::Divides, axes, size);
+  }
+  /// `axes` give each device at least one element of `size` (padded).
+  bool fitsIn(ArrayRef<AxisId> axes, int64_t size) const {
+    return ask(Query::FitsIn, axes, size);
+  }
+  /// `axes` split `size` into blocks of one element.
+  bool fills(ArrayRef<AxisId> axes, int64_t size) const {
+    return ask(Query::Fills, axes, size);
+  }
+  /// Where non-null, every comparison made, encoded (`answer` decodes).
+  llvm::DenseSet<uint64_t> *queries = nullptr;
+  /// The answer on this mesh to an encoded comparison.
+  bool answer(uint64_t query) const;
+
+private:
+  bool ask(Query query, ArrayRef<AxisId> axes, int64_t size) const;
 };
 
 /// The axes one tensor dimension is split over. An open dimension may gain

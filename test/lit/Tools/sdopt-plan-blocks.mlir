@@ -7,31 +7,40 @@
 // RUN: FileCheck %s < %t.blocks
 // RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --plan-whole-program > %t.whole
 // RUN: FileCheck %s --check-prefix=WHOLE < %t.whole
-// RUN: grep -v '^repeated blocks' %t.blocks | diff - %t.whole
+// RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.blocks | diff - %t.whole
 // Flux has two chains (double- and single-stream blocks): copies with 2 of
 // each, and one with 3 of each chain in turn.
 // RUN: sdgen --preset=flux-dev --depth=4 --single-depth=5 --hidden=32 --heads=2 --text-dim=16 --pooled-dim=8 --height=32 --width=32 --text-length=4 --freq-dim=32 -o %t.flux.mlir
 // RUN: sdopt %t.flux.mlir --plan --devices=2 --profile=cpu --batch=4 --attention=flash > %t.flux.blocks
 // RUN: FileCheck %s --check-prefix=FLUX < %t.flux.blocks
 // RUN: sdopt %t.flux.mlir --plan --devices=2 --profile=cpu --batch=4 --attention=flash --plan-whole-program > %t.flux.whole
-// RUN: grep -v '^repeated blocks' %t.flux.blocks | diff - %t.flux.whole
+// RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.flux.blocks | diff - %t.flux.whole
 // Without chains the candidates still share their mesh-free pipeline (the
 // training step built and inlined once per attention, remat policy and
 // accumulation; buildMeshFreePipeline): every plan that fits, with remat,
 // accumulation and rule variants, as the default pipeline prices it.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/offload_memory.yml --batch=8 --attention=flash --plan-top=0 > %t.tiny.split
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=%sd_src_root/test/data/profiles/offload_memory.yml --batch=8 --attention=flash --plan-top=0 --plan-whole-program > %t.tiny.whole
-// RUN: diff %t.tiny.split %t.tiny.whole
+// RUN: grep -v '^shardings propagated' %t.tiny.split | diff - %t.tiny.whole
 // RUN: FileCheck %s --check-prefix=SPLIT < %t.tiny.split
 // Across hosts (DCN axes), the same.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 --attention=ring --plan-top=0 > %t.hosts.split
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=4 --hosts=2 --profile=cpu --batch=8 --attention=ring --plan-top=0 --plan-whole-program > %t.hosts.whole
-// RUN: diff %t.hosts.split %t.hosts.whole
+// RUN: grep -v '^shardings propagated' %t.hosts.split | diff - %t.hosts.whole
+// Meshes of the same axes whose sizes the propagation compares alike share
+// one propagation (sd-propagate-sharding's record-size-queries): on 8
+// devices `data:2,fsdp:4` and `data:4,fsdp:2` may; the tables stay the
+// default pipeline's, which propagates every mesh.
+// RUN: sdopt %t.mlir --plan --devices=8 --profile=cpu --batch=8 --attention=flash --plan-top=0 > %t.eight
+// RUN: sdopt %t.mlir --plan --devices=8 --profile=cpu --batch=8 --attention=flash --plan-top=0 --plan-whole-program > %t.eight.whole
+// RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.eight | diff - %t.eight.whole
+// RUN: FileCheck %s --check-prefix=EIGHT < %t.eight
 // A chain too short to gain anything is priced whole.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash | FileCheck %s --check-prefix=SHORT
 
 // CHECK:      sd plan: 2 devices
 // CHECK-NEXT: repeated blocks priced once: @dit_block x5 (each candidate from copies with 2 blocks of each chain and 3 of one, extrapolated; --plan-whole-program prices the whole)
+// CHECK-NEXT: shardings propagated for {{[0-9]+}} of {{[0-9]+}} partitioned programs
 // CHECK-NEXT: # mesh
 // CHECK-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} flash NONE 1
 
@@ -41,6 +50,10 @@
 // FLUX: repeated blocks priced once: @flux_double_block x4 @flux_single_block x5
 
 // WHOLE-NOT: repeated blocks
+// WHOLE-NOT: shardings propagated
 
 // SHORT-NOT: repeated blocks
 // SHORT: priced
+
+// EIGHT:      repeated blocks priced once: @dit_block x5
+// EIGHT-NEXT: shardings propagated for 72 of 88 partitioned programs

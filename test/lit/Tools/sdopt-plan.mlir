@@ -71,6 +71,7 @@
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --report 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // CHECK:      sd plan: 2 devices (1 host of 2) of cpu, device memory 12.9 GB: 360 candidates
+// CHECK-NEXT: shardings propagated for {{[0-9]+}} of {{[0-9]+}} partitioned programs
 // CHECK-NEXT:   # mesh rules attention remat accum step compute comm memory why it lost communication by mesh axes
 // The first row lost to nothing; the last column is the collectives' time
 // on each set of mesh axes (a 2-device mesh has one).
@@ -89,6 +90,7 @@
 // THREADS:    priced 144, ranked 132; {{.*}} 276 where NONE does not partition, {{.*}} 12 that do not partition (first: context:2,tensor:4, ulysses, NONE: 'sd.flash_attention' op cannot use ulysses attention: 1 heads per device are not divisible by the 2 devices
 
 // RESTRICT:      2 devices (1 host of 2) of cpu, {{.*}}: 4 candidates
+// RESTRICT-NEXT: shardings propagated for 4 of 4 partitioned programs
 // RESTRICT-NEXT: # mesh
 // RESTRICT-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 dit flash FULL 2
 // RESTRICT-NEXT: 2 {{(data|fsdp|context|tensor)}}:2 dit flash FULL 2
