@@ -23,6 +23,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 namespace mlir::sd {
@@ -122,6 +123,13 @@ private:
   mutable std::unordered_map<const void *, propagation::TensorSharding> plains;
   /// The plain form of each rule, made by checkRule.
   mutable DenseMap<OpShardingRuleAttr, propagation::FactorRule> factorRules;
+  /// The reshard planner's plans, by padded shape, element bytes and
+  /// layouts (planReshard).
+  struct PlannedReshard {
+    FailureOr<reshard::ReshardPlan> plan = failure();
+    std::string error;
+  };
+  std::map<SmallVector<int64_t>, PlannedReshard> plans;
   int64_t numCollectives = 0;
   /// The elements the ops compute per device, and (on average over the
   /// devices) how many are padding.
@@ -383,11 +391,25 @@ FailureOr<Value> FunctionPartitioner::planReshard(
   // For debug output (sd-partition's and the planner's sd-reshard).
   for (MeshAxisAttr axis : mesh.getAxes())
     problem.axisNames.push_back(axis.getName().str());
-  std::string error;
-  FailureOr<reshard::ReshardPlan> plan = reshard::planReshard(problem, &error);
-  if (failed(plan))
+  // Planned once per shape and layouts: a program reshards the same
+  // tensors alike in every block.
+  SmallVector<int64_t> key(problem.shape);
+  key.push_back(problem.elementBytes);
+  for (const reshard::Layout *layout : {&source, &target}) {
+    for (const reshard::AxisList &axes : layout->dims) {
+      key.push_back(-1);
+      key.append(axes.begin(), axes.end());
+    }
+    key.push_back(-2);
+    key.append(layout->unreduced.begin(), layout->unreduced.end());
+  }
+  auto [cached, inserted] = plans.try_emplace(key);
+  if (inserted)
+    cached->second.plan = reshard::planReshard(problem, &cached->second.error);
+  if (failed(cached->second.plan))
     return emitError(loc) << "cannot reshard " << what() << " from " << from
-                          << " to " << to << ": " << error;
+                          << " to " << to << ": " << cached->second.error;
+  const reshard::ReshardPlan *plan = &*cached->second.plan;
   LLVM_DEBUG(DBGS() << "reshard " << what() << " from " << from << " to " << to
                     << ": " << reshard::toString(*plan, problem.axisNames)
                     << "\n");

@@ -259,20 +259,11 @@ FailureOr<CostReport> Search::report(ModuleOp program,
   return result;
 }
 
-void Search::partitionAhead(ArrayRef<Plan *> plans) {
-  MLIRContext *context = module.getContext();
-  if (options.wholeProgram || !context->isMultithreadingEnabled())
-    return;
-  // The partitions `plans` need, in the order pricing them one by one would
-  // make them (the first plan of a key gives its pipeline, as it would
-  // there); the mesh-free steps they copy are built here, one by one.
-  struct Job {
-    PartitionKey key;
-    ModuleOp step;
-    PipelineOptions variant;
-    ::sd::MeshSpec mesh;
-    Partitioned done;
-  };
+std::vector<Search::PartitionJob>
+Search::pendingPartitions(ArrayRef<Plan *> plans) {
+  // In the order pricing them one by one makes them (the first plan of a
+  // key gives its pipeline); the mesh-free steps they copy are built here,
+  // one by one.
   std::vector<ModuleOp> programs;
   if (chains.empty()) {
     programs.push_back(module);
@@ -280,7 +271,7 @@ void Search::partitionAhead(ArrayRef<Plan *> plans) {
     programs.push_back(baseBlocks);
     programs.insert(programs.end(), moreBlocks.begin(), moreBlocks.end());
   }
-  std::vector<Job> jobs;
+  std::vector<PartitionJob> jobs;
   std::set<PartitionKey> queued;
   for (Plan *plan : plans) {
     PipelineOptions variant = variantOf(*plan);
@@ -294,12 +285,21 @@ void Search::partitionAhead(ArrayRef<Plan *> plans) {
         jobs.push_back({key, *step, variant, plan->meshSpec, {}});
     }
   }
+  for (const PartitionJob &job : jobs)
+    ++families[familyKey(job.step, job.variant, job.mesh)].pending;
+  return jobs;
+}
+
+void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
+  MLIRContext *context = module.getContext();
+  if (options.wholeProgram || !context->isMultithreadingEnabled())
+    return;
   if (jobs.size() < 2)
     return;
   // The dialects the pipelines need, loaded here: loading one changes the
   // context, which the threads only read.
   DialectRegistry dialects;
-  for (const Job &job : jobs) {
+  for (const PartitionJob &job : jobs) {
     std::unique_ptr<PassManager> pm = newPassManager();
     buildMeshPipeline(*pm, job.variant);
     pm->getDependentDialects(dialects);
@@ -320,12 +320,11 @@ void Search::partitionAhead(ArrayRef<Plan *> plans) {
   // The jobs of one family run on one thread, in order (the later ones
   // may reuse the earlier ones' propagations); the families' entries are
   // made here, so the threads only touch their own.
-  std::map<FamilyKey, std::vector<Job *>> byFamily;
-  std::vector<std::vector<Job *> *> work;
-  for (Job &job : jobs) {
-    FamilyKey key = familyKey(job.step, job.variant, job.mesh);
-    families.try_emplace(key);
-    auto [found, inserted] = byFamily.try_emplace(key);
+  std::map<FamilyKey, std::vector<PartitionJob *>> byFamily;
+  std::vector<std::vector<PartitionJob *> *> work;
+  for (PartitionJob &job : jobs) {
+    auto [found, inserted] =
+        byFamily.try_emplace(familyKey(job.step, job.variant, job.mesh));
     if (inserted)
       work.push_back(&found->second);
     found->second.push_back(&job);
@@ -336,7 +335,7 @@ void Search::partitionAhead(ArrayRef<Plan *> plans) {
   auto run = [&] {
     routed = true;
     for (size_t i = next++; i < work.size(); i = next++)
-      for (Job *job : *work[i])
+      for (PartitionJob *job : *work[i])
         job->done.report =
             partition(job->step, job->variant, job->mesh, job->done.error);
     routed = false;
@@ -346,7 +345,7 @@ void Search::partitionAhead(ArrayRef<Plan *> plans) {
        i < n; ++i)
     tasks.async(run);
   tasks.wait();
-  for (Job &job : jobs)
+  for (PartitionJob &job : jobs)
     partitioned.emplace(job.key, std::move(job.done));
 }
 
@@ -368,40 +367,49 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
     shape.axisSizes.push_back(axis.size());
   // Not a reference: partitionAhead's threads may add other families.
   Family *family = &families[familyKey(step, variant, mesh)];
+  // The family's last listed partition keeps nothing for later ones.
+  bool keep = family->pending != 1;
+  if (family->pending > 0)
+    --family->pending;
   ModuleOp propagated;
-  for (const Propagated &known : family->propagated)
-    if (llvm::all_of(known.queries, [&](uint64_t query) {
-          return known.mesh.answer(query) == shape.answer(query);
-        })) {
-      propagated = known.module;
-      break;
+  auto known = llvm::find_if(family->propagated, [&](const Propagated &known) {
+    return llvm::all_of(known.queries, [&](uint64_t query) {
+      return known.mesh.answer(query) == shape.answer(query);
+    });
+  });
+  if (known != family->propagated.end()) {
+    propagated = known->module;
+    if (keep) {
+      propagated = copyIntoDetachedModule(propagated);
+    } else {
+      family->propagated.erase(known);
     }
-  if (!propagated) {
-    ModuleOp copy = copyIntoDetachedModule(step);
+  } else {
+    propagated = copyIntoDetachedModule(step);
     std::unique_ptr<PassManager> pm = newPassManager();
     buildMeshPropagationPipeline(*pm, variant);
-    if (failed(run(*pm, copy, error))) {
-      copy.erase();
+    if (failed(run(*pm, propagated, error))) {
+      propagated.erase();
       return failure();
     }
     ++propagations;
-    Propagated &known = family->propagated.emplace_back();
-    known.mesh = shape;
-    known.module = copy;
-    copy.walk([&](func::FuncOp func) {
-      if (auto queries = func->getAttrOfType<DenseI64ArrayAttr>(
+    std::vector<uint64_t> queries;
+    propagated.walk([&](func::FuncOp func) {
+      if (auto recorded = func->getAttrOfType<DenseI64ArrayAttr>(
               SDDialect::kSizeQueriesAttrName)) {
-        known.queries.insert(known.queries.end(), queries.asArrayRef().begin(),
-                             queries.asArrayRef().end());
+        queries.insert(queries.end(), recorded.asArrayRef().begin(),
+                       recorded.asArrayRef().end());
         func->removeAttr(SDDialect::kSizeQueriesAttrName);
       }
     });
-    propagated = copy;
+    if (keep)
+      family->propagated.push_back(
+          {shape, std::move(queries), copyIntoDetachedModule(propagated)});
   }
   // The shardings on this mesh: its mesh op replaces the one propagated
   // with, and the partition reads the sizes from there.
   ++partitions;
-  return pipelineReport(
+  return ownedReport(
       propagated,
       [&](OpPassManager &pm) {
         addMaterializeMeshPass(pm, variant);
@@ -416,7 +424,12 @@ Search::pipelineReport(ModuleOp program,
                        std::string &error) {
   // Detached: partitions run in parallel (partitionAhead), and a nested
   // copy would change the module's body under the other threads.
-  ModuleOp copy = copyIntoDetachedModule(program);
+  return ownedReport(copyIntoDetachedModule(program), build, error);
+}
+
+FailureOr<CostReport>
+Search::ownedReport(ModuleOp copy, function_ref<void(OpPassManager &)> build,
+                    std::string &error) {
   std::unique_ptr<PassManager> pm = newPassManager();
   build(*pm);
   if (failed(run(*pm, copy, error))) {
@@ -672,7 +685,10 @@ bool Search::runSearch() {
   // Every NONE is priced: their partitions first, in parallel where the
   // context allows threads; then the prices, one by one and in order, from
   // those reports, as without them.
-  partitionAhead(nones);
+  std::vector<PartitionJob> jobs;
+  if (!options.wholeProgram)
+    jobs = pendingPartitions(nones);
+  partitionAhead(jobs);
   for (Plan *plan : nones)
     priceOne(*plan);
   // Fastest NONE first; the groups without NONE (the flags left it out)

@@ -164,12 +164,16 @@ private:
   double bound() const;
   /// `group`'s plan without remat in its first accumulation, if it has one.
   static Plan *noneOf(const std::vector<Plan *> &group);
-  /// The partitions `plans` will ask for (their steps built first, one by
-  /// one), made in parallel on the context's threads when it has them.
+  /// A partition the search will ask for.
+  struct PartitionJob;
+  /// The partitions `plans` will ask for that are not made yet (their steps
+  /// built first, one by one), counted in their families' `pending`.
+  std::vector<PartitionJob> pendingPartitions(ArrayRef<Plan *> plans);
+  /// Makes `jobs` in parallel on the context's threads when it has them.
   /// Nothing with options.wholeProgram or without threads: each is then
   /// made when first asked for, as it would be here. Either way the reports
   /// are the same.
-  void partitionAhead(ArrayRef<Plan *> plans);
+  void partitionAhead(std::vector<PartitionJob> &jobs);
   /// `program`'s training step for `variant` (its attention, remat policy
   /// and accumulation), built on first use; failure with why in `error`.
   FailureOr<ModuleOp> preparedStep(ModuleOp program,
@@ -200,6 +204,10 @@ private:
   FailureOr<CostReport>
   pipelineReport(ModuleOp program, function_ref<void(OpPassManager &)> build,
                  std::string &error);
+  /// The same on `copy` itself (detached), which it erases.
+  FailureOr<CostReport> ownedReport(ModuleOp copy,
+                                    function_ref<void(OpPassManager &)> build,
+                                    std::string &error);
   /// The report of `copy`'s training step; erases `copy`.
   FailureOr<CostReport> costReport(ModuleOp copy, std::string &error);
   /// A pass manager without the verifier.
@@ -243,6 +251,13 @@ private:
   /// reads an axis's DCN part), so each is partitioned once and its report
   /// priced with each such mesh.
   std::map<PartitionKey, Partitioned> partitioned;
+  struct PartitionJob {
+    PartitionKey key;
+    ModuleOp step;
+    PipelineOptions variant;
+    ::sd::MeshSpec mesh;
+    Partitioned done;
+  };
   /// The propagated programs of a family (FamilyKey), each with the mesh
   /// sizes it was propagated on and the comparisons of them the
   /// propagation made (sd.size_queries): it reads a mesh's sizes only
@@ -256,6 +271,9 @@ private:
   };
   struct Family {
     std::vector<Propagated> propagated;
+    /// The partitions of the family pendingPartitions listed that are not
+    /// made yet: the last one keeps no propagated program.
+    int64_t pending = 0;
   };
   std::map<FamilyKey, Family> families;
 
