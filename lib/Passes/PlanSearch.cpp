@@ -275,14 +275,22 @@ Search::pendingPartitions(ArrayRef<Plan *> plans) {
   std::set<PartitionKey> queued;
   for (Plan *plan : plans) {
     PipelineOptions variant = variantOf(*plan);
-    for (ModuleOp program : programs) {
+    std::optional<PartitionKey> after;
+    for (auto [index, program] : llvm::enumerate(programs)) {
       std::string error;
       FailureOr<ModuleOp> step = preparedStep(program, variant, error);
       if (failed(step))
         break;
       PartitionKey key = partitionKey(*step, variant, plan->meshSpec);
       if (!partitioned.count(key) && queued.insert(key).second)
-        jobs.push_back({key, *step, variant, plan->meshSpec, {}});
+        jobs.push_back({key,
+                        *step,
+                        variant,
+                        plan->meshSpec,
+                        {},
+                        static_cast<int64_t>(index),
+                        after});
+      after = key;
     }
   }
   for (const PartitionJob &job : jobs)
@@ -320,33 +328,56 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
   // The jobs of one family run on one thread, in order (the later ones
   // may reuse the earlier ones' propagations); the families' entries are
   // made here, so the threads only touch their own.
-  std::map<FamilyKey, std::vector<PartitionJob *>> byFamily;
-  std::vector<std::vector<PartitionJob *> *> work;
+  // Pricing asks for a plan's copy with more blocks only once the copies
+  // before it partitioned (price): the jobs run in waves, one per copy, each
+  // with the jobs whose copy before partitioned, so that the same
+  // partitions are made (and the same ones propagate) as one by one.
+  std::map<PartitionKey, PartitionJob *> byKey;
+  int64_t waves = 0;
   for (PartitionJob &job : jobs) {
-    auto [found, inserted] =
-        byFamily.try_emplace(familyKey(job.step, job.variant, job.mesh));
-    if (inserted)
-      work.push_back(&found->second);
-    found->second.push_back(&job);
+    byKey[job.key] = &job;
+    waves = std::max(waves, job.program + 1);
   }
-  llvm::ThreadPoolInterface &pool = context->getThreadPool();
-  llvm::ThreadPoolTaskGroup tasks(pool);
-  std::atomic<size_t> next{0};
-  auto run = [&] {
-    routed = true;
-    for (size_t i = next++; i < work.size(); i = next++)
-      for (PartitionJob *job : *work[i])
-        job->done.report =
-            partition(job->step, job->variant, job->mesh, job->done.error);
-    routed = false;
+  auto partitionedBefore = [&](const PartitionKey &key) {
+    if (auto found = byKey.find(key); found != byKey.end())
+      return found->second->ran && succeeded(found->second->done.report);
+    auto found = partitioned.find(key);
+    return found != partitioned.end() && succeeded(found->second.report);
   };
-  for (size_t i = 0,
-              n = std::min<size_t>(work.size(), pool.getMaxConcurrency());
-       i < n; ++i)
-    tasks.async(run);
-  tasks.wait();
+  llvm::ThreadPoolInterface &pool = context->getThreadPool();
+  for (int64_t wave = 0; wave < waves; ++wave) {
+    std::map<FamilyKey, std::vector<PartitionJob *>> byFamily;
+    std::vector<std::vector<PartitionJob *> *> work;
+    for (PartitionJob &job : jobs) {
+      if (job.program != wave || (job.after && !partitionedBefore(*job.after)))
+        continue;
+      auto [found, inserted] =
+          byFamily.try_emplace(familyKey(job.step, job.variant, job.mesh));
+      if (inserted)
+        work.push_back(&found->second);
+      found->second.push_back(&job);
+    }
+    llvm::ThreadPoolTaskGroup tasks(pool);
+    std::atomic<size_t> next{0};
+    auto run = [&] {
+      routed = true;
+      for (size_t i = next++; i < work.size(); i = next++)
+        for (PartitionJob *job : *work[i]) {
+          job->done.report =
+              partition(job->step, job->variant, job->mesh, job->done.error);
+          job->ran = true;
+        }
+      routed = false;
+    };
+    for (size_t i = 0,
+                n = std::min<size_t>(work.size(), pool.getMaxConcurrency());
+         i < n; ++i)
+      tasks.async(run);
+    tasks.wait();
+  }
   for (PartitionJob &job : jobs)
-    partitioned.emplace(job.key, std::move(job.done));
+    if (job.ran)
+      partitioned.emplace(job.key, std::move(job.done));
 }
 
 Search::FamilyKey Search::familyKey(ModuleOp step,

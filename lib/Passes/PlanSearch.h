@@ -257,6 +257,12 @@ private:
     PipelineOptions variant;
     ::sd::MeshSpec mesh;
     Partitioned done;
+    /// Which of the plan's copies (0 the base, or the whole program) it
+    /// partitions, and the partition of the copy before, which pricing
+    /// needs to have succeeded first.
+    int64_t program = 0;
+    std::optional<PartitionKey> after;
+    bool ran = false;
   };
   /// The propagated programs of a family (FamilyKey), each with the mesh
   /// sizes it was propagated on and the comparisons of them the
