@@ -300,14 +300,15 @@ Search::pendingPartitions(ArrayRef<Plan *> plans) {
 
 void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
   MLIRContext *context = module.getContext();
-  if (options.wholeProgram || !context->isMultithreadingEnabled())
+  if (options.wholeProgram || jobs.empty())
     return;
-  if (jobs.size() < 2)
-    return;
+  bool threads = context->isMultithreadingEnabled();
   // The dialects the pipelines need, loaded here: loading one changes the
   // context, which the threads only read.
   DialectRegistry dialects;
   for (const PartitionJob &job : jobs) {
+    if (!threads)
+      break;
     std::unique_ptr<PassManager> pm = newPassManager();
     buildMeshPipeline(*pm, job.variant);
     pm->getDependentDialects(dialects);
@@ -344,20 +345,23 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
     auto found = partitioned.find(key);
     return found != partitioned.end() && succeeded(found->second.report);
   };
-  llvm::ThreadPoolInterface &pool = context->getThreadPool();
   for (int64_t wave = 0; wave < waves; ++wave) {
     std::map<FamilyKey, std::vector<PartitionJob *>> byFamily;
     std::vector<std::vector<PartitionJob *> *> work;
     for (PartitionJob &job : jobs) {
-      if (job.program != wave || (job.after && !partitionedBefore(*job.after)))
+      if (job.program != wave)
         continue;
+      if (job.after && !partitionedBefore(*job.after)) {
+        // Not asked for: its family's last partition is another.
+        --families[familyKey(job.step, job.variant, job.mesh)].pending;
+        continue;
+      }
       auto [found, inserted] =
           byFamily.try_emplace(familyKey(job.step, job.variant, job.mesh));
       if (inserted)
         work.push_back(&found->second);
       found->second.push_back(&job);
     }
-    llvm::ThreadPoolTaskGroup tasks(pool);
     std::atomic<size_t> next{0};
     auto run = [&] {
       routed = true;
@@ -369,6 +373,12 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
         }
       routed = false;
     };
+    if (!threads) {
+      run();
+      continue;
+    }
+    llvm::ThreadPoolInterface &pool = context->getThreadPool();
+    llvm::ThreadPoolTaskGroup tasks(pool);
     for (size_t i = 0,
                 n = std::min<size_t>(work.size(), pool.getMaxConcurrency());
          i < n; ++i)
@@ -378,6 +388,12 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
   for (PartitionJob &job : jobs)
     if (job.ran)
       partitioned.emplace(job.key, std::move(job.done));
+}
+
+void Search::dropPropagated(Family &family) {
+  for (Propagated &known : family.propagated)
+    known.module.erase();
+  family.propagated.clear();
 }
 
 Search::FamilyKey Search::familyKey(ModuleOp step,
@@ -414,8 +430,11 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
       propagated = copyIntoDetachedModule(propagated);
     } else {
       family->propagated.erase(known);
+      dropPropagated(*family);
     }
   } else {
+    if (!keep)
+      dropPropagated(*family);
     propagated = copyIntoDetachedModule(step);
     std::unique_ptr<PassManager> pm = newPassManager();
     buildMeshPropagationPipeline(*pm, variant);
@@ -561,8 +580,7 @@ void Search::eraseCopies() {
   prepared.clear();
   partitioned.clear();
   for (auto &[key, family] : families)
-    for (Propagated &known : family.propagated)
-      known.module.erase();
+    dropPropagated(family);
   families.clear();
   if (baseBlocks)
     baseBlocks.erase();

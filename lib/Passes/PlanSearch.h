@@ -18,8 +18,9 @@
 // optimizer state alone do not fit, nothing else of the group is priced,
 // as recomputing, offloading and more microbatches only add time in the
 // model. Those plans without remat are all priced, so their partitions are
-// made first on the context's threads (partitionAhead), each on a copy of
-// its own, and the plans priced from them in order, as on one thread.
+// made first, family by family (meshes of the same axes, which may share a
+// propagation) on the context's threads (partitionAhead), each on a copy of
+// its own, and the plans priced from them in order.
 // Plans whose memory does not fit the device are dropped, as are
 // those that do not partition; the rest are ranked by predicted step time,
 // then by fewer bytes of memory, then in enumeration order, so the same
@@ -169,10 +170,11 @@ private:
   /// The partitions `plans` will ask for that are not made yet (their steps
   /// built first, one by one), counted in their families' `pending`.
   std::vector<PartitionJob> pendingPartitions(ArrayRef<Plan *> plans);
-  /// Makes `jobs` in parallel on the context's threads when it has them.
-  /// Nothing with options.wholeProgram or without threads: each is then
-  /// made when first asked for, as it would be here. Either way the reports
-  /// are the same.
+  /// Makes `jobs` family by family (a family's propagated programs are
+  /// dropped after its last), in parallel on the context's threads when it
+  /// has them, on this one otherwise; the reports are those pricing one by
+  /// one would make. Nothing with options.wholeProgram: each is then made
+  /// when first asked for.
   void partitionAhead(std::vector<PartitionJob> &jobs);
   /// `program`'s training step for `variant` (its attention, remat policy
   /// and accumulation), built on first use; failure with why in `error`.
@@ -282,6 +284,8 @@ private:
     int64_t pending = 0;
   };
   std::map<FamilyKey, Family> families;
+  /// Erases `family`'s propagated programs.
+  static void dropPropagated(Family &family);
 
 public:
   /// How many partitions the search made, and for how many it propagated.
