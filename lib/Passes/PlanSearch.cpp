@@ -327,8 +327,8 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
     return success();
   });
   // The jobs of one family run on one thread, in order (the later ones
-  // may reuse the earlier ones' propagations); the families' entries are
-  // made here, so the threads only touch their own.
+  // may reuse the earlier ones' propagations); pendingPartitions made the
+  // families' entries, so the threads only touch their own.
   // Pricing asks for a plan's copy with more blocks only once the copies
   // before it partitioned (price): the jobs run in waves, one per copy, each
   // with the jobs whose copy before partitioned, so that the same
@@ -731,9 +731,9 @@ bool Search::runSearch() {
   for (const std::vector<Plan *> &group : groups)
     if (Plan *plan = noneOf(group))
       nones.push_back(plan);
-  // Every NONE is priced: their partitions first, in parallel where the
-  // context allows threads; then the prices, one by one and in order, from
-  // those reports, as without them.
+  // Every NONE is priced: their partitions first, family by family and in
+  // parallel where the context allows threads; then the prices, one by one
+  // and in order, from those reports.
   std::vector<PartitionJob> jobs;
   if (!options.wholeProgram)
     jobs = pendingPartitions(nones);
