@@ -420,9 +420,8 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
     --family->pending;
   ModuleOp propagated;
   auto known = llvm::find_if(family->propagated, [&](const Propagated &known) {
-    return llvm::all_of(known.queries, [&](uint64_t query) {
-      return known.mesh.answer(query) == shape.answer(query);
-    });
+    return propagation::MeshShape::answerAlike(known.mesh, shape,
+                                               known.queries);
   });
   if (known != family->propagated.end()) {
     propagated = known->module;

@@ -27,8 +27,9 @@ int64_t MeshShape::product(ArrayRef<AxisId> axes) const {
 }
 
 // An encoded comparison: the query in bits 0-1, the set of axes in bits
-// 2-17 (a mesh has at most 16), the size above.
+// 2-17, the size above; 3 in bits 0-1 a comparison that does not encode.
 constexpr int kAxisBits = 16;
+constexpr uint64_t kUnencoded = 3;
 
 static bool compare(MeshShape::Query query, int64_t product, int64_t size) {
   switch (query) {
@@ -45,16 +46,28 @@ static bool compare(MeshShape::Query query, int64_t product, int64_t size) {
 bool MeshShape::ask(Query query, ArrayRef<AxisId> axes, int64_t size) const {
   if (queries) {
     uint64_t set = 0;
-    for (AxisId axis : axes)
-      set |= uint64_t(1) << axis;
-    assert(numAxes() <= kAxisBits && size >= 0 && "an encodable comparison");
-    queries->insert(static_cast<uint64_t>(query) | set << 2 |
-                    static_cast<uint64_t>(size) << (2 + kAxisBits));
+    bool encodes = size >= 0 && size < (int64_t(1) << (62 - kAxisBits));
+    for (AxisId axis : axes) {
+      encodes &= axis >= 0 && axis < kAxisBits && !(set & uint64_t(1) << axis);
+      set |= uint64_t(1) << (axis & (kAxisBits - 1));
+    }
+    queries->insert(encodes ? static_cast<uint64_t>(query) | set << 2 |
+                                  static_cast<uint64_t>(size) << (2 + kAxisBits)
+                            : kUnencoded);
   }
   return compare(query, product(axes), size);
 }
 
+bool MeshShape::answerAlike(const MeshShape &a, const MeshShape &b,
+                            ArrayRef<uint64_t> queries) {
+  return llvm::all_of(queries, [&](uint64_t query) {
+    return (query & 3) != kUnencoded && a.answer(query) == b.answer(query);
+  });
+}
+
 bool MeshShape::answer(uint64_t query) const {
+  if ((query & 3) == kUnencoded)
+    return false;
   int64_t product = 1;
   for (AxisId axis = 0; axis < numAxes(); ++axis)
     if (query >> 2 & uint64_t(1) << axis)

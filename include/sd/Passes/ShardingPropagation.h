@@ -59,10 +59,15 @@ struct MeshShape {
   bool fills(ArrayRef<AxisId> axes, int64_t size) const {
     return ask(Query::Fills, axes, size);
   }
-  /// Where non-null, every comparison made, encoded (`answer` decodes).
+  /// Where non-null, every comparison made, encoded (`answer` decodes; one
+  /// that does not encode, over a repeated axis or more than 16, records
+  /// a query no mesh answers alike).
   llvm::DenseSet<uint64_t> *queries = nullptr;
   /// The answer on this mesh to an encoded comparison.
   bool answer(uint64_t query) const;
+  /// Whether `a` and `b` answer each of `queries` alike (and each encodes).
+  static bool answerAlike(const MeshShape &a, const MeshShape &b,
+                          ArrayRef<uint64_t> queries);
 
 private:
   bool ask(Query query, ArrayRef<AxisId> axes, int64_t size) const;
