@@ -420,6 +420,14 @@ static int64_t productsIn(Operation *op) {
   return std::max<int64_t>(count, 1);
 }
 
+/// Whether the step-time model rates `op` as a matrix product (at a FLOP
+/// rate) rather than by its bytes.
+static bool isProductOp(Operation *op) {
+  return isa<DotGeneralOp, Conv2DOp, Conv2DInputGradOp, Conv2DFilterGradOp,
+             AttentionOp, FlashAttentionOp, FlashAttentionDqOp,
+             FlashAttentionDkvOp>(op);
+}
+
 LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
   auto costOp = dyn_cast<CostOpInterface>(op);
   if (!costOp)
@@ -447,9 +455,7 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
   cost.recomputeFlops +=
       op->hasAttr(SDDialect::kRecomputeAttrName) ? flops : recomputeFlops;
   cost.bytesAccessed += bytes;
-  if (isa<DotGeneralOp, Conv2DOp, Conv2DInputGradOp, Conv2DFilterGradOp,
-          AttentionOp, FlashAttentionOp, FlashAttentionDqOp,
-          FlashAttentionDkvOp>(op)) {
+  if (isProductOp(op)) {
     auto result = cast<ShapedType>(op->getResult(0).getType());
     if (result.getElementType().isBF16()) {
       cost.matmulFlopsBf16 += flops;
@@ -834,5 +840,52 @@ mlir::sd::predictCommunication(const CostReport &report,
         report.mesh, axes, summary.kind, summary.count, summary.bytesPerDevice,
         network);
   }
+  return result;
+}
+
+FailureOr<ProductFlops>
+mlir::sd::computeShardedProductFlops(func::FuncOp func,
+                                     const ::sd::MeshSpec &mesh) {
+  auto parts = [&](ArrayRef<StringAttr> axes) {
+    int64_t product = 1;
+    for (StringAttr name : axes)
+      if (const ::sd::MeshAxis *axis = mesh.findAxis(name.getValue()))
+        product *= axis->size();
+    return product;
+  };
+  ProductFlops result;
+  WalkResult walked = func.walk([&](Operation *op) {
+    if (isa<CallOpInterface>(op))
+      return WalkResult::interrupt();
+    if (!isProductOp(op))
+      return WalkResult::advance();
+    auto cost = dyn_cast<CostOpInterface>(op);
+    bool staticTypes = llvm::all_of(
+        llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()),
+        [](Type type) {
+          auto shaped = dyn_cast<ShapedType>(type);
+          return shaped && shaped.hasStaticShape();
+        });
+    if (!cost || !staticTypes)
+      return WalkResult::interrupt();
+    // As computeCostReport's global layout splits an op's work: by its
+    // result's sharded dimensions and unreduced axes (rounded down, where
+    // a padded split rounds each block up).
+    int64_t flops = cost.getFlops();
+    auto perValue =
+        op->getAttrOfType<ShardingPerValueAttr>(SDDialect::kShardingAttrName);
+    if (perValue && !perValue.getShardings().empty()) {
+      ShardingAttr sharding = perValue.getShardings().front();
+      int64_t split = parts(sharding.getUnreducedAxes());
+      for (DimShardingAttr dim : sharding.getDimShardings())
+        split *= parts(dim.getAxes());
+      flops /= split;
+    }
+    auto type = cast<ShapedType>(op->getResult(0).getType());
+    (type.getElementType().isBF16() ? result.bf16 : result.f32) += flops;
+    return WalkResult::advance();
+  });
+  if (walked.wasInterrupted())
+    return failure();
   return result;
 }

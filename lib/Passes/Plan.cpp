@@ -118,12 +118,12 @@ void PlanPass::runOnOperation() {
        << " blocks of each chain and " << kBaseBlocks + 1
        << " of one, extrapolated; --plan-whole-program prices the whole)\n";
   }
-  if (search.partitions > 0)
+  if (search.sharded > 0)
     os << "shardings propagated for " << search.propagations << " of "
-       << search.partitions
-       << " partitioned programs (the others' meshes answer every "
-          "comparison of sizes the propagation made as a propagated one's "
-          "do, and take its shardings)\n";
+       << search.sharded
+       << " programs (the others' meshes answer every comparison of sizes "
+          "the propagation made as a propagated one's do, and take its "
+          "shardings)\n";
   if (failed(search.checkSomeFit()))
     return signalPassFailure();
   const StepTimePrediction &best = *ranked.front()->time;
@@ -185,8 +185,10 @@ void PlanPass::runOnOperation() {
      << " where NONE already takes longer than the table's last row, "
      << search.prunedNoPartition << " where NONE does not partition, "
      << search.prunedState
-     << " where the parameters and optimizer state alone do not fit; "
-        "dropped: "
+     << " where the parameters and optimizer state alone do not fit, "
+     << search.prunedBound
+     << " of groups whose matrix products alone take longer than the "
+        "table's last row; dropped: "
      << search.tooLarge << " that do not fit the device memory, "
      << search.noPartition << " that do not partition";
   if (!search.firstError.empty())

@@ -293,30 +293,37 @@ Search::pendingPartitions(ArrayRef<Plan *> plans) {
       after = key;
     }
   }
-  for (const PartitionJob &job : jobs)
-    ++families[familyKey(job.step, job.variant, job.mesh)].pending;
   return jobs;
 }
 
-void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
+/// The sizes of `mesh` as the propagation reads them.
+static propagation::MeshShape meshShape(const ::sd::MeshSpec &mesh) {
+  propagation::MeshShape shape;
+  for (const ::sd::MeshAxis &axis : mesh.axes())
+    shape.axisSizes.push_back(axis.size());
+  return shape;
+}
+
+void Search::loadDialects(ArrayRef<PartitionJob *> jobs) {
   MLIRContext *context = module.getContext();
-  if (options.wholeProgram || jobs.empty())
+  if (!context->isMultithreadingEnabled())
     return;
-  bool threads = context->isMultithreadingEnabled();
-  // The dialects the pipelines need, loaded here: loading one changes the
-  // context, which the threads only read.
+  // Loading a dialect changes the context, which the threads only read.
   DialectRegistry dialects;
-  for (const PartitionJob &job : jobs) {
-    if (!threads)
-      break;
+  for (const PartitionJob *job : jobs) {
     std::unique_ptr<PassManager> pm = newPassManager();
-    buildMeshPipeline(*pm, job.variant);
+    buildMeshPipeline(*pm, job->variant);
     pm->getDependentDialects(dialects);
   }
   context->appendDialectRegistry(dialects);
   for (StringRef name : dialects.getDialectNames())
     context->getOrLoadDialect(name);
-  // Each job partitions its own detached copy of a step the others only
+}
+
+void Search::perFamily(ArrayRef<std::vector<PartitionJob *> *> work,
+                       function_ref<void(PartitionJob &)> each) {
+  MLIRContext *context = module.getContext();
+  // Each job works on its own detached copies of a step the others only
   // read. Diagnostics go to the first error of the job the emitting thread
   // runs (quietly), through one handler: a handler of each job's own on the
   // context's stack would take the others' diagnostics too.
@@ -326,13 +333,130 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
       *routedError = diag.str();
     return success();
   });
+  std::atomic<size_t> next{0};
+  auto run = [&] {
+    routed = true;
+    for (size_t i = next++; i < work.size(); i = next++)
+      for (PartitionJob *job : *work[i])
+        each(*job);
+    routed = false;
+  };
+  if (!context->isMultithreadingEnabled())
+    return run();
+  llvm::ThreadPoolInterface &pool = context->getThreadPool();
+  llvm::ThreadPoolTaskGroup tasks(pool);
+  for (size_t i = 0,
+              n = std::min<size_t>(work.size(), pool.getMaxConcurrency());
+       i < n; ++i)
+    tasks.async(run);
+  tasks.wait();
+}
+
+void Search::boundAhead(std::vector<PartitionJob> &jobs) {
+  if (options.wholeProgram || jobs.empty())
+    return;
+  std::vector<PartitionJob *> all;
+  std::map<FamilyKey, std::vector<PartitionJob *>> byFamily;
+  std::vector<std::vector<PartitionJob *> *> work;
+  for (PartitionJob &job : jobs) {
+    all.push_back(&job);
+    FamilyKey key = familyKey(job.step, job.variant, job.mesh);
+    // Here, before the threads: they only look the families up.
+    ++families[key].pending;
+    auto [found, inserted] = byFamily.try_emplace(key);
+    if (inserted)
+      work.push_back(&found->second);
+    found->second.push_back(&job);
+  }
+  loadDialects(all);
+  // A family's jobs on one thread, in order: the later ones may take the
+  // earlier ones' propagations.
+  perFamily(work, [&](PartitionJob &job) {
+    Family &family =
+        families.find(familyKey(job.step, job.variant, job.mesh))->second;
+    propagation::MeshShape shape = meshShape(job.mesh);
+    auto known = llvm::find_if(family.propagated, [&](const Propagated &known) {
+      return propagation::MeshShape::answerAlike(known.mesh, shape,
+                                                 known.queries);
+    });
+    if (known == family.propagated.end()) {
+      // Where it fails, the partition propagates again and says why.
+      std::vector<uint64_t> queries;
+      std::string error;
+      FailureOr<ModuleOp> fresh =
+          propagate(job.step, job.variant, queries, error);
+      if (failed(fresh))
+        return;
+      family.propagated.push_back({shape, std::move(queries), *fresh});
+      known = std::prev(family.propagated.end());
+    }
+    ++sharded;
+    if (auto step = known->module.lookupSymbol<func::FuncOp>("train_step"))
+      if (FailureOr<ProductFlops> flops =
+              computeShardedProductFlops(step, job.mesh);
+          succeeded(flops))
+        job.flops = *flops;
+  });
+}
+
+double
+Search::lowerBoundOf(const Plan &plan,
+                     const std::map<PartitionKey, const PartitionJob *> &jobs) {
+  PipelineOptions variant = variantOf(plan);
+  auto flopsOf = [&](ModuleOp program) -> std::optional<ProductFlops> {
+    std::string error;
+    FailureOr<ModuleOp> step = preparedStep(program, variant, error);
+    if (failed(step))
+      return std::nullopt;
+    auto job = jobs.find(partitionKey(*step, variant, plan.meshSpec));
+    return job == jobs.end() ? std::nullopt : job->second->flops;
+  };
+  // Extrapolated as the reports are (extrapolateBlocks): each op's FLOPs
+  // are those its partition runs, or fewer.
+  std::optional<ProductFlops> base =
+      flopsOf(chains.empty() ? module : baseBlocks);
+  if (!base)
+    return 0;
+  double f32 = double(base->f32), bf16 = double(base->bf16);
+  for (auto [more, chain] : llvm::zip(moreBlocks, chains)) {
+    std::optional<ProductFlops> sample = flopsOf(more);
+    if (!sample)
+      return 0;
+    double blocks = double(chain.calls - kBaseBlocks);
+    f32 += blocks * double(sample->f32 - base->f32);
+    bf16 += blocks * double(sample->bf16 - base->bf16);
+  }
+  // Every f32 FLOP at the fastest of the rates predictStepTime charges
+  // them at; no other op, no communication.
+  const ::sd::DeviceSpec &device = options.profile.device;
+  double rate = std::max({device.f32Rate(::sd::ProductSize::Small),
+                          device.f32Rate(::sd::ProductSize::Medium),
+                          device.f32Rate(::sd::ProductSize::Large),
+                          device.attentionRate()});
+  double seconds = 0;
+  if (rate > 0)
+    seconds += std::max(f32, 0.0) / rate;
+  if (device.bf16Flops > 0)
+    seconds += std::max(bf16, 0.0) / device.bf16Flops;
+  // A hair under, so that rounding never lifts it above the price it
+  // bounds.
+  return seconds * (1 - 1e-9);
+}
+
+void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
+  if (options.wholeProgram || jobs.empty())
+    return;
+  std::vector<PartitionJob *> all;
+  for (PartitionJob &job : jobs)
+    all.push_back(&job);
+  loadDialects(all);
   // The jobs of one family run on one thread, in order (the later ones
-  // may reuse the earlier ones' propagations); pendingPartitions made the
+  // may take the earlier ones' propagations); boundAhead made the
   // families' entries, so the threads only touch their own.
   // Pricing asks for a plan's copy with more blocks only once the copies
   // before it partitioned (price): the jobs run in waves, one per copy, each
   // with the jobs whose copy before partitioned, so that the same
-  // partitions are made (and the same ones propagate) as one by one.
+  // partitions are made as one by one.
   std::map<PartitionKey, PartitionJob *> byKey;
   int64_t waves = 0;
   for (PartitionJob &job : jobs) {
@@ -362,28 +486,11 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
         work.push_back(&found->second);
       found->second.push_back(&job);
     }
-    std::atomic<size_t> next{0};
-    auto run = [&] {
-      routed = true;
-      for (size_t i = next++; i < work.size(); i = next++)
-        for (PartitionJob *job : *work[i]) {
-          job->done.report =
-              partition(job->step, job->variant, job->mesh, job->done.error);
-          job->ran = true;
-        }
-      routed = false;
-    };
-    if (!threads) {
-      run();
-      continue;
-    }
-    llvm::ThreadPoolInterface &pool = context->getThreadPool();
-    llvm::ThreadPoolTaskGroup tasks(pool);
-    for (size_t i = 0,
-                n = std::min<size_t>(work.size(), pool.getMaxConcurrency());
-         i < n; ++i)
-      tasks.async(run);
-    tasks.wait();
+    perFamily(work, [&](PartitionJob &job) {
+      job.done.report =
+          partition(job.step, job.variant, job.mesh, job.done.error);
+      job.ran = true;
+    });
   }
   for (PartitionJob &job : jobs)
     if (job.ran)
@@ -409,11 +516,12 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
                                         const PipelineOptions &variant,
                                         const ::sd::MeshSpec &mesh,
                                         std::string &error) {
-  propagation::MeshShape shape;
-  for (const ::sd::MeshAxis &axis : mesh.axes())
-    shape.axisSizes.push_back(axis.size());
+  propagation::MeshShape shape = meshShape(mesh);
   // Not a reference: partitionAhead's threads may add other families.
   Family *family = &families[familyKey(step, variant, mesh)];
+  // A partition boundAhead did not list needs the shardings now.
+  if (family->pending == 0)
+    ++sharded;
   // The family's last listed partition keeps nothing for later ones.
   bool keep = family->pending != 1;
   if (family->pending > 0)
@@ -434,30 +542,17 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
   } else {
     if (!keep)
       dropPropagated(*family);
-    propagated = copyIntoDetachedModule(step);
-    std::unique_ptr<PassManager> pm = newPassManager();
-    buildMeshPropagationPipeline(*pm, variant);
-    if (failed(run(*pm, propagated, error))) {
-      propagated.erase();
-      return failure();
-    }
-    ++propagations;
     std::vector<uint64_t> queries;
-    propagated.walk([&](func::FuncOp func) {
-      if (auto recorded = func->getAttrOfType<DenseI64ArrayAttr>(
-              SDDialect::kSizeQueriesAttrName)) {
-        queries.insert(queries.end(), recorded.asArrayRef().begin(),
-                       recorded.asArrayRef().end());
-        func->removeAttr(SDDialect::kSizeQueriesAttrName);
-      }
-    });
+    FailureOr<ModuleOp> fresh = propagate(step, variant, queries, error);
+    if (failed(fresh))
+      return failure();
+    propagated = *fresh;
     if (keep)
       family->propagated.push_back(
           {shape, std::move(queries), copyIntoDetachedModule(propagated)});
   }
   // The shardings on this mesh: its mesh op replaces the one propagated
   // with, and the partition reads the sizes from there.
-  ++partitions;
   return ownedReport(
       propagated,
       [&](OpPassManager &pm) {
@@ -465,6 +560,29 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
         addPartitionPasses(pm);
       },
       error);
+}
+
+FailureOr<ModuleOp> Search::propagate(ModuleOp step,
+                                      const PipelineOptions &variant,
+                                      std::vector<uint64_t> &queries,
+                                      std::string &error) {
+  ModuleOp propagated = copyIntoDetachedModule(step);
+  std::unique_ptr<PassManager> pm = newPassManager();
+  buildMeshPropagationPipeline(*pm, variant);
+  if (failed(run(*pm, propagated, error))) {
+    propagated.erase();
+    return failure();
+  }
+  ++propagations;
+  propagated.walk([&](func::FuncOp func) {
+    if (auto recorded = func->getAttrOfType<DenseI64ArrayAttr>(
+            SDDialect::kSizeQueriesAttrName)) {
+      queries.insert(queries.end(), recorded.asArrayRef().begin(),
+                     recorded.asArrayRef().end());
+      func->removeAttr(SDDialect::kSizeQueriesAttrName);
+    }
+  });
+  return propagated;
 }
 
 FailureOr<CostReport>
@@ -599,14 +717,19 @@ void Search::priceOne(Plan &plan) {
   ++priced;
   if (!plan.time) {
     ++noPartition;
-    if (firstError.empty())
+    // The first in enumeration order, whatever the order of pricing.
+    if (!firstFailed || &plan < firstFailed) {
+      firstFailed = &plan;
       firstError = plan.mesh() + ", " +
                    std::string(::sd::attentionKindName(plan.attention)) + ", " +
                    std::string(::sd::rematPolicyName(plan.remat)) + ": " +
                    plan.error;
+    }
     return;
   }
-  if (!smallest || plan.time->neededBytes < smallest->time->neededBytes)
+  if (!smallest ||
+      std::make_pair(plan.time->neededBytes, static_cast<const Plan *>(&plan)) <
+          std::make_pair(smallest->time->neededBytes, smallest))
     smallest = &plan;
   if (double(plan.time->neededBytes) > memory()) {
     ++tooLarge;
@@ -631,8 +754,76 @@ bool Search::stateRulesOut(const Plan &plan) const {
           plan.time->stateBytes >= smallest->time->neededBytes);
 }
 
+void Search::priceNones(ArrayRef<Plan *> nones,
+                        std::vector<PartitionJob> &jobs) {
+  std::map<PartitionKey, const PartitionJob *> byKey;
+  for (const PartitionJob &job : jobs)
+    byKey.emplace(job.key, &job);
+  // Nothing bounded (options.wholeProgram): every plan is priced.
+  if (!jobs.empty())
+    for (Plan *plan : nones)
+      plan->lowerBound = lowerBoundOf(*plan, byKey);
+  // Lowest bound first (ties in enumeration order), so the table's last
+  // row drops early below the bounds of the slow groups.
+  std::vector<Plan *> order(nones.begin(), nones.end());
+  std::stable_sort(order.begin(), order.end(), [](Plan *a, Plan *b) {
+    return a->lowerBound < b->lowerBound;
+  });
+  // Partitions a few plans ahead, on the threads where there are some: a
+  // plan's report does not depend on which others were made, so the table
+  // is the same on any number of threads; those made for plans the bound
+  // then rules out go unused.
+  MLIRContext *context = module.getContext();
+  size_t ahead = 1;
+  if (context->isMultithreadingEnabled())
+    ahead = 4 * context->getThreadPool().getMaxConcurrency();
+  size_t made = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    // Every plan of the group takes at least its bound, so none of them
+    // can make the table (nor can the groups after it, whose bounds are
+    // no lower).
+    if (order[i]->lowerBound > bound()) {
+      order[i]->boundedOut = true;
+      continue;
+    }
+    if (i >= made) {
+      std::vector<Plan *> next;
+      for (made = i; made < order.size() && next.size() < ahead; ++made)
+        if (order[made]->lowerBound <= bound())
+          next.push_back(order[made]);
+      std::vector<PartitionJob> nextJobs = pendingPartitions(next);
+      partitionAhead(nextJobs);
+    }
+    Plan &plan = *order[i];
+    priceOne(plan);
+    // What the pruning rests on, checked on every plan it prices.
+    if (plan.time && plan.lowerBound > plan.time->matmulSeconds &&
+        !boundBroken) {
+      boundBroken = true;
+      emitError(module.getLoc())
+          << "internal error: the planner's lower bound for " << plan.mesh()
+          << ", " << ::sd::attentionKindName(plan.attention) << " ("
+          << ::sd::formatSeconds(plan.lowerBound)
+          << ") exceeds the time of its matrix products ("
+          << ::sd::formatSeconds(plan.time->matmulSeconds)
+          << "), so the table may leave out better plans; please report it";
+    }
+  }
+  // Every partition of a plan without remat is made: the propagated
+  // programs of their families go.
+  for (const PartitionJob &job : jobs) {
+    Family &family = families[familyKey(job.step, job.variant, job.mesh)];
+    dropPropagated(family);
+    family.pending = 0;
+  }
+}
+
 void Search::priceGroup(const std::vector<Plan *> &group) {
   Plan *first = noneOf(group);
+  if (first && first->boundedOut) {
+    prunedBound += int64_t(group.size());
+    return;
+  }
   size_t rest = group.size() - (first ? 1 : 0);
   if (first && first->time && double(first->time->neededBytes) <= memory()) {
     prunedFits += int64_t(rest);
@@ -736,9 +927,12 @@ bool Search::runSearch() {
   std::vector<PartitionJob> jobs;
   if (!options.wholeProgram)
     jobs = pendingPartitions(nones);
-  partitionAhead(jobs);
-  for (Plan *plan : nones)
-    priceOne(*plan);
+  boundAhead(jobs);
+  priceNones(nones, jobs);
+  if (boundBroken) {
+    eraseCopies();
+    return false;
+  }
   // Fastest NONE first; the groups without NONE (the flags left it out)
   // last, in enumeration order.
   std::vector<const std::vector<Plan *> *> order;

@@ -17,10 +17,14 @@
 // already slower than the table's last row, or its parameters and
 // optimizer state alone do not fit, nothing else of the group is priced,
 // as recomputing, offloading and more microbatches only add time in the
-// model. Those plans without remat are all priced, so their partitions are
-// made first, family by family (meshes of the same axes, which may share a
-// propagation) on the context's threads (partitionAhead), each on a copy of
-// its own, and the plans priced from them in order.
+// model. Before any partition, the shardings of every group's plan without
+// remat are propagated, family by family (meshes of the same axes, which
+// may share a propagation) on the context's threads (boundAhead), and
+// bound its time from below by its matrix products' FLOPs alone
+// (computeShardedProductFlops): those plans are priced in the order of
+// their bounds, their partitions made a few at a time on the threads
+// (partitionAhead), each on a copy of its own, until a bound exceeds the
+// table's last row; the groups after it are not priced.
 // Plans whose memory does not fit the device are dropped, as are
 // those that do not partition; the rest are ranked by predicted step time,
 // then by fewer bytes of memory, then in enumeration order, so the same
@@ -71,6 +75,12 @@ struct Plan {
   /// Set once priced.
   std::optional<StepTimePrediction> time;
   std::string error;
+  /// (Plans without remat) A lower bound on the step time of every plan of
+  /// the group: its matrix products' FLOPs at the profile's fastest rates.
+  double lowerBound = 0;
+  /// Whether lowerBound ruled out the group before its plan without remat
+  /// was priced.
+  bool boundedOut = false;
 
   std::string mesh() const { return dcn.empty() ? ici : ici + " | " + dcn; }
   /// The plans that differ only in remat policy and accumulation share it.
@@ -102,7 +112,8 @@ public:
       : module(module), base(base), options(options) {}
 
   /// Prices every candidate; false after an error at the module's location
-  /// when the devices do not split over the hosts.
+  /// when the devices do not split over the hosts, or when a plan's lower
+  /// bound exceeds its price (a bug: the pruning rests on it).
   bool runSearch();
   /// After runSearch: an error at the module's location saying why no plan
   /// fits, when none does.
@@ -129,8 +140,13 @@ public:
   /// Not priced: remat policies of groups where the parameters and
   /// optimizer state alone exceed the device memory.
   int64_t prunedState = 0;
+  /// Not priced: every plan of the groups whose lower bound already
+  /// exceeds the table's last row.
+  int64_t prunedBound = 0;
   int64_t priced = 0;
+  /// The first plan in enumeration order that did not partition, and why.
   std::string firstError;
+  const Plan *firstFailed = nullptr;
   const Plan *smallest = nullptr;
   /// The global batch (the one asked for, or the program's default; 0
   /// when neither says).
@@ -167,23 +183,45 @@ private:
   static Plan *noneOf(const std::vector<Plan *> &group);
   /// A partition the search will ask for.
   struct PartitionJob;
+  /// What a partitioned report is kept by: the prepared step, the rules and
+  /// the mesh axes with their whole sizes (see `partitioned`).
+  using PartitionKey = std::tuple<Operation *, std::string, std::string>;
+  /// Prices the groups' plans without remat (`nones`) in the order of their
+  /// lower bounds, until one exceeds the table's last row: the groups from
+  /// there on are bounded out.
+  void priceNones(ArrayRef<Plan *> nones, std::vector<PartitionJob> &jobs);
   /// The partitions `plans` will ask for that are not made yet (their steps
-  /// built first, one by one), counted in their families' `pending`.
+  /// built first, one by one), in the order pricing them would make them.
   std::vector<PartitionJob> pendingPartitions(ArrayRef<Plan *> plans);
+  /// Propagates the shardings of each of `jobs` (or finds its family's
+  /// propagation that its mesh answers alike), family by family and on the
+  /// context's threads when it has them, keeping every propagated program
+  /// for the partitions, and sets each job's `flops`; counts the jobs in
+  /// their families' `pending`.
+  void boundAhead(std::vector<PartitionJob> &jobs);
+  /// `plan`'s lower bound from its copies' jobs (`flops`), 0 where one has
+  /// none.
+  double lowerBoundOf(const Plan &plan,
+                      const std::map<PartitionKey, const PartitionJob *> &jobs);
   /// Makes `jobs` family by family (a family's propagated programs are
   /// dropped after its last), in parallel on the context's threads when it
   /// has them, on this one otherwise; the reports are those pricing one by
   /// one would make. Nothing with options.wholeProgram: each is then made
   /// when first asked for.
   void partitionAhead(std::vector<PartitionJob> &jobs);
+  /// Runs `work` on each job of `families` (lists of one family's jobs, in
+  /// order), each list on one thread, with each thread's diagnostics routed
+  /// to its job's error (quietly).
+  void perFamily(ArrayRef<std::vector<PartitionJob *> *> families,
+                 function_ref<void(PartitionJob &)> work);
+  /// Loads the dialects `jobs`' mesh pipelines need (threads only read the
+  /// context).
+  void loadDialects(ArrayRef<PartitionJob *> jobs);
   /// `program`'s training step for `variant` (its attention, remat policy
   /// and accumulation), built on first use; failure with why in `error`.
   FailureOr<ModuleOp> preparedStep(ModuleOp program,
                                    const PipelineOptions &variant,
                                    std::string &error);
-  /// What a partitioned report is kept by: the prepared step, the rules and
-  /// the mesh axes with their whole sizes (see `partitioned`).
-  using PartitionKey = std::tuple<Operation *, std::string, std::string>;
   static PartitionKey partitionKey(ModuleOp step,
                                    const PipelineOptions &variant,
                                    const ::sd::MeshSpec &mesh);
@@ -197,6 +235,11 @@ private:
   FailureOr<CostReport> partition(ModuleOp step, const PipelineOptions &variant,
                                   const ::sd::MeshSpec &mesh,
                                   std::string &error);
+  /// A new propagation of a copy of `step` for `variant`, with the size
+  /// comparisons it made in `queries`.
+  FailureOr<ModuleOp> propagate(ModuleOp step, const PipelineOptions &variant,
+                                std::vector<uint64_t> &queries,
+                                std::string &error);
   /// Meshes whose propagation may be shared: the prepared step, the rules
   /// and the mesh's axis names.
   using FamilyKey = std::tuple<Operation *, std::string, std::string>;
@@ -265,6 +308,9 @@ private:
     int64_t program = 0;
     std::optional<PartitionKey> after;
     bool ran = false;
+    /// The matrix products' FLOPs a device runs (boundAhead), where the
+    /// shardings propagated.
+    std::optional<ProductFlops> flops;
   };
   /// The propagated programs of a family (FamilyKey), each with the mesh
   /// sizes it was propagated on and the comparisons of them the
@@ -279,17 +325,20 @@ private:
   };
   struct Family {
     std::vector<Propagated> propagated;
-    /// The partitions of the family pendingPartitions listed that are not
-    /// made yet: the last one keeps no propagated program.
+    /// The partitions of the family boundAhead listed that are not made
+    /// yet: the last one keeps no propagated program.
     int64_t pending = 0;
   };
   std::map<FamilyKey, Family> families;
+  /// Whether a priced plan's time came out below its lower bound.
+  bool boundBroken = false;
   /// Erases `family`'s propagated programs.
   static void dropPropagated(Family &family);
 
 public:
-  /// How many partitions the search made, and for how many it propagated.
-  std::atomic<int64_t> partitions{0}, propagations{0};
+  /// How many programs the search needed the shardings of (bounded or
+  /// partitioned), and for how many it propagated them.
+  std::atomic<int64_t> sharded{0}, propagations{0};
 };
 
 } // namespace mlir::sd::planner

@@ -236,6 +236,51 @@ TEST_F(CostReportTest, GlobalProgramsUseShardings) {
   EXPECT_EQ(result->peakActivationBytes, 512 + 4);
 }
 
+// The planner's bound: a global program's product FLOPs per device on a
+// mesh of other sizes than its mesh op's (the sizes come from the spec),
+// split by each product's result sharding, by element type; the other ops
+// do not count, and calls make it fail.
+TEST_F(CostReportTest, ShardedProductFlopsTakeTheGivenMeshSizes) {
+  auto parsed = [&](StringRef source) {
+    module = parseSourceString<ModuleOp>(source, &context);
+    return module ? findReportFunction(*module, "") : func::FuncOp();
+  };
+  func::FuncOp func = parsed(R"mlir(
+    sd.mesh @mesh = <["data"=2, "fsdp"=4]>
+    func.func @loss(%w: tensor<16x32xf32>, %x: tensor<8x16xf32>, %v: tensor<16x6xbf16>, %y: tensor<8x16xbf16>) -> (tensor<8x32xf32>, tensor<8x6xbf16>) {
+      %a = sd.dot_general %x, %w batch = [] x [] contract = [1] x [0] {sd.sharding = #sd.sharding_per_value<[<@mesh, [{"data"}, {}], unreduced = ["fsdp"]>]>} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+      %b = sd.exp %a : tensor<8x32xf32>
+      %c = sd.dot_general %y, %v batch = [] x [] contract = [1] x [0] {sd.sharding = #sd.sharding_per_value<[<@mesh, [{}, {"fsdp"}]>]>} : (tensor<8x16xbf16>, tensor<16x6xbf16>) -> tensor<8x6xbf16>
+      return %b, %c : tensor<8x32xf32>, tensor<8x6xbf16>
+    })mlir");
+  ASSERT_TRUE(func);
+  ::sd::MeshSpec mesh({{"data", 4, 1}, {"fsdp", 2, 1}});
+  FailureOr<ProductFlops> flops = computeShardedProductFlops(func, mesh);
+  ASSERT_TRUE(succeeded(flops));
+  // 2·8·32·16 over data 4 × unreduced fsdp 2.
+  EXPECT_EQ(flops->f32, 8192 / 8);
+  // 2·8·6·16 over fsdp 2.
+  EXPECT_EQ(flops->bf16, 1536 / 2);
+  // Six columns over fsdp 4 pad to blocks of 2: the bound rounds down
+  // (1536 / 4), below the 2 columns a device computes.
+  ::sd::MeshSpec padded({{"data", 1, 1}, {"fsdp", 4, 1}});
+  flops = computeShardedProductFlops(func, padded);
+  ASSERT_TRUE(succeeded(flops));
+  EXPECT_EQ(flops->bf16, 1536 / 4);
+  EXPECT_LE(flops->bf16, 2 * 8 * 2 * 16);
+
+  func = parsed(R"mlir(
+    func.func private @block(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+      return %x : tensor<4x4xf32>
+    }
+    func.func @loss(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+      %h = call @block(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32>
+      return %h : tensor<4x4xf32>
+    })mlir");
+  ASSERT_TRUE(func);
+  EXPECT_TRUE(failed(computeShardedProductFlops(func, mesh)));
+}
+
 // Calls cost their callee once per call; the callee's own activations add
 // to the caller's live values while it runs.
 TEST_F(CostReportTest, CallsCountTheirCallee) {

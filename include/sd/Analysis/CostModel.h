@@ -283,6 +283,24 @@ func::FuncOp findReportFunction(ModuleOp module, llvm::StringRef name);
 /// block and recursive calls.
 FailureOr<CostReport> computeCostReport(func::FuncOp func, LayoutChoice layout);
 
+/// The FLOPs of a function's matrix products (dot_general, convolutions,
+/// attention), by the element type they compute in.
+struct ProductFlops {
+  int64_t f32 = 0;
+  int64_t bf16 = 0;
+};
+
+/// The matrix products' FLOPs one device runs in `func`, a call-free global
+/// program with shardings (after sd-propagate-sharding), on a mesh with the
+/// axis sizes of `mesh` (which may differ from the program's mesh op): each
+/// op's work split as computeCostReport's global layout splits it, by its
+/// result's sharded dimensions and unreduced axes. No partitioning of the
+/// program computes less in them, so this bounds the partitioned program's
+/// product FLOPs from below. Fails on calls and on ops that cannot be
+/// costed.
+FailureOr<ProductFlops> computeShardedProductFlops(func::FuncOp func,
+                                                   const ::sd::MeshSpec &mesh);
+
 } // namespace mlir::sd
 
 #endif // SD_ANALYSIS_COSTMODEL_H

@@ -35,12 +35,23 @@
 // RUN: sdopt %t.mlir --plan --devices=8 --profile=cpu --batch=8 --attention=flash --plan-top=0 --plan-whole-program > %t.eight.whole
 // RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.eight | diff - %t.eight.whole
 // RUN: FileCheck %s --check-prefix=EIGHT < %t.eight
+// Before any partition, each group's time is bounded from below by its
+// matrix products' FLOPs alone (on the propagated shardings), and the
+// groups whose bound exceeds the table's last row are not priced: the
+// table is the one pricing every group gives, and the search the same on
+// one thread as on every core.
+// RUN: sdopt %t.mlir --plan --devices=8 --profile=cpu --batch=8 --attention=flash > %t.bound
+// RUN: FileCheck %s --check-prefix=BOUND < %t.bound
+// RUN: sdopt %t.mlir --plan --devices=8 --profile=cpu --batch=8 --attention=flash --plan-whole-program > %t.bound.whole
+// RUN: grep -E '^ +[0-9]+  ' %t.bound > %t.bound.rows
+// RUN: grep -E '^ +[0-9]+  ' %t.bound.whole | diff %t.bound.rows -
+// RUN: sdopt %t.mlir --plan --devices=8 --profile=cpu --batch=8 --attention=flash --mlir-disable-threading | diff %t.bound -
 // A chain too short to gain anything is priced whole.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash | FileCheck %s --check-prefix=SHORT
 
 // CHECK:      sd plan: 2 devices
 // CHECK-NEXT: repeated blocks priced once: @dit_block x5 (each candidate from copies with 2 blocks of each chain and 3 of one, extrapolated; --plan-whole-program prices the whole)
-// CHECK-NEXT: shardings propagated for {{[0-9]+}} of {{[0-9]+}} partitioned programs
+// CHECK-NEXT: shardings propagated for {{[0-9]+}} of {{[0-9]+}} programs
 // CHECK-NEXT: # mesh
 // CHECK-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} flash NONE 1
 
@@ -56,4 +67,8 @@
 // SHORT: priced
 
 // EIGHT:      repeated blocks priced once: @dit_block x5
-// EIGHT-NEXT: shardings propagated for 72 of 88 partitioned programs
+// EIGHT-NEXT: shardings propagated for 72 of 88 programs
+
+// BOUND:      # mesh
+// BOUND-NEXT: 1 data:2,fsdp:4 dit flash NONE 1
+// BOUND:      priced {{[0-9]+}}, ranked {{[0-9]+}}; {{.*}}, {{[1-9][0-9]*}} of groups whose matrix products alone take longer than the table's last row;

@@ -71,7 +71,7 @@
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --report 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // CHECK:      sd plan: 2 devices (1 host of 2) of cpu, device memory 12.9 GB: 360 candidates
-// CHECK-NEXT: shardings propagated for {{[0-9]+}} of {{[0-9]+}} partitioned programs
+// CHECK-NEXT: shardings propagated for {{[0-9]+}} of {{[0-9]+}} programs
 // CHECK-NEXT:   # mesh rules attention remat accum step compute comm memory why it lost communication by mesh axes
 // The first row lost to nothing; the last column is the collectives' time
 // on each set of mesh axes (a 2-device mesh has one).
@@ -80,7 +80,7 @@
 // CHECK-NEXT: {{^ +3 +[a-z]}}
 // CHECK-NEXT: {{^ +4 +[a-z]}}
 // CHECK-NEXT: {{^ +5 +[a-z]}}
-// CHECK-NEXT: priced 16, ranked 16; not priced: 344 remat policies where NONE fits (recomputing and offloading only add time), 0 that keep more than FULL where FULL does not fit, 0 where NONE already takes longer than the table's last row, 0 where NONE does not partition, 0 where the parameters and optimizer state alone do not fit; dropped: 0 that do not fit the device memory, 0 that do not partition
+// CHECK-NEXT: priced 16, ranked 16; not priced: 344 remat policies where NONE fits (recomputing and offloading only add time), 0 that keep more than FULL where FULL does not fit, 0 where NONE already takes longer than the table's last row, 0 where NONE does not partition, 0 where the parameters and optimizer state alone do not fit, 0 of groups whose matrix products alone take longer than the table's last row; dropped: 0 that do not fit the device memory, 0 that do not partition
 
 // HOSTS:      sd plan: 4 devices (2 hosts of 2) of cpu, {{.*}}: 816 candidates
 // HOSTS:        1  {{.*}} | {{(data|fsdp)}}:2
@@ -90,7 +90,7 @@
 // THREADS:    priced 144, ranked 132; {{.*}} 276 where NONE does not partition, {{.*}} 12 that do not partition (first: context:2,tensor:4, ulysses, NONE: 'sd.flash_attention' op cannot use ulysses attention: 1 heads per device are not divisible by the 2 devices
 
 // RESTRICT:      2 devices (1 host of 2) of cpu, {{.*}}: 4 candidates
-// RESTRICT-NEXT: shardings propagated for 4 of 4 partitioned programs
+// RESTRICT-NEXT: shardings propagated for 4 of 4 programs
 // RESTRICT-NEXT: # mesh
 // RESTRICT-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 dit flash FULL 2
 // RESTRICT-NEXT: 2 {{(data|fsdp|context|tensor)}}:2 dit flash FULL 2
@@ -102,7 +102,7 @@
 // NOFIT-NOT: see current operation
 
 // STATE:      4 devices (1 host of 4) of cpu, device memory 120.0 MB:
-// STATE:      priced {{[0-9]+}}, ranked {{[1-9][0-9]*}}; {{.*}}, {{[1-9][0-9]*}} where the parameters and optimizer state alone do not fit;
+// STATE:      priced {{[0-9]+}}, ranked {{[1-9][0-9]*}}; {{.*}}, {{[1-9][0-9]*}} where the parameters and optimizer state alone do not fit,
 // STATE-SIZE: error: --device-memory='lots' is not a size (e.g. 512MiB, 2GB)
 // STATE-PLAN: error: --device-memory is the memory --plan plans for (sdrun's budget); sdopt uses it only with --plan
 
