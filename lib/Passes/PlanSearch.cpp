@@ -763,12 +763,10 @@ void Search::priceNones(ArrayRef<Plan *> nones,
   if (!jobs.empty())
     for (Plan *plan : nones)
       plan->lowerBound = lowerBoundOf(*plan, byKey);
-  // Lowest bound first (ties in enumeration order), so the table's last
-  // row drops early below the bounds of the slow groups.
-  std::vector<Plan *> order(nones.begin(), nones.end());
-  std::stable_sort(order.begin(), order.end(), [](Plan *a, Plan *b) {
-    return a->lowerBound < b->lowerBound;
-  });
+  // In enumeration order: consecutive plans share their mesh, whose types
+  // and attributes the partitions make alike (in the order of the bounds,
+  // which prunes a few more, DiT-XL/2's search took a quarter longer).
+  ArrayRef<Plan *> order = nones;
   // Partitions a few plans ahead, on the threads where there are some: a
   // plan's report does not depend on which others were made, so the table
   // is the same on any number of threads; those made for plans the bound
@@ -780,8 +778,7 @@ void Search::priceNones(ArrayRef<Plan *> nones,
   size_t made = 0;
   for (size_t i = 0; i < order.size(); ++i) {
     // Every plan of the group takes at least its bound, so none of them
-    // can make the table (nor can the groups after it, whose bounds are
-    // no lower).
+    // can make the table.
     if (order[i]->lowerBound > bound()) {
       order[i]->boundedOut = true;
       continue;

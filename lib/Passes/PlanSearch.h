@@ -21,10 +21,10 @@
 // remat are propagated, family by family (meshes of the same axes, which
 // may share a propagation) on the context's threads (boundAhead), and
 // bound its time from below by its matrix products' FLOPs alone
-// (computeShardedProductFlops): those plans are priced in the order of
-// their bounds, their partitions made a few at a time on the threads
-// (partitionAhead), each on a copy of its own, until a bound exceeds the
-// table's last row; the groups after it are not priced.
+// (computeShardedProductFlops): those plans are priced in order, their
+// partitions made a few at a time on the threads (partitionAhead), each on
+// a copy of its own, but for those whose bound exceeds the table's last
+// row so far, whose groups are not priced.
 // Plans whose memory does not fit the device are dropped, as are
 // those that do not partition; the rest are ranked by predicted step time,
 // then by fewer bytes of memory, then in enumeration order, so the same
@@ -186,9 +186,9 @@ private:
   /// What a partitioned report is kept by: the prepared step, the rules and
   /// the mesh axes with their whole sizes (see `partitioned`).
   using PartitionKey = std::tuple<Operation *, std::string, std::string>;
-  /// Prices the groups' plans without remat (`nones`) in the order of their
-  /// lower bounds, until one exceeds the table's last row: the groups from
-  /// there on are bounded out.
+  /// Prices the groups' plans without remat (`nones`) in order, but for
+  /// those whose lower bound exceeds the table's last row so far: their
+  /// groups are bounded out.
   void priceNones(ArrayRef<Plan *> nones, std::vector<PartitionJob> &jobs);
   /// The partitions `plans` will ask for that are not made yet (their steps
   /// built first, one by one), in the order pricing them would make them.

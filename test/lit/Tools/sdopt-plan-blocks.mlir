@@ -40,12 +40,12 @@
 // groups whose bound exceeds the table's last row are not priced: the
 // table is the one pricing every group gives, and the search the same on
 // one thread as on every core.
-// RUN: sdopt %t.mlir --plan --devices=8 --profile=cpu --batch=8 --attention=flash > %t.bound
+// RUN: sdopt %t.mlir --plan --devices=4 --profile=cpu --batch=2 > %t.bound
 // RUN: FileCheck %s --check-prefix=BOUND < %t.bound
-// RUN: sdopt %t.mlir --plan --devices=8 --profile=cpu --batch=8 --attention=flash --plan-whole-program > %t.bound.whole
+// RUN: sdopt %t.mlir --plan --devices=4 --profile=cpu --batch=2 --plan-whole-program > %t.bound.whole
 // RUN: grep -E '^ +[0-9]+  ' %t.bound > %t.bound.rows
 // RUN: grep -E '^ +[0-9]+  ' %t.bound.whole | diff %t.bound.rows -
-// RUN: sdopt %t.mlir --plan --devices=8 --profile=cpu --batch=8 --attention=flash --mlir-disable-threading | diff %t.bound -
+// RUN: sdopt %t.mlir --plan --devices=4 --profile=cpu --batch=2 --mlir-disable-threading | diff %t.bound -
 // A chain too short to gain anything is priced whole.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash | FileCheck %s --check-prefix=SHORT
 
@@ -70,5 +70,5 @@
 // EIGHT-NEXT: shardings propagated for 72 of 88 programs
 
 // BOUND:      # mesh
-// BOUND-NEXT: 1 data:2,fsdp:4 dit flash NONE 1
+// BOUND-NEXT: 1 fsdp:2,tensor:2 dit flash NONE 1
 // BOUND:      priced {{[0-9]+}}, ranked {{[0-9]+}}; {{.*}}, {{[1-9][0-9]*}} of groups whose matrix products alone take longer than the table's last row;
