@@ -754,64 +754,88 @@ bool Search::stateRulesOut(const Plan &plan) const {
           plan.time->stateBytes >= smallest->time->neededBytes);
 }
 
-void Search::priceNones(ArrayRef<Plan *> nones,
-                        std::vector<PartitionJob> &jobs) {
-  std::map<PartitionKey, const PartitionJob *> byKey;
-  for (const PartitionJob &job : jobs)
-    byKey.emplace(job.key, &job);
-  // Nothing bounded (options.wholeProgram): every plan is priced.
-  if (!jobs.empty())
-    for (Plan *plan : nones)
-      plan->lowerBound = lowerBoundOf(*plan, byKey);
-  // In enumeration order: consecutive plans share their mesh, whose types
-  // and attributes the partitions make alike (in the order of the bounds,
-  // which prunes a few more, DiT-XL/2's search took a quarter longer).
-  ArrayRef<Plan *> order = nones;
-  // Partitions a few plans ahead, on the threads where there are some: a
-  // plan's report does not depend on which others were made, so the table
-  // is the same on any number of threads; those made for plans the bound
-  // then rules out go unused.
-  MLIRContext *context = module.getContext();
-  size_t ahead = 1;
-  if (context->isMultithreadingEnabled())
-    ahead = 4 * context->getThreadPool().getMaxConcurrency();
-  size_t made = 0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    // Every plan of the group takes at least its bound, so none of them
-    // can make the table.
-    if (order[i]->lowerBound > bound()) {
-      order[i]->boundedOut = true;
-      continue;
-    }
-    if (i >= made) {
-      std::vector<Plan *> next;
-      for (made = i; made < order.size() && next.size() < ahead; ++made)
-        if (order[made]->lowerBound <= bound())
-          next.push_back(order[made]);
-      std::vector<PartitionJob> nextJobs = pendingPartitions(next);
-      partitionAhead(nextJobs);
-    }
-    Plan &plan = *order[i];
-    priceOne(plan);
-    // What the pruning rests on, checked on every plan it prices.
-    if (plan.time && plan.lowerBound > plan.time->matmulSeconds &&
-        !boundBroken) {
-      boundBroken = true;
-      emitError(module.getLoc())
-          << "internal error: the planner's lower bound for " << plan.mesh()
-          << ", " << ::sd::attentionKindName(plan.attention) << " ("
-          << ::sd::formatSeconds(plan.lowerBound)
-          << ") exceeds the time of its matrix products ("
-          << ::sd::formatSeconds(plan.time->matmulSeconds)
-          << "), so the table may leave out better plans; please report it";
-    }
+void Search::priceNones(ArrayRef<Plan *> nones) {
+  // Units: the plans of one attention, rule set and set of mesh axes,
+  // whose partitions fall in the same families (one per copy of the
+  // blocks), in the order of their first plan.
+  std::vector<std::vector<Plan *>> units;
+  std::map<std::tuple<::sd::AttentionKind, std::string, std::string>, size_t>
+      unitOf;
+  for (Plan *plan : nones) {
+    std::string axes;
+    for (const ::sd::MeshAxis &axis : plan->meshSpec.axes())
+      axes += axis.name + ",";
+    auto [found, inserted] = unitOf.try_emplace(
+        {plan->attention, plan->rules->rules.name, axes}, units.size());
+    if (inserted)
+      units.emplace_back();
+    units[found->second].push_back(plan);
   }
-  // Every partition of a plan without remat is made: the propagated
-  // programs of their families go.
-  for (const PartitionJob &job : jobs) {
-    Family &family = families[familyKey(job.step, job.variant, job.mesh)];
-    dropPropagated(family);
-    family.pending = 0;
+  for (size_t first = 0; first < units.size(); first += kUnitsPerWave) {
+    std::vector<Plan *> wave;
+    for (size_t unit = first;
+         unit < std::min(first + kUnitsPerWave, units.size()); ++unit)
+      wave.insert(wave.end(), units[unit].begin(), units[unit].end());
+    // Enumeration order (the plans' order in `plans`): consecutive plans
+    // share their mesh, whose types and attributes their partitions make
+    // alike.
+    llvm::sort(wave);
+    // The wave's shardings, each family's on one thread, and its bounds.
+    std::vector<PartitionJob> jobs;
+    if (!options.wholeProgram)
+      jobs = pendingPartitions(wave);
+    boundAhead(jobs);
+    std::map<PartitionKey, const PartitionJob *> byKey;
+    for (const PartitionJob &job : jobs)
+      byKey.emplace(job.key, &job);
+    // Nothing bounded (options.wholeProgram): every plan is priced.
+    if (!jobs.empty())
+      for (Plan *plan : wave)
+        plan->lowerBound = lowerBoundOf(*plan, byKey);
+    // Partitioned: the plans the table so far does not rule out (it only
+    // tightens while the wave is priced), on the threads; the families'
+    // last partitions take their propagated programs, and the rest go.
+    if (!options.wholeProgram) {
+      double limit = bound();
+      std::vector<Plan *> open;
+      for (Plan *plan : wave)
+        if (plan->lowerBound <= limit)
+          open.push_back(plan);
+      std::vector<PartitionJob> partitions = pendingPartitions(open);
+      for (const PartitionJob &job : jobs)
+        families[familyKey(job.step, job.variant, job.mesh)].pending = 0;
+      for (const PartitionJob &job : partitions)
+        ++families[familyKey(job.step, job.variant, job.mesh)].pending;
+      partitionAhead(partitions);
+      for (const PartitionJob &job : jobs) {
+        Family &family = families[familyKey(job.step, job.variant, job.mesh)];
+        dropPropagated(family);
+        family.pending = 0;
+      }
+    }
+    for (Plan *plan : wave) {
+      // Every plan of the group takes at least its bound, so none of them
+      // can make the table.
+      if (plan->lowerBound > bound()) {
+        plan->boundedOut = true;
+        continue;
+      }
+      priceOne(*plan);
+      // What the pruning rests on, checked on every plan it prices.
+      if (plan->time && plan->lowerBound > plan->time->matmulSeconds &&
+          !boundBroken) {
+        boundBroken = true;
+        emitError(module.getLoc())
+            << "internal error: the planner's lower bound for "
+            << plan->mesh() << ", "
+            << ::sd::attentionKindName(plan->attention) << " ("
+            << ::sd::formatSeconds(plan->lowerBound)
+            << ") exceeds the time of its matrix products ("
+            << ::sd::formatSeconds(plan->time->matmulSeconds)
+            << "), so the table may leave out better plans; please report "
+               "it";
+      }
+    }
   }
 }
 
@@ -921,11 +945,7 @@ bool Search::runSearch() {
   // Every NONE is priced: their partitions first, family by family and in
   // parallel where the context allows threads; then the prices, one by one
   // and in order, from those reports.
-  std::vector<PartitionJob> jobs;
-  if (!options.wholeProgram)
-    jobs = pendingPartitions(nones);
-  boundAhead(jobs);
-  priceNones(nones, jobs);
+  priceNones(nones);
   if (boundBroken) {
     eraseCopies();
     return false;

@@ -100,6 +100,13 @@ inline constexpr const char *kAxes[] = {"data", "fsdp", "context", "tensor"};
 /// step's body to price.
 inline constexpr int64_t kMaxAccumulation = 8;
 
+/// The units (plans of one attention, rule set and set of mesh axes) whose
+/// plans without remat are bounded and partitioned together: the
+/// propagated programs kept at once, and how often the table's last row
+/// is read to rule plans out before they are partitioned. Not the
+/// threads': the search must be the same on any number of them.
+inline constexpr size_t kUnitsPerWave = 8;
+
 /// The global batch `base` asks for, or `module`'s default; 0 when neither
 /// says.
 int64_t programBatch(ModuleOp module, const PipelineOptions &base);
@@ -186,10 +193,13 @@ private:
   /// What a partitioned report is kept by: the prepared step, the rules and
   /// the mesh axes with their whole sizes (see `partitioned`).
   using PartitionKey = std::tuple<Operation *, std::string, std::string>;
-  /// Prices the groups' plans without remat (`nones`) in order, but for
-  /// those whose lower bound exceeds the table's last row so far: their
-  /// groups are bounded out.
-  void priceNones(ArrayRef<Plan *> nones, std::vector<PartitionJob> &jobs);
+  /// Prices the groups' plans without remat (`nones`), in waves of
+  /// kUnitsPerWave units (one attention, rule set and set of mesh axes):
+  /// the wave's shardings propagated and its plans bounded (boundAhead),
+  /// those the table so far does not rule out partitioned
+  /// (partitionAhead), then each priced in order but for those whose bound
+  /// exceeds the table's last row by then: their groups are bounded out.
+  void priceNones(ArrayRef<Plan *> nones);
   /// The partitions `plans` will ask for that are not made yet (their steps
   /// built first, one by one), in the order pricing them would make them.
   std::vector<PartitionJob> pendingPartitions(ArrayRef<Plan *> plans);
