@@ -362,7 +362,7 @@ void Search::boundAhead(std::vector<PartitionJob> &jobs) {
     all.push_back(&job);
     FamilyKey key = familyKey(job.step, job.variant, job.mesh);
     // Here, before the threads: they only look the families up.
-    ++families[key].pending;
+    families.try_emplace(key);
     auto [found, inserted] = byFamily.try_emplace(key);
     if (inserted)
       work.push_back(&found->second);
@@ -771,15 +771,21 @@ void Search::priceNones(ArrayRef<Plan *> nones) {
       units.emplace_back();
     units[found->second].push_back(plan);
   }
-  for (size_t first = 0; first < units.size(); first += kUnitsPerWave) {
+  // The units a wave bounds and partitions at once: one on one thread (the
+  // table read before each), enough on threads to keep them all busy (a
+  // family's partitions run on one). What is priced and pruned is the same
+  // either way: the plans are priced unit by unit, and a plan the table
+  // rules out at its turn was over the table already when its wave was
+  // partitioned, or was partitioned for nothing.
+  MLIRContext *context = module.getContext();
+  size_t perWave = 1;
+  if (context->isMultithreadingEnabled())
+    perWave = 8 * context->getThreadPool().getMaxConcurrency();
+  for (size_t first = 0; first < units.size(); first += perWave) {
     std::vector<Plan *> wave;
-    for (size_t unit = first;
-         unit < std::min(first + kUnitsPerWave, units.size()); ++unit)
+    for (size_t unit = first; unit < std::min(first + perWave, units.size());
+         ++unit)
       wave.insert(wave.end(), units[unit].begin(), units[unit].end());
-    // Enumeration order (the plans' order in `plans`): consecutive plans
-    // share their mesh, whose types and attributes their partitions make
-    // alike.
-    llvm::sort(wave);
     // The wave's shardings, each family's on one thread, and its bounds.
     std::vector<PartitionJob> jobs;
     if (!options.wholeProgram)
@@ -802,8 +808,6 @@ void Search::priceNones(ArrayRef<Plan *> nones) {
         if (plan->lowerBound <= limit)
           open.push_back(plan);
       std::vector<PartitionJob> partitions = pendingPartitions(open);
-      for (const PartitionJob &job : jobs)
-        families[familyKey(job.step, job.variant, job.mesh)].pending = 0;
       for (const PartitionJob &job : partitions)
         ++families[familyKey(job.step, job.variant, job.mesh)].pending;
       partitionAhead(partitions);

@@ -17,14 +17,14 @@
 // already slower than the table's last row, or its parameters and
 // optimizer state alone do not fit, nothing else of the group is priced,
 // as recomputing, offloading and more microbatches only add time in the
-// model. Before any partition, the shardings of every group's plan without
-// remat are propagated, family by family (meshes of the same axes, which
-// may share a propagation) on the context's threads (boundAhead), and
-// bound its time from below by its matrix products' FLOPs alone
-// (computeShardedProductFlops): those plans are priced in order, their
-// partitions made a few at a time on the threads (partitionAhead), each on
-// a copy of its own, but for those whose bound exceeds the table's last
-// row so far, whose groups are not priced.
+// model. Those plans without remat go in waves (priceNones): the wave's
+// shardings are propagated, family by family (meshes of the same axes,
+// which may share a propagation) on the context's threads (boundAhead),
+// and bound each plan's time from below by its matrix products' FLOPs
+// alone (computeShardedProductFlops); the plans the table so far does not
+// rule out are partitioned on the threads (partitionAhead), each on a copy
+// of its own, and priced in order, but for those whose bound exceeds the
+// table's last row by then, whose groups are not priced.
 // Plans whose memory does not fit the device are dropped, as are
 // those that do not partition; the rest are ranked by predicted step time,
 // then by fewer bytes of memory, then in enumeration order, so the same
@@ -100,12 +100,6 @@ inline constexpr const char *kAxes[] = {"data", "fsdp", "context", "tensor"};
 /// step's body to price.
 inline constexpr int64_t kMaxAccumulation = 8;
 
-/// The units (plans of one attention, rule set and set of mesh axes) whose
-/// plans without remat are bounded and partitioned together: the
-/// propagated programs kept at once, and how often the table's last row
-/// is read to rule plans out before they are partitioned. Not the
-/// threads': the search must be the same on any number of them.
-inline constexpr size_t kUnitsPerWave = 8;
 
 /// The global batch `base` asks for, or `module`'s default; 0 when neither
 /// says.
@@ -193,12 +187,12 @@ private:
   /// What a partitioned report is kept by: the prepared step, the rules and
   /// the mesh axes with their whole sizes (see `partitioned`).
   using PartitionKey = std::tuple<Operation *, std::string, std::string>;
-  /// Prices the groups' plans without remat (`nones`), in waves of
-  /// kUnitsPerWave units (one attention, rule set and set of mesh axes):
-  /// the wave's shardings propagated and its plans bounded (boundAhead),
-  /// those the table so far does not rule out partitioned
-  /// (partitionAhead), then each priced in order but for those whose bound
-  /// exceeds the table's last row by then: their groups are bounded out.
+  /// Prices the groups' plans without remat (`nones`) unit by unit (the
+  /// plans of one attention, rule set and set of mesh axes, in order), in
+  /// waves of units: the wave's shardings propagated and its plans bounded
+  /// (boundAhead), those the table so far does not rule out partitioned
+  /// (partitionAhead), then each priced but for those whose bound exceeds
+  /// the table's last row by then: their groups are bounded out.
   void priceNones(ArrayRef<Plan *> nones);
   /// The partitions `plans` will ask for that are not made yet (their steps
   /// built first, one by one), in the order pricing them would make them.
@@ -206,8 +200,7 @@ private:
   /// Propagates the shardings of each of `jobs` (or finds its family's
   /// propagation that its mesh answers alike), family by family and on the
   /// context's threads when it has them, keeping every propagated program
-  /// for the partitions, and sets each job's `flops`; counts the jobs in
-  /// their families' `pending`.
+  /// for the partitions, and sets each job's `flops`.
   void boundAhead(std::vector<PartitionJob> &jobs);
   /// `plan`'s lower bound from its copies' jobs (`flops`), 0 where one has
   /// none.
@@ -335,7 +328,7 @@ private:
   };
   struct Family {
     std::vector<Propagated> propagated;
-    /// The partitions of the family boundAhead listed that are not made
+    /// The partitions of the family priceNones listed that are not made
     /// yet: the last one keeps no propagated program.
     int64_t pending = 0;
   };
