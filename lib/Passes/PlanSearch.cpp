@@ -830,9 +830,8 @@ void Search::priceNones(ArrayRef<Plan *> nones) {
           !boundBroken) {
         boundBroken = true;
         emitError(module.getLoc())
-            << "internal error: the planner's lower bound for "
-            << plan->mesh() << ", "
-            << ::sd::attentionKindName(plan->attention) << " ("
+            << "internal error: the planner's lower bound for " << plan->mesh()
+            << ", " << ::sd::attentionKindName(plan->attention) << " ("
             << ::sd::formatSeconds(plan->lowerBound)
             << ") exceeds the time of its matrix products ("
             << ::sd::formatSeconds(plan->time->matmulSeconds)

@@ -100,7 +100,6 @@ inline constexpr const char *kAxes[] = {"data", "fsdp", "context", "tensor"};
 /// step's body to price.
 inline constexpr int64_t kMaxAccumulation = 8;
 
-
 /// The global batch `base` asks for, or `module`'s default; 0 when neither
 /// says.
 int64_t programBatch(ModuleOp module, const PipelineOptions &base);
