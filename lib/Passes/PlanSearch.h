@@ -57,6 +57,14 @@
 
 namespace mlir::sd::planner {
 
+namespace detail {
+/// While the work ahead runs on threads (PlanAhead.cpp): whether this
+/// thread works for it, and where the first error of the work this thread
+/// does goes (Search::quietly).
+extern thread_local bool routed;
+extern thread_local std::string *routedError;
+} // namespace detail
+
 /// One candidate: its meshes, rules, attention, remat policy and
 /// microbatches, and what it costs.
 struct Plan {
