@@ -420,6 +420,17 @@ static int64_t productsIn(Operation *op) {
   return std::max<int64_t>(count, 1);
 }
 
+/// How many blocks `sharding` splits a global op's work into: the product
+/// of its sharded dimensions' and unreduced axes' sizes (`product` of a
+/// list of axes).
+static int64_t blocksOf(ShardingAttr sharding,
+                        function_ref<int64_t(ArrayRef<StringAttr>)> product) {
+  int64_t blocks = product(sharding.getUnreducedAxes());
+  for (DimShardingAttr dim : sharding.getDimShardings())
+    blocks *= product(dim.getAxes());
+  return blocks;
+}
+
 /// Whether the step-time model rates `op` as a matrix product (at a FLOP
 /// rate) rather than by its bytes.
 static bool isProductOp(Operation *op) {
@@ -441,9 +452,9 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
   // sharded dimensions and unreduced (partial-sum) axes split its work.
   if (layout == ProgramLayout::Global && op->getNumResults() > 0) {
     if (ShardingAttr sharding = shardingOf(op->getResult(0))) {
-      int64_t parts = axesProduct(op, sharding, sharding.getUnreducedAxes());
-      for (DimShardingAttr dim : sharding.getDimShardings())
-        parts *= axesProduct(op, sharding, dim.getAxes());
+      int64_t parts = blocksOf(sharding, [&](ArrayRef<StringAttr> axes) {
+        return axesProduct(op, sharding, axes);
+      });
       flops /= parts;
       recomputeFlops /= parts;
       bytes /= parts;
@@ -874,13 +885,8 @@ mlir::sd::computeShardedProductFlops(func::FuncOp func,
     int64_t flops = cost.getFlops();
     auto perValue =
         op->getAttrOfType<ShardingPerValueAttr>(SDDialect::kShardingAttrName);
-    if (perValue && !perValue.getShardings().empty()) {
-      ShardingAttr sharding = perValue.getShardings().front();
-      int64_t split = parts(sharding.getUnreducedAxes());
-      for (DimShardingAttr dim : sharding.getDimShardings())
-        split *= parts(dim.getAxes());
-      flops /= split;
-    }
+    if (perValue && !perValue.getShardings().empty())
+      flops /= blocksOf(perValue.getShardings().front(), parts);
     auto type = cast<ShapedType>(op->getResult(0).getType());
     (type.getElementType().isBF16() ? result.bf16 : result.f32) += flops;
     return WalkResult::advance();
