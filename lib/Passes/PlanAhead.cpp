@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -327,8 +328,14 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
     auto found = partitioned.find(key);
     return found != partitioned.end() && succeeded(found->second.report);
   };
+  // On threads each job may run on its own: boundAhead kept every
+  // propagation the jobs need, which they only copy (sharedPropagations),
+  // and the wave's are dropped after it. On one thread a family's last
+  // partition takes its propagated program instead of a copy.
+  sharedPropagations = module.getContext()->isMultithreadingEnabled();
   for (int64_t wave = 0; wave < waves; ++wave) {
     std::map<FamilyKey, std::vector<PartitionJob *>> byFamily;
+    std::deque<std::vector<PartitionJob *>> single;
     std::vector<std::vector<PartitionJob *> *> work;
     for (PartitionJob &job : jobs) {
       if (job.program != wave)
@@ -336,6 +343,10 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
       if (job.after && !partitionedBefore(*job.after)) {
         // Not asked for: its family's last partition is another.
         --families[familyKey(job.step, job.variant, job.mesh)].pending;
+        continue;
+      }
+      if (sharedPropagations) {
+        work.push_back(&single.emplace_back(1, &job));
         continue;
       }
       auto [found, inserted] =
@@ -350,6 +361,7 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
       job.ran = true;
     });
   }
+  sharedPropagations = false;
   for (PartitionJob &job : jobs)
     if (job.ran)
       partitioned.emplace(job.key, std::move(job.done));
@@ -375,6 +387,31 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
                                         const ::sd::MeshSpec &mesh,
                                         std::string &error) {
   propagation::MeshShape shape = meshShape(mesh);
+  auto materialize = [&](OpPassManager &pm) {
+    addMaterializeMeshPass(pm, variant);
+    addPartitionPasses(pm);
+  };
+  if (sharedPropagations) {
+    // Other threads read the same family: a copy of its propagation, or
+    // (where it failed, to say why) one of this job's own, kept by none.
+    const Family &family =
+        families.find(familyKey(step, variant, mesh))->second;
+    auto known = llvm::find_if(family.propagated, [&](const Propagated &known) {
+      return propagation::MeshShape::answerAlike(known.mesh, shape,
+                                                 known.queries);
+    });
+    ModuleOp propagated;
+    if (known != family.propagated.end()) {
+      propagated = copyIntoDetachedModule(known->module);
+    } else {
+      std::vector<uint64_t> queries;
+      FailureOr<ModuleOp> fresh = propagate(step, variant, queries, error);
+      if (failed(fresh))
+        return failure();
+      propagated = *fresh;
+    }
+    return ownedReport(propagated, materialize, error);
+  }
   // Not a reference: partitionAhead's threads may add other families.
   Family *family = &families[familyKey(step, variant, mesh)];
   // A partition boundAhead did not list needs the shardings now.
@@ -411,13 +448,7 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
   }
   // The shardings on this mesh: its mesh op replaces the one propagated
   // with, and the partition reads the sizes from there.
-  return ownedReport(
-      propagated,
-      [&](OpPassManager &pm) {
-        addMaterializeMeshPass(pm, variant);
-        addPartitionPasses(pm);
-      },
-      error);
+  return ownedReport(propagated, materialize, error);
 }
 
 FailureOr<ModuleOp> Search::propagate(ModuleOp step,

@@ -342,6 +342,10 @@ private:
   std::map<FamilyKey, Family> families;
   /// Whether a priced plan's time came out below its lower bound.
   bool boundBroken = false;
+  /// While partitionAhead runs jobs on threads: every partition copies a
+  /// propagation of its family's (kept by boundAhead), and none changes the
+  /// families.
+  bool sharedPropagations = false;
   /// Erases `family`'s propagated programs.
   static void dropPropagated(Family &family);
 
