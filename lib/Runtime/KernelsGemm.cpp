@@ -176,6 +176,25 @@ struct Matmul {
   dnnl::matmul primitive;
 };
 
+/// The primitive a gemmBF16 call runs: the whole batch when C's batch
+/// stride is m·ldc (oneDNN's only one), else one product a call. One
+/// product a call has no batch stride; oneDNN still reads the one it is
+/// given, and for anything but a dense one (a caller's 0, say) it picks its
+/// scalar reference matmul (`ref:any`, minutes for a 2048³ product), so
+/// such calls describe the dense layout.
+static MatmulKey matmulKey(int64_t batch, bool transA, bool transB, int64_t m,
+                           int64_t n, int64_t k, int64_t lda, int64_t strideA,
+                           int64_t ldb, int64_t strideB, bool cIsBF16,
+                           int64_t ldc, int64_t strideC) {
+  int64_t perCall = strideC == m * ldc ? batch : 1;
+  if (perCall == 1) {
+    strideA = (transA ? k : m) * lda;
+    strideB = (transB ? n : k) * ldb;
+  }
+  return {perCall, transA, transB, m,       n,       k,
+          lda,     ldb,    ldc,    strideA, strideB, cIsBF16};
+}
+
 /// The matmul of `key` (created on first use, kept per thread, as each
 /// device thread runs its own), or null when oneDNN refuses it.
 static const Matmul *matmulFor(const MatmulKey &key) {
@@ -290,13 +309,10 @@ void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
                     strideB, c, cIsBF16, ldc, strideC);
     return;
   }
-  // oneDNN's batch stride of C must be m·ldc; other strides go one GEMM at a
-  // time.
-  bool packedC = strideC == m * ldc;
-  int64_t perCall = packedC ? batch : 1;
   const Matmul *matmul =
-      matmulFor({perCall, transA, transB, m, n, k, lda, ldb, ldc, strideA,
-                 strideB, cIsBF16});
+      matmulFor(matmulKey(batch, transA, transB, m, n, k, lda, strideA, ldb,
+                          strideB, cIsBF16, ldc, strideC));
+  int64_t perCall = strideC == m * ldc ? batch : 1;
   if (!matmul) {
     gemmBF16Widened(batch, transA, transB, m, n, k, a, lda, strideA, b, ldb,
                     strideB, c, cIsBF16, ldc, strideC);
@@ -318,6 +334,19 @@ void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
                                        {DNNL_ARG_DST, mc}});
   }
   stream.wait();
+}
+
+std::string gemmBF16Implementation(int64_t batch, bool transA, bool transB,
+                                   int64_t m, int64_t n, int64_t k, int64_t lda,
+                                   int64_t strideA, int64_t ldb,
+                                   int64_t strideB, bool cIsBF16, int64_t ldc,
+                                   int64_t strideC) {
+  if (!bf16ProductPath().native)
+    return "";
+  const Matmul *matmul =
+      matmulFor(matmulKey(batch, transA, transB, m, n, k, lda, strideA, ldb,
+                          strideB, cIsBF16, ldc, strideC));
+  return matmul ? matmul->desc.impl_info_str() : "";
 }
 
 } // namespace sd::rt::kernels

@@ -15,6 +15,7 @@
 #include "sd/Runtime/VectorPath.h"
 
 #include <cstdint>
+#include <string>
 
 namespace sd::rt::kernels {
 
@@ -38,6 +39,14 @@ struct BF16ProductPath {
   const char *isa;
 };
 BF16ProductPath bf16ProductPath();
+/// The oneDNN implementation (e.g. "brg:avx512_core_bf16") of the matmul a
+/// gemmBF16 call with these sizes and strides runs; empty where the call
+/// widens to the f32 GEMMs instead (no bf16 units, or oneDNN refuses it).
+std::string gemmBF16Implementation(int64_t batch, bool transA, bool transB,
+                                   int64_t m, int64_t n, int64_t k, int64_t lda,
+                                   int64_t strideA, int64_t ldb,
+                                   int64_t strideB, bool cIsBF16, int64_t ldc,
+                                   int64_t strideC);
 /// Whether f32 Aᵀ·B products go to oneDNN rather than OpenBLAS: on CPUs with
 /// AMX (KernelsGemm.cpp says why).
 bool oneDnnForTransposedA();
