@@ -234,10 +234,7 @@ void Search::boundAhead(std::vector<PartitionJob> &jobs) {
     Family &family =
         families.find(familyKey(job.step, job.variant, job.mesh))->second;
     propagation::MeshShape shape = meshShape(job.mesh);
-    auto known = llvm::find_if(family.propagated, [&](const Propagated &known) {
-      return propagation::MeshShape::answerAlike(known.mesh, shape,
-                                                 known.queries);
-    });
+    auto known = findAlike(family, shape);
     if (known == family.propagated.end()) {
       // Where it fails, the partition propagates again and says why.
       std::vector<uint64_t> queries;
@@ -367,6 +364,14 @@ void Search::partitionAhead(std::vector<PartitionJob> &jobs) {
       partitioned.emplace(job.key, std::move(job.done));
 }
 
+std::vector<Search::Propagated>::iterator
+Search::findAlike(Family &family, const propagation::MeshShape &shape) {
+  return llvm::find_if(family.propagated, [&](const Propagated &known) {
+    return propagation::MeshShape::answerAlike(known.mesh, shape,
+                                               known.queries);
+  });
+}
+
 void Search::dropPropagated(Family &family) {
   for (Propagated &known : family.propagated)
     known.module.erase();
@@ -394,12 +399,8 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
   if (sharedPropagations) {
     // Other threads read the same family: a copy of its propagation, or
     // (where it failed, to say why) one of this job's own, kept by none.
-    const Family &family =
-        families.find(familyKey(step, variant, mesh))->second;
-    auto known = llvm::find_if(family.propagated, [&](const Propagated &known) {
-      return propagation::MeshShape::answerAlike(known.mesh, shape,
-                                                 known.queries);
-    });
+    Family &family = families.find(familyKey(step, variant, mesh))->second;
+    auto known = findAlike(family, shape);
     ModuleOp propagated;
     if (known != family.propagated.end()) {
       propagated = copyIntoDetachedModule(known->module);
@@ -422,10 +423,7 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
   if (family->pending > 0)
     --family->pending;
   ModuleOp propagated;
-  auto known = llvm::find_if(family->propagated, [&](const Propagated &known) {
-    return propagation::MeshShape::answerAlike(known.mesh, shape,
-                                               known.queries);
-  });
+  auto known = findAlike(*family, shape);
   if (known != family->propagated.end()) {
     propagated = known->module;
     if (keep) {

@@ -348,6 +348,10 @@ private:
   bool sharedPropagations = false;
   /// Erases `family`'s propagated programs.
   static void dropPropagated(Family &family);
+  /// `family`'s propagation that `shape` answers alike (the same shardings
+  /// on its sizes), or its end.
+  static std::vector<Propagated>::iterator
+  findAlike(Family &family, const propagation::MeshShape &shape);
 
 public:
   /// How many programs the search needed the shardings of (bounded or

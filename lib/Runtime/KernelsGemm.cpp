@@ -309,10 +309,10 @@ void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
                     strideB, c, cIsBF16, ldc, strideC);
     return;
   }
-  const Matmul *matmul =
-      matmulFor(matmulKey(batch, transA, transB, m, n, k, lda, strideA, ldb,
-                          strideB, cIsBF16, ldc, strideC));
-  int64_t perCall = strideC == m * ldc ? batch : 1;
+  MatmulKey key = matmulKey(batch, transA, transB, m, n, k, lda, strideA, ldb,
+                            strideB, cIsBF16, ldc, strideC);
+  int64_t perCall = key[0];
+  const Matmul *matmul = matmulFor(key);
   if (!matmul) {
     gemmBF16Widened(batch, transA, transB, m, n, k, a, lda, strideA, b, ldb,
                     strideB, c, cIsBF16, ldc, strideC);
