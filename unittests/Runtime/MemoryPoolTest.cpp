@@ -288,3 +288,68 @@ TEST(MemoryPoolTest, CachedBuffersDoNotCountAgainstTheBudget) {
   EXPECT_EQ(pool.liveBytes(), 9000);
   pool.release(*b);
 }
+
+TEST(MemoryPoolTest, ACachedBufferServesRequestsUpToTwoThirdsItsSize) {
+  MemoryPoolOptions caching;
+  caching.cacheBuffers = true;
+  MemoryPool pool("device", 0, /*budget=*/0, caching);
+  void *big = *pool.allocate(12288, "big");
+  pool.release(big);
+  // 12288 is half as large again as 8192: the best fit.
+  void *fit = *pool.allocate(8192, "fit");
+  EXPECT_EQ(fit, big);
+  EXPECT_EQ(pool.liveBytes(), 8192) << "live counts what was asked for";
+  EXPECT_EQ(pool.heldBytes(), 12288) << "held counts the whole buffer";
+  pool.release(fit);
+  EXPECT_EQ(pool.heldBytes(), 12288);
+  // 8128 B (8128 + 4064 < 12288) takes a buffer of its own, and the cache
+  // frees the 12288 B one to stay within the peak and a quarter.
+  void *small = *pool.allocate(8128, "small");
+  EXPECT_EQ(pool.systemAllocations(), 2);
+  EXPECT_EQ(pool.heldBytes(), 8128);
+  pool.release(small);
+  void *again = *pool.allocate(8000, "again");
+  EXPECT_EQ(again, small);
+  EXPECT_EQ(pool.systemAllocations(), 2);
+  pool.release(again);
+}
+
+TEST(MemoryPoolTest, ARepeatedStepTakesNothingMoreFromTheSystem) {
+  // Two sizes within half of each other, one taking the other's buffer in
+  // the step: with exact sizes and the cache bounded by the live peak, each
+  // step freed one size to map the other afresh.
+  MemoryPoolOptions caching;
+  caching.cacheBuffers = true;
+  MemoryPool pool("device", 0, /*budget=*/0, caching);
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    void *a = *pool.allocate(8192, "a");
+    void *b = *pool.allocate(7680, "b");
+    pool.release(a);
+    void *c = *pool.allocate(7680, "c");
+    pool.release(b);
+    pool.release(c);
+    EXPECT_EQ(pool.systemAllocations(), 2);
+    EXPECT_EQ(pool.peakBytes(), 8192 + 7680);
+    EXPECT_LE(pool.heldBytes(), pool.peakBytes() + pool.peakBytes() / 4);
+  }
+}
+
+TEST(MemoryPoolTest, WithoutABudgetThePoolHoldsAQuarterOverThePeak) {
+  MemoryPoolOptions caching;
+  caching.cacheBuffers = true;
+  MemoryPool pool("device", 0, /*budget=*/0, caching);
+  pool.release(*pool.allocate(64000, "peak"));
+  // Sizes twice apart never fit each other's buffers; the cache frees
+  // buffers, smallest first, to stay within 80000 B.
+  for (int64_t bytes = 1024; bytes <= 32768; bytes *= 2) {
+    pool.release(*pool.allocate(bytes, "x"));
+    EXPECT_LE(pool.heldBytes(), 80000) << bytes << " B";
+  }
+  EXPECT_EQ(pool.peakBytes(), 64000);
+  EXPECT_EQ(pool.liveBytes(), 0);
+  // 1024 to 8192 B fitted beside the 64000 B; 16384 B did not, and freed
+  // them all, then the 64000 B.
+  EXPECT_EQ(pool.systemAllocations(), 7);
+  EXPECT_EQ(pool.heldBytes(), 16384 + 32768);
+}

@@ -43,7 +43,7 @@ bool cacheBuffersByDefault();
 
 /// How a MemoryPool hands out buffers.
 struct MemoryPoolOptions {
-  /// Keep released buffers for reuse by size (see MemoryPool.cpp).
+  /// Keep released buffers for reuse (see MemoryPool.cpp).
   bool cacheBuffers = cacheBuffersByDefault();
   /// Map buffers of 2 MiB and more on huge pages, populated at once (see
   /// MemoryPool.cpp); off where the cache is, so that ASan sees every buffer.
@@ -78,6 +78,11 @@ public:
 
   int64_t liveBytes() const;
   int64_t peakBytes() const;
+  /// What the pool holds: its live buffers' allocated sizes plus the cached
+  /// buffers'.
+  int64_t heldBytes() const;
+  /// How many buffers the pool has taken from the system (not its cache).
+  int64_t systemAllocations() const;
   void resetPeak();
   int64_t budget() const { return budgetBytes; }
 
@@ -95,9 +100,13 @@ private:
   /// Frees the cached buffers; the mutex is held.
   void freeCached();
   std::unordered_map<void *, Block> live;
-  /// Released buffers by allocated size, reused before asking the system.
-  std::unordered_map<int64_t, std::vector<void *>> cached;
+  /// Released buffers by allocated size, reused (best fit) before asking
+  /// the system.
+  std::map<int64_t, std::vector<void *>> cached;
+  /// Live bytes as requested, and as allocated.
   int64_t liveTotal = 0;
+  int64_t liveHeld = 0;
+  int64_t systemAllocationCount = 0;
   int64_t peakTotal = 0;
   int64_t cachedTotal = 0;
 };
