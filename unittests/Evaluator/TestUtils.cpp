@@ -9,6 +9,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 
@@ -73,6 +75,21 @@ void expectTensor(const Tensor &actual, const std::vector<int64_t> &shape,
   for (size_t i = 0; i < expected.size(); ++i)
     EXPECT_NEAR(actual[i], expected[i], tolerance)
         << "element " << i << " of " << actual.toString();
+}
+
+ScratchDirectory::ScratchDirectory(llvm::StringRef prefix) {
+  llvm::SmallString<128> path;
+  owned = !llvm::sys::fs::createUniqueDirectory(prefix, path);
+  if (!owned) {
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, path);
+    llvm::sys::path::append(path, prefix);
+  }
+  directory = std::string(path);
+}
+
+ScratchDirectory::~ScratchDirectory() {
+  if (owned)
+    llvm::sys::fs::remove_directories(directory);
 }
 
 } // namespace sd::testing

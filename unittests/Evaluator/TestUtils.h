@@ -54,6 +54,24 @@ protected:
   std::string diagnostics;
 };
 
+/// A directory of its own for one test binary run (ctest runs each test in
+/// a process of its own), `prefix`-XXXXXX in the system's temporary
+/// directory, removed with everything in it when the object is destroyed.
+/// Where none can be made, the temporary directory's `prefix`, kept.
+class ScratchDirectory {
+public:
+  explicit ScratchDirectory(llvm::StringRef prefix);
+  ~ScratchDirectory();
+  ScratchDirectory(const ScratchDirectory &) = delete;
+  ScratchDirectory &operator=(const ScratchDirectory &) = delete;
+
+  const std::string &path() const { return directory; }
+
+private:
+  std::string directory;
+  bool owned = false;
+};
+
 /// Expects `actual` to have `shape`, `dtype` and values within `tolerance`
 /// (absolute) of `expected`.
 void expectTensor(const Tensor &actual, const std::vector<int64_t> &shape,

@@ -17,8 +17,6 @@
 #include "sd/Runtime/Runtime.h"
 #include "sd/Target/OpenMP/OpenMPEmitter.h"
 
-#include "llvm/Support/FileSystem.h"
-
 #include <algorithm>
 #include <unordered_set>
 
@@ -41,15 +39,11 @@ protected:
   /// rounds every bf16 result as the generated code does.
   bool bf16 = false;
 
-  /// The compiled programs' cache, one per test binary run.
+  /// The compiled programs' cache, one per test binary run (ctest runs
+  /// each test in a process of its own), removed when the run exits.
   static std::string cacheDir() {
-    static std::string dir = [] {
-      llvm::SmallString<128> path;
-      if (llvm::sys::fs::createUniqueDirectory("sd-openmp-test", path))
-        return std::string("/tmp/sd-openmp-test");
-      return std::string(path);
-    }();
-    return dir;
+    static sd::testing::ScratchDirectory directory("sd-openmp-test");
+    return directory.path();
   }
 };
 

@@ -19,7 +19,6 @@
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
@@ -41,13 +40,8 @@ protected:
   }
 
   static std::string cacheDir() {
-    static std::string dir = [] {
-      llvm::SmallString<128> path;
-      if (llvm::sys::fs::createUniqueDirectory("sd-sample-test", path))
-        return std::string("/tmp/sd-sample-test");
-      return std::string(path);
-    }();
-    return dir;
+    static sd::testing::ScratchDirectory directory("sd-sample-test");
+    return directory.path();
   }
 };
 
