@@ -11,10 +11,10 @@
 // (page faults were a sixth of a DiT-S/2 step). A request takes the
 // smallest cached buffer of at least its size and at most half as large
 // again (best fit). Cached buffers are not live: budgets and peaks count
-// live bytes only. What the pool holds (its live buffers' whole sizes plus
-// the cached ones) never exceeds the budget, or without one the live peak
-// and a quarter more: before a fresh allocation would pass that bound,
-// cached buffers are freed, smallest first. Both the best fit and the
+// live bytes only. Before a fresh allocation would take what the pool
+// holds (its live buffers' whole sizes plus the cached ones) past the
+// budget, or without one past the live peak and a quarter, cached buffers
+// are freed, smallest first. Both the best fit and the
 // quarter are what keeps a step from going back to the system: with
 // exact sizes and the bound at the peak, DiT-S/2's bf16 step on
 // `data:2` mapped 700 MB afresh every step (a fifth of its time on the
