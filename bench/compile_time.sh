@@ -68,7 +68,11 @@ compile() {
   rm -rf "$cache"
   local start end
   start=$(date +%s.%N)
-  if "$sdrun" --help | grep -q -- --compile-only; then
+  # The help is read whole first: under pipefail, grep -q's early exit
+  # would fail the pipeline (sdrun's write to a closed pipe).
+  local help
+  help="$("$sdrun" --help 2>&1 || true)"
+  if grep -q -- --compile-only <<<"$help"; then
     "$sdrun" "$model" --mesh=data:2 --batch="$batch" --compile-only \
       --cache-dir="$cache" >"$out/$name.log" 2>&1 ||
       die "$name failed; see $out/$name.log"

@@ -84,7 +84,10 @@ fi
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, not '$ROUNDS'"
 has_flash=0
 if [[ $baselines_only -eq 0 ]]; then
-  if "$SDRUN" --help 2>&1 | grep -q -- '--attention='; then
+  # The help is read whole first: under pipefail, grep -q's early exit
+  # makes sdrun's write fail and the pipeline with it.
+  sdrun_help="$("$SDRUN" --help 2>&1 || true)"
+  if grep -q -- '--attention=' <<<"$sdrun_help"; then
     has_flash=1
   else
     echo "train_step.sh: $SDRUN has no --attention; no flash row" >&2
