@@ -168,10 +168,15 @@ TEST(MemoryPoolTest, ConcurrentAllocationsAreCounted) {
 
 } // namespace
 
+/// Options with the cache on, as it is by default outside ASan builds.
+static MemoryPoolOptions caching() {
+  MemoryPoolOptions options;
+  options.cacheBuffers = true;
+  return options;
+}
+
 TEST(MemoryPoolTest, ReleasedBuffersAreReusedButNotCountedLive) {
-  MemoryPoolOptions caching;
-  caching.cacheBuffers = true;
-  MemoryPool pool("device", 0, /*budget=*/0, caching);
+  MemoryPool pool("device", 0, /*budget=*/0, caching());
   void *a = *pool.allocate(4000, "a");
   void *b = *pool.allocate(8000, "b");
   pool.release(a);
@@ -290,9 +295,7 @@ TEST(MemoryPoolTest, CachedBuffersDoNotCountAgainstTheBudget) {
 }
 
 TEST(MemoryPoolTest, ACachedBufferServesRequestsUpToTwoThirdsItsSize) {
-  MemoryPoolOptions caching;
-  caching.cacheBuffers = true;
-  MemoryPool pool("device", 0, /*budget=*/0, caching);
+  MemoryPool pool("device", 0, /*budget=*/0, caching());
   void *big = *pool.allocate(12288, "big");
   pool.release(big);
   // 12288 is half as large again as 8192: the best fit.
@@ -318,9 +321,7 @@ TEST(MemoryPoolTest, ARepeatedStepTakesNothingMoreFromTheSystem) {
   // Two sizes within half of each other, one taking the other's buffer in
   // the step: with exact sizes and the cache bounded by the live peak, each
   // step freed one size to map the other afresh.
-  MemoryPoolOptions caching;
-  caching.cacheBuffers = true;
-  MemoryPool pool("device", 0, /*budget=*/0, caching);
+  MemoryPool pool("device", 0, /*budget=*/0, caching());
   for (int step = 0; step < 4; ++step) {
     SCOPED_TRACE(testing::Message() << "step " << step);
     void *a = *pool.allocate(8192, "a");
@@ -336,9 +337,7 @@ TEST(MemoryPoolTest, ARepeatedStepTakesNothingMoreFromTheSystem) {
 }
 
 TEST(MemoryPoolTest, WithoutABudgetThePoolHoldsAQuarterOverThePeak) {
-  MemoryPoolOptions caching;
-  caching.cacheBuffers = true;
-  MemoryPool pool("device", 0, /*budget=*/0, caching);
+  MemoryPool pool("device", 0, /*budget=*/0, caching());
   pool.release(*pool.allocate(64000, "peak"));
   // Sizes twice apart never fit each other's buffers; the cache frees
   // buffers, smallest first, to stay within 80000 B.
