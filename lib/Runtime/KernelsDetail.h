@@ -14,6 +14,8 @@
 #ifndef SD_LIB_RUNTIME_KERNELSDETAIL_H
 #define SD_LIB_RUNTIME_KERNELSDETAIL_H
 
+#include "sd/Runtime/ProgramABI.h"
+
 #include <cstdint>
 
 namespace sd::rt::kernels::detail {
@@ -40,6 +42,15 @@ void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 void tileSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                float alpha, const float *a, int64_t lda, const float *b,
                int64_t ldb, float beta, float *c, int64_t ldc);
+
+/// C[m, n] (f32) = alpha·op(A)·op(B) + beta·C with beta 0 or 1 on bf16 tiles
+/// of the attention kernels, single-threaded: one oneDNN matmul whose output
+/// scale and sum post-op fold alpha and beta in, where the CPU has bf16
+/// units; elsewhere gemmBF16's product, landing in `tmp` (m·n floats) when
+/// it must be added, then scaled and added in a pass of its own.
+void tileGemmBF16(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                  float alpha, const sd_bf16 *a, int64_t lda, const sd_bf16 *b,
+                  int64_t ldb, float beta, float *c, int64_t ldc, float *tmp);
 
 } // namespace sd::rt::kernels::detail
 

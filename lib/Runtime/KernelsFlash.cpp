@@ -106,8 +106,8 @@ const Elem *productOperand(const float *tile, int64_t count, Elem *low) {
 
 /// C[m, n] (f32, row stride ldc) = alpha·op(A)·op(B) + beta·C with beta 0 or
 /// 1, single-threaded inside the item's parallel loop. f32 operands go to
-/// sgemm; bf16 ones to oneDNN's bf16 matmul, whose f32 result lands in
-/// `tmp` (m·n floats) when it must be scaled or added.
+/// sgemm; bf16 ones to oneDNN's bf16 matmul, which folds alpha and beta in
+/// (`tmp`, m·n floats, holds the product where it cannot).
 void tileProduct(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  float alpha, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float beta, float *c, int64_t ldc, float *) {
@@ -117,29 +117,8 @@ void tileProduct(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 void tileProduct(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  float alpha, const sd_bf16 *a, int64_t lda, const sd_bf16 *b,
                  int64_t ldb, float beta, float *c, int64_t ldc, float *tmp) {
-  if (m == 0 || n == 0)
-    return;
-  bool direct = beta == 0.0f;
-  float *product = direct ? c : tmp;
-  int64_t ldp = direct ? ldc : n;
-  int64_t rowsA = transA ? k : m, rowsB = transB ? n : k;
-  gemmBF16(1, transA, transB, m, n, k, a, lda, rowsA * lda, b, ldb, rowsB * ldb,
-           product, /*cIsBF16=*/false, ldp, m * ldp);
-  for (int64_t r = 0; r < m; ++r) {
-    float *cRow = c + r * ldc;
-    const float *pRow = product + r * ldp;
-    if (direct) {
-      if (alpha != 1.0f) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j)
-          cRow[j] *= alpha;
-      }
-      continue;
-    }
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j)
-      cRow[j] += alpha * pRow[j];
-  }
+  detail::tileGemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                       ldc, tmp);
 }
 
 /// One call's operands and sizes, shared by the passes.

@@ -47,6 +47,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <vector>
@@ -162,8 +163,9 @@ BF16ProductPath bf16ProductPath() {
   }
 }
 
-/// A bf16 GEMM's shape and layout: what its oneDNN primitive depends on.
-using MatmulKey = std::array<int64_t, 12>;
+/// A bf16 GEMM's shape and layout, and the scale and accumulation its
+/// attributes fold in: what its oneDNN primitive depends on.
+using MatmulKey = std::array<int64_t, 14>;
 
 static const dnnl::engine &cpuEngine() {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -182,17 +184,22 @@ struct Matmul {
 /// given, and for anything but a dense one (a caller's 0, say) it picks its
 /// scalar reference matmul (`ref:any`, minutes for a 2048³ product), so
 /// such calls describe the dense layout.
+/// `alpha` scales the product (oneDNN's output scale) and `accumulate` adds
+/// it to C (a sum post-op), as the attention kernels' tiles ask.
 static MatmulKey matmulKey(int64_t batch, bool transA, bool transB, int64_t m,
                            int64_t n, int64_t k, int64_t lda, int64_t strideA,
                            int64_t ldb, int64_t strideB, bool cIsBF16,
-                           int64_t ldc, int64_t strideC) {
+                           int64_t ldc, int64_t strideC, float alpha = 1.0f,
+                           bool accumulate = false) {
   int64_t perCall = strideC == m * ldc ? batch : 1;
   if (perCall == 1) {
     strideA = (transA ? k : m) * lda;
     strideB = (transB ? n : k) * ldb;
   }
-  return {perCall, transA, transB, m,       n,       k,
-          lda,     ldb,    ldc,    strideA, strideB, cIsBF16};
+  uint32_t alphaBits;
+  std::memcpy(&alphaBits, &alpha, sizeof(alphaBits));
+  return {perCall, transA, transB,  m,       n,       k,         lda,
+          ldb,     ldc,    strideA, strideB, cIsBF16, alphaBits, accumulate};
 }
 
 /// The matmul of `key` (created on first use, kept per thread, as each
@@ -203,7 +210,7 @@ static const Matmul *matmulFor(const MatmulKey &key) {
   if (!inserted)
     return it->second.get();
   auto [batch, transA, transB, m, n, k, lda, ldb, ldc, strideA, strideB,
-        cIsBF16] = key;
+        cIsBF16, alphaBits, accumulate] = key;
   using dt = dnnl::memory::data_type;
   using dims = dnnl::memory::dims;
   dnnl::memory::desc a({batch, m, k}, dt::bf16,
@@ -212,14 +219,47 @@ static const Matmul *matmulFor(const MatmulKey &key) {
                        transB ? dims{strideB, 1, ldb} : dims{strideB, ldb, 1});
   dnnl::memory::desc c({batch, m, n}, cIsBF16 ? dt::bf16 : dt::f32,
                        dims{m * ldc, ldc, 1});
+  dnnl::primitive_attr attr;
+  float alpha;
+  uint32_t bits = static_cast<uint32_t>(alphaBits);
+  std::memcpy(&alpha, &bits, sizeof(alpha));
+  if (alpha != 1.0f)
+    attr.set_output_scales(0, {alpha});
+  if (accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
   try {
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c),
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr,
                                     cpuEngine());
     it->second = std::make_unique<Matmul>(Matmul{pd, dnnl::matmul(pd)});
   } catch (const dnnl::error &) {
     // Left null: the caller falls back to sgemm.
   }
   return it->second.get();
+}
+
+/// Runs `matmul` over a batch of `batch` products, `perCall` of them a call
+/// (C's stride in bytes: its element type is the primitive's).
+static void runMatmul(const Matmul &matmul, int64_t batch, int64_t perCall,
+                      const sd_bf16 *a, int64_t strideA, const sd_bf16 *b,
+                      int64_t strideB, void *c, int64_t strideCBytes) {
+  const dnnl::engine &engine = cpuEngine();
+  thread_local dnnl::stream stream(engine);
+  const dnnl::matmul::primitive_desc &desc = matmul.desc;
+  for (int64_t i = 0; i < batch; i += perCall) {
+    dnnl::memory ma(desc.src_desc(), engine,
+                    const_cast<sd_bf16 *>(a + i * strideA));
+    dnnl::memory mb(desc.weights_desc(), engine,
+                    const_cast<sd_bf16 *>(b + i * strideB));
+    dnnl::memory mc(desc.dst_desc(), engine,
+                    static_cast<char *>(c) + i * strideCBytes);
+    matmul.primitive.execute(
+        stream,
+        {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  }
+  stream.wait();
 }
 
 namespace {
@@ -318,22 +358,49 @@ void gemmBF16(int64_t batch, bool transA, bool transB, int64_t m, int64_t n,
                     strideB, c, cIsBF16, ldc, strideC);
     return;
   }
-  const dnnl::engine &engine = cpuEngine();
-  thread_local dnnl::stream stream(engine);
-  size_t elementBytes = cIsBF16 ? sizeof(sd_bf16) : sizeof(float);
-  const dnnl::matmul::primitive_desc &desc = matmul->desc;
-  for (int64_t i = 0; i < batch; i += perCall) {
-    dnnl::memory ma(desc.src_desc(), engine,
-                    const_cast<sd_bf16 *>(a + i * strideA));
-    dnnl::memory mb(desc.weights_desc(), engine,
-                    const_cast<sd_bf16 *>(b + i * strideB));
-    dnnl::memory mc(desc.dst_desc(), engine,
-                    static_cast<char *>(c) + i * strideC * elementBytes);
-    matmul->primitive.execute(stream, {{DNNL_ARG_SRC, ma},
-                                       {DNNL_ARG_WEIGHTS, mb},
-                                       {DNNL_ARG_DST, mc}});
+  runMatmul(*matmul, batch, perCall, a, strideA, b, strideB, c,
+            strideC * static_cast<int64_t>(cIsBF16 ? sizeof(sd_bf16)
+                                                   : sizeof(float)));
+}
+
+void detail::tileGemmBF16(bool transA, bool transB, int64_t m, int64_t n,
+                          int64_t k, float alpha, const sd_bf16 *a, int64_t lda,
+                          const sd_bf16 *b, int64_t ldb, float beta, float *c,
+                          int64_t ldc, float *tmp) {
+  if (m <= 0 || n <= 0)
+    return;
+  bool accumulate = beta != 0.0f;
+  int64_t strideA = (transA ? k : m) * lda, strideB = (transB ? n : k) * ldb;
+  static const bool native = bf16ProductPath().native;
+  if (native && k > 0) {
+    if (const Matmul *matmul = matmulFor(
+            matmulKey(1, transA, transB, m, n, k, lda, strideA, ldb, strideB,
+                      /*cIsBF16=*/false, ldc, m * ldc, alpha, accumulate))) {
+      runMatmul(*matmul, 1, 1, a, strideA, b, strideB, c,
+                m * ldc * static_cast<int64_t>(sizeof(float)));
+      return;
+    }
   }
-  stream.wait();
+  // The product alone, then scaled and added in a pass of its own.
+  float *product = accumulate ? tmp : c;
+  int64_t ldp = accumulate ? n : ldc;
+  gemmBF16(1, transA, transB, m, n, k, a, lda, strideA, b, ldb, strideB,
+           product, /*cIsBF16=*/false, ldp, m * ldp);
+  for (int64_t r = 0; r < m; ++r) {
+    float *cRow = c + r * ldc;
+    const float *pRow = product + r * ldp;
+    if (!accumulate) {
+      if (alpha != 1.0f) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j)
+          cRow[j] *= alpha;
+      }
+      continue;
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      cRow[j] += alpha * pRow[j];
+  }
 }
 
 std::string gemmBF16Implementation(int64_t batch, bool transA, bool transB,
