@@ -160,6 +160,7 @@ struct FunctionCost {
   int64_t matmulFlopsF32Small = 0;
   int64_t matmulFlopsF32Medium = 0;
   int64_t attentionFlopsF32 = 0;
+  int64_t matmulFlopsF32TransposedLhs = 0;
   int64_t matmulFlopsBf16 = 0;
   int64_t matmulBytes = 0;
   int64_t otherBytes = 0;
@@ -191,6 +192,7 @@ struct FunctionCost {
     matmulFlopsF32Small += other.matmulFlopsF32Small;
     matmulFlopsF32Medium += other.matmulFlopsF32Medium;
     attentionFlopsF32 += other.attentionFlopsF32;
+    matmulFlopsF32TransposedLhs += other.matmulFlopsF32TransposedLhs;
     matmulFlopsBf16 += other.matmulFlopsBf16;
     matmulBytes += other.matmulBytes;
     otherBytes += other.otherBytes;
@@ -474,6 +476,10 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
                    op)) {
       cost.matmulFlopsF32 += flops;
       cost.attentionFlopsF32 += flops;
+    } else if (auto dot = dyn_cast<DotGeneralOp>(op);
+               dot && dot.getGemmOperands().isTransposedLhsOnly()) {
+      cost.matmulFlopsF32 += flops;
+      cost.matmulFlopsF32TransposedLhs += flops;
     } else {
       cost.matmulFlopsF32 += flops;
       switch (::sd::productSize(double(flops) / double(productsIn(op)))) {
@@ -797,6 +803,7 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
   report.matmulFlopsF32Small = body.matmulFlopsF32Small;
   report.matmulFlopsF32Medium = body.matmulFlopsF32Medium;
   report.attentionFlopsF32 = body.attentionFlopsF32;
+  report.matmulFlopsF32TransposedLhs = body.matmulFlopsF32TransposedLhs;
   report.matmulFlopsBf16 = body.matmulFlopsBf16;
   report.matmulBytes = body.matmulBytes;
   report.otherBytes = body.otherBytes;

@@ -307,7 +307,7 @@ static void printStepTime(const CostReport &report,
                "/s, or their bytes at the memory bandwidth");
   const ::sd::DeviceSpec &device = profile.device;
   if (device.f32FlopsSmall > 0 || device.f32FlopsMedium > 0 ||
-      device.f32FlopsAttention > 0)
+      device.f32FlopsAttention > 0 || device.f32FlopsTransposedLhs > 0)
     printRow(
         os, "  by size", "",
         "of the f32: " + formatFlops(report.matmulFlopsF32Small) +
@@ -317,7 +317,10 @@ static void printStepTime(const CostReport &report,
             formatFlops(int64_t(device.f32Rate(::sd::ProductSize::Medium))) +
             "/s, " + formatFlops(report.attentionFlopsF32) +
             " of flash attention at " +
-            formatFlops(int64_t(device.attentionRate())) +
+            formatFlops(int64_t(device.attentionRate())) + "/s, " +
+            formatFlops(report.matmulFlopsF32TransposedLhs) +
+            " in the Aᵀ·B form at " +
+            formatFlops(int64_t(device.transposedLhsRate())) +
             "/s, the rest large");
   printRow(os, "other ops", seconds(p.otherSeconds),
            formatBytes(report.otherMemoryBytes) + " at " +
@@ -346,6 +349,7 @@ static llvm::json::Object stepTimeToJson(const CostReport &report,
       {"matmul_flops_f32_small", report.matmulFlopsF32Small},
       {"matmul_flops_f32_medium", report.matmulFlopsF32Medium},
       {"attention_flops_f32", report.attentionFlopsF32},
+      {"matmul_flops_f32_transposed_lhs", report.matmulFlopsF32TransposedLhs},
       {"matmul_flops_bf16", report.matmulFlopsBf16},
       {"matmul_bytes", report.matmulBytes},
       {"other_bytes", report.otherBytes},

@@ -15,9 +15,11 @@ mlir::sd::predictStepTime(const CostReport &report,
   StepTimePrediction p;
   using ::sd::ProductSize;
   int64_t large = report.matmulFlopsF32 - report.matmulFlopsF32Small -
-                  report.matmulFlopsF32Medium - report.attentionFlopsF32;
+                  report.matmulFlopsF32Medium - report.attentionFlopsF32 -
+                  report.matmulFlopsF32TransposedLhs;
   double arithmetic =
       double(report.attentionFlopsF32) / device.attentionRate() +
+      double(report.matmulFlopsF32TransposedLhs) / device.transposedLhsRate() +
       double(report.matmulFlopsF32Small) / device.f32Rate(ProductSize::Small) +
       double(report.matmulFlopsF32Medium) /
           device.f32Rate(ProductSize::Medium) +

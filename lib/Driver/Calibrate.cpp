@@ -94,11 +94,11 @@ bestSeconds(MeshRuntime &runtime, double seconds,
 }
 
 /// A square GEMM of side `n` on every device, its operands of `Elem` (f32
-/// through sd's sgemm, bf16 through oneDNN with f32 accumulation): FLOP/s
-/// per device.
+/// through sd's sgemm, bf16 through oneDNN with f32 accumulation), with
+/// `transposedLhs` in the Aᵀ·B form: FLOP/s per device.
 template <typename Elem>
 absl::StatusOr<double> gemmRate(MeshRuntime &runtime, int64_t n, double seconds,
-                                Elem value) {
+                                Elem value, bool transposedLhs = false) {
   int64_t devices = runtime.numDevices();
   std::vector<std::vector<Elem>> a(devices), b(devices);
   std::vector<std::vector<float>> c(devices);
@@ -112,7 +112,7 @@ absl::StatusOr<double> gemmRate(MeshRuntime &runtime, int64_t n, double seconds,
         int64_t d = device.id() - runtime.firstDeviceId();
         for (int64_t r = 0; r < reps; ++r) {
           if constexpr (std::is_same_v<Elem, float>)
-            kernels::gemm(1, false, false, n, n, n, a[d].data(), n, 0,
+            kernels::gemm(1, transposedLhs, false, n, n, n, a[d].data(), n, 0,
                           b[d].data(), n, 0, 0.0f, c[d].data(), n, 0);
           else
             kernels::gemmBF16(1, false, false, n, n, n, a[d].data(), n, 0,
@@ -380,6 +380,16 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
     logRate(absl::StrFormat("f32 GEMM %d^3 per device", size.side), *rate,
             "GFLOP/s");
   }
+  // The weight gradients' form, which the runtime may give another library.
+  constexpr int64_t kTransposedSide = 1024;
+  absl::StatusOr<double> transposed =
+      gemmRate(runtime, kTransposedSide, seconds, 0.5f, /*transposedLhs=*/true);
+  if (!transposed.ok())
+    return transposed.status();
+  profile.device.f32FlopsTransposedLhs = *transposed;
+  logRate(
+      absl::StrFormat("f32 GEMM %d^3 transposed A per device", kTransposedSide),
+      *transposed, "GFLOP/s");
   // 0x3f00: 0.5 in bf16.
   absl::StatusOr<double> bf16 =
       gemmRate(runtime, 2048, seconds, sd_bf16{0x3f00});
@@ -446,8 +456,9 @@ mlir::sd::calibrateMachine(const CalibrationOptions &options,
   }
   profile.source = absl::StrFormat(
       "sdrun --calibrate, %d devices x %d threads%s: sd's f32 GEMMs of 24 "
-      "heads' 256 x 256 x 64 products and of sides 768 and 2048 and bf16 of "
-      "2048, flash attention of 8 heads of 1024 x 64, an elementwise loop "
+      "heads' 256 x 256 x 64 products, of sides 768 and 2048 and Aᵀ·B of "
+      "side 1024, and bf16 of 2048, flash attention of 8 heads of 1024 x 64, "
+      "an elementwise loop "
       "over 3 x 16 MiB; %s",
       options.devices, runtime.threadsPerDevice(),
       options.ranks ? absl::StrFormat(" a rank, %d ranks", options.ranks->size)

@@ -94,6 +94,51 @@ bool DotGeneralOp::isCompatibleReturnTypes(TypeRange inferred,
   return isInferredOrF32(inferred, actual);
 }
 
+/// Whether an operand's dimensions are laid out as `batch`, then `first`,
+/// then `second`, each group in order.
+static bool hasLayout(ArrayRef<int64_t> batch, ArrayRef<int64_t> first,
+                      ArrayRef<int64_t> second) {
+  int64_t next = 0;
+  for (ArrayRef<int64_t> group : {batch, first, second})
+    for (int64_t d : group)
+      if (d != next++)
+        return false;
+  return true;
+}
+
+/// The dimensions of a rank-`rank` operand that are neither batch nor
+/// contracting.
+static SmallVector<int64_t> freeDims(int64_t rank, ArrayRef<int64_t> batch,
+                                     ArrayRef<int64_t> contract) {
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(batch, d) && !llvm::is_contained(contract, d))
+      dims.push_back(d);
+  return dims;
+}
+
+SmallVector<int64_t> DotGeneralOp::getLhsFreeDims() {
+  return freeDims(getLhs().getType().getRank(), getLhsBatch(),
+                  getLhsContract());
+}
+
+SmallVector<int64_t> DotGeneralOp::getRhsFreeDims() {
+  return freeDims(getRhs().getType().getRank(), getRhsBatch(),
+                  getRhsContract());
+}
+
+DotGeneralOp::GemmOperands DotGeneralOp::getGemmOperands() {
+  ArrayRef<int64_t> lb = getLhsBatch(), rb = getRhsBatch();
+  ArrayRef<int64_t> lc = getLhsContract(), rc = getRhsContract();
+  SmallVector<int64_t> lf = getLhsFreeDims(), rf = getRhsFreeDims();
+  GemmOperands gemm;
+  gemm.transLhs = hasLayout(lb, lc, lf) && !hasLayout(lb, lf, lc);
+  gemm.transRhs = hasLayout(rb, rf, rc) && !hasLayout(rb, rc, rf);
+  gemm.copyLhs = !hasLayout(lb, lf, lc) && !hasLayout(lb, lc, lf);
+  gemm.copyRhs = !hasLayout(rb, rc, rf) && !hasLayout(rb, rf, rc);
+  return gemm;
+}
+
 /// Shared checks of layer_norm / rms_norm: rank >= 1, affine operands of the
 /// last dimension's size.
 static LogicalResult inferLastDimNorm(StringRef opName,

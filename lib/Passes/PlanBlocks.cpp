@@ -162,6 +162,7 @@ constexpr int64_t CostReport::*kCounts[] = {
     &CostReport::matmulFlopsF32Small,
     &CostReport::matmulFlopsF32Medium,
     &CostReport::attentionFlopsF32,
+    &CostReport::matmulFlopsF32TransposedLhs,
     &CostReport::matmulFlopsBf16,
     &CostReport::matmulBytes,
     &CostReport::otherBytes,

@@ -112,6 +112,7 @@ enum class Key {
   F32FlopsMedium,
   HostBandwidth,
   F32FlopsAttention,
+  F32FlopsTransposedLhs,
 };
 
 struct KeyInfo {
@@ -137,6 +138,7 @@ constexpr KeyInfo kKeys[] = {
     {Key::F32FlopsMedium, "f32_flops_medium", true},
     {Key::HostBandwidth, "host_bandwidth", true},
     {Key::F32FlopsAttention, "f32_flops_attention", true},
+    {Key::F32FlopsTransposedLhs, "f32_flops_transposed_lhs", true},
 };
 
 /// The field of `p` a numeric key sets.
@@ -166,6 +168,8 @@ double *numberOf(HardwareProfile &p, Key key) {
     return &p.device.hostBandwidth;
   case Key::F32FlopsAttention:
     return &p.device.f32FlopsAttention;
+  case Key::F32FlopsTransposedLhs:
+    return &p.device.f32FlopsTransposedLhs;
   default:
     return nullptr;
   }

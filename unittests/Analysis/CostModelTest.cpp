@@ -193,6 +193,33 @@ TEST_F(CostReportTest, BatchedProductsAreSizedPerProduct) {
   EXPECT_EQ(result->matmulFlopsF32Medium, square);
 }
 
+// A weight gradient's product, xᵀ·dy: both operands hold the contraction
+// (the tokens) on rows, the Aᵀ·B form the runtime may give another library,
+// counted apart and in no size class; the rhs transposed too (xᵀ·wᵀ) and a
+// lhs the lowering copies (contraction in the middle) are not that form.
+TEST_F(CostReportTest, TransposedLhsProductsAreCountedApart) {
+  FailureOr<CostReport> result = report(R"mlir(
+    func.func @loss(%x: tensor<1024x384xf32> {sd.role = #sd.input<latents>},
+                    %dy: tensor<1024x1536xf32> {sd.role = #sd.input<latents>},
+                    %w: tensor<1536x1024xf32> {sd.role = #sd.input<latents>},
+                    %z: tensor<8x1024x48xf32> {sd.role = #sd.input<latents>}) -> tensor<f32> {
+      %g = sd.dot_general %x, %dy batch = [] x [] contract = [0] x [0] : (tensor<1024x384xf32>, tensor<1024x1536xf32>) -> tensor<384x1536xf32>
+      %t = sd.dot_general %x, %w batch = [] x [] contract = [0] x [1] : (tensor<1024x384xf32>, tensor<1536x1024xf32>) -> tensor<384x1536xf32>
+      %c = sd.dot_general %z, %dy batch = [] x [] contract = [1] x [0] : (tensor<8x1024x48xf32>, tensor<1024x1536xf32>) -> tensor<8x48x1536xf32>
+      %a = sd.reduce_sum %g dims = [0, 1] : (tensor<384x1536xf32>) -> tensor<f32>
+      %b = sd.reduce_sum %t dims = [0, 1] : (tensor<384x1536xf32>) -> tensor<f32>
+      %d = sd.reduce_sum %c dims = [0, 1, 2] : (tensor<8x48x1536xf32>) -> tensor<f32>
+      %s = sd.add %a, %b : tensor<f32>
+      %r = sd.add %s, %d : tensor<f32>
+      return %r : tensor<f32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  int64_t product = 2 * int64_t{384} * 1536 * 1024;
+  EXPECT_EQ(result->matmulFlopsF32, 3 * product);
+  EXPECT_EQ(result->matmulFlopsF32TransposedLhs, product);
+  EXPECT_EQ(result->matmulFlopsF32Medium, 2 * product);
+}
+
 // A convolution's kernel borrows its im2col rows from the device pool while
 // it runs: the peak counts them at the conv (a 1×1 stride-1 conv needs none).
 TEST_F(CostReportTest, ConvolutionsBorrowTheirIm2colRows) {

@@ -76,6 +76,19 @@ TEST(StepTimeTest, AttentionAtItsOwnRate) {
   EXPECT_DOUBLE_EQ(predictStepTime(report, profile).matmulSeconds, 24);
 }
 
+// Products in the Aᵀ·B form at their own rate: of the 1000 f32 FLOPs, 300
+// at 30 FLOP/s (10 s), the other 700 at 100 (7 s); bf16 5 s. Without the
+// rate, they go at the medium products' (here 50: 6 s).
+TEST(StepTimeTest, TransposedLhsProductsAtTheirOwnRate) {
+  CostReport report = fsdp2Report();
+  report.matmulFlopsF32TransposedLhs = 300;
+  ::sd::HardwareProfile profile = roundProfile();
+  profile.device.f32FlopsMedium = 50;
+  EXPECT_DOUBLE_EQ(predictStepTime(report, profile).matmulSeconds, 18);
+  profile.device.f32FlopsTransposedLhs = 30;
+  EXPECT_DOUBLE_EQ(predictStepTime(report, profile).matmulSeconds, 22);
+}
+
 // Compute: products 1000/100 + 2000/400 = 15 s (their 50 bytes take 5 s);
 // other ops 30/10 = 3 s (of their 40 bytes, 30 touch memory). An all_gather
 // sending 20 bytes per device: 10 s, of which the asynchronous half (5 s) hides

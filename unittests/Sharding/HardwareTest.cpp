@@ -79,7 +79,14 @@ TEST(HardwareTest, SizeClassRatesAreOptional) {
   p->device.f32FlopsMedium = 5e10;
   EXPECT_DOUBLE_EQ(p->device.attentionRate(), 5e10);
   p->device.f32FlopsAttention = 1e10;
+  EXPECT_EQ(profileToYaml(*p).find("f32_flops_transposed_lhs"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(p->device.transposedLhsRate(), 5e10);
+  p->device.f32FlopsTransposedLhs = 3e10;
   std::string text = profileToYaml(*p);
+  EXPECT_NE(text.find("f32_flops_transposed_lhs: 30000000000\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("f32_flops_attention: 10000000000\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("f32_flops_small: 20000000000\n"), std::string::npos)
@@ -90,6 +97,7 @@ TEST(HardwareTest, SizeClassRatesAreOptional) {
   EXPECT_DOUBLE_EQ(back->device.f32Rate(ProductSize::Small), 2e10);
   EXPECT_DOUBLE_EQ(back->device.f32Rate(ProductSize::Medium), 5e10);
   EXPECT_DOUBLE_EQ(back->device.attentionRate(), 1e10);
+  EXPECT_DOUBLE_EQ(back->device.transposedLhsRate(), 3e10);
   EXPECT_DOUBLE_EQ(back->device.f32Rate(ProductSize::Large),
                    p->device.f32Flops);
   std::string negative = text;

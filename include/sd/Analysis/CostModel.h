@@ -218,6 +218,10 @@ struct CostReport {
   /// and dK/dV; in no size class), which a profile may rate apart. The
   /// untiled attention op runs as GEMMs and counts by size class.
   int64_t attentionFlopsF32 = 0;
+  /// Of matmulFlopsF32, those of dot_generals in the Aᵀ·B form (a transposed
+  /// lhs, an untransposed rhs: DotGeneralOp::getGemmOperands; the weight
+  /// gradients' form; in no size class), which a profile may rate apart.
+  int64_t matmulFlopsF32TransposedLhs = 0;
   /// Uneven shards (partitioned layout): the arguments with padded blocks,
   /// their padding's bytes per device (on average over the devices), and
   /// the elements the ops compute per device with those that are padding

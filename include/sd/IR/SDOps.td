@@ -403,6 +403,25 @@ def SD_DotGeneralOp : SD_Op<"dot_general",
   }];
   // The result element type is not implied by the operands (f32 accumulation
   // of bf16): isCompatibleReturnTypes accepts f32 besides the operands' type.
+  let extraClassDeclaration = [{
+    /// How a row-major GEMM reads the operands as they are stored: the lhs
+    /// as [batch, M, K] or, transposed, [batch, K, M]; the rhs as
+    /// [batch, K, N] or, transposed, [batch, N, K]. An operand in neither
+    /// layout is copied into the untransposed one first (`copy...`). The
+    /// OpenMP lowering emits these; the cost model prices the forms apart
+    /// (Aᵀ·B: the weight gradients' form, another library on some CPUs).
+    struct GemmOperands {
+      bool transLhs = false, transRhs = false;
+      bool copyLhs = false, copyRhs = false;
+      /// Aᵀ·B: a transposed lhs and an untransposed rhs.
+      bool isTransposedLhsOnly() const { return transLhs && !transRhs; }
+    };
+    GemmOperands getGemmOperands();
+    /// The lhs (rhs) dimensions that are neither batch nor contracting, in
+    /// order: the result's M (N) dimensions.
+    llvm::SmallVector<int64_t> getLhsFreeDims();
+    llvm::SmallVector<int64_t> getRhsFreeDims();
+  }];
 }
 
 def SD_LayerNormOp : SD_InferredOp<"layer_norm",

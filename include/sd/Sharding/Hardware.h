@@ -57,10 +57,20 @@ struct DeviceSpec {
   /// whose tiles and online softmax run below a large product's rate where
   /// measured (`sdrun --calibrate`); 0: the medium products' rate.
   double f32FlopsAttention = 0;
+  /// The f32 rate of products in the Aᵀ·B form (both operands with the
+  /// contraction on rows, as weight gradients are), which sd's runtime
+  /// gives another library than the other forms on CPUs without AMX, where
+  /// measured (`sdrun --calibrate`); 0: the medium products' rate.
+  double f32FlopsTransposedLhs = 0;
 
   double attentionRate() const {
     return f32FlopsAttention > 0 ? f32FlopsAttention
                                  : f32Rate(ProductSize::Medium);
+  }
+
+  double transposedLhsRate() const {
+    return f32FlopsTransposedLhs > 0 ? f32FlopsTransposedLhs
+                                     : f32Rate(ProductSize::Medium);
   }
 
   double hostRate() const {
@@ -82,7 +92,8 @@ struct DeviceSpec {
            f32FlopsSmall == other.f32FlopsSmall &&
            f32FlopsMedium == other.f32FlopsMedium &&
            hostBandwidth == other.hostBandwidth &&
-           f32FlopsAttention == other.f32FlopsAttention;
+           f32FlopsAttention == other.f32FlopsAttention &&
+           f32FlopsTransposedLhs == other.f32FlopsTransposedLhs;
   }
 };
 
@@ -124,8 +135,9 @@ absl::StatusOr<HardwareProfile> builtinProfile(std::string_view name);
 /// `devices_per_host` (a positive integer). Every key is required once,
 /// but `f32_flops_small` and `f32_flops_medium` (the small and medium
 /// products' f32 rates), `host_bandwidth` (device to host memory, one way)
-/// and `f32_flops_attention` (attention kernels' f32 rate), which may be
-/// left out; an unknown one is an error.
+/// `f32_flops_attention` (attention kernels' f32 rate) and
+/// `f32_flops_transposed_lhs` (the Aᵀ·B form's f32 rate), which may be left
+/// out; an unknown one is an error.
 absl::StatusOr<HardwareProfile> parseProfile(std::string_view text,
                                              std::string_view label);
 

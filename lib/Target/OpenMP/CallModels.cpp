@@ -31,28 +31,6 @@ static std::string doubleLiteral(double value) {
 // Library calls: the BLAS and the runtime's kernels
 //===----------------------------------------------------------------------===//
 
-/// The dimensions of a rank-`rank` operand that are neither batch nor
-/// contracting.
-static SmallVector<int64_t> freeDims(int64_t rank, ArrayRef<int64_t> batch,
-                                     ArrayRef<int64_t> contract) {
-  SmallVector<int64_t> f;
-  for (int64_t d = 0; d < rank; ++d)
-    if (!llvm::is_contained(batch, d) && !llvm::is_contained(contract, d))
-      f.push_back(d);
-  return f;
-}
-
-/// Whether an operand's dimensions are laid out as `b`, `first`, `second`.
-static bool hasLayout(ArrayRef<int64_t> b, ArrayRef<int64_t> first,
-                      ArrayRef<int64_t> second) {
-  int64_t next = 0;
-  for (ArrayRef<int64_t> group : {b, first, second})
-    for (int64_t d : group)
-      if (d != next++)
-        return false;
-  return true;
-}
-
 /// Copies `v` of `op` into a temporary with its dimensions permuted by
 /// `perm` (a GEMM operand whose layout the BLAS cannot read directly).
 static std::string transposeInto(DotGeneralOp op, Value v,
@@ -85,8 +63,7 @@ static LogicalResult emitCallOf(DotGeneralOp op, ProgramBuilder &pb) {
   ArrayRef<int64_t> ls = shapeOf(op.getLhs()), rs = shapeOf(op.getRhs());
   ArrayRef<int64_t> lb = op.getLhsBatch(), rb = op.getRhsBatch();
   ArrayRef<int64_t> lc = op.getLhsContract(), rc = op.getRhsContract();
-  SmallVector<int64_t> lf = freeDims(ls.size(), lb, lc);
-  SmallVector<int64_t> rf = freeDims(rs.size(), rb, rc);
+  SmallVector<int64_t> lf = op.getLhsFreeDims(), rf = op.getRhsFreeDims();
   int64_t batch = 1, m = 1, n = 1, k = 1;
   for (int64_t d : lb)
     batch *= ls[d];
@@ -96,18 +73,18 @@ static LogicalResult emitCallOf(DotGeneralOp op, ProgramBuilder &pb) {
     n *= rs[d];
   for (int64_t d : lc)
     k *= ls[d];
-  int transA = hasLayout(lb, lc, lf) && !hasLayout(lb, lf, lc) ? 1 : 0;
-  int transB = hasLayout(rb, rf, rc) && !hasLayout(rb, rc, rf) ? 1 : 0;
+  DotGeneralOp::GemmOperands gemm = op.getGemmOperands();
+  int transA = gemm.transLhs ? 1 : 0, transB = gemm.transRhs ? 1 : 0;
   std::string lhs = pb.buffer(op.getLhs()), rhs = pb.buffer(op.getRhs());
   SmallVector<std::string> temps;
-  if (!hasLayout(lb, lf, lc) && !hasLayout(lb, lc, lf)) {
+  if (gemm.copyLhs) {
     SmallVector<int64_t> perm(lb);
     perm.append(lf);
     perm.append(lc.begin(), lc.end());
     lhs = transposeInto(op, op.getLhs(), perm, pb);
     temps.push_back(lhs);
   }
-  if (!hasLayout(rb, rc, rf) && !hasLayout(rb, rf, rc)) {
+  if (gemm.copyRhs) {
     SmallVector<int64_t> perm(rb);
     perm.append(rc.begin(), rc.end());
     perm.append(rf);
