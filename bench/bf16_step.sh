@@ -17,7 +17,8 @@
 # and measures it. PyTorch, the GEMMs and every sd run take place twice:
 # with the environment's OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, and with both
 # unset (sd's f32 weight gradients are OpenBLAS's on CPUs with AVX-512 and
-# no AMX, lib/Runtime/KernelsGemm.cpp; its other products are oneDNN's);
+# no AMX where OpenBLAS runs its AVX-512 kernels, lib/Runtime/KernelsGemm.cpp;
+# its other products are oneDNN's);
 # each configuration's ratios use the faster of its two. Prints the CPU's
 # bf16 flags and a markdown table with PASS/FAIL against the targets:
 #   with AVX512_BF16 or AMX: sd bf16 >= 1.6x sd f32, and >= 2x PyTorch's

@@ -13,8 +13,12 @@
 // CPU with AMX: on an Intel Xeon with AMX (Sapphire Rapids), OpenBLAS
 // 0.3.21 (its SkylakeX kernels) ran every step shape at 15-26 GFLOP/s on
 // one thread and oneDNN at 80-128, Aᵀ·B 4.4x faster (bench/sgemm_bench.cpp's
-// StepShapes on both). The choice is the CPU's, made once, so a machine's
-// runs repeat bitwise. Both libraries are Debian's OpenMP builds: one
+// StepShapes on both); and except where OpenBLAS runs narrower kernels than
+// the CPU has: on the AVX-512 machine with OPENBLAS_CORETYPE=Haswell (its
+// AVX2 kernels) the f32 step's Aᵀ·B products ran at 95-99 GFLOP/s a device
+// against 170-199 for oneDNN's forms. The choice is made once per process
+// from the CPU and OpenBLAS's core, so a machine's runs in one environment
+// repeat bitwise. Both libraries are Debian's OpenMP builds: one
 // called from a device thread runs on that thread's OpenMP team, and
 // single-threaded inside a parallel region. Neither's result depends on
 // anything but the shapes and the team size.
@@ -47,9 +51,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace sd::rt::kernels {
@@ -91,10 +97,26 @@ static void sgemmWith(bool useOneDnn, bool transA, bool transB, int64_t m,
               static_cast<blasint>(ldc));
 }
 
+/// Whether OpenBLAS runs its AVX-512 kernels: its core is one of its
+/// AVX-512 targets (OPENBLAS_CORETYPE may hold it to an older one).
+static bool openBlasUsesAvx512() {
+  std::string core = openblas_get_corename();
+  std::transform(core.begin(), core.end(), core.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return core == "skylakex" || core == "cooperlake" || core == "sapphirerapids";
+}
+
 bool oneDnnForTransposedA() {
-  static const bool amx =
-      dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx;
-  return amx;
+  static const bool oneDnn = [] {
+    dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    if (isa == dnnl::cpu_isa::avx512_core_amx)
+      return true;
+    bool avx512 = isa == dnnl::cpu_isa::avx512_core ||
+                  isa == dnnl::cpu_isa::avx512_core_vnni ||
+                  isa == dnnl::cpu_isa::avx512_core_bf16;
+    return avx512 && !openBlasUsesAvx512();
+  }();
+  return oneDnn;
 }
 
 void detail::sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,

@@ -48,7 +48,9 @@ std::string gemmBF16Implementation(int64_t batch, bool transA, bool transB,
                                    int64_t strideB, bool cIsBF16, int64_t ldc,
                                    int64_t strideC);
 /// Whether f32 Aᵀ·B products go to oneDNN rather than OpenBLAS: on CPUs with
-/// AMX (KernelsGemm.cpp says why).
+/// AMX, and on CPUs with AVX-512 where OpenBLAS runs narrower kernels (its
+/// core held to an AVX2 one, as OPENBLAS_CORETYPE=Haswell does); decided
+/// once per process (KernelsGemm.cpp says why).
 bool oneDnnForTransposedA();
 
 /// See SdApi::transpose: elements of `elementBytes` (4 or 2) are moved.
