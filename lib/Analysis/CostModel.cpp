@@ -469,8 +469,11 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
       op->hasAttr(SDDialect::kRecomputeAttrName) ? flops : recomputeFlops;
   cost.bytesAccessed += bytes;
   if (isProductOp(op)) {
-    auto result = cast<ShapedType>(op->getResult(0).getType());
-    if (result.getElementType().isBF16()) {
+    // What a product computes in is its operands' type: bf16 operands run on
+    // the bf16 GEMMs into an f32 result too (the weight gradients of a bf16
+    // step, accumulated in f32).
+    auto operand = cast<ShapedType>(op->getOperand(0).getType());
+    if (operand.getElementType().isBF16()) {
       cost.matmulFlopsBf16 += flops;
     } else if (isa<FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp>(
                    op)) {

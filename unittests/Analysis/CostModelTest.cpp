@@ -220,6 +220,22 @@ TEST_F(CostReportTest, TransposedLhsProductsAreCountedApart) {
   EXPECT_EQ(result->matmulFlopsF32Medium, 2 * product);
 }
 
+// A bf16 weight gradient accumulated into an f32 result runs on the bf16
+// GEMMs: its FLOPs are bf16 ones, in no f32 class (the Aᵀ·B one included).
+TEST_F(CostReportTest, ProductsComputeInTheirOperandsType) {
+  FailureOr<CostReport> result = report(R"mlir(
+    func.func @loss(%x: tensor<1024x384xbf16> {sd.role = #sd.input<latents>},
+                    %dy: tensor<1024x1536xbf16> {sd.role = #sd.input<latents>}) -> tensor<f32> {
+      %g = sd.dot_general %x, %dy batch = [] x [] contract = [0] x [0] : (tensor<1024x384xbf16>, tensor<1024x1536xbf16>) -> tensor<384x1536xf32>
+      %r = sd.reduce_sum %g dims = [0, 1] : (tensor<384x1536xf32>) -> tensor<f32>
+      return %r : tensor<f32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  EXPECT_EQ(result->matmulFlopsBf16, 2 * int64_t{384} * 1536 * 1024);
+  EXPECT_EQ(result->matmulFlopsF32, 0);
+  EXPECT_EQ(result->matmulFlopsF32TransposedLhs, 0);
+}
+
 // A convolution's kernel borrows its im2col rows from the device pool while
 // it runs: the peak counts them at the conv (a 1×1 stride-1 conv needs none).
 TEST_F(CostReportTest, ConvolutionsBorrowTheirIm2colRows) {
