@@ -441,6 +441,15 @@ static bool isProductOp(Operation *op) {
              FlashAttentionDkvOp>(op);
 }
 
+/// Whether product `op` computes in bf16: its operands' type, whatever its
+/// result's (bf16 operands run on the bf16 GEMMs into an f32 result too: the
+/// weight gradients of a bf16 step, accumulated in f32).
+static bool computesInBF16(Operation *op) {
+  return cast<ShapedType>(op->getOperand(0).getType())
+      .getElementType()
+      .isBF16();
+}
+
 LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
   auto costOp = dyn_cast<CostOpInterface>(op);
   if (!costOp)
@@ -469,11 +478,7 @@ LogicalResult CostAnalysis::costOp(Operation *op, FunctionCost &cost) {
       op->hasAttr(SDDialect::kRecomputeAttrName) ? flops : recomputeFlops;
   cost.bytesAccessed += bytes;
   if (isProductOp(op)) {
-    // What a product computes in is its operands' type: bf16 operands run on
-    // the bf16 GEMMs into an f32 result too (the weight gradients of a bf16
-    // step, accumulated in f32).
-    auto operand = cast<ShapedType>(op->getOperand(0).getType());
-    if (operand.getElementType().isBF16()) {
+    if (computesInBF16(op)) {
       cost.matmulFlopsBf16 += flops;
     } else if (isa<FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp>(
                    op)) {
@@ -897,8 +902,7 @@ mlir::sd::computeShardedProductFlops(func::FuncOp func,
         op->getAttrOfType<ShardingPerValueAttr>(SDDialect::kShardingAttrName);
     if (perValue && !perValue.getShardings().empty())
       flops /= blocksOf(perValue.getShardings().front(), parts);
-    auto type = cast<ShapedType>(op->getResult(0).getType());
-    (type.getElementType().isBF16() ? result.bf16 : result.f32) += flops;
+    (computesInBF16(op) ? result.bf16 : result.f32) += flops;
     return WalkResult::advance();
   });
   if (walked.wasInterrupted())

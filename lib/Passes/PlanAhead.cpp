@@ -288,7 +288,7 @@ Search::lowerBoundOf(const Plan &plan,
   double rate = std::max({device.f32Rate(::sd::ProductSize::Small),
                           device.f32Rate(::sd::ProductSize::Medium),
                           device.f32Rate(::sd::ProductSize::Large),
-                          device.attentionRate()});
+                          device.attentionRate(), device.transposedLhsRate()});
   double seconds = 0;
   if (rate > 0)
     seconds += std::max(f32, 0.0) / rate;
