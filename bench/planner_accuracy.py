@@ -29,6 +29,7 @@ Usage: bench/planner_accuracy.py [--configs=2,4,mpi2] [--steps=4]
          [--model=models/dit_s2.mlir] [--batch=8] [--out=DIR] [--quick]
          [--remats=NONE,FULL,...] [--rules=dit,dit+fsdp-seq,...]
          [--accums=1,2,...] [--measured-from=DIR] [--confirm=R]
+         [--rounds=R]
   --measured-from=DIR  predict again (after a change to the model) against
            the calibrated profiles and measured steps an earlier run left
            in DIR (its --out), running no sdrun; the same options
@@ -42,6 +43,12 @@ Usage: bench/planner_accuracy.py [--configs=2,4,mpi2] [--steps=4]
            those runs too: the fastest of many single runs on a shared
            machine is the luckiest one (the winner's curse), so the sweep
            alone overstates how far the first choice is from the best.
+  --rounds=R  measure every plan R times (default 1), taking turns: the
+           sweep runs every plan once, then again (every other round in
+           reverse order, so that a slow spell of the machine does not
+           always fall on the same plans), and each plan's measured step
+           is the median of its steps 2..S of every round, its fastest the
+           fastest of them; the table shows each round's median.
   --quick  one configuration (2 devices), NONE and FULL only, 3 steps: a
            smoke test of the script; its figures are not the table's.
 Environment: BUILD (build dir, default build). Exit 1 if a target fails,
@@ -144,12 +151,11 @@ def predict(args, profile, plan, log):
 
 
 def measured_steps(metrics):
-    """(median, fastest) step time of a --metrics file after the first
-    step, or None."""
+    """The step times of a --metrics file after the first step, or None."""
     with open(metrics) as f:
         steps = [json.loads(line) for line in f if line.strip()]
     times = [s["step_time_s"] for s in steps if s.get("step", 0) > 1]
-    return (statistics.median(times), min(times)) if times else None
+    return times or None
 
 
 def measure(args, config, plan, log, cache):
@@ -231,7 +237,7 @@ def confirm(args, config, first, rows, out, cache):
     taking turns args.confirm times: [(plan, median of every round's
     steps, per-round medians)], fastest first, or None when the first
     choice was not measured."""
-    measured = sorted((m, i) for i, (_, pr, m, _) in enumerate(rows)
+    measured = sorted((m, i) for i, (_, pr, m, _, _) in enumerate(rows)
                       if pr is not None and m is not None)
     if first is None or args.confirm == 0 or not any(
             rows[i][0] == first for _, i in measured):
@@ -246,11 +252,9 @@ def confirm(args, config, first, rows, out, cache):
             tag = f"{config}-confirm-{r}-{k}"
             print(f"confirm {tag}: {plan}", file=sys.stderr)
             log = os.path.join(out, f"run-{tag}.log")
-            if measure(args, config, plan, log, cache) is None:
+            times = measure(args, config, plan, log, cache)
+            if times is None:
                 return None
-            with open(log + ".jsonl") as f:
-                times = [json.loads(line)["step_time_s"] for line in f
-                         if line.strip() and json.loads(line).get("step", 0) > 1]
             steps[plan] += times
             rounds[plan].append(statistics.median(times))
     result = [(plan, statistics.median(steps[plan]), rounds[plan])
@@ -299,6 +303,7 @@ def main():
     parser.add_argument("--accums", default="1")
     parser.add_argument("--measured-from")
     parser.add_argument("--confirm", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     build = os.environ.get("BUILD", os.path.join(ROOT, "build"))
     args.sdopt = os.path.join(build, "bin/sdopt")
@@ -318,6 +323,8 @@ def main():
         die("--steps must be at least 2 (step 1 is warm-up)")
     if args.confirm < 0:
         die("--confirm must be 0 or more")
+    if args.rounds < 1:
+        die("--rounds must be at least 1")
     if args.measured_from:
         args.confirm = 0
     out = args.out or tempfile.mkdtemp(prefix="sd-planner-accuracy.")
@@ -331,8 +338,11 @@ def main():
         load_start = " ".join(f.read().split()[:3])
     print(f"# Planner accuracy: {os.path.basename(args.model)}, batch "
           f"{args.batch}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
+    rounds = (f"; every plan run in {args.rounds} rounds, taking turns, the "
+              f"median of every round's steps" if args.rounds > 1 else "")
     print(f"- sd: {commit}; load average at start {load_start}; "
-          f"{args.steps} steps a run, the median of steps 2..{args.steps}\n")
+          f"{args.steps} steps a run, the median of steps 2..{args.steps}"
+          f"{rounds}\n")
     if args.measured_from:
         print(f"- predicted again against the profiles and steps measured in "
               f"{os.path.basename(os.path.normpath(args.measured_from))}\n")
@@ -358,33 +368,59 @@ def main():
             if run(calibrate, os.path.join(out, f"calibrate-{config}.log"),
                    env) != 0:
                 die(f"calibration failed: {out}/calibrate-{config}.log")
-        rows = []
         measured_plans = plans(config, args.quick, args.remats.split(","),
                                args.rules.split(","),
                                [int(a) for a in args.accums.split(",")])
+        predictions = []
         for i, plan in enumerate(measured_plans):
             tag = f"{config}-{i}"
             print(f"plan {tag}: {plan}", file=sys.stderr)
             predicted = predict(args, profile, plan, os.path.join(out, f"predict-{tag}.log"))
-            if predicted is None:
-                rows.append((plan, None, None, None))
-                continue
-            measured = measure(args, config, plan, os.path.join(out, f"run-{tag}.log"), cache)
-            median, fastest = measured if measured else (None, None)
-            rows.append((plan, predicted["step_seconds"], median, fastest))
-            print(f"  predicted {predicted['step_seconds']:.3f} s, measured "
-                  f"{median if median is None else round(median, 3)} s",
-                  file=sys.stderr, flush=True)
+            predictions.append(None if predicted is None else predicted["step_seconds"])
+        # Every plan that fits is measured in each round, taking turns; a
+        # run that fails drops the plan from the later rounds.
+        steps = {i: [] for i, pr in enumerate(predictions) if pr is not None}
+        per_round = {i: [] for i in steps}
+        for r in range(args.rounds):
+            order = sorted(steps, reverse=(r % 2 == 1))
+            for i in order:
+                if steps[i] is None:
+                    continue
+                plan = measured_plans[i]
+                # Round 0's logs keep the names of a run without rounds
+                # (--measured-from reads them).
+                tag = f"{config}-{i}" + (f"-r{r}" if r else "")
+                print(f"run {tag}: {plan}", file=sys.stderr)
+                times = measure(args, config, plan,
+                                os.path.join(out, f"run-{tag}.log"), cache)
+                if times is None:
+                    steps[i] = None
+                    continue
+                steps[i] += times
+                per_round[i].append(statistics.median(times))
+                print(f"  predicted {predictions[i]:.3f} s, measured "
+                      f"{statistics.median(times):.3f} s", file=sys.stderr,
+                      flush=True)
+        rows = []
+        for i, plan in enumerate(measured_plans):
+            times = steps.get(i)
+            if predictions[i] is None or not times:
+                rows.append((plan, predictions[i], None, None, []))
+            else:
+                rows.append((plan, predictions[i], statistics.median(times),
+                             min(times), per_round[i]))
         first = first_choice(args, config, profile, os.path.join(out, f"plan-{config}.log"))
-        both = [(p, pr, m) for p, pr, m, _ in rows if pr is not None and m is not None]
-        both_fastest = [(p, pr, f) for p, pr, _, f in rows
+        both = [(p, pr, m) for p, pr, m, _, _ in rows
+                if pr is not None and m is not None]
+        both_fastest = [(p, pr, f) for p, pr, _, f, _ in rows
                         if pr is not None and f is not None]
         title = ("2 MPI ranks x 1 device" if config == "mpi2"
                  else f"{devices} devices in one process")
         print(f"## {title}\n")
-        print("| mesh | rules | attention | remat | accum | predicted | measured | error | fastest step |")
-        print("|---|---|---|---|---:|---:|---:|---:|---:|")
-        for plan, pr, m, fastest in rows:
+        rounds_head = " rounds |" if args.rounds > 1 else ""
+        print("| mesh | rules | attention | remat | accum | predicted | measured | error | fastest step |" + rounds_head)
+        print("|---|---|---|---|---:|---:|---:|---:|---:|" + ("---|" if args.rounds > 1 else ""))
+        for plan, pr, m, fastest, medians in rows:
             ici, dcn, rules, attention, remat, accum = plan
             mesh = f"{ici} \\| {dcn}" if dcn else ici
             mark = " (first choice)" if first == plan else ""
@@ -394,8 +430,10 @@ def main():
             elif m is None:
                 print(f"{head} {pr:.3f} s | run failed | | |")
             else:
+                rounds_cell = (f" {' / '.join(f'{x:.3f}' for x in medians)} s |"
+                               if args.rounds > 1 else "")
                 print(f"{head} {pr:.3f} s | {m:.3f} s | {(pr - m) / m * 100:+.0f}% | "
-                      f"{fastest:.3f} s |")
+                      f"{fastest:.3f} s |{rounds_cell}")
         if len(both) < 2:
             print("\nfewer than two plans measured: no statistics\n")
             failed = True

@@ -41,6 +41,16 @@ namespace sd::rt {
 /// buffer goes back to the system so that a use after release is caught.
 bool cacheBuffersByDefault();
 
+/// Sets the C allocator (glibc's malloc) up for device threads, once per
+/// process: memory a thread frees stays with its arena for the next request
+/// instead of going back to the system (see MemoryPool.cpp). Every pool
+/// that caches its buffers calls it when made. Nothing where the user set
+/// glibc's malloc variables (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,
+/// MALLOC_TOP_PAD_, or malloc tunables in GLIBC_TUNABLES), in
+/// AddressSanitizer builds, or with another C library. Returns whether the
+/// settings were made (by this call or an earlier one).
+bool configureHostAllocator();
+
 /// How a MemoryPool hands out buffers.
 struct MemoryPoolOptions {
   /// Keep released buffers for reuse (see MemoryPool.cpp).
