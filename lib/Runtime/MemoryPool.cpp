@@ -39,7 +39,7 @@
 // Where the pool's buffers left the first heap with a little room, every
 // such call mapped and unmapped a heap of its own: 10-20 thousand page
 // faults a second through a whole run, DiT-S/2's f32 step on `data:2` at
-// 1.4-1.7 s instead of 1.1-1.3, in about half of the runs (which half
+// 1.4-1.9 s instead of 1.1-1.4, in about half of the runs (which half
 // depended on where the buffers landed). The settings keep what a thread
 // frees: requests up to 32 MiB from the arenas (above that they are
 // mapped and unmapped, as before), no trimming below 1 GiB, and 64 MiB of
