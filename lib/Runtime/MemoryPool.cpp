@@ -160,8 +160,12 @@ bool sd::rt::cacheBuffersByDefault() {
 }
 
 bool sd::rt::configureHostAllocator() {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__GLIBC__)
   static bool configured = [] {
+    // AddressSanitizer's allocator replaces glibc's (and the pools keep
+    // nothing there).
+    if (!cacheBuffersByDefault())
+      return false;
     // The user's own settings win.
     for (const char *name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_",
                              "MALLOC_TOP_PAD_"})
