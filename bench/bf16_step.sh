@@ -19,7 +19,10 @@
 # unset (sd's f32 weight gradients are OpenBLAS's on CPUs with AVX-512 and
 # no AMX where OpenBLAS runs its AVX-512 kernels, lib/Runtime/KernelsGemm.cpp;
 # its other products are oneDNN's);
-# each configuration's ratios use the faster of its two. Prints the CPU's
+# each configuration's ratios use the faster of its two. Each sd row also
+# gives the median page faults and involuntary context switches of its
+# steps (sdrun's metrics), which tell a disturbed run from a slow one.
+# Prints the CPU's
 # bf16 flags and a markdown table with PASS/FAIL against the targets:
 #   with AVX512_BF16 or AMX: sd bf16 >= 1.6x sd f32, and >= 2x PyTorch's
 #     autocast DDP step (its faster configuration);
@@ -163,6 +166,11 @@ def sd(name):
     rows = [row for run in rounds for row in run]
     timed = [r for r in rows if int(r["step"]) > 1]
     return {"step_s": statistics.median(float(r["step_time_s"]) for r in timed),
+            # What the process counted in those steps (sdrun's getrusage):
+            # a run that took page faults or lost its cores shows here.
+            "faults": statistics.median(int(r.get("page_faults", 0)) for r in timed),
+            "switches": statistics.median(
+                int(r.get("involuntary_context_switches", 0)) for r in timed),
             "flops": float(timed[-1].get("model_flops", 0)),
             "peak": max(int(r.get("peak_device_bytes", 0)) for r in rows),
             "loss": [float(r["loss"]) for r in rounds[0]]}
@@ -216,9 +224,11 @@ print("| PyTorch %s DDP 2x1, autocast bf16 (environment's settings) | %.3f s/ste
 print("| PyTorch %s DDP 2x1, autocast bf16 (unset) | %.3f s/step | | |" % (os.environ["TORCH_VERSION"], t_unset))
 for (p, a, b), m in each.items():
     rate = m["flops"] / m["step_s"] / 1e9 if m["flops"] else float("nan")
-    print("| sd %s data:2, %s (%s) | %.3f s/step (%.1f GFLOP/s, %.0f%% of the %s GEMM) | | |"
+    print("| sd %s data:2, %s (%s) | %.3f s/step (%.1f GFLOP/s, %.0f%% of the %s GEMM; "
+          "a step: %d page faults, %d involuntary context switches) | | |"
           % (p, a, blas_settings[b], m["step_s"], rate,
-             100 * rate / (bf16_ceiling if p == "bf16" else ceiling), p))
+             100 * rate / (bf16_ceiling if p == "bf16" else ceiling), p,
+             m["faults"], m["switches"]))
 quick = os.environ["QUICK"] == "1"
 for a in ("dot_product", "flash"):
     speedup = runs[("f32", a)]["step_s"] / runs[("bf16", a)]["step_s"]

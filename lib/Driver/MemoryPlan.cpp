@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <sys/resource.h>
 #include <unistd.h>
 
 using namespace mlir;
@@ -189,6 +190,43 @@ static int64_t statusBytes(llvm::StringRef key) {
 int64_t mlir::sd::residentBytes() { return statusBytes("VmRSS"); }
 
 int64_t mlir::sd::peakResidentBytes() { return statusBytes("VmHWM"); }
+
+ProcessUsage
+mlir::sd::ProcessUsage::operator-(const ProcessUsage &earlier) const {
+  ProcessUsage d = *this;
+  d.pageFaults -= earlier.pageFaults;
+  d.majorPageFaults -= earlier.majorPageFaults;
+  d.involuntarySwitches -= earlier.involuntarySwitches;
+  d.userSeconds -= earlier.userSeconds;
+  d.systemSeconds -= earlier.systemSeconds;
+  return d;
+}
+
+ProcessUsage &mlir::sd::ProcessUsage::operator+=(const ProcessUsage &other) {
+  pageFaults += other.pageFaults;
+  majorPageFaults += other.majorPageFaults;
+  involuntarySwitches += other.involuntarySwitches;
+  userSeconds += other.userSeconds;
+  systemSeconds += other.systemSeconds;
+  return *this;
+}
+
+ProcessUsage mlir::sd::processUsage() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0)
+    return {};
+  auto seconds = [](const struct timeval &t) {
+    return static_cast<double>(t.tv_sec) +
+           1e-6 * static_cast<double>(t.tv_usec);
+  };
+  ProcessUsage u;
+  u.pageFaults = usage.ru_minflt + usage.ru_majflt;
+  u.majorPageFaults = usage.ru_majflt;
+  u.involuntarySwitches = usage.ru_nivcsw;
+  u.userSeconds = seconds(usage.ru_utime);
+  u.systemSeconds = seconds(usage.ru_stime);
+  return u;
+}
 
 int64_t mlir::sd::machineMemoryBytes() {
   long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGESIZE);

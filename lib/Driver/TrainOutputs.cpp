@@ -75,6 +75,7 @@ void TrainRun::printSummary() {
            << " back per step (sd.offload, sd.reload)\n";
   printCommunicationTimes();
   printMemory();
+  printUsage();
   outs() << format("time to first step: %.2f s (build %.2f s, compile and "
                    "load %.2f s, starting values %.2f s, first step %.2f s)\n",
                    firstStepAt, buildSeconds, compileSeconds, restoreSeconds,
@@ -124,6 +125,57 @@ void TrainRun::printMemory() {
     first = false;
   }
   outs() << ")\n";
+}
+
+void TrainRun::printUsage() {
+  int64_t ran = static_cast<int64_t>(losses.size());
+  if (ran < 2 || laterStepsSeconds <= 0)
+    return;
+  // Every process's counts; the line shows the most of each.
+  const ProcessUsage &own = laterStepsUsage;
+  std::vector<ProcessUsage> all = {own};
+  if (options.device.processGroup && program.mesh.numProcesses() > 1)
+    if (absl::StatusOr<std::vector<std::string>> gathered =
+            options.device.processGroup->allGather(absl::StrFormat(
+                "%d %d %d %.6f %.6f", own.pageFaults, own.majorPageFaults,
+                own.involuntarySwitches, own.userSeconds, own.systemSeconds));
+        gathered.ok()) {
+      all.clear();
+      for (const std::string &text : *gathered) {
+        ProcessUsage u;
+        long long faults = 0, major = 0, switches = 0;
+        if (std::sscanf(text.c_str(), "%lld %lld %lld %lf %lf", &faults, &major,
+                        &switches, &u.userSeconds, &u.systemSeconds) != 5)
+          continue;
+        u.pageFaults = faults;
+        u.majorPageFaults = major;
+        u.involuntarySwitches = switches;
+        all.push_back(u);
+      }
+    }
+  ProcessUsage most;
+  for (const ProcessUsage &u : all) {
+    most.pageFaults = std::max(most.pageFaults, u.pageFaults);
+    most.majorPageFaults = std::max(most.majorPageFaults, u.majorPageFaults);
+    most.involuntarySwitches =
+        std::max(most.involuntarySwitches, u.involuntarySwitches);
+    most.userSeconds = std::max(most.userSeconds, u.userSeconds);
+    most.systemSeconds = std::max(most.systemSeconds, u.systemSeconds);
+  }
+  int64_t first = firstStep + 2, last = firstStep + ran;
+  outs() << "per process, step" << (first == last ? " " : "s ") << first
+         << (first == last ? "" : "-" + std::to_string(last)) << ": "
+         << count(static_cast<size_t>(most.pageFaults), "page fault") << " ("
+         << most.majorPageFaults << " major), "
+         << count(static_cast<size_t>(most.involuntarySwitches),
+                  "involuntary context switch")
+         << format(", %.2f cores busy (%.2f s user and %.2f s system CPU in "
+                   "%.2f s)",
+                   (most.userSeconds + most.systemSeconds) / laterStepsSeconds,
+                   most.userSeconds, most.systemSeconds, laterStepsSeconds);
+  if (all.size() > 1)
+    outs() << " (the most of " << all.size() << " processes)";
+  outs() << "\n";
 }
 
 void TrainRun::printCommunicationTimes() {

@@ -128,6 +128,9 @@ private:
   std::map<std::string, std::string> exportMetadata() const;
   /// The summary's line of this process's peak and predicted memory.
   void printMemory();
+  /// The summary's line of what the processes counted during the steps
+  /// after the first: page faults, involuntary context switches, cores busy.
+  void printUsage();
   /// With --verify: the same steps on one device, from the same values.
   absl::Status verify();
 
@@ -179,9 +182,11 @@ private:
   /// Gives `target` the inputs of the batch at `position` (every row).
   absl::Status feedBatch(rt::TrainingSession &target,
                          const std::vector<std::vector<float>> &inputs);
-  /// Writes the metrics line, the CSV row and the progress of one step.
+  /// Writes the metrics line, the CSV row and the progress of one step;
+  /// `usage` is what the process counted while the step ran.
   absl::Status recordStep(int64_t step,
                           const rt::TrainingSession::StepResult &result,
+                          const ProcessUsage &usage,
                           std::optional<double> heldout);
   absl::Status saveCheckpoint(int64_t stepsTaken);
   /// Ends the step loop after `status`: a failed step still leaves its
@@ -261,6 +266,11 @@ private:
   std::vector<double> losses;
   std::vector<std::pair<int64_t, double>> curve;
   double totalSeconds = 0;
+  /// What the process counted during the steps after this run's first
+  /// (page faults, involuntary context switches, CPU time), and their
+  /// seconds: the summary's line on how undisturbed the steps ran.
+  ProcessUsage laterStepsUsage;
+  double laterStepsSeconds = 0;
 };
 
 } // namespace mlir::sd::train

@@ -92,10 +92,16 @@ absl::Status TrainRun::runSteps() {
     runtime.traceHostSpan("wait for batch", waitBegin, begin, "data");
     if (absl::Status status = feedBatch(*session, batch->inputs); !status.ok())
       return abandonSteps(status);
+    ProcessUsage usageBefore = processUsage();
     absl::StatusOr<rt::TrainingSession::StepResult> result =
         session->step(step);
     if (!result.ok())
       return abandonSteps(result.status());
+    ProcessUsage usage = processUsage() - usageBefore;
+    if (step != firstStep) {
+      laterStepsUsage += usage;
+      laterStepsSeconds += result->seconds;
+    }
     runtime.traceHostSpan("step " + std::to_string(step + 1), begin,
                           Clock::now());
     if (step == firstStep) {
@@ -123,7 +129,8 @@ absl::Status TrainRun::runSteps() {
       progress->printAbove(
           formatv("held-out loss at step {0}: {1:f6}", step + 1, *loss).str());
     }
-    if (absl::Status status = recordStep(step, *result, heldout); !status.ok())
+    if (absl::Status status = recordStep(step, *result, usage, heldout);
+        !status.ok())
       return abandonSteps(status);
     bool last = step + 1 == options.steps;
     if (checkpointing && !last && options.checkpointEvery > 0 &&
@@ -146,6 +153,7 @@ absl::Status TrainRun::runSteps() {
 
 absl::Status TrainRun::recordStep(int64_t step,
                                   const rt::TrainingSession::StepResult &result,
+                                  const ProcessUsage &usage,
                                   std::optional<double> heldout) {
   losses.push_back(result.loss);
   curve.emplace_back(step + 1, result.loss);
@@ -168,6 +176,8 @@ absl::Status TrainRun::recordStep(int64_t step,
         {"peak_device_bytes", session->peakDeviceBytes()},
         {"peak_host_bytes", session->peakHostBytes()},
         {"comm_bytes_per_device", session->lastStepCommBytes()},
+        {"page_faults", usage.pageFaults},
+        {"involuntary_context_switches", usage.involuntarySwitches},
     };
     if (heldout)
       line["heldout_loss"] = *heldout;

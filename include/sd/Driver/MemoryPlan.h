@@ -81,6 +81,22 @@ absl::Status agreeAcrossProcesses(::sd::rt::ProcessGroup *group,
 /// VmRSS and VmHWM), 0 where it cannot be read.
 int64_t residentBytes();
 int64_t peakResidentBytes();
+
+/// What the kernel counted for this process, every thread together
+/// (getrusage): page faults (minor and major) and the times its threads were
+/// switched out while they could run (involuntary context switches: another
+/// process or thread took the core). A step that takes many of either
+/// shares the machine with something, or maps fresh memory (docs/runtime.md).
+struct ProcessUsage {
+  int64_t pageFaults = 0, majorPageFaults = 0, involuntarySwitches = 0;
+  double userSeconds = 0, systemSeconds = 0;
+
+  ProcessUsage operator-(const ProcessUsage &earlier) const;
+  ProcessUsage &operator+=(const ProcessUsage &other);
+};
+/// The counts so far (zeros where getrusage fails).
+ProcessUsage processUsage();
+
 /// The machine's physical memory (0 where unknown).
 int64_t machineMemoryBytes();
 /// The processes of this job on this host (OpenMPI's and MPICH's local
