@@ -1,10 +1,14 @@
 //===- SharedMemoryTransport.cpp - Collectives between threads ------------===//
 //
 // Devices are threads of one process, so a collective needs no messages:
-// each member publishes its operand's address in a slot table, waits on a
-// barrier of its group, reads its peers' operands directly into its own
-// result, and waits on the group's barrier again so that nobody returns (and
-// frees its operand) while a peer still reads it. Groups have their own
+// each member publishes its operand's and its result's addresses in slot
+// tables, waits on a barrier of its group, reads its peers' operands
+// directly into its own result, and waits on the group's barrier again so
+// that nobody returns (and frees its operand) while a peer still reads it.
+// An all_reduce splits the work instead: each member sums its 1/n of the
+// elements and writes that block into every member's result, so a member
+// reads and writes two tensors' worth (2n in all) where summing the whole
+// tensor each would read n + 1 (n² + n in all). Groups have their own
 // barriers, so the independent groups of one collective do not wait for each
 // other. The semantics are those of lib/Evaluator/CollectiveOps.cpp. Copies
 // move elements' bytes; sums add in ascending member order in f32, and a
@@ -53,10 +57,12 @@ class SharedMemoryTransport final : public Transport {
 public:
   explicit SharedMemoryTransport(const MeshSpec &mesh)
       : meshSpec(mesh), groups(mesh), inputs(mesh.numDevices(), nullptr),
-        barrierCache(mesh.numDevices()), posted(mesh.numDevices()),
-        nextSequence(mesh.numDevices(), 0), sequenceOf(mesh.numDevices()),
-        spinBarriers(mesh.numDevices() <=
-                     static_cast<int64_t>(std::thread::hardware_concurrency())) {}
+        outputs(mesh.numDevices(), nullptr), barrierCache(mesh.numDevices()),
+        posted(mesh.numDevices()), nextSequence(mesh.numDevices(), 0),
+        sequenceOf(mesh.numDevices()),
+        spinBarriers(
+            mesh.numDevices() <=
+            static_cast<int64_t>(std::thread::hardware_concurrency())) {}
 
   const MeshSpec &mesh() const override { return meshSpec; }
   absl::Status collective(Device &device, const SdCollective &op,
@@ -104,6 +110,7 @@ private:
              const void *in, void *out) const;
   void reduce(const Plan &plan, const std::vector<int64_t> &coords,
               const std::vector<AxisList> &blockAxes, void *out) const;
+  void allReduce(const Plan &plan, const std::vector<int64_t> &coords) const;
   void allToAll(const SdCollective &op, const Plan &plan,
                 const std::vector<int64_t> &coords, void *out) const;
   void permute(const SdCollective &op, const Plan &plan,
@@ -112,9 +119,11 @@ private:
 
   MeshSpec meshSpec;
   detail::CollectiveGroups groups;
-  /// Each device's operand of the collective it is in; written by its own
-  /// thread before the group's first barrier, read by peers between the two.
+  /// Each device's operand and result of the collective it is in; written
+  /// by its own thread before the group's first barrier, read (and an
+  /// all_reduce's results written) by peers between the two.
   std::vector<const void *> inputs;
+  std::vector<void *> outputs;
 
   std::atomic<bool> aborted{false};
   /// Guards `abortStatus` and `barriers`.
@@ -229,6 +238,39 @@ void SharedMemoryTransport::reduce(const Plan &plan,
            zero, plan.outShape);
 }
 
+void SharedMemoryTransport::allReduce(
+    const Plan &plan, const std::vector<int64_t> &coords) const {
+  // The tensor as one row of elements; this member's block of it.
+  int64_t elements = 1;
+  for (int64_t size : plan.inShape)
+    elements *= size;
+  int64_t members = groupSize(plan.group);
+  int64_t per = (elements + members - 1) / members;
+  int64_t begin = std::min(elements, groupIndex(coords, plan.group) * per);
+  int64_t end = std::min(elements, begin + per);
+  std::vector<int64_t> member = coords;
+  std::vector<const void *> sources;
+  std::vector<void *> results;
+  void *own = outputs[meshSpec.deviceId(coords)];
+  for (int64_t n = 0; n < members; ++n) {
+    setGroupIndex(member, plan.group, n);
+    sources.push_back(inputOf(member));
+    if (void *result = outputs[meshSpec.deviceId(member)]; result != own)
+      results.push_back(result);
+  }
+  // Piece by piece: the sum (members in ascending mesh coordinates, added
+  // left to right: the same order for every element as one member summing
+  // all of it) into this member's result, then copied while it is in cache.
+  constexpr int64_t kPiece = 16384;
+  std::vector<int64_t> shape = {elements};
+  for (int64_t at = begin; at < end; at += kPiece) {
+    std::vector<int64_t> offset = {at}, box = {std::min(kPiece, end - at)};
+    sumBoxes(plan.elementType, sources, shape, offset, own, shape, offset, box);
+    for (void *result : results)
+      copyBox(plan.elementType, own, shape, offset, result, shape, offset, box);
+  }
+}
+
 void SharedMemoryTransport::allToAll(const SdCollective &op, const Plan &plan,
                                      const std::vector<int64_t> &coords,
                                      void *out) const {
@@ -290,6 +332,7 @@ absl::Status SharedMemoryTransport::collective(Device &device,
   Barrier *barrier = nullptr;
   // Even without communication: the local parts read the slot of self.
   inputs[device.id()] = in;
+  outputs[device.id()] = out;
   if (communicates) {
     barrier = &barrierFor(device, plan.group);
     if (!barrier->wait(aborted, /*abortable=*/true)) {
@@ -308,7 +351,10 @@ absl::Status SharedMemoryTransport::collective(Device &device,
     reduce(plan, coords, plan.dimAxes, out);
     break;
   case SD_ALL_REDUCE:
-    reduce(plan, coords, {}, out);
+    if (communicates)
+      allReduce(plan, coords);
+    else
+      reduce(plan, coords, {}, out);
     break;
   case SD_ALL_TO_ALL:
     allToAll(op, plan, coords, out);

@@ -457,6 +457,11 @@ TEST(CollectivesTest, AllReduceOfLongRowsAddsInMemberOrder) {
        {GroupCase{mesh2(), {0}}, GroupCase{mesh4(), {1, 0}},
         GroupCase{mesh8(), {0, 1, 2}}})
     expectAllReduceSums(c, {3, 5000});
+  // Each member's block (the 1/n of the elements it sums for all) several
+  // of the transport's 16384-element pieces and a part of one.
+  for (const GroupCase &c :
+       {GroupCase{mesh2(), {0}}, GroupCase{mesh8(), {2, 0, 1}}})
+    expectAllReduceSums(c, {7, 40001});
 }
 
 TEST(CollectivesTest, AllReduceOfAScalar) {
