@@ -151,10 +151,21 @@ def predict(args, profile, plan, log):
 
 
 def measured_steps(metrics):
-    """The step times of a --metrics file after the first step, or None."""
+    """The step times of a --metrics file after the first step, or None.
+    Says on stderr what the process counted in those steps (the medians of
+    sdrun's page_faults and involuntary_context_switches), which tells a
+    run that other work disturbed from a slow plan."""
     with open(metrics) as f:
         steps = [json.loads(line) for line in f if line.strip()]
-    times = [s["step_time_s"] for s in steps if s.get("step", 0) > 1]
+    later = [s for s in steps if s.get("step", 0) > 1]
+    if later and "page_faults" in later[0]:
+        print("  a step: %d page faults, %d involuntary context switches "
+              "(medians)" % (
+                  statistics.median(s["page_faults"] for s in later),
+                  statistics.median(s["involuntary_context_switches"]
+                                    for s in later)),
+              file=sys.stderr)
+    times = [s["step_time_s"] for s in later]
     return times or None
 
 

@@ -38,18 +38,10 @@ TEST(ProcessUsage, CountsThePagesAFreshMappingTakes) {
 }
 
 TEST(ProcessUsage, SubtractsAndAddsFieldByField) {
-  ProcessUsage a;
-  a.pageFaults = 10;
-  a.majorPageFaults = 2;
-  a.involuntarySwitches = 7;
-  a.userSeconds = 1.5;
-  a.systemSeconds = 0.25;
-  ProcessUsage b;
-  b.pageFaults = 4;
-  b.majorPageFaults = 1;
-  b.involuntarySwitches = 3;
-  b.userSeconds = 0.5;
-  b.systemSeconds = 0.125;
+  // Page faults, major page faults, involuntary switches, user and system
+  // seconds.
+  ProcessUsage a{10, 2, 7, 1.5, 0.25};
+  ProcessUsage b{4, 1, 3, 0.5, 0.125};
   ProcessUsage d = a - b;
   EXPECT_EQ(d.pageFaults, 6);
   EXPECT_EQ(d.majorPageFaults, 1);
