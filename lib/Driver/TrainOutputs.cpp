@@ -153,14 +153,19 @@ void TrainRun::printUsage() {
         all.push_back(u);
       }
     }
+  // The most faults and switches of any process, and the CPU time of the
+  // busiest one.
   ProcessUsage most;
   for (const ProcessUsage &u : all) {
     most.pageFaults = std::max(most.pageFaults, u.pageFaults);
     most.majorPageFaults = std::max(most.majorPageFaults, u.majorPageFaults);
     most.involuntarySwitches =
         std::max(most.involuntarySwitches, u.involuntarySwitches);
-    most.userSeconds = std::max(most.userSeconds, u.userSeconds);
-    most.systemSeconds = std::max(most.systemSeconds, u.systemSeconds);
+    if (u.userSeconds + u.systemSeconds >
+        most.userSeconds + most.systemSeconds) {
+      most.userSeconds = u.userSeconds;
+      most.systemSeconds = u.systemSeconds;
+    }
   }
   int64_t first = firstStep + 2, last = firstStep + ran;
   outs() << "per process, step" << (first == last ? " " : "s ") << first
