@@ -369,8 +369,8 @@ void MpiTransport::planPieces(const SdCollective &op,
     int64_t elements = shapeProduct(plan.inShape);
     int64_t members = groups.groupSize(plan.group);
     auto chunk = [&](int64_t j) {
-      int64_t begin = j * elements / members;
-      return Piece{{begin}, {(j + 1) * elements / members - begin}, {begin}};
+      detail::FlatChunk c = detail::allReduceChunk(elements, members, j);
+      return Piece{{c.begin}, {c.end - c.begin}, {c.begin}};
     };
     int64_t own = groups.groupIndex(coords, plan.group);
     for (int64_t n = 0; n < members; ++n) {

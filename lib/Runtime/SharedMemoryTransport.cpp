@@ -31,6 +31,7 @@
 
 #include "TransportUtil.h"
 
+#include "sd/Reference/Tensor.h"
 #include "sd/Runtime/Runtime.h"
 
 #include "absl/strings/str_format.h"
@@ -240,31 +241,28 @@ void SharedMemoryTransport::reduce(const Plan &plan,
 
 void SharedMemoryTransport::allReduce(
     const Plan &plan, const std::vector<int64_t> &coords) const {
-  // The tensor as one row of elements; this member's block of it.
-  int64_t elements = 1;
-  for (int64_t size : plan.inShape)
-    elements *= size;
+  // The tensor as one row of elements; this member's chunk of it.
+  int64_t elements = ::sd::ref::shapeProduct(plan.inShape);
   int64_t members = groupSize(plan.group);
-  int64_t per = (elements + members - 1) / members;
-  int64_t begin = std::min(elements, groupIndex(coords, plan.group) * per);
-  int64_t end = std::min(elements, begin + per);
-  std::vector<int64_t> member = coords;
+  detail::FlatChunk chunk = detail::allReduceChunk(
+      elements, members, groupIndex(coords, plan.group));
   std::vector<const void *> sources;
   std::vector<void *> results;
   void *own = outputs[meshSpec.deviceId(coords)];
   for (int64_t n = 0; n < members; ++n) {
-    setGroupIndex(member, plan.group, n);
-    sources.push_back(inputOf(member));
-    if (void *result = outputs[meshSpec.deviceId(member)]; result != own)
-      results.push_back(result);
+    int64_t id = groups.memberDevice(coords, plan.group, n);
+    sources.push_back(inputs[id]);
+    if (outputs[id] != own)
+      results.push_back(outputs[id]);
   }
   // Piece by piece: the sum (members in ascending mesh coordinates, added
   // left to right: the same order for every element as one member summing
   // all of it) into this member's result, then copied while it is in cache.
   constexpr int64_t kPiece = 16384;
   std::vector<int64_t> shape = {elements};
-  for (int64_t at = begin; at < end; at += kPiece) {
-    std::vector<int64_t> offset = {at}, box = {std::min(kPiece, end - at)};
+  for (int64_t at = chunk.begin; at < chunk.end; at += kPiece) {
+    std::vector<int64_t> offset = {at},
+                         box = {std::min(kPiece, chunk.end - at)};
     sumBoxes(plan.elementType, sources, shape, offset, own, shape, offset, box);
     for (void *result : results)
       copyBox(plan.elementType, own, shape, offset, result, shape, offset, box);

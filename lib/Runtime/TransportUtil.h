@@ -152,6 +152,17 @@ void sumBoxes(ElementType type, const std::vector<const void *> &srcs,
               const std::vector<int64_t> &dstOffset,
               const std::vector<int64_t> &box);
 
+/// The chunk of an all_reduce's flattened tensor of `elements` that member
+/// `index` of `members` sums for its whole group, [begin, end):
+/// [index·E/N, (index + 1)·E/N). Both transports split the sum this way.
+struct FlatChunk {
+  int64_t begin, end;
+};
+inline FlatChunk allReduceChunk(int64_t elements, int64_t members,
+                                int64_t index) {
+  return {index * elements / members, (index + 1) * elements / members};
+}
+
 /// Whether the transports move and add elements of `type` (makePlan refuses
 /// the others).
 bool transportsMove(ElementType type);
