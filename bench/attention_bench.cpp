@@ -304,7 +304,8 @@ Footprint tiledFootprint(const Problem &pr, const SdFlashBlocks &blocks) {
 /// Untiled: the forward's per-thread score rows; forward+backward shares
 /// that scratch with P and adds dP (dS in place).
 Footprint untiledFootprint(const Problem &pr) {
-  int64_t fwdScratch = kernels::attentionScratchFloats(pr.n, pr.n, pr.threads);
+  int64_t fwdScratch =
+      kernels::attentionScratchFloats(pr.n, pr.n, pr.d, pr.threads);
   int64_t first = std::max(fwdScratch, pr.scoreFloats());
   return {pr.headFloats() + fwdScratch,
           pr.headFloats() + 3 * pr.headFloats() + first + pr.scoreFloats()};
@@ -437,7 +438,7 @@ int main(int argc, char **argv) {
     int64_t fwdScratch =
         tiled ? kernels::flashAttentionScratchFloats(
                     pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads)
-              : kernels::attentionScratchFloats(pr.n, pr.n, pr.threads);
+              : kernels::attentionScratchFloats(pr.n, pr.n, pr.d, pr.threads);
     int64_t bwdScratch = 0;
     if (wantBwd)
       bwdScratch =
@@ -492,8 +493,9 @@ int main(int argc, char **argv) {
                  kernels::flashAttentionBackwardScratchFloats(
                      pr.b, pr.h, pr.n, pr.n, pr.d, pr.d, blocks, pr.threads)));
     Buffer dq(hd), dk(hd), dv(hd), dqRef(hd), dkRef(hd), dvRef(hd);
-    Buffer p(std::max(kernels::attentionScratchFloats(pr.n, pr.n, pr.threads),
-                      pr.scoreFloats())),
+    Buffer p(
+        std::max(kernels::attentionScratchFloats(pr.n, pr.n, pr.d, pr.threads),
+                 pr.scoreFloats())),
         dp(pr.scoreFloats());
     kernels::flashAttention(q.data, k.data, v.data, nullptr, 1, 1, out.data,
                             lse.data, pr.b, pr.h, pr.n, pr.n, pr.d, pr.d,

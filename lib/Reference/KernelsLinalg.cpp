@@ -221,6 +221,7 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
          "mask must be [B or 1, H or 1, Sq, Skv]");
 
   Tensor result({b, h, sq, dv}, q.dtype());
+  bool bf16Products = q.dtype() == DType::BF16;
   std::vector<double> logits(skv);
   std::vector<bool> attend(skv);
   for (int64_t bi = 0; bi < b; ++bi)
@@ -260,9 +261,13 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
             denom += logits[j];
           }
         for (int64_t j = 0; j < skv; ++j)
-          if (attend[j])
+          if (attend[j]) {
+            double p = logits[j] / denom;
+            if (bf16Products)
+              p = roundTo(DType::BF16, p);
             for (int64_t c = 0; c < dv; ++c)
-              out[c] += logits[j] / denom * vh[j * dv + c];
+              out[c] += p * vh[j * dv + c];
+          }
       }
     }
   return result;

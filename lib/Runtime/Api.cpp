@@ -210,14 +210,16 @@ int32_t withScratch(Device &device, int64_t floats, const char *what,
   return 0;
 }
 
-int32_t attention(SdDevice *dev, const float *q, const float *k, const float *v,
-                  const float *mask, int64_t maskB, int64_t maskH, float *out,
+template <typename Elem>
+int32_t attention(SdDevice *dev, const Elem *q, const Elem *k, const Elem *v,
+                  const float *mask, int64_t maskB, int64_t maskH, Elem *out,
                   int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
                   int64_t dv, double scale) {
   Device &device = toDevice(dev);
   // One head's scores per thread of the team the kernel will use.
-  int64_t floats =
-      kernels::attentionScratchFloats(sq, skv, omp_get_max_threads());
+  int64_t floats = kernels::attentionScratchFloats(
+      sq, skv, dv, omp_get_max_threads(),
+      std::is_same_v<Elem, float> ? SD_F32 : SD_BF16);
   return withScratch(device, floats, "attention scores", [&](float *s) {
     kernels::attention(q, k, v, mask, maskB, maskH, out, b, h, sq, skv, d, dv,
                        scale, s);
@@ -368,7 +370,8 @@ const SdApi *MeshRuntime::api() {
       /*layer_norm_bf16=*/layerNormBF16,
       /*rms_norm_bf16=*/rmsNormBF16,
       /*group_norm=*/groupNorm,
-      /*attention=*/attention,
+      /*attention=*/attention<float>,
+      /*attention_bf16=*/attention<sd_bf16>,
       /*flash_attention=*/flashAttention<float>,
       /*flash_attention_backward=*/flashAttentionBackward<float>,
       /*flash_attention_bf16=*/flashAttention<sd_bf16>,

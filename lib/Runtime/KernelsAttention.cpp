@@ -7,22 +7,78 @@
 // the item decomposition (a function of the team size only) fixes every
 // result bit.
 //
+// With bf16 operands both products run on the CPU's bf16 units (oneDNN's
+// bf16 matmul, as the flash kernels' tiles) with f32 sums: the scores and
+// their softmax are f32, the probabilities are rounded to bf16 for the
+// product with V, and each output row is rounded to bf16 once. That is where
+// the bf16 flash kernels and the backward's recomputed probabilities round,
+// and where sd/Reference's attention rounds for bf16 operands.
+//
 //===----------------------------------------------------------------------===//
 
 #include "sd/Runtime/Kernels.h"
 
 #include "KernelsDetail.h"
 
+#include "sd/Runtime/BFloat16.h"
+
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace sd::rt::kernels {
 
-int64_t attentionScratchFloats(int64_t sq, int64_t skv, int threads) {
-  return static_cast<int64_t>(std::max(threads, 1)) * sq * skv;
+namespace {
+
+/// Scratch regions start on 64-byte boundaries (16 floats) so that threads
+/// never share a cache line.
+int64_t roundUp(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+/// One thread's scratch: the f32 scores of a head (or a block of its query
+/// rows), then with bf16 operands the probabilities rounded to bf16 and the
+/// f32 output rows.
+struct ThreadScratch {
+  int64_t scores, probabilities, output;
+  int64_t total() const { return scores + probabilities + output; }
+};
+
+ThreadScratch threadScratch(int64_t sq, int64_t skv, int64_t dv,
+                            SdElementType element) {
+  ThreadScratch t{roundUp(sq * skv), 0, 0};
+  if (element == SD_BF16) {
+    t.probabilities = roundUp((sq * skv + 1) / 2);
+    t.output = roundUp(sq * dv);
+  }
+  return t;
+}
+
+void tileProduct(bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb,
+                 float *c, int64_t ldc) {
+  detail::tileSgemm(false, transB, m, n, k, alpha, a, lda, b, ldb, 0.0f, c,
+                    ldc);
+}
+void tileProduct(bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                 const sd_bf16 *a, int64_t lda, const sd_bf16 *b, int64_t ldb,
+                 float *c, int64_t ldc) {
+  // beta 0: the product lands in C, no temporary.
+  detail::tileGemmBF16(false, transB, m, n, k, alpha, a, lda, b, ldb, 0.0f, c,
+                       ldc, nullptr);
+}
+
+void narrow(const float *in, sd_bf16 *out, int64_t count) {
+  convertToBFloat16(in, reinterpret_cast<BFloat16 *>(out), count);
+}
+
+} // namespace
+
+int64_t attentionScratchFloats(int64_t sq, int64_t skv, int64_t dv, int threads,
+                               SdElementType element) {
+  return static_cast<int64_t>(std::max(threads, 1)) *
+         threadScratch(sq, skv, dv, element).total();
 }
 
 /// Masks, exponentiates and normalizes one row of scores in place. `mask` is
@@ -46,10 +102,13 @@ static void softmaxScoresRow(float *row, const float *mask, int64_t skv) {
     row[j] *= inv;
 }
 
-void attention(const float *q, const float *k, const float *v,
-               const float *mask, int64_t maskB, int64_t maskH, float *out,
-               int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
-               int64_t dv, double scale, float *scratch) {
+template <typename Elem>
+static void attentionImpl(const Elem *q, const Elem *k, const Elem *v,
+                          const float *mask, int64_t maskB, int64_t maskH,
+                          Elem *out, int64_t b, int64_t h, int64_t sq,
+                          int64_t skv, int64_t d, int64_t dv, double scale,
+                          float *scratch) {
+  constexpr bool kF32 = std::is_same_v<Elem, float>;
   int64_t pairs = b * h;
   if (pairs == 0 || sq == 0 || dv == 0)
     return;
@@ -59,6 +118,7 @@ void attention(const float *q, const float *k, const float *v,
   chunks = std::min(chunks, sq);
   int64_t rowsPerChunk = (sq + chunks - 1) / chunks;
   auto alpha = static_cast<float>(scale);
+  ThreadScratch layout = threadScratch(sq, skv, dv, kF32 ? SD_F32 : SD_BF16);
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t item = 0; item < pairs * chunks; ++item) {
     int64_t pair = item / chunks, chunk = item % chunks;
@@ -68,18 +128,17 @@ void attention(const float *q, const float *k, const float *v,
       continue;
     int64_t rows = r1 - r0;
     float *scores =
-        scratch + static_cast<int64_t>(omp_get_thread_num()) * sq * skv;
-    const float *qh = q + (pair * sq + r0) * d;
-    const float *kh = k + pair * skv * d;
-    const float *vh = v + pair * skv * dv;
-    float *oh = out + (pair * sq + r0) * dv;
+        scratch + static_cast<int64_t>(omp_get_thread_num()) * layout.total();
+    const Elem *qh = q + (pair * sq + r0) * d;
+    const Elem *kh = k + pair * skv * d;
+    const Elem *vh = v + pair * skv * dv;
+    Elem *oh = out + (pair * sq + r0) * dv;
     if (skv == 0) {
-      std::fill(oh, oh + rows * dv, 0.0f);
+      std::fill(oh, oh + rows * dv, Elem{});
       continue;
     }
     // With no head_dim (k = 0) the scores are zeros.
-    detail::tileSgemm(false, true, rows, skv, d, alpha, qh, d, kh, d, 0.0f,
-                      scores, skv);
+    tileProduct(true, rows, skv, d, alpha, qh, d, kh, d, scores, skv);
     const float *maskHead = nullptr;
     if (mask)
       maskHead =
@@ -88,9 +147,34 @@ void attention(const float *q, const float *k, const float *v,
     for (int64_t r = 0; r < rows; ++r)
       softmaxScoresRow(scores + r * skv,
                        maskHead ? maskHead + (r0 + r) * skv : nullptr, skv);
-    detail::tileSgemm(false, false, rows, dv, skv, 1.0f, scores, skv, vh, dv,
-                      0.0f, oh, dv);
+    if constexpr (kF32) {
+      tileProduct(false, rows, dv, skv, 1.0f, scores, skv, vh, dv, oh, dv);
+    } else {
+      // P rounded to bf16 for the product with V (as the bf16 flash kernel
+      // and the backward's recomputed P), summed in f32, rounded once.
+      auto *p = reinterpret_cast<sd_bf16 *>(scores + layout.scores);
+      float *acc = scores + layout.scores + layout.probabilities;
+      narrow(scores, p, rows * skv);
+      tileProduct(false, rows, dv, skv, 1.0f, p, skv, vh, dv, acc, dv);
+      narrow(acc, oh, rows * dv);
+    }
   }
+}
+
+void attention(const float *q, const float *k, const float *v,
+               const float *mask, int64_t maskB, int64_t maskH, float *out,
+               int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
+               int64_t dv, double scale, float *scratch) {
+  attentionImpl(q, k, v, mask, maskB, maskH, out, b, h, sq, skv, d, dv, scale,
+                scratch);
+}
+
+void attention(const sd_bf16 *q, const sd_bf16 *k, const sd_bf16 *v,
+               const float *mask, int64_t maskB, int64_t maskH, sd_bf16 *out,
+               int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
+               int64_t dv, double scale, float *scratch) {
+  attentionImpl(q, k, v, mask, maskB, maskH, out, b, h, sq, skv, d, dv, scale,
+                scratch);
 }
 
 } // namespace sd::rt::kernels

@@ -1,17 +1,17 @@
-//===- FlashAttentionBF16Test.cpp - bf16 flash kernels vs the reference ---===//
+//===- FlashAttentionBF16Test.cpp - bf16 attention vs the reference -------===//
 //
-// The bf16 flash kernels (bf16 tile products, P and dS rounded to bf16 where
-// a product reads them, f32 statistics and accumulators) against
-// sd/Reference's flash kernels on the same bf16 operands, which round at the
-// same points in double. Both results are rounded to bf16, so they may differ
-// where an f32 sum and a double sum round to neighbouring bf16 values, or
-// where exp in f32 and in double put a probability on either side of a bf16
-// rounding boundary: the bound is two bf16 steps (2^-7) of the element, with
-// a floor of 5% of the tensor's largest (gradients are sums of cancelling
-// terms). lse, which involves no bf16 rounding, agrees to f32 round-off.
-// (Measured on these cases: every bf16 result equal to the reference's;
-// against a reference that does not round P, 1386 of 4096 outputs differ,
-// against this one 1.)
+// The bf16 flash kernels, and the untiled (dot_product) kernel at the end,
+// (bf16 tile products, P and dS rounded to bf16 where a product reads them, f32
+// statistics and accumulators) against sd/Reference's flash kernels on the same
+// bf16 operands, which round at the same points in double. Both results are
+// rounded to bf16, so they may differ where an f32 sum and a double sum round
+// to neighbouring bf16 values, or where exp in f32 and in double put a
+// probability on either side of a bf16 rounding boundary: the bound is two bf16
+// steps (2^-7) of the element, with a floor of 5% of the tensor's largest
+// (gradients are sums of cancelling terms). lse, which involves no bf16
+// rounding, agrees to f32 round-off. (Measured on these cases: every bf16
+// result equal to the reference's; against a reference that does not round P,
+// 1386 of 4096 outputs differ, against this one 1.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -269,6 +269,76 @@ TEST(FlashAttentionBF16Test, ModelsTheRoundingOfPAndDS) {
     return count;
   };
   EXPECT_LT(mismatches(modelled.out), mismatches(plain));
+}
+
+//===----------------------------------------------------------------------===//
+// The untiled kernel (dot_product attention) on bf16 operands
+//===----------------------------------------------------------------------===//
+
+/// The untiled bf16 kernel's output, widened, on teams of `threads`.
+std::vector<double> runUntiled(const Problem &p, int threads) {
+  const Shape &s = p.s;
+  int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  std::vector<float> scratch(static_cast<size_t>(
+      attentionScratchFloats(s.sq, s.skv, s.dv, threads, SD_BF16)));
+  std::vector<sd_bf16> out(p.dOut.bits.size(), sd_bf16{toBFloat16(-9.0f).bits});
+  attention(p.q.bits.data(), p.k.bits.data(), p.v.bits.data(),
+            p.mask.empty() ? nullptr : p.mask.data(), 1, 1, out.data(), s.b,
+            s.h, s.sq, s.skv, s.d, s.dv, p.scale, scratch.data());
+  omp_set_num_threads(saved);
+  return widened(out);
+}
+
+/// sd/Reference's attention on `p`'s operands as `type` (bf16: P rounded
+/// before the product with V), its output rounded to bf16.
+std::vector<double> referenceUntiled(const Problem &p, ref::DType type) {
+  const Shape &s = p.s;
+  ref::Tensor mask;
+  if (!p.mask.empty())
+    mask = ref::Tensor({1, 1, s.sq, s.skv}, ref::DType::F32,
+                       std::vector<double>(p.mask.begin(), p.mask.end()));
+  ref::Tensor out =
+      ref::attention(ref::Tensor({s.b, s.h, s.sq, s.d}, type, p.q.values),
+                     ref::Tensor({s.b, s.h, s.skv, s.d}, type, p.k.values),
+                     ref::Tensor({s.b, s.h, s.skv, s.dv}, type, p.v.values),
+                     p.mask.empty() ? nullptr : &mask, p.scale);
+  std::vector<double> values = out.values();
+  for (double &x : values)
+    x = ref::roundTo(ref::DType::BF16, x);
+  return values;
+}
+
+TEST(AttentionBF16Test, MatchesReference) {
+  // Dv != D, a mask with a fully masked row (zeros), one and two threads
+  // (two threads split one pair's query rows).
+  for (bool masked : {false, true})
+    for (Shape shape :
+         {Shape{2, 3, 32, 32, 16, 16}, Shape{1, 1, 17, 24, 8, 12}})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(testing::Message()
+                     << "masked " << masked << ", Sq " << shape.sq << ", "
+                     << threads << " threads");
+        Problem p = makeProblem(shape, masked);
+        std::vector<double> expected = referenceUntiled(p, ref::DType::BF16);
+        EXPECT_LE(worstError(runUntiled(p, threads), expected, "out"),
+                  kBF16Tol);
+      }
+}
+
+TEST(AttentionBF16Test, ModelsTheRoundingOfP) {
+  // As for the flash kernels: the kernel is closer to the reference that
+  // rounds P where it does than to one that does not.
+  Problem p = makeProblem({1, 2, 64, 64, 32, 32}, /*masked=*/false, 11);
+  std::vector<double> actual = runUntiled(p, 1);
+  auto mismatches = [&](const std::vector<double> &expected) {
+    int64_t count = 0;
+    for (size_t i = 0; i < expected.size(); ++i)
+      count += actual[i] != expected[i];
+    return count;
+  };
+  EXPECT_LT(mismatches(referenceUntiled(p, ref::DType::BF16)),
+            mismatches(referenceUntiled(p, ref::DType::F32)));
 }
 
 } // namespace

@@ -737,7 +737,7 @@ std::vector<float> runAttention(const std::vector<float> &q,
                                 int64_t h, int64_t sq, int64_t skv, int64_t d,
                                 int64_t dv, double scale) {
   std::vector<float> scratch(static_cast<size_t>(
-      attentionScratchFloats(sq, skv, omp_get_max_threads())));
+      attentionScratchFloats(sq, skv, dv, omp_get_max_threads())));
   std::vector<float> out(static_cast<size_t>(b * h * sq * dv), -9.0f);
   attention(q.data(), k.data(), v.data(), mask, maskB, maskH, out.data(), b, h,
             sq, skv, d, dv, scale, scratch.data());

@@ -285,25 +285,26 @@ TEST(MeshRuntimeTest, ManyCollectivesInARow) {
 TEST(MeshRuntimeApiTest, TableIsComplete) {
   const SdApi *api = MeshRuntime::api();
   EXPECT_EQ(api->abi_version, SD_ABI_VERSION);
-  const void *entries[] = {reinterpret_cast<const void *>(api->alloc),
-                           reinterpret_cast<const void *>(api->release),
-                           reinterpret_cast<const void *>(api->move),
-                           reinterpret_cast<const void *>(api->axis_index),
-                           reinterpret_cast<const void *>(api->collective),
-                           reinterpret_cast<const void *>(api->gemm),
-                           reinterpret_cast<const void *>(api->transpose),
-                           reinterpret_cast<const void *>(api->softmax),
-                           reinterpret_cast<const void *>(api->layer_norm),
-                           reinterpret_cast<const void *>(api->rms_norm),
-                           reinterpret_cast<const void *>(api->group_norm),
-                           reinterpret_cast<const void *>(api->attention),
-                           reinterpret_cast<const void *>(api->flash_attention),
-                           reinterpret_cast<const void *>(
-                               api->flash_attention_backward),
-                           reinterpret_cast<const void *>(api->rng),
-                           reinterpret_cast<const void *>(api->conv2d),
-                           reinterpret_cast<const void *>(api->trace_begin),
-                           reinterpret_cast<const void *>(api->trace_end)};
+  const void *entries[] = {
+      reinterpret_cast<const void *>(api->alloc),
+      reinterpret_cast<const void *>(api->release),
+      reinterpret_cast<const void *>(api->move),
+      reinterpret_cast<const void *>(api->axis_index),
+      reinterpret_cast<const void *>(api->collective),
+      reinterpret_cast<const void *>(api->gemm),
+      reinterpret_cast<const void *>(api->transpose),
+      reinterpret_cast<const void *>(api->softmax),
+      reinterpret_cast<const void *>(api->layer_norm),
+      reinterpret_cast<const void *>(api->rms_norm),
+      reinterpret_cast<const void *>(api->group_norm),
+      reinterpret_cast<const void *>(api->attention),
+      reinterpret_cast<const void *>(api->attention_bf16),
+      reinterpret_cast<const void *>(api->flash_attention),
+      reinterpret_cast<const void *>(api->flash_attention_backward),
+      reinterpret_cast<const void *>(api->rng),
+      reinterpret_cast<const void *>(api->conv2d),
+      reinterpret_cast<const void *>(api->trace_begin),
+      reinterpret_cast<const void *>(api->trace_end)};
   for (const void *entry : entries)
     EXPECT_NE(entry, nullptr);
 }

@@ -193,7 +193,9 @@ Tensor softmax(const Tensor &x, int64_t dim);
 /// of shape [B or 1, H or 1, Sq, Skv] (size-1 dims broadcast), nonzero means
 /// "attend"; null attends everywhere. A query row with no key to attend to
 /// yields zeros (the convention of flash/ring attention implementations,
-/// which must therefore agree with this oracle). Result dtype is q's.
+/// which must therefore agree with this oracle). Result dtype is q's. With
+/// bf16 operands the probabilities are rounded to bf16 before the product
+/// with v, as the runtime's bf16 attention and flash kernels round them.
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                  const Tensor *mask, double scale);
 

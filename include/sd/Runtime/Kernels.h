@@ -73,11 +73,19 @@ void rmsNormBF16(const sd_bf16 *in, const sd_bf16 *scale, sd_bf16 *out,
 void groupNorm(const float *in, const float *scale, const float *bias,
                float *out, int64_t n, int64_t spatial, int64_t channels,
                int64_t groups, double epsilon);
-/// Scratch for one head's scores per thread comes from `scratch`, a caller
-/// buffer of at least attentionScratchFloats(...) floats.
-int64_t attentionScratchFloats(int64_t sq, int64_t skv, int threads);
+/// Scratch for one head's scores per thread (with bf16 operands, also its
+/// probabilities in bf16 and its f32 output rows) comes from `scratch`, a
+/// caller buffer of at least attentionScratchFloats(...) floats for the
+/// operands' `element` type and the team the kernel will run on.
+int64_t attentionScratchFloats(int64_t sq, int64_t skv, int64_t dv, int threads,
+                               SdElementType element = SD_F32);
 void attention(const float *q, const float *k, const float *v,
                const float *mask, int64_t maskB, int64_t maskH, float *out,
+               int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
+               int64_t dv, double scale, float *scratch);
+/// SdApi::attention_bf16: bf16 products with f32 sums, P rounded to bf16.
+void attention(const sd_bf16 *q, const sd_bf16 *k, const sd_bf16 *v,
+               const float *mask, int64_t maskB, int64_t maskH, sd_bf16 *out,
                int64_t b, int64_t h, int64_t sq, int64_t skv, int64_t d,
                int64_t dv, double scale, float *scratch);
 /// FlashAttention-2 (see SdApi::flash_attention and

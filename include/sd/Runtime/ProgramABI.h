@@ -40,7 +40,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 9
+#define SD_ABI_VERSION 10
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -222,6 +222,15 @@ typedef struct SdApi {
                        int64_t mask_h, float *out, int64_t b, int64_t h,
                        int64_t sq, int64_t skv, int64_t d, int64_t dv,
                        double scale);
+  /* `attention` on bf16 q, k, v and out: both products run on the CPU's
+   * bf16 units with f32 sums; the scores and their softmax are f32, the
+   * probabilities are rounded to bf16 for the product with V, and each
+   * output is rounded to bf16 once. */
+  int32_t (*attention_bf16)(SdDevice *dev, const sd_bf16 *q, const sd_bf16 *k,
+                            const sd_bf16 *v, const float *mask, int64_t mask_b,
+                            int64_t mask_h, sd_bf16 *out, int64_t b, int64_t h,
+                            int64_t sq, int64_t skv, int64_t d, int64_t dv,
+                            double scale);
   /* FlashAttention-2: `attention`'s semantics (same operands, mask and
    * fully-masked-row convention) without materializing the scores, tiled by
    * `blocks`. Also writes lse[B,H,Sq] = log Σ exp(scale·q·k) over the

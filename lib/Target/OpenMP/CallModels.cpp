@@ -193,12 +193,13 @@ static LogicalResult emitCallOf(AttentionOp op, ProgramBuilder &pb) {
       maskB = shapeOf(op.getMask())[0];
       maskH = shapeOf(op.getMask())[1];
     }
-    os << "  if (int32_t st = api->attention(dev, " << pb.buffer(op.getQuery())
-       << ", " << pb.buffer(op.getKey()) << ", " << pb.buffer(op.getValue())
-       << ", " << pb.optionalBuffer(op.getMask()) << ", " << maskB << ", "
-       << maskH << ", " << o << ", " << q[0] << ", " << q[1] << ", " << q[2]
-       << ", " << k[2] << ", " << q[3] << ", " << v[3] << ", "
-       << doubleLiteral(op.getEffectiveScale()) << ")) return st;\n";
+    os << "  if (int32_t st = api->attention"
+       << (isBF16(op.getQuery()) ? "_bf16" : "") << "(dev, "
+       << pb.buffer(op.getQuery()) << ", " << pb.buffer(op.getKey()) << ", "
+       << pb.buffer(op.getValue()) << ", " << pb.optionalBuffer(op.getMask())
+       << ", " << maskB << ", " << maskH << ", " << o << ", " << q[0] << ", "
+       << q[1] << ", " << q[2] << ", " << k[2] << ", " << q[3] << ", " << v[3]
+       << ", " << doubleLiteral(op.getEffectiveScale()) << ")) return st;\n";
   });
   return success();
 }
@@ -654,6 +655,7 @@ template <> constexpr bool kCallTakesBF16<TransposeOp> = true;
 template <> constexpr bool kCallTakesBF16<SoftmaxOp> = true;
 template <> constexpr bool kCallTakesBF16<LayerNormOp> = true;
 template <> constexpr bool kCallTakesBF16<RmsNormOp> = true;
+template <> constexpr bool kCallTakesBF16<AttentionOp> = true;
 template <> constexpr bool kCallTakesBF16<FlashAttentionOp> = true;
 template <> constexpr bool kCallTakesBF16<FlashAttentionDqOp> = true;
 template <> constexpr bool kCallTakesBF16<FlashAttentionDkvOp> = true;
