@@ -279,6 +279,11 @@ absl::Status TrainRun::writeOutputs() {
   return absl::OkStatus();
 }
 
+/// --verify's bound on the relative differences: f32 runs, and runs whose
+/// activations are bf16 (one bf16 rounding step).
+static constexpr double kVerifyBound = 1e-4;
+static constexpr double kVerifyBoundBF16 = 1.0 / 256.0;
+
 absl::Status TrainRun::verify() {
   if (!options.verify)
     return absl::OkStatus();
@@ -347,14 +352,24 @@ absl::Status TrainRun::verify() {
   double worstParam = comparison->relativeDifference;
   std::string worstName =
       comparison->worstTensor.empty() ? "all equal" : comparison->worstTensor;
-  bool ok = worstLoss <= 1e-4 && worstParam <= 1e-4;
+  // In bf16 the partitioned program rounds where the one-device program
+  // does not (each device's partial sums of a split reduction, a norm's
+  // statistics over a split image), so the two differ by bf16 rounding
+  // steps; a partitioning fault moves values by far more than one step.
+  bool bf16 = options.pipeline.activationsDtype == ::sd::DType::BFloat16;
+  double bound = bf16 ? kVerifyBoundBF16 : kVerifyBound;
+  bool ok = worstLoss <= bound && worstParam <= bound;
   if (firstStep > 0)
     outs() << formatv("verify: steps {0}-{1} from the checkpoint's values\n",
                       firstStep + 1, options.steps);
-  outs() << format("verify: largest relative difference to one device: "
-                   "loss %.3g, parameters %.3g (%s): %s\n",
-                   worstLoss, worstParam, worstName.c_str(),
-                   ok ? "ok" : "FAILED (above 1e-4)");
+  outs() << format(
+      "verify: largest relative difference to one device: "
+      "loss %.3g, parameters %.3g (%s): %s\n",
+      worstLoss, worstParam, worstName.c_str(),
+      ok ? "ok"
+         : formatv("FAILED (above {0})", bf16 ? "2^-8, one bf16 step" : "1e-4")
+               .str()
+               .c_str());
   if (!ok)
     return reportedFailure("verify: the run differs from one device");
   return absl::OkStatus();

@@ -483,14 +483,14 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
 /// sd.conv2d with the op's attributes. `names` say which operand or result
 /// each one is, for the message.
 template <typename OpTy>
-static LogicalResult verifyConvGradient(OpTy op, Value x, Value w, Value y,
+static LogicalResult verifyConvGradient(OpTy op, RankedTensorType x,
+                                        RankedTensorType w, Value y,
                                         StringRef yName) {
   InferError error(op.getLoc(), op->getName().getStringRef());
   auto yType = cast<RankedTensorType>(y.getType());
   FailureOr<RankedTensorType> expected =
-      inferConvResult(error, cast<RankedTensorType>(x.getType()),
-                      cast<RankedTensorType>(w.getType()), op.getStrides(),
-                      op.getPadding(), static_cast<int64_t>(op.getGroups()));
+      inferConvResult(error, x, w, op.getStrides(), op.getPadding(),
+                      static_cast<int64_t>(op.getGroups()));
   if (failed(expected))
     return failure();
   if (yType.getRank() != 4 ||
@@ -538,12 +538,19 @@ Conv2DFilterGradOp::refineResultTypes(int64_t, SmallVectorImpl<Type> &types) {
 }
 
 LogicalResult Conv2DInputGradOp::verify() {
-  return verifyConvGradient(*this, getInputGrad(), getKernel(), getResultGrad(),
+  return verifyConvGradient(*this, getInputGrad().getType(),
+                            getKernel().getType(), getResultGrad(),
                             "result_grad");
 }
 
 LogicalResult Conv2DFilterGradOp::verify() {
-  return verifyConvGradient(*this, getInput(), getKernelGrad(), getResultGrad(),
+  // The filter gradient of bf16 operands may be f32: its products sum in
+  // f32 (sd-widen-gradients keeps the sum unrounded for the reduction).
+  RankedTensorType input = getInput().getType(),
+                   kernel = getKernelGrad().getType();
+  if (input.getElementType().isBF16() && kernel.getElementType().isF32())
+    kernel = kernel.clone(input.getElementType());
+  return verifyConvGradient(*this, input, kernel, getResultGrad(),
                             "result_grad");
 }
 

@@ -82,13 +82,14 @@ struct WidenGradientsPass
     convert.erase();
   }
 
-  /// Whether `op` can give its bf16 result as f32 instead: products and
-  /// reductions accumulate in f32 anyway; sums and differences of such
-  /// values are computed in f32, and transposes and reshapes move them.
+  /// Whether `op` can give its bf16 result as f32 instead: products (a
+  /// convolution's filter gradient among them) and reductions accumulate in
+  /// f32 anyway; sums and differences of such values are computed in f32,
+  /// and transposes and reshapes move them.
   static bool producesF32(Operation *op) {
     return op && op->hasAttr(SDDialect::kBackwardAttrName) &&
-           isa<DotGeneralOp, ReduceSumOp, ReduceMeanOp, AddOp, SubOp,
-               TransposeOp, ReshapeOp>(op);
+           isa<DotGeneralOp, Conv2DFilterGradOp, ReduceSumOp, ReduceMeanOp,
+               AddOp, SubOp, TransposeOp, ReshapeOp>(op);
   }
 };
 } // namespace

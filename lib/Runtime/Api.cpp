@@ -195,6 +195,14 @@ void groupNorm(SdDevice *, const float *in, const float *scale,
                      epsilon);
 }
 
+void groupNormBF16(SdDevice *, const sd_bf16 *in, const sd_bf16 *scale,
+                   const sd_bf16 *bias, sd_bf16 *out, int64_t n,
+                   int64_t spatial, int64_t channels, int64_t groups,
+                   double epsilon) {
+  kernels::groupNormBF16(in, scale, bias, out, n, spatial, channels, groups,
+                         epsilon);
+}
+
 /// Runs `kernel` on a scratch buffer of `floats` from the device pool named
 /// `what`; fails the device when the pool cannot provide it.
 template <typename Kernel>
@@ -370,6 +378,7 @@ const SdApi *MeshRuntime::api() {
       /*layer_norm_bf16=*/layerNormBF16,
       /*rms_norm_bf16=*/rmsNormBF16,
       /*group_norm=*/groupNorm,
+      /*group_norm_bf16=*/groupNormBF16,
       /*attention=*/attention<float>,
       /*attention_bf16=*/attention<sd_bf16>,
       /*flash_attention=*/flashAttention<float>,

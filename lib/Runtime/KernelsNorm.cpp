@@ -5,8 +5,9 @@
 // it to a few ulps whatever the row length. One row (or one sample's group)
 // is owned by one thread, and `omp simd` reductions have a fixed lane order,
 // so the summation order per output is fixed. The bf16 variants widen each
-// row into a buffer of its thread and run the same row code, so their
-// results are the f32 kernels' on the widened tensors, rounded.
+// row (group norm: each sample's group) into a buffer of its thread and run
+// the same code, so their results are the f32 kernels' on the widened
+// tensors, rounded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -146,33 +147,73 @@ void rmsNorm(const float *in, const float *scale, float *out, int64_t rows,
             /*centered=*/false);
 }
 
+/// One (sample, group) pair of group norm: `spatial` rows of `perGroup`
+/// channels, row r at x + r * xStride (and y + r * yStride).
+static void groupNormPair(const float *x, int64_t xStride, const float *scale,
+                          const float *bias, float *y, int64_t yStride,
+                          int64_t spatial, int64_t perGroup, double epsilon) {
+  double count = static_cast<double>(spatial * perGroup);
+  double sum = 0.0;
+  for (int64_t p = 0; p < spatial; ++p)
+    sum += sumRow(x + p * xStride, perGroup);
+  double mean = sum / count;
+  double squares = 0.0;
+  for (int64_t p = 0; p < spatial; ++p)
+    squares += sumSquaredDeviations(x + p * xStride, perGroup, mean);
+  double invStd = 1.0 / std::sqrt(squares / count + epsilon);
+  for (int64_t p = 0; p < spatial; ++p)
+    normalizeRow(x + p * xStride, scale, bias, y + p * yStride, perGroup, mean,
+                 invStd);
+}
+
 void groupNorm(const float *in, const float *scale, const float *bias,
                float *out, int64_t n, int64_t spatial, int64_t channels,
                int64_t groups, double epsilon) {
   if (groups <= 0 || channels <= 0 || spatial <= 0)
     return;
   int64_t perGroup = channels / groups;
-  double count = static_cast<double>(spatial * perGroup);
   // One (sample, group) pair per iteration; its elements are `perGroup`
   // contiguous channels at each of `spatial` positions.
 #pragma omp parallel for schedule(static)
   for (int64_t pair = 0; pair < n * groups; ++pair) {
     int64_t sample = pair / groups, g = pair % groups;
-    const float *x = in + sample * spatial * channels + g * perGroup;
-    float *y = out + sample * spatial * channels + g * perGroup;
-    double sum = 0.0;
-    for (int64_t p = 0; p < spatial; ++p)
-      sum += sumRow(x + p * channels, perGroup);
-    double mean = sum / count;
-    double squares = 0.0;
-    for (int64_t p = 0; p < spatial; ++p)
-      squares += sumSquaredDeviations(x + p * channels, perGroup, mean);
-    double invStd = 1.0 / std::sqrt(squares / count + epsilon);
-    const float *s = scale ? scale + g * perGroup : nullptr;
-    const float *b = bias ? bias + g * perGroup : nullptr;
-    for (int64_t p = 0; p < spatial; ++p)
-      normalizeRow(x + p * channels, s, b, y + p * channels, perGroup, mean,
-                   invStd);
+    int64_t offset = sample * spatial * channels + g * perGroup;
+    groupNormPair(in + offset, channels, scale ? scale + g * perGroup : nullptr,
+                  bias ? bias + g * perGroup : nullptr, out + offset, channels,
+                  spatial, perGroup, epsilon);
+  }
+}
+
+void groupNormBF16(const sd_bf16 *in, const sd_bf16 *scale, const sd_bf16 *bias,
+                   sd_bf16 *out, int64_t n, int64_t spatial, int64_t channels,
+                   int64_t groups, double epsilon) {
+  if (groups <= 0 || channels <= 0 || spatial <= 0)
+    return;
+  int64_t perGroup = channels / groups;
+  std::vector<float> s = widened(scale, channels), b = widened(bias, channels);
+  // Each pair's elements widened into its thread's buffer, packed row after
+  // row, normalized by the f32 code in the same order, and rounded back.
+#pragma omp parallel
+  {
+    std::vector<float> x(static_cast<size_t>(spatial * perGroup)), y(x.size());
+#pragma omp for schedule(static)
+    for (int64_t pair = 0; pair < n * groups; ++pair) {
+      int64_t sample = pair / groups, g = pair % groups;
+      int64_t offset = sample * spatial * channels + g * perGroup;
+      for (int64_t p = 0; p < spatial; ++p)
+        convertToFloat(
+            reinterpret_cast<const BFloat16 *>(in + offset + p * channels),
+            x.data() + p * perGroup, perGroup);
+      groupNormPair(x.data(), perGroup,
+                    scale ? s.data() + g * perGroup : nullptr,
+                    bias ? b.data() + g * perGroup : nullptr, y.data(),
+                    perGroup, spatial, perGroup, epsilon);
+      for (int64_t p = 0; p < spatial; ++p)
+        convertToBFloat16(
+            y.data() + p * perGroup,
+            reinterpret_cast<BFloat16 *>(out + offset + p * channels),
+            perGroup);
+    }
   }
 }
 

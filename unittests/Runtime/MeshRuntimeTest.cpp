@@ -297,6 +297,7 @@ TEST(MeshRuntimeApiTest, TableIsComplete) {
       reinterpret_cast<const void *>(api->layer_norm),
       reinterpret_cast<const void *>(api->rms_norm),
       reinterpret_cast<const void *>(api->group_norm),
+      reinterpret_cast<const void *>(api->group_norm_bf16),
       reinterpret_cast<const void *>(api->attention),
       reinterpret_cast<const void *>(api->attention_bf16),
       reinterpret_cast<const void *>(api->flash_attention),

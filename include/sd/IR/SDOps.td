@@ -800,7 +800,8 @@ def SD_Conv2DFilterGradOp : SD_Conv2DGradOp<"conv2d_filter_grad", "kernel", [{
     · dy[n, oy, ox, co]` over samples and output positions (taps in the
     padding read 0). The runtime makes the forward's im2col rows and
     contracts them with dy in one GEMM per convolution group and chunk of
-    samples.}]> {
+    samples. With bf16 operands the result may be f32 (the products' f32
+    sum, unrounded), as sd-widen-gradients makes a weight gradient.}]> {
   let arguments = (ins SD_FloatTensor:$input, SD_FloatTensor:$result_grad,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
                        I64Attr:$groups);

@@ -133,8 +133,9 @@ def WidenGradients : Pass<"sd-widen-gradients", "::mlir::func::FuncOp"> {
     made (a product or sum over a sharded batch), so without this pass the
     gradients would cross the mesh in bf16. This pass makes the producers of
     every backward bf16-to-f32 convert compute f32 results directly: a
-    `dot_general` or a reduction of bf16 operands gets an f32 result (the
-    same f32 accumulation, not rounded to bf16), an `add`, `sub`,
+    `dot_general`, a `conv2d_filter_grad` or a reduction of bf16 operands
+    gets an f32 result (the same f32 accumulation, not rounded to bf16), an
+    `add`, `sub`,
     `transpose` or `reshape` of such values is done in f32, and anything
     else is widened where it is used. The converts marked `sd.derivative`
     (an activation's cotangent widened for a derivative computed in f32)

@@ -73,6 +73,10 @@ void rmsNormBF16(const sd_bf16 *in, const sd_bf16 *scale, sd_bf16 *out,
 void groupNorm(const float *in, const float *scale, const float *bias,
                float *out, int64_t n, int64_t spatial, int64_t channels,
                int64_t groups, double epsilon);
+/// SdApi::group_norm_bf16: bitwise groupNorm between converts.
+void groupNormBF16(const sd_bf16 *in, const sd_bf16 *scale, const sd_bf16 *bias,
+                   sd_bf16 *out, int64_t n, int64_t spatial, int64_t channels,
+                   int64_t groups, double epsilon);
 /// Scratch for one head's scores per thread (with bf16 operands, also its
 /// probabilities in bf16 and its f32 output rows) comes from `scratch`, a
 /// caller buffer of at least attentionScratchFloats(...) floats for the

@@ -40,7 +40,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 10
+#define SD_ABI_VERSION 11
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -213,6 +213,13 @@ typedef struct SdApi {
   void (*group_norm)(SdDevice *dev, const float *in, const float *scale,
                      const float *bias, float *out, int64_t n, int64_t spatial,
                      int64_t channels, int64_t groups, double epsilon);
+  /* group_norm on bf16 buffers (scale and bias bf16 too): each sample's
+   * group widened into a buffer of its thread and computed as group_norm
+   * computes it, rounded to bf16 once, as the row norms' bf16 variants. */
+  void (*group_norm_bf16)(SdDevice *dev, const sd_bf16 *in,
+                          const sd_bf16 *scale, const sd_bf16 *bias,
+                          sd_bf16 *out, int64_t n, int64_t spatial,
+                          int64_t channels, int64_t groups, double epsilon);
   /* out[B,H,Sq,Dv] = softmax(scale·Q·Kᵀ)·V per batch and head, one head's
    * scores at a time. `mask` (f32 0/1, may be NULL) is [mask_b, mask_h, Sq,
    * Skv] with mask_b ∈ {1, B}, mask_h ∈ {1, H}; a fully masked query row

@@ -174,7 +174,8 @@ static LogicalResult emitCallOf(RmsNormOp op, ProgramBuilder &pb) {
 static LogicalResult emitCallOf(GroupNormOp op, ProgramBuilder &pb) {
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
     ArrayRef<int64_t> s = shapeOf(op.getResult());
-    os << "  api->group_norm(dev, " << pb.buffer(op.getOperand()) << ", "
+    os << "  api->group_norm" << (isBF16(op.getResult()) ? "_bf16" : "")
+       << "(dev, " << pb.buffer(op.getOperand()) << ", "
        << pb.optionalBuffer(op.getScale()) << ", "
        << pb.optionalBuffer(op.getBias()) << ", " << o << ", " << s.front()
        << ", " << product(s.drop_front().drop_back()) << ", " << s.back()
@@ -655,6 +656,7 @@ template <> constexpr bool kCallTakesBF16<TransposeOp> = true;
 template <> constexpr bool kCallTakesBF16<SoftmaxOp> = true;
 template <> constexpr bool kCallTakesBF16<LayerNormOp> = true;
 template <> constexpr bool kCallTakesBF16<RmsNormOp> = true;
+template <> constexpr bool kCallTakesBF16<GroupNormOp> = true;
 template <> constexpr bool kCallTakesBF16<AttentionOp> = true;
 template <> constexpr bool kCallTakesBF16<FlashAttentionOp> = true;
 template <> constexpr bool kCallTakesBF16<FlashAttentionDqOp> = true;

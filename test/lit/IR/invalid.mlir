@@ -619,6 +619,16 @@ func.func @conv_element_type(%x: tensor<2x8x8x4xf32>, %w: tensor<3x3x4x4xbf16>) 
 
 // -----
 
+// A filter gradient may be f32 from bf16 operands (its f32 sum), not the
+// other way round.
+func.func @conv_filter_grad_element_type(%x: tensor<2x8x8x4xf32>, %dy: tensor<2x6x6x4xf32>) -> tensor<3x3x4x4xbf16> {
+  // expected-error @+1 {{'sd.conv2d_filter_grad' op input and kernel element types differ}}
+  %dw = sd.conv2d_filter_grad %x, %dy strides = [1, 1] padding = [0, 0, 0, 0] groups = 1 : (tensor<2x8x8x4xf32>, tensor<2x6x6x4xf32>) -> tensor<3x3x4x4xbf16>
+  return %dw : tensor<3x3x4x4xbf16>
+}
+
+// -----
+
 func.func @conv_strides(%x: tensor<2x8x8x4xf32>, %w: tensor<3x3x4x4xf32>) -> tensor<2x6x6x4xf32> {
   // expected-error @+2 {{'sd.conv2d' op strides [1, 0] must be 2 positive numbers}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -26,6 +26,18 @@ func.func @weight_gradient(%x: tensor<8x4xbf16>, %dy1: tensor<8x6xbf16>, %dy2: t
 
 // -----
 
+// A convolution's filter gradient: its products' f32 sum, unrounded.
+// CHECK-LABEL: func.func @filter_gradient
+// CHECK: %[[W:.*]] = sd.conv2d_filter_grad %arg0, %arg1 strides = [1, 1] padding = [1, 1, 1, 1] groups = 1 {sd.backward} : (tensor<2x4x4x3xbf16>, tensor<2x4x4x5xbf16>) -> tensor<3x3x3x5xf32>
+// CHECK-NEXT: return %[[W]]
+func.func @filter_gradient(%x: tensor<2x4x4x3xbf16>, %dy: tensor<2x4x4x5xbf16>) -> tensor<3x3x3x5xf32> {
+  %dw = sd.conv2d_filter_grad %x, %dy strides = [1, 1] padding = [1, 1, 1, 1] groups = 1 {sd.backward} : (tensor<2x4x4x3xbf16>, tensor<2x4x4x5xbf16>) -> tensor<3x3x3x5xbf16>
+  %w = sd.convert %dw {sd.backward} : tensor<3x3x3x5xbf16> -> tensor<3x3x3x5xf32>
+  return %w : tensor<3x3x3x5xf32>
+}
+
+// -----
+
 // A bias gradient: the reduction accumulates into an f32 result.
 // CHECK-LABEL: func.func @bias_gradient
 // CHECK: %[[R:.*]] = sd.reduce_sum %arg0 dims = [0] {sd.backward} : (tensor<8x6xbf16>) -> tensor<6xf32>
