@@ -362,14 +362,12 @@ absl::Status TrainRun::verify() {
   if (firstStep > 0)
     outs() << formatv("verify: steps {0}-{1} from the checkpoint's values\n",
                       firstStep + 1, options.steps);
-  outs() << format(
-      "verify: largest relative difference to one device: "
-      "loss %.3g, parameters %.3g (%s): %s\n",
-      worstLoss, worstParam, worstName.c_str(),
-      ok ? "ok"
-         : formatv("FAILED (above {0})", bf16 ? "2^-8, one bf16 step" : "1e-4")
-               .str()
-               .c_str());
+  const char *verdict = ok     ? "ok"
+                        : bf16 ? "FAILED (above 2^-8, one bf16 step)"
+                               : "FAILED (above 1e-4)";
+  outs() << format("verify: largest relative difference to one device: "
+                   "loss %.3g, parameters %.3g (%s): %s\n",
+                   worstLoss, worstParam, worstName.c_str(), verdict);
   if (!ok)
     return reportedFailure("verify: the run differs from one device");
   return absl::OkStatus();

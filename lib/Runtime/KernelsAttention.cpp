@@ -33,9 +33,8 @@ namespace sd::rt::kernels {
 
 namespace {
 
-/// Scratch regions start on 64-byte boundaries (16 floats) so that threads
-/// never share a cache line.
-int64_t roundUp(int64_t floats) { return (floats + 15) / 16 * 16; }
+using detail::narrow;
+using detail::roundUp;
 
 /// One thread's scratch: the f32 scores of a head (or a block of its query
 /// rows), then with bf16 operands the probabilities rounded to bf16 and the
@@ -53,24 +52,6 @@ ThreadScratch threadScratch(int64_t sq, int64_t skv, int64_t dv,
     t.output = roundUp(sq * dv);
   }
   return t;
-}
-
-void tileProduct(bool transB, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float *a, int64_t lda, const float *b, int64_t ldb,
-                 float *c, int64_t ldc) {
-  detail::tileSgemm(false, transB, m, n, k, alpha, a, lda, b, ldb, 0.0f, c,
-                    ldc);
-}
-void tileProduct(bool transB, int64_t m, int64_t n, int64_t k, float alpha,
-                 const sd_bf16 *a, int64_t lda, const sd_bf16 *b, int64_t ldb,
-                 float *c, int64_t ldc) {
-  // beta 0: the product lands in C, no temporary.
-  detail::tileGemmBF16(false, transB, m, n, k, alpha, a, lda, b, ldb, 0.0f, c,
-                       ldc, nullptr);
-}
-
-void narrow(const float *in, sd_bf16 *out, int64_t count) {
-  convertToBFloat16(in, reinterpret_cast<BFloat16 *>(out), count);
 }
 
 } // namespace
@@ -138,7 +119,8 @@ static void attentionImpl(const Elem *q, const Elem *k, const Elem *v,
       continue;
     }
     // With no head_dim (k = 0) the scores are zeros.
-    tileProduct(true, rows, skv, d, alpha, qh, d, kh, d, scores, skv);
+    detail::tileProduct(false, true, rows, skv, d, alpha, qh, d, kh, d, 0.0f,
+                        scores, skv, nullptr);
     const float *maskHead = nullptr;
     if (mask)
       maskHead =
@@ -148,14 +130,16 @@ static void attentionImpl(const Elem *q, const Elem *k, const Elem *v,
       softmaxScoresRow(scores + r * skv,
                        maskHead ? maskHead + (r0 + r) * skv : nullptr, skv);
     if constexpr (kF32) {
-      tileProduct(false, rows, dv, skv, 1.0f, scores, skv, vh, dv, oh, dv);
+      detail::tileProduct(false, false, rows, dv, skv, 1.0f, scores, skv, vh,
+                          dv, 0.0f, oh, dv, nullptr);
     } else {
       // P rounded to bf16 for the product with V (as the bf16 flash kernel
       // and the backward's recomputed P), summed in f32, rounded once.
       auto *p = reinterpret_cast<sd_bf16 *>(scores + layout.scores);
       float *acc = scores + layout.scores + layout.probabilities;
       narrow(scores, p, rows * skv);
-      tileProduct(false, rows, dv, skv, 1.0f, p, skv, vh, dv, acc, dv);
+      detail::tileProduct(false, false, rows, dv, skv, 1.0f, p, skv, vh, dv,
+                          0.0f, acc, dv, nullptr);
       narrow(acc, oh, rows * dv);
     }
   }

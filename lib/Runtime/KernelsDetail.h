@@ -2,7 +2,8 @@
 //
 // What the attention kernels (KernelsAttention.cpp, KernelsFlash.cpp) share
 // with the others: the vectorized row operations KernelsMisc.cpp defines and
-// the GEMM of KernelsGemm.cpp. Each
+// the GEMM of KernelsGemm.cpp; and with each other, their tile products on
+// f32 or bf16 operands, bf16 rounding and scratch alignment. Each
 // row operation picks the AVX-512, AVX2 or scalar path the CPU allows; the
 // vector paths give the same bits (kernels::expShiftedRow tests them one by
 // one).
@@ -14,6 +15,7 @@
 #ifndef SD_LIB_RUNTIME_KERNELSDETAIL_H
 #define SD_LIB_RUNTIME_KERNELSDETAIL_H
 
+#include "sd/Runtime/BFloat16.h"
 #include "sd/Runtime/ProgramABI.h"
 
 #include <cstdint>
@@ -51,6 +53,33 @@ void tileSgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 void tileGemmBF16(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                   float alpha, const sd_bf16 *a, int64_t lda, const sd_bf16 *b,
                   int64_t ldb, float beta, float *c, int64_t ldc, float *tmp);
+
+/// Scratch regions start on 64-byte boundaries (16 floats) so that threads
+/// never share a cache line.
+inline int64_t roundUp(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+/// `count` f32 values rounded to bf16 (to nearest, ties to even).
+inline void narrow(const float *in, sd_bf16 *out, int64_t count) {
+  convertToBFloat16(in, reinterpret_cast<BFloat16 *>(out), count);
+}
+
+/// C[m, n] (f32, row stride ldc) = alpha·op(A)·op(B) + beta·C with beta 0 or
+/// 1, single-threaded inside an attention kernel's parallel loop: tileSgemm
+/// for f32 operands, tileGemmBF16 for bf16 ones (`tmp`, m·n floats, holds
+/// the product where it cannot fold beta in; unused for beta 0).
+inline void tileProduct(bool transA, bool transB, int64_t m, int64_t n,
+                        int64_t k, float alpha, const float *a, int64_t lda,
+                        const float *b, int64_t ldb, float beta, float *c,
+                        int64_t ldc, float *) {
+  tileSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+inline void tileProduct(bool transA, bool transB, int64_t m, int64_t n,
+                        int64_t k, float alpha, const sd_bf16 *a, int64_t lda,
+                        const sd_bf16 *b, int64_t ldb, float beta, float *c,
+                        int64_t ldc, float *tmp) {
+  tileGemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+               tmp);
+}
 
 } // namespace sd::rt::kernels::detail
 

@@ -44,11 +44,11 @@ namespace sd::rt::kernels {
 
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using detail::narrow;
+using detail::roundUp;
+using detail::tileProduct;
 
-/// Scratch regions start on 64-byte boundaries (16 floats) so that threads
-/// never share a cache line.
-int64_t roundUp(int64_t floats) { return (floats + 15) / 16 * 16; }
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -86,11 +86,6 @@ int64_t itemBlock(int64_t block, int64_t length, int64_t pairs, int threads) {
 float widen(float value) { return value; }
 float widen(sd_bf16 value) { return toFloat(BFloat16{value.bits}); }
 
-/// `count` f32 values rounded to bf16 (to nearest, ties to even).
-void narrow(const float *in, sd_bf16 *out, int64_t count) {
-  convertToBFloat16(in, reinterpret_cast<BFloat16 *>(out), count);
-}
-
 /// The rows x n f32 tile `tile` as the operand of a product with Elem
 /// operands: itself in f32, rounded into `low` in bf16.
 template <typename Elem>
@@ -102,23 +97,6 @@ const Elem *productOperand(const float *tile, int64_t count, Elem *low) {
     narrow(tile, low, count);
     return low;
   }
-}
-
-/// C[m, n] (f32, row stride ldc) = alpha·op(A)·op(B) + beta·C with beta 0 or
-/// 1, single-threaded inside the item's parallel loop. f32 operands go to
-/// sgemm; bf16 ones to oneDNN's bf16 matmul, which folds alpha and beta in
-/// (`tmp`, m·n floats, holds the product where it cannot).
-void tileProduct(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 float alpha, const float *a, int64_t lda, const float *b,
-                 int64_t ldb, float beta, float *c, int64_t ldc, float *) {
-  detail::tileSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                    ldc);
-}
-void tileProduct(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 float alpha, const sd_bf16 *a, int64_t lda, const sd_bf16 *b,
-                 int64_t ldb, float beta, float *c, int64_t ldc, float *tmp) {
-  detail::tileGemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                       ldc, tmp);
 }
 
 /// One call's operands and sizes, shared by the passes.
