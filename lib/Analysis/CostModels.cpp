@@ -11,6 +11,7 @@
 
 #include "sd/Analysis/CostModels.h"
 #include "sd/IR/SDOps.h"
+#include "sd/Runtime/ConvScratch.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -382,24 +383,32 @@ struct ConvCost : public CostModelBase<ConvCost<OpTy>, OpTy> {
     else
       return convFlops(cast<OpTy>(op));
   }
-  /// As the runtime's conv2dScratchFloats: one group's rows of as many
-  /// samples as fit in 4 Mi floats (at least one).
+  /// The runtime's scratch for this pass on these operands
+  /// (sd/Runtime/ConvScratch.h, which the kernels size theirs by).
   int64_t getWorkspaceBytes(Operation *op) const {
     auto conv = cast<OpTy>(op);
     auto [kernel, result] = convKernelAndResult(conv);
-    ArrayRef<int64_t> k = shapeOf(kernel), out = shapeOf(result);
-    bool pointwise =
-        k[0] == 1 && k[1] == 1 && conv.getGroups() == 1 &&
-        llvm::all_of(conv.getStrides(), [](int64_t s) { return s == 1; }) &&
-        llvm::all_of(conv.getPadding(), [](int64_t p) { return p == 0; });
-    if (pointwise)
+    ::sd::rt::ConvPass pass = ::sd::rt::ConvPass::Forward;
+    Value input = op->getOperand(0);
+    if constexpr (std::is_same_v<OpTy, Conv2DInputGradOp>) {
+      pass = ::sd::rt::ConvPass::InputGrad;
+      input = conv.getInputGrad();
+    } else if constexpr (std::is_same_v<OpTy, Conv2DFilterGradOp>) {
+      pass = ::sd::rt::ConvPass::FilterGrad;
+    }
+    ArrayRef<int64_t> in = shapeOf(input), k = shapeOf(kernel),
+                      out = shapeOf(result);
+    if (llvm::any_of(in, ShapedType::isDynamic) ||
+        llvm::any_of(k, ShapedType::isDynamic) ||
+        llvm::any_of(out, ShapedType::isDynamic))
       return 0;
-    constexpr int64_t kChunkFloats = int64_t{1} << 22;
-    int64_t rows = out[1] * out[2] * k[0] * k[1] * k[2];
-    int64_t samples = std::max<int64_t>(out[0], 1);
-    if (rows > 0)
-      samples = std::clamp<int64_t>(kChunkFloats / rows, 1, samples);
-    return samples * rows * getElementBytes(kernel.getType());
+    // The filter gradient's kernel may be f32 for bf16 operands: the
+    // kernels run on the operands' type.
+    bool bf16 = getElementTypeOrSelf(op->getOperand(0).getType()).isBF16();
+    return ::sd::rt::conv2dScratchFloats(
+               pass, in.data(), k.data(), out.data(), conv.getStrides().data(),
+               conv.getPadding().data(), conv.getGroups(), bf16) *
+           int64_t{sizeof(float)};
   }
 };
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Runtime/ConvScratch.h"
 #include "sd/Runtime/Kernels.h"
 #include "sd/Runtime/Runtime.h"
 
@@ -286,16 +287,18 @@ void rng(SdDevice *, int32_t normal, uint64_t seed, float *out, int32_t rank,
   kernels::rng(normal != 0, seed, out, rank, shape, globalShape, offsets, a, b);
 }
 
-/// Runs one of the convolution kernels with its im2col rows borrowed from
-/// the device pool, which the memory model counts
-/// (CostOpInterface::getWorkspaceBytes).
-template <typename Kernel>
-static int32_t withConvScratch(SdDevice *dev, const int64_t *kernelShape,
-                               const int64_t *outShape, const int64_t *strides,
-                               const int64_t *padding, int64_t groups,
-                               const char *what, Kernel kernel) {
-  int64_t floats = kernels::conv2dScratchFloats(kernelShape, outShape, strides,
-                                                padding, groups);
+/// Runs one of the convolution kernels (`pass`, on `Elem` operands) with
+/// the scratch it borrows from the device pool, which the memory model
+/// counts (CostOpInterface::getWorkspaceBytes; both from ConvScratch.h).
+template <typename Elem, typename Kernel>
+static int32_t
+withConvScratch(SdDevice *dev, ConvPass pass, const int64_t *inShape,
+                const int64_t *kernelShape, const int64_t *outShape,
+                const int64_t *strides, const int64_t *padding, int64_t groups,
+                const char *what, Kernel kernel) {
+  int64_t floats =
+      conv2dScratchFloats(pass, inShape, kernelShape, outShape, strides,
+                          padding, groups, std::is_same_v<Elem, sd_bf16>);
   if (floats == 0) {
     kernel(nullptr);
     return 0;
@@ -303,29 +306,31 @@ static int32_t withConvScratch(SdDevice *dev, const int64_t *kernelShape,
   return withScratch(toDevice(dev), floats, what, kernel);
 }
 
-int32_t conv2d(SdDevice *dev, const float *in, const float *kernel,
-               const float *bias, float *out, const int64_t *inShape,
+template <typename Elem>
+int32_t conv2d(SdDevice *dev, const Elem *in, const Elem *kernel,
+               const Elem *bias, Elem *out, const int64_t *inShape,
                const int64_t *kernelShape, const int64_t *outShape,
                const int64_t *strides, const int64_t *padding, int64_t groups) {
-  return withConvScratch(
-      dev, kernelShape, outShape, strides, padding, groups,
-      "conv2d im2col rows", [&](float *cols) {
+  return withConvScratch<Elem>(
+      dev, ConvPass::Forward, inShape, kernelShape, outShape, strides, padding,
+      groups, "conv2d im2col rows", [&](float *cols) {
         kernels::conv2d(in, kernel, bias, out, inShape, kernelShape, outShape,
                         strides, padding, groups, cols);
       });
 }
 
-int32_t conv2dInputGrad(SdDevice *dev, const float *dy, const float *kernel,
-                        float *dx, const int64_t *inShape,
+template <typename Elem>
+int32_t conv2dInputGrad(SdDevice *dev, const Elem *dy, const Elem *kernel,
+                        Elem *dx, const int64_t *inShape,
                         const int64_t *kernelShape, const int64_t *outShape,
                         const int64_t *strides, const int64_t *padding,
                         int64_t groups) {
-  return withConvScratch(dev, kernelShape, outShape, strides, padding, groups,
-                         "conv2d_input_grad im2col rows", [&](float *cols) {
-                           kernels::conv2dInputGrad(
-                               dy, kernel, dx, inShape, kernelShape, outShape,
-                               strides, padding, groups, cols);
-                         });
+  return withConvScratch<Elem>(
+      dev, ConvPass::InputGrad, inShape, kernelShape, outShape, strides,
+      padding, groups, "conv2d_input_grad im2col rows", [&](float *cols) {
+        kernels::conv2dInputGrad(dy, kernel, dx, inShape, kernelShape, outShape,
+                                 strides, padding, groups, cols);
+      });
 }
 
 int32_t conv2dFilterGrad(SdDevice *dev, const float *in, const float *dy,
@@ -333,12 +338,27 @@ int32_t conv2dFilterGrad(SdDevice *dev, const float *in, const float *dy,
                          const int64_t *kernelShape, const int64_t *outShape,
                          const int64_t *strides, const int64_t *padding,
                          int64_t groups) {
-  return withConvScratch(dev, kernelShape, outShape, strides, padding, groups,
-                         "conv2d_filter_grad im2col rows", [&](float *cols) {
-                           kernels::conv2dFilterGrad(
-                               in, dy, dkernel, inShape, kernelShape, outShape,
-                               strides, padding, groups, cols);
-                         });
+  return withConvScratch<float>(
+      dev, ConvPass::FilterGrad, inShape, kernelShape, outShape, strides,
+      padding, groups, "conv2d_filter_grad im2col rows", [&](float *cols) {
+        kernels::conv2dFilterGrad(in, dy, dkernel, inShape, kernelShape,
+                                  outShape, strides, padding, groups, cols);
+      });
+}
+
+int32_t conv2dFilterGradBF16(SdDevice *dev, const sd_bf16 *in,
+                             const sd_bf16 *dy, void *dkernel,
+                             int32_t dkernelType, const int64_t *inShape,
+                             const int64_t *kernelShape,
+                             const int64_t *outShape, const int64_t *strides,
+                             const int64_t *padding, int64_t groups) {
+  return withConvScratch<sd_bf16>(
+      dev, ConvPass::FilterGrad, inShape, kernelShape, outShape, strides,
+      padding, groups, "conv2d_filter_grad im2col rows", [&](float *cols) {
+        kernels::conv2dFilterGrad(in, dy, dkernel, dkernelType == SD_BF16,
+                                  inShape, kernelShape, outShape, strides,
+                                  padding, groups, cols);
+      });
 }
 
 // Programs call these around every kernel, so with tracing off they are a
@@ -386,9 +406,12 @@ const SdApi *MeshRuntime::api() {
       /*flash_attention_bf16=*/flashAttention<sd_bf16>,
       /*flash_attention_backward_bf16=*/flashAttentionBackward<sd_bf16>,
       /*rng=*/rng,
-      /*conv2d=*/conv2d,
-      /*conv2d_input_grad=*/conv2dInputGrad,
+      /*conv2d=*/conv2d<float>,
+      /*conv2d_input_grad=*/conv2dInputGrad<float>,
       /*conv2d_filter_grad=*/conv2dFilterGrad,
+      /*conv2d_bf16=*/conv2d<sd_bf16>,
+      /*conv2d_input_grad_bf16=*/conv2dInputGrad<sd_bf16>,
+      /*conv2d_filter_grad_bf16=*/conv2dFilterGradBF16,
       /*trace_begin=*/traceBegin,
       /*trace_end=*/traceEnd,
   };

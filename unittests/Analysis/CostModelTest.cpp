@@ -256,6 +256,29 @@ TEST_F(CostReportTest, ConvolutionsBorrowTheirIm2colRows) {
   EXPECT_EQ(result->peakOp, "sd.conv2d");
 }
 
+// On bf16 operands the kernels borrow bf16 rows and the f32 products that
+// take the bias before rounding (sd/Runtime/ConvScratch.h), and the peak
+// counts those.
+TEST_F(CostReportTest, BF16ConvolutionsBorrowRowsAndProducts) {
+  FailureOr<CostReport> result = report(R"mlir(
+    func.func @loss(%w: tensor<3x3x4x8xbf16> {sd.role = #sd.param<"w", zeros>},
+                    %p: tensor<1x1x8x8xbf16> {sd.role = #sd.param<"p", zeros>},
+                    %x: tensor<2x6x6x4xbf16> {sd.role = #sd.input<latents>}) -> tensor<f32> {
+      %y = sd.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<2x6x6x4xbf16>, tensor<3x3x4x8xbf16>) -> tensor<2x3x3x8xbf16>
+      %z = sd.conv2d %y, %p strides = [1, 1] padding = [0, 0, 0, 0] groups = 1 : (tensor<2x3x3x8xbf16>, tensor<1x1x8x8xbf16>) -> tensor<2x3x3x8xbf16>
+      %f = sd.convert %z : tensor<2x3x3x8xbf16> -> tensor<2x3x3x8xf32>
+      %l = sd.reduce_sum %f dims = [0, 1, 2, 3] : (tensor<2x3x3x8xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  // At the first conv: its result (2·3·3·8·2 = 288 bytes), both samples'
+  // bf16 rows (2 × [9, 36] = 648 elements, 324 floats aligned to 336) and
+  // their f32 products [18, 8] (144 floats): 288 + 4·480 = 2208. The 1×1
+  // conv holds %y and %z (576) and borrows its products (576).
+  EXPECT_EQ(result->peakActivationBytes, 288 + 1920);
+  EXPECT_EQ(result->peakOp, "sd.conv2d");
+}
+
 // A global program: the arguments' shardings give the per-device blocks.
 TEST_F(CostReportTest, GlobalProgramsUseShardings) {
   FailureOr<CostReport> result = report(R"mlir(

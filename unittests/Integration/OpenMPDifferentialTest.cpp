@@ -529,6 +529,33 @@ func.func @main(%qf: tensor<8x2x20x16xf32> {sd.role = #sd.input<latents>, sd.log
               "main", 8, GetParam(), 0x1p-7);
 }
 
+/// The convolutions on bf16 operands (conv2d_bf16 and its gradients: bf16
+/// products, the bias, col2im's taps and the chunks' partials added in f32,
+/// each result rounded once), with the image's width split as in
+/// ConvHaloExchange: the forward with a bias, the input gradient, and the
+/// filter gradient into an f32 kernel (as sd-widen-gradients makes it) and
+/// into a bf16 one. Bound as for the other bf16 ops.
+TEST_P(OpenMPOpsTest, BF16Convolutions) {
+  checkOpenMP(R"mlir(
+func.func @main(%xf: tensor<8x8x8x4xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, activation_length, mlp, _]>},
+                %df: tensor<8x4x4x6xf32> {sd.role = #sd.input<noise>, sd.logical_axes = #sd.logical_axes<[batch, activation_length, mlp, _]>},
+                %wf: tensor<3x3x4x6xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[_, _, _, _]>},
+                %bf: tensor<6xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[_]>})
+    -> (tensor<8x8x8x6xbf16>, tensor<8x8x8x4xbf16>, tensor<3x3x4x6xf32>, tensor<3x3x4x6xbf16>) {
+  %x = sd.convert %xf : tensor<8x8x8x4xf32> -> tensor<8x8x8x4xbf16>
+  %dy = sd.convert %df : tensor<8x4x4x6xf32> -> tensor<8x4x4x6xbf16>
+  %w = sd.convert %wf : tensor<3x3x4x6xf32> -> tensor<3x3x4x6xbf16>
+  %b = sd.convert %bf : tensor<6xf32> -> tensor<6xbf16>
+  %y = sd.conv2d %x, %w bias %b strides = [1, 1] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x4xbf16>, tensor<3x3x4x6xbf16>, tensor<6xbf16>) -> tensor<8x8x8x6xbf16>
+  %dx = sd.conv2d_input_grad %dy, %w strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x4x4x6xbf16>, tensor<3x3x4x6xbf16>) -> tensor<8x8x8x4xbf16>
+  %dw = sd.conv2d_filter_grad %x, %dy strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x4xbf16>, tensor<8x4x4x6xbf16>) -> tensor<3x3x4x6xf32>
+  %dwb = sd.conv2d_filter_grad %x, %dy strides = [2, 2] padding = [1, 1, 1, 1] groups = 1 : (tensor<8x8x8x4xbf16>, tensor<8x4x4x6xbf16>) -> tensor<3x3x4x6xbf16>
+  return %y, %dx, %dw, %dwb : tensor<8x8x8x6xbf16>, tensor<8x8x8x4xbf16>, tensor<3x3x4x6xf32>, tensor<3x3x4x6xbf16>
+}
+)mlir",
+              "main", 8, GetParam(), 0x1p-7);
+}
+
 // "" is one device without a mesh; the others partition the programs, so
 // the generated code runs their collectives.
 INSTANTIATE_TEST_SUITE_P(Meshes, OpenMPOpsTest,

@@ -10,6 +10,7 @@
 #include "sd/Reference/Kernels.h"
 #include "sd/Reference/Random.h"
 #include "sd/Runtime/BFloat16.h"
+#include "sd/Runtime/ConvScratch.h"
 #include "sd/Runtime/Kernels.h"
 
 #include "RuntimeTestUtils.h"
@@ -870,6 +871,13 @@ TEST(KernelsTest, RngScalar) {
 // Convolution
 //===----------------------------------------------------------------------===//
 
+/// Magnitudes, for the terms of an error bound.
+static std::vector<float> magnitudes(std::vector<float> values) {
+  for (float &value : values)
+    value = std::fabs(value);
+  return values;
+}
+
 void checkConv(std::vector<int64_t> inShape, std::vector<int64_t> kernelShape,
                std::array<int64_t, 2> strides, std::array<int64_t, 4> padding,
                int64_t groups, bool withBias) {
@@ -885,9 +893,9 @@ void checkConv(std::vector<int64_t> inShape, std::vector<int64_t> kernelShape,
   std::vector<int64_t> outShape = expected.shape();
   std::vector<float> out(static_cast<size_t>(expected.numElements()), -3.0f);
   // Exactly the scratch the kernel asks for (ASan sees an overrun).
-  std::vector<float> scratch(static_cast<size_t>(
-      conv2dScratchFloats(kernelShape.data(), outShape.data(), strides.data(),
-                          padding.data(), groups)));
+  std::vector<float> scratch(static_cast<size_t>(conv2dScratchFloats(
+      ConvPass::Forward, inShape.data(), kernelShape.data(), outShape.data(),
+      strides.data(), padding.data(), groups, /*bf16=*/false)));
   conv2d(in.data(), kernel.data(), withBias ? bias.data() : nullptr, out.data(),
          inShape.data(), kernelShape.data(), outShape.data(), strides.data(),
          padding.data(), groups, scratch.empty() ? nullptr : scratch.data());
@@ -897,11 +905,6 @@ void checkConv(std::vector<int64_t> inShape, std::vector<int64_t> kernelShape,
   // "Accuracy and Stability of Numerical Algorithms", §3.1; the 3 for the
   // bias, the store and the reference's rounding): a fixed tolerance fails
   // a 1800-term sum on one CPU and passes it on another.
-  auto magnitudes = [](std::vector<float> values) {
-    for (float &value : values)
-      value = std::fabs(value);
-    return values;
-  };
   Tensor absBias = toTensor(magnitudes(bias), {kernelShape[3]});
   Tensor terms =
       ref::conv2d(toTensor(magnitudes(in), inShape),
@@ -937,9 +940,15 @@ void checkConvGradients(std::vector<int64_t> inShape,
                   strides, padding, groups);
   std::vector<int64_t> outShape = forward.shape();
   std::vector<float> dy = randomFloats(ref::shapeProduct(outShape), 33);
-  std::vector<float> scratch(static_cast<size_t>(
-      conv2dScratchFloats(kernelShape.data(), outShape.data(), strides.data(),
-                          padding.data(), groups)));
+  // The f32 passes borrow the same rows (ConvScratch.h).
+  std::vector<float> scratch(static_cast<size_t>(conv2dScratchFloats(
+      ConvPass::InputGrad, inShape.data(), kernelShape.data(), outShape.data(),
+      strides.data(), padding.data(), groups, /*bf16=*/false)));
+  ASSERT_EQ(static_cast<int64_t>(scratch.size()),
+            conv2dScratchFloats(ConvPass::FilterGrad, inShape.data(),
+                                kernelShape.data(), outShape.data(),
+                                strides.data(), padding.data(), groups,
+                                /*bf16=*/false));
   float *scratchData = scratch.empty() ? nullptr : scratch.data();
 
   Tensor wantDx = ref::conv2dInputGrad(toTensor(dy, outShape),
@@ -991,6 +1000,156 @@ TEST(KernelsTest, Conv2dMatchesReference) {
   checkConv({2, 3, 5, 7}, {1, 1, 7, 3}, {1, 1}, {0, 0, 0, 0}, 1, true);
   // 1.8 Mi floats of rows a sample: GEMMs of 2 samples, then of the third.
   checkConv({3, 32, 32, 200}, {3, 3, 200, 4}, {1, 1}, {1, 1, 1, 1}, 1, true);
+}
+
+/// Checks a bf16 kernel's result `got` against the exact `want` of its
+/// widened operands: the kernel sums `terms` products in f32 (within
+/// γ(terms + 3)·Σ|products| of the exact sum, `magnitude` holding
+/// Σ|products| per element, as checkConv says) and rounds that once
+/// (within 2⁻⁸ of it, one bf16 unit roundoff); f32 results skip the
+/// rounding.
+static void expectWithinSumAndRounding(const std::vector<float> &got,
+                                       const Tensor &want,
+                                       const Tensor &magnitude, double terms,
+                                       bool rounded, const char *what) {
+  double u = std::ldexp(1.0, -24), n = terms + 3;
+  double gamma = n * u / (1 - n * u);
+  double roundoff = rounded ? std::ldexp(1.0, -8) : 0.0;
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    double sumError = gamma * magnitude[i];
+    double bound = sumError + roundoff * (std::fabs(want[i]) + sumError);
+    ASSERT_LE(std::fabs(double(got[i]) - want[i]), bound)
+        << what << " element " << i << " of " << want.numElements();
+  }
+}
+
+/// The bf16 convolution kernels against the reference's double-precision
+/// convolution of the operands as bf16 holds them, on teams of 1 and 2
+/// threads: the forward with a bias, the input gradient, and the filter
+/// gradient into an f32 and into a bf16 kernel, each writing over garbage
+/// with exactly the scratch it asks for.
+void checkConvBF16(std::vector<int64_t> inShape,
+                   std::vector<int64_t> kernelShape,
+                   std::array<int64_t, 2> strides,
+                   std::array<int64_t, 4> padding, int64_t groups) {
+  SCOPED_TRACE(testing::Message() << "kernel " << kernelShape[0] << "x"
+                                  << kernelShape[1] << " strides " << strides[0]
+                                  << "x" << strides[1] << " groups " << groups);
+  std::vector<sd_bf16> in =
+      toBF16(randomFloats(ref::shapeProduct(inShape), 41));
+  std::vector<sd_bf16> kernel =
+      toBF16(randomFloats(ref::shapeProduct(kernelShape), 42));
+  std::vector<sd_bf16> bias = toBF16(randomFloats(kernelShape[3], 43));
+  std::vector<float> x = fromBF16(in), w = fromBF16(kernel), b = fromBF16(bias);
+  Tensor biasTensor = toTensor(b, {kernelShape[3]}),
+         absBias = toTensor(magnitudes(b), {kernelShape[3]});
+  Tensor forward = ref::conv2d(toTensor(x, inShape), toTensor(w, kernelShape),
+                               &biasTensor, strides, padding, groups);
+  std::vector<int64_t> outShape = forward.shape();
+  Tensor forwardTerms = ref::conv2d(toTensor(magnitudes(x), inShape),
+                                    toTensor(magnitudes(w), kernelShape),
+                                    &absBias, strides, padding, groups);
+  std::vector<sd_bf16> dy =
+      toBF16(randomFloats(ref::shapeProduct(outShape), 44));
+  std::vector<float> g = fromBF16(dy);
+  Tensor wantDx =
+      ref::conv2dInputGrad(toTensor(g, outShape), toTensor(w, kernelShape),
+                           inShape, strides, padding, groups);
+  Tensor dxTerms = ref::conv2dInputGrad(toTensor(magnitudes(g), outShape),
+                                        toTensor(magnitudes(w), kernelShape),
+                                        inShape, strides, padding, groups);
+  Tensor wantDw =
+      ref::conv2dFilterGrad(toTensor(x, inShape), toTensor(g, outShape),
+                            kernelShape, strides, padding, groups);
+  Tensor dwTerms = ref::conv2dFilterGrad(toTensor(magnitudes(x), inShape),
+                                         toTensor(magnitudes(g), outShape),
+                                         kernelShape, strides, padding, groups);
+  auto scratchFor = [&](ConvPass pass) {
+    return std::vector<float>(static_cast<size_t>(conv2dScratchFloats(
+        pass, inShape.data(), kernelShape.data(), outShape.data(),
+        strides.data(), padding.data(), groups, /*bf16=*/true)));
+  };
+  auto data = [](std::vector<float> &v) {
+    return v.empty() ? nullptr : v.data();
+  };
+  const sd_bf16 garbage = toBF16({-3.0f})[0];
+  int saved = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << threads << " threads");
+    omp_set_num_threads(threads);
+    std::vector<sd_bf16> out(static_cast<size_t>(forward.numElements()),
+                             garbage);
+    std::vector<float> scratch = scratchFor(ConvPass::Forward);
+    conv2d(in.data(), kernel.data(), bias.data(), out.data(), inShape.data(),
+           kernelShape.data(), outShape.data(), strides.data(), padding.data(),
+           groups, data(scratch));
+    expectWithinSumAndRounding(
+        fromBF16(out), forward, forwardTerms,
+        double(kernelShape[0] * kernelShape[1] * kernelShape[2] + 1), true,
+        "forward");
+
+    std::vector<sd_bf16> dx(in.size(), garbage);
+    scratch = scratchFor(ConvPass::InputGrad);
+    conv2dInputGrad(dy.data(), kernel.data(), dx.data(), inShape.data(),
+                    kernelShape.data(), outShape.data(), strides.data(),
+                    padding.data(), groups, data(scratch));
+    expectWithinSumAndRounding(
+        fromBF16(dx), wantDx, dxTerms,
+        double(kernelShape[0] * kernelShape[1] * kernelShape[3]), true,
+        "input gradient");
+
+    double length = double(outShape[0] * outShape[1] * outShape[2]);
+    scratch = scratchFor(ConvPass::FilterGrad);
+    std::vector<float> dw32(kernel.size(), -3.0f);
+    conv2dFilterGrad(in.data(), dy.data(), dw32.data(), /*dkernelIsBF16=*/false,
+                     inShape.data(), kernelShape.data(), outShape.data(),
+                     strides.data(), padding.data(), groups, data(scratch));
+    expectWithinSumAndRounding(dw32, wantDw, dwTerms, length, false,
+                               "f32 filter gradient");
+    std::vector<sd_bf16> dw16(kernel.size(), garbage);
+    conv2dFilterGrad(in.data(), dy.data(), dw16.data(), /*dkernelIsBF16=*/true,
+                     inShape.data(), kernelShape.data(), outShape.data(),
+                     strides.data(), padding.data(), groups, data(scratch));
+    // The bf16 kernel is the f32 one rounded once.
+    expectRoundedF32Result(dw16, dw32);
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST(KernelsTest, Conv2dBF16MatchesReference) {
+  // As Conv2dGradientsMatchReference: grouped, strided and asymmetrically
+  // padded; a same-size 3x3; a stride-2 down-sampler; patch embedding;
+  // pointwise (one GEMM rounding once); and rows of 1.8 Mi elements a
+  // sample, so two chunks whose filter-gradient partials are summed.
+  checkConvBF16({2, 7, 6, 4}, {3, 2, 2, 6}, {2, 1}, {1, 0, 1, 1}, 2);
+  checkConvBF16({2, 5, 5, 3}, {3, 3, 3, 5}, {1, 1}, {1, 1, 1, 1}, 1);
+  checkConvBF16({2, 9, 8, 4}, {3, 3, 4, 6}, {2, 2}, {1, 1, 1, 1}, 1);
+  checkConvBF16({2, 8, 8, 4}, {2, 2, 4, 12}, {2, 2}, {0, 0, 0, 0}, 1);
+  checkConvBF16({2, 3, 5, 7}, {1, 1, 7, 3}, {1, 1}, {0, 0, 0, 0}, 1);
+  checkConvBF16({3, 32, 32, 200}, {3, 3, 200, 4}, {1, 1}, {1, 1, 1, 1}, 1);
+}
+
+TEST(KernelsTest, Conv2dBF16ScratchIsWhatTheMemoryModelCounts) {
+  // A 3x3 conv of 2 samples of 6x6x4 into 8 channels, stride 2 (rows
+  // [2·9, 36] a chunk): bf16 rows take half the floats, aligned to 16.
+  std::array<int64_t, 4> in = {2, 6, 6, 4}, k = {3, 3, 4, 8},
+                         out = {2, 3, 3, 8};
+  std::array<int64_t, 2> strides = {2, 2};
+  std::array<int64_t, 4> padding = {1, 1, 1, 1};
+  auto floats = [&](ConvPass pass, bool bf16) {
+    return conv2dScratchFloats(pass, in.data(), k.data(), out.data(),
+                               strides.data(), padding.data(), 1, bf16);
+  };
+  // 648 elements of rows; in bf16, 324 floats, aligned to 336.
+  EXPECT_EQ(floats(ConvPass::Forward, false), 648);
+  EXPECT_EQ(floats(ConvPass::FilterGrad, false), 648);
+  // bf16: the rows, then the f32 products [2·9, 8].
+  EXPECT_EQ(floats(ConvPass::Forward, true), 336 + 144);
+  // f32 cotangent rows (648, aligned to 656), then the f32 image of both
+  // samples [2, 6, 6, 4].
+  EXPECT_EQ(floats(ConvPass::InputGrad, true), 656 + 288);
+  // bf16 rows, a group's partial [36, 8] and the sum [36, 8].
+  EXPECT_EQ(floats(ConvPass::FilterGrad, true), 336 + 288 + 288);
 }
 
 } // namespace

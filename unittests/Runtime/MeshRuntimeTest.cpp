@@ -304,6 +304,9 @@ TEST(MeshRuntimeApiTest, TableIsComplete) {
       reinterpret_cast<const void *>(api->flash_attention_backward),
       reinterpret_cast<const void *>(api->rng),
       reinterpret_cast<const void *>(api->conv2d),
+      reinterpret_cast<const void *>(api->conv2d_bf16),
+      reinterpret_cast<const void *>(api->conv2d_input_grad_bf16),
+      reinterpret_cast<const void *>(api->conv2d_filter_grad_bf16),
       reinterpret_cast<const void *>(api->trace_begin),
       reinterpret_cast<const void *>(api->trace_end)};
   for (const void *entry : entries)

@@ -143,13 +143,14 @@ void addScaled(const float *x, const float *y, float scale, float *out,
 void rng(bool normal, uint64_t seed, float *out, int32_t rank,
          const int64_t *shape, const int64_t *globalShape,
          const int64_t *offsets, double a, double b);
+/// sd.conv2d (SdApi::conv2d) and its gradients (SdApi::conv2d_input_grad,
+/// conv2d_filter_grad): the shapes are the forward's (input, kernel,
+/// result); `scratch` holds conv2dScratchFloats (ConvScratch.h) of the
+/// forward's shapes for the pass and the operands' element type.
 void conv2d(const float *in, const float *kernel, const float *bias, float *out,
             const int64_t *inShape, const int64_t *kernelShape,
             const int64_t *outShape, const int64_t *strides,
             const int64_t *padding, int64_t groups, float *scratch);
-/// conv2d's gradients (SdApi::conv2d_input_grad, conv2d_filter_grad): the
-/// shapes are the forward's (input, kernel, result); `scratch` holds
-/// conv2dScratchFloats of the forward's shapes.
 void conv2dInputGrad(const float *dy, const float *kernel, float *dx,
                      const int64_t *inShape, const int64_t *kernelShape,
                      const int64_t *outShape, const int64_t *strides,
@@ -158,15 +159,23 @@ void conv2dFilterGrad(const float *in, const float *dy, float *dkernel,
                       const int64_t *inShape, const int64_t *kernelShape,
                       const int64_t *outShape, const int64_t *strides,
                       const int64_t *padding, int64_t groups, float *scratch);
-/// The floats of conv2d's (and its gradients') scratch: the im2col rows of
-/// one group of as many samples as fit in 4 Mi floats (at least one),
-/// [samples·Ho·Wo, KH·KW·Cin/groups], reused for every chunk and group; 0
-/// for a
-/// 1×1, stride-1, unpadded, ungrouped convolution (a plain GEMM of the
-/// input). Shapes as conv2d's.
-int64_t conv2dScratchFloats(const int64_t *kernelShape, const int64_t *outShape,
-                            const int64_t *strides, const int64_t *padding,
-                            int64_t groups);
+/// The three on bf16 operands (SdApi::conv2d_bf16 and its gradients): bf16
+/// products with f32 sums, each result rounded once after what the f32
+/// kernels add to it; the filter gradient into an f32 or (`dkernelIsBF16`)
+/// bf16 `dkernel`.
+void conv2d(const sd_bf16 *in, const sd_bf16 *kernel, const sd_bf16 *bias,
+            sd_bf16 *out, const int64_t *inShape, const int64_t *kernelShape,
+            const int64_t *outShape, const int64_t *strides,
+            const int64_t *padding, int64_t groups, float *scratch);
+void conv2dInputGrad(const sd_bf16 *dy, const sd_bf16 *kernel, sd_bf16 *dx,
+                     const int64_t *inShape, const int64_t *kernelShape,
+                     const int64_t *outShape, const int64_t *strides,
+                     const int64_t *padding, int64_t groups, float *scratch);
+void conv2dFilterGrad(const sd_bf16 *in, const sd_bf16 *dy, void *dkernel,
+                      bool dkernelIsBF16, const int64_t *inShape,
+                      const int64_t *kernelShape, const int64_t *outShape,
+                      const int64_t *strides, const int64_t *padding,
+                      int64_t groups, float *scratch);
 
 /// The vector paths of the softmax and attention kernels' exponentials.
 using ::sd::rt::hasVectorPath;

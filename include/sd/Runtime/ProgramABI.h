@@ -40,7 +40,7 @@ extern "C" {
 
 /* Bumped whenever anything below changes; the loader rejects a program
  * compiled against another version. */
-#define SD_ABI_VERSION 11
+#define SD_ABI_VERSION 12
 
 /* The largest tensor rank and the most mesh axes a collective may name. */
 #define SD_MAX_RANK 8
@@ -311,6 +311,30 @@ typedef struct SdApi {
                                 const int64_t *out_shape,
                                 const int64_t *strides, const int64_t *padding,
                                 int64_t groups);
+  /* The three on bf16 buffers (bias bf16 too): the products run on the
+   * CPU's bf16 units with f32 sums; the bias, the input gradient's
+   * overlapping taps and the filter gradient's partial sums are added in
+   * f32, and each result is rounded to bf16 once. The filter gradient
+   * writes `dkernel` of `dkernel_type` (SdElementType: f32, as
+   * sd-widen-gradients makes it, or bf16). */
+  int32_t (*conv2d_bf16)(SdDevice *dev, const sd_bf16 *in,
+                         const sd_bf16 *kernel, const sd_bf16 *bias,
+                         sd_bf16 *out, const int64_t *in_shape,
+                         const int64_t *kernel_shape, const int64_t *out_shape,
+                         const int64_t *strides, const int64_t *padding,
+                         int64_t groups);
+  int32_t (*conv2d_input_grad_bf16)(SdDevice *dev, const sd_bf16 *dy,
+                                    const sd_bf16 *kernel, sd_bf16 *dx,
+                                    const int64_t *in_shape,
+                                    const int64_t *kernel_shape,
+                                    const int64_t *out_shape,
+                                    const int64_t *strides,
+                                    const int64_t *padding, int64_t groups);
+  int32_t (*conv2d_filter_grad_bf16)(
+      SdDevice *dev, const sd_bf16 *in, const sd_bf16 *dy, void *dkernel,
+      int32_t dkernel_type, const int64_t *in_shape,
+      const int64_t *kernel_shape, const int64_t *out_shape,
+      const int64_t *strides, const int64_t *padding, int64_t groups);
 
   /* --- tracing ------------------------------------------------------------ */
   /* Brackets one fused kernel, runtime kernel, GEMM, collective or memory

@@ -305,8 +305,9 @@ static LogicalResult emitCallOf(FlashAttentionDkvOp op, ProgramBuilder &pb) {
 
 static LogicalResult emitCallOf(Conv2DOp op, ProgramBuilder &pb) {
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
-    os << "  if (int32_t st = api->conv2d(dev, " << pb.buffer(op.getInput())
-       << ", " << pb.buffer(op.getKernel()) << ", "
+    os << "  if (int32_t st = api->"
+       << (isBF16(op.getInput()) ? "conv2d_bf16" : "conv2d") << "(dev, "
+       << pb.buffer(op.getInput()) << ", " << pb.buffer(op.getKernel()) << ", "
        << pb.optionalBuffer(op.getBias()) << ", " << o << ", "
        << pb.staticShape(shapeOf(op.getInput())) << ", "
        << pb.staticShape(shapeOf(op.getKernel())) << ", "
@@ -318,17 +319,24 @@ static LogicalResult emitCallOf(Conv2DOp op, ProgramBuilder &pb) {
   return success();
 }
 
-/// The convolution gradients: the runtime call `name` with the operands
-/// `first` and `second`, the forward's input, kernel and result shapes and
-/// the convolution's attributes.
+/// The convolution gradients: the runtime call `name` (its `_bf16` variant
+/// on bf16 operands) with the operands `first` and `second`, the forward's
+/// input, kernel and result shapes and the convolution's attributes.
+/// `resultType` follows the result where the call takes its type (the bf16
+/// filter gradient's f32 or bf16 kernel).
 template <typename OpTy>
 static void emitConvGradCall(OpTy op, ProgramBuilder &pb, StringRef name,
                              Value first, Value second, Value input,
-                             Value kernel, Value result) {
+                             Value kernel, Value result,
+                             bool resultType = false) {
+  bool bf16 = isBF16(first);
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
-    os << "  if (int32_t st = api->" << name << "(dev, " << pb.buffer(first)
-       << ", " << pb.buffer(second) << ", " << o << ", "
-       << pb.staticShape(shapeOf(input)) << ", "
+    os << "  if (int32_t st = api->" << name << (bf16 ? "_bf16" : "")
+       << "(dev, " << pb.buffer(first) << ", " << pb.buffer(second) << ", " << o
+       << ", ";
+    if (bf16 && resultType)
+      os << abiElementType(op->getResult(0).getType()) << ", ";
+    os << pb.staticShape(shapeOf(input)) << ", "
        << pb.staticShape(shapeOf(kernel)) << ", "
        << pb.staticShape(shapeOf(result)) << ", "
        << pb.staticShape(op.getStrides()) << ", "
@@ -347,7 +355,7 @@ static LogicalResult emitCallOf(Conv2DInputGradOp op, ProgramBuilder &pb) {
 static LogicalResult emitCallOf(Conv2DFilterGradOp op, ProgramBuilder &pb) {
   emitConvGradCall(op, pb, "conv2d_filter_grad", op.getInput(),
                    op.getResultGrad(), op.getInput(), op.getKernelGrad(),
-                   op.getResultGrad());
+                   op.getResultGrad(), /*resultType=*/true);
   return success();
 }
 
@@ -649,7 +657,10 @@ namespace {
 /// The library calls whose runtime functions take bf16 buffers themselves
 /// (the others compute in f32 between converts). The flash ops' verifiers
 /// give q, k, v, out, d_out and the gradients one element type (the mask is
-/// i1, lse f32): flash_attention_bf16 and its backward take them all.
+/// i1, lse f32): flash_attention_bf16 and its backward take them all. The
+/// convolutions' verifiers give operands and results one element type but
+/// for the filter gradient, which may be f32 from bf16 operands:
+/// conv2d_filter_grad_bf16 takes its type.
 template <typename OpTy> constexpr bool kCallTakesBF16 = false;
 template <> constexpr bool kCallTakesBF16<DotGeneralOp> = true;
 template <> constexpr bool kCallTakesBF16<TransposeOp> = true;
@@ -661,6 +672,9 @@ template <> constexpr bool kCallTakesBF16<AttentionOp> = true;
 template <> constexpr bool kCallTakesBF16<FlashAttentionOp> = true;
 template <> constexpr bool kCallTakesBF16<FlashAttentionDqOp> = true;
 template <> constexpr bool kCallTakesBF16<FlashAttentionDkvOp> = true;
+template <> constexpr bool kCallTakesBF16<Conv2DOp> = true;
+template <> constexpr bool kCallTakesBF16<Conv2DInputGradOp> = true;
+template <> constexpr bool kCallTakesBF16<Conv2DFilterGradOp> = true;
 
 /// Library calls, collectives and memory moves: `emitCallOf` writes the
 /// op's step.
