@@ -93,6 +93,31 @@ static std::vector<float> widened(const sd_bf16 *in, int64_t count) {
   return out;
 }
 
+/// Below a vector of channels (a UNet's 32 groups of 64 to 256 channels
+/// hold 2 to 8), a group's row is converted element by element inline: a
+/// call per row of convertToFloat or convertToBFloat16 cost more than the
+/// normalization (group_norm_bf16 ran 2-2.6x slower than group_norm on
+/// [4, 1024, 64] to [4, 256, 256] with 32 groups). The bits are the same.
+static constexpr int64_t kShortRow = 32;
+
+static void widenRow(const sd_bf16 *in, float *out, int64_t count) {
+  if (count >= kShortRow) {
+    convertToFloat(reinterpret_cast<const BFloat16 *>(in), out, count);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = toFloat(BFloat16{in[i].bits});
+}
+
+static void narrowRow(const float *in, sd_bf16 *out, int64_t count) {
+  if (count >= kShortRow) {
+    convertToBFloat16(in, reinterpret_cast<BFloat16 *>(out), count);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = sd_bf16{toBFloat16(in[i]).bits};
+}
+
 /// normRow over bf16 rows: each widened into its thread's buffer, the
 /// result rounded.
 static void normBF16(const sd_bf16 *in, const sd_bf16 *scale,
@@ -201,18 +226,14 @@ void groupNormBF16(const sd_bf16 *in, const sd_bf16 *scale, const sd_bf16 *bias,
       int64_t sample = pair / groups, g = pair % groups;
       int64_t offset = sample * spatial * channels + g * perGroup;
       for (int64_t p = 0; p < spatial; ++p)
-        convertToFloat(
-            reinterpret_cast<const BFloat16 *>(in + offset + p * channels),
-            x.data() + p * perGroup, perGroup);
+        widenRow(in + offset + p * channels, x.data() + p * perGroup, perGroup);
       groupNormPair(x.data(), perGroup,
                     scale ? s.data() + g * perGroup : nullptr,
                     bias ? b.data() + g * perGroup : nullptr, y.data(),
                     perGroup, spatial, perGroup, epsilon);
       for (int64_t p = 0; p < spatial; ++p)
-        convertToBFloat16(
-            y.data() + p * perGroup,
-            reinterpret_cast<BFloat16 *>(out + offset + p * channels),
-            perGroup);
+        narrowRow(y.data() + p * perGroup, out + offset + p * channels,
+                  perGroup);
     }
   }
 }

@@ -693,31 +693,36 @@ TEST(KernelsTest, NormsBF16AreTheRoundedF32Norms) {
 }
 
 TEST(KernelsTest, GroupNormBF16IsTheRoundedF32GroupNorm) {
-  // Two samples, 6 positions, 12 channels in 3 groups; values far from zero
-  // so that the centering matters; with and without scale and bias, and on
-  // teams of 1 and 2 threads.
-  int64_t n = 2, spatial = 6, channels = 12, groups = 3;
-  std::vector<sd_bf16> in =
-      toBF16(randomFloats(n * spatial * channels, 35, 9.0f, 11.0f));
-  std::vector<sd_bf16> scale = toBF16(randomFloats(channels, 36)),
-                       bias = toBF16(randomFloats(channels, 37));
-  std::vector<float> x = fromBF16(in), s = fromBF16(scale), b = fromBF16(bias);
+  // Two samples of 6 positions; 12 channels in 3 groups (rows of 4,
+  // converted inline) and 80 in 2 (rows of 40, converted by the vector
+  // code); values far from zero so that the centering matters; with and
+  // without scale and bias, and on teams of 1 and 2 threads.
+  int64_t n = 2, spatial = 6;
   int saved = omp_get_max_threads();
-  for (int threads : {1, 2})
-    for (bool affine : {true, false}) {
-      SCOPED_TRACE(testing::Message()
-                   << threads << " threads, affine " << affine);
-      omp_set_num_threads(threads);
-      std::vector<float> f32(x.size());
-      groupNorm(x.data(), affine ? s.data() : nullptr,
-                affine ? b.data() : nullptr, f32.data(), n, spatial, channels,
-                groups, 1e-5);
-      std::vector<sd_bf16> got(in.size());
-      groupNormBF16(in.data(), affine ? scale.data() : nullptr,
-                    affine ? bias.data() : nullptr, got.data(), n, spatial,
-                    channels, groups, 1e-5);
-      expectRoundedF32Result(got, f32);
-    }
+  for (auto [channels, groups] :
+       {std::pair<int64_t, int64_t>{12, 3}, {80, 2}}) {
+    std::vector<sd_bf16> in =
+        toBF16(randomFloats(n * spatial * channels, 35, 9.0f, 11.0f));
+    std::vector<sd_bf16> scale = toBF16(randomFloats(channels, 36)),
+                         bias = toBF16(randomFloats(channels, 37));
+    std::vector<float> x = fromBF16(in), s = fromBF16(scale),
+                       b = fromBF16(bias);
+    for (int threads : {1, 2})
+      for (bool affine : {true, false}) {
+        SCOPED_TRACE(testing::Message() << channels << " channels, " << threads
+                                        << " threads, affine " << affine);
+        omp_set_num_threads(threads);
+        std::vector<float> f32(x.size());
+        groupNorm(x.data(), affine ? s.data() : nullptr,
+                  affine ? b.data() : nullptr, f32.data(), n, spatial, channels,
+                  groups, 1e-5);
+        std::vector<sd_bf16> got(in.size());
+        groupNormBF16(in.data(), affine ? scale.data() : nullptr,
+                      affine ? bias.data() : nullptr, got.data(), n, spatial,
+                      channels, groups, 1e-5);
+        expectRoundedF32Result(got, f32);
+      }
+  }
   omp_set_num_threads(saved);
 }
 
