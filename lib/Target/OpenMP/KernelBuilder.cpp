@@ -43,6 +43,9 @@ constexpr int64_t kParallelWork = 16384;
 /// chunks, whatever the team size, so results do not depend on it.
 constexpr int64_t kFewOutputs = 16;
 constexpr int64_t kReduceChunks = 16;
+/// A gathered bf16 input of at most this many elements (16 KiB widened) is
+/// widened on the kernel's stack first.
+constexpr int64_t kWidenedInputElements = 4096;
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -201,9 +204,22 @@ std::string KernelBuilder::emitLeaf(Value v, const Position &pos) {
   useIndex(off);
   accesses.push_back({it->second, off});
   std::string var = fresh();
-  std::string read = "in" + std::to_string(it->second) + "[" + print(off) + "]";
+  std::string index = "[" + print(off) + "]";
+  std::string read = "in" + std::to_string(it->second) + index;
+  // A small bf16 operand gathered by an opaque offset (a group norm's
+  // per-group statistics broadcast across a reshape: j / 6 % 32) is widened
+  // once before the loops and gathered as f32: the CPU gathers 32-bit
+  // lanes, and 16-bit gathers kept such loops scalar (7x slower than their
+  // f32 twins in a bf16 UNet step).
+  bool widen = isBF16(v) && !isPred(v) && !off.affine &&
+               numElements(v.getType()) <= kWidenedInputElements;
+  if (widen && !llvm::is_contained(widenedInputs, it->second))
+    widenedInputs.push_back(it->second);
   if (isPred(v))
     body += "      const bool " + var + " = " + read + " != 0.0f;\n";
+  else if (widen)
+    body += "      const float " + var + " = w" + std::to_string(it->second) +
+            index + ";\n";
   else if (isBF16(v))
     body += "      const float " + var + " = sd_bf16_to_f32(" + read + ");\n";
   else
@@ -279,6 +295,7 @@ LogicalResult KernelBuilder::generate(bool collapse) {
   inputs.clear();
   inputIndex.clear();
   accesses.clear();
+  widenedInputs.clear();
   affines.clear();
   hasOpaque = false;
   nextVar = 0;
@@ -375,6 +392,12 @@ LogicalResult KernelBuilder::build(KernelFunction &out) {
   for (unsigned i = 1; i <= outputs.size(); ++i)
     f << ", " << cElementType(outputs[i - 1].getType()) << " *out" << i;
   f << ") {\n";
+  for (unsigned i : widenedInputs) {
+    int64_t n = numElements(inputs[i].getType());
+    f << "  float w" << i << "[" << n << "];\n"
+      << "  for (int64_t e = 0; e < " << n << "; ++e) w" << i
+      << "[e] = sd_bf16_to_f32(in" << i << "[e]);\n";
+  }
   assert((outputs.empty() || !isReduction) &&
          "a reduction kernel has no extra outputs");
   if (isReduction)

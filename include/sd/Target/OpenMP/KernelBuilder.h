@@ -287,6 +287,9 @@ private:
   SmallVector<Value> inputs;
   DenseMap<Value, unsigned> inputIndex;
   SmallVector<Access> accesses;
+  /// bf16 inputs read through an opaque (gathered) offset and small enough
+  /// to widen into an f32 array on the stack before the loops.
+  SmallVector<unsigned> widenedInputs;
   SmallVector<Index> affines;
   bool hasOpaque = false;
   int64_t nextVar = 0;
