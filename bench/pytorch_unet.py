@@ -28,10 +28,19 @@ types") and sdrun's optimizer:
   target)^2);
 * AdamW: lr 1e-4, b1 0.9, b2 0.999, eps 1e-8, weight decay 1e-2 except on
   the parameters sdrun excludes by default (*bias, *norm*,
-  *embedding_table*), no clipping, no warm-up; f32 throughout.
+  *embedding_table*), no clipping, no warm-up; f32 throughout (but see --autocast).
 
 Weights start from PyTorch's own initialisation (seeded); the starting
 values change no operation count.
+
+Mixed precision (--autocast): the forward and the loss run under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU autocast
+(convolutions, linear layers and matmuls in bf16, the rest as its op lists
+say), with f32 parameters, gradients and AdamW state, as
+bench/pytorch_dit_s2.py's --autocast. PyTorch 1.13's CPU autocast leaves
+group norm and layer norm off its lists, and its CPU kernels refuse a bf16
+input with f32 weights; under --autocast both compute in f32 on the
+widened input, as CUDA autocast's f32 list makes them.
 
 Data-parallel (--processes=2 --threads=1): torch.distributed with gloo on
 127.0.0.1, one process per rank, each with a DistributedDataParallel
@@ -58,6 +67,7 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 MIRROR_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                           "test", "lit", "E2E", "Inputs")
@@ -149,7 +159,9 @@ def train(args, rank=0, world=1):
             dist.barrier()
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = step_loss(*inputs)
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=args.autocast):
+            loss = step_loss(*inputs)
         loss.backward()
         opt.step()
         elapsed = time.perf_counter() - start
@@ -170,6 +182,18 @@ def train(args, rank=0, world=1):
     return times, count
 
 
+def group_norm_in_f32(self, x):
+    """torch.nn.GroupNorm.forward as CUDA autocast runs it: in f32."""
+    return F.group_norm(x.float(), self.num_groups, self.weight, self.bias,
+                        self.eps)
+
+
+def layer_norm_in_f32(self, x):
+    """torch.nn.LayerNorm.forward as CUDA autocast runs it: in f32."""
+    return F.layer_norm(x.float(), self.normalized_shape, self.weight,
+                        self.bias, self.eps)
+
+
 def report(args, times, count, world):
     line = "pytorch_unet step_s=%.4f params=%d threads=%d" % (
         statistics.median(times), count, args.threads)
@@ -177,6 +201,8 @@ def report(args, times, count, world):
         line += " processes=%d backend=gloo" % world
     if args.channels_last:
         line += " channels_last=1"
+    if args.autocast:
+        line += " autocast=bfloat16"
     print(line)
     sys.stdout.flush()
 
@@ -212,8 +238,14 @@ def main():
                          "global batch split evenly")
     ap.add_argument("--channels-last", action="store_true",
                     help="parameters and latents in torch.channels_last")
+    ap.add_argument("--autocast", action="store_true",
+                    help="the forward under torch.autocast('cpu', "
+                         "dtype=torch.bfloat16)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    if args.autocast:
+        torch.nn.GroupNorm.forward = group_norm_in_f32
+        torch.nn.LayerNorm.forward = layer_norm_in_f32
     if args.processes < 1 or args.threads < 1 or args.steps < 1:
         sys.exit("pytorch_unet.py: --processes, --threads and --steps must "
                  "be positive")

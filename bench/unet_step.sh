@@ -30,11 +30,17 @@
 # table with PASS/FAIL against the targets:
 #   sd data:2 step >= 1.5x faster than PyTorch DDP (2 processes x 1 thread)
 #   sd data:2 achieved GFLOP/s >= 50% of sgemm
+# With --bf16, also sd's mixed-precision step (--weights-dtype and
+# --activations-dtype bfloat16 on data:2) and PyTorch DDP under
+# torch.autocast("cpu", dtype=torch.bfloat16) (both OpenBLAS settings as
+# above), printed with the CPU's bf16 flags and compared with the f32 steps
+# (no target: docs/precision.md says what runs in bf16).
 # Exits 1 if a target fails, 2 on a usage or setup error.
 #
-# Usage: bench/unet_step.sh [--quick] [--out DIR]
+# Usage: bench/unet_step.sh [--quick] [--bf16] [--out DIR]
 #   --quick    a smoke test: 2 sd steps, 1 PyTorch step; the timing
 #              targets are not enforced (the parameter check is)
+#   --bf16     add the bf16 rows
 #   --out DIR  keep the model, logs and metrics there (default: a temp dir)
 # Environment: BUILD (build dir, default build), PYTORCH_PYTHON (default
 #   /usr/bin/python3: Debian's python3-torch), SD_STEPS (default 5),
@@ -63,10 +69,12 @@ SDGEN_FLAGS=(--preset=sd2-base "--block-channels=64,128,256,256"
   --latent-size=32 --text-dim=256 --text-length=77)
 
 quick=0
+bf16=0
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=1 ;;
+    --bf16) bf16=1 ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
     --out=*) out="${1#--out=}" ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
@@ -162,11 +170,26 @@ for ((round = 1; round <= ROUNDS; round++)); do
     --steps="$SD_STEPS" --metrics="$out/sd_data2$r.jsonl"
   run "sd_single$r" "$SDRUN" "$model" --batch="$BATCH" --steps="$SD_STEPS" \
     --threads-per-device="$THREADS" --metrics="$out/sd_single$r.jsonl"
+  if [[ $bf16 -eq 1 ]]; then
+    run "pytorch_ddp_bf16$r" "$PY" bench/pytorch_unet.py --autocast \
+      --processes="$THREADS" --threads=1 --steps="$PYTORCH_STEPS" \
+      --batch="$BATCH" --channels-last
+    if [[ $blas_unset -eq 1 ]]; then
+      run "pytorch_ddp_bf16_unset$r" "${UNSET[@]}" "$PY" bench/pytorch_unet.py \
+        --autocast --processes="$THREADS" --threads=1 \
+        --steps="$PYTORCH_STEPS" --batch="$BATCH" --channels-last
+    fi
+    run "sd_data2_bf16$r" "$SDRUN" "$model" --mesh=data:2 --batch="$BATCH" \
+      --steps="$SD_STEPS" --weights-dtype=bfloat16 \
+      --activations-dtype=bfloat16 --metrics="$out/sd_data2_bf16$r.jsonl"
+  fi
 done
 load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- Table ----------------------------------------------------------------
+bf16_flags="$(grep -m1 -o -w -E 'avx512_bf16|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ' || true)"
 export ROUNDS THREADS OUT="$out" QUICK="$quick" BLAS_UNSET="$blas_unset" \
+  BF16="$bf16" BF16_FLAGS="${bf16_flags:-none}" \
   SD_PARAMS="$sd_params" SDGEN_SUMMARY="$sdgen_summary" \
   CPU_MODEL="$cpu_model" LOAD_START="$load_start" LOAD_END="$load_end" \
   DATE_START="$date_start" COMMIT="$commit" CORETYPE="$coretype" \
@@ -324,13 +347,40 @@ rows += [
     ("partitioning overhead (data:2 / single - 1)",
      "%+.1f%%" % (100 * overhead), "", ""),
 ]
+if os.environ["BF16"] == "1":
+    b16 = metrics("sd_data2_bf16")
+    bf16_runs = [("environment's settings" if blas_unset else None,
+                  min(field("pytorch_ddp_bf16", "step_s")))]
+    if blas_unset:
+        bf16_runs.append(("OpenBLAS settings unset",
+                          min(field("pytorch_ddp_bf16_unset", "step_s"))))
+    autocast_s = min(s for _, s in bf16_runs)
+    for label, s in bf16_runs:
+        rows.append(("PyTorch 1.13 UNet step, DDP (gloo) %s processes x 1 "
+                     "thread, autocast bf16%s"
+                     % (threads, ", %s" % label if label else ""),
+                     "%.2f s/step" % s, "", ""))
+    rows += [
+        ("sd data:2 step, bf16 weights and activations",
+         "%.3f s/step" % b16["step_s"], "", ""),
+        ("sd data:2 bf16 / f32 speed-up", "%.3fx"
+         % (d2["step_s"] / b16["step_s"]), "", ""),
+        ("sd data:2 bf16 speed-up vs PyTorch autocast DDP%s"
+         % (" (its faster run)" if blas_unset else ""),
+         "%.3fx" % (autocast_s / b16["step_s"]), "", ""),
+        ("sd data:2 peak device memory, bf16 / f32",
+         "%.1f / %.1f MB" % (b16["peak_device_bytes"] / 1e6,
+                             d2["peak_device_bytes"] / 1e6), "", ""),
+    ]
 
 print("Reduced SD-2 UNet training step (64,128,256,256 channels), batch 8, "
-      "32x32x4 latents, f32, %s" % os.environ["DATE_START"])
+      "32x32x4 latents, %s, %s" % ("f32 and bf16" if os.environ["BF16"] == "1" else "f32", os.environ["DATE_START"]))
 print()
 print("- sd: %s" % os.environ["COMMIT"])
 print("- CPU: %s; %d cores; %s" % (os.environ["CPU_MODEL"], os.cpu_count(),
                                    settings))
+if os.environ["BF16"] == "1":
+    print("- CPU bf16 flags: %s" % os.environ["BF16_FLAGS"])
 print("- load average (1, 5, 15 min): %s at start, %s at end"
       % (os.environ["LOAD_START"], os.environ["LOAD_END"]))
 if len(rounds) > 1:
