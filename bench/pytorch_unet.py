@@ -119,6 +119,10 @@ def train(args, rank=0, world=1):
     times (the slowest rank's when data-parallel) and the parameter count."""
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    if args.autocast:
+        # In every process (DDP's ranks are spawned afresh).
+        torch.nn.GroupNorm.forward = group_norm_in_f32
+        torch.nn.LayerNorm.forward = layer_norm_in_f32
     config = model_config()
     module = EpsilonLoss(config)
     state = module.unet.state_dict()
@@ -243,9 +247,6 @@ def main():
                          "dtype=torch.bfloat16)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    if args.autocast:
-        torch.nn.GroupNorm.forward = group_norm_in_f32
-        torch.nn.LayerNorm.forward = layer_norm_in_f32
     if args.processes < 1 or args.threads < 1 or args.steps < 1:
         sys.exit("pytorch_unet.py: --processes, --threads and --steps must "
                  "be positive")
