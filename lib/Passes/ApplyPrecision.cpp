@@ -1,10 +1,10 @@
 //===- ApplyPrecision.cpp - mixed precision as explicit converts ----------===//
 //
 // Makes MaxDiffusion's weights_dtype and activations_dtype explicit (see the
-// pass description in Passes.td): the parameters' casts at the entry, and
-// every value that depends on a parameter retyped to bf16, op by op in
-// program order through calls (iteratively, as sd-specialize-batch walks
-// them), with converts where an f32 value meets a bf16 one.
+// pass description in Passes.td): the parameters' casts before their first
+// uses, and every value that depends on a parameter retyped to bf16, op by
+// op in program order through calls (iteratively, as sd-specialize-batch
+// walks them), with converts where an f32 value meets a bf16 one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -207,12 +207,26 @@ struct ApplyPrecisionPass
       if (func.isExternal() || called.contains(func.getSymNameAttr()))
         continue;
       Counts before = counts;
-      OpBuilder builder = OpBuilder::atBlockBegin(&func.getBody().front());
+      Block &entry = func.getBody().front();
       for (BlockArgument arg : func.getArguments()) {
         if (!func.getArgAttrOfType<ParamAttr>(arg.getArgNumber(),
                                               SDDialect::kRoleAttrName) ||
             !isFloatTensor(arg.getType(), false))
           continue;
+        // Cast right before the parameter's first use, not at the entry:
+        // sd-differentiate gives the cast's VJP (the gradient widened back
+        // to f32) the group after that use's, so the gradient completes,
+        // and sd-build-train-step updates the parameter, where that layer's
+        // backward ends; cast at the entry, every update waited for the end
+        // of the backward, with every gradient alive until then.
+        Operation *first = nullptr;
+        for (Operation *user : arg.getUsers())
+          if (Operation *op = entry.findAncestorOpInBlock(*user))
+            if (!first || op->isBeforeInBlock(first))
+              first = op;
+        if (!first)
+          continue;
+        OpBuilder builder(first);
         // The compute copy: bf16 when either dtype is; widened back when
         // only the weights are.
         Value copy = lowering.convert(builder, arg.getLoc(), arg, bf16);

@@ -74,7 +74,9 @@ def ApplyPrecision : Pass<"sd-apply-precision", "::mlir::ModuleOp"> {
     MaxDiffusion's `weights_dtype` and `activations_dtype` as explicit
     `sd.convert`s. The parameters (`sd.role = #sd.param`) stay f32 arguments:
     the master copy the optimizer updates. With `weights-dtype=bfloat16`
-    each is cast right after the function's entry, on its own shard, so a
+    each is cast right before its first use, on its own shard (so that
+    sd-differentiate puts the cast's VJP, and sd-build-train-step the
+    parameter's update, where that use's backward ends), so a
     gather that the partitioner adds later moves bf16 (half the bytes of
     gathering the f32 master and casting after, which no cost could favour:
     the cast of a shard is also the smaller cast). With

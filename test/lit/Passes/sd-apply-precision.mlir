@@ -2,22 +2,24 @@
 // RUN: sdopt %s -split-input-file -sd-apply-precision="weights-dtype=bfloat16 activations-dtype=float32" 2>&1 | FileCheck %s --check-prefix=WEIGHTS
 // RUN: sdopt %s -split-input-file -sd-apply-precision | FileCheck %s --check-prefix=F32
 
-// Each parameter is cast once at the entry; values that depend on one are
-// computed in bf16 (an f32 operand is cast where it meets them), through the
-// block function; the timestep's sinusoids depend on none and stay f32; the
-// loss takes the prediction widened and the f32 target.
+// Each parameter is cast once, right before its first use (so that its
+// gradient completes, and the train step updates it, where that use's
+// backward ends); values that depend on one are computed in bf16 (an f32
+// operand is cast where it meets them), through the block function; the
+// timestep's sinusoids depend on none and stay f32; the loss takes the
+// prediction widened and the f32 target.
 // CHECK-LABEL: func.func private @block
 // CHECK-SAME: (%[[H:.*]]: tensor<4x8xbf16>, %[[W:.*]]: tensor<8x8xbf16>) -> tensor<4x8xbf16>
 // CHECK: sd.dot_general %[[H]], %[[W]] {{.*}} -> tensor<4x8xbf16>
 // CHECK: sd.layer_norm {{.*}} : (tensor<4x8xbf16>) -> tensor<4x8xbf16>
 // CHECK-LABEL: func.func @loss
 // CHECK-SAME: -> tensor<f32>
-// CHECK: %[[W1:.*]] = sd.convert %arg0 : tensor<4x8xf32> -> tensor<4x8xbf16>
-// CHECK: %[[W2:.*]] = sd.convert %arg1 : tensor<8x8xf32> -> tensor<8x8xbf16>
 // CHECK: %[[S:.*]] = sd.sin %arg3 : tensor<4x4xf32>
-// CHECK: %[[SB:.*]] = sd.convert %[[S]] : tensor<4x4xf32> -> tensor<4x4xbf16>
-// CHECK: %[[E:.*]] = sd.dot_general %[[SB]], %[[W1]] {{.*}} -> tensor<4x8xbf16>
-// CHECK: %[[B:.*]] = call @block(%[[E]], %[[W2]]) : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[W1:.*]] = sd.convert %arg0 : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[SB:.*]] = sd.convert %[[S]] : tensor<4x4xf32> -> tensor<4x4xbf16>
+// CHECK-NEXT: %[[E:.*]] = sd.dot_general %[[SB]], %[[W1]] {{.*}} -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[W2:.*]] = sd.convert %arg1 : tensor<8x8xf32> -> tensor<8x8xbf16>
+// CHECK-NEXT: %[[B:.*]] = call @block(%[[E]], %[[W2]]) : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
 // CHECK: %[[P:.*]] = sd.convert %[[B]] : tensor<4x8xbf16> -> tensor<4x8xf32>
 // CHECK: sd.mse_loss %[[P]], %arg2 : tensor<4x8xf32>
 // WEIGHTS: remark: mixed precision: weights bfloat16, activations float32: 2 parameters rounded to bf16 on their shards and computed in f32
