@@ -229,9 +229,7 @@ void conv2d(const sd_bf16 *in, const sd_bf16 *kernel, const sd_bf16 *bias,
   auto *cols = reinterpret_cast<sd_bf16 *>(scratch);
   float *product =
       scratch +
-      (pointwise
-           ? 0
-           : convScratchAlign((c.chunkSamples() * positions * depth + 1) / 2));
+      (pointwise ? 0 : convBF16RowFloats(c.chunkSamples() * positions * depth));
   c.forEachChunk([&](int64_t first, int64_t count) {
     int64_t rows = count * positions;
     for (int64_t g = 0; g < groups; ++g) {
@@ -312,8 +310,7 @@ void conv2dFilterGrad(const sd_bf16 *in, const sd_bf16 *dy, void *dkernel,
   // both f32 (ConvScratch.h).
   auto *cols = reinterpret_cast<sd_bf16 *>(scratch);
   float *partial =
-      scratch +
-      convScratchAlign((c.chunkSamples() * positions * depth + 1) / 2);
+      scratch + convBF16RowFloats(c.chunkSamples() * positions * depth);
   float *sum = partial + convScratchAlign(depth * coutG);
   c.forEachChunk([&](int64_t first, int64_t count) {
     for (int64_t g = 0; g < groups; ++g) {

@@ -984,17 +984,33 @@ void checkConvGradients(std::vector<int64_t> inShape,
       << "filter gradient";
 }
 
+/// A convolution's shapes and attributes: the input, the kernel, strides,
+/// padding and groups.
+struct ConvCase {
+  std::vector<int64_t> in, kernel;
+  std::array<int64_t, 2> strides;
+  std::array<int64_t, 4> padding;
+  int64_t groups;
+};
+
+/// The gradient tests' convolutions (f32 and bf16).
+const ConvCase kGradientCases[] = {
+    {{2, 7, 6, 4}, {3, 2, 2, 6}, {2, 1}, {1, 0, 1, 1}, 2},
+    {{2, 5, 5, 3}, {3, 3, 3, 5}, {1, 1}, {1, 1, 1, 1}, 1},
+    {{2, 9, 8, 4}, {3, 3, 4, 6}, {2, 2}, {1, 1, 1, 1}, 1},
+    {{2, 8, 8, 4}, {2, 2, 4, 12}, {2, 2}, {0, 0, 0, 0}, 1},
+    {{2, 3, 5, 7}, {1, 1, 7, 3}, {1, 1}, {0, 0, 0, 0}, 1},
+    // 1.8 Mi elements of rows a sample: GEMMs of 2 samples, then of the
+    // third.
+    {{3, 32, 32, 200}, {3, 3, 200, 4}, {1, 1}, {1, 1, 1, 1}, 1},
+};
+
 TEST(KernelsTest, Conv2dGradientsMatchReference) {
   // Grouped, strided and asymmetrically padded; a same-size 3x3; a
   // stride-2 down-sampler whose last input row no output reads; patch
   // embedding; pointwise (one GEMM over all samples).
-  checkConvGradients({2, 7, 6, 4}, {3, 2, 2, 6}, {2, 1}, {1, 0, 1, 1}, 2);
-  checkConvGradients({2, 5, 5, 3}, {3, 3, 3, 5}, {1, 1}, {1, 1, 1, 1}, 1);
-  checkConvGradients({2, 9, 8, 4}, {3, 3, 4, 6}, {2, 2}, {1, 1, 1, 1}, 1);
-  checkConvGradients({2, 8, 8, 4}, {2, 2, 4, 12}, {2, 2}, {0, 0, 0, 0}, 1);
-  checkConvGradients({2, 3, 5, 7}, {1, 1, 7, 3}, {1, 1}, {0, 0, 0, 0}, 1);
-  // 1.8 Mi floats of rows a sample: GEMMs of 2 samples, then of the third.
-  checkConvGradients({3, 32, 32, 200}, {3, 3, 200, 4}, {1, 1}, {1, 1, 1, 1}, 1);
+  for (const ConvCase &c : kGradientCases)
+    checkConvGradients(c.in, c.kernel, c.strides, c.padding, c.groups);
 }
 
 TEST(KernelsTest, Conv2dMatchesReference) {
@@ -1126,12 +1142,8 @@ TEST(KernelsTest, Conv2dBF16MatchesReference) {
   // padded; a same-size 3x3; a stride-2 down-sampler; patch embedding;
   // pointwise (one GEMM rounding once); and rows of 1.8 Mi elements a
   // sample, so two chunks whose filter-gradient partials are summed.
-  checkConvBF16({2, 7, 6, 4}, {3, 2, 2, 6}, {2, 1}, {1, 0, 1, 1}, 2);
-  checkConvBF16({2, 5, 5, 3}, {3, 3, 3, 5}, {1, 1}, {1, 1, 1, 1}, 1);
-  checkConvBF16({2, 9, 8, 4}, {3, 3, 4, 6}, {2, 2}, {1, 1, 1, 1}, 1);
-  checkConvBF16({2, 8, 8, 4}, {2, 2, 4, 12}, {2, 2}, {0, 0, 0, 0}, 1);
-  checkConvBF16({2, 3, 5, 7}, {1, 1, 7, 3}, {1, 1}, {0, 0, 0, 0}, 1);
-  checkConvBF16({3, 32, 32, 200}, {3, 3, 200, 4}, {1, 1}, {1, 1, 1, 1}, 1);
+  for (const ConvCase &c : kGradientCases)
+    checkConvBF16(c.in, c.kernel, c.strides, c.padding, c.groups);
 }
 
 TEST(KernelsTest, Conv2dBF16ScratchIsWhatTheMemoryModelCounts) {

@@ -48,6 +48,12 @@ inline int64_t convScratchAlign(int64_t floats) {
   return (floats + 15) / 16 * 16;
 }
 
+/// The floats `elements` bf16 im2col elements take, two to a float,
+/// aligned: where a bf16 kernel's f32 scratch starts after its rows.
+inline int64_t convBF16RowFloats(int64_t elements) {
+  return convScratchAlign((elements + 1) / 2);
+}
+
 /// The floats of scratch `pass` borrows for the convolution of these shapes
 /// (input [N, H, W, Cin], kernel [KH, KW, Cin/G, Cout], result [N, Ho, Wo,
 /// Cout]), on f32 operands or (`bf16`) bf16 ones:
@@ -75,7 +81,7 @@ inline int64_t conv2dScratchFloats(ConvPass pass, const int64_t *inShape,
   if (!bf16)
     return pointwise ? 0 : rows;
   // bf16 rows, two to a float.
-  int64_t bf16Rows = pointwise ? 0 : convScratchAlign((rows + 1) / 2);
+  int64_t bf16Rows = pointwise ? 0 : convBF16RowFloats(rows);
   switch (pass) {
   case ConvPass::Forward:
     return bf16Rows + chunk * positions * coutG;
