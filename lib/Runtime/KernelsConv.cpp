@@ -298,10 +298,15 @@ void conv2dFilterGrad(const sd_bf16 *in, const sd_bf16 *dy, void *dkernel,
   Geometry c(inShape, kernelShape, outShape, strides, padding, groups);
   int64_t positions = c.positions(), coutG = c.coutG(), depth = c.depth();
   int64_t size = depth * c.cout;
-  if (isPointwiseConv(kernelShape, strides, padding, groups) ||
-      c.n * positions == 0) {
-    // dw [Cin, Cout] = xᵀ [Cin, N·H·W] · dy [N·H·W, Cout] (zeros when there
-    // is nothing to contract).
+  if (c.n * positions == 0) {
+    if (dkernelIsBF16)
+      std::fill_n(static_cast<sd_bf16 *>(dkernel), size, sd_bf16{0});
+    else
+      std::fill_n(static_cast<float *>(dkernel), size, 0.0f);
+    return;
+  }
+  if (isPointwiseConv(kernelShape, strides, padding, groups)) {
+    // dw [Cin, Cout] = xᵀ [Cin, N·H·W] · dy [N·H·W, Cout].
     gemmBF16(1, true, false, c.cin, c.cout, c.n * positions, in, c.cin, 0, dy,
              c.cout, 0, dkernel, dkernelIsBF16, c.cout, 0);
     return;

@@ -1146,6 +1146,30 @@ TEST(KernelsTest, Conv2dBF16MatchesReference) {
     checkConvBF16(c.in, c.kernel, c.strides, c.padding, c.groups);
 }
 
+TEST(KernelsTest, Conv2dBF16FilterGradientOfNoSamplesIsZero) {
+  // An empty batch: every element of a 3x3 kernel's gradient is zero, in
+  // either type, over a buffer of garbage.
+  std::array<int64_t, 4> in = {0, 6, 6, 4}, k = {3, 3, 4, 8},
+                         out = {0, 6, 6, 8};
+  std::array<int64_t, 2> strides = {1, 1};
+  std::array<int64_t, 4> padding = {1, 1, 1, 1};
+  std::vector<float> scratch(static_cast<size_t>(
+      conv2dScratchFloats(ConvPass::FilterGrad, in.data(), k.data(), out.data(),
+                          strides.data(), padding.data(), 1, /*bf16=*/true)));
+  std::vector<float> dw32(3 * 3 * 4 * 8, -3.0f);
+  conv2dFilterGrad(static_cast<const sd_bf16 *>(nullptr), nullptr, dw32.data(),
+                   /*dkernelIsBF16=*/false, in.data(), k.data(), out.data(),
+                   strides.data(), padding.data(), 1, scratch.data());
+  for (float v : dw32)
+    ASSERT_EQ(v, 0.0f);
+  std::vector<sd_bf16> dw16(dw32.size(), toBF16({-3.0f})[0]);
+  conv2dFilterGrad(static_cast<const sd_bf16 *>(nullptr), nullptr, dw16.data(),
+                   /*dkernelIsBF16=*/true, in.data(), k.data(), out.data(),
+                   strides.data(), padding.data(), 1, scratch.data());
+  for (sd_bf16 v : dw16)
+    ASSERT_EQ(v.bits, 0);
+}
+
 TEST(KernelsTest, Conv2dBF16ScratchIsWhatTheMemoryModelCounts) {
   // A 3x3 conv of 2 samples of 6x6x4 into 8 channels, stride 2 (rows
   // [2·9, 36] a chunk): bf16 rows take half the floats, aligned to 16.
