@@ -322,14 +322,14 @@ static LogicalResult emitCallOf(Conv2DOp op, ProgramBuilder &pb) {
 /// The convolution gradients: the runtime call `name` (its `_bf16` variant
 /// on bf16 operands) with the operands `first` and `second`, the forward's
 /// input, kernel and result shapes and the convolution's attributes.
-/// `resultType` follows the result where the call takes its type (the bf16
-/// filter gradient's f32 or bf16 kernel).
+/// The bf16 filter gradient also takes its result's type (an f32 or bf16
+/// kernel).
 template <typename OpTy>
 static void emitConvGradCall(OpTy op, ProgramBuilder &pb, StringRef name,
                              Value first, Value second, Value input,
-                             Value kernel, Value result,
-                             bool resultType = false) {
+                             Value kernel, Value result) {
   bool bf16 = isBF16(first);
+  constexpr bool resultType = std::is_same_v<OpTy, Conv2DFilterGradOp>;
   pb.emitKernelCall(op, [&](llvm::raw_ostream &os, StringRef o) {
     os << "  if (int32_t st = api->" << name << (bf16 ? "_bf16" : "")
        << "(dev, " << pb.buffer(first) << ", " << pb.buffer(second) << ", " << o
@@ -355,7 +355,7 @@ static LogicalResult emitCallOf(Conv2DInputGradOp op, ProgramBuilder &pb) {
 static LogicalResult emitCallOf(Conv2DFilterGradOp op, ProgramBuilder &pb) {
   emitConvGradCall(op, pb, "conv2d_filter_grad", op.getInput(),
                    op.getResultGrad(), op.getInput(), op.getKernelGrad(),
-                   op.getResultGrad(), /*resultType=*/true);
+                   op.getResultGrad());
   return success();
 }
 
