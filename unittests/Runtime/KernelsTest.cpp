@@ -883,6 +883,26 @@ static std::vector<float> magnitudes(std::vector<float> values) {
   return values;
 }
 
+/// Checks a convolution kernel's result `got` against the exact `want` of
+/// its operands: the kernel sums `terms` products in f32 (within
+/// γ(terms + 3)·Σ|products| of the exact sum, `magnitude` holding
+/// Σ|products| per element; checkConv says why) and, when `rounded`, rounds
+/// that once to bf16 (within 2⁻⁸ of it, one bf16 unit roundoff).
+static void expectWithinSumAndRounding(const std::vector<float> &got,
+                                       const Tensor &want,
+                                       const Tensor &magnitude, double terms,
+                                       bool rounded, const char *what) {
+  double u = std::ldexp(1.0, -24), n = terms + 3;
+  double gamma = n * u / (1 - n * u);
+  double roundoff = rounded ? std::ldexp(1.0, -8) : 0.0;
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    double sumError = gamma * magnitude[i];
+    double bound = sumError + roundoff * (std::fabs(want[i]) + sumError);
+    ASSERT_LE(std::fabs(double(got[i]) - want[i]), bound)
+        << what << " element " << i << " of " << want.numElements();
+  }
+}
+
 void checkConv(std::vector<int64_t> inShape, std::vector<int64_t> kernelShape,
                std::array<int64_t, 2> strides, std::array<int64_t, 4> padding,
                int64_t groups, bool withBias) {
@@ -915,12 +935,10 @@ void checkConv(std::vector<int64_t> inShape, std::vector<int64_t> kernelShape,
       ref::conv2d(toTensor(magnitudes(in), inShape),
                   toTensor(magnitudes(kernel), kernelShape),
                   withBias ? &absBias : nullptr, strides, padding, groups);
-  double n = double(kernelShape[0] * kernelShape[1] * kernelShape[2] + 3);
-  double u = std::ldexp(1.0, -24);
-  double gamma = n * u / (1 - n * u);
-  for (int64_t i = 0; i < expected.numElements(); ++i)
-    ASSERT_LE(std::fabs(double(out[i]) - expected[i]), gamma * terms[i])
-        << "element " << i << " of " << expected.numElements();
+  expectWithinSumAndRounding(
+      out, expected, terms,
+      double(kernelShape[0] * kernelShape[1] * kernelShape[2]),
+      /*rounded=*/false, "forward");
   // And not far from it anywhere: the bound is not loose by orders.
   EXPECT_LT(ref::maxRelativeDifference(fromFloats(out.data(), outShape),
                                        expected, 1.0),
@@ -1021,27 +1039,6 @@ TEST(KernelsTest, Conv2dMatchesReference) {
   checkConv({2, 3, 5, 7}, {1, 1, 7, 3}, {1, 1}, {0, 0, 0, 0}, 1, true);
   // 1.8 Mi floats of rows a sample: GEMMs of 2 samples, then of the third.
   checkConv({3, 32, 32, 200}, {3, 3, 200, 4}, {1, 1}, {1, 1, 1, 1}, 1, true);
-}
-
-/// Checks a bf16 kernel's result `got` against the exact `want` of its
-/// widened operands: the kernel sums `terms` products in f32 (within
-/// γ(terms + 3)·Σ|products| of the exact sum, `magnitude` holding
-/// Σ|products| per element, as checkConv says) and rounds that once
-/// (within 2⁻⁸ of it, one bf16 unit roundoff); f32 results skip the
-/// rounding.
-static void expectWithinSumAndRounding(const std::vector<float> &got,
-                                       const Tensor &want,
-                                       const Tensor &magnitude, double terms,
-                                       bool rounded, const char *what) {
-  double u = std::ldexp(1.0, -24), n = terms + 3;
-  double gamma = n * u / (1 - n * u);
-  double roundoff = rounded ? std::ldexp(1.0, -8) : 0.0;
-  for (int64_t i = 0; i < want.numElements(); ++i) {
-    double sumError = gamma * magnitude[i];
-    double bound = sumError + roundoff * (std::fabs(want[i]) + sumError);
-    ASSERT_LE(std::fabs(double(got[i]) - want[i]), bound)
-        << what << " element " << i << " of " << want.numElements();
-  }
 }
 
 /// The bf16 convolution kernels against the reference's double-precision
