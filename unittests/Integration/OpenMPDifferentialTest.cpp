@@ -362,6 +362,48 @@ func.func @main(%x: tensor<8x16x32xf32> {sd.role = #sd.input<latents>, sd.logica
               "main", 8, GetParam(), 1e-5);
 }
 
+/// Operands read through a reshape whose offsets split into dimensions
+/// with / and % (KernelBuilder::digitOf): per-group values broadcast
+/// across a reshape as a group norm's backward reads them (terms that are
+/// multiples of the digit's span drop out, one division is left), a digit
+/// whose loop terms leave the division but wrap around it (a remainder is
+/// left), and a strided slice of a reshape (a constant offset), in f32 and
+/// in bf16 (whose small gathered operand is widened first).
+TEST_P(OpenMPOpsTest, GatheredReshapes) {
+  checkOpenMP(R"mlir(
+func.func @main(%x: tensor<8x64x96xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, activation_length, _]>},
+                %s: tensor<8x32xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, _]>},
+                %y: tensor<8x3x8xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, _, _]>},
+                %t: tensor<8x12xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, _]>},
+                %z: tensor<8x11xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, _]>},
+                %u: tensor<8x6xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, _]>})
+    -> (tensor<8x64x96xf32>, tensor<8x3x8xf32>, tensor<8x11xf32>, tensor<8x64x96xbf16>, tensor<8x3x8xbf16>) {
+  %sb = sd.broadcast_in_dim %s dims = [0, 2] : (tensor<8x32xf32>) -> tensor<8x64x32x3xf32>
+  %sr = sd.reshape %sb : (tensor<8x64x32x3xf32>) -> tensor<8x64x96xf32>
+  %a = sd.mul %x, %sr : tensor<8x64x96xf32>
+  %tb = sd.broadcast_in_dim %t dims = [0, 2] : (tensor<8x12xf32>) -> tensor<8x2x12xf32>
+  %tr = sd.reshape %tb : (tensor<8x2x12xf32>) -> tensor<8x3x8xf32>
+  %b = sd.mul %y, %tr : tensor<8x3x8xf32>
+  %ub = sd.broadcast_in_dim %u dims = [0, 1] : (tensor<8x6xf32>) -> tensor<8x6x7xf32>
+  %ur = sd.reshape %ub : (tensor<8x6x7xf32>) -> tensor<8x42xf32>
+  %us = sd.slice %ur start = [0, 9] limit = [8, 42] strides = [1, 3] : (tensor<8x42xf32>) -> tensor<8x11xf32>
+  %c = sd.mul %z, %us : tensor<8x11xf32>
+  %xh = sd.convert %x : tensor<8x64x96xf32> -> tensor<8x64x96xbf16>
+  %sh = sd.convert %s : tensor<8x32xf32> -> tensor<8x32xbf16>
+  %shb = sd.broadcast_in_dim %sh dims = [0, 2] : (tensor<8x32xbf16>) -> tensor<8x64x32x3xbf16>
+  %shr = sd.reshape %shb : (tensor<8x64x32x3xbf16>) -> tensor<8x64x96xbf16>
+  %ah = sd.mul %xh, %shr : tensor<8x64x96xbf16>
+  %yh = sd.convert %y : tensor<8x3x8xf32> -> tensor<8x3x8xbf16>
+  %th = sd.convert %t : tensor<8x12xf32> -> tensor<8x12xbf16>
+  %thb = sd.broadcast_in_dim %th dims = [0, 2] : (tensor<8x12xbf16>) -> tensor<8x2x12xbf16>
+  %thr = sd.reshape %thb : (tensor<8x2x12xbf16>) -> tensor<8x3x8xbf16>
+  %bh = sd.mul %yh, %thr : tensor<8x3x8xbf16>
+  return %a, %b, %c, %ah, %bh : tensor<8x64x96xf32>, tensor<8x3x8xf32>, tensor<8x11xf32>, tensor<8x64x96xbf16>, tensor<8x3x8xbf16>
+}
+)mlir",
+              "main", 8, GetParam(), 0.0);
+}
+
 TEST_P(OpenMPOpsTest, GemmLayouts) {
   checkOpenMP(R"mlir(
 func.func @main(%x: tensor<8x16x32xf32> {sd.role = #sd.input<latents>, sd.logical_axes = #sd.logical_axes<[batch, activation_length, embed]>},

@@ -248,6 +248,8 @@ private:
   std::string gen(Value v, const Position &pos);
   std::string emitLeaf(Value v, const Position &pos);
   std::string key(Value v, const Position &pos);
+  /// The digit (lin / st) % sz of the linear offset `lin`, simplified.
+  Index digitOf(const Index &lin, int64_t st, int64_t sz);
   std::string fresh() { return "v" + std::to_string(nextVar++); }
   Index loopIndex(unsigned d) {
     Index i = constantIndex(0);
