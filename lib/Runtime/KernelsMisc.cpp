@@ -324,9 +324,43 @@ transpose8x8Avx2(const float *in, int64_t sx, float *out, int64_t sy) {
   }
 }
 
+#if defined(__SSE2__)
+/// out[iy*sy + ix] = in[ix*sx + iy] for an 8x8 block of 2-byte elements
+/// (bf16 bits), in registers: SSE2, which every x86-64 CPU has. Moved one
+/// at a time, the bf16 transposes of a UNet's 3x3x256x256 convolution
+/// kernels took 11.1 ms a traced device-step against 7.4 in f32; alone on
+/// one thread, 0.24 ms a call element by element and 0.13 in blocks (f32:
+/// 0.43).
+static void transpose8x8Bits16(const uint16_t *in, int64_t sx, uint16_t *out,
+                               int64_t sy) {
+  __m128i r[8], t[8];
+  for (int i = 0; i < 8; ++i)
+    r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i * sx));
+  // Rows interleaved in pairs (t[i], t[i + 1]: columns 0-3 and 4-7 of rows
+  // i and i + 1), then in fours (r: two columns of four rows each).
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm_unpacklo_epi16(r[i], r[i + 1]);
+    t[i + 1] = _mm_unpackhi_epi16(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm_unpacklo_epi32(t[i], t[i + 2]);         // columns 0, 1
+    r[i + 1] = _mm_unpackhi_epi32(t[i], t[i + 2]);     // columns 2, 3
+    r[i + 2] = _mm_unpacklo_epi32(t[i + 1], t[i + 3]); // 4, 5
+    r[i + 3] = _mm_unpackhi_epi32(t[i + 1], t[i + 3]); // 6, 7
+  }
+  // Column 2c of rows 0-3 and of rows 4-7, then column 2c + 1.
+  for (int c = 0; c < 4; ++c) {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + (2 * c) * sy),
+                     _mm_unpacklo_epi64(r[c], r[c + 4]));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + (2 * c + 1) * sy),
+                     _mm_unpackhi_epi64(r[c], r[c + 4]));
+  }
+}
+#endif
+
 /// One tile of the 2-D transpose: out[iy*sy + ix] = in[ix*sx + iy] for
-/// iy in [y0, y1), ix in [x0, x1); for f32, 8x8 blocks in registers when
-/// possible.
+/// iy in [y0, y1), ix in [x0, x1); 8x8 blocks in registers when possible
+/// (f32 with AVX2, 2-byte elements with SSE2).
 template <typename T>
 static void transposeTile(const T *in, int64_t sx, T *out, int64_t sy,
                           int64_t y0, int64_t y1, int64_t x0, int64_t x1,
@@ -341,6 +375,16 @@ static void transposeTile(const T *in, int64_t sx, T *out, int64_t sy,
       for (int64_t ix = x0; ix < xFull; ix += 8)
         transpose8x8Avx2(in + ix * sx + iy, sx, out + iy * sy + ix, sy);
   }
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    (void)avx2;
+    yFull = y0 + (y1 - y0) / 8 * 8;
+    xFull = x0 + (x1 - x0) / 8 * 8;
+    for (int64_t iy = y0; iy < yFull; iy += 8)
+      for (int64_t ix = x0; ix < xFull; ix += 8)
+        transpose8x8Bits16(in + ix * sx + iy, sx, out + iy * sy + ix, sy);
+  }
+#endif
   // The remainders: columns right of the blocks, then rows below them.
   for (int64_t iy = y0; iy < yFull; ++iy)
     for (int64_t ix = xFull; ix < x1; ++ix)
