@@ -188,8 +188,8 @@ SmallVector<Index> KernelBuilder::dimsOf(const Position &pos,
 /// bits where it fits: the CPU divides vectors of 32-bit integers by a
 /// constant, not 64-bit ones, so a gather through such an index stays a
 /// vector loop (a bf16 UNet's group norm backward, `(196608 * j0 + 6144 * j1
-/// + 192 * j2 + j3) / 6 % 32`, became `static_cast<int32_t>(j3) / 6`: 6.5 to
-/// 1.3 ms a call on one thread, f32 0.9 to 0.7 ms).
+/// + 192 * j2 + j3) / 6 % 32`, became `static_cast<int32_t>(j3) / 6`: 7-10
+/// ms a call on one thread before, 1.2-2.0 after; f32 0.8-1.0 and 0.6-0.9).
 Index KernelBuilder::digitOf(const Index &lin, int64_t st, int64_t sz) {
   auto general = [&] {
     return Index::opaque("((" + print(lin) + ") / " + std::to_string(st) +
