@@ -199,7 +199,8 @@ Index KernelBuilder::digitOf(const Index &lin, int64_t st, int64_t sz) {
       llvm::any_of(lin.coef, [](int64_t c) { return c < 0; }))
     return general();
   constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-  // lin = st * mid + low, both affine and non-negative.
+  // The digit is (mid + low / st) % sz, both affine and non-negative: mid
+  // the multiples of st divided by it (modulo sz), low the rest.
   Index mid = constantIndex(lin.k / st % sz), low = constantIndex(lin.k % st);
   int64_t midMax = mid.k, lowMax = low.k;
   for (unsigned l = 0; l < loopShape.size(); ++l) {
