@@ -302,7 +302,7 @@ static constexpr int64_t kTile = 32;
 
 /// out[iy*sy + ix] = in[ix*sx + iy] for an 8x8 block, in registers.
 __attribute__((target("avx2,fma"))) static void
-transpose8x8Avx2(const float *in, int64_t sx, float *out, int64_t sy) {
+transpose8x8(const float *in, int64_t sx, float *out, int64_t sy) {
   __m256 r[8], t[8];
   for (int i = 0; i < 8; ++i)
     r[i] = _mm256_loadu_ps(in + i * sx);
@@ -331,8 +331,8 @@ transpose8x8Avx2(const float *in, int64_t sx, float *out, int64_t sy) {
 /// kernels took 11.1 ms a traced device-step against 7.4 in f32; alone on
 /// one thread, 0.24 ms a call element by element and 0.13 in blocks (f32:
 /// 0.43).
-static void transpose8x8Bits16(const uint16_t *in, int64_t sx, uint16_t *out,
-                               int64_t sy) {
+static void transpose8x8(const uint16_t *in, int64_t sx, uint16_t *out,
+                         int64_t sy) {
   __m128i r[8], t[8];
   for (int i = 0; i < 8; ++i)
     r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i * sx));
@@ -365,26 +365,22 @@ template <typename T>
 static void transposeTile(const T *in, int64_t sx, T *out, int64_t sy,
                           int64_t y0, int64_t y1, int64_t x0, int64_t x1,
                           bool avx2) {
+#if defined(__SSE2__)
+  constexpr bool kBits16Blocks = std::is_same_v<T, uint16_t>;
+#else
+  constexpr bool kBits16Blocks = false;
+#endif
   int64_t yFull = y0, xFull = x0;
-  if constexpr (std::is_same_v<T, float>) {
-    if (avx2) {
+  if constexpr (std::is_same_v<T, float> || kBits16Blocks) {
+    // f32 blocks need AVX2; SSE2 is in every x86-64 CPU.
+    if (!std::is_same_v<T, float> || avx2) {
       yFull = y0 + (y1 - y0) / 8 * 8;
       xFull = x0 + (x1 - x0) / 8 * 8;
     }
     for (int64_t iy = y0; iy < yFull; iy += 8)
       for (int64_t ix = x0; ix < xFull; ix += 8)
-        transpose8x8Avx2(in + ix * sx + iy, sx, out + iy * sy + ix, sy);
+        transpose8x8(in + ix * sx + iy, sx, out + iy * sy + ix, sy);
   }
-#if defined(__SSE2__)
-  if constexpr (std::is_same_v<T, uint16_t>) {
-    (void)avx2;
-    yFull = y0 + (y1 - y0) / 8 * 8;
-    xFull = x0 + (x1 - x0) / 8 * 8;
-    for (int64_t iy = y0; iy < yFull; iy += 8)
-      for (int64_t ix = x0; ix < xFull; ix += 8)
-        transpose8x8Bits16(in + ix * sx + iy, sx, out + iy * sy + ix, sy);
-  }
-#endif
   // The remainders: columns right of the blocks, then rows below them.
   for (int64_t iy = y0; iy < yFull; ++iy)
     for (int64_t ix = xFull; ix < x1; ++ix)
