@@ -208,6 +208,7 @@ void sd::printRunSpec(const RunSpec &spec, llvm::raw_ostream &os) {
   table.add("weights_dtype", spec.model.weightsDtype);
   table.add("activations_dtype", spec.model.activationsDtype);
   table.add("grad_reduce_dtype", spec.model.gradReduceDtype);
+  table.add("bucket_cap_mb", spec.model.bucketCapMb);
 
   os << "sdrun settings for " << run.modelPath;
   if (!spec.configFile.empty())

@@ -422,6 +422,7 @@ absl::Status Resolver::resolveModel() {
           name.origin, name.value));
     *setting = parsedSetting(name, *type);
   }
+  model.bucketCapMb = pick(&F::bucketCapMb, &C::bucketCapMb, 0.0);
   return absl::OkStatus();
 }
 

@@ -41,6 +41,9 @@ constexpr Requirement kOffOrNotNegative{
 /// MaxDiffusion's -1 for unset.
 constexpr Requirement kCountOrUnset{[](double v) { return v == -1 || v >= 1; },
                                     "must be -1 or at least 1"};
+/// A bucket of up to 1 TiB (bucket_cap_mb), whose bytes fit an int64_t.
+constexpr Requirement kBucketMb{[](double v) { return v >= 0 && v <= 1048576; },
+                                "must be in [0, 1048576] (MiB)"};
 constexpr Requirement kMeshSize{[](double v) { return v == -1 || v >= 1; },
                                 "must be -1 (fill) or at least 1"};
 constexpr Requirement kInferenceSteps{
@@ -354,6 +357,14 @@ std::vector<SettingRow> stringRows() {
            "activations")
           .key("grad_reduce_dtype", &C::gradReduceDtype)
           .choices(kDTypes, "dtype")
+          .row,
+      flag("bucket-cap-mb", kTrainTools, &F::bucketCapMb, G::Step,
+           "bucket_cap_mb: MiB of gradient reductions (all-reduces, "
+           "reduce-scatters) that run back to back, as in PyTorch DDP's "
+           "buckets (default 0: each where its gradient is ready; DDP's "
+           "is 25)")
+          .key("bucket_cap_mb", &C::bucketCapMb)
+          .check(kBucketMb)
           .row,
       flag("attention", kAllTools, &F::attention, G::Attention,
            "Attention: dot_product (default: one score matrix per "

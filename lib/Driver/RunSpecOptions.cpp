@@ -2,6 +2,8 @@
 
 #include "sd/Driver/RunSpecOptions.h"
 
+#include <cmath>
+
 #include "sd/Runtime/Kernels.h"
 
 #include <algorithm>
@@ -96,6 +98,8 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   options.weightsDtype = spec.model.weightsDtype.value;
   options.activationsDtype = spec.model.activationsDtype.value;
   options.gradReduceDtype = spec.model.gradReduceDtype.value;
+  options.bucketBytes = static_cast<int64_t>(
+      std::llround(spec.model.bucketCapMb.value * 1048576.0));
   if (spec.model.attention.value != ::sd::AttentionKind::DotProduct) {
     TileAttentionOptions &tile = options.tileAttention.emplace();
     tile.attention = spec.model.attention.value;

@@ -154,10 +154,14 @@ void mlir::sd::buildMeshPropagationPipeline(OpPassManager &pm,
   buildPartitionPipeline(pm, propagateOnly);
 }
 
-void mlir::sd::addPartitionPasses(OpPassManager &pm) {
+void mlir::sd::addPartitionPasses(OpPassManager &pm,
+                                  const PipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(createPartition());
   pm.addNestedPass<func::FuncOp>(createOptimizeCollectives());
   pm.addNestedPass<func::FuncOp>(createFoldProductTransposes());
+  if (options.bucketBytes > 0)
+    pm.addNestedPass<func::FuncOp>(
+        createBucketCollectives({options.bucketBytes}));
   pm.addNestedPass<func::FuncOp>(createAsyncCollectives());
 }
 
@@ -174,7 +178,7 @@ void mlir::sd::buildPartitionPipeline(OpPassManager &pm,
   propagation.recordSizeQueries = options.recordSizeQueries;
   pm.addNestedPass<func::FuncOp>(createPropagateSharding(propagation));
   if (options.partition)
-    addPartitionPasses(pm);
+    addPartitionPasses(pm, options);
 }
 
 namespace {

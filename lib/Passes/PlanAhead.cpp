@@ -394,7 +394,7 @@ FailureOr<CostReport> Search::partition(ModuleOp step,
   propagation::MeshShape shape = meshShape(mesh);
   auto materialize = [&](OpPassManager &pm) {
     addMaterializeMeshPass(pm, variant);
-    addPartitionPasses(pm);
+    addPartitionPasses(pm, variant);
   };
   if (sharedPropagations) {
     // Other threads read the same family: a copy of its propagation, or

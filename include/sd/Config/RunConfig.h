@@ -208,6 +208,9 @@ struct RunConfig {
   std::optional<int64_t> flashMinSeqLength;
   /// `eval_every` (-1 or 0: never): steps between held-out losses.
   std::optional<int64_t> evalEvery;
+  /// `bucket_cap_mb` (PyTorch DDP's name; in [0, 1048576]): MiB of gradient
+  /// reductions that run back to back, 0 for none.
+  std::optional<double> bucketCapMb;
   /// Strings as given ('' allowed); the caller interprets the dtypes and
   /// the attention kernel.
   std::optional<std::string> outputDir, runName, pretrained, weightsDtype,

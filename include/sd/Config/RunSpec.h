@@ -82,6 +82,7 @@ struct RunSpecFlags {
   std::optional<std::string> attention, flashBlockSizes;
   // Mixed precision (MaxDiffusion's weights_dtype, activations_dtype).
   std::optional<std::string> weightsDtype, activationsDtype, gradReduceDtype;
+  std::optional<double> bucketCapMb;
   std::optional<int64_t> ulyssesShards, flashMinSeqLength;
 
   // What the steps train on.
@@ -302,6 +303,10 @@ struct ModelSettings {
   /// grad_reduce_dtype: what the gradients' reduce-scatters and all-reduces
   /// move under bf16 activations (sd-widen-gradients when float32).
   Setting<DType> gradReduceDtype{DType::Float32};
+  /// bucket_cap_mb: MiB of a device's gradient reductions that run back to
+  /// back (sd-bucket-collectives; PyTorch DDP's name), 0 (the default) for
+  /// each where its gradient is ready.
+  Setting<double> bucketCapMb{0.0};
 };
 
 /// sdsample's sampler settings (sdrun checks the keys and ignores them).

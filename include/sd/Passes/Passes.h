@@ -130,6 +130,10 @@ struct PipelineOptions {
   /// With `train`: min-SNR-γ loss weighting (sd-min-snr-weighting, after
   /// the precision policy) when set.
   std::optional<double> snrGamma;
+  /// sd-bucket-collectives' bucket-bytes after partitioning: a device's
+  /// bytes of reductions that run back to back (0, the default: the pass
+  /// does not run).
+  int64_t bucketBytes = 0;
 };
 
 /// sd-widen-gradients when `options` trains in bf16 activations with f32
@@ -240,7 +244,7 @@ void buildMeshPipeline(OpPassManager &pm, const PipelineOptions &options);
 /// apart (sd-propagate-sharding's `record-size-queries`).
 void buildMeshPropagationPipeline(OpPassManager &pm,
                                   const PipelineOptions &options);
-void addPartitionPasses(OpPassManager &pm);
+void addPartitionPasses(OpPassManager &pm, const PipelineOptions &options);
 
 /// The default pipeline's second half on a module the first half
 /// (`propagate` and `partition` off) made: inlines, propagates, partitions

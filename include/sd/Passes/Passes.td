@@ -1029,6 +1029,58 @@ def FoldProductTransposes
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
 
+def BucketCollectives : Pass<"sd-bucket-collectives", "::mlir::func::FuncOp"> {
+  let summary = "Group the reductions of a partitioned program into buckets "
+                "that run back to back";
+  let description = [{
+    Moves the `sd.all_reduce`s and `sd.reduce_scatter`s of a partitioned
+    program (the gradients' reductions, in a training step) into buckets of
+    consecutive collectives, as PyTorch DDP's gradient buckets
+    (`bucket_cap_mb`, 25 MiB by default) and XLA's all-reduce combiner do.
+    The devices of a group wait for one another at a collective; with one
+    reduction per parameter, each device waits out whatever the other
+    devices' work between two reductions took longer, at every parameter.
+    In a bucket the devices meet once and the rest of the bucket's
+    reductions follow with no work in between, so the devices' jitter over
+    the bucket's span evens out instead of being waited out piecewise.
+
+    Walking each block in order, a reduction joins the open bucket when it
+    has the bucket's kind, mesh and axes and reads nothing the bucket's
+    results feed; the ops that read the bucket's results (the optimizer's
+    update of each parameter) wait, in their order, until the bucket
+    closes. A bucket closes when its operands reach `bucket-bytes` (a
+    device's local bytes), before a reduction it cannot take, and before an
+    op that is not pure or holds regions (nothing moves across those) and
+    the terminator. Closing moves the bucket's reductions, then the ops
+    that waited, to where it closes, each in its original order. Only the
+    order changes: every op computes what it computed, so results are the
+    same bits. What the waiting keeps alive longer (a bucket's gradients)
+    shows in the memory the cost model reports. `bucket-bytes=0` leaves the
+    program as it is.
+
+    ```mlir
+    // sd-bucket-collectives{bucket-bytes=1048576}
+    %g1 = sd.all_reduce %d1 @mesh axes = ["data"] : tensor<384xf32>
+    %p1 = sd.sub %w1, %g1 : tensor<384xf32>
+    %d2 = sd.reduce_sum %x dims = [0] : (tensor<4x384xf32>) -> tensor<384xf32>
+    %g2 = sd.all_reduce %d2 @mesh axes = ["data"] : tensor<384xf32>
+    %p2 = sd.sub %w2, %g2 : tensor<384xf32>
+    // becomes
+    %d2 = sd.reduce_sum %x dims = [0] : (tensor<4x384xf32>) -> tensor<384xf32>
+    %g1 = sd.all_reduce %d1 @mesh axes = ["data"] : tensor<384xf32>
+    %g2 = sd.all_reduce %d2 @mesh axes = ["data"] : tensor<384xf32>
+    %p1 = sd.sub %w1, %g1 : tensor<384xf32>
+    %p2 = sd.sub %w2, %g2 : tensor<384xf32>
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "Close a bucket once its reductions' operands hold this many "
+           "bytes on a device (0: no buckets)">,
+  ];
+  let dependentDialects = ["::mlir::sd::SDDialect"];
+}
+
 def AsyncCollectives : Pass<"sd-async-collectives", "::mlir::func::FuncOp"> {
   let summary = "Split collective permutes into a start and a done around "
                 "the work that does not need them";
