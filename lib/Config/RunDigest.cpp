@@ -121,6 +121,8 @@ RunDigest sd::runSpecDigest(const RunSpec &spec, DigestScope scope) {
   const RunSettings &run = spec.run;
   const OptimizerSettings &opt = spec.optimizer;
   d.add("grad_accum", spec.batch.gradAccum.value);
+  // The buckets reorder the gradients' collectives: ranks must agree.
+  d.add("bucket_cap_mb", spec.model.bucketCapMb.value);
   d.add("remat_policy", std::string(rematPolicyName(spec.remat.policy.value)));
   d.add("names_which_can_be_saved", namesText(spec.remat.namesSaved.value));
   d.add("names_which_can_be_offloaded",

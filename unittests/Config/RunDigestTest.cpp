@@ -78,6 +78,8 @@ TEST(RunDigestTest, EverySettingThatMustAgree) {
        "rank 1's logical_axis_rules is 'sdxl', rank 0's is 'dit'"},
       {[](RunSpecFlags &f) { f.batch = 8; },
        "rank 1's batch is 8, rank 0's is 0"},
+      {[](RunSpecFlags &f) { f.bucketCapMb = 25.0; },
+       "rank 1's bucket_cap_mb is 25, rank 0's is 0"},
       {[](RunSpecFlags &f) { f.attention = "flash"; },
        "rank 1's attention is flash, rank 0's is dot_product"},
       {[](RunSpecFlags &f) { f.flashMinSeqLength = 64; },

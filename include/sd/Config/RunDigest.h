@@ -49,11 +49,11 @@ enum class DigestScope { Training, Sampling };
 /// The settings of `spec` that change what the ranks compute or which
 /// collectives they take part in: the mesh, the network model (attention
 /// `auto` picks by it), the rules, the batch, the attention, and for
-/// training the remat policy, the optimizer, the data, the steps, the seed
-/// and the run's checkpoints, exports and verification. What a rank may
-/// hold alone is left out: its thread count, memory budgets, program cache,
-/// collective timeout, and the outputs only rank 0 writes (metrics, run
-/// directory, trace).
+/// training the remat policy, the gradient buckets, the optimizer, the
+/// data, the steps, the seed and the run's checkpoints, exports and
+/// verification. What a rank may hold alone is left out: its thread count,
+/// memory budgets, program cache, collective timeout, and the outputs only
+/// rank 0 writes (metrics, run directory, trace).
 RunDigest runSpecDigest(const RunSpec &spec, DigestScope scope);
 
 /// `value` as digest entries show it: an exact integer, a double in its
