@@ -110,6 +110,9 @@ void PlanPass::runOnOperation() {
      << "sequence; remat NONE, FULL, MATMUL_WITHOUT_BATCH, FLUX_OPTIMIZED "
      << "and the two offload policies; 1, 2, 4 or 8 microbatches; or what "
         "the flags name)\n";
+  if (search.bucketsPriceWhole())
+    os << "repeated blocks priced in the whole program: the gradient "
+          "buckets (--bucket-cap-mb) do not line up with the blocks\n";
   if (!search.chains.empty()) {
     os << "repeated blocks priced once:";
     for (const BlockChain &chain : search.chains)

@@ -501,7 +501,7 @@ bool Search::runSearch() {
   }
   globalBatch = programBatch(module, base);
   enumerate();
-  if (!options.wholeProgram)
+  if (!options.wholeProgram && !bucketsPriceWhole())
     chains = findBlockChains(module);
   makeBlockCopies();
   // A group (mesh, rules and attention) is priced without remat in its

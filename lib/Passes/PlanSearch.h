@@ -161,8 +161,15 @@ public:
   int64_t globalBatch = 0;
   /// The rules the plans name (stable addresses).
   std::deque<RulesChoice> rulesChoices;
-  /// The repeated blocks priced once (none with options.wholeProgram).
+  /// The repeated blocks priced once (none with options.wholeProgram, nor
+  /// with gradient buckets: see bucketsPriceWhole).
   std::vector<BlockChain> chains;
+  /// Whether the gradient buckets (--bucket-cap-mb) made the search price
+  /// every candidate's whole program: they do not line up with the blocks,
+  /// so a program's counts do not grow by one block's with each block.
+  bool bucketsPriceWhole() const {
+    return base.bucketBytes > 0 && !options.wholeProgram;
+  }
 
 private:
   void enumerate();

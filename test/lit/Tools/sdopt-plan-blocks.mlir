@@ -8,6 +8,14 @@
 // RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --plan-whole-program > %t.whole
 // RUN: FileCheck %s --check-prefix=WHOLE < %t.whole
 // RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.blocks | diff - %t.whole
+// Gradient buckets do not line up with the blocks: with them the search
+// prices each whole program, and says so, and the table is the reference's.
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --bucket-cap-mb=0.05 > %t.buckets
+// RUN: FileCheck %s --check-prefix=BUCKETS < %t.buckets
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --bucket-cap-mb=0.05 --plan-whole-program > %t.buckets.whole
+// RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.buckets | diff - %t.buckets.whole
+// BUCKETS: repeated blocks priced in the whole program: the gradient buckets (--bucket-cap-mb) do not line up with the blocks
+// BUCKETS-NOT: repeated blocks priced once
 // Flux has two chains (double- and single-stream blocks): copies with 2 of
 // each, and one with 3 of each chain in turn.
 // RUN: sdgen --preset=flux-dev --depth=4 --single-depth=5 --hidden=32 --heads=2 --text-dim=16 --pooled-dim=8 --height=32 --width=32 --text-length=4 --freq-dim=32 -o %t.flux.mlir
