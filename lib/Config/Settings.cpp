@@ -263,6 +263,14 @@ std::vector<SettingRow> numberRows() {
            "(default 1.15)")
           .key("max_shift", &C::maxShift)
           .row,
+      flag("bucket-cap-mb", kTrainTools, &F::bucketCapMb, G::Step,
+           "bucket_cap_mb: MiB of gradient reductions (all-reduces, "
+           "reduce-scatters) that run back to back, as in PyTorch DDP's "
+           "buckets (default 0: each where its gradient is ready; DDP's "
+           "is 25)")
+          .key("bucket_cap_mb", &C::bucketCapMb)
+          .check(kBucketMb)
+          .row,
   };
 }
 
@@ -357,14 +365,6 @@ std::vector<SettingRow> stringRows() {
            "activations")
           .key("grad_reduce_dtype", &C::gradReduceDtype)
           .choices(kDTypes, "dtype")
-          .row,
-      flag("bucket-cap-mb", kTrainTools, &F::bucketCapMb, G::Step,
-           "bucket_cap_mb: MiB of gradient reductions (all-reduces, "
-           "reduce-scatters) that run back to back, as in PyTorch DDP's "
-           "buckets (default 0: each where its gradient is ready; DDP's "
-           "is 25)")
-          .key("bucket_cap_mb", &C::bucketCapMb)
-          .check(kBucketMb)
           .row,
       flag("attention", kAllTools, &F::attention, G::Attention,
            "Attention: dot_product (default: one score matrix per "

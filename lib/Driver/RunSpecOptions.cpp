@@ -2,11 +2,10 @@
 
 #include "sd/Driver/RunSpecOptions.h"
 
-#include <cmath>
-
 #include "sd/Runtime/Kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 using namespace mlir;
@@ -98,8 +97,11 @@ PipelineOptions mlir::sd::pipelineOptions(const ::sd::RunSpec &spec) {
   options.weightsDtype = spec.model.weightsDtype.value;
   options.activationsDtype = spec.model.activationsDtype.value;
   options.gradReduceDtype = spec.model.gradReduceDtype.value;
-  options.bucketBytes = static_cast<int64_t>(
-      std::llround(spec.model.bucketCapMb.value * 1048576.0));
+  // A bucket of a fraction of a byte is one of a byte, not none.
+  double bucketMb = spec.model.bucketCapMb.value;
+  options.bucketBytes =
+      bucketMb > 0 ? std::max<int64_t>(1, std::llround(bucketMb * 1048576.0))
+                   : 0;
   if (spec.model.attention.value != ::sd::AttentionKind::DotProduct) {
     TileAttentionOptions &tile = options.tileAttention.emplace();
     tile.attention = spec.model.attention.value;

@@ -47,6 +47,9 @@ class Bucket {
 public:
   Bucket(Block &block, int64_t capacity) : block(block), capacity(capacity) {}
 
+  /// Buckets of more than one reduction, and ops moved, so far.
+  int64_t buckets = 0, movedOps = 0;
+
   /// Takes `op` into the bucket, or defers it when it reads the bucket's
   /// results; closes the bucket first where it cannot stay open across
   /// `op`.
@@ -89,6 +92,9 @@ public:
   /// `before` (null: to the block's end), each in its original order, and
   /// empties the bucket.
   void close(Operation *before) {
+    if (collectives.size() > 1)
+      ++buckets;
+    movedOps += collectives.size() + waiting.size();
     for (ArrayRef<Operation *> ops : {ArrayRef(collectives), ArrayRef(waiting)})
       for (Operation *op : ops) {
         if (before)
@@ -146,6 +152,8 @@ struct BucketCollectivesPass
       for (Operation *op : ops)
         bucket.visit(op);
       bucket.close(nullptr);
+      numBuckets += bucket.buckets;
+      numMoved += bucket.movedOps;
     }
   }
 };

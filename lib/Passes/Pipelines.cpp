@@ -159,7 +159,7 @@ void mlir::sd::addPartitionPasses(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createPartition());
   pm.addNestedPass<func::FuncOp>(createOptimizeCollectives());
   pm.addNestedPass<func::FuncOp>(createFoldProductTransposes());
-  if (options.bucketBytes > 0)
+  if (options.train && options.bucketBytes > 0)
     pm.addNestedPass<func::FuncOp>(
         createBucketCollectives({options.bucketBytes}));
   pm.addNestedPass<func::FuncOp>(createAsyncCollectives());

@@ -130,9 +130,9 @@ struct PipelineOptions {
   /// With `train`: min-SNR-γ loss weighting (sd-min-snr-weighting, after
   /// the precision policy) when set.
   std::optional<double> snrGamma;
-  /// sd-bucket-collectives' bucket-bytes after partitioning: a device's
-  /// bytes of reductions that run back to back (0, the default: the pass
-  /// does not run).
+  /// With `train`: sd-bucket-collectives' bucket-bytes after partitioning,
+  /// a device's bytes of reductions that run back to back (0, the default:
+  /// the pass does not run).
   int64_t bucketBytes = 0;
 };
 

@@ -1048,7 +1048,13 @@ def BucketCollectives : Pass<"sd-bucket-collectives", "::mlir::func::FuncOp"> {
     has the bucket's kind, mesh and axes and reads nothing the bucket's
     results feed; the ops that read the bucket's results (the optimizer's
     update of each parameter) wait, in their order, until the bucket
-    closes. A bucket closes when its operands reach `bucket-bytes` (a
+    closes. One bucket is open at a time: a reduction of another group
+    keeps its place, or waits with the updates when it reads the bucket.
+    On a mesh whose backward also all-reduces activations' gradients
+    (tensor parallelism), those open buckets too, which the next one's
+    dependence closes at once, and the gradients' reductions met while
+    one is open are not bucketed. The pipelines run the pass on training
+    steps only (`--bucket-cap-mb`). A bucket closes when its operands reach `bucket-bytes` (a
     device's local bytes), before a reduction it cannot take, and before an
     op that is not pure or holds regions (nothing moves across those) and
     the terminator. Closing moves the bucket's reductions, then the ops
@@ -1077,6 +1083,13 @@ def BucketCollectives : Pass<"sd-bucket-collectives", "::mlir::func::FuncOp"> {
     Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
            "Close a bucket once its reductions' operands hold this many "
            "bytes on a device (0: no buckets)">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "num-buckets",
+              "Buckets of more than one reduction">,
+    Statistic<"numMoved", "num-moved",
+              "Ops placed where their bucket closed (reductions and "
+              "the ops that waited for them)">,
   ];
   let dependentDialects = ["::mlir::sd::SDDialect"];
 }
