@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Analysis/CostModels.h"
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Passes.h"
 
@@ -22,8 +23,9 @@ using namespace mlir::sd;
 
 /// What a bucket's reductions share: the op, its mesh and its axes (the
 /// reduce-scatter's per dimension).
-static std::optional<std::tuple<OperationName, Attribute, Attribute>>
-bucketKey(Operation *op) {
+using BucketKey = std::tuple<OperationName, Attribute, Attribute>;
+
+static std::optional<BucketKey> bucketKey(Operation *op) {
   if (auto reduce = dyn_cast<AllReduceOp>(op))
     return std::tuple{op->getName(), Attribute(reduce.getMeshAttr()),
                       Attribute(reduce.getReductionAxesAttr())};
@@ -31,14 +33,6 @@ bucketKey(Operation *op) {
     return std::tuple{op->getName(), Attribute(scatter.getMeshAttr()),
                       Attribute(scatter.getDimAxesAttr())};
   return std::nullopt;
-}
-
-/// A device's bytes of `value`, a static tensor of f32 or bf16 (the
-/// collectives' operand types).
-static int64_t localBytes(Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  return type.getNumElements() *
-         static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
 }
 
 namespace {
@@ -60,8 +54,7 @@ public:
       return;
     }
     bool reads = readsBucket(op);
-    std::optional<std::tuple<OperationName, Attribute, Attribute>> key =
-        bucketKey(op);
+    std::optional<BucketKey> key = bucketKey(op);
     if (key && !collectives.empty() && (reads || *key != *openKey)) {
       // A reduction of another group keeps its place unless it reads the
       // bucket; one of this group that reads it starts the next bucket.
@@ -83,7 +76,7 @@ public:
       openKey = key;
     collectives.push_back(op);
     moved.insert(op);
-    bytes += localBytes(op->getOperand(0));
+    bytes += getTensorBytes(op->getOperand(0).getType());
     if (bytes >= capacity)
       close(op->getNextNode());
   }
@@ -124,7 +117,7 @@ private:
   SmallVector<Operation *> collectives, waiting;
   llvm::SmallPtrSet<Operation *, 32> moved;
   int64_t bytes = 0;
-  std::optional<std::tuple<OperationName, Attribute, Attribute>> openKey;
+  std::optional<BucketKey> openKey;
 };
 
 struct BucketCollectivesPass

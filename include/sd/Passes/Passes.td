@@ -1048,13 +1048,7 @@ def BucketCollectives : Pass<"sd-bucket-collectives", "::mlir::func::FuncOp"> {
     has the bucket's kind, mesh and axes and reads nothing the bucket's
     results feed; the ops that read the bucket's results (the optimizer's
     update of each parameter) wait, in their order, until the bucket
-    closes. One bucket is open at a time: a reduction of another group
-    keeps its place, or waits with the updates when it reads the bucket.
-    On a mesh whose backward also all-reduces activations' gradients
-    (tensor parallelism), those open buckets too, which the next one's
-    dependence closes at once, and the gradients' reductions met while
-    one is open are not bucketed. The pipelines run the pass on training
-    steps only (`--bucket-cap-mb`). A bucket closes when its operands reach `bucket-bytes` (a
+    closes. A bucket closes when its operands reach `bucket-bytes` (a
     device's local bytes), before a reduction it cannot take, and before an
     op that is not pure or holds regions (nothing moves across those) and
     the terminator. Closing moves the bucket's reductions, then the ops
@@ -1063,6 +1057,14 @@ def BucketCollectives : Pass<"sd-bucket-collectives", "::mlir::func::FuncOp"> {
     same bits. What the waiting keeps alive longer (a bucket's gradients)
     shows in the memory the cost model reports. `bucket-bytes=0` leaves the
     program as it is.
+
+    One bucket is open at a time: a reduction of another group keeps its
+    place, or waits with the updates when it reads the bucket. On a mesh
+    whose backward also all-reduces activations' gradients (tensor
+    parallelism), those open buckets too, which the next one's dependence
+    closes at once, and the gradients' reductions met while one is open
+    are not bucketed. The pipelines run the pass on training steps only
+    (`--bucket-cap-mb`).
 
     ```mlir
     // sd-bucket-collectives{bucket-bytes=1048576}
