@@ -9,6 +9,8 @@
 
 #include "sd/Driver/SdoptMain.h"
 
+#include "sd/Config/ConfigWriter.h"
+#include "sd/Config/Settings.h"
 #include "sd/Driver/Diagnostics.h"
 #include "sd/Driver/RunSpecOptions.h"
 #include "sd/Passes/Passes.h"
@@ -400,6 +402,15 @@ SdoptCommandLine::resolvePlan(SdoptInvocation &invocation,
   plan.hosts = flags->hosts;
   plan.profile = **profile;
   plan.outputPath = flags->planOutput;
+  // The config carries the rest of the run the search priced; the plan
+  // writes its own choices, and the machine is sdrun's to describe.
+  ::sd::CarriedSettings carried = ::sd::carrySettings(
+      values, ::sd::kSdopt,
+      {"mesh", "dcn-mesh", "devices", "processes", "per-device-batch", "batch",
+       "grad-accum", "attention", "remat", "rules", "profile", "ici-bandwidth",
+       "dcn-bandwidth", "ici-latency", "dcn-latency", "device-memory"});
+  plan.configLines = std::move(carried.lines);
+  plan.flagsOnly = std::move(carried.flagsOnly);
   plan.wholeProgram = flags->planWholeProgram;
   plan.top = flags->planTop;
   if (failed(openFiles(invocation, inputFilename, outputFilename)))

@@ -217,8 +217,10 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
       << (options.hosts == 1 ? " host" : " hosts") << "): predicted step "
       << ::sd::formatSeconds(t.stepSeconds) << ", "
       << formatBytes(t.neededBytes)
-      << " per device.\n# Run it: sdrun MODEL --config=" << options.outputPath
-      << "\n";
+      << " per device.\n# Run it: sdrun MODEL --config=" << options.outputPath;
+  for (const std::string &flag : options.flagsOnly)
+    out << " " << flag;
+  out << "\n";
   for (size_t a = 0; a < 4; ++a)
     out << "ici_" << kAxes[a] << "_parallelism: " << plan.inside[a] << "\n";
   for (size_t a = 0; a < 2; ++a)
@@ -243,6 +245,12 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
     out << "]],\n";
   }
   out << "]\n";
+  // What the search was given and priced: the precision, the buckets, the
+  // adapters, ... (sdrun would otherwise run its defaults).
+  if (!options.configLines.empty())
+    out << "# The settings sdopt --plan was given.\n";
+  for (const std::string &line : options.configLines)
+    out << line << "\n";
   return success();
 }
 

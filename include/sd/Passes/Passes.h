@@ -170,6 +170,10 @@ struct PlanOptions {
   /// Where to write the best plan as a MaxDiffusion-style run config
   /// (`sdrun --config`); none when empty.
   std::string outputPath;
+  /// The run settings the search was given, as that config's YAML lines
+  /// (::sd::carrySettings), and those only a flag sets (`--warmup-steps=10`),
+  /// which its "Run it" line names.
+  std::vector<std::string> configLines, flagsOnly;
   /// The remat policies to try; empty: every one sd can price.
   std::vector<::sd::RematPolicyKind> remats;
   /// The attention strategies to try; empty: dot_product and flash, with

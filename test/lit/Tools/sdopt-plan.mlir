@@ -34,6 +34,13 @@
 // RUN: FileCheck %s --check-prefix=YAML < %t.plan.yml
 // RUN: sdrun %sd_src_root/models/dit_tiny.mlir --config=%t.plan.yml --print-config | FileCheck %s --check-prefix=CONFIG
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --plan-output=%t.missing/plan.yml 2>&1 | FileCheck %s --check-prefix=UNWRITABLE
+// The rest of the run the search priced goes with the plan, so that sdrun
+// runs that program: the precision, the buckets, LoRA's adapters as
+// enable_lora and lora_config; a flag no config key holds (--warmup-steps)
+// on the "Run it" line.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --weights-dtype=bfloat16 --activations-dtype=bfloat16 --bucket-cap-mb=1 --lora-rank=4 --lora-targets=qkv --warmup-steps=10 --lr=3e-5 --plan-output=%t.carried-plan.yml | FileCheck %s --check-prefix=WROTE
+// RUN: FileCheck %s --check-prefix=CARRIED < %t.carried-plan.yml
+// RUN: sdrun %sd_src_root/models/dit_tiny.mlir --config=%t.carried-plan.yml --print-config | FileCheck %s --check-prefix=CARRIED-CONFIG
 // A machine too small for any plan: one error with the smallest plan's
 // memory and a device count that would fit it. (Flash attention and one
 // microbatch: with nothing that fits, every remat policy is priced.)
@@ -146,6 +153,23 @@
 // YAML-NEXT: remat_policy: '{{[A-Z_]+}}'
 // YAML-NEXT: # dit
 // YAML-NEXT: logical_axis_rules: [
+// YAML-NOT: # The settings sdopt --plan was given
+// CARRIED:      # Run it: sdrun MODEL --config={{.*}}carried-plan.yml --warmup-steps=10{{$}}
+// CARRIED:      # The settings sdopt --plan was given.
+// CARRIED-NEXT: learning_rate: 3e-05
+// CARRIED-NEXT: bucket_cap_mb: 1
+// CARRIED-NEXT: weights_dtype: 'bfloat16'
+// CARRIED-NEXT: activations_dtype: 'bfloat16'
+// CARRIED-NEXT: enable_lora: true
+// CARRIED-NEXT: lora_config: {rank: [4], target_modules: ['qkv']}
+// CARRIED-NOT:  {{.}}
+// CARRIED-CONFIG: learning_rate {{ *}}3e-05 ({{.*}}carried-plan.yml:
+// CARRIED-CONFIG: enable_lora {{ *}}True ({{.*}}carried-plan.yml:
+// CARRIED-CONFIG: lora_rank {{ *}}4 ({{.*}}carried-plan.yml:
+// CARRIED-CONFIG: lora_target_modules {{ *}}[qkv] ({{.*}}carried-plan.yml:
+// CARRIED-CONFIG: weights_dtype {{ *}}bfloat16 ({{.*}}carried-plan.yml:
+// CARRIED-CONFIG: activations_dtype {{ *}}bfloat16 ({{.*}}carried-plan.yml:
+// CARRIED-CONFIG: bucket_cap_mb {{ *}}1 ({{.*}}carried-plan.yml:
 // CONFIG: mesh {{ *}}{{(data|fsdp|context|tensor)}}:2 ({{.*}}plan.yml:
 // CONFIG: per_device_batch_size {{ *}}4 ({{.*}}plan.yml:
 // CONFIG: attention {{ *}}{{(dot_product|flash|ring|ulysses)}} ({{.*}}plan.yml:
