@@ -33,8 +33,12 @@ std::string shortestDouble(double value) {
   return error == std::errc() ? std::string(buffer, end) : "0";
 }
 
-/// `value` as a YAML scalar or flow list.
-template <typename T> std::string yamlValue(const T &value) {
+/// How a value is written: in a YAML config, or as a flag's value.
+enum class Spelling { Yaml, Flag };
+
+/// `value` as a YAML scalar or flow list, or as a command line's flag value
+/// (a list comma-separated, a string as it is).
+template <Spelling spelling, typename T> std::string spell(const T &value) {
   if constexpr (std::is_same_v<T, double>) {
     return shortestDouble(value);
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -42,13 +46,18 @@ template <typename T> std::string yamlValue(const T &value) {
   } else if constexpr (std::is_integral_v<T>) {
     return std::to_string(value);
   } else if constexpr (std::is_same_v<T, std::string>) {
-    return yamlQuoted(value);
+    return spelling == Spelling::Yaml ? yamlQuoted(value) : value;
   } else {
     std::vector<std::string> items;
     for (const auto &item : value)
-      items.push_back(yamlValue(item));
-    return "[" + absl::StrJoin(items, ", ") + "]";
+      items.push_back(spell<spelling>(item));
+    return spelling == Spelling::Yaml ? "[" + absl::StrJoin(items, ", ") + "]"
+                                      : absl::StrJoin(items, ",");
   }
+}
+
+template <typename T> std::string yamlValue(const T &value) {
+  return spell<Spelling::Yaml>(value);
 }
 
 /// `text` as one shell word.
@@ -63,24 +72,6 @@ std::string shellWord(const std::string &text) {
   for (char c : text)
     out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-/// `value` as a flag's value on a command line.
-template <typename T> std::string flagValue(const T &value) {
-  if constexpr (std::is_same_v<T, double>) {
-    return shortestDouble(value);
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return value ? "true" : "false";
-  } else if constexpr (std::is_integral_v<T>) {
-    return std::to_string(value);
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    return value;
-  } else {
-    std::vector<std::string> items;
-    for (const auto &item : value)
-      items.push_back(flagValue(item));
-    return absl::StrJoin(items, ",");
-  }
 }
 
 /// The flags whose settings MaxDiffusion's config holds in lora_config.
@@ -132,8 +123,9 @@ CarriedSettings sd::carrySettings(const RunSpecFlags &flags, unsigned tools,
                 },
                 row.keyField);
             if (!written)
-              carried.flagsOnly.push_back("--" + std::string(row.flag) + "=" +
-                                          shellWord(flagValue(*given)));
+              carried.flagsOnly.push_back(
+                  "--" + std::string(row.flag) + "=" +
+                  shellWord(spell<Spelling::Flag>(*given)));
           }
         },
         row.flagField);

@@ -28,26 +28,38 @@ template <typename T> struct KeyValueOf<std::optional<T> RunConfig::*> {
   using type = T;
 };
 
-/// Whether `row`'s flag and key hold the same kind of value.
-bool sameKind(const SettingRow &row) {
+/// `compare(given, keyField)` with the value of `row`'s flag in `flags` and
+/// its key's RunConfig field, where the two hold the same kind of value;
+/// false where they do not.
+template <typename Compare>
+bool withSameKind(const SettingRow &row, const RunSpecFlags &flags,
+                  Compare compare) {
   return std::visit(
       [&](auto flagField) {
-        using FlagField = decltype(flagField);
-        if constexpr (std::is_same_v<FlagField, std::monostate>) {
+        if constexpr (std::is_same_v<decltype(flagField), std::monostate>) {
           return false;
         } else {
-          using T =
-              typename std::decay_t<decltype(std::declval<RunSpecFlags>().*
-                                             flagField)>::value_type;
+          const auto &given = flags.*flagField;
+          using T = typename std::decay_t<decltype(given)>::value_type;
           return std::visit(
-              [](auto keyField) {
-                return std::is_same_v<
-                    typename KeyValueOf<decltype(keyField)>::type, T>;
+              [&](auto keyField) {
+                if constexpr (std::is_same_v<
+                                  typename KeyValueOf<decltype(keyField)>::type,
+                                  T>)
+                  return compare(given, keyField);
+                else
+                  return false;
               },
               row.keyField);
         }
       },
       row.flagField);
+}
+
+/// Whether `row`'s flag and key hold the same kind of value.
+bool sameKind(const SettingRow &row) {
+  return withSameKind(row, RunSpecFlags(),
+                      [](const auto &, auto) { return true; });
 }
 
 /// Sets `row`'s flag in `flags` to a value its key accepts.
@@ -79,27 +91,9 @@ void setSample(const SettingRow &row, RunSpecFlags &flags) {
 /// Whether `row`'s key in `config` holds its flag's value in `flags`.
 bool sameValue(const SettingRow &row, const RunSpecFlags &flags,
                const RunConfig &config) {
-  return std::visit(
-      [&](auto flagField) {
-        using FlagField = decltype(flagField);
-        if constexpr (std::is_same_v<FlagField, std::monostate>) {
-          return false;
-        } else {
-          const auto &given = flags.*flagField;
-          using T = typename std::decay_t<decltype(given)>::value_type;
-          return std::visit(
-              [&](auto keyField) {
-                if constexpr (std::is_same_v<
-                                  typename KeyValueOf<decltype(keyField)>::type,
-                                  T>)
-                  return config.*keyField == given;
-                else
-                  return false;
-              },
-              row.keyField);
-        }
-      },
-      row.flagField);
+  return withSameKind(row, flags, [&](const auto &given, auto keyField) {
+    return config.*keyField == given;
+  });
 }
 
 TEST(ConfigWriterTest, EveryFlagWithAKeyReadsBack) {
