@@ -7,12 +7,21 @@
 #include "absl/strings/str_join.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cassert>
 #include <cctype>
 #include <charconv>
 #include <type_traits>
 #include <variant>
 
 using namespace sd;
+
+std::string sd::shortestDouble(double value) {
+  char buffer[64];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  assert(error == std::errc() && "64 characters hold any double");
+  (void)error;
+  return std::string(buffer, end);
+}
 
 std::string sd::yamlQuoted(std::string_view text) {
   std::string out = "'";
@@ -24,14 +33,20 @@ std::string sd::yamlQuoted(std::string_view text) {
   return out + "'";
 }
 
-namespace {
-
-/// The shortest text that reads back as `value`.
-std::string shortestDouble(double value) {
-  char buffer[64];
-  auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return error == std::errc() ? std::string(buffer, end) : "0";
+std::string sd::shellWord(std::string_view text) {
+  bool plain = !text.empty() && llvm::all_of(text, [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("-_.,:/=+@%").find(c) != std::string_view::npos;
+  });
+  if (plain)
+    return std::string(text);
+  std::string out = "'";
+  for (char c : text)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
+
+namespace {
 
 /// How a value is written: in a YAML config, or as a flag's value.
 enum class Spelling { Yaml, Flag };
@@ -48,9 +63,15 @@ template <Spelling spelling, typename T> std::string spell(const T &value) {
   } else if constexpr (std::is_same_v<T, std::string>) {
     return spelling == Spelling::Yaml ? yamlQuoted(value) : value;
   } else {
+    // An empty item (`--freeze=a,`) names nothing; the reader refuses it.
     std::vector<std::string> items;
     for (const auto &item : value)
-      items.push_back(spell<spelling>(item));
+      if constexpr (std::is_same_v<std::decay_t<decltype(item)>, std::string>) {
+        if (!item.empty())
+          items.push_back(spell<spelling>(item));
+      } else {
+        items.push_back(spell<spelling>(item));
+      }
     return spelling == Spelling::Yaml ? "[" + absl::StrJoin(items, ", ") + "]"
                                       : absl::StrJoin(items, ",");
   }
@@ -60,35 +81,23 @@ template <typename T> std::string yamlValue(const T &value) {
   return spell<Spelling::Yaml>(value);
 }
 
-/// `text` as one shell word.
-std::string shellWord(const std::string &text) {
-  bool plain = !text.empty() && llvm::all_of(text, [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("-_.,:/=+*@%").find(c) != std::string_view::npos;
-  });
-  if (plain)
-    return text;
-  std::string out = "'";
-  for (char c : text)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-/// The flags whose settings MaxDiffusion's config holds in lora_config.
-constexpr std::string_view kLoraFlags[] = {"lora-rank", "lora-alpha",
-                                           "lora-targets"};
-
-/// The type a RunConfig field of `Field` holds (void for none).
-template <typename Field> struct KeyValueOf { using type = void; };
-template <typename T> struct KeyValueOf<std::optional<T> RunConfig::*> {
-  using type = T;
+/// LoRA's flags, which the config holds in lora_config's fields (PEFT's
+/// names, as sd reads them), `rank` as the one-item list MaxDiffusion's
+/// per-adapter lists take.
+struct LoraField {
+  std::string_view flag, field;
+  bool list;
 };
+constexpr LoraField kLoraFields[] = {{"lora-rank", "rank", true},
+                                     {"lora-alpha", "lora_alpha", false},
+                                     {"lora-targets", "target_modules", false}};
 
 } // namespace
 
 CarriedSettings sd::carrySettings(const RunSpecFlags &flags, unsigned tools,
                                   llvm::ArrayRef<std::string_view> skip) {
   CarriedSettings carried;
+  std::vector<std::string> lora;
   for (const SettingRow &row : settingRows()) {
     if (!row.hasFlag() || !(row.tools & tools) ||
         llvm::is_contained(skip, row.flag))
@@ -101,21 +110,36 @@ CarriedSettings sd::carrySettings(const RunSpecFlags &flags, unsigned tools,
             if (!given)
               return;
             using T = typename std::decay_t<decltype(given)>::value_type;
-            // LoRA's flags make the keys below.
-            if (llvm::is_contained(kLoraFlags, row.flag))
+            // LoRA's flags make lora_config, below.
+            const LoraField *loraField =
+                llvm::find_if(kLoraFields, [&](const LoraField &f) {
+                  return f.flag == row.flag;
+                });
+            if (loraField != std::end(kLoraFields)) {
+              std::string value = yamlValue(*given);
+              lora.push_back(std::string(loraField->field) + ": " +
+                             (loraField->list ? "[" + value + "]" : value));
               return;
+            }
             bool written = std::visit(
                 [&](auto keyField) {
-                  using K = typename KeyValueOf<decltype(keyField)>::type;
+                  using K = typename KeyFieldValue<decltype(keyField)>::type;
                   if constexpr (std::is_same_v<K, T>) {
                     carried.lines.push_back(std::string(row.key) + ": " +
                                             yamlValue(*given));
                     return true;
                   } else if constexpr (std::is_same_v<K, FlashBlockSizes> &&
                                        std::is_same_v<T, std::string>) {
-                    // MaxDiffusion's JSON, which is YAML's flow mapping.
+                    // The flag is read as the key's value (RunSpec.cpp);
+                    // written back as the JSON the key reads.
+                    RunConfig parsed;
+                    if (!applyOverride(parsed,
+                                       std::string(row.key) + "=" + *given)
+                             .ok() ||
+                        !(parsed.*keyField))
+                      return false;
                     carried.lines.push_back(std::string(row.key) + ": " +
-                                            *given);
+                                            (parsed.*keyField)->toString());
                     return true;
                   } else {
                     return false;
@@ -130,17 +154,7 @@ CarriedSettings sd::carrySettings(const RunSpecFlags &flags, unsigned tools,
         },
         row.flagField);
   }
-  // MaxDiffusion turns LoRA on with enable_lora; lora_config holds the rest.
-  auto skipped = [&](std::string_view flag) {
-    return llvm::is_contained(skip, flag);
-  };
-  std::vector<std::string> lora;
-  if (flags.loraRank && !skipped("lora-rank"))
-    lora.push_back("rank: [" + yamlValue(*flags.loraRank) + "]");
-  if (flags.loraAlpha && !skipped("lora-alpha"))
-    lora.push_back("lora_alpha: " + yamlValue(*flags.loraAlpha));
-  if (flags.loraTargets && !skipped("lora-targets"))
-    lora.push_back("target_modules: " + yamlValue(*flags.loraTargets));
+  // enable_lora turns LoRA on, as the flags do.
   if (!lora.empty()) {
     carried.lines.push_back("enable_lora: true");
     carried.lines.push_back("lora_config: {" + absl::StrJoin(lora, ", ") + "}");

@@ -4,6 +4,8 @@
 
 #include "sd/Runtime/Kernels.h"
 
+#include "absl/strings/str_format.h"
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -17,6 +19,22 @@ mlir::sd::planningBase(const ::sd::RunSpecFlags &values) {
   single.mesh.reset();
   single.devices.reset();
   single.processes.reset();
+  // A per-device batch is of the devices planned for, not of the one
+  // device the mesh-free step is built for: the global batch is planned
+  // (and --plan-output's per_device_batch_size, sdrun --mesh=auto's run,
+  // divide it again).
+  if (values.perDeviceBatch && values.devices && !values.batch) {
+    double global = *values.perDeviceBatch * double(*values.devices);
+    if (!(global >= 1.0) || global > double(::sd::kMaxGlobalBatch) ||
+        std::fabs(global - std::round(global)) > 1e-9)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--per-device-batch=%g × %d devices = %g is not a whole, positive "
+          "global batch of at most %d",
+          *values.perDeviceBatch, *values.devices, global,
+          ::sd::kMaxGlobalBatch));
+    single.batch = std::llround(global);
+    single.perDeviceBatch.reset();
+  }
   absl::StatusOr<::sd::RunSpec> spec =
       ::sd::resolveRunSpec(single, ::sd::HostInfo::current());
   if (!spec.ok())

@@ -12,10 +12,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <tuple>
 
@@ -227,11 +227,14 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
     out << "dcn_" << kAxes[a] << "_parallelism: " << plan.across[a] << "\n";
   // MaxDiffusion's global batch: per_device_batch_size x devices x
   // gradient_accumulation_steps.
-  if (batch > 0)
-    out << "per_device_batch_size: "
-        << llvm::formatv("{0}",
-                         double(batch) / double(options.devices * plan.accum))
-        << "\n";
+  // Exactly: two decimals would make 8 on 64 devices 0.12, which no whole
+  // batch is.
+  if (batch > 0) {
+    char text[64];
+    double perDevice = double(batch) / double(options.devices * plan.accum);
+    char *end = std::to_chars(text, text + sizeof(text), perDevice).ptr;
+    out << "per_device_batch_size: " << StringRef(text, end - text) << "\n";
+  }
   out << "gradient_accumulation_steps: " << plan.accum << "\n";
   out << "attention: '" << ::sd::attentionKindName(plan.attention) << "'\n";
   out << "remat_policy: '" << ::sd::rematPolicyName(plan.remat) << "'\n";

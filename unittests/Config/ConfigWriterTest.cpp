@@ -22,12 +22,6 @@ using namespace sd;
 
 namespace {
 
-/// The type a RunConfig field of `Field` holds (void for none).
-template <typename Field> struct KeyValueOf { using type = void; };
-template <typename T> struct KeyValueOf<std::optional<T> RunConfig::*> {
-  using type = T;
-};
-
 /// `compare(given, keyField)` with the value of `row`'s flag in `flags` and
 /// its key's RunConfig field, where the two hold the same kind of value;
 /// false where they do not.
@@ -43,9 +37,9 @@ bool withSameKind(const SettingRow &row, const RunSpecFlags &flags,
           using T = typename std::decay_t<decltype(given)>::value_type;
           return std::visit(
               [&](auto keyField) {
-                if constexpr (std::is_same_v<
-                                  typename KeyValueOf<decltype(keyField)>::type,
-                                  T>)
+                if constexpr (std::is_same_v<typename KeyFieldValue<
+                                                 decltype(keyField)>::type,
+                                             T>)
                   return compare(given, keyField);
                 else
                   return false;
@@ -94,6 +88,13 @@ bool sameValue(const SettingRow &row, const RunSpecFlags &flags,
   return withSameKind(row, flags, [&](const auto &given, auto keyField) {
     return config.*keyField == given;
   });
+}
+
+/// Flags that give --flash-block-sizes alone.
+RunSpecFlags flashFlags(const std::string &text) {
+  RunSpecFlags flags;
+  flags.flashBlockSizes = text;
+  return flags;
 }
 
 TEST(ConfigWriterTest, EveryFlagWithAKeyReadsBack) {
@@ -150,8 +151,7 @@ TEST(ConfigWriterTest, AFlagWithoutAKeyIsNamedApart) {
 }
 
 TEST(ConfigWriterTest, FlashBlockSizesAsMaxDiffusionsJson) {
-  RunSpecFlags flags;
-  flags.flashBlockSizes = R"({"block_q": 128, "block_kv": 256})";
+  RunSpecFlags flags = flashFlags(R"({"block_q": 128, "block_kv": 256})");
   CarriedSettings out = carrySettings(flags, kSdopt, {});
   ASSERT_EQ(out.lines.size(), 1u);
   absl::StatusOr<RunConfig> config = parseRunConfig(out.lines[0], "plan.yml");
@@ -159,6 +159,46 @@ TEST(ConfigWriterTest, FlashBlockSizesAsMaxDiffusionsJson) {
   ASSERT_TRUE(config->flashBlockSizes);
   EXPECT_EQ(config->flashBlockSizes->blockQ, 128);
   EXPECT_EQ(config->flashBlockSizes->blockKv, 256);
+}
+
+TEST(ConfigWriterTest, EmptyListItemsAreLeftOut) {
+  // `--weight-decay-exclude=` (decay every parameter) and `--freeze=a,`.
+  RunSpecFlags flags;
+  flags.weightDecayExclude = std::vector<std::string>{""};
+  flags.freeze = std::vector<std::string>{"a.*", ""};
+  CarriedSettings out = carrySettings(flags, kSdopt, {});
+  EXPECT_EQ(out.lines, (std::vector<std::string>{"freeze_parameters: ['a.*']",
+                                                 "weight_decay_exclude: []"}));
+  absl::StatusOr<RunConfig> config =
+      parseRunConfig(absl::StrJoin(out.lines, "\n"), "plan.yml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->freezeParameters, std::vector<std::string>{"a.*"});
+  EXPECT_EQ(config->weightDecayExclude, std::vector<std::string>{});
+}
+
+TEST(ConfigWriterTest, FlashBlockSizesAsABlockMapping) {
+  // The flag takes any YAML the key takes, not only JSON.
+  RunSpecFlags flags = flashFlags("block_q: 256");
+  CarriedSettings out = carrySettings(flags, kSdopt, {});
+  ASSERT_EQ(out.lines.size(), 1u);
+  absl::StatusOr<RunConfig> config = parseRunConfig(out.lines[0], "plan.yml");
+  ASSERT_TRUE(config.ok()) << config.status() << ": " << out.lines[0];
+  ASSERT_TRUE(config->flashBlockSizes);
+  EXPECT_EQ(config->flashBlockSizes->blockQ, 256);
+}
+
+TEST(ConfigWriterTest, AGlobOnTheRunItLineIsQuoted) {
+  RunSpecFlags flags;
+  flags.learningRate = 1e-4;
+  CarriedSettings none = carrySettings(flags, kSdopt, {"lr"});
+  EXPECT_TRUE(none.lines.empty());
+  // No key holds --warmup-steps; a value with a glob would be quoted.
+  flags.warmupSteps = 3;
+  CarriedSettings out = carrySettings(flags, kSdopt, {});
+  EXPECT_EQ(out.flagsOnly, std::vector<std::string>{"--warmup-steps=3"});
+  EXPECT_EQ(shellWord("to_*"), "'to_*'");
+  EXPECT_EQ(shellWord("it's"), "'it'\\''s'");
+  EXPECT_EQ(shellWord("blocks.0.mlp,x"), "blocks.0.mlp,x");
 }
 
 TEST(ConfigWriterTest, SkippedRowsAndOtherToolsAreLeftOut) {

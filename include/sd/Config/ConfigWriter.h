@@ -5,9 +5,10 @@
 // the same, so that `sdrun --config=plan.yml` runs the program the planner
 // priced (its precision, gradient buckets, LoRA adapters, frozen
 // parameters, ...). Made by walking the settings table (Settings.h): a flag
-// whose row has a key of the same kind is written as that key; LoRA's flags,
-// which MaxDiffusion's config holds in `enable_lora` and `lora_config`, as
-// those. MLIR-free.
+// whose row has a key of the same kind is written as that key (a list
+// without its empty items, flash_block_sizes as the JSON the key reads);
+// LoRA's flags, which have no keys of their own, as `enable_lora` and
+// `lora_config`'s fields. MLIR-free.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,12 @@
 
 namespace sd {
 
+/// The type a RunConfig field of `Field` holds (void for none).
+template <typename Field> struct KeyFieldValue { using type = void; };
+template <typename T> struct KeyFieldValue<std::optional<T> RunConfig::*> {
+  using type = T;
+};
+
 /// What carrySettings makes.
 struct CarriedSettings {
   /// `key: value` lines of YAML (no newline), in the table's order, then
@@ -38,13 +45,20 @@ struct CarriedSettings {
 /// The settings `flags` gives through the flags of `tools` (SettingTools
 /// bits), leaving out the rows whose flag `skip` names (the settings the
 /// caller writes itself, and those that describe the machine rather than
-/// the run). A line read back by parseRunConfig sets its key to the flag's
-/// value.
+/// the run). The lines read back by parseRunConfig set the keys to the
+/// flags' values.
 CarriedSettings carrySettings(const RunSpecFlags &flags, unsigned tools,
                               llvm::ArrayRef<std::string_view> skip);
 
+/// The shortest decimal text that reads back as `value` (0.125, 3e-05).
+std::string shortestDouble(double value);
+
 /// `text` as a YAML single-quoted scalar ('it''s').
 std::string yamlQuoted(std::string_view text);
+
+/// `text` as one word of a POSIX shell's command line: as it is where it
+/// has no character the shell reads (globs, quotes, spaces), else quoted.
+std::string shellWord(std::string_view text);
 
 } // namespace sd
 

@@ -14,6 +14,11 @@
 // RUN: diff %t.one %t.two
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --global-batch=8 > %t.three
 // RUN: diff %t.one %t.three
+// A per-device batch is of the devices planned for: 4 on 2 devices is
+// the global batch of 8.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --per-device-batch=4 > %t.per-device
+// RUN: diff %t.one %t.per-device
+// RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --per-device-batch=0.75 2>&1 | FileCheck %s --check-prefix=PER-DEVICE
 // Partitioned on the context's threads or on one, the same table, down to
 // the first plan that does not partition (every plan of 8 devices: Ulysses
 // where context does not divide the heads of a device).
@@ -120,7 +125,7 @@
 // ACCUM:      2 devices (1 host of 2) of offload_memory, device memory 18.0 MB: 132 candidates
 // ACCUM:      1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} flash NONE 2
 // ACCUM:      not priced: {{[1-9][0-9]*}} remat policies where NONE fits (recomputing and offloading only add time), {{[0-9]+}} that keep more than FULL where FULL does not fit, {{[1-9][0-9]*}} where NONE already takes longer than the table's last row
-// ACCUM-YAML:      per_device_batch_size: 2.00
+// ACCUM-YAML:      per_device_batch_size: 2{{$}}
 // ACCUM-YAML-NEXT: gradient_accumulation_steps: 2
 // ACCUM-YAML-NEXT: attention: 'flash'
 // ACCUM-YAML-NEXT: remat_policy: 'NONE'
@@ -133,6 +138,7 @@
 
 // ALL:      priced 50, ranked 20; not priced: {{[0-9]+}} remat policies where NONE fits (recomputing and offloading only add time), {{[0-9]+}} that keep more than FULL where FULL does not fit, 0 where NONE already takes longer than the table's last row
 
+// PER-DEVICE: error: --per-device-batch=0.75 × 2 devices = 1.5 is not a whole, positive global batch of at most 16777216
 // MESH: error: --plan chooses the mesh: leave out --mesh and --dcn-mesh
 // DEVICES: error: --plan needs --devices, the devices to plan for
 // PROFILE: error: --plan needs --profile, the hardware to price on (cpu, tpu-v5p, tpu-v6e, h100-sxm or a profile file)
@@ -147,7 +153,7 @@
 // YAML-NEXT: ici_tensor_parallelism: {{[12]}}
 // YAML-NEXT: dcn_data_parallelism: 1
 // YAML-NEXT: dcn_fsdp_parallelism: 1
-// YAML-NEXT: per_device_batch_size: 4.00
+// YAML-NEXT: per_device_batch_size: 4{{$}}
 // YAML-NEXT: gradient_accumulation_steps: 1
 // YAML-NEXT: attention: '{{(dot_product|flash|ring|ulysses)}}'
 // YAML-NEXT: remat_policy: '{{[A-Z_]+}}'
