@@ -22,15 +22,19 @@ mlir::sd::planningBase(const ::sd::RunSpecFlags &values) {
   // A per-device batch is of the devices planned for, not of the one
   // device the mesh-free step is built for: the global batch is planned
   // (and --plan-output's per_device_batch_size, sdrun --mesh=auto's run,
-  // divide it again).
+  // divide it again). With --grad-accum it is a microbatch's, as
+  // MaxDiffusion counts: global = per device × devices × microbatches.
   if (values.perDeviceBatch && values.devices && !values.batch) {
-    double global = *values.perDeviceBatch * double(*values.devices);
+    int64_t accum = values.gradAccum.value_or(1);
+    double global =
+        *values.perDeviceBatch * double(*values.devices) * double(accum);
     if (!(global >= 1.0) || global > double(::sd::kMaxGlobalBatch) ||
         std::fabs(global - std::round(global)) > 1e-9)
       return absl::InvalidArgumentError(absl::StrFormat(
-          "--per-device-batch=%g × %d devices = %g is not a whole, positive "
-          "global batch of at most %d",
-          *values.perDeviceBatch, *values.devices, global,
+          "--per-device-batch=%g × %d devices%s = %g is not a whole, "
+          "positive global batch of at most %d",
+          *values.perDeviceBatch, *values.devices,
+          accum > 1 ? absl::StrFormat(" × %d microbatches", accum) : "", global,
           ::sd::kMaxGlobalBatch));
     single.batch = std::llround(global);
     single.perDeviceBatch.reset();

@@ -128,10 +128,11 @@ absl::Status mlir::sd::planAutoMesh(::sd::RunSpecFlags &values,
   values.remat = std::string(::sd::rematPolicyName(choice->remat));
   values.attention = std::string(::sd::attentionKindName(choice->attention));
   values.rules = choice->rules;
-  if (choice->accum > 1) {
+  if (choice->accum > 1 && !values.gradAccum) {
     values.gradAccum = choice->accum;
     // The global batch stays the one planned: a per-device batch is a
-    // microbatch's.
+    // microbatch's. (A --grad-accum the search kept to made it one
+    // already.)
     if (values.perDeviceBatch)
       *values.perDeviceBatch /= double(choice->accum);
   }

@@ -18,6 +18,10 @@
 // the global batch of 8.
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --per-device-batch=4 > %t.per-device
 // RUN: diff %t.one %t.per-device
+// With --grad-accum it is a microbatch's: 2 × 2 devices × 2 microbatches.
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --grad-accum=2 > %t.accum-batch
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --per-device-batch=2 --grad-accum=2 > %t.accum-per-device
+// RUN: diff %t.accum-batch %t.accum-per-device
 // RUN: not sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --per-device-batch=0.75 2>&1 | FileCheck %s --check-prefix=PER-DEVICE
 // Partitioned on the context's threads or on one, the same table, down to
 // the first plan that does not partition (every plan of 8 devices: Ulysses
