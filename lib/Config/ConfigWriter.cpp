@@ -81,6 +81,21 @@ template <typename T> std::string yamlValue(const T &value) {
   return spell<Spelling::Yaml>(value);
 }
 
+/// --flash-block-sizes' text as the JSON flash_block_sizes reads: the flag
+/// is read as the key's value (RunSpec.cpp), any YAML mapping; nullopt
+/// where it does not read.
+std::optional<std::string> flashJson(const std::string &text) {
+  RunConfig parsed;
+  if (!applyOverride(parsed, "flash_block_sizes=" + text).ok() ||
+      !parsed.flashBlockSizes)
+    return std::nullopt;
+  return parsed.flashBlockSizes->toString();
+}
+/// A flag of another kind is no flash_block_sizes.
+template <typename T> std::optional<std::string> flashJson(const T &) {
+  return std::nullopt;
+}
+
 /// LoRA's flags, which the config holds in lora_config's fields (PEFT's
 /// names, as sd reads them), `rank` as the one-item list MaxDiffusion's
 /// per-adapter lists take.
@@ -128,19 +143,12 @@ CarriedSettings sd::carrySettings(const RunSpecFlags &flags, unsigned tools,
                     carried.lines.push_back(std::string(row.key) + ": " +
                                             yamlValue(*given));
                     return true;
-                  } else if constexpr (std::is_same_v<K, FlashBlockSizes> &&
-                                       std::is_same_v<T, std::string>) {
-                    // The flag is read as the key's value (RunSpec.cpp);
-                    // written back as the JSON the key reads.
-                    RunConfig parsed;
-                    if (!applyOverride(parsed,
-                                       std::string(row.key) + "=" + *given)
-                             .ok() ||
-                        !(parsed.*keyField))
-                      return false;
-                    carried.lines.push_back(std::string(row.key) + ": " +
-                                            (parsed.*keyField)->toString());
-                    return true;
+                  } else if constexpr (std::is_same_v<K, FlashBlockSizes>) {
+                    std::optional<std::string> json = flashJson(*given);
+                    if (json)
+                      carried.lines.push_back(std::string(row.key) + ": " +
+                                              *json);
+                    return json.has_value();
                   } else {
                     return false;
                   }
