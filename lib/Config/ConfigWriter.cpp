@@ -3,25 +3,16 @@
 #include "sd/Config/ConfigWriter.h"
 
 #include "sd/Config/Settings.h"
+#include "sd/Support/Numbers.h"
 
 #include "absl/strings/str_join.h"
 #include "llvm/ADT/STLExtras.h"
 
-#include <cassert>
 #include <cctype>
-#include <charconv>
 #include <type_traits>
 #include <variant>
 
 using namespace sd;
-
-std::string sd::shortestDouble(double value) {
-  char buffer[64];
-  auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  assert(error == std::errc() && "64 characters hold any double");
-  (void)error;
-  return std::string(buffer, end);
-}
 
 std::string sd::yamlQuoted(std::string_view text) {
   std::string out = "'";

@@ -9,13 +9,13 @@
 #include "PlanSearch.h"
 #include "sd/Analysis/Report.h"
 #include "sd/IR/SDOps.h"
+#include "sd/Support/Numbers.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <tuple>
 
@@ -230,10 +230,8 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
   // Exactly: two decimals would make 8 on 64 devices 0.12, which no whole
   // batch is.
   if (batch > 0) {
-    char text[64];
     double perDevice = double(batch) / double(options.devices * plan.accum);
-    char *end = std::to_chars(text, text + sizeof(text), perDevice).ptr;
-    out << "per_device_batch_size: " << StringRef(text, end - text) << "\n";
+    out << "per_device_batch_size: " << ::sd::shortestDouble(perDevice) << "\n";
   }
   out << "gradient_accumulation_steps: " << plan.accum << "\n";
   out << "attention: '" << ::sd::attentionKindName(plan.attention) << "'\n";

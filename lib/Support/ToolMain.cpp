@@ -1,5 +1,4 @@
-//===- ToolMain.cpp - How every sd tool ends
-//-------------------------------===//
+//===- ToolMain.cpp - How every sd tool ends ------------------------------===//
 
 #include "sd/Support/ToolMain.h"
 

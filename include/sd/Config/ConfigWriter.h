@@ -50,9 +50,6 @@ struct CarriedSettings {
 CarriedSettings carrySettings(const RunSpecFlags &flags, unsigned tools,
                               llvm::ArrayRef<std::string_view> skip);
 
-/// The shortest decimal text that reads back as `value` (0.125, 3e-05).
-std::string shortestDouble(double value);
-
 /// `text` as a YAML single-quoted scalar ('it''s').
 std::string yamlQuoted(std::string_view text);
 
