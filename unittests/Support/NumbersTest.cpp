@@ -1,4 +1,4 @@
-//===- NumbersTest.cpp - Tests for numbers that read back exactly --------===//
+//===- NumbersTest.cpp - Tests for numbers that read back exactly ---------===//
 
 #include "sd/Support/Numbers.h"
 
