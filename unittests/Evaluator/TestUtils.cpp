@@ -12,6 +12,10 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <cstdlib>
+#include <map>
+#include <memory>
+
 using namespace mlir;
 
 namespace sd::testing {
@@ -90,6 +94,17 @@ ScratchDirectory::ScratchDirectory(llvm::StringRef prefix) {
 ScratchDirectory::~ScratchDirectory() {
   if (owned)
     llvm::sys::fs::remove_directories(directory);
+}
+
+std::string programCacheDirectory(llvm::StringRef prefix) {
+  if (const char *shared = std::getenv("SD_CACHE_DIR"); shared && *shared)
+    return shared;
+  static std::map<std::string, std::unique_ptr<ScratchDirectory>, std::less<>>
+      directories;
+  std::unique_ptr<ScratchDirectory> &directory = directories[prefix.str()];
+  if (!directory)
+    directory = std::make_unique<ScratchDirectory>(prefix);
+  return directory->path();
 }
 
 } // namespace sd::testing

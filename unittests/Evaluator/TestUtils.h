@@ -72,6 +72,13 @@ private:
   bool owned = false;
 };
 
+/// Where a test binary run's compiled device programs go: $SD_CACHE_DIR
+/// when it is set (the cache keys a program by its source, compiler and
+/// flags, so sharing is safe, and .ci/run shares one between its Release
+/// and sanitizer builds, which emit the same programs), else a
+/// ScratchDirectory named `prefix` that lasts until the run exits.
+std::string programCacheDirectory(llvm::StringRef prefix);
+
 /// Expects `actual` to have `shape`, `dtype` and values within `tolerance`
 /// (absolute) of `expected`.
 void expectTensor(const Tensor &actual, const std::vector<int64_t> &shape,

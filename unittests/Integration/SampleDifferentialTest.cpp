@@ -40,8 +40,7 @@ protected:
   }
 
   static std::string cacheDir() {
-    static sd::testing::ScratchDirectory directory("sd-sample-test");
-    return directory.path();
+    return sd::testing::programCacheDirectory("sd-sample-test");
   }
 };
 
