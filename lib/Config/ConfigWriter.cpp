@@ -14,16 +14,6 @@
 
 using namespace sd;
 
-std::string sd::yamlQuoted(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    out += c;
-    if (c == '\'')
-      out += '\'';
-  }
-  return out + "'";
-}
-
 std::string sd::shellWord(std::string_view text) {
   bool plain = !text.empty() && llvm::all_of(text, [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) ||

@@ -10,6 +10,7 @@
 #include "sd/Analysis/Report.h"
 #include "sd/IR/SDOps.h"
 #include "sd/Support/Numbers.h"
+#include "sd/Support/YamlText.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Format.h"
@@ -212,14 +213,16 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
     return failure();
   }
   const StepTimePrediction &t = *plan.time;
-  out << "# sdopt --plan's best plan on " << options.profile.name << " for "
+  out << "# sdopt --plan's best plan on "
+      << ::sd::yamlCommentText(options.profile.name) << " for "
       << options.devices << " devices (" << options.hosts
       << (options.hosts == 1 ? " host" : " hosts") << "): predicted step "
       << ::sd::formatSeconds(t.stepSeconds) << ", "
       << formatBytes(t.neededBytes)
-      << " per device.\n# Run it: sdrun MODEL --config=" << options.outputPath;
+      << " per device.\n# Run it: sdrun MODEL --config="
+      << ::sd::yamlCommentText(options.outputPath);
   for (const std::string &flag : options.flagsOnly)
-    out << " " << flag;
+    out << " " << ::sd::yamlCommentText(flag);
   out << "\n";
   for (size_t a = 0; a < 4; ++a)
     out << "ici_" << kAxes[a] << "_parallelism: " << plan.inside[a] << "\n";
@@ -234,15 +237,18 @@ LogicalResult PlanPass::writeConfig(const Plan &plan) {
     out << "per_device_batch_size: " << ::sd::shortestDouble(perDevice) << "\n";
   }
   out << "gradient_accumulation_steps: " << plan.accum << "\n";
-  out << "attention: '" << ::sd::attentionKindName(plan.attention) << "'\n";
-  out << "remat_policy: '" << ::sd::rematPolicyName(plan.remat) << "'\n";
+  out << "attention: "
+      << ::sd::yamlQuoted(::sd::attentionKindName(plan.attention)) << "\n";
+  out << "remat_policy: " << ::sd::yamlQuoted(::sd::rematPolicyName(plan.remat))
+      << "\n";
   // The rules in full (a variant has no file of its own).
-  out << "# " << plan.rules->rules.name << "\nlogical_axis_rules: [\n";
+  out << "# " << ::sd::yamlCommentText(plan.rules->rules.name)
+      << "\nlogical_axis_rules: [\n";
   for (const ::sd::LogicalAxisRule &rule : plan.rules->rules.rules) {
-    out << "  ['" << rule.logicalName << "', [";
+    out << "  [" << ::sd::yamlQuoted(rule.logicalName) << ", [";
     llvm::interleave(
         rule.meshAxes, out,
-        [&](const std::string &axis) { out << "'" << axis << "'"; }, ", ");
+        [&](const std::string &axis) { out << ::sd::yamlQuoted(axis); }, ", ");
     out << "]],\n";
   }
   out << "]\n";

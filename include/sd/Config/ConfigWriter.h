@@ -16,6 +16,7 @@
 #define SD_CONFIG_CONFIGWRITER_H
 
 #include "sd/Config/RunSpec.h"
+#include "sd/Support/YamlText.h"
 
 #include "llvm/ADT/ArrayRef.h"
 
@@ -49,9 +50,6 @@ struct CarriedSettings {
 /// flags' values.
 CarriedSettings carrySettings(const RunSpecFlags &flags, unsigned tools,
                               llvm::ArrayRef<std::string_view> skip);
-
-/// `text` as a YAML single-quoted scalar ('it''s').
-std::string yamlQuoted(std::string_view text);
 
 /// `text` as one word of a POSIX shell's command line: as it is where it
 /// has no character the shell reads (globs, quotes, spaces), else quoted.

@@ -50,6 +50,12 @@
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --weights-dtype=bfloat16 --activations-dtype=bfloat16 --bucket-cap-mb=1 --lora-rank=4 --lora-targets=qkv --warmup-steps=10 --lr=3e-5 --plan-output=%t.carried-plan.yml | FileCheck %s --check-prefix=WROTE
 // RUN: FileCheck %s --check-prefix=CARRIED < %t.carried-plan.yml
 // RUN: sdrun %sd_src_root/models/dit_tiny.mlir --config=%t.carried-plan.yml --print-config | FileCheck %s --check-prefix=CARRIED-CONFIG
+// A rule whose logical name has a quote is written as a quoted YAML scalar
+// that reads back.
+// RUN: printf "logical_axis_rules: [['batch', ['data', 'fsdp']], ['embed', 'fsdp'], ['it''s', 'tensor']]\n" > %t.quoted.yml
+// RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --rules=%t.quoted.yml --plan-output=%t.quoted-plan.yml > /dev/null
+// RUN: FileCheck %s --check-prefix=QUOTED < %t.quoted-plan.yml
+// RUN: sdrun %sd_src_root/models/dit_tiny.mlir --config=%t.quoted-plan.yml --print-config | FileCheck %s --check-prefix=QUOTED-CONFIG
 // A machine too small for any plan: one error with the smallest plan's
 // memory and a device count that would fit it. (Flash attention and one
 // microbatch: with nothing that fits, every remat policy is priced.)
@@ -173,6 +179,12 @@
 // CARRIED-NEXT: enable_lora: true
 // CARRIED-NEXT: lora_config: {rank: [4], target_modules: ['qkv']}
 // CARRIED-NOT:  {{.}}
+// QUOTED:      logical_axis_rules: [
+// QUOTED-NEXT:   ['batch', ['data', 'fsdp']],
+// QUOTED-NEXT:   ['embed', ['fsdp']],
+// QUOTED-NEXT:   ['it''s', ['tensor']],
+// QUOTED-NEXT: ]
+// QUOTED-CONFIG: logical_axis_rules {{ *}}3 rules ({{.*}}quoted-plan.yml:
 // CARRIED-CONFIG: learning_rate {{ *}}3e-05 ({{.*}}carried-plan.yml:
 // CARRIED-CONFIG: enable_lora {{ *}}True ({{.*}}carried-plan.yml:
 // CARRIED-CONFIG: lora_rank {{ *}}4 ({{.*}}carried-plan.yml:
