@@ -10,6 +10,8 @@ PACKAGES=(
   libabsl-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libopenblas0-openmp libdnnl-dev libopenmpi-dev openmpi-bin libzstd-dev zlib1g-dev libpng-dev libjpeg-dev python3-sklearn
+  # sdopt's allocator (CMakeLists.txt: SD_USE_JEMALLOC).
+  libjemalloc-dev
   # The PyTorch mirrors of the reference models that parity tests compare
   # with (test/lit/E2E/Inputs/dit_mirror.py), and the bench baselines.
   python3-torch
