@@ -367,6 +367,20 @@ struct ElementwiseCost : public CostModelBase<ElementwiseCost<OpTy>, OpTy> {
   bool isFusible(Operation *) const { return true; }
 };
 
+/// AdamW's update: the elementwise ops it decomposes into, per parameter
+/// element (not per result), fused into one loop like them.
+struct AdamWCost : public CostModelBase<AdamWCost, AdamWOp> {
+  int64_t getFlops(Operation *op) const {
+    // mu' 3 (2 products, a sum), nu' 4 (g·g, 2 products, a sum), the two
+    // corrections 2, sqrt, + eps, the quotient 3, the decay 2 (a product
+    // and a sum), the step 2 (· lr, −).
+    auto adamw = cast<AdamWOp>(op);
+    int64_t perElement = 14 + (adamw.getWeightDecay() ? 2 : 0);
+    return getNumElements(adamw.getParam().getType()) * perElement;
+  }
+  bool isFusible(Operation *) const { return true; }
+};
+
 /// Ops with a formula of their own: `getFlops(op)`.
 template <typename OpTy>
 struct FormulaCost : public CostModelBase<FormulaCost<OpTy>, OpTy> {
@@ -495,6 +509,7 @@ void mlir::sd::registerCostModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
     attachModels<ElementwiseCost, SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp>(
         *context);
+    AdamWOp::attachInterface<AdamWCost>(*context);
     // Normalizations, softmax, random numbers.
     attachModels<PerElementCost, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
                  RngNormalOp, RngUniformOp>(*context);

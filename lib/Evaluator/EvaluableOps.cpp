@@ -396,6 +396,24 @@ static LogicalResult evalOp(RngUniformOp op, Operands o, Results &r) {
 static LogicalResult evalOp(MseLossOp, Operands o, Results &r) {
   return produce(r, ref::mseLoss(*o[0], *o[1]));
 }
+/// The update in double, each result rounded once by the driver (its
+/// decomposition rounds every intermediate: they agree to round-off).
+static LogicalResult evalOp(AdamWOp op, Operands o, Results &r) {
+  ref::AdamWScalars scalars;
+  scalars.learningRate = (*o[4])[0];
+  scalars.correction1 = (*o[5])[0];
+  scalars.correction2 = (*o[6])[0];
+  scalars.beta1 = (*o[7])[0];
+  scalars.oneMinusBeta1 = (*o[8])[0];
+  scalars.beta2 = (*o[9])[0];
+  scalars.oneMinusBeta2 = (*o[10])[0];
+  scalars.epsilon = (*o[11])[0];
+  if (op.getWeightDecay())
+    scalars.weightDecay = (*o[12])[0];
+  for (Tensor &result : ref::adamw(*o[0], *o[1], *o[2], *o[3], scalars))
+    r.push_back(std::move(result));
+  return success();
+}
 /// Numerically the identity: shardings do not change values.
 static LogicalResult evalOp(ShardingConstraintOp, Operands o, Results &r) {
   return produce(r, *o[0]);
@@ -452,8 +470,8 @@ void mlir::sd::registerEvaluatorInterfaces(DialectRegistry &registry) {
         DotGeneralOp, LayerNormOp, RmsNormOp, GroupNormOp, SoftmaxOp,
         AttentionOp, FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp,
         Conv2DOp, Conv2DInputGradOp, Conv2DFilterGradOp, UpsampleNearestOp,
-        // Constants, random numbers, loss, annotations.
-        ConstantOp, IotaOp, RngNormalOp, RngUniformOp, MseLossOp,
+        // Constants, random numbers, loss, the optimizer, annotations.
+        ConstantOp, IotaOp, RngNormalOp, RngUniformOp, MseLossOp, AdamWOp,
         ShardingConstraintOp, ReshardOp,
         // Memory moves, the end of an asynchronous permute.
         OffloadOp, ReloadOp, CollectivePermuteDoneOp>(context);

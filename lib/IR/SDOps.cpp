@@ -490,6 +490,77 @@ LogicalResult ReloadOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+std::array<Value, 3> AdamWOp::decompose(OpBuilder &builder) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(*this);
+  Location loc = getLoc();
+  auto type = cast<RankedTensorType>(getParam().getType());
+  Type element = type.getElementType();
+  // A scalar as a tensor of the parameter's type: a splat constant where
+  // it is one, else converted to the element type and broadcast.
+  auto spread = [&](Value scalar) -> Value {
+    if (auto constant = scalar.getDefiningOp<ConstantOp>())
+      if (auto splat = dyn_cast<SplatElementsAttr>(constant.getValue())) {
+        double value = splat.getSplatValue<APFloat>().convertToDouble();
+        return ConstantOp::create(
+            builder, loc,
+            cast<ElementsAttr>(DenseElementsAttr::get(
+                type, builder.getFloatAttr(element, value).getValue())));
+      }
+    if (!element.isF32())
+      scalar = ConvertOp::create(builder, loc, type.clone(ArrayRef<int64_t>{}),
+                                 scalar);
+    if (type.getRank() == 0)
+      return scalar;
+    return BroadcastInDimOp::create(builder, loc, type, scalar,
+                                    ArrayRef<int64_t>{});
+  };
+  auto mul = [&](Value a, Value b) -> Value {
+    return MulOp::create(builder, loc, a, b);
+  };
+  auto add = [&](Value a, Value b) -> Value {
+    return AddOp::create(builder, loc, a, b);
+  };
+  auto div = [&](Value a, Value b) -> Value {
+    return DivOp::create(builder, loc, a, b);
+  };
+  // One op per statement, so that the order of the ops is the program's
+  // and not the C++ compiler's choice of argument order.
+  Value g = getGrad();
+  Value b1 = spread(getBeta1());
+  Value oneMinusB1 = spread(getOneMinusBeta1());
+  Value keptMu = mul(b1, getMu());
+  Value newMu = mul(oneMinusB1, g);
+  Value m = add(keptMu, newMu);
+  Value b2 = spread(getBeta2());
+  Value oneMinusB2 = spread(getOneMinusBeta2());
+  Value keptNu = mul(b2, getNu());
+  Value square = mul(g, g);
+  Value newNu = mul(oneMinusB2, square);
+  Value v = add(keptNu, newNu);
+  Value c1 = spread(getCorrection1());
+  Value mHat = div(m, c1);
+  Value c2 = spread(getCorrection2());
+  Value vHat = div(v, c2);
+  Value root = SqrtOp::create(builder, loc, vHat);
+  Value eps = spread(getEpsilon());
+  Value denominator = add(root, eps);
+  Value direction = div(mHat, denominator);
+  if (Value decay = getWeightDecay()) {
+    Value wd = spread(decay);
+    Value decayTerm = mul(wd, getParam());
+    direction = add(direction, decayTerm);
+  }
+  Value lr = spread(getLearningRate());
+  Value step = mul(lr, direction);
+  Value p = SubOp::create(builder, loc, getParam(), step);
+  return {p, m, v};
+}
+
 MeshAttr mlir::sd::lookupMesh(Operation *from, FlatSymbolRefAttr meshName,
                               function_ref<InFlightDiagnostic()> emitError) {
   auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(from, meshName);

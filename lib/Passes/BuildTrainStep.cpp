@@ -140,6 +140,9 @@ private:
   /// AdamW's step scalars and, per parameter, its results (null until
   /// updated).
   Value correction1, correction2, learningRate;
+  /// AdamW's hyperparameters as f32 scalars, made where the first update
+  /// needs them and shared by the later ones (null until then).
+  Value beta1, oneMinusBeta1, beta2, oneMinusBeta2, epsilon, weightDecay;
   /// The EMA's decay at this step (with ema-decay).
   Value emaDecayNow;
   SmallVector<Value> newParams, newMu, newNu, newEma;
@@ -555,31 +558,31 @@ void TrainStepBuilder::updateParameter(size_t n) {
     return broadcastScalar(scalarValue, type);
   };
   Value g = valueClipped ? gradients[n] : clipValue(gradients[n]);
-  Value b1 = hyperSplat(Hyperparameter::Beta1, options.beta1, type);
+  // One op: the planner prices, propagates and partitions each update
+  // once; sd-lower-to-openmp decomposes it.
+  auto shared = [&](Value &slot, Hyperparameter which, double value) {
+    if (!slot)
+      slot = hyper(which, value);
+    return slot;
+  };
+  Value b1 = shared(beta1, Hyperparameter::Beta1, options.beta1);
   Value oneMinusB1 =
-      hyperSplat(Hyperparameter::OneMinusBeta1, 1.0 - options.beta1, type);
-  Value m =
-      create<AddOp>(create<MulOp>(b1, mu[n]), create<MulOp>(oneMinusB1, g));
-  Value b2 = hyperSplat(Hyperparameter::Beta2, options.beta2, type);
+      shared(oneMinusBeta1, Hyperparameter::OneMinusBeta1, 1.0 - options.beta1);
+  Value b2 = shared(beta2, Hyperparameter::Beta2, options.beta2);
   Value oneMinusB2 =
-      hyperSplat(Hyperparameter::OneMinusBeta2, 1.0 - options.beta2, type);
-  Value v = create<AddOp>(create<MulOp>(b2, nu[n]),
-                          create<MulOp>(oneMinusB2, create<MulOp>(g, g)));
-  Value mHat = create<DivOp>(m, asParam(correction1));
-  Value vHat = create<DivOp>(v, asParam(correction2));
-  Value direction =
-      create<DivOp>(mHat, create<AddOp>(create<SqrtOp>(vHat),
-                                        hyperSplat(Hyperparameter::Epsilon,
-                                                   options.epsilon, type)));
+      shared(oneMinusBeta2, Hyperparameter::OneMinusBeta2, 1.0 - options.beta2);
+  Value eps = shared(epsilon, Hyperparameter::Epsilon, options.epsilon);
+  Value wd;
   if (options.weightDecay != 0 && decays[n])
-    direction = create<AddOp>(
-        direction, create<MulOp>(hyperSplat(Hyperparameter::WeightDecay,
-                                            options.weightDecay, type),
-                                 p));
-  newParams[n] =
-      create<SubOp>(p, create<MulOp>(asParam(learningRate), direction));
-  newMu[n] = m;
-  newNu[n] = v;
+    wd = shared(weightDecay, Hyperparameter::WeightDecay, options.weightDecay);
+  auto update = AdamWOp::create(builder, grad.getLoc(), p, g, mu[n], nu[n],
+                                learningRate, correction1, correction2, b1,
+                                oneMinusB1, b2, oneMinusB2, eps, wd);
+  if (inBackward)
+    update->setAttr(SDDialect::kBackwardAttrName, builder.getUnitAttr());
+  newParams[n] = update.getNewParam();
+  newMu[n] = update.getNewMu();
+  newNu[n] = update.getNewNu();
   if (options.emaDecay > 0) {
     Value keep = asParam(emaDecayNow);
     Value take = asParam(create<SubOp>(scalar(1.0), emaDecayNow));

@@ -758,17 +758,17 @@ struct ContextParallelPartition
 // turns reshards into collectives itself: none of them has a model.
 void mlir::sd::registerPartitionModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, SDDialect *) {
-    attachModels<ClonePartition,
-                 // Elementwise.
-                 SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp, ConvertOp,
-                 // Shapes along unsharded dimensions, linear algebra, layers.
-                 BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp,
-                 DotGeneralOp, LayerNormOp, RmsNormOp, SoftmaxOp, AttentionOp,
-                 UpsampleNearestOp,
-                 // Over a sharded dimension the local sum is the partial sum.
-                 ReduceSumOp,
-                 // Memory moves: each device moves its own block.
-                 OffloadOp, ReloadOp>(*context);
+    attachModels<
+        ClonePartition,
+        // Elementwise.
+        SD_ELEMENTWISE_MATH_OPS, CompareOp, SelectOp, ConvertOp, AdamWOp,
+        // Shapes along unsharded dimensions, linear algebra, layers.
+        BroadcastInDimOp, ReshapeOp, TransposeOp, ConcatOp, PadOp, DotGeneralOp,
+        LayerNormOp, RmsNormOp, SoftmaxOp, AttentionOp, UpsampleNearestOp,
+        // Over a sharded dimension the local sum is the partial sum.
+        ReduceSumOp,
+        // Memory moves: each device moves its own block.
+        OffloadOp, ReloadOp>(*context);
     // Attention tiles: each device runs its blocks' tiles (a sharded
     // reduction factor of the backward leaves the local cotangent as the
     // partial sum); context-parallel ones spread the sequence themselves.

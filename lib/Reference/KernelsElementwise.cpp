@@ -173,4 +173,24 @@ Tensor mseLoss(const Tensor &pred, const Tensor &target) {
   return Tensor::scalar(sum / static_cast<double>(n), DType::F32);
 }
 
+std::array<Tensor, 3> adamw(const Tensor &p, const Tensor &g, const Tensor &mu,
+                            const Tensor &nu, const AdamWScalars &c) {
+  assert(g.shape() == p.shape() && mu.shape() == p.shape() &&
+         nu.shape() == p.shape() && "adamw operands differ in shape");
+  std::array<Tensor, 3> out = {Tensor(p.shape(), p.dtype()),
+                               Tensor(p.shape(), p.dtype()),
+                               Tensor(p.shape(), p.dtype())};
+  for (int64_t i = 0, n = p.numElements(); i < n; ++i) {
+    double m = c.beta1 * mu[i] + c.oneMinusBeta1 * g[i];
+    double v = c.beta2 * nu[i] + c.oneMinusBeta2 * (g[i] * g[i]);
+    double direction =
+        (m / c.correction1) / (std::sqrt(v / c.correction2) + c.epsilon);
+    direction += c.weightDecay * p[i];
+    out[0][i] = p[i] - c.learningRate * direction;
+    out[1][i] = m;
+    out[2][i] = v;
+  }
+  return out;
+}
+
 } // namespace sd::ref

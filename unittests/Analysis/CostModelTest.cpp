@@ -171,6 +171,24 @@ TEST_F(CostReportTest, CountsFlopsMemoryAndCollectives) {
   EXPECT_EQ(result->collectiveBytesPerDevice, 132);
 }
 
+TEST_F(CostReportTest, AdamWCountsItsDecomposition) {
+  // 16 elements: 16 FLOPs each with weight decay, 14 without; one loop
+  // that reads the parameter, gradient and moments and writes three
+  // results (7 × 64 bytes), the scalars (9 + 8 reads of 4 bytes) aside.
+  FailureOr<CostReport> result = report(R"mlir(
+    func.func @train_step(%p: tensor<4x4xf32>, %g: tensor<4x4xf32>, %mu: tensor<4x4xf32>,
+                          %nu: tensor<4x4xf32>, %s: tensor<f32>)
+        -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+      %p1, %mu1, %nu1 = sd.adamw %p, %g, %mu, %nu lr = %s corrections = (%s, %s) beta1 = (%s, %s) beta2 = (%s, %s) eps = %s weight_decay = %s : tensor<4x4xf32>
+      %q1, %m2, %v2 = sd.adamw %p, %g, %mu, %nu lr = %s corrections = (%s, %s) beta1 = (%s, %s) beta2 = (%s, %s) eps = %s : tensor<4x4xf32>
+      return %p1, %mu1, %nu1, %q1 : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+    })mlir");
+  ASSERT_TRUE(succeeded(result));
+  EXPECT_EQ(result->flops, 16 * 16 + 16 * 14);
+  EXPECT_EQ(result->bytesAccessed, 2 * 7 * 64 + (9 + 8) * 4);
+  EXPECT_EQ(result->matmulFlopsF32, 0);
+}
+
 TEST_F(CostReportTest, BatchedProductsAreSizedPerProduct) {
   // 512 heads' 256 × 256 × 64 score products: 4.3 GFLOP in all (large by
   // the op), 8.4 MFLOP each (small); one 512 × 512 × 512 product: medium.

@@ -2,6 +2,11 @@
 
 #include "TestUtils.h"
 
+#include "sd/IR/SDOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
 #include <cmath>
 
 using namespace sd::testing;
@@ -178,6 +183,124 @@ TEST_F(ElementwiseOpsTest, ConvertRoundsToTarget) {
   std::vector<double> expected = {1.0, 1.0 + std::ldexp(1.0, -7), 3.0};
   expectTensor((*results)[0], {3}, DType::BF16, expected, 0.0);
   expectTensor((*results)[1], {3}, DType::F32, expected, 0.0);
+}
+
+/// AdamW's update (sd.adamw): the formula, with and without weight decay,
+/// and the elementwise ops `decompose` writes agree with it.
+TEST_F(ElementwiseOpsTest, AdamW) {
+  const char *program = R"mlir(
+    func.func @main(%p: tensor<3xf32>, %g: tensor<3xf32>, %mu: tensor<3xf32>,
+                    %nu: tensor<3xf32>, %lr: tensor<f32>, %c1: tensor<f32>,
+                    %c2: tensor<f32>)
+        -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) {
+      %b1 = sd.constant dense<0.9> : tensor<f32>
+      %omb1 = sd.constant dense<0.1> : tensor<f32>
+      %b2 = sd.constant dense<0.999> : tensor<f32>
+      %omb2 = sd.constant dense<0.001> : tensor<f32>
+      %eps = sd.constant dense<1.0e-8> : tensor<f32>
+      %wd = sd.constant dense<0.01> : tensor<f32>
+      %p1, %mu1, %nu1 = sd.adamw %p, %g, %mu, %nu lr = %lr corrections = (%c1, %c2) beta1 = (%b1, %omb1) beta2 = (%b2, %omb2) eps = %eps weight_decay = %wd : tensor<3xf32>
+      %q1, %m2, %v2 = sd.adamw %p, %g, %mu, %nu lr = %lr corrections = (%c1, %c2) beta1 = (%b1, %omb1) beta2 = (%b2, %omb2) eps = %eps : tensor<3xf32>
+      return %p1, %mu1, %nu1, %q1 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+    }
+  )mlir";
+  std::vector<double> p = {0.5, -1.0, 2.0}, g = {0.25, 3.0, -0.5},
+                      mu = {0.1, -0.2, 0.0}, nu = {0.01, 0.5, 0.0};
+  double lr = 1e-3, c1 = 1 - 0.9 * 0.9, c2 = 1 - 0.999 * 0.999;
+  std::vector<Tensor> args = {
+      Tensor({3}, DType::F32, p),  Tensor({3}, DType::F32, g),
+      Tensor({3}, DType::F32, mu), Tensor({3}, DType::F32, nu),
+      Tensor::scalar(lr),          Tensor::scalar(c1),
+      Tensor::scalar(c2)};
+  // The constants as f32 holds them.
+  auto f32 = [](double v) { return double(float(v)); };
+  std::vector<double> newP(3), newMu(3), newNu(3), undecayed(3);
+  for (int i = 0; i < 3; ++i) {
+    newMu[i] = f32(0.9) * mu[i] + f32(0.1) * g[i];
+    newNu[i] = f32(0.999) * nu[i] + f32(0.001) * g[i] * g[i];
+    double direction =
+        (newMu[i] / f32(c1)) / (std::sqrt(newNu[i] / f32(c2)) + f32(1e-8));
+    undecayed[i] = p[i] - f32(lr) * direction;
+    newP[i] = p[i] - f32(lr) * (direction + f32(0.01) * p[i]);
+  }
+  auto results = run(program, args);
+  ASSERT_TRUE(mlir::succeeded(results)) << diagnostics;
+  ASSERT_EQ(results->size(), 4u);
+  expectTensor((*results)[0], {3}, DType::F32, newP, 1e-6);
+  expectTensor((*results)[1], {3}, DType::F32, newMu, 1e-6);
+  expectTensor((*results)[2], {3}, DType::F32, newNu, 1e-6);
+  expectTensor((*results)[3], {3}, DType::F32, undecayed, 1e-6);
+
+  // The decomposition, evaluated op by op (each result rounded to f32),
+  // agrees to round-off.
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(program);
+  ASSERT_TRUE(module) << diagnostics;
+  mlir::func::FuncOp main = lookup(*module);
+  mlir::OpBuilder builder(&context);
+  for (auto update :
+       llvm::make_early_inc_range(main.getOps<mlir::sd::AdamWOp>())) {
+    std::array<mlir::Value, 3> values = update.decompose(builder);
+    update->replaceAllUsesWith(mlir::ValueRange(values));
+    update.erase();
+  }
+  EXPECT_TRUE(main.getOps<mlir::sd::AdamWOp>().empty());
+  std::string decomposed;
+  llvm::raw_string_ostream os(decomposed);
+  module->print(os);
+  auto chain = run(decomposed, args);
+  ASSERT_TRUE(mlir::succeeded(chain)) << diagnostics;
+  for (size_t k = 0; k < 4; ++k)
+    expectTensor((*chain)[k], {3}, DType::F32, (*results)[k].values(), 1e-6);
+}
+
+/// A bf16 parameter's update is rounded to bf16; its decomposition converts
+/// the scalars and computes in bf16.
+TEST_F(ElementwiseOpsTest, AdamWBF16) {
+  const char *program = R"mlir(
+    func.func @main(%p: tensor<2xbf16>, %g: tensor<2xbf16>, %s: tensor<f32>)
+        -> (tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>) {
+      %one = sd.constant dense<1.0> : tensor<f32>
+      %p1, %mu1, %nu1 = sd.adamw %p, %g, %g, %g lr = %s corrections = (%one, %one) beta1 = (%s, %s) beta2 = (%s, %s) eps = %s : tensor<2xbf16>
+      return %p1, %mu1, %nu1 : tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>
+    }
+  )mlir";
+  std::vector<Tensor> args = {Tensor({2}, DType::BF16, {1.0, -2.0}),
+                              Tensor({2}, DType::BF16, {0.5, 4.0}),
+                              Tensor::scalar(0.5)};
+  auto results = run(program, args);
+  ASSERT_TRUE(mlir::succeeded(results)) << diagnostics;
+  // mu' = 0.5·g + 0.5·g = g, nu' = 0.5·g + 0.5·g² ,
+  // p' = p − 0.5·(mu' / (sqrt(nu') + 0.5)).
+  std::vector<double> g = {0.5, 4.0}, p = {1.0, -2.0}, newP(2), newNu(2);
+  for (int i = 0; i < 2; ++i) {
+    newNu[i] = 0.5 * g[i] + 0.5 * g[i] * g[i];
+    newP[i] = ::sd::ref::roundTo(
+        DType::BF16, p[i] - 0.5 * (g[i] / (std::sqrt(newNu[i]) + 0.5)));
+  }
+  expectTensor((*results)[0], {2}, DType::BF16, newP, 0.0);
+  expectTensor((*results)[1], {2}, DType::BF16, g, 0.0);
+  expectTensor((*results)[2], {2}, DType::BF16, newNu, 0.0);
+
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(program);
+  ASSERT_TRUE(module) << diagnostics;
+  mlir::func::FuncOp main = lookup(*module);
+  mlir::OpBuilder builder(&context);
+  auto update = *main.getOps<mlir::sd::AdamWOp>().begin();
+  std::array<mlir::Value, 3> values = update.decompose(builder);
+  update->replaceAllUsesWith(mlir::ValueRange(values));
+  update.erase();
+  // Each scalar argument is converted to bf16 before it is broadcast (the
+  // six reads of %s); the constant corrections become bf16 splats.
+  int64_t converts = 0;
+  main.walk([&](mlir::sd::ConvertOp) { ++converts; });
+  EXPECT_EQ(converts, 6);
+  std::string decomposed;
+  llvm::raw_string_ostream os(decomposed);
+  module->print(os);
+  auto chain = run(decomposed, args);
+  ASSERT_TRUE(mlir::succeeded(chain)) << diagnostics;
+  for (size_t k = 0; k < 3; ++k)
+    expectTensor((*chain)[k], {2}, DType::BF16, (*results)[k].values(), 1e-2);
 }
 
 } // namespace

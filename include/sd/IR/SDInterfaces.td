@@ -124,6 +124,8 @@ def SD_CostOpInterface : OpInterface<"CostOpInterface"> {
       log, sqrt, tanh, sin, cos, compare, select, convert), rsqrt 2,
       sigmoid 4 (1/(1+e^-x)), silu 5, gelu 9 with the tanh approximation
       and 5 exact (erf).
+    * adamw: 14 per parameter element (the ops it decomposes into), 16
+      with weight decay.
     * softmax 5 per element (max, subtract, exp, sum, divide); layer_norm
       and group_norm 5 per element (mean, centre, square, variance,
       normalize) + 1 with scale + 1 with bias; rms_norm 3 + 1 with scale.

@@ -14,6 +14,8 @@
 #include "sd/IR/SDCost.h"
 #include "sd/IR/SDDialect.h"
 
+#include <array>
+
 namespace mlir::sd {
 /// Whether `actual` is the one `inferred` type, or that shape in f32 (ops
 /// that may accumulate bf16 operands into an f32 result).

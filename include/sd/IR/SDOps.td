@@ -982,6 +982,67 @@ def SD_ShardingConstraintOp : SD_SameTypeOp<"sharding_constraint",
 }
 
 //===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+// An f32 scalar operand, written without its type.
+def SD_F32Scalar : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
+
+def SD_AdamWOp : SD_Op<"adamw", [Pure,
+    AllTypesMatch<["param", "grad", "mu", "nu",
+                   "new_param", "new_mu", "new_nu"]>,
+    SD_ElementwiseShardingRule]> {
+  let summary = "One parameter's AdamW update";
+  let description = [{
+    ```mlir
+    %p1, %mu1, %nu1 = sd.adamw %p, %g, %mu, %nu lr = %lr corrections = (%c1, %c2)
+        beta1 = (%b1, %omb1) beta2 = (%b2, %omb2) eps = %eps weight_decay = %wd
+        : tensor<64x32xf32>
+    ```
+    Elementwise, with f32 scalars lr, c1 = 1 − b1^t, c2 = 1 − b2^t, b1,
+    1 − b1, b2, 1 − b2, eps and (optionally) wd:
+    mu' = b1·mu + (1−b1)·g, nu' = b2·nu + (1−b2)·(g·g),
+    p' = p − lr·(mu'/c1 / (sqrt(nu'/c2) + eps) + wd·p); without wd the
+    decay term is absent. Made by `sd-build-train-step`, one per trained
+    parameter, so that the programs the planner prices, propagates and
+    partitions hold one op per update instead of two dozen; a pointwise
+    sharding rule (the scalars are replicated). `sd-lower-to-openmp`
+    decomposes it into the elementwise ops above (`decompose`), each
+    scalar converted to the parameter's element type and broadcast, in
+    that order, which the lowering fuses into one loop. Valid from
+    `sd-build-train-step` until `sd-lower-to-openmp`.
+
+    Constraints:
+    * the parameter, gradient, moments and results have one type
+  }];
+  let arguments = (ins SD_FloatTensor:$param, SD_FloatTensor:$grad,
+                       SD_FloatTensor:$mu, SD_FloatTensor:$nu,
+                       SD_F32Scalar:$learning_rate,
+                       SD_F32Scalar:$correction1, SD_F32Scalar:$correction2,
+                       SD_F32Scalar:$beta1, SD_F32Scalar:$one_minus_beta1,
+                       SD_F32Scalar:$beta2, SD_F32Scalar:$one_minus_beta2,
+                       SD_F32Scalar:$epsilon,
+                       Optional<SD_F32Scalar>:$weight_decay);
+  let results = (outs SD_FloatTensor:$new_param, SD_FloatTensor:$new_mu,
+                      SD_FloatTensor:$new_nu);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $mu `,` $nu `lr` `=` $learning_rate
+    `corrections` `=` `(` $correction1 `,` $correction2 `)`
+    `beta1` `=` `(` $beta1 `,` $one_minus_beta1 `)`
+    `beta2` `=` `(` $beta2 `,` $one_minus_beta2 `)`
+    `eps` `=` $epsilon (`weight_decay` `=` $weight_decay^)?
+    attr-dict `:` type($param)
+  }];
+  let extraClassDeclaration = [{
+    /// Builds the update's elementwise ops before this op and returns the
+    /// new parameter, mu and nu (the op itself is left in place).
+    std::array<::mlir::Value, 3> decompose(::mlir::OpBuilder &builder);
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Collectives and reshards
 //===----------------------------------------------------------------------===//
 

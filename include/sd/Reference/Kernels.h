@@ -302,6 +302,28 @@ Tensor upsampleNearest(const Tensor &x, int64_t scaleH, int64_t scaleW);
 /// F32 tensor (the diffusion training loss).
 Tensor mseLoss(const Tensor &pred, const Tensor &target);
 
+/// AdamW's scalars for one update (sd.adamw): the learning rate, the bias
+/// corrections 1 − b1^t and 1 − b2^t, b1, 1 − b1, b2, 1 − b2, eps and the
+/// weight decay (0: none).
+struct AdamWScalars {
+  double learningRate = 0.0;
+  double correction1 = 1.0;
+  double correction2 = 1.0;
+  double beta1 = 0.0;
+  double oneMinusBeta1 = 1.0;
+  double beta2 = 0.0;
+  double oneMinusBeta2 = 1.0;
+  double epsilon = 0.0;
+  double weightDecay = 0.0;
+};
+
+/// One AdamW update of parameter `p` with gradient `g` and moments `mu`,
+/// `nu` (one shape): {p', mu', nu'} with mu' = b1·mu + (1−b1)·g,
+/// nu' = b2·nu + (1−b2)·g², p' = p − lr·(mu'/c1 / (sqrt(nu'/c2) + eps) +
+/// wd·p), in `p`'s element type.
+std::array<Tensor, 3> adamw(const Tensor &p, const Tensor &g, const Tensor &mu,
+                            const Tensor &nu, const AdamWScalars &scalars);
+
 } // namespace sd::ref
 
 #endif // SD_REFERENCE_KERNELS_H

@@ -22,6 +22,7 @@
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/Interfaces/CallInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::sd {
 #define GEN_PASS_DEF_LOWERTOOPENMP
@@ -179,6 +180,27 @@ static void widenCalls(func::FuncOp func) {
       result.replaceAllUsesExcept(narrow, narrow);
     }
   }
+}
+
+/// Replaces each sd.adamw by the elementwise ops it stands for, which the
+/// plan below fuses like any others.
+static void decomposeOptimizerOps(func::FuncOp func) {
+  SmallVector<AdamWOp> updates(func.getOps<AdamWOp>());
+  OpBuilder builder(func.getContext());
+  // The scalar constants the updates read, which the decomposition
+  // replaces by splats of the parameters' types.
+  llvm::SetVector<Operation *> scalars;
+  for (AdamWOp update : updates) {
+    std::array<Value, 3> values = update.decompose(builder);
+    for (Value operand : update->getOperands())
+      if (auto constant = operand.getDefiningOp<ConstantOp>())
+        scalars.insert(constant);
+    update->replaceAllUsesWith(ValueRange(values));
+    update.erase();
+  }
+  for (Operation *constant : scalars)
+    if (constant->use_empty())
+      constant->erase();
 }
 
 namespace {
@@ -421,6 +443,7 @@ void LowerToOpenMPPass::runOnOperation() {
                      << static_cast<int64_t>(maxFusedOps);
     return signalPassFailure();
   }
+  decomposeOptimizerOps(func);
   if (failed(verifyLowerable(func)))
     return signalPassFailure();
   widenCalls(func);

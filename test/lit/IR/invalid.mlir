@@ -831,6 +831,34 @@ func.func @constraint_axis_twice(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   return %y : tensor<8x4xf32>
 }
 
+//===----------------------------------------------------------------------===//
+// sd.adamw
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @adamw_grad_type(%p: tensor<4xf32>, %g: tensor<8xf32>, %s: tensor<f32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.adamw' op failed to verify that all of {param, grad, mu, nu, new_param, new_mu, new_nu} have same type}}
+  %r:3 = "sd.adamw"(%p, %g, %p, %p, %s, %s, %s, %s, %s, %s, %s, %s) : (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %r#0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @adamw_scalar(%p: tensor<4xf32>, %s: tensor<f32>, %v: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.adamw' op operand #4 must be 0D tensor of 32-bit float values}}
+  %r:3 = "sd.adamw"(%p, %p, %p, %p, %v, %s, %s, %s, %s, %s, %s, %s) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %r#0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @adamw_scalar_type(%p: tensor<4xbf16>, %s: tensor<f32>, %b: tensor<bf16>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'sd.adamw' op operand #11 must be 0D tensor of 32-bit float values}}
+  %r:3 = "sd.adamw"(%p, %p, %p, %p, %s, %s, %s, %s, %s, %s, %s, %b) : (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<bf16>) -> (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>)
+  return %r#0 : tensor<4xbf16>
+}
+
 // -----
 
 // sd.flash_attention, sd.flash_attention_dq, sd.flash_attention_dkv

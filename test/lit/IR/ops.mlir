@@ -614,3 +614,16 @@ func.func @padded_sharding(%x: tensor<6x4xf32> {sd.sharding = #sd.sharding<@mesh
 func.func @padded_blocks(%x: tensor<2x4xf32> {sd.local_sharding = #sd.sharding<@mesh, [{"data"}, {}]>, sd.global_shape = array<i64: 6, 4>}) attributes {sd.padding = array<i64: 1, 8>} {
   return
 }
+
+// -----
+
+// AdamW's update, with and without weight decay.
+// CHECK-LABEL: func.func @adamw
+// CHECK: sd.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr = %{{.*}} corrections = (%{{.*}}, %{{.*}}) beta1 = (%{{.*}}, %{{.*}}) beta2 = (%{{.*}}, %{{.*}}) eps = %{{.*}} weight_decay = %{{.*}} : tensor<4x8xf32>
+// CHECK: sd.adamw {{.*}} eps = %{{[^ ]*}} : tensor<4x8xbf16>
+func.func @adamw(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %mu: tensor<4x8xf32>, %nu: tensor<4x8xf32>,
+                 %q: tensor<4x8xbf16>, %s: tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xbf16>) {
+  %p1, %mu1, %nu1 = sd.adamw %p, %g, %mu, %nu lr = %s corrections = (%s, %s) beta1 = (%s, %s) beta2 = (%s, %s) eps = %s weight_decay = %s : tensor<4x8xf32>
+  %q1, %qm, %qv = sd.adamw %q, %q, %q, %q lr = %s corrections = (%s, %s) beta1 = (%s, %s) beta2 = (%s, %s) eps = %s : tensor<4x8xbf16>
+  return %p1, %mu1, %nu1, %q1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xbf16>
+}

@@ -13,12 +13,10 @@
 // CHECK: sd.mse_loss
 // The output weight's gradient, widened, and its update.
 // CHECK: sd.convert %{{.*}} {sd.backward} : tensor<8x8xbf16> -> tensor<8x8xf32>
-// CHECK: sd.sqrt %{{.*}} : tensor<8x8xf32>
-// CHECK: %[[NEW2:.*]] = sd.sub %arg1, %{{.*}} : tensor<8x8xf32>
+// CHECK: %[[NEW2:[^,]*]], {{.*}} = sd.adamw %arg1, {{.*}} : tensor<8x8xf32>
 // Then the first layer's backward and the embedding weight's update.
 // CHECK: sd.dot_general {{.*}} -> tensor<8x4xbf16>
-// CHECK: sd.sqrt %{{.*}} : tensor<4x8xf32>
-// CHECK: %[[NEW1:.*]] = sd.sub %arg0, %{{.*}} : tensor<4x8xf32>
+// CHECK: %[[NEW1:[^,]*]], {{.*}} = sd.adamw %arg0, {{.*}} : tensor<4x8xf32>
 // CHECK: return %{{.*}}, %[[NEW1]], %[[NEW2]],
 func.func @loss(%w1: tensor<4x8xf32> {sd.role = #sd.param<"embed.weight", zeros>},
                 %w2: tensor<8x8xf32> {sd.role = #sd.param<"out.weight", zeros>},

@@ -18,10 +18,7 @@ func.func @loss_grad(%w: tensor<4xf32> {sd.role = #sd.param<"proj.weight", zeros
 
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: (%[[W:[a-z0-9]+]]: tensor<4xf32> {sd.role = #sd.param<"proj.weight", zeros>}, %[[B:[a-z0-9]+]]: tensor<4xf32> {sd.role = #sd.param<"proj.bias", zeros>}, %[[N:[a-z0-9]+]]: tensor<4xf32> {sd.role = #sd.param<"norm.weight", ones>}
-// CHECK: %[[WD:.*]] = sd.constant {sd.backward} dense<2.500000e-01> : tensor<4xf32>
-// CHECK-NEXT: %[[DECAY:.*]] = sd.mul %[[WD]], %[[W]] {sd.backward}
-// CHECK: sd.sub %[[W]]
-// CHECK-NOT: sd.mul %{{.*}}, %[[B]] {sd.backward}
-// CHECK: sd.sub %[[B]]
-// CHECK-NOT: sd.mul %{{.*}}, %[[N]] {sd.backward}
-// CHECK: sd.sub %[[N]]
+// CHECK: %[[WD:.*]] = sd.constant {sd.backward} dense<2.500000e-01> : tensor<f32>
+// CHECK-NEXT: sd.adamw %[[W]], {{.*}} eps = %{{[^ ]*}} weight_decay = %[[WD]] {sd.backward}
+// CHECK: sd.adamw %[[B]], {{.*}} eps = %{{[^ ]*}} {sd.backward}
+// CHECK: sd.adamw %[[N]], {{.*}} eps = %{{[^ ]*}} {sd.backward}

@@ -42,13 +42,19 @@ func.func @loss_grad(%w: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>},
 // CHECK-NEXT: sd.add %[[STEP]], %[[ONE]] {sd.backward} : tensor<f32>
 // CHECK: %[[DZ:.*]] = sd.broadcast_in_dim %[[SEED]] dims = [] {sd.backward}
 // CHECK-NEXT: %[[DB:.*]] = sd.reduce_sum %[[DZ]] dims = [0] {sd.backward}
-// CHECK: %[[NEWB:.*]] = sd.sub %[[B]], %{{.*}} {sd.backward} : tensor<3xf32>
+// CHECK: %[[B1:.*]] = sd.constant {sd.backward} dense<0.899999976> : tensor<f32>
+// CHECK-NEXT: %[[OMB1:.*]] = sd.constant {sd.backward} dense<1.000000e-01> : tensor<f32>
+// CHECK-NEXT: %[[B2:.*]] = sd.constant {sd.backward} dense<9.990000e-01> : tensor<f32>
+// CHECK-NEXT: %[[OMB2:.*]] = sd.constant {sd.backward} dense<1.000000e-03> : tensor<f32>
+// CHECK-NEXT: %[[EPS:.*]] = sd.constant {sd.backward} dense<9.99999993E-9> : tensor<f32>
+// CHECK-NEXT: %[[WD:.*]] = sd.constant {sd.backward} dense<0.00999999977> : tensor<f32>
+// CHECK-NEXT: %[[NEWB:.*]], %{{.*}}, %{{.*}} = sd.adamw %[[B]], %[[DB]], %{{.*}}, %{{.*}} lr = %[[LR:[^ ]*]] corrections = (%[[C1:[^,]*]], %[[C2:[^)]*]]) beta1 = (%[[B1]], %[[OMB1]]) beta2 = (%[[B2]], %[[OMB2]]) eps = %[[EPS]] weight_decay = %[[WD]] {sd.backward} : tensor<3xf32>
 // CHECK-NEXT: %[[G:.*]] = sd.dot_general %[[DZ]], %[[X]] {{.*}} {sd.backward}
 // CHECK-NEXT: %[[DW:.*]] = sd.transpose %[[G]] permutation = [1, 0] {sd.backward}
-// CHECK: %[[MW:.*]] = sd.add %{{.*}}, %{{.*}} {sd.backward} : tensor<4x3xf32>
-// CHECK: %[[NEWW:.*]] = sd.sub %[[W]], %{{.*}} {sd.backward} : tensor<4x3xf32>
+// The later updates share the scalars.
+// CHECK-NEXT: %[[NEWW:.*]], %[[MW:.*]], %{{.*}} = sd.adamw %[[W]], %[[DW]], %[[MUW]], %{{.*}} lr = %[[LR]] corrections = (%[[C1]], %[[C2]]) beta1 = (%[[B1]], %[[OMB1]]) beta2 = (%[[B2]], %[[OMB2]]) eps = %[[EPS]] weight_decay = %[[WD]] {sd.backward} : tensor<4x3xf32>
 // CHECK-NEXT: %[[Z:.*]] = sd.constant {sd.backward} dense<0.000000e+00> : tensor<2xf32>
-// CHECK: %[[NEWU:.*]] = sd.sub %[[U]], %{{.*}} {sd.backward} : tensor<2xf32>
+// CHECK-NEXT: %[[NEWU:.*]], %{{.*}}, %{{.*}} = sd.adamw %[[U]], %[[Z]], {{.*}} : tensor<2xf32>
 // CHECK-NEXT: return %[[L]], %[[NEWW]], %[[NEWB]], %[[NEWU]], %[[MW]],
 // CHECK-NOT: sd.vjp_group
 // CHECK-NOT: func.func @loss_grad

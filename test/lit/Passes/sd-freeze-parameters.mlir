@@ -25,5 +25,6 @@ func.func @loss(%w: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>},
 // STEP-SAME: %{{.*}}: tensor<8x4xf32> {sd.role = #sd.input<latents>}, %{{.*}}: tensor<f32> {sd.role = #sd.input<step>})
 // STEP-SAME: -> (tensor<f32>, tensor<4x3xf32> {sd.aliases = 0 : i64}, tensor<4x3xf32> {sd.aliases = 2 : i64}, tensor<4x3xf32> {sd.aliases = 3 : i64})
 // STEP: sd.broadcast_in_dim %[[B]]
-// STEP-NOT: sd.sub %[[B]]
-// STEP: sd.sub %[[W]]
+// STEP-NOT: sd.adamw %[[B]]
+// STEP: sd.adamw %[[W]]
+// STEP-NOT: sd.adamw

@@ -64,7 +64,7 @@
 // CHECK-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} flash NONE 1
 
 // SPLIT: {{FULL|MATMUL_WITHOUT_BATCH|OFFLOAD}}
-// SPLIT: priced 50, ranked 20;
+// SPLIT: priced 42, ranked 20;
 
 // FLUX: repeated blocks priced once: @flux_double_block x4 @flux_single_block x5
 

@@ -146,7 +146,7 @@
 // ACCUM-CONFIG: gradient_accumulation_steps {{ *}}2 ({{.*}}accum.yml:
 // ACCUM-CONFIG: logical_axis_rules {{ *}}12 rules ({{.*}}accum.yml:
 
-// ALL:      priced 50, ranked 20; not priced: {{[0-9]+}} remat policies where NONE fits (recomputing and offloading only add time), {{[0-9]+}} that keep more than FULL where FULL does not fit, 0 where NONE already takes longer than the table's last row
+// ALL:      priced 42, ranked 20; not priced: {{[0-9]+}} remat policies where NONE fits (recomputing and offloading only add time), {{[0-9]+}} that keep more than FULL where FULL does not fit, 0 where NONE already takes longer than the table's last row
 
 // PER-DEVICE: error: --per-device-batch=0.75 × 2 devices = 1.5 is not a whole, positive global batch of at most 16777216
 // MESH: error: --plan chooses the mesh: leave out --mesh and --dcn-mesh

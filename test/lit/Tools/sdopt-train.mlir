@@ -11,6 +11,7 @@
 // = 2048 B per device, plus the 4-byte loss.
 // DATA: sd report: @train_step, mesh @mesh data:2 (2 devices)
 // DATA: optimizer state           4.1 kB   2 tensors (AdamW moments)
+// DATA: activations (peak)        4.1 kB   at sd.all_reduce
 // DATA: total                    {{.*}}   parameters + optimizer state + inputs + activation peak
 // DATA: all_reduce          data                2       2       2.1 kB
 
@@ -33,9 +34,10 @@
 
 // The gradient of the first microbatch is held while the second runs: the
 // accumulator (the weight's 2 kB f32 gradient) is part of the activation
-// peak, shown apart; without microbatches the peak is the 16.4 kB alone.
-// ACCUM-REPORT: activations (peak)       18.5 kB   at sd.all_reduce
-// ACCUM-REPORT-NEXT: accumulator             2.0 kB   of the peak: the gradients summed over microbatches (activations alone: 16.4 kB)
+// peak, shown apart; without microbatches the peak is the 4.1 kB alone
+// (the second microbatch's gradient and its sum over the devices).
+// ACCUM-REPORT: activations (peak)        6.2 kB   at sd.all_reduce
+// ACCUM-REPORT-NEXT: accumulator             2.0 kB   of the peak: the gradients summed over microbatches (activations alone: 4.1 kB)
 
 // Without a batch, a microbatch is the model's default batch (8): the step
 // takes two of them.

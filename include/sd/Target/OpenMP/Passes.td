@@ -29,6 +29,8 @@ def LowerToOpenMP : Pass<"sd-lower-to-openmp", "::mlir::func::FuncOp"> {
       such as a broadcast of a materialized value) recomputed inside each
       kernel that reads it instead of being materialized.
 
+    First each `sd.adamw` is decomposed into the elementwise ops it stands
+    for (`AdamWOp::decompose`), which then fuse like any others.
     What each op is comes from its `OpenMPLoweringOpInterface` (attached by
     `registerOpenMPLoweringInterfaces`); an op without it is an error.
     Fusion: fusible ops (elementwise, index maps, cheap ops) fuse into their

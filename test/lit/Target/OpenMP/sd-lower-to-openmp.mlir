@@ -166,3 +166,24 @@ func.func @constants_and_iota() -> (tensor<4xf32>, tensor<4xf32>) {
   %m = sd.softmax %s dim = 0 : tensor<4xf32>
   return %a, %m : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// sd.adamw is decomposed into its elementwise ops, which fuse into one
+// kernel that stores the new moments as extra outputs; its scalars become
+// splats of the parameter's type (constants) or broadcasts (values), and
+// the scalar constants it read are gone.
+// CHECK-LABEL: func.func @adamw
+// CHECK-NOT: tensor<f32> {sd_omp
+// CHECK: %[[M:.*]] = sd.add %{{.*}}, %{{.*}} {sd_omp.plan = #sd_omp.kernel_output<0>}
+// CHECK: %[[V:.*]] = sd.add %{{.*}}, %{{.*}} {sd_omp.plan = #sd_omp.kernel_output<0>}
+// CHECK: sd.broadcast_in_dim %{{.*}} dims = [] {sd_omp.plan = #sd_omp.in_kernel<0>}
+// CHECK: sd.sqrt %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<0>}
+// CHECK: %[[P:.*]] = sd.sub %{{.*}}, %{{.*}} {sd_omp.plan = #sd_omp.kernel<0, fused>}
+// CHECK-NOT: sd.adamw
+// CHECK: return %[[P]], %[[M]], %[[V]]
+func.func @adamw(%p: tensor<8x16xf32>, %g: tensor<8x16xf32>, %mu: tensor<8x16xf32>, %nu: tensor<8x16xf32>, %lr: tensor<f32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {
+  %c = sd.constant dense<0.9> : tensor<f32>
+  %p1, %mu1, %nu1 = sd.adamw %p, %g, %mu, %nu lr = %lr corrections = (%lr, %lr) beta1 = (%c, %c) beta2 = (%c, %c) eps = %c weight_decay = %c : tensor<8x16xf32>
+  return %p1, %mu1, %nu1 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+}
