@@ -13,7 +13,42 @@ using namespace sd::testing;
 
 namespace {
 
-class ElementwiseOpsTest : public EvaluatorTest {};
+class ElementwiseOpsTest : public EvaluatorTest {
+protected:
+  /// Replaces every sd.adamw of `source`'s @main by the ops
+  /// AdamWOp::decompose writes, expects `converts` sd.convert ops among
+  /// them, evaluates the result on `args` and expects it to match
+  /// `expected` (of `shape` and `dtype`) within `tolerance`.
+  void expectDecompositionMatches(llvm::StringRef source,
+                                  const std::vector<Tensor> &args,
+                                  const std::vector<Tensor> &expected,
+                                  const std::vector<int64_t> &shape,
+                                  DType dtype, double tolerance,
+                                  int64_t converts) {
+    mlir::OwningOpRef<mlir::ModuleOp> module = parse(source);
+    ASSERT_TRUE(module) << diagnostics;
+    mlir::func::FuncOp main = lookup(*module);
+    mlir::OpBuilder builder(&context);
+    for (auto update :
+         llvm::make_early_inc_range(main.getOps<mlir::sd::AdamWOp>())) {
+      std::array<mlir::Value, 3> values = update.decompose(builder);
+      update->replaceAllUsesWith(mlir::ValueRange(values));
+      update.erase();
+    }
+    EXPECT_TRUE(main.getOps<mlir::sd::AdamWOp>().empty());
+    int64_t found = 0;
+    main.walk([&](mlir::sd::ConvertOp) { ++found; });
+    EXPECT_EQ(found, converts);
+    std::string decomposed;
+    llvm::raw_string_ostream os(decomposed);
+    module->print(os);
+    auto chain = run(decomposed, args);
+    ASSERT_TRUE(mlir::succeeded(chain)) << diagnostics;
+    ASSERT_EQ(chain->size(), expected.size());
+    for (size_t k = 0; k < expected.size(); ++k)
+      expectTensor((*chain)[k], shape, dtype, expected[k].values(), tolerance);
+  }
+};
 
 /// Unary ops match their formulas (f32 rounding allows ~1e-7 relative).
 TEST_F(ElementwiseOpsTest, UnaryOps) {
@@ -232,25 +267,9 @@ TEST_F(ElementwiseOpsTest, AdamW) {
   expectTensor((*results)[3], {3}, DType::F32, undecayed, 1e-6);
 
   // The decomposition, evaluated op by op (each result rounded to f32),
-  // agrees to round-off.
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(program);
-  ASSERT_TRUE(module) << diagnostics;
-  mlir::func::FuncOp main = lookup(*module);
-  mlir::OpBuilder builder(&context);
-  for (auto update :
-       llvm::make_early_inc_range(main.getOps<mlir::sd::AdamWOp>())) {
-    std::array<mlir::Value, 3> values = update.decompose(builder);
-    update->replaceAllUsesWith(mlir::ValueRange(values));
-    update.erase();
-  }
-  EXPECT_TRUE(main.getOps<mlir::sd::AdamWOp>().empty());
-  std::string decomposed;
-  llvm::raw_string_ostream os(decomposed);
-  module->print(os);
-  auto chain = run(decomposed, args);
-  ASSERT_TRUE(mlir::succeeded(chain)) << diagnostics;
-  for (size_t k = 0; k < 4; ++k)
-    expectTensor((*chain)[k], {3}, DType::F32, (*results)[k].values(), 1e-6);
+  // agrees to round-off; an f32 parameter needs no converts.
+  expectDecompositionMatches(program, args, *results, {3}, DType::F32, 1e-6,
+                             /*converts=*/0);
 }
 
 /// A bf16 parameter's update is rounded to bf16; its decomposition converts
@@ -281,26 +300,11 @@ TEST_F(ElementwiseOpsTest, AdamWBF16) {
   expectTensor((*results)[1], {2}, DType::BF16, g, 0.0);
   expectTensor((*results)[2], {2}, DType::BF16, newNu, 0.0);
 
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(program);
-  ASSERT_TRUE(module) << diagnostics;
-  mlir::func::FuncOp main = lookup(*module);
-  mlir::OpBuilder builder(&context);
-  auto update = *main.getOps<mlir::sd::AdamWOp>().begin();
-  std::array<mlir::Value, 3> values = update.decompose(builder);
-  update->replaceAllUsesWith(mlir::ValueRange(values));
-  update.erase();
   // Each scalar argument is converted to bf16 before it is broadcast (the
-  // six reads of %s); the constant corrections become bf16 splats.
-  int64_t converts = 0;
-  main.walk([&](mlir::sd::ConvertOp) { ++converts; });
-  EXPECT_EQ(converts, 6);
-  std::string decomposed;
-  llvm::raw_string_ostream os(decomposed);
-  module->print(os);
-  auto chain = run(decomposed, args);
-  ASSERT_TRUE(mlir::succeeded(chain)) << diagnostics;
-  for (size_t k = 0; k < 3; ++k)
-    expectTensor((*chain)[k], {2}, DType::BF16, (*results)[k].values(), 1e-2);
+  // six reads of %s); the constant corrections become bf16 splats. Every
+  // intermediate is rounded to bf16 there.
+  expectDecompositionMatches(program, args, *results, {2}, DType::BF16, 1e-2,
+                             /*converts=*/6);
 }
 
 } // namespace
