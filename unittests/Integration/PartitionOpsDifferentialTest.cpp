@@ -88,6 +88,33 @@ func.func @main(%x: tensor<8x16x32xf32> {sd.logical_axes = #sd.logical_axes<[bat
 }
 )mlir";
 
+// AdamW's update of a sharded parameter, with and without weight decay;
+// its learning rate is a sum over every element (partial sums on each
+// device until reduced).
+constexpr llvm::StringLiteral kAdamW = R"mlir(
+func.func @main(%x: tensor<8x16x32xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, mlp]>, sd.role = #sd.input<latents>},
+                %y: tensor<8x16x32xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, mlp]>, sd.role = #sd.input<noise>})
+    -> (tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32>) {
+  %mu = sd.tanh %x : tensor<8x16x32xf32>
+  %nu = sd.mul %y, %y : tensor<8x16x32xf32>
+  %xx = sd.mul %x, %x : tensor<8x16x32xf32>
+  %mean = sd.reduce_mean %xx dims = [0, 1, 2] : (tensor<8x16x32xf32>) -> tensor<f32>
+  %milli = sd.constant dense<1.0e-3> : tensor<f32>
+  %lr = sd.mul %mean, %milli : tensor<f32>
+  %c1 = sd.constant dense<0.19> : tensor<f32>
+  %c2 = sd.constant dense<0.002> : tensor<f32>
+  %b1 = sd.constant dense<0.9> : tensor<f32>
+  %omb1 = sd.constant dense<0.1> : tensor<f32>
+  %b2 = sd.constant dense<0.999> : tensor<f32>
+  %omb2 = sd.constant dense<0.001> : tensor<f32>
+  %eps = sd.constant dense<1.0e-8> : tensor<f32>
+  %wd = sd.constant dense<0.01> : tensor<f32>
+  %p1, %m1, %v1 = sd.adamw %x, %y, %mu, %nu lr = %lr corrections = (%c1, %c2) beta1 = (%b1, %omb1) beta2 = (%b2, %omb2) eps = %eps weight_decay = %wd : tensor<8x16x32xf32>
+  %p2, %m2, %v2 = sd.adamw %x, %y, %mu, %nu lr = %lr corrections = (%c1, %c2) beta1 = (%b1, %omb1) beta2 = (%b2, %omb2) eps = %eps : tensor<8x16x32xf32>
+  return %p1, %m1, %v1, %p2 : tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32>
+}
+)mlir";
+
 // compare + select, and convert f32 -> bf16 -> f32.
 constexpr llvm::StringLiteral kSelectConvert = R"mlir(
 func.func @main(%x: tensor<8x16x32xf32> {sd.logical_axes = #sd.logical_axes<[batch, activation_length, mlp]>, sd.role = #sd.input<latents>},
@@ -334,6 +361,10 @@ TEST_P(PartitionOpsDifferentialTest, Unary) {
 TEST_P(PartitionOpsDifferentialTest, Binary) {
   checkOps(kBinary, {"sd.add", "sd.sub", "sd.mul", "sd.div", "sd.max",
                      "sd.min", "sd.pow"});
+}
+
+TEST_P(PartitionOpsDifferentialTest, AdamW) {
+  checkOps(kAdamW, {"sd.adamw"});
 }
 
 TEST_P(PartitionOpsDifferentialTest, CompareSelectConvert) {

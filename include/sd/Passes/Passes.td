@@ -584,7 +584,8 @@ def BuildTrainStep : Pass<"sd-build-train-step", "::mlir::ModuleOp"> {
     the parameter (ZeRO); new parameters and state are returned with the
     parameter's sharding and alias (are written in place of) the old ones.
 
-    AdamW as optax/MaxDiffusion: with t = step + 1,
+    AdamW as optax/MaxDiffusion, one `sd.adamw` op per trained parameter
+    (its scalars made once and shared): with t = step + 1,
     mu' = b1·mu + (1−b1)·g, nu' = b2·nu + (1−b2)·g²,
     p' = p − lr_t·(mu'/(1−b1^t) / (sqrt(nu'/(1−b2^t)) + eps) + wd·p)
     (wd = 0 for a parameter whose name matches a `no-decay` glob pattern,
