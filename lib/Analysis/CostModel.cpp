@@ -9,6 +9,7 @@
 
 #include "sd/Analysis/CostModel.h"
 #include "sd/Analysis/CostModels.h"
+#include "sd/Analysis/SampleBlocks.h"
 #include "sd/IR/MeshSpec.h"
 
 #include "sd/IR/SDDialect.h"
@@ -220,8 +221,11 @@ struct FunctionCost {
 
 class CostAnalysis {
 public:
-  CostAnalysis(ProgramLayout layout, MeshAttr mesh)
-      : layout(layout), mesh(mesh) {}
+  /// With `middle`: costs a sample program without the middle blocks of
+  /// every chain but `keep` (-1: of every chain).
+  CostAnalysis(ProgramLayout layout, MeshAttr mesh,
+               const MiddleBlocks *middle = nullptr, int64_t keep = -1)
+      : layout(layout), mesh(mesh), middle(middle), keep(keep) {}
 
   /// The cost of `func`, computed once.
   FailureOr<const FunctionCost *> analyze(func::FuncOp func);
@@ -233,17 +237,45 @@ public:
 
   SymbolTableCollection symbols;
 
+  /// The chain of the middle block `op` is in, if the costs leave it out;
+  /// -1 otherwise.
+  int64_t leftOut(Operation *op) const {
+    if (!middle)
+      return -1;
+    auto found = middle->ops.find(op);
+    return found == middle->ops.end() || found->second == keep ? -1
+                                                               : found->second;
+  }
+  /// Whether the costs leave argument `index` out.
+  bool leavesOutArgument(unsigned index) const {
+    return middle && middle->arguments[index] >= 0 &&
+           middle->arguments[index] != keep;
+  }
+
 private:
+  /// Pairs the values of a left-out middle block that kept ops read with
+  /// the values only it reads (the block before it: its output, the
+  /// backward's cotangent into it), per chain and size in program order:
+  /// without it, the next block reads the second in place of the first
+  /// (see computeSampleReports).
+  void pairLeftOut(Block &body);
+
   ShardingAttr shardingOf(Value value);
   /// Devices sharing the work of one block: product of the axes' sizes.
   int64_t axesProduct(Operation *anchor, ShardingAttr sharding,
                       ArrayRef<StringAttr> axes);
   LogicalResult costOp(Operation *op, FunctionCost &cost);
+  /// Of the `bytes` `op` accesses, those that touch memory.
+  int64_t memoryBytes(CostOpInterface op, int64_t bytes);
   void addCollective(Operation *op, const CommunicationInfo &info,
                      FunctionCost &cost);
 
   ProgramLayout layout;
   MeshAttr mesh;
+  const MiddleBlocks *middle;
+  int64_t keep;
+  /// pairLeftOut's pairs, both ways.
+  DenseMap<Value, Value> standIn, standsFor;
   DenseMap<Operation *, std::unique_ptr<FunctionCost>> costs;
   DenseSet<Operation *> inProgress;
 };
@@ -382,21 +414,31 @@ static bool isFusedOp(Operation *op) {
 /// readers' loops: all of them for an op that is not fusible; for one that
 /// is, the operands that a non-fusible op or an argument provides and the
 /// results that a non-fusible op or the terminator reads.
-static int64_t memoryBytes(CostOpInterface op, int64_t bytes) {
+///
+/// Without a left-out middle block, a value it made is the one in its place
+/// (standIn), a value only it read is read as its stand-in is, and the ops
+/// it has do not read.
+int64_t CostAnalysis::memoryBytes(CostOpInterface op, int64_t bytes) {
   if (!op.isFusible())
     return bytes;
   int64_t all = 0, touched = 0;
   for (Value operand : op->getOperands()) {
     int64_t size = getTensorBytes(operand.getType());
     all += size;
+    if (auto it = standIn.find(operand); it != standIn.end())
+      operand = it->second;
     if (!isFusedOp(operand.getDefiningOp()))
       touched += size;
   }
   for (Value result : op->getResults()) {
     int64_t size = getTensorBytes(result.getType());
     all += size;
-    if (llvm::any_of(result.getUsers(),
-                     [](Operation *user) { return !isFusedOp(user); }))
+    Value readAs = result;
+    if (auto it = standsFor.find(result); it != standsFor.end())
+      readAs = it->second;
+    if (llvm::any_of(readAs.getUsers(), [&](Operation *user) {
+          return leftOut(user) < 0 && !isFusedOp(user);
+        }))
       touched += size;
   }
   return all == 0 ? 0 : int64_t(double(bytes) * double(touched) / double(all));
@@ -553,18 +595,29 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
   // microbatches: the results and first operands of the adds that sum
   // them.
   DenseSet<size_t> gradientSums;
+  // The value of each device range; the last position reading each value
+  // of a left-out block (the return aside).
+  DenseMap<Value, int64_t> lastUseOfLeftOut;
+  if (middle)
+    pairLeftOut(body);
   for (Operation &op : body) {
+    if (leftOut(&op) >= 0)
+      continue;
     int64_t position = static_cast<int64_t>(ops.size());
     ops.push_back(&op);
     extra.push_back(0);
     callPeakOps.emplace_back();
     bool operandOnHost = false;
-    for (Value operand : op.getOperands())
+    for (Value operand : op.getOperands()) {
       if (auto it = rangeOf.find(operand); it != rangeOf.end()) {
         operandOnHost |= it->second.first;
         (it->second.first ? hostRanges : ranges)[it->second.second].end =
             position;
+      } else if (middle && !op.hasTrait<OpTrait::IsTerminator>()) {
+        if (Operation *def = operand.getDefiningOp(); def && leftOut(def) >= 0)
+          lastUseOfLeftOut[operand] = position;
       }
+    }
     auto costOpIface = dyn_cast<CostOpInterface>(op);
     bool onHost = costOpIface &&
                   costOpIface.getResultMemory() == MemorySpace::Host;
@@ -636,6 +689,13 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
         if (auto it = rangeOf.find(returned);
             it != rangeOf.end() && !it->second.first)
           ranges[it->second.second].bytes = 0;
+  // A value only a left-out block read lives as long as its stand-in.
+  for (auto [value, readAs] : standsFor)
+    if (auto it = rangeOf.find(value); it != rangeOf.end() && !it->second.first)
+      if (auto last = lastUseOfLeftOut.find(readAs);
+          last != lastUseOfLeftOut.end())
+        ranges[it->second.second].end =
+            std::max(ranges[it->second.second].end, last->second);
   LivePeak peak = computeLivePeak(ranges, extra, ops.size());
   cost->peakBytes = peak.bytes;
   for (size_t index : gradientSums)
@@ -656,6 +716,49 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
   return (costs[func] = std::move(cost)).get();
 }
 
+void CostAnalysis::pairLeftOut(Block &body) {
+  using Key = std::pair<int64_t, int64_t>;
+  std::map<Key, std::vector<Value>> onlyRead, readOutside;
+  for (Operation &op : body) {
+    int64_t chain = leftOut(&op);
+    for (Value result : op.getResults()) {
+      if (!isa<ShapedType>(result.getType()))
+        continue;
+      if (chain >= 0) {
+        if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+              Operation *top = body.findAncestorOpInBlock(*user);
+              return top && !top->hasTrait<OpTrait::IsTerminator>() &&
+                     leftOut(top) < 0;
+            }))
+          readOutside[{chain, valueBytes(result)}].push_back(result);
+        continue;
+      }
+      int64_t by = -1;
+      bool only = !result.use_empty();
+      for (Operation *user : result.getUsers()) {
+        Operation *top = body.findAncestorOpInBlock(*user);
+        int64_t of = top ? leftOut(top) : -1;
+        if (of < 0 || (by >= 0 && by != of)) {
+          only = false;
+          break;
+        }
+        by = of;
+      }
+      if (only)
+        onlyRead[{by, valueBytes(result)}].push_back(result);
+    }
+  }
+  for (auto &[key, values] : onlyRead) {
+    auto found = readOutside.find(key);
+    if (found == readOutside.end())
+      continue;
+    for (auto [value, readAs] : llvm::zip(values, found->second)) {
+      standsFor[value] = readAs;
+      standIn[readAs] = value;
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // The report
 //===----------------------------------------------------------------------===//
@@ -664,11 +767,14 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
 /// of a partitioned program's argument, else its sharding.
 static ParameterGathers summarizeParameterGathers(
     func::FuncOp func, ProgramLayout layout, MeshAttr mesh,
-    const std::map<unsigned, std::pair<int64_t, int64_t>> &gathers) {
+    const std::map<unsigned, std::pair<int64_t, int64_t>> &gathers,
+    const CostAnalysis &analysis) {
   ParameterGathers result;
   std::optional<int64_t> groupSize;
   for (BlockArgument arg : func.getArguments()) {
     unsigned index = arg.getArgNumber();
+    if (analysis.leavesOutArgument(index))
+      continue;
     auto param =
         func.getArgAttrOfType<ParamAttr>(index, SDDialect::kRoleAttrName);
     if (!param)
@@ -716,8 +822,11 @@ static ParameterGathers summarizeParameterGathers(
   return result;
 }
 
-FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
-                                                  LayoutChoice choice) {
+/// computeCostReport's, of a sample program without the middle blocks
+/// of every chain but `keep` (-1: of every chain) where `middle` is given.
+static FailureOr<CostReport> costReport(func::FuncOp func, LayoutChoice choice,
+                                        const MiddleBlocks *middle,
+                                        int64_t keep) {
   CostReport report;
   report.function = func.getSymName().str();
   auto module = func->getParentOfType<ModuleOp>();
@@ -743,8 +852,10 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
     layout = ProgramLayout::Global;
   report.layout = layout;
 
-  CostAnalysis analysis(layout, mesh);
+  CostAnalysis analysis(layout, mesh, middle, keep);
   for (BlockArgument arg : func.getArguments()) {
+    if (analysis.leavesOutArgument(arg.getArgNumber()))
+      continue;
     auto type = dyn_cast<ShapedType>(arg.getType());
     if (!type || !type.hasStaticShape())
       return emitError(func.getLoc())
@@ -827,9 +938,53 @@ FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
     report.collectives.push_back(summary);
     report.collectiveBytesPerDevice += summary.bytesPerDevice;
   }
-  report.parameterGathers =
-      summarizeParameterGathers(func, layout, mesh, body.argumentGathers);
+  report.parameterGathers = summarizeParameterGathers(
+      func, layout, mesh, body.argumentGathers, analysis);
   return report;
+}
+
+FailureOr<CostReport> mlir::sd::computeCostReport(func::FuncOp func,
+                                                  LayoutChoice choice) {
+  return costReport(func, choice, /*middle=*/nullptr, /*keep=*/-1);
+}
+
+/// The middle blocks of `func`, a sample of `numChains` chains; an error
+/// on `func` where they are not all there.
+static FailureOr<MiddleBlocks> middleBlocksOf(func::FuncOp func,
+                                              int64_t numChains) {
+  MiddleBlocks middle = findMiddleBlocks(func);
+  std::vector<bool> seen(numChains, false);
+  for (const auto &[op, chain] : middle.ops)
+    if (chain >= 0 && chain < numChains)
+      seen[chain] = true;
+  for (int64_t chain = 0; chain < numChains; ++chain)
+    if (!seen[chain])
+      return emitError(func.getLoc())
+             << "function @" << func.getSymName()
+             << " cannot be costed as a sample: no op is marked as the "
+                "middle block of chain "
+             << chain << " (sd.sample_block)";
+  return middle;
+}
+
+FailureOr<SampleReports> mlir::sd::computeSampleReports(func::FuncOp func,
+                                                        LayoutChoice choice,
+                                                        int64_t numChains) {
+  FailureOr<MiddleBlocks> middle = middleBlocksOf(func, numChains);
+  if (failed(middle))
+    return failure();
+  SampleReports result;
+  FailureOr<CostReport> base = costReport(func, choice, &*middle, -1);
+  if (failed(base))
+    return failure();
+  result.base = std::move(*base);
+  for (int64_t chain = 0; chain < numChains; ++chain) {
+    FailureOr<CostReport> sample = costReport(func, choice, &*middle, chain);
+    if (failed(sample))
+      return failure();
+    result.samples.push_back(std::move(*sample));
+  }
+  return result;
 }
 
 std::vector<int> mlir::sd::collectiveAxes(const CostReport &report,
@@ -869,9 +1024,11 @@ mlir::sd::predictCommunication(const CostReport &report,
   return result;
 }
 
-FailureOr<ProductFlops>
-mlir::sd::computeShardedProductFlops(func::FuncOp func,
-                                     const ::sd::MeshSpec &mesh) {
+/// computeShardedProductFlops's walk: `add` takes each product op and its
+/// FLOPs on one device.
+static LogicalResult
+walkShardedProductFlops(func::FuncOp func, const ::sd::MeshSpec &mesh,
+                        function_ref<void(Operation *, int64_t, bool)> add) {
   auto parts = [&](ArrayRef<StringAttr> axes) {
     int64_t product = 1;
     for (StringAttr name : axes)
@@ -879,7 +1036,6 @@ mlir::sd::computeShardedProductFlops(func::FuncOp func,
         product *= axis->size();
     return product;
   };
-  ProductFlops result;
   WalkResult walked = func.walk([&](Operation *op) {
     if (isa<CallOpInterface>(op))
       return WalkResult::interrupt();
@@ -902,10 +1058,40 @@ mlir::sd::computeShardedProductFlops(func::FuncOp func,
         op->getAttrOfType<ShardingPerValueAttr>(SDDialect::kShardingAttrName);
     if (perValue && !perValue.getShardings().empty())
       flops /= blocksOf(perValue.getShardings().front(), parts);
-    (computesInBF16(op) ? result.bf16 : result.f32) += flops;
+    add(op, flops, computesInBF16(op));
     return WalkResult::advance();
   });
-  if (walked.wasInterrupted())
+  return failure(walked.wasInterrupted());
+}
+
+FailureOr<ProductFlops>
+mlir::sd::computeShardedProductFlops(func::FuncOp func,
+                                     const ::sd::MeshSpec &mesh) {
+  ProductFlops result;
+  if (failed(walkShardedProductFlops(
+          func, mesh, [&](Operation *, int64_t flops, bool bf16) {
+            (bf16 ? result.bf16 : result.f32) += flops;
+          })))
+    return failure();
+  return result;
+}
+
+FailureOr<SampleProductFlops> mlir::sd::computeSampleProductFlops(
+    func::FuncOp func, const ::sd::MeshSpec &mesh, int64_t numChains) {
+  FailureOr<MiddleBlocks> middle = middleBlocksOf(func, numChains);
+  if (failed(middle))
+    return failure();
+  SampleProductFlops result;
+  result.middle.assign(numChains, ProductFlops());
+  Block &body = func.getBody().front();
+  if (failed(walkShardedProductFlops(
+          func, mesh, [&](Operation *op, int64_t flops, bool bf16) {
+            auto found = middle->ops.find(body.findAncestorOpInBlock(*op));
+            ProductFlops &into = found == middle->ops.end()
+                                     ? result.base
+                                     : result.middle[found->second];
+            (bf16 ? into.bf16 : into.f32) += flops;
+          })))
     return failure();
   return result;
 }

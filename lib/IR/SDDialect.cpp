@@ -9,6 +9,7 @@
 #include "sd/IR/SDOps.h"
 #include "sd/Sharding/Mesh.h"
 
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/InliningUtils.h"
 
@@ -444,6 +445,16 @@ LogicalResult SDDialect::verifyOperationAttribute(Operation *op,
       return emitError(op->getLoc())
              << "'" << kLayersAttrName
              << "' must be an array of strings on a function";
+    return success();
+  }
+  if (attrName == kSampleBlockAttrName) {
+    auto pair = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!isa<CallOpInterface>(op) || !pair || pair.size() != 2 || pair[0] < 0 ||
+        pair[1] < 0)
+      return emitError(op->getLoc())
+             << "'" << kSampleBlockAttrName
+             << "' must be an array<i64: chain, position> of two "
+                "non-negative integers on a call";
     return success();
   }
   if (attrName == kRoleAttrName || attrName == kLogicalAxesAttrName)

@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/SaveAndRestore.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -51,15 +52,15 @@ struct StepOptions {
 class TrainStepBuilder {
 public:
   TrainStepBuilder(func::FuncOp grad, const StepOptions &options)
-      : grad(grad), options(options), builder(grad.getContext()) {}
+      : grad(grad), options(options), builder(grad.getContext()),
+        loc(grad.getLoc()) {}
 
   FailureOr<func::FuncOp> build();
 
 private:
   // Building blocks.
   template <typename OpTy, typename... Args> Value create(Args &&...args) {
-    Operation *op =
-        OpTy::create(builder, grad.getLoc(), std::forward<Args>(args)...);
+    Operation *op = OpTy::create(builder, loc, std::forward<Args>(args)...);
     if (inBackward)
       op->setAttr(SDDialect::kBackwardAttrName, builder.getUnitAttr());
     return op->getResult(0);
@@ -115,6 +116,14 @@ private:
   StepOptions options;
   OpBuilder builder;
   bool inBackward = false;
+  /// Where the ops made now go: the step's, or while a parameter's are
+  /// made (atParameter) its first forward user's, so that the planner's
+  /// blocks (sd/Analysis/SampleBlocks.h) take their parameters' updates.
+  Location loc;
+  SmallVector<Location> paramLocs;
+  llvm::SaveAndRestore<Location> atParameter(size_t n) {
+    return {loc, paramLocs[n]};
+  }
 
   // The gradient function: its parameters, its seed, the ops that make
   // the zero gradient of a parameter that gets none (made anew where the
@@ -196,6 +205,7 @@ LogicalResult TrainStepBuilder::analyze() {
     if (def && def != seed && isBackward(def) && !getVjpGroup(def))
       zeroGradients.insert(def);
   }
+  paramLocs.assign(paramIndices.size(), grad.getLoc());
   for (auto [n, i] : llvm::enumerate(paramIndices)) {
     Operation *first = nullptr;
     for (Operation *user : body.getArgument(i).getUsers())
@@ -209,6 +219,7 @@ LogicalResult TrainStepBuilder::analyze() {
       return first->emitOpError("has no sd.vjp_group: run sd-differentiate "
                                 "to make the gradient function");
     completions.push_back({*group, n});
+    paramLocs[n] = first->getLoc();
   }
   for (unsigned i : paramIndices) {
     StringRef name =
@@ -367,6 +378,7 @@ Value TrainStepBuilder::microbatch(Value input, int64_t index) {
 /// Parameter `n`'s gradient of one microbatch is complete: summed into
 /// the step's and, where the step updates in backward, applied.
 void TrainStepBuilder::completeGradient(size_t n, Value gradient) {
+  auto at = atParameter(n);
   if (gradient && gradients[n]) {
     // The sum across microbatches: the gradient accumulator, for the
     // memory report.
@@ -454,7 +466,8 @@ Value TrainStepBuilder::clipValue(Value gradient) {
 /// clip_by_global_norm).
 void TrainStepBuilder::clipGradients() {
   Value sumSquares;
-  for (Value g : gradients) {
+  for (auto [n, g] : llvm::enumerate(gradients)) {
+    auto at = atParameter(n);
     auto type = cast<RankedTensorType>(g.getType());
     auto dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
     Value squares = create<ReduceSumOp>(create<MulOp>(g, g), dims);
@@ -466,7 +479,8 @@ void TrainStepBuilder::clipGradients() {
   Value norm = create<SqrtOp>(sumSquares);
   Value limit = hyper(Hyperparameter::MaxGradNorm, options.maxGradNorm);
   Value factor = create<DivOp>(limit, create<MaxOp>(norm, limit));
-  for (Value &g : gradients) {
+  for (auto [n, g] : llvm::enumerate(gradients)) {
+    auto at = atParameter(n);
     auto type = cast<RankedTensorType>(g.getType());
     Value f = factor;
     if (type.getElementType() != builder.getF32Type())
@@ -548,6 +562,7 @@ void TrainStepBuilder::computeStepScalars() {
 /// p' = p − lr_t·(m̂/(sqrt(v̂)+eps) + wd·p), m̂ = mu'/(1−b1^t),
 /// v̂ = nu'/(1−b2^t).
 void TrainStepBuilder::updateParameter(size_t n) {
+  auto at = atParameter(n);
   Value p = params[n];
   Type type = p.getType();
   auto tensorType = cast<RankedTensorType>(type);
@@ -575,9 +590,9 @@ void TrainStepBuilder::updateParameter(size_t n) {
   Value wd;
   if (options.weightDecay != 0 && decays[n])
     wd = shared(weightDecay, Hyperparameter::WeightDecay, options.weightDecay);
-  auto update = AdamWOp::create(builder, grad.getLoc(), p, g, mu[n], nu[n],
-                                learningRate, correction1, correction2, b1,
-                                oneMinusB1, b2, oneMinusB2, eps, wd);
+  auto update = AdamWOp::create(builder, loc, p, g, mu[n], nu[n], learningRate,
+                                correction1, correction2, b1, oneMinusB1, b2,
+                                oneMinusB2, eps, wd);
   if (inBackward)
     update->setAttr(SDDialect::kBackwardAttrName, builder.getUnitAttr());
   newParams[n] = update.getNewParam();
@@ -618,12 +633,16 @@ FailureOr<func::FuncOp> TrainStepBuilder::build() {
   // loss does not use has a zero gradient.
   inBackward = true;
   for (size_t n = 0; n < numParams; ++n)
-    if (!gradients[n])
+    if (!gradients[n]) {
+      auto at = atParameter(n);
       gradients[n] = splat(0.0, params[n].getType());
+    }
   if (options.maxGradNorm > 0) {
     // Values first, then the norm of what is left (optax's chain).
-    for (Value &gradient : gradients)
+    for (auto [n, gradient] : llvm::enumerate(gradients)) {
+      auto at = atParameter(n);
       gradient = clipValue(gradient);
+    }
     valueClipped = true;
     clipGradients();
   }

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Analysis/SampleBlocks.h"
 #include "sd/Autodiff/VjpModels.h"
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Autodiff.h"
@@ -153,8 +154,18 @@ LogicalResult inlineLayers(func::FuncOp func, SymbolTable &symbols,
     mapping.map(calleeBody.getArguments(), call.getOperands());
     OpBuilder builder(call);
     SmallVector<func::CallOp> inner;
+    // A call of the planner's sample program marks the ops it inlines, as
+    // a call inside a marked block does (sd/Analysis/SampleBlocks.h).
+    std::optional<SampleBlock> sample = sampleBlockOf(call.getLoc());
+    if (auto place = call->getAttrOfType<DenseI64ArrayAttr>(
+            SDDialect::kSampleBlockAttrName))
+      sample = SampleBlock{place[0], place[1]};
     for (Operation &op : calleeBody.without_terminator()) {
       Operation *clone = builder.clone(op, mapping);
+      if (sample)
+        clone->walk([&](Operation *nested) {
+          nested->setLoc(markSampleBlock(nested->getLoc(), *sample));
+        });
       layers.of[clone] = layer;
       if (auto innerCall = dyn_cast<func::CallOp>(clone))
         inner.push_back(innerCall);
@@ -183,8 +194,10 @@ public:
 private:
   /// Creates an op of the backward program, in the current VJP group.
   template <typename OpTy, typename... Args> Value create(Args &&...args) {
-    Operation *op =
-        OpTy::create(builder, loss.getLoc(), std::forward<Args>(args)...);
+    // At the location of the group's forward op: what is made for it
+    // goes where it goes (the cost model's blocks, diagnostics).
+    Location loc = group ? forwardOps[*group]->getLoc() : loss.getLoc();
+    Operation *op = OpTy::create(builder, loc, std::forward<Args>(args)...);
     markBackward(op);
     return op->getResult(0);
   }

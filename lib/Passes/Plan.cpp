@@ -118,9 +118,9 @@ void PlanPass::runOnOperation() {
     os << "repeated blocks priced once:";
     for (const BlockChain &chain : search.chains)
       os << " @" << chain.callee << " x" << chain.calls;
-    os << " (each candidate from copies with " << kBaseBlocks
-       << " blocks of each chain and " << kBaseBlocks + 1
-       << " of one, extrapolated; --plan-whole-program prices the whole)\n";
+    os << " (each candidate from one copy with " << kBaseBlocks + 1
+       << " blocks of each chain, the middle ones each further block's "
+          "price; --plan-whole-program prices the whole)\n";
   }
   if (search.sharded > 0)
     os << "shardings propagated for " << search.propagations << " of "

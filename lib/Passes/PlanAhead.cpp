@@ -124,12 +124,7 @@ Search::pendingPartitions(ArrayRef<Plan *> plans) {
   // key gives its pipeline); the mesh-free steps they copy are built here,
   // one by one.
   std::vector<ModuleOp> programs;
-  if (chains.empty()) {
-    programs.push_back(module);
-  } else {
-    programs.push_back(baseBlocks);
-    programs.insert(programs.end(), moreBlocks.begin(), moreBlocks.end());
-  }
+  programs.push_back(chains.empty() ? module : sampleBlocks);
   std::vector<PartitionJob> jobs;
   std::set<PartitionKey> queued;
   for (Plan *plan : plans) {
@@ -247,11 +242,26 @@ void Search::boundAhead(std::vector<PartitionJob> &jobs) {
       known = std::prev(family.propagated.end());
     }
     ++sharded;
-    if (auto step = known->module.lookupSymbol<func::FuncOp>("train_step"))
+    auto step = known->module.lookupSymbol<func::FuncOp>("train_step");
+    if (step && chains.empty()) {
       if (FailureOr<ProductFlops> flops =
               computeShardedProductFlops(step, job.mesh);
           succeeded(flops))
         job.flops = *flops;
+    } else if (step) {
+      // Extrapolated as the reports are (extrapolateBlocks): each op's
+      // FLOPs are those its partition runs, or fewer.
+      FailureOr<SampleProductFlops> sample =
+          computeSampleProductFlops(step, job.mesh, int64_t(chains.size()));
+      if (failed(sample))
+        return;
+      ProductFlops whole = sample->base;
+      for (auto [middle, chain] : llvm::zip(sample->middle, chains)) {
+        whole.f32 += (chain.calls - kBaseBlocks) * middle.f32;
+        whole.bf16 += (chain.calls - kBaseBlocks) * middle.bf16;
+      }
+      job.flops = whole;
+    }
   });
 }
 
@@ -267,21 +277,11 @@ Search::lowerBoundOf(const Plan &plan,
     auto job = jobs.find(partitionKey(*step, variant, plan.meshSpec));
     return job == jobs.end() ? std::nullopt : job->second->flops;
   };
-  // Extrapolated as the reports are (extrapolateBlocks): each op's FLOPs
-  // are those its partition runs, or fewer.
-  std::optional<ProductFlops> base =
-      flopsOf(chains.empty() ? module : baseBlocks);
-  if (!base)
+  std::optional<ProductFlops> flops =
+      flopsOf(chains.empty() ? module : sampleBlocks);
+  if (!flops)
     return 0;
-  double f32 = double(base->f32), bf16 = double(base->bf16);
-  for (auto [more, chain] : llvm::zip(moreBlocks, chains)) {
-    std::optional<ProductFlops> sample = flopsOf(more);
-    if (!sample)
-      return 0;
-    double blocks = double(chain.calls - kBaseBlocks);
-    f32 += blocks * double(sample->f32 - base->f32);
-    bf16 += blocks * double(sample->bf16 - base->bf16);
-  }
+  double f32 = double(flops->f32), bf16 = double(flops->bf16);
   // Every f32 FLOP at the fastest of the rates predictStepTime charges
   // them at; no other op, no communication.
   const ::sd::DeviceSpec &device = options.profile.device;

@@ -2,6 +2,9 @@
 
 #include "PlanBlocks.h"
 
+#include "sd/Analysis/SampleBlocks.h"
+#include "sd/IR/SDDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -135,6 +138,20 @@ void mlir::sd::keepBlocks(ModuleOp module, ArrayRef<BlockChain> expected,
         erase.set(arg.getArgNumber());
     (void)function.eraseArguments(erase);
   }
+}
+
+void mlir::sd::keepSampleBlocks(ModuleOp module, ArrayRef<BlockChain> chains) {
+  std::vector<CallChain> calls = callChains(module);
+  assert(calls.size() == chains.size() &&
+         "keepSampleBlocks needs the module's own chains");
+  Builder builder(module.getContext());
+  for (auto [index, chain] : llvm::enumerate(calls))
+    for (int64_t position = 0; position <= kBaseBlocks; ++position)
+      chain.calls[position]->setAttr(
+          SDDialect::kSampleBlockAttrName,
+          builder.getDenseI64ArrayAttr({int64_t(index), position}));
+  keepBlocks(module, chains,
+             std::vector<int64_t>(chains.size(), kBaseBlocks + 1));
 }
 
 namespace {

@@ -2,17 +2,20 @@
 //
 // A diffusion transformer is a chain of calls to one block function (DiT's
 // 28 `@dit_block`s, Wan's 40, Flux's 19 double- and 38 single-stream
-// blocks), each call taking the previous one's results. The planner prices
-// such a model from programs that keep kBaseBlocks calls of each chain (the
-// base) and, for each chain, one that keeps one call more: every count the
+// blocks), each call taking the previous one's results. Every count the
 // cost model reports (FLOPs, bytes, collectives, parameters, optimizer
 // state, the activation peak) grows by the same amount with each further
-// block, so the whole model's report is the base's plus (calls -
-// kBaseBlocks) times each chain's difference. With two blocks in the base,
-// the activation peak already sits where it does in the whole model (with
-// one, the peak of a short program can fall elsewhere: DiT-tiny's memory
-// came out 5% high); `test/lit/Tools/sdopt-plan-blocks.mlir` checks the
-// extrapolated table against the whole program's.
+// block, so the whole model's report is that of the model with kBaseBlocks
+// calls of each chain (the base) plus (calls - kBaseBlocks) times what one
+// more block of each chain adds. The planner partitions one program for
+// both, the sample: every chain cut to kBaseBlocks + 1 calls, the middle
+// one marked (sd/Analysis/SampleBlocks.h); the cost model prices the
+// sample without the middle blocks as the base, and with one chain's as
+// that chain's one block more. With two blocks in the base, the activation
+// peak already sits where it does in the whole model (with one, the peak
+// of a short program can fall elsewhere: DiT-tiny's memory came out 5%
+// high); `test/lit/Tools/sdopt-plan-blocks.mlir` checks the extrapolated
+// table against the whole program's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +58,11 @@ std::vector<BlockChain> findBlockChains(ModuleOp module);
 /// it). `chains` must be findBlockChains(module) of the same module.
 void keepBlocks(ModuleOp module, llvm::ArrayRef<BlockChain> chains,
                 llvm::ArrayRef<int64_t> keep);
+
+/// Cuts each chain of `module` (findBlockChains(module): `chains`) to
+/// kBaseBlocks + 1 calls in place, as keepBlocks does, and marks the calls
+/// kept with their chain and place (SDDialect::kSampleBlockAttrName).
+void keepSampleBlocks(ModuleOp module, llvm::ArrayRef<BlockChain> chains);
 
 /// The whole model's report from the base's (every chain cut to
 /// kBaseBlocks calls) and, per chain, the report with that chain at one

@@ -278,8 +278,16 @@ FailureOr<CostReport> Search::costReport(ModuleOp copy, std::string &error) {
   FailureOr<CostReport> result = failure();
   (void)quietly(
       [&] {
-        if (func::FuncOp func = findReportFunction(copy, "train_step"))
+        func::FuncOp func = findReportFunction(copy, "train_step");
+        if (func && chains.empty()) {
           result = computeCostReport(func, LayoutChoice::Auto);
+        } else if (func) {
+          // The sample's: the base and one block more of each chain.
+          FailureOr<SampleReports> sample = computeSampleReports(
+              func, LayoutChoice::Auto, int64_t(chains.size()));
+          if (succeeded(sample))
+            result = extrapolateBlocks(sample->base, sample->samples, chains);
+        }
         return LogicalResult(result);
       },
       error, "the pipeline made no @train_step");
@@ -318,27 +326,9 @@ PipelineOptions Search::variantOf(const Plan &plan) const {
 
 void Search::price(Plan &plan) {
   PipelineOptions variant = variantOf(plan);
-  FailureOr<CostReport> whole = failure();
-  if (chains.empty()) {
-    whole = report(module, variant, plan.meshSpec, plan.error);
-  } else {
-    FailureOr<CostReport> one =
-        report(baseBlocks, variant, plan.meshSpec, plan.error);
-    std::vector<CostReport> samples;
-    for (ModuleOp more : moreBlocks) {
-      if (failed(one))
-        break;
-      FailureOr<CostReport> sample =
-          report(more, variant, plan.meshSpec, plan.error);
-      if (failed(sample)) {
-        one = failure();
-        break;
-      }
-      samples.push_back(std::move(*sample));
-    }
-    if (succeeded(one))
-      whole = extrapolateBlocks(*one, samples, chains);
-  }
+  // With chains, the sample's report is the whole model's (costReport).
+  FailureOr<CostReport> whole = report(chains.empty() ? module : sampleBlocks,
+                                       variant, plan.meshSpec, plan.error);
   if (failed(whole))
     return;
   plan.time = predictStepTime(*whole, options.profile);
@@ -347,15 +337,8 @@ void Search::price(Plan &plan) {
 void Search::makeBlockCopies() {
   if (chains.empty())
     return;
-  baseBlocks = copyIntoNestedModule(module);
-  keepBlocks(baseBlocks, chains,
-             std::vector<int64_t>(chains.size(), kBaseBlocks));
-  for (size_t c = 0; c < chains.size(); ++c) {
-    std::vector<int64_t> keep(chains.size(), kBaseBlocks);
-    keep[c] = kBaseBlocks + 1;
-    moreBlocks.push_back(copyIntoNestedModule(module));
-    keepBlocks(moreBlocks.back(), chains, keep);
-  }
+  sampleBlocks = copyIntoNestedModule(module);
+  keepSampleBlocks(sampleBlocks, chains);
 }
 
 void Search::eraseCopies() {
@@ -367,11 +350,9 @@ void Search::eraseCopies() {
   for (auto &[key, family] : families)
     dropPropagated(family);
   families.clear();
-  if (baseBlocks)
-    baseBlocks.erase();
-  for (ModuleOp more : moreBlocks)
-    more.erase();
-  moreBlocks.clear();
+  if (sampleBlocks)
+    sampleBlocks.erase();
+  sampleBlocks = nullptr;
 }
 
 double Search::bound() const {

@@ -173,7 +173,7 @@ public:
 
 private:
   void enumerate();
-  /// With chains: the copies of the module with fewer blocks.
+  /// With chains: the sample copy of the module.
   void makeBlockCopies();
   /// Erases the block copies and the prepared training steps.
   void eraseCopies();
@@ -285,11 +285,10 @@ private:
   mutable ModuleOp module;
   PipelineOptions base;
   PlanOptions options;
-  /// With chains: copies of the module (nested in it while the search
-  /// runs) with every chain cut to kBaseBlocks blocks, and per chain one
-  /// with that chain at one more.
-  ModuleOp baseBlocks;
-  std::vector<ModuleOp> moreBlocks;
+  /// With chains: the sample, a copy of the module (nested in it while the
+  /// search runs) with every chain cut to kBaseBlocks + 1 marked blocks
+  /// (keepSampleBlocks).
+  ModuleOp sampleBlocks;
   /// What the mesh-free part of the pipeline (buildMeshFreePipeline) made
   /// of a program for one attention strategy and remat policy: its inlined
   /// training step (nested in the module while the search runs), which
@@ -319,14 +318,15 @@ private:
     PipelineOptions variant;
     ::sd::MeshSpec mesh;
     Partitioned done;
-    /// Which of the plan's copies (0 the base, or the whole program) it
-    /// partitions, and the partition of the copy before, which pricing
+    /// Which of the plan's programs (the sample, or the whole program) it
+    /// partitions, and the partition of the program before, which pricing
     /// needs to have succeeded first.
     int64_t program = 0;
     std::optional<PartitionKey> after;
     bool ran = false;
     /// The matrix products' FLOPs a device runs (boundAhead), where the
-    /// shardings propagated.
+    /// shardings propagated: with chains, the whole model's, extrapolated
+    /// from the sample's.
     std::optional<ProductFlops> flops;
   };
   /// The propagated programs of a family (FamilyKey), each with the mesh

@@ -287,6 +287,22 @@ func::FuncOp findReportFunction(ModuleOp module, llvm::StringRef name);
 /// block and recursive calls.
 FailureOr<CostReport> computeCostReport(func::FuncOp func, LayoutChoice layout);
 
+/// The reports of a call-free sample program (sd/Analysis/SampleBlocks.h)
+/// with `numChains` chains: the base, costed without any chain's middle
+/// block, and per chain the base with that chain's middle block. Each
+/// counts what remains (ops, the arguments only they read); the activation
+/// peak is rescanned, each value of the block before a left-out middle
+/// block living as long as the middle block's value that takes its place
+/// in the next block (paired in program order by size). The uneven-shard
+/// padding (`sd.padding`, counted by sd-partition for the whole function)
+/// is the sample's in each.
+struct SampleReports {
+  CostReport base;
+  std::vector<CostReport> samples;
+};
+FailureOr<SampleReports>
+computeSampleReports(func::FuncOp func, LayoutChoice layout, int64_t numChains);
+
 /// The FLOPs of a function's matrix products (dot_general, convolutions,
 /// attention), by the element type they compute in.
 struct ProductFlops {
@@ -304,6 +320,16 @@ struct ProductFlops {
 /// costed.
 FailureOr<ProductFlops> computeShardedProductFlops(func::FuncOp func,
                                                    const ::sd::MeshSpec &mesh);
+
+/// The same of a sample program with `numChains` chains: the FLOPs outside
+/// every middle block, and those of each chain's middle block.
+struct SampleProductFlops {
+  ProductFlops base;
+  std::vector<ProductFlops> middle;
+};
+FailureOr<SampleProductFlops>
+computeSampleProductFlops(func::FuncOp func, const ::sd::MeshSpec &mesh,
+                          int64_t numChains);
 
 } // namespace mlir::sd
 

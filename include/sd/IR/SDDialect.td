@@ -72,6 +72,9 @@ def SD_Dialect : Dialect {
     * `sd.vjp_group` and `sd.layer` (the gradient function's structure,
       see `sd-differentiate`) are integers on ops, `sd.layers` an array of
       strings on a function.
+    * `sd.sample_block` (the planner's sample program) is an
+      `array<i64: chain, position>` of two non-negative integers on a
+      `func.call`.
     * `sd.aliases` on a function result is the index of an argument of the
       same type (the argument's buffer is reused for the result).
     * `sd.default_batch` is a positive integer on a function.
@@ -142,6 +145,12 @@ def SD_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kVjpGroupAttrName = "sd.vjp_group";
     static constexpr ::llvm::StringLiteral kLayerAttrName = "sd.layer";
     static constexpr ::llvm::StringLiteral kLayersAttrName = "sd.layers";
+    /// On a call of a repeated block in the planner's sample program:
+    /// `array<i64: chain, position>`, the chain the call belongs to and its
+    /// place in it. sd-differentiate moves it into the locations of the
+    /// ops it inlines (see sd/Analysis/SampleBlocks.h).
+    static constexpr ::llvm::StringLiteral kSampleBlockAttrName =
+        "sd.sample_block";
     /// On a function result: the index of the argument whose buffer it
     /// reuses (a donated argument, as JAX's donate_argnums): the training
     /// step writes new parameters and optimizer state in place.

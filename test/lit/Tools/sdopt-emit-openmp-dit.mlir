@@ -89,12 +89,13 @@
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &{{coll[0-9]+}}, [[SCATTERED]], b[{{[0-9]+}}])) return st;
 
 // AdamW updates the patch weight (argument 0) and its two moments in
-// place, in one kernel that stores the new moments as extra outputs, and
-// the step returns the loss summed over the mesh and the donated parameters.
+// place, in one kernel that stores the new moments as extra outputs and is
+// named by the weight's first forward user (the patch projection), and the
+// step returns the loss summed over the mesh and the donated parameters.
 // CHECK: // in place: donated into argument 0
 // CHECK-NEXT: // in place: donated into argument [[M:[0-9]+]]
 // CHECK-NEXT: // in place: donated into argument [[V:[0-9]+]]
-// CHECK-NEXT: api->trace_begin(dev, "{{k[0-9]+}} mul+add+broadcast_in_dim+div+sqrt+sub (dit_tiny.mlir:70)", "kernel",
+// CHECK-NEXT: api->trace_begin(dev, "{{k[0-9]+}} mul+add+broadcast_in_dim+div+sqrt+sub (dit_tiny.mlir:78)", "kernel",
 // CHECK-NEXT: {{k[0-9]+}}(a[0], a[[[M]]], {{.*}}, a[0], a[[[M]]], a[[[V]]]);
 // CHECK: api->trace_begin(dev, "all_reduce data,fsdp 1 (dit_tiny.mlir:70)", "collective", 0, 6);
 // CHECK-NEXT: if (int32_t st = api->collective(dev, &{{coll[0-9]+}}, b[{{[0-9]+}}], [[LOSS:b\[[0-9]+\]]])) return st;

@@ -1,6 +1,7 @@
 // sdopt --plan prices a model's repeated blocks once: DiT-tiny with 5
-// blocks (a chain of calls to @dit_block) is priced from copies with 2 and
-// 3 blocks, extrapolated (lib/Passes/PlanBlocks.h). The table is the one
+// blocks (a chain of calls to @dit_block) is priced from one copy with 3
+// blocks, the middle one's ops each further block's price, the program
+// without them the 2-block base's (lib/Passes/PlanBlocks.h). The table is the one
 // the whole program's pricing gives (--plan-whole-program), to the digit.
 // RUN: sdgen --preset=dit-tiny --depth=5 -o %t.mlir
 // RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash > %t.blocks
@@ -16,8 +17,8 @@
 // RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.buckets | diff - %t.buckets.whole
 // BUCKETS: repeated blocks priced in the whole program: the gradient buckets (--bucket-cap-mb) do not line up with the blocks
 // BUCKETS-NOT: repeated blocks priced once
-// Flux has two chains (double- and single-stream blocks): copies with 2 of
-// each, and one with 3 of each chain in turn.
+// Flux has two chains (double- and single-stream blocks): one copy with 3
+// of each, priced without both middle blocks and with each in turn.
 // RUN: sdgen --preset=flux-dev --depth=4 --single-depth=5 --hidden=32 --heads=2 --text-dim=16 --pooled-dim=8 --height=32 --width=32 --text-length=4 --freq-dim=32 -o %t.flux.mlir
 // RUN: sdopt %t.flux.mlir --plan --devices=2 --profile=cpu --batch=4 --attention=flash > %t.flux.blocks
 // RUN: FileCheck %s --check-prefix=FLUX < %t.flux.blocks
@@ -58,7 +59,7 @@
 // RUN: sdopt %sd_src_root/models/dit_tiny.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash | FileCheck %s --check-prefix=SHORT
 
 // CHECK:      sd plan: 2 devices
-// CHECK-NEXT: repeated blocks priced once: @dit_block x5 (each candidate from copies with 2 blocks of each chain and 3 of one, extrapolated; --plan-whole-program prices the whole)
+// CHECK-NEXT: repeated blocks priced once: @dit_block x5 (each candidate from one copy with 3 blocks of each chain, the middle ones each further block's price; --plan-whole-program prices the whole)
 // CHECK-NEXT: shardings propagated for {{[0-9]+}} of {{[0-9]+}} programs
 // CHECK-NEXT: # mesh
 // CHECK-NEXT: 1 {{(data|fsdp|context|tensor)}}:2 dit{{[a-z+-]*}} flash NONE 1
@@ -75,7 +76,7 @@
 // SHORT: priced
 
 // EIGHT:      repeated blocks priced once: @dit_block x5
-// EIGHT-NEXT: shardings propagated for 72 of 88 programs
+// EIGHT-NEXT: shardings propagated for 36 of 44 programs
 
 // BOUND:      # mesh
 // BOUND-NEXT: 1 fsdp:2,tensor:2 dit flash NONE 1
