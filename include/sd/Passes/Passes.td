@@ -457,6 +457,11 @@ def Differentiate : Pass<"sd-differentiate", "::mlir::ModuleOp"> {
       call, and `sd.layers` on the function: the callee of each call (the
       layers a remat policy applies to).
 
+    The backward ops of a forward op (its VJP and the sums of its operands'
+    cotangents) take its location. A call marked `sd.sample_block` (the
+    planner's sample program) marks the location of each op it inlines,
+    those of calls inside it too (sd/Analysis/SampleBlocks.h).
+
     ```mlir
     func.func @loss(%w: tensor<4x3xf32> {sd.role = #sd.param<"w", zeros>},
                     %x: tensor<8x4xf32> {sd.role = #sd.input<latents>}) -> tensor<f32> {

@@ -503,6 +503,32 @@ func.func @layer_not_integer(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @sample_block_not_on_call(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.sample_block' must be an array<i64: chain, position> of two non-negative integers on a call}}
+  %y = sd.neg %x {sd.sample_block = array<i64: 0, 1>} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func private @block(tensor<4xf32>) -> tensor<4xf32>
+func.func @sample_block_negative(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.sample_block' must be an array<i64: chain, position> of two non-negative integers on a call}}
+  %y = call @block(%x) {sd.sample_block = array<i64: 0, -1>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func private @block(tensor<4xf32>) -> tensor<4xf32>
+func.func @sample_block_one_number(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'sd.sample_block' must be an array<i64: chain, position> of two non-negative integers on a call}}
+  %y = call @block(%x) {sd.sample_block = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 // expected-error @+1 {{'sd.layers' must be an array of strings on a function}}
 func.func @layers_not_strings(%x: tensor<4xf32>) attributes {sd.layers = [1]} {
   return
