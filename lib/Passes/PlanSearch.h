@@ -11,8 +11,9 @@
 // how an axis splits between hosts and the devices of a host share one
 // partitioning), and the step-time model prices it on a hardware profile.
 // A model whose blocks repeat (a chain of calls to one block function) is
-// priced from copies that keep two blocks of each chain and three of one,
-// extrapolated to the whole (PlanBlocks.h). Each group (mesh, rules,
+// priced from one copy that keeps three blocks of each chain, the middle
+// ones each further block's price, extrapolated to the whole
+// (PlanBlocks.h). Each group (mesh, rules,
 // attention) prices its plan without remat first: where it fits, is
 // already slower than the table's last row, or its parameters and
 // optimizer state alone do not fit, nothing else of the group is priced,
