@@ -100,12 +100,24 @@ Residency Rematerializer::residency(Value value) {
   return decided;
 }
 
+// The offload and its reloads take the location of the first forward op
+// that reads the value, as a partitioned op's reshards of its operands take
+// the op's: a sample block's mark (sd.sample_block) then prices a block's
+// input's transfers with that block, as the program without the block
+// between would move them.
 Value Rematerializer::offloaded(Value value) {
   Value &copy = offloadedValues[value];
   if (!copy) {
+    Operation *reader = nullptr;
+    for (Operation *user : value.getUsers())
+      if (forwardOps.contains(user) &&
+          (!reader || (user->getBlock() == reader->getBlock() &&
+                       user->isBeforeInBlock(reader))))
+        reader = user;
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointAfterValue(value);
-    copy = OffloadOp::create(builder, func.getLoc(), value);
+    copy = OffloadOp::create(builder, reader ? reader->getLoc() : value.getLoc(),
+                             value);
     ++numOffloaded;
   }
   return copy;
@@ -136,8 +148,8 @@ Value Rematerializer::available(Value value) {
   case Residency::Keep:
     return value;
   case Residency::Offload: {
-    Operation *reload =
-        ReloadOp::create(builder, func.getLoc(), offloaded(value));
+    Value host = offloaded(value);
+    Operation *reload = ReloadOp::create(builder, host.getLoc(), host);
     reload->setAttr(SDDialect::kBackwardAttrName, builder.getUnitAttr());
     reload->setAttr(SDDialect::kVjpGroupAttrName, currentGroup);
     availableValues[value] = reload->getResult(0);

@@ -9,6 +9,16 @@
 // RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --plan-whole-program > %t.whole
 // RUN: FileCheck %s --check-prefix=WHOLE < %t.whole
 // RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.blocks | diff - %t.whole
+// The offload policies: a block's offloads and reloads go with the block
+// that reads the offloaded value (the location of its first forward
+// reader), so the middle block's transfers are one block's.
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --remat=HIDDEN_STATE_WITH_OFFLOAD --plan-top=0 > %t.offload
+// RUN: FileCheck %s --check-prefix=OFFLOAD < %t.offload
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --remat=HIDDEN_STATE_WITH_OFFLOAD --plan-top=0 --plan-whole-program > %t.offload.whole
+// RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.offload | diff - %t.offload.whole
+// OFFLOAD: repeated blocks priced once: @dit_block x5
+// OFFLOAD-NEXT: shardings propagated
+// OFFLOAD: 1 fsdp:2 dit flash HIDDEN_STATE_WITH_OFFLOAD 1 
 // Gradient buckets do not line up with the blocks: with them the search
 // prices each whole program, and says so, and the table is the reference's.
 // RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --bucket-cap-mb=0.05 > %t.buckets
