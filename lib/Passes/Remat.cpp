@@ -116,8 +116,8 @@ Value Rematerializer::offloaded(Value value) {
         reader = user;
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointAfterValue(value);
-    copy = OffloadOp::create(builder, reader ? reader->getLoc() : value.getLoc(),
-                             value);
+    copy = OffloadOp::create(builder,
+                             reader ? reader->getLoc() : value.getLoc(), value);
     ++numOffloaded;
   }
   return copy;
