@@ -27,6 +27,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::sd;
@@ -179,6 +180,9 @@ struct FunctionCost {
   /// Keyed by (kind, axes joined by ","): sorted, deterministic.
   std::map<std::pair<std::string, std::string>, CollectiveSummary> collectives;
   std::map<std::string, int64_t> calls;
+  /// The live ranges with their middle blocks' chains, for a sample costed
+  /// whose middle blocks are all kept (CostAnalysis::recordLiveness).
+  std::optional<SampleLiveness> liveness;
   /// All_gathers of this function's arguments, by argument number: how
   /// many and the bytes each device sends (calls included).
   std::map<unsigned, std::pair<int64_t, int64_t>> argumentGathers;
@@ -227,6 +231,11 @@ public:
                const MiddleBlocks *middle = nullptr, int64_t keep = -1)
       : layout(layout), mesh(mesh), middle(middle), keep(keep) {}
 
+  /// Whether the analyzed function's live ranges are recorded with their
+  /// middle blocks' chains (FunctionCost::liveness): for a sample whose
+  /// middle blocks are all kept.
+  bool recordLiveness = false;
+
   /// The cost of `func`, computed once.
   FailureOr<const FunctionCost *> analyze(func::FuncOp func);
 
@@ -237,10 +246,15 @@ public:
 
   SymbolTableCollection symbols;
 
+  /// `keep` for a sample costed whole, every middle block kept, for its
+  /// live ranges alone, recorded with their chains (FunctionCost::liveness;
+  /// the ops' own costs are not counted).
+  static constexpr int64_t kEveryChain = -2;
+
   /// The chain of the middle block `op` is in, if the costs leave it out;
   /// -1 otherwise.
   int64_t leftOut(Operation *op) const {
-    if (!middle)
+    if (!middle || keep == kEveryChain)
       return -1;
     auto found = middle->ops.find(op);
     return found == middle->ops.end() || found->second == keep ? -1
@@ -248,7 +262,7 @@ public:
   }
   /// Whether the costs leave argument `index` out.
   bool leavesOutArgument(unsigned index) const {
-    return middle && middle->arguments[index] >= 0 &&
+    return middle && keep != kEveryChain && middle->arguments[index] >= 0 &&
            middle->arguments[index] != keep;
   }
 
@@ -619,8 +633,8 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
       }
     }
     auto costOpIface = dyn_cast<CostOpInterface>(op);
-    bool onHost = costOpIface &&
-                  costOpIface.getResultMemory() == MemorySpace::Host;
+    bool onHost =
+        costOpIface && costOpIface.getResultMemory() == MemorySpace::Host;
     // An op whose results live in the other memory than its operands moves
     // their bytes between device and host (sd.offload, sd.reload).
     bool moves = op.getNumOperands() > 0 && onHost != operandOnHost;
@@ -652,7 +666,8 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
           std::max<int64_t>(0, (*calleeCost)->peakBytes - resultBytes);
       callPeakOps.back() = (*calleeCost)->peakOp;
     } else if (!op.hasTrait<OpTrait::IsTerminator>()) {
-      if (failed(costOp(&op, *cost)))
+      // The whole sample is costed for its liveness alone.
+      if (keep != kEveryChain && failed(costOp(&op, *cost)))
         return failure();
       // The scratch its kernel borrows while it runs.
       if (auto costed = dyn_cast<CostOpInterface>(&op))
@@ -696,6 +711,40 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
           last != lastUseOfLeftOut.end())
         ranges[it->second.second].end =
             std::max(ranges[it->second.second].end, last->second);
+  if (middle && recordLiveness) {
+    SampleLiveness &liveness = cost->liveness.emplace();
+    liveness.numPositions = static_cast<int64_t>(ops.size());
+    liveness.extra = extra;
+    liveness.positionChain.assign(ops.size(), -1);
+    for (auto [position, op] : llvm::enumerate(ops))
+      if (auto found = middle->ops.find(op); found != middle->ops.end())
+        liveness.positionChain[position] = found->second;
+    liveness.device = ranges;
+    liveness.host = hostRanges;
+    liveness.deviceChain.assign(ranges.size(), -1);
+    liveness.hostChain.assign(hostRanges.size(), -1);
+    liveness.gradientSum.assign(ranges.size(), false);
+    for (size_t index : gradientSums)
+      liveness.gradientSum[index] = true;
+    // A middle block's value goes with each copy of it (its output too:
+    // the next copy keeps it for its backward), but for the backward's
+    // cotangent into the block before it, which each copy hands to the
+    // next at once and only the last copy to that block.
+    auto links = [](Value value, int64_t chain) {
+      return llvm::any_of(value.getUsers(), [&](Operation *user) {
+        std::optional<SampleBlock> block = sampleBlockOf(user->getLoc());
+        return block && block->chain == chain &&
+               block->position < kMiddleBlockPosition;
+      });
+    };
+    for (auto [value, range] : rangeOf) {
+      Operation *def = value.getDefiningOp();
+      auto found = def ? middle->ops.find(def) : middle->ops.end();
+      if (found != middle->ops.end() && !links(value, found->second))
+        (range.first ? liveness.hostChain
+                     : liveness.deviceChain)[range.second] = found->second;
+    }
+  }
   LivePeak peak = computeLivePeak(ranges, extra, ops.size());
   cost->peakBytes = peak.bytes;
   for (size_t index : gradientSums)
@@ -826,7 +875,8 @@ static ParameterGathers summarizeParameterGathers(
 /// of every chain but `keep` (-1: of every chain) where `middle` is given.
 static FailureOr<CostReport> costReport(func::FuncOp func, LayoutChoice choice,
                                         const MiddleBlocks *middle,
-                                        int64_t keep) {
+                                        int64_t keep,
+                                        SampleLiveness *liveness = nullptr) {
   CostReport report;
   report.function = func.getSymName().str();
   auto module = func->getParentOfType<ModuleOp>();
@@ -853,6 +903,7 @@ static FailureOr<CostReport> costReport(func::FuncOp func, LayoutChoice choice,
   report.layout = layout;
 
   CostAnalysis analysis(layout, mesh, middle, keep);
+  analysis.recordLiveness = liveness != nullptr;
   for (BlockArgument arg : func.getArguments()) {
     if (analysis.leavesOutArgument(arg.getArgNumber()))
       continue;
@@ -940,6 +991,8 @@ static FailureOr<CostReport> costReport(func::FuncOp func, LayoutChoice choice,
   }
   report.parameterGathers = summarizeParameterGathers(
       func, layout, mesh, body.argumentGathers, analysis);
+  if (liveness && body.liveness)
+    *liveness = *body.liveness;
   return report;
 }
 
@@ -978,13 +1031,98 @@ FailureOr<SampleReports> mlir::sd::computeSampleReports(func::FuncOp func,
   if (failed(base))
     return failure();
   result.base = std::move(*base);
+  // With one chain, its sample keeps every middle block and records the
+  // liveness; with more, a pass over the whole sample does.
   for (int64_t chain = 0; chain < numChains; ++chain) {
-    FailureOr<CostReport> sample = costReport(func, choice, &*middle, chain);
+    FailureOr<CostReport> sample =
+        costReport(func, choice, &*middle, chain,
+                   numChains == 1 ? &result.liveness : nullptr);
     if (failed(sample))
       return failure();
     result.samples.push_back(std::move(*sample));
   }
+  if (numChains > 1 &&
+      failed(costReport(func, choice, &*middle, CostAnalysis::kEveryChain,
+                        &result.liveness)))
+    return failure();
   return result;
+}
+
+/// Bytes alive at each of `numPositions` positions of the ranges `keep`
+/// selects.
+static std::vector<int64_t> liveBytes(ArrayRef<LiveRange> ranges,
+                                      int64_t numPositions,
+                                      llvm::function_ref<bool(size_t)> keep) {
+  std::vector<int64_t> live(numPositions + 1, 0);
+  for (auto [index, range] : llvm::enumerate(ranges)) {
+    if (numPositions <= 0 || !keep(index))
+      continue;
+    int64_t start = std::clamp<int64_t>(range.start, 0, numPositions - 1);
+    int64_t end = std::clamp<int64_t>(range.end, start, numPositions - 1);
+    live[start] += range.bytes;
+    live[end + 1] -= range.bytes;
+  }
+  for (int64_t position = 1; position <= numPositions; ++position)
+    live[position] += live[position - 1];
+  live.pop_back();
+  return live;
+}
+
+SampleLiveness::Peaks
+SampleLiveness::peaksFor(llvm::ArrayRef<int64_t> copies) const {
+  // The live bytes of `ranges` at each position with the copies: where an
+  // op outside the middle block runs, each copy holds what the middle
+  // block holds there; inside it, what it holds next to the block.
+  auto withCopies = [&](ArrayRef<LiveRange> ranges, ArrayRef<int64_t> chains,
+                        llvm::function_ref<bool(size_t)> keep) {
+    std::vector<int64_t> live = liveBytes(ranges, numPositions, keep);
+    for (auto [index, count] : llvm::enumerate(copies)) {
+      if (count <= 1)
+        continue;
+      int64_t chain = static_cast<int64_t>(index);
+      std::vector<int64_t> middle =
+          liveBytes(ranges, numPositions, [&](size_t range) {
+            return keep(range) && chains[range] == chain;
+          });
+      // Inside the block, each other copy holds what the block holds next
+      // to it.
+      std::vector<int64_t> held = middle;
+      for (int64_t p = 0, last = 0; p < numPositions; ++p) {
+        if (positionChain[p] != chain)
+          last = middle[p];
+        else
+          held[p] = last;
+      }
+      for (int64_t p = numPositions - 1, next = 0; p >= 0; --p) {
+        if (positionChain[p] != chain)
+          next = middle[p];
+        else
+          held[p] = std::max(held[p], next);
+      }
+      for (int64_t p = 0; p < numPositions; ++p)
+        live[p] += (count - 1) * held[p];
+    }
+    return live;
+  };
+  auto all = [](size_t) { return true; };
+  std::vector<int64_t> onDevice = withCopies(device, deviceChain, all);
+  Peaks peaks;
+  int64_t at = -1;
+  for (int64_t p = 0; p < numPositions; ++p) {
+    int64_t bytes =
+        onDevice[p] + (p < static_cast<int64_t>(extra.size()) ? extra[p] : 0);
+    if (at < 0 || bytes > peaks.activationBytes) {
+      peaks.activationBytes = bytes;
+      at = p;
+    }
+  }
+  if (at >= 0)
+    peaks.gradientSumBytes = withCopies(device, deviceChain, [&](size_t index) {
+      return bool(gradientSum[index]);
+    })[at];
+  for (int64_t bytes : withCopies(host, hostChain, all))
+    peaks.hostBytes = std::max(peaks.hostBytes, bytes);
+  return peaks;
 }
 
 std::vector<int> mlir::sd::collectiveAxes(const CostReport &report,

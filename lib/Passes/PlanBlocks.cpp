@@ -251,3 +251,20 @@ CostReport mlir::sd::extrapolateBlocks(const CostReport &base,
   }
   return whole;
 }
+
+CostReport mlir::sd::extrapolateSample(const SampleReports &sample,
+                                       ArrayRef<BlockChain> chains) {
+  CostReport whole = extrapolateBlocks(sample.base, sample.samples, chains);
+  std::vector<int64_t> copies;
+  for (const BlockChain &chain : chains)
+    copies.push_back(chain.calls - kBaseBlocks);
+  // Extrapolated, a peak that moves as blocks are added comes out low;
+  // the copies' liveness outside the middle blocks is exact there.
+  SampleLiveness::Peaks peaks = sample.liveness.peaksFor(copies);
+  if (peaks.activationBytes > whole.peakActivationBytes) {
+    whole.peakActivationBytes = peaks.activationBytes;
+    whole.peakGradientSumBytes = peaks.gradientSumBytes;
+  }
+  whole.peakHostBytes = std::max(whole.peakHostBytes, peaks.hostBytes);
+  return whole;
+}

@@ -72,6 +72,15 @@ CostReport extrapolateBlocks(const CostReport &base,
                              llvm::ArrayRef<CostReport> samples,
                              llvm::ArrayRef<BlockChain> chains);
 
+/// The whole model's report from a sample's (computeSampleReports of the
+/// program keepSampleBlocks made): extrapolateBlocks of its base and
+/// samples, each peak (activation with its gradient sums, host) the larger
+/// of that and its liveness with (calls - kBaseBlocks) copies of each
+/// chain's middle block (SampleLiveness::peaksFor), which follows a peak
+/// that moves outside the middle blocks as blocks are added.
+CostReport extrapolateSample(const SampleReports &sample,
+                             llvm::ArrayRef<BlockChain> chains);
+
 } // namespace mlir::sd
 
 #endif // SD_LIB_PASSES_PLANBLOCKS_H

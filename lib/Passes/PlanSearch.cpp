@@ -286,7 +286,7 @@ FailureOr<CostReport> Search::costReport(ModuleOp copy, std::string &error) {
           FailureOr<SampleReports> sample = computeSampleReports(
               func, LayoutChoice::Auto, int64_t(chains.size()));
           if (succeeded(sample))
-            result = extrapolateBlocks(sample->base, sample->samples, chains);
+            result = extrapolateSample(*sample, chains);
         }
         return LogicalResult(result);
       },

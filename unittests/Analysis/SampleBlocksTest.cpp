@@ -157,6 +157,61 @@ TEST_F(SampleBlocksTest, BaseIsTheProgramWithoutTheMiddleBlock) {
   EXPECT_GT(sample->samples[0].flops, sample->base.flops);
 }
 
+// The peaks with more blocks count what the middle block holds once per
+// copy of it, and its values alive only inside it once: the peak moves to
+// where the middle block's held values are.
+TEST(SampleLivenessTest, PeakFollowsTheCopies) {
+  SampleLiveness liveness;
+  liveness.numPositions = 5;
+  // The middle block's ops run at positions 1 and 2.
+  liveness.positionChain = {-1, 0, 0, -1, -1};
+  liveness.extra = {0, 0, 0, 0, 5};
+  // A 100-byte value of the base at 0; the middle block's 40-byte value
+  // alive only inside it; its 30-byte gradient sum, held after it; a
+  // 50-byte value of the base at 3.
+  liveness.device = {{100, 0, 0}, {40, 1, 2}, {30, 2, 4}, {50, 3, 3}};
+  liveness.deviceChain = {-1, 0, 0, -1};
+  liveness.gradientSum = {false, false, true, false};
+  liveness.host = {{10, 1, 4}};
+  liveness.hostChain = {0};
+  SampleLiveness::Peaks one = liveness.peaksFor({1});
+  EXPECT_EQ(one.activationBytes, 100);
+  EXPECT_EQ(one.gradientSumBytes, 0);
+  EXPECT_EQ(one.hostBytes, 10);
+  EXPECT_EQ(liveness.peaksFor({2}).activationBytes, 110);
+  // Three copies: 50 + 3 * 30 at position 3, which no line through the
+  // peaks of one and two copies (100, 110) gives. Inside the block the
+  // other two copies hold their 30 bytes, not the 40 only it needs:
+  // 40 + 30 + 2 * 30 = 130 at position 2.
+  SampleLiveness::Peaks three = liveness.peaksFor({3});
+  EXPECT_EQ(three.activationBytes, 140);
+  EXPECT_EQ(three.gradientSumBytes, 90);
+  EXPECT_EQ(three.hostBytes, 30);
+  // A chain the ranges do not name counts nothing more.
+  EXPECT_EQ(liveness.peaksFor({1, 7}).activationBytes, 100);
+}
+
+// computeSampleReports keeps the sample's ranges with their middle
+// blocks' chains: with one copy the peak is the sample's own.
+TEST_F(SampleBlocksTest, LivenessOfTheSample) {
+  func::FuncOp func = parse(kSample);
+  ASSERT_TRUE(func);
+  FailureOr<SampleReports> sample =
+      computeSampleReports(func, LayoutChoice::Auto, 1);
+  ASSERT_TRUE(succeeded(sample));
+  const SampleLiveness &liveness = sample->liveness;
+  EXPECT_EQ(liveness.device.size(), liveness.deviceChain.size());
+  EXPECT_EQ(liveness.peaksFor({1}).activationBytes,
+            sample->samples[0].peakActivationBytes);
+  // h1 (8x64 f32), which the next copy would keep, and n1, u1 and r1
+  // (64x64) go with each copy of the middle block.
+  int64_t middleBytes = 0;
+  for (auto [range, chain] : llvm::zip(liveness.device, liveness.deviceChain))
+    if (chain == 0)
+      middleBytes += range.bytes;
+  EXPECT_EQ(middleBytes, (8 * 64 + 3 * 64 * 64) * 4);
+}
+
 TEST_F(SampleBlocksTest, UnmarkedProgramIsNoSample) {
   func::FuncOp func = parse(R"mlir(
     func.func @train_step(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -296,9 +296,47 @@ FailureOr<CostReport> computeCostReport(func::FuncOp func, LayoutChoice layout);
 /// in the next block (paired in program order by size). The uneven-shard
 /// padding (`sd.padding`, counted by sd-partition for the whole function)
 /// is the sample's in each.
+///
+/// The activation, gradient-sum and host peaks are not linear in the
+/// blocks where the peak moves from one op to another as blocks are added
+/// (the base's peak at one op, the sample's at another), so `liveness`
+/// keeps the sample's live ranges, each with the chain whose middle block
+/// made its value (`peaksFor`): the planner takes the larger of the
+/// extrapolated peak and that.
+struct SampleLiveness {
+  /// Device-resident and host-resident (offloaded) ranges, over
+  /// `numPositions` positions (one per op of the sample).
+  std::vector<LiveRange> device, host;
+  /// Per range: the chain whose middle block made the value, or -1.
+  std::vector<int64_t> deviceChain, hostChain;
+  /// Per device range: whether it holds a gradient summed across
+  /// microbatches.
+  std::vector<bool> gradientSum;
+  /// Per position: memory its op needs only while it runs, and the chain
+  /// whose middle block the op is in (-1: none).
+  std::vector<int64_t> extra, positionChain;
+  int64_t numPositions = 0;
+
+  struct Peaks {
+    int64_t activationBytes = 0;
+    int64_t gradientSumBytes = 0;
+    int64_t hostBytes = 0;
+  };
+  /// The peaks of the model with `copies[c]` copies of chain c's middle
+  /// block (its calls less the 2 around the middle one; the sample has 1).
+  /// Where an op outside chain c's middle block runs, each copy holds what
+  /// the middle block holds there; where one of the block's own ops runs,
+  /// it is one copy at work, and each other copy holds what the block holds
+  /// next to it (at the nearest op outside it before or after, the larger:
+  /// the copies before it have run that far, the ones after it have not).
+  /// The backward's cotangent into the block before the middle one is the
+  /// chain's link, not a copy's: each copy hands it to the next at once.
+  Peaks peaksFor(llvm::ArrayRef<int64_t> copies) const;
+};
 struct SampleReports {
   CostReport base;
   std::vector<CostReport> samples;
+  SampleLiveness liveness;
 };
 FailureOr<SampleReports>
 computeSampleReports(func::FuncOp func, LayoutChoice layout, int64_t numChains);

@@ -11,11 +11,17 @@
 // RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.blocks | diff - %t.whole
 // The offload policies: a block's offloads and reloads go with the block
 // that reads the offloaded value (the location of its first forward
-// reader), so the middle block's transfers are one block's.
+// reader), so the middle block's transfers are one block's. In 2 and 4
+// microbatches the activation peak moves between the 2-block base and the
+// 3-block sample; the copies of the middle block's liveness find it
+// (SampleLiveness::peaksFor).
 // RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --remat=HIDDEN_STATE_WITH_OFFLOAD --plan-top=0 > %t.offload
 // RUN: FileCheck %s --check-prefix=OFFLOAD < %t.offload
 // RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --remat=HIDDEN_STATE_WITH_OFFLOAD --plan-top=0 --plan-whole-program > %t.offload.whole
 // RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.offload | diff - %t.offload.whole
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --remat=OFFLOAD_MATMUL_WITHOUT_BATCH --plan-top=0 > %t.offload2
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --remat=OFFLOAD_MATMUL_WITHOUT_BATCH --plan-top=0 --plan-whole-program > %t.offload2.whole
+// RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.offload2 | diff - %t.offload2.whole
 // OFFLOAD: repeated blocks priced once: @dit_block x5
 // OFFLOAD-NEXT: shardings propagated
 // OFFLOAD: 1 fsdp:2 dit flash HIDDEN_STATE_WITH_OFFLOAD 1 
