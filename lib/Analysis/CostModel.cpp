@@ -715,10 +715,34 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
     SampleLiveness &liveness = cost->liveness.emplace();
     liveness.numPositions = static_cast<int64_t>(ops.size());
     liveness.extra = extra;
-    liveness.positionChain.assign(ops.size(), -1);
-    for (auto [position, op] : llvm::enumerate(ops))
+    // An op runs inside chain c's middle block when it is one of its ops,
+    // or when the nearest ops marked with a block on both sides of it
+    // are (an unmarked op the block's ops surround: a shared constant, a
+    // collective CSE merged).
+    constexpr int64_t kOtherBlock = -2;
+    std::vector<int64_t> marks(ops.size(), -1);
+    for (auto [position, op] : llvm::enumerate(ops)) {
       if (auto found = middle->ops.find(op); found != middle->ops.end())
-        liveness.positionChain[position] = found->second;
+        marks[position] = found->second;
+      else if (sampleBlockOf(op->getLoc()))
+        marks[position] = kOtherBlock;
+    }
+    liveness.positionChain.assign(ops.size(), -1);
+    std::vector<int64_t> before(ops.size(), -1);
+    for (size_t p = 0, last = -1; p < ops.size(); ++p) {
+      if (marks[p] != -1)
+        last = p;
+      before[p] = marks[p] != -1 || last == size_t(-1) ? marks[p] : marks[last];
+    }
+    for (size_t q = ops.size(), next = ops.size(); q-- > 0;) {
+      if (marks[q] != -1) {
+        next = q;
+        liveness.positionChain[q] = std::max<int64_t>(marks[q], -1);
+      } else if (next < ops.size() && before[q] >= 0 &&
+                 marks[next] == before[q]) {
+        liveness.positionChain[q] = before[q];
+      }
+    }
     liveness.device = ranges;
     liveness.host = hostRanges;
     liveness.deviceChain.assign(ranges.size(), -1);
@@ -726,23 +750,43 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
     liveness.gradientSum.assign(ranges.size(), false);
     for (size_t index : gradientSums)
       liveness.gradientSum[index] = true;
-    // A middle block's value goes with each copy of it (its output too:
-    // the next copy keeps it for its backward), but for the backward's
-    // cotangent into the block before it, which each copy hands to the
-    // next at once and only the last copy to that block.
-    auto links = [](Value value, int64_t chain) {
+    // A middle block's value goes with each copy of it, but for the
+    // chain's links: the backward's cotangent into the block before it,
+    // which each copy hands to the next at once, and its output, which
+    // each copy holds where the block before it holds the middle block's
+    // input (the links into it: what it reads of that block's).
+    auto readBy = [](Value value, int64_t chain, auto position) {
       return llvm::any_of(value.getUsers(), [&](Operation *user) {
         std::optional<SampleBlock> block = sampleBlockOf(user->getLoc());
-        return block && block->chain == chain &&
-               block->position < kMiddleBlockPosition;
+        return block && block->chain == chain && position(block->position);
       });
     };
+    liveness.deviceLink.assign(ranges.size(), false);
+    liveness.deviceInLink.assign(ranges.size(), -1);
     for (auto [value, range] : rangeOf) {
       Operation *def = value.getDefiningOp();
-      auto found = def ? middle->ops.find(def) : middle->ops.end();
-      if (found != middle->ops.end() && !links(value, found->second))
+      if (!def)
+        continue;
+      if (auto found = middle->ops.find(def); found != middle->ops.end()) {
+        int64_t chain = found->second;
+        if (readBy(value, chain,
+                   [](int64_t at) { return at < kMiddleBlockPosition; }))
+          continue;
         (range.first ? liveness.hostChain
-                     : liveness.deviceChain)[range.second] = found->second;
+                     : liveness.deviceChain)[range.second] = chain;
+        if (!range.first && readBy(value, chain, [](int64_t at) {
+              return at > kMiddleBlockPosition;
+            }))
+          liveness.deviceLink[range.second] = true;
+        continue;
+      }
+      std::optional<SampleBlock> block = sampleBlockOf(def->getLoc());
+      if (range.first || !block || block->position >= kMiddleBlockPosition)
+        continue;
+      for (Operation *user : value.getUsers())
+        if (auto found = middle->ops.find(user);
+            found != middle->ops.end() && found->second == block->chain)
+          liveness.deviceInLink[range.second] = block->chain;
     }
   }
   LivePeak peak = computeLivePeak(ranges, extra, ops.size());
@@ -1070,10 +1114,14 @@ static std::vector<int64_t> liveBytes(ArrayRef<LiveRange> ranges,
 
 SampleLiveness::Peaks
 SampleLiveness::peaksFor(llvm::ArrayRef<int64_t> copies) const {
+  auto isLink = [](const std::vector<bool> *links, size_t range) {
+    return links && range < links->size() && (*links)[range];
+  };
   // The live bytes of `ranges` at each position with the copies: where an
   // op outside the middle block runs, each copy holds what the middle
   // block holds there; inside it, what it holds next to the block.
   auto withCopies = [&](ArrayRef<LiveRange> ranges, ArrayRef<int64_t> chains,
+                        const std::vector<bool> *links,
                         llvm::function_ref<bool(size_t)> keep) {
     std::vector<int64_t> live = liveBytes(ranges, numPositions, keep);
     for (auto [index, count] : llvm::enumerate(copies)) {
@@ -1082,7 +1130,8 @@ SampleLiveness::peaksFor(llvm::ArrayRef<int64_t> copies) const {
       int64_t chain = static_cast<int64_t>(index);
       std::vector<int64_t> middle =
           liveBytes(ranges, numPositions, [&](size_t range) {
-            return keep(range) && chains[range] == chain;
+            return keep(range) && chains[range] == chain &&
+                   !isLink(links, range);
           });
       // Inside the block, each other copy holds what the block holds next
       // to it.
@@ -1099,13 +1148,29 @@ SampleLiveness::peaksFor(llvm::ArrayRef<int64_t> copies) const {
         else
           held[p] = std::max(held[p], next);
       }
+      // Each copy's output where the block before holds its input.
+      if (links) {
+        std::vector<int64_t> out =
+            liveBytes(ranges, numPositions, [&](size_t range) {
+              return keep(range) && chains[range] == chain &&
+                     isLink(links, range);
+            });
+        std::vector<int64_t> in =
+            liveBytes(ranges, numPositions, [&](size_t range) {
+              return keep(range) && range < deviceInLink.size() &&
+                     deviceInLink[range] == chain;
+            });
+        for (int64_t p = 0; p < numPositions; ++p)
+          held[p] += std::min(out[p], in[p]);
+      }
       for (int64_t p = 0; p < numPositions; ++p)
         live[p] += (count - 1) * held[p];
     }
     return live;
   };
   auto all = [](size_t) { return true; };
-  std::vector<int64_t> onDevice = withCopies(device, deviceChain, all);
+  std::vector<int64_t> onDevice =
+      withCopies(device, deviceChain, &deviceLink, all);
   Peaks peaks;
   int64_t at = -1;
   for (int64_t p = 0; p < numPositions; ++p) {
@@ -1116,11 +1181,12 @@ SampleLiveness::peaksFor(llvm::ArrayRef<int64_t> copies) const {
       at = p;
     }
   }
+  peaks.activationPosition = at;
   if (at >= 0)
-    peaks.gradientSumBytes = withCopies(device, deviceChain, [&](size_t index) {
-      return bool(gradientSum[index]);
-    })[at];
-  for (int64_t bytes : withCopies(host, hostChain, all))
+    peaks.gradientSumBytes =
+        withCopies(device, deviceChain, &deviceLink,
+                   [&](size_t index) { return bool(gradientSum[index]); })[at];
+  for (int64_t bytes : withCopies(host, hostChain, nullptr, all))
     peaks.hostBytes = std::max(peaks.hostBytes, bytes);
   return peaks;
 }

@@ -312,6 +312,11 @@ struct SampleLiveness {
   /// Per device range: whether it holds a gradient summed across
   /// microbatches.
   std::vector<bool> gradientSum;
+  /// Per device range: whether it is a middle block's output (a value the
+  /// block after it reads), and the chain whose middle block reads it of
+  /// the block before (-1: none).
+  std::vector<bool> deviceLink;
+  std::vector<int64_t> deviceInLink;
   /// Per position: memory its op needs only while it runs, and the chain
   /// whose middle block the op is in (-1: none).
   std::vector<int64_t> extra, positionChain;
@@ -319,6 +324,8 @@ struct SampleLiveness {
 
   struct Peaks {
     int64_t activationBytes = 0;
+    /// The position of the activation peak (-1: no positions).
+    int64_t activationPosition = -1;
     int64_t gradientSumBytes = 0;
     int64_t hostBytes = 0;
   };
@@ -329,8 +336,11 @@ struct SampleLiveness {
   /// it is one copy at work, and each other copy holds what the block holds
   /// next to it (at the nearest op outside it before or after, the larger:
   /// the copies before it have run that far, the ones after it have not).
-  /// The backward's cotangent into the block before the middle one is the
-  /// chain's link, not a copy's: each copy hands it to the next at once.
+  /// The chain's links are not each copy's: the backward's cotangent into
+  /// the block before the middle one, which each copy hands to the next at
+  /// once, counts once; the middle block's output counts once more per
+  /// copy only where the block before it still holds what it handed the
+  /// middle block (each copy keeps its input for its backward, or not).
   Peaks peaksFor(llvm::ArrayRef<int64_t> copies) const;
 };
 struct SampleReports {
