@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "sd/Analysis/SampleBlocks.h"
 #include "sd/IR/SDOps.h"
 #include "sd/Passes/Passes.h"
 
@@ -227,12 +228,20 @@ struct ApplyPrecisionPass
         if (!first)
           continue;
         OpBuilder builder(first);
+        // A cast for a call of the planner's sample goes with that block
+        // (sd.sample_block), as the ops inlined from it do: its VJP and the
+        // parameter's update then take the mark too.
+        Location loc = arg.getLoc();
+        if (auto mark = first->getAttrOfType<DenseI64ArrayAttr>(
+                SDDialect::kSampleBlockAttrName);
+            mark && mark.size() == 2)
+          loc = markSampleBlock(loc, {mark[0], mark[1]});
         // The compute copy: bf16 when either dtype is; widened back when
         // only the weights are.
-        Value copy = lowering.convert(builder, arg.getLoc(), arg, bf16);
+        Value copy = lowering.convert(builder, loc, arg, bf16);
         Operation *cast = copy.getDefiningOp();
         if (!lowActivations)
-          copy = lowering.convert(builder, arg.getLoc(), copy, f32);
+          copy = lowering.convert(builder, loc, copy, f32);
         arg.replaceAllUsesExcept(copy, cast);
         ++counts.cast;
       }

@@ -25,6 +25,15 @@
 // OFFLOAD: repeated blocks priced once: @dit_block x5
 // OFFLOAD-NEXT: shardings propagated
 // OFFLOAD: 1 fsdp:2 dit flash HIDDEN_STATE_WITH_OFFLOAD 1 
+// In bf16 each parameter's cast from its f32 master copy goes with the
+// block whose call first reads it (sd-apply-precision marks it), and so do
+// its gradient's widening and its update: the middle block's parameters
+// are one block's.
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --weights-dtype=bfloat16 --activations-dtype=bfloat16 --plan-top=0 > %t.bf16
+// RUN: FileCheck %s --check-prefix=BF16 < %t.bf16
+// RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --weights-dtype=bfloat16 --activations-dtype=bfloat16 --plan-top=0 --plan-whole-program > %t.bf16.whole
+// RUN: grep -v -e '^repeated blocks' -e '^shardings propagated' %t.bf16 | diff - %t.bf16.whole
+// BF16: repeated blocks priced once: @dit_block x5
 // Gradient buckets do not line up with the blocks: with them the search
 // prices each whole program, and says so, and the table is the reference's.
 // RUN: sdopt %t.mlir --plan --devices=2 --profile=cpu --batch=8 --attention=flash --bucket-cap-mb=0.05 > %t.buckets
