@@ -36,26 +36,39 @@ using namespace mlir::sd;
 // Pure parts
 //===----------------------------------------------------------------------===//
 
+/// Bytes alive at each of `numPositions` positions of the ranges `keep`
+/// selects.
+static std::vector<int64_t> liveBytes(ArrayRef<LiveRange> ranges,
+                                      int64_t numPositions,
+                                      llvm::function_ref<bool(size_t)> keep) {
+  if (numPositions <= 0)
+    return {};
+  // Bytes entering at each position, leaving after it: a prefix sum gives
+  // the live bytes at every position.
+  std::vector<int64_t> live(numPositions + 1, 0);
+  for (auto [index, range] : llvm::enumerate(ranges)) {
+    if (!keep(index))
+      continue;
+    int64_t start = std::clamp<int64_t>(range.start, 0, numPositions - 1);
+    int64_t end = std::clamp<int64_t>(range.end, start, numPositions - 1);
+    live[start] += range.bytes;
+    live[end + 1] -= range.bytes;
+  }
+  for (int64_t position = 1; position <= numPositions; ++position)
+    live[position] += live[position - 1];
+  live.pop_back();
+  return live;
+}
+
 LivePeak mlir::sd::computeLivePeak(ArrayRef<LiveRange> ranges,
                                    ArrayRef<int64_t> extra,
                                    int64_t numPositions) {
   LivePeak peak;
-  if (numPositions <= 0)
-    return peak;
-  // Bytes entering at each position, leaving after it: a prefix sum gives
-  // the live bytes at every position.
-  std::vector<int64_t> delta(numPositions + 1, 0);
-  for (const LiveRange &range : ranges) {
-    int64_t start = std::clamp<int64_t>(range.start, 0, numPositions - 1);
-    int64_t end = std::clamp<int64_t>(range.end, start, numPositions - 1);
-    delta[start] += range.bytes;
-    delta[end + 1] -= range.bytes;
-  }
-  int64_t live = 0;
+  std::vector<int64_t> live =
+      liveBytes(ranges, numPositions, [](size_t) { return true; });
   for (int64_t position = 0; position < numPositions; ++position) {
-    live += delta[position];
     int64_t total =
-        live +
+        live[position] +
         (position < static_cast<int64_t>(extra.size()) ? extra[position] : 0);
     if (peak.position < 0 || total > peak.bytes)
       peak = {total, position};
@@ -1090,26 +1103,6 @@ FailureOr<SampleReports> mlir::sd::computeSampleReports(func::FuncOp func,
                         &result.liveness)))
     return failure();
   return result;
-}
-
-/// Bytes alive at each of `numPositions` positions of the ranges `keep`
-/// selects.
-static std::vector<int64_t> liveBytes(ArrayRef<LiveRange> ranges,
-                                      int64_t numPositions,
-                                      llvm::function_ref<bool(size_t)> keep) {
-  std::vector<int64_t> live(numPositions + 1, 0);
-  for (auto [index, range] : llvm::enumerate(ranges)) {
-    if (numPositions <= 0 || !keep(index))
-      continue;
-    int64_t start = std::clamp<int64_t>(range.start, 0, numPositions - 1);
-    int64_t end = std::clamp<int64_t>(range.end, start, numPositions - 1);
-    live[start] += range.bytes;
-    live[end + 1] -= range.bytes;
-  }
-  for (int64_t position = 1; position <= numPositions; ++position)
-    live[position] += live[position - 1];
-  live.pop_back();
-  return live;
 }
 
 SampleLiveness::Peaks
