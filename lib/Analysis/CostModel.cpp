@@ -286,6 +286,14 @@ private:
   /// without it, the next block reads the second in place of the first
   /// (see computeSampleReports).
   void pairLeftOut(Block &body);
+  /// The sample's live ranges (`device` and `host`, indexed through
+  /// `rangeOf`) over the positions of `ops`, each marked with the middle
+  /// block that made its value (FunctionCost::liveness).
+  SampleLiveness
+  sampleLiveness(ArrayRef<Operation *> ops, ArrayRef<LiveRange> device,
+                 ArrayRef<LiveRange> host, ArrayRef<int64_t> extra,
+                 const DenseSet<size_t> &gradientSums,
+                 const DenseMap<Value, std::pair<bool, size_t>> &rangeOf) const;
 
   ShardingAttr shardingOf(Value value);
   /// Devices sharing the work of one block: product of the axes' sizes.
@@ -724,84 +732,9 @@ FailureOr<const FunctionCost *> CostAnalysis::analyze(func::FuncOp func) {
           last != lastUseOfLeftOut.end())
         ranges[it->second.second].end =
             std::max(ranges[it->second.second].end, last->second);
-  if (middle && recordLiveness) {
-    SampleLiveness &liveness = cost->liveness.emplace();
-    liveness.numPositions = static_cast<int64_t>(ops.size());
-    liveness.extra = extra;
-    // An op runs inside chain c's middle block when it is one of its ops,
-    // or when the nearest ops marked with a block on both sides of it
-    // are (an unmarked op the block's ops surround: a shared constant, a
-    // collective CSE merged).
-    constexpr int64_t kOtherBlock = -2;
-    std::vector<int64_t> marks(ops.size(), -1);
-    for (auto [position, op] : llvm::enumerate(ops)) {
-      if (auto found = middle->ops.find(op); found != middle->ops.end())
-        marks[position] = found->second;
-      else if (sampleBlockOf(op->getLoc()))
-        marks[position] = kOtherBlock;
-    }
-    liveness.positionChain.assign(ops.size(), -1);
-    std::vector<int64_t> before(ops.size(), -1);
-    for (size_t p = 0, last = -1; p < ops.size(); ++p) {
-      if (marks[p] != -1)
-        last = p;
-      before[p] = marks[p] != -1 || last == size_t(-1) ? marks[p] : marks[last];
-    }
-    for (size_t q = ops.size(), next = ops.size(); q-- > 0;) {
-      if (marks[q] != -1) {
-        next = q;
-        liveness.positionChain[q] = std::max<int64_t>(marks[q], -1);
-      } else if (next < ops.size() && before[q] >= 0 &&
-                 marks[next] == before[q]) {
-        liveness.positionChain[q] = before[q];
-      }
-    }
-    liveness.device = ranges;
-    liveness.host = hostRanges;
-    liveness.deviceChain.assign(ranges.size(), -1);
-    liveness.hostChain.assign(hostRanges.size(), -1);
-    liveness.gradientSum.assign(ranges.size(), false);
-    for (size_t index : gradientSums)
-      liveness.gradientSum[index] = true;
-    // A middle block's value goes with each copy of it, but for the
-    // chain's links: the backward's cotangent into the block before it,
-    // which each copy hands to the next at once, and its output, which
-    // each copy holds where the block before it holds the middle block's
-    // input (the links into it: what it reads of that block's).
-    auto readBy = [](Value value, int64_t chain, auto position) {
-      return llvm::any_of(value.getUsers(), [&](Operation *user) {
-        std::optional<SampleBlock> block = sampleBlockOf(user->getLoc());
-        return block && block->chain == chain && position(block->position);
-      });
-    };
-    liveness.deviceLink.assign(ranges.size(), false);
-    liveness.deviceInLink.assign(ranges.size(), -1);
-    for (auto [value, range] : rangeOf) {
-      Operation *def = value.getDefiningOp();
-      if (!def)
-        continue;
-      if (auto found = middle->ops.find(def); found != middle->ops.end()) {
-        int64_t chain = found->second;
-        if (readBy(value, chain,
-                   [](int64_t at) { return at < kMiddleBlockPosition; }))
-          continue;
-        (range.first ? liveness.hostChain
-                     : liveness.deviceChain)[range.second] = chain;
-        if (!range.first && readBy(value, chain, [](int64_t at) {
-              return at > kMiddleBlockPosition;
-            }))
-          liveness.deviceLink[range.second] = true;
-        continue;
-      }
-      std::optional<SampleBlock> block = sampleBlockOf(def->getLoc());
-      if (range.first || !block || block->position >= kMiddleBlockPosition)
-        continue;
-      for (Operation *user : value.getUsers())
-        if (auto found = middle->ops.find(user);
-            found != middle->ops.end() && found->second == block->chain)
-          liveness.deviceInLink[range.second] = block->chain;
-    }
-  }
+  if (middle && recordLiveness)
+    cost->liveness =
+        sampleLiveness(ops, ranges, hostRanges, extra, gradientSums, rangeOf);
   LivePeak peak = computeLivePeak(ranges, extra, ops.size());
   cost->peakBytes = peak.bytes;
   for (size_t index : gradientSums)
@@ -863,6 +796,84 @@ void CostAnalysis::pairLeftOut(Block &body) {
       standIn[readAs] = value;
     }
   }
+}
+
+SampleLiveness CostAnalysis::sampleLiveness(
+    ArrayRef<Operation *> ops, ArrayRef<LiveRange> device,
+    ArrayRef<LiveRange> host, ArrayRef<int64_t> extra,
+    const DenseSet<size_t> &gradientSums,
+    const DenseMap<Value, std::pair<bool, size_t>> &rangeOf) const {
+  SampleLiveness liveness;
+  int64_t numPositions = static_cast<int64_t>(ops.size());
+  liveness.numPositions = numPositions;
+  liveness.extra.assign(extra.begin(), extra.end());
+  // An op runs inside chain c's middle block when it is one of its ops,
+  // or when the nearest ops marked with a block on both sides of it are
+  // (an unmarked op the block's ops surround: a shared constant, a
+  // collective CSE merged).
+  constexpr int64_t kUnmarked = -1, kOtherBlock = -2;
+  std::vector<int64_t> marks(numPositions, kUnmarked);
+  for (auto [position, op] : llvm::enumerate(ops)) {
+    if (auto found = middle->ops.find(op); found != middle->ops.end())
+      marks[position] = found->second;
+    else if (sampleBlockOf(op->getLoc()))
+      marks[position] = kOtherBlock;
+  }
+  std::vector<int64_t> before(numPositions, kUnmarked);
+  for (int64_t p = 0, last = kUnmarked; p < numPositions; ++p)
+    before[p] = last = marks[p] != kUnmarked ? marks[p] : last;
+  liveness.positionChain.assign(numPositions, -1);
+  for (int64_t p = numPositions - 1, next = kUnmarked; p >= 0; --p) {
+    next = marks[p] != kUnmarked ? marks[p] : next;
+    if (before[p] >= 0 && before[p] == next)
+      liveness.positionChain[p] = next;
+  }
+  liveness.device.assign(device.begin(), device.end());
+  liveness.host.assign(host.begin(), host.end());
+  liveness.deviceChain.assign(device.size(), -1);
+  liveness.hostChain.assign(host.size(), -1);
+  liveness.gradientSum.assign(device.size(), false);
+  for (size_t index : gradientSums)
+    liveness.gradientSum[index] = true;
+  // A middle block's value goes with each copy of it, but for the chain's
+  // links: the backward's cotangent into the block before it, which each
+  // copy hands to the next at once, and its output, which each copy holds
+  // where the block before it holds the middle block's input (the links
+  // into it: what it reads of that block's).
+  auto readBy = [](Value value, int64_t chain, auto position) {
+    return llvm::any_of(value.getUsers(), [&](Operation *user) {
+      std::optional<SampleBlock> block = sampleBlockOf(user->getLoc());
+      return block && block->chain == chain && position(block->position);
+    });
+  };
+  liveness.deviceLink.assign(device.size(), false);
+  liveness.deviceInLink.assign(device.size(), -1);
+  for (auto [value, range] : rangeOf) {
+    auto [onHost, index] = range;
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      continue;
+    if (auto found = middle->ops.find(def); found != middle->ops.end()) {
+      int64_t chain = found->second;
+      if (readBy(value, chain,
+                 [](int64_t at) { return at < kMiddleBlockPosition; }))
+        continue;
+      (onHost ? liveness.hostChain : liveness.deviceChain)[index] = chain;
+      if (!onHost && readBy(value, chain, [](int64_t at) {
+            return at > kMiddleBlockPosition;
+          }))
+        liveness.deviceLink[index] = true;
+      continue;
+    }
+    std::optional<SampleBlock> block = sampleBlockOf(def->getLoc());
+    if (onHost || !block || block->position >= kMiddleBlockPosition)
+      continue;
+    for (Operation *user : value.getUsers())
+      if (auto found = middle->ops.find(user);
+          found != middle->ops.end() && found->second == block->chain)
+        liveness.deviceInLink[index] = block->chain;
+  }
+  return liveness;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1174,7 +1185,6 @@ SampleLiveness::peaksFor(llvm::ArrayRef<int64_t> copies) const {
       at = p;
     }
   }
-  peaks.activationPosition = at;
   if (at >= 0)
     peaks.gradientSumBytes =
         withCopies(device, deviceChain, &deviceLink,

@@ -324,8 +324,6 @@ struct SampleLiveness {
 
   struct Peaks {
     int64_t activationBytes = 0;
-    /// The position of the activation peak (-1: no positions).
-    int64_t activationPosition = -1;
     int64_t gradientSumBytes = 0;
     int64_t hostBytes = 0;
   };
