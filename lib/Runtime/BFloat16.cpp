@@ -15,6 +15,8 @@
 
 #include "sd/Runtime/BFloat16.h"
 
+#include "BFloat16Avx512.h"
+
 // GCC 12 reports the unmasked AVX-512 shifts' internal _mm512_undefined
 // operand as maybe-uninitialized (GCC bug 105593).
 #pragma GCC diagnostic push
@@ -36,25 +38,9 @@ static VectorPath resolve(VectorPath path) {
 
 __attribute__((target("avx512f"))) static int64_t
 convertToBFloat16Avx512(const float *in, BFloat16 *out, int64_t count) {
-  const __m512i absMask = _mm512_set1_epi32(0x7fffffff);
-  const __m512i infinity = _mm512_set1_epi32(0x7f800000);
-  const __m512i half = _mm512_set1_epi32(0x7fff);
-  const __m512i one = _mm512_set1_epi32(1);
-  const __m512i quietBit = _mm512_set1_epi32(0x0040);
   int64_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    __m512i bits = _mm512_loadu_si512(in + i);
-    __m512i high = _mm512_srli_epi32(bits, 16);
-    __mmask16 nan =
-        _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, absMask), infinity);
-    __m512i lowestKept = _mm512_and_si512(high, one);
-    __m512i rounded = _mm512_srli_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(bits, half), lowestKept), 16);
-    __m512i result =
-        _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(high, quietBit));
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i),
-                        _mm512_cvtepi32_epi16(result));
-  }
+  for (; i + 16 <= count; i += 16)
+    detail::storeRoundedAvx512(_mm512_loadu_ps(in + i), out + i);
   return i;
 }
 

@@ -27,6 +27,17 @@ namespace sd::rt::kernels::detail {
 /// entries give 0).
 double expShifted(float *row, int64_t n, float shift);
 
+/// expShifted, each exponential also rounded to bf16 into low[0..n) (the
+/// bits narrow gives) in the same pass: the attention kernels' P rows where
+/// a bf16 product reads them.
+double expShiftedNarrow(float *row, int64_t n, float shift, sd_bf16 *low);
+
+/// ds[j] = p[j]·(ds[j] - di) for j < n (attention's score gradients from
+/// the probabilities and dP), each also rounded to bf16 into low[j] in the
+/// same pass.
+void scoreGradsNarrow(const float *p, float *ds, float di, int64_t n,
+                      sd_bf16 *low);
+
 /// The maximum of row[0..n), n > 0.
 float maxRow(const float *row, int64_t n);
 

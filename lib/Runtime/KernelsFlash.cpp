@@ -86,17 +86,30 @@ int64_t itemBlock(int64_t block, int64_t length, int64_t pairs, int threads) {
 float widen(float value) { return value; }
 float widen(sd_bf16 value) { return toFloat(BFloat16{value.bits}); }
 
-/// The rows x n f32 tile `tile` as the operand of a product with Elem
-/// operands: itself in f32, rounded into `low` in bf16.
+/// The product operand of a tile computed in f32 (`tile`): the tile itself
+/// with f32 operands, its bf16 copy (`low`, which the pass that computed the
+/// tile rounded into) with bf16 ones.
 template <typename Elem>
-const Elem *productOperand(const float *tile, int64_t count, Elem *low) {
+const Elem *roundedOperand(const float *tile, const Elem *low) {
   if constexpr (kIsF32<Elem>) {
-    (void)count, (void)low;
+    (void)low;
     return tile;
   } else {
-    narrow(tile, low, count);
+    (void)tile;
     return low;
   }
+}
+
+/// row[j] = exp(row[j] - shift), returning the sum (detail::expShifted);
+/// with bf16 operands each exponential is also rounded into `low` (when
+/// given) in the same pass, where a product reads it.
+template <typename Elem>
+double expRow(float *row, int64_t n, float shift, Elem *low) {
+  if constexpr (!kIsF32<Elem>)
+    if (low)
+      return detail::expShiftedNarrow(row, n, shift, low);
+  (void)low;
+  return detail::expShifted(row, n, shift);
 }
 
 /// One call's operands and sizes, shared by the passes.
@@ -210,7 +223,8 @@ void forwardItem(const Problem<Elem> &p, const ForwardPlan &plan, int64_t pair,
   float *runSum = runMax + roundUp(plan.blockQ);
   float *accRegion = runSum + roundUp(plan.blockQ);
   float *tmp = accRegion + plan.accFloats;
-  Elem *pLow = reinterpret_cast<Elem *>(tmp + plan.accFloats);
+  Elem *pLow =
+      kIsF32<Elem> ? nullptr : reinterpret_cast<Elem *>(tmp + plan.accFloats);
   const Elem *qBlk = p.q + (pair * p.sq + r0) * p.d;
   const Elem *kh = p.k + pair * p.skv * p.d;
   const Elem *vh = p.v + pair * p.skv * p.dv;
@@ -237,9 +251,11 @@ void forwardItem(const Problem<Elem> &p, const ForwardPlan &plan, int64_t pair,
         if (newMax == kNegInf) {
           // No key of this row allowed yet: contributes nothing.
           std::fill(row, row + n, 0.0f);
+          if constexpr (!kIsF32<Elem>)
+            narrow(row, pLow + r * n, n);
           continue;
         }
-        double sum = detail::expShifted(row, n, newMax);
+        double sum = expRow(row, n, newMax, pLow ? pLow + r * n : nullptr);
         float correction = std::exp(runMax[r] - newMax);
         runSum[r] = static_cast<float>(
             static_cast<double>(runSum[r]) * correction + sum);
@@ -251,9 +267,8 @@ void forwardItem(const Problem<Elem> &p, const ForwardPlan &plan, int64_t pair,
             oRow[j] *= correction;
         }
       }
-      tileProduct(false, false, rows, p.dv, n, 1.0f,
-                  productOperand(s, rows * n, pLow), n, vh + c0 * p.dv, p.dv,
-                  1.0f, acc.rows, p.dv, tmp);
+      tileProduct(false, false, rows, p.dv, n, 1.0f, roundedOperand(s, pLow), n,
+                  vh + c0 * p.dv, p.dv, 1.0f, acc.rows, p.dv, tmp);
     }
   }
   float *lseBlk = lse + pair * p.sq + r0;
@@ -349,20 +364,6 @@ template <typename Elem> struct Gradients {
   const float *di;
 };
 
-/// The product operand of a tile computed in f32 (`tile`): the tile itself
-/// with f32 operands, its bf16 copy (`low`, which the pass that computed the
-/// tile rounded into) with bf16 ones.
-template <typename Elem>
-const Elem *roundedOperand(const float *tile, const Elem *low) {
-  if constexpr (kIsF32<Elem>) {
-    (void)low;
-    return tile;
-  } else {
-    (void)tile;
-    return low;
-  }
-}
-
 /// For query rows [r0, r0 + rows) of `pair` against keys [c0, c0 + n):
 /// prob = P = exp(S - lse) (0 where masked or lse = -inf) and
 /// ds = P ∘ (dO·Vᵀ - Di). Returns false, computing nothing, when the mask
@@ -386,11 +387,16 @@ bool probabilitiesAndScoreGrads(const Problem<Elem> &p,
                rows, n, prob);
   for (int64_t r = 0; r < rows; ++r) {
     float *row = prob + r * n;
+    Elem *lowRow = probLow ? probLow + r * n : nullptr;
     float rowLse = g.lse[row0 + r];
-    if (rowLse == kNegInf)
-      std::fill(row, row + n, 0.0f);
-    else
-      detail::expShifted(row, n, rowLse);
+    if (rowLse != kNegInf) {
+      expRow(row, n, rowLse, lowRow);
+      continue;
+    }
+    std::fill(row, row + n, 0.0f);
+    if constexpr (!kIsF32<Elem>)
+      if (lowRow)
+        narrow(row, lowRow, n);
   }
   // dP = dO·Vᵀ (zeros with no value head_dim).
   tileProduct(false, true, rows, n, p.dv, 1.0f, g.dOut + row0 * p.dv, p.dv,
@@ -399,16 +405,13 @@ bool probabilitiesAndScoreGrads(const Problem<Elem> &p,
     const float *pRow = prob + r * n;
     float *dsRow = ds + r * n;
     float di = g.di[row0 + r];
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j)
-      dsRow[j] = pRow[j] * (dsRow[j] - di);
     if constexpr (kIsF32<Elem>) {
-      (void)probLow, (void)dsLow;
+      (void)dsLow;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        dsRow[j] = pRow[j] * (dsRow[j] - di);
     } else {
-      // Rounded row by row, while the row is in cache.
-      narrow(dsRow, dsLow + r * n, n);
-      if (probLow)
-        narrow(pRow, probLow + r * n, n);
+      detail::scoreGradsNarrow(pRow, dsRow, di, n, dsLow + r * n);
     }
   }
   return true;

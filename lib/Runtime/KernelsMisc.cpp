@@ -11,6 +11,7 @@
 #include "sd/Runtime/BFloat16.h"
 #include "sd/Runtime/Kernels.h"
 
+#include "BFloat16Avx512.h"
 #include "KernelsDetail.h"
 
 #include <immintrin.h>
@@ -140,10 +141,9 @@ expShiftedAvx2(float *row, int64_t n, float shift) {
 /// but for the scaling by 2^fx, which gives the same bits.
 __attribute__((target("avx512f,avx2,fma"))) static inline __m512
 exp16(__m512 x) {
-  __mmask16 tooSmall = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpLo),
-                                          _CMP_LT_OQ);
-  __mmask16 tooBig = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpHi),
-                                        _CMP_GT_OQ);
+  __mmask16 tooSmall =
+      _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpLo), _CMP_LT_OQ);
+  __mmask16 tooBig = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpHi), _CMP_GT_OQ);
   __mmask16 isNan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpLo)),
                             _mm512_set1_ps(kExpHi));
@@ -170,22 +170,44 @@ exp16(__m512 x) {
 }
 
 /// expShiftedAvx2 sixteen at a time: the same exponentials in the same
-/// lanes, so the result does not depend on which path ran.
+/// lanes, so the result does not depend on which path ran. With `low`, each
+/// exponential is also rounded to bf16 there while it is in a register.
 __attribute__((target("avx512f,avx2,fma"))) static double
-expShiftedAvx512(float *row, int64_t n, float shift) {
+expShiftedAvx512(float *row, int64_t n, float shift, BFloat16 *low = nullptr) {
   __m512 s = _mm512_set1_ps(shift);
   __m512 acc = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + i), s));
     _mm512_storeu_ps(row + i, e);
+    if (low)
+      rt::detail::storeRoundedAvx512(e, low + i);
     acc = _mm512_add_ps(acc, e);
   }
   __m256 lo = _mm512_castps512_ps256(acc);
   __m256 hi =
       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
   expShiftedFromAvx2(row, i, n, shift, lo, hi);
+  if (low)
+    convertToBFloat16(row + i, low + i, n - i);
   return laneSum(lo, hi);
+}
+
+/// scoreGradsNarrow sixteen at a time (the same operations lane by lane).
+__attribute__((target("avx512f"))) static void
+scoreGradsNarrowAvx512(const float *p, float *ds, float di, int64_t n,
+                       BFloat16 *low) {
+  __m512 d = _mm512_set1_ps(di);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 g = _mm512_mul_ps(_mm512_loadu_ps(p + i),
+                             _mm512_sub_ps(_mm512_loadu_ps(ds + i), d));
+    _mm512_storeu_ps(ds + i, g);
+    rt::detail::storeRoundedAvx512(g, low + i);
+  }
+  for (int64_t j = i; j < n; ++j)
+    ds[j] = p[j] * (ds[j] - di);
+  convertToBFloat16(ds + i, low + i, n - i);
 }
 
 /// The maximum of row[0..n) (n > 0), sixteen lanes at a time.
@@ -251,18 +273,69 @@ double expShifted(float *row, int64_t n, float shift) {
                    : expShiftedScalar(row, n, shift);
 }
 
+/// expShiftedNarrow without AVX-512 (`path` Best or Avx2): the
+/// exponentials, then their rounding in a pass of its own (the same bits).
+static double expShiftedThenNarrow(float *row, int64_t n, float shift,
+                                   BFloat16 *low, VectorPath path) {
+  double sum = path == VectorPath::Avx2 ? expShiftedAvx2(row, n, shift)
+                                        : expShifted(row, n, shift);
+  convertToBFloat16(row, low, n, path);
+  return sum;
+}
+
+/// scoreGradsNarrow without AVX-512 (`path` Best or Avx2), in two passes.
+static void scoreGradsThenNarrow(const float *p, float *ds, float di, int64_t n,
+                                 BFloat16 *low, VectorPath path) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j)
+    ds[j] = p[j] * (ds[j] - di);
+  convertToBFloat16(ds, low, n, path);
+}
+
+double expShiftedNarrow(float *row, int64_t n, float shift, sd_bf16 *low) {
+  auto *out = reinterpret_cast<BFloat16 *>(low);
+  if (hasAvx512())
+    return expShiftedAvx512(row, n, shift, out);
+  return expShiftedThenNarrow(row, n, shift, out, VectorPath::Best);
+}
+
+void scoreGradsNarrow(const float *p, float *ds, float di, int64_t n,
+                      sd_bf16 *low) {
+  auto *out = reinterpret_cast<BFloat16 *>(low);
+  if (hasAvx512())
+    scoreGradsNarrowAvx512(p, ds, di, n, out);
+  else
+    scoreGradsThenNarrow(p, ds, di, n, out, VectorPath::Best);
+}
+
 } // namespace detail
 
-double expShiftedRow(float *row, int64_t n, float shift, VectorPath path) {
+double expShiftedRow(float *row, int64_t n, float shift, sd_bf16 *low,
+                     VectorPath path) {
+  auto *out = reinterpret_cast<BFloat16 *>(low);
   switch (path) {
   case VectorPath::Best:
     break;
   case VectorPath::Avx2:
-    return detail::expShiftedAvx2(row, n, shift);
+    return out ? detail::expShiftedThenNarrow(row, n, shift, out, path)
+               : detail::expShiftedAvx2(row, n, shift);
   case VectorPath::Avx512:
-    return detail::expShiftedAvx512(row, n, shift);
+    return detail::expShiftedAvx512(row, n, shift, out);
   }
-  return detail::expShifted(row, n, shift);
+  return out ? detail::expShiftedNarrow(row, n, shift, low)
+             : detail::expShifted(row, n, shift);
+}
+
+void scoreGradsRow(const float *p, float *ds, float di, int64_t n, sd_bf16 *low,
+                   VectorPath path) {
+  if (path == VectorPath::Avx512)
+    detail::scoreGradsNarrowAvx512(p, ds, di, n,
+                                   reinterpret_cast<BFloat16 *>(low));
+  else if (path == VectorPath::Best)
+    detail::scoreGradsNarrow(p, ds, di, n, low);
+  else
+    detail::scoreGradsThenNarrow(p, ds, di, n,
+                                 reinterpret_cast<BFloat16 *>(low), path);
 }
 
 namespace detail {

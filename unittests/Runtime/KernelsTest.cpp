@@ -149,7 +149,7 @@ TEST(KernelsTest, RowExponentialsAgreeAcrossVectorPaths) {
       if (!hasVectorPath(path))
         continue;
       std::vector<float> other = row;
-      double sum = expShiftedRow(other.data(), n, shift, path);
+      double sum = expShiftedRow(other.data(), n, shift, nullptr, path);
       EXPECT_EQ(std::memcmp(other.data(), best.data(), n * sizeof(float)), 0)
           << "n " << n;
       EXPECT_EQ(std::memcmp(&sum, &bestSum, sizeof(sum)), 0) << "n " << n;
@@ -179,15 +179,56 @@ TEST(KernelsTest, RowExponentialsAgreeAcrossVectorPaths) {
       continue;
     std::vector<float> other = wide;
     expShiftedRow(other.data(), static_cast<int64_t>(wide.size()), 0.0f,
-                  path);
-    EXPECT_EQ(std::memcmp(other.data(), wideBest.data(),
-                          wide.size() * sizeof(float)),
-              0);
+                  nullptr, path);
+    EXPECT_EQ(
+        std::memcmp(other.data(), wideBest.data(), wide.size() * sizeof(float)),
+        0);
   }
   std::vector<float> nan = {0.0f, std::nanf(""), -1.0f};
   expShiftedRow(nan.data(), 3, 0.0f);
   EXPECT_TRUE(std::isnan(nan[1]));
   EXPECT_EQ(nan[0], 1.0f);
+}
+
+/// The bf16 attention kernels' fused rows: the exponentials (and the score
+/// gradients) rounded in the pass that computes them are toBFloat16 of the
+/// f32 results, which are the unfused ones, on every vector path, for
+/// lengths with and without a tail.
+TEST(KernelsTest, RoundedRowsAreTheF32RowsRounded) {
+  for (int64_t n : {1, 7, 15, 16, 17, 33, 256, 515}) {
+    std::vector<float> row = randomFloats(n, 0xb16 + n);
+    for (float &v : row)
+      v *= 20.0f;
+    if (n > 3)
+      row[1] = -std::numeric_limits<float>::infinity();
+    float shift = *std::max_element(row.begin(), row.end());
+    std::vector<float> plain = row;
+    double plainSum = expShiftedRow(plain.data(), n, shift);
+    std::vector<float> dP = randomFloats(n, 0xd5 + n);
+    std::vector<float> plainDs(n);
+    for (int64_t i = 0; i < n; ++i)
+      plainDs[i] = plain[i] * (dP[i] - 0.25f);
+    for (VectorPath path :
+         {VectorPath::Best, VectorPath::Avx2, VectorPath::Avx512}) {
+      if (path != VectorPath::Best && !hasVectorPath(path))
+        continue;
+      std::vector<float> fused = row;
+      std::vector<sd_bf16> low(n);
+      double sum = expShiftedRow(fused.data(), n, shift, low.data(), path);
+      EXPECT_EQ(std::memcmp(&sum, &plainSum, sizeof(sum)), 0) << "n " << n;
+      std::vector<float> ds = dP;
+      std::vector<sd_bf16> dsLow(n);
+      scoreGradsRow(fused.data(), ds.data(), 0.25f, n, dsLow.data(), path);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(fused[i], plain[i]) << "n " << n << " i " << i;
+        EXPECT_EQ(low[i].bits, toBFloat16(plain[i]).bits)
+            << "n " << n << " i " << i;
+        EXPECT_EQ(ds[i], plainDs[i]) << "n " << n << " i " << i;
+        EXPECT_EQ(dsLow[i].bits, toBFloat16(plainDs[i]).bits)
+            << "n " << n << " i " << i;
+      }
+    }
+  }
 }
 
 TEST(KernelsTest, GemmAllTransposesStridesAndBeta) {

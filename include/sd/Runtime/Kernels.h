@@ -184,10 +184,17 @@ using ::sd::rt::VectorPath;
 /// row[i] = exp(row[i] - shift) for i < n, as softmax and (flash) attention
 /// compute their probabilities; returns the sum of the results, kept in
 /// sixteen float lanes (element i in lane i % 16, in order) and added in
-/// double in lane order. Every vector path gives the same bits; `path`
-/// forces one (which the CPU must have), for the tests that check so.
-double expShiftedRow(float *row, int64_t n, float shift,
+/// double in lane order. With `low`, each result is also rounded to bf16
+/// there (as the bf16 attention kernels' products read P). Every vector
+/// path gives the same bits; `path` forces one (which the CPU must have),
+/// for the tests that check so.
+double expShiftedRow(float *row, int64_t n, float shift, sd_bf16 *low = nullptr,
                      VectorPath path = VectorPath::Best);
+/// ds[i] = p[i]·(ds[i] - di) for i < n, each also rounded to bf16 into
+/// low[i]: the bf16 flash backward's score gradients. Every path gives the
+/// same bits.
+void scoreGradsRow(const float *p, float *ds, float di, int64_t n, sd_bf16 *low,
+                   VectorPath path = VectorPath::Best);
 
 } // namespace sd::rt::kernels
 
