@@ -116,8 +116,7 @@ static LogicalResult checkType(Type type, bool allowI1,
                        << "; the OpenMP lowering needs static shapes "
                           "(run sd-specialize-batch first)";
   Type element = tensor.getElementType();
-  if (element.isF32() || element.isBF16() ||
-      (allowI1 && element.isInteger(1)))
+  if (element.isF32() || element.isBF16() || (allowI1 && element.isInteger(1)))
     return success();
   return emitError() << what() << " has element type " << element
                      << "; the OpenMP lowering supports f32 and bf16 tensors";
@@ -143,8 +142,8 @@ static void widenCalls(func::FuncOp func) {
   SmallVector<Operation *> calls;
   for (Operation &op : func.getBody().front().without_terminator()) {
     auto lowering = cast<OpenMPLoweringOpInterface>(op);
-    if (!lowering.takesBF16() && (hasBF16(op.getOperandTypes()) ||
-                                  hasBF16(op.getResultTypes())))
+    if (!lowering.takesBF16() &&
+        (hasBF16(op.getOperandTypes()) || hasBF16(op.getResultTypes())))
       calls.push_back(&op);
   }
   // One widened copy of each value, made before the first call that reads
@@ -339,6 +338,29 @@ outputKernelFor(Operation *op, const DenseMap<Operation *, int64_t> &position,
   return best;
 }
 
+/// Whether `op` rounds a value to bf16 that only broadcasts read, each at
+/// least 16 times its size: a bias or a modulation cast from its f32
+/// master, read across every token. Such a convert is computed once, in a
+/// kernel of its own; fused, every element of each broadcast would round
+/// its source element again (ten integer operations a lane: a sixth of the
+/// arithmetic of the bf16 bias-add-and-GELU loop of DiT-S/2's FFN).
+static bool roundsBeforeBroadcasts(Operation *op) {
+  auto convert = dyn_cast<ConvertOp>(op);
+  if (!convert)
+    return false;
+  auto type = cast<RankedTensorType>(convert.getType());
+  if (!type.getElementType().isBF16() || !type.hasStaticShape())
+    return false;
+  return llvm::all_of(op->getUsers(), [&](Operation *user) {
+    auto broadcast = dyn_cast<BroadcastInDimOp>(user);
+    if (!broadcast)
+      return false;
+    auto wide = cast<RankedTensorType>(broadcast.getType());
+    return wide.hasStaticShape() &&
+           wide.getNumElements() >= 16 * type.getNumElements();
+  });
+}
+
 DenseMap<Operation *, Role>
 LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
                              DenseMap<Operation *, Operation *> &fusedInto) {
@@ -368,7 +390,8 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
     };
     bool keepsPosition = op->hasAttr(SDDialect::kGradientSumAttrName) ||
                          llvm::any_of(op->getUses(), startsSum);
-    if (fusion && isFusible(kind) && !op->use_empty() && !keepsPosition) {
+    if (fusion && isFusible(kind) && !op->use_empty() && !keepsPosition &&
+        !roundsBeforeBroadcasts(op)) {
       // Users that read the value inside their own loop nest.
       SmallVector<Operation *> users;
       bool allFusedUsers = true;

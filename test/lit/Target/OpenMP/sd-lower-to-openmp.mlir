@@ -187,3 +187,32 @@ func.func @adamw(%p: tensor<8x16xf32>, %g: tensor<8x16xf32>, %mu: tensor<8x16xf3
   %p1, %mu1, %nu1 = sd.adamw %p, %g, %mu, %nu lr = %lr corrections = (%lr, %lr) beta1 = (%c, %c) beta2 = (%c, %c) eps = %c weight_decay = %c : tensor<8x16xf32>
   return %p1, %mu1, %nu1 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
 }
+
+// -----
+
+// A bf16 rounding of a small value that only wide broadcasts read (a bias
+// cast from its f32 master) is a kernel of its own, computed once rather
+// than once per element of the broadcast; a narrow broadcast (less than 16
+// times the value) and a widening convert still fuse.
+// CHECK-LABEL: func.func @rounding_before_broadcast
+// CHECK: %[[B:.*]] = sd.convert %{{.*}} {sd_omp.plan = #sd_omp.kernel<0, fused>} : tensor<16xf32> -> tensor<16xbf16>
+// CHECK-NEXT: sd.broadcast_in_dim %[[B]] {{.*}}{sd_omp.plan = #sd_omp.in_kernel<1>}
+// CHECK-NEXT: sd.add %{{.*}} {sd_omp.plan = #sd_omp.kernel<1, fused>}
+// CHECK-NEXT: sd.convert %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<2>} : tensor<16xf32> -> tensor<16xbf16>
+// CHECK-NEXT: sd.broadcast_in_dim %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<2>}
+// CHECK-NEXT: sd.add %{{.*}} {sd_omp.plan = #sd_omp.kernel<2, fused>}
+// CHECK-NEXT: sd.convert %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<3>} : tensor<16xbf16> -> tensor<16xf32>
+// CHECK-NEXT: sd.broadcast_in_dim %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<3>}
+// CHECK-NEXT: sd.add %{{.*}} {sd_omp.plan = #sd_omp.kernel<3, fused>}
+func.func @rounding_before_broadcast(%bias: tensor<16xf32>, %x: tensor<64x16xbf16>, %y: tensor<8x16xbf16>, %low: tensor<16xbf16>, %z: tensor<64x16xf32>) -> (tensor<64x16xbf16>, tensor<8x16xbf16>, tensor<64x16xf32>) {
+  %b = sd.convert %bias : tensor<16xf32> -> tensor<16xbf16>
+  %wide = sd.broadcast_in_dim %b dims = [1] : (tensor<16xbf16>) -> tensor<64x16xbf16>
+  %s = sd.add %x, %wide : tensor<64x16xbf16>
+  %b2 = sd.convert %bias : tensor<16xf32> -> tensor<16xbf16>
+  %narrow = sd.broadcast_in_dim %b2 dims = [1] : (tensor<16xbf16>) -> tensor<8x16xbf16>
+  %t = sd.add %y, %narrow : tensor<8x16xbf16>
+  %w = sd.convert %low : tensor<16xbf16> -> tensor<16xf32>
+  %wwide = sd.broadcast_in_dim %w dims = [1] : (tensor<16xf32>) -> tensor<64x16xf32>
+  %u = sd.add %z, %wwide : tensor<64x16xf32>
+  return %s, %t, %u : tensor<64x16xbf16>, tensor<8x16xbf16>, tensor<64x16xf32>
+}
