@@ -689,6 +689,43 @@ struct CallModel : Base<CallModel<OpTy, Kind>, OpTy> {
   }
 };
 
+/// A transpose that keeps the last dimension in place moves whole rows: an
+/// index map, which fuses with the slices and reshapes around it (the
+/// attention heads split from a projection and merged back) into one
+/// copy. Any other transpose is the runtime's blocked transpose.
+struct TransposeModel : Base<TransposeModel, TransposeOp> {
+  static bool movesRows(TransposeOp op) {
+    ArrayRef<int64_t> perm = op.getPermutation();
+    return !perm.empty() &&
+           perm.back() == static_cast<int64_t>(perm.size()) - 1;
+  }
+  LoweringKind getLoweringKind(Operation *op) const {
+    return movesRows(cast<TransposeOp>(op)) ? LoweringKind::IndexMap
+                                            : LoweringKind::Library;
+  }
+  bool takesBF16(Operation *) const { return true; }
+  void getOperandPositions(Operation *op, KernelBuilder &kernel,
+                           const Position &pos,
+                           SmallVectorImpl<OperandPosition> &positions) const {
+    auto transpose = cast<TransposeOp>(op);
+    // Result dimension k is the operand's dimension perm[k].
+    SmallVector<Index> out = kernel.dimsOf(pos, shapeOf(transpose.getResult()));
+    SmallVector<Index> in(out.size());
+    for (auto [k, d] : llvm::enumerate(transpose.getPermutation()))
+      in[d] = out[k];
+    Position p;
+    p.dims = std::move(in);
+    positions.push_back({transpose.getOperand(), p});
+  }
+  std::string buildScalar(Operation *, KernelBuilder &, const Position &,
+                          ArrayRef<std::string> operands) const {
+    return operands[0];
+  }
+  LogicalResult emitCall(Operation *op, ProgramBuilder &program) const {
+    return emitCallOf(cast<TransposeOp>(op), program);
+  }
+};
+
 /// A permute's done: a call that completes its start's buffer.
 struct PermuteDoneModel : Base<PermuteDoneModel, CollectivePermuteDoneOp> {
   LoweringKind getLoweringKind(Operation *) const {
@@ -708,11 +745,12 @@ static void attachCalls(MLIRContext *context) {
 }
 
 void mlir::sd::openmp::attachCallModels(MLIRContext *context) {
-  attachCalls<LoweringKind::Library, DotGeneralOp, TransposeOp, SoftmaxOp,
-              LayerNormOp, RmsNormOp, GroupNormOp, AttentionOp,
-              FlashAttentionOp, FlashAttentionDqOp, FlashAttentionDkvOp,
-              Conv2DOp, Conv2DInputGradOp, Conv2DFilterGradOp, RngNormalOp,
-              RngUniformOp>(context);
+  TransposeOp::attachInterface<TransposeModel>(*context);
+  attachCalls<LoweringKind::Library, DotGeneralOp, SoftmaxOp, LayerNormOp,
+              RmsNormOp, GroupNormOp, AttentionOp, FlashAttentionOp,
+              FlashAttentionDqOp, FlashAttentionDkvOp, Conv2DOp,
+              Conv2DInputGradOp, Conv2DFilterGradOp, RngNormalOp, RngUniformOp>(
+      context);
   attachCalls<LoweringKind::Collective, AllGatherOp, AllSliceOp,
               ReduceScatterOp, AllReduceOp, AllToAllOp, CollectivePermuteOp,
               CollectivePermuteStartOp, AxisIndexOp>(context);

@@ -390,8 +390,11 @@ LowerToOpenMPPass::planRoles(ArrayRef<Operation *> ops,
     };
     bool keepsPosition = op->hasAttr(SDDialect::kGradientSumAttrName) ||
                          llvm::any_of(op->getUses(), startsSum);
+    // A transpose is a kernel of its own (its producers fuse into it): read
+    // by its users' loops it would be gathered at opaque offsets wherever
+    // a reshape merges the dimensions it moved.
     if (fusion && isFusible(kind) && !op->use_empty() && !keepsPosition &&
-        !roundsBeforeBroadcasts(op)) {
+        !roundsBeforeBroadcasts(op) && !isa<TransposeOp>(op)) {
       // Users that read the value inside their own loop nest.
       SmallVector<Operation *> users;
       bool allFusedUsers = true;

@@ -216,3 +216,29 @@ func.func @rounding_before_broadcast(%bias: tensor<16xf32>, %x: tensor<64x16xbf1
   %u = sd.add %z, %wwide : tensor<64x16xf32>
   return %s, %t, %u : tensor<64x16xbf16>, tensor<8x16xbf16>, tensor<64x16xf32>
 }
+
+// -----
+
+// A transpose that keeps the last dimension in place moves whole rows: an
+// index map, a kernel of its own that its producers (a slice and reshape
+// splitting the heads) fuse into, never fused into its users (which would
+// gather it across a reshape). One that moves the last dimension is the
+// runtime's blocked transpose.
+// CHECK-LABEL: func.func @transpose_rows
+// CHECK: sd.slice %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<0>}
+// CHECK-NEXT: sd.reshape %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<0>}
+// CHECK-NEXT: sd.transpose %{{.*}} permutation = [0, 2, 1, 3] {sd_omp.plan = #sd_omp.kernel<0, fused>}
+// CHECK-NEXT: sd.transpose %{{.*}} permutation = [0, 1, 3, 2] {sd_omp.plan = #sd_omp.kernel<1, library>}
+// CHECK-NEXT: sd.transpose %{{.*}} permutation = [0, 2, 1, 3] {sd_omp.plan = #sd_omp.kernel<2, fused>}
+// CHECK-NEXT: sd.reshape %{{.*}} {sd_omp.plan = #sd_omp.in_kernel<3>}
+// CHECK-NEXT: sd.neg %{{.*}} {sd_omp.plan = #sd_omp.kernel<3, fused>}
+func.func @transpose_rows(%x: tensor<2x8x3x32xbf16>, %y: tensor<2x4x8x8xbf16>) -> (tensor<2x4x8x8xbf16>, tensor<2x4x8x8xbf16>, tensor<2x8x32xbf16>) {
+  %s = sd.slice %x start = [0, 0, 1, 0] limit = [2, 8, 2, 32] strides = [1, 1, 1, 1] : (tensor<2x8x3x32xbf16>) -> tensor<2x8x1x32xbf16>
+  %r = sd.reshape %s : (tensor<2x8x1x32xbf16>) -> tensor<2x8x4x8xbf16>
+  %t = sd.transpose %r permutation = [0, 2, 1, 3] : (tensor<2x8x4x8xbf16>) -> tensor<2x4x8x8xbf16>
+  %u = sd.transpose %y permutation = [0, 1, 3, 2] : (tensor<2x4x8x8xbf16>) -> tensor<2x4x8x8xbf16>
+  %b = sd.transpose %y permutation = [0, 2, 1, 3] : (tensor<2x4x8x8xbf16>) -> tensor<2x8x4x8xbf16>
+  %m = sd.reshape %b : (tensor<2x8x4x8xbf16>) -> tensor<2x8x32xbf16>
+  %n = sd.neg %m : tensor<2x8x32xbf16>
+  return %t, %u, %n : tensor<2x4x8x8xbf16>, tensor<2x4x8x8xbf16>, tensor<2x8x32xbf16>
+}
