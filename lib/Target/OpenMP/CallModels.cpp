@@ -690,9 +690,10 @@ struct CallModel : Base<CallModel<OpTy, Kind>, OpTy> {
 };
 
 /// A transpose that keeps the last dimension in place moves whole rows: an
-/// index map, which fuses with the slices and reshapes around it (the
-/// attention heads split from a projection and merged back) into one
-/// copy. Any other transpose is the runtime's blocked transpose.
+/// index map, a copy that the slices and reshapes before it (attention
+/// heads split from a projection) fuse into; sd-lower-to-openmp keeps it
+/// out of its users' loops. Any other transpose is the runtime's blocked
+/// transpose.
 struct TransposeModel : Base<TransposeModel, TransposeOp> {
   static bool movesRows(TransposeOp op) {
     ArrayRef<int64_t> perm = op.getPermutation();
