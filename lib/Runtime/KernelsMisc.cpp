@@ -193,6 +193,16 @@ expShiftedAvx512(float *row, int64_t n, float shift, BFloat16 *low = nullptr) {
   return laneSum(lo, hi);
 }
 
+/// scoreGradsNarrow without AVX-512 (`path` Best or Avx2), in two passes;
+/// also the AVX-512 path's tail.
+static void scoreGradsThenNarrow(const float *p, float *ds, float di, int64_t n,
+                                 BFloat16 *low, VectorPath path) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j)
+    ds[j] = p[j] * (ds[j] - di);
+  convertToBFloat16(ds, low, n, path);
+}
+
 /// scoreGradsNarrow sixteen at a time (the same operations lane by lane).
 __attribute__((target("avx512f"))) static void
 scoreGradsNarrowAvx512(const float *p, float *ds, float di, int64_t n,
@@ -205,9 +215,7 @@ scoreGradsNarrowAvx512(const float *p, float *ds, float di, int64_t n,
     _mm512_storeu_ps(ds + i, g);
     rt::detail::storeRoundedAvx512(g, low + i);
   }
-  for (int64_t j = i; j < n; ++j)
-    ds[j] = p[j] * (ds[j] - di);
-  convertToBFloat16(ds + i, low + i, n - i);
+  scoreGradsThenNarrow(p + i, ds + i, di, n - i, low + i, VectorPath::Best);
 }
 
 /// The maximum of row[0..n) (n > 0), sixteen lanes at a time.
@@ -281,15 +289,6 @@ static double expShiftedThenNarrow(float *row, int64_t n, float shift,
                                         : expShifted(row, n, shift);
   convertToBFloat16(row, low, n, path);
   return sum;
-}
-
-/// scoreGradsNarrow without AVX-512 (`path` Best or Avx2), in two passes.
-static void scoreGradsThenNarrow(const float *p, float *ds, float di, int64_t n,
-                                 BFloat16 *low, VectorPath path) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j)
-    ds[j] = p[j] * (ds[j] - di);
-  convertToBFloat16(ds, low, n, path);
 }
 
 double expShiftedNarrow(float *row, int64_t n, float shift, sd_bf16 *low) {
